@@ -1,0 +1,242 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// LatencyDist gives the delay WithLatency adds to one operation that moves
+// nbytes of payload (0 for Delete and List). Implementations must be safe
+// for concurrent use.
+type LatencyDist interface {
+	Sample(op Op, nbytes int64) time.Duration
+}
+
+// FixedLatency adds the same delay to every operation.
+type FixedLatency time.Duration
+
+func (d FixedLatency) Sample(Op, int64) time.Duration { return time.Duration(d) }
+
+// WithLatency returns a Store that delays every operation on s by a delay
+// drawn from d. Puts, Delete and List wait before they run. Get waits
+// after it has read, because its payload size (and so its transfer time)
+// is known only then; the caller sees the same total delay. A delay
+// cut short by ctx returns ctx.Err() and, for the writes, does not run
+// the operation.
+func WithLatency(s Store, d LatencyDist) Store {
+	return &latencyStore{s: s, d: d}
+}
+
+type latencyStore struct {
+	s Store
+	d LatencyDist
+}
+
+var _ Store = (*latencyStore)(nil)
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (l *latencyStore) Put(ctx context.Context, key string, data []byte) error {
+	if err := sleepCtx(ctx, l.d.Sample(OpPut, int64(len(data)))); err != nil {
+		return err
+	}
+	return l.s.Put(ctx, key, data)
+}
+
+func (l *latencyStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := sleepCtx(ctx, l.d.Sample(OpPutIfAbsent, int64(len(data)))); err != nil {
+		return err
+	}
+	return l.s.PutIfAbsent(ctx, key, data)
+}
+
+func (l *latencyStore) Get(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out, err := l.s.Get(ctx, key, offset, length)
+	if serr := sleepCtx(ctx, l.d.Sample(OpGet, int64(len(out)))); serr != nil {
+		return nil, serr
+	}
+	return out, err
+}
+
+func (l *latencyStore) Delete(ctx context.Context, key string) error {
+	if err := sleepCtx(ctx, l.d.Sample(OpDelete, 0)); err != nil {
+		return err
+	}
+	return l.s.Delete(ctx, key)
+}
+
+func (l *latencyStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := sleepCtx(ctx, l.d.Sample(OpList, 0)); err != nil {
+		return nil, err
+	}
+	return l.s.List(ctx, prefix)
+}
+
+// Quantile is one point of a latency table: a fraction Q (0 to 1) of
+// requests take at most D.
+type Quantile struct {
+	Q float64
+	D time.Duration
+}
+
+// LatencyProfile describes the request latency of one class of object
+// store as quantile tables. Between two points the delay is interpolated
+// linearly, so a table with points up to p99.9 and p100 carries the long
+// tail that averages hide.
+type LatencyProfile struct {
+	Name string
+	// Read is Get's time to first byte.
+	Read []Quantile
+	// Write is Put's and PutIfAbsent's time apart from sending the payload.
+	Write []Quantile
+	// Meta is Delete's and List's time.
+	Meta []Quantile
+	// BytesPerSecond is one request's transfer rate: a payload of n bytes
+	// adds n/BytesPerSecond. Zero adds nothing.
+	BytesPerSecond float64
+}
+
+const mib = 1 << 20
+
+// S3Standard approximates published figures for S3 Standard from a client
+// in the same region: first byte and small PUTs take tens of milliseconds
+// at p50 with a tail reaching a few hundred milliseconds (AWS's own
+// guidance quotes 100-200 ms first-byte latency for small objects as the
+// tail to plan for), and one request streams at about 80 MiB/s. These are
+// planning numbers for simulations, not measurements of any deployment.
+var S3Standard = LatencyProfile{
+	Name: "s3-standard",
+	Read: []Quantile{
+		{0, 6 * time.Millisecond}, {0.5, 20 * time.Millisecond}, {0.9, 45 * time.Millisecond},
+		{0.99, 120 * time.Millisecond}, {0.999, 300 * time.Millisecond}, {1, 600 * time.Millisecond},
+	},
+	Write: []Quantile{
+		{0, 12 * time.Millisecond}, {0.5, 35 * time.Millisecond}, {0.9, 70 * time.Millisecond},
+		{0.99, 200 * time.Millisecond}, {0.999, 450 * time.Millisecond}, {1, 900 * time.Millisecond},
+	},
+	Meta: []Quantile{
+		{0, 8 * time.Millisecond}, {0.5, 25 * time.Millisecond}, {0.9, 55 * time.Millisecond},
+		{0.99, 150 * time.Millisecond}, {1, 400 * time.Millisecond},
+	},
+	BytesPerSecond: 80 * mib,
+}
+
+// S3Express approximates published figures for S3 Express One Zone
+// (directory buckets, same availability zone): consistent single-digit
+// millisecond first-byte and PUT latency at p50 to p99, with a short tail
+// into the tens of milliseconds. Planning numbers, not measurements.
+var S3Express = LatencyProfile{
+	Name: "s3-express",
+	Read: []Quantile{
+		{0, 1 * time.Millisecond}, {0.5, 3 * time.Millisecond}, {0.9, 5 * time.Millisecond},
+		{0.99, 9 * time.Millisecond}, {0.999, 15 * time.Millisecond}, {1, 30 * time.Millisecond},
+	},
+	Write: []Quantile{
+		{0, 2 * time.Millisecond}, {0.5, 5 * time.Millisecond}, {0.9, 8 * time.Millisecond},
+		{0.99, 14 * time.Millisecond}, {0.999, 25 * time.Millisecond}, {1, 50 * time.Millisecond},
+	},
+	Meta: []Quantile{
+		{0, 1 * time.Millisecond}, {0.5, 4 * time.Millisecond}, {0.9, 7 * time.Millisecond},
+		{0.99, 12 * time.Millisecond}, {1, 30 * time.Millisecond},
+	},
+	BytesPerSecond: 160 * mib,
+}
+
+// ErrBadLatencyProfile: a quantile table is malformed.
+var ErrBadLatencyProfile = errors.New("objstore: bad latency profile")
+
+// Validate checks that every table starts at Q=0, ends at Q=1, and rises
+// in both Q and D.
+func (p LatencyProfile) Validate() error {
+	for _, tb := range []struct {
+		name string
+		q    []Quantile
+	}{{"read", p.Read}, {"write", p.Write}, {"meta", p.Meta}} {
+		q := tb.q
+		if len(q) < 2 || q[0].Q != 0 || q[len(q)-1].Q != 1 {
+			return fmt.Errorf("%w: %s %s table must run from Q=0 to Q=1", ErrBadLatencyProfile, p.Name, tb.name)
+		}
+		for i := 1; i < len(q); i++ {
+			if q[i].Q <= q[i-1].Q || q[i].D < q[i-1].D || q[i-1].D < 0 {
+				return fmt.Errorf("%w: %s %s table point %d does not rise", ErrBadLatencyProfile, p.Name, tb.name, i)
+			}
+		}
+	}
+	if p.BytesPerSecond < 0 {
+		return fmt.Errorf("%w: %s BytesPerSecond < 0", ErrBadLatencyProfile, p.Name)
+	}
+	return nil
+}
+
+// Latency draws delays from a LatencyProfile with a seeded source. Safe for
+// concurrent use; a single-goroutine run replays exactly from its seed.
+type Latency struct {
+	profile LatencyProfile
+	mu      struct {
+		sync.Mutex
+		rnd *rand.Rand
+	}
+}
+
+var _ LatencyDist = (*Latency)(nil)
+
+// NewLatency returns a LatencyDist for p seeded with seed.
+func NewLatency(p LatencyProfile, seed uint64) (*Latency, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Latency{profile: p}
+	l.mu.rnd = rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	return l, nil
+}
+
+func (l *Latency) Sample(op Op, nbytes int64) time.Duration {
+	l.mu.Lock()
+	u := l.mu.rnd.Float64()
+	l.mu.Unlock()
+	var table []Quantile
+	switch op {
+	case OpGet:
+		table = l.profile.Read
+	case OpPut, OpPutIfAbsent:
+		table = l.profile.Write
+	default:
+		table = l.profile.Meta
+	}
+	d := quantileAt(table, u)
+	if l.profile.BytesPerSecond > 0 && nbytes > 0 {
+		d += time.Duration(float64(nbytes) / l.profile.BytesPerSecond * float64(time.Second))
+	}
+	return d
+}
+
+// quantileAt interpolates the inverse CDF given by a validated table at u.
+func quantileAt(q []Quantile, u float64) time.Duration {
+	for i := 1; i < len(q); i++ {
+		if u <= q[i].Q {
+			lo, hi := q[i-1], q[i]
+			frac := (u - lo.Q) / (hi.Q - lo.Q)
+			return lo.D + time.Duration(frac*float64(hi.D-lo.D))
+		}
+	}
+	return q[len(q)-1].D
+}
