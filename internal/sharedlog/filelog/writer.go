@@ -1,0 +1,373 @@
+package filelog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+
+	"github.com/strandkafka/strand/internal/sharedlog"
+)
+
+// requestOverheadBytes is charged to the queue budget per append on top of
+// its encoded size, so the byte bound also bounds the entry count.
+const requestOverheadBytes = 128
+
+type requestKind uint8
+
+const (
+	kindAppend requestKind = iota
+	kindSeal
+	kindTrim
+)
+
+// request is one operation for the writer goroutine.
+type request struct {
+	kind   requestKind
+	rec    []byte        // kindAppend: the encoded entry
+	trimTo sharedlog.Pos // kindTrim
+	done   chan result   // capacity 1: the writer never blocks on a reply
+}
+
+type result struct {
+	pos sharedlog.Pos
+	err error
+}
+
+func (r *request) cost() int {
+	if r.kind != kindAppend {
+		return 0 // seals and trims are few and must not wait behind appends
+	}
+	return len(r.rec) + requestOverheadBytes
+}
+
+// writer is the state only the writer goroutine touches.
+type writer struct {
+	active    *segment
+	activeEnd int64  // bytes written to the active segment
+	batch     []byte // reused group-commit buffer
+}
+
+// enqueue queues req for the writer, blocking while the queue is over its
+// byte budget. A request alone is admitted even if larger than the budget.
+func (l *Loglet) enqueue(ctx context.Context, req *request) error {
+	cost := req.cost()
+	l.mu.Lock()
+	for {
+		switch {
+		case l.mu.closed:
+			l.mu.Unlock()
+			return sharedlog.ErrClosed
+		case l.mu.failed != nil:
+			err := l.mu.failed
+			l.mu.Unlock()
+			return err
+		case req.kind == kindAppend && l.mu.sealing:
+			l.mu.Unlock()
+			return sharedlog.ErrSealed
+		}
+		if cost == 0 || l.mu.queuedBytes == 0 || l.mu.queuedBytes+cost <= l.opts.MaxQueueBytes {
+			break
+		}
+		freed := l.mu.queueFreed
+		l.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	if req.kind == kindSeal {
+		// From here on no append joins the queue, so every append the
+		// writer will ever write is ahead of this seal.
+		l.mu.sealing = true
+	}
+	l.mu.queue = append(l.mu.queue, req)
+	l.mu.queuedBytes += cost
+	l.mu.Unlock()
+	l.signalWriter()
+	return nil
+}
+
+// writeLoop is the writer goroutine: it takes a group of appends, or one
+// seal or trim, off the queue at a time, so while it writes and fsyncs
+// one group the next one gathers.
+func (l *Loglet) writeLoop() {
+	defer close(l.writerDone)
+	for {
+		reqs, stop := l.nextRequests()
+		switch {
+		case stop:
+			return
+		case len(reqs) == 0:
+			<-l.wake
+		case reqs[0].kind == kindAppend:
+			l.commit(reqs)
+		case reqs[0].kind == kindSeal:
+			l.seal(reqs[0])
+		case reqs[0].kind == kindTrim:
+			l.trim(reqs[0])
+		}
+	}
+}
+
+// nextRequests takes the next group of appends, at most MaxBatchBytes
+// but at least one, or the next control request. stop is set once the
+// loglet is closed or failed; queued requests then get the error.
+func (l *Loglet) nextRequests() (reqs []*request, stop bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed || l.mu.failed != nil {
+		err := l.mu.failed
+		if l.mu.closed {
+			err = sharedlog.ErrClosed
+		}
+		for _, r := range l.mu.queue {
+			r.done <- result{err: err}
+		}
+		l.mu.queue, l.mu.queuedBytes = nil, 0
+		return nil, true
+	}
+	q := l.mu.queue
+	if len(q) == 0 {
+		return nil, false
+	}
+	n := 1
+	if q[0].kind == kindAppend {
+		for bytes := len(q[0].rec); n < len(q) && q[n].kind == kindAppend && bytes+len(q[n].rec) <= l.opts.MaxBatchBytes; n++ {
+			bytes += len(q[n].rec)
+		}
+	}
+	reqs = slices.Clone(q[:n])
+	clear(q[:n])
+	l.mu.queue = q[n:]
+	if len(l.mu.queue) == 0 {
+		l.mu.queue = q[:0] // reuse the backing array
+	}
+	return reqs, false
+}
+
+// commit writes a group of appends with one write and one fsync, then
+// publishes and acknowledges them.
+func (l *Loglet) commit(reqs []*request) {
+	w := &l.w
+	if w.activeEnd >= l.opts.SegmentBytes && w.activeEnd > segmentHeaderBytes {
+		if err := l.roll(); err != nil {
+			l.fail(err, reqs)
+			return
+		}
+	}
+	buf := w.batch[:0]
+	offsets := make([]int64, len(reqs))
+	cost := 0
+	for i, r := range reqs {
+		offsets[i] = w.activeEnd + int64(len(buf))
+		buf = append(buf, r.rec...)
+		cost += r.cost()
+	}
+	if _, err := w.active.f.WriteAt(buf, w.activeEnd); err != nil {
+		l.fail(fmt.Errorf("writing %s: %w", w.active.path, err), reqs)
+		return
+	}
+	if err := l.opts.Sync(w.active.f); err != nil {
+		l.fail(fmt.Errorf("fsync %s: %w", w.active.path, err), reqs)
+		return
+	}
+	w.activeEnd += int64(len(buf))
+	if cap(buf) <= 2*l.opts.MaxBatchBytes {
+		w.batch = buf[:0]
+	} else {
+		w.batch = nil // one huge entry: don't keep its buffer
+	}
+
+	l.mu.Lock()
+	first := l.mu.tail
+	w.active.offsets = append(w.active.offsets, offsets...)
+	w.active.end = w.activeEnd
+	l.mu.tail += sharedlog.Pos(len(reqs))
+	l.mu.queuedBytes -= cost
+	l.wakeLocked()
+	l.mu.Unlock()
+	for i, r := range reqs {
+		r.done <- result{pos: first + sharedlog.Pos(i)}
+	}
+	// Let the appenders just woken queue their next entries before the
+	// next group is cut. Without this, closed-loop appenders split into
+	// two alternating halves, one in the fsync and one queued, and a
+	// group commit carries half of them.
+	runtime.Gosched()
+}
+
+// roll starts a new active segment at the tail.
+func (l *Loglet) roll() error {
+	l.mu.Lock()
+	base := l.mu.tail
+	l.mu.Unlock()
+	seg, err := l.createSegment(base)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.mu.segments = append(l.mu.segments, seg)
+	l.mu.Unlock()
+	l.w.active, l.w.activeEnd = seg, segmentHeaderBytes
+	return nil
+}
+
+func (l *Loglet) seal(req *request) {
+	l.mu.Lock()
+	st := state{sealed: true, trimmed: l.mu.trimmed, sealedTail: l.mu.tail}
+	already := l.mu.sealed
+	l.mu.Unlock()
+	if !already {
+		if err := l.writeState(st); err != nil {
+			l.fail(err, []*request{req})
+			return
+		}
+		l.mu.Lock()
+		l.mu.sealed = true
+		l.wakeLocked()
+		l.mu.Unlock()
+	}
+	req.done <- result{}
+}
+
+func (l *Loglet) trim(req *request) {
+	l.mu.Lock()
+	before := min(req.trimTo, l.mu.tail)
+	st := state{sealed: l.mu.sealed, trimmed: before}
+	if st.sealed {
+		st.sealedTail = l.mu.tail
+	}
+	noop := before <= l.mu.trimmed
+	l.mu.Unlock()
+	if noop {
+		req.done <- result{}
+		return
+	}
+	if err := l.writeState(st); err != nil {
+		l.fail(err, []*request{req})
+		return
+	}
+
+	// Whole segments below the trim point go; the active one stays.
+	l.mu.Lock()
+	l.mu.trimmed = before
+	segs := l.mu.segments
+	drop := 0
+	for drop < len(segs)-1 && segs[drop+1].base <= before {
+		drop++
+	}
+	dead := segs[:drop]
+	l.mu.segments = slices.Clone(segs[drop:])
+	l.mu.Unlock()
+	// Readers that picked a dead segment's file before the swap see it
+	// closed and report ErrTrimmed. A crash before the removals are
+	// durable only leaves files that Open deletes again.
+	for _, s := range dead {
+		_ = s.f.Close()
+		if err := os.Remove(s.path); err != nil {
+			l.opts.Logger.Warn("filelog: removing trimmed segment", "path", s.path, "err", err)
+		}
+	}
+	req.done <- result{}
+}
+
+// fail puts the loglet in the failed state for good and answers reqs and
+// everything queued with the error.
+func (l *Loglet) fail(cause error, reqs []*request) {
+	l.mu.Lock()
+	if l.mu.failed == nil {
+		l.mu.failed = fmt.Errorf("%w: %v", ErrFailed, cause)
+		l.opts.Logger.Error("filelog: write failed; the loglet accepts no more writes until reopened", "dir", l.dir, "err", cause)
+	}
+	err := l.mu.failed
+	for _, r := range l.mu.queue {
+		r.done <- result{err: err}
+	}
+	l.mu.queue, l.mu.queuedBytes = nil, 0
+	l.wakeLocked()
+	l.mu.Unlock()
+	for _, r := range reqs {
+		r.done <- result{err: err}
+	}
+}
+
+const (
+	stateFileName = "STATE"
+	tmpSuffix     = ".tmp"
+)
+
+func (l *Loglet) segmentPath(base sharedlog.Pos) string {
+	return filepath.Join(l.dir, fmt.Sprintf("%020d.seg", uint64(base)))
+}
+
+// writeState replaces the STATE file durably.
+func (l *Loglet) writeState(st state) error {
+	return l.writeFileDurably(filepath.Join(l.dir, stateFileName), st.encode(), false)
+}
+
+// createSegment creates an empty segment file durably and returns it open
+// for writing.
+func (l *Loglet) createSegment(base sharedlog.Pos) (*segment, error) {
+	path := l.segmentPath(base)
+	if err := l.writeFileDurably(path, encodeSegmentHeader(base), true); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &segment{base: base, path: path, f: f, end: segmentHeaderBytes}, nil
+}
+
+// writeFileDurably writes data to path.tmp, fsyncs it, renames it over
+// path and fsyncs the directory. With exclusive, an existing path is an
+// error rather than replaced.
+func (l *Loglet) writeFileDurably(path string, data []byte, exclusive bool) error {
+	if exclusive {
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("filelog: %s already exists", path)
+		}
+	}
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = l.opts.Sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = l.syncDir()
+	}
+	if err != nil {
+		return fmt.Errorf("filelog: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func (l *Loglet) syncDir() error { return syncDir(l.dir, l.opts.Sync) }
+
+// syncDir makes dir's entries (creations, renames, removals) durable.
+func syncDir(dir string, sync func(*os.File) error) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = sync(d)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
