@@ -1,0 +1,547 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Conn is one client connection. Handlers get it through Request.Conn for
+// per-connection state.
+type Conn struct {
+	srv *Server
+	nc  net.Conn
+	id  uint64
+
+	// ctx is every handler's context on this connection. It is canceled,
+	// with the close reason as cause, when the connection is closed.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// slots holds one token per request read but not yet answered; its
+	// capacity is Config.MaxInFlightPerConn.
+	slots chan struct{}
+	// inflight counts queued requests, for the idle check.
+	inflight atomic.Int32
+	// lastWriteNanos is when a response was last written, relative to
+	// srv.epoch, for the idle check.
+	lastWriteNanos atomic.Int64
+
+	closeOnce       sync.Once
+	reason          error // set once, in closeWith
+	stopParentWatch func() bool
+	writerDone      chan struct{}
+
+	// Reader goroutine only.
+	sizeBuf      [4]byte
+	lastClientID *string
+	lastOrder    <-chan struct{}
+
+	// Writer goroutine only.
+	wbuf  []byte
+	batch []written
+
+	mu struct {
+		sync.Mutex
+		softwareName    string
+		softwareVersion string
+	}
+}
+
+// pending is a request between being read and its response being written.
+type pending struct {
+	hdr     Header
+	start   time.Time
+	bytesIn int
+
+	// frame and frameBytes are released when the handler returns.
+	frame      *[]byte
+	frameBytes int64
+
+	// done is closed once resp and err are set.
+	done chan struct{}
+	resp kmsg.Response
+	err  error
+}
+
+type written struct {
+	p     *pending
+	bytes int
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Write batching: responses that are ready back to back go out in one
+// write, up to maxCoalesceBytes. A write buffer grown past
+// maxRetainedWriteBytes (a large fetch) is dropped after use so idle
+// connections do not pin it.
+const (
+	maxCoalesceBytes      = 64 << 10
+	maxRetainedWriteBytes = 1 << 20
+)
+
+// Internal reader outcomes that are not close reasons.
+var (
+	errClientClosed = errors.New("kafka: client closed the connection")
+	errDrained      = errors.New("kafka: connection drained for shutdown")
+	errConnClosed   = errors.New("kafka: connection closed")
+)
+
+func newConn(ctx context.Context, s *Server, nc net.Conn) *Conn {
+	c := &Conn{
+		srv:        s,
+		nc:         nc,
+		id:         s.nextConnID.Add(1),
+		slots:      make(chan struct{}, s.cfg.MaxInFlightPerConn),
+		writerDone: make(chan struct{}),
+		lastOrder:  closedChan,
+	}
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	// The parent ending (Serve's ctx) must also wake a reader blocked in
+	// Read, which only closing the socket does.
+	c.stopParentWatch = context.AfterFunc(ctx, func() {
+		c.closeWith(fmt.Errorf("%w: %w", ErrServerClosed, context.Cause(ctx)))
+	})
+	return c
+}
+
+// ID is unique among the server's connections.
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr is the client's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// LocalAddr is the address the client connected to.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// ClientSoftware returns the name and version the client sent in
+// ApiVersions v3+ (KIP-511), or empty strings.
+func (c *Conn) ClientSoftware() (name, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.softwareName, c.mu.softwareVersion
+}
+
+func (c *Conn) setClientSoftware(name, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.softwareName, c.mu.softwareVersion = name, version
+}
+
+// closeWith closes the connection; the first call's reason sticks. A nil
+// reason means the client closed it cleanly.
+func (c *Conn) closeWith(reason error) {
+	c.closeOnce.Do(func() {
+		c.stopParentWatch()
+		c.reason = reason
+		cause := reason
+		if cause == nil {
+			cause = errConnClosed
+		}
+		c.cancel(cause)
+		c.nc.Close()
+	})
+}
+
+// serve runs the connection until it closes and returns the close reason.
+func (s *Server) serve(c *Conn) error {
+	defer s.wg.Done()
+	defer s.untrack(c)
+
+	// The queue never blocks the reader: a request is queued only while
+	// holding a slot, and the writer frees the slot only after taking the
+	// request off the queue.
+	queue := make(chan *pending, cap(c.slots))
+	go c.writeLoop(queue)
+	err := c.readLoop(queue)
+	close(queue)
+	switch {
+	case errors.Is(err, errDrained):
+		// Graceful: the writer answers what was read, then we close.
+	case errors.Is(err, errClientClosed):
+		c.closeWith(nil)
+	default:
+		c.closeWith(err)
+	}
+	<-c.writerDone
+	c.closeWith(ErrServerClosed)
+
+	reason := c.reason
+	lvl := slog.LevelInfo
+	switch {
+	case reason == nil, errors.Is(reason, ErrServerClosed), errors.Is(reason, ErrIdleTimeout):
+		lvl = slog.LevelDebug
+	case errors.Is(reason, ErrHandlerPanic):
+		lvl = slog.LevelError
+	}
+	s.log.Log(c.ctx, lvl, "kafka: connection closed", "conn", c.id, "remote", addrString(c.nc.RemoteAddr()), "reason", reason)
+	s.obs.ConnClosed(c, reason)
+	return reason
+}
+
+func (c *Conn) readLoop(queue chan<- *pending) error {
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			return context.Cause(c.ctx)
+		case <-c.srv.drain:
+			return errDrained
+		}
+		p, err := c.readRequest()
+		if err != nil {
+			<-c.slots
+			return err
+		}
+		c.inflight.Add(1)
+		queue <- p
+	}
+}
+
+// readRequest reads, checks and decodes one request, and starts its
+// handler.
+func (c *Conn) readRequest() (*pending, error) {
+	s := c.srv
+	if err := c.readSize(); err != nil {
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
+	if size <= 0 || size > s.cfg.MaxRequestBytes {
+		// Kafka: InvalidReceiveException, connection closed.
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, s.cfg.MaxRequestBytes)
+	}
+	if err := s.budget.acquire(int64(size), c.ctx.Done(), s.drain); err != nil {
+		if c.ctx.Err() != nil {
+			return nil, context.Cause(c.ctx)
+		}
+		return nil, errDrained
+	}
+	p := &pending{
+		bytesIn:    4 + int(size),
+		frame:      getFrameBuf(int(size)),
+		frameBytes: int64(size),
+	}
+	if err := c.readBody(*p.frame); err != nil {
+		p.releaseFrame(s)
+		return nil, err
+	}
+	p.start = time.Now()
+	if err := c.dispatch(p); err != nil {
+		p.releaseFrame(s)
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *pending) releaseFrame(s *Server) {
+	s.budget.release(p.frameBytes)
+	putFrameBuf(p.frame)
+	p.frame = nil
+}
+
+// dispatch checks the header against the registry, decodes the body and
+// starts the handler. On error nothing was started.
+func (c *Conn) dispatch(p *pending) error {
+	s := c.srv
+	frame := *p.frame
+	h, req, body, err := parseHeader(frame, c.lastClientID)
+	if h.ClientID != nil {
+		c.lastClientID = h.ClientID
+	}
+	p.hdr = h
+	e := s.reg.lookup(h.Key)
+	if len(frame) >= fixedHeaderBytes && h.Key == apiVersionsKey && e.ok && !e.serves(h.Version) {
+		// KIP-511: answered at v0 without parsing the rest, so a client
+		// from the future learns which version to retry with.
+		p.releaseFrame(s)
+		p.resp = s.apiVersionsTooNew
+		p.done = closedChan
+		return nil
+	}
+	// Key and version first, so the reason names the real problem even
+	// when the rest of the header (whose layout depends on the version)
+	// does not parse either.
+	switch {
+	case len(frame) < fixedHeaderBytes, req == nil:
+		return err
+	case !e.ok:
+		return fmt.Errorf("%w: key %d (%s) is not served", ErrUnknownAPIKey, h.Key, kmsg.NameForKey(h.Key))
+	case !e.serves(h.Version):
+		return fmt.Errorf("%w: key %d (%s) v%d, served v%d-v%d",
+			ErrUnsupportedVersion, h.Key, kmsg.NameForKey(h.Key), h.Version, e.minVersion, e.maxVersion)
+	case err != nil:
+		return err
+	}
+	if err := decodeBody(req, body); err != nil {
+		return err
+	}
+	r := &Request{Header: h, Body: req, Conn: c, Deps: &s.cfg.Deps}
+	r.order.prev = c.lastOrder
+	r.order.mine = make(chan struct{})
+	c.lastOrder = r.order.mine
+	p.done = make(chan struct{})
+	s.wg.Add(1)
+	go c.handle(e.handler, r, p)
+	return nil
+}
+
+func (c *Conn) handle(h Handler, r *Request, p *pending) {
+	defer c.srv.wg.Done()
+	resp, err := c.call(h, r)
+	p.releaseFrame(c.srv)
+	p.resp, p.err = resp, err
+	close(p.done)
+	// A request that did not run InOrder passes its turn on, but only
+	// once every earlier request has had its turn.
+	<-r.order.prev
+	r.order.release()
+}
+
+// call runs h, turning a panic into an error so one bad request closes one
+// connection rather than the agent.
+func (c *Conn) call(h Handler, r *Request) (resp kmsg.Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.srv.log.Error("kafka: handler panic", "key", r.Key, "version", r.Version, "conn", c.id,
+				"panic", v, "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("%w: key %d v%d: %v", ErrHandlerPanic, r.Key, r.Version, v)
+		}
+	}()
+	resp, err = h(c.ctx, r)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("key %d (%s) v%d: %w", r.Key, kmsg.NameForKey(r.Key), r.Version, err)
+	case resp == nil:
+		return nil, nil
+	case resp.Key() != r.Key:
+		return nil, fmt.Errorf("kafka: handler for key %d returned a key %d response", r.Key, resp.Key())
+	}
+	resp.SetVersion(r.Version)
+	return resp, nil
+}
+
+// readSize reads the next frame's size, closing the connection only when
+// it has been idle (nothing read or written, no response owed) for
+// IdleTimeout.
+func (c *Conn) readSize() error {
+	idle := c.srv.cfg.IdleTimeout
+	deadline := c.deadlineFrom(time.Now())
+	got := 0
+	for {
+		c.nc.SetReadDeadline(deadline)
+		// After setting the deadline, so a concurrent Shutdown's
+		// deadline in the past is never overwritten unseen.
+		if got == 0 && c.srv.closing() {
+			return errDrained
+		}
+		n, err := c.nc.Read(c.sizeBuf[got:])
+		got += n
+		if got == len(c.sizeBuf) {
+			return nil
+		}
+		switch {
+		case err == nil:
+		case isTimeout(err) && got == 0 && c.srv.closing():
+			return errDrained
+		case isTimeout(err) && got == 0 && c.inflight.Load() > 0:
+			// The client is waiting for us, not idle.
+			deadline = c.deadlineFrom(time.Now())
+		case isTimeout(err) && got == 0 && idle > 0 && time.Now().Before(c.lastWrite().Add(idle)):
+			deadline = c.lastWrite().Add(idle)
+		case isTimeout(err):
+			return fmt.Errorf("%w: nothing read or written for %v", ErrIdleTimeout, idle)
+		case errors.Is(err, io.EOF) && got == 0:
+			return errClientClosed
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("reading frame size: %w", io.ErrUnexpectedEOF)
+		default:
+			return fmt.Errorf("reading frame size: %w", err)
+		}
+	}
+}
+
+// readBody reads a frame body. A request already being received is
+// finished even during Shutdown; only a client stalling for IdleTimeout
+// is cut off.
+func (c *Conn) readBody(buf []byte) error {
+	got := 0
+	for got < len(buf) {
+		deadline := c.deadlineFrom(time.Now())
+		c.nc.SetReadDeadline(deadline)
+		n, err := c.nc.Read(buf[got:])
+		got += n
+		switch {
+		case err == nil:
+		case isTimeout(err) && (n > 0 || deadline.IsZero() || time.Now().Before(deadline)):
+			// Progress, or Shutdown's wake-up: keep reading.
+		case isTimeout(err):
+			return fmt.Errorf("%w: stalled at %d of %d request bytes", ErrIdleTimeout, got, len(buf))
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: %d of %d request bytes", io.ErrUnexpectedEOF, got, len(buf))
+		default:
+			return fmt.Errorf("reading request: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *Conn) deadlineFrom(t time.Time) time.Time {
+	if c.srv.cfg.IdleTimeout < 0 {
+		return time.Time{}
+	}
+	return t.Add(c.srv.cfg.IdleTimeout)
+}
+
+func (c *Conn) lastWrite() time.Time {
+	return c.srv.epoch.Add(time.Duration(c.lastWriteNanos.Load()))
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// writeLoop writes responses in request order until the queue is closed
+// and drained.
+func (c *Conn) writeLoop(queue <-chan *pending) {
+	defer close(c.writerDone)
+	var next *pending
+	for {
+		p := next
+		next = nil
+		if p == nil {
+			var ok bool
+			if p, ok = <-queue; !ok {
+				c.flush()
+				return
+			}
+		}
+		select {
+		case <-p.done:
+		case <-c.ctx.Done():
+		}
+		switch {
+		case c.ctx.Err() != nil:
+			c.finish(p, 0, context.Cause(c.ctx))
+			continue
+		case p.err != nil:
+			c.closeWith(p.err)
+			c.finish(p, 0, p.err)
+			continue
+		case p.resp == nil:
+			c.finish(p, 0, nil)
+		default:
+			n, err := c.appendResponse(p)
+			if err != nil {
+				c.closeWith(err)
+				c.finish(p, 0, err)
+				continue
+			}
+			c.batch = append(c.batch, written{p: p, bytes: n})
+		}
+		if len(c.wbuf) < maxCoalesceBytes {
+			select {
+			case n, ok := <-queue:
+				if !ok {
+					c.flush()
+					return
+				}
+				next = n
+				if isClosed(n.done) {
+					continue
+				}
+			default:
+			}
+		}
+		c.flush()
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// appendResponse encodes p's response into the write buffer and returns
+// its size. A handler can build a response kmsg cannot encode (a nil
+// pointer where a struct is needed); that closes the connection, not the
+// agent.
+func (c *Conn) appendResponse(p *pending) (n int, err error) {
+	start := len(c.wbuf)
+	defer func() {
+		if v := recover(); v != nil {
+			c.wbuf = c.wbuf[:start]
+			err = fmt.Errorf("%w: encoding key %d v%d response: %v", ErrHandlerPanic, p.hdr.Key, p.hdr.Version, v)
+		}
+	}()
+	c.wbuf = appendResponse(c.wbuf, p.hdr.CorrelationID, p.resp)
+	return len(c.wbuf) - start, nil
+}
+
+func (c *Conn) flush() {
+	if len(c.batch) == 0 {
+		return
+	}
+	var err error
+	if c.ctx.Err() != nil {
+		err = context.Cause(c.ctx)
+	} else {
+		c.nc.SetWriteDeadline(c.deadlineFrom(time.Now()))
+		if _, err = c.nc.Write(c.wbuf); err != nil {
+			if isTimeout(err) {
+				err = fmt.Errorf("%w: response write stalled: %v", ErrIdleTimeout, err)
+			} else {
+				err = fmt.Errorf("writing responses: %w", err)
+			}
+			c.closeWith(err)
+		} else {
+			c.lastWriteNanos.Store(int64(time.Since(c.srv.epoch)))
+		}
+	}
+	for i, w := range c.batch {
+		if err != nil {
+			c.finish(w.p, 0, err)
+		} else {
+			c.finish(w.p, w.bytes, nil)
+		}
+		c.batch[i] = written{}
+	}
+	c.batch = c.batch[:0]
+	c.wbuf = c.wbuf[:0]
+	if cap(c.wbuf) > maxRetainedWriteBytes {
+		c.wbuf = nil
+	}
+}
+
+// finish accounts for a request that was answered or dropped and frees its
+// slot.
+func (c *Conn) finish(p *pending, bytesOut int, err error) {
+	c.srv.obs.RequestDone(c, RequestStats{
+		Key:      p.hdr.Key,
+		Version:  p.hdr.Version,
+		BytesIn:  p.bytesIn,
+		BytesOut: bytesOut,
+		Latency:  time.Since(p.start),
+		Err:      err,
+	})
+	c.inflight.Add(-1)
+	<-c.slots
+}

@@ -1,0 +1,42 @@
+package kafka
+
+import "time"
+
+// Observer is told what the server did, for metrics (a Prometheus adapter
+// lives with the agent). Calls come from connection goroutines, so an
+// implementation must be safe for concurrent use and must not block.
+type Observer interface {
+	// RequestDone is called once per request that passed header checks,
+	// after its response was written, or dropped because the connection
+	// closed first (then Err is set).
+	RequestDone(c *Conn, st RequestStats)
+	// ConnClosed is called once per connection when it closes. reason is
+	// nil when the client closed it between requests, and otherwise wraps
+	// the cause: one of the package's sentinel errors (ErrFrameSize,
+	// ErrIdleTimeout, ErrServerClosed, ErrTooManyConns, ...), a handler's
+	// error or an I/O error. A connection refused at accept is reported
+	// here too, with ErrTooManyConns.
+	ConnClosed(c *Conn, reason error)
+}
+
+// RequestStats describes one finished request.
+type RequestStats struct {
+	Key     int16
+	Version int16
+	// BytesIn is the request frame size, including its 4-byte length.
+	BytesIn int
+	// BytesOut is the response frame size, 0 if nothing was written.
+	BytesOut int
+	// Latency runs from the request frame being read to its response
+	// being written (or dropped), so it includes waiting behind earlier
+	// responses of the same connection.
+	Latency time.Duration
+	// Err is set if the handler failed or the connection closed before
+	// the response was written.
+	Err error
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RequestDone(*Conn, RequestStats) {}
+func (nopObserver) ConnClosed(*Conn, error)         {}

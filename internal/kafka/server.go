@@ -1,0 +1,319 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Sentinel errors. A connection's close reason (Observer.ConnClosed,
+// ServeConn's result) wraps one of them when it applies.
+var (
+	// ErrServerClosed: Shutdown or Close was called.
+	ErrServerClosed = errors.New("kafka: server closed")
+	// ErrFrameSize: a frame size <= 0 or above Config.MaxRequestBytes.
+	ErrFrameSize = errors.New("kafka: request frame size out of range")
+	// ErrMalformedRequest: a header or body that does not decode.
+	ErrMalformedRequest = errors.New("kafka: malformed request")
+	// ErrUnknownAPIKey: a key kmsg does not know or no handler serves.
+	ErrUnknownAPIKey = errors.New("kafka: unknown or unserved API key")
+	// ErrUnsupportedVersion: a version outside the served range.
+	ErrUnsupportedVersion = errors.New("kafka: unsupported API version")
+	// ErrIdleTimeout: nothing read or written for Config.IdleTimeout.
+	ErrIdleTimeout = errors.New("kafka: connection idle timeout")
+	// ErrTooManyConns: Config.MaxConns connections were already open.
+	ErrTooManyConns = errors.New("kafka: too many connections")
+	// ErrHandlerPanic: a handler panicked; the panic was recovered.
+	ErrHandlerPanic = errors.New("kafka: handler panic")
+)
+
+// Server serves the Kafka protocol. Create it with New; it is safe for
+// concurrent use.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	obs     Observer
+	reg     Registry // snapshot of cfg.Registry
+	apiKeys []kmsg.ApiVersionsResponseApiKey
+	// apiVersionsTooNew answers an ApiVersions request above the served
+	// range; nil if ApiVersions is not served.
+	apiVersionsTooNew *kmsg.ApiVersionsResponse
+	budget            *byteBudget
+	// epoch is the base of connections' monotonic activity clocks.
+	epoch time.Time
+
+	// drain is closed by Shutdown and Close: readers stop taking requests.
+	drain chan struct{}
+	// wg counts Serve loops, connections and handler goroutines.
+	wg         sync.WaitGroup
+	nextConnID atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		closed    bool
+		listeners map[net.Listener]struct{}
+		conns     map[*Conn]struct{}
+	}
+}
+
+// New returns a server for cfg after applying defaults and validating it.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		obs:    cfg.Observer,
+		reg:    *cfg.Registry,
+		budget: newByteBudget(cfg.MaxQueuedRequestBytes),
+		epoch:  time.Now(),
+		drain:  make(chan struct{}),
+	}
+	s.apiKeys = s.reg.APIVersions()
+	if e := s.reg.lookup(apiVersionsKey); e.ok {
+		s.apiVersionsTooNew = apiVersionsUnsupported(e)
+	}
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*Conn]struct{})
+	return s, nil
+}
+
+// APIVersions returns the keys and versions this server serves, sorted by
+// key. The caller must not modify the result.
+func (s *Server) APIVersions() []kmsg.ApiVersionsResponseApiKey { return s.apiKeys }
+
+// NumConns returns the number of open connections.
+func (s *Server) NumConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.conns)
+}
+
+// ListenAndServe listens on Config.Listen and serves until ctx ends or the
+// server is shut down.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("kafka: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Accept backoff after a temporary error (out of file descriptors), as
+// net/http does.
+const (
+	minAcceptBackoff = 5 * time.Millisecond
+	maxAcceptBackoff = time.Second
+)
+
+// Serve accepts connections on ln until Shutdown or Close (it returns
+// ErrServerClosed) or until ctx ends (it returns ctx.Err()). It closes ln.
+// ctx is the parent of every handler's context: ending it closes ln and
+// every connection it accepted at once; Shutdown is the graceful stop.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if !s.trackListener(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	defer s.wg.Done()
+	defer s.untrackListener(ln)
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	s.log.Info("kafka: serving", "addr", ln.Addr().String())
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			switch {
+			case s.closing():
+				return ErrServerClosed
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case isTemporary(err):
+				backoff = min(max(2*backoff, minAcceptBackoff), maxAcceptBackoff)
+				s.log.Warn("kafka: accept failed; retrying", "err", err, "backoff", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+				case <-s.drain:
+				}
+				t.Stop()
+				continue
+			default:
+				return fmt.Errorf("kafka: accept: %w", err)
+			}
+		}
+		backoff = 0
+		setTCPOptions(nc)
+		c, err := s.track(ctx, nc)
+		if err != nil {
+			continue
+		}
+		go s.serve(c)
+	}
+}
+
+// ServeConn serves one already-accepted connection (a net.Pipe in tests and
+// in-process simulations) and returns when it is closed, with the close
+// reason: nil when the client closed it between requests.
+func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
+	c, err := s.track(ctx, nc)
+	if err != nil {
+		return err
+	}
+	return s.serve(c)
+}
+
+// Shutdown stops the server gracefully: it closes the listeners, stops
+// reading new requests, lets requests already read finish and their
+// responses be written, then closes the connections. If ctx ends first, the
+// rest are closed at once (handlers' contexts are canceled) and Shutdown
+// returns ctx.Err() without waiting for handlers that ignore their context.
+func (s *Server) Shutdown(ctx context.Context) error {
+	conns := s.beginClose()
+	for _, c := range conns {
+		// Wake readers blocked waiting for a request; a reader checks
+		// drain after every deadline it sets, so it cannot miss this.
+		c.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.closeConns()
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners and every connection at once, dropping
+// responses not yet written. It does not wait.
+func (s *Server) Close() error {
+	s.beginClose()
+	s.closeConns()
+	return nil
+}
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (s *Server) beginClose() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.closed {
+		s.mu.closed = true
+		close(s.drain)
+	}
+	for ln := range s.mu.listeners {
+		ln.Close()
+	}
+	conns := make([]*Conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+func (s *Server) closeConns() {
+	s.mu.Lock()
+	conns := make([]*Conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(ErrServerClosed)
+	}
+}
+
+func (s *Server) closing() bool {
+	select {
+	case <-s.drain:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mu.listeners, ln)
+}
+
+// track registers a new connection, or closes it if the server is closed
+// or full.
+func (s *Server) track(ctx context.Context, nc net.Conn) (*Conn, error) {
+	c := newConn(ctx, s, nc)
+	s.mu.Lock()
+	var err error
+	switch {
+	case s.mu.closed:
+		err = ErrServerClosed
+	case len(s.mu.conns) >= s.cfg.MaxConns:
+		err = fmt.Errorf("%w: limit %d", ErrTooManyConns, s.cfg.MaxConns)
+	default:
+		s.mu.conns[c] = struct{}{}
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		c.closeWith(err)
+		s.log.Warn("kafka: connection refused", "remote", addrString(nc.RemoteAddr()), "err", err)
+		s.obs.ConnClosed(c, err)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Server) untrack(c *Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mu.conns, c)
+}
+
+func isTemporary(err error) bool {
+	var ne interface{ Temporary() bool }
+	return errors.As(err, &ne) && ne.Temporary()
+}
+
+func setTCPOptions(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		// Responses are written whole; Nagle would only add latency.
+		tc.SetNoDelay(true)
+		tc.SetKeepAlive(true)
+	}
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
