@@ -3,16 +3,36 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/strandkafka/strand/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal cancels ctx, restore the default
+		// handling so a second Ctrl-C kills a command stuck in cleanup.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "strand:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "strand",
 		Short:         "Strand: a Kafka-compatible streaming platform on object storage and a shared log",
@@ -26,8 +46,12 @@ func main() {
 			fmt.Fprintln(cmd.OutOrStdout(), "strand", version)
 		},
 	})
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "strand:", err)
-		os.Exit(1)
-	}
+
+	// --- The agent ---------------------------------------------------
+	// `strand serve` is added here by the agent's owner:
+	//	root.AddCommand(newServeCmd())
+
+	// --- Client tools: topic, produce, consume (internal/cli) ---------
+	cli.AddCommands(root)
+	return root
 }

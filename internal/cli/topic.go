@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// NewTopicCommand returns `topic` with its create, list, describe and
+// delete subcommands.
+func NewTopicCommand() *cobra.Command {
+	var opts ClientOptions
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe and delete topics",
+		Args:  cobra.NoArgs,
+	}
+	opts.Register(cmd.PersistentFlags())
+	cmd.AddCommand(
+		newTopicCreateCmd(&opts),
+		newTopicListCmd(&opts),
+		newTopicDescribeCmd(&opts),
+		newTopicDeleteCmd(&opts),
+	)
+	return cmd
+}
+
+// newAdmin returns an admin client; closing it closes the kgo client too.
+func (o *ClientOptions) newAdmin() (*kadm.Client, error) {
+	cl, err := o.NewClient()
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+func newTopicCreateCmd(opts *ClientOptions) *cobra.Command {
+	var (
+		partitions int32
+		replicas   int16
+		configs    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME...",
+		Short: "Create topics",
+		Long: "Create topics. Each topic's result is printed; the command fails if any topic failed.\n" +
+			"Strand keeps data in object storage and ignores the replication factor, but the Kafka\n" +
+			"protocol requires one, so -r only matters against other Kafka clusters.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, topics []string) error {
+			cfg := make(map[string]*string, len(configs))
+			for _, kv := range configs {
+				k, v, err := splitKeyValue("-c", kv)
+				if err != nil {
+					return err
+				}
+				cfg[k] = kadm.StringPtr(v)
+			}
+			adm, err := opts.newAdmin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := opts.requestContext(cmd.Context())
+			defer cancel()
+			resps, err := adm.CreateTopics(ctx, partitions, replicas, cfg, topics...)
+			if err != nil {
+				return fmt.Errorf("create topics: %w", err)
+			}
+			return printTopicResults(cmd, "create", topics, func(topic string) topicResult {
+				r, ok := resps[topic]
+				return topicResult{found: ok, err: r.Err, msg: r.ErrMessage}
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.Int32VarP(&partitions, "partitions", "p", -1, "partitions per topic (-1: the broker's default)")
+	f.Int16VarP(&replicas, "replicas", "r", 1, "replication factor (-1: the broker's default; Strand ignores it)")
+	f.StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
+	return cmd
+}
+
+func newTopicDeleteCmd(opts *ClientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete topics",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, topics []string) error {
+			adm, err := opts.newAdmin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := opts.requestContext(cmd.Context())
+			defer cancel()
+			resps, err := adm.DeleteTopics(ctx, topics...)
+			if err != nil {
+				return fmt.Errorf("delete topics: %w", err)
+			}
+			return printTopicResults(cmd, "delete", topics, func(topic string) topicResult {
+				r, ok := resps[topic]
+				return topicResult{found: ok, err: r.Err, msg: r.ErrMessage}
+			})
+		},
+	}
+}
+
+// topicResult is one topic's outcome in a create or delete response.
+type topicResult struct {
+	found bool   // whether the broker answered for the topic at all
+	err   error  // the topic's error code, as a kerr error
+	msg   string // the broker's optional error message
+}
+
+// printTopicResults prints one TOPIC/STATUS row per requested topic, in the
+// order given, and fails with ErrPartialFailure if any topic failed.
+func printTopicResults(cmd *cobra.Command, verb string, topics []string, result func(string) topicResult) error {
+	t := newTable(cmd.OutOrStdout(), "TOPIC", "STATUS")
+	failed := 0
+	for _, topic := range topics {
+		r := result(topic)
+		if !r.found {
+			r.err = errors.New("missing from the broker's response")
+		}
+		status := "OK"
+		if r.err != nil {
+			failed++
+			status = errText(r.err, r.msg)
+		}
+		t.row(topic, status)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %s: %d of %d topics failed", ErrPartialFailure, verb, failed, len(topics))
+	}
+	return nil
+}
+
+func newTopicListCmd(opts *ClientOptions) *cobra.Command {
+	var internal bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List topics and their partition counts",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			adm, err := opts.newAdmin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := opts.requestContext(cmd.Context())
+			defer cancel()
+			list := adm.ListTopics
+			if internal {
+				list = adm.ListTopicsWithInternal
+			}
+			details, err := list(ctx)
+			if err != nil {
+				return fmt.Errorf("list topics: %w", err)
+			}
+			t := newTable(cmd.OutOrStdout(), "NAME", "PARTITIONS")
+			for _, d := range details.Sorted() {
+				if d.Err != nil {
+					t.row(d.Topic, d.Err)
+					continue
+				}
+				t.row(d.Topic, len(d.Partitions))
+			}
+			return t.flush()
+		},
+	}
+	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics")
+	return cmd
+}
+
+func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME...",
+		Short: "Show a topic's partitions (with start and end offsets) and configs",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, topics []string) error {
+			adm, err := opts.newAdmin()
+			if err != nil {
+				return err
+			}
+			defer adm.Close()
+			ctx, cancel := opts.requestContext(cmd.Context())
+			defer cancel()
+			details, err := adm.ListTopics(ctx, topics...)
+			if err != nil {
+				return fmt.Errorf("describe topics: %w", err)
+			}
+			for _, topic := range topics {
+				d, ok := details[topic]
+				if !ok || d.Err != nil {
+					if errors.Is(d.Err, kerr.UnknownTopicOrPartition) || !ok {
+						return fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+					}
+					return fmt.Errorf("describe %s: %w", topic, d.Err)
+				}
+			}
+			// Offsets and configs are listed for all topics at once; a
+			// failure of one listing still leaves the metadata worth
+			// printing, so those errors show in the output instead.
+			starts, startErr := adm.ListStartOffsets(ctx, topics...)
+			ends, endErr := adm.ListEndOffsets(ctx, topics...)
+			configs, cfgErr := adm.DescribeTopicConfigs(ctx, topics...)
+
+			w := cmd.OutOrStdout()
+			for i, topic := range topics {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				d := details[topic]
+				summary := newTable(w)
+				summary.row("NAME", topic)
+				summary.row("ID", d.ID)
+				summary.row("INTERNAL", d.IsInternal)
+				summary.row("PARTITIONS", len(d.Partitions))
+				if err := summary.flush(); err != nil {
+					return err
+				}
+
+				fmt.Fprintln(w)
+				parts := newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "START", "END")
+				for _, p := range d.Partitions.Sorted() {
+					parts.row(p.Partition, p.Leader, p.LeaderEpoch, joinInt32s(p.Replicas),
+						offsetCell(starts, startErr, topic, p.Partition),
+						offsetCell(ends, endErr, topic, p.Partition))
+				}
+				if err := parts.flush(); err != nil {
+					return err
+				}
+
+				fmt.Fprintln(w)
+				if err := printConfigs(w, configs, cfgErr, topic); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// joinInt32s renders broker ids as one table cell: "0,1,2".
+func joinInt32s(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ",")
+}
+
+// offsetCell renders one listed offset, or why it is missing.
+func offsetCell(l kadm.ListedOffsets, listErr error, topic string, partition int32) string {
+	o, ok := l.Lookup(topic, partition)
+	switch {
+	case ok && o.Err == nil:
+		return fmt.Sprint(o.Offset)
+	case ok:
+		return o.Err.Error()
+	case listErr != nil:
+		return "error: " + listErr.Error()
+	default:
+		return "-"
+	}
+}
+
+func printConfigs(w io.Writer, rcs kadm.ResourceConfigs, listErr error, topic string) error {
+	rc, err := rcs.On(topic, nil)
+	if err == nil && rc.Err != nil {
+		err = errors.New(errText(rc.Err, rc.ErrMessage))
+	}
+	if err != nil {
+		if listErr != nil {
+			err = listErr
+		}
+		_, werr := fmt.Fprintf(w, "CONFIGS unavailable: %v\n", err)
+		return werr
+	}
+	cfgs := slices.Clone(rc.Configs)
+	slices.SortFunc(cfgs, func(a, b kadm.Config) int { return strings.Compare(a.Key, b.Key) })
+	t := newTable(w, "CONFIG", "VALUE", "SOURCE")
+	for _, c := range cfgs {
+		v := c.MaybeValue()
+		if c.Sensitive {
+			v = "(sensitive)"
+		}
+		t.row(c.Key, v, c.Source)
+	}
+	return t.flush()
+}
