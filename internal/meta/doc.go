@@ -1,0 +1,75 @@
+// Package meta owns Strand's replicated metadata database: the commands
+// that change metadata, their log encoding, the deterministic apply of
+// those commands to a local Pebble store, and the Replica that drives it —
+// proposing commands through the shared log, playing the log forward, and
+// serving local reads (View) and linearizable reads (Sync, then View).
+//
+// Every agent holds a full copy. No copy is ever written directly: a change
+// is appended to the shared log as a command, and every copy applies the
+// log in order, so copies that applied the same prefix hold the same bytes
+// (Digest compares them).
+//
+// # Log entries
+//
+// A log entry is a group of commands from one writer, cut by the writer's
+// appender (group commit) and applied together at one log position:
+//
+//	+---------+-----------+-------------+-----+-----------+-------+----------+----------+
+//	| format  | writer id | incarnation | seq | timestamp | count | commands | checksum |
+//	| 1 byte  | uvarint   | uvarint     | uv  | varint    | uv    | count x  | 4 bytes  |
+//	| = 1     | len+bytes |             |     | unix ms   |       | command  | CRC-32C  |
+//	+---------+-----------+-------------+-----+-----------+-------+----------+----------+
+//
+//	command: | type uvarint (u16) | version uvarint (u16) | payload uvarint len + bytes |
+//
+// The checksum (little-endian) covers every byte before it. Integers are
+// varints (signed ones zigzag), and the encoding is canonical: the decoder
+// rejects overlong varints, maps whose keys are not strictly increasing,
+// and trailing bytes. Payload layouts are the appendPayload methods.
+//
+// (writer id, incarnation, seq) makes appends idempotent: a writer retries
+// an ambiguous append with identical bytes, and apply drops an entry whose
+// incarnation is below the writer's newest, or equal with a seq not above
+// the last applied. The timestamp is the proposer's clock; apply's only
+// notion of time is the log clock, the max timestamp applied.
+//
+// A replica that meets an entry it cannot decode, or a command type or
+// version it does not know, halts before it (ErrHalted) instead of
+// guessing: every replica of that build stops at the same position, and a
+// newer build moves on.
+//
+// # Key layout
+//
+// Keys start with a one-byte prefix. Integers in keys are big-endian so
+// byte order is numeric order; values start with a record version byte
+// (1) followed by varints.
+//
+//	prefix  key                                        value
+//	0x01    topic name                                 Topic: id, name, partitions, created-at, configs (sorted)
+//	0x02    topic id (16)                              topic name
+//	0x03    topic id (16), partition (u32)             PartitionState: next offset (= high watermark), log start offset
+//	0x04    topic id (16), partition (u32), base (u64) IndexEntry: object key, position, length, records, batch count,
+//	                                                   first and max timestamp, producer id, epoch, base sequence
+//	0x05    object key                                 object record: size, committed-at, batch count
+//	0x06    writer id                                  writer dedupe state: incarnation, last seq
+//	0x07    -                                          log clock (u64, unix ms)
+//	0x08    -                                          applied position: next log position to apply (u64)
+//	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
+//
+// A topic's partitions and index are contiguous ranges, so deleting a
+// topic is two range deletions, and a fetch walks one range in offset
+// order.
+//
+// # Apply
+//
+// Apply is a pure function of (state, entry, position): it reads no clock,
+// draws no random numbers, does no I/O but its Pebble batch, and never lets
+// map iteration order reach the store. Topic ids are derived from the name
+// and the command's log position. Validation failures are results (Kafka
+// error codes), identical on every copy; a local fault (Pebble failing)
+// halts the replica rather than skip an entry.
+//
+// Several entries share one Pebble batch, and the batch also writes the
+// applied position, so the store always holds a prefix of the log and a
+// restart resumes exactly after it.
+package meta

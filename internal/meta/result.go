@@ -1,0 +1,45 @@
+package meta
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Result is what applying one command produced. It is a pure function of
+// the state and the command, so every replica computes the same one; the
+// proposer reads it from its own copy.
+type Result struct {
+	// Code is a Kafka error code (kerr), 0 for success. Message says
+	// more for a human.
+	Code    int16
+	Message string
+	// TopicID is set by CreateTopic and DeleteTopic.
+	TopicID TopicID
+	// Batches is set by CommitObject, one per CommitBatch in order.
+	Batches []BatchResult
+}
+
+// BatchResult is the outcome of one CommitBatch.
+type BatchResult struct {
+	Code int16
+	// BaseOffset is the offset of the batch's first record.
+	BaseOffset int64
+	// LogStartOffset is the partition's log start offset after apply.
+	LogStartOffset int64
+}
+
+// Err returns the command's Kafka error, or nil.
+func (r Result) Err() error {
+	if r.Code == 0 {
+		return nil
+	}
+	if r.Message == "" {
+		return kerr.ErrorForCode(r.Code)
+	}
+	return fmt.Errorf("%w: %s", kerr.ErrorForCode(r.Code), r.Message)
+}
+
+func failed(e *kerr.Error, format string, args ...any) Result {
+	return Result{Code: e.Code, Message: fmt.Sprintf(format, args...)}
+}
