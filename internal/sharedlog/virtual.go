@@ -1,0 +1,972 @@
+package sharedlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Opener opens the loglet a segment URL names, creating it empty if it
+// does not exist yet. Every call returns a new handle that the caller
+// closes; handles on one URL, in one process or several, share the
+// loglet's entries and its seal. A backend may allow only one open
+// handle per loglet (filelog locks its directory): a VirtualLog keeps at
+// most one per URL, so such a log serves one process.
+type Opener func(ctx context.Context, url string) (Loglet, error)
+
+// VirtualOptions configure a VirtualLog. The zero value is usable for a
+// MetaStore that already holds a chain.
+type VirtualOptions struct {
+	// InitialURL is the loglet of the first segment, used only when the
+	// MetaStore holds no chain yet. Its loglet must be empty.
+	InitialURL string
+
+	// NextURL names the loglet of a segment this client adds on its own,
+	// when it finishes a reconfiguration another client started and then
+	// abandoned (the active loglet is sealed but the chain was never
+	// extended). Given the chain being extended, it must return a URL no
+	// chain of this log has used. Clients racing to finish one stall may
+	// agree on the name or not: the MetaStore picks one winner.
+	// Default: DefaultNextURL.
+	NextURL func(c Chain) (string, error)
+
+	// PollInterval is how often the log rereads the MetaStore while it
+	// waits for another client's reconfiguration, and how often WaitTail
+	// polls a loglet that is not a TailWaiter. Default 20ms.
+	PollInterval time.Duration
+
+	// StallTimeout is how long an appender that found the active loglet
+	// sealed waits for the sealing client to extend the chain before it
+	// extends the chain itself. Too short and appenders steal operators'
+	// reconfigurations (harmless, but Reconfigure then reports
+	// ErrConflict); too long and an abandoned reconfiguration stops
+	// appends for that long. Default 2s; negative means at once.
+	StallTimeout time.Duration
+}
+
+const (
+	defaultPollInterval = 20 * time.Millisecond
+	defaultStallTimeout = 2 * time.Second
+	// maxChainAttempts bounds how many chains one operation tries before
+	// giving up: every retry follows a seal or a lost CAS, and a log is
+	// reconfigured a few times a month, so needing this many means
+	// something keeps sealing the log.
+	maxChainAttempts = 16
+)
+
+// ErrSegmentNotEmpty: the loglet meant for a new segment already holds
+// entries (or is sealed). Its positions would not start at the segment's
+// Start, so it cannot join the chain.
+var ErrSegmentNotEmpty = errors.New("sharedlog: loglet for a new segment is not empty")
+
+// VirtualLog is the shared log as its users see it: one address space of
+// dense global positions over a chain of loglet segments kept in a
+// MetaStore. Appends go to the active (last) segment; reads go to the
+// segment that owns the position. Reconfigure moves the log to a new
+// loglet, on any backend, while clients keep appending: it seals the
+// active loglet, reads its final tail, and CASes a chain in which a new
+// segment starts at that tail. A writer that meets the seal rereads the
+// chain and retries on the new segment; if the client that sealed never
+// writes the chain, the writer finishes the reconfiguration itself.
+//
+// Several VirtualLogs (one per agent) may share a MetaStore and its
+// loglets. Safe for concurrent use.
+type VirtualLog struct {
+	ms   MetaStore
+	open Opener
+	opts VirtualOptions
+
+	// reconfigMu serializes this handle's chain writes (Reconfigure,
+	// finishing a stall, trimming), which would otherwise only make each
+	// other lose CASes.
+	reconfigMu sync.Mutex
+	// openMu serializes opening loglets, so callers that need one segment
+	// at once open it once.
+	openMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// chain is the newest chain this handle has seen. It is never
+		// changed in place: installs replace it.
+		chain Chain
+		// loglets holds an open handle per segment URL.
+		loglets map[string]Loglet
+		closed  bool
+		// changed, when a waiter made it, is closed on a chain install,
+		// a local append or Close, and then cleared.
+		changed chan struct{}
+		// moving is the flight getting this handle off a sealed active
+		// segment; appenders that meet the seal together share it.
+		moving *flight
+	}
+
+	// waiting mirrors mu.changed != nil, so appends skip the lock when
+	// nobody waits. A waiter sets it before it checks the tail, so an
+	// append that finds it unset is seen by that check.
+	waiting atomic.Bool
+
+	// testHooks let tests stop a reconfiguration at a chosen step.
+	testHooks struct {
+		// beforeSeal runs after the new loglet is checked, before the
+		// active one is sealed.
+		beforeSeal func()
+	}
+}
+
+type flight struct {
+	done chan struct{}
+}
+
+var (
+	_ Log        = (*VirtualLog)(nil)
+	_ TailWaiter = (*VirtualLog)(nil)
+)
+
+// OpenVirtual opens the log whose chain ms holds, opening segments with
+// open. If ms holds no chain it creates one whose single segment is
+// opts.InitialURL. The VirtualLog does not own ms.
+func OpenVirtual(ctx context.Context, ms MetaStore, open Opener, opts VirtualOptions) (*VirtualLog, error) {
+	if ms == nil || open == nil {
+		return nil, errors.New("sharedlog: OpenVirtual needs a MetaStore and an Opener")
+	}
+	if opts.NextURL == nil {
+		opts.NextURL = DefaultNextURL
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = defaultPollInterval
+	}
+	if opts.StallTimeout == 0 {
+		opts.StallTimeout = defaultStallTimeout
+	}
+	v := &VirtualLog{ms: ms, open: open, opts: opts}
+	v.mu.loglets = make(map[string]Loglet)
+	c, err := ms.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c.Empty() {
+		if c, err = v.bootstrap(ctx); err != nil {
+			v.Close()
+			return nil, err
+		}
+	}
+	v.install(c)
+	return v, nil
+}
+
+// bootstrap writes the first chain, or adopts the one a racing client
+// wrote.
+func (v *VirtualLog) bootstrap(ctx context.Context) (Chain, error) {
+	url := v.opts.InitialURL
+	if url == "" {
+		return Chain{}, errors.New("sharedlog: the MetaStore holds no chain and no InitialURL was given")
+	}
+	ll, err := v.open(ctx, url)
+	if err != nil {
+		return Chain{}, fmt.Errorf("sharedlog: open initial segment %q: %w", url, err)
+	}
+	first := Chain{Version: 1, Segments: []Segment{{Start: 0, URL: url}}}
+	err = checkEmpty(ctx, ll, url)
+	if err == nil {
+		err = v.ms.CAS(ctx, 0, first)
+	}
+	if err == nil {
+		v.adopt(first, url, ll)
+		return first, nil
+	}
+	// A racing client may have bootstrapped first (and even appended to
+	// the initial loglet, making it look non-empty).
+	c, gerr := v.ms.Get(ctx)
+	if gerr != nil || c.Empty() {
+		ll.Close()
+		return Chain{}, err
+	}
+	v.adopt(c, url, ll)
+	return c, nil
+}
+
+// checkEmpty fails unless ll is a fresh loglet: a segment maps its
+// loglet's position 0 to its Start.
+func checkEmpty(ctx context.Context, ll Loglet, url string) error {
+	tail, sealed, err := ll.CheckTail(ctx)
+	if err != nil {
+		return fmt.Errorf("sharedlog: check new segment %q: %w", url, err)
+	}
+	if tail != 0 || sealed {
+		return fmt.Errorf("%w: %q has tail %d, sealed %v", ErrSegmentNotEmpty, url, tail, sealed)
+	}
+	return nil
+}
+
+// Chain returns the newest chain this handle has seen.
+func (v *VirtualLog) Chain() Chain {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.mu.chain.Clone()
+}
+
+// Close closes the loglet handles the log opened. It neither seals the
+// log nor closes the MetaStore. Calls after Close return ErrClosed.
+func (v *VirtualLog) Close() error {
+	v.mu.Lock()
+	if v.mu.closed {
+		v.mu.Unlock()
+		return nil
+	}
+	v.mu.closed = true
+	lls := v.mu.loglets
+	v.mu.loglets = nil
+	v.wakeLocked()
+	v.mu.Unlock()
+	var errs []error
+	for _, ll := range lls {
+		errs = append(errs, ll.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Append writes entry to the active segment. When the active loglet turns
+// out sealed it follows the reconfiguration and retries there, at most
+// maxChainAttempts times. An error that wraps ErrSealed means the entry
+// was written nowhere; it may also wrap the error (a canceled ctx, a
+// MetaStore failure) that stopped Append from following the log.
+func (v *VirtualLog) Append(ctx context.Context, entry []byte) (Pos, error) {
+	for range maxChainAttempts {
+		act, ll, err := v.active(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if act.Sealed {
+			return 0, ErrSealed
+		}
+		p, err := ll.Append(ctx, entry)
+		if err == nil {
+			v.wake()
+			return act.Start + p, nil
+		}
+		if v.dropped(err, act.URL) {
+			continue
+		}
+		if !errors.Is(err, ErrSealed) {
+			return 0, err
+		}
+		if err := v.moveOn(ctx, act.URL); err != nil {
+			return 0, fmt.Errorf("sharedlog: append: %w (following the reconfiguration: %w)", ErrSealed, err)
+		}
+	}
+	return 0, fmt.Errorf("sharedlog: append met %d sealed segments in a row: %w", maxChainAttempts, ErrSealed)
+}
+
+// CheckTail asks the active loglet. If it is sealed, the log has either
+// moved on (reread the chain and ask the new active loglet) or is being
+// reconfigured, in which case the sealed tail is the log's tail: the new
+// segment will start there.
+func (v *VirtualLog) CheckTail(ctx context.Context) (Pos, bool, error) {
+	for range maxChainAttempts {
+		c, err := v.current()
+		if err != nil {
+			return 0, false, err
+		}
+		act := c.Active()
+		if act.Sealed {
+			return act.End, true, nil
+		}
+		tail, sealed, err := v.checkSegmentTail(ctx, act)
+		if v.dropped(err, act.URL) {
+			continue
+		}
+		if err != nil || !sealed {
+			return tail, false, err
+		}
+		nc, err := v.reload(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		if na := nc.Active(); na.URL == act.URL && !na.Sealed {
+			return tail, false, nil
+		}
+	}
+	return 0, false, fmt.Errorf("sharedlog: check tail: the chain changed %d times in a row", maxChainAttempts)
+}
+
+// checkSegmentTail returns the global tail of seg's loglet and whether it
+// is sealed.
+func (v *VirtualLog) checkSegmentTail(ctx context.Context, seg Segment) (Pos, bool, error) {
+	ll, err := v.loglet(ctx, seg.URL)
+	if err != nil {
+		return 0, false, err
+	}
+	tail, sealed, err := ll.CheckTail(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	return seg.Start + tail, sealed, nil
+}
+
+// ReadNext reads from the one segment that owns from, so a call never
+// crosses a segment boundary, and never returns an entry at or past a
+// sealed segment's End: a loglet may hold zombie entries there, written
+// after the seal by a backend that let them in, and they are not part of
+// the log.
+func (v *VirtualLog) ReadNext(ctx context.Context, from, max Pos) ([]Entry, error) {
+	for range maxChainAttempts {
+		c, err := v.current()
+		if err != nil {
+			return nil, err
+		}
+		if from < c.TrimPoint {
+			return nil, ErrTrimmed
+		}
+		i, ok := c.segmentFor(from)
+		if !ok {
+			if from < c.Segments[0].Start {
+				return nil, ErrTrimmed
+			}
+			return nil, nil // past the End of a sealed log
+		}
+		seg := c.Segments[i]
+		// [from, end) is the range to read; it may be empty, but the
+		// loglet still reports a from below its trim point.
+		end := max
+		if seg.Sealed {
+			end = min(end, seg.End)
+		}
+		end = maxPos(end, from)
+		ll, err := v.loglet(ctx, seg.URL)
+		if err != nil {
+			return nil, err
+		}
+		es, err := ll.ReadNext(ctx, from-seg.Start, end-seg.Start)
+		if v.dropped(err, seg.URL) {
+			continue // the next round sees the trim point
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(es) > 0 || from == end {
+			return globalEntries(es, seg, from, end)
+		}
+		if seg.Sealed {
+			return nil, fmt.Errorf("sharedlog: segment %q returned nothing at %d, below its sealed end %d", seg.URL, from, seg.End)
+		}
+		// Nothing at from in the active loglet: the log's tail, unless
+		// the loglet was sealed and the log moved on without us.
+		_, sealed, err := ll.CheckTail(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !sealed {
+			return nil, nil
+		}
+		nc, err := v.reload(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if na := nc.Active(); na.URL == seg.URL && !na.Sealed {
+			return nil, nil // reconfiguration under way; nothing past the seal yet
+		}
+	}
+	return nil, fmt.Errorf("sharedlog: read: the chain changed %d times in a row", maxChainAttempts)
+}
+
+func maxPos(a, b Pos) Pos {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// globalEntries maps a loglet's entries to global positions, checking
+// that the loglet kept its contract: dense from `from`, below end.
+func globalEntries(es []Entry, seg Segment, from, end Pos) ([]Entry, error) {
+	for i := range es {
+		p := seg.Start + es[i].Pos
+		if p != from+Pos(i) || p >= end {
+			return nil, fmt.Errorf("sharedlog: segment %q returned position %d for a read from %d below %d (entry %d)",
+				seg.URL, p, from, end, i)
+		}
+		es[i].Pos = p
+	}
+	return es, nil
+}
+
+// PrefixTrim trims every segment's loglet below before (clamped to the
+// tail), then records before as the chain's trim point, dropping sealed
+// segments that lie wholly below it and closing their loglets. Loglets
+// are trimmed first so a crash between the two steps leaves no loglet
+// that the chain no longer names holding entries; the next PrefixTrim
+// repeats the work.
+func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
+	tail, _, err := v.CheckTail(ctx)
+	if err != nil {
+		return err
+	}
+	before = min(before, tail)
+	v.reconfigMu.Lock()
+	defer v.reconfigMu.Unlock()
+	c, err := v.current()
+	if err != nil {
+		return err
+	}
+	for range maxChainAttempts {
+		if before <= c.TrimPoint {
+			return nil
+		}
+		for _, seg := range c.Segments {
+			if seg.Start >= before {
+				break
+			}
+			local := before - seg.Start
+			if seg.Sealed {
+				local = min(local, seg.End-seg.Start)
+			}
+			ll, err := v.loglet(ctx, seg.URL)
+			if err != nil {
+				return err
+			}
+			if err := ll.PrefixTrim(ctx, local); err != nil {
+				return fmt.Errorf("sharedlog: trim segment %q below %d: %w", seg.URL, local, err)
+			}
+		}
+		next := c.Clone()
+		next.Version++
+		next.TrimPoint = before
+		for len(next.Segments) > 1 && next.Segments[0].End <= before {
+			next.Segments = next.Segments[1:]
+		}
+		err := v.ms.CAS(ctx, c.Version, next)
+		if err == nil {
+			v.install(next)
+			return nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if c, err = v.reload(ctx); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("sharedlog: trim lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
+}
+
+// WaitTail blocks until the tail passes after, the log is sealed, or ctx
+// is done. It waits on the active loglet when that is a TailWaiter, and
+// otherwise polls CheckTail every PollInterval (waking early for appends
+// made through this handle).
+func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
+	for {
+		c, err := v.current()
+		if err != nil {
+			return 0, err
+		}
+		act := c.Active()
+		if act.Sealed {
+			return act.End, nil
+		}
+		if after < act.Start {
+			return act.Start, nil // the active segment starts past after
+		}
+		ll, err := v.loglet(ctx, act.URL)
+		if err != nil {
+			return 0, err
+		}
+		var tail Pos
+		if tw, ok := ll.(TailWaiter); ok {
+			t, err := tw.WaitTail(ctx, after-act.Start)
+			if v.dropped(err, act.URL) {
+				continue
+			}
+			if err != nil {
+				return act.Start + t, err
+			}
+			if tail = act.Start + t; tail > after {
+				return tail, nil
+			}
+			// At the tail and not waiting: the loglet is sealed.
+		} else {
+			ch := v.changed()
+			t, sealed, err := ll.CheckTail(ctx)
+			if v.dropped(err, act.URL) {
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			if tail = act.Start + t; tail > after {
+				return tail, nil
+			}
+			if !sealed {
+				if err := v.waitChange(ctx, ch, v.opts.PollInterval); err != nil {
+					return tail, err
+				}
+				continue
+			}
+		}
+		if err := v.awaitMoveOff(ctx, act.URL, -1); err != nil {
+			return tail, err
+		}
+	}
+}
+
+// Reconfigure moves the log to a new segment on the loglet at nextURL,
+// which must be empty: it seals the active loglet, reads its tail, and
+// CASes a chain where the active segment ends at that tail and a new
+// segment starts there. If nextURL is already the active segment it does
+// nothing. When a racing reconfiguration (from any client) wins instead,
+// it returns an error wrapping ErrConflict; the log has still moved to a
+// new segment, only not to nextURL.
+func (v *VirtualLog) Reconfigure(ctx context.Context, nextURL string) error {
+	if nextURL == "" {
+		return errors.New("sharedlog: reconfigure needs a URL")
+	}
+	v.reconfigMu.Lock()
+	defer v.reconfigMu.Unlock()
+	c, err := v.reload(ctx)
+	if err != nil {
+		return err
+	}
+	act := c.Active()
+	switch {
+	case act.URL == nextURL && !act.Sealed:
+		return nil
+	case act.Sealed:
+		return fmt.Errorf("sharedlog: reconfigure: the log is sealed: %w", ErrSealed)
+	case c.Contains(nextURL):
+		return fmt.Errorf("%w: %q is already a segment of the chain", ErrInvalidChain, nextURL)
+	}
+	won, err := v.extendLocked(ctx, c, act.URL, nextURL)
+	if err != nil || won {
+		return err
+	}
+	if cur, err := v.current(); err == nil && cur.Active().URL == nextURL {
+		return nil
+	}
+	return fmt.Errorf("sharedlog: reconfigure to %q lost to a racing reconfiguration: %w", nextURL, ErrConflict)
+}
+
+// extendLocked seals the segment at from, which is c's active segment,
+// and CASes the chain extended by a segment at nextURL. won is false when
+// another client moved the log off from first. Needs reconfigMu.
+func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL string) (won bool, err error) {
+	var next Loglet // opened once, kept if nextURL joins the chain
+	defer func() {
+		if next != nil && !won {
+			if cur, cerr := v.current(); cerr == nil {
+				v.adopt(cur, nextURL, next)
+			} else {
+				next.Close()
+			}
+		}
+	}()
+	for range maxChainAttempts {
+		act := c.Active()
+		if act.URL != from || act.Sealed {
+			return false, nil
+		}
+		// Check the new loglet before sealing the old one: a seal that no
+		// chain follows stops appends until some client finishes it.
+		if next == nil {
+			if next, err = v.open(ctx, nextURL); err != nil {
+				return false, fmt.Errorf("sharedlog: open new segment %q: %w", nextURL, err)
+			}
+		}
+		if err := checkEmpty(ctx, next, nextURL); err != nil {
+			// A racing client may already have made nextURL active and
+			// appended to it.
+			if nc, rerr := v.reload(ctx); rerr == nil && nc.Version != c.Version {
+				c = nc
+				continue
+			}
+			return false, err
+		}
+		if v.testHooks.beforeSeal != nil {
+			v.testHooks.beforeSeal()
+		}
+		ll, err := v.loglet(ctx, act.URL)
+		if err != nil {
+			return false, err
+		}
+		if err := ll.Seal(ctx); err != nil {
+			return false, fmt.Errorf("sharedlog: seal %q: %w", act.URL, err)
+		}
+		tail, sealed, err := ll.CheckTail(ctx)
+		if err != nil {
+			return false, fmt.Errorf("sharedlog: tail of sealed %q: %w", act.URL, err)
+		}
+		if !sealed {
+			return false, fmt.Errorf("sharedlog: %q reports unsealed after Seal returned", act.URL)
+		}
+		nc, err := c.Extend(tail, nextURL)
+		if err != nil {
+			return false, err
+		}
+		err = v.ms.CAS(ctx, c.Version, nc)
+		if err == nil {
+			v.adopt(nc, nextURL, next)
+			v.install(nc)
+			return true, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return false, err
+		}
+		// Lost: to a trim (the loop tries again on the new version) or to
+		// another reconfiguration (the loop stops on the next round).
+		if c, err = v.reload(ctx); err != nil {
+			return false, err
+		}
+	}
+	return false, fmt.Errorf("sharedlog: reconfiguration lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
+}
+
+// seal seals the whole log: the active segment is sealed in place and no
+// segment follows, so appends fail with ErrSealed for good. Not exported:
+// Strand moves its log but never ends it; the conformance tests need it
+// to run the Loglet suite against a VirtualLog.
+func (v *VirtualLog) seal(ctx context.Context) error {
+	v.reconfigMu.Lock()
+	defer v.reconfigMu.Unlock()
+	c, err := v.reload(ctx)
+	if err != nil {
+		return err
+	}
+	for range maxChainAttempts {
+		act := c.Active()
+		if act.Sealed {
+			return nil
+		}
+		ll, err := v.loglet(ctx, act.URL)
+		if err != nil {
+			return err
+		}
+		if err := ll.Seal(ctx); err != nil {
+			return err
+		}
+		tail, sealed, err := ll.CheckTail(ctx)
+		if err != nil {
+			return err
+		}
+		if !sealed {
+			return fmt.Errorf("sharedlog: %q reports unsealed after Seal returned", act.URL)
+		}
+		nc := c.Clone()
+		nc.Version++
+		last := &nc.Segments[len(nc.Segments)-1]
+		last.Sealed, last.End = true, last.Start+tail
+		err = v.ms.CAS(ctx, c.Version, nc)
+		if err == nil {
+			v.install(nc)
+			return nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if c, err = v.reload(ctx); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("sharedlog: seal lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
+}
+
+// moveOn returns once this handle's chain no longer has url as its
+// unsealed active segment, after the appender found url's loglet sealed.
+// The appenders that meet one seal share one flight.
+func (v *VirtualLog) moveOn(ctx context.Context, url string) error {
+	v.mu.Lock()
+	if v.mu.closed {
+		v.mu.Unlock()
+		return ErrClosed
+	}
+	if act := v.mu.chain.Active(); act.URL != url || act.Sealed {
+		v.mu.Unlock()
+		return nil
+	}
+	if f := v.mu.moving; f != nil {
+		v.mu.Unlock()
+		select {
+		case <-f.done:
+			return nil // the caller rereads the chain and retries
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	v.mu.moving = f
+	v.mu.Unlock()
+	defer func() {
+		v.mu.Lock()
+		v.mu.moving = nil
+		v.mu.Unlock()
+		close(f.done)
+	}()
+	if err := v.awaitMoveOff(ctx, url, max(v.opts.StallTimeout, 0)); err != errStillActive {
+		return err
+	}
+	// Nobody extended the chain in time: finish the reconfiguration.
+	v.reconfigMu.Lock()
+	defer v.reconfigMu.Unlock()
+	c, err := v.reload(ctx)
+	if err != nil {
+		return err
+	}
+	if act := c.Active(); act.URL != url || act.Sealed {
+		return nil
+	}
+	nextURL, err := v.opts.NextURL(c)
+	if err != nil {
+		return fmt.Errorf("sharedlog: name a segment to follow sealed %q: %w", url, err)
+	}
+	_, err = v.extendLocked(ctx, c, url, nextURL)
+	return err
+}
+
+// errStillActive: awaitMoveOff's wait ran out.
+var errStillActive = errors.New("sharedlog: segment still active")
+
+// awaitMoveOff waits until the chain's active segment is no longer the
+// unsealed url, rereading the MetaStore every PollInterval and whenever
+// this handle installs a chain. A negative timeout waits until ctx is
+// done; otherwise it gives up with errStillActive after timeout.
+func (v *VirtualLog) awaitMoveOff(ctx context.Context, url string, timeout time.Duration) error {
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		ch := v.changed()
+		c, err := v.reload(ctx)
+		if err != nil {
+			return err
+		}
+		if act := c.Active(); act.URL != url || act.Sealed {
+			return nil
+		}
+		wait := v.opts.PollInterval
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return errStillActive
+			}
+			wait = min(wait, left)
+		}
+		if err := v.waitChange(ctx, ch, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// dropped reports whether err is ErrClosed from the loglet at url because
+// a trim dropped its segment from the chain (install closes such
+// loglets), rather than because the log was closed. The loglet was
+// sealed before it could be dropped, so an append that met this was not
+// written; the caller retries on the newer chain.
+func (v *VirtualLog) dropped(err error, url string) bool {
+	if !errors.Is(err, ErrClosed) {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return !v.mu.closed && !v.mu.chain.Contains(url)
+}
+
+// active returns the active segment and its loglet (nil if the segment
+// is sealed), taking the lock once on the append path.
+func (v *VirtualLog) active(ctx context.Context) (Segment, Loglet, error) {
+	v.mu.Lock()
+	if v.mu.closed {
+		v.mu.Unlock()
+		return Segment{}, nil, ErrClosed
+	}
+	act := v.mu.chain.Active()
+	ll := v.mu.loglets[act.URL]
+	v.mu.Unlock()
+	if ll != nil || act.Sealed {
+		return act, ll, nil
+	}
+	ll, err := v.loglet(ctx, act.URL)
+	return act, ll, err
+}
+
+// current returns the newest chain seen, or ErrClosed.
+func (v *VirtualLog) current() (Chain, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.mu.closed {
+		return Chain{}, ErrClosed
+	}
+	return v.mu.chain, nil
+}
+
+// reload reads the chain from the MetaStore, installs it, and returns the
+// newest chain seen.
+func (v *VirtualLog) reload(ctx context.Context) (Chain, error) {
+	c, err := v.ms.Get(ctx)
+	if err != nil {
+		return Chain{}, fmt.Errorf("sharedlog: reload chain: %w", err)
+	}
+	if c.Empty() {
+		return Chain{}, fmt.Errorf("%w: the MetaStore lost the chain", ErrInvalidChain)
+	}
+	v.install(c)
+	return v.current()
+}
+
+// install makes c the handle's chain if it is newer, and closes the
+// loglets of segments it no longer names.
+func (v *VirtualLog) install(c Chain) {
+	v.mu.Lock()
+	if v.mu.closed || c.Version <= v.mu.chain.Version {
+		v.mu.Unlock()
+		return
+	}
+	v.mu.chain = c
+	var drop []Loglet
+	for url, ll := range v.mu.loglets {
+		if !c.Contains(url) {
+			drop = append(drop, ll)
+			delete(v.mu.loglets, url)
+		}
+	}
+	v.wakeLocked()
+	v.mu.Unlock()
+	for _, ll := range drop {
+		ll.Close()
+	}
+}
+
+// adopt caches ll as the handle on url if c names url and none is cached
+// yet, and closes it otherwise.
+func (v *VirtualLog) adopt(c Chain, url string, ll Loglet) {
+	v.mu.Lock()
+	if !v.mu.closed && c.Contains(url) && v.mu.loglets[url] == nil {
+		v.mu.loglets[url] = ll
+		ll = nil
+	}
+	v.mu.Unlock()
+	if ll != nil {
+		ll.Close()
+	}
+}
+
+// loglet returns the open handle on url, opening it on first use.
+func (v *VirtualLog) loglet(ctx context.Context, url string) (Loglet, error) {
+	v.mu.Lock()
+	ll, closed := v.mu.loglets[url], v.mu.closed
+	v.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case ll != nil:
+		return ll, nil
+	}
+	v.openMu.Lock()
+	defer v.openMu.Unlock()
+	v.mu.Lock()
+	ll = v.mu.loglets[url]
+	v.mu.Unlock()
+	if ll != nil {
+		return ll, nil
+	}
+	ll, err := v.open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("sharedlog: open segment %q: %w", url, err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.mu.closed {
+		ll.Close()
+		return nil, ErrClosed
+	}
+	v.mu.loglets[url] = ll
+	return ll, nil
+}
+
+// changed returns a channel closed at the next chain install, local
+// append or Close. Take it before checking the condition waited for.
+func (v *VirtualLog) changed() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.mu.changed == nil {
+		v.mu.changed = make(chan struct{})
+		v.waiting.Store(true)
+	}
+	return v.mu.changed
+}
+
+// wake wakes waiters after a local append.
+func (v *VirtualLog) wake() {
+	if !v.waiting.Load() {
+		return
+	}
+	v.mu.Lock()
+	v.wakeLocked()
+	v.mu.Unlock()
+}
+
+func (v *VirtualLog) wakeLocked() {
+	if v.mu.changed != nil {
+		close(v.mu.changed)
+		v.mu.changed = nil
+		v.waiting.Store(false)
+	}
+}
+
+// waitChange waits for ch, at most d, or ctx.
+func (v *VirtualLog) waitChange(ctx context.Context, ch <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// trailingNumber splits off the number that ends a URL path.
+var trailingNumber = regexp.MustCompile(`^(.*?)([0-9]+)$`)
+
+// DefaultNextURL names a segment's loglet after the chain version that
+// adds it: the active segment's URL with the number that ends its path
+// replaced by c.Version+1, zero-padded to 8 digits; with "-" and that
+// number appended to the path when it ends in no number; or with path
+// "/seg-" and the number when it has no path. So file:seg-00000000 is
+// followed by file:seg-00000002 when the chain is at version 1, and
+// mem://test by mem://test/seg-00000002. Versions only grow, so the name
+// is new unless an operator picked it by hand. Backends whose URLs do not
+// name loglets by path (a table in the query string, say) must supply
+// their own VirtualOptions.NextURL.
+func DefaultNextURL(c Chain) (string, error) {
+	if c.Empty() {
+		return "", fmt.Errorf("%w: no segment to follow", ErrInvalidChain)
+	}
+	u, err := url.Parse(c.Active().URL)
+	if err != nil {
+		return "", fmt.Errorf("sharedlog: next segment name: %w", err)
+	}
+	n := fmt.Sprintf("%08d", c.Version+1)
+	rename := func(p string) string {
+		if m := trailingNumber.FindStringSubmatch(p); m != nil {
+			return m[1] + n
+		}
+		return p + "-" + n
+	}
+	switch {
+	case u.Opaque != "":
+		u.Opaque = rename(u.Opaque)
+	case u.Path != "":
+		u.Path, u.RawPath = rename(u.Path), ""
+	default:
+		u.Path = "/seg-" + n
+	}
+	next := u.String()
+	if c.Contains(next) {
+		return "", fmt.Errorf("%w: next segment name %q is taken", ErrInvalidChain, next)
+	}
+	return next, nil
+}
