@@ -1,0 +1,74 @@
+package fetch_test
+
+import (
+	"testing"
+
+	"github.com/strandkafka/strand/internal/fetch"
+	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+)
+
+// BenchmarkFetch reads a partition of 16-record, 1 KiB-record batches
+// from start to end in 1 MiB fetches, as a catching-up consumer does:
+// "warm" through the cache the producer filled, "cold" with a cache that
+// keeps nothing (every fetch GETs from a memory store).
+//
+//	go test -run '^$' -bench BenchmarkFetch ./internal/fetch/
+func BenchmarkFetch(b *testing.B) {
+	const (
+		partitions = 4
+		calls      = 256 // per partition
+		maxBytes   = 1 << 20
+	)
+	for _, tc := range []struct {
+		name  string
+		cache func() *fetch.Cache
+	}{
+		{"warm", func() *fetch.Cache { return fetch.NewCache(1 << 30) }},
+		{"cold", func() *fetch.Cache { return fetch.NewCache(0) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cache := tc.cache()
+			e := newEnv(b, memobj.New(), partitions, cache)
+			// Several partitions per call, so objects interleave partitions
+			// as a busy agent's do.
+			for i := range calls {
+				var batches []produce.Batch
+				for p := range int32(partitions) {
+					data := batchtest.Build(b, batchtest.Options{Records: 16, ValueBytes: 1024, Seed: uint64(i)})
+					bt, err := produce.BatchFrom(e.topic, p, data)
+					if err != nil {
+						b.Fatal(err)
+					}
+					batches = append(batches, bt)
+				}
+				if _, err := e.p.Produce(testCtx(b), batches); err != nil {
+					b.Fatal(err)
+				}
+			}
+			v := e.view(b)
+			r := fetch.NewReader(e.store, cache)
+			ctx := testCtx(b)
+			var total int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				p := int32(i % partitions)
+				for off := int64(0); ; {
+					res, err := r.Read(ctx, v, e.topic, p, off, maxBytes)
+					if err != nil || res.Err != 0 {
+						b.Fatalf("Read = %d, %v", res.Err, err)
+					}
+					if len(res.Records) == 0 {
+						break
+					}
+					total += int64(len(res.Records))
+					bases, _ := batchOffsets(b, res.Records)
+					off = bases[len(bases)-1] + 16
+				}
+			}
+			b.ReportMetric(float64(total)/1e6/b.Elapsed().Seconds(), "MB/s")
+		})
+	}
+}

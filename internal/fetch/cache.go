@@ -1,0 +1,215 @@
+package fetch
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strandkafka/strand/internal/objstore"
+)
+
+// readTimeout bounds one GET a cache miss makes. The GET runs detached
+// from the caller that missed, so callers that joined it are not failed
+// by the first one giving up.
+const readTimeout = 30 * time.Second
+
+// Cache is a bounded, least-recently-used cache of data object bytes,
+// keyed by object key: whole objects (the produce path inserts each object
+// it uploads) and byte ranges read from the store. Concurrent misses for
+// the same range share one GET. Safe for concurrent use.
+//
+// Cached bytes are shared and read-only: Get's callers must not modify
+// what it returns.
+type Cache struct {
+	maxBytes int64
+
+	hits, misses, coalesced, evictions atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		// lru holds *entry, most recently used first.
+		lru   list.List
+		byKey map[string][]*list.Element
+		bytes int64
+		// flights are the GETs in progress, by exact range.
+		flights map[rangeKey]*flight
+	}
+}
+
+// entry is bytes [start, start+len(data)) of one object.
+type entry struct {
+	key   string
+	start int64
+	data  []byte
+}
+
+func (e *entry) covers(pos, length int64) bool {
+	return e.start <= pos && pos+length <= e.start+int64(len(e.data))
+}
+
+type rangeKey struct {
+	key         string
+	pos, length int64
+}
+
+type flight struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// NewCache returns a cache holding at most maxBytes of object bytes. A
+// cache of 0 bytes keeps nothing but still coalesces concurrent misses.
+func NewCache(maxBytes int64) *Cache {
+	c := &Cache{maxBytes: max(maxBytes, 0)}
+	c.mu.byKey = make(map[string][]*list.Element)
+	c.mu.flights = make(map[rangeKey]*flight)
+	return c
+}
+
+// CacheStats counts the cache's work since it was made.
+type CacheStats struct {
+	// Hits were served from cached bytes; Misses each made one GET;
+	// Coalesced joined another caller's GET.
+	Hits, Misses, Coalesced int64
+	Evictions               int64
+	Bytes                   int64
+	Entries                 int
+}
+
+// Stats returns the counters and the cache's size now.
+func (c *Cache) Stats() CacheStats {
+	c.mu.Lock()
+	bytes, entries := c.mu.bytes, c.mu.lru.Len()
+	c.mu.Unlock()
+	return CacheStats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Coalesced: c.coalesced.Load(),
+		Evictions: c.evictions.Load(), Bytes: bytes, Entries: entries,
+	}
+}
+
+// PutObject caches a whole object, taking ownership of data: the caller
+// must not modify it afterwards. It implements produce.ObjectCache.
+func (c *Cache) PutObject(key string, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.insertLocked(key, 0, data)
+}
+
+// Get returns bytes [pos, pos+length) of object key, from the cache or
+// from store (then caching them). The result is shared: do not modify it.
+func (c *Cache) Get(ctx context.Context, store objstore.Store, key string, pos, length int64) ([]byte, error) {
+	if pos < 0 || length <= 0 {
+		return nil, fmt.Errorf("%w: range %d+%d of %s", objstore.ErrInvalidRange, pos, length, key)
+	}
+	c.mu.Lock()
+	if data, ok := c.lookupLocked(key, pos, length); ok {
+		c.mu.Unlock()
+		c.hits.Add(1)
+		return data, nil
+	}
+	rk := rangeKey{key, pos, length}
+	fl, joined := c.mu.flights[rk]
+	if !joined {
+		fl = &flight{done: make(chan struct{})}
+		c.mu.flights[rk] = fl
+	}
+	c.mu.Unlock()
+
+	if joined {
+		c.coalesced.Add(1)
+	} else {
+		c.misses.Add(1)
+		go c.load(context.WithoutCancel(ctx), store, rk, fl)
+	}
+	select {
+	case <-fl.done:
+		return fl.data, fl.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// load performs one flight's GET and caches its bytes.
+func (c *Cache) load(ctx context.Context, store objstore.Store, rk rangeKey, fl *flight) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	data, err := store.Get(ctx, rk.key, rk.pos, rk.length)
+	cancel()
+	if err == nil && int64(len(data)) != rk.length {
+		// The index says the range exists; a short object is damage.
+		err = fmt.Errorf("%w: %s holds %d bytes at %d, index says %d", ErrCorrupt, rk.key, len(data), rk.pos, rk.length)
+		data = nil
+	}
+	c.mu.Lock()
+	delete(c.mu.flights, rk)
+	if err == nil {
+		c.insertLocked(rk.key, rk.pos, data)
+	}
+	c.mu.Unlock()
+	fl.data, fl.err = data, err
+	close(fl.done)
+}
+
+func (c *Cache) lookupLocked(key string, pos, length int64) ([]byte, bool) {
+	for _, el := range c.mu.byKey[key] {
+		e := el.Value.(*entry)
+		if e.covers(pos, length) {
+			c.mu.lru.MoveToFront(el)
+			off := pos - e.start
+			return e.data[off : off+length : off+length], true
+		}
+	}
+	return nil, false
+}
+
+// insertLocked caches data as bytes [start, ...) of key, unless it is
+// larger than the whole cache or already covered, and drops the entries
+// of key it covers. Then it evicts least recently used entries down to
+// the bound.
+func (c *Cache) insertLocked(key string, start int64, data []byte) {
+	size := int64(len(data))
+	if size == 0 || size > c.maxBytes {
+		return
+	}
+	els := c.mu.byKey[key]
+	kept := els[:0]
+	for _, el := range els {
+		e := el.Value.(*entry)
+		if e.covers(start, size) {
+			c.mu.lru.MoveToFront(el)
+			return
+		}
+		if start <= e.start && e.start+int64(len(e.data)) <= start+size {
+			c.mu.lru.Remove(el)
+			c.mu.bytes -= int64(len(e.data))
+			continue
+		}
+		kept = append(kept, el)
+	}
+	c.mu.byKey[key] = append(kept, c.mu.lru.PushFront(&entry{key: key, start: start, data: data}))
+	c.mu.bytes += size
+	for c.mu.bytes > c.maxBytes {
+		c.removeLocked(c.mu.lru.Back())
+		c.evictions.Add(1)
+	}
+}
+
+func (c *Cache) removeLocked(el *list.Element) {
+	e := c.mu.lru.Remove(el).(*entry)
+	c.mu.bytes -= int64(len(e.data))
+	els := c.mu.byKey[e.key]
+	for i, x := range els {
+		if x == el {
+			els = append(els[:i], els[i+1:]...)
+			break
+		}
+	}
+	if len(els) == 0 {
+		delete(c.mu.byKey, e.key)
+	} else {
+		c.mu.byKey[e.key] = els
+	}
+}
