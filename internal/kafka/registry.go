@@ -48,12 +48,6 @@ type Request struct {
 	order orderGate
 }
 
-// Deps is what handlers reach outside this package: the metadata database,
-// the produce pipeline, the group coordinator. Each handler file adds the
-// narrow interface it needs as a field, so a test wires only what the
-// handlers under test use. ApiVersions needs nothing, so it is empty today.
-type Deps struct{}
-
 // ErrInOrderTwice is returned by a second InOrder call for one request.
 var ErrInOrderTwice = errors.New("kafka: InOrder called twice for one request")
 

@@ -67,18 +67,34 @@ func TestRegistryTableSortedAndCopied(t *testing.T) {
 
 	// DefaultRegistry hands out copies: extending one changes neither the
 	// built-in table nor a server made earlier.
+	builtinKeys := DefaultRegistry().APIVersions()
 	d := DefaultRegistry()
 	s, err := New(Config{Registry: d, Logger: discardLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Register(3, 0, 1, nopHandler); err != nil {
-		t.Fatal(err)
+	// Key 3 at a range no built-in handler uses, and a key kmsg knows
+	// that nothing serves.
+	for _, key := range []int16{3, unservedKey(t)} {
+		if err := d.Register(key, 0, 1, nopHandler); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got := len(DefaultRegistry().APIVersions()); got != 1 {
-		t.Fatalf("built-in table grew to %d keys", got)
+	if e := d.lookup(3); e.maxVersion != 1 {
+		t.Fatalf("extended copy serves key 3 up to v%d, want v1", e.maxVersion)
 	}
-	if got := len(s.APIVersions()); got != 1 {
-		t.Fatalf("server's table grew to %d keys after New", got)
+	assertKeys(t, DefaultRegistry().APIVersions(), builtinKeys)
+	assertKeys(t, s.APIVersions(), builtinKeys)
+}
+
+// unservedKey is a key kmsg knows that no built-in handler serves.
+func unservedKey(t *testing.T) int16 {
+	t.Helper()
+	for key := int16(kmsg.MaxKey); key >= 0; key-- {
+		if req := kmsg.RequestForKey(key); req != nil && req.MaxVersion() >= 1 && !builtin.lookup(key).ok {
+			return key
+		}
 	}
+	t.Fatal("every key is served")
+	return 0
 }

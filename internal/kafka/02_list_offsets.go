@@ -1,0 +1,236 @@
+// ListOffsets: v0-8
+//   - -2 (earliest) and -4 (earliest local, v8+): the log start offset;
+//     every byte is in the object store, so local and remote are one.
+//   - -1 (latest): the high watermark. The last stable offset equals it
+//     until transactions exist, so IsolationLevel (v2+) is accepted and
+//     changes nothing.
+//   - -3 (max timestamp, v7+, KIP-734): the last offset of the first
+//     batch holding the partition's greatest timestamp, with that
+//     timestamp. Kafka before 3.7 answered the same way; since then it
+//     names the record inside the batch, which needs reading the batch.
+//   - A timestamp: the first batch (from the log start) whose max
+//     timestamp reaches it. If the batch's first timestamp reaches it too,
+//     the answer is exact: the batch's base offset and first timestamp.
+//     Otherwise the wanted record is inside the batch, and the answer is
+//     the batch's base offset with its max timestamp: at most one batch
+//     early, so a consumer starting there misses nothing. No such batch:
+//     offset -1, timestamp -1.
+//   - Timestamp lookups scan the partition's index from the log start;
+//     a time index replaces the scan when partitions grow long.
+//   - v4+: CurrentLeaderEpoch is fenced against epoch 0 (FENCED_ or
+//     UNKNOWN_LEADER_EPOCH); LeaderEpoch is 0 in every answer that found
+//     an offset, -1 otherwise.
+//   - v1+: a partition listed twice is INVALID_REQUEST for each entry; a
+//     negative timestamp other than the special ones above, or one sent
+//     below the version that added it, is UNSUPPORTED_VERSION.
+//   - v0 answers the old OldStyleOffsets list, as if the partition were
+//     one segment starting at the log start offset, last modified at its
+//     newest batch's max timestamp (its creation time when empty), followed
+//     by the log end offset at the current time when it holds data:
+//     latest is [end, start], earliest [start], a timestamp the offsets of
+//     those modified at or before it, newest first, at most MaxNumOffsets.
+//   - Left out: v9+ (-5 latest tiered, TimeoutMillis, -6).
+
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+func init() { regKey(2, 0, 8, handleListOffsets) }
+
+// Special ListOffsets timestamps.
+const (
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3
+	listEarliestLocal = -4
+)
+
+// listOffsetsMinVersion is the version that added each special timestamp
+// (ReplicaManager.timestampMinSupportedVersion).
+var listOffsetsMinVersion = map[int64]int16{
+	listLatest:        0,
+	listEarliest:      0,
+	listMaxTimestamp:  7,
+	listEarliestLocal: 8,
+}
+
+func handleListOffsets(_ context.Context, r *Request) (kmsg.Response, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	req := r.Body.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	view := db.View()
+	defer view.Close()
+	topics := topicCache{view: view}
+	now := r.Deps.now().UnixMilli()
+
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	seen := make(map[tp]int)
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			seen[tp{rt.Topic, rp.Partition}]++
+		}
+	}
+
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, 0, len(req.Topics))
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if e := listOffset(view, &topics, req.Version, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now); e != nil {
+				sp.ErrorCode = e.Code
+				sp.OldStyleOffsets, sp.Offset, sp.Timestamp, sp.LeaderEpoch = nil, -1, -1, -1
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// listOffset answers one partition into sp, or returns its error.
+func listOffset(view *meta.View, topics *topicCache, version int16, topic string, rp *kmsg.ListOffsetsRequestTopicPartition,
+	sp *kmsg.ListOffsetsResponseTopicPartition, dup bool, nowMs int64,
+) *kerr.Error {
+	ts := rp.Timestamp
+	if version >= 1 {
+		if dup {
+			return kerr.InvalidRequest
+		}
+		if minVersion, special := listOffsetsMinVersion[ts]; ts < 0 && (!special || version < minVersion) {
+			return kerr.UnsupportedVersion
+		}
+	}
+	t, ps, e := topics.partition(topic, rp.Partition)
+	if e != nil {
+		return e
+	}
+	if version >= 4 {
+		if e := checkCurrentLeaderEpoch(rp.CurrentLeaderEpoch); e != nil {
+			return e
+		}
+	}
+	if version == 0 {
+		offs, err := legacyOffsets(view, &t, rp.Partition, ps, ts, rp.MaxNumOffsets, nowMs)
+		if err != nil {
+			return kerr.UnknownServerError
+		}
+		sp.OldStyleOffsets = offs
+		return nil
+	}
+
+	var found bool
+	var err error
+	switch ts {
+	case listEarliest, listEarliestLocal:
+		sp.Offset, found = ps.LogStartOffset, true
+	case listLatest:
+		sp.Offset, found = ps.HighWatermark(), true
+	case listMaxTimestamp:
+		sp.Offset, sp.Timestamp, found, err = offsetOfMaxTimestamp(view, t.ID, rp.Partition, ps)
+	default:
+		sp.Offset, sp.Timestamp, found, err = offsetForTimestamp(view, t.ID, rp.Partition, ps, ts)
+	}
+	switch {
+	case err != nil:
+		return kerr.UnknownServerError
+	case found:
+		sp.LeaderEpoch = partitionLeaderEpoch
+	default:
+		sp.Offset, sp.Timestamp = -1, -1
+	}
+	return nil
+}
+
+// offsetForTimestamp finds the first batch at or after the log start
+// whose max timestamp reaches ts.
+func offsetForTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.PartitionState, ts int64) (offset, timestamp int64, found bool, err error) {
+	it, err := view.Seek(id, p, ps.LogStartOffset)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer it.Close()
+	for it.Next() {
+		e := it.Entry()
+		if e.MaxTimestamp < ts {
+			continue
+		}
+		if e.FirstTimestamp >= ts && e.BaseOffset >= ps.LogStartOffset {
+			return e.BaseOffset, e.FirstTimestamp, true, nil
+		}
+		return max(e.BaseOffset, ps.LogStartOffset), e.MaxTimestamp, true, nil
+	}
+	return 0, 0, false, it.Err()
+}
+
+// offsetOfMaxTimestamp finds the first batch holding the greatest
+// timestamp at or after the log start.
+func offsetOfMaxTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.PartitionState) (offset, timestamp int64, found bool, err error) {
+	it, err := view.Seek(id, p, ps.LogStartOffset)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer it.Close()
+	for it.Next() {
+		if e := it.Entry(); !found || e.MaxTimestamp > timestamp {
+			offset, timestamp, found = e.LastOffset(), e.MaxTimestamp, true
+		}
+	}
+	return offset, timestamp, found, it.Err()
+}
+
+// legacyOffsets answers ListOffsets v0 (Kafka's legacyFetchOffsetsBefore)
+// with the partition as one segment.
+func legacyOffsets(view *meta.View, t *meta.Topic, p int32, ps meta.PartitionState, ts int64, maxNum int32, nowMs int64) ([]int64, error) {
+	type offsetTime struct{ offset, modifiedMs int64 }
+	lastModified := t.CreatedAt
+	hasData := ps.NextOffset > ps.LogStartOffset
+	if hasData {
+		it, err := view.Seek(t.ID, p, ps.NextOffset-1)
+		if err != nil {
+			return nil, err
+		}
+		if it.Next() {
+			lastModified = it.Entry().MaxTimestamp
+		}
+		err = it.Err()
+		it.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	points := []offsetTime{{ps.LogStartOffset, lastModified}}
+	if hasData {
+		points = append(points, offsetTime{ps.NextOffset, nowMs})
+	}
+	start := len(points) - 1
+	switch ts {
+	case listLatest:
+	case listEarliest:
+		start = 0
+	default:
+		for start >= 0 && points[start].modifiedMs > ts {
+			start--
+		}
+	}
+	offs := []int64{}
+	for ; start >= 0 && int32(len(offs)) < maxNum; start-- {
+		offs = append(offs, points[start].offset)
+	}
+	return offs, nil
+}

@@ -1,0 +1,237 @@
+// Metadata: v0-12
+//   - Brokers are the live agents (Deps.Cluster). ControllerID (v1+) is
+//     this agent: every agent takes admin requests. ClusterID from v2.
+//   - Topics: in v0 an empty list means every topic; from v1 a null list
+//     means every topic and an empty one none (MetadataRequest.isAllTopics).
+//     A topic asked for twice is answered once.
+//   - Every partition: leader this agent (Deps.partitionLeader), leader
+//     epoch 0 (v7+), replicas and ISR just the leader, no offline replicas
+//     (v5+). Storage is shared: there is nothing to replicate, and any
+//     agent serves any partition.
+//   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION, unless
+//     Deps.AutoCreateTopics is on and the request allows it
+//     (AllowAutoTopicCreation from v4; always below v4): then it is created
+//     with Deps.DefaultPartitions and default configs, and answered in
+//     full. Kafka answers LEADER_NOT_AVAILABLE and lets the client retry;
+//     creation here is done when the proposal returns. A name that cannot
+//     be a topic, or that collides with one ('.' vs '_'), is then
+//     INVALID_TOPIC_EXCEPTION.
+//   - v10+: TopicID. v12: topics asked for by id (UNKNOWN_TOPIC_ID, with a
+//     null name, when unknown; never auto-created). An id in a v10-11
+//     request is INVALID_REQUEST, as Kafka answers.
+//   - v8+: authorized operations when asked (cluster ones v8-10 only):
+//     everything the resource supports, since there is no authorizer yet;
+//     -2147483648 when not asked.
+//   - IsInternal is false: there are no internal topics yet.
+//   - Left out: v13 (KIP-1102, top-level error code for rebootstrap).
+
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+func init() { regKey(3, 0, 12, handleMetadata) }
+
+func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	d := r.Deps
+	req := r.Body.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+
+	brokers := d.brokers(r.Conn)
+	for _, b := range brokers {
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.NodeID, b.Host, b.Port, rackPtr(b.Rack)
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	resp.ClusterID = strPtr(d.Cluster.ClusterID)
+	resp.ControllerID = d.Cluster.NodeID
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterAuthorizedOps
+	}
+	m := metadataAnswer{d: d, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
+
+	view := db.View()
+	defer func() { view.Close() }() // view is replaced after auto-creation
+
+	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		ts, err := view.Topics()
+		if err != nil {
+			// No per-request error code before v13: the client
+			// retries on a new connection.
+			return nil, fmt.Errorf("kafka: metadata: listing topics: %w", err)
+		}
+		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(ts))
+		for i := range ts {
+			resp.Topics = append(resp.Topics, m.topic(&ts[i]))
+		}
+		return resp, nil
+	}
+
+	allowAuto := d.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	seen := make(map[string]bool, len(req.Topics))
+	seenID := make(map[meta.TopicID]bool)
+	// pending are auto-creations: their index in resp.Topics and name.
+	type pendingTopic struct {
+		idx  int
+		name string
+	}
+	var pending []pendingTopic
+	var collisions map[string]string
+	for _, rt := range req.Topics {
+		if id := meta.TopicID(rt.TopicID); !id.IsZero() {
+			if req.Version < 12 {
+				name := rt.Topic
+				if name == nil {
+					name = kmsg.StringPtr("")
+				}
+				resp.Topics = append(resp.Topics, errTopic(name, id, kerr.InvalidRequest))
+				continue
+			}
+			if seenID[id] {
+				continue
+			}
+			seenID[id] = true
+			t, ok, err := view.TopicByID(id)
+			switch {
+			case err != nil:
+				resp.Topics = append(resp.Topics, errTopic(nil, id, kerr.UnknownServerError))
+			case !ok:
+				resp.Topics = append(resp.Topics, errTopic(nil, id, kerr.UnknownTopicID))
+			case !seen[t.Name]:
+				seen[t.Name] = true
+				resp.Topics = append(resp.Topics, m.topic(&t))
+			}
+			continue
+		}
+		if rt.Topic == nil || seen[*rt.Topic] {
+			continue
+		}
+		name := *rt.Topic
+		seen[name] = true
+		t, ok, err := view.Topic(name)
+		switch {
+		case err != nil:
+			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.UnknownServerError))
+			continue
+		case ok:
+			resp.Topics = append(resp.Topics, m.topic(&t))
+			continue
+		case !allowAuto:
+			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.UnknownTopicOrPartition))
+			continue
+		case !validTopicName(name):
+			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.InvalidTopicException))
+			continue
+		}
+		if collisions == nil {
+			if collisions, err = collisionIndex(view); err != nil {
+				resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.UnknownServerError))
+				continue
+			}
+		}
+		if _, taken := collisions[collisionName(name)]; taken {
+			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.InvalidTopicException))
+			continue
+		}
+		collisions[collisionName(name)] = name
+		pending = append(pending, pendingTopic{idx: len(resp.Topics), name: name})
+		resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.LeaderNotAvailable))
+	}
+	if len(pending) == 0 {
+		return resp, nil
+	}
+
+	cmds := make([]meta.Command, len(pending))
+	for i, p := range pending {
+		cmds[i] = meta.CreateTopic{Name: p.name, Partitions: d.defaultPartitions()}
+	}
+	outs := proposeAll(ctx, db, cmds)
+	view.Close()
+	view = db.View()
+	for i, p := range pending {
+		// TOPIC_ALREADY_EXISTS: someone else created it first, which
+		// is as good.
+		if e, _ := outs[i].code(); e != nil && e != kerr.TopicAlreadyExists {
+			resp.Topics[p.idx].ErrorCode = e.Code
+			continue
+		}
+		t, ok, err := view.Topic(p.name)
+		switch {
+		case err != nil:
+			resp.Topics[p.idx].ErrorCode = kerr.UnknownServerError.Code
+		case ok:
+			resp.Topics[p.idx] = m.topic(&t)
+		}
+		// Not found: deleted since; LEADER_NOT_AVAILABLE makes the
+		// client ask again.
+	}
+	return resp, nil
+}
+
+// metadataAnswer builds the topic entries of one Metadata response.
+type metadataAnswer struct {
+	d          *Deps
+	brokers    []Broker
+	includeOps bool
+}
+
+func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
+	rt := kmsg.NewMetadataResponseTopic()
+	rt.Topic = kmsg.StringPtr(t.Name)
+	rt.TopicID = t.ID
+	if m.includeOps {
+		rt.AuthorizedOperations = topicAuthorizedOps
+	}
+	n := t.Partitions
+	rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, n)
+	// One backing array for every partition's one-replica lists.
+	leaders := make([]int32, n)
+	for p := range n {
+		leaders[p] = m.d.partitionLeader(m.brokers, t.ID, p)
+		rp := kmsg.NewMetadataResponseTopicPartition()
+		rp.Partition = p
+		rp.Leader = leaders[p]
+		rp.LeaderEpoch = 0
+		rp.Replicas = leaders[p : p+1 : p+1]
+		rp.ISR = rp.Replicas
+		rp.OfflineReplicas = leaders[:0:0]
+		rt.Partitions[p] = rp
+	}
+	return rt
+}
+
+func errTopic(name *string, id meta.TopicID, e *kerr.Error) kmsg.MetadataResponseTopic {
+	rt := kmsg.NewMetadataResponseTopic()
+	rt.Topic = name
+	rt.TopicID = id
+	rt.ErrorCode = e.Code
+	if name == nil && rt.TopicID == ([16]byte{}) {
+		// Below v12 the name is not nullable.
+		rt.Topic = kmsg.StringPtr("")
+	}
+	return rt
+}
+
+// collisionIndex maps collisionName of every topic to its name.
+func collisionIndex(v *meta.View) (map[string]string, error) {
+	ts, err := v.Topics()
+	if err != nil {
+		return nil, err
+	}
+	idx := make(map[string]string, len(ts))
+	for _, t := range ts {
+		idx[collisionName(t.Name)] = t.Name
+	}
+	return idx, nil
+}

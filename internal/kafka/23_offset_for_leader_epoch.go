@@ -1,0 +1,65 @@
+// OffsetForLeaderEpoch: v0-4
+//   - Every partition has had one leader epoch, 0, since it was created
+//     (there are no leader elections), so the answers follow Kafka's
+//     LeaderEpochFileCache.endOffsetFor for a cache holding epoch 0 alone:
+//     epoch 0 (the current one) ends at the high watermark, which is the
+//     log end offset here; -1 (undefined) and any epoch above 0 are
+//     unknown, answered with epoch -1 and end offset -1; an epoch below -1
+//     precedes every known one, answered with itself and the log start
+//     offset.
+//   - A consumer validating its position after a metadata change (KIP-320)
+//     asks for the epoch of the last record it consumed; records carry
+//     epoch 0, so it gets the high watermark and finds no truncation.
+//   - v2+: CurrentLeaderEpoch is fenced against epoch 0 (FENCED_ or
+//     UNKNOWN_LEADER_EPOCH). v3+: any ReplicaID gets the same answer, as
+//     with Kafka; there are no followers.
+//   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(23, 0, 4, handleOffsetForLeaderEpoch) }
+
+func handleOffsetForLeaderEpoch(_ context.Context, r *Request) (kmsg.Response, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	view := db.View()
+	defer view.Close()
+	topics := topicCache{view: view}
+
+	resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, 0, len(req.Topics))
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		st.Partitions = make([]kmsg.OffsetForLeaderEpochResponseTopicPartition, 0, len(rt.Partitions))
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			_, ps, e := topics.partition(rt.Topic, rp.Partition)
+			if e == nil && req.Version >= 2 {
+				e = checkCurrentLeaderEpoch(rp.CurrentLeaderEpoch)
+			}
+			switch {
+			case e != nil:
+				sp.ErrorCode = e.Code
+			case rp.LeaderEpoch == partitionLeaderEpoch:
+				sp.LeaderEpoch, sp.EndOffset = partitionLeaderEpoch, ps.HighWatermark()
+			case rp.LeaderEpoch < -1:
+				sp.LeaderEpoch, sp.EndOffset = rp.LeaderEpoch, ps.LogStartOffset
+			}
+			// Otherwise unknown: the defaults, epoch -1 and offset -1.
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

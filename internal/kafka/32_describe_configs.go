@@ -1,0 +1,250 @@
+// DescribeConfigs: v0-4
+//   - TOPIC: every config of internal/topicconfig, sorted by name, with
+//     the topic's value (source DYNAMIC_TOPIC_CONFIG) or the default
+//     (DEFAULT_CONFIG), plus any stored config this build does not know.
+//     Topic configs are neither read-only nor sensitive; IsDefault (v0) is
+//     "not set on the topic". An invalid name is INVALID_TOPIC_EXCEPTION,
+//     an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
+//   - BROKER: for this agent's id, a fixed set of broker configs (listener,
+//     limits, auto-creation, and the topic defaults under their broker
+//     names), all read-only: there are no dynamic broker configs. "" (the
+//     cluster-wide dynamic defaults) has none. Another id or a non-number
+//     is INVALID_REQUEST, as Kafka answers.
+//   - ConfigNames null or empty means all; otherwise only those, and
+//     names that are not configs are left out.
+//   - v1+ IncludeSynonyms: a topic config lists its topic value (if set),
+//     then the default under the broker config name (log.retention.ms for
+//     retention.ms).
+//   - v3+ ConfigType, and Documentation when asked.
+//   - Left out: BROKER_LOGGER, CLIENT_METRICS and GROUP resources
+//     (INVALID_REQUEST).
+
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/topicconfig"
+)
+
+func init() { regKey(32, 0, 4, handleDescribeConfigs) }
+
+type configResourceConfig = kmsg.DescribeConfigsResponseResourceConfig
+
+func handleDescribeConfigs(_ context.Context, r *Request) (kmsg.Response, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	req := r.Body.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	synonyms := req.Version >= 1 && req.IncludeSynonyms
+	docs := req.Version >= 3 && req.IncludeDocumentation
+
+	var view *meta.View
+	defer func() {
+		if view != nil {
+			view.Close()
+		}
+	}()
+	for _, rr := range req.Resources {
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		var e *kerr.Error
+		var msg string
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			if view == nil {
+				view = db.View()
+			}
+			var configs map[string]string
+			if configs, e, msg = topicConfigsOf(view, rr.ResourceName); e == nil {
+				res.Configs = topicConfigEntries(configs, synonyms, docs)
+			}
+		case kmsg.ConfigResourceTypeBroker:
+			var self bool
+			if self, e, msg = r.Deps.brokerResource(rr.ResourceName); e == nil && self {
+				res.Configs = brokerConfigEntries(r, synonyms, docs)
+			}
+		default:
+			e, msg = kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", rr.ResourceType)
+		}
+		if e != nil {
+			res.ErrorCode, res.ErrorMessage, res.Configs = e.Code, strPtr(msg), nil
+		} else {
+			res.Configs = filterConfigs(res.Configs, rr.ConfigNames)
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return resp, nil
+}
+
+// topicConfigsOf returns the configs set on topic name.
+func topicConfigsOf(view *meta.View, name string) (map[string]string, *kerr.Error, string) {
+	if !validTopicName(name) {
+		return nil, kerr.InvalidTopicException, topicNameError(name)
+	}
+	t, ok, err := view.Topic(name)
+	switch {
+	case err != nil:
+		return nil, kerr.UnknownServerError, err.Error()
+	case !ok:
+		return nil, kerr.UnknownTopicOrPartition, fmt.Sprintf("no topic %q", name)
+	}
+	return t.Configs, nil, ""
+}
+
+// brokerResource checks a BROKER resource name: "" (cluster defaults) or
+// this agent's id, which sets self.
+func (d *Deps) brokerResource(name string) (self bool, e *kerr.Error, msg string) {
+	if name == "" {
+		return false, nil, ""
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil || int32(id) != d.Cluster.NodeID {
+		return false, kerr.InvalidRequest, fmt.Sprintf("unexpected broker id %q: this is broker %d", name, d.Cluster.NodeID)
+	}
+	return true, nil, ""
+}
+
+// topicConfigEntries describes a topic whose configs are set.
+func topicConfigEntries(set map[string]string, synonyms, docs bool) []configResourceConfig {
+	out := make([]configResourceConfig, 0, len(topicconfig.Keys())+len(set))
+	for _, k := range topicconfig.Keys() {
+		v, isSet := set[k.Name]
+		def := k.Default
+		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+		rc.Name = k.Name
+		rc.ConfigType = kmsg.ConfigType(k.Type)
+		if docs {
+			rc.Documentation = kmsg.StringPtr(k.Doc)
+		}
+		if isSet {
+			rc.Value, rc.Source = &v, kmsg.ConfigSourceDynamicTopicConfig
+		} else {
+			rc.Value, rc.Source, rc.IsDefault = &def, kmsg.ConfigSourceDefaultConfig, true
+		}
+		if synonyms {
+			if isSet {
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.Name, &v, kmsg.ConfigSourceDynamicTopicConfig))
+			}
+			if k.BrokerSynonym != "" {
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.BrokerSynonym, &def, kmsg.ConfigSourceDefaultConfig))
+			}
+		}
+		out = append(out, rc)
+	}
+	// Configs stored but unknown to this build (another build's, or
+	// written straight into the database) are shown as they are.
+	for name, v := range set {
+		if _, known := topicconfig.Lookup(name); known {
+			continue
+		}
+		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+		rc.Name, rc.Value, rc.Source = name, kmsg.StringPtr(v), kmsg.ConfigSourceDynamicTopicConfig
+		if synonyms {
+			rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(name, rc.Value, rc.Source))
+		}
+		out = append(out, rc)
+	}
+	slices.SortFunc(out, func(a, b configResourceConfig) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func configSynonym(name string, v *string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Value, s.Source = name, v, src
+	return s
+}
+
+// brokerConfigEntries describes this agent: what it was configured with
+// (STATIC_BROKER_CONFIG) and the defaults it applies (DEFAULT_CONFIG).
+func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig {
+	d := r.Deps
+	var srv Config
+	if r.Conn != nil {
+		srv = r.Conn.srv.cfg
+	}
+	self := d.brokers(r.Conn)
+	host, port := localHostPort(r.Conn)
+	for _, b := range self {
+		if b.NodeID == d.Cluster.NodeID {
+			host, port = b.Host, b.Port
+		}
+	}
+	type entry struct {
+		name  string
+		value *string
+		src   kmsg.ConfigSource
+		typ   kmsg.ConfigType
+		doc   string
+	}
+	static := func(name, v string, typ kmsg.ConfigType, doc string) entry {
+		return entry{name, &v, kmsg.ConfigSourceStaticBrokerConfig, typ, doc}
+	}
+	def := func(name, v string, typ kmsg.ConfigType, doc string) entry {
+		return entry{name, &v, kmsg.ConfigSourceDefaultConfig, typ, doc}
+	}
+	node := strconv.Itoa(int(d.Cluster.NodeID))
+	entries := []entry{
+		static("advertised.listeners", "PLAINTEXT://"+net.JoinHostPort(host, strconv.Itoa(int(port))), kmsg.ConfigTypeString, "Address clients reach this agent at."),
+		static("auto.create.topics.enable", strconv.FormatBool(d.AutoCreateTopics), kmsg.ConfigTypeBoolean, "Metadata creates unknown topics."),
+		static("broker.id", node, kmsg.ConfigTypeInt, "This agent's id."),
+		static("node.id", node, kmsg.ConfigTypeInt, "This agent's id."),
+		static("num.partitions", strconv.Itoa(int(d.defaultPartitions())), kmsg.ConfigTypeInt, "Partitions of a topic created without a count."),
+		static("socket.request.max.bytes", strconv.Itoa(int(srv.MaxRequestBytes)), kmsg.ConfigTypeInt, "Largest request accepted."),
+		static("queued.max.request.bytes", strconv.FormatInt(srv.MaxQueuedRequestBytes, 10), kmsg.ConfigTypeLong, "Request bytes held across all connections."),
+		static("connections.max.idle.ms", strconv.FormatInt(srv.IdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, "Idle connections are closed after this."),
+		static("max.connections", strconv.Itoa(srv.MaxConns), kmsg.ConfigTypeInt, "Open client connections allowed."),
+		def("default.replication.factor", "1", kmsg.ConfigTypeInt, "Replicas shown per partition: storage is shared."),
+		def("delete.topic.enable", "true", kmsg.ConfigTypeBoolean, "Topics can be deleted."),
+	}
+	if rack := d.Cluster.Rack; rack != "" {
+		entries = append(entries, static("broker.rack", rack, kmsg.ConfigTypeString, "This agent's rack."))
+	} else {
+		entries = append(entries, entry{"broker.rack", nil, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeString, "This agent's rack."})
+	}
+	for _, k := range topicconfig.Keys() {
+		if k.BrokerSynonym != "" {
+			entries = append(entries, def(k.BrokerSynonym, k.Default, kmsg.ConfigType(k.Type), "Default of topic config "+k.Name+"."))
+		}
+	}
+	// Stable, so the agent's own entries win over topic defaults of the
+	// same name.
+	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	entries = slices.CompactFunc(entries, func(a, b entry) bool { return a.name == b.name })
+
+	out := make([]configResourceConfig, 0, len(entries))
+	for _, e := range entries {
+		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+		rc.Name, rc.Value, rc.Source, rc.ConfigType = e.name, e.value, e.src, e.typ
+		rc.ReadOnly = true
+		rc.IsDefault = e.src == kmsg.ConfigSourceDefaultConfig
+		if docs {
+			rc.Documentation = kmsg.StringPtr(e.doc)
+		}
+		if synonyms {
+			rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(e.name, e.value, e.src))
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// filterConfigs keeps the configs named in names; null or empty names
+// keeps all.
+func filterConfigs(cs []configResourceConfig, names []string) []configResourceConfig {
+	if len(names) == 0 {
+		return cs
+	}
+	return slices.DeleteFunc(cs, func(c configResourceConfig) bool { return !slices.Contains(names, c.Name) })
+}

@@ -1,0 +1,119 @@
+// IncrementalAlterConfigs: v0-1
+//   - TOPIC: each op changes one config of the topic: SET sets it, DELETE
+//     returns it to its default, APPEND and SUBTRACT add or remove items
+//     of a list config (cleanup.policy, the throttled-replica lists),
+//     starting from the default when the topic does not set it, as Kafka
+//     does. APPEND or SUBTRACT on a config that is not a list is
+//     INVALID_CONFIG, as in Kafka; an unknown op is INVALID_REQUEST. Every
+//     resulting value must be valid (INVALID_CONFIG: SUBTRACT cannot empty
+//     cleanup.policy). Unknown names are INVALID_CONFIG, except that DELETE
+//     may remove a stored config this build does not know. A config named
+//     twice in one resource is INVALID_REQUEST.
+//   - Only the configs named are proposed, so alters of different configs
+//     of one topic never undo each other. APPEND and SUBTRACT compute the
+//     new list from the local copy: two at once on the same config of the
+//     same topic can lose one.
+//   - BROKER: no dynamic broker configs, as in AlterConfigs.
+//   - A resource named twice is INVALID_REQUEST, answered once; other
+//     resource types are INVALID_REQUEST. ValidateOnly proposes nothing.
+
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/topicconfig"
+)
+
+func init() { regKey(44, 0, 1, handleIncrementalAlterConfigs) }
+
+func handleIncrementalAlterConfigs(ctx context.Context, r *Request) (kmsg.Response, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	res := req.Resources
+	answers := runAlters(ctx, db, len(res), req.ValidateOnly,
+		func(i int) configResource { return configResource{res[i].ResourceType, res[i].ResourceName} },
+		func(view *meta.View, i int) (*meta.AlterConfigs, *kerr.Error, string) {
+			switch res[i].ResourceType {
+			case kmsg.ConfigResourceTypeTopic:
+				return planIncrementalAlterTopic(view, res[i].ResourceName, res[i].Configs)
+			case kmsg.ConfigResourceTypeBroker:
+				e, msg := alterBroker(r.Deps, res[i].ResourceName, len(res[i].Configs))
+				return nil, e, msg
+			}
+			return nil, kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", res[i].ResourceType)
+		})
+	for _, a := range answers {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = a.res.typ, a.res.name
+		if a.err != nil {
+			rr.ErrorCode, rr.ErrorMessage = a.err.Code, strPtr(a.msg)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}
+
+func planIncrementalAlterTopic(view *meta.View, name string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (*meta.AlterConfigs, *kerr.Error, string) {
+	cur, e, msg := topicConfigsOf(view, name)
+	if e != nil {
+		return nil, e, msg
+	}
+	cmd := &meta.AlterConfigs{Name: name, Set: make(map[string]string), Incremental: true}
+	seen := make(map[string]bool, len(ops))
+	for _, op := range ops {
+		if seen[op.Name] {
+			return nil, kerr.InvalidRequest, fmt.Sprintf("config %q named twice", op.Name)
+		}
+		seen[op.Name] = true
+		k, known := topicconfig.Lookup(op.Name)
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if op.Value == nil {
+				return nil, kerr.InvalidConfig, fmt.Sprintf("null value for config %q", op.Name)
+			}
+			if err := topicconfig.Validate(op.Name, *op.Value); err != nil {
+				return nil, kerr.InvalidConfig, err.Error()
+			}
+			cmd.Set[op.Name] = *op.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			if _, stored := cur[op.Name]; !known && !stored {
+				return nil, kerr.InvalidConfig, fmt.Sprintf("unknown topic config %q", op.Name)
+			}
+			cmd.Delete = append(cmd.Delete, op.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			switch {
+			case !known:
+				return nil, kerr.InvalidConfig, fmt.Sprintf("unknown topic config %q", op.Name)
+			case k.Type != topicconfig.TypeList:
+				return nil, kerr.InvalidConfig, fmt.Sprintf("config %q is not a list: append and subtract do not apply", op.Name)
+			case op.Value == nil:
+				return nil, kerr.InvalidConfig, fmt.Sprintf("null value for config %q", op.Name)
+			}
+			base, _ := topicconfig.Value(cur, op.Name)
+			next := topicconfig.AppendList(base, *op.Value)
+			if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
+				next = topicconfig.SubtractList(base, *op.Value)
+			}
+			if err := k.Validate(next); err != nil {
+				return nil, kerr.InvalidConfig, err.Error()
+			}
+			cmd.Set[op.Name] = next
+		default:
+			return nil, kerr.InvalidRequest, fmt.Sprintf("unknown operation %d on config %q", op.Op, op.Name)
+		}
+	}
+	if len(cmd.Set) == 0 && len(cmd.Delete) == 0 {
+		return nil, nil, ""
+	}
+	return cmd, nil, ""
+}

@@ -1,0 +1,125 @@
+package kafka
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// adminFuzzSeeds are valid requests for the metadata, admin and offset
+// handlers, at old and new versions.
+func adminFuzzSeeds() []kmsg.Request {
+	var reqs []kmsg.Request
+	for _, v := range []int16{0, 1, 4, 12} {
+		r := metadataReq(v, []string{"fuzz", "new-topic", "bad name"})
+		r.AllowAutoTopicCreation = true
+		reqs = append(reqs, r)
+	}
+	for _, v := range []int16{0, 5, 7} {
+		r := kmsg.NewPtrCreateTopicsRequest()
+		r.Version = v
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = "created", 2, -1
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = "retention.ms", kmsg.StringPtr("1000")
+		t.Configs = append(t.Configs, c)
+		r.Topics = append(r.Topics, t)
+		reqs = append(reqs, r)
+	}
+	for _, v := range []int16{0, 6} {
+		r := kmsg.NewPtrDeleteTopicsRequest()
+		r.Version = v
+		r.TopicNames = []string{"created"}
+		t := kmsg.NewDeleteTopicsRequestTopic()
+		t.Topic = kmsg.StringPtr("created")
+		r.Topics = append(r.Topics, t)
+		reqs = append(reqs, r)
+	}
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cpt := kmsg.NewCreatePartitionsRequestTopic()
+	cpt.Topic, cpt.Count = "fuzz", 3
+	cp.Topics = append(cp.Topics, cpt)
+	reqs = append(reqs, cp)
+	for _, v := range []int16{0, 4} {
+		r := kmsg.NewPtrDescribeConfigsRequest()
+		r.Version = v
+		r.IncludeSynonyms, r.IncludeDocumentation = true, true
+		for _, rt := range []kmsg.ConfigResourceType{kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker} {
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = rt, "fuzz"
+			r.Resources = append(r.Resources, rr)
+		}
+		reqs = append(reqs, r)
+	}
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	acr := kmsg.NewAlterConfigsRequestResource()
+	acr.ResourceType, acr.ResourceName = kmsg.ConfigResourceTypeTopic, "fuzz"
+	acc := kmsg.NewAlterConfigsRequestResourceConfig()
+	acc.Name, acc.Value = "cleanup.policy", kmsg.StringPtr("compact")
+	acr.Configs = append(acr.Configs, acc)
+	ac.Resources = append(ac.Resources, acr)
+	reqs = append(reqs, ac)
+	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	iacr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	iacr.ResourceType, iacr.ResourceName = kmsg.ConfigResourceTypeTopic, "fuzz"
+	for _, op := range []kmsg.IncrementalAlterConfigOp{kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpDelete} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = "cleanup.policy", op, kmsg.StringPtr("compact")
+		iacr.Configs = append(iacr.Configs, c)
+	}
+	iac.Resources = append(iac.Resources, iacr)
+	reqs = append(reqs, iac)
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.Version = 1
+	reqs = append(reqs, dc)
+	for _, v := range []int16{0, 1, 8} {
+		reqs = append(reqs, listOffsetsReq(v, "fuzz", listPart(0, -1, 5, -1), listPart(0, 1000, 5, 0), listPart(1, -3, 5, 0)))
+	}
+	for _, v := range []int16{0, 4} {
+		r := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		r.Version = v
+		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		t.Topic = "fuzz"
+		p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		reqs = append(reqs, r)
+	}
+	return reqs
+}
+
+// adminKeys are the keys whose handlers the fuzzer drives.
+var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 32: true, 33: true, 37: true, 44: true, 60: true}
+
+// FuzzAdminHandlers runs the metadata, admin and offset handlers on
+// arbitrary request bodies against a live agent: no panic, no error (these
+// handlers answer bad input with error codes), and a response that
+// encodes at the request's version.
+func FuzzAdminHandlers(f *testing.F) {
+	for _, req := range adminFuzzSeeds() {
+		f.Add(req.Key(), req.GetVersion(), req.AppendTo(nil))
+	}
+	a := newTestAgent(f)
+	a.createTopic(f, "fuzz", 2, nil)
+	a.commit(f, "fuzz", 0, testBatch{records: 3, firstTs: 1000, maxTsMs: 1002})
+	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
+		e := builtin.lookup(key)
+		if !adminKeys[key] || !e.serves(version) {
+			return
+		}
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(version)
+		if req.ReadFrom(body) != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), guard)
+		defer cancel()
+		resp, err := e.handler(ctx, &Request{Header: Header{Key: key, Version: version}, Body: req, Deps: a.Deps})
+		if err != nil {
+			t.Fatalf("key %d v%d: %v", key, version, err)
+		}
+		resp.SetVersion(version)
+		resp.AppendTo(nil)
+	})
+}

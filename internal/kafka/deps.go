@@ -1,0 +1,160 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// Deps is what handlers reach outside this package: the metadata database,
+// the produce pipeline, the group coordinator. Each handler file adds the
+// narrow interface it needs as a field, so a test wires only what the
+// handlers under test use. A handler whose dependency is nil closes the
+// connection with ErrMissingDeps: that is a wiring bug, not a client's.
+type Deps struct {
+	// Meta is this agent's copy of the metadata database. Admin requests
+	// propose commands through it; every handler reads its local View,
+	// which already holds what this agent proposed (Propose returns after
+	// the local apply), so a topic is visible right after CreateTopics.
+	Meta MetaDB
+	// Cluster is this agent and its peers as clients see them.
+	Cluster ClusterInfo
+	// AutoCreateTopics is auto.create.topics.enable: Metadata creates a
+	// topic it is asked about that does not exist, when the request
+	// allows it.
+	AutoCreateTopics bool
+	// DefaultPartitions is num.partitions: the partition count of
+	// auto-created topics and of CreateTopics asking for -1. Zero means 1.
+	DefaultPartitions int32
+	// Now is the agent's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// ErrMissingDeps: a handler ran without a dependency it needs in Deps.
+var ErrMissingDeps = errors.New("kafka: handler dependency missing from Deps")
+
+// MetaDB is what handlers need of the metadata database. *meta.Replica
+// implements it; tests may wrap one to inject faults.
+type MetaDB interface {
+	// View returns a snapshot of the local copy; the caller closes it.
+	View() *meta.View
+	// ProposeBatch proposes commands that land in one log entry and
+	// returns their results once applied locally.
+	ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error)
+}
+
+var _ MetaDB = (*meta.Replica)(nil)
+
+// ClusterInfo describes the cluster to clients.
+type ClusterInfo struct {
+	// ClusterID is reported by Metadata (null when empty) and
+	// DescribeCluster.
+	ClusterID string
+	// NodeID is this agent's broker id.
+	NodeID int32
+	// Host and Port are the address advertised for this agent. An empty
+	// Host or a zero Port is taken from the local address of the client's
+	// connection, which is right for a single agent on one interface.
+	Host string
+	Port int32
+	// Rack is broker.rack; empty is null.
+	Rack string
+	// Brokers lists the live agents, this one included. Nil means this
+	// agent alone. An entry with this agent's NodeID gets the same
+	// Host/Port defaulting as above.
+	Brokers func() []Broker
+}
+
+// Broker is one agent as Metadata and DescribeCluster list it.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	// Rack is empty for null.
+	Rack string
+}
+
+func (d *Deps) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Deps) defaultPartitions() int32 {
+	if d.DefaultPartitions > 0 {
+		return d.DefaultPartitions
+	}
+	return 1
+}
+
+// meta returns Deps.Meta, or ErrMissingDeps.
+func (d *Deps) meta() (MetaDB, error) {
+	if d == nil || d.Meta == nil {
+		return nil, ErrMissingDeps
+	}
+	return d.Meta, nil
+}
+
+// brokers returns the live agents with this agent's address resolved for
+// the connection c.
+func (d *Deps) brokers(c *Conn) []Broker {
+	var bs []Broker
+	if d.Cluster.Brokers != nil {
+		bs = d.Cluster.Brokers()
+	}
+	if len(bs) == 0 {
+		bs = []Broker{{NodeID: d.Cluster.NodeID, Host: d.Cluster.Host, Port: d.Cluster.Port, Rack: d.Cluster.Rack}}
+	}
+	out := make([]Broker, len(bs))
+	for i, b := range bs {
+		if b.NodeID == d.Cluster.NodeID && (b.Host == "" || b.Port == 0) {
+			host, port := localHostPort(c)
+			if b.Host == "" {
+				b.Host = host
+			}
+			if b.Port == 0 {
+				b.Port = port
+			}
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// partitionLeader is the broker Metadata names as a partition's leader.
+// Any agent serves any partition, so this only steers clients; today every
+// agent names itself. Spreading partitions over the live agents (for
+// clients that care about locality) is a change here alone.
+func (d *Deps) partitionLeader(_ []Broker, _ meta.TopicID, _ int32) int32 {
+	return d.Cluster.NodeID
+}
+
+// localHostPort is the address the client reached this agent at.
+func localHostPort(c *Conn) (string, int32) {
+	if c == nil {
+		return "", 0
+	}
+	a := c.LocalAddr()
+	if a == nil {
+		return "", 0
+	}
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "", 0
+	}
+	p, _ := strconv.ParseInt(port, 10, 32)
+	return host, int32(p)
+}
+
+// rackPtr is Rack as the wire's nullable string.
+func rackPtr(rack string) *string {
+	if rack == "" {
+		return nil
+	}
+	return &rack
+}
