@@ -55,7 +55,8 @@ func TestBadInput(t *testing.T) {
 		{name: "unknown key 999", send: rawFrame(999, 0, 1, nil), wantReason: ErrUnknownAPIKey},
 		{name: "unknown key 1000", send: rawFrame(1000, 3, 1, []byte{1, 2, 3}), wantReason: ErrUnknownAPIKey},
 		{name: "negative key", send: rawFrame(-1, 0, 1, nil), wantReason: ErrUnknownAPIKey},
-		{name: "kmsg key not served (Produce)", send: frameFor(1, kmsg.NewPtrProduceRequest()), wantReason: ErrUnknownAPIKey},
+		// LeaderAndIsr is inter-broker: kmsg knows it, Strand never serves it.
+		{name: "kmsg key not served (LeaderAndIsr)", send: frameFor(1, kmsg.NewPtrLeaderAndISRRequest()), wantReason: ErrUnknownAPIKey},
 		{name: "version below the served range", send: rawFrame(3, 1, 1, []byte{0, 0, 0, 0}), wantReason: ErrUnsupportedVersion},
 		{name: "version above the served range", send: rawFrame(3, 13, 1, []byte{1, 0, 0}), wantReason: ErrUnsupportedVersion},
 		{name: "version above kmsg's", send: rawFrame(3, 99, 1, nil), wantReason: ErrUnsupportedVersion},

@@ -541,6 +541,12 @@ func (c *Conn) finish(p *pending, bytesOut int, err error) {
 		BytesOut: bytesOut,
 		Latency:  time.Since(p.start),
 		Err:      err,
+		ErrorCode: func() int16 {
+			if err != nil || p.resp == nil {
+				return 0
+			}
+			return firstErrorCode(p.resp)
+		}(),
 	})
 	c.inflight.Add(-1)
 	<-c.slots

@@ -30,6 +30,13 @@ type Deps struct {
 	// DefaultPartitions is num.partitions: the partition count of
 	// auto-created topics and of CreateTopics asking for -1. Zero means 1.
 	DefaultPartitions int32
+	// Produce takes the batches Produce accepts (*produce.Pipeline).
+	Produce Producer
+	// Fetch reads committed batches for Fetch (*fetch.Reader).
+	Fetch Fetcher
+	// Changes wakes long-polling Fetches; nil means Meta, which must then
+	// be a Notifier (*meta.Replica is).
+	Changes Notifier
 	// Now is the agent's clock; nil means time.Now.
 	Now func() time.Time
 }

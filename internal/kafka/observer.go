@@ -34,6 +34,9 @@ type RequestStats struct {
 	// Err is set if the handler failed or the connection closed before
 	// the response was written.
 	Err error
+	// ErrorCode is the first non-zero Kafka error code in the response
+	// (top level first), or 0.
+	ErrorCode int16
 }
 
 type nopObserver struct{}

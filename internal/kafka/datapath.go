@@ -1,0 +1,136 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strandkafka/strand/internal/fetch"
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/produce"
+)
+
+// The data path as Produce and Fetch see it: narrow interfaces over
+// internal/produce and internal/fetch, held in Deps, so a test can wire a
+// fault-injecting pipeline or reader.
+
+// Producer takes the record batches Produce accepted. *produce.Pipeline
+// implements it.
+type Producer interface {
+	// Submit buffers batches for one flush and returns without waiting
+	// for the commit; calls are committed in the order Submit returned.
+	// It copies the batches' Data.
+	Submit(ctx context.Context, batches []produce.Batch) (*produce.Ack, error)
+}
+
+var _ Producer = (*produce.Pipeline)(nil)
+
+// Fetcher reads committed record batches. *fetch.Reader implements it.
+type Fetcher interface {
+	Read(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32) (fetch.FetchResult, error)
+}
+
+var _ Fetcher = (*fetch.Reader)(nil)
+
+// Notifier reports that the local copy changed; long-polling Fetches wait
+// on it. *meta.Replica implements it (Changed is closed after each apply
+// batch, and Err reports a halt).
+type Notifier interface {
+	Changed() <-chan struct{}
+}
+
+var _ Notifier = (*meta.Replica)(nil)
+
+// producer returns Deps.Produce, or ErrMissingDeps.
+func (d *Deps) producer() (Producer, error) {
+	if d == nil || d.Produce == nil {
+		return nil, ErrMissingDeps
+	}
+	return d.Produce, nil
+}
+
+// fetcher returns Deps.Fetch, or ErrMissingDeps.
+func (d *Deps) fetcher() (Fetcher, error) {
+	if d == nil || d.Fetch == nil {
+		return nil, ErrMissingDeps
+	}
+	return d.Fetch, nil
+}
+
+// notifier returns Deps.Changes, else Deps.Meta when it is a Notifier (a
+// *meta.Replica is), else ErrMissingDeps.
+func (d *Deps) notifier() (Notifier, error) {
+	if d == nil {
+		return nil, ErrMissingDeps
+	}
+	if d.Changes != nil {
+		return d.Changes, nil
+	}
+	if n, ok := d.Meta.(Notifier); ok {
+		return n, nil
+	}
+	return nil, ErrMissingDeps
+}
+
+// produceErrCode maps a failed Submit or Ack.Wait to the partition error
+// a producer can act on. Every one of them is retriable: the batches were
+// not acknowledged, and may or may not be committed (see produce.ErrCommit).
+func produceErrCode(err error) *kerr.Error {
+	switch {
+	case errors.Is(err, produce.ErrUpload):
+		return kerr.KafkaStorageError
+	case errors.Is(err, produce.ErrCommit),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut
+	case errors.Is(err, produce.ErrClosed):
+		// This agent is stopping: NOT_LEADER_OR_FOLLOWER makes the
+		// client refresh metadata and go to another agent.
+		return kerr.NotLeaderForPartition
+	case errors.Is(err, produce.ErrInvalidBatch):
+		// Validation passed, so the pipeline disagrees with it about the
+		// bytes: the same answer Kafka gives for bytes it cannot read.
+		return kerr.CorruptMessage
+	case errors.Is(err, produce.ErrTooLarge):
+		return kerr.MessageTooLarge
+	}
+	return kerr.UnknownServerError
+}
+
+// fetchErrCode maps a failed Read to the partition error of a Fetch, as
+// Kafka maps a failing log read: a store that cannot be read is
+// KAFKA_STORAGE_ERROR, bytes that disagree with the index CORRUPT_MESSAGE.
+// Both are retriable, so consumers try again rather than give up.
+func fetchErrCode(err error) *kerr.Error {
+	if errors.Is(err, fetch.ErrCorrupt) {
+		return kerr.CorruptMessage
+	}
+	return kerr.KafkaStorageError
+}
+
+// warn logs a local fault met while answering r.
+func (r *Request) warn(msg string, args ...any) {
+	if r.Conn == nil || r.Conn.srv == nil {
+		return
+	}
+	r.Conn.srv.log.Warn(msg, append([]any{"conn", r.Conn.id, "key", r.Key, "version", r.Version}, args...)...)
+}
+
+// untilDrain returns ctx, also canceled once the server starts shutting
+// down, so a long poll ends and is answered instead of holding up a
+// graceful Shutdown for its whole MaxWait.
+func (r *Request) untilDrain(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if r.Conn == nil || r.Conn.srv == nil {
+		return ctx, cancel
+	}
+	drain := r.Conn.srv.drain
+	go func() {
+		select {
+		case <-drain:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
