@@ -48,8 +48,8 @@ func newRootCmd() *cobra.Command {
 	})
 
 	// --- The agent ---------------------------------------------------
-	// `strand serve` is added here by the agent's owner:
-	//	root.AddCommand(newServeCmd())
+	// `strand serve` (internal/agent)
+	root.AddCommand(newServeCmd())
 
 	// --- Client tools: topic, produce, consume (internal/cli) ---------
 	cli.AddCommands(root)

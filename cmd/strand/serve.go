@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/strandkafka/strand/internal/agent"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		cfg      agent.Config
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run an agent: a Kafka-compatible broker on the embedded defaults or shared backends",
+		Long: `Run an agent. With no flags it serves Kafka on 127.0.0.1:9092 and HTTP
+(/healthz, /readyz, /metrics) on 127.0.0.1:9644, keeping everything under
+./strand-data. Every flag can also be set by an environment variable
+STRAND_<FLAG_NAME>, e.g. STRAND_DATA_DIR or STRAND_KAFKA_LISTEN; a flag on
+the command line wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("log-level: %w", err)
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.SetDefaults()
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			return agent.Run(cmd.Context(), cfg, logger)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", agent.DefaultDataDir, "directory for the local metadata database (and the default object store and log)")
+	f.StringVar(&cfg.KafkaListen, "kafka-listen", agent.DefaultKafkaListen, "address for Kafka clients")
+	f.StringVar(&cfg.Advertise, "advertise", "", "host:port given to clients in Metadata (default: the Kafka listen address)")
+	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (empty: off)")
+	f.StringVar(&cfg.ObjStore, "objstore", "", "object store URL: file:///dir or s3://bucket/prefix?endpoint=...&region=... (default file://<data-dir>/objects)")
+	f.StringVar(&cfg.Log, "log", "", "shared log URL (default file://<data-dir>/log)")
+	f.DurationVar(&cfg.FlushInterval, "flush-interval", agent.DefaultFlushInterval, "longest time a produced batch waits before its data object is written")
+	f.IntVar(&cfg.FlushBytes, "flush-bytes", agent.DefaultFlushBytes, "buffered bytes that cut a data object early")
+	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata and Produce requests")
+	f.Int32Var(&cfg.DefaultPartitions, "default-partitions", agent.DefaultPartitions, "partitions of auto-created topics and of CreateTopics with -1")
+	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+// applyEnv sets every flag not given on the command line from
+// STRAND_<FLAG_NAME> when that variable is set.
+func applyEnv(fs *pflag.FlagSet) error {
+	var errs []string
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed {
+			return
+		}
+		name := "STRAND_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return
+		}
+		if err := fs.Set(fl.Name, v); err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q: %v", name, v, err))
+		}
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("environment: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,346 @@
+// Package agent wires one Strand agent together: the object store, the
+// shared log, the local metadata replica, the produce and fetch paths, the
+// Kafka listener and the HTTP endpoints (/healthz, /readyz, /metrics). It
+// owns start-up order and graceful shutdown, nothing else: every piece it
+// starts lives in its own package.
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/strandkafka/strand/internal/fetch"
+	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/objstore/objurl"
+	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+)
+
+// readCacheBytes bounds the fetch read cache. The agent's own objects go
+// in it as they are written, so consumers that keep up never touch the
+// object store.
+const readCacheBytes = 256 << 20
+
+// Agent is one running agent. Start returns it serving; Stop shuts it down.
+type Agent struct {
+	cfg    Config
+	logger *slog.Logger
+
+	metrics  *metrics
+	store    *objstore.Counting
+	log      *sharedlog.VirtualLog
+	replica  *meta.Replica
+	pipeline *produce.Pipeline
+	server   *kafka.Server
+
+	kafkaLn  net.Listener
+	httpLn   net.Listener
+	httpSrv  *http.Server
+	serveErr chan error
+	ready    atomic.Bool
+}
+
+// Run starts an agent and serves until ctx is done, then shuts down
+// gracefully within cfg.ShutdownTimeout.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	a, err := Start(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-a.serveErr:
+		logger.Error("kafka listener failed", "err", serveErr)
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(serveErr, a.Stop(stopCtx))
+}
+
+// Start opens every piece in dependency order and starts serving. On error
+// it closes what it opened.
+func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	a := &Agent{cfg: cfg, logger: logger, metrics: newMetrics(), serveErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			a.closeAll(context.Background())
+		}
+	}()
+
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	agentID, err := loadOrCreateID(filepath.Join(cfg.DataDir, "agent-id"))
+	if err != nil {
+		return nil, err
+	}
+	clusterID, err := loadOrCreateID(filepath.Join(cfg.DataDir, "cluster-id"))
+	if err != nil {
+		return nil, err
+	}
+
+	// The HTTP endpoints come up first so /healthz answers while the
+	// replica replays the log; /readyz turns true once serving.
+	if cfg.HTTPListen != "" {
+		if err := a.startHTTP(); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := a.openStore(ctx); err != nil {
+		return nil, err
+	}
+	vlog, err := logurl.OpenVirtual(ctx, cfg.Log, sharedlog.VirtualOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("shared log %s: %w", cfg.Log, err)
+	}
+	a.log = vlog
+	a.replica, err = meta.Open(ctx, meta.Config{
+		Dir:      filepath.Join(cfg.DataDir, "meta"),
+		Log:      timedLog{VirtualLog: vlog, m: a.metrics},
+		WriterID: agentID,
+		Logger:   logger.With("component", "meta"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("metadata replica: %w", err)
+	}
+	a.registerReplicaMetrics()
+
+	cache := fetch.NewCache(readCacheBytes)
+	a.pipeline, err = produce.New(produce.Config{
+		Store:         a.store,
+		Replica:       a.replica,
+		AgentID:       agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
+		FlushInterval: cfg.FlushInterval,
+		FlushBytes:    cfg.FlushBytes,
+		Cache:         cache,
+		Logger:        logger.With("component", "produce"),
+		Observer:      produceObserver{m: a.metrics},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("produce pipeline: %w", err)
+	}
+
+	a.kafkaLn, err = net.Listen("tcp", cfg.KafkaListen)
+	if err != nil {
+		return nil, fmt.Errorf("kafka listen: %w", err)
+	}
+	host, port, err := advertised(cfg.Advertise, a.kafkaLn.Addr())
+	if err != nil {
+		return nil, err
+	}
+	a.server, err = kafka.New(kafka.Config{
+		Logger:   logger.With("component", "kafka"),
+		Observer: kafkaObserver{m: a.metrics},
+		Deps: kafka.Deps{
+			Meta:              a.replica,
+			Cluster:           kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port},
+			AutoCreateTopics:  cfg.AutoCreateTopics,
+			DefaultPartitions: cfg.DefaultPartitions,
+			Produce:           a.pipeline,
+			Fetch:             fetch.NewReader(a.store, cache),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := a.server.Serve(context.Background(), a.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+			a.serveErr <- err
+		}
+	}()
+	a.ready.Store(true)
+	logger.Info("strand agent serving",
+		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
+		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", cfg.ObjStore, "log", cfg.Log,
+		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.Applied())
+	return a, nil
+}
+
+func (a *Agent) openStore(ctx context.Context) error {
+	store, err := objurl.Open(ctx, a.cfg.ObjStore)
+	if err != nil {
+		return fmt.Errorf("object store %s: %w", a.cfg.ObjStore, err)
+	}
+	a.store = objstore.WithCounters(store)
+	a.metrics.reg.MustRegister(newStoreCollector(a.store))
+	return nil
+}
+
+// KafkaAddr is the address the Kafka listener bound.
+func (a *Agent) KafkaAddr() string { return a.kafkaLn.Addr().String() }
+
+// HTTPAddr is the address the HTTP listener bound, or "" if it is off.
+func (a *Agent) HTTPAddr() string {
+	if a.httpLn == nil {
+		return ""
+	}
+	return a.httpLn.Addr().String()
+}
+
+// Replica is the agent's metadata replica (for tests and tools).
+func (a *Agent) Replica() *meta.Replica { return a.replica }
+
+// Stop shuts down in the order that loses nothing: stop taking requests
+// and finish those in flight (their produce calls wait for their commits),
+// flush what is still buffered, then close the replica and the log.
+func (a *Agent) Stop(ctx context.Context) error {
+	a.ready.Store(false)
+	a.logger.Info("strand agent shutting down")
+	err := a.closeAll(ctx)
+	if err != nil {
+		a.logger.Error("shutdown", "err", err)
+	} else {
+		a.logger.Info("strand agent stopped")
+	}
+	return err
+}
+
+func (a *Agent) closeAll(ctx context.Context) error {
+	var errs []error
+	if a.server != nil {
+		if err := a.server.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("kafka shutdown: %w", err))
+		}
+	} else if a.kafkaLn != nil {
+		a.kafkaLn.Close()
+	}
+	if a.pipeline != nil {
+		if err := a.pipeline.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("produce pipeline: %w", err))
+		}
+	}
+	if a.replica != nil {
+		if err := a.replica.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("metadata replica: %w", err))
+		}
+	}
+	if a.log != nil {
+		if err := a.log.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("shared log: %w", err))
+		}
+	}
+	if a.httpSrv != nil {
+		if err := a.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Agent) startHTTP() error {
+	ln, err := net.Listen("tcp", a.cfg.HTTPListen)
+	if err != nil {
+		return fmt.Errorf("http listen: %w", err)
+	}
+	a.httpLn = ln
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !a.ready.Load() {
+			http.Error(w, "not ready: replaying the log", http.StatusServiceUnavailable)
+			return
+		}
+		if err := a.replica.Err(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("http server", "err", err)
+		}
+	}()
+	return nil
+}
+
+// advertised resolves the host and port given to clients: the configured
+// address, or the one the listener bound. A wildcard bind address is not
+// reachable, so it is advertised as an empty host, which the Kafka layer
+// replaces with the address each client connected to.
+func advertised(configured string, bound net.Addr) (string, int32, error) {
+	addr := configured
+	if addr == "" {
+		addr = bound.String()
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("advertise %q: %w", addr, err)
+	}
+	port, err := strconv.ParseInt(portStr, 10, 32)
+	if err != nil {
+		return "", 0, fmt.Errorf("advertise %q: bad port", addr)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = ""
+	}
+	return host, int32(port), nil
+}
+
+// loadOrCreateID reads a random identifier kept in path, creating it on
+// first start. The agent id must survive restarts: it names this agent's
+// writer in the log, whose dedupe state is keyed by it.
+func loadOrCreateID(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if id == "" {
+			return "", fmt.Errorf("%s is empty", path)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(raw[:])
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", err
+	}
+	return id, nil
+}

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+)
+
+// Config is everything one agent needs to run. Zero values mean the
+// embedded defaults; call SetDefaults then Validate before Run.
+type Config struct {
+	// DataDir holds the local metadata database and, by default, the file
+	// object store and the file log.
+	DataDir string
+	// KafkaListen is the address Kafka clients connect to; Advertise is
+	// the host:port returned to them in Metadata (empty: the address the
+	// Kafka listener actually bound, so port 0 works in tests).
+	KafkaListen string
+	Advertise   string
+	// HTTPListen serves /healthz, /readyz and /metrics. Empty disables it.
+	HTTPListen string
+	// ObjStore and Log are URLs; see objurl.Open and logurl.
+	ObjStore string
+	Log      string
+	// FlushInterval bounds how long a produced batch waits to be flushed;
+	// FlushBytes cuts a flush early when this much is buffered.
+	FlushInterval time.Duration
+	FlushBytes    int
+	// AutoCreateTopics creates an unknown topic on Metadata or Produce,
+	// with DefaultPartitions partitions.
+	AutoCreateTopics  bool
+	DefaultPartitions int32
+	// NodeID is this agent's Kafka broker id.
+	NodeID int32
+	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
+	// buffered batches and finishing in-flight commits.
+	ShutdownTimeout time.Duration
+}
+
+// Defaults for the embedded single-machine setup.
+const (
+	DefaultDataDir               = "./strand-data"
+	DefaultKafkaListen           = "127.0.0.1:9092"
+	DefaultHTTPListen            = "127.0.0.1:9644"
+	DefaultFlushInterval         = 5 * time.Millisecond
+	DefaultFlushBytes            = 4 << 20
+	DefaultPartitions      int32 = 1
+	DefaultShutdownTimeout       = 30 * time.Second
+)
+
+// SetDefaults fills unset fields. ObjStore and Log default to locations
+// under DataDir, so they follow a --data-dir given alone.
+func (c *Config) SetDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.KafkaListen == "" {
+		c.KafkaListen = DefaultKafkaListen
+	}
+	if c.ObjStore == "" {
+		c.ObjStore = fileURL(filepath.Join(c.DataDir, "objects"))
+	}
+	if c.Log == "" {
+		c.Log = fileURL(filepath.Join(c.DataDir, "log"))
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.FlushBytes == 0 {
+		c.FlushBytes = DefaultFlushBytes
+	}
+	if c.DefaultPartitions == 0 {
+		c.DefaultPartitions = DefaultPartitions
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+}
+
+// fileURL turns a local path into a file:// URL, absolute so the URL means
+// the same thing whatever the working directory of a later reader.
+func fileURL(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return "file://" + filepath.ToSlash(path)
+}
+
+// Validate reports the first problem with c.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.KafkaListen); err != nil {
+		errs = append(errs, fmt.Errorf("kafka-listen %q: %w", c.KafkaListen, err))
+	}
+	if c.Advertise != "" {
+		if host, port, err := net.SplitHostPort(c.Advertise); err != nil {
+			errs = append(errs, fmt.Errorf("advertise %q: %w", c.Advertise, err))
+		} else if host == "" || port == "0" {
+			errs = append(errs, fmt.Errorf("advertise %q: needs a host and a fixed port", c.Advertise))
+		}
+	}
+	if c.HTTPListen != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPListen); err != nil {
+			errs = append(errs, fmt.Errorf("http-listen %q: %w", c.HTTPListen, err))
+		}
+	}
+	if c.FlushInterval < 0 {
+		errs = append(errs, errors.New("flush-interval must not be negative"))
+	}
+	if c.FlushBytes < 1<<10 || c.FlushBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("flush-bytes %d: must be between 1 KiB and 1 GiB", c.FlushBytes))
+	}
+	if c.DefaultPartitions < 1 || c.DefaultPartitions > 1<<16 {
+		errs = append(errs, fmt.Errorf("default-partitions %d: must be between 1 and 65536", c.DefaultPartitions))
+	}
+	if c.NodeID < 0 {
+		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))
+	}
+	return errors.Join(errs...)
+}

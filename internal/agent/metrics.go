@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/sharedlog"
+)
+
+// metrics is the agent's Prometheus registry and the adapters that feed it
+// from the Kafka server, the produce pipeline, the log and the object
+// store.
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests       *prometheus.CounterVec   // api, error
+	requestLatency *prometheus.HistogramVec // api
+	produceBytes   prometheus.Counter
+	fetchBytes     prometheus.Counter
+	connsClosed    *prometheus.CounterVec // reason
+	flushBytes     prometheus.Histogram
+	flushLatency   prometheus.Histogram
+	logAppend      prometheus.Histogram
+	logAppendErrs  prometheus.Counter
+}
+
+// latencyBuckets spans a local fsync (tens of µs) to an S3 Standard tail
+// (seconds).
+var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_kafka_requests_total",
+		Help: "Kafka requests handled, by API and by the first error code in the response (NONE if none).",
+	}, []string{"api", "error"})
+	m.requestLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strand_kafka_request_seconds",
+		Help:    "Time from a request being read to its response being written.",
+		Buckets: latencyBuckets,
+	}, []string{"api"})
+	m.produceBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_produce_request_bytes_total",
+		Help: "Bytes of Produce requests received.",
+	})
+	m.fetchBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_fetch_response_bytes_total",
+		Help: "Bytes of Fetch responses sent.",
+	})
+	m.connsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_kafka_connections_closed_total",
+		Help: "Kafka connections closed, by reason.",
+	}, []string{"reason"})
+	m.flushBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strand_flush_bytes",
+		Help:    "Size of each data object written by the produce path.",
+		Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
+	})
+	m.flushLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strand_flush_seconds",
+		Help:    "Time from a flush being cut to its commit being applied locally.",
+		Buckets: latencyBuckets,
+	})
+	m.logAppend = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "strand_log_append_seconds",
+		Help:    "Latency of appends to the shared log.",
+		Buckets: latencyBuckets,
+	})
+	m.logAppendErrs = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_log_append_errors_total",
+		Help: "Appends to the shared log that returned an error.",
+	})
+	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
+		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// apiName is the label for an API key: kmsg's name, or the number.
+func apiName(key int16) string {
+	if name := kmsg.NameForKey(key); name != "" {
+		return name
+	}
+	return strconv.Itoa(int(key))
+}
+
+// kafkaObserver feeds request and connection metrics.
+type kafkaObserver struct{ m *metrics }
+
+func (o kafkaObserver) RequestDone(_ *kafka.Conn, st kafka.RequestStats) {
+	api := apiName(st.Key)
+	code := "NONE"
+	switch {
+	case st.Err != nil:
+		code = "CONNECTION_CLOSED"
+	case st.ErrorCode != 0:
+		code = errorName(st.ErrorCode)
+	}
+	o.m.requests.WithLabelValues(api, code).Inc()
+	o.m.requestLatency.WithLabelValues(api).Observe(st.Latency.Seconds())
+	switch st.Key {
+	case 0:
+		o.m.produceBytes.Add(float64(st.BytesIn))
+	case 1:
+		o.m.fetchBytes.Add(float64(st.BytesOut))
+	}
+}
+
+func (o kafkaObserver) ConnClosed(_ *kafka.Conn, reason error) {
+	label := "client"
+	if reason != nil {
+		label = kafka.CloseReason(reason)
+	}
+	o.m.connsClosed.WithLabelValues(label).Inc()
+}
+
+// storeCollector exports an object store's request counters.
+type storeCollector struct {
+	c        *objstore.Counting
+	requests *prometheus.Desc
+	errors   *prometheus.Desc
+	bytes    *prometheus.Desc
+}
+
+func newStoreCollector(c *objstore.Counting) *storeCollector {
+	return &storeCollector{
+		c:        c,
+		requests: prometheus.NewDesc("strand_objstore_requests_total", "Object store requests, by operation.", []string{"op"}, nil),
+		errors:   prometheus.NewDesc("strand_objstore_errors_total", "Object store requests that failed, by operation.", []string{"op"}, nil),
+		bytes:    prometheus.NewDesc("strand_objstore_bytes_total", "Bytes written (put) or read (get) from the object store, by operation.", []string{"op"}, nil),
+	}
+}
+
+func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- s.requests
+	ch <- s.errors
+	ch <- s.bytes
+}
+
+func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	snap := s.c.Snapshot()
+	for _, op := range objstore.Ops {
+		oc := snap.Op(op)
+		ch <- prometheus.MustNewConstMetric(s.requests, prometheus.CounterValue, float64(oc.Requests), op.String())
+		ch <- prometheus.MustNewConstMetric(s.errors, prometheus.CounterValue, float64(oc.Errors), op.String())
+		ch <- prometheus.MustNewConstMetric(s.bytes, prometheus.CounterValue, float64(oc.Bytes), op.String())
+	}
+}
+
+// timedLog measures appends to the shared log. It embeds the VirtualLog
+// so the replica still finds its WaitTail.
+type timedLog struct {
+	*sharedlog.VirtualLog
+	m *metrics
+}
+
+func (l timedLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error) {
+	start := time.Now()
+	pos, err := l.VirtualLog.Append(ctx, entry)
+	l.m.logAppend.Observe(time.Since(start).Seconds())
+	if err != nil {
+		l.m.logAppendErrs.Inc()
+	}
+	return pos, err
+}
+
+// produceObserver feeds flush metrics.
+type produceObserver struct{ m *metrics }
+
+func (o produceObserver) FlushCut(batchBytes, batches, calls int) {
+	o.m.flushBytes.Observe(float64(batchBytes))
+}
+func (o produceObserver) UploadDone(objectBytes, attempts int, d time.Duration, err error) {}
+func (o produceObserver) CommitDone(objects int, d time.Duration, err error)               {}
+func (o produceObserver) FlushDone(batchBytes int, d time.Duration, err error) {
+	o.m.flushLatency.Observe(d.Seconds())
+}
+
+// registerReplicaMetrics exports the applied position and the apply lag.
+func (a *Agent) registerReplicaMetrics() {
+	a.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_meta_applied_position",
+			Help: "Next log position this agent's replica will apply.",
+		}, func() float64 { return float64(a.replica.Applied()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_meta_apply_lag_entries",
+			Help: "Log entries appended but not yet applied by this agent (tail minus applied, read at scrape time).",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			tail, _, err := a.log.CheckTail(ctx)
+			if err != nil {
+				return -1
+			}
+			applied := a.replica.Applied()
+			if tail < applied {
+				return 0
+			}
+			return float64(tail - applied)
+		}),
+	)
+}
+
+// errorName is the Kafka name of an error code, e.g. NOT_COORDINATOR.
+func errorName(code int16) string {
+	if err := kerr.ErrorForCode(code); err != nil {
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return ke.Message
+		}
+	}
+	return strconv.Itoa(int(code))
+}
