@@ -173,6 +173,7 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewFetchResponseTopicPartition()
+			sp.RecordBatches = noRecords
 			sp.Partition = rp.Partition
 			sp.HighWatermark = -1
 			part := fetchPart{sp: sp, id: t.ID, partition: rp.Partition, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes}
@@ -196,6 +197,12 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 	}
 }
 
+// noRecords is an empty, non-null record set. Kafka always sends records
+// as bytes, empty when there are none; librdkafka (kcat) fails to parse a
+// null record set ("Protocol parse failure for Fetch v11") and never sees
+// the end of the partition.
+var noRecords = []byte{}
+
 // read reads every partition not answered by plan, in request order,
 // into the response, replacing what an earlier read put there. It
 // returns the record bytes read and whether any partition failed; an
@@ -212,7 +219,7 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, f
 			continue
 		}
 		sp := p.sp
-		sp.ErrorCode, sp.RecordBatches, sp.AbortedTransactions = 0, nil, nil
+		sp.ErrorCode, sp.RecordBatches, sp.AbortedTransactions = 0, noRecords, nil
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 		limit := int32(max(0, min(int64(p.maxBytes), remaining)))
 		if minOne && limit == 0 {
