@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -139,4 +143,176 @@ func BenchmarkPropose(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "proposals/s")
 	tail, _, _ := log.CheckTail(ctx)
 	b.ReportMetric(float64(b.N)/float64(tail), "cmds/entry")
+}
+
+// snapshotBenchIndexEntries is the state size of BenchmarkSnapshot1M.
+const snapshotBenchIndexEntries = 1 << 20
+
+// snapshotBenchReplica builds a replica holding indexEntries offset index
+// entries (plus one object record per 16), applied from the log as a
+// live replica would.
+func snapshotBenchReplica(b *testing.B, indexEntries int) *Replica {
+	b.Helper()
+	ctx := context.Background()
+	log := memlog.New()
+	r, err := Open(ctx, Config{Dir: filepath.Join(b.TempDir(), "db"), Log: log, WriterID: "bench", Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	var parts []partRef
+	for i := range benchTopics {
+		res, err := r.Propose(ctx, CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})
+		if err != nil || res.Code != 0 {
+			b.Fatal(err, res.Err())
+		}
+		for p := range int32(benchPartitions) {
+			parts = append(parts, partRef{res.TopicID, p})
+		}
+	}
+	// Append big entries straight to the log, as another writer would,
+	// and let the replica apply them.
+	const cmdsPerEntry = 64
+	rng := rand.New(rand.NewPCG(1, 2))
+	cmds := (indexEntries + benchBatchesPerCmd - 1) / benchBatchesPerCmd
+	for seq := 1; cmds > 0; seq++ {
+		e := Entry{WriterID: "loader", Incarnation: 1, Seq: uint64(seq), Timestamp: 1700000000000}
+		for ; cmds > 0 && len(e.Commands) < cmdsPerEntry; cmds-- {
+			e.Commands = append(e.Commands, EncodeCommand(benchCommit(rng, parts, cmds)))
+		}
+		if _, err := log.Append(ctx, AppendEntry(nil, &e)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := r.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// Settle the LSM, so background compactions of the load do not
+	// run into the timed snapshots.
+	if err := r.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.db.Compact(ctx, []byte{0}, []byte{prefixLocal}, true); err != nil {
+		b.Fatal(err)
+	}
+	v := r.View()
+	defer v.Close()
+	var records int64
+	for _, p := range parts {
+		st, _, err := v.Partition(p.id, p.partition)
+		if err != nil {
+			b.Fatal(err)
+		}
+		records += st.NextOffset
+	}
+	if got := records / benchRecordsPerBatch; got < int64(indexEntries) {
+		b.Fatalf("built %d index entries, want %d", got, indexEntries)
+	}
+	return r
+}
+
+// BenchmarkSnapshot1M measures snapshots and restores of a store of 1M
+// offset index entries through the file object store (fsync per object):
+// full is a snapshot into an empty store, incremental one after a few
+// more commits into a store holding the previous snapshot, restore a
+// restore into an empty directory. The state is built once (it takes a
+// while) and is not timed.
+func BenchmarkSnapshot1M(b *testing.B) {
+	r := snapshotBenchReplica(b, snapshotBenchIndexEntries)
+	ctx := context.Background()
+	newStore := func(b *testing.B) *fileobj.Store {
+		s, err := fileobj.Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	report := func(b *testing.B, bytes, uploaded int64) {
+		b.SetBytes(bytes)
+		b.ReportMetric(float64(bytes)/1e6, "MB")
+		b.ReportMetric(float64(uploaded)/1e6, "uploaded-MB/op")
+	}
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		var info SnapshotInfo
+		var uploaded, n int64
+		for b.Loop() {
+			b.StopTimer()
+			store := newStore(b)
+			b.StartTimer()
+			var err error
+			if info, err = r.Snapshot(ctx, store, "meta"); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := os.RemoveAll(store.Dir()); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			uploaded += info.UploadedBytes
+			n++
+		}
+		report(b, info.Bytes, uploaded/n)
+	})
+	b.Run("incremental", func(b *testing.B) {
+		b.ReportAllocs()
+		store := newStore(b)
+		info, err := r.Snapshot(ctx, store, "meta")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		var parts []partRef
+		for _, t := range []string{"t0", "t1"} {
+			v := r.View()
+			tp, _, err := v.Topic(t)
+			v.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			parts = append(parts, partRef{tp.ID, 0}, partRef{tp.ID, 1})
+		}
+		var uploaded, n int64
+		for b.Loop() {
+			b.StopTimer()
+			for range 16 {
+				seq := int(objectSeq.Add(1))
+				co := benchCommit(rng, parts, seq)
+				co.ObjectKey = fmt.Sprintf("incremental/%d", seq)
+				if res, err := r.Propose(ctx, co); err != nil || res.Code != 0 {
+					b.Fatal(err, res.Err())
+				}
+			}
+			b.StartTimer()
+			if info, err = r.Snapshot(ctx, store, "meta"); err != nil {
+				b.Fatal(err)
+			}
+			uploaded += info.UploadedBytes
+			n++
+		}
+		report(b, info.Bytes, uploaded/n)
+	})
+	b.Run("restore", func(b *testing.B) {
+		b.ReportAllocs()
+		store := newStore(b)
+		info, err := r.Snapshot(ctx, store, "meta")
+		if err != nil {
+			b.Fatal(err)
+		}
+		parent := b.TempDir()
+		i := 0
+		for b.Loop() {
+			dir := filepath.Join(parent, strconv.Itoa(i))
+			i++
+			if _, err := Restore(ctx, store, "meta", dir); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := os.RemoveAll(dir); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		report(b, info.Bytes, 0)
+	})
 }

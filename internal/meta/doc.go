@@ -72,4 +72,21 @@
 // Several entries share one Pebble batch, and the batch also writes the
 // applied position, so the store always holds a prefix of the log and a
 // restart resumes exactly after it.
+//
+// # Snapshots
+//
+// Replica.Snapshot uploads a Pebble checkpoint to an object store; its
+// position P is the applied position inside the checkpoint. Under the
+// snapshot prefix:
+//
+//	snap/<P, 20 digits>.json   manifest (JSON): format (1), pos, digest (hex View.Digest at P),
+//	                           created_at, writer_id, files: [{name, key, size, sha256}]
+//	sst/<sha256 hex>           an SST or blob file, shared by every snapshot that holds it
+//	aux/<sha256 hex>           any other checkpoint file (MANIFEST, OPTIONS, WAL, markers)
+//
+// Every object is content-addressed, hence immutable; the manifest is
+// written last with PutIfAbsent, so a manifest only ever names objects
+// that are complete. Restore fetches the newest one into an empty
+// directory, checks sizes, checksums and the digest, and drops the 0xFF
+// local keys. TrimLog trims the log below the newest complete snapshot.
 package meta

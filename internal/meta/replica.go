@@ -494,7 +494,8 @@ func (r *Replica) playTo(from, to sharedlog.Pos) error {
 	entries, err := r.log.ReadNext(ctx, from, to)
 	cancel()
 	if errors.Is(err, sharedlog.ErrTrimmed) {
-		return r.halt(&HaltError{Pos: from, Cause: err})
+		return r.halt(&HaltError{Pos: from, Cause: fmt.Errorf(
+			"the log is trimmed above this copy's applied position; restore a newer snapshot (Restore): %w", err)})
 	}
 	if err != nil {
 		return err
