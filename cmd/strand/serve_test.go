@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestServeRefusesBadConfig checks that serve fails on a bad flag or
+// environment variable before starting anything.
+func TestServeRefusesBadConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{name: "flush bytes too small", args: []string{"--flush-bytes", "1"}, wantErr: "flush-bytes"},
+		{name: "bad kafka listen", args: []string{"--kafka-listen", "nonsense"}, wantErr: "kafka-listen"},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "log-level"},
+		{name: "bad env value", env: map[string]string{"STRAND_FLUSH_INTERVAL": "soon"}, wantErr: "STRAND_FLUSH_INTERVAL"},
+		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
+		{
+			name:    "flag wins over env",
+			args:    []string{"--default-partitions", "-2"},
+			env:     map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"},
+			wantErr: "default-partitions -2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			root := newRootCmd()
+			// Kernel-chosen ports, so a case that wrongly starts serving
+			// takes no fixed port; the case's own flags come last and win.
+			base := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", ""}
+			root.SetArgs(append(base, tt.args...))
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			// A serve that wrongly starts is stopped at once by the
+			// canceled context and returns nil, failing the case.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			err := root.ExecuteContext(ctx)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("serve %v: error %v, want one mentioning %q", tt.args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestServeStopsOnCancel runs serve in-process and cancels its context,
+// which is what SIGINT or SIGTERM do in main: serve must return nil after
+// a graceful stop.
+func TestServeStopsOnCancel(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", ""})
+	logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
+	root.SetErr(logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	select {
+	case <-logs.matched:
+	case err := <-done:
+		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve not serving after 30s\n%s", logs)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after cancel: %v\n%s", err, logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve still running 30s after cancel\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "strand agent stopped") {
+		t.Errorf("no clean stop logged:\n%s", logs)
+	}
+}
+
+// notifyWriter keeps what is written and closes matched once a write
+// contains match.
+type notifyWriter struct {
+	match   string
+	matched chan struct{}
+	once    sync.Once
+	mu      struct {
+		sync.Mutex
+		b strings.Builder
+	}
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.b.Write(p)
+	if strings.Contains(string(p), w.match) {
+		w.once.Do(func() { close(w.matched) })
+	}
+	return len(p), nil
+}
+
+func (w *notifyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.b.String()
+}
