@@ -1,7 +1,8 @@
-// Package cli owns Strand's client tools: the `topic`, `produce` and
-// `consume` commands of the strand binary, in the spirit of Redpanda's rpk
-// and kcat. They speak only the Kafka protocol (through franz-go's kgo and
-// kadm), so they work against any Kafka-compatible cluster, not just Strand.
+// Package cli owns Strand's client tools: the `topic`, `produce`,
+// `consume` and `group` commands of the strand binary, in the spirit of
+// Redpanda's rpk and kcat. They speak only the Kafka protocol (through
+// franz-go's kgo and kadm), so they work against any Kafka-compatible
+// cluster, not just Strand.
 //
 // Every command reads and writes through cobra's In/Out/Err streams and
 // honours the context passed to ExecuteContext, so tests run whole commands
@@ -49,9 +50,10 @@ const (
 	clientID       = "strand-cli"
 )
 
-// AddCommands adds the client commands (topic, produce, consume) to root.
+// AddCommands adds the client commands (topic, produce, consume, group) to
+// root.
 func AddCommands(root *cobra.Command) {
-	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand())
+	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand())
 }
 
 // ClientOptions are the connection flags every client command shares.

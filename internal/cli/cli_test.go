@@ -125,7 +125,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestBrokersFromEnv(t *testing.T) {
 	t.Setenv(EnvBrokers, "10.0.0.1:9092,10.0.0.2:9092")
-	for _, cmd := range []*cobra.Command{NewProduceCommand(), NewConsumeCommand(), NewTopicCommand()} {
+	for _, cmd := range []*cobra.Command{NewProduceCommand(), NewConsumeCommand(), NewTopicCommand(), NewGroupCommand()} {
 		f := cmd.Flags().Lookup("brokers")
 		if f == nil {
 			f = cmd.PersistentFlags().Lookup("brokers")

@@ -1,4 +1,10 @@
-// Produce: v3-11
+// Produce: v0-11
+//   - v0-2 carry message format v0/v1 (magic 0 and 1), which Strand does
+//     not store: every partition of such a request is answered
+//     UNSUPPORTED_FOR_MESSAGE_FORMAT. They are advertised anyway because
+//     librdkafka 2.0 (Debian's kcat) only compresses with gzip and snappy
+//     when the broker lists Produce v0 (rdkafka_feature.c), and sends
+//     everything uncompressed otherwise; it then produces at v7.
 //   - Each partition's records must be one magic-2 batch that passes
 //     recordbatch.ValidateProduce against the topic's max.message.bytes,
 //     else the partition gets the batch's Kafka code (CORRUPT_MESSAGE,
@@ -66,7 +72,7 @@ import (
 	"github.com/strandkafka/strand/internal/topicconfig"
 )
 
-func init() { regKey(0, 3, 11, handleProduce) }
+func init() { regKey(0, 0, 11, handleProduce) }
 
 // errAcksZeroFailed closes the connection of an acks=0 request that
 // failed, the only way such a producer learns of it.
@@ -340,6 +346,9 @@ func produceTopics(ctx context.Context, d *Deps, db MetaDB, req *kmsg.ProduceReq
 // to the request, which is ours until the handler returns, and Submit
 // copies them.
 func produceBatch(records []byte, version int16, tt produceTopic, partition int32, nowMs int64) (produce.Batch, *kerr.Error, string) {
+	if version < 3 {
+		return produce.Batch{}, kerr.UnsupportedForMessageFormat, "Strand stores only message format v2 (magic 2), which needs Produce v3 or later"
+	}
 	batch, h, err := recordbatch.ValidateProduce(records, version, int(tt.cfg.MaxMessageBytes))
 	if err != nil {
 		return produce.Batch{}, codeOf(recordbatch.ErrorCode(err)), err.Error()

@@ -511,6 +511,7 @@ func TestProduceErrors(t *testing.T) {
 		tooLarge         = 10 // MESSAGE_TOO_LARGE
 		badAcks          = 21 // INVALID_REQUIRED_ACKS
 		invalidTimestamp = 32 // INVALID_TIMESTAMP
+		oldFormat        = 43 // UNSUPPORTED_FOR_MESSAGE_FORMAT
 		txnState         = 48 // INVALID_TXN_STATE
 		txnAuth          = 53 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 		unsupportedCodec = 76 // UNSUPPORTED_COMPRESSION_TYPE
@@ -539,6 +540,8 @@ func TestProduceErrors(t *testing.T) {
 		{name: "acks 2", acks: 2, parts: []rawPart{{"t", 0, good()}, {"t", 1, good()}}, want: []int16{badAcks, badAcks}},
 		{name: "transactional without id", parts: []rawPart{{"t", 0, txnal}, {"t", 1, good()}}, want: []int16{txnAuth, txnAuth}},
 		{name: "transactional with id", txnID: kmsg.StringPtr("tx"), parts: []rawPart{{"t", 0, txnal}, {"t", 1, good()}}, want: []int16{txnState, ok}},
+		{name: "v1: message format v0/v1 not stored", version: 1, parts: []rawPart{{"t", 0, good()}, {"t", 1, good()}}, want: []int16{oldFormat, oldFormat}},
+		{name: "v2: message format v0/v1 not stored", version: 2, parts: []rawPart{{"t", 0, good()}}, want: []int16{oldFormat}},
 		{name: "v3", version: 3, parts: []rawPart{{"t", 0, good()}}, want: []int16{ok}},
 		{name: "v11", version: 11, parts: []rawPart{{"t", 0, good()}}, want: []int16{ok}},
 	}
