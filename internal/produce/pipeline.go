@@ -1,6 +1,7 @@
 package produce
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type Pipeline struct {
 		closing bool
 		// free keeps segment writers for reuse, at most maxFreeWriters.
 		free []*segment.Writer
+		// lastObjBytes is the size of the last object uploaded, the
+		// starting capacity of the next new writer.
+		lastObjBytes int
 	}
 }
 
@@ -247,7 +251,10 @@ func (p *Pipeline) openLocked() *flush {
 		f.w = p.mu.free[n-1]
 		p.mu.free = p.mu.free[:n-1]
 	} else {
-		f.w = segment.NewWriter()
+		// Writers whose objects went to the cache are not reused, so a
+		// new one starts at about the size of the last object: at full
+		// load that fills without regrowing (and recopying) its buffer.
+		f.w = segment.NewWriterSize(p.mu.lastObjBytes + p.mu.lastObjBytes/8)
 	}
 	p.mu.open = f
 	return f
@@ -327,11 +334,18 @@ func (p *Pipeline) upload(f *flush) {
 	}
 	d := p.cfg.Now().Sub(start)
 	if err == nil && p.cfg.Cache != nil {
-		p.cfg.Cache.PutObject(f.key, obj)
+		cached := obj
+		if cap(obj) > 2*len(obj) {
+			// The cache counts len, not cap: don't let a small object
+			// pin a buffer sized for a large one.
+			cached = bytes.Clone(obj)
+		}
+		p.cfg.Cache.PutObject(f.key, cached)
 	}
 
 	p.mu.Lock()
 	f.objSize = int64(len(obj))
+	p.mu.lastObjBytes = len(obj)
 	if err != nil {
 		f.state = stateFailed
 		f.err = fmt.Errorf("%w: %s after %d attempts: %w", ErrUpload, f.key, attempts, err)

@@ -31,6 +31,16 @@ func NewWriter() *Writer {
 	return w
 }
 
+// NewWriterSize returns a Writer whose buffer starts with room for an
+// object of size bytes, so filling it does not regrow and copy the buffer.
+// Callers that hand each finished object away (and so cannot Reset and
+// reuse a Writer) pass the size they expect.
+func NewWriterSize(size int) *Writer {
+	w := &Writer{buf: make([]byte, 0, max(size, HeaderSize))}
+	w.Reset()
+	return w
+}
+
 // Reset empties the Writer, keeping its buffers. The slice Finish returned
 // must no longer be in use.
 func (w *Writer) Reset() {
