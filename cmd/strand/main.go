@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/strandkafka/strand/internal/bench"
 	"github.com/strandkafka/strand/internal/cli"
 )
 
@@ -53,5 +54,8 @@ func newRootCmd() *cobra.Command {
 
 	// --- Client tools: topic, produce, consume (internal/cli) ---------
 	cli.AddCommands(root)
+
+	// `strand bench` (internal/bench)
+	root.AddCommand(bench.NewCommand())
 	return root
 }

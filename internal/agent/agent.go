@@ -187,6 +187,18 @@ func (a *Agent) openStore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("object store %s: %w", a.cfg.ObjStore, err)
 	}
+	profile, err := a.cfg.latencyProfile()
+	if err != nil {
+		return err
+	}
+	if profile != nil {
+		// A fixed seed: two runs with the same load see the same delays.
+		dist, err := objstore.NewLatency(*profile, 1)
+		if err != nil {
+			return err
+		}
+		store = objstore.WithLatency(store, dist)
+	}
 	a.store = objstore.WithCounters(store)
 	a.metrics.reg.MustRegister(newStoreCollector(a.store))
 	return nil

@@ -6,6 +6,8 @@ import (
 	"net"
 	"path/filepath"
 	"time"
+
+	"github.com/strandkafka/strand/internal/objstore"
 )
 
 // Config is everything one agent needs to run. Zero values mean the
@@ -24,6 +26,11 @@ type Config struct {
 	// ObjStore and Log are URLs; see objurl.Open and logurl.
 	ObjStore string
 	Log      string
+	// ObjStoreLatency adds a simulated request latency in front of the
+	// object store, so the S3 latency floor can be studied on one machine:
+	// "" or "none" adds nothing, "s3-express" and "s3-standard" draw from
+	// objstore.S3Express and objstore.S3Standard.
+	ObjStoreLatency string
 	// FlushInterval bounds how long a produced batch waits to be flushed;
 	// FlushBytes cuts a flush early when this much is buffered.
 	FlushInterval time.Duration
@@ -106,6 +113,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("http-listen %q: %w", c.HTTPListen, err))
 		}
 	}
+	if _, err := c.latencyProfile(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.FlushInterval < 0 {
 		errs = append(errs, errors.New("flush-interval must not be negative"))
 	}
@@ -119,4 +129,18 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))
 	}
 	return errors.Join(errs...)
+}
+
+// latencyProfile resolves ObjStoreLatency; nil means no added latency.
+func (c *Config) latencyProfile() (*objstore.LatencyProfile, error) {
+	switch c.ObjStoreLatency {
+	case "", "none":
+		return nil, nil
+	case objstore.S3Express.Name:
+		return &objstore.S3Express, nil
+	case objstore.S3Standard.Name:
+		return &objstore.S3Standard, nil
+	}
+	return nil, fmt.Errorf("objstore-latency %q: want none, %s or %s",
+		c.ObjStoreLatency, objstore.S3Express.Name, objstore.S3Standard.Name)
 }

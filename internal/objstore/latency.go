@@ -119,10 +119,27 @@ const mib = 1 << 20
 
 // S3Standard approximates published figures for S3 Standard from a client
 // in the same region: first byte and small PUTs take tens of milliseconds
-// at p50 with a tail reaching a few hundred milliseconds (AWS's own
-// guidance quotes 100-200 ms first-byte latency for small objects as the
-// tail to plan for), and one request streams at about 80 MiB/s. These are
-// planning numbers for simulations, not measurements of any deployment.
+// at p50 with a tail reaching a few hundred milliseconds, and one request
+// streams at about 80 MiB/s. These are planning numbers for simulations,
+// not measurements of any deployment. Sources:
+//
+//   - AWS, "Performance design patterns for Amazon S3" (timeouts and
+//     retries for latency-sensitive applications): small-object and
+//     first-byte latencies of "roughly 100-200 milliseconds" are the tail
+//     to plan for and retry past; that is the Read p99-p99.9 band here.
+//     https://docs.aws.amazon.com/AmazonS3/latest/userguide/optimizing-performance-design-patterns.html
+//   - AWS, "Best practices design patterns: optimizing Amazon S3
+//     performance" (horizontal scaling): one request per 85-90 MB/s of
+//     desired throughput, hence BytesPerSecond of 80 MiB/s.
+//     https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/welcome.html
+//   - Aiven Inkless, docs/inkless/PERFORMANCE.md: an S3 upload of 2-8 MiB
+//     has p99 200-400 ms and a GET 100-200 ms; Write p99 (200 ms) plus 4
+//     MiB at 80 MiB/s (50 ms) lands in that band.
+//     https://github.com/aiven/inkless/blob/main/docs/inkless/PERFORMANCE.md
+//   - AWS storage blog on WarpStream: "~400-600 ms p99 write" for a
+//     produce path batching 250 ms on S3 Standard, consistent with a PUT
+//     tail of a few hundred ms beyond the batching wait.
+//     https://aws.amazon.com/blogs/storage/how-warpstream-enables-cost-effective-low-latency-streaming-with-amazon-s3-express-one-zone
 var S3Standard = LatencyProfile{
 	Name: "s3-standard",
 	Read: []Quantile{
@@ -141,9 +158,18 @@ var S3Standard = LatencyProfile{
 }
 
 // S3Express approximates published figures for S3 Express One Zone
-// (directory buckets, same availability zone): consistent single-digit
-// millisecond first-byte and PUT latency at p50 to p99, with a short tail
-// into the tens of milliseconds. Planning numbers, not measurements.
+// (directory buckets, client in the same availability zone): consistent
+// single-digit millisecond first-byte and PUT latency at p50 to p99, with
+// a short tail into the tens of milliseconds. Planning numbers, not
+// measurements. Sources:
+//
+//   - AWS, "What is S3 Express One Zone?": "consistent, single-digit
+//     millisecond data access", "up to 10x faster" than S3 Standard.
+//     https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-one-zone.html
+//   - WarpStream's S3 Express One Zone benchmark: produce p50 105 ms and
+//     p99 169 ms for a path that also batches and commits metadata before
+//     it answers, so the PUT itself sits well under that at the tail.
+//     https://www.warpstream.com/blog/warpstream-s3-express-one-zone-benchmark-and-total-cost-of-ownership
 var S3Express = LatencyProfile{
 	Name: "s3-express",
 	Read: []Quantile{

@@ -1,0 +1,540 @@
+// Package bench owns `strand bench`: a load generator that drives a
+// running cluster, or an agent it starts in process, with franz-go
+// producers and consumers, and reports what the run cost. It measures
+// produce latency (promise callback minus produce call) and end-to-end
+// latency (consumer receipt minus the send stamp in each value's first 8
+// bytes) in log-linear histograms, throughput, and, from the agent's
+// /metrics, object store requests, shared-log appends per flush, CPU and
+// RSS. It can drive franz-go's kfake with the same load in the same run
+// and measure the disk's fsync'd write bandwidth, to put the numbers in
+// proportion.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandkafka/strand/internal/agent"
+)
+
+// Options is one benchmark run. Zero values mean the defaults of
+// SetDefaults, except Warmup, Rate and Consumers, where zero means none;
+// Run calls SetDefaults and Validate.
+type Options struct {
+	// Brokers is a running cluster's seed list; Embedded starts an agent
+	// in this process instead. Exactly one must be set.
+	Brokers  []string
+	Embedded bool
+	// HTTP is the agent's HTTP address, for /metrics. Embedded knows it.
+	HTTP string
+	// DataDir is the embedded agent's directory (and where the disk
+	// bandwidth is measured); empty means a fresh temporary directory,
+	// removed afterwards unless KeepData.
+	DataDir  string
+	KeepData bool
+	// ObjStoreLatency, FlushInterval and FlushBytes configure the
+	// embedded agent (see agent.Config); zero means its defaults.
+	ObjStoreLatency string
+	FlushInterval   time.Duration
+	FlushBytes      int
+
+	Producers, Consumers int
+	RecordSize           int
+	Partitions           int32
+	Topic                string
+	// Acks is all, 1 or 0; anything but all disables idempotence.
+	Acks        string
+	Compression string
+	// Linger is the producers' linger (franz-go's default is 10ms).
+	Linger time.Duration
+	// Rate is the target records per second over all producers; 0 is
+	// as fast as the cluster acknowledges.
+	Rate             float64
+	Duration, Warmup time.Duration
+
+	JSON bool
+	// Plot, if set, is a file to write latency over time to, as SVG.
+	Plot string
+	// CompareKfake drives an in-process kfake cluster with the same load
+	// after the main run; KfakeMemory keeps it in memory instead of the
+	// default DataDir plus SyncWrites (a durable write per batch, which
+	// is what Strand's acknowledgement means).
+	CompareKfake bool
+	KfakeMemory  bool
+	// DiskBandwidth measures fsync'd sequential writes of DiskBytes in
+	// DiskChunkBytes chunks in the data directory.
+	DiskBandwidth  bool
+	DiskBytes      int64
+	DiskChunkBytes int
+
+	codec kgo.CompressionCodec
+}
+
+// Defaults.
+const (
+	DefaultProducers      = 1
+	DefaultConsumers      = 1
+	DefaultRecordSize     = 1024
+	DefaultPartitions     = 8
+	DefaultTopic          = "strand-bench"
+	DefaultAcks           = "all"
+	DefaultCompression    = "none"
+	DefaultLinger         = 10 * time.Millisecond
+	DefaultDuration       = 30 * time.Second
+	DefaultWarmup         = 2 * time.Second
+	DefaultDiskBytes      = 1 << 30
+	DefaultDiskChunkBytes = 1 << 20
+)
+
+// Bounds on the options: beyond these a run measures the generator.
+const (
+	maxClients    = 1024
+	maxPartitions = 1 << 16
+	maxRecordSize = 16 << 20
+)
+
+// ErrUsage marks a problem with the options.
+var ErrUsage = errors.New("bench: usage")
+
+// SetDefaults fills unset fields.
+func (o *Options) SetDefaults() {
+	if o.Producers == 0 {
+		o.Producers = DefaultProducers
+	}
+	if o.RecordSize == 0 {
+		o.RecordSize = DefaultRecordSize
+	}
+	if o.Partitions == 0 {
+		o.Partitions = DefaultPartitions
+	}
+	if o.Topic == "" {
+		o.Topic = DefaultTopic
+	}
+	if o.Acks == "" {
+		o.Acks = DefaultAcks
+	}
+	if o.Compression == "" {
+		o.Compression = DefaultCompression
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.DiskBytes == 0 {
+		o.DiskBytes = DefaultDiskBytes
+	}
+	if o.DiskChunkBytes == 0 {
+		o.DiskChunkBytes = DefaultDiskChunkBytes
+	}
+}
+
+// Validate reports every problem with o.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...))
+	}
+	if o.Embedded == (len(o.Brokers) > 0) {
+		bad("give exactly one of --brokers and --embedded")
+	}
+	if o.Producers < 1 || o.Producers > maxClients {
+		bad("--producers %d: want 1 to %d", o.Producers, maxClients)
+	}
+	if o.Consumers < 0 || o.Consumers > maxClients {
+		bad("--consumers %d: want 0 to %d", o.Consumers, maxClients)
+	}
+	if o.RecordSize < stampBytes || o.RecordSize > maxRecordSize {
+		bad("--record-size %d: want %d to %d", o.RecordSize, stampBytes, maxRecordSize)
+	}
+	if o.Partitions < 1 || o.Partitions > maxPartitions {
+		bad("--partitions %d: want 1 to %d", o.Partitions, maxPartitions)
+	}
+	switch o.Acks {
+	case "all", "1", "0":
+	case "-1":
+		o.Acks = "all"
+	default:
+		bad("--acks %q: want all, 1 or 0", o.Acks)
+	}
+	codec, err := parseCompression(o.Compression)
+	if err != nil {
+		bad("%v", err)
+	}
+	o.codec = codec
+	if o.Linger < 0 || o.Linger > time.Minute {
+		bad("--linger %v: want 0 to 1m", o.Linger)
+	}
+	if o.Rate < 0 {
+		bad("--rate must not be negative")
+	}
+	if o.Duration <= 0 {
+		bad("--duration must be positive")
+	}
+	if o.Warmup < 0 {
+		bad("--warmup must not be negative")
+	}
+	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0) {
+		bad("--objstore-latency, --flush-interval and --flush-bytes configure --embedded only")
+	}
+	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {
+		bad("--disk-bandwidth sizes: want positive, total at least one chunk")
+	}
+	return errors.Join(errs...)
+}
+
+func parseCompression(name string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(name) {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// Report is the result of a run; --json prints it as is.
+type Report struct {
+	Options   ReportOptions `json:"options"`
+	CPUs      int           `json:"cpus"`
+	LoadStart []float64     `json:"load_average_start,omitempty"`
+	LoadEnd   []float64     `json:"load_average_end,omitempty"`
+	// Strand is the run against --brokers or the embedded agent.
+	Strand *PhaseResult `json:"strand"`
+	// Kfake and Ratios are there with --compare-kfake.
+	Kfake  *PhaseResult `json:"kfake,omitempty"`
+	Ratios *Ratios      `json:"strand_over_kfake,omitempty"`
+	// Disk is there with --disk-bandwidth.
+	Disk *DiskResult `json:"disk,omitempty"`
+}
+
+// ReportOptions echoes the options that shaped the numbers.
+type ReportOptions struct {
+	Target          string  `json:"target"`
+	ObjStoreLatency string  `json:"objstore_latency,omitempty"`
+	FlushInterval   string  `json:"flush_interval,omitempty"`
+	FlushBytes      int     `json:"flush_bytes,omitempty"`
+	Producers       int     `json:"producers"`
+	Consumers       int     `json:"consumers"`
+	RecordSize      int     `json:"record_size"`
+	Partitions      int32   `json:"partitions"`
+	Topic           string  `json:"topic"`
+	Acks            string  `json:"acks"`
+	Compression     string  `json:"compression"`
+	Linger          string  `json:"linger"`
+	Rate            float64 `json:"rate"`
+	Duration        string  `json:"duration"`
+	Warmup          string  `json:"warmup"`
+	KfakeMode       string  `json:"kfake_mode,omitempty"`
+}
+
+// PhaseResult is one target's measurements over the measured window
+// (after warm-up). MB is 10^6 bytes of record values.
+type PhaseResult struct {
+	Target         string      `json:"target"`
+	Seconds        float64     `json:"seconds"`
+	Produced       Throughput  `json:"produced"`
+	Consumed       *Throughput `json:"consumed,omitempty"`
+	ProduceLatency Latency     `json:"produce_latency"`
+	E2ELatency     *Latency    `json:"e2e_latency,omitempty"`
+	Agent          *AgentStats `json:"agent,omitempty"`
+	CPUScope       string      `json:"-"`
+	FirstError     string      `json:"first_error,omitempty"`
+	// Timeline has one point per second, warm-up included.
+	Timeline []TimelinePoint `json:"timeline,omitempty"`
+}
+
+// Throughput counts records acknowledged (produced) or received
+// (consumed) inside the window.
+type Throughput struct {
+	Records       int64   `json:"records"`
+	Bytes         int64   `json:"bytes"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"`
+	Errors        int64   `json:"errors"`
+}
+
+// Latency is a histogram summary in milliseconds; percentiles are within
+// MaxRelativeError of exact, max is exact.
+type Latency struct {
+	Count  uint64  `json:"count"`
+	MinMs  float64 `json:"min_ms"`
+	MeanMs float64 `json:"mean_ms"`
+	P50Ms  float64 `json:"p50_ms"`
+	P90Ms  float64 `json:"p90_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	P999Ms float64 `json:"p99_9_ms"`
+	MaxMs  float64 `json:"max_ms"`
+}
+
+// AgentStats are deltas of the agent's /metrics over the window.
+type AgentStats struct {
+	Puts               float64 `json:"objstore_puts"`
+	Gets               float64 `json:"objstore_gets"`
+	PutsPerSec         float64 `json:"objstore_puts_per_sec"`
+	GetsPerSec         float64 `json:"objstore_gets_per_sec"`
+	PutsPerMB          float64 `json:"objstore_puts_per_mb_produced"`
+	GetsPerMB          float64 `json:"objstore_gets_per_mb_consumed"`
+	PutBytes           float64 `json:"objstore_put_bytes"`
+	GetBytes           float64 `json:"objstore_get_bytes"`
+	LogAppends         float64 `json:"log_appends"`
+	LogAppendsPerSec   float64 `json:"log_appends_per_sec"`
+	Flushes            float64 `json:"flushes"`
+	FlushesPerSec      float64 `json:"flushes_per_sec"`
+	LogAppendsPerFlush float64 `json:"log_appends_per_flush"`
+	MeanFlushBytes     float64 `json:"mean_flush_bytes"`
+	ProduceRequests    float64 `json:"produce_requests"`
+	// CPUCores is CPU seconds per wall second; CPUScope says whose (the
+	// embedded agent shares its process with the load generator).
+	CPUCores    float64 `json:"cpu_cores"`
+	CPUScope    string  `json:"cpu_scope"`
+	RSSBytes    float64 `json:"rss_bytes"`
+	RSSMaxBytes float64 `json:"rss_max_bytes"`
+}
+
+// TimelinePoint is one second of a phase; latencies are of the records
+// whose acknowledgement or receipt fell in that second.
+type TimelinePoint struct {
+	T               float64 `json:"t"`
+	ProducedPerSec  float64 `json:"produced_per_sec"`
+	ProducedMBps    float64 `json:"produced_mb_per_sec"`
+	ConsumedPerSec  float64 `json:"consumed_per_sec"`
+	ProduceP50Ms    float64 `json:"produce_p50_ms"`
+	ProduceP99Ms    float64 `json:"produce_p99_ms"`
+	ProduceMaxMs    float64 `json:"produce_max_ms"`
+	E2EP50Ms        float64 `json:"e2e_p50_ms"`
+	E2EP99Ms        float64 `json:"e2e_p99_ms"`
+	ProduceLatCount uint64  `json:"-"`
+	E2ELatCount     uint64  `json:"-"`
+}
+
+// Ratios are Strand's numbers divided by kfake's (throughput above 1 and
+// latency below 1 mean Strand did better).
+type Ratios struct {
+	Throughput float64 `json:"throughput"`
+	ProduceP50 float64 `json:"produce_p50"`
+	ProduceP99 float64 `json:"produce_p99"`
+	E2EP50     float64 `json:"e2e_p50,omitempty"`
+	E2EP99     float64 `json:"e2e_p99,omitempty"`
+}
+
+// Run executes the benchmark described by o, printing progress to stderr
+// and the report (text, or JSON with o.JSON) to stdout.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, error) {
+	o.SetDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Options: reportOptions(&o), CPUs: runtime.NumCPU(), LoadStart: loadAverage()}
+	pw := newProgressWriter(stderr)
+	epoch := time.Now()
+
+	dataDir := o.DataDir
+	if dataDir == "" && (o.Embedded || o.CompareKfake || o.DiskBandwidth) {
+		d, err := os.MkdirTemp("", "strand-bench-")
+		if err != nil {
+			return nil, err
+		}
+		dataDir = d
+		if !o.KeepData {
+			defer os.RemoveAll(d)
+		} else {
+			pw.note("data kept in %s", d)
+		}
+	}
+
+	// The disk goes first, while no load phase's writeback competes
+	// with it: the number is the disk's, not the disk's leftovers.
+	if o.DiskBandwidth {
+		pw.note("measuring fsync'd sequential write bandwidth: %d MiB in %d KiB chunks", o.DiskBytes>>20, o.DiskChunkBytes>>10)
+		d, err := DiskBandwidth(ctx, dataDir, o.DiskBytes, o.DiskChunkBytes)
+		if err != nil {
+			return nil, err
+		}
+		rep.Disk = &d
+	}
+
+	tgt := target{name: "strand", brokers: o.Brokers, metricsAddr: o.HTTP, cpuScope: "agent process"}
+	var stopAgent func()
+	if o.Embedded {
+		a, err := startEmbedded(ctx, &o, filepath.Join(dataDir, "agent"), stderr)
+		if err != nil {
+			return nil, err
+		}
+		stopAgent = func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := a.Stop(sctx); err != nil {
+				pw.note("stopping the embedded agent: %v", err)
+			}
+		}
+		tgt.brokers = []string{a.KafkaAddr()}
+		tgt.metricsAddr = a.HTTPAddr()
+		tgt.cpuScope = "bench process: embedded agent plus load generator"
+	}
+	ph := &phase{opts: &o, tgt: tgt, stderr: pw, epoch: epoch}
+	res, err := ph.run(ctx)
+	if stopAgent != nil {
+		stopAgent()
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.Strand = res
+
+	if o.CompareKfake {
+		kres, err := runKfake(ctx, &o, filepath.Join(dataDir, "kfake"), pw, epoch)
+		if err != nil {
+			return nil, err
+		}
+		rep.Kfake = kres
+		rep.Ratios = ratios(res, kres)
+	}
+	if d := rep.Disk; d != nil && d.BytesPerSec > 0 {
+		d.IngestPercent = 100 * res.Produced.MBPerSec * 1e6 / d.BytesPerSec
+	}
+	rep.LoadEnd = loadAverage()
+
+	if o.Plot != "" {
+		if err := writePlot(o.Plot, rep); err != nil {
+			return nil, err
+		}
+	}
+	if o.JSON {
+		err = writeJSON(stdout, rep)
+	} else {
+		err = writeText(stdout, rep)
+	}
+	return rep, err
+}
+
+func reportOptions(o *Options) ReportOptions {
+	r := ReportOptions{
+		Target:      "brokers " + strings.Join(o.Brokers, ","),
+		Producers:   o.Producers,
+		Consumers:   o.Consumers,
+		RecordSize:  o.RecordSize,
+		Partitions:  o.Partitions,
+		Topic:       o.Topic,
+		Acks:        o.Acks,
+		Compression: o.Compression,
+		Linger:      o.Linger.String(),
+		Rate:        o.Rate,
+		Duration:    o.Duration.String(),
+		Warmup:      o.Warmup.String(),
+	}
+	if o.Embedded {
+		r.Target = "embedded"
+		r.ObjStoreLatency = o.ObjStoreLatency
+		if r.ObjStoreLatency == "" {
+			r.ObjStoreLatency = "none"
+		}
+		fi, fb := o.FlushInterval, o.FlushBytes
+		if fi == 0 {
+			fi = agent.DefaultFlushInterval
+		}
+		if fb == 0 {
+			fb = agent.DefaultFlushBytes
+		}
+		r.FlushInterval, r.FlushBytes = fi.String(), fb
+	}
+	if o.CompareKfake {
+		r.KfakeMode = kfakeMode(o)
+	}
+	return r
+}
+
+func kfakeMode(o *Options) string {
+	if o.KfakeMemory {
+		return "memory"
+	}
+	return "durable (DataDir + SyncWrites)"
+}
+
+// startEmbedded starts an agent in this process on loopback ports chosen
+// by the kernel, logging warnings and errors only.
+func startEmbedded(ctx context.Context, o *Options, dir string, stderr io.Writer) (*agent.Agent, error) {
+	cfg := agent.Config{
+		DataDir:          dir,
+		KafkaListen:      "127.0.0.1:0",
+		HTTPListen:       "127.0.0.1:0",
+		ObjStoreLatency:  o.ObjStoreLatency,
+		FlushInterval:    o.FlushInterval,
+		FlushBytes:       o.FlushBytes,
+		AutoCreateTopics: true,
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := agent.Start(ctx, cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("bench: embedded agent: %w", err)
+	}
+	return a, nil
+}
+
+// runKfake drives an in-process kfake cluster of one broker with the
+// same load.
+func runKfake(ctx context.Context, o *Options, dir string, pw *progressWriter, epoch time.Time) (*PhaseResult, error) {
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.AllowAutoTopicCreation()}
+	if !o.KfakeMemory {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		opts = append(opts, kfake.DataDir(dir), kfake.SyncWrites())
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bench: kfake: %w", err)
+	}
+	defer c.Close()
+	ph := &phase{opts: o, tgt: target{name: "kfake", brokers: c.ListenAddrs()}, stderr: pw, epoch: epoch}
+	return ph.run(ctx)
+}
+
+func ratios(s, k *PhaseResult) *Ratios {
+	div := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	r := &Ratios{
+		Throughput: div(s.Produced.MBPerSec, k.Produced.MBPerSec),
+		ProduceP50: div(s.ProduceLatency.P50Ms, k.ProduceLatency.P50Ms),
+		ProduceP99: div(s.ProduceLatency.P99Ms, k.ProduceLatency.P99Ms),
+	}
+	if s.E2ELatency != nil && k.E2ELatency != nil {
+		r.E2EP50 = div(s.E2ELatency.P50Ms, k.E2ELatency.P50Ms)
+		r.E2EP99 = div(s.E2ELatency.P99Ms, k.E2ELatency.P99Ms)
+	}
+	return r
+}
+
+// loadAverage reads the 1, 5 and 15 minute load averages where the
+// system exposes them (Linux), nil elsewhere: on a shared machine the
+// numbers mean little without it.
+func loadAverage() []float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return nil
+	}
+	var l1, l5, l15 float64
+	if _, err := fmt.Sscanf(string(b), "%f %f %f", &l1, &l5, &l15); err != nil {
+		return nil
+	}
+	return []float64{l1, l5, l15}
+}

@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strandkafka/strand/internal/agent"
+)
+
+// NewCommand returns `strand bench`.
+func NewCommand() *cobra.Command {
+	var (
+		o       Options
+		brokers string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Drive a cluster (or an embedded agent) with producers and consumers and report latency, throughput and cost",
+		Long: `Drive a running cluster (--brokers, with --http for its /metrics) or an
+agent started in this process (--embedded) with franz-go producers and
+consumers, then report produce and end-to-end latency percentiles,
+throughput, object store requests, shared-log appends per flush, and the
+agent's CPU and RSS. A progress line goes to stderr once a second; the
+report goes to stdout (--json for scripts).
+
+Produce latency runs from the produce call to its promise; end-to-end
+latency from the same call to a consumer receiving the record (each
+value's first 8 bytes carry the send time). MB is 10^6 bytes of record
+values. With --embedded the CPU and RSS are of this whole process, load
+generator included; run "strand serve" and give --brokers and --http for
+the agent's alone.
+
+--compare-kfake then drives franz-go's kfake (one broker, in process, on
+disk with an fsync per batch unless --kfake-memory) with the same load and
+prints the ratios; --disk-bandwidth measures fsync'd sequential writes in
+the data directory and prints ingest as a fraction of it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for s := range strings.SplitSeq(brokers, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					o.Brokers = append(o.Brokers, s)
+				}
+			}
+			_, err := Run(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&brokers, "brokers", "", "seed brokers of a running cluster, comma separated")
+	f.BoolVar(&o.Embedded, "embedded", false, "start an agent in this process, in --data-dir or a temporary directory")
+	f.StringVar(&o.HTTP, "http", "", "the agent's HTTP address, for /metrics (known with --embedded)")
+	f.StringVar(&o.DataDir, "data-dir", "", "directory for the embedded agent, kfake and the disk test (default: a temporary directory, removed afterwards)")
+	f.BoolVar(&o.KeepData, "keep-data", false, "keep the temporary data directory")
+	f.StringVar(&o.ObjStoreLatency, "objstore-latency", "", "embedded agent: simulated object store latency: none, s3-express or s3-standard")
+	f.DurationVar(&o.FlushInterval, "flush-interval", 0, "embedded agent: flush interval (default "+agent.DefaultFlushInterval.String()+")")
+	f.IntVar(&o.FlushBytes, "flush-bytes", 0, "embedded agent: flush size in bytes (default 4 MiB)")
+	f.IntVar(&o.Producers, "producers", DefaultProducers, "producer clients")
+	f.IntVar(&o.Consumers, "consumers", DefaultConsumers, "consumer clients, each reading its share of the partitions from their end at start")
+	f.IntVar(&o.RecordSize, "record-size", DefaultRecordSize, "bytes per record value (at least 8: the send stamp)")
+	f.Int32Var(&o.Partitions, "partitions", DefaultPartitions, "partitions of the topic if it is created")
+	f.StringVar(&o.Topic, "topic", DefaultTopic, "topic, created if missing")
+	f.StringVar(&o.Acks, "acks", DefaultAcks, "acks: all, 1 or 0 (anything but all disables idempotence)")
+	f.StringVar(&o.Compression, "compression", DefaultCompression, "batch compression: none, gzip, snappy, lz4, zstd")
+	f.DurationVar(&o.Linger, "linger", DefaultLinger, "producer linger")
+	f.Float64Var(&o.Rate, "rate", 0, "target records per second over all producers (0: unlimited)")
+	f.DurationVar(&o.Duration, "duration", DefaultDuration, "measured time")
+	f.DurationVar(&o.Warmup, "warmup", DefaultWarmup, "load before measuring starts")
+	f.BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	f.StringVar(&o.Plot, "plot", "", "write latency over time to this SVG file")
+	f.BoolVar(&o.CompareKfake, "compare-kfake", false, "also drive an in-process kfake broker with the same load and print the ratios")
+	f.BoolVar(&o.KfakeMemory, "kfake-memory", false, "run kfake in memory instead of on disk with an fsync per batch")
+	f.BoolVar(&o.DiskBandwidth, "disk-bandwidth", false, "measure fsync'd sequential write bandwidth and print ingest as a fraction of it")
+	f.Int64Var(&o.DiskBytes, "disk-bytes", DefaultDiskBytes, "bytes written by --disk-bandwidth")
+	f.IntVar(&o.DiskChunkBytes, "disk-chunk-bytes", DefaultDiskChunkBytes, "bytes per fsync'd write of --disk-bandwidth")
+	return cmd
+}
