@@ -21,7 +21,8 @@
 //	                   segment at mem://name/seg-00000000
 //
 // Backends on other services (postgres, etcd, dynamodb, s3) add their
-// schemes here as they arrive.
+// schemes through the remotes table: postgres and etcd in remote.go,
+// dynamodb and s3 in remote_aws.go.
 package logurl
 
 import (
@@ -60,6 +61,9 @@ func Opener(baseDir string) sharedlog.Opener {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if r, ok := remoteFor(rawURL); ok {
+			return r.open(ctx, rawURL)
+		}
 		u, err := parse(rawURL)
 		if err != nil {
 			return nil, err
@@ -91,6 +95,9 @@ func Opener(baseDir string) sharedlog.Opener {
 // package doc; opts.NextURL defaults to sharedlog.DefaultNextURL, which
 // names the segments it adds seg-<chain version> beside the first.
 func OpenVirtual(ctx context.Context, rawURL string, opts sharedlog.VirtualOptions) (*sharedlog.VirtualLog, error) {
+	if r, ok := remoteFor(rawURL); ok {
+		return openRemoteVirtual(ctx, r, rawURL, opts)
+	}
 	u, err := parse(rawURL)
 	if err != nil {
 		return nil, err
@@ -122,6 +129,9 @@ func OpenVirtual(ctx context.Context, rawURL string, opts sharedlog.VirtualOptio
 	}
 	if opts.InitialURL == "" {
 		opts.InitialURL = initial
+	}
+	if opts.NextURL == nil {
+		opts.NextURL = NextURL // the log may move to a remote backend
 	}
 	return sharedlog.OpenVirtual(ctx, ms, open, opts)
 }

@@ -1,0 +1,383 @@
+package pglog
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/strandkafka/strand/internal/sharedlog"
+)
+
+// batchIDBytes is the size of the random id every batch stores with its
+// entries: large enough that two batches never share one.
+const batchIDBytes = 16
+
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// enqueue queues req for the writer, blocking while the queue is over its
+// byte budget. A request alone is admitted even if larger than the budget.
+func (l *Loglet) enqueue(ctx context.Context, req *request) error {
+	cost := req.cost()
+	l.mu.Lock()
+	for {
+		switch {
+		case l.mu.closed:
+			l.mu.Unlock()
+			return sharedlog.ErrClosed
+		case l.mu.sealed:
+			// Seen sealed: sealed for good, so this is no guess.
+			l.mu.Unlock()
+			return sharedlog.ErrSealed
+		}
+		if l.mu.queuedBytes == 0 || l.mu.queuedBytes+cost <= l.opts.MaxQueueBytes {
+			break
+		}
+		freed := l.mu.queueFreed
+		l.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	l.mu.queue = append(l.mu.queue, req)
+	l.mu.queuedBytes += cost
+	l.mu.Unlock()
+	l.signalWriter()
+	return nil
+}
+
+func (l *Loglet) signalWriter() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Loglet) wakeQueueLocked() {
+	close(l.mu.queueFreed)
+	l.mu.queueFreed = make(chan struct{})
+}
+
+// writeLoop is the writer goroutine: it commits one batch of queued
+// appends at a time, so while one commits the next gathers.
+func (l *Loglet) writeLoop() {
+	defer close(l.writerDone)
+	for {
+		reqs, stop := l.nextBatch()
+		switch {
+		case stop:
+			return
+		case len(reqs) == 0:
+			<-l.wake
+		default:
+			l.commit(reqs)
+		}
+	}
+}
+
+// nextBatch takes the next batch off the queue: at most MaxBatchEntries
+// and MaxBatchBytes, but at least one append. stop is set once the loglet
+// is closed; queued appends then get ErrClosed.
+func (l *Loglet) nextBatch() (reqs []*request, stop bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		for _, r := range l.mu.queue {
+			r.done <- result{err: sharedlog.ErrClosed}
+		}
+		l.mu.queue, l.mu.queuedBytes = nil, 0
+		return nil, true
+	}
+	q := l.mu.queue
+	if len(q) == 0 {
+		return nil, false
+	}
+	n, bytes := 1, len(q[0].data)
+	for n < len(q) && n < l.opts.MaxBatchEntries && bytes+len(q[n].data) <= l.opts.MaxBatchBytes {
+		bytes += len(q[n].data)
+		n++
+	}
+	reqs = slices.Clone(q[:n])
+	clear(q[:n])
+	l.mu.queue = q[n:]
+	if len(l.mu.queue) == 0 {
+		l.mu.queue = q[:0]
+	}
+	return reqs, false
+}
+
+// errNotApplied: the append statement ran and matched no tails row (the
+// loglet is sealed, or fenced at another epoch): nothing was written.
+var errNotApplied = errors.New("pglog: append matched no row")
+
+// commit sends one batch until it lands, is refused for good, or its
+// outcome cannot be learned, and answers its appenders.
+func (l *Loglet) commit(reqs []*request) {
+	var id [batchIDBytes]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand panics instead)
+	datas := make([][]byte, len(reqs))
+	for i, r := range reqs {
+		datas[i] = r.data
+	}
+	n := int64(len(reqs))
+	var lastErr error
+	for attempt := range l.opts.MaxCommitAttempts {
+		if attempt > 0 && !l.sleep(backoff(attempt)) {
+			break
+		}
+		l.mu.Lock()
+		lowest, epoch := l.mu.knownTail, l.mu.epoch
+		l.mu.Unlock()
+		first, err := l.insert(epoch, id[:], n, datas)
+		switch {
+		case err == nil:
+			l.ack(reqs, first)
+			return
+		case errors.Is(err, errNotApplied):
+			st, err := l.readStateAttempt()
+			switch {
+			case err != nil:
+				// The batch was refused, so not written, but why is
+				// unknown; report the read's failure.
+				l.finish(reqs, err)
+				return
+			case st.sealed:
+				l.finish(reqs, sharedlog.ErrSealed)
+				return
+			case st.epoch == epoch:
+				l.finish(reqs, fmt.Errorf("%w: %q: append matched no row at epoch %d", ErrCorrupt, l.logID, epoch))
+				return
+			}
+			l.count(func(s *Stats) { s.Fenced++ })
+			lastErr = err
+		case definite(err):
+			if !retryable(err) {
+				l.finish(reqs, fmt.Errorf("pglog: append to %q: %w", l.logID, err))
+				return
+			}
+			lastErr = err
+		default:
+			l.count(func(s *Stats) { s.Ambiguous++ })
+			landed, first, rerr := l.resolve(lowest, id[:], n)
+			if rerr != nil {
+				l.finish(reqs, fmt.Errorf("pglog: append to %q: outcome unknown: %w (resolving it: %w)", l.logID, err, rerr))
+				return
+			}
+			if landed {
+				l.count(func(s *Stats) { s.Landed++ })
+				l.ack(reqs, first)
+				return
+			}
+			l.count(func(s *Stats) { s.NotLanded++ })
+			lastErr = err
+		}
+	}
+	if l.life.Err() != nil {
+		lastErr = sharedlog.ErrClosed
+	}
+	l.finish(reqs, fmt.Errorf("pglog: append to %q: not written after %d attempts: %w", l.logID, l.opts.MaxCommitAttempts, lastErr))
+}
+
+// insert runs the append statement once.
+func (l *Loglet) insert(epoch int64, id []byte, n int64, datas [][]byte) (sharedlog.Pos, error) {
+	ctx, cancel := context.WithTimeout(l.life, l.opts.AttemptTimeout)
+	defer cancel()
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		// Nothing was sent.
+		return 0, notSent{err}
+	}
+	defer conn.Release()
+	var first int64
+	err = conn.QueryRow(ctx, l.t.appendSQL, l.logID, n, epoch, id, datas).Scan(&first)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errNotApplied
+	}
+	if err != nil {
+		return 0, err
+	}
+	return sharedlog.Pos(first), nil
+}
+
+// notSent marks an error that happened before anything reached the
+// server.
+type notSent struct{ err error }
+
+func (e notSent) Error() string { return e.err.Error() }
+func (e notSent) Unwrap() error { return e.err }
+
+// definite reports whether err proves the statement wrote nothing: it
+// was never sent, or the server answered with an error, which aborts the
+// statement's implicit transaction. A FATAL or PANIC report is not proof:
+// the server may be dying after the commit.
+func definite(err error) bool {
+	var ns notSent
+	if errors.As(err, &ns) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Severity != "FATAL" && pe.Severity != "PANIC"
+}
+
+// retryable reports whether a definite failure may pass if sent again:
+// it was never sent, or the server refused it for a passing reason.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return true
+	}
+	switch pe.Code {
+	case "40001", // serialization_failure
+		"40P01", // deadlock_detected
+		"55P03", // lock_not_available
+		"57014", // query_canceled (statement_timeout)
+		"53300": // too_many_connections
+		return true
+	}
+	return false
+}
+
+// resolve learns whether the batch id landed, above lowest. It fences the
+// loglet first (see tables.fenceSQL), so "not landed" is final.
+func (l *Loglet) resolve(lowest sharedlog.Pos, id []byte, n int64) (landed bool, first sharedlog.Pos, err error) {
+	for attempt := range l.opts.MaxResolveAttempts {
+		if attempt > 0 && !l.sleep(backoff(attempt)) {
+			break
+		}
+		landed, first, final, aerr := l.resolveOnce(lowest, id, n)
+		if aerr == nil {
+			return landed, first, nil
+		}
+		err = aerr
+		if final {
+			return false, 0, err
+		}
+	}
+	if l.life.Err() != nil {
+		err = fmt.Errorf("%w (%v)", sharedlog.ErrClosed, err)
+	}
+	return false, 0, err
+}
+
+func (l *Loglet) resolveOnce(lowest sharedlog.Pos, id []byte, n int64) (landed bool, first sharedlog.Pos, final bool, err error) {
+	ctx, cancel := context.WithTimeout(l.life, l.opts.AttemptTimeout)
+	defer cancel()
+	tx, err := l.pool.Begin(ctx)
+	if err != nil {
+		return false, 0, false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var next, trimmed, epoch int64
+	var sealed bool
+	if err := tx.QueryRow(ctx, l.t.fenceSQL, l.logID).Scan(&next, &trimmed, &sealed, &epoch); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, 0, true, fmt.Errorf("%w: %q", ErrNoLoglet, l.logID)
+		}
+		return false, 0, false, err
+	}
+	// A new statement, so a new snapshot, taken after the fence got the
+	// row lock: it sees the lost append if that committed.
+	var count, min int64
+	if err := tx.QueryRow(ctx, l.t.findBatchSQL, l.logID, int64(lowest), id).Scan(&count, &min); err != nil {
+		return false, 0, false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if count == n {
+			// The entries were committed before the fence; its own
+			// commit does not matter.
+			return true, sharedlog.Pos(min), false, nil
+		}
+		return false, 0, false, err
+	}
+	l.learnState(state{next: sharedlog.Pos(next), trimmed: sharedlog.Pos(trimmed), sealed: sealed, epoch: epoch})
+	switch {
+	case count == n:
+		return true, sharedlog.Pos(min), false, nil
+	case count == 0 && sharedlog.Pos(trimmed) <= lowest:
+		return false, 0, false, nil
+	}
+	// Trimmed away, wholly or partly, before we could look.
+	return false, 0, true, fmt.Errorf("pglog: %q: batch found %d of %d entries above %d with the trim point at %d",
+		l.logID, count, n, lowest, trimmed)
+}
+
+// readStateAttempt is readState bounded by AttemptTimeout and Close.
+func (l *Loglet) readStateAttempt() (state, error) {
+	ctx, cancel := context.WithTimeout(l.life, l.opts.AttemptTimeout)
+	defer cancel()
+	return l.readState(ctx)
+}
+
+// ack answers a landed batch's appenders with their positions.
+func (l *Loglet) ack(reqs []*request, first sharedlog.Pos) {
+	n := sharedlog.Pos(len(reqs))
+	l.mu.Lock()
+	l.mu.knownTail = max(l.mu.knownTail, first+n)
+	l.mu.stats.Batches++
+	l.mu.stats.Entries += int64(n)
+	l.releaseLocked(reqs)
+	l.mu.Unlock()
+	for i, r := range reqs {
+		r.done <- result{pos: first + sharedlog.Pos(i)}
+	}
+	// Let the appenders just woken queue their next entries before the
+	// next batch is cut, so closed-loop appenders share one batch rather
+	// than alternate between two half-size ones.
+	runtime.Gosched()
+}
+
+// finish answers a batch's appenders with err.
+func (l *Loglet) finish(reqs []*request, err error) {
+	l.mu.Lock()
+	if errors.Is(err, sharedlog.ErrSealed) {
+		l.mu.sealed = true
+	}
+	l.releaseLocked(reqs)
+	l.mu.Unlock()
+	for _, r := range reqs {
+		r.done <- result{err: err}
+	}
+}
+
+func (l *Loglet) releaseLocked(reqs []*request) {
+	for _, r := range reqs {
+		l.mu.queuedBytes -= r.cost()
+	}
+	l.wakeQueueLocked()
+}
+
+func (l *Loglet) count(f func(*Stats)) {
+	l.mu.Lock()
+	f(&l.mu.stats)
+	l.mu.Unlock()
+}
+
+// sleep waits d, or returns false when the loglet closes.
+func (l *Loglet) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.life.Done():
+		return false
+	}
+}
+
+// backoff is the wait before the attempt-th retry: doubling from
+// minBackoff, at most maxBackoff.
+func backoff(attempt int) time.Duration {
+	return min(minBackoff<<min(attempt-1, 10), maxBackoff)
+}

@@ -1,0 +1,969 @@
+package slotlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/strandkafka/strand/internal/sharedlog"
+)
+
+// Config configures a Loglet. Store, Window and MaxEntryBytes are
+// required; the rest have defaults.
+type Config struct {
+	Store Store
+	// Name identifies the loglet in errors.
+	Name string
+	// Window is a property of the backend's format, the same for every
+	// handle of a log: no handle writes a slot at or past the frontier it
+	// knows plus Window. The tail search reads Window+1 slots.
+	Window int
+	// InFlight bounds this handle's concurrent slot writes; at most
+	// Window. Default Window.
+	InFlight int
+	// TopOnly: the Store cannot scan upward (S3 lists keys in one order
+	// only, and the backend stores them newest first), so the frontier is
+	// found from the top Window+1 slots alone.
+	TopOnly bool
+	// MaxEntryBytes is the largest entry Append takes.
+	MaxEntryBytes int
+	// MaxReadEntries bounds one ReadNext. Default 256.
+	MaxReadEntries int
+	// PutAttempts bounds the tries of one slot write whose outcome stays
+	// unknown. Default 6.
+	PutAttempts int
+	// RetryBackoff is the wait before the second try; it doubles, up to
+	// maxRetryBackoff. Default 20ms.
+	RetryBackoff time.Duration
+	// TrimGrace is how long deletion waits behind a trim point (see the
+	// package doc). Default 2 minutes; negative means none: slots are
+	// deleted at once, and every acknowledgement and read rereads the
+	// trim point. Every handle of a log must use the same value.
+	TrimGrace time.Duration
+}
+
+const (
+	defaultMaxReadEntries = 256
+	defaultPutAttempts    = 6
+	defaultRetryBackoff   = 20 * time.Millisecond
+	maxRetryBackoff       = time.Second
+	// DefaultTrimGrace is Config.TrimGrace's default.
+	DefaultTrimGrace = 2 * time.Minute
+	// maxLostSlots bounds how many slots one append may lose to other
+	// writers; every loss is progress for someone else, so reaching it
+	// means this handle keeps losing every race.
+	maxLostSlots = 4096
+	// maxSealSlots bounds the slots Seal tries while appenders keep
+	// filling the frontier ahead of it.
+	maxSealSlots = 4096
+	// maxScanRounds bounds one frontier search; each round reads Window+1
+	// slots, so needing more means writers outrun the search.
+	maxScanRounds = 8
+	// maxReapMarks bounds the trim points a handle remembers for later
+	// deletion.
+	maxReapMarks = 16
+)
+
+// Loglet is a sharedlog.Loglet over a Store. Safe for concurrent use.
+// Handles on one Store (in one process or many) share the log.
+type Loglet struct {
+	cfg   Config
+	st    Store
+	grace time.Duration // TrimGrace, 0 for none
+	trust time.Duration // how old a trim point read may be: grace/2
+
+	// bg outlives callers: a slot write goes on after its caller gave up,
+	// because later slots wait for it. Close cancels it.
+	bg     context.Context
+	stop   context.CancelFunc
+	writes sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		// fresh: base and next follow a frontier search.
+		fresh bool
+		// base: every slot below it holds an entry or is trimmed.
+		base sharedlog.Pos
+		// next is the position the next append gets; base <= next.
+		next sharedlog.Pos
+		// inflight counts running slot writes (including abandoned ones).
+		inflight int
+		// slots holds this handle's appends' slots in [base, next).
+		slots map[sharedlog.Pos]*slot
+		// lost counts appends lost to other writers in a row.
+		lost int
+		// sealed: a seal marker sits at sealPos.
+		sealed  bool
+		sealPos sharedlog.Pos
+		// tp is the highest trim point seen; tpReadAt is when the newest
+		// read of it was sent (zero before the first).
+		tp       sharedlog.Pos
+		tpReadAt time.Time
+		tpFlight *flight
+		// reap: trim points waiting out the grace period before the
+		// slots below them are deleted; deleted: below it, done.
+		reap    []reapMark
+		deleted sharedlog.Pos
+		// changed is closed and replaced on every change waiters watch.
+		changed chan struct{}
+	}
+}
+
+var _ sharedlog.Loglet = (*Loglet)(nil)
+
+type outcome uint8
+
+const (
+	outPending   outcome = iota
+	outOurs              // the slot holds this write
+	outForeign           // another writer's entry (or garbage below the trim point)
+	outSeal              // the seal marker, not this write's
+	outBelowTrim         // this write, but below the trim point: not in the log
+	outFailed            // unknown
+)
+
+// slot is one append's slot write.
+type slot struct {
+	pos sharedlog.Pos
+	out outcome
+	err error // for outFailed and outBelowTrim
+}
+
+type flight struct {
+	done chan struct{}
+	err  error
+}
+
+type reapMark struct {
+	tp   sharedlog.Pos
+	seen time.Time // when tp was known to be stored
+}
+
+// New returns a Loglet over cfg.Store. It does no I/O: the first
+// operation finds the tail.
+func New(cfg Config) (*Loglet, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("slotlog: no Store")
+	case cfg.Window <= 0:
+		return nil, errors.New("slotlog: Window must be positive")
+	case cfg.MaxEntryBytes <= 0:
+		return nil, errors.New("slotlog: MaxEntryBytes must be positive")
+	case cfg.InFlight > cfg.Window:
+		return nil, fmt.Errorf("slotlog: InFlight %d exceeds Window %d", cfg.InFlight, cfg.Window)
+	}
+	if cfg.InFlight <= 0 {
+		cfg.InFlight = cfg.Window
+	}
+	if cfg.MaxReadEntries <= 0 {
+		cfg.MaxReadEntries = defaultMaxReadEntries
+	}
+	if cfg.PutAttempts <= 0 {
+		cfg.PutAttempts = defaultPutAttempts
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = defaultRetryBackoff
+	}
+	if cfg.TrimGrace == 0 {
+		cfg.TrimGrace = DefaultTrimGrace
+	}
+	l := &Loglet{cfg: cfg, st: cfg.Store}
+	if cfg.TrimGrace > 0 {
+		l.grace, l.trust = cfg.TrimGrace, cfg.TrimGrace/2
+	}
+	l.bg, l.stop = context.WithCancel(context.Background())
+	l.mu.slots = make(map[sharedlog.Pos]*slot)
+	l.mu.changed = make(chan struct{})
+	return l, nil
+}
+
+func (l *Loglet) errorf(format string, args ...any) error {
+	return fmt.Errorf("slotlog %s: %w", l.cfg.Name, fmt.Errorf(format, args...))
+}
+
+// check fails with ctx's error or ErrClosed.
+func (l *Loglet) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return sharedlog.ErrClosed
+	}
+	return nil
+}
+
+func (l *Loglet) wakeLocked() {
+	close(l.mu.changed)
+	l.mu.changed = make(chan struct{})
+}
+
+// Append implements sharedlog.Loglet.
+func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, err
+	}
+	if len(entry) > l.cfg.MaxEntryBytes {
+		return 0, l.errorf("%w: %d bytes, at most %d", ErrEntryTooLarge, len(entry), l.cfg.MaxEntryBytes)
+	}
+	if err := l.prepare(ctx); err != nil {
+		return 0, err
+	}
+	s := Slot{Kind: KindEntry, Token: NewToken(), Data: bytes.Clone(entry)}
+	for range maxLostSlots {
+		sl, err := l.acquire(ctx)
+		if err != nil {
+			return 0, err
+		}
+		s.Pos = sl.pos
+		go l.write(sl, s)
+		pos, err := l.await(ctx, sl)
+		if !errors.Is(err, errLost) {
+			return pos, err
+		}
+		if err := l.afterLoss(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return 0, l.errorf("append lost %d slots in a row to other writers", maxLostSlots)
+}
+
+// errLost: the append's slot went to another writer; it takes another.
+var errLost = errors.New("slotlog: slot lost to another writer")
+
+// prepare fails on a closed or sealed handle and searches for the
+// frontier when the handle's view is unknown or older than it may trust.
+func (l *Loglet) prepare(ctx context.Context) error {
+	l.mu.Lock()
+	switch {
+	case l.mu.closed:
+		l.mu.Unlock()
+		return sharedlog.ErrClosed
+	case l.mu.sealed:
+		l.mu.Unlock()
+		return sharedlog.ErrSealed
+	}
+	stale := !l.mu.fresh || l.mu.base < l.mu.tp ||
+		(l.trust > 0 && !trusted(l.mu.tpReadAt, time.Now(), l.trust))
+	l.mu.Unlock()
+	if !stale {
+		return nil
+	}
+	_, sealed, err := l.refresh(ctx)
+	if err != nil {
+		return err
+	}
+	if sealed {
+		return sharedlog.ErrSealed
+	}
+	return nil
+}
+
+// acquire hands out the next position once the window and the in-flight
+// bound allow.
+func (l *Loglet) acquire(ctx context.Context) (*slot, error) {
+	l.mu.Lock()
+	for {
+		switch {
+		case l.mu.closed:
+			l.mu.Unlock()
+			return nil, sharedlog.ErrClosed
+		case l.mu.sealed:
+			l.mu.Unlock()
+			return nil, sharedlog.ErrSealed
+		}
+		if l.mu.inflight < l.cfg.InFlight && l.mu.next-l.mu.base < sharedlog.Pos(l.cfg.Window) {
+			sl := &slot{pos: l.mu.next}
+			l.mu.slots[sl.pos] = sl
+			l.mu.next++
+			l.mu.inflight++
+			l.writes.Add(1)
+			l.mu.Unlock()
+			return sl, nil
+		}
+		ch := l.mu.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+}
+
+// write runs one append's slot write to a definite outcome, on the
+// handle's context, and records it.
+func (l *Loglet) write(sl *slot, s Slot) {
+	defer l.writes.Done()
+	res := l.writeSlot(l.bg, s)
+	out, err := res.out, res.err
+	switch out {
+	case outOurs:
+		// Acknowledged means visible: a slot below the trim point is not.
+		tp, terr := l.trimPointAsOf(l.bg, res.done)
+		switch {
+		case terr != nil:
+			out, err = outFailed, l.errorf("slot %d written, trim point unknown: %w", s.Pos, terr)
+		case tp > s.Pos:
+			out, err = outBelowTrim, l.errorf("slot %d written below the trim point %d by a stale handle; outcome unknown", s.Pos, tp)
+		}
+	case outSeal:
+		// A seal below the trim point is the garbage of a stale sealer.
+		tp, terr := l.trimPointAsOf(l.bg, res.done)
+		switch {
+		case terr != nil:
+			out, err = outFailed, l.errorf("slot %d holds a seal, trim point unknown: %w", s.Pos, terr)
+		case tp > s.Pos:
+			out = outForeign
+		}
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.inflight--
+	defer l.wakeLocked()
+	if sl.out != outPending {
+		return // failed already by a rewind below it
+	}
+	sl.out, sl.err = out, err
+	switch out {
+	case outOurs:
+		l.mu.lost = 0
+	case outForeign:
+		l.mu.lost++
+	case outSeal:
+		l.markSealedLocked(sl.pos)
+	case outBelowTrim:
+		l.mu.fresh = false
+	case outFailed:
+		if l.mu.slots[sl.pos] == sl {
+			l.rewindLocked(sl)
+		}
+	}
+	l.advanceLocked()
+}
+
+// rewindLocked gives up the failed slot sl and every later one: their
+// appends fail (ambiguously: their writes may yet land), and sl's
+// position is handed out again. A new write there is safe: if the failed
+// one landed, the new one meets it and moves on.
+func (l *Loglet) rewindLocked(sl *slot) {
+	for p, o := range l.mu.slots {
+		if p < sl.pos {
+			continue
+		}
+		delete(l.mu.slots, p)
+		if o != sl && (o.out == outPending || o.out == outOurs) {
+			o.out = outFailed
+			o.err = l.errorf("slot %d: the write of slot %d below it failed: %w", o.pos, sl.pos, sl.err)
+		}
+	}
+	if l.mu.next > sl.pos {
+		l.mu.next = sl.pos
+	}
+}
+
+// advanceLocked moves base over the filled slots at its head.
+func (l *Loglet) advanceLocked() {
+	for {
+		sl := l.mu.slots[l.mu.base]
+		if sl == nil {
+			return
+		}
+		switch sl.out {
+		case outOurs, outForeign, outBelowTrim:
+			delete(l.mu.slots, l.mu.base)
+			l.mu.base++
+		default:
+			return
+		}
+	}
+}
+
+func (l *Loglet) markSealedLocked(p sharedlog.Pos) {
+	if !l.mu.sealed || p < l.mu.sealPos {
+		l.mu.sealed, l.mu.sealPos = true, p
+	}
+}
+
+// await waits for an append's slot: acknowledged once every slot below
+// it holds an entry.
+func (l *Loglet) await(ctx context.Context, sl *slot) (sharedlog.Pos, error) {
+	l.mu.Lock()
+	for {
+		switch {
+		case sl.out == outOurs && l.mu.base > sl.pos:
+			l.mu.Unlock()
+			return sl.pos, nil
+		case l.mu.closed:
+			l.mu.Unlock()
+			return 0, sharedlog.ErrClosed
+		case sl.out == outForeign:
+			l.mu.Unlock()
+			return 0, errLost
+		case sl.out == outSeal:
+			l.mu.Unlock()
+			return 0, sharedlog.ErrSealed
+		case sl.out == outFailed || sl.out == outBelowTrim:
+			err := sl.err
+			l.mu.Unlock()
+			return 0, err
+		case l.mu.sealed && l.mu.sealPos < sl.pos:
+			// Above the seal: never part of the log, landed or not.
+			l.mu.Unlock()
+			return 0, sharedlog.ErrSealed
+		}
+		ch := l.mu.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+}
+
+// afterLoss rescans after Window appends in a row lost their slots: the
+// handle is behind the frontier.
+func (l *Loglet) afterLoss(ctx context.Context) error {
+	l.mu.Lock()
+	behind := l.mu.lost >= l.cfg.Window
+	if behind {
+		l.mu.lost = 0
+	}
+	l.mu.Unlock()
+	if !behind {
+		return nil
+	}
+	_, _, err := l.refresh(ctx)
+	return err
+}
+
+// result is a slot write's outcome; done is when the reply that decided
+// it arrived.
+type result struct {
+	out  outcome
+	done time.Time
+	err  error
+}
+
+// writeSlot puts s until the outcome is definite, at most PutAttempts
+// times, always with the same bytes and token.
+func (l *Loglet) writeSlot(ctx context.Context, s Slot) result {
+	var lastErr error
+	for attempt := range l.cfg.PutAttempts {
+		if attempt > 0 {
+			if err := sleep(ctx, l.backoff(attempt)); err != nil {
+				return result{out: outFailed, err: l.errorf("slot %d: %w (after: %w)", s.Pos, err, lastErr)}
+			}
+		}
+		occ, err := l.st.Put(ctx, s)
+		if err == nil {
+			return result{out: outOurs, done: time.Now()}
+		}
+		if errors.Is(err, ErrTaken) {
+			if occ == nil {
+				o, ok, perr := l.st.Probe(ctx, s.Pos)
+				switch {
+				case perr != nil:
+					lastErr = perr
+					continue // the next Put meets the slot again
+				case !ok:
+					return result{out: outFailed, err: l.errorf("slot %d was taken, then deleted by a trim: outcome unknown", s.Pos)}
+				}
+				occ = &o
+			}
+			done := time.Now()
+			switch {
+			case occ.Token == s.Token:
+				if occ.Kind != s.Kind {
+					return result{out: outFailed, err: l.errorf("%w: slot %d holds our token with kind %v, we wrote %v", ErrCorrupt, s.Pos, occ.Kind, s.Kind)}
+				}
+				return result{out: outOurs, done: done}
+			case occ.Kind == KindSeal:
+				return result{out: outSeal, done: done}
+			case occ.Kind == KindEntry:
+				return result{out: outForeign, done: done}
+			default:
+				return result{out: outFailed, err: l.errorf("%w: slot %d has kind %v", ErrCorrupt, s.Pos, occ.Kind)}
+			}
+		}
+		if ctx.Err() != nil {
+			return result{out: outFailed, err: l.errorf("slot %d: %w", s.Pos, err)}
+		}
+		if errors.Is(err, ErrRejected) {
+			return result{out: outFailed, err: err}
+		}
+		lastErr = err
+	}
+	return result{out: outFailed, err: l.errorf("slot %d: outcome unknown after %d attempts: %w", s.Pos, l.cfg.PutAttempts, lastErr)}
+}
+
+func (l *Loglet) backoff(attempt int) time.Duration {
+	return min(l.cfg.RetryBackoff<<min(attempt-1, 16), maxRetryBackoff)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CheckTail implements sharedlog.Loglet. It reads the service unless the
+// handle already knows the loglet is sealed.
+func (l *Loglet) CheckTail(ctx context.Context) (sharedlog.Pos, bool, error) {
+	if err := l.check(ctx); err != nil {
+		return 0, false, err
+	}
+	l.mu.Lock()
+	if l.mu.sealed {
+		p := l.mu.sealPos
+		l.mu.Unlock()
+		return p, true, nil
+	}
+	l.mu.Unlock()
+	return l.refresh(ctx)
+}
+
+// refresh searches for the frontier and folds it into the handle's view.
+// It returns the tail and whether the loglet is sealed.
+func (l *Loglet) refresh(ctx context.Context) (sharedlog.Pos, bool, error) {
+	l.mu.Lock()
+	lo := max(l.mu.base, l.mu.tp)
+	l.mu.Unlock()
+	fr, err := l.findFrontier(ctx, lo)
+	if err != nil {
+		return 0, false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.observeTPLocked(fr.tp, fr.tpReadAt)
+	if fr.sealed {
+		l.markSealedLocked(fr.pos)
+	}
+	if fr.pos > l.mu.base {
+		l.mu.base = fr.pos
+		for p := range l.mu.slots {
+			if p < l.mu.base {
+				delete(l.mu.slots, p)
+			}
+		}
+	}
+	l.mu.next = max(l.mu.next, l.mu.base)
+	l.mu.fresh = true
+	l.advanceLocked()
+	l.wakeLocked()
+	if l.mu.sealed {
+		return l.mu.sealPos, true, nil
+	}
+	return l.mu.base, false, nil
+}
+
+func (l *Loglet) observeTPLocked(tp sharedlog.Pos, readAt time.Time) {
+	l.mu.tp = max(l.mu.tp, tp)
+	if readAt.After(l.mu.tpReadAt) {
+		l.mu.tpReadAt = readAt
+	}
+}
+
+// frontier is the result of a search: the tail, whether a seal ends the
+// log there, and the trim point read (and when) while searching.
+type frontier struct {
+	pos      sharedlog.Pos
+	sealed   bool
+	tp       sharedlog.Pos
+	tpReadAt time.Time
+}
+
+// findFrontier finds the first slot at or above lo and the trim point
+// that holds no entry. Every slot below lo holds an entry or is trimmed.
+//
+// The trim point is read after the scan: a slot the scan saw missing
+// below it may have been deleted, but one at or above it cannot have
+// been (deletion follows the raise), so the scan is trusted from the
+// trim point up.
+//
+// Writers stay within Window of the frontier, so the highest slot H
+// bounds it: every slot below H-Window+1 holds an entry or is trimmed,
+// and a seal, if any, lies at or above it. A TopOnly store reads the top
+// Window+1 slots and searches from there; the others scan up from lo and
+// use the top only to jump when lo is far behind.
+func (l *Loglet) findFrontier(ctx context.Context, lo sharedlog.Pos) (frontier, error) {
+	w := sharedlog.Pos(l.cfg.Window)
+	limit := l.cfg.Window + 1
+	if l.cfg.TopOnly {
+		top, err := l.st.ScanTop(ctx, limit)
+		if err != nil {
+			return frontier{}, err
+		}
+		readAt := time.Now()
+		tp, err := l.st.TrimPoint(ctx)
+		if err != nil {
+			return frontier{}, err
+		}
+		asc, err := l.ascending(top, limit, true)
+		if err != nil {
+			return frontier{}, err
+		}
+		start := max(lo, tp)
+		if len(asc) == limit {
+			if h := asc[len(asc)-1].Pos; h+1 >= w {
+				start = max(start, h-w+1)
+			}
+		}
+		p, sealed, _ := walk(asc, start, true)
+		return frontier{pos: p, sealed: sealed, tp: tp, tpReadAt: readAt}, nil
+	}
+	from, jumped := lo, false
+	for range maxScanRounds {
+		infos, err := l.st.ScanUp(ctx, from, limit)
+		if err != nil {
+			return frontier{}, err
+		}
+		readAt := time.Now()
+		tp, err := l.st.TrimPoint(ctx)
+		if err != nil {
+			return frontier{}, err
+		}
+		if infos, err = l.ascending(infos, limit, false); err != nil {
+			return frontier{}, err
+		}
+		if len(infos) > 0 && infos[0].Pos < from {
+			return frontier{}, l.errorf("%w: scan from %d returned slot %d", ErrCorrupt, from, infos[0].Pos)
+		}
+		complete := len(infos) < limit
+		start := max(from, tp)
+		if !complete && start > infos[len(infos)-1].Pos+1 {
+			from = start // the trim point lies past what was scanned
+			continue
+		}
+		if p, sealed, found := walk(infos, start, complete); found {
+			return frontier{pos: p, sealed: sealed, tp: tp, tpReadAt: readAt}, nil
+		}
+		from = infos[len(infos)-1].Pos + 1
+		if !jumped {
+			jumped = true
+			top, err := l.st.ScanTop(ctx, 1)
+			if err != nil {
+				return frontier{}, err
+			}
+			if len(top) == 1 && top[0].Pos+1 >= w {
+				from = max(from, top[0].Pos-w+1)
+			}
+		}
+	}
+	return frontier{}, l.errorf("frontier search gave up after %d rounds: writers outrun it", maxScanRounds)
+}
+
+// ascending checks a scan result (limit at most, strictly ordered, known
+// kinds) and returns it in ascending order.
+func (l *Loglet) ascending(infos []SlotInfo, limit int, descending bool) ([]SlotInfo, error) {
+	if len(infos) > limit {
+		return nil, l.errorf("%w: scan returned %d slots, asked for %d", ErrCorrupt, len(infos), limit)
+	}
+	out := infos
+	if descending {
+		out = make([]SlotInfo, len(infos))
+		for i, in := range infos {
+			out[len(infos)-1-i] = in
+		}
+	}
+	for i, in := range out {
+		if !in.Kind.Valid() {
+			return nil, l.errorf("%w: slot %d has kind %v", ErrCorrupt, in.Pos, in.Kind)
+		}
+		if i > 0 && in.Pos <= out[i-1].Pos {
+			return nil, l.errorf("%w: scan out of order at slot %d", ErrCorrupt, in.Pos)
+		}
+	}
+	return out, nil
+}
+
+// walk returns the first position at or above start, among the occupied
+// slots infos (ascending), that holds no entry. found is false when every
+// slot from start through the last of infos is an entry and complete is
+// false: the scan stopped before the frontier.
+func walk(infos []SlotInfo, start sharedlog.Pos, complete bool) (p sharedlog.Pos, sealed, found bool) {
+	p = start
+	for _, in := range infos {
+		switch {
+		case in.Pos < p:
+			continue
+		case in.Pos > p:
+			return p, false, true
+		case in.Kind == KindSeal:
+			return p, true, true
+		}
+		p++
+	}
+	return p, false, complete
+}
+
+// trusted reports whether a trim point read sent at readAt may stand in
+// for one sent at t: it was sent at most trust before t, on both the
+// monotonic clock and the wall clock (which, unlike the monotonic one,
+// runs on while a machine is suspended).
+func trusted(readAt, t time.Time, trust time.Duration) bool {
+	if readAt.IsZero() {
+		return false
+	}
+	if trust == 0 {
+		return !readAt.Before(t)
+	}
+	return t.Sub(readAt) <= trust && t.Round(0).Sub(readAt.Round(0)) <= trust
+}
+
+// trimPointAsOf returns a trim point that was read no earlier than t
+// minus the trust period: one that reflects every trim whose deletions
+// could have reached a slot by time t. Concurrent callers share reads.
+func (l *Loglet) trimPointAsOf(ctx context.Context, t time.Time) (sharedlog.Pos, error) {
+	for {
+		l.mu.Lock()
+		if trusted(l.mu.tpReadAt, t, l.trust) {
+			tp := l.mu.tp
+			l.mu.Unlock()
+			return tp, nil
+		}
+		if f := l.mu.tpFlight; f != nil {
+			// It may have been sent too early for t; then the next round
+			// sends another.
+			l.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+			continue
+		}
+		f := &flight{done: make(chan struct{})}
+		l.mu.tpFlight = f
+		l.mu.Unlock()
+		readAt := time.Now()
+		tp, err := l.st.TrimPoint(ctx)
+		l.mu.Lock()
+		l.mu.tpFlight = nil
+		if err == nil {
+			l.observeTPLocked(tp, readAt)
+			tp = l.mu.tp
+		}
+		f.err = err
+		close(f.done)
+		l.mu.Unlock()
+		// Sent after t, this read answers for t whatever the trust period.
+		return tp, err
+	}
+}
+
+// ReadNext implements sharedlog.Loglet. Below the handle's base it reads
+// at once; at or above it, it searches for the frontier first.
+func (l *Loglet) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]sharedlog.Entry, error) {
+	if err := l.check(ctx); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	tail, tp := l.mu.base, l.mu.tp
+	l.mu.Unlock()
+	if from < tp {
+		return nil, sharedlog.ErrTrimmed
+	}
+	if from >= tail {
+		var err error
+		if tail, _, err = l.refresh(ctx); err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		tp = l.mu.tp
+		l.mu.Unlock()
+		if from < tp {
+			return nil, sharedlog.ErrTrimmed
+		}
+	}
+	if from >= tail || from >= max {
+		return nil, nil
+	}
+	end := min(max, tail, from+sharedlog.Pos(l.cfg.MaxReadEntries))
+	slots, err := l.st.Read(ctx, from, end)
+	if err != nil {
+		return nil, err
+	}
+	// A slot missing below the tail, or one rewritten by a stale handle,
+	// can only lie below a trim point raised since.
+	if tp, err = l.trimPointAsOf(ctx, time.Now()); err != nil {
+		return nil, err
+	}
+	if from < tp {
+		return nil, sharedlog.ErrTrimmed
+	}
+	out := make([]sharedlog.Entry, 0, len(slots))
+	for _, s := range slots {
+		want := from + sharedlog.Pos(len(out))
+		if s.Pos != want || s.Pos >= end {
+			break
+		}
+		if s.Kind != KindEntry {
+			return nil, l.errorf("%w: slot %d below the tail %d holds a %v", ErrCorrupt, s.Pos, tail, s.Kind)
+		}
+		out = append(out, sharedlog.Entry{Pos: s.Pos, Data: s.Data})
+	}
+	if len(out) == 0 {
+		return nil, l.errorf("%w: slot %d below the tail %d is missing", ErrCorrupt, from, tail)
+	}
+	return out, nil
+}
+
+// Seal implements sharedlog.Loglet: it puts a seal marker into the
+// frontier slot, walking forward past entries that beat it there.
+func (l *Loglet) Seal(ctx context.Context) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	sealed := l.mu.sealed
+	l.mu.Unlock()
+	if sealed {
+		return nil
+	}
+	p, sealed, err := l.refresh(ctx)
+	if err != nil || sealed {
+		return err
+	}
+	tok := NewToken()
+	for try := range maxSealSlots {
+		if try > 0 && try%l.cfg.Window == 0 {
+			// Appenders keep beating us: jump to the frontier.
+			fp, sealed, err := l.refresh(ctx)
+			if err != nil || sealed {
+				return err
+			}
+			p = max(p, fp)
+		}
+		res := l.writeSlot(ctx, Slot{Pos: p, Kind: KindSeal, Token: tok})
+		switch res.out {
+		case outFailed:
+			return res.err
+		case outForeign:
+			p++
+			continue
+		}
+		// Ours or another's seal, unless it sits below the trim point: a
+		// stale view put it in a deleted slot.
+		tp, err := l.trimPointAsOf(ctx, res.done)
+		if err != nil {
+			return err
+		}
+		if tp > p {
+			if p, sealed, err = l.refresh(ctx); err != nil || sealed {
+				return err
+			}
+			continue
+		}
+		l.mu.Lock()
+		l.markSealedLocked(p)
+		l.wakeLocked()
+		l.mu.Unlock()
+		return nil
+	}
+	return l.errorf("seal lost %d slots in a row to appenders", maxSealSlots)
+}
+
+// PrefixTrim implements sharedlog.Loglet. It raises the stored trim point
+// (clamped to the tail) and deletes the slots below trim points that have
+// waited out the grace period; with the default grace that is a trim
+// point an earlier PrefixTrim of this handle set.
+func (l *Loglet) PrefixTrim(ctx context.Context, before sharedlog.Pos) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	if before == 0 {
+		return nil
+	}
+	tail, _, err := l.refresh(ctx)
+	if err != nil {
+		return err
+	}
+	before = min(before, tail)
+	l.mu.Lock()
+	cur := l.mu.tp
+	l.mu.Unlock()
+	if before > cur {
+		if err := l.st.RaiseTrimPoint(ctx, before); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	l.mu.tp = max(l.mu.tp, before)
+	l.noteReapLocked(reapMark{tp: l.mu.tp, seen: time.Now()})
+	l.mu.Unlock()
+	return l.reap(ctx)
+}
+
+func (l *Loglet) noteReapLocked(m reapMark) {
+	if n := len(l.mu.reap); n > 0 && l.mu.reap[n-1].tp >= m.tp {
+		return
+	}
+	if len(l.mu.reap) == maxReapMarks {
+		// Keep the oldest marks, which are due first; the newest is
+		// replaced by the newer one.
+		l.mu.reap = l.mu.reap[:maxReapMarks-1]
+	}
+	l.mu.reap = append(l.mu.reap, m)
+}
+
+// reap deletes the slots below the newest trim point that has waited out
+// the grace period.
+func (l *Loglet) reap(ctx context.Context) error {
+	now := time.Now()
+	l.mu.Lock()
+	var due sharedlog.Pos
+	keep := l.mu.reap[:0]
+	for _, m := range l.mu.reap {
+		// Both clocks must agree the grace has passed: a suspended
+		// machine's monotonic clock stops, a stepped wall clock jumps.
+		if now.Sub(m.seen) >= l.grace && now.Round(0).Sub(m.seen.Round(0)) >= l.grace {
+			due = max(due, m.tp)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	l.mu.reap = keep
+	done := l.mu.deleted
+	l.mu.Unlock()
+	if due <= done {
+		return nil
+	}
+	if err := l.st.DeleteBelow(ctx, due); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.mu.deleted = max(l.mu.deleted, due)
+	l.mu.Unlock()
+	return nil
+}
+
+// Close implements sharedlog.Loglet. Slot writes still running are
+// abandoned; their appends fail with ErrClosed.
+func (l *Loglet) Close() error {
+	l.mu.Lock()
+	if l.mu.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.mu.closed = true
+	l.wakeLocked()
+	l.mu.Unlock()
+	l.stop()
+	l.writes.Wait()
+	return nil
+}

@@ -1,0 +1,168 @@
+package faultproxy_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/testservers/faultproxy"
+)
+
+// testTimeout is a deadlock guard, not a speed expectation.
+const testTimeout = 10 * time.Second
+
+// server accepts one connection and answers each line it reads with
+// "ack:" and the line; a line sent on say goes out unasked, as a server's
+// ping or window update would.
+type server struct {
+	addr string
+	say  chan string
+	got  chan string // every line read, in order
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	s := &server{addr: ln.Addr().String(), say: make(chan string), got: make(chan string, 16)}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go func() {
+			for {
+				select {
+				case m := <-s.say:
+					if _, err := io.WriteString(c, m); err != nil {
+						return
+					}
+				case <-done:
+					return
+				}
+			}
+		}()
+		buf := make([]byte, 1024)
+		var pending []byte
+		for {
+			n, err := c.Read(buf)
+			pending = append(pending, buf[:n]...)
+			for {
+				i := bytes.IndexByte(pending, '\n')
+				if i < 0 {
+					break
+				}
+				line := string(pending[:i])
+				pending = pending[i+1:]
+				s.got <- line
+				if _, err := io.WriteString(c, "ack:"+line+"\n"); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func readFull(t *testing.T, c net.Conn, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatalf("reading %d bytes: %v", n, err)
+	}
+	return string(b)
+}
+
+func send(t *testing.T, c net.Conn, line string) {
+	t.Helper()
+	if _, err := io.WriteString(c, line); err != nil {
+		t.Fatalf("sending %q: %v", line, err)
+	}
+}
+
+func hasLine(line string) func([]byte) bool {
+	return func(b []byte) bool { return bytes.Contains(b, []byte(line)) }
+}
+
+// TestHoldAfterServerTalks: bytes the server sends on an armed connection
+// before any request is held still reach the client, and the answer to
+// the request held after them still reaches Release.
+func TestHoldAfterServerTalks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	s := startServer(t)
+	p, err := faultproxy.Start(s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	// One round trip so the proxy has the connection open.
+	send(t, c, "hello\n")
+	if got := readFull(t, c, len("ack:hello\n")); got != "ack:hello\n" {
+		t.Fatalf("reply %q", got)
+	}
+
+	held := p.HoldRequests(hasLine("zombie\n"), nil)
+	s.say <- "ping\n"
+	if got := readFull(t, c, len("ping\n")); got != "ping\n" {
+		t.Fatalf("unasked server bytes on an armed connection arrived as %q", got)
+	}
+	// Bytes that do not match pass.
+	send(t, c, "other\n")
+	if got := readFull(t, c, len("ack:other\n")); got != "ack:other\n" {
+		t.Fatalf("reply to an unmatched request %q", got)
+	}
+	send(t, c, "zombie\n")
+	select {
+	case <-held.Got():
+	case <-ctx.Done():
+		t.Fatal("the request was never held")
+	}
+	// The client's side is cut once the request is held.
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the client's connection still delivers bytes after the hold")
+	}
+	for _, want := range []string{"hello", "other"} {
+		if got := <-s.got; got != want {
+			t.Fatalf("server read %q, want %q", got, want)
+		}
+	}
+	select {
+	case got := <-s.got:
+		t.Fatalf("server read %q before Release", got)
+	default:
+	}
+
+	reply, err := held.Release(ctx, false, hasLine("ack:zombie\n"))
+	if err != nil {
+		t.Fatalf("Release: %v (got %q)", err, reply)
+	}
+	select {
+	case got := <-s.got:
+		if got != "zombie" {
+			t.Fatalf("server read %q after Release, want zombie", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the server never read the released request")
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package testproc
+
+import "syscall"
+
+func setPdeathsig(*syscall.SysProcAttr) {}
