@@ -37,6 +37,9 @@ type Deps struct {
 	// Changes wakes long-polling Fetches; nil means Meta, which must then
 	// be a Notifier (*meta.Replica is).
 	Changes Notifier
+	// Groups is the group coordinator (*group.Coordinator); the group
+	// API handlers and FindCoordinator need it.
+	Groups GroupCoordinator
 	// Now is the agent's clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -214,6 +214,9 @@ func (a *applier) applyCommand(pos sharedlog.Pos, idx int, c Command) (Result, e
 	if co, ok := c.(CommitObject); ok {
 		return a.commitObject(co)
 	}
+	if res, ok, err := a.applyGroupCommand(c); ok {
+		return res, err
+	}
 	if err := a.flushParts(); err != nil {
 		return Result{}, err
 	}
@@ -227,6 +230,8 @@ func (a *applier) applyCommand(pos sharedlog.Pos, idx int, c Command) (Result, e
 		return a.createPartitions(c)
 	case AlterConfigs:
 		return a.alterConfigs(c)
+	case DeleteRecords:
+		return a.deleteRecords(c)
 	}
 	// DecodeCommand only returns the types above.
 	return Result{}, fmt.Errorf("meta: apply of %T not implemented", c)
@@ -362,6 +367,9 @@ func (a *applier) deleteTopic(c DeleteTopic) (Result, error) {
 		if err := a.b.DeleteRange(start, end, nil); err != nil {
 			return Result{}, err
 		}
+	}
+	if err := a.deleteTopicOffsets(t.ID); err != nil {
+		return Result{}, err
 	}
 	return Result{TopicID: t.ID}, nil
 }

@@ -31,11 +31,12 @@ func TestApplyBatchingAgrees(t *testing.T) {
 	b0 := idOf("b", 0, 1)
 	cmds := [][]Command{
 		{CreateTopic{Name: "a", Partitions: 2}, CreateTopic{Name: "b", Partitions: 1}},
-		{commitTo(5, partRef{a0, 0}, partRef{a0, 1}, partRef{b0, 0}), commitTo(3, partRef{a0, 0})},
-		{commitTo(2, partRef{a0, 1}), DeleteTopic{Name: "a"}, commitTo(1, partRef{a0, 0}, partRef{b0, 0})},
-		{CreateTopic{Name: "a", Partitions: 1}, commitTo(4, partRef{a1, 0}, partRef{a1, 1})},
-		{CreatePartitions{Name: "a", NewTotal: 3}, commitTo(4, partRef{a1, 2}, partRef{a1, 0})},
-		{AlterConfigs{Name: "b", Set: map[string]string{"x": "1"}}, commitTo(1, partRef{b0, 0})},
+		{commitTo(5, partRef{a0, 0}, partRef{a0, 1}, partRef{b0, 0}), commitOf("g", -1, off("a", 0, 3), off("b", 0, 1)), commitTo(3, partRef{a0, 0})},
+		{commitTo(2, partRef{a0, 1}), DeleteTopic{Name: "a"}, commitTo(1, partRef{a0, 0}, partRef{b0, 0}), commitOf("g", -1, off("a", 0, 4))},
+		{CreateTopic{Name: "a", Partitions: 1}, commitTo(4, partRef{a1, 0}, partRef{a1, 1}), commitOf("g", -1, off("a", 0, 5))},
+		{CreatePartitions{Name: "a", NewTotal: 3}, commitTo(4, partRef{a1, 2}, partRef{a1, 0}), OffsetDelete{Group: "g", Partitions: []TopicPartition{{"b", 0}}}},
+		{AlterConfigs{Name: "b", Set: map[string]string{"x": "1"}}, GroupState{Group: "g", ProtocolType: "consumer", Generation: 1},
+			commitTo(1, partRef{b0, 0}), ExpireOffsets{RetentionMs: 0, Groups: []string{"g"}}, DeleteGroup{Group: "g"}},
 		{DeleteTopic{ID: b0}, CreateTopic{Name: "b", Partitions: 1}},
 	}
 	var entries []sharedlog.Entry

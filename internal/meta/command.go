@@ -15,6 +15,12 @@ const (
 	TypeCreatePartitions CommandType = 3
 	TypeAlterConfigs     CommandType = 4
 	TypeCommitObject     CommandType = 5
+	TypeOffsetCommit     CommandType = 6
+	TypeGroupState       CommandType = 7
+	TypeDeleteGroup      CommandType = 8
+	TypeOffsetDelete     CommandType = 9
+	TypeExpireOffsets    CommandType = 10
+	TypeDeleteRecords    CommandType = 11
 )
 
 func (t CommandType) String() string {
@@ -29,6 +35,18 @@ func (t CommandType) String() string {
 		return "AlterConfigs"
 	case TypeCommitObject:
 		return "CommitObject"
+	case TypeOffsetCommit:
+		return "OffsetCommit"
+	case TypeGroupState:
+		return "GroupState"
+	case TypeDeleteGroup:
+		return "DeleteGroup"
+	case TypeOffsetDelete:
+		return "OffsetDelete"
+	case TypeExpireOffsets:
+		return "ExpireOffsets"
+	case TypeDeleteRecords:
+		return "DeleteRecords"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint16(t))
 }
@@ -63,8 +81,9 @@ type CreateTopic struct {
 	Configs    map[string]string
 }
 
-// DeleteTopic deletes a topic, its partitions and its offset index. It
-// names the topic by ID when ID is set, else by Name.
+// DeleteTopic deletes a topic, its partitions, its offset index and every
+// group's committed offsets of it. It names the topic by ID when ID is
+// set, else by Name.
 // Result: TopicID of the deleted topic, or UNKNOWN_TOPIC_ID,
 // UNKNOWN_TOPIC_OR_PARTITION.
 type DeleteTopic struct {
@@ -222,7 +241,13 @@ func DecodeCommand(rc RawCommand) (Command, error) {
 		c = ac
 	case rc.Type == TypeCommitObject && rc.Version == 1:
 		c = decodeCommitObjectV1(r)
+	case rc.Type == TypeDeleteRecords && rc.Version == 1:
+		c = decodeDeleteRecordsV1(r)
 	default:
+		var ok bool
+		if c, ok = decodeGroupCommand(rc, r); ok {
+			break
+		}
 		return nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, rc.Type, rc.Version)
 	}
 	if err := r.done(); err != nil {

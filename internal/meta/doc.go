@@ -54,11 +54,22 @@
 //	0x06    writer id                                  writer dedupe state: incarnation, last seq
 //	0x07    -                                          log clock (u64, unix ms)
 //	0x08    -                                          applied position: next log position to apply (u64)
+//	0x09    group id                                   Group: kind, protocol type, protocol, generation, leader,
+//	                                                   state timestamp, subscribed topics, members (id, instance id,
+//	                                                   client id and host, timeouts, metadata, assignment)
+//	0x0A    group id length (u16), group id,           CommittedOffset: offset, leader epoch, metadata,
+//	        topic id (16), partition (u32)             commit timestamp, expire timestamp (-1: none)
+//	0x0B    topic id (16), group id                    marker: the group has offsets of the topic
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a
 // topic is two range deletions, and a fetch walks one range in offset
-// order.
+// order. A group's offsets are one range too (the length prefix keeps one
+// group id from running into another); the 0x0B markers let deleting a
+// topic drop its committed offsets group by group, without scanning every
+// group. A group record exists exactly while the group has stored state
+// or offsets: the first offset commit creates it, DeleteGroup and offset
+// expiry of an empty group remove it.
 //
 // # Apply
 //
@@ -72,6 +83,11 @@
 // Several entries share one Pebble batch, and the batch also writes the
 // applied position, so the store always holds a prefix of the log and a
 // restart resumes exactly after it.
+//
+// DeleteRecords (type 11) raises a partition's log start offset, never
+// lowers it, and deletes the partition's index entries that end at or
+// below the new start with one range deletion; the entry straddling the
+// start stays, and readers skip the records below it.
 //
 // # Snapshots
 //

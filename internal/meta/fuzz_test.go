@@ -25,6 +25,26 @@ func seedCommands() []Command {
 				FirstTimestamp: -1, MaxTimestamp: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
 		}},
 		CommitObject{},
+		OffsetCommit{Group: "g", Generation: 7, RetentionMs: -1, Offsets: []OffsetCommitPartition{
+			{Topic: "orders", Partition: 3, Offset: 1234, LeaderEpoch: 0, Metadata: "m", CommitTimestamp: -1},
+			{Topic: "t", Partition: 0, Offset: -1, LeaderEpoch: -1, CommitTimestamp: 1700000000000},
+		}},
+		OffsetCommit{},
+		GroupState{Group: "g", Kind: GroupClassic, ProtocolType: "consumer", Protocol: "range", Generation: 3,
+			Leader: "m-1", SubscribedKnown: true, Subscribed: []string{"a", "b"}, Members: []GroupMember{
+				{MemberID: "m-1", InstanceID: "i-1", ClientID: "c", ClientHost: "/127.0.0.1",
+					SessionTimeoutMs: 45000, RebalanceTimeoutMs: 60000, Metadata: []byte{0, 1}, Assignment: []byte{2}},
+				{MemberID: "m-2"},
+			}},
+		GroupState{Kind: GroupConsumer},
+		DeleteGroup{Group: "g"},
+		DeleteGroup{},
+		OffsetDelete{Group: "g", Partitions: []TopicPartition{{Topic: "orders", Partition: 1}, {Topic: "x", Partition: -1}}},
+		OffsetDelete{},
+		ExpireOffsets{RetentionMs: 7 * 24 * 3600 * 1000, Groups: []string{"a", "b"}},
+		ExpireOffsets{},
+		DeleteRecords{Partitions: []DeleteRecordsPartition{{TopicID: id, Partition: 3, Offset: 1234}, {TopicID: id, Offset: -1}}},
+		DeleteRecords{},
 	}
 }
 
@@ -85,6 +105,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	f.Add(uint16(TypeCommitObject), uint16(1), []byte{0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add(uint16(TypeCreateTopic), uint16(1), []byte{0, 0, 2, 0, 0, 0, 0})
+	f.Add(uint16(TypeGroupState), uint16(1), []byte{0, 2, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint16(TypeOffsetCommit), uint16(1), []byte{0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, typ, version uint16, payload []byte) {
 		checkCommandDecode(t, RawCommand{Type: CommandType(typ), Version: version, Payload: payload})
 	})
@@ -100,6 +122,18 @@ func checkCommandDecode(t *testing.T, rc RawCommand) {
 	}
 	if co, ok := c.(CommitObject); ok && cap(co.Batches)*minCommitBatchBytes > len(rc.Payload) {
 		t.Fatalf("%d batches from %d bytes", cap(co.Batches), len(rc.Payload))
+	}
+	if oc, ok := c.(OffsetCommit); ok && cap(oc.Offsets)*minOffsetCommitPartitionBytes > len(rc.Payload) {
+		t.Fatalf("%d offsets from %d bytes", cap(oc.Offsets), len(rc.Payload))
+	}
+	if gs, ok := c.(GroupState); ok && cap(gs.Members)*minGroupMemberBytes > len(rc.Payload) {
+		t.Fatalf("%d members from %d bytes", cap(gs.Members), len(rc.Payload))
+	}
+	if dr, ok := c.(DeleteRecords); ok && cap(dr.Partitions)*minDeleteRecordsPartitionBytes > len(rc.Payload) {
+		t.Fatalf("%d partitions from %d bytes", cap(dr.Partitions), len(rc.Payload))
+	}
+	if od, ok := c.(OffsetDelete); ok && cap(od.Partitions)*minTopicPartitionBytes > len(rc.Payload) {
+		t.Fatalf("%d partitions from %d bytes", cap(od.Partitions), len(rc.Payload))
 	}
 	again := EncodeCommand(c)
 	if again.Type != rc.Type || again.Version != rc.Version || !bytes.Equal(again.Payload, rc.Payload) {
@@ -125,6 +159,13 @@ func TestDecodeBounds(t *testing.T) {
 		{"bad bool", RawCommand{TypeAlterConfigs, 1, []byte{0, 0, 0, 2}}},
 		{"trailing bytes", RawCommand{TypeCreatePartitions, 1, []byte{0, 0, 0}}},
 		{"partition count over int32", RawCommand{TypeCreatePartitions, 1, append([]byte{0}, binary.AppendVarint(nil, 1<<31)...)}},
+		{"offset commit count", RawCommand{TypeOffsetCommit, 1, append([]byte{0, 0, 1}, huge...)}},
+		{"group members", RawCommand{TypeGroupState, 1, append([]byte{0, 0, 0, 0, 0, 0, 0, 0}, huge...)}},
+		{"group kind over u8", RawCommand{TypeGroupState, 1, []byte{0, 0x80, 0x02, 0, 0, 0, 0, 0, 0, 0}}},
+		{"offset delete count", RawCommand{TypeOffsetDelete, 1, append([]byte{0}, huge...)}},
+		{"expire groups", RawCommand{TypeExpireOffsets, 1, append([]byte{0}, huge...)}},
+		{"delete records count", RawCommand{TypeDeleteRecords, 1, huge}},
+		{"subscribed bool", RawCommand{TypeGroupState, 1, []byte{0, 0, 0, 0, 0, 0, 2, 0, 0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,10 @@ const (
 	prefixWriter    byte = 0x06
 	prefixClock     byte = 0x07
 	prefixApplied   byte = 0x08
+	// Consumer groups (group_store.go).
+	prefixGroup       byte = 0x09
+	prefixGroupOffset byte = 0x0A
+	prefixTopicGroup  byte = 0x0B
 	// prefixLocal starts keys that belong to this copy only. They are not
 	// replicated state, so the digest skips them, and a snapshot restore
 	// should drop them.

@@ -103,8 +103,31 @@ func (r *Replica) Propose(ctx context.Context, c Command) (Result, error) {
 // ProposeBatch is Propose for several commands that must land in one entry,
 // and so apply together, in order.
 func (r *Replica) ProposeBatch(ctx context.Context, cmds []Command) ([]Result, error) {
+	p, err := r.Submit(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is a batch of commands handed to Submit, on its way to the log.
+type Pending struct {
+	r *Replica
+	p *proposal // nil for an empty batch
+}
+
+// Submit queues cmds to land in one entry, like ProposeBatch, and returns
+// once they are queued, without waiting for the append or the apply. It
+// blocks only while the queue is full.
+//
+// Entries are appended in the order their commands were queued, so
+// commands one caller submits in sequence apply in that sequence: a
+// caller can queue under its own lock (fixing the order) and wait after
+// releasing it. The exception is a failed append: its commands fail
+// (Wait returns the error), or after ErrAmbiguous may still land later.
+func (r *Replica) Submit(ctx context.Context, cmds []Command) (*Pending, error) {
 	if len(cmds) == 0 {
-		return nil, nil
+		return &Pending{r: r}, nil
 	}
 	p, err := r.newProposal(cmds)
 	if err != nil {
@@ -112,6 +135,17 @@ func (r *Replica) ProposeBatch(ctx context.Context, cmds []Command) ([]Result, e
 	}
 	if err := r.enqueue(ctx, p); err != nil {
 		return nil, err
+	}
+	return &Pending{r: r, p: p}, nil
+}
+
+// Wait returns the results of the submitted commands once this replica has
+// applied them. The error cases are Propose's: with ErrAmbiguous,
+// ErrClosed or a ctx error the commands may still apply.
+func (pd *Pending) Wait(ctx context.Context) ([]Result, error) {
+	p, r := pd.p, pd.r
+	if p == nil {
+		return nil, nil
 	}
 	select {
 	case <-p.done:

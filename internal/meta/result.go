@@ -16,8 +16,13 @@ type Result struct {
 	Message string
 	// TopicID is set by CreateTopic and DeleteTopic.
 	TopicID TopicID
-	// Batches is set by CommitObject, one per CommitBatch in order.
+	// Batches is set by CommitObject, one per CommitBatch in order, and
+	// by DeleteRecords, one per partition in order (Code and
+	// LogStartOffset).
 	Batches []BatchResult
+	// Codes is set by OffsetCommit and OffsetDelete: a Kafka error code
+	// per offset or partition, in order.
+	Codes []int16
 }
 
 // BatchResult is the outcome of one CommitBatch.

@@ -1,0 +1,772 @@
+package group
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sharedlog/memlog"
+)
+
+func noDelay(c *Config) { c.InitialRebalanceDelay = -1 }
+
+// stableGroup brings group to generation 1 with one member per entry of
+// topics, the first the leader, each assigned its index as one byte.
+func (e *env) stableGroup(group string, n int) []string {
+	e.t.Helper()
+	var ids []string
+	var joins []<-chan *kmsg.JoinGroupResponse
+	for range n {
+		id, j := e.newMember(group, "t")
+		ids = append(ids, id)
+		joins = append(joins, j)
+		if len(ids) == 1 {
+			// With no initial delay the first member completes a
+			// generation alone; make it rejoin with the rest.
+			r := recv(e.t, j, "first join")
+			e.syncAll(group, r.Generation, ids)
+			joins = joins[:0]
+		}
+	}
+	if n == 1 {
+		return ids
+	}
+	e.waitFor(group, "the others to join", func(s snap) bool {
+		return s.state == statePreparingRebalance && s.joining == n-1
+	})
+	// The first member learns of the rebalance and rejoins.
+	if code := e.heartbeat(group, ids[0], 1); code != kerr.RebalanceInProgress.Code {
+		e.t.Fatalf("leader heartbeat: %d, want REBALANCE_IN_PROGRESS", code)
+	}
+	joins = append([]<-chan *kmsg.JoinGroupResponse{e.join(e.req(9, group, ids[0], "t"))}, joins...)
+	var gen int32
+	for i, j := range joins {
+		r := recv(e.t, j, "join")
+		if r.ErrorCode != 0 {
+			e.t.Fatalf("join %d: %v", i, kerr.ErrorForCode(r.ErrorCode))
+		}
+		gen = r.Generation
+	}
+	e.syncAll(group, gen, ids)
+	return ids
+}
+
+// syncAll syncs ids (ids[0] the leader) and checks each gets its index.
+func (e *env) syncAll(group string, gen int32, ids []string) {
+	e.t.Helper()
+	assign := make(map[string][]byte)
+	for i, id := range ids {
+		assign[id] = []byte{byte(i)}
+	}
+	var chans []<-chan *kmsg.SyncGroupResponse
+	for i, id := range ids {
+		var a map[string][]byte
+		if i == 0 {
+			a = assign
+		}
+		chans = append(chans, e.sync(group, id, gen, a))
+	}
+	for i, ch := range chans {
+		r := recv(e.t, ch, "sync")
+		if r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{byte(i)}) {
+			e.t.Fatalf("sync of member %d: code %d, assignment %v", i, r.ErrorCode, r.MemberAssignment)
+		}
+	}
+}
+
+func TestJoinSyncStable(t *testing.T) {
+	e := newEnv(t) // the default 3s initial rebalance delay
+	id1, j1 := e.newMember("g", "t")
+	e.waitFor("g", "the first member to wait", func(s snap) bool { return s.joining == 1 })
+	noRecv(t, j1, "a join inside the initial delay")
+	id2, j2 := e.newMember("g", "t")
+	e.waitFor("g", "both to wait", func(s snap) bool { return s.joining == 2 })
+	e.clock.Advance(DefaultInitialRebalanceDelay)
+	// A member arrived during the delay: it is extended once more.
+	noRecv(t, j1, "a join inside the extended delay")
+	e.clock.Advance(DefaultInitialRebalanceDelay)
+	r1, r2 := recv(t, j1, "join 1"), recv(t, j2, "join 2")
+	for i, r := range []*kmsg.JoinGroupResponse{r1, r2} {
+		if r.ErrorCode != 0 || r.Generation != 1 || r.LeaderID != id1 || *r.Protocol != "range" || *r.ProtocolType != "consumer" {
+			t.Fatalf("join %d: %+v", i+1, r)
+		}
+	}
+	if len(r1.Members) != 2 || len(r2.Members) != 0 || r1.MemberID != id1 || r2.MemberID != id2 {
+		t.Fatalf("leader got %d members, follower %d", len(r1.Members), len(r2.Members))
+	}
+	for _, m := range r1.Members {
+		if !bytes.Equal(m.ProtocolMetadata, consumerMeta("t")) {
+			t.Fatalf("member %s metadata %x", m.MemberID, m.ProtocolMetadata)
+		}
+	}
+
+	// The follower waits for the leader's assignment.
+	s2 := e.sync("g", id2, 1, nil)
+	e.waitFor("g", "the follower to wait in sync", func(s snap) bool { return s.syncing == 1 })
+	noRecv(t, s2, "the follower's sync")
+	s1 := e.sync("g", id1, 1, map[string][]byte{id1: []byte("a1"), id2: []byte("a2")})
+	if r := recv(t, s1, "sync 1"); r.ErrorCode != 0 || string(r.MemberAssignment) != "a1" || *r.Protocol != "range" {
+		t.Fatalf("leader sync: %+v", r)
+	}
+	if r := recv(t, s2, "sync 2"); r.ErrorCode != 0 || string(r.MemberAssignment) != "a2" {
+		t.Fatalf("follower sync: %+v", r)
+	}
+	if s := e.c.snapshot("g"); s.state != stateStable || s.generation != 1 {
+		t.Fatalf("group %+v", s)
+	}
+	st, ok := e.stored("g")
+	if !ok || st.Generation != 1 || st.Leader != id1 || st.Protocol != "range" || len(st.Members) != 2 ||
+		!st.SubscribedKnown || !reflect.DeepEqual(st.Subscribed, []string{"t"}) {
+		t.Fatalf("stored %+v", st)
+	}
+	for _, m := range st.Members {
+		want := map[string]string{id1: "a1", id2: "a2"}[m.MemberID]
+		if string(m.Assignment) != want || m.ClientID != "client" || m.SessionTimeoutMs != 10_000 {
+			t.Fatalf("stored member %+v", m)
+		}
+	}
+	if code := e.heartbeat("g", id2, 1); code != 0 {
+		t.Fatalf("heartbeat: %d", code)
+	}
+}
+
+// A member that keeps heartbeating but does not rejoin is dropped when the
+// rebalance timeout ends the join phase.
+func TestRebalanceTimeoutDropsLaggard(t *testing.T) {
+	e := newEnv(t, noDelay)
+	ids := e.stableGroup("g", 1)
+	id2, j2 := e.newMember("g", "t")
+	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance })
+	for range 6 {
+		if code := e.heartbeat("g", ids[0], 1); code != kerr.RebalanceInProgress.Code {
+			t.Fatalf("heartbeat during the join phase: %d", code)
+		}
+		noRecv(t, j2, "the join before the rebalance timeout")
+		e.clock.Advance(5 * time.Second)
+	}
+	r := recv(t, j2, "join after the rebalance timeout")
+	if r.Generation != 2 || r.LeaderID != id2 || len(r.Members) != 1 {
+		t.Fatalf("join %+v", r)
+	}
+	if code := e.heartbeat("g", ids[0], 1); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("dropped member's heartbeat: %d, want UNKNOWN_MEMBER_ID", code)
+	}
+}
+
+func TestSessionExpiry(t *testing.T) {
+	e := newEnv(t, noDelay)
+	ids := e.stableGroup("g", 2)
+	// Only the first member heartbeats.
+	for range 3 {
+		e.clock.Advance(4 * time.Second)
+		if s := e.c.snapshot("g"); s.state != stateStable {
+			break
+		}
+		if code := e.heartbeat("g", ids[0], 2); code != 0 {
+			t.Fatalf("heartbeat: %d", code)
+		}
+	}
+	s := e.waitFor("g", "the silent member to expire", func(s snap) bool { return len(s.members) == 1 })
+	if s.state != statePreparingRebalance || s.members[0] != ids[0] {
+		t.Fatalf("group %+v", s)
+	}
+	if code := e.heartbeat("g", ids[0], 2); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("heartbeat: %d, want REBALANCE_IN_PROGRESS", code)
+	}
+	r := recv(t, e.join(joinReq(9, "g", ids[0], "t")), "rejoin")
+	if r.Generation != 3 || len(r.Members) != 1 {
+		t.Fatalf("rejoin %+v", r)
+	}
+}
+
+func TestStaticMemberRejoin(t *testing.T) {
+	e := newEnv(t, noDelay)
+	ra := e.joinNow(withInstance(joinReq(9, "g", "", "t"), "i-a"))
+	if ra.ErrorCode != 0 || ra.Generation != 1 {
+		t.Fatalf("static join needs no member id round: %+v", ra)
+	}
+	a := ra.MemberID
+	e.syncAll("g", 1, []string{a})
+	jb := e.join(withInstance(joinReq(9, "g", "", "t"), "i-b"))
+	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance })
+	ja := e.join(withInstance(joinReq(9, "g", a, "t"), "i-a"))
+	ra, rb := recv(t, ja, "join a"), recv(t, jb, "join b")
+	b := rb.MemberID
+	e.syncAll("g", 2, []string{a, b})
+
+	// b restarts: same instance, no member id. No rebalance.
+	rb2 := e.joinNow(withInstance(joinReq(9, "g", "", "t"), "i-b"))
+	b2 := rb2.MemberID
+	if rb2.ErrorCode != 0 || rb2.Generation != 2 || b2 == b || rb2.LeaderID != a || len(rb2.Members) != 0 || rb2.SkipAssignment {
+		t.Fatalf("static rejoin: %+v", rb2)
+	}
+	if s := e.c.snapshot("g"); s.state != stateStable || s.generation != 2 {
+		t.Fatalf("group after a static rejoin: %+v", s)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = 4, "g", b, 2, kmsg.StringPtr("i-b")
+	if code := e.c.Heartbeat(testCtx(t), hb).ErrorCode; code != kerr.FencedInstanceID.Code {
+		t.Fatalf("old id's heartbeat: %d, want FENCED_INSTANCE_ID", code)
+	}
+	if r := recv(t, e.sync("g", b2, 2, nil), "sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{1}) {
+		t.Fatalf("the new id's sync: %+v", r)
+	}
+	st, _ := e.stored("g")
+	var storedIDs []string
+	for _, m := range st.Members {
+		storedIDs = append(storedIDs, m.MemberID)
+	}
+	if st.Generation != 2 || !slices.Contains(storedIDs, b2) || slices.Contains(storedIDs, b) {
+		t.Fatalf("stored generation %d, members %v; want 2 with %s", st.Generation, storedIDs, b2)
+	}
+
+	// The leader restarts: v9 tells it to skip assigning (KIP-814).
+	ra2 := e.joinNow(withInstance(joinReq(9, "g", "", "t"), "i-a"))
+	if ra2.ErrorCode != 0 || ra2.LeaderID != ra2.MemberID || !ra2.SkipAssignment || len(ra2.Members) != 2 || ra2.Generation != 2 {
+		t.Fatalf("static leader rejoin: %+v", ra2)
+	}
+	if s := e.c.snapshot("g"); s.state != stateStable || s.generation != 2 {
+		t.Fatalf("group %+v", s)
+	}
+}
+
+func TestMemberIDRequired(t *testing.T) {
+	e := newEnv(t, noDelay)
+	ids := e.stableGroup("g", 1)
+	// v3 and below join at once with a generated id.
+	r3 := e.join(joinReq(3, "g", "", "t"))
+	e.waitFor("g", "the v3 member", func(s snap) bool { return len(s.members) == 2 })
+	// A v4+ first join only gets an id: the group stays as it is
+	// until the member comes back, and a join phase waits for it.
+	first := e.joinNow(joinReq(4, "g", "", "t"))
+	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" || first.Generation != -1 {
+		t.Fatalf("v4 first join: %+v", first)
+	}
+	if s := e.c.snapshot("g"); s.pending != 1 {
+		t.Fatalf("group %+v", s)
+	}
+	ja := e.join(joinReq(9, "g", ids[0], "t"))
+	e.waitFor("g", "two joined", func(s snap) bool { return s.joining == 2 })
+	noRecv(t, ja, "a join phase with a member id pending")
+	// The pending id expires after its session timeout.
+	e.clock.Advance(10 * time.Second)
+	if r := recv(t, ja, "join"); r.ErrorCode != 0 || r.Generation != 2 || len(r.Members) != 2 {
+		t.Fatalf("join: %+v", r)
+	}
+	if r := recv(t, r3, "v3 join"); r.ErrorCode != 0 || r.Generation != 2 {
+		t.Fatalf("v3 join: %+v", r)
+	}
+	// The expired id is unknown now.
+	if r := e.joinNow(joinReq(4, "g", first.MemberID, "t")); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("join with an expired id: %+v", r)
+	}
+}
+
+func TestJoinErrors(t *testing.T) {
+	e := newEnv(t, noDelay, func(c *Config) { c.MaxGroupSize = 2 })
+	e.stableGroup("g", 1)
+	other := joinReq(9, "g", "", "t")
+	other.ProtocolType = "connect"
+	noProto := joinReq(9, "g", "", "t")
+	noProto.Protocols[0].Name = "sticky"
+	short := joinReq(9, "g", "", "t")
+	short.SessionTimeoutMillis = 0
+	tests := []struct {
+		name string
+		req  *kmsg.JoinGroupRequest
+		code int16
+	}{
+		{"empty group id", joinReq(9, "", "", "t"), kerr.InvalidGroupID.Code},
+		{"session timeout below the minimum", short, kerr.InvalidSessionTimeout.Code},
+		{"other protocol type", other, kerr.InconsistentGroupProtocol.Code},
+		{"no common protocol", noProto, kerr.InconsistentGroupProtocol.Code},
+		{"unknown member", joinReq(9, "g", "nobody", "t"), kerr.UnknownMemberID.Code},
+		{"group full", joinReq(9, "g", "", "t"), kerr.MemberIDRequired.Code},
+		{"group full, second", joinReq(9, "g", "", "t"), kerr.GroupMaxSizeReached.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := e.joinNow(tt.req); r.ErrorCode != tt.code {
+				t.Fatalf("code %d, want %d", r.ErrorCode, tt.code)
+			}
+		})
+	}
+	// A static member's instance held by another id fences the id.
+	e2 := newEnv(t, noDelay)
+	ra := e2.joinNow(withInstance(joinReq(9, "h", "", "t"), "i"))
+	if r := e2.joinNow(withInstance(joinReq(9, "h", "stale-id", "t"), "i")); r.ErrorCode != kerr.FencedInstanceID.Code {
+		t.Fatalf("stale static id: %+v (owner %s)", r, ra.MemberID)
+	}
+}
+
+func TestSyncAndHeartbeatErrors(t *testing.T) {
+	e := newEnv(t, noDelay)
+	ids := e.stableGroup("g", 2)
+	syncReq := func(member string, gen int32, mod func(*kmsg.SyncGroupRequest)) int16 {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Version, req.Group, req.MemberID, req.Generation = 5, "g", member, gen
+		if mod != nil {
+			mod(req)
+		}
+		return e.c.SyncGroup(testCtx(t), req).ErrorCode
+	}
+	tests := []struct {
+		name string
+		got  func() int16
+		want int16
+	}{
+		{"sync, stable", func() int16 { return syncReq(ids[1], 2, nil) }, 0},
+		{"sync, old generation", func() int16 { return syncReq(ids[1], 1, nil) }, kerr.IllegalGeneration.Code},
+		{"sync, unknown member", func() int16 { return syncReq("nobody", 2, nil) }, kerr.UnknownMemberID.Code},
+		{"sync, unknown group", func() int16 {
+			req := kmsg.NewPtrSyncGroupRequest()
+			req.Group, req.MemberID = "nope", "x"
+			return e.c.SyncGroup(testCtx(t), req).ErrorCode
+		}, kerr.UnknownMemberID.Code},
+		{"sync, other protocol", func() int16 {
+			return syncReq(ids[1], 2, func(r *kmsg.SyncGroupRequest) { r.Protocol = kmsg.StringPtr("sticky") })
+		}, kerr.InconsistentGroupProtocol.Code},
+		{"heartbeat, old generation", func() int16 { return e.heartbeat("g", ids[1], 1) }, kerr.IllegalGeneration.Code},
+		{"heartbeat, unknown member", func() int16 { return e.heartbeat("g", "nobody", 2) }, kerr.UnknownMemberID.Code},
+		{"heartbeat, unknown group", func() int16 { return e.heartbeat("nope", "x", 1) }, kerr.UnknownMemberID.Code},
+		{"heartbeat, empty group id", func() int16 { return e.heartbeat("", "x", 1) }, kerr.InvalidGroupID.Code},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.got(); got != tt.want {
+				t.Fatalf("code %d, want %d", got, tt.want)
+			}
+		})
+	}
+	// During a join phase a sync is REBALANCE_IN_PROGRESS.
+	e.newMember("g", "t")
+	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance })
+	if code := syncReq(ids[1], 2, nil); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("sync during a rebalance: %d", code)
+	}
+}
+
+func TestLeaveGroup(t *testing.T) {
+	e := newEnv(t, noDelay)
+	ids := e.stableGroup("g", 2)
+	rs := e.joinNow(withInstance(joinReq(9, "s", "", "t"), "i"))
+	e.syncAll("s", rs.Generation, []string{rs.MemberID})
+
+	leave := func(group string, version int16, members ...kmsg.LeaveGroupRequestMember) *kmsg.LeaveGroupResponse {
+		req := kmsg.NewPtrLeaveGroupRequest()
+		req.Version, req.Group = version, group
+		if version < 3 {
+			req.MemberID = members[0].MemberID
+		} else {
+			req.Members = members
+		}
+		return e.c.LeaveGroup(testCtx(t), req)
+	}
+	byID := func(id string) kmsg.LeaveGroupRequestMember { return kmsg.LeaveGroupRequestMember{MemberID: id} }
+	byInstance := func(id, inst string) kmsg.LeaveGroupRequestMember {
+		return kmsg.LeaveGroupRequestMember{MemberID: id, InstanceID: &inst}
+	}
+
+	resp := leave("s", 5, byInstance("wrong-id", "i"), byInstance("", "unknown"), byID("nobody"))
+	got := []int16{resp.Members[0].ErrorCode, resp.Members[1].ErrorCode, resp.Members[2].ErrorCode}
+	if want := []int16{kerr.FencedInstanceID.Code, kerr.UnknownMemberID.Code, kerr.UnknownMemberID.Code}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	if resp := leave("s", 5, byInstance("", "i")); resp.Members[0].ErrorCode != 0 {
+		t.Fatalf("leave by instance: %+v", resp)
+	}
+	s := e.waitFor("s", "the static group to empty", func(s snap) bool { return s.state == stateEmpty && s.storing == 0 })
+	if s.generation != 2 {
+		t.Fatalf("group %+v; an emptied group moves to the next generation", s)
+	}
+	if st, _ := e.stored("s"); st.Generation != 2 || len(st.Members) != 0 {
+		t.Fatalf("stored %+v", st)
+	}
+
+	// v0-2 answer one member at the top level.
+	if resp := leave("g", 1, byID("nobody")); resp.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("v1 leave of an unknown member: %+v", resp)
+	}
+	if resp := leave("g", 1, byID(ids[1])); resp.ErrorCode != 0 {
+		t.Fatalf("v1 leave: %+v", resp)
+	}
+	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance && len(s.members) == 1 })
+}
+
+func TestOffsetCommitValidation(t *testing.T) {
+	e := newEnv(t, noDelay)
+	e.createTopic("t", 2)
+	ids := e.stableGroup("g", 2)
+	tests := []struct {
+		name                 string
+		group, member, topic string
+		gen                  int32
+		partition            int32
+		want                 int16
+	}{
+		{"member, current generation", "g", ids[1], "t", 2, 0, 0},
+		{"member, old generation", "g", ids[1], "t", 1, 0, kerr.IllegalGeneration.Code},
+		{"unknown member", "g", "nobody", "t", 2, 0, kerr.UnknownMemberID.Code},
+		{"outside group management, group has members", "g", "", "t", -1, 0, kerr.UnknownMemberID.Code},
+		{"unknown topic", "g", ids[1], "nope", 2, 0, kerr.UnknownTopicOrPartition.Code},
+		{"unknown partition", "g", ids[1], "t", 2, 2, kerr.UnknownTopicOrPartition.Code},
+		{"standalone, new group", "solo", "", "t", -1, 1, 0},
+		{"generation for a group that does not exist", "ghost", "m", "t", 3, 0, kerr.IllegalGeneration.Code},
+		{"empty group id", "", "", "t", -1, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := e.commit(tt.group, tt.member, tt.gen, tt.topic, tt.partition, 42); got != tt.want {
+				t.Fatalf("code %d, want %d", got, tt.want)
+			}
+		})
+	}
+	if got := e.fetched("g", "t", 0); got != 42 {
+		t.Fatalf("fetched %d", got)
+	}
+	if got := e.fetched("solo", "t", 1); got != 42 {
+		t.Fatalf("fetched %d", got)
+	}
+	if got := e.fetched("g", "t", 1); got != -1 {
+		t.Fatalf("fetched %d for no commit", got)
+	}
+
+	// Metadata over offset.metadata.max.bytes.
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation = 9, "solo", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Metadata = kmsg.StringPtr(string(make([]byte, DefaultMaxOffsetMetadataBytes+1)))
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx := testCtx(t)
+	if code := e.c.OffsetCommit(ctx, req)(ctx).Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetMetadataTooLarge.Code {
+		t.Fatalf("big metadata: %d", code)
+	}
+
+	// A generation that completed its join but not its sync.
+	e.newMember("g", "t")
+	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance })
+	for _, id := range ids {
+		e.join(joinReq(9, "g", id, "t"))
+	}
+	e.waitFor("g", "a sync phase", func(s snap) bool { return s.state == stateCompletingRebalance })
+	if got := e.commit("g", ids[0], 3, "t", 0, 43); got != kerr.RebalanceInProgress.Code {
+		t.Fatalf("commit while completing the rebalance: %d", got)
+	}
+}
+
+// A coordinator restarted on the same replica and log finds its groups:
+// the generation goes on, members keep heartbeating, offsets are there,
+// and members that do not come back expire.
+func TestRestartLoadsGroup(t *testing.T) {
+	e := newEnv(t, noDelay)
+	e.createTopic("t", 1)
+	ids := e.stableGroup("g", 2)
+	if code := e.commit("g", ids[0], 2, "t", 0, 7); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	e.restart()
+	s := e.c.snapshot("g")
+	if !s.exists || s.state != stateStable || s.generation != 2 || !reflect.DeepEqual(s.members, slices.Sorted(slices.Values(ids))) {
+		t.Fatalf("loaded %+v", s)
+	}
+	if got := e.fetched("g", "t", 0); got != 7 {
+		t.Fatalf("fetched %d", got)
+	}
+	if r := recv(t, e.sync("g", ids[1], 2, nil), "sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{1}) {
+		t.Fatalf("sync after restart: %+v", r)
+	}
+	// Only ids[0] is alive.
+	for range 3 {
+		e.clock.Advance(4 * time.Second)
+		if e.c.snapshot("g").state != stateStable {
+			break
+		}
+		if code := e.heartbeat("g", ids[0], 2); code != 0 {
+			t.Fatalf("heartbeat after restart: %d", code)
+		}
+	}
+	e.waitFor("g", "the member that did not come back to expire", func(s snap) bool { return len(s.members) == 1 })
+	r := recv(t, e.join(joinReq(9, "g", ids[0], "t")), "rejoin")
+	if r.Generation != 3 {
+		t.Fatalf("generation %d after restart, want 3", r.Generation)
+	}
+}
+
+func TestOffsetExpirySweep(t *testing.T) {
+	e := newEnv(t, noDelay, func(c *Config) {
+		c.OffsetRetention = time.Hour
+		c.OffsetRetentionCheckInterval = 10 * time.Minute
+	})
+	e.createTopic("t", 1)
+	e.createTopic("u", 1)
+	if code := e.commit("solo", "", -1, "t", 0, 5); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	// A live group subscribed to t keeps t's offset, loses u's.
+	e.session = int32(DefaultMaxSessionTimeout / time.Millisecond)
+	ids := e.stableGroup("g", 1)
+	e.commit("g", ids[0], 1, "t", 0, 1)
+	e.commit("g", ids[0], 1, "u", 0, 1)
+	for range 5 {
+		e.clock.Advance(10 * time.Minute)
+		e.heartbeat("g", ids[0], 1)
+	}
+	if e.fetched("solo", "t", 0) != 5 || e.fetched("g", "u", 0) != 1 {
+		t.Fatal("offsets expired before the retention")
+	}
+	e.clock.Advance(10 * time.Minute)
+	if got := e.fetched("solo", "t", 0); got != -1 {
+		t.Fatalf("standalone offset %d after the retention, want expired", got)
+	}
+	if _, ok := e.stored("solo"); ok {
+		t.Fatal("standalone group left without offsets still stored")
+	}
+	if e.fetched("g", "t", 0) != 1 || e.fetched("g", "u", 0) != -1 {
+		t.Fatalf("live group: t %d (subscribed, kept), u %d (expired)", e.fetched("g", "t", 0), e.fetched("g", "u", 0))
+	}
+}
+
+func TestDeleteGroups(t *testing.T) {
+	e := newEnv(t, noDelay)
+	e.createTopic("t", 1)
+	ids := e.stableGroup("live", 1)
+	e.commit("live", ids[0], 1, "t", 0, 3)
+	e.commit("solo", "", -1, "t", 0, 3)
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Version = 2
+	req.Groups = []string{"live", "solo", "nope"}
+	resp := e.c.DeleteGroups(testCtx(t), req)
+	var got []int16
+	for _, g := range resp.Groups {
+		got = append(got, g.ErrorCode)
+	}
+	if want := []int16{kerr.NonEmptyGroup.Code, 0, kerr.GroupIDNotFound.Code}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	if _, ok := e.stored("solo"); ok || e.fetched("solo", "t", 0) != -1 {
+		t.Fatal("solo still stored")
+	}
+	if e.fetched("live", "t", 0) != 3 {
+		t.Fatal("live lost its offset")
+	}
+}
+
+func TestOffsetDelete(t *testing.T) {
+	e := newEnv(t, noDelay)
+	e.createTopic("t", 1)
+	e.createTopic("u", 1)
+	ids := e.stableGroup("g", 1)
+	e.commit("g", ids[0], 1, "t", 0, 1)
+	e.commit("g", ids[0], 1, "u", 0, 1)
+	req := kmsg.NewPtrOffsetDeleteRequest()
+	req.Group = "g"
+	for _, topic := range []string{"t", "u", "nope"} {
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := e.c.OffsetDelete(testCtx(t), req)
+	var got []int16
+	for _, rt := range resp.Topics {
+		got = append(got, rt.Partitions[0].ErrorCode)
+	}
+	if want := []int16{kerr.GroupSubscribedToTopic.Code, 0, kerr.UnknownTopicOrPartition.Code}; resp.ErrorCode != 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("top %d, codes %v, want %v", resp.ErrorCode, got, want)
+	}
+	if e.fetched("g", "t", 0) != 1 || e.fetched("g", "u", 0) != -1 {
+		t.Fatal("wrong offsets deleted")
+	}
+	req.Group = "nope"
+	if resp := e.c.OffsetDelete(testCtx(t), req); resp.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("unknown group: %d", resp.ErrorCode)
+	}
+}
+
+func TestListAndDescribe(t *testing.T) {
+	e := newEnv(t, noDelay)
+	e.createTopic("t", 1)
+	e.stableGroup("live", 2)
+	e.commit("solo", "", -1, "t", 0, 1)
+	e.newMember("joining", "t")
+	e.waitFor("joining", "a join phase", func(s snap) bool { return s.state != stateEmpty })
+
+	list := func(states ...string) map[string]string {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version, req.StatesFilter = 4, states
+		out := make(map[string]string)
+		for _, g := range e.c.ListGroups(testCtx(t), req).Groups {
+			out[g.Group] = g.ProtocolType + "/" + g.GroupState
+		}
+		return out
+	}
+	all := list()
+	want := map[string]string{"live": "consumer/Stable", "solo": "/Empty", "joining": "consumer/CompletingRebalance"}
+	if !reflect.DeepEqual(all, want) {
+		t.Fatalf("groups %v, want %v", all, want)
+	}
+	if got := list("stable", "EMPTY"); len(got) != 2 || got["joining"] != "" {
+		t.Fatalf("filtered %v", got)
+	}
+
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version, req.Groups, req.IncludeAuthorizedOperations = 5, []string{"live", "nope"}, true
+	resp := e.c.DescribeGroups(testCtx(t), req)
+	live, nope := resp.Groups[0], resp.Groups[1]
+	if live.State != "Stable" || live.Protocol != "range" || len(live.Members) != 2 || live.AuthorizedOperations != groupAuthorizedOps {
+		t.Fatalf("live: %+v", live)
+	}
+	for _, m := range live.Members {
+		if !bytes.Equal(m.ProtocolMetadata, consumerMeta("t")) || len(m.MemberAssignment) != 1 || m.ClientHost != "/127.0.0.1" {
+			t.Fatalf("member %+v", m)
+		}
+	}
+	if nope.State != "Dead" || nope.ErrorCode != 0 {
+		t.Fatalf("unknown group: %+v", nope)
+	}
+}
+
+// Groups spread over the nodes; one this agent does not own is
+// NOT_COORDINATOR everywhere.
+func TestNotCoordinator(t *testing.T) {
+	nodes := []int32{3, 1, 2}
+	counts := make(map[int32]int)
+	var foreign string
+	for i := range 300 {
+		name := fmt.Sprintf("group-%d", i)
+		owner := OwnerOf(name, nodes)
+		if owner != OwnerOf(name, []int32{1, 2, 3}) {
+			t.Fatalf("owner of %s depends on the order of the nodes", name)
+		}
+		counts[owner]++
+		if owner != 1 && foreign == "" {
+			foreign = name
+		}
+	}
+	for _, n := range nodes {
+		if counts[n] < 50 {
+			t.Fatalf("spread %v", counts)
+		}
+	}
+	if OwnerOf("x", nil) != -1 {
+		t.Fatal("owner with no nodes")
+	}
+
+	e := newEnv(t, noDelay, func(c *Config) { c.Nodes = func() []int32 { return nodes } })
+	e.createTopic("t", 1)
+	nc := kerr.NotCoordinator.Code
+	if r := e.joinNow(joinReq(9, foreign, "", "t")); r.ErrorCode != nc {
+		t.Fatalf("join: %d", r.ErrorCode)
+	}
+	if code := e.heartbeat(foreign, "m", 1); code != nc {
+		t.Fatalf("heartbeat: %d", code)
+	}
+	if code := e.commit(foreign, "", -1, "t", 0, 1); code != nc {
+		t.Fatalf("commit: %d", code)
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version, req.Group = 1, foreign
+	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	if code := e.c.OffsetFetch(testCtx(t), req).Topics[0].Partitions[0].ErrorCode; code != nc {
+		t.Fatalf("v1 fetch: %d", code)
+	}
+	if e.c.Coordinator(foreign) == 1 {
+		t.Fatal("Coordinator disagrees with OwnerOf")
+	}
+}
+
+// Commits of many groups queued while an append is in flight share one
+// log entry.
+func TestOffsetCommitsShareEntries(t *testing.T) {
+	const groups = 50
+	clock := newFakeClock()
+	log := &gatedLog{Loglet: memlog.New()}
+	rep, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rep.Close() })
+	cfg := testConfig()
+	cfg.Store, cfg.Clock = rep, clock
+	c, err := New(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if res, err := rep.Propose(testCtx(t), meta.CreateTopic{Name: "t", Partitions: 1}); err != nil || res.Code != 0 {
+		t.Fatal(err, res)
+	}
+	commit := func(group string) func(context.Context) *kmsg.OffsetCommitResponse {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version, req.Group, req.Generation = 9, group, -1
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Offset: 9, LeaderEpoch: -1}}}}
+		return c.OffsetCommit(testCtx(t), req)
+	}
+	before := log.count()
+	entered := log.arm()
+	waits := []func(context.Context) *kmsg.OffsetCommitResponse{commit("g-0")}
+	recv(t, entered, "the first append")
+	for i := 1; i < groups; i++ {
+		waits = append(waits, commit(fmt.Sprintf("g-%d", i)))
+	}
+	log.release()
+	for i, w := range waits {
+		if code := w(testCtx(t)).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("commit %d: %d", i, code)
+		}
+	}
+	if n := log.count() - before; n != 2 {
+		t.Fatalf("%d commits took %d appends, want 2", groups, n)
+	}
+	v := rep.View()
+	defer v.Close()
+	gs, err := v.Groups()
+	if err != nil || len(gs) != groups {
+		t.Fatalf("%d groups stored, %v", len(gs), err)
+	}
+}
+
+// A leader's store of one generation still in flight when the next
+// generation's leader syncs must not hold that sync up.
+func TestSyncWhileOlderStoreInFlight(t *testing.T) {
+	e := newEnv(t, noDelay)
+	id1, j1 := e.newMember("g", "t")
+	if r := recv(t, j1, "join"); r.Generation != 1 {
+		t.Fatalf("join %+v", r)
+	}
+	entered := e.log.arm()
+	s1 := e.sync("g", id1, 1, map[string][]byte{id1: {1}})
+	recv(t, entered, "the generation 1 store's append")
+	// A new member: the group rebalances while generation 1's store is
+	// stuck in the log.
+	id2, j2 := e.newMember("g", "t")
+	if r := recv(t, s1, "generation 1 sync"); r.ErrorCode != kerr.RebalanceInProgress.Code {
+		t.Fatalf("generation 1 sync: %+v", r)
+	}
+	j1 = e.join(joinReq(9, "g", id1, "t"))
+	if r := recv(t, j1, "rejoin"); r.Generation != 2 {
+		t.Fatalf("rejoin %+v", r)
+	}
+	recv(t, j2, "join 2")
+	s1 = e.sync("g", id1, 2, map[string][]byte{id1: {1}, id2: {2}})
+	s2 := e.sync("g", id2, 2, nil)
+	e.waitFor("g", "both to wait in sync", func(s snap) bool { return s.syncing == 2 })
+	e.log.release()
+	if r := recv(t, s1, "leader sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{1}) {
+		t.Fatalf("leader sync %+v", r)
+	}
+	if r := recv(t, s2, "follower sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{2}) {
+		t.Fatalf("follower sync %+v", r)
+	}
+}

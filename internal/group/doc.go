@@ -1,0 +1,66 @@
+// Package group owns Strand's consumer group coordinator: membership,
+// rebalances and committed offsets of the groups that FindCoordinator
+// maps to this agent (OwnerOf), served to the Kafka layer as one method
+// per API key (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+// OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups).
+//
+// # Memory and the log
+//
+// Membership is in memory on the coordinating agent: who is in a group,
+// who is waiting in JoinGroup or SyncGroup, every session and rebalance
+// timer. Every durable fact goes through the shared log as a meta
+// command, queued under the group's lock so a group's commands apply in
+// the order the coordinator decided them:
+//
+//   - GroupState when a generation's assignment is settled (the leader's
+//     SyncGroup), when a group becomes empty, and when a static member is
+//     replaced;
+//   - OffsetCommit for every commit (commits of all groups share log
+//     entries: meta's proposer cuts one entry from whatever is queued
+//     while the previous append is in flight);
+//   - DeleteGroup, OffsetDelete, and ExpireOffsets from a periodic sweep
+//     (offsets.retention.minutes, with time taken from the log).
+//
+// Apply fences a coordinator that lost a group: a GroupState or group
+// OffsetCommit whose generation is below the stored one is refused, and
+// the coordinator that gets the refusal unloads the group
+// (NOT_COORDINATOR to its members).
+//
+// A group missing from memory is loaded from its stored state after the
+// replica catches up with the log: Stable with the stored members, ids,
+// generation and assignments, or Empty. Members carry on with
+// heartbeats; those that do not come back within their session are
+// removed and the group rebalances, as after a Kafka coordinator moves.
+// New loads every owned group that has stored members, so their sessions
+// start running at once.
+//
+// # The classic state machine
+//
+//	Empty --join--> PreparingRebalance --all joined or rebalance timeout--> CompletingRebalance
+//	CompletingRebalance --leader's SyncGroup stored--> Stable
+//	Stable | CompletingRebalance --join, leave, session expiry, late sync--> PreparingRebalance
+//	PreparingRebalance --nobody left--> Empty (generation+1, stored)
+//	Empty --DeleteGroups--> Dead (gone from memory once the delete applies)
+//
+// The first rebalance of an empty group waits InitialRebalanceDelay for
+// more members (group.initial.rebalance.delay.ms). JoinGroup v4+ without
+// a member id gets MEMBER_ID_REQUIRED and the id to rejoin with
+// (KIP-394). A member with an instance id (KIP-345) that rejoins replaces
+// its old member id; the old id is FENCED_INSTANCE_ID, and a stable group
+// keeps its generation and assignment.
+//
+// # Time
+//
+// Every timeout is a timer from the Clock in Config, so tests drive time
+// by hand. Timer callbacks lock the group and check a sequence number (or
+// a member's deadline) before acting, so a timer that lost a race with a
+// request does nothing.
+//
+// # Kinds
+//
+// A group has a kind (meta.GroupKind): classic groups are served here;
+// KIP-848 "consumer" groups (ConsumerGroupHeartbeat) share the lookup,
+// loading, placement, stores and offsets, with their own membership
+// state. A classic JoinGroup to a non-empty consumer group is
+// INCONSISTENT_GROUP_PROTOCOL.
+package group

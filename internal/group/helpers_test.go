@@ -1,0 +1,450 @@
+package group
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/memlog"
+)
+
+// guard bounds every wait; nothing waits it out on purpose.
+const guard = 20 * time.Second
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// fakeClock is a Clock moved by Advance, which runs due timers in time
+// order on the caller's goroutine.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	seq    int
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c       *fakeClock
+	when    time.Time
+	seq     int
+	f       func()
+	stopped bool
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	t := &fakeTimer{c: c, when: c.now.Add(d), seq: c.seq, f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if t.stopped {
+		return false
+	}
+	t.stopped = true
+	return true
+}
+
+// Advance moves time forward by d, firing every timer due on the way.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	target := c.now.Add(d)
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool { return t.stopped })
+		var next *fakeTimer
+		for _, t := range c.timers {
+			if !t.when.After(target) && (next == nil || t.when.Before(next.when) || (t.when.Equal(next.when) && t.seq < next.seq)) {
+				next = t
+			}
+		}
+		if next == nil {
+			c.now = target
+			c.mu.Unlock()
+			return
+		}
+		next.stopped = true
+		if next.when.After(c.now) {
+			c.now = next.when
+		}
+		c.mu.Unlock()
+		next.f()
+	}
+}
+
+// env is a coordinator over a real replica (memory log, Pebble in a temp
+// dir) whose entry timestamps follow the fake clock.
+type env struct {
+	t     *testing.T
+	clock *fakeClock
+	log   *gatedLog
+	dir   string
+	cfg   Config
+	rep   *meta.Replica
+	c     *Coordinator
+	// session overrides joinReq's session timeout (ms) in e.req.
+	session int32
+}
+
+// testConfig is the coordinator config of tests: the defaults but for a
+// session floor low enough for short sessions, and no sweep unless a test
+// asks.
+func testConfig() Config {
+	return Config{
+		NodeID:                       1,
+		MinSessionTimeout:            time.Millisecond,
+		OffsetRetentionCheckInterval: -1,
+		Logger:                       quiet,
+	}
+}
+
+func newEnv(t *testing.T, opts ...func(*Config)) *env {
+	t.Helper()
+	e := &env{t: t, clock: newFakeClock(), log: &gatedLog{Loglet: memlog.New()}, dir: t.TempDir()}
+	t.Cleanup(func() { e.log.Close() })
+	e.cfg = testConfig()
+	for _, o := range opts {
+		o(&e.cfg)
+	}
+	e.open()
+	return e
+}
+
+// open starts the replica and the coordinator on e's log and dir.
+func (e *env) open() {
+	t := e.t
+	t.Helper()
+	ctx := testCtx(t)
+	rep, err := meta.Open(ctx, meta.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.cfg
+	cfg.Store, cfg.Clock = rep, e.clock
+	c, err := New(ctx, cfg)
+	if err != nil {
+		rep.Close()
+		t.Fatal(err)
+	}
+	e.rep, e.c = rep, c
+	t.Cleanup(e.close)
+}
+
+// close stops the coordinator, then the replica. Idempotent.
+func (e *env) close() {
+	if e.c != nil {
+		e.c.Close()
+		e.c = nil
+	}
+	if e.rep != nil {
+		e.rep.Close()
+		e.rep = nil
+	}
+}
+
+// restart closes everything and opens it again on the same log and dir.
+func (e *env) restart() {
+	e.t.Helper()
+	e.close()
+	e.open()
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (e *env) createTopic(name string, partitions int32) {
+	e.t.Helper()
+	res, err := e.rep.Propose(testCtx(e.t), meta.CreateTopic{Name: name, Partitions: partitions})
+	if err != nil || res.Code != 0 {
+		e.t.Fatalf("CreateTopic(%s): %v, %v", name, err, res.Err())
+	}
+}
+
+// consumerMeta is a consumer protocol subscription to topics.
+func consumerMeta(topics ...string) []byte {
+	m := kmsg.NewConsumerMemberMetadata()
+	m.Topics = topics
+	return m.AppendTo(nil)
+}
+
+// joinReq is a JoinGroup of a consumer with the range protocol.
+func joinReq(version int16, group, memberID string, topics ...string) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = version
+	req.Group = group
+	req.MemberID = memberID
+	req.SessionTimeoutMillis = 10_000
+	req.RebalanceTimeoutMillis = 30_000
+	req.ProtocolType = consumerProtocolType
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", consumerMeta(topics...)
+	req.Protocols = []kmsg.JoinGroupRequestProtocol{p}
+	return req
+}
+
+// req is joinReq with e's session timeout.
+func (e *env) req(version int16, group, memberID string, topics ...string) *kmsg.JoinGroupRequest {
+	r := joinReq(version, group, memberID, topics...)
+	if e.session > 0 {
+		r.SessionTimeoutMillis = e.session
+	}
+	return r
+}
+
+func withInstance(req *kmsg.JoinGroupRequest, id string) *kmsg.JoinGroupRequest {
+	req.InstanceID = &id
+	return req
+}
+
+// join calls JoinGroup in a goroutine; the answer arrives on the channel.
+func (e *env) join(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
+	ch := make(chan *kmsg.JoinGroupResponse, 1)
+	c := e.c
+	go func() { ch <- c.JoinGroup(context.Background(), Client{ID: "client", Host: "/127.0.0.1"}, req) }()
+	return ch
+}
+
+// joinNow is a join answered without waiting for a phase to complete.
+func (e *env) joinNow(req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+	e.t.Helper()
+	return recv(e.t, e.join(req), "JoinGroup")
+}
+
+// newMember joins a new member the v4+ way and returns the id
+// MEMBER_ID_REQUIRED handed out, with the second join in flight.
+func (e *env) newMember(group string, topics ...string) (string, <-chan *kmsg.JoinGroupResponse) {
+	e.t.Helper()
+	resp := e.joinNow(e.req(9, group, "", topics...))
+	if resp.ErrorCode != kerr.MemberIDRequired.Code || resp.MemberID == "" {
+		e.t.Fatalf("first join: code %d, member %q; want MEMBER_ID_REQUIRED", resp.ErrorCode, resp.MemberID)
+	}
+	return resp.MemberID, e.join(e.req(9, group, resp.MemberID, topics...))
+}
+
+func (e *env) sync(group, member string, gen int32, assign map[string][]byte) <-chan *kmsg.SyncGroupResponse {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version = 5
+	req.Group, req.MemberID, req.Generation = group, member, gen
+	for _, id := range slices.Sorted(mapKeys(assign)) {
+		a := kmsg.NewSyncGroupRequestGroupAssignment()
+		a.MemberID, a.MemberAssignment = id, assign[id]
+		req.GroupAssignment = append(req.GroupAssignment, a)
+	}
+	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	c := e.c
+	go func() { ch <- c.SyncGroup(context.Background(), req) }()
+	return ch
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func (e *env) heartbeat(group, member string, gen int32) int16 {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Version = 4
+	req.Group, req.MemberID, req.Generation = group, member, gen
+	return e.c.Heartbeat(testCtx(e.t), req).ErrorCode
+}
+
+func (e *env) commit(group, member string, gen int32, topic string, partition int32, offset int64) int16 {
+	e.t.Helper()
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = 9
+	req.Group, req.MemberID, req.Generation = group, member, gen
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	ctx := testCtx(e.t)
+	resp := e.c.OffsetCommit(ctx, req)(ctx)
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// fetched is a group's committed offset of one partition, -1 if none.
+func (e *env) fetched(group, topic string, partition int32) int64 {
+	e.t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = 8
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = group
+	rt := kmsg.NewOffsetFetchRequestGroupTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	rg.Topics = append(rg.Topics, rt)
+	req.Groups = append(req.Groups, rg)
+	resp := e.c.OffsetFetch(testCtx(e.t), req)
+	g := resp.Groups[0]
+	if g.ErrorCode != 0 {
+		e.t.Fatalf("OffsetFetch: group error %d", g.ErrorCode)
+	}
+	return g.Topics[0].Partitions[0].Offset
+}
+
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(guard):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// noRecv fails if ch already holds a value.
+func noRecv[T any](t testing.TB, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case v := <-ch:
+		t.Fatalf("%s answered early: %+v", what, v)
+	default:
+	}
+}
+
+// snap is a group's state for assertions.
+type snap struct {
+	exists     bool
+	state      groupState
+	generation int32
+	leader     string
+	members    []string
+	joining    int // members waiting in JoinGroup
+	syncing    int // members waiting in SyncGroup
+	pending    int
+	storing    int
+}
+
+func (c *Coordinator) snapshot(name string) snap {
+	c.mu.Lock()
+	g := c.mu.groups[name]
+	c.mu.Unlock()
+	if g == nil {
+		return snap{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gone {
+		return snap{}
+	}
+	s := snap{exists: true, state: g.state, generation: g.generation, leader: g.leader,
+		pending: len(g.pending), storing: g.storing}
+	for _, m := range g.sortedMembersLocked() {
+		s.members = append(s.members, m.id)
+		if m.join != nil {
+			s.joining++
+		}
+		if m.sync != nil {
+			s.syncing++
+		}
+	}
+	return s
+}
+
+// waitFor waits until cond holds for group's snapshot.
+func (e *env) waitFor(group string, what string, cond func(snap) bool) snap {
+	e.t.Helper()
+	deadline := time.After(guard)
+	for {
+		ch := e.c.Changed()
+		s := e.c.snapshot(group)
+		if cond(s) {
+			return s
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			e.t.Fatalf("timed out waiting for %s; group %s is %+v", what, group, s)
+		}
+	}
+}
+
+// stored reads the group's stored state.
+func (e *env) stored(group string) (meta.Group, bool) {
+	e.t.Helper()
+	v := e.rep.View()
+	defer v.Close()
+	g, ok, err := v.Group(group)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return g, ok
+}
+
+// gatedLog holds appends while its gate is armed, and counts them.
+type gatedLog struct {
+	*memlog.Loglet
+	mu      sync.Mutex
+	gate    chan struct{} // nil when open
+	entered chan struct{}
+	appends int
+}
+
+func (l *gatedLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error) {
+	l.mu.Lock()
+	gate, entered := l.gate, l.entered
+	l.appends++
+	l.mu.Unlock()
+	if gate != nil {
+		entered <- struct{}{}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return l.Loglet.Append(ctx, entry)
+}
+
+func (l *gatedLog) arm() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gate, l.entered = make(chan struct{}), make(chan struct{}, 1024)
+	return l.entered
+}
+
+func (l *gatedLog) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gate != nil {
+		close(l.gate)
+		l.gate = nil
+	}
+}
+
+func (l *gatedLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.appends
+}

@@ -1,0 +1,69 @@
+// FindCoordinator: v0-4
+//   - Key type 0 (group; v0's only kind) and 1 (transaction) are placed by
+//     the group coordinator's one mapping (group.OwnerOf over the live
+//     agents). Transaction state will live in the replicated database, so
+//     any agent could serve a transactional id; spreading them like groups
+//     keeps a producer's coordinator stable once transactions exist.
+//     Other key types are INVALID_REQUEST.
+//   - The answer is the coordinator's advertised address among
+//     Deps.Cluster's brokers; a node missing from that list is
+//     COORDINATOR_NOT_AVAILABLE, which clients retry.
+//   - v1-3 ErrorMessage; v4: batched CoordinatorKeys, one answer each.
+//   - Left out: v5-6 (KIP-890 transactions v2, KIP-932 share groups).
+
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(10, 0, 4, handleFindCoordinator) }
+
+// Coordinator key types.
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+func handleFindCoordinator(_ context.Context, r *Request) (kmsg.Response, error) {
+	g, err := r.Deps.groups()
+	if err != nil {
+		return nil, err
+	}
+	req := r.Body.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	brokers := r.Deps.brokers(r.Conn)
+	find := func(key string) (Broker, *kerr.Error, string) {
+		if req.CoordinatorType != coordinatorGroup && req.CoordinatorType != coordinatorTransaction {
+			return Broker{NodeID: -1}, kerr.InvalidRequest, "unknown coordinator key type"
+		}
+		node := g.Coordinator(key)
+		for _, b := range brokers {
+			if b.NodeID == node {
+				return b, nil, ""
+			}
+		}
+		return Broker{NodeID: -1}, kerr.CoordinatorNotAvailable, "the coordinating agent is not live"
+	}
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			b, e, msg := find(key)
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.Host, c.Port = key, b.NodeID, b.Host, b.Port
+			if e != nil {
+				c.ErrorCode, c.ErrorMessage = e.Code, strPtr(msg)
+			}
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp, nil
+	}
+	b, e, msg := find(req.CoordinatorKey)
+	resp.NodeID, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
+	if e != nil {
+		resp.ErrorCode, resp.ErrorMessage = e.Code, strPtr(msg)
+	}
+	return resp, nil
+}

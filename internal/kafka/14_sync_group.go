@@ -1,0 +1,29 @@
+// SyncGroup: v0-5
+//   - The leader's assignment is stored through the log (the generation's
+//     GroupState) before any member gets its part; followers wait for it.
+//   - v3+ InstanceID (FENCED_INSTANCE_ID for a replaced static member);
+//     v5 ProtocolType and Protocol are checked (INCONSISTENT_GROUP_PROTOCOL)
+//     and answered.
+//   - REBALANCE_IN_PROGRESS while the group is joining, ILLEGAL_GENERATION
+//     and UNKNOWN_MEMBER_ID as Kafka answers them.
+//   - A server shutdown ends the wait with NOT_COORDINATOR.
+
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(14, 0, 5, handleSyncGroup) }
+
+func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
+	g, err := r.Deps.groups()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := r.untilDrain(ctx)
+	defer cancel()
+	return g.SyncGroup(ctx, r.Body.(*kmsg.SyncGroupRequest)), nil
+}

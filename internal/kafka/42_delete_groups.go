@@ -1,0 +1,23 @@
+// DeleteGroups: v0-2
+//   - An empty group's state and committed offsets are deleted through the
+//     log; a group with members is NON_EMPTY_GROUP, an unknown one
+//     GROUP_ID_NOT_FOUND.
+//   - Left out: v3 (ErrorMessage).
+
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { regKey(42, 0, 2, handleDeleteGroups) }
+
+func handleDeleteGroups(ctx context.Context, r *Request) (kmsg.Response, error) {
+	g, err := r.Deps.groups()
+	if err != nil {
+		return nil, err
+	}
+	return g.DeleteGroups(ctx, r.Body.(*kmsg.DeleteGroupsRequest)), nil
+}
