@@ -370,22 +370,24 @@ func (c *Coordinator) lookup(ctx context.Context, name string, create bool) (*gr
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.closed {
+	// discard drops the load: it was never in the map and nobody waits
+	// on it, so stopping its timers is all there is.
+	discard := func() {
 		loaded.mu.Lock()
-		loaded.unloadLocked(kerr.NotCoordinator)
+		loaded.gone = true
+		loaded.stopTimersLocked()
 		loaded.mu.Unlock()
+	}
+	if c.mu.closed {
+		discard()
 		return nil, kerr.NotCoordinator
 	}
 	if g := c.mu.groups[name]; g != nil {
-		loaded.mu.Lock()
-		loaded.stopTimersLocked()
-		loaded.mu.Unlock()
+		discard()
 		return g, nil
 	}
 	if len(c.mu.groups) >= c.cfg.MaxGroups && !c.evictIdleLocked() {
-		loaded.mu.Lock()
-		loaded.stopTimersLocked()
-		loaded.mu.Unlock()
+		discard()
 		c.log.Warn("group: too many groups in memory", "max", c.cfg.MaxGroups)
 		return nil, kerr.CoordinatorNotAvailable
 	}

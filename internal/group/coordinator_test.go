@@ -770,3 +770,30 @@ func TestSyncWhileOlderStoreInFlight(t *testing.T) {
 		t.Fatalf("follower sync %+v", r)
 	}
 }
+
+// Memory holds at most MaxGroups groups: an idle empty one makes room, a
+// live one does not.
+func TestMaxGroups(t *testing.T) {
+	e := newEnv(t, noDelay, func(c *Config) { c.MaxGroups = 1 })
+	ids := e.stableGroup("live", 1)
+	if r := e.joinNow(joinReq(9, "other", "", "t")); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("join with memory full of live groups: %+v", r)
+	}
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Version, req.Group = 5, "live"
+	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: ids[0]}}
+	if resp := e.c.LeaveGroup(testCtx(t), req); resp.Members[0].ErrorCode != 0 {
+		t.Fatalf("leave: %+v", resp)
+	}
+	e.waitFor("live", "the group to empty and store", func(s snap) bool { return s.state == stateEmpty && s.storing == 0 })
+	if r := e.joinNow(joinReq(9, "other", "", "t")); r.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("join after the live group emptied: %+v", r)
+	}
+	if s := e.c.snapshot("live"); s.exists {
+		t.Fatalf("live still in memory: %+v", s)
+	}
+	// Its state is stored: loading it again finds the generation.
+	if st, ok := e.stored("live"); !ok || st.Generation != 2 {
+		t.Fatalf("stored %+v, %v", st, ok)
+	}
+}

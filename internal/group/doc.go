@@ -34,6 +34,11 @@
 // New loads every owned group that has stored members, so their sessions
 // start running at once.
 //
+// Memory is bounded: at most MaxGroupSize members (and member ids handed
+// out) per group, at most MaxGroups groups. An empty group with nothing in
+// flight is dropped from memory by the expiry sweep, or when room is
+// needed; its stored state brings it back on the next request.
+//
 // # The classic state machine
 //
 //	Empty --join--> PreparingRebalance --all joined or rebalance timeout--> CompletingRebalance

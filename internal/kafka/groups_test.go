@@ -336,3 +336,20 @@ func sortedParts(m map[int32]bool) []int32 {
 	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
 	return ps
 }
+
+// The group API files register these versions.
+func TestGroupAPIVersions(t *testing.T) {
+	want := map[int16]int16{8: 9, 9: 9, 10: 4, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 4, 42: 2, 47: 0}
+	got := make(map[int16]int16)
+	for _, k := range DefaultRegistry().APIVersions() {
+		if _, ok := want[k.ApiKey]; ok {
+			if k.MinVersion != 0 {
+				t.Errorf("key %d: min version %d", k.ApiKey, k.MinVersion)
+			}
+			got[k.ApiKey] = k.MaxVersion
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("served %v, want %v", got, want)
+	}
+}
