@@ -26,6 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/testservers/etcdtest"
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
 // Bounds that guard against deadlocks; none of them is expected to be
@@ -49,10 +51,16 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	binDir = dir
-	code := m.Run()
+	// Stops the PostgreSQL and etcd servers that tests start on first use.
+	code := pgtest.Run(runFunc(func() int { return etcdtest.Run(m) }))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// runFunc chains the test servers' Run wrappers.
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
 
 var build struct {
 	once sync.Once

@@ -56,6 +56,7 @@ the command line wins.`,
 	f.Int32Var(&cfg.DefaultPartitions, "default-partitions", agent.DefaultPartitions, "partitions of auto-created topics and of CreateTopics with -1")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
+	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -1,8 +1,9 @@
 // Package agent wires one Strand agent together: the object store, the
 // shared log, the local metadata replica, the produce and fetch paths, the
-// Kafka listener and the HTTP endpoints (/healthz, /readyz, /metrics). It
-// owns start-up order and graceful shutdown, nothing else: every piece it
-// starts lives in its own package.
+// Kafka listener, the HTTP endpoints (/healthz, /readyz, /metrics and the
+// admin API of admin_http.go) and the metadata snapshots. It owns start-up
+// order and graceful shutdown, nothing else: every piece it starts lives
+// in its own package.
 package agent
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/strandkafka/strand/internal/fetch"
+	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
@@ -48,6 +50,7 @@ type Agent struct {
 	log      *sharedlog.VirtualLog
 	replica  *meta.Replica
 	pipeline *produce.Pipeline
+	groups   *group.Coordinator
 	server   *kafka.Server
 
 	kafkaLn  net.Listener
@@ -55,6 +58,9 @@ type Agent struct {
 	httpSrv  *http.Server
 	serveErr chan error
 	ready    atomic.Bool
+
+	// snapshots takes the metadata snapshots (snapshot.go).
+	snapshots *snapshotter
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -120,8 +126,12 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("shared log %s: %w", cfg.Log, err)
 	}
 	a.log = vlog
+	metaDir := filepath.Join(cfg.DataDir, "meta")
+	if err := restoreIfEmpty(ctx, metaDir, a.store, vlog, logger); err != nil {
+		return nil, err
+	}
 	a.replica, err = meta.Open(ctx, meta.Config{
-		Dir:      filepath.Join(cfg.DataDir, "meta"),
+		Dir:      metaDir,
 		Log:      timedLog{VirtualLog: vlog, m: a.metrics},
 		WriterID: agentID,
 		Logger:   logger.With("component", "meta"),
@@ -130,6 +140,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("metadata replica: %w", err)
 	}
 	a.registerReplicaMetrics()
+	a.snapshots = newSnapshotter(a.replica, vlog, a.store, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
 	cache := fetch.NewCache(readCacheBytes)
 	a.pipeline, err = produce.New(produce.Config{
@@ -144,6 +155,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("produce pipeline: %w", err)
+	}
+
+	a.groups, err = group.New(ctx, group.Config{Store: a.replica, NodeID: cfg.NodeID, Logger: logger.With("component", "group")})
+	if err != nil {
+		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
 
 	a.kafkaLn, err = net.Listen("tcp", cfg.KafkaListen)
@@ -164,6 +180,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			DefaultPartitions: cfg.DefaultPartitions,
 			Produce:           a.pipeline,
 			Fetch:             fetch.NewReader(a.store, cache),
+			Groups:            a.groups,
 		},
 	})
 	if err != nil {
@@ -247,6 +264,12 @@ func (a *Agent) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("produce pipeline: %w", err))
 		}
 	}
+	if a.groups != nil {
+		a.groups.Close() // after the server: its handlers use it
+	}
+	if a.snapshots != nil {
+		a.snapshots.stop() // Replica.Snapshot must return before Close
+	}
 	if a.replica != nil {
 		if err := a.replica.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("metadata replica: %w", err))
@@ -287,6 +310,7 @@ func (a *Agent) startHTTP() error {
 		fmt.Fprintln(w, "ready")
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	a.mountAdmin(mux)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/strandkafka/strand/internal/objstore"
 )
 
@@ -44,17 +46,29 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
 	// buffered batches and finishing in-flight commits.
 	ShutdownTimeout time.Duration
+	// SnapshotInterval is how often the agent uploads a snapshot of its
+	// metadata copy to the object store, under SnapshotPrefix ("meta/"),
+	// and trims the log below it. 0 means DefaultSnapshotInterval;
+	// SnapshotsOff (any negative value) takes none on its own, though
+	// POST /v1/snapshot still does. An agent started on an empty data dir
+	// restores the newest snapshot found there.
+	SnapshotInterval time.Duration
 }
+
+// SnapshotsOff is the Config.SnapshotInterval that turns periodic
+// snapshots off.
+const SnapshotsOff time.Duration = -1
 
 // Defaults for the embedded single-machine setup.
 const (
-	DefaultDataDir               = "./strand-data"
-	DefaultKafkaListen           = "127.0.0.1:9092"
-	DefaultHTTPListen            = "127.0.0.1:9644"
-	DefaultFlushInterval         = 5 * time.Millisecond
-	DefaultFlushBytes            = 4 << 20
-	DefaultPartitions      int32 = 1
-	DefaultShutdownTimeout       = 30 * time.Second
+	DefaultDataDir                = "./strand-data"
+	DefaultKafkaListen            = "127.0.0.1:9092"
+	DefaultHTTPListen             = "127.0.0.1:9644"
+	DefaultFlushInterval          = 5 * time.Millisecond
+	DefaultFlushBytes             = 4 << 20
+	DefaultPartitions       int32 = 1
+	DefaultShutdownTimeout        = 30 * time.Second
+	DefaultSnapshotInterval       = 10 * time.Minute
 )
 
 // SetDefaults fills unset fields. ObjStore and Log default to locations
@@ -83,6 +97,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = DefaultSnapshotInterval
 	}
 }
 
@@ -144,3 +161,38 @@ func (c *Config) latencyProfile() (*objstore.LatencyProfile, error) {
 	return nil, fmt.Errorf("objstore-latency %q: want none, %s or %s",
 		c.ObjStoreLatency, objstore.S3Express.Name, objstore.S3Standard.Name)
 }
+
+// SnapshotIntervalFlag returns the pflag.Value of --snapshot-interval
+// for *d: a duration where 0 turns periodic snapshots off, as operators
+// expect of an interval flag, stored as SnapshotsOff since 0 in Config
+// means the default. It sets *d to DefaultSnapshotInterval, the flag's
+// default.
+func SnapshotIntervalFlag(d *time.Duration) pflag.Value {
+	*d = DefaultSnapshotInterval
+	return snapshotIntervalFlag{d}
+}
+
+type snapshotIntervalFlag struct{ d *time.Duration }
+
+func (f snapshotIntervalFlag) String() string {
+	if *f.d < 0 {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f snapshotIntervalFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return err
+	case d < 0:
+		return fmt.Errorf("%v: must not be negative (0 turns snapshots off)", d)
+	case d == 0:
+		d = SnapshotsOff
+	}
+	*f.d = d
+	return nil
+}
+
+func (f snapshotIntervalFlag) Type() string { return "duration" }

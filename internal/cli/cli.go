@@ -2,7 +2,8 @@
 // `consume` and `group` commands of the strand binary, in the spirit of
 // Redpanda's rpk and kcat. They speak only the Kafka protocol (through
 // franz-go's kgo and kadm), so they work against any Kafka-compatible
-// cluster, not just Strand.
+// cluster, not just Strand. The `log` commands are Strand's own: they
+// talk to one agent's HTTP admin API (see internal/agent).
 //
 // Every command reads and writes through cobra's In/Out/Err streams and
 // honours the context passed to ExecuteContext, so tests run whole commands
@@ -50,10 +51,11 @@ const (
 	clientID       = "strand-cli"
 )
 
-// AddCommands adds the client commands (topic, produce, consume, group) to
-// root.
+// AddCommands adds the client commands (topic, produce, consume, group,
+// log) to root.
 func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand())
+	root.AddCommand(NewLogCommand())
 }
 
 // ClientOptions are the connection flags every client command shares.

@@ -1,0 +1,330 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+)
+
+// The admin API, on the agent's HTTP address beside /healthz, /readyz
+// and /metrics. Bodies are JSON; an error is {"error": "..."} with a
+// 4xx or 5xx status. Before the agent is ready every endpoint answers
+// 503.
+//
+//	GET  /v1/log/status   LogStatus
+//	POST /v1/log/migrate  MigrateRequest in, MigrateResult out, once the
+//	                      log has moved (VirtualLog.Reconfigure)
+//	POST /v1/snapshot     SnapshotStatus out: a metadata snapshot taken
+//	                      now, and the log trimmed below it
+const (
+	PathLogStatus  = "/v1/log/status"
+	PathLogMigrate = "/v1/log/migrate"
+	PathSnapshot   = "/v1/snapshot"
+)
+
+const (
+	// maxAdminBodyBytes bounds a request body: a MigrateRequest is one
+	// URL, and segment URLs are at most 4 KiB.
+	maxAdminBodyBytes = 64 << 10
+	// migrateTimeout bounds one migration. It does not end with the
+	// request: a client that hangs up mid-way must not leave the log
+	// sealed and unextended (appenders would finish the move, but only
+	// after VirtualOptions.StallTimeout).
+	migrateTimeout = 2 * time.Minute
+	// statusTimeout bounds the remote calls of one status request (the
+	// log's tail, the snapshot listing).
+	statusTimeout = 30 * time.Second
+)
+
+// LogStatus is the answer of GET /v1/log/status.
+type LogStatus struct {
+	Chain ChainStatus `json:"chain"`
+	// Tail is the position the next entry will take; Sealed says the
+	// active segment was found sealed (a migration is under way).
+	Tail   uint64 `json:"tail"`
+	Sealed bool   `json:"sealed,omitempty"`
+	// TrimPoint: the entries below it are gone from the log.
+	TrimPoint uint64 `json:"trim_point"`
+	// Snapshot is the newest snapshot in the object store, nil if there
+	// is none; SnapshotError says why it is unknown, if it is.
+	Snapshot      *SnapshotStatus `json:"snapshot"`
+	SnapshotError string          `json:"snapshot_error,omitempty"`
+	// Agent is the agent that answered.
+	Agent AgentStatus `json:"agent"`
+}
+
+// ChainStatus is the VirtualLog's chain of segments, passwords redacted.
+type ChainStatus struct {
+	Version  uint64          `json:"version"`
+	Segments []SegmentStatus `json:"segments"`
+}
+
+// SegmentStatus is one segment: it holds log positions [Start, End).
+// For a sealed segment End is final; for the active (last, unsealed) one
+// it is the tail when the status was taken.
+type SegmentStatus struct {
+	Start  uint64 `json:"start"`
+	End    uint64 `json:"end"`
+	Sealed bool   `json:"sealed"`
+	URL    string `json:"url"`
+}
+
+// SnapshotStatus describes a snapshot in the object store.
+type SnapshotStatus struct {
+	// Pos is the snapshot's log position: it holds every entry below.
+	Pos       uint64    `json:"pos"`
+	Key       string    `json:"key"`
+	CreatedAt time.Time `json:"created_at"`
+	Files     int       `json:"files"`
+	Bytes     int64     `json:"bytes"`
+}
+
+// AgentStatus is one agent's place in the log.
+type AgentStatus struct {
+	WriterID    string `json:"writer_id"`
+	Incarnation uint64 `json:"incarnation"`
+	// Applied is the next position the agent's replica applies: every
+	// entry below it is in its metadata copy.
+	Applied uint64 `json:"applied"`
+}
+
+// MigrateRequest is the body of POST /v1/log/migrate: the loglet URL of
+// the segment to move the log onto, e.g.
+// postgres://user@host:5432/db?log=strand/seg-1 or
+// etcd://host:2379/strand/seg-1. The loglet must be new (empty).
+type MigrateRequest struct {
+	To string `json:"to"`
+}
+
+// MigrateResult is the answer of POST /v1/log/migrate. Migrating onto
+// the active segment changes nothing, so that a retry after a lost answer
+// succeeds: OldChain and NewChain are then the same, and SealedTail is
+// where that segment starts.
+type MigrateResult struct {
+	OldChain ChainStatus `json:"old_chain"`
+	NewChain ChainStatus `json:"new_chain"`
+	// SealedTail is where the old active segment was sealed and the new
+	// one starts.
+	SealedTail uint64 `json:"sealed_tail"`
+	// DurationNS is how long the migration took, in nanoseconds.
+	DurationNS time.Duration `json:"duration_ns"`
+}
+
+// SnapshotTakenStatus is the answer of POST /v1/snapshot.
+type SnapshotTakenStatus struct {
+	Snapshot SnapshotStatus `json:"snapshot"`
+	// UploadedFiles and UploadedBytes are what this snapshot added to
+	// the store; the rest it shares with earlier ones.
+	UploadedFiles int   `json:"uploaded_files"`
+	UploadedBytes int64 `json:"uploaded_bytes"`
+	// TrimPoint is the log's trim point afterwards.
+	TrimPoint  uint64        `json:"trim_point"`
+	DurationNS time.Duration `json:"duration_ns"`
+}
+
+// mountAdmin adds the admin API to mux.
+func (a *Agent) mountAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.handleLogStatus))
+	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
+	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
+}
+
+// ifReady answers 503 until Start has opened everything: the handlers
+// use fields Start sets, and a.ready orders those writes before the
+// handlers' reads.
+func (a *Agent) ifReady(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !a.ready.Load() {
+			writeError(w, http.StatusServiceUnavailable, errors.New("agent not ready"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
+	defer cancel()
+	tail, sealed, err := a.log.CheckTail(ctx)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, fmt.Errorf("log tail: %w", err))
+		return
+	}
+	// Read after the tail, so the chain is at least as new.
+	c := a.log.Chain()
+	st := LogStatus{
+		Chain:     chainStatus(c, tail),
+		Tail:      uint64(tail),
+		Sealed:    sealed,
+		TrimPoint: uint64(c.TrimPoint),
+		Agent: AgentStatus{
+			WriterID:    a.replica.WriterID(),
+			Incarnation: a.replica.Incarnation(),
+			Applied:     uint64(a.replica.Applied()),
+		},
+	}
+	snap, err := meta.LatestSnapshot(ctx, a.store, SnapshotPrefix)
+	switch {
+	case errors.Is(err, meta.ErrNoSnapshot):
+	case err != nil:
+		st.SnapshotError = err.Error()
+	default:
+		s := snapshotStatus(snap)
+		st.Snapshot = &s
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {
+	var req MigrateRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAdminBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("request body: %w", err))
+		return
+	}
+	if strings.TrimSpace(req.To) == "" {
+		writeError(w, http.StatusBadRequest, errors.New(`request body: "to" names no loglet URL`))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), migrateTimeout)
+	defer cancel()
+	to := RedactURL(req.To)
+	old, err := a.currentChain(ctx)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err)
+		return
+	}
+	a.logger.Info("log migration starting", "to", to, "chain_version", old.Version, "active", RedactURL(old.Active().URL))
+	start := time.Now()
+	err = a.log.Reconfigure(ctx, req.To)
+	took := time.Since(start)
+	if err != nil {
+		a.logger.Error("log migration failed", "to", to, "err", err, "duration", took)
+		writeError(w, migrateErrorStatus(err), fmt.Errorf("migrate to %s: %w", to, err))
+		return
+	}
+	next := a.log.Chain()
+	sealedTail := next.Active().Start
+	a.logger.Info("log migrated", "to", to, "sealed_tail", sealedTail, "chain_version", next.Version, "duration", took)
+	writeJSON(w, http.StatusOK, MigrateResult{
+		OldChain:   chainStatus(old, sealedTail),
+		NewChain:   chainStatus(next, sealedTail),
+		SealedTail: uint64(sealedTail),
+		DurationNS: took,
+	})
+}
+
+// currentChain returns the chain as of now: CheckTail rereads it if the
+// active segment was sealed by someone else.
+func (a *Agent) currentChain(ctx context.Context) (sharedlog.Chain, error) {
+	if _, _, err := a.log.CheckTail(ctx); err != nil {
+		return sharedlog.Chain{}, fmt.Errorf("log tail: %w", err)
+	}
+	return a.log.Chain(), nil
+}
+
+// migrateErrorStatus maps a Reconfigure error to an HTTP status: the
+// caller's fault (400), a state that forbids it now (409), or the
+// backends' (502).
+func migrateErrorStatus(err error) int {
+	switch {
+	case errors.Is(err, logurl.ErrBadURL), errors.Is(err, sharedlog.ErrInvalidChain):
+		return http.StatusBadRequest
+	case errors.Is(err, sharedlog.ErrConflict), errors.Is(err, sharedlog.ErrSealed),
+		errors.Is(err, sharedlog.ErrSegmentNotEmpty):
+		return http.StatusConflict
+	}
+	return http.StatusBadGateway
+}
+
+func (a *Agent) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	res, err := a.snapshots.run(r.Context())
+	if errors.Is(err, errStopping) {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, SnapshotTakenStatus{
+		Snapshot:      snapshotStatus(res.Snapshot),
+		UploadedFiles: res.Snapshot.UploadedFiles,
+		UploadedBytes: res.Snapshot.UploadedBytes,
+		TrimPoint:     uint64(res.TrimPoint),
+		DurationNS:    res.Duration,
+	})
+}
+
+func chainStatus(c sharedlog.Chain, tail sharedlog.Pos) ChainStatus {
+	cs := ChainStatus{Version: c.Version, Segments: make([]SegmentStatus, len(c.Segments))}
+	for i, s := range c.Segments {
+		end := s.End
+		if !s.Sealed {
+			end = max(tail, s.Start)
+		}
+		cs.Segments[i] = SegmentStatus{Start: uint64(s.Start), End: uint64(end), Sealed: s.Sealed, URL: RedactURL(s.URL)}
+	}
+	return cs
+}
+
+func snapshotStatus(s meta.SnapshotInfo) SnapshotStatus {
+	return SnapshotStatus{Pos: uint64(s.Pos), Key: s.Key, CreatedAt: s.CreatedAt, Files: s.Files, Bytes: s.Bytes}
+}
+
+// redactedSecret replaces a secret in a URL, as url.URL.Redacted does.
+const redactedSecret = "xxxxx"
+
+// RedactURL hides the secrets a log URL may carry: the password of its
+// user info and query parameters that name a password, secret or token
+// (pgx takes password=...). A URL that does not parse is hidden whole
+// past its scheme, since where its secret sits is unknown.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if scheme, _, ok := strings.Cut(raw, "://"); ok {
+			return scheme + "://" + redactedSecret
+		}
+		return redactedSecret
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "token") {
+			q.Set(k, redactedSecret)
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v) // the client hanging up is its own business
+}
+
+// ErrorBody is the JSON body of every admin API error.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, ErrorBody{Error: err.Error()})
+}
