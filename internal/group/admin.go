@@ -29,6 +29,15 @@ type groupSummary struct {
 // shown only in a stable group, as Kafka does.
 func (g *group) summaryLocked(withMembers bool) groupSummary {
 	s := groupSummary{name: g.name, state: g.state.String(), protocolType: g.protocolType}
+	if g.kind == meta.GroupConsumer {
+		// Members of a KIP-848 group are shown by
+		// ConsumerGroupDescribe.
+		s.state = g.consumerStateLocked()
+		if g.cg != nil {
+			s.protocol = g.cg.assignor
+		}
+		return s
+	}
 	if g.state == stateStable {
 		s.protocol = g.protocol
 	}
@@ -173,7 +182,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) *kerr.Error 
 	case g.state == stateDead:
 		g.mu.Unlock()
 		return kerr.GroupIDNotFound
-	case g.state != stateEmpty || len(g.members) > 0:
+	case g.activeLocked():
 		g.mu.Unlock()
 		return kerr.NonEmptyGroup
 	}

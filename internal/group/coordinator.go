@@ -51,6 +51,11 @@ const (
 	DefaultOffsetRetentionCheckInterval = 10 * time.Minute
 	// DefaultMaxOffsetMetadataBytes is offset.metadata.max.bytes.
 	DefaultMaxOffsetMetadataBytes = 4096
+	// DefaultConsumerSessionTimeout and DefaultConsumerHeartbeatInterval
+	// are group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms (KIP-848 groups).
+	DefaultConsumerSessionTimeout    = 45 * time.Second
+	DefaultConsumerHeartbeatInterval = 5 * time.Second
 )
 
 // Bounds of the coordinator's own work.
@@ -97,6 +102,11 @@ type Config struct {
 	// MaxOffsetMetadataBytes bounds a committed offset's metadata
 	// (OFFSET_METADATA_TOO_LARGE); at most meta.MaxOffsetMetadataBytes.
 	MaxOffsetMetadataBytes int
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are the
+	// session and heartbeat interval of KIP-848 consumer group members:
+	// the coordinator, not the member, chooses them.
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -132,6 +142,12 @@ func (c *Config) setDefaults() {
 	if c.MaxOffsetMetadataBytes == 0 {
 		c.MaxOffsetMetadataBytes = DefaultMaxOffsetMetadataBytes
 	}
+	if c.ConsumerSessionTimeout == 0 {
+		c.ConsumerSessionTimeout = DefaultConsumerSessionTimeout
+	}
+	if c.ConsumerHeartbeatInterval == 0 {
+		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -151,6 +167,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group: MaxGroups %d < 1", c.MaxGroups)
 	case c.OffsetRetention < 0:
 		return fmt.Errorf("group: OffsetRetention %v < 0", c.OffsetRetention)
+	case c.ConsumerSessionTimeout < 0 || c.ConsumerHeartbeatInterval < 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
+		return fmt.Errorf("group: consumer heartbeat interval %v must be below the session timeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
 	case c.MaxOffsetMetadataBytes < 0 || c.MaxOffsetMetadataBytes > meta.MaxOffsetMetadataBytes:
 		return fmt.Errorf("group: MaxOffsetMetadataBytes %d not in [0, %d]", c.MaxOffsetMetadataBytes, meta.MaxOffsetMetadataBytes)
 	}

@@ -74,7 +74,7 @@ func (j *joinCall) joinLocked() (*kmsg.JoinGroupResponse, *joinWait) {
 	switch {
 	case g.state == stateDead:
 		return j.fail(kerr.CoordinatorNotAvailable)
-	case g.kind != meta.GroupClassic && len(g.members) > 0:
+	case g.kind != meta.GroupClassic && g.consumerMembers() > 0:
 		return j.fail(kerr.InconsistentGroupProtocol)
 	case !g.supportsProtocolsLocked(req.ProtocolType, req.Protocols):
 		return j.fail(kerr.InconsistentGroupProtocol)
@@ -173,6 +173,7 @@ func (j *joinCall) addMemberLocked(id string) *joinWait {
 	g, req := j.g, j.req
 	if len(g.members) == 0 {
 		g.kind = meta.GroupClassic
+		g.cg = nil
 		g.protocolType = req.ProtocolType
 	}
 	m := &member{

@@ -113,7 +113,17 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		}
 		p, err = c.store.Submit(ctx, []meta.Command{cmd})
 	} else {
-		if e := g.commitCheckLocked(memberID, req.InstanceID, generation); e != nil {
+		var e *kerr.Error
+		if g.kind == meta.GroupConsumer && g.cg != nil {
+			// KIP-848: the member epoch stands in for the generation;
+			// the log fences by the group epoch.
+			if e = g.consumerCommitCheckLocked(memberID, generation, cmd.Offsets); e == nil && generation >= 0 {
+				cmd.Generation = g.generation
+			}
+		} else {
+			e = g.commitCheckLocked(memberID, req.InstanceID, generation)
+		}
+		if e != nil {
 			g.mu.Unlock()
 			return fail(e)
 		}
@@ -373,7 +383,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		case g.state == stateDead:
 			resp.ErrorCode = kerr.GroupIDNotFound.Code
 			return nil, nil
-		case g.state != stateEmpty && g.protocolType != consumerProtocolType:
+		case g.activeLocked() && g.protocolType != consumerProtocolType:
 			resp.ErrorCode = kerr.NonEmptyGroup.Code
 			return nil, nil
 		}
@@ -395,7 +405,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 				switch {
 				case topics.check(rt.Topic, rp.Partition) != nil:
 					*code = kerr.UnknownTopicOrPartition.Code
-				case g.state != stateEmpty && g.subscribedToLocked(rt.Topic):
+				case g.activeLocked() && g.subscribedToLocked(rt.Topic):
 					*code = kerr.GroupSubscribedToTopic.Code
 				default:
 					cmd.Partitions = append(cmd.Partitions, meta.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})

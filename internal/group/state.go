@@ -98,6 +98,9 @@ type group struct {
 
 	// storing counts stores in flight; an idle group has none.
 	storing int
+
+	// cg is the KIP-848 state of a group of kind consumer (consumer.go).
+	cg *consumerGroup
 }
 
 // member is one member of a classic group.
@@ -170,6 +173,14 @@ func (c *Coordinator) loadGroup(s *meta.Group) *group {
 	g.kind = s.Kind
 	g.protocolType = s.ProtocolType
 	g.generation = s.Generation
+	if s.Kind == meta.GroupConsumer {
+		g.subscribedKnown = s.SubscribedKnown
+		g.subscribed = s.Subscribed
+		g.mu.Lock()
+		g.loadConsumerLocked(s)
+		g.mu.Unlock()
+		return g
+	}
 	if len(s.Members) == 0 {
 		return g
 	}
@@ -204,7 +215,12 @@ func (c *Coordinator) loadGroup(s *meta.Group) *group {
 // idleLocked: empty with nothing in flight, so dropping it from memory
 // loses nothing the store does not have.
 func (g *group) idleLocked() bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && g.storing == 0
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && g.storing == 0 && g.consumerMembers() == 0
+}
+
+// activeLocked: the group has members of either kind, or is rebalancing.
+func (g *group) activeLocked() bool {
+	return g.state != stateEmpty || len(g.members) > 0 || g.consumerMembers() > 0
 }
 
 func (g *group) stopTimersLocked() {
@@ -219,6 +235,12 @@ func (g *group) stopTimersLocked() {
 	for _, m := range g.members {
 		stopTimer(m.hbTimer)
 		m.hbTimer = nil
+	}
+	if g.cg != nil {
+		for _, m := range g.cg.members {
+			stopTimer(m.timer)
+			m.timer = nil
+		}
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // etlRecords is how many records run through each level of the chain.
@@ -29,6 +31,7 @@ type etlLevel struct {
 	group    string
 	balancer func() kgo.GroupBalancer
 	instance string // non-empty: static members, with this prefix
+	opts     []kgo.Opt
 
 	errs     chan<- error
 	wg       sync.WaitGroup
@@ -84,6 +87,7 @@ func (l *etlLevel) run(etlsBeforeQuit int) {
 		}),
 		kgo.OnPartitionsLost(func(context.Context, *kgo.Client, map[string][]int32) {}),
 	}
+	opts = append(opts, l.opts...)
 	var instanceID string
 	if l.instance != "" {
 		instanceID = fmt.Sprintf("%s-%s-%d", l.instance, l.group, l.nextID.Add(1))
@@ -204,19 +208,24 @@ func TestGroupETL(t *testing.T) {
 		name     string
 		balancer func() kgo.GroupBalancer
 		instance string
+		opts     []kgo.Opt
 	}{
-		{"range", func() kgo.GroupBalancer { return kgo.RangeBalancer() }, ""},
-		{"cooperative-sticky", func() kgo.GroupBalancer { return kgo.CooperativeStickyBalancer() }, ""},
-		{"cooperative-sticky/static", func() kgo.GroupBalancer { return kgo.CooperativeStickyBalancer() }, "static"},
+		{"range", func() kgo.GroupBalancer { return kgo.RangeBalancer() }, "", nil},
+		{"cooperative-sticky", func() kgo.GroupBalancer { return kgo.CooperativeStickyBalancer() }, "", nil},
+		{"cooperative-sticky/static", func() kgo.GroupBalancer { return kgo.CooperativeStickyBalancer() }, "static", nil},
+		// KIP-848: kgo asks for the server's uniform assignor with a
+		// sticky balancer, and for range with the range balancer.
+		{"kip848-uniform", func() kgo.GroupBalancer { return kgo.CooperativeStickyBalancer() }, "", []kgo.Opt{kgo.ServerSideBalancer()}},
+		{"kip848-range", func() kgo.GroupBalancer { return kgo.RangeBalancer() }, "", []kgo.Opt{kgo.ServerSideBalancer()}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { testChainETL(t, tt.balancer, tt.instance) })
+		t.Run(tt.name, func(t *testing.T) { testChainETL(t, tt.balancer, tt.instance, tt.opts) })
 	}
 }
 
-func testChainETL(t *testing.T, balancer func() kgo.GroupBalancer, instance string) {
+func testChainETL(t *testing.T, balancer func() kgo.GroupBalancer, instance string, opts []kgo.Opt) {
 	const partitions = 6
-	a, _ := newDataAgent(t, nil, withProducerIDs(t), withGroups(t, nil, nil))
+	a, _ := newDataAgent(t, nil, withProducerIDs(t), withGroups(t, nil, tuneKIP848))
 	topics := []string{"t1", "t2", "t3", "t4"}
 	for _, tp := range topics {
 		a.createTopic(t, tp, partitions, nil)
@@ -227,7 +236,7 @@ func testChainETL(t *testing.T, balancer func() kgo.GroupBalancer, instance stri
 	for i := range levels {
 		levels[i] = &etlLevel{
 			t: t, a: a, from: topics[i], to: topics[i+1], group: fmt.Sprintf("g%d", i+1),
-			balancer: balancer, instance: instance, errs: errs,
+			balancer: balancer, instance: instance, opts: opts, errs: errs,
 			progress: make(chan struct{}),
 			seen:     make(map[[2]int64]bool),
 			part2key: make(map[int32][]int),
@@ -311,6 +320,11 @@ func testChainETL(t *testing.T, balancer func() kgo.GroupBalancer, instance stri
 		v.Close()
 		if err != nil || !ok || g.Generation < 3 {
 			t.Errorf("group %s: stored generation %d (%v, %v), want several rebalances", l.group, g.Generation, ok, err)
+		}
+		// Every opt these cases pass opts into KIP-848: the group must
+		// not have fallen back to the classic protocol.
+		if len(opts) > 0 && g.Kind != meta.GroupConsumer {
+			t.Errorf("group %s: stored kind %v, want consumer (KIP-848)", l.group, g.Kind)
 		}
 		ends, err := a.Admin.ListEndOffsets(ctx, l.from)
 		if err != nil {
