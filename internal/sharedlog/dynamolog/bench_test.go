@@ -1,13 +1,11 @@
 package dynamolog_test
 
 import (
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/dynamolog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/backendtest"
 	"github.com/strandkafka/strand/internal/testservers/dynalitetest"
 )
 
@@ -16,31 +14,11 @@ import (
 // dynalite runs on the same machine, so this measures the client's
 // pipelining and the server's CPU, not DynamoDB.
 func BenchmarkAppend(b *testing.B) {
-	ctx := testCtx(b)
 	db := connect(b, config(dynalitetest.Start(b)))
-	const entryBytes = 512
-	for _, appenders := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("appenders=%d", appenders), func(b *testing.B) {
-			l := openLoglet(b, db, newLogID(b), dynamolog.Options{})
-			data := make([]byte, entryBytes)
-			b.SetBytes(entryBytes)
-			b.ReportAllocs()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			start := time.Now()
-			for range appenders {
-				wg.Go(func() {
-					for next.Add(1) <= int64(b.N) {
-						if _, err := l.Append(ctx, data); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
-		})
-	}
+	backendtest.BenchmarkAppend(b, backendtest.AppendBench{
+		EntryBytes: 512,
+		Open: func(b *testing.B) (sharedlog.Loglet, func() (int64, int64)) {
+			return openLoglet(b, db, newLogID(b), dynamolog.Options{}), nil
+		},
+	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/etcdlog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/backendtest"
 	"github.com/strandkafka/strand/internal/testservers/etcdtest"
 	"github.com/strandkafka/strand/internal/testservers/faultproxy"
 )
@@ -35,26 +36,7 @@ func proxied(t *testing.T) (*etcdlog.Loglet, *faultproxy.Proxy) {
 // wantLog checks the loglet holds exactly want, each entry once.
 func wantLog(t *testing.T, l sharedlog.Loglet, want ...string) {
 	t.Helper()
-	ctx := testCtx(t)
-	tail, _, err := l.CheckTail(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tail != sharedlog.Pos(len(want)) {
-		t.Fatalf("tail %d, want %d (entries %q)", tail, len(want), want)
-	}
-	es, err := l.ReadNext(ctx, 0, tail)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(es) != len(want) {
-		t.Fatalf("read %d entries, want %d", len(es), len(want))
-	}
-	for i, e := range es {
-		if string(e.Data) != want[i] {
-			t.Fatalf("entry %d = %q, want %q", i, e.Data, want[i])
-		}
-	}
+	backendtest.WantLog(t, testCtx(t), l, want...)
 }
 
 // TestLostTxnReply: the transaction is applied but the connection breaks

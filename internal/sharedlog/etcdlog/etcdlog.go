@@ -20,7 +20,8 @@
 // One writer goroutine per Loglet puts queued appends together, several
 // positions in one transaction, bounded by Options.MaxBatchEntries (etcd
 // allows 128 operations per transaction by default) and MaxBatchBytes
-// (etcd refuses requests over 1.5 MiB by default).
+// (etcd refuses requests over 1.5 MiB by default). The queue is
+// commitq's; the transaction is this package's.
 //
 // # Ambiguous appends
 //
@@ -54,6 +55,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/commitq"
 )
 
 var (
@@ -158,17 +160,13 @@ type Loglet struct {
 	k       keys
 	opts    Options
 
-	life       context.Context // canceled by Close
-	stop       context.CancelFunc
-	wake       chan struct{} // capacity 1
-	writerDone chan struct{}
-	watchDone  chan struct{} // closed when the watcher exits; nil if none
+	life      context.Context // canceled by Close
+	stop      context.CancelFunc
+	q         *commitq.Queue
+	watchDone chan struct{} // closed when the watcher exits; nil if none
 
 	mu struct {
 		sync.Mutex
-		queue       []*request
-		queuedBytes int
-		queueFreed  chan struct{}
 		// knownTail is a tail this handle saw or made; the tail never
 		// moves back, so it is a safe guess for the next batch.
 		knownTail sharedlog.Pos
@@ -206,17 +204,19 @@ func open(ctx context.Context, cli *clientv3.Client, ownsCli bool, p string, opt
 		return nil, err
 	}
 	l := &Loglet{
-		cli:        cli,
-		ownsCli:    ownsCli,
-		path:       p,
-		k:          newKeys(p),
-		opts:       opts,
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
+		cli:     cli,
+		ownsCli: ownsCli,
+		path:    p,
+		k:       newKeys(p),
+		opts:    opts,
 	}
 	l.life, l.stop = context.WithCancel(context.Background())
-	l.mu.queueFreed = make(chan struct{})
 	l.mu.changed = make(chan struct{})
+	l.q = commitq.Start(commitq.Limits{
+		MaxBatchEntries: opts.MaxBatchEntries,
+		MaxBatchBytes:   opts.MaxBatchBytes,
+		MaxQueueBytes:   opts.MaxQueueBytes,
+	}, l.admit, l.commit)
 	// The trim key exists from the start, so appends and trims can
 	// compare its value (etcd fails a value compare on a missing key).
 	_, err = cli.Txn(ctx).
@@ -224,14 +224,13 @@ func open(ctx context.Context, cli *clientv3.Client, ownsCli bool, p string, opt
 		Then(clientv3.OpPut(l.k.trim, encodePos(0))).
 		Commit()
 	if err != nil {
-		l.stop()
+		l.q.Close(l.stop)
 		return nil, l.opErr(ctx, "create", err)
 	}
 	if _, _, err := l.CheckTail(ctx); err != nil {
-		l.stop()
+		l.q.Close(l.stop)
 		return nil, err
 	}
-	go l.writeLoop()
 	return l, nil
 }
 
@@ -267,17 +266,20 @@ func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error
 	if len(entry) > l.opts.MaxEntryBytes {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes)
 	}
-	req := &request{data: append([]byte(nil), entry...), done: make(chan result, 1)}
-	if err := l.enqueue(ctx, req); err != nil {
-		return 0, err
+	return l.q.Append(ctx, append([]byte(nil), entry...))
+}
+
+// admit refuses an append the loglet knows cannot land.
+func (l *Loglet) admit() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.mu.closed:
+		return sharedlog.ErrClosed
+	case l.mu.sealed:
+		return sharedlog.ErrSealed
 	}
-	select {
-	case r := <-req.done:
-		return r.pos, r.err
-	case <-ctx.Done():
-		// Ambiguous, as the contract allows: the batch may still land.
-		return 0, ctx.Err()
-	}
+	return nil
 }
 
 // tailInfo is what one read transaction tells about the tail.
@@ -465,9 +467,7 @@ func (l *Loglet) Close() error {
 	l.wakeLocked()
 	watchDone := l.watchDone
 	l.mu.Unlock()
-	l.stop()
-	l.signalWriter()
-	<-l.writerDone
+	l.q.Close(l.stop)
 	if watchDone != nil {
 		<-watchDone
 	}
@@ -519,6 +519,5 @@ func (l *Loglet) learn(tail sharedlog.Pos, sealed bool) {
 func (l *Loglet) wakeLocked() {
 	close(l.mu.changed)
 	l.mu.changed = make(chan struct{})
-	close(l.mu.queueFreed)
-	l.mu.queueFreed = make(chan struct{})
+	l.q.WakeAppenders()
 }

@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"runtime"
-	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,117 +13,17 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/commitq"
 )
 
 const (
 	minBackoff = 10 * time.Millisecond
 	maxBackoff = time.Second
-	// requestOverheadBytes is charged to the queue budget per append on
-	// top of its size, so the byte bound also bounds the count.
-	requestOverheadBytes = 128
 )
-
-type request struct {
-	data []byte
-	done chan result // capacity 1
-}
-
-type result struct {
-	pos sharedlog.Pos
-	err error
-}
-
-func (r *request) cost() int { return len(r.data) + requestOverheadBytes }
-
-// enqueue queues req for the writer, blocking while the queue is over its
-// byte budget. A request alone is admitted even if larger than the budget.
-func (l *Loglet) enqueue(ctx context.Context, req *request) error {
-	cost := req.cost()
-	l.mu.Lock()
-	for {
-		switch {
-		case l.mu.closed:
-			l.mu.Unlock()
-			return sharedlog.ErrClosed
-		case l.mu.sealed:
-			l.mu.Unlock()
-			return sharedlog.ErrSealed
-		}
-		if l.mu.queuedBytes == 0 || l.mu.queuedBytes+cost <= l.opts.MaxQueueBytes {
-			break
-		}
-		freed := l.mu.queueFreed
-		l.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		l.mu.Lock()
-	}
-	l.mu.queue = append(l.mu.queue, req)
-	l.mu.queuedBytes += cost
-	l.mu.Unlock()
-	l.signalWriter()
-	return nil
-}
-
-func (l *Loglet) signalWriter() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (l *Loglet) writeLoop() {
-	defer close(l.writerDone)
-	for {
-		reqs, stop := l.nextBatch()
-		switch {
-		case stop:
-			return
-		case len(reqs) == 0:
-			<-l.wake
-		default:
-			l.commit(reqs)
-		}
-	}
-}
-
-// nextBatch takes at most MaxBatchEntries and MaxBatchBytes of queued
-// appends, but at least one. stop is set once the loglet is closed;
-// queued appends then get ErrClosed.
-func (l *Loglet) nextBatch() (reqs []*request, stop bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.mu.closed {
-		for _, r := range l.mu.queue {
-			r.done <- result{err: sharedlog.ErrClosed}
-		}
-		l.mu.queue, l.mu.queuedBytes = nil, 0
-		return nil, true
-	}
-	q := l.mu.queue
-	if len(q) == 0 {
-		return nil, false
-	}
-	n, size := 1, len(q[0].data)
-	for n < len(q) && n < l.opts.MaxBatchEntries && size+len(q[n].data) <= l.opts.MaxBatchBytes {
-		size += len(q[n].data)
-		n++
-	}
-	reqs = slices.Clone(q[:n])
-	clear(q[:n])
-	l.mu.queue = q[n:]
-	if len(l.mu.queue) == 0 {
-		l.mu.queue = q[:0]
-	}
-	return reqs, false
-}
 
 // commit puts one batch at the tail, following the tail as other writers
 // take it, and answers the batch's appenders.
-func (l *Loglet) commit(reqs []*request) {
+func (l *Loglet) commit(reqs []*commitq.Request) {
 	var id [batchIDBytes]byte
 	_, _ = rand.Read(id[:])
 	l.mu.Lock()
@@ -211,7 +109,7 @@ func (l *Loglet) commit(reqs []*request) {
 }
 
 // txn sends the batch's transaction for slots [at, at+n).
-func (l *Loglet) txn(reqs []*request, id []byte, at sharedlog.Pos) (*clientv3.TxnResponse, error) {
+func (l *Loglet) txn(reqs []*commitq.Request, id []byte, at sharedlog.Pos) (*clientv3.TxnResponse, error) {
 	n := sharedlog.Pos(len(reqs))
 	cmps := []clientv3.Cmp{
 		clientv3.Compare(clientv3.Version(l.k.seal), "=", 0),
@@ -225,7 +123,7 @@ func (l *Loglet) txn(reqs []*request, id []byte, at sharedlog.Pos) (*clientv3.Tx
 	}
 	puts := make([]clientv3.Op, len(reqs))
 	for i, r := range reqs {
-		puts[i] = clientv3.OpPut(l.k.entry(at+sharedlog.Pos(i)), encodeValue(id, r.data))
+		puts[i] = clientv3.OpPut(l.k.entry(at+sharedlog.Pos(i)), encodeValue(id, r.Data))
 	}
 	ctx, cancel := context.WithTimeout(l.life, l.opts.AttemptTimeout)
 	defer cancel()
@@ -282,38 +180,27 @@ func definite(err error) bool {
 	return false
 }
 
-func (l *Loglet) ack(reqs []*request, first sharedlog.Pos) {
+// ack answers a landed batch's appenders with their positions.
+func (l *Loglet) ack(reqs []*commitq.Request, first sharedlog.Pos) {
 	n := sharedlog.Pos(len(reqs))
 	l.mu.Lock()
 	l.mu.knownTail = max(l.mu.knownTail, first+n)
 	l.mu.stats.Batches++
 	l.mu.stats.Entries += int64(n)
-	for _, r := range reqs {
-		l.mu.queuedBytes -= r.cost()
-	}
 	l.wakeLocked()
 	l.mu.Unlock()
-	for i, r := range reqs {
-		r.done <- result{pos: first + sharedlog.Pos(i)}
-	}
-	// Let the appenders just woken queue again before the next batch is
-	// cut, so closed-loop appenders share one batch.
-	runtime.Gosched()
+	l.q.Ack(reqs, first)
 }
 
-func (l *Loglet) finish(reqs []*request, err error) {
+// finish answers a batch's appenders with err.
+func (l *Loglet) finish(reqs []*commitq.Request, err error) {
 	l.mu.Lock()
 	if errors.Is(err, sharedlog.ErrSealed) && !l.mu.sealed {
 		l.mu.sealed = true
 	}
-	for _, r := range reqs {
-		l.mu.queuedBytes -= r.cost()
-	}
 	l.wakeLocked()
 	l.mu.Unlock()
-	for _, r := range reqs {
-		r.done <- result{err: err}
-	}
+	l.q.Fail(reqs, err)
 }
 
 func (l *Loglet) count(f func(*Stats)) {

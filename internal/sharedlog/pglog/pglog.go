@@ -18,7 +18,8 @@
 //
 // One writer goroutine per Loglet sends queued appends together, as one
 // statement and one transaction, bounded by Options.MaxBatchEntries and
-// MaxBatchBytes; while one batch commits the next gathers.
+// MaxBatchBytes; while one batch commits the next gathers. The queue is
+// commitq's; the statement is this package's.
 //
 // # Ambiguous commits
 //
@@ -57,6 +58,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/commitq"
 )
 
 var (
@@ -165,18 +167,12 @@ type Loglet struct {
 	t       *tables
 
 	// life is canceled by Close, stopping the writer's statements.
-	life       context.Context
-	stop       context.CancelFunc
-	wake       chan struct{} // capacity 1: a pending wake covers all requests
-	writerDone chan struct{}
+	life context.Context
+	stop context.CancelFunc
+	q    *commitq.Queue
 
 	mu struct {
 		sync.Mutex
-		queue       []*request
-		queuedBytes int // queue and the batch in flight
-		// queueFreed is closed and replaced when queuedBytes drops or the
-		// loglet closes, to wake appenders held by backpressure.
-		queueFreed chan struct{}
 		// knownTail is a tail this handle saw; the tail never moves back,
 		// so a batch sent later lands at or above it.
 		knownTail sharedlog.Pos
@@ -188,22 +184,6 @@ type Loglet struct {
 }
 
 var _ sharedlog.Loglet = (*Loglet)(nil)
-
-type request struct {
-	data []byte      // the caller's entry, copied
-	done chan result // capacity 1: the writer never blocks on a reply
-}
-
-type result struct {
-	pos sharedlog.Pos
-	err error
-}
-
-// requestOverheadBytes is charged to the queue budget per append on top of
-// its size, so the byte bound also bounds the count.
-const requestOverheadBytes = 128
-
-func (r *request) cost() int { return len(r.data) + requestOverheadBytes }
 
 // Open opens the loglet logID in the database pool reaches, creating the
 // tables and the loglet if they do not exist. The Loglet does not own
@@ -231,21 +211,22 @@ func open(ctx context.Context, pool *pgxpool.Pool, ownPool bool, logID string, o
 		return nil, fmt.Errorf("pglog: creating loglet %q: %w", logID, err)
 	}
 	l := &Loglet{
-		pool:       pool,
-		ownPool:    ownPool,
-		logID:      logID,
-		opts:       opts,
-		t:          t,
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
+		pool:    pool,
+		ownPool: ownPool,
+		logID:   logID,
+		opts:    opts,
+		t:       t,
 	}
 	l.life, l.stop = context.WithCancel(context.Background())
-	l.mu.queueFreed = make(chan struct{})
 	if _, err := l.readState(ctx); err != nil {
 		l.stop()
 		return nil, err
 	}
-	go l.writeLoop()
+	l.q = commitq.Start(commitq.Limits{
+		MaxBatchEntries: opts.MaxBatchEntries,
+		MaxBatchBytes:   opts.MaxBatchBytes,
+		MaxQueueBytes:   opts.MaxQueueBytes,
+	}, l.admit, l.commit)
 	return l, nil
 }
 
@@ -267,17 +248,21 @@ func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes)
 	}
 	// A non-nil copy: pgx sends a nil slice as NULL.
-	req := &request{data: append(make([]byte, 0, len(entry)), entry...), done: make(chan result, 1)}
-	if err := l.enqueue(ctx, req); err != nil {
-		return 0, err
+	return l.q.Append(ctx, append(make([]byte, 0, len(entry)), entry...))
+}
+
+// admit refuses an append the loglet knows cannot land.
+func (l *Loglet) admit() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.mu.closed:
+		return sharedlog.ErrClosed
+	case l.mu.sealed:
+		// Seen sealed: sealed for good, so this is no guess.
+		return sharedlog.ErrSealed
 	}
-	select {
-	case r := <-req.done:
-		return r.pos, r.err
-	case <-ctx.Done():
-		// Ambiguous, as the contract allows: the batch may still land.
-		return 0, ctx.Err()
-	}
+	return nil
 }
 
 func (l *Loglet) CheckTail(ctx context.Context) (sharedlog.Pos, bool, error) {
@@ -407,11 +392,8 @@ func (l *Loglet) Close() error {
 		return nil
 	}
 	l.mu.closed = true
-	l.wakeQueueLocked()
 	l.mu.Unlock()
-	l.stop()
-	l.signalWriter()
-	<-l.writerDone
+	l.q.Close(l.stop)
 	if l.ownPool {
 		l.pool.Close()
 	}

@@ -5,14 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"runtime"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/commitq"
 )
 
 // batchIDBytes is the size of the random id every batch stores with its
@@ -24,112 +23,18 @@ const (
 	maxBackoff = time.Second
 )
 
-// enqueue queues req for the writer, blocking while the queue is over its
-// byte budget. A request alone is admitted even if larger than the budget.
-func (l *Loglet) enqueue(ctx context.Context, req *request) error {
-	cost := req.cost()
-	l.mu.Lock()
-	for {
-		switch {
-		case l.mu.closed:
-			l.mu.Unlock()
-			return sharedlog.ErrClosed
-		case l.mu.sealed:
-			// Seen sealed: sealed for good, so this is no guess.
-			l.mu.Unlock()
-			return sharedlog.ErrSealed
-		}
-		if l.mu.queuedBytes == 0 || l.mu.queuedBytes+cost <= l.opts.MaxQueueBytes {
-			break
-		}
-		freed := l.mu.queueFreed
-		l.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		l.mu.Lock()
-	}
-	l.mu.queue = append(l.mu.queue, req)
-	l.mu.queuedBytes += cost
-	l.mu.Unlock()
-	l.signalWriter()
-	return nil
-}
-
-func (l *Loglet) signalWriter() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (l *Loglet) wakeQueueLocked() {
-	close(l.mu.queueFreed)
-	l.mu.queueFreed = make(chan struct{})
-}
-
-// writeLoop is the writer goroutine: it commits one batch of queued
-// appends at a time, so while one commits the next gathers.
-func (l *Loglet) writeLoop() {
-	defer close(l.writerDone)
-	for {
-		reqs, stop := l.nextBatch()
-		switch {
-		case stop:
-			return
-		case len(reqs) == 0:
-			<-l.wake
-		default:
-			l.commit(reqs)
-		}
-	}
-}
-
-// nextBatch takes the next batch off the queue: at most MaxBatchEntries
-// and MaxBatchBytes, but at least one append. stop is set once the loglet
-// is closed; queued appends then get ErrClosed.
-func (l *Loglet) nextBatch() (reqs []*request, stop bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.mu.closed {
-		for _, r := range l.mu.queue {
-			r.done <- result{err: sharedlog.ErrClosed}
-		}
-		l.mu.queue, l.mu.queuedBytes = nil, 0
-		return nil, true
-	}
-	q := l.mu.queue
-	if len(q) == 0 {
-		return nil, false
-	}
-	n, bytes := 1, len(q[0].data)
-	for n < len(q) && n < l.opts.MaxBatchEntries && bytes+len(q[n].data) <= l.opts.MaxBatchBytes {
-		bytes += len(q[n].data)
-		n++
-	}
-	reqs = slices.Clone(q[:n])
-	clear(q[:n])
-	l.mu.queue = q[n:]
-	if len(l.mu.queue) == 0 {
-		l.mu.queue = q[:0]
-	}
-	return reqs, false
-}
-
 // errNotApplied: the append statement ran and matched no tails row (the
 // loglet is sealed, or fenced at another epoch): nothing was written.
 var errNotApplied = errors.New("pglog: append matched no row")
 
 // commit sends one batch until it lands, is refused for good, or its
 // outcome cannot be learned, and answers its appenders.
-func (l *Loglet) commit(reqs []*request) {
+func (l *Loglet) commit(reqs []*commitq.Request) {
 	var id [batchIDBytes]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand panics instead)
 	datas := make([][]byte, len(reqs))
 	for i, r := range reqs {
-		datas[i] = r.data
+		datas[i] = r.Data
 	}
 	n := int64(len(reqs))
 	var lastErr error
@@ -321,41 +226,24 @@ func (l *Loglet) readStateAttempt() (state, error) {
 }
 
 // ack answers a landed batch's appenders with their positions.
-func (l *Loglet) ack(reqs []*request, first sharedlog.Pos) {
+func (l *Loglet) ack(reqs []*commitq.Request, first sharedlog.Pos) {
 	n := sharedlog.Pos(len(reqs))
 	l.mu.Lock()
 	l.mu.knownTail = max(l.mu.knownTail, first+n)
 	l.mu.stats.Batches++
 	l.mu.stats.Entries += int64(n)
-	l.releaseLocked(reqs)
 	l.mu.Unlock()
-	for i, r := range reqs {
-		r.done <- result{pos: first + sharedlog.Pos(i)}
-	}
-	// Let the appenders just woken queue their next entries before the
-	// next batch is cut, so closed-loop appenders share one batch rather
-	// than alternate between two half-size ones.
-	runtime.Gosched()
+	l.q.Ack(reqs, first)
 }
 
 // finish answers a batch's appenders with err.
-func (l *Loglet) finish(reqs []*request, err error) {
-	l.mu.Lock()
+func (l *Loglet) finish(reqs []*commitq.Request, err error) {
 	if errors.Is(err, sharedlog.ErrSealed) {
+		l.mu.Lock()
 		l.mu.sealed = true
+		l.mu.Unlock()
 	}
-	l.releaseLocked(reqs)
-	l.mu.Unlock()
-	for _, r := range reqs {
-		r.done <- result{err: err}
-	}
-}
-
-func (l *Loglet) releaseLocked(reqs []*request) {
-	for _, r := range reqs {
-		l.mu.queuedBytes -= r.cost()
-	}
-	l.wakeQueueLocked()
+	l.q.Fail(reqs, err)
 }
 
 func (l *Loglet) count(f func(*Stats)) {

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/objstore/s3obj"
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/backendtest"
 	"github.com/strandkafka/strand/internal/sharedlog/loglettest"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 	"github.com/strandkafka/strand/internal/sharedlog/metastoretest"
@@ -209,29 +209,11 @@ func TestAmbiguousAppends(t *testing.T) {
 	faulty.HTTPClient = &http.Client{Transport: rt}
 	l := open(t, faulty, s3log.Options{RetryBackoff: time.Millisecond})
 	const appenders, per = 4, 40
-	acked := map[sharedlog.Pos][]byte{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for a := range appenders {
-		wg.Go(func() {
-			for i := range per {
-				data := fmt.Appendf(nil, "a%d/%d", a, i)
-				p, err := l.Append(ctx, data)
-				if err != nil {
-					t.Errorf("Append: %v", err)
-					return
-				}
-				mu.Lock()
-				acked[p] = data
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	acked := backendtest.AppendConcurrently(t, ctx, []sharedlog.Loglet{l}, appenders, per)
 	if rt.lost.Load() < appenders*per/4 {
 		t.Fatalf("only %d replies lost", rt.lost.Load())
 	}
-	checkDense(t, ctx, open(t, cfg, s3log.Options{}), acked, appenders*per)
+	backendtest.CheckDense(t, ctx, open(t, cfg, s3log.Options{}), acked, appenders*per)
 }
 
 // TestAmbiguousCAS loses the reply of every conditional PUT of the
@@ -270,39 +252,6 @@ func TestAmbiguousCAS(t *testing.T) {
 	}
 }
 
-// checkDense asserts the log is exactly the acknowledged entries, dense
-// from 0, each payload once.
-func checkDense(t *testing.T, ctx context.Context, l sharedlog.Loglet, acked map[sharedlog.Pos][]byte, want int) {
-	t.Helper()
-	if t.Failed() {
-		return
-	}
-	if len(acked) != want {
-		t.Fatalf("%d positions acknowledged, want %d", len(acked), want)
-	}
-	tail, sealed, err := l.CheckTail(ctx)
-	if err != nil || sealed || tail != sharedlog.Pos(want) {
-		t.Fatalf("CheckTail = (%d, %v, %v), want (%d, false, nil)", tail, sealed, err, want)
-	}
-	seen := map[string]sharedlog.Pos{}
-	for p := sharedlog.Pos(0); p < tail; {
-		es, err := l.ReadNext(ctx, p, tail)
-		if err != nil || len(es) == 0 {
-			t.Fatalf("ReadNext(%d): %d entries, %v", p, len(es), err)
-		}
-		for _, e := range es {
-			if q, dup := seen[string(e.Data)]; dup {
-				t.Fatalf("payload %q at %d and %d", e.Data, q, e.Pos)
-			}
-			seen[string(e.Data)] = e.Pos
-			if !bytes.Equal(acked[e.Pos], e.Data) {
-				t.Fatalf("slot %d holds %q, acknowledged %q", e.Pos, e.Data, acked[e.Pos])
-			}
-			p++
-		}
-	}
-}
-
 // TestTwoAgents: two clients, as two agents have, append to one log at
 // once; positions are dense and unique.
 func TestTwoAgents(t *testing.T) {
@@ -310,31 +259,8 @@ func TestTwoAgents(t *testing.T) {
 	cfg := config(fakeS3(t), newPrefix(t))
 	agents := []sharedlog.Loglet{open(t, cfg, s3log.Options{}), open(t, cfg, s3log.Options{})}
 	const appenders, per = 4, 40
-	acked := map[sharedlog.Pos][]byte{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for g, l := range agents {
-		for a := range appenders {
-			wg.Go(func() {
-				for i := range per {
-					data := fmt.Appendf(nil, "agent%d/a%d/%d", g, a, i)
-					p, err := l.Append(ctx, data)
-					if err != nil {
-						t.Errorf("Append: %v", err)
-						return
-					}
-					mu.Lock()
-					if _, dup := acked[p]; dup {
-						t.Errorf("position %d acknowledged twice", p)
-					}
-					acked[p] = data
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	wg.Wait()
-	checkDense(t, ctx, agents[1], acked, len(agents)*appenders*per)
+	acked := backendtest.AppendConcurrently(t, ctx, agents, appenders, per)
+	backendtest.CheckDense(t, ctx, agents[1], acked, len(agents)*appenders*per)
 }
 
 func s3URL(endpoint, path string) string {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/internal/backendtest"
 	"github.com/strandkafka/strand/internal/sharedlog/loglettest"
 )
 
@@ -115,25 +116,7 @@ func TestAmbiguousPuts(t *testing.T) {
 			})
 			l := newLoglet(t, variantConfig(st, i))
 			const appenders, per = 4, 40
-			acked := make(map[sharedlog.Pos][]byte)
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for a := range appenders {
-				wg.Go(func() {
-					for i := range per {
-						data := fmt.Appendf(nil, "a%d/%d", a, i)
-						pos, err := l.Append(ctx, data)
-						if err != nil {
-							t.Errorf("Append: %v", err)
-							return
-						}
-						mu.Lock()
-						acked[pos] = data
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			acked := backendtest.AppendConcurrently(t, ctx, []sharedlog.Loglet{l}, appenders, per)
 			if t.Failed() {
 				return
 			}
@@ -315,32 +298,9 @@ func TestTwoHandles(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			st := newMemStore()
-			handles := []*Loglet{newLoglet(t, variantConfig(st, i)), newLoglet(t, variantConfig(st, i))}
-			acked := map[sharedlog.Pos][]byte{}
-			var mu sync.Mutex
-			var wg sync.WaitGroup
+			handles := []sharedlog.Loglet{newLoglet(t, variantConfig(st, i)), newLoglet(t, variantConfig(st, i))}
 			const per = 40
-			for h, l := range handles {
-				for a := range 4 {
-					wg.Go(func() {
-						for i := range per {
-							data := fmt.Appendf(nil, "h%d/a%d/%d", h, a, i)
-							p, err := l.Append(ctx, data)
-							if err != nil {
-								t.Errorf("Append: %v", err)
-								return
-							}
-							mu.Lock()
-							if _, dup := acked[p]; dup {
-								t.Errorf("position %d acknowledged twice", p)
-							}
-							acked[p] = data
-							mu.Unlock()
-						}
-					})
-				}
-			}
-			wg.Wait()
+			acked := backendtest.AppendConcurrently(t, ctx, handles, 4, per)
 			if !t.Failed() {
 				checkLog(t, ctx, handles[0], st, acked, 2*4*per)
 			}
