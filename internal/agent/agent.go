@@ -52,6 +52,8 @@ type Agent struct {
 	pipeline *produce.Pipeline
 	groups   *group.Coordinator
 	server   *kafka.Server
+	// members keeps this agent's lease in the agent table (cluster.go).
+	members *membership
 
 	kafkaLn  net.Listener
 	httpLn   net.Listener
@@ -105,10 +107,6 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, err
 	}
-	clusterID, err := loadOrCreateID(filepath.Join(cfg.DataDir, "cluster-id"))
-	if err != nil {
-		return nil, err
-	}
 
 	// The HTTP endpoints come up first so /healthz answers while the
 	// replica replays the log; /readyz turns true once serving.
@@ -157,11 +155,6 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("produce pipeline: %w", err)
 	}
 
-	a.groups, err = group.New(ctx, group.Config{Store: a.replica, NodeID: cfg.NodeID, Logger: logger.With("component", "group")})
-	if err != nil {
-		return nil, fmt.Errorf("group coordinator: %w", err)
-	}
-
 	a.kafkaLn, err = net.Listen("tcp", cfg.KafkaListen)
 	if err != nil {
 		return nil, fmt.Errorf("kafka listen: %w", err)
@@ -170,12 +163,31 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, err
 	}
+
+	// Registering fixes the cluster id on a new log and puts this agent
+	// in every agent's Metadata; the lease is renewed until Stop.
+	a.members = newMembership(a.replica, meta.AgentHeartbeat{
+		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
+	}, logger.With("component", "membership"))
+	if err := a.members.register(ctx); err != nil {
+		return nil, fmt.Errorf("registering in the agent table: %w", err)
+	}
+	a.members.start()
+	clusterID, err := a.members.clusterID()
+	if err != nil {
+		return nil, fmt.Errorf("cluster id: %w", err)
+	}
+
+	a.groups, err = group.New(ctx, group.Config{Store: a.replica, NodeID: cfg.NodeID, Nodes: a.members.nodes, Logger: logger.With("component", "group")})
+	if err != nil {
+		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
 	a.server, err = kafka.New(kafka.Config{
 		Logger:   logger.With("component", "kafka"),
 		Observer: kafkaObserver{m: a.metrics},
 		Deps: kafka.Deps{
 			Meta:              a.replica,
-			Cluster:           kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port},
+			Cluster:           kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
 			AutoCreateTopics:  cfg.AutoCreateTopics,
 			DefaultPartitions: cfg.DefaultPartitions,
 			Produce:           a.pipeline,
@@ -266,6 +278,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it
+	}
+	if a.members != nil {
+		a.members.stop(ctx) // before the replica: leaving is a proposal
 	}
 	if a.snapshots != nil {
 		a.snapshots.stop() // Replica.Snapshot must return before Close

@@ -53,7 +53,20 @@ type Config struct {
 	// POST /v1/snapshot still does. An agent started on an empty data dir
 	// restores the newest snapshot found there.
 	SnapshotInterval time.Duration
+	// Lease is how long this agent stays in the other agents' Metadata
+	// after its last renewal; it renews every Lease/3 through the log.
+	// A killed agent drops out within about Lease. NodeID must be unique
+	// among the agents of one log: two agents with one node id take it
+	// from each other at every renewal and log an error.
+	Lease time.Duration
 }
+
+// Bounds on Config.Lease: a renewal every Lease/3 must not flood the log,
+// and a dead agent must drop out in a time an operator can wait for.
+const (
+	minLease = 300 * time.Millisecond
+	maxLease = time.Hour
+)
 
 // SnapshotsOff is the Config.SnapshotInterval that turns periodic
 // snapshots off.
@@ -69,6 +82,7 @@ const (
 	DefaultPartitions       int32 = 1
 	DefaultShutdownTimeout        = 30 * time.Second
 	DefaultSnapshotInterval       = 10 * time.Minute
+	DefaultLease                  = 10 * time.Second
 )
 
 // SetDefaults fills unset fields. ObjStore and Log default to locations
@@ -100,6 +114,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
 	}
 }
 
@@ -144,6 +161,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))
+	}
+	if c.Lease < minLease || c.Lease > maxLease {
+		errs = append(errs, fmt.Errorf("lease %v: must be between %v and %v", c.Lease, minLease, maxLease))
 	}
 	return errors.Join(errs...)
 }

@@ -41,10 +41,14 @@
 //   - Pipeline failures: upload KAFKA_STORAGE_ERROR, commit
 //     REQUEST_TIMED_OUT, a stopping pipeline NOT_LEADER_OR_FOLLOWER (the
 //     client goes to another agent); all retriable.
-//   - Idempotent batches (producer id >= 0) are accepted and their
-//     producer fields stored in the index; duplicate and sequence checks
-//     belong to apply and come later, so until then a retried batch can
-//     be stored twice.
+//   - Idempotent batches (producer id >= 0) are checked by apply
+//     (meta.CommitObject): a retry of one of the producer's latest 5
+//     batches in the partition is answered with its original base offset
+//     and stores nothing; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER,
+//     a fenced epoch INVALID_PRODUCER_EPOCH (Kafka's answer since 2.7 for
+//     both idempotent and transactional producers), as Kafka. Each
+//     partition's records are one batch, so each CommitBatch holds one
+//     sequence range.
 //   - Transactions are not served yet. A transactional batch in a request
 //     without a TransactionalID is TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 //     for the whole request (Kafka's check in handleProduceRequest); with

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"strconv"
@@ -73,8 +74,8 @@ type ClusterInfo struct {
 	Port int32
 	// Rack is broker.rack; empty is null.
 	Rack string
-	// Brokers lists the live agents, this one included. Nil means this
-	// agent alone. An entry with this agent's NodeID gets the same
+	// Brokers lists the live agents, this one included, sorted by node
+	// id. Nil means this agent alone. An entry with this agent's NodeID gets the same
 	// Host/Port defaulting as above.
 	Brokers func() []Broker
 }
@@ -137,11 +138,17 @@ func (d *Deps) brokers(c *Conn) []Broker {
 }
 
 // partitionLeader is the broker Metadata names as a partition's leader.
-// Any agent serves any partition, so this only steers clients; today every
-// agent names itself. Spreading partitions over the live agents (for
-// clients that care about locality) is a change here alone.
-func (d *Deps) partitionLeader(_ []Broker, _ meta.TopicID, _ int32) int32 {
-	return d.Cluster.NodeID
+// Any agent serves any partition, so this only steers clients: partitions
+// are spread over the live agents, offset by the topic id so that every
+// topic's partition 0 does not land on one agent. brokers must be sorted
+// by node id (ClusterInfo.Brokers) for every agent to name the same one.
+func (d *Deps) partitionLeader(brokers []Broker, id meta.TopicID, partition int32) int32 {
+	if len(brokers) < 2 {
+		return d.Cluster.NodeID
+	}
+	// Topic ids are hashes, so four of their bytes spread well.
+	h := uint64(binary.BigEndian.Uint32(id[:4]))
+	return brokers[(h+uint64(partition))%uint64(len(brokers))].NodeID
 }
 
 // localHostPort is the address the client reached this agent at.

@@ -232,6 +232,10 @@ func (a *applier) applyCommand(pos sharedlog.Pos, idx int, c Command) (Result, e
 		return a.alterConfigs(c)
 	case DeleteRecords:
 		return a.deleteRecords(c)
+	case AgentHeartbeat:
+		return a.agentHeartbeat(pos, idx, c)
+	case AllocateProducerID:
+		return a.allocateProducerID(c)
 	}
 	// DecodeCommand only returns the types above.
 	return Result{}, fmt.Errorf("meta: apply of %T not implemented", c)
@@ -362,7 +366,7 @@ func (a *applier) deleteTopic(c DeleteTopic) (Result, error) {
 	if err := a.b.Delete(topicIDKey(t.ID), nil); err != nil {
 		return Result{}, err
 	}
-	for _, p := range []byte{prefixPartition, prefixIndex} {
+	for _, p := range []byte{prefixPartition, prefixIndex, prefixProducerState} {
 		start, end := topicSpan(p, t.ID)
 		if err := a.b.DeleteRange(start, end, nil); err != nil {
 			return Result{}, err
@@ -466,6 +470,13 @@ func (a *applier) commitObject(c CommitObject) (Result, error) {
 			br.Code = kerr.InvalidRequest.Code
 			continue
 		}
+		producer, done, err := a.checkProducer(cb, cp, br)
+		if err != nil {
+			return Result{}, err
+		}
+		if done {
+			continue
+		}
 		br.BaseOffset = cp.st.NextOffset
 		br.LogStartOffset = cp.st.LogStartOffset
 		cp.st.NextOffset += int64(cb.Records)
@@ -473,6 +484,9 @@ func (a *applier) commitObject(c CommitObject) (Result, error) {
 		a.keyBuf = indexKey(a.keyBuf[:0], cb.TopicID, cb.Partition, br.BaseOffset)
 		a.valBuf = encodeIndexValue(a.valBuf[:0], c.ObjectKey, cb)
 		if err := a.b.Set(a.keyBuf, a.valBuf, nil); err != nil {
+			return Result{}, err
+		}
+		if err := a.recordProducer(producer, br.BaseOffset); err != nil {
 			return Result{}, err
 		}
 	}

@@ -21,6 +21,10 @@ const (
 	TypeOffsetDelete     CommandType = 9
 	TypeExpireOffsets    CommandType = 10
 	TypeDeleteRecords    CommandType = 11
+	TypeAgentHeartbeat   CommandType = 12
+
+	// Idempotent producers (producer.go).
+	TypeAllocateProducerID CommandType = 13
 )
 
 func (t CommandType) String() string {
@@ -47,6 +51,10 @@ func (t CommandType) String() string {
 		return "ExpireOffsets"
 	case TypeDeleteRecords:
 		return "DeleteRecords"
+	case TypeAgentHeartbeat:
+		return "AgentHeartbeat"
+	case TypeAllocateProducerID:
+		return "AllocateProducerID"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint16(t))
 }
@@ -117,6 +125,9 @@ type AlterConfigs struct {
 // Result: Batches, one per batch in order. A batch of a missing topic or
 // partition gets UNKNOWN_TOPIC_OR_PARTITION and the others still commit;
 // an object key committed before gets DUPLICATE_RESOURCE for every batch.
+// An idempotent batch may get INVALID_PRODUCER_EPOCH,
+// OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_RECORD, or, as a duplicate, the
+// base offset it got the first time and no new offsets.
 type CommitObject struct {
 	ObjectKey  string
 	ObjectSize int64
@@ -137,8 +148,9 @@ type CommitBatch struct {
 	BatchCount     int32
 	FirstTimestamp int64
 	MaxTimestamp   int64
-	// Producer fields are stored in the index for idempotence checks,
-	// which apply does not make yet.
+	// Producer fields are stored in the index; with ProducerID >= 0
+	// apply checks them for idempotence (producer.go): the range holds
+	// sequences BaseSequence to BaseSequence+Records-1.
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
@@ -243,6 +255,10 @@ func DecodeCommand(rc RawCommand) (Command, error) {
 		c = decodeCommitObjectV1(r)
 	case rc.Type == TypeDeleteRecords && rc.Version == 1:
 		c = decodeDeleteRecordsV1(r)
+	case rc.Type == TypeAgentHeartbeat && rc.Version == 1:
+		c = decodeAgentHeartbeatV1(r)
+	case rc.Type == TypeAllocateProducerID && rc.Version == 1:
+		c = decodeAllocateProducerIDV1(r)
 	default:
 		var ok bool
 		if c, ok = decodeGroupCommand(rc, r); ok {

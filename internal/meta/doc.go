@@ -60,6 +60,11 @@
 //	0x0A    group id length (u16), group id,           CommittedOffset: offset, leader epoch, metadata,
 //	        topic id (16), partition (u32)             commit timestamp, expire timestamp (-1: none)
 //	0x0B    topic id (16), group id                    marker: the group has offsets of the topic
+//	0x0C    node id (u32)                              AgentInfo: agent id, host, port, rack, lease, registered-at, expires
+//	0x0D    -                                          cluster id (fixed by the first AgentHeartbeat)
+//	0x10    -                                          next producer id (AllocateProducerID)
+//	0x11    topic id (16), partition (u32),            producer state: epoch, last write (log clock), latest batches
+//	        producer id (u64)                          (at most 5: first seq, last seq, base offset), oldest first
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a
@@ -83,6 +88,17 @@
 // Several entries share one Pebble batch, and the batch also writes the
 // applied position, so the store always holds a prefix of the log and a
 // restart resumes exactly after it.
+//
+// Idempotent producers (producer.go): AllocateProducerID (type 13) hands
+// out producer ids from the 0x10 counter, or bumps a known id's epoch.
+// CommitObject checks each batch with a producer id against the 0x11
+// state of its (partition, producer) as Kafka's ProducerStateManager
+// does: a stale epoch is INVALID_PRODUCER_EPOCH, a gap or a new epoch not
+// starting at sequence 0 is OUT_OF_ORDER_SEQUENCE_NUMBER, and a retry of
+// one of the latest 5 batches gets its original base offset with no new
+// offsets. State unwritten for producer.id.expiration.ms (1 day, by the
+// log clock) is dropped when a batch next touches it; state no batch
+// touches again stays until its topic is deleted, as no sweep exists yet.
 //
 // DeleteRecords (type 11) raises a partition's log start offset, never
 // lowers it, and deletes the partition's index entries that end at or

@@ -20,6 +20,9 @@ const (
 	prefixGroup       byte = 0x09
 	prefixGroupOffset byte = 0x0A
 	prefixTopicGroup  byte = 0x0B
+	// Agents and the cluster id (agents.go).
+	prefixAgent     byte = 0x0C
+	prefixClusterID byte = 0x0D
 	// prefixLocal starts keys that belong to this copy only. They are not
 	// replicated state, so the digest skips them, and a snapshot restore
 	// should drop them.

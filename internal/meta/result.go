@@ -23,6 +23,9 @@ type Result struct {
 	// Codes is set by OffsetCommit and OffsetDelete: a Kafka error code
 	// per offset or partition, in order.
 	Codes []int16
+	// ProducerID and ProducerEpoch are set by AllocateProducerID.
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 // BatchResult is the outcome of one CommitBatch.

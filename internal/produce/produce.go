@@ -30,8 +30,9 @@
 // that flush fail with ErrUpload and nothing of it is committed. Later
 // flushes still commit: their callers were acknowledged nothing earlier,
 // and a producer that got the error retries, which Kafka allows for
-// producers without idempotence. (Idempotent producers will need apply's
-// sequence checks to refuse the gap; apply does not check sequences yet.)
+// producers without idempotence. For idempotent producers apply's
+// sequence checks refuse the gap (OUT_OF_ORDER_SEQUENCE_NUMBER), and a
+// retry of a batch that did commit gets its first offsets back.
 // A failed or ambiguous proposal fails its calls with ErrCommit; with
 // meta.ErrAmbiguous the commit may still apply, exactly once, and never
 // after a later flush's commit.

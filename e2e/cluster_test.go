@@ -1,0 +1,392 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/testservers/dynalitetest"
+	"github.com/strandkafka/strand/internal/testservers/etcdtest"
+)
+
+// clusterLease is the agents' --lease in the cluster tests: short, so a
+// killed agent drops out of Metadata within the test's time.
+const clusterLease = 2 * time.Second
+
+// TestClusterPostgres is the scale-out acceptance scenario on a PostgreSQL
+// log; TestClusterEtcd and TestClusterDynalite run it on the other shared
+// logs:
+//
+//	go test ./e2e -run 'TestCluster(Postgres|Etcd|Dynalite)' -v
+func TestClusterPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the strand binary and starts PostgreSQL")
+	}
+	runCluster(t, pgLogletURL(t, "e2e-cluster"))
+}
+
+func TestClusterEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the strand binary and starts etcd")
+	}
+	runCluster(t, fmt.Sprintf("etcd://%s/e2e-cluster-%d/seg", strings.Join(etcdtest.Endpoints(t), ","), time.Now().UnixNano()))
+}
+
+func TestClusterDynalite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the strand binary and starts dynalite")
+	}
+	srv := dynalitetest.Start(t)
+	// The agents inherit these: the AWS SDK wants credentials, which
+	// dynalite does not check.
+	t.Setenv("AWS_ACCESS_KEY_ID", "e2e")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "e2e")
+	runCluster(t, fmt.Sprintf("dynamodb://strand-e2e/cluster-%d?endpoint=%s&region=%s", time.Now().UnixNano(), srv.Endpoint, dynalitetest.Region))
+}
+
+// clusterAgent is one `strand serve` of a cluster test.
+type clusterAgent struct {
+	nodeID          int32
+	kafka, httpAddr string
+	proc            *agentProcess
+}
+
+// runCluster starts three agents on one shared log and one shared object
+// store. A producer (seeded with agent 1) writes continuously; a consumer
+// group of two members (seeded with agents 2 and 3) reads. Metadata
+// spreads partitions over all agents, so every agent produces and serves
+// fetches. The group's coordinator is killed with SIGKILL mid-run; the
+// clients must carry on, the dead agent must drop out of Metadata, and
+// every acknowledged record must be consumed at its offset with its
+// value, in offset order per partition. A non-idempotent producer may
+// store a retried batch twice, and the group may redeliver what was not
+// committed; neither fails the test, but both are counted.
+func runCluster(t *testing.T, logURL string) {
+	const (
+		topic      = "cluster"
+		groupID    = "cluster-group"
+		partitions = 6
+		// acksBeforeKill and acksAfterKill are awaited around the kill,
+		// so both halves run under load.
+		acksBeforeKill     = 2000
+		acksAfterKill      = 2000
+		maxBufferedRecords = 500
+	)
+	objDir := t.TempDir()
+	agents := make([]*clusterAgent, 3)
+	for i := range agents {
+		a := &clusterAgent{nodeID: int32(i + 1), kafka: freeAddr(t), httpAddr: freeAddr(t)}
+		a.proc = startProcess(t, a.httpAddr,
+			"--data-dir", t.TempDir(), "--node-id", strconv.Itoa(int(a.nodeID)),
+			"--kafka-listen", a.kafka, "--http-listen", a.httpAddr,
+			"--objstore", "file://"+objDir, "--log", logURL,
+			"--lease", clusterLease.String(), "--snapshot-interval", "0")
+		agents[i] = a
+	}
+	all := []int32{1, 2, 3}
+	var clusterID string
+	for _, a := range agents {
+		id := waitBrokers(t, a.kafka, all)
+		if clusterID == "" {
+			clusterID = id
+		} else if id != clusterID {
+			t.Fatalf("agent %d reports cluster id %q, agent 1 %q", a.nodeID, id, clusterID)
+		}
+	}
+	createTopic(t, agents[0].kafka, topic, partitions)
+
+	acks := new(ackLog)
+	producer := newClient(t, agents[0].kafka,
+		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DisableIdempotentWrite(),
+		kgo.MaxBufferedRecords(maxBufferedRecords),
+		kgo.ProducerLinger(time.Millisecond),
+	)
+	ackTimes := new(ackClock)
+	prodErrs := newErrCounts()
+	// The loop stops at a flag, not by cancelling Produce's context,
+	// which would fail the records still buffered.
+	var stopped atomic.Bool
+	stopProducing := func() { stopped.Store(true) }
+	prodDone := make(chan struct{})
+	go func() {
+		defer close(prodDone)
+		for i := 0; !stopped.Load(); i++ {
+			producer.Produce(context.Background(), &kgo.Record{Value: []byte("v-" + strconv.Itoa(i))}, func(r *kgo.Record, err error) {
+				if err == nil {
+					ackTimes.tick()
+				} else {
+					prodErrs.add(err)
+				}
+				acks.record(r, err)
+			})
+		}
+	}()
+	t.Cleanup(func() { stopProducing(); <-prodDone })
+
+	seen := newConsumeLog()
+	startGroupConsumer(t, agents[1].kafka, topic, groupID, "c2", seen)
+	startGroupConsumer(t, agents[2].kafka, topic, groupID, "c3", seen)
+
+	waitFor(t, acks.reached(acksBeforeKill), "acks before the kill")
+	victim := group.OwnerOf(groupID, all)
+	var alive []int32
+	for _, id := range all {
+		if id != victim {
+			alive = append(alive, id)
+		}
+	}
+	t.Logf("killing agent %d, the coordinator of %s", victim, groupID)
+	killedAt := time.Now()
+	agents[victim-1].proc.kill()
+	survivor := agents[alive[0]-1]
+	waitBrokers(t, survivor.kafka, alive)
+	t.Logf("agent %d dropped out of Metadata %v after the kill (lease %v)", victim, time.Since(killedAt).Round(time.Millisecond), clusterLease)
+
+	n, _ := acks.count()
+	waitFor(t, acks.reached(n+acksAfterKill), "acks after the kill")
+	stopProducing()
+	<-prodDone
+	flushCtx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := producer.Flush(flushCtx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	acked, failed := acks.count()
+	if failed > 0 {
+		t.Errorf("%d records failed to produce: %s", failed, prodErrs)
+	}
+	t.Logf("%d records acknowledged, %d failed; longest gap between acknowledgements after the kill: %v",
+		acked, failed, ackTimes.longestGap(killedAt, time.Now()).Round(time.Millisecond))
+
+	want := acks.snapshot()
+	waitFor(t, seen.covers(want), "the group to read every acknowledged record")
+	dups, redelivered, errs := seen.check(want)
+	for _, e := range errs {
+		t.Error(e)
+	}
+	t.Logf("group read every acknowledged record; %d stored duplicates of retried batches, %d redelivered records", dups, redelivered)
+}
+
+// waitBrokers asks addr itself (not whichever broker a client picks) for
+// Metadata until it lists exactly nodes, and returns the cluster id it
+// reports. The dead agent's lease has to run out first, so this polls;
+// the bound is a deadlock guard.
+func waitBrokers(t *testing.T, addr string, nodes []int32) string {
+	t.Helper()
+	seed := newClient(t, addr).SeedBrokers()[0]
+	deadline := time.Now().Add(opTimeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := seed.Request(ctx, kmsg.NewPtrMetadataRequest())
+		cancel()
+		if err == nil {
+			md := resp.(*kmsg.MetadataResponse)
+			var ids []int32
+			for _, b := range md.Brokers {
+				ids = append(ids, b.NodeID)
+			}
+			slices.Sort(ids)
+			last = fmt.Sprint(ids)
+			if slices.Equal(ids, nodes) {
+				if md.ClusterID == nil || *md.ClusterID == "" {
+					t.Fatalf("%s: Metadata has no cluster id", addr)
+				}
+				return *md.ClusterID
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: Metadata brokers %s, want %v after %v", addr, last, nodes, opTimeout)
+	return ""
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(2 * opTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// consumeLog collects what a group's members read. Per member and
+// partition it checks order as records arrive: each record follows the
+// previous one by one offset, or goes back to an offset already read
+// (redelivery after a rebalance), or jumps only right after the
+// partition was assigned anew.
+type consumeLog struct {
+	mu struct {
+		sync.Mutex
+		byOffset map[int32]map[int64]string
+		// next is each member's expected next offset per partition;
+		// absent right after an assignment.
+		next        map[string]map[int32]int64
+		redelivered int
+		errs        []string
+		want        []ackedRecord
+		wantDone    chan struct{}
+	}
+}
+
+func newConsumeLog() *consumeLog {
+	l := new(consumeLog)
+	l.mu.byOffset = make(map[int32]map[int64]string)
+	l.mu.next = make(map[string]map[int32]int64)
+	return l
+}
+
+func (l *consumeLog) assigned(member string, ps []int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range ps {
+		delete(l.mu.next[member], p)
+	}
+}
+
+func (l *consumeLog) add(member string, r *kgo.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	offs := l.mu.byOffset[r.Partition]
+	if offs == nil {
+		offs = make(map[int64]string)
+		l.mu.byOffset[r.Partition] = offs
+	}
+	prev, dup := offs[r.Offset]
+	switch {
+	case dup && prev != string(r.Value):
+		l.mu.errs = append(l.mu.errs, fmt.Sprintf("partition %d offset %d read as %q and as %q", r.Partition, r.Offset, prev, r.Value))
+	case dup:
+		l.mu.redelivered++
+	}
+	offs[r.Offset] = string(r.Value)
+	next := l.mu.next[member]
+	if next == nil {
+		next = make(map[int32]int64)
+		l.mu.next[member] = next
+	}
+	if want, ok := next[r.Partition]; ok && r.Offset != want && !dup {
+		l.mu.errs = append(l.mu.errs, fmt.Sprintf("%s: partition %d read offset %d, want %d", member, r.Partition, r.Offset, want))
+	}
+	next[r.Partition] = r.Offset + 1
+	l.checkCoveredLocked()
+}
+
+// covers returns a channel closed once every record of want was read.
+func (l *consumeLog) covers(want []ackedRecord) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.want, l.mu.wantDone = want, make(chan struct{})
+	l.checkCoveredLocked()
+	return l.mu.wantDone
+}
+
+func (l *consumeLog) checkCoveredLocked() {
+	if l.mu.wantDone == nil {
+		return
+	}
+	for len(l.mu.want) > 0 {
+		w := l.mu.want[0]
+		if _, ok := l.mu.byOffset[w.partition][w.offset]; !ok {
+			return
+		}
+		l.mu.want = l.mu.want[1:]
+	}
+	close(l.mu.wantDone)
+	l.mu.wantDone = nil
+}
+
+// check compares what was read with the acknowledgements: each acked
+// record at its offset with its value, each partition read densely from
+// 0. Values read at more than one offset are retried batches.
+func (l *consumeLog) check(want []ackedRecord) (dups, redelivered int, errs []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	errs = append(errs, l.mu.errs...)
+	for _, w := range want {
+		if got := l.mu.byOffset[w.partition][w.offset]; got != w.value {
+			errs = append(errs, fmt.Sprintf("acked %q at %d/%d, read %q", w.value, w.partition, w.offset, got))
+		}
+	}
+	count := make(map[string]int)
+	for p, offs := range l.mu.byOffset {
+		for o := int64(0); o < int64(len(offs)); o++ {
+			v, ok := offs[o]
+			if !ok {
+				errs = append(errs, fmt.Sprintf("partition %d: offset %d never read though %d offsets were", p, o, len(offs)))
+				break
+			}
+			count[v]++
+		}
+	}
+	for _, n := range count {
+		dups += n - 1
+	}
+	return dups, l.mu.redelivered, errs
+}
+
+// startGroupConsumer runs a group member until cleanup, feeding log.
+func startGroupConsumer(t *testing.T, seed, topic, groupID, name string, log *consumeLog) {
+	t.Helper()
+	cl := newClient(t, seed,
+		kgo.ConsumerGroup(groupID),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.AutoCommitInterval(500*time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			log.assigned(name, m[topic])
+		}),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) { log.add(name, r) })
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// errCounts counts errors by message.
+type errCounts struct {
+	mu struct {
+		sync.Mutex
+		n map[string]int
+	}
+}
+
+func newErrCounts() *errCounts {
+	c := new(errCounts)
+	c.mu.n = make(map[string]int)
+	return c
+}
+
+func (c *errCounts) add(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.n[err.Error()]++
+}
+
+func (c *errCounts) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprint(c.mu.n)
+}

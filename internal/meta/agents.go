@@ -1,0 +1,253 @@
+package meta
+
+// Agent registration: every agent renews a lease on its node id through
+// the log, so the set of live agents is replicated state, and whether an
+// agent is live is decided by the log clock, identically on every copy.
+// The first registration also fixes the cluster id, derived from where it
+// sits in the log, so every agent on one log reports the same id.
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strandkafka/strand/internal/sharedlog"
+)
+
+// Limits on an AgentHeartbeat. Like apply's other limits they are part of
+// what apply means.
+const (
+	maxAgentIDBytes   = 256
+	maxAgentHostBytes = 255
+	maxAgentRackBytes = 255
+	// maxAgentLeaseMs bounds a lease to a day: a dead agent must drop out
+	// in a time an operator can wait for.
+	maxAgentLeaseMs = 24 * 60 * 60 * 1000
+)
+
+// AgentHeartbeat registers an agent under NodeID, or renews its lease,
+// until the log clock at apply plus LeaseMs. LeaseMs 0 deregisters the
+// agent (a graceful leave): the record is deleted if AgentID still holds
+// NodeID. A node id belongs to the newest heartbeat for it: a heartbeat
+// from another AgentID takes the node id over.
+// Result: INVALID_REQUEST for a negative node id or lease, an empty or
+// oversized agent id, host or rack, a port outside [0, 65535]. Code
+// DUPLICATE_BROKER_REGISTRATION (the heartbeat still applied) when it
+// took the node id over from another agent whose lease had not expired:
+// two agents were given one --node-id.
+type AgentHeartbeat struct {
+	NodeID  int32
+	AgentID string
+	Host    string
+	Port    int32
+	Rack    string
+	LeaseMs int64
+}
+
+// AgentInfo is a registered agent as a View returns it.
+type AgentInfo struct {
+	NodeID  int32
+	AgentID string
+	Host    string
+	Port    int32
+	Rack    string
+	LeaseMs int64
+	// RegisteredAt is the log clock (unix ms) of the heartbeat that
+	// registered AgentID under NodeID; Expires is the log clock at which
+	// its lease ends unless renewed.
+	RegisteredAt int64
+	Expires      int64
+}
+
+func (AgentHeartbeat) Type() CommandType { return TypeAgentHeartbeat }
+func (AgentHeartbeat) version() uint16   { return 1 }
+
+func (c AgentHeartbeat) appendPayload(b []byte) []byte {
+	b = appendVarint(b, int64(c.NodeID))
+	b = appendString(b, c.AgentID)
+	b = appendString(b, c.Host)
+	b = appendVarint(b, int64(c.Port))
+	b = appendString(b, c.Rack)
+	return appendVarint(b, c.LeaseMs)
+}
+
+func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
+	var c AgentHeartbeat
+	c.NodeID = r.int32()
+	c.AgentID = r.string()
+	c.Host = r.string()
+	c.Port = r.int32()
+	c.Rack = r.string()
+	c.LeaseMs = r.varint()
+	return c
+}
+
+func agentKey(nodeID int32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{prefixAgent}, uint32(nodeID))
+}
+
+var keyClusterID = []byte{prefixClusterID}
+
+func (a *AgentInfo) encode() []byte {
+	b := []byte{recordV1}
+	b = appendString(b, a.AgentID)
+	b = appendString(b, a.Host)
+	b = appendVarint(b, int64(a.Port))
+	b = appendString(b, a.Rack)
+	b = appendVarint(b, a.LeaseMs)
+	b = appendVarint(b, a.RegisteredAt)
+	return appendVarint(b, a.Expires)
+}
+
+func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
+	if len(k) != 5 {
+		return AgentInfo{}, fmt.Errorf("%w: agent key is %d bytes", ErrCorrupt, len(k))
+	}
+	a := AgentInfo{NodeID: int32(binary.BigEndian.Uint32(k[1:]))}
+	r := recordReader(v)
+	a.AgentID = r.string()
+	a.Host = r.string()
+	a.Port = r.int32()
+	a.Rack = r.string()
+	a.LeaseMs = r.varint()
+	a.RegisteredAt = r.varint()
+	a.Expires = r.varint()
+	if err := r.done(); err != nil {
+		return AgentInfo{}, corrupt("agent", err)
+	}
+	return a, nil
+}
+
+func validHeartbeat(c *AgentHeartbeat) (Result, bool) {
+	switch {
+	case c.NodeID < 0:
+		return failed(kerr.InvalidRequest, "node id %d is negative", c.NodeID), false
+	case c.AgentID == "" || len(c.AgentID) > maxAgentIDBytes:
+		return failed(kerr.InvalidRequest, "agent id of %d bytes, want 1 to %d", len(c.AgentID), maxAgentIDBytes), false
+	case len(c.Host) > maxAgentHostBytes || len(c.Rack) > maxAgentRackBytes:
+		return failed(kerr.InvalidRequest, "host or rack too long"), false
+	case c.Port < 0 || c.Port > 65535:
+		return failed(kerr.InvalidRequest, "port %d out of range", c.Port), false
+	case c.LeaseMs < 0 || c.LeaseMs > maxAgentLeaseMs:
+		return failed(kerr.InvalidRequest, "lease %d ms, want 0 to %d", c.LeaseMs, maxAgentLeaseMs), false
+	}
+	return Result{}, true
+}
+
+func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (Result, error) {
+	if res, ok := validHeartbeat(&c); !ok {
+		return res, nil
+	}
+	if err := a.loadClock(); err != nil {
+		return Result{}, err
+	}
+	key := agentKey(c.NodeID)
+	var prev AgentInfo
+	v, held, err := a.get(key)
+	if err != nil {
+		return Result{}, err
+	}
+	if held {
+		if prev, err = decodeAgentInfo(key, v); err != nil {
+			return Result{}, err
+		}
+	}
+	if c.LeaseMs == 0 {
+		if held && prev.AgentID == c.AgentID {
+			return Result{}, a.b.Delete(key, nil)
+		}
+		return Result{}, nil
+	}
+	if err := a.fixClusterID(pos, idx); err != nil {
+		return Result{}, err
+	}
+	info := AgentInfo{
+		NodeID: c.NodeID, AgentID: c.AgentID, Host: c.Host, Port: c.Port, Rack: c.Rack,
+		LeaseMs: c.LeaseMs, RegisteredAt: a.clock, Expires: satAdd(a.clock, c.LeaseMs),
+	}
+	var res Result
+	if held && prev.AgentID == c.AgentID {
+		info.RegisteredAt = prev.RegisteredAt
+	} else if held && prev.Expires > a.clock {
+		res = failed(kerr.DuplicateBrokerRegistration, "node id %d taken over from live agent %s", c.NodeID, prev.AgentID)
+	}
+	return res, a.b.Set(key, info.encode(), nil)
+}
+
+// fixClusterID stores the cluster id if none is stored yet. It is derived
+// from the position of the first registration, so it is the same on every
+// copy and differs between logs.
+func (a *applier) fixClusterID(pos sharedlog.Pos, idx int) error {
+	if _, ok, err := a.get(keyClusterID); err != nil || ok {
+		return err
+	}
+	h := sha256.New()
+	h.Write([]byte("strand cluster id\x00"))
+	var nums [12]byte
+	binary.BigEndian.PutUint64(nums[0:], uint64(pos))
+	binary.BigEndian.PutUint32(nums[8:], uint32(idx))
+	h.Write(nums[:])
+	sum := h.Sum(nil)
+	// Kafka prints a cluster id as a base64url UUID: 16 bytes, 22 chars.
+	id := base64.RawURLEncoding.EncodeToString(sum[:16])
+	return a.b.Set(keyClusterID, append([]byte{recordV1}, id...), nil)
+}
+
+// ClusterID returns the replicated cluster id, or "" before the first
+// agent registered.
+func (v *View) ClusterID() (string, error) {
+	val, ok, err := v.get(keyClusterID)
+	if err != nil || !ok {
+		return "", err
+	}
+	if len(val) < 1 || val[0] != recordV1 {
+		return "", fmt.Errorf("%w: cluster id record", ErrCorrupt)
+	}
+	return string(val[1:]), nil
+}
+
+// Agents returns every registered agent, live or not, sorted by node id.
+func (v *View) Agents() ([]AgentInfo, error) {
+	it, err := v.snap.NewIter(&pebble.IterOptions{
+		LowerBound: []byte{prefixAgent},
+		UpperBound: []byte{prefixAgent + 1},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var as []AgentInfo
+	for ok := it.First(); ok; ok = it.Next() {
+		a, err := decodeAgentInfo(it.Key(), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		as = append(as, a)
+	}
+	return as, it.Error()
+}
+
+// LiveAgents returns the agents whose lease ends after the log clock,
+// sorted by node id. Time is the log's only: an agent that stopped
+// renewing drops out once other entries move the clock past its expiry.
+func (v *View) LiveAgents() ([]AgentInfo, error) {
+	clock, err := v.LogClock()
+	if err != nil {
+		return nil, err
+	}
+	as, err := v.Agents()
+	if err != nil {
+		return nil, err
+	}
+	live := as[:0]
+	for _, a := range as {
+		if a.Expires > clock {
+			live = append(live, a)
+		}
+	}
+	return live, nil
+}
