@@ -495,3 +495,41 @@ func TestRedactURL(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreWhenTrimmedPast: an agent that was down while another agent
+// snapshotted and trimmed the shared log past its copy restores the newest
+// snapshot instead of halting.
+func TestRestoreWhenTrimmedPast(t *testing.T) {
+	shared := t.TempDir()
+	cfg := func(dataDir string, node int32) agent.Config {
+		return agent.Config{
+			DataDir:          dataDir,
+			NodeID:           node,
+			ObjStore:         "file://" + filepath.ToSlash(filepath.Join(shared, "objects")),
+			Log:              "file://" + filepath.ToSlash(filepath.Join(shared, "log")),
+			SnapshotInterval: agent.SnapshotsOff,
+		}
+	}
+	const topic = "trimmed"
+	dirA := t.TempDir()
+	a := startWith(t, cfg(dirA, 1), nil)
+	createTopic(t, a.KafkaAddr(), topic, 2)
+	want := records(topic, 2, 10, "a")
+	produce(t, a.KafkaAddr(), want)
+	stop(t, a)
+
+	b := startWith(t, cfg(t.TempDir(), 2), nil)
+	more := records(topic, 2, 10, "b")
+	produce(t, b.KafkaAddr(), more)
+	want = append(want, more...)
+	taken := takeSnapshot(t, b.HTTPAddr())
+	stop(t, b)
+
+	var logs logBuffer
+	a = startWith(t, cfg(dirA, 1), logs.logger())
+	if !strings.Contains(logs.String(), "below the log's trim point") ||
+		!strings.Contains(logs.String(), "key="+taken.Snapshot.Key) {
+		t.Errorf("start log does not tell of restoring %s over a trimmed-out copy:\n%s", taken.Snapshot.Key, logs.String())
+	}
+	checkRecords(t, a.KafkaAddr(), topic, want)
+}

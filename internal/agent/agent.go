@@ -128,12 +128,29 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := restoreIfEmpty(ctx, metaDir, a.store, vlog, logger); err != nil {
 		return nil, err
 	}
-	a.replica, err = meta.Open(ctx, meta.Config{
+	metaCfg := meta.Config{
 		Dir:      metaDir,
 		Log:      timedLog{VirtualLog: vlog, m: a.metrics},
 		WriterID: agentID,
 		Logger:   logger.With("component", "meta"),
-	})
+	}
+	a.replica, err = meta.Open(ctx, metaCfg)
+	if errors.Is(err, sharedlog.ErrTrimmed) {
+		// This copy stopped below the log's trim point (it was down
+		// while other agents snapshotted and trimmed the shared log):
+		// replaying cannot catch it up, a snapshot can. The old copy
+		// is kept aside, not deleted, for whoever wants to look.
+		aside := metaDir + ".trimmed-" + strconv.FormatInt(time.Now().Unix(), 10)
+		logger.Warn("local metadata copy is below the log's trim point; restoring the newest snapshot",
+			"err", err, "moved_to", aside)
+		if err := os.Rename(metaDir, aside); err != nil {
+			return nil, fmt.Errorf("moving the trimmed-out metadata copy aside: %w", err)
+		}
+		if err := restoreIfEmpty(ctx, metaDir, a.store, vlog, logger); err != nil {
+			return nil, err
+		}
+		a.replica, err = meta.Open(ctx, metaCfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("metadata replica: %w", err)
 	}
