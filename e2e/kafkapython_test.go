@@ -14,8 +14,7 @@ import (
 // auto-detects the broker version from ApiVersions v0 and then sends
 // Metadata v0/v1/v5, Produce v7, ListOffsets v1 and Fetch v4: old
 // versions no other client here uses. The script does the checking and
-// the test reads its verdict; group consumption is left out (no group
-// coordinator yet).
+// the test reads its verdict. Group consumption is TestGroupKafkaPython.
 func TestKafkaPython(t *testing.T) {
 	requirePythonModule(t, "kafka", "python3-kafka")
 	a := startAgent(t, agent.Config{})
