@@ -102,13 +102,11 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			adm, err := opts.newAdmin()
+			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
-			ctx, cancel := opts.requestContext(cmd.Context())
-			defer cancel()
+			defer done()
 			// Brokers filter by state (ListGroups v4+); a partial answer
 			// (one broker failed) is still printed before the error.
 			listed, listErr := adm.ListGroups(ctx, filter...)
@@ -138,13 +136,11 @@ func newGroupDeleteCmd(opts *ClientOptions) *cobra.Command {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			groups := uniq(args)
-			adm, err := opts.newAdmin()
+			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
-			ctx, cancel := opts.requestContext(cmd.Context())
-			defer cancel()
+			defer done()
 			// A shard error leaves the groups of the failed coordinator
 			// out of resps; they are reported per group below.
 			resps, delErr := adm.DeleteGroups(ctx, groups...)
@@ -245,13 +241,11 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 				return fmt.Errorf("%w: --format %q: want text or json", ErrUsage, format)
 			}
 			groups := uniq(args)
-			adm, err := opts.newAdmin()
+			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
-			ctx, cancel := opts.requestContext(cmd.Context())
-			defer cancel()
+			defer done()
 			// Lag describes the groups, fetches their commits and lists
 			// start and end offsets of every partition they are assigned,
 			// want or committed to.
@@ -617,13 +611,11 @@ func (o *resetOptions) run(cmd *cobra.Command, opts *ClientOptions, group string
 	if err != nil {
 		return err
 	}
-	adm, err := opts.newAdmin()
+	adm, ctx, done, err := opts.admin(cmd.Context())
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := opts.requestContext(cmd.Context())
-	defer cancel()
+	defer done()
 
 	if err := checkInactive(ctx, adm, group); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -32,13 +33,17 @@ func NewTopicCommand() *cobra.Command {
 	return cmd
 }
 
-// newAdmin returns an admin client; closing it closes the kgo client too.
-func (o *ClientOptions) newAdmin() (*kadm.Client, error) {
+// admin returns an admin client and the context its requests run in,
+// bounded by --timeout; done releases the context and closes the client
+// (and so the kgo client under it).
+func (o *ClientOptions) admin(ctx context.Context) (_ *kadm.Client, _ context.Context, done func(), _ error) {
 	cl, err := o.NewClient()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return kadm.NewClient(cl), nil
+	adm := kadm.NewClient(cl)
+	ctx, cancel := o.requestContext(ctx)
+	return adm, ctx, func() { cancel(); adm.Close() }, nil
 }
 
 func newTopicCreateCmd(opts *ClientOptions) *cobra.Command {
@@ -63,13 +68,11 @@ func newTopicCreateCmd(opts *ClientOptions) *cobra.Command {
 				}
 				cfg[k] = kadm.StringPtr(v)
 			}
-			adm, err := opts.newAdmin()
+			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
-			ctx, cancel := opts.requestContext(cmd.Context())
-			defer cancel()
+			defer done()
 			resps, err := adm.CreateTopics(ctx, partitions, replicas, cfg, topics...)
 			if err != nil {
 				return fmt.Errorf("create topics: %w", err)
@@ -93,13 +96,11 @@ func newTopicDeleteCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Delete topics",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			adm, err := opts.newAdmin()
+			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
-			ctx, cancel := opts.requestContext(cmd.Context())
-			defer cancel()
+			defer done()
 			resps, err := adm.DeleteTopics(ctx, topics...)
 			if err != nil {
 				return fmt.Errorf("delete topics: %w", err)
@@ -153,13 +154,11 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 		Short:   "List topics and their partition counts",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, err := opts.newAdmin()
+			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
-			ctx, cancel := opts.requestContext(cmd.Context())
-			defer cancel()
+			defer done()
 			list := adm.ListTopics
 			if internal {
 				list = adm.ListTopicsWithInternal
@@ -189,13 +188,11 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Show a topic's partitions (with start and end offsets) and configs",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			adm, err := opts.newAdmin()
+			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer adm.Close()
-			ctx, cancel := opts.requestContext(cmd.Context())
-			defer cancel()
+			defer done()
 			details, err := adm.ListTopics(ctx, topics...)
 			if err != nil {
 				return fmt.Errorf("describe topics: %w", err)
