@@ -63,6 +63,8 @@ type Agent struct {
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
+	// txns aborts timed-out transactions (txnsweep.go).
+	txns *txnSweeper
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -215,6 +217,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, err
 	}
+	a.txns = startTxnSweeper(a.replica, func(id string) bool { return a.groups.Coordinator(id) == cfg.NodeID }, logger.With("component", "txn"))
 	go func() {
 		if err := a.server.Serve(context.Background(), a.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			a.serveErr <- err
@@ -292,6 +295,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		if err := a.pipeline.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("produce pipeline: %w", err))
 		}
+	}
+	if a.txns != nil {
+		a.txns.stop() // before the replica: a sweep is a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it

@@ -49,13 +49,15 @@
 //     both idempotent and transactional producers), as Kafka. Each
 //     partition's records are one batch, so each CommitBatch holds one
 //     sequence range.
-//   - Transactions are not served yet. A transactional batch in a request
-//     without a TransactionalID is TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-//     for the whole request (Kafka's check in handleProduceRequest); with
-//     one, the batch is INVALID_TXN_STATE, Kafka's answer (since KIP-890's
-//     verification) for a partition that is not in an ongoing
-//     transaction, which with no transaction coordinator none is. kfake
-//     answers the same.
+//   - Transactional batches: a request holding one without a
+//     TransactionalID is TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the
+//     whole request (Kafka's check in handleProduceRequest). Apply
+//     accepts a transactional batch only into a partition its producer's
+//     ongoing transaction added with AddPartitionsToTxn, in that
+//     transaction's epoch (KIP-890 part 1, meta/txn.go): otherwise
+//     INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH for a fenced epoch.
+//     A batch mixing transactional and plain batches, or a control
+//     batch from a client, is INVALID_RECORD.
 //   - Left out: v12-13 (KIP-890 part 2, topic ids); ErrorRecords (v8+)
 //     stay empty; ErrorMessage (v8+) explains validation failures.
 
@@ -246,12 +248,29 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 		if o.e != nil {
 			p.sp.ErrorCode = o.e.Code
 			p.sp.LogAppendTime = -1
+			if msg := applyErrMessage(o.e); msg != "" && req.Version >= 8 {
+				p.sp.ErrorMessage = &msg
+			}
 			continue
 		}
 		p.sp.BaseOffset = o.res.BaseOffset
 		p.sp.LogStartOffset = o.res.LogStartOffset
 	}
 	return resp, nil
+}
+
+// applyErrMessage explains the codes apply gives a batch, for Produce v8+
+// ErrorMessage.
+func applyErrMessage(e *kerr.Error) string {
+	switch e {
+	case kerr.InvalidTxnState:
+		return "the partition is not in the producer's ongoing transaction (AddPartitionsToTxn first)"
+	case kerr.InvalidProducerEpoch:
+		return "the producer epoch is fenced by a newer one"
+	case kerr.OutOfOrderSequenceNumber:
+		return "the batch does not continue the producer's sequence in this partition"
+	}
+	return ""
 }
 
 // hasTransactionalBatch reports whether any partition's batch has the
@@ -357,8 +376,11 @@ func produceBatch(records []byte, version int16, tt produceTopic, partition int3
 	if err != nil {
 		return produce.Batch{}, codeOf(recordbatch.ErrorCode(err)), err.Error()
 	}
-	if h.IsTransactional() {
-		return produce.Batch{}, kerr.InvalidTxnState, "transactions are not supported yet"
+	if h.IsControl() {
+		return produce.Batch{}, kerr.InvalidRecord, "clients may not write control batches"
+	}
+	if h.IsTransactional() && h.ProducerID < 0 {
+		return produce.Batch{}, kerr.InvalidRecord, "a transactional batch needs a producer id"
 	}
 	switch tt.cfg.MessageTimestampType {
 	case topicconfig.LogAppendTime:

@@ -8,12 +8,14 @@
 //     out gets a new id. Kafka's coordinator ignores these fields for
 //     non-transactional producers and always hands out a new id; both are
 //     valid answers to a client.
-//   - With a transactional id: INVALID_REQUEST until transactions exist.
-//     That code is not retriable and asks for no coordinator lookup, so
-//     franz-go, the Java client and librdkafka fail the producer at once
-//     with an error, instead of looping on COORDINATOR_NOT_AVAILABLE or
-//     NOT_COORDINATOR, or reporting an authorization failure that sends an
-//     operator to ACLs that do not exist.
+//   - With a transactional id: meta.InitTransactionalProducer. The first
+//     call allocates a producer id; later ones bump the epoch (fencing
+//     older instances) and abort an ongoing transaction in the same
+//     apply, so the answer is never CONCURRENT_TRANSACTIONS. v3+ ids and
+//     epochs are checked (KIP-360, KIP-588): a stale pair is
+//     PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4). A timeout
+//     outside (0, transaction.max.timeout.ms] is
+//     INVALID_TRANSACTION_TIMEOUT.
 //   - Proposal failures: REQUEST_TIMED_OUT (ambiguous or timed out) or
 //     COORDINATOR_NOT_AVAILABLE (this agent is stopping), both retriable.
 //   - Left out: v6 (KIP-939 two-phase commit).
@@ -22,9 +24,7 @@ package kafka
 
 import (
 	"context"
-	"errors"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -40,26 +40,28 @@ func handleInitProducerID(ctx context.Context, r *Request) (kmsg.Response, error
 	req := r.Body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp, nil
-	}
-	cmd := meta.AllocateProducerID{ProducerID: -1, ProducerEpoch: -1}
+	pid, epoch := int64(-1), int16(-1)
 	if req.Version >= 3 {
-		cmd.ProducerID, cmd.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+		pid, epoch = req.ProducerID, req.ProducerEpoch
 	}
-	res, err := db.ProposeBatch(ctx, []meta.Command{cmd})
+	var cmd meta.Command = meta.AllocateProducerID{ProducerID: pid, ProducerEpoch: epoch}
+	// Kafka treats an empty transactional id as none.
+	if req.TransactionalID != nil && *req.TransactionalID != "" {
+		cmd = meta.InitTransactionalProducer{
+			TransactionalID: *req.TransactionalID,
+			TimeoutMs:       req.TransactionTimeoutMillis,
+			ProducerID:      pid,
+			ProducerEpoch:   epoch,
+		}
+	}
+	res, e := proposeTxn(ctx, db, cmd)
 	switch {
-	case errors.Is(err, meta.ErrClosed):
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	case err != nil:
-		resp.ErrorCode = proposeErrCode(err).Code
-	case len(res) != 1:
-		resp.ErrorCode = kerr.UnknownServerError.Code
-	case res[0].Code != 0:
-		resp.ErrorCode = res[0].Code
+	case e != nil:
+		resp.ErrorCode = e.Code
+	case res.Code != 0:
+		resp.ErrorCode = fencedCode(res.Code, req.Version, 4)
 	default:
-		resp.ProducerID, resp.ProducerEpoch = res[0].ProducerID, res[0].ProducerEpoch
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
 	}
 	return resp, nil
 }

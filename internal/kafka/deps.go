@@ -56,6 +56,10 @@ type MetaDB interface {
 	// ProposeBatch proposes commands that land in one log entry and
 	// returns their results once applied locally.
 	ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error)
+	// Sync returns once the local copy has applied everything appended
+	// to the log before the call: a View taken after it is a
+	// linearizable read.
+	Sync(ctx context.Context) error
 }
 
 var _ MetaDB = (*meta.Replica)(nil)

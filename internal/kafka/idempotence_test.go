@@ -50,7 +50,13 @@ func TestInitProducerID(t *testing.T) {
 		{"v4 unknown id gets a new one", 4, nil, 77, 0, want{0, 2, 0}},
 		// Before v3 the fields do not exist on the wire: always a new id.
 		{"v2 ignores the id", 2, nil, 1, 2, want{0, 3, 0}},
-		{"transactional", 5, &txn, -1, -1, want{kerr.InvalidRequest.Code, -1, -1}},
+		{"transactional new", 5, &txn, -1, -1, want{0, 4, 0}},
+		{"transactional again fences the first", 5, &txn, -1, -1, want{0, 4, 1}},
+		{"transactional stale epoch", 5, &txn, 4, 0, want{kerr.ProducerFenced.Code, -1, -1}},
+		{"v3 says INVALID_PRODUCER_EPOCH", 3, &txn, 4, 0, want{kerr.InvalidProducerEpoch.Code, -1, -1}},
+		{"transactional KIP-360 bump", 5, &txn, 4, 1, want{0, 4, 2}},
+		{"retry of the bump", 5, &txn, 4, 1, want{0, 4, 2}},
+		{"wrong producer id", 5, &txn, 3, 2, want{kerr.ProducerFenced.Code, -1, -1}},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {

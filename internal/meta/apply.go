@@ -221,6 +221,12 @@ func (a *applier) applyCommand(pos sharedlog.Pos, idx int, c Command) (Result, e
 		return Result{}, err
 	}
 	clear(a.parts)
+	// Transaction commands write markers through the partition cache;
+	// the next command of another kind flushes it (above), as finish
+	// does.
+	if res, ok, err := a.applyTxnCommand(c); ok {
+		return res, err
+	}
 	switch c := c.(type) {
 	case CreateTopic:
 		return a.createTopic(pos, idx, c)
@@ -366,7 +372,7 @@ func (a *applier) deleteTopic(c DeleteTopic) (Result, error) {
 	if err := a.b.Delete(topicIDKey(t.ID), nil); err != nil {
 		return Result{}, err
 	}
-	for _, p := range []byte{prefixPartition, prefixIndex, prefixProducerState} {
+	for _, p := range []byte{prefixPartition, prefixIndex, prefixProducerState, prefixOpenTxn, prefixAbortedTxn} {
 		start, end := topicSpan(p, t.ID)
 		if err := a.b.DeleteRange(start, end, nil); err != nil {
 			return Result{}, err
@@ -470,6 +476,13 @@ func (a *applier) commitObject(c CommitObject) (Result, error) {
 			br.Code = kerr.InvalidRequest.Code
 			continue
 		}
+		txn, done, err := a.checkTxnBatch(cb, br)
+		if err != nil {
+			return Result{}, err
+		}
+		if done {
+			continue
+		}
 		producer, done, err := a.checkProducer(cb, cp, br)
 		if err != nil {
 			return Result{}, err
@@ -482,11 +495,18 @@ func (a *applier) commitObject(c CommitObject) (Result, error) {
 		cp.st.NextOffset += int64(cb.Records)
 		cp.dirty = true
 		a.keyBuf = indexKey(a.keyBuf[:0], cb.TopicID, cb.Partition, br.BaseOffset)
-		a.valBuf = encodeIndexValue(a.valBuf[:0], c.ObjectKey, cb)
+		var attrs uint64
+		if cb.Transactional {
+			attrs = indexAttrTransactional
+		}
+		a.valBuf = encodeIndexValueAttrs(a.valBuf[:0], c.ObjectKey, cb, attrs)
 		if err := a.b.Set(a.keyBuf, a.valBuf, nil); err != nil {
 			return Result{}, err
 		}
 		if err := a.recordProducer(producer, br.BaseOffset); err != nil {
+			return Result{}, err
+		}
+		if err := a.recordTxnFirst(txn, br.BaseOffset); err != nil {
 			return Result{}, err
 		}
 	}

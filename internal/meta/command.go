@@ -25,6 +25,14 @@ const (
 
 	// Idempotent producers (producer.go).
 	TypeAllocateProducerID CommandType = 13
+
+	// Transactions (txn.go).
+	TypeInitTransactionalProducer CommandType = 14
+	TypeAddPartitionsToTxn        CommandType = 15
+	TypeAddOffsetsToTxn           CommandType = 16
+	TypeTxnOffsetCommit           CommandType = 17
+	TypeEndTxn                    CommandType = 18
+	TypeTxnSweep                  CommandType = 19
 )
 
 func (t CommandType) String() string {
@@ -55,6 +63,18 @@ func (t CommandType) String() string {
 		return "AgentHeartbeat"
 	case TypeAllocateProducerID:
 		return "AllocateProducerID"
+	case TypeInitTransactionalProducer:
+		return "InitTransactionalProducer"
+	case TypeAddPartitionsToTxn:
+		return "AddPartitionsToTxn"
+	case TypeAddOffsetsToTxn:
+		return "AddOffsetsToTxn"
+	case TypeTxnOffsetCommit:
+		return "TxnOffsetCommit"
+	case TypeEndTxn:
+		return "EndTxn"
+	case TypeTxnSweep:
+		return "TxnSweep"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint16(t))
 }
@@ -154,6 +174,10 @@ type CommitBatch struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
+	// Transactional batches must belong to an ongoing transaction that
+	// added the partition (txn.go); their range counts towards the
+	// partition's last stable offset until the transaction ends.
+	Transactional bool
 }
 
 func (CreateTopic) Type() CommandType      { return TypeCreateTopic }
@@ -166,7 +190,7 @@ func (CreateTopic) version() uint16      { return 1 }
 func (DeleteTopic) version() uint16      { return 1 }
 func (CreatePartitions) version() uint16 { return 1 }
 func (AlterConfigs) version() uint16     { return 1 }
-func (CommitObject) version() uint16     { return 1 }
+func (CommitObject) version() uint16     { return 2 }
 
 func (c CreateTopic) appendPayload(b []byte) []byte {
 	b = appendString(b, c.Name)
@@ -212,6 +236,7 @@ func (c CommitObject) appendPayload(b []byte) []byte {
 		b = appendVarint(b, cb.ProducerID)
 		b = appendVarint(b, int64(cb.ProducerEpoch))
 		b = appendVarint(b, int64(cb.BaseSequence))
+		b = appendBool(b, cb.Transactional)
 	}
 	return b
 }
@@ -251,8 +276,8 @@ func DecodeCommand(rc RawCommand) (Command, error) {
 		ac.Delete = r.stringList()
 		ac.Incremental = r.bool()
 		c = ac
-	case rc.Type == TypeCommitObject && rc.Version == 1:
-		c = decodeCommitObjectV1(r)
+	case rc.Type == TypeCommitObject && (rc.Version == 1 || rc.Version == 2):
+		c = decodeCommitObject(r, rc.Version)
 	case rc.Type == TypeDeleteRecords && rc.Version == 1:
 		c = decodeDeleteRecordsV1(r)
 	case rc.Type == TypeAgentHeartbeat && rc.Version == 1:
@@ -264,6 +289,9 @@ func DecodeCommand(rc RawCommand) (Command, error) {
 		if c, ok = decodeGroupCommand(rc, r); ok {
 			break
 		}
+		if c, ok = decodeTxnCommand(rc, r); ok {
+			break
+		}
 		return nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, rc.Type, rc.Version)
 	}
 	if err := r.done(); err != nil {
@@ -272,7 +300,8 @@ func DecodeCommand(rc RawCommand) (Command, error) {
 	return c, nil
 }
 
-func decodeCommitObjectV1(r *reader) CommitObject {
+// decodeCommitObject decodes version 1 (no Transactional flag) and 2.
+func decodeCommitObject(r *reader, version uint16) CommitObject {
 	var co CommitObject
 	co.ObjectKey = r.string()
 	co.ObjectSize = r.varint()
@@ -293,6 +322,9 @@ func decodeCommitObjectV1(r *reader) CommitObject {
 		cb.ProducerID = r.varint()
 		cb.ProducerEpoch = r.int16()
 		cb.BaseSequence = r.int32()
+		if version >= 2 {
+			cb.Transactional = r.bool()
+		}
 	}
 	return co
 }

@@ -173,9 +173,15 @@ func (c OffsetCommit) appendPayload(b []byte) []byte {
 	b = appendString(b, c.Group)
 	b = appendVarint(b, int64(c.Generation))
 	b = appendVarint(b, c.RetentionMs)
-	b = appendUvarint(b, uint64(len(c.Offsets)))
-	for i := range c.Offsets {
-		o := &c.Offsets[i]
+	return appendOffsetCommitPartitions(b, c.Offsets)
+}
+
+// appendOffsetCommitPartitions encodes offsets for OffsetCommit and
+// TxnOffsetCommit.
+func appendOffsetCommitPartitions(b []byte, os []OffsetCommitPartition) []byte {
+	b = appendUvarint(b, uint64(len(os)))
+	for i := range os {
+		o := &os[i]
 		b = appendString(b, o.Topic)
 		b = appendVarint(b, int64(o.Partition))
 		b = appendVarint(b, o.Offset)
@@ -186,17 +192,14 @@ func (c OffsetCommit) appendPayload(b []byte) []byte {
 	return b
 }
 
-func decodeOffsetCommitV1(r *reader) OffsetCommit {
-	var c OffsetCommit
-	c.Group = r.string()
-	c.Generation = r.int32()
-	c.RetentionMs = r.varint()
+func (r *reader) offsetCommitPartitions() []OffsetCommitPartition {
 	n := r.count(minOffsetCommitPartitionBytes)
+	var os []OffsetCommitPartition
 	if n > 0 {
-		c.Offsets = make([]OffsetCommitPartition, n)
+		os = make([]OffsetCommitPartition, n)
 	}
 	for i := 0; i < n && r.err == nil; i++ {
-		o := &c.Offsets[i]
+		o := &os[i]
 		o.Topic = r.string()
 		o.Partition = r.int32()
 		o.Offset = r.varint()
@@ -204,6 +207,15 @@ func decodeOffsetCommitV1(r *reader) OffsetCommit {
 		o.Metadata = r.string()
 		o.CommitTimestamp = r.varint()
 	}
+	return os
+}
+
+func decodeOffsetCommitV1(r *reader) OffsetCommit {
+	var c OffsetCommit
+	c.Group = r.string()
+	c.Generation = r.int32()
+	c.RetentionMs = r.varint()
+	c.Offsets = r.offsetCommitPartitions()
 	return c
 }
 

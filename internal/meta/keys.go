@@ -187,14 +187,31 @@ type IndexEntry struct {
 	ProducerID     int64
 	ProducerEpoch  int16
 	BaseSequence   int32
+	// Transactional: the batches are a transaction's. Control: the entry
+	// is a transaction marker, not object bytes (ObjectKey is empty);
+	// the fetch path synthesizes its control batch, a commit marker when
+	// Commit, else an abort marker.
+	Transactional bool
+	Control       bool
+	Commit        bool
 }
+
+// Index entry attribute bits, stored after the other fields only when
+// some are set, so entries written before transactions existed decode
+// unchanged.
+const (
+	indexAttrTransactional = 1 << 0
+	indexAttrControl       = 1 << 1
+	indexAttrCommit        = 1 << 2
+	indexAttrMask          = indexAttrTransactional | indexAttrControl | indexAttrCommit
+)
 
 // LastOffset is the offset of the entry's last record.
 func (e IndexEntry) LastOffset() int64 { return e.BaseOffset + int64(e.Records) - 1 }
 
-// encodeIndexValue stores cb as an index value; the base offset lives in
-// the key.
-func encodeIndexValue(b []byte, objKey string, cb *CommitBatch) []byte {
+// encodeIndexValueAttrs stores cb as an index value with attribute bits;
+// the base offset lives in the key.
+func encodeIndexValueAttrs(b []byte, objKey string, cb *CommitBatch, attrs uint64) []byte {
 	b = append(b, recordV1)
 	b = appendString(b, objKey)
 	b = appendVarint(b, cb.Position)
@@ -205,7 +222,11 @@ func encodeIndexValue(b []byte, objKey string, cb *CommitBatch) []byte {
 	b = appendVarint(b, cb.MaxTimestamp)
 	b = appendVarint(b, cb.ProducerID)
 	b = appendVarint(b, int64(cb.ProducerEpoch))
-	return appendVarint(b, int64(cb.BaseSequence))
+	b = appendVarint(b, int64(cb.BaseSequence))
+	if attrs != 0 {
+		b = appendUvarint(b, attrs)
+	}
+	return b
 }
 
 func decodeIndexEntry(k, v []byte) (IndexEntry, error) {
@@ -221,6 +242,15 @@ func decodeIndexEntry(k, v []byte) (IndexEntry, error) {
 	e.ProducerID = r.varint()
 	e.ProducerEpoch = r.int16()
 	e.BaseSequence = r.int32()
+	if r.err == nil && len(r.b) > 0 {
+		attrs := r.uvarint()
+		if attrs == 0 || attrs&^indexAttrMask != 0 {
+			r.fail(errTooMany)
+		}
+		e.Transactional = attrs&indexAttrTransactional != 0
+		e.Control = attrs&indexAttrControl != 0
+		e.Commit = attrs&indexAttrCommit != 0
+	}
 	if err := r.done(); err != nil {
 		return IndexEntry{}, corrupt("index entry", err)
 	}

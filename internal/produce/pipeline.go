@@ -205,6 +205,7 @@ func (p *Pipeline) Submit(ctx context.Context, batches []Batch) (*Ack, error) {
 			ProducerID:     b.ProducerID,
 			ProducerEpoch:  b.ProducerEpoch,
 			BaseSequence:   b.BaseSequence,
+			Transactional:  b.Transactional,
 		})
 	}
 	if len(f.acks) == 0 {

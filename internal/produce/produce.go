@@ -256,6 +256,9 @@ type Batch struct {
 	ProducerID     int64
 	ProducerEpoch  int16
 	BaseSequence   int32
+	// Transactional is the first batch's transactional attribute: apply
+	// accepts the batch only into an ongoing transaction.
+	Transactional bool
 }
 
 // BatchFrom builds a Batch whose fields are read from data's batch
@@ -275,6 +278,7 @@ func BatchFrom(topicID meta.TopicID, partition int32, data []byte) (Batch, error
 		if i == 0 {
 			b.FirstTimestamp, b.MaxTimestamp = h.FirstTimestamp, h.MaxTimestamp
 			b.ProducerID, b.ProducerEpoch, b.BaseSequence = h.ProducerID, h.ProducerEpoch, h.BaseSequence
+			b.Transactional = h.IsTransactional()
 		}
 		b.FirstTimestamp = min(b.FirstTimestamp, h.FirstTimestamp)
 		b.MaxTimestamp = max(b.MaxTimestamp, h.MaxTimestamp)

@@ -1,0 +1,46 @@
+package kafka
+
+// Shared by the transaction coordinator handlers (22, 24, 25, 26, 28):
+// every one of them is a single meta command, proposed through the log
+// and answered from its result, so any agent can serve any transactional
+// id (the coordinator state is in the replicated database, meta/txn.go).
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// proposeTxn proposes one transaction command and returns its result. A
+// proposal that fails is answered with a retriable code: an agent that is
+// stopping is COORDINATOR_NOT_AVAILABLE (the client looks the coordinator
+// up again), an ambiguous or timed-out proposal REQUEST_TIMED_OUT; a
+// retry of an ambiguous command is safe because each command checks the
+// state it finds (a repeated EndTxn succeeds again, a repeated
+// AddPartitionsToTxn adds nothing new).
+func proposeTxn(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result, *kerr.Error) {
+	res, err := db.ProposeBatch(ctx, []meta.Command{cmd})
+	switch {
+	case errors.Is(err, meta.ErrClosed):
+		return meta.Result{}, kerr.CoordinatorNotAvailable
+	case err != nil:
+		return meta.Result{}, proposeErrCode(err)
+	case len(res) != 1:
+		return meta.Result{}, kerr.UnknownServerError
+	}
+	return res[0], nil
+}
+
+// fencedCode converts PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for a
+// request version older than fencedSince, the version KIP-588 introduced
+// the code in, as Kafka's handlers do: older clients know only the
+// latter.
+func fencedCode(code int16, version, fencedSince int16) int16 {
+	if code == kerr.ProducerFenced.Code && version < fencedSince {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}
