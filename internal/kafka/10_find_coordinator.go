@@ -1,9 +1,10 @@
 // FindCoordinator: v0-4
 //   - Key type 0 (group; v0's only kind) and 1 (transaction) are placed by
 //     the group coordinator's one mapping (group.OwnerOf over the live
-//     agents). Transaction state will live in the replicated database, so
-//     any agent could serve a transactional id; spreading them like groups
-//     keeps a producer's coordinator stable once transactions exist.
+//     agents). Transaction state lives in the replicated database, so any
+//     agent can serve a transactional id; spreading them like groups
+//     keeps a producer's coordinator stable and names the agent that
+//     aborts the id's timed-out transactions (agent/txnsweep.go).
 //     Other key types are INVALID_REQUEST.
 //   - The answer is the coordinator's advertised address among
 //     Deps.Cluster's brokers; a node missing from that list is

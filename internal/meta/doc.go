@@ -65,6 +65,14 @@
 //	0x10    -                                          next producer id (AllocateProducerID)
 //	0x11    topic id (16), partition (u32),            producer state: epoch, last write (log clock), latest batches
 //	        producer id (u64)                          (at most 5: first seq, last seq, base offset), oldest first
+//	0x12    transactional id                           TxnState: producer id, epoch, previous epoch and why bumped,
+//	                                                   timeout, status, seq, start, updated, partitions, groups
+//	0x13    topic id (16), partition (u32),            open transaction in the partition: epoch, first offset (-1: none yet)
+//	        producer id (u64)
+//	0x14    topic id (16), partition (u32),            aborted transaction: producer id, first offset
+//	        abort marker offset (u64)
+//	0x15    group id length (u16), group id,           offset committed in an ongoing transaction: producer id,
+//	        topic id (16), partition (u32)             offset, leader epoch, metadata, commit timestamp
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a
@@ -99,6 +107,18 @@
 // offsets. State unwritten for producer.id.expiration.ms (1 day, by the
 // log clock) is dropped when a batch next touches it; state no batch
 // touches again stays until its topic is deleted, as no sweep exists yet.
+//
+// Transactions (txn.go, types 14-19): a transactional id's coordinator
+// state is one 0x12 record. AddPartitionsToTxn writes a 0x13 record per
+// partition; CommitObject accepts a transactional batch only where its
+// producer has one (KIP-890 part 1) and records the transaction's first
+// offset there, which bounds the partition's last stable offset. EndTxn
+// ends the transaction in one apply: a marker index entry (attribute
+// bits control and commit, no object bytes) at the next offset of every
+// added partition, a 0x14 entry per aborted range, the 0x15 offsets of
+// its groups moved to 0x0A or dropped. Index values carry a trailing
+// attribute varint only when a bit is set, so entries written before
+// transactions existed are unchanged.
 //
 // DeleteRecords (type 11) raises a partition's log start offset, never
 // lowers it, and deletes the partition's index entries that end at or
