@@ -96,8 +96,8 @@ type TxnState struct {
 	// PrevBy what bumped it. See InitTransactionalProducer.
 	PrevEpoch int16
 	PrevBy    BumpReason
-	TimeoutMs     int32
-	Status        TxnStatus
+	TimeoutMs int32
+	Status    TxnStatus
 	// Seq counts the transactions this id has begun. EndTxn names the
 	// one it ends, so a delayed EndTxn cannot end a later transaction.
 	Seq int64
@@ -552,8 +552,12 @@ func (a *applier) initTxnProducer(c InitTransactionalProducer) (Result, error) {
 		}
 	case c.ProducerID >= 0 && c.ProducerID != s.ProducerID:
 		return failed(kerr.ProducerFenced, "producer id %d is not the current one of %q", c.ProducerID, c.TransactionalID), nil
-	case c.ProducerID >= 0 && c.ProducerEpoch == s.PrevEpoch && s.PrevBy == BumpByRequest && s.Status != TxnOngoing:
-		// A retry of the request that made the current epoch.
+	case c.ProducerID >= 0 && c.ProducerEpoch == s.PrevEpoch && s.PrevBy != BumpByInit && s.Status != TxnOngoing:
+		// A retry of the request that made the current epoch, or the
+		// producer whose transaction timed out (KIP-588): the current
+		// epoch already fences PrevEpoch everywhere, and bumping again
+		// would fence a retry of this very request (as Kafka answers
+		// a request naming lastProducerEpoch).
 		return Result{ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch}, nil
 	case c.ProducerID >= 0 && c.ProducerEpoch != s.ProducerEpoch && !(s.PrevBy == BumpByTimeout && c.ProducerEpoch == s.PrevEpoch):
 		return failed(kerr.ProducerFenced, "epoch %d of producer %d is not current (%d)", c.ProducerEpoch, c.ProducerID, s.ProducerEpoch), nil
@@ -626,7 +630,11 @@ func (a *applier) addPartitionsToTxn(c AddPartitionsToTxn) (Result, error) {
 	if err != nil || !ok {
 		return withCodes(res, n), err
 	}
-	if s.Status == TxnOngoing && len(s.Partitions)+n > maxTxnPartitions {
+	added := 0
+	if s.Status == TxnOngoing {
+		added = len(s.Partitions)
+	}
+	if added+n > maxTxnPartitions {
 		return withCodes(failed(kerr.InvalidRequest, "more than %d partitions in one transaction", maxTxnPartitions), n), nil
 	}
 	a.beginIfIdle(&s)
