@@ -23,8 +23,9 @@ import (
 //	GET  /v1/log/status   LogStatus
 //	POST /v1/log/migrate  MigrateRequest in, MigrateResult out, once the
 //	                      log has moved (VirtualLog.Reconfigure)
-//	POST /v1/snapshot     SnapshotStatus out: a metadata snapshot taken
-//	                      now, and the log trimmed below it
+//	POST /v1/snapshot     SnapshotTakenStatus out: a metadata snapshot
+//	                      taken now, and the log trimmed below it (or
+//	                      below a live agent that has not applied that far)
 const (
 	PathLogStatus  = "/v1/log/status"
 	PathLogMigrate = "/v1/log/migrate"
@@ -60,6 +61,29 @@ type LogStatus struct {
 	SnapshotError string          `json:"snapshot_error,omitempty"`
 	// Agent is the agent that answered.
 	Agent AgentStatus `json:"agent"`
+	// Agents is the replicated agent table as the answering agent's copy
+	// holds it, by node id: every agent's applied position as its newest
+	// lease renewal reported it. Trimming stays below the lowest Applied
+	// of the live ones.
+	Agents []AgentLease `json:"agents"`
+}
+
+// AgentLease is one agent of the replicated agent table.
+type AgentLease struct {
+	NodeID  int32  `json:"node_id"`
+	AgentID string `json:"agent_id"`
+	// Host and Port are the Kafka address the agent advertises.
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	// Applied is the applied position the agent's newest renewal
+	// reported: every entry below it was in its copy then. 0 is also
+	// what an agent of a build that does not report one shows; such an
+	// agent holds trimming back entirely while its lease is live.
+	Applied uint64 `json:"applied"`
+	// Expires is when the lease ends, by the log clock; Live says it
+	// ends after the log clock of the answering agent's copy.
+	Expires time.Time `json:"expires"`
+	Live    bool      `json:"live"`
 }
 
 // ChainStatus is the VirtualLog's chain of segments, passwords redacted.
@@ -127,7 +151,10 @@ type SnapshotTakenStatus struct {
 	UploadedFiles int   `json:"uploaded_files"`
 	UploadedBytes int64 `json:"uploaded_bytes"`
 	// TrimPoint is the log's trim point afterwards.
-	TrimPoint  uint64        `json:"trim_point"`
+	TrimPoint uint64 `json:"trim_point"`
+	// TrimHeldBy is the live agent whose applied position kept the trim
+	// point below the newest snapshot, if one did.
+	TrimHeldBy *AgentLease   `json:"trim_held_by,omitempty"`
 	DurationNS time.Duration `json:"duration_ns"`
 }
 
@@ -172,6 +199,10 @@ func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
 			Applied:     uint64(a.replica.Applied()),
 		},
 	}
+	if st.Agents, err = a.agentLeases(); err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("agent table: %w", err))
+		return
+	}
 	snap, err := meta.LatestSnapshot(ctx, a.store, SnapshotPrefix)
 	switch {
 	case errors.Is(err, meta.ErrNoSnapshot):
@@ -182,6 +213,33 @@ func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
 		st.Snapshot = &s
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// agentLeases reads the agent table from the local copy.
+func (a *Agent) agentLeases() ([]AgentLease, error) {
+	v := a.replica.View()
+	defer v.Close()
+	clock, err := v.LogClock()
+	if err != nil {
+		return nil, err
+	}
+	as, err := v.Agents()
+	if err != nil {
+		return nil, err
+	}
+	ls := make([]AgentLease, len(as))
+	for i, ag := range as {
+		ls[i] = agentLease(ag)
+		ls[i].Live = ag.Expires > clock
+	}
+	return ls, nil
+}
+
+func agentLease(ag meta.AgentInfo) AgentLease {
+	return AgentLease{
+		NodeID: ag.NodeID, AgentID: ag.AgentID, Host: ag.Host, Port: ag.Port,
+		Applied: uint64(ag.Applied), Expires: time.UnixMilli(ag.Expires).UTC(),
+	}
 }
 
 func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {
@@ -257,13 +315,20 @@ func (a *Agent) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, SnapshotTakenStatus{
+	st := SnapshotTakenStatus{
 		Snapshot:      snapshotStatus(res.Snapshot),
 		UploadedFiles: res.Snapshot.UploadedFiles,
 		UploadedBytes: res.Snapshot.UploadedBytes,
 		TrimPoint:     uint64(res.TrimPoint),
 		DurationNS:    res.Duration,
-	})
+	}
+	if res.HeldBy != nil {
+		// It was live when the trim was decided.
+		l := agentLease(*res.HeldBy)
+		l.Live = true
+		st.TrimHeldBy = &l
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func chainStatus(c sharedlog.Chain, tail sharedlog.Pos) ChainStatus {

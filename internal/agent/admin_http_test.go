@@ -522,7 +522,12 @@ func TestRestoreWhenTrimmedPast(t *testing.T) {
 	more := records(topic, 2, 10, "b")
 	produce(t, b.KafkaAddr(), more)
 	want = append(want, more...)
+	// a left the agent table when it stopped, so nothing holds the
+	// trim below b's snapshot.
 	taken := takeSnapshot(t, b.HTTPAddr())
+	if taken.TrimPoint != taken.Snapshot.Pos || taken.TrimHeldBy != nil {
+		t.Fatalf("snapshot %+v: want the log trimmed at its position", taken)
+	}
 	stop(t, b)
 
 	var logs logBuffer
@@ -532,4 +537,82 @@ func TestRestoreWhenTrimmedPast(t *testing.T) {
 		t.Errorf("start log does not tell of restoring %s over a trimmed-out copy:\n%s", taken.Snapshot.Key, logs.String())
 	}
 	checkRecords(t, a.KafkaAddr(), topic, want)
+}
+
+// TestLogStatusAgents: with two agents on one log, the status lists both
+// with the applied positions their renewals report, a snapshot does not
+// trim past the other live agent, and once it leaves the trim goes up to
+// the snapshot.
+func TestLogStatusAgents(t *testing.T) {
+	// A file log takes one agent at a time; PostgreSQL takes several.
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("log", fmt.Sprintf("agent-status-%d", time.Now().UnixNano()))
+	u.RawQuery = q.Encode()
+	objects := "file://" + filepath.ToSlash(t.TempDir())
+	cfg := func(node int32) agent.Config {
+		return agent.Config{
+			DataDir:          t.TempDir(),
+			NodeID:           node,
+			ObjStore:         objects,
+			Log:              u.String(),
+			SnapshotInterval: agent.SnapshotsOff,
+		}
+	}
+	a := startWith(t, cfg(1), nil)
+	b := startWith(t, cfg(2), nil)
+	const topic = "agents"
+	createTopic(t, a.KafkaAddr(), topic, 2)
+	rs := records(topic, 2, 10, "a")
+	produce(t, a.KafkaAddr(), rs)
+
+	st := logStatus(t, a.HTTPAddr())
+	if len(st.Agents) != 2 {
+		t.Fatalf("status lists agents %+v, want nodes 1 and 2", st.Agents)
+	}
+	for i, want := range []*agent.Agent{a, b} {
+		l := st.Agents[i]
+		switch {
+		case l.NodeID != int32(i+1) || l.AgentID != want.Replica().WriterID() || !l.Live:
+			t.Errorf("agent %d: %+v, want live node %d, agent %s", i, l, i+1, want.Replica().WriterID())
+		case l.Applied > st.Tail || (want == b && l.Applied == 0):
+			// a registered on the empty log, at applied 0; b after it.
+			t.Errorf("agent %d reports applied %d, want a position up to the tail %d (past 0 for b)", i, l.Applied, st.Tail)
+		case l.Host != "127.0.0.1" || l.Port == 0 || !l.Expires.After(time.Unix(0, 0)):
+			t.Errorf("agent %d: address %s:%d, lease until %v", i, l.Host, l.Port, l.Expires)
+		}
+	}
+
+	taken := takeSnapshot(t, a.HTTPAddr())
+	t.Logf("snapshot at %d with b live: trim point %d, held by %+v", taken.Snapshot.Pos, taken.TrimPoint, taken.TrimHeldBy)
+	// b's renewal may have landed after the snapshot, reporting a
+	// position past it; otherwise b holds the trim at what it reported.
+	if h := taken.TrimHeldBy; h != nil {
+		if h.NodeID != 2 || taken.TrimPoint != h.Applied || h.Applied >= taken.Snapshot.Pos {
+			t.Errorf("snapshot %+v: want the trim held at node 2's applied position, below the snapshot", taken)
+		}
+	} else if taken.TrimPoint != taken.Snapshot.Pos {
+		t.Errorf("snapshot %+v: trim point neither the snapshot's nor held by an agent", taken)
+	}
+	if bApplied := uint64(b.Replica().Applied()); taken.TrimPoint > bApplied {
+		t.Errorf("log trimmed at %d, past live agent b at %d", taken.TrimPoint, bApplied)
+	}
+	more := records(topic, 2, 10, "b")
+	produce(t, b.KafkaAddr(), more)
+	checkRecords(t, b.KafkaAddr(), topic, append(rs, more...))
+	if err := b.Replica().Err(); err != nil {
+		t.Fatalf("agent b: %v", err)
+	}
+
+	stop(t, b)
+	taken = takeSnapshot(t, a.HTTPAddr())
+	if taken.TrimPoint != taken.Snapshot.Pos || taken.TrimHeldBy != nil {
+		t.Errorf("snapshot after b left: %+v; want the log trimmed at its position", taken)
+	}
+	if st := logStatus(t, a.HTTPAddr()); len(st.Agents) != 1 || st.Agents[0].NodeID != 1 {
+		t.Errorf("agents after b left: %+v, want node 1 alone", st.Agents)
+	}
 }

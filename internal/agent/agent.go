@@ -157,7 +157,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("metadata replica: %w", err)
 	}
 	a.registerReplicaMetrics()
-	a.snapshots = newSnapshotter(a.replica, vlog, a.store, cfg.SnapshotInterval, logger.With("component", "snapshot"))
+	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
 	cache := fetch.NewCache(readCacheBytes)
 	a.pipeline, err = produce.New(produce.Config{

@@ -23,7 +23,9 @@ const heartbeatTimeout = 5 * time.Second
 // (meta.AgentHeartbeat) and answers who the live agents are, for Metadata
 // (kafka.ClusterInfo.Brokers) and group placement (group.Config.Nodes).
 // Liveness is the log's: an agent is live while its lease, renewed through
-// the log every lease/3, ends after the log clock.
+// the log every lease/3, ends after the log clock. Each renewal carries the
+// agent's applied position, which bounds how far other agents trim the
+// log (snapshot.go).
 type membership struct {
 	replica *meta.Replica
 	self    meta.AgentHeartbeat
@@ -54,7 +56,12 @@ func (m *membership) register(ctx context.Context) error {
 func (m *membership) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
-	res, err := m.replica.Propose(ctx, m.self)
+	hb := m.self
+	// Read before proposing, so the heartbeat can only understate where
+	// this copy is by the time others read it. Agents that trim the
+	// shared log keep the entries from here on (meta.TrimLog's bound).
+	hb.Applied = m.replica.Applied()
+	res, err := m.replica.Propose(ctx, hb)
 	if err != nil {
 		return err
 	}

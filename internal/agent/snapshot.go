@@ -36,18 +36,35 @@ type SnapshotResult struct {
 	// when nothing was applied since the last one).
 	Snapshot meta.SnapshotInfo
 	// TrimPoint is the log's trim point after trimming: the position of
-	// the newest snapshot in the store.
+	// the newest snapshot in the store, or lower if another live agent
+	// reported a lower applied position (HeldBy).
 	TrimPoint sharedlog.Pos
+	// HeldBy is the live agent whose applied position kept the trim
+	// below the newest snapshot, nil if none did.
+	HeldBy *meta.AgentInfo
 	// Duration covers the snapshot and the trim.
 	Duration time.Duration
 }
 
 // snapshotter takes the agent's metadata snapshots and trims the log
 // below them, every interval and on request (POST /v1/snapshot).
+//
+// Trimming must not cut off another live agent: one that has not applied
+// up to the trim point halts with sharedlog.ErrTrimmed while serving.
+// Every agent's lease renewal reports its applied position (cluster.go),
+// so the trim goes below the lower of the newest snapshot and the lowest
+// applied position among the other live agents (meta.View's
+// LowestLiveApplied). This agent's own position needs no heartbeat: it
+// has applied at least up to its own snapshot. An agent whose lease ran
+// out by the log clock no longer holds the trim back, and restores a
+// snapshot at its next start if it was trimmed out.
 type snapshotter struct {
-	replica  *meta.Replica
-	log      sharedlog.Log
-	store    objstore.Store
+	replica *meta.Replica
+	log     *sharedlog.VirtualLog
+	store   objstore.Store
+	// self is this agent's id in the agent table, skipped when looking
+	// for the lowest applied position.
+	self     string
 	interval time.Duration // <= 0: no loop, snapshots on request only
 	logger   *slog.Logger
 
@@ -72,8 +89,8 @@ type snapshotter struct {
 	}
 }
 
-func newSnapshotter(replica *meta.Replica, log sharedlog.Log, store objstore.Store, interval time.Duration, logger *slog.Logger) *snapshotter {
-	s := &snapshotter{replica: replica, log: log, store: store, interval: interval, logger: logger}
+func newSnapshotter(replica *meta.Replica, log *sharedlog.VirtualLog, store objstore.Store, self string, interval time.Duration, logger *slog.Logger) *snapshotter {
+	s := &snapshotter{replica: replica, log: log, store: store, self: self, interval: interval, logger: logger}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.changed = make(chan struct{})
 	if interval > 0 {
@@ -106,7 +123,8 @@ func (s *snapshotter) runLoop() {
 	}
 }
 
-// run takes a snapshot and trims the log below the newest snapshot.
+// run takes a snapshot and trims the log below the newest snapshot, or
+// below the other live agents' applied positions if one is lower.
 func (s *snapshotter) run(ctx context.Context) (SnapshotResult, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
@@ -126,21 +144,23 @@ func (s *snapshotter) run(ctx context.Context) (SnapshotResult, error) {
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("snapshot: %w", err)
 	}
-	// With one agent the newest snapshot is this one, and trimming below
-	// it cuts no one off. With several, the rule is DESIGN.md's: trim
-	// below the newest snapshot that all agents can reach (and no higher
-	// than the lowest applied position the live agents report), which
-	// needs agent registration in the log; until then a lagging agent
-	// halts with ErrTrimmed and must be restarted on an empty data dir.
-	trimmed, err := meta.TrimLog(ctx, s.log, s.store, SnapshotPrefix)
+	bound, holder, held, err := s.trimBound(ctx)
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("trim after snapshot at %d: %w", info.Pos, err)
 	}
-	res := SnapshotResult{Snapshot: info, TrimPoint: trimmed.Pos, Duration: time.Since(start)}
-	s.logger.Info("metadata snapshot taken; log trimmed",
-		"pos", info.Pos, "key", info.Key, "files", info.Files, "bytes", info.Bytes,
+	newest, before, err := meta.TrimLog(ctx, s.log, s.store, SnapshotPrefix, bound)
+	if err != nil {
+		return SnapshotResult{}, fmt.Errorf("trim after snapshot at %d: %w", info.Pos, err)
+	}
+	res := SnapshotResult{Snapshot: info, TrimPoint: s.log.Chain().TrimPoint, Duration: time.Since(start)}
+	attrs := []any{"pos", info.Pos, "key", info.Key, "files", info.Files, "bytes", info.Bytes,
 		"uploaded_files", info.UploadedFiles, "uploaded_bytes", info.UploadedBytes,
-		"trim_point", trimmed.Pos, "duration", res.Duration)
+		"trim_point", res.TrimPoint, "duration", res.Duration}
+	if held && before < newest.Pos {
+		res.HeldBy = &holder
+		attrs = append(attrs, "held_by_node", holder.NodeID, "held_by_agent", holder.AgentID, "held_at", holder.Applied)
+	}
+	s.logger.Info("metadata snapshot taken; log trimmed", attrs...)
 
 	s.mu.Lock()
 	s.mu.last = res
@@ -150,6 +170,37 @@ func (s *snapshotter) run(ctx context.Context) (SnapshotResult, error) {
 	s.mu.Unlock()
 	close(ch)
 	return res, nil
+}
+
+// trimBound returns how far the log may be trimmed for the live agents:
+// the lowest applied position the other live agents report, or this
+// copy's own applied position if that is lower or no other agent is live.
+// It also returns the other agent that set the bound, with true, if one
+// did. It syncs first, so that every heartbeat appended before the trim
+// counts, a newly started agent's included, and liveness is judged by the
+// newest log clock.
+//
+// The own position matters when the newest snapshot in the store is
+// another agent's, taken past where this copy is, by an agent that no
+// longer holds a lease; otherwise the snapshot or the others bound it.
+func (s *snapshotter) trimBound(ctx context.Context) (sharedlog.Pos, meta.AgentInfo, bool, error) {
+	if err := s.replica.Sync(ctx); err != nil {
+		return 0, meta.AgentInfo{}, false, fmt.Errorf("reading the agent table: %w", err)
+	}
+	v := s.replica.View()
+	defer v.Close()
+	own, err := v.Applied()
+	if err != nil {
+		return 0, meta.AgentInfo{}, false, fmt.Errorf("reading the applied position: %w", err)
+	}
+	low, held, err := v.LowestLiveApplied(s.self)
+	if err != nil {
+		return 0, meta.AgentInfo{}, false, fmt.Errorf("reading the agent table: %w", err)
+	}
+	if !held || low.Applied > own {
+		return own, meta.AgentInfo{}, false, nil
+	}
+	return low.Applied, low, true, nil
 }
 
 // waitTaken waits until at least n snapshots were taken and returns the

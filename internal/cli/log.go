@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,7 +116,7 @@ func newLogStatusCommand() *cobra.Command {
 	var o adminOptions
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the log's chain of segments, tail, trim point, newest snapshot and the agent's applied position",
+		Short: "Show the log's chain of segments, tail, trim point, newest snapshot and each agent's applied position",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var st agent.LogStatus
@@ -196,7 +198,11 @@ func newLogSnapshotCommand() *cobra.Command {
 			t.row("key", res.Snapshot.Key)
 			t.row("size", fmt.Sprintf("%d files, %s (%d files, %s uploaded)",
 				res.Snapshot.Files, byteSize(res.Snapshot.Bytes), res.UploadedFiles, byteSize(res.UploadedBytes)))
-			t.row("trim point", res.TrimPoint)
+			if h := res.TrimHeldBy; h != nil {
+				t.row("trim point", fmt.Sprintf("%d (held back by node %d, agent %s, at applied %d)", res.TrimPoint, h.NodeID, h.AgentID, h.Applied))
+			} else {
+				t.row("trim point", res.TrimPoint)
+			}
 			t.row("took", res.DurationNS.Round(time.Microsecond))
 			return t.flush()
 		},
@@ -236,8 +242,28 @@ func printLogStatus(w io.Writer, st agent.LogStatus, now time.Time) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	if len(st.Agents) > 0 {
+		fmt.Fprintln(w)
+		if err := printAgents(w, st.Agents, st.Tail); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "\nchain version %d\n", st.Chain.Version)
 	return printChain(w, st.Chain)
+}
+
+// printAgents renders the agent table: the applied positions are what
+// each agent's newest lease renewal reported, so they lag a little.
+func printAgents(w io.Writer, as []agent.AgentLease, tail uint64) error {
+	t := newTable(w, "NODE", "AGENT", "ADDRESS", "APPLIED", "BEHIND", "LEASE")
+	for _, a := range as {
+		lease := "expired " + a.Expires.Format(time.RFC3339)
+		if a.Live {
+			lease = "live until " + a.Expires.Format(time.RFC3339)
+		}
+		t.row(a.NodeID, a.AgentID, net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port))), a.Applied, tail-min(a.Applied, tail), lease)
+	}
+	return t.flush()
 }
 
 func printChain(w io.Writer, c agent.ChainStatus) error {

@@ -85,6 +85,9 @@ func TestLogCommands(t *testing.T) {
 	if len(st.Chain.Segments) != 1 || st.Agent.WriterID != a.Replica().WriterID() || st.Snapshot != nil {
 		t.Fatalf("status --json: %+v", st)
 	}
+	if len(st.Agents) != 1 || st.Agents[0].AgentID != st.Agent.WriterID || !st.Agents[0].Live || st.Agents[0].Applied > st.Tail {
+		t.Fatalf("status --json: agents %+v, want this agent alone, live, applied up to the tail %d", st.Agents, st.Tail)
+	}
 	out := mustRunLog(t, "status", http)
 	// The agent's own lease heartbeats are log entries, so the active
 	// segment's end (and entry count) is the tail, not 0. A renewal
@@ -94,6 +97,8 @@ func TestLogCommands(t *testing.T) {
 	for _, want := range [][]string{
 		{"snapshot", "none"},
 		{"agent", "writer", st.Agent.WriterID + ","},
+		// The agent's own entry in the agent table.
+		{"0", st.Agent.WriterID},
 		{"0", "0", tail, tail, "active", "file:seg-00000000"},
 	} {
 		if !hasRow(rows(out), want) {
@@ -197,6 +202,10 @@ func TestPrintLogStatus(t *testing.T) {
 		Tail: 130, TrimPoint: 100,
 		Snapshot: &agent.SnapshotStatus{Pos: 100, Key: "meta/snap/1.json", CreatedAt: now.Add(-90 * time.Second), Files: 7, Bytes: 3 << 20},
 		Agent:    agent.AgentStatus{WriterID: "w1", Incarnation: 9, Applied: 127},
+		Agents: []agent.AgentLease{
+			{NodeID: 1, AgentID: "w1", Host: "10.0.0.1", Port: 9092, Applied: 125, Expires: now.Add(5 * time.Second), Live: true},
+			{NodeID: 2, AgentID: "w2", Host: "10.0.0.2", Port: 9092, Applied: 90, Expires: now.Add(-time.Minute)},
+		},
 	}
 	var out bytes.Buffer
 	if err := printLogStatus(&out, st, now); err != nil {
@@ -208,6 +217,9 @@ func TestPrintLogStatus(t *testing.T) {
 		"trim point 100",
 		"snapshot position 100, 7 files, 3.0 MiB, taken 2025-01-02T03:02:35Z (1m30s ago)",
 		"applied 127 (3 behind the tail)",
+		"NODE AGENT ADDRESS APPLIED BEHIND LEASE",
+		"1 w1 10.0.0.1:9092 125 5 live until 2025-01-02T03:04:10Z",
+		"2 w2 10.0.0.2:9092 90 40 expired 2025-01-02T03:03:05Z",
 		"chain version 3",
 	} {
 		if !hasRow(rs, strings.Fields(want)) {

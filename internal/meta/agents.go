@@ -5,6 +5,10 @@ package meta
 // agent is live is decided by the log clock, identically on every copy.
 // The first registration also fixes the cluster id, derived from where it
 // sits in the log, so every agent on one log reports the same id.
+//
+// A heartbeat also carries the agent's applied position, so that whoever
+// trims the shared log can leave every live agent the entries it still
+// has to play (View.LowestLiveApplied, TrimLog's bound).
 
 import (
 	"crypto/sha256"
@@ -39,6 +43,12 @@ const (
 // DUPLICATE_BROKER_REGISTRATION (the heartbeat still applied) when it
 // took the node id over from another agent whose lease had not expired:
 // two agents were given one --node-id.
+//
+// Applied (version 2) is the proposer's applied position when it
+// proposed: every entry below it is in its copy, and it still needs every
+// entry from there on. Apply stores it as AgentInfo.Applied, clamped to
+// the heartbeat's own position, which no proposer can have applied yet.
+// Version 1 carries none and decodes as 0: see LowestLiveApplied.
 type AgentHeartbeat struct {
 	NodeID  int32
 	AgentID string
@@ -46,6 +56,7 @@ type AgentHeartbeat struct {
 	Port    int32
 	Rack    string
 	LeaseMs int64
+	Applied sharedlog.Pos
 }
 
 // AgentInfo is a registered agent as a View returns it.
@@ -61,18 +72,24 @@ type AgentInfo struct {
 	// its lease ends unless renewed.
 	RegisteredAt int64
 	Expires      int64
+	// Applied is the applied position of the agent's newest heartbeat: a
+	// lower bound of where its copy is now, since a live copy only moves
+	// forward. 0 when the heartbeat carried none (version 1).
+	Applied sharedlog.Pos
 }
 
 func (AgentHeartbeat) Type() CommandType { return TypeAgentHeartbeat }
-func (AgentHeartbeat) version() uint16   { return 1 }
+func (AgentHeartbeat) version() uint16   { return 2 }
 
+// appendPayload writes version 2: version 1's fields, then Applied.
 func (c AgentHeartbeat) appendPayload(b []byte) []byte {
 	b = appendVarint(b, int64(c.NodeID))
 	b = appendString(b, c.AgentID)
 	b = appendString(b, c.Host)
 	b = appendVarint(b, int64(c.Port))
 	b = appendString(b, c.Rack)
-	return appendVarint(b, c.LeaseMs)
+	b = appendVarint(b, c.LeaseMs)
+	return appendUvarint(b, uint64(c.Applied))
 }
 
 func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
@@ -86,21 +103,41 @@ func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
 	return c
 }
 
+func decodeAgentHeartbeatV2(r *reader) AgentHeartbeat {
+	c := decodeAgentHeartbeatV1(r)
+	c.Applied = sharedlog.Pos(r.uvarint())
+	return c
+}
+
 func agentKey(nodeID int32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{prefixAgent}, uint32(nodeID))
 }
 
 var keyClusterID = []byte{prefixClusterID}
 
+// agentRecordV2 is the agent record with Applied appended. A record with
+// Applied 0 keeps the version 1 layout byte for byte, so a log of version
+// 1 heartbeats builds the same state, and digest, as builds before
+// version 2 did: their snapshots and ours of one position still agree.
+const agentRecordV2 = 2
+
 func (a *AgentInfo) encode() []byte {
-	b := []byte{recordV1}
+	version := byte(recordV1)
+	if a.Applied != 0 {
+		version = agentRecordV2
+	}
+	b := []byte{version}
 	b = appendString(b, a.AgentID)
 	b = appendString(b, a.Host)
 	b = appendVarint(b, int64(a.Port))
 	b = appendString(b, a.Rack)
 	b = appendVarint(b, a.LeaseMs)
 	b = appendVarint(b, a.RegisteredAt)
-	return appendVarint(b, a.Expires)
+	b = appendVarint(b, a.Expires)
+	if version == agentRecordV2 {
+		b = appendUvarint(b, uint64(a.Applied))
+	}
+	return b
 }
 
 func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
@@ -108,7 +145,13 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 		return AgentInfo{}, fmt.Errorf("%w: agent key is %d bytes", ErrCorrupt, len(k))
 	}
 	a := AgentInfo{NodeID: int32(binary.BigEndian.Uint32(k[1:]))}
-	r := recordReader(v)
+	v2 := len(v) > 0 && v[0] == agentRecordV2
+	var r *reader
+	if v2 {
+		r = &reader{b: v[1:]}
+	} else {
+		r = recordReader(v)
+	}
 	a.AgentID = r.string()
 	a.Host = r.string()
 	a.Port = r.int32()
@@ -116,6 +159,13 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 	a.LeaseMs = r.varint()
 	a.RegisteredAt = r.varint()
 	a.Expires = r.varint()
+	if v2 {
+		a.Applied = sharedlog.Pos(r.uvarint())
+		if a.Applied == 0 {
+			// encode writes version 1 for 0: one state, one encoding.
+			r.fail(errRange)
+		}
+	}
 	if err := r.done(); err != nil {
 		return AgentInfo{}, corrupt("agent", err)
 	}
@@ -168,6 +218,9 @@ func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (
 	info := AgentInfo{
 		NodeID: c.NodeID, AgentID: c.AgentID, Host: c.Host, Port: c.Port, Rack: c.Rack,
 		LeaseMs: c.LeaseMs, RegisteredAt: a.clock, Expires: satAdd(a.clock, c.LeaseMs),
+		// A proposer cannot have applied its own heartbeat before
+		// proposing it; a larger claim would only let a trim cut it off.
+		Applied: min(c.Applied, pos),
 	}
 	var res Result
 	if held && prev.AgentID == c.AgentID {
@@ -250,4 +303,37 @@ func (v *View) LiveAgents() ([]AgentInfo, error) {
 		}
 	}
 	return live, nil
+}
+
+// LowestLiveApplied returns the live agent (lease ending after this view's
+// log clock, as in LiveAgents) with the lowest Applied, skipping the agent
+// named except, and false if no other agent is live. The log must not be
+// trimmed above its Applied, or that agent halts with
+// sharedlog.ErrTrimmed while it is still serving.
+//
+// The caller skips itself because it knows its own position better than
+// its last heartbeat does: a replica that snapshotted at P has applied P.
+//
+// An agent whose heartbeat carried no applied position (version 1, from a
+// build before version 2) counts as Applied 0: where it is is unknown, so
+// while its lease is live it holds trimming back entirely. A version 2
+// renewal, a leave or the end of its lease releases it. Agents whose
+// lease ran out hold nothing, even if they are still running: liveness
+// is the log clock's, as everywhere else.
+func (v *View) LowestLiveApplied(except string) (AgentInfo, bool, error) {
+	live, err := v.LiveAgents()
+	if err != nil {
+		return AgentInfo{}, false, err
+	}
+	var low AgentInfo
+	found := false
+	for _, a := range live {
+		if a.AgentID == except {
+			continue
+		}
+		if !found || a.Applied < low.Applied {
+			low, found = a, true
+		}
+	}
+	return low, found, nil
 }

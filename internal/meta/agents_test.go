@@ -1,6 +1,9 @@
 package meta
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -33,16 +37,155 @@ func liveNodes(t *testing.T, r *Replica) []int32 {
 
 func TestAgentHeartbeatRoundTrip(t *testing.T) {
 	for _, c := range []AgentHeartbeat{
-		{NodeID: 7, AgentID: "a1", Host: "10.0.0.1", Port: 9092, Rack: "r1", LeaseMs: 10000},
+		{NodeID: 7, AgentID: "a1", Host: "10.0.0.1", Port: 9092, Rack: "r1", LeaseMs: 10000, Applied: 1 << 40},
+		{NodeID: 7, AgentID: "a1", LeaseMs: 10000},
 		{},
 	} {
-		got, err := DecodeCommand(EncodeCommand(c))
+		rc := EncodeCommand(c)
+		if rc.Version != 2 {
+			t.Fatalf("EncodeCommand wrote version %d, want 2", rc.Version)
+		}
+		got, err := DecodeCommand(rc)
 		if err != nil {
 			t.Fatalf("DecodeCommand(%+v): %v", c, err)
 		}
 		if !reflect.DeepEqual(got, c) {
 			t.Fatalf("round trip: got %+v, want %+v", got, c)
 		}
+	}
+}
+
+// heartbeatV1 is an AgentHeartbeat as builds before version 2 wrote it,
+// field by field, independent of the version 2 encoder.
+type heartbeatV1 AgentHeartbeat
+
+func (heartbeatV1) Type() CommandType { return TypeAgentHeartbeat }
+func (heartbeatV1) version() uint16   { return 1 }
+
+func (c heartbeatV1) appendPayload(b []byte) []byte {
+	b = appendVarint(b, int64(c.NodeID))
+	b = appendString(b, c.AgentID)
+	b = appendString(b, c.Host)
+	b = appendVarint(b, int64(c.Port))
+	b = appendString(b, c.Rack)
+	return appendVarint(b, c.LeaseMs)
+}
+
+func TestAgentHeartbeatVersions(t *testing.T) {
+	v1 := heartbeatV1{NodeID: 3, AgentID: "old", Host: "h", Port: 9092, Rack: "r", LeaseMs: 5000}
+	got, err := DecodeCommand(EncodeCommand(v1))
+	want := AgentHeartbeat(v1) // Applied 0: unknown
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoding version 1: %+v, %v; want %+v", got, err, want)
+	}
+	// A version 2 envelope around a version 1 payload lacks Applied.
+	rc := EncodeCommand(v1)
+	rc.Version = 2
+	if _, err := DecodeCommand(rc); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 2 without Applied: %v, want ErrCorrupt", err)
+	}
+	rc.Version = 3
+	if _, err := DecodeCommand(rc); !errors.Is(err, ErrUnknownCommand) {
+		t.Fatalf("version 3: %v, want ErrUnknownCommand", err)
+	}
+}
+
+// TestAgentRecord: the stored record keeps the version 1 layout when it
+// holds no applied position, so version 1 heartbeats build the state
+// (and digest) they built before version 2.
+func TestAgentRecord(t *testing.T) {
+	key := agentKey(4)
+	base := AgentInfo{NodeID: 4, AgentID: "a", Host: "h", Port: 1, Rack: "r", LeaseMs: 10, RegisteredAt: 100, Expires: 110}
+	v1 := []byte{recordV1}
+	v1 = appendString(v1, "a")
+	v1 = appendString(v1, "h")
+	v1 = appendVarint(v1, 1)
+	v1 = appendString(v1, "r")
+	v1 = appendVarint(v1, 10)
+	v1 = appendVarint(v1, 100)
+	v1 = appendVarint(v1, 110)
+	if got := base.encode(); !bytes.Equal(got, v1) {
+		t.Fatalf("record without applied position: %x, want the version 1 layout %x", got, v1)
+	}
+	withApplied := base
+	withApplied.Applied = 77
+	enc := withApplied.encode()
+	if enc[0] != agentRecordV2 {
+		t.Fatalf("record with applied position has version %d, want %d", enc[0], agentRecordV2)
+	}
+	for _, want := range []AgentInfo{base, withApplied} {
+		got, err := decodeAgentInfo(key, want.encode())
+		if err != nil || got != want {
+			t.Fatalf("record round trip: %+v, %v; want %+v", got, err, want)
+		}
+	}
+	// Version 2 with Applied 0 is not what encode writes.
+	bad := append(append([]byte{agentRecordV2}, v1[1:]...), 0)
+	if _, err := decodeAgentInfo(key, bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 2 record with applied 0: %v, want ErrCorrupt", err)
+	}
+	if _, err := decodeAgentInfo(key, enc[:len(enc)-1]); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 2 record without applied: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestLowestLiveApplied walks the agent table through renewals, a
+// version 1 heartbeat, leases running out and a leave, and checks which
+// agent holds the trim back after each.
+func TestLowestLiveApplied(t *testing.T) {
+	log := memlog.New()
+	clk := new(fakeClock)
+	r := openReplica(t, log, "", "w", withClock(clk))
+	const lease = 3000
+	hb := func(node int32, applied sharedlog.Pos) AgentHeartbeat {
+		return AgentHeartbeat{NodeID: node, AgentID: fmt.Sprint("a", node), LeaseMs: lease, Applied: applied}
+	}
+	const none = -1
+	steps := []struct {
+		name string
+		at   int64
+		cmd  Command
+		// except is the agent asking; wantNode the agent holding the
+		// trim (none: no other live agent), at wantApplied.
+		except      string
+		wantNode    int32
+		wantApplied sharedlog.Pos
+	}{
+		{"alone", 1000, hb(1, 0), "a1", none, 0},
+		{"second agent", 1100, hb(2, 1), "a1", 2, 1},
+		{"asking agent is skipped", 1200, hb(1, 2), "a2", 1, 2},
+		{"renewal moves it", 1300, hb(2, 3), "a1", 2, 3},
+		{"lowest of three", 1400, hb(3, 2), "a1", 3, 2},
+		// A claim past the heartbeat's own position (5) is clamped.
+		{"claim past its position", 1500, hb(3, 1000), "a1", 2, 3},
+		{"version 1 holds at 0", 1600, heartbeatV1{NodeID: 4, AgentID: "a4", LeaseMs: lease}, "a1", 4, 0},
+		{"version 2 renewal releases it", 1700, hb(4, 7), "a1", 2, 3},
+		// Node 2's lease ends at 1300+3000; an entry at 4300 moves the
+		// log clock there.
+		{"lease ran out", 4300, hb(1, 8), "a1", 3, 5},
+		{"leave", 4400, AgentHeartbeat{NodeID: 3, AgentID: "a3"}, "a1", 4, 7},
+		{"everyone else gone", 8000, hb(1, 11), "a1", none, 0},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			clk.set(s.at)
+			mustOK(t, r, s.cmd)
+			low, ok, err := viewOf(t, r).LowestLiveApplied(s.except)
+			switch {
+			case err != nil:
+				t.Fatalf("LowestLiveApplied: %v", err)
+			case s.wantNode == none && ok:
+				t.Fatalf("LowestLiveApplied(%s) = %+v, want no live agent", s.except, low)
+			case s.wantNode != none && (!ok || low.NodeID != s.wantNode || low.Applied != s.wantApplied):
+				t.Fatalf("LowestLiveApplied(%s) = %+v, %v; want node %d at %d", s.except, low, ok, s.wantNode, s.wantApplied)
+			}
+		})
+	}
+	// Another copy replays the same table.
+	other := openReplica(t, log, "", "other")
+	mustSync(t, r)
+	if mustDigest(t, other) != mustDigest(t, r) {
+		t.Fatal("a replayed copy differs")
 	}
 }
 

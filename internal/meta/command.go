@@ -282,6 +282,8 @@ func DecodeCommand(rc RawCommand) (Command, error) {
 		c = decodeDeleteRecordsV1(r)
 	case rc.Type == TypeAgentHeartbeat && rc.Version == 1:
 		c = decodeAgentHeartbeatV1(r)
+	case rc.Type == TypeAgentHeartbeat && rc.Version == 2:
+		c = decodeAgentHeartbeatV2(r)
 	case rc.Type == TypeAllocateProducerID && rc.Version == 1:
 		c = decodeAllocateProducerIDV1(r)
 	default:

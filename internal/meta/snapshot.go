@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -538,37 +539,44 @@ func syncDir(dir string) error {
 	return err
 }
 
-// TrimLog trims log below the newest snapshot under prefix, after checking
-// that every file of that snapshot is in the store, and returns the
-// snapshot. A replica that has not applied up to it yet can no longer
-// catch up from the log and must restore a snapshot.
+// NoTrimBound is TrimLog's bound when nothing but the snapshot limits the
+// trim: no other agent is live.
+const NoTrimBound = sharedlog.Pos(math.MaxUint64)
+
+// TrimLog trims log below the lower of the newest snapshot under prefix
+// and bound, after checking that every file of that snapshot is in the
+// store. It returns the snapshot and the position it trimmed below; the
+// log's trim point never moves back, so trimming below it does nothing.
 //
-// For now the rule is "below the newest complete snapshot". Once agents
-// exist the rule is the one in DESIGN.md: trim below the minimum of the
-// newest snapshot every agent can reach, the lowest applied position the
-// live agents report, and retention, so that no live agent is cut off.
-func TrimLog(ctx context.Context, log sharedlog.Log, store objstore.Store, prefix string) (SnapshotInfo, error) {
+// The snapshot caps the trim so that a copy restored from it can catch
+// up; bound is where the caller knows a live copy still needs the log
+// from, usually View.LowestLiveApplied's Applied (NoTrimBound if none), so
+// that no live agent is cut off: one left behind can only halt with
+// sharedlog.ErrTrimmed and restore a snapshot. DESIGN.md also names
+// retention as a bound; nothing keeps log entries for their own sake yet.
+func TrimLog(ctx context.Context, log sharedlog.Log, store objstore.Store, prefix string, bound sharedlog.Pos) (SnapshotInfo, sharedlog.Pos, error) {
 	prefix = normalizePrefix(prefix)
 	key, m, err := latestManifest(ctx, store, prefix)
 	if err != nil {
-		return SnapshotInfo{}, err
+		return SnapshotInfo{}, 0, err
 	}
 	if err := checkReachable(ctx, store, prefix, key, &m); err != nil {
-		return SnapshotInfo{}, err
+		return SnapshotInfo{}, 0, err
 	}
 	tail, _, err := log.CheckTail(ctx)
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: trim: %w", err)
+		return SnapshotInfo{}, 0, fmt.Errorf("meta: trim: %w", err)
 	}
 	if sharedlog.Pos(m.Pos) > tail {
 		// PrefixTrim would trim everything: this is not a snapshot of
 		// this log.
-		return SnapshotInfo{}, fmt.Errorf("meta: trim: snapshot %s is at position %d, past the log's tail %d", key, m.Pos, tail)
+		return SnapshotInfo{}, 0, fmt.Errorf("meta: trim: snapshot %s is at position %d, past the log's tail %d", key, m.Pos, tail)
 	}
-	if err := log.PrefixTrim(ctx, sharedlog.Pos(m.Pos)); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: trim: %w", err)
+	before := min(sharedlog.Pos(m.Pos), bound)
+	if err := log.PrefixTrim(ctx, before); err != nil {
+		return SnapshotInfo{}, 0, fmt.Errorf("meta: trim: %w", err)
 	}
-	return m.info(key), nil
+	return m.info(key), before, nil
 }
 
 // checkReachable checks that every file of m is in the store with its

@@ -262,9 +262,9 @@ func testSnapshotRestore(t *testing.T, store objstore.Store, log sharedlog.Log) 
 		t.Fatalf("digests at %d: a %x, restored %x, replayed from zero %x", fresh.Applied(), gotA, gotB, want)
 	}
 
-	trimmed, err := TrimLog(ctx, log, store, snapPrefix)
-	if err != nil || trimmed.Pos != info.Pos {
-		t.Fatalf("TrimLog = %+v, %v; want position %d", trimmed, err, info.Pos)
+	trimmed, before, err := TrimLog(ctx, log, store, snapPrefix, NoTrimBound)
+	if err != nil || trimmed.Pos != info.Pos || before != info.Pos {
+		t.Fatalf("TrimLog = %+v, %d, %v; want the snapshot at %d, trimmed below it", trimmed, before, err, info.Pos)
 	}
 	_, err = tryOpen(t, log, "", "late")
 	if !errors.Is(err, sharedlog.ErrTrimmed) || !errors.Is(err, ErrHalted) {
@@ -585,7 +585,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		if err := store.Delete(ctx, snapPrefix+"/"+f.Key); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := TrimLog(ctx, log, store, snapPrefix); !errors.Is(err, ErrSnapshotCorrupt) {
+		if _, _, err := TrimLog(ctx, log, store, snapPrefix, NoTrimBound); !errors.Is(err, ErrSnapshotCorrupt) {
 			t.Fatalf("TrimLog = %v, want ErrSnapshotCorrupt", err)
 		}
 		if _, err := log.ReadNext(ctx, 0, 1); err != nil {
@@ -703,4 +703,148 @@ func FuzzDecodeManifest(f *testing.F) {
 			t.Fatalf("round trip differs:\n%s\n%s", enc, enc2)
 		}
 	})
+}
+
+// pausedLog lets a test stop a replica from reading the log: while
+// paused, ReadNext blocks, so the replica applies nothing, like an agent
+// that fell behind.
+type pausedLog struct {
+	sharedlog.Log
+	mu struct {
+		sync.Mutex
+		resume chan struct{} // nil while reading
+	}
+}
+
+func (p *pausedLog) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.resume == nil {
+		p.mu.resume = make(chan struct{})
+	}
+}
+
+func (p *pausedLog) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.resume != nil {
+		close(p.mu.resume)
+		p.mu.resume = nil
+	}
+}
+
+func (p *pausedLog) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]sharedlog.Entry, error) {
+	p.mu.Lock()
+	resume := p.mu.resume
+	p.mu.Unlock()
+	if resume != nil {
+		select {
+		case <-resume:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return p.Log.ReadNext(ctx, from, max)
+}
+
+func (p *pausedLog) WaitTail(ctx context.Context, after sharedlog.Pos) (sharedlog.Pos, error) {
+	return p.Log.(sharedlog.TailWaiter).WaitTail(ctx, after)
+}
+
+// TestTrimSparesLiveAgent: replica a snapshots and trims repeatedly while
+// replica b, another live agent, applies nothing. Bounded by
+// LowestLiveApplied, the trims stay at b's reported position, and b then
+// catches up. Once b's lease runs out by the log clock, a trims up to its
+// snapshot, and b, if it comes back, finds itself trimmed out.
+func TestTrimSparesLiveAgent(t *testing.T) {
+	ctx := testCtx(t)
+	log := memlog.New()
+	store := memobj.New()
+	clk := new(fakeClock)
+	clk.set(1_000_000)
+	const leaseMs = 10_000
+	a := openReplica(t, log, "", "a", withClock(clk))
+	bLog := &pausedLog{Log: log}
+	b := openReplica(t, bLog, "", "b", withClock(clk))
+	// heartbeat renews r's lease with its applied position, as an agent's
+	// membership loop does, and returns that position.
+	heartbeat := func(r *Replica, node int32) sharedlog.Pos {
+		t.Helper()
+		applied := r.Applied()
+		mustOK(t, r, AgentHeartbeat{NodeID: node, AgentID: r.WriterID(), LeaseMs: leaseMs, Applied: applied})
+		return applied
+	}
+	// trim is the agent's snapshot-and-trim: snapshot, then trim below
+	// it and below every other live agent.
+	trim := func() (SnapshotInfo, sharedlog.Pos, AgentInfo, bool) {
+		t.Helper()
+		info, err := a.Snapshot(ctx, store, snapPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustSync(t, a)
+		low, held, err := viewOf(t, a).LowestLiveApplied(a.WriterID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := NoTrimBound
+		if held {
+			bound = low.Applied
+		}
+		got, before, err := TrimLog(ctx, log, store, snapPrefix, bound)
+		if err != nil || got.Pos != info.Pos {
+			t.Fatalf("TrimLog = %+v, %v; want the snapshot at %d", got, err, info.Pos)
+		}
+		return info, before, low, held
+	}
+
+	parts := setupTopic(t, a, "t", 2)
+	heartbeat(a, 1)
+	mustSync(t, b)
+	bAt := heartbeat(b, 2)
+	if bAt == 0 {
+		t.Fatal("b reports applied position 0 after a sync")
+	}
+	bLog.pause()
+	for i := range 3 {
+		clk.set(clk.ms.Load() + 1000) // within b's lease
+		mustOK(t, a, commitTo(1, parts[i%2]))
+		heartbeat(a, 1)
+		info, before, low, held := trim()
+		if !held || low.NodeID != 2 || low.Applied != bAt {
+			t.Fatalf("round %d: trim held by %+v (%v), want node 2 at %d", i, low, held, bAt)
+		}
+		if before != bAt || info.Pos <= bAt {
+			t.Fatalf("round %d: snapshot at %d, trimmed below %d; want below b's applied %d", i, info.Pos, before, bAt)
+		}
+		if b.Applied() >= info.Pos {
+			t.Fatalf("round %d: b applied up to %d, past the snapshot at %d: it was not paused", i, b.Applied(), info.Pos)
+		}
+	}
+	bLog.resume()
+	mustSync(t, b)
+	mustSync(t, a)
+	if err := b.Err(); err != nil {
+		t.Fatalf("b after catching up: %v", err)
+	}
+	if mustDigest(t, a) != mustDigest(t, b) {
+		t.Fatal("b caught up to different state")
+	}
+
+	// b stops again and stops renewing; a's entries move the log clock
+	// past the end of b's lease.
+	bAt = b.Applied()
+	bLog.pause()
+	clk.set(clk.ms.Load() + leaseMs)
+	mustOK(t, a, commitTo(1, parts[0]))
+	heartbeat(a, 1)
+	info, before, low, held := trim()
+	if held || before != info.Pos || info.Pos <= bAt {
+		t.Fatalf("after b's lease: held by %+v (%v), trimmed below %d; want below the snapshot at %d, past b's %d",
+			low, held, before, info.Pos, bAt)
+	}
+	bLog.resume()
+	if err := b.Sync(ctx); !errors.Is(err, sharedlog.ErrTrimmed) || !errors.Is(err, ErrHalted) {
+		t.Fatalf("b resuming below the trim point: %v, want ErrTrimmed and ErrHalted", err)
+	}
 }
