@@ -60,7 +60,8 @@
 //	0x0A    group id length (u16), group id,           CommittedOffset: offset, leader epoch, metadata,
 //	        topic id (16), partition (u32)             commit timestamp, expire timestamp (-1: none)
 //	0x0B    topic id (16), group id                    marker: the group has offsets of the topic
-//	0x0C    node id (u32)                              AgentInfo: agent id, host, port, rack, lease, registered-at, expires
+//	0x0C    node id (u32)                              AgentInfo: agent id, host, port, rack, lease, registered-at, expires,
+//	                                                   and (record version 2, when known) its applied position
 //	0x0D    -                                          cluster id (fixed by the first AgentHeartbeat)
 //	0x10    -                                          next producer id (AllocateProducerID)
 //	0x11    topic id (16), partition (u32),            producer state: epoch, last write (log clock), latest batches
@@ -140,5 +141,8 @@
 // written last with PutIfAbsent, so a manifest only ever names objects
 // that are complete. Restore fetches the newest one into an empty
 // directory, checks sizes, checksums and the digest, and drops the 0xFF
-// local keys. TrimLog trims the log below the newest complete snapshot.
+// local keys. TrimLog trims the log below the newest complete snapshot, or
+// below a lower bound the caller gives: an agent passes the lowest applied
+// position of the live agents (View.LowestLiveApplied), so no live copy
+// is trimmed past.
 package meta
