@@ -10,7 +10,7 @@ import (
 // seedCommands has every command type, with empty and full fields.
 func seedCommands() []Command {
 	id := TopicID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	return []Command{
+	cmds := []Command{
 		CreateTopic{Name: "orders", Partitions: 12, Configs: map[string]string{"cleanup.policy": "compact", "retention.ms": "-1"}},
 		CreateTopic{},
 		DeleteTopic{Name: "orders"},
@@ -46,6 +46,7 @@ func seedCommands() []Command {
 		DeleteRecords{Partitions: []DeleteRecordsPartition{{TopicID: id, Partition: 3, Offset: 1234}, {TopicID: id, Offset: -1}}},
 		DeleteRecords{},
 	}
+	return append(cmds, txnSeedCommands()...)
 }
 
 func seedEntries() [][]byte {
