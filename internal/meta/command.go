@@ -215,9 +215,12 @@ func (c AlterConfigs) appendPayload(b []byte) []byte {
 	return appendBool(b, c.Incremental)
 }
 
-// minCommitBatchBytes is the smallest encoded CommitBatch: the id and
-// eleven one-byte varints.
-const minCommitBatchBytes = 16 + 11
+// minCommitBatchBytes is the smallest encoded CommitBatch: the id, ten
+// one-byte varints and (version 2) the transactional flag.
+const (
+	minCommitBatchBytesV1 = 16 + 10
+	minCommitBatchBytes   = minCommitBatchBytesV1 + 1
+)
 
 func (c CommitObject) appendPayload(b []byte) []byte {
 	b = appendString(b, c.ObjectKey)
@@ -307,7 +310,11 @@ func decodeCommitObject(r *reader, version uint16) CommitObject {
 	var co CommitObject
 	co.ObjectKey = r.string()
 	co.ObjectSize = r.varint()
-	n := r.count(minCommitBatchBytes)
+	minBytes := minCommitBatchBytes
+	if version < 2 {
+		minBytes = minCommitBatchBytesV1
+	}
+	n := r.count(minBytes)
 	if n > 0 {
 		co.Batches = make([]CommitBatch, n)
 	}

@@ -73,7 +73,8 @@
 //	0x14    topic id (16), partition (u32),            aborted transaction: producer id, first offset
 //	        abort marker offset (u64)
 //	0x15    group id length (u16), group id,           offset committed in an ongoing transaction: producer id,
-//	        topic id (16), partition (u32)             offset, leader epoch, metadata, commit timestamp
+//	        topic id (16), partition (u32),            offset, leader epoch, metadata, commit timestamp
+//	        producer id (u64)
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

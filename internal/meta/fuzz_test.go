@@ -121,7 +121,7 @@ func checkCommandDecode(t *testing.T, rc RawCommand) {
 		}
 		return
 	}
-	if co, ok := c.(CommitObject); ok && cap(co.Batches)*minCommitBatchBytes > len(rc.Payload) {
+	if co, ok := c.(CommitObject); ok && cap(co.Batches)*minCommitBatchBytesV1 > len(rc.Payload) {
 		t.Fatalf("%d batches from %d bytes", cap(co.Batches), len(rc.Payload))
 	}
 	if oc, ok := c.(OffsetCommit); ok && cap(oc.Offsets)*minOffsetCommitPartitionBytes > len(rc.Payload) {
@@ -137,6 +137,21 @@ func checkCommandDecode(t *testing.T, rc RawCommand) {
 		t.Fatalf("%d partitions from %d bytes", cap(od.Partitions), len(rc.Payload))
 	}
 	again := EncodeCommand(c)
+	if again.Version != rc.Version {
+		// An older version this build still reads re-encodes as the
+		// current one; its round trip is checked from there.
+		if again.Version < rc.Version {
+			t.Fatalf("%v version %d re-encoded as older version %d", rc.Type, rc.Version, again.Version)
+		}
+		c2, err := DecodeCommand(again)
+		if err != nil {
+			t.Fatalf("re-encoded %v version %d does not decode: %v", rc.Type, again.Version, err)
+		}
+		if again2 := EncodeCommand(c2); !bytes.Equal(again2.Payload, again.Payload) {
+			t.Fatalf("re-encoding of %v version %d differs", rc.Type, again.Version)
+		}
+		return
+	}
 	if again.Type != rc.Type || again.Version != rc.Version || !bytes.Equal(again.Payload, rc.Payload) {
 		t.Fatalf("re-encoding differs:\n in  %v %d %x\n out %v %d %x", rc.Type, rc.Version, rc.Payload, again.Type, again.Version, again.Payload)
 	}

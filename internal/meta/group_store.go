@@ -335,6 +335,12 @@ func (a *applier) deleteGroup(c DeleteGroup) (Result, error) {
 	if err := a.deleteGroupOffsets(c.Group); err != nil {
 		return Result{}, err
 	}
+	// Offsets committed in ongoing transactions go too, so a later
+	// commit of such a transaction cannot bring the group back.
+	start, end := spanOf(txnOffsetGroupPrefix(c.Group))
+	if err := a.b.DeleteRange(start, end, nil); err != nil {
+		return Result{}, err
+	}
 	return Result{}, a.b.Delete(groupKey(c.Group), nil)
 }
 

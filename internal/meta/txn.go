@@ -215,7 +215,15 @@ func txnOffsetGroupPrefix(group string) []byte {
 	return append(k, group...)
 }
 
-func txnOffsetKey(group string, id TopicID, partition int32) []byte {
+// txnOffsetKey keeps one pending offset per producer, as Kafka does: two
+// transactions committing the same group's partition do not overwrite
+// each other, and each commit or abort settles only its own.
+func txnOffsetKey(group string, id TopicID, partition int32, producerID int64) []byte {
+	k := txnOffsetPartitionPrefix(group, id, partition)
+	return binary.BigEndian.AppendUint64(k, uint64(producerID))
+}
+
+func txnOffsetPartitionPrefix(group string, id TopicID, partition int32) []byte {
 	k := append(txnOffsetGroupPrefix(group), id[:]...)
 	return binary.BigEndian.AppendUint32(k, uint32(partition))
 }
@@ -733,7 +741,7 @@ func (a *applier) txnOffsetCommit(c TxnOffsetCommit) (Result, error) {
 			p.Offset.CommitTimestamp = a.clock
 		}
 		a.valBuf = p.encode(a.valBuf[:0])
-		if err := a.b.Set(txnOffsetKey(c.Group, t.ID, o.Partition), a.valBuf, nil); err != nil {
+		if err := a.b.Set(txnOffsetKey(c.Group, t.ID, o.Partition, s.ProducerID), a.valBuf, nil); err != nil {
 			return Result{}, err
 		}
 	}
@@ -871,7 +879,7 @@ func (a *applier) settleTxnOffsets(group string, pid int64, commit bool) error {
 	var mine []pending
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		if len(k) != len(start)+20 {
+		if len(k) != len(start)+28 {
 			continue
 		}
 		var id TopicID
@@ -1226,6 +1234,11 @@ func (v *View) Producers(id TopicID, partition int32) ([]ProducerInfo, error) {
 // HasPendingTxnOffset reports whether an ongoing transaction has committed
 // an offset of the group's partition (OffsetFetch's require_stable).
 func (v *View) HasPendingTxnOffset(group string, id TopicID, partition int32) (bool, error) {
-	_, ok, err := v.get(txnOffsetKey(group, id, partition))
-	return ok, err
+	start, end := spanOf(txnOffsetPartitionPrefix(group, id, partition))
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	return it.First(), it.Error()
 }

@@ -954,3 +954,61 @@ func TestTxnReplicasAgree(t *testing.T) {
 		t.Fatalf("a/0 lso %d hwm %d, want t3's first offset 4 and 5", lso, hwm)
 	}
 }
+
+// TestTxnOffsetsPerProducer: two transactional producers commit offsets of
+// the same group partition; each commit or abort settles only its own,
+// and deleting the group drops what is still pending.
+func TestTxnOffsetsPerProducer(t *testing.T) {
+	e := newTxnEnv(t)
+	apid, _ := e.initOK(t, "ta", -1, -1)
+	bpid, _ := e.initOK(t, "tb", -1, -1)
+	commit := func(tx string, pid, off int64) {
+		t.Helper()
+		if res := mustPropose(t, e.r, AddOffsetsToTxn{TransactionalID: tx, ProducerID: pid, Group: "g"}); res.Code != 0 {
+			t.Fatalf("AddOffsetsToTxn(%s): %v", tx, res.Err())
+		}
+		res := mustPropose(t, e.r, TxnOffsetCommit{TransactionalID: tx, ProducerID: pid, Group: "g", Generation: -1,
+			Offsets: []OffsetCommitPartition{{Topic: "a", Partition: 0, Offset: off, LeaderEpoch: -1, CommitTimestamp: -1}}})
+		if res.Code != 0 || res.Codes[0] != 0 {
+			t.Fatalf("TxnOffsetCommit(%s): %+v", tx, res)
+		}
+	}
+	pending := func() bool {
+		v := e.r.View()
+		defer v.Close()
+		ok, err := v.HasPendingTxnOffset("g", e.a0.id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	commit("ta", apid, 10)
+	commit("tb", bpid, 20)
+	wantCode(t, "abort tb", e.end(t, "tb", bpid, 0, false, -1), nil)
+	if !pending() {
+		t.Fatal("aborting tb dropped ta's pending offset")
+	}
+	wantCode(t, "commit ta", e.end(t, "ta", apid, 0, true, -1), nil)
+	v := e.r.View()
+	o, ok, err := v.CommittedOffset("g", e.a0.id, 0)
+	v.Close()
+	if err != nil || !ok || o.Offset != 10 {
+		t.Fatalf("committed offset %+v (%v, %v), want ta's 10", o, ok, err)
+	}
+	if pending() {
+		t.Error("pending offsets left after both transactions ended")
+	}
+
+	// A pending offset of a deleted group does not bring it back.
+	commit("ta", apid, 30)
+	if res := mustPropose(t, e.r, DeleteGroup{Group: "g"}); res.Code != 0 {
+		t.Fatal(res.Err())
+	}
+	wantCode(t, "commit after delete", e.end(t, "ta", apid, 0, true, -1), nil)
+	v = e.r.View()
+	_, exists, err := v.Group("g")
+	v.Close()
+	if err != nil || exists {
+		t.Errorf("the deleted group came back with a transaction's commit (%v)", err)
+	}
+}
