@@ -1,16 +1,18 @@
 // Package fetch owns an agent's read path: it finds a partition's record
 // batches through the local offset index (a meta.View, no remote call),
-// reads their bytes from data objects through a bounded read cache, and
-// patches each batch's baseOffset to the offset apply assigned, so the
-// result is what a Kafka broker returns for a Fetch partition. Wait is the
-// long-poll helper: it sleeps on the replica's apply notifications, not on
-// a timer loop.
+// reads their bytes from data objects through a bounded read cache,
+// patches each batch's baseOffset to the offset apply assigned, and
+// synthesizes the control batches of transaction markers (index entries
+// with no object bytes), so the result is what a Kafka broker returns for
+// a Fetch partition. Wait is the long-poll helper: it sleeps on the
+// replica's apply notifications, not on a timer loop.
 package fetch
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -21,7 +23,7 @@ import (
 
 // ErrCorrupt: a data object's bytes disagree with the offset index that
 // points at them (short range, batches that do not frame, record counts
-// that do not add up).
+// that do not add up), or a marker entry is not one one-record batch.
 var ErrCorrupt = errors.New("fetch: data object disagrees with the index")
 
 const (
@@ -33,6 +35,15 @@ const (
 	// tens of KiB cost less than another request.
 	maxCoalesceGapBytes = 64 << 10
 )
+
+// NoBound is the upTo of a read that may return every record below the
+// high watermark.
+const NoBound = math.MaxInt64
+
+// markerLeaderEpoch is the partitionLeaderEpoch of synthesized markers:
+// every partition is at epoch 0, which Produce stamps on every data batch,
+// and a marker says the same so a consumer's epoch does not go backwards.
+const markerLeaderEpoch = 0
 
 // FetchResult is one partition's answer.
 type FetchResult struct {
@@ -76,9 +87,22 @@ func (r *Reader) Cache() *Cache { return r.cache }
 // below the log start or above the high watermark is OFFSET_OUT_OF_RANGE;
 // offset == high watermark returns no records.
 //
+// Transaction markers are index entries without object bytes: Read
+// synthesizes their control batches (coordinator epoch 0) in offset
+// order among the data batches.
+//
 // A store error fails Read only if no batch was read yet; otherwise Read
 // returns the batches before it and the consumer's next fetch retries.
 func (r *Reader) Read(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32) (FetchResult, error) {
+	return r.ReadUpTo(ctx, view, topicID, partition, offset, maxBytes, NoBound)
+}
+
+// ReadUpTo is Read returning no batch that starts at or above upTo: a
+// read_committed Fetch passes the last stable offset. Since a transaction
+// begins with a batch of its own, no batch straddles that bound. An offset
+// at or above upTo (but not above the high watermark) returns no records
+// and no error, as Kafka answers a read_committed fetch at its LSO.
+func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32, upTo int64) (FetchResult, error) {
 	st, ok, err := view.Partition(topicID, partition)
 	if err != nil {
 		return FetchResult{}, err
@@ -91,16 +115,27 @@ func (r *Reader) Read(ctx context.Context, view *meta.View, topicID meta.TopicID
 	case offset < st.LogStartOffset || offset > res.HighWatermark:
 		res.Err = kerr.OffsetOutOfRange.Code
 		return res, nil
-	case offset == res.HighWatermark || maxBytes <= 0:
+	case offset == res.HighWatermark || offset >= upTo || maxBytes <= 0:
 		return res, nil
 	}
 
-	entries, err := planEntries(view, topicID, partition, offset, int64(maxBytes))
+	entries, err := planEntries(view, topicID, partition, offset, int64(maxBytes), upTo)
 	if err != nil {
 		return FetchResult{}, err
 	}
 	out := make([]byte, 0, min(int64(maxBytes), planBytes(entries)))
 	for len(entries) > 0 {
+		var full bool
+		if e := &entries[0]; e.Control {
+			if out, full, err = appendMarker(out, e, int(maxBytes)); err != nil {
+				return FetchResult{}, err
+			}
+			if full {
+				break
+			}
+			entries = entries[1:]
+			continue
+		}
 		n, start, end := nextRange(entries)
 		data, err := r.cache.Get(ctx, r.store, entries[0].ObjectKey, start, end-start)
 		if err != nil {
@@ -109,10 +144,10 @@ func (r *Reader) Read(ctx context.Context, view *meta.View, topicID meta.TopicID
 			}
 			return FetchResult{}, fmt.Errorf("fetch: read %s: %w", entries[0].ObjectKey, err)
 		}
-		var full bool
-		for _, e := range entries[:n] {
+		for i := range entries[:n] {
+			e := &entries[i]
 			pos := e.Position - start
-			if out, full, err = appendEntry(out, data[pos:pos+e.Length], e, offset, int(maxBytes)); err != nil {
+			if out, full, err = appendEntry(out, data[pos:pos+e.Length], e, offset, upTo, int(maxBytes)); err != nil {
 				return FetchResult{}, err
 			}
 			if full {
@@ -129,8 +164,9 @@ func (r *Reader) Read(ctx context.Context, view *meta.View, topicID meta.TopicID
 }
 
 // planEntries returns the index entries a read of maxBytes from offset
-// needs: at least one, and at most enough to cover maxBytes.
-func planEntries(view *meta.View, topicID meta.TopicID, partition int32, offset, maxBytes int64) ([]meta.IndexEntry, error) {
+// needs: at least one, and at most enough to cover maxBytes, none starting
+// at or above upTo.
+func planEntries(view *meta.View, topicID meta.TopicID, partition int32, offset, maxBytes, upTo int64) ([]meta.IndexEntry, error) {
 	it, err := view.Seek(topicID, partition, offset)
 	if err != nil {
 		return nil, err
@@ -140,6 +176,9 @@ func planEntries(view *meta.View, topicID meta.TopicID, partition int32, offset,
 	var planned int64
 	for planned < maxBytes && len(entries) < maxEntriesPerRead && it.Next() {
 		e := it.Entry()
+		if e.BaseOffset >= upTo {
+			break
+		}
 		entries = append(entries, e)
 		planned += e.Length
 	}
@@ -156,12 +195,14 @@ func planBytes(entries []meta.IndexEntry) int64 {
 
 // nextRange groups the leading entries that lie in the same object, in
 // ascending position with small gaps, into one byte range [start, end).
+// entries[0] is not a marker; a marker ends the range (it has no bytes).
 func nextRange(entries []meta.IndexEntry) (n int, start, end int64) {
-	first := entries[0]
+	first := &entries[0]
 	start, end = first.Position, first.Position+first.Length
 	n = 1
-	for _, e := range entries[1:] {
-		if e.ObjectKey != first.ObjectKey || e.Position < end || e.Position-end > maxCoalesceGapBytes {
+	for i := 1; i < len(entries); i++ {
+		e := &entries[i]
+		if e.Control || e.ObjectKey != first.ObjectKey || e.Position < end || e.Position-end > maxCoalesceGapBytes {
 			break
 		}
 		end = e.Position + e.Length
@@ -172,13 +213,19 @@ func nextRange(entries []meta.IndexEntry) (n int, start, end int64) {
 
 // appendEntry appends the batches of one index entry that hold offsets at
 // or above offset, patching their base offsets, until out would pass
-// maxBytes (the first batch of a read is always taken). full reports that
-// the read should stop. It checks the entry's bytes against the index: an
-// offset counted twice or skipped would hand consumers wrong offsets.
-func appendEntry(out, data []byte, e meta.IndexEntry, offset int64, maxBytes int) (_ []byte, full bool, err error) {
+// maxBytes (the first batch of a read is always taken) or a batch starts
+// at upTo. full reports that the read should stop. It checks the entry's
+// bytes against the index: an offset counted twice or skipped would hand
+// consumers wrong offsets.
+func appendEntry(out, data []byte, e *meta.IndexEntry, offset, upTo int64, maxBytes int) (_ []byte, full bool, err error) {
 	base := e.BaseOffset
 	var batches int32
 	for rest := data; len(rest) > 0; batches++ {
+		if base >= upTo {
+			// An entry may hold several batches; a transaction's
+			// first one can be among them.
+			return out, true, nil
+		}
 		batch, next, err := recordbatch.Next(rest)
 		if err != nil {
 			return out, false, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, e.ObjectKey, e.Position, err)
@@ -203,5 +250,22 @@ func appendEntry(out, data []byte, e meta.IndexEntry, offset int64, maxBytes int
 		return out, false, fmt.Errorf("%w: %s at %d: %d batches ending at offset %d, index says %d batches ending at %d",
 			ErrCorrupt, e.ObjectKey, e.Position, batches, base, e.BatchCount, e.BaseOffset+int64(e.Records))
 	}
+	return out, len(out) >= maxBytes, nil
+}
+
+// appendMarker appends the control batch of a transaction marker entry,
+// unless out would pass maxBytes (the first batch of a read is always
+// taken). full reports that the read should stop.
+func appendMarker(out []byte, e *meta.IndexEntry, maxBytes int) (_ []byte, full bool, err error) {
+	if e.Records != 1 || e.BatchCount != 1 || e.Length != recordbatch.ControlBatchSize {
+		return out, false, fmt.Errorf("%w: marker at offset %d: %d records in %d batches of %d bytes",
+			ErrCorrupt, e.BaseOffset, e.Records, e.BatchCount, e.Length)
+	}
+	if len(out) > 0 && len(out)+recordbatch.ControlBatchSize > maxBytes {
+		return out, true, nil
+	}
+	at := len(out)
+	out = recordbatch.AppendControlBatch(out, e.ProducerID, e.ProducerEpoch, e.Commit, e.BaseOffset, e.FirstTimestamp, 0)
+	recordbatch.SetPartitionLeaderEpoch(out[at:], markerLeaderEpoch)
 	return out, len(out) >= maxBytes, nil
 }

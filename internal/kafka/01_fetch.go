@@ -1,10 +1,20 @@
 // Fetch: v4-16
 //   - Each partition is read through Deps.Fetch from the local offset
 //     index and the object store: HighWatermark and LogStartOffset are the
-//     partition's; LastStableOffset equals the high watermark (no
-//     transactions yet); AbortedTransactions is null under
-//     read_uncommitted and empty under read_committed; PreferredReadReplica
-//     (v11+) is -1: any agent serves any partition.
+//     partition's, LastStableOffset its last stable offset (the first
+//     offset of its oldest open transaction, else the high watermark)
+//     under either isolation level. PreferredReadReplica (v11+) is -1:
+//     any agent serves any partition.
+//   - Transaction markers are index entries; the fetch path synthesizes
+//     their control batches in offset order with the data.
+//   - IsolationLevel read_committed returns no batch at or above the last
+//     stable offset, and AbortedTransactions lists (producer id, first
+//     offset) of every aborted transaction that overlaps the returned
+//     offsets (from the fetch offset to the end of the last batch), which
+//     the client uses to drop their batches; at most
+//     maxAbortedTxnsPerPartition, else the records are cut to their first
+//     batch. read_uncommitted returns everything below the high watermark
+//     and AbortedTransactions null.
 //   - Sizes follow Kafka (KIP-74): PartitionMaxBytes bounds each
 //     partition and MaxBytes, capped at maxFetchResponseBytes (Kafka's
 //     fetch.max.bytes), the response, but the first partition with data
@@ -20,10 +30,11 @@
 //   - Long poll: when the first read finds fewer than MinBytes, no
 //     partition failed and MaxWaitMillis > 0, the handler waits on apply
 //     notifications (fetch.Wait on Deps.Changes) until the partitions'
-//     index holds MinBytes past their fetch offsets, one of them fails
-//     (deleted, offset now out of range), MaxWaitMillis passes or the
-//     server begins shutting down, then reads again. No View is held
-//     across the wait.
+//     index holds MinBytes past their fetch offsets (below the last stable
+//     offset under read_committed, so an EndTxn that moves it wakes the
+//     wait), one of them fails (deleted, offset now out of range),
+//     MaxWaitMillis passes or the server begins shutting down, then reads
+//     again. No View is held across the wait.
 //   - Fetch sessions (v7+, KIP-227) are not kept: every fetch is a full
 //     one. A request opening a session (epoch 0) or not using one (epoch
 //     -1) is answered with SessionID 0, which tells the client no session
@@ -34,8 +45,7 @@
 //   - ReplicaID and ReplicaState (v15+) are ignored: there are no
 //     follower fetches, every request is served as a consumer's.
 //     LastFetchedEpoch (v12+) is not checked for divergence: the only
-//     epoch is 0. IsolationLevel is accepted and, until transactions
-//     exist, changes only AbortedTransactions.
+//     epoch is 0.
 //   - Left out: v17+ (KIP-853 replica directory ids; KIP-1166).
 
 package kafka
@@ -43,6 +53,8 @@ package kafka
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -50,6 +62,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
 func init() { regKey(1, 4, 16, handleFetch) }
@@ -65,7 +78,20 @@ const (
 	sessionEpochFinal   = -1
 	// isolationReadCommitted is IsolationLevel read_committed.
 	isolationReadCommitted = 1
+	// maxAbortedTxnsPerPartition bounds the AbortedTransactions of one
+	// partition (16 bytes each on the wire). Every aborted transaction
+	// listed either ends inside the returned records (its marker is one
+	// of at most fetch's per-read entry bound) or is open across their
+	// end, so only thousands of producers in one partition reach it.
+	maxAbortedTxnsPerPartition = 8192
 )
+
+// upToFetcher is the bounded read read_committed needs; *fetch.Reader
+// has it. A Fetcher without it is read unbounded and its records cut at
+// the last stable offset afterwards.
+type upToFetcher interface {
+	ReadUpTo(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32, upTo int64) (fetch.FetchResult, error)
+}
 
 // fetchPart is one partition of a Fetch request: where it reads and where
 // its answer goes.
@@ -209,6 +235,7 @@ var noRecords = []byte{}
 // error only when the connection's ctx ended.
 func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, failed bool, err error) {
 	remaining := int64(min(f.req.MaxBytes, maxFetchResponseBytes))
+	committed := f.req.IsolationLevel == isolationReadCommitted
 	// minOne: the first partition with data takes its first batch
 	// whole, however large (KIP-74).
 	minOne := true
@@ -228,7 +255,14 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, f
 			// positive limit.
 			limit = 1
 		}
-		res, rerr := f.rd.Read(ctx, view, p.id, p.partition, p.offset, limit)
+		// Without a high watermark yet, the bound is the oldest open
+		// transaction's first offset, or none.
+		stable, lerr := view.LastStableOffset(p.id, p.partition, math.MaxInt64)
+		var res fetch.FetchResult
+		rerr := lerr
+		if lerr == nil {
+			res, rerr = f.readPartition(ctx, view, p, limit, committed, stable)
+		}
 		switch {
 		case rerr != nil && ctx.Err() != nil:
 			return 0, false, context.Cause(ctx)
@@ -242,9 +276,16 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, f
 			failed = true
 			continue
 		}
-		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-		if f.req.IsolationLevel == isolationReadCommitted {
-			sp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, min(stable, res.HighWatermark), res.LogStartOffset
+		if committed {
+			aborted, records, aerr := abortedTxns(view, p, res.Records, maxAbortedTxnsPerPartition)
+			if aerr != nil {
+				f.r.warn("kafka: fetch aborted transactions failed", "topic", p.id, "partition", p.partition, "offset", p.offset, "err", aerr)
+				sp.ErrorCode = fetchErrCode(aerr).Code
+				failed = true
+				continue
+			}
+			sp.AbortedTransactions, res.Records = aborted, records
 		}
 		n := int64(len(res.Records))
 		if n == 0 || (!minOne && n > int64(limit)) {
@@ -258,13 +299,86 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, f
 	return total, failed, nil
 }
 
+// readPartition reads p, under read_committed only below stable.
+func (f *fetchAnswer) readPartition(ctx context.Context, view *meta.View, p *fetchPart, limit int32, committed bool, stable int64) (fetch.FetchResult, error) {
+	if !committed {
+		return f.rd.Read(ctx, view, p.id, p.partition, p.offset, limit)
+	}
+	if rd, ok := f.rd.(upToFetcher); ok {
+		return rd.ReadUpTo(ctx, view, p.id, p.partition, p.offset, limit, stable)
+	}
+	res, err := f.rd.Read(ctx, view, p.id, p.partition, p.offset, limit)
+	if err == nil {
+		res.Records, _, err = cutRecords(res.Records, stable)
+	}
+	return res, err
+}
+
+// cutRecords returns the batches of records that start below upTo, and
+// the offset after the last of them (0 when there are none).
+func cutRecords(records []byte, upTo int64) (_ []byte, end int64, err error) {
+	for rest := records; len(rest) > 0; {
+		batch, next, err := recordbatch.Next(rest)
+		if err != nil {
+			return nil, 0, err
+		}
+		h, err := recordbatch.ParseHeader(batch)
+		if err != nil {
+			return nil, 0, err
+		}
+		if h.BaseOffset >= upTo {
+			return records[:len(records)-len(rest)], end, nil
+		}
+		end = h.LastOffset() + 1
+		rest = next
+	}
+	return records, end, nil
+}
+
+// abortedTxns lists the aborted transactions a read_committed consumer
+// needs to drop the aborted batches of records, read from p's fetch
+// offset: those whose range overlaps [fetch offset, end of records).
+// Past maxTxns it keeps only the first batch of records, so the list
+// stays complete for what is returned (unless more than maxTxns overlap
+// that one batch).
+func abortedTxns(view *meta.View, p *fetchPart, records []byte, maxTxns int) ([]kmsg.FetchResponseTopicPartitionAbortedTransaction, []byte, error) {
+	out := []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	_, end, err := cutRecords(records, math.MaxInt64)
+	if err != nil || len(records) == 0 {
+		return out, records, err
+	}
+	txns, err := view.AbortedTxns(p.id, p.partition, p.offset, end, maxTxns+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(txns) > maxTxns {
+		first, _, _ := recordbatch.Next(records)
+		records = first
+		if _, end, err = cutRecords(records, math.MaxInt64); err != nil {
+			return nil, nil, err
+		}
+		if txns, err = view.AbortedTxns(p.id, p.partition, p.offset, end, maxTxns); err != nil {
+			return nil, nil, err
+		}
+	}
+	out = slices.Grow(out, len(txns))
+	for _, t := range txns {
+		a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		a.ProducerID, a.FirstOffset = t.ProducerID, t.FirstOffset
+		out = append(out, a)
+	}
+	return out, records, nil
+}
+
 // ready is the long poll's condition, checked against a fresh view after
 // each apply: the partitions' index holds MinBytes past their fetch
-// offsets (each counted up to its PartitionMaxBytes), or one of them can
+// offsets (each counted up to its PartitionMaxBytes, and under
+// read_committed only below the last stable offset), or one of them can
 // no longer be read as asked, which Kafka answers at once too.
 func (f *fetchAnswer) ready(db MetaDB) bool {
 	view := db.View()
 	defer view.Close()
+	committed := f.req.IsolationLevel == isolationReadCommitted
 	need := int64(f.req.MinBytes)
 	var have int64
 	for i := range f.parts {
@@ -273,17 +387,25 @@ func (f *fetchAnswer) ready(db MetaDB) bool {
 			continue
 		}
 		st, ok, err := view.Partition(p.id, p.partition)
+		if err != nil || !ok {
+			return true
+		}
+		end := st.HighWatermark()
+		if p.offset < st.LogStartOffset || p.offset > end {
+			return true
+		}
+		if committed {
+			if end, err = view.LastStableOffset(p.id, p.partition, end); err != nil {
+				return true
+			}
+		}
 		switch {
-		case err != nil, !ok:
-			return true
-		case p.offset < st.LogStartOffset || p.offset > st.HighWatermark():
-			return true
-		case p.offset == st.HighWatermark():
+		case p.offset >= end:
 			continue
 		case need <= 1:
 			return true
 		}
-		n, err := indexedBytes(view, p, min(int64(p.maxBytes), need-have))
+		n, err := indexedBytes(view, p, end, min(int64(p.maxBytes), need-have))
 		if err != nil {
 			return true
 		}
@@ -294,10 +416,11 @@ func (f *fetchAnswer) ready(db MetaDB) bool {
 	return false
 }
 
-// indexedBytes adds up the index entries of p from its fetch offset on,
-// stopping once it reaches limit. The first entry may start before the
-// offset; counting it whole overestimates by less than one entry.
-func indexedBytes(view *meta.View, p *fetchPart, limit int64) (int64, error) {
+// indexedBytes adds up the index entries of p from its fetch offset on
+// that start below end, stopping once it reaches limit. The first entry
+// may start before the offset; counting it whole overestimates by less
+// than one entry.
+func indexedBytes(view *meta.View, p *fetchPart, end, limit int64) (int64, error) {
 	it, err := view.Seek(p.id, p.partition, p.offset)
 	if err != nil {
 		return 0, err
@@ -305,7 +428,11 @@ func indexedBytes(view *meta.View, p *fetchPart, limit int64) (int64, error) {
 	defer it.Close()
 	var n int64
 	for n < limit && it.Next() {
-		n += it.Entry().Length
+		e := it.Entry()
+		if e.BaseOffset >= end {
+			break
+		}
+		n += e.Length
 	}
 	return n, it.Err()
 }

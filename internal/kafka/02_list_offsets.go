@@ -1,9 +1,12 @@
 // ListOffsets: v0-8
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset;
 //     every byte is in the object store, so local and remote are one.
-//   - -1 (latest): the high watermark. The last stable offset equals it
-//     until transactions exist, so IsolationLevel (v2+) is accepted and
-//     changes nothing.
+//   - -1 (latest): the high watermark; with IsolationLevel (v2+)
+//     read_committed, the last stable offset (the first offset of the
+//     partition's oldest open transaction, else the high watermark), as
+//     Kafka answers it. A timestamp or max-timestamp lookup under
+//     read_committed that lands at or above the last stable offset finds
+//     nothing (offset -1, timestamp -1), as in Kafka.
 //   - -3 (max timestamp, v7+, KIP-734): the last offset of the first
 //     batch holding the partition's greatest timestamp, with that
 //     timestamp. Kafka before 3.7 answered the same way; since then it
@@ -92,7 +95,7 @@ func handleListOffsets(_ context.Context, r *Request) (kmsg.Response, error) {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if e := listOffset(view, &topics, req.Version, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now); e != nil {
+			if e := listOffset(view, &topics, req, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now); e != nil {
 				sp.ErrorCode = e.Code
 				sp.OldStyleOffsets, sp.Offset, sp.Timestamp, sp.LeaderEpoch = nil, -1, -1, -1
 			}
@@ -104,9 +107,10 @@ func handleListOffsets(_ context.Context, r *Request) (kmsg.Response, error) {
 }
 
 // listOffset answers one partition into sp, or returns its error.
-func listOffset(view *meta.View, topics *topicCache, version int16, topic string, rp *kmsg.ListOffsetsRequestTopicPartition,
+func listOffset(view *meta.View, topics *topicCache, req *kmsg.ListOffsetsRequest, topic string, rp *kmsg.ListOffsetsRequestTopicPartition,
 	sp *kmsg.ListOffsetsResponseTopicPartition, dup bool, nowMs int64,
 ) *kerr.Error {
+	version := req.Version
 	ts := rp.Timestamp
 	if version >= 1 {
 		if dup {
@@ -134,17 +138,26 @@ func listOffset(view *meta.View, topics *topicCache, version int16, topic string
 		return nil
 	}
 
+	// lastFetchable is Kafka's bound on what a lookup may answer: the
+	// last stable offset under read_committed.
+	lastFetchable := ps.HighWatermark()
 	var found bool
 	var err error
-	switch ts {
-	case listEarliest, listEarliestLocal:
+	if version >= 2 && req.IsolationLevel == isolationReadCommitted {
+		lastFetchable, err = view.LastStableOffset(t.ID, rp.Partition, lastFetchable)
+	}
+	switch {
+	case err != nil:
+	case ts == listEarliest, ts == listEarliestLocal:
 		sp.Offset, found = ps.LogStartOffset, true
-	case listLatest:
-		sp.Offset, found = ps.HighWatermark(), true
-	case listMaxTimestamp:
+	case ts == listLatest:
+		sp.Offset, found = lastFetchable, true
+	case ts == listMaxTimestamp:
 		sp.Offset, sp.Timestamp, found, err = offsetOfMaxTimestamp(view, t.ID, rp.Partition, ps)
+		found = found && sp.Offset < lastFetchable
 	default:
 		sp.Offset, sp.Timestamp, found, err = offsetForTimestamp(view, t.ID, rp.Partition, ps, ts)
+		found = found && sp.Offset < lastFetchable
 	}
 	switch {
 	case err != nil:

@@ -5,9 +5,15 @@
 //   - v2+: null Topics means every committed offset of the group, and
 //     group errors (NOT_COORDINATOR) are top-level; v0-1 carry them on
 //     every partition.
-//   - v7 RequireStable is accepted: there are no transactional commits to
-//     wait for yet. v8+: several groups, each with its own error; v9
-//     MemberID and MemberEpoch are ignored (classic groups).
+//   - v7 RequireStable (KIP-447): a partition with an offset committed in
+//     a transaction that has not ended (TxnOffsetCommit before EndTxn)
+//     answers UNSTABLE_OFFSET_COMMIT, offset -1, leader epoch -1 and empty
+//     metadata, per partition as Kafka does; the client retries until the
+//     transaction ends. The group's answer is read by the group
+//     coordinator; the pending offsets are checked on views taken before
+//     and after it, so a transaction that commits offsets while the answer
+//     is read is seen too. v8+: several groups, each with its own error;
+//     v9 MemberID and MemberEpoch are ignored (classic groups).
 //   - Left out: v10 (topic ids).
 
 package kafka
@@ -15,7 +21,10 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 func init() { regKey(9, 0, 9, handleOffsetFetch) }
@@ -25,5 +34,83 @@ func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.OffsetFetch(ctx, r.Body.(*kmsg.OffsetFetchRequest)), nil
+	req := r.Body.(*kmsg.OffsetFetchRequest)
+	if req.Version < 7 || !req.RequireStable {
+		return g.OffsetFetch(ctx, req), nil
+	}
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	before := db.View()
+	defer before.Close()
+	resp := g.OffsetFetch(ctx, req)
+	after := db.View()
+	defer after.Close()
+
+	u := unstableOffsets{views: [2]pendingOffsets{{view: before}, {view: after}}}
+	mark := func(group, topic string, partition int32, code *int16, offset *int64, epoch *int32, metadata **string) {
+		if *code != 0 {
+			return
+		}
+		if *code = u.check(group, topic, partition); *code == kerr.UnstableOffsetCommit.Code {
+			*offset, *epoch, *metadata = -1, -1, kmsg.StringPtr("")
+		}
+	}
+	if req.Version >= 8 {
+		for i := range resp.Groups {
+			rg := &resp.Groups[i]
+			for j := range rg.Topics {
+				rt := &rg.Topics[j]
+				for k := range rt.Partitions {
+					p := &rt.Partitions[k]
+					if rg.ErrorCode == 0 {
+						mark(rg.Group, rt.Topic, p.Partition, &p.ErrorCode, &p.Offset, &p.LeaderEpoch, &p.Metadata)
+					}
+				}
+			}
+		}
+		return resp, nil
+	}
+	for j := range resp.Topics {
+		rt := &resp.Topics[j]
+		for k := range rt.Partitions {
+			p := &rt.Partitions[k]
+			if resp.ErrorCode == 0 {
+				mark(req.Group, rt.Topic, p.Partition, &p.ErrorCode, &p.Offset, &p.LeaderEpoch, &p.Metadata)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// unstableOffsets answers whether a group's partition has a pending
+// transactional offset in any of its views.
+type unstableOffsets struct {
+	views [2]pendingOffsets
+}
+
+type pendingOffsets struct {
+	view   *meta.View
+	topics topicCache
+}
+
+// check returns UNSTABLE_OFFSET_COMMIT's code for a partition with a
+// pending offset, UNKNOWN_SERVER_ERROR's if the copy cannot be read, else 0.
+func (u *unstableOffsets) check(group, topic string, partition int32) int16 {
+	for i := range u.views {
+		po := &u.views[i]
+		po.topics.view = po.view
+		t, ok, err := po.topics.get(topic)
+		if err == nil && ok {
+			ok, err = po.view.HasPendingTxnOffset(group, t.ID, partition)
+		}
+		switch {
+		case err != nil:
+			return kerr.UnknownServerError.Code
+		case ok:
+			return kerr.UnstableOffsetCommit.Code
+		}
+	}
+	return 0
 }
