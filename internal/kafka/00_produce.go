@@ -1,4 +1,4 @@
-// Produce: v0-11
+// Produce: v0-12
 //   - v0-2 carry message format v0/v1 (magic 0 and 1), which Strand does
 //     not store: every partition of such a request is answered
 //     UNSUPPORTED_FOR_MESSAGE_FORMAT. They are advertised anyway because
@@ -58,7 +58,11 @@
 //     INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH for a fenced epoch.
 //     A batch mixing transactional and plain batches, or a control
 //     batch from a client, is INVALID_RECORD.
-//   - Left out: v12-13 (KIP-890 part 2, topic ids); ErrorRecords (v8+)
+//   - v12 (KIP-890 part 2): the client sends no AddPartitionsToTxn; the
+//     handler adds the partitions of transactional batches to the
+//     producer's transaction itself (one proposal per request, skipped
+//     when this copy already shows them added at the batch's epoch).
+//   - Left out: v13 (topic ids); ErrorRecords (v8+)
 //     stay empty; ErrorMessage (v8+) explains validation failures.
 
 package kafka
@@ -68,6 +72,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,7 +83,7 @@ import (
 	"github.com/strandkafka/strand/internal/topicconfig"
 )
 
-func init() { regKey(0, 0, 11, handleProduce) }
+func init() { regKey(0, 0, 12, handleProduce) }
 
 // errAcksZeroFailed closes the connection of an acks=0 request that
 // failed, the only way such a producer learns of it.
@@ -183,6 +188,11 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 			}
 		}
 	}
+	if req.Version >= 12 && req.TransactionID != nil && len(batches) > 0 {
+		var dropped bool
+		batches, dropped = addToTxnV12(ctx, db, *req.TransactionID, req, parts, batches, fail)
+		failed = failed || dropped
+	}
 	if len(batches) == 0 {
 		switch {
 		case req.Acks != 0:
@@ -257,6 +267,80 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 		p.sp.LogStartOffset = o.res.LogStartOffset
 	}
 	return resp, nil
+}
+
+// addToTxnV12 adds the partitions of a v12 request's transactional
+// batches to the producer's transaction (KIP-890 part 2: the client sends
+// no AddPartitionsToTxn), skipping those this copy already shows in the
+// transaction at the batches' epoch, and drops the batches of partitions
+// it could not add, answering them with the reason. parts and batches are
+// in the same order; the kept batches are renumbered.
+func addToTxnV12(ctx context.Context, db MetaDB, txnID string, req *kmsg.ProduceRequest, parts []producePart, batches []produce.Batch,
+	fail func(*kmsg.ProduceResponseTopicPartition, *kerr.Error, string)) ([]produce.Batch, bool) {
+	view := db.View()
+	s, known, err := view.Txn(txnID)
+	view.Close()
+	known = known && err == nil
+	var add meta.AddPartitionsToTxn
+	var adding []int // indexes into parts
+	k := 0
+	for i := range req.Topics {
+		for range req.Topics[i].Partitions {
+			p := parts[k]
+			k++
+			if p.batch < 0 || !batches[p.batch].Transactional {
+				continue
+			}
+			b := &batches[p.batch]
+			add.ProducerID, add.ProducerEpoch = b.ProducerID, b.ProducerEpoch
+			if known && s.Status == meta.TxnOngoing && s.ProducerID == b.ProducerID && s.ProducerEpoch == b.ProducerEpoch &&
+				slices.Contains(s.Partitions, meta.TxnPartition{TopicID: b.TopicID, Partition: b.Partition}) {
+				continue
+			}
+			add.Partitions = append(add.Partitions, meta.TopicPartition{Topic: req.Topics[i].Topic, Partition: b.Partition})
+			adding = append(adding, k-1)
+		}
+	}
+	if len(adding) == 0 {
+		return batches, false
+	}
+	add.TransactionalID = txnID
+	res, e := proposeTxn(ctx, db, add)
+	dropped := false
+	for n, pi := range adding {
+		code := res.Code
+		if e != nil {
+			code = e.Code
+		} else if n < len(res.Codes) && res.Codes[n] != 0 {
+			code = res.Codes[n]
+		}
+		if code == 0 {
+			continue
+		}
+		switch code {
+		case kerr.ProducerFenced.Code:
+			code = kerr.InvalidProducerEpoch.Code
+		case kerr.TransactionalIDNotFound.Code:
+			code = kerr.InvalidTxnState.Code
+		}
+		fail(parts[pi].sp, kerr.ErrorForCode(code).(*kerr.Error), "could not add the partition to the transaction")
+		parts[pi].batch = -2
+		dropped = true
+	}
+	if !dropped {
+		return batches, false
+	}
+	var kept []produce.Batch
+	for i := range parts {
+		switch b := parts[i].batch; {
+		case b == -2:
+			parts[i].batch = -1
+		case b >= 0:
+			parts[i].batch = len(kept)
+			kept = append(kept, batches[b])
+		}
+	}
+	return kept, true
 }
 
 // applyErrMessage explains the codes apply gives a batch, for Produce v8+

@@ -11,8 +11,12 @@
 //     are kept on the Conn.
 //   - Left out: v5 (KIP-1242: the client names the cluster and node it
 //     expects), until agents have a cluster id and node ids.
-//     SupportedFeatures and FinalizedFeatures are empty (epoch -1): Strand
-//     has no feature levels yet.
+//   - v3+ features: transaction.version, supported 0-2 and finalized at
+//     Deps.TransactionVersion (2 unless configured). Level 2 tells
+//     clients to use KIP-890 part 2 (Produce v12 without
+//     AddPartitionsToTxn, TxnOffsetCommit v5, an epoch bump per EndTxn
+//     v5). Strand's features never change while it runs, so the
+//     finalized epoch is constant.
 
 package kafka
 
@@ -37,8 +41,23 @@ func handleAPIVersions(_ context.Context, r *Request) (kmsg.Response, error) {
 	}
 	// Shared and read-only: encoding does not modify it.
 	resp.ApiKeys = r.Conn.srv.apiKeys
+	if req.Version >= 3 {
+		tv := r.Deps.transactionVersion()
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: featureTransactionVersion, MinVersion: 0, MaxVersion: maxTransactionVersion}}
+		resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: featureTransactionVersion, MinVersionLevel: tv, MaxVersionLevel: tv}}
+	}
 	return resp, nil
 }
+
+// Feature levels (KIP-584).
+const (
+	featureTransactionVersion = "transaction.version"
+	maxTransactionVersion     = 2
+	// finalizedFeaturesEpoch is any non-negative number that stays the
+	// same: -1 would tell clients there are no finalized features.
+	finalizedFeaturesEpoch = 1
+)
 
 // apiVersionsUnsupported is the answer to an ApiVersions version above e's
 // range.

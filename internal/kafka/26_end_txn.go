@@ -1,4 +1,4 @@
-// EndTxn: v0-4
+// EndTxn: v0-5
 //   - meta.EndTxn commits or aborts in one apply: a marker in every
 //     partition the transaction added, aborted ranges indexed for
 //     read_committed, the transaction's offsets committed to their
@@ -8,15 +8,16 @@
 //     transaction it found ongoing (TxnState.Seq) in the command; apply
 //     refuses the EndTxn if another transaction began since, so an EndTxn
 //     delayed anywhere inside Strand (in a queue, in an ambiguous
-//     proposal retried later) never ends a later transaction. A delay
-//     before the request reaches an agent is covered only by the epoch
-//     bump per transaction of KIP-890 part 2, which needs Produce v12 and
-//     the transaction.version feature (not served).
+//     proposal retried later) never ends a later transaction.
+//   - v5 (KIP-890 part 2, clients that saw transaction.version 2 in
+//     ApiVersions): the epoch is bumped with every EndTxn and returned,
+//     so a request of an ended transaction delayed before it reached any
+//     agent is fenced too. A retry naming the previous epoch gets the
+//     current pair; aborting with nothing ongoing only bumps the epoch.
 //   - Ending a transaction that already ended the same way succeeds (a
 //     client's retry); the other way, or with none ongoing, is
 //     INVALID_TXN_STATE. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before
 //     v2.
-//   - Left out: v5 (KIP-890 part 2 epoch bump in the response).
 
 package kafka
 
@@ -29,7 +30,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 )
 
-func init() { regKey(26, 0, 4, handleEndTxn) }
+func init() { regKey(26, 0, 5, handleEndTxn) }
 
 func handleEndTxn(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()
@@ -38,6 +39,7 @@ func handleEndTxn(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if err := db.Sync(ctx); err != nil {
 		resp.ErrorCode = proposeErrCode(err).Code
 		return resp, nil
@@ -59,11 +61,15 @@ func handleEndTxn(ctx context.Context, r *Request) (kmsg.Response, error) {
 		ProducerEpoch:   req.ProducerEpoch,
 		Commit:          req.Commit,
 		Seq:             s.Seq,
+		BumpEpoch:       req.Version >= 5,
 	})
-	if e != nil {
+	switch {
+	case e != nil:
 		resp.ErrorCode = e.Code
-	} else {
+	case res.Code != 0:
 		resp.ErrorCode = fencedCode(res.Code, req.Version, 2)
+	case req.Version >= 5:
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
 	}
 	return resp, nil
 }

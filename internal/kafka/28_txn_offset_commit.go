@@ -1,8 +1,10 @@
 // TxnOffsetCommit: v0-5
 //   - meta.TxnOffsetCommit stores the offsets as pending in the producer's
-//     transaction; EndTxn commits or drops them. The group must have been
-//     added with AddOffsetsToTxn first, else INVALID_TXN_STATE (nothing
-//     joins a transaction implicitly).
+//     transaction; EndTxn commits or drops them. Before v5 the group must
+//     have been added with AddOffsetsToTxn first, else INVALID_TXN_STATE.
+//     v5 (KIP-890 part 2) adds the group itself: the handler proposes
+//     AddOffsetsToTxn and the commit in one log entry; a delayed v5
+//     commit of an ended transaction carries a fenced epoch.
 //   - v3+ (KIP-447): the generation is checked against the group's stored
 //     generation in apply (ILLEGAL_GENERATION when older). The member id
 //     and group instance id are not checked against the coordinator's
@@ -18,6 +20,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -54,7 +57,13 @@ func handleTxnOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, erro
 			})
 		}
 	}
-	res, e := proposeTxn(ctx, db, cmd)
+	var res meta.Result
+	var e *kerr.Error
+	if req.Version >= 5 {
+		res, e = proposeTxnOffsetCommitV5(ctx, db, cmd)
+	} else {
+		res, e = proposeTxn(ctx, db, cmd)
+	}
 	i := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -76,4 +85,18 @@ func handleTxnOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, erro
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// proposeTxnOffsetCommitV5 adds the group to the transaction and commits
+// in one log entry; a failed add answers every partition.
+func proposeTxnOffsetCommitV5(ctx context.Context, db MetaDB, cmd meta.TxnOffsetCommit) (meta.Result, *kerr.Error) {
+	add := meta.AddOffsetsToTxn{TransactionalID: cmd.TransactionalID, ProducerID: cmd.ProducerID, ProducerEpoch: cmd.ProducerEpoch, Group: cmd.Group}
+	res, e := proposeTxns(ctx, db, add, cmd)
+	switch {
+	case e != nil:
+		return meta.Result{}, e
+	case res[0].Code != 0:
+		return res[0], nil
+	}
+	return res[1], nil
 }

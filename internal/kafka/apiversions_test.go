@@ -160,8 +160,12 @@ func TestAPIVersionsRaw(t *testing.T) {
 				t.Fatalf("error code %d, want %d", resp.ErrorCode, tt.wantCode)
 			}
 			assertKeys(t, resp.ApiKeys, tt.wantKeys)
-			if tt.wantVer >= 3 && resp.FinalizedFeaturesEpoch != -1 {
-				t.Errorf("FinalizedFeaturesEpoch %d, want -1", resp.FinalizedFeaturesEpoch)
+			switch {
+			case tt.wantVer < 3 || tt.wantCode != 0:
+			case resp.FinalizedFeaturesEpoch < 0 || len(resp.FinalizedFeatures) != 1 || len(resp.SupportedFeatures) != 1:
+				t.Errorf("features: epoch %d, finalized %+v, supported %+v", resp.FinalizedFeaturesEpoch, resp.FinalizedFeatures, resp.SupportedFeatures)
+			case resp.FinalizedFeatures[0].Name != "transaction.version" || resp.FinalizedFeatures[0].MaxVersionLevel != 2:
+				t.Errorf("finalized %+v, want transaction.version 2", resp.FinalizedFeatures[0])
 			}
 			// None of these close the connection.
 			checkAPIVersions(t, c, ts.Server)

@@ -43,6 +43,10 @@ type Deps struct {
 	Groups GroupCoordinator
 	// Now is the agent's clock; nil means time.Now.
 	Now func() time.Time
+	// TransactionVersion is the transaction.version feature level
+	// ApiVersions finalizes: 2 (also for 0) has clients use KIP-890 part
+	// 2, 1 keeps them on the older protocol.
+	TransactionVersion int16
 }
 
 // ErrMissingDeps: a handler ran without a dependency it needs in Deps.
@@ -98,6 +102,13 @@ func (d *Deps) now() time.Time {
 		return d.Now()
 	}
 	return time.Now()
+}
+
+func (d *Deps) transactionVersion() int16 {
+	if d.TransactionVersion <= 0 || d.TransactionVersion > maxTransactionVersion {
+		return maxTransactionVersion
+	}
+	return d.TransactionVersion
 }
 
 func (d *Deps) defaultPartitions() int32 {

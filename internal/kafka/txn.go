@@ -22,16 +22,26 @@ import (
 // state it finds (a repeated EndTxn succeeds again, a repeated
 // AddPartitionsToTxn adds nothing new).
 func proposeTxn(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result, *kerr.Error) {
-	res, err := db.ProposeBatch(ctx, []meta.Command{cmd})
-	switch {
-	case errors.Is(err, meta.ErrClosed):
-		return meta.Result{}, kerr.CoordinatorNotAvailable
-	case err != nil:
-		return meta.Result{}, proposeErrCode(err)
-	case len(res) != 1:
-		return meta.Result{}, kerr.UnknownServerError
+	res, e := proposeTxns(ctx, db, cmd)
+	if e != nil {
+		return meta.Result{}, e
 	}
 	return res[0], nil
+}
+
+// proposeTxns proposes commands in one log entry; on success there is a
+// result per command.
+func proposeTxns(ctx context.Context, db MetaDB, cmds ...meta.Command) ([]meta.Result, *kerr.Error) {
+	res, err := db.ProposeBatch(ctx, cmds)
+	switch {
+	case errors.Is(err, meta.ErrClosed):
+		return nil, kerr.CoordinatorNotAvailable
+	case err != nil:
+		return nil, proposeErrCode(err)
+	case len(res) != len(cmds):
+		return nil, kerr.UnknownServerError
+	}
+	return res, nil
 }
 
 // fencedCode converts PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for a

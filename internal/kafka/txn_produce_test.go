@@ -15,8 +15,17 @@ import (
 // TestTxnProduceKgo runs a franz-go transactional producer: one
 // transaction committed, one aborted. Each added partition gets one marker
 // per transaction, and the data of both is in the log (read_uncommitted).
+// Under transaction.version 2 the client takes the KIP-890 part 2 path
+// (Produce v12 adds partitions, EndTxn v5 bumps the epoch per
+// transaction); under 1 the older one.
 func TestTxnProduceKgo(t *testing.T) {
-	a, _ := newDataAgent(t, nil, withGroups(t, nil, nil))
+	for _, tv := range []int16{1, 2} {
+		t.Run(fmt.Sprintf("transaction.version=%d", tv), func(t *testing.T) { testTxnProduceKgo(t, tv) })
+	}
+}
+
+func testTxnProduceKgo(t *testing.T, tv int16) {
+	a, _ := newDataAgent(t, nil, withGroups(t, nil, nil), withDeps(func(d *Deps) { d.TransactionVersion = tv }))
 	const topic = "txn-out"
 	id := a.createTopic(t, topic, 2, nil)
 	cl := a.kgoClient(t, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -67,6 +76,10 @@ func TestTxnProduceKgo(t *testing.T) {
 	s, ok, err := view.Txn("tx-1")
 	if err != nil || !ok || s.Status != meta.TxnCompleteAbort || s.Seq != 2 {
 		t.Errorf("transaction state %+v (%v, %v), want CompleteAbort after 2 transactions", s, ok, err)
+	}
+	// Each EndTxn v5 bumped the epoch; v4 left it.
+	if want := map[int16]int16{1: 0, 2: 2}[tv]; s.ProducerEpoch != want {
+		t.Errorf("epoch %d after 2 transactions, want %d", s.ProducerEpoch, want)
 	}
 }
 

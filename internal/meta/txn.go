@@ -96,6 +96,9 @@ type TxnState struct {
 	// PrevBy what bumped it. See InitTransactionalProducer.
 	PrevEpoch int16
 	PrevBy    BumpReason
+	// PrevProducerID is the producer id PrevEpoch belonged to: an EndTxn
+	// that exhausted the epoch moved the id to a new producer id.
+	PrevProducerID int64
 	TimeoutMs int32
 	Status    TxnStatus
 	// Seq counts the transactions this id has begun. EndTxn names the
@@ -124,6 +127,10 @@ const (
 	// BumpByTimeout: the cluster aborted a timed-out transaction
 	// (KIP-588); the producer holding PrevEpoch may re-initialize.
 	BumpByTimeout
+	// BumpByEndTxn: an EndTxn v5 ended the transaction of PrevEpoch
+	// (KIP-890 part 2); a repeat of it is answered with the current
+	// epoch.
+	BumpByEndTxn
 )
 
 // TxnPartition is a partition in a transaction.
@@ -145,6 +152,7 @@ func (s *TxnState) encode(b []byte) []byte {
 	b = appendVarint(b, int64(s.ProducerEpoch))
 	b = appendVarint(b, int64(s.PrevEpoch))
 	b = appendUvarint(b, uint64(s.PrevBy))
+	b = appendVarint(b, s.PrevProducerID)
 	b = appendVarint(b, int64(s.TimeoutMs))
 	b = appendUvarint(b, uint64(s.Status))
 	b = appendVarint(b, s.Seq)
@@ -165,6 +173,7 @@ func decodeTxnState(id string, v []byte) (TxnState, error) {
 	s.ProducerEpoch = r.int16()
 	s.PrevEpoch = r.int16()
 	s.PrevBy = BumpReason(r.uvarint())
+	s.PrevProducerID = r.varint()
 	s.TimeoutMs = r.int32()
 	s.Status = TxnStatus(r.uvarint())
 	s.Seq = r.varint()
@@ -179,7 +188,7 @@ func decodeTxnState(id string, v []byte) (TxnState, error) {
 		s.Partitions[i].Partition = r.int32()
 	}
 	s.Groups = r.stringList()
-	if s.Status > TxnCompleteAbort || s.PrevBy > BumpByTimeout {
+	if s.Status > TxnCompleteAbort || s.PrevBy > BumpByEndTxn {
 		r.fail(errTooMany)
 	}
 	if err := r.done(); err != nil {
@@ -348,13 +357,25 @@ type TxnOffsetCommit struct {
 // an EndTxn for an earlier transaction never ends a later one
 // (KAFKA-17754). Repeating the EndTxn that completed the transaction
 // succeeds again.
-// Result: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, INVALID_TXN_STATE.
+//
+// BumpEpoch (EndTxn v5, KIP-890 part 2) also bumps the producer's epoch:
+// the markers carry the new one, which the result returns, so every
+// request of the ended transaction is fenced from then on — a delayed
+// EndTxn, produce or offset commit arriving at any agent, however late.
+// An exhausted epoch moves the id to a new producer id. A repeat naming
+// the previous epoch, after the transaction ended the same way, gets the
+// current pair again. With BumpEpoch, aborting when no transaction is
+// ongoing is allowed (a client whose every produce failed): it only
+// bumps the epoch.
+// Result: ProducerID, ProducerEpoch (the producer's pair afterwards); or
+// INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, INVALID_TXN_STATE.
 type EndTxn struct {
 	TransactionalID string
 	ProducerID      int64
 	ProducerEpoch   int16
 	Commit          bool
 	Seq             int64
+	BumpEpoch       bool
 }
 
 // TxnSweep re-checks the named transactional ids against the log clock:
@@ -379,7 +400,7 @@ func (InitTransactionalProducer) version() uint16 { return 1 }
 func (AddPartitionsToTxn) version() uint16        { return 1 }
 func (AddOffsetsToTxn) version() uint16           { return 1 }
 func (TxnOffsetCommit) version() uint16           { return 1 }
-func (EndTxn) version() uint16                    { return 1 }
+func (EndTxn) version() uint16                    { return 2 }
 func (TxnSweep) version() uint16                  { return 1 }
 
 func appendTxnProducer(b []byte, id string, pid int64, epoch int16) []byte {
@@ -418,7 +439,8 @@ func (c TxnOffsetCommit) appendPayload(b []byte) []byte {
 func (c EndTxn) appendPayload(b []byte) []byte {
 	b = appendTxnProducer(b, c.TransactionalID, c.ProducerID, c.ProducerEpoch)
 	b = appendBool(b, c.Commit)
-	return appendVarint(b, c.Seq)
+	b = appendVarint(b, c.Seq)
+	return appendBool(b, c.BumpEpoch)
 }
 
 func (c TxnSweep) appendPayload(b []byte) []byte {
@@ -432,6 +454,14 @@ func (r *reader) txnProducer() (string, int64, int16) {
 // decodeTxnCommand decodes the transaction commands; ok is false for
 // other types.
 func decodeTxnCommand(rc RawCommand, r *reader) (Command, bool) {
+	if rc.Type == TypeEndTxn && rc.Version == 2 {
+		var c EndTxn
+		c.TransactionalID, c.ProducerID, c.ProducerEpoch = r.txnProducer()
+		c.Commit = r.bool()
+		c.Seq = r.varint()
+		c.BumpEpoch = r.bool()
+		return c, true
+	}
 	if rc.Version != 1 {
 		return nil, false
 	}
@@ -549,7 +579,7 @@ func (a *applier) initTxnProducer(c InitTransactionalProducer) (Result, error) {
 		if err != nil || !ok {
 			return failed(kerr.UnknownServerError, "producer ids exhausted"), false, err
 		}
-		s.ProducerID, s.ProducerEpoch, s.PrevEpoch, s.PrevBy = id, 0, -1, BumpByInit
+		s.ProducerID, s.ProducerEpoch, s.PrevEpoch, s.PrevBy, s.PrevProducerID = id, 0, -1, BumpByInit, -1
 		return Result{}, true, nil
 	}
 	switch {
@@ -582,7 +612,7 @@ func (a *applier) initTxnProducer(c InitTransactionalProducer) (Result, error) {
 			}
 		} else {
 			s.ProducerEpoch++
-			s.PrevEpoch, s.PrevBy = prev, BumpByInit
+			s.PrevEpoch, s.PrevBy, s.PrevProducerID = prev, BumpByInit, s.ProducerID
 			if c.ProducerID >= 0 {
 				s.PrevBy = BumpByRequest
 			}
@@ -749,6 +779,15 @@ func (a *applier) txnOffsetCommit(c TxnOffsetCommit) (Result, error) {
 }
 
 func (a *applier) endTxn(c EndTxn) (Result, error) {
+	if c.BumpEpoch {
+		if s, ok, err := a.txn(c.TransactionalID); err != nil {
+			return Result{}, err
+		} else if ok && s.PrevBy == BumpByEndTxn && c.ProducerID == s.PrevProducerID && c.ProducerEpoch == s.PrevEpoch &&
+			(c.Commit && s.Status == TxnCompleteCommit || !c.Commit && s.Status == TxnCompleteAbort) {
+			// A retry of the EndTxn that bumped to the current pair.
+			return Result{ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch}, nil
+		}
+	}
 	s, res, ok, err := a.txnForProducer(c.TransactionalID, c.ProducerID, c.ProducerEpoch)
 	if err != nil || !ok {
 		return res, err
@@ -756,17 +795,44 @@ func (a *applier) endTxn(c EndTxn) (Result, error) {
 	if c.Seq >= 0 && c.Seq != s.Seq {
 		return failed(kerr.InvalidTxnState, "EndTxn names transaction %d of %q, which is at %d", c.Seq, c.TransactionalID, s.Seq), nil
 	}
+	ongoing := s.Status == TxnOngoing
 	switch {
-	case s.Status == TxnOngoing:
-	case s.Status == TxnCompleteCommit && c.Commit, s.Status == TxnCompleteAbort && !c.Commit:
-		return Result{}, nil // a retry of the EndTxn that ended it
+	case ongoing:
+	case c.BumpEpoch && !c.Commit:
+		// Nothing to abort: only the epoch moves on.
+	case !c.BumpEpoch && (s.Status == TxnCompleteCommit && c.Commit || s.Status == TxnCompleteAbort && !c.Commit):
+		return Result{ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch}, nil // a retry of the EndTxn that ended it
 	default:
 		return failed(kerr.InvalidTxnState, "%q is %v, cannot %s", c.TransactionalID, s.Status, map[bool]string{true: "commit", false: "abort"}[c.Commit]), nil
 	}
-	if err := a.completeTxn(&s, c.Commit); err != nil {
+	if c.BumpEpoch {
+		prevID, prev := s.ProducerID, s.ProducerEpoch
+		if s.ProducerEpoch < maxBumpableEpoch {
+			s.ProducerEpoch++
+		}
+		if ongoing {
+			if err := a.completeTxn(&s, c.Commit); err != nil {
+				return Result{}, err
+			}
+		}
+		if s.ProducerEpoch == prev {
+			// Exhausted: the markers carry the last epoch of the old
+			// id, the producer goes on with a new one.
+			id, ok, err := a.nextProducerID()
+			if err != nil || !ok {
+				return failed(kerr.UnknownServerError, "producer ids exhausted"), err
+			}
+			s.ProducerID, s.ProducerEpoch = id, 0
+		}
+		s.PrevProducerID, s.PrevEpoch, s.PrevBy = prevID, prev, BumpByEndTxn
+		s.Status = TxnCompleteAbort
+		if c.Commit {
+			s.Status = TxnCompleteCommit
+		}
+	} else if err := a.completeTxn(&s, c.Commit); err != nil {
 		return Result{}, err
 	}
-	return Result{}, a.putTxn(&s)
+	return Result{ProducerID: s.ProducerID, ProducerEpoch: s.ProducerEpoch}, a.putTxn(&s)
 }
 
 // completeTxn ends s's ongoing transaction: a marker with s's current
@@ -961,7 +1027,7 @@ func (a *applier) txnSweep(c TxnSweep) (Result, error) {
 			prev := s.ProducerEpoch
 			if s.ProducerEpoch < maxBumpableEpoch {
 				s.ProducerEpoch++
-				s.PrevEpoch, s.PrevBy = prev, BumpByTimeout
+				s.PrevEpoch, s.PrevBy, s.PrevProducerID = prev, BumpByTimeout, s.ProducerID
 			}
 			if err := a.completeTxn(&s, false); err != nil {
 				return Result{}, err

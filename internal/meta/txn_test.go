@@ -1012,3 +1012,83 @@ func TestTxnOffsetsPerProducer(t *testing.T) {
 		t.Errorf("the deleted group came back with a transaction's commit (%v)", err)
 	}
 }
+
+// TestEndTxnBumpEpoch covers EndTxn v5 (KIP-890 part 2): every EndTxn
+// bumps the epoch and its markers carry the new one, a retry naming the
+// previous epoch gets the current pair, and requests of an ended
+// transaction — a delayed EndTxn, a late batch — are fenced even after
+// the next transaction began (KAFKA-17754).
+func TestEndTxnBumpEpoch(t *testing.T) {
+	e := newTxnEnv(t)
+	pid, epoch := e.initOK(t, "tv2", -1, -1)
+	end := func(epoch int16, commit bool) Result {
+		t.Helper()
+		return mustPropose(t, e.r, EndTxn{TransactionalID: "tv2", ProducerID: pid, ProducerEpoch: epoch, Commit: commit, Seq: -1, BumpEpoch: true})
+	}
+
+	e.addOK(t, "tv2", pid, epoch, e.a0)
+	e.produceOK(t, e.a0, pid, epoch, 0, 2)
+	res := end(epoch, true)
+	wantCode(t, "EndTxn v5 commit", res, nil)
+	if res.ProducerID != pid || res.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5 answered %d/%d, want %d/%d", res.ProducerID, res.ProducerEpoch, pid, epoch+1)
+	}
+	e.wantMarker(t, e.a0, 2, pid, epoch+1, true)
+
+	// The client lost the answer and retries with its old epoch.
+	again := end(epoch, true)
+	wantCode(t, "retry of EndTxn v5", again, nil)
+	if again.ProducerEpoch != epoch+1 {
+		t.Errorf("retry answered epoch %d, want %d", again.ProducerEpoch, epoch+1)
+	}
+	if got := len(e.entries(t, e.a0)); got != 2 {
+		t.Errorf("the retry wrote more markers: %d index entries, want 2", got)
+	}
+
+	// Transaction 2 with the new epoch, starting again at sequence 0.
+	next := epoch + 1
+	e.addOK(t, "tv2", pid, next, e.a0)
+	e.produceOK(t, e.a0, pid, next, 0, 1)
+	// The first transaction's EndTxn and a batch of it, delayed: fenced.
+	wantCode(t, "delayed abort of transaction 1", end(epoch, false), kerr.ProducerFenced)
+	wantBatchCode(t, "delayed batch of transaction 1", e.produce(t, e.a0, pid, epoch, 2, 1), kerr.InvalidProducerEpoch)
+	if s := e.state(t, "tv2"); s.Status != TxnOngoing || s.ProducerEpoch != next {
+		t.Fatalf("transaction 2 after the delayed requests: %v at epoch %d", s.Status, s.ProducerEpoch)
+	}
+	wantCode(t, "abort transaction 2", end(next, false), nil)
+
+	// Aborting with nothing ongoing only moves the epoch on; committing
+	// nothing is still an error.
+	before := len(e.entries(t, e.a0))
+	res = end(next+1, false)
+	wantCode(t, "abort of an empty transaction", res, nil)
+	if res.ProducerEpoch != next+2 || len(e.entries(t, e.a0)) != before {
+		t.Errorf("empty abort: epoch %d (want %d), %d entries (want %d)", res.ProducerEpoch, next+2, len(e.entries(t, e.a0)), before)
+	}
+	wantCode(t, "commit of an empty transaction", end(next+2, true), kerr.InvalidTxnState)
+}
+
+// TestEndTxnBumpExhausted: an EndTxn v5 at the last epoch moves the
+// producer to a new id; the markers keep the old pair, and a retry naming
+// it still gets the new pair.
+func TestEndTxnBumpExhausted(t *testing.T) {
+	e := newTxnEnv(t)
+	pid, epoch := e.initOK(t, "ex", -1, -1)
+	for epoch < maxBumpableEpoch {
+		res := mustPropose(t, e.r, EndTxn{TransactionalID: "ex", ProducerID: pid, ProducerEpoch: epoch, Commit: false, Seq: -1, BumpEpoch: true})
+		wantCode(t, "empty abort", res, nil)
+		epoch = res.ProducerEpoch
+	}
+	e.addOK(t, "ex", pid, epoch, e.b0)
+	end := EndTxn{TransactionalID: "ex", ProducerID: pid, ProducerEpoch: epoch, Commit: true, Seq: -1, BumpEpoch: true}
+	res := mustPropose(t, e.r, end)
+	wantCode(t, "EndTxn at the last epoch", res, nil)
+	if res.ProducerID == pid || res.ProducerEpoch != 0 {
+		t.Fatalf("answered %d/%d, want a new producer id at epoch 0", res.ProducerID, res.ProducerEpoch)
+	}
+	e.wantMarker(t, e.b0, 0, pid, epoch, true)
+	again := mustPropose(t, e.r, end)
+	if again.Code != 0 || again.ProducerID != res.ProducerID || again.ProducerEpoch != 0 {
+		t.Errorf("retry answered %+v, want %d/0", again, res.ProducerID)
+	}
+}
