@@ -99,8 +99,8 @@ type TxnState struct {
 	// PrevProducerID is the producer id PrevEpoch belonged to: an EndTxn
 	// that exhausted the epoch moved the id to a new producer id.
 	PrevProducerID int64
-	TimeoutMs int32
-	Status    TxnStatus
+	TimeoutMs      int32
+	Status         TxnStatus
 	// Seq counts the transactions this id has begun. EndTxn names the
 	// one it ends, so a delayed EndTxn cannot end a later transaction.
 	Seq int64
