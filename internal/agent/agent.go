@@ -205,13 +205,14 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Logger:   logger.With("component", "kafka"),
 		Observer: kafkaObserver{m: a.metrics},
 		Deps: kafka.Deps{
-			Meta:              a.replica,
-			Cluster:           kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
-			AutoCreateTopics:  cfg.AutoCreateTopics,
-			DefaultPartitions: cfg.DefaultPartitions,
-			Produce:           a.pipeline,
-			Fetch:             fetch.NewReader(a.store, cache),
-			Groups:            a.groups,
+			Meta:               a.replica,
+			Cluster:            kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
+			AutoCreateTopics:   cfg.AutoCreateTopics,
+			DefaultPartitions:  cfg.DefaultPartitions,
+			TransactionVersion: cfg.TransactionVersion,
+			Produce:            a.pipeline,
+			Fetch:              fetch.NewReader(a.store, cache),
+			Groups:             a.groups,
 		},
 	})
 	if err != nil {

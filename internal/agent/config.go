@@ -41,6 +41,10 @@ type Config struct {
 	// with DefaultPartitions partitions.
 	AutoCreateTopics  bool
 	DefaultPartitions int32
+	// TransactionVersion is the transaction.version feature level
+	// clients are told (1 or 2; 0 means 2): 2 lets them use KIP-890 part
+	// 2, which bumps the producer epoch with every transaction.
+	TransactionVersion int16
 	// NodeID is this agent's Kafka broker id.
 	NodeID int32
 	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
@@ -158,6 +162,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultPartitions < 1 || c.DefaultPartitions > 1<<16 {
 		errs = append(errs, fmt.Errorf("default-partitions %d: must be between 1 and 65536", c.DefaultPartitions))
+	}
+	if c.TransactionVersion < 0 || c.TransactionVersion > 2 {
+		errs = append(errs, fmt.Errorf("transaction-version %d: must be 1 or 2", c.TransactionVersion))
 	}
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))
