@@ -70,17 +70,24 @@ type clusterAgent struct {
 	proc            *agentProcess
 }
 
-// runCluster starts three agents on one shared log and one shared object
-// store. A producer (seeded with agent 1) writes continuously; a consumer
-// group of two members (seeded with agents 2 and 3) reads. Metadata
-// spreads partitions over all agents, so every agent produces and serves
-// fetches. The group's coordinator is killed with SIGKILL mid-run; the
-// clients must carry on, the dead agent must drop out of Metadata, and
-// every acknowledged record must be consumed at its offset with its
-// value, in offset order per partition. A non-idempotent producer may
-// store a retried batch twice, and the group may redeliver what was not
-// committed; neither fails the test, but both are counted.
+// runCluster runs the scenario of runClusterOn with a shared directory as
+// the object store.
 func runCluster(t *testing.T, logURL string) {
+	runClusterOn(t, logURL, "file://"+t.TempDir())
+}
+
+// runClusterOn starts three agents on one shared log (logURL) and one
+// shared object store (objURL, as --objstore takes it). A producer
+// (seeded with agent 1) writes continuously; a consumer group of two
+// members (seeded with agents 2 and 3) reads. Metadata spreads partitions
+// over all agents, so every agent produces and serves fetches. The
+// group's coordinator is killed with SIGKILL mid-run; the clients must
+// carry on, the dead agent must drop out of Metadata, and every
+// acknowledged record must be consumed at its offset with its value, in
+// offset order per partition. A non-idempotent producer may store a
+// retried batch twice, and the group may redeliver what was not
+// committed; neither fails the test, but both are counted.
+func runClusterOn(t *testing.T, logURL, objURL string) {
 	const (
 		topic      = "cluster"
 		groupID    = "cluster-group"
@@ -91,14 +98,13 @@ func runCluster(t *testing.T, logURL string) {
 		acksAfterKill      = 2000
 		maxBufferedRecords = 500
 	)
-	objDir := t.TempDir()
 	agents := make([]*clusterAgent, 3)
 	for i := range agents {
 		a := &clusterAgent{nodeID: int32(i + 1), kafka: freeAddr(t), httpAddr: freeAddr(t)}
 		a.proc = startProcess(t, a.httpAddr,
 			"--data-dir", t.TempDir(), "--node-id", strconv.Itoa(int(a.nodeID)),
 			"--kafka-listen", a.kafka, "--http-listen", a.httpAddr,
-			"--objstore", "file://"+objDir, "--log", logURL,
+			"--objstore", objURL, "--log", logURL,
 			"--lease", clusterLease.String(), "--snapshot-interval", "0")
 		agents[i] = a
 	}
