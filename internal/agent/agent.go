@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/group"
@@ -83,6 +84,26 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	return errors.Join(serveErr, a.Stop(stopCtx))
+}
+
+// ensureInternalTopics creates __consumer_offsets on a new cluster
+// (kafka/internal_topics.go). Every agent checks at start; when two race,
+// one gets TOPIC_ALREADY_EXISTS, which is fine.
+func ensureInternalTopics(ctx context.Context, r *meta.Replica) error {
+	v := r.View()
+	_, ok, err := v.Topic(kafka.ConsumerOffsetsTopic)
+	v.Close()
+	if err != nil || ok {
+		return err
+	}
+	res, err := r.ProposeBatch(ctx, []meta.Command{kafka.ConsumerOffsetsCommand()})
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", kafka.ConsumerOffsetsTopic, err)
+	}
+	if err := res[0].Err(); err != nil && res[0].Code != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("creating %s: %w", kafka.ConsumerOffsetsTopic, err)
+	}
+	return nil
 }
 
 // Start opens every piece in dependency order and starts serving. On error
@@ -192,6 +213,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
 	}
 	a.members.start()
+	if err := ensureInternalTopics(ctx, a.replica); err != nil {
+		return nil, err
+	}
 	clusterID, err := a.members.clusterID()
 	if err != nil {
 		return nil, fmt.Errorf("cluster id: %w", err)

@@ -62,6 +62,8 @@
 //     handler adds the partitions of transactional batches to the
 //     producer's transaction itself (one proposal per request, skipped
 //     when this copy already shows them added at the batch's epoch).
+//   - Internal topics (__consumer_offsets) take no client writes:
+//     INVALID_TOPIC_EXCEPTION, as Kafka.
 //   - Left out: v13 (topic ids); ErrorRecords (v8+)
 //     stay empty; ErrorMessage (v8+) explains validation failures.
 
@@ -170,6 +172,10 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 			k++
 			if tt.code != nil {
 				fail(part.sp, tt.code, "")
+				continue
+			}
+			if isInternalTopic(rt.Topic) {
+				fail(part.sp, kerr.InvalidTopicException, "clients cannot write to internal topics")
 				continue
 			}
 			if rp.Partition < 0 || rp.Partition >= tt.t.Partitions {

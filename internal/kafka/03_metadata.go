@@ -22,7 +22,9 @@
 //   - v8+: authorized operations when asked (cluster ones v8-10 only):
 //     everything the resource supports, since there is no authorizer yet;
 //     -2147483648 when not asked.
-//   - IsInternal is false: there are no internal topics yet.
+//   - IsInternal is true for __consumer_offsets (internal_topics.go),
+//     which the agent creates empty; Strand keeps offsets in its
+//     metadata database.
 //   - Left out: v13 (KIP-1102, top-level error code for rebootstrap).
 
 package kafka
@@ -190,6 +192,7 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	rt := kmsg.NewMetadataResponseTopic()
 	rt.Topic = kmsg.StringPtr(t.Name)
 	rt.TopicID = t.ID
+	rt.IsInternal = isInternalTopic(t.Name)
 	if m.includeOps {
 		rt.AuthorizedOperations = topicAuthorizedOps
 	}

@@ -83,6 +83,9 @@ func handleDeleteTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 			t.err, t.msg = kerr.UnknownTopicID, fmt.Sprintf("no topic with id %v", id)
 		case !ok:
 			t.err, t.msg = kerr.UnknownTopicOrPartition, fmt.Sprintf("no topic %q", t.name)
+		case isInternalTopic(tp.Name):
+			t.name, t.id = tp.Name, tp.ID
+			t.err, t.msg = kerr.InvalidTopicException, "internal topics cannot be deleted"
 		default:
 			t.name, t.id = tp.Name, tp.ID
 			counts[t.name]++
