@@ -1,0 +1,22 @@
+// Package compat owns Strand's client compatibility matrix: it starts a
+// real agent (the strand binary, on loopback, with a temp data dir), runs
+// real Kafka clients against it and records, per client and capability,
+// whether the client works.
+//
+// The clients are franz-go (its own pkg/kgo integration suite, copied out
+// of the module cache at the version go.mod pins and pointed at the agent
+// with KGO_SEEDS), kcat (librdkafka), kafka-python, confluent-kafka-python,
+// kafkajs and burrow. Each non-Go client is a script under clients/ that
+// does its own checks and prints one result line per capability:
+//
+//	COMPAT {"cap":"produce","status":"pass","detail":"...","topic":"t","produced":1000}
+//
+// The runner then checks what the line claims against the agent itself
+// (end offsets, the codec of stored batches, committed group offsets), so
+// a script that checked nothing cannot pass. A capability a script was
+// asked for and printed no line for is a failure.
+//
+// TestQuickMatrix runs a small subset on every `go test`; the full matrix
+// (the whole kgo suite, every client and capability) is
+// `scripts/compat`, which runs ./compat/cmd/strand-compat.
+package compat

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package compat
+
+import "syscall"
+
+// dieWithParent has no portable equivalent off Linux; children are
+// stopped by their owners instead.
+func dieWithParent(*syscall.SysProcAttr) {}
