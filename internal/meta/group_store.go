@@ -235,6 +235,45 @@ func (l *topicLookup) get(name string) (Topic, bool, error) {
 	return t, ok, nil
 }
 
+// offset checks one offset to commit and resolves its topic: a nonzero
+// code is the partition's answer (OFFSET_METADATA_TOO_LARGE,
+// UNKNOWN_TOPIC_OR_PARTITION). The commit time defaults to the log clock.
+func (l *topicLookup) offset(o *OffsetCommitPartition, expire int64) (TopicID, CommittedOffset, int16, error) {
+	if len(o.Metadata) > maxOffsetMetadataBytes {
+		return TopicID{}, CommittedOffset{}, kerr.OffsetMetadataTooLarge.Code, nil
+	}
+	t, ok, err := l.get(o.Topic)
+	if err != nil {
+		return TopicID{}, CommittedOffset{}, 0, err
+	}
+	if !ok || o.Partition < 0 || o.Partition >= t.Partitions {
+		return TopicID{}, CommittedOffset{}, kerr.UnknownTopicOrPartition.Code, nil
+	}
+	co := CommittedOffset{
+		TopicID:         t.ID,
+		Partition:       o.Partition,
+		Offset:          o.Offset,
+		LeaderEpoch:     o.LeaderEpoch,
+		Metadata:        o.Metadata,
+		CommitTimestamp: o.CommitTimestamp,
+		ExpireTimestamp: expire,
+	}
+	if co.CommitTimestamp == -1 {
+		co.CommitTimestamp = l.a.clock
+	}
+	return t.ID, co, 0, nil
+}
+
+// storeOffset writes a committed offset and the marker that the group
+// has offsets of the topic.
+func (a *applier) storeOffset(group string, id TopicID, co *CommittedOffset) error {
+	a.valBuf = co.encode(a.valBuf[:0])
+	if err := a.b.Set(groupOffsetKey(group, id, co.Partition), a.valBuf, nil); err != nil {
+		return err
+	}
+	return a.b.Set(topicGroupKey(id, group), topicGroupMarker, nil)
+}
+
 func (a *applier) offsetCommit(c OffsetCommit) (Result, error) {
 	n := len(c.Offsets)
 	if len(c.Group) > maxGroupIDBytes {
@@ -255,34 +294,14 @@ func (a *applier) offsetCommit(c OffsetCommit) (Result, error) {
 	topics := topicLookup{a: a}
 	stored := false
 	for i := range c.Offsets {
-		o := &c.Offsets[i]
-		if len(o.Metadata) > maxOffsetMetadataBytes {
-			res.Codes[i] = kerr.OffsetMetadataTooLarge.Code
-			continue
-		}
-		t, ok, err := topics.get(o.Topic)
+		id, co, code, err := topics.offset(&c.Offsets[i], expire)
 		if err != nil {
 			return Result{}, err
 		}
-		if !ok || o.Partition < 0 || o.Partition >= t.Partitions {
-			res.Codes[i] = kerr.UnknownTopicOrPartition.Code
+		if res.Codes[i] = code; code != 0 {
 			continue
 		}
-		co := CommittedOffset{
-			Offset:          o.Offset,
-			LeaderEpoch:     o.LeaderEpoch,
-			Metadata:        o.Metadata,
-			CommitTimestamp: o.CommitTimestamp,
-			ExpireTimestamp: expire,
-		}
-		if co.CommitTimestamp == -1 {
-			co.CommitTimestamp = a.clock
-		}
-		a.valBuf = co.encode(a.valBuf[:0])
-		if err := a.b.Set(groupOffsetKey(c.Group, t.ID, o.Partition), a.valBuf, nil); err != nil {
-			return Result{}, err
-		}
-		if err := a.b.Set(topicGroupKey(t.ID, c.Group), topicGroupMarker, nil); err != nil {
+		if err := a.storeOffset(c.Group, id, &co); err != nil {
 			return Result{}, err
 		}
 		stored = true

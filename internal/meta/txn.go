@@ -747,31 +747,16 @@ func (a *applier) txnOffsetCommit(c TxnOffsetCommit) (Result, error) {
 	res = Result{Codes: make([]int16, n)}
 	topics := topicLookup{a: a}
 	for i := range c.Offsets {
-		o := &c.Offsets[i]
-		if len(o.Metadata) > maxOffsetMetadataBytes {
-			res.Codes[i] = kerr.OffsetMetadataTooLarge.Code
-			continue
-		}
-		t, ok, err := topics.get(o.Topic)
+		id, co, code, err := topics.offset(&c.Offsets[i], -1)
 		if err != nil {
 			return Result{}, err
 		}
-		if !ok || o.Partition < 0 || o.Partition >= t.Partitions {
-			res.Codes[i] = kerr.UnknownTopicOrPartition.Code
+		if res.Codes[i] = code; code != 0 {
 			continue
 		}
-		p := pendingTxnOffset{ProducerID: s.ProducerID, Offset: CommittedOffset{
-			Offset:          o.Offset,
-			LeaderEpoch:     o.LeaderEpoch,
-			Metadata:        o.Metadata,
-			CommitTimestamp: o.CommitTimestamp,
-			ExpireTimestamp: -1,
-		}}
-		if p.Offset.CommitTimestamp == -1 {
-			p.Offset.CommitTimestamp = a.clock
-		}
+		p := pendingTxnOffset{ProducerID: s.ProducerID, Offset: co}
 		a.valBuf = p.encode(a.valBuf[:0])
-		if err := a.b.Set(txnOffsetKey(c.Group, t.ID, o.Partition, s.ProducerID), a.valBuf, nil); err != nil {
+		if err := a.b.Set(txnOffsetKey(c.Group, id, co.Partition, s.ProducerID), a.valBuf, nil); err != nil {
 			return Result{}, err
 		}
 	}
@@ -982,11 +967,7 @@ func (a *applier) settleTxnOffsets(group string, pid int64, commit bool) error {
 			}
 			continue
 		}
-		a.valBuf = o.encode(a.valBuf[:0])
-		if err := a.b.Set(groupOffsetKey(group, o.TopicID, o.Partition), a.valBuf, nil); err != nil {
-			return err
-		}
-		if err := a.b.Set(topicGroupKey(o.TopicID, group), topicGroupMarker, nil); err != nil {
+		if err := a.storeOffset(group, o.TopicID, &o); err != nil {
 			return err
 		}
 		stored = true
