@@ -86,13 +86,6 @@ const (
 	maxAbortedTxnsPerPartition = 8192
 )
 
-// upToFetcher is the bounded read read_committed needs; *fetch.Reader
-// has it. A Fetcher without it is read unbounded and its records cut at
-// the last stable offset afterwards.
-type upToFetcher interface {
-	ReadUpTo(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32, upTo int64) (fetch.FetchResult, error)
-}
-
 // fetchPart is one partition of a Fetch request: where it reads and where
 // its answer goes.
 type fetchPart struct {
@@ -301,17 +294,11 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, f
 
 // readPartition reads p, under read_committed only below stable.
 func (f *fetchAnswer) readPartition(ctx context.Context, view *meta.View, p *fetchPart, limit int32, committed bool, stable int64) (fetch.FetchResult, error) {
-	if !committed {
-		return f.rd.Read(ctx, view, p.id, p.partition, p.offset, limit)
+	upTo := int64(fetch.NoBound)
+	if committed {
+		upTo = stable
 	}
-	if rd, ok := f.rd.(upToFetcher); ok {
-		return rd.ReadUpTo(ctx, view, p.id, p.partition, p.offset, limit, stable)
-	}
-	res, err := f.rd.Read(ctx, view, p.id, p.partition, p.offset, limit)
-	if err == nil {
-		res.Records, _, err = cutRecords(res.Records, stable)
-	}
-	return res, err
+	return f.rd.ReadUpTo(ctx, view, p.id, p.partition, p.offset, limit, upTo)
 }
 
 // cutRecords returns the batches of records that start below upTo, and

@@ -26,9 +26,11 @@ type Producer interface {
 
 var _ Producer = (*produce.Pipeline)(nil)
 
-// Fetcher reads committed record batches. *fetch.Reader implements it.
+// Fetcher reads committed record batches, those with offsets below upTo
+// (fetch.NoBound: all); read_committed passes the last stable offset.
+// *fetch.Reader implements it.
 type Fetcher interface {
-	Read(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32) (fetch.FetchResult, error)
+	ReadUpTo(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32, upTo int64) (fetch.FetchResult, error)
 }
 
 var _ Fetcher = (*fetch.Reader)(nil)

@@ -174,24 +174,10 @@ func rcListOffset(t *testing.T, a *testAgent, topic string, isolation int8, ts i
 	return sp.Offset
 }
 
-// rcPlainFetcher hides ReadUpTo: the handler then cuts at the LSO itself.
-type rcPlainFetcher struct{ Fetcher }
-
 func TestFetchReadCommitted(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		plain bool
-	}{{"ReadUpTo", false}, {"plain Fetcher", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			spy := &spyNotifier{calls: make(chan struct{}, 64)}
-			dp := &dataPath{}
-			opts := []agentOption{withSpy(spy), withDataPath(t, dp)}
-			if tc.plain {
-				opts = append(opts, withDeps(func(d *Deps) { d.Fetch = rcPlainFetcher{d.Fetch} }))
-			}
-			testFetchReadCommitted(t, newTestAgent(t, opts...), dp, spy)
-		})
-	}
+	spy := &spyNotifier{calls: make(chan struct{}, 64)}
+	dp := &dataPath{}
+	testFetchReadCommitted(t, newTestAgent(t, withSpy(spy), withDataPath(t, dp)), dp, spy)
 }
 
 func testFetchReadCommitted(t *testing.T, a *testAgent, dp *dataPath, spy *spyNotifier) {
