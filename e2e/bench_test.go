@@ -94,3 +94,59 @@ func BenchmarkProduce1KiB(b *testing.B) {
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
 	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
 }
+
+// BenchmarkTxnCommit measures whole transactions on one embedded agent
+// (file log, file objects): per op, BeginTransaction, 10 records of 1 KiB
+// over 2 partitions with ProduceSync, and EndTransaction(commit), so one
+// op is the latency a transactional producer sees per transaction:
+// produce (flush and commit through the log) plus the EndTxn that writes
+// the markers. txn-p50-ms and txn-p99-ms are per transaction.
+//
+//	go test -run '^$' -bench TxnCommit -benchtime 300x ./e2e/
+func BenchmarkTxnCommit(b *testing.B) {
+	const (
+		records     = 10
+		recordBytes = 1 << 10
+		topic       = "txn-bench"
+	)
+	a := startAgent(b, agent.Config{})
+	createTopic(b, a.KafkaAddr(), topic, 2)
+	cl := newClient(b, a.KafkaAddr(),
+		kgo.DefaultProduceTopic(topic),
+		kgo.TransactionalID("bench"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	)
+	value := make([]byte, recordBytes)
+	rand.Read(value)
+	ctx := context.Background()
+	batch := make([]*kgo.Record, records)
+	txn := func() {
+		if err := cl.BeginTransaction(); err != nil {
+			b.Fatal(err)
+		}
+		for i := range batch {
+			batch[i] = &kgo.Record{Value: value}
+		}
+		if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	txn() // metadata, producer id and connections before timing
+
+	latencies := make([]time.Duration, b.N)
+	b.SetBytes(records * recordBytes)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		txn()
+		latencies[i] = time.Since(start)
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "txn-p50-ms")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "txn-p99-ms")
+}

@@ -186,7 +186,11 @@ func runClusterOn(t *testing.T, logURL, objURL string) {
 		acked, failed, ackTimes.longestGap(killedAt, time.Now()).Round(time.Millisecond))
 
 	want := acks.snapshot()
-	waitFor(t, seen.covers(want), "the group to read every acknowledged record")
+	select {
+	case <-seen.covers(want):
+	case <-time.After(2 * opTimeout):
+		t.Fatalf("timed out waiting for the group to read every acknowledged record:\n%s", seen.diagnose(want))
+	}
 	dups, redelivered, errs := seen.check(want)
 	for _, e := range errs {
 		t.Error(e)
@@ -258,6 +262,9 @@ type consumeLog struct {
 		next        map[string]map[int32]int64
 		redelivered int
 		errs        []string
+		// events is the members' assignments and fetch errors, for a
+		// failure's message; the latest maxEvents are kept.
+		events      []string
 		want        []ackedRecord
 		wantDone    chan struct{}
 	}
@@ -276,6 +283,63 @@ func (l *consumeLog) assigned(member string, ps []int32) {
 	for _, p := range ps {
 		delete(l.mu.next[member], p)
 	}
+	l.eventLocked("%s assigned %v", member, ps)
+}
+
+// maxEvents bounds consumeLog.events.
+const maxEvents = 200
+
+func (l *consumeLog) event(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.eventLocked(format, args...)
+}
+
+func (l *consumeLog) eventLocked(format string, args ...any) {
+	if len(l.mu.events) == maxEvents {
+		l.mu.events = l.mu.events[1:]
+	}
+	l.mu.events = append(l.mu.events, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+}
+
+// diagnose says, per partition, which acknowledged records were not read,
+// and lists the members' recent events.
+func (l *consumeLog) diagnose(want []ackedRecord) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type gap struct {
+		missing     int
+		first, last int64
+	}
+	gaps := make(map[int32]*gap)
+	var parts []int32
+	for _, w := range want {
+		if _, ok := l.mu.byOffset[w.partition][w.offset]; ok {
+			continue
+		}
+		g := gaps[w.partition]
+		if g == nil {
+			g = &gap{first: w.offset}
+			gaps[w.partition] = g
+			parts = append(parts, w.partition)
+		}
+		g.missing++
+		g.last = w.offset
+	}
+	slices.Sort(parts)
+	var b strings.Builder
+	for _, p := range parts {
+		g := gaps[p]
+		highest := int64(-1)
+		for off := range l.mu.byOffset[p] {
+			highest = max(highest, off)
+		}
+		fmt.Fprintf(&b, "partition %d: %d acknowledged records unread, offsets %d..%d; highest read %d\n", p, g.missing, g.first, g.last, highest)
+	}
+	for _, e := range l.mu.events {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	return b.String()
 }
 
 func (l *consumeLog) add(member string, r *kgo.Record) {
@@ -371,6 +435,12 @@ func startGroupConsumer(t *testing.T, seed, topic, groupID, name string, log *co
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			log.assigned(name, m[topic])
 		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			log.event("%s revoked %v", name, m[topic])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			log.event("%s lost %v", name, m[topic])
+		}),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -378,6 +448,11 @@ func startGroupConsumer(t *testing.T, seed, topic, groupID, name string, log *co
 		defer close(done)
 		for ctx.Err() == nil {
 			fs := cl.PollFetches(ctx)
+			fs.EachError(func(_ string, p int32, err error) {
+				if ctx.Err() == nil {
+					log.event("%s fetch partition %d: %v", name, p, err)
+				}
+			})
 			fs.EachRecord(func(r *kgo.Record) { log.add(name, r) })
 		}
 	}()
