@@ -146,9 +146,9 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 	}
 	a := AgentInfo{NodeID: int32(binary.BigEndian.Uint32(k[1:]))}
 	v2 := len(v) > 0 && v[0] == agentRecordV2
-	var r *reader
+	var r reader
 	if v2 {
-		r = &reader{b: v[1:]}
+		r = reader{b: v[1:]}
 	} else {
 		r = recordReader(v)
 	}

@@ -307,8 +307,10 @@ func decodeUint64(what string, v []byte) (uint64, error) {
 }
 
 // recordReader checks the record version byte and returns a reader past it.
-func recordReader(v []byte) *reader {
-	r := &reader{b: v}
+// It returns a value so that decoding a record (an index entry on every
+// fetch) allocates nothing for the reader.
+func recordReader(v []byte) reader {
+	r := reader{b: v}
 	if len(v) == 0 {
 		r.fail(errShort)
 		return r
