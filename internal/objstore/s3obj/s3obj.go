@@ -379,6 +379,11 @@ func (s *Store) List(ctx context.Context, prefix string) ([]objstore.ObjectInfo,
 			if !ok {
 				return nil, wrap("list", prefix, fmt.Errorf("service returned key %q outside prefix %q", k, s.prefix))
 			}
+			if !strings.HasPrefix(rel, prefix) {
+				// SeaweedFS 4.53 folds "//" in a list prefix, so
+				// "a//" also lists "a/bc": S3 would not.
+				continue
+			}
 			out = append(out, objstore.ObjectInfo{Key: rel, Size: aws.ToInt64(obj.Size)})
 		}
 	}
