@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/group"
 )
 
 func newServeCmd() *cobra.Command {
@@ -35,6 +36,9 @@ the command line wins.`,
 				return fmt.Errorf("log-level: %w", err)
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if cfg.GroupInitialRebalanceDelay == 0 {
+				cfg.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none", Config's is "default"
+			}
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -55,6 +59,13 @@ the command line wins.`,
 	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata and Produce requests")
 	f.Int32Var(&cfg.DefaultPartitions, "default-partitions", agent.DefaultPartitions, "partitions of auto-created topics and of CreateTopics with -1")
 	f.Int16Var(&cfg.TransactionVersion, "transaction-version", 2, "transaction.version feature level told to clients: 2 (KIP-890 part 2, an epoch bump per transaction) or 1")
+	f.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", group.DefaultInitialRebalanceDelay, "how long the first rebalance of an empty group waits for more members (0: none)")
+	f.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", group.DefaultMinSessionTimeout, "shortest session timeout a classic group member may ask for")
+	f.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", group.DefaultMaxSessionTimeout, "longest session timeout a classic group member may ask for")
+	f.IntVar(&cfg.GroupMaxSize, "group-max-size", group.DefaultMaxGroupSize, "most members in one group")
+	f.DurationVar(&cfg.OffsetsRetention, "offsets-retention", group.DefaultOffsetRetention, "how long committed offsets of an empty group (or of a topic it no longer reads) are kept")
+	f.DurationVar(&cfg.ConsumerGroupSessionTimeout, "consumer-group-session-timeout", group.DefaultConsumerSessionTimeout, "session timeout of KIP-848 consumer group members")
+	f.DurationVar(&cfg.ConsumerGroupHeartbeatInterval, "consumer-group-heartbeat-interval", group.DefaultConsumerHeartbeatInterval, "heartbeat interval of KIP-848 consumer group members")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent; must be unique among the agents sharing one --log")
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")

@@ -21,6 +21,9 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "flush bytes too small", args: []string{"--flush-bytes", "1"}, wantErr: "flush-bytes"},
 		{name: "bad kafka listen", args: []string{"--kafka-listen", "nonsense"}, wantErr: "kafka-listen"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "log-level"},
+		{name: "session timeouts crossed", args: []string{"--group-min-session-timeout", "1m", "--group-max-session-timeout", "10s"}, wantErr: "group-min-session-timeout"},
+		{name: "heartbeat not below session", args: []string{"--consumer-group-heartbeat-interval", "45s"}, wantErr: "consumer-group-heartbeat-interval"},
+		{name: "transaction version", args: []string{"--transaction-version", "3"}, wantErr: "transaction-version"},
 		{name: "bad env value", env: map[string]string{"STRAND_FLUSH_INTERVAL": "soon"}, wantErr: "STRAND_FLUSH_INTERVAL"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
 		{

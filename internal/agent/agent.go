@@ -221,7 +221,19 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("cluster id: %w", err)
 	}
 
-	a.groups, err = group.New(ctx, group.Config{Store: a.replica, NodeID: cfg.NodeID, Nodes: a.members.nodes, Logger: logger.With("component", "group")})
+	a.groups, err = group.New(ctx, group.Config{
+		Store:                     a.replica,
+		NodeID:                    cfg.NodeID,
+		Nodes:                     a.members.nodes,
+		InitialRebalanceDelay:     cfg.GroupInitialRebalanceDelay,
+		MinSessionTimeout:         cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout:         cfg.GroupMaxSessionTimeout,
+		MaxGroupSize:              cfg.GroupMaxSize,
+		OffsetRetention:           cfg.OffsetsRetention,
+		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
+		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
+		Logger:                    logger.With("component", "group"),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}

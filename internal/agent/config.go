@@ -45,6 +45,21 @@ type Config struct {
 	// clients are told (1 or 2; 0 means 2): 2 lets them use KIP-890 part
 	// 2, which bumps the producer epoch with every transaction.
 	TransactionVersion int16
+	// Group coordinator settings, Kafka's broker configs of the same
+	// names; zero means the group package's default (Kafka's).
+	//   GroupInitialRebalanceDelay: group.initial.rebalance.delay.ms
+	//   (negative: none); GroupMin/MaxSessionTimeout:
+	//   group.min/max.session.timeout.ms; GroupMaxSize: group.max.size;
+	//   OffsetsRetention: offsets.retention.minutes;
+	//   ConsumerGroupSessionTimeout/HeartbeatInterval:
+	//   group.consumer.session.timeout.ms / heartbeat.interval.ms (KIP-848).
+	GroupInitialRebalanceDelay     time.Duration
+	GroupMinSessionTimeout         time.Duration
+	GroupMaxSessionTimeout         time.Duration
+	GroupMaxSize                   int
+	OffsetsRetention               time.Duration
+	ConsumerGroupSessionTimeout    time.Duration
+	ConsumerGroupHeartbeatInterval time.Duration
 	// NodeID is this agent's Kafka broker id.
 	NodeID int32
 	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
@@ -162,6 +177,29 @@ func (c *Config) Validate() error {
 	}
 	if c.DefaultPartitions < 1 || c.DefaultPartitions > 1<<16 {
 		errs = append(errs, fmt.Errorf("default-partitions %d: must be between 1 and 65536", c.DefaultPartitions))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"group-min-session-timeout", c.GroupMinSessionTimeout},
+		{"group-max-session-timeout", c.GroupMaxSessionTimeout},
+		{"offsets-retention", c.OffsetsRetention},
+		{"consumer-group-session-timeout", c.ConsumerGroupSessionTimeout},
+		{"consumer-group-heartbeat-interval", c.ConsumerGroupHeartbeatInterval},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must not be negative", d.name, d.v))
+		}
+	}
+	if c.GroupMinSessionTimeout > 0 && c.GroupMaxSessionTimeout > 0 && c.GroupMinSessionTimeout > c.GroupMaxSessionTimeout {
+		errs = append(errs, fmt.Errorf("group-min-session-timeout %v: above group-max-session-timeout %v", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout))
+	}
+	if c.ConsumerGroupSessionTimeout > 0 && c.ConsumerGroupHeartbeatInterval >= c.ConsumerGroupSessionTimeout {
+		errs = append(errs, fmt.Errorf("consumer-group-heartbeat-interval %v: must be below consumer-group-session-timeout %v", c.ConsumerGroupHeartbeatInterval, c.ConsumerGroupSessionTimeout))
+	}
+	if c.GroupMaxSize < 0 {
+		errs = append(errs, fmt.Errorf("group-max-size %d: must not be negative", c.GroupMaxSize))
 	}
 	if c.TransactionVersion < 0 || c.TransactionVersion > 2 {
 		errs = append(errs, fmt.Errorf("transaction-version %d: must be 1 or 2", c.TransactionVersion))
