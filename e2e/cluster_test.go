@@ -264,9 +264,9 @@ type consumeLog struct {
 		errs        []string
 		// events is the members' assignments and fetch errors, for a
 		// failure's message; the latest maxEvents are kept.
-		events      []string
-		want        []ackedRecord
-		wantDone    chan struct{}
+		events   []string
+		want     []ackedRecord
+		wantDone chan struct{}
 	}
 }
 
