@@ -196,7 +196,19 @@ func (p *Proc) Kill() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	_ = p.cmd.Process.Kill()
 	<-p.done
+	// The leader's children are not ours to wait for, and until they are
+	// gone a restart on the same files can fail (PostgreSQL refuses while
+	// its old backends still hold the shared memory block). Wait while
+	// the group has members, bounded: a zombie nobody reaps would keep
+	// it non-empty without holding anything.
+	deadline := time.Now().Add(killGroupWait)
+	for syscall.Kill(-p.cmd.Process.Pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
+
+// killGroupWait bounds how long Kill waits for the process group to empty.
+const killGroupWait = 5 * time.Second
 
 // Tail returns up to the last n bytes of the file at path, for error
 // messages about a server that would not start.
