@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,57 +13,12 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
 // trimTestTimeout guards against deadlocks only.
 const trimTestTimeout = 30 * time.Second
-
-// pausedLog lets a test stop a replica from reading the shared log: while
-// paused, ReadNext blocks and the replica applies nothing, like an agent
-// that fell behind. Its appends still go through.
-type pausedLog struct {
-	sharedlog.Log
-	mu struct {
-		sync.Mutex
-		resume chan struct{} // nil while reading
-	}
-}
-
-func (p *pausedLog) pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.resume == nil {
-		p.mu.resume = make(chan struct{})
-	}
-}
-
-func (p *pausedLog) resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.resume != nil {
-		close(p.mu.resume)
-		p.mu.resume = nil
-	}
-}
-
-func (p *pausedLog) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]sharedlog.Entry, error) {
-	p.mu.Lock()
-	resume := p.mu.resume
-	p.mu.Unlock()
-	if resume != nil {
-		select {
-		case <-resume:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return p.Log.ReadNext(ctx, from, max)
-}
-
-func (p *pausedLog) WaitTail(ctx context.Context, after sharedlog.Pos) (sharedlog.Pos, error) {
-	return p.Log.(sharedlog.TailWaiter).WaitTail(ctx, after)
-}
 
 // logClock is the proposer clock of the test's replicas, moved by hand,
 // so that leases run out when the test says.
@@ -80,7 +34,7 @@ type trimCluster struct {
 	clock  logClock
 	log    *sharedlog.VirtualLog
 	a, b   *meta.Replica
-	bLog   *pausedLog
+	bLog   *faultlog.PausedLog
 	ma, mb *membership
 	snaps  *snapshotter
 }
@@ -111,11 +65,11 @@ func newTrimCluster(t *testing.T) *trimCluster {
 		return r
 	}
 	c.a = open("agent-a", c.log)
-	c.bLog = &pausedLog{Log: c.log}
+	c.bLog = faultlog.Paused(c.log)
 	c.b = open("agent-b", c.bLog)
 	// Resumed before b closes (cleanups run last first), so that Close
 	// does not wait on a paused read.
-	t.Cleanup(c.bLog.resume)
+	t.Cleanup(c.bLog.Resume)
 	lease := trimTestLease.Milliseconds()
 	c.ma = newMembership(c.a, meta.AgentHeartbeat{NodeID: 1, AgentID: "agent-a", LeaseMs: lease}, logger)
 	c.mb = newMembership(c.b, meta.AgentHeartbeat{NodeID: 2, AgentID: "agent-b", LeaseMs: lease}, logger)
@@ -202,7 +156,7 @@ func TestTrimWaitsForLiveAgent(t *testing.T) {
 		t.Fatalf("b's heartbeat reported applied %d, want its position %d", got, bAt)
 	}
 
-	c.bLog.pause()
+	c.bLog.Pause()
 	for round := range 3 {
 		c.clock.advance(time.Second) // well within b's lease
 		c.work(t, round)
@@ -219,7 +173,7 @@ func TestTrimWaitsForLiveAgent(t *testing.T) {
 			t.Fatalf("round %d: b applied up to %d, past the snapshot at %d: it was not stalled", round, c.b.Applied(), res.Snapshot.Pos)
 		}
 	}
-	c.bLog.resume()
+	c.bLog.Resume()
 	if err := c.b.Sync(trimCtx(t)); err != nil {
 		t.Fatalf("b catching up: %v", err)
 	}
@@ -242,7 +196,7 @@ func TestTrimWaitsForLiveAgent(t *testing.T) {
 
 	// b stalls again and stops renewing; a's renewals carry the log
 	// clock past the end of b's lease.
-	c.bLog.pause()
+	c.bLog.Pause()
 	c.clock.advance(trimTestLease)
 	c.work(t, 99)
 	c.renew(t, c.ma)
@@ -251,7 +205,7 @@ func TestTrimWaitsForLiveAgent(t *testing.T) {
 		t.Fatalf("after b's lease ran out: snapshot at %d, trim point %d, held by %+v; want the snapshot's position, past b at %d",
 			res.Snapshot.Pos, res.TrimPoint, res.HeldBy, c.b.Applied())
 	}
-	c.bLog.resume()
+	c.bLog.Resume()
 	if err := c.b.Sync(trimCtx(t)); !errors.Is(err, sharedlog.ErrTrimmed) {
 		t.Fatalf("b resuming below the trim point: %v, want ErrTrimmed", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -705,52 +706,6 @@ func FuzzDecodeManifest(f *testing.F) {
 	})
 }
 
-// pausedLog lets a test stop a replica from reading the log: while
-// paused, ReadNext blocks, so the replica applies nothing, like an agent
-// that fell behind.
-type pausedLog struct {
-	sharedlog.Log
-	mu struct {
-		sync.Mutex
-		resume chan struct{} // nil while reading
-	}
-}
-
-func (p *pausedLog) pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.resume == nil {
-		p.mu.resume = make(chan struct{})
-	}
-}
-
-func (p *pausedLog) resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.resume != nil {
-		close(p.mu.resume)
-		p.mu.resume = nil
-	}
-}
-
-func (p *pausedLog) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]sharedlog.Entry, error) {
-	p.mu.Lock()
-	resume := p.mu.resume
-	p.mu.Unlock()
-	if resume != nil {
-		select {
-		case <-resume:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return p.Log.ReadNext(ctx, from, max)
-}
-
-func (p *pausedLog) WaitTail(ctx context.Context, after sharedlog.Pos) (sharedlog.Pos, error) {
-	return p.Log.(sharedlog.TailWaiter).WaitTail(ctx, after)
-}
-
 // TestTrimSparesLiveAgent: replica a snapshots and trims repeatedly while
 // replica b, another live agent, applies nothing. Bounded by
 // LowestLiveApplied, the trims stay at b's reported position, and b then
@@ -764,7 +719,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 	clk.set(1_000_000)
 	const leaseMs = 10_000
 	a := openReplica(t, log, "", "a", withClock(clk))
-	bLog := &pausedLog{Log: log}
+	bLog := faultlog.Paused(log)
 	b := openReplica(t, bLog, "", "b", withClock(clk))
 	// heartbeat renews r's lease with its applied position, as an agent's
 	// membership loop does, and returns that position.
@@ -805,7 +760,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 	if bAt == 0 {
 		t.Fatal("b reports applied position 0 after a sync")
 	}
-	bLog.pause()
+	bLog.Pause()
 	for i := range 3 {
 		clk.set(clk.ms.Load() + 1000) // within b's lease
 		mustOK(t, a, commitTo(1, parts[i%2]))
@@ -821,7 +776,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 			t.Fatalf("round %d: b applied up to %d, past the snapshot at %d: it was not paused", i, b.Applied(), info.Pos)
 		}
 	}
-	bLog.resume()
+	bLog.Resume()
 	mustSync(t, b)
 	mustSync(t, a)
 	if err := b.Err(); err != nil {
@@ -834,7 +789,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 	// b stops again and stops renewing; a's entries move the log clock
 	// past the end of b's lease.
 	bAt = b.Applied()
-	bLog.pause()
+	bLog.Pause()
 	clk.set(clk.ms.Load() + leaseMs)
 	mustOK(t, a, commitTo(1, parts[0]))
 	heartbeat(a, 1)
@@ -843,7 +798,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 		t.Fatalf("after b's lease: held by %+v (%v), trimmed below %d; want below the snapshot at %d, past b's %d",
 			low, held, before, info.Pos, bAt)
 	}
-	bLog.resume()
+	bLog.Resume()
 	if err := b.Sync(ctx); !errors.Is(err, sharedlog.ErrTrimmed) || !errors.Is(err, ErrHalted) {
 		t.Fatalf("b resuming below the trim point: %v, want ErrTrimmed and ErrHalted", err)
 	}
