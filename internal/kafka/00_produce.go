@@ -329,7 +329,7 @@ func addToTxnV12(ctx context.Context, db MetaDB, txnID string, req *kmsg.Produce
 		case kerr.TransactionalIDNotFound.Code:
 			code = kerr.InvalidTxnState.Code
 		}
-		fail(parts[pi].sp, kerr.ErrorForCode(code).(*kerr.Error), "could not add the partition to the transaction")
+		fail(parts[pi].sp, codeOf(code), "could not add the partition to the transaction")
 		parts[pi].batch = -2
 		dropped = true
 	}
