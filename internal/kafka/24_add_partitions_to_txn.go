@@ -150,25 +150,18 @@ func unknownPartitions(db MetaDB, parts []meta.TopicPartition, codes []int16) bo
 // verifyTxnPartitions answers a VerifyOnly transaction from the local
 // copy, synced with the log first.
 func verifyTxnPartitions(ctx context.Context, db MetaDB, add txnAdd, parts []meta.TopicPartition, codes []int16) {
-	if err := db.Sync(ctx); err != nil {
+	view, _, e := syncedView(ctx, db, kerr.CoordinatorNotAvailable)
+	if e != nil {
 		for i := range codes {
-			codes[i] = proposeErrCode(err).Code
+			codes[i] = e.Code
 		}
 		return
 	}
-	view := db.View()
 	defer view.Close()
 	s, ok, err := view.Txn(add.id)
-	var whole int16
-	switch {
-	case err != nil:
-		whole = kerr.UnknownServerError.Code
-	case !ok:
-		whole = kerr.TransactionalIDNotFound.Code
-	case s.ProducerID != add.pid:
-		whole = kerr.InvalidProducerIDMapping.Code
-	case s.ProducerEpoch != add.epoch:
-		whole = kerr.ProducerFenced.Code
+	whole := kerr.UnknownServerError.Code
+	if err == nil {
+		whole = meta.CheckTxnProducer(s, ok, add.id, add.pid, add.epoch).Code
 	}
 	for i, p := range parts {
 		if whole != 0 {

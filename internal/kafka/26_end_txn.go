@@ -40,11 +40,11 @@ func handleEndTxn(ctx context.Context, r *Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if err := db.Sync(ctx); err != nil {
-		resp.ErrorCode = proposeErrCode(err).Code
+	view, _, e := syncedView(ctx, db, kerr.CoordinatorNotAvailable)
+	if e != nil {
+		resp.ErrorCode = e.Code
 		return resp, nil
 	}
-	view := db.View()
 	s, ok, err := view.Txn(req.TransactionalID)
 	view.Close()
 	switch {

@@ -20,8 +20,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -92,35 +90,4 @@ func activeProducers(topics *topicCache, topic string, p int32, now int64) ([]km
 		out = append(out, ap)
 	}
 	return out, nil
-}
-
-// adminSyncTimeout bounds the Sync of the transaction admin requests
-// (61, 65, 66), which carry no timeout of their own: past it the client
-// gets REQUEST_TIMED_OUT and retries.
-const adminSyncTimeout = 10 * time.Second
-
-// syncedView syncs the local copy with the log and returns a View of it
-// (the caller closes it) and its log clock, so an admin request sees what
-// every agent wrote before it arrived. On failure the view is nil and the
-// error is closed (when this agent is stopping, the code that sends the
-// client elsewhere), REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR.
-func syncedView(ctx context.Context, db MetaDB, closed *kerr.Error) (*meta.View, int64, *kerr.Error) {
-	ctx, cancel := context.WithTimeout(ctx, adminSyncTimeout)
-	defer cancel()
-	if err := db.Sync(ctx); err != nil {
-		switch {
-		case errors.Is(err, meta.ErrClosed):
-			return nil, 0, closed
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-			return nil, 0, kerr.RequestTimedOut
-		}
-		return nil, 0, kerr.UnknownServerError
-	}
-	view := db.View()
-	now, err := view.LogClock()
-	if err != nil {
-		view.Close()
-		return nil, 0, kerr.UnknownServerError
-	}
-	return view, now, nil
 }

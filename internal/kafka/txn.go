@@ -8,6 +8,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -53,4 +54,36 @@ func fencedCode(code int16, version, fencedSince int16) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	}
 	return code
+}
+
+// adminSyncTimeout bounds the Sync of the transaction requests that read
+// the coordinator state (24 verify-only, 26, 61, 65, 66), which carry no
+// timeout of their own: past it the client
+// gets REQUEST_TIMED_OUT and retries.
+const adminSyncTimeout = 10 * time.Second
+
+// syncedView syncs the local copy with the log and returns a View of it
+// (the caller closes it) and its log clock, so an admin request sees what
+// every agent wrote before it arrived. On failure the view is nil and the
+// error is closed (when this agent is stopping, the code that sends the
+// client elsewhere), REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR.
+func syncedView(ctx context.Context, db MetaDB, closed *kerr.Error) (*meta.View, int64, *kerr.Error) {
+	ctx, cancel := context.WithTimeout(ctx, adminSyncTimeout)
+	defer cancel()
+	if err := db.Sync(ctx); err != nil {
+		switch {
+		case errors.Is(err, meta.ErrClosed):
+			return nil, 0, closed
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			return nil, 0, kerr.RequestTimedOut
+		}
+		return nil, 0, kerr.UnknownServerError
+	}
+	view := db.View()
+	now, err := view.LogClock()
+	if err != nil {
+		view.Close()
+		return nil, 0, kerr.UnknownServerError
+	}
+	return view, now, nil
 }

@@ -640,15 +640,26 @@ func (a *applier) txnForProducer(id string, pid int64, epoch int16) (TxnState, R
 	if err != nil {
 		return TxnState{}, Result{}, false, err
 	}
-	switch {
-	case !ok:
-		return s, failed(kerr.TransactionalIDNotFound, "no transactional id %q", id), false, nil
-	case s.ProducerID != pid:
-		return s, failed(kerr.InvalidProducerIDMapping, "producer id %d is not %q's (%d)", pid, id, s.ProducerID), false, nil
-	case s.ProducerEpoch != epoch:
-		return s, failed(kerr.ProducerFenced, "epoch %d is not %q's current epoch %d", epoch, id, s.ProducerEpoch), false, nil
+	if res := CheckTxnProducer(s, ok, id, pid, epoch); res.Code != 0 {
+		return s, res, false, nil
 	}
 	return s, Result{}, true, nil
+}
+
+// CheckTxnProducer is the rule every transaction command applies to its
+// caller's producer id and epoch against the transactional id's state s
+// (found false: no state), as a failed Result or a zero one. Readers of
+// a View (a verify-only AddPartitionsToTxn) answer by the same rule.
+func CheckTxnProducer(s TxnState, found bool, id string, pid int64, epoch int16) Result {
+	switch {
+	case !found:
+		return failed(kerr.TransactionalIDNotFound, "no transactional id %q", id)
+	case s.ProducerID != pid:
+		return failed(kerr.InvalidProducerIDMapping, "producer id %d is not %q's (%d)", pid, id, s.ProducerID)
+	case s.ProducerEpoch != epoch:
+		return failed(kerr.ProducerFenced, "epoch %d is not %q's current epoch %d", epoch, id, s.ProducerEpoch)
+	}
+	return Result{}
 }
 
 // beginIfIdle starts a transaction in s if none is ongoing.
