@@ -58,13 +58,13 @@ func fencedCode(code int16, version, fencedSince int16) int16 {
 
 // adminSyncTimeout bounds the Sync of the transaction requests that read
 // the coordinator state (24 verify-only, 26, 61, 65, 66), which carry no
-// timeout of their own: past it the client
-// gets REQUEST_TIMED_OUT and retries.
+// timeout of their own: past it the client gets REQUEST_TIMED_OUT and
+// retries.
 const adminSyncTimeout = 10 * time.Second
 
 // syncedView syncs the local copy with the log and returns a View of it
-// (the caller closes it) and its log clock, so an admin request sees what
-// every agent wrote before it arrived. On failure the view is nil and the
+// (the caller closes it) and its log clock, so a request sees what every
+// agent wrote before it arrived. On failure the view is nil and the
 // error is closed (when this agent is stopping, the code that sends the
 // client elsewhere), REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR.
 func syncedView(ctx context.Context, db MetaDB, closed *kerr.Error) (*meta.View, int64, *kerr.Error) {
