@@ -186,6 +186,8 @@ type metadataAnswer struct {
 	d          *Deps
 	brokers    []Broker
 	includeOps bool
+	// leaders is d.leadersKey(brokers), made on first use.
+	leaders string
 }
 
 func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
@@ -196,8 +198,22 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	if m.includeOps {
 		rt.AuthorizedOperations = topicAuthorizedOps
 	}
+	build := func() []kmsg.MetadataResponseTopicPartition { return m.partitions(t) }
+	if s := m.d.shared; s != nil {
+		if m.leaders == "" {
+			m.leaders = m.d.leadersKey(m.brokers)
+		}
+		rt.Partitions = s.partitionLists.get(t, m.leaders, build)
+	} else {
+		rt.Partitions = build()
+	}
+	return rt
+}
+
+// partitions makes t's partition entries.
+func (m *metadataAnswer) partitions(t *meta.Topic) []kmsg.MetadataResponseTopicPartition {
 	n := t.Partitions
-	rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, n)
+	parts := make([]kmsg.MetadataResponseTopicPartition, n)
 	// One backing array for every partition's one-replica lists.
 	leaders := make([]int32, n)
 	for p := range n {
@@ -209,9 +225,9 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		rp.Replicas = leaders[p : p+1 : p+1]
 		rp.ISR = rp.Replicas
 		rp.OfflineReplicas = leaders[:0:0]
-		rt.Partitions[p] = rp
+		parts[p] = rp
 	}
-	return rt
+	return parts
 }
 
 func errTopic(name *string, id meta.TopicID, e *kerr.Error) kmsg.MetadataResponseTopic {

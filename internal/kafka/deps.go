@@ -47,6 +47,10 @@ type Deps struct {
 	// ApiVersions finalizes: 2 (also for 0) has clients use KIP-890 part
 	// 2, 1 keeps them on the older protocol.
 	TransactionVersion int16
+
+	// shared is what handlers share across connections (shared.go), set
+	// by New; nil in handler tests that build Deps by hand.
+	shared *sharedState
 }
 
 // ErrMissingDeps: a handler ran without a dependency it needs in Deps.

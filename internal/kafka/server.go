@@ -78,6 +78,7 @@ func New(cfg Config) (*Server, error) {
 		epoch:  time.Now(),
 		drain:  make(chan struct{}),
 	}
+	s.cfg.Deps.shared = newSharedState(cfg)
 	s.apiKeys = s.reg.APIVersions()
 	if e := s.reg.lookup(apiVersionsKey); e.ok {
 		s.apiVersionsTooNew = apiVersionsUnsupported(e)
