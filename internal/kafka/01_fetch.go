@@ -20,6 +20,12 @@
 //     fetch.max.bytes), the response, but the first partition with data
 //     returns its first batch whole however large. Later partitions get
 //     what fits in the rest; a first batch that does not fit is left out.
+//   - Memory across connections: before each read the answer reserves
+//     its records (twice: the writer's copy) from the response budget
+//     (respbudget.go, Config.MaxHeldResponseBytes) and holds them until
+//     written. Short of budget, a read returns what it got; with none
+//     after waiting MaxWaitMillis, the partitions are answered with their
+//     offsets and no records, and the client asks again.
 //   - Errors, with HighWatermark, LastStableOffset and LogStartOffset -1
 //     as Kafka sends them: UNKNOWN_TOPIC_OR_PARTITION; v13+ topics by id,
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
@@ -115,16 +121,28 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return resp, nil
 	}
 
-	f := fetchAnswer{r: r, req: req, rd: rd}
+	f := fetchAnswer{r: r, req: req, rd: rd, hold: r.Deps.holdResponse()}
+	answered := false
+	defer func() {
+		if !answered {
+			f.hold.release()
+		}
+	}()
+	maxWait := time.NewTimer(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	defer maxWait.Stop()
+	budget, short := f.takeBudget(ctx, maxWait.C)
 	view := db.View()
 	f.plan(view, resp)
-	total, failed, err := f.read(ctx, view)
+	total, failed, err := f.read(ctx, view, budget, !short)
 	view.Close()
 	if err != nil {
 		return nil, err
 	}
-	if req.MaxWaitMillis <= 0 || total >= int64(req.MinBytes) || failed || len(f.parts) == 0 {
-		return resp, nil
+	if req.MaxWaitMillis <= 0 || total >= int64(req.MinBytes) || failed || len(f.parts) == 0 || short {
+		// Short of budget, the fetch has waited its MaxWaitMillis
+		// for it already: the client asks again.
+		answered = true
+		return f.hold.wrap(resp), nil
 	}
 
 	n, err := r.Deps.notifier()
@@ -142,13 +160,15 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if werr != nil && !errors.Is(werr, context.Canceled) {
 		r.warn("kafka: fetch long poll ended early", "err", werr)
 	}
+	budget, short = f.takeBudget(ctx, maxWait.C)
 	view = db.View()
-	_, _, err = f.read(ctx, view)
+	_, _, err = f.read(ctx, view, budget, !short)
 	view.Close()
 	if err != nil {
 		return nil, err
 	}
-	return resp, nil
+	answered = true
+	return f.hold.wrap(resp), nil
 }
 
 // fetchAnswer answers one Fetch request.
@@ -157,6 +177,59 @@ type fetchAnswer struct {
 	req   *kmsg.FetchRequest
 	rd    Fetcher
 	parts []fetchPart
+	// hold is the answer's share of the response budget: the skeleton
+	// and twice the records it holds (respbudget.go).
+	hold *respHold
+}
+
+// Response budget use of a Fetch (respbudget.go).
+const (
+	// fetchPartOverheadBytes is what one partition of an answer costs
+	// besides its records: the response structs and their encoding.
+	fetchPartOverheadBytes = 160
+	// fetchMinBudgetBytes is the least budget a fetch waits for before
+	// it reads: enough for a useful read, small enough to be free soon.
+	fetchMinBudgetBytes = 1 << 20
+	// fetchRecordCopies is how many copies of its records an answer
+	// holds until written: its own and the writer's encoding.
+	fetchRecordCopies = 2
+)
+
+func countFetchParts(req *kmsg.FetchRequest) int {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	return n
+}
+
+// takeBudget reserves the response budget for one read, waiting for it
+// until maxWait fires, and returns the record bytes the read may return:
+// the request's bound (MaxBytes, capped at maxFetchResponseBytes, and the
+// sum of its PartitionMaxBytes) or, when the budget is short, less; short
+// when it got nothing, and the read must return no records. Records held
+// from an earlier read are given back first: the new read replaces them.
+func (f *fetchAnswer) takeBudget(ctx context.Context, maxWait <-chan time.Time) (budget int64, short bool) {
+	var partBytes int64
+	for i := range f.req.Topics {
+		for j := range f.req.Topics[i].Partitions {
+			partBytes += int64(max(f.req.Topics[i].Partitions[j].PartitionMaxBytes, 0))
+		}
+	}
+	want := min(int64(min(f.req.MaxBytes, maxFetchResponseBytes)), partBytes)
+	// The skeleton is allocated with the plan, budget or not.
+	f.hold.resize(int64(countFetchParts(f.req)) * fetchPartOverheadBytes)
+	if f.hold == nil || want <= 0 {
+		// No budget, or a request for no bytes, which still gets
+		// its first batch (KIP-74).
+		return max(want, 0), false
+	}
+	var drain <-chan struct{}
+	if f.r.Conn != nil && f.r.Conn.srv != nil {
+		drain = f.r.Conn.srv.drain
+	}
+	got := f.hold.take(ctx, fetchRecordCopies*want, fetchRecordCopies*fetchMinBudgetBytes, maxWait, drain)
+	return got / fetchRecordCopies, got == 0
 }
 
 // plan builds the response skeleton in request order and resolves every
@@ -223,15 +296,19 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 var noRecords = []byte{}
 
 // read reads every partition not answered by plan, in request order,
-// into the response, replacing what an earlier read put there. It
-// returns the record bytes read and whether any partition failed; an
-// error only when the connection's ctx ended.
-func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, failed bool, err error) {
-	remaining := int64(min(f.req.MaxBytes, maxFetchResponseBytes))
+// into the response, replacing what an earlier read put there, at most
+// budget record bytes (besides a first batch when minOne). It returns
+// the record bytes read and whether any partition failed; an error only
+// when the connection's ctx ended. The answer's hold is resized to what
+// it holds.
+func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, minOne bool) (total int64, failed bool, err error) {
+	remaining := min(int64(min(f.req.MaxBytes, maxFetchResponseBytes)), budget)
 	committed := f.req.IsolationLevel == isolationReadCommitted
 	// minOne: the first partition with data takes its first batch
-	// whole, however large (KIP-74).
-	minOne := true
+	// whole, however large (KIP-74), unless the read got no budget.
+	defer func() {
+		f.hold.resize(int64(len(f.parts))*fetchPartOverheadBytes + fetchRecordCopies*total)
+	}()
 	for i := range f.parts {
 		p := &f.parts[i]
 		if p.failed {

@@ -63,12 +63,18 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	m := metadataAnswer{d: d, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
 
-	view := db.View()
-	defer func() { view.Close() }() // view is replaced after auto-creation
-
+	hold := d.holdResponse()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		// Listing every topic allocates per topic before the size is
+		// known: reserve what the last such answer took first.
+		if err := m.takeBudget(ctx, r, hold, d.shared.lastAllTopicsBytes()); err != nil {
+			return nil, err
+		}
+		view := db.View()
 		ts, err := view.Topics()
+		view.Close()
 		if err != nil {
+			hold.release()
 			// No per-request error code before v13: the client
 			// retries on a new connection.
 			return nil, fmt.Errorf("kafka: metadata: listing topics: %w", err)
@@ -77,8 +83,63 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 		for i := range ts {
 			resp.Topics = append(resp.Topics, m.topic(&ts[i]))
 		}
-		return resp, nil
+		n := metadataHeldBytes(resp)
+		d.shared.noteAllTopicsBytes(n)
+		hold.resize(n)
+		return hold.wrap(resp), nil
 	}
+	resp, err = m.topics(ctx, db, req, resp)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.takeBudget(ctx, r, hold, metadataHeldBytes(resp)); err != nil {
+		return nil, err
+	}
+	return hold.wrap(resp), nil
+}
+
+// Response budget use of a Metadata answer (respbudget.go): its encoding,
+// twice for the writer's buffer growing to it, plus a topic's structs.
+const (
+	metadataTopicHeldBytes     = 256
+	metadataPartitionHeldBytes = 2 * 34
+)
+
+// metadataHeldBytes is what resp holds of the response budget.
+func metadataHeldBytes(resp *kmsg.MetadataResponse) int64 {
+	var n int64
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		n += metadataTopicHeldBytes + int64(len(rt.Partitions))*metadataPartitionHeldBytes
+		if rt.Topic != nil {
+			n += int64(len(*rt.Topic))
+		}
+	}
+	return n
+}
+
+// takeBudget waits until hold has n bytes of the response budget, or the
+// connection ends (its error). A server shutting down answers without.
+func (m *metadataAnswer) takeBudget(ctx context.Context, r *Request, hold *respHold, n int64) error {
+	if hold == nil || n <= 0 {
+		return nil
+	}
+	var drain <-chan struct{}
+	if r.Conn != nil && r.Conn.srv != nil {
+		drain = r.Conn.srv.drain
+	}
+	if hold.take(ctx, n, n, nil, drain) == 0 && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// topics answers a request naming topics (by name or, v12, by id),
+// creating those it may.
+func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) (*kmsg.MetadataResponse, error) {
+	d := m.d
+	view := db.View()
+	defer func() { view.Close() }() // view is replaced after auto-creation
 
 	allowAuto := d.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	seen := make(map[string]bool, len(req.Topics))

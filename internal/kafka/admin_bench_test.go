@@ -34,16 +34,18 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(resp.AppendTo(nil))))
+	releaseResponse(resp)
 	b.ReportAllocs()
 	for b.Loop() {
 		resp, err := handleMetadata(ctx, r)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n := len(resp.(*kmsg.MetadataResponse).Topics); n != topics {
+		if n := len(unwrapResponse(resp).(*kmsg.MetadataResponse).Topics); n != topics {
 			b.Fatalf("%d topics", n)
 		}
 		buf = resp.AppendTo(buf[:0])
+		releaseResponse(resp)
 	}
 }
 
@@ -97,8 +99,9 @@ func BenchmarkMetadataLargeTopics(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n := len(resp.(*kmsg.MetadataResponse).Topics); n != topics {
+		if n := len(unwrapResponse(resp).(*kmsg.MetadataResponse).Topics); n != topics {
 			b.Fatalf("%d topics", n)
 		}
+		releaseResponse(resp)
 	}
 }

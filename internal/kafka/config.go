@@ -26,6 +26,11 @@ const (
 	DefaultMaxInFlightPerConn = 16
 	// DefaultMaxConns bounds open client connections.
 	DefaultMaxConns = 10000
+	// DefaultMaxHeldResponseBytes bounds the memory of Fetch and Metadata
+	// responses built and not yet written (respbudget.go): room for two
+	// fetches of Kafka's default fetch.max.bytes (50 MiB of records,
+	// counted twice with the writer's copy) at once.
+	DefaultMaxHeldResponseBytes = 200 << 20
 )
 
 // Config configures a Server. The zero value is usable: every zero field
@@ -49,6 +54,11 @@ type Config struct {
 	MaxInFlightPerConn int
 	// MaxConns bounds open connections; one more is closed at accept.
 	MaxConns int
+	// MaxHeldResponseBytes bounds the memory of Fetch and Metadata
+	// responses from before they are built until they are written, across
+	// all connections (respbudget.go): a fetch that finds it short waits
+	// at most its MaxWaitMillis and returns less.
+	MaxHeldResponseBytes int64
 	// Logger receives connection and protocol-violation events. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -83,6 +93,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
 	}
+	if c.MaxHeldResponseBytes == 0 {
+		c.MaxHeldResponseBytes = DefaultMaxHeldResponseBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -108,6 +121,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxInFlightPerConn %d not in [1, %d]", errInvalidConfig, c.MaxInFlightPerConn, maxInFlightPerConnLimit)
 	case c.MaxConns < 1:
 		return fmt.Errorf("%w: MaxConns %d < 1", errInvalidConfig, c.MaxConns)
+	case c.MaxHeldResponseBytes < minHeldResponseBytes:
+		return fmt.Errorf("%w: MaxHeldResponseBytes %d < %d", errInvalidConfig, c.MaxHeldResponseBytes, minHeldResponseBytes)
 	}
 	return nil
 }
@@ -115,3 +130,7 @@ func (c Config) Validate() error {
 // maxInFlightPerConnLimit keeps a misconfiguration from turning the
 // per-connection bound into no bound.
 const maxInFlightPerConnLimit = 1024
+
+// minHeldResponseBytes keeps the response budget above a few batches, so
+// fetches that wait for it still make progress at a useful pace.
+const minHeldResponseBytes = 4 << 20

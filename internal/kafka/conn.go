@@ -548,6 +548,7 @@ func (c *Conn) finish(p *pending, bytesOut int, err error) {
 			return firstErrorCode(p.resp)
 		}(),
 	})
+	releaseHeld(p)
 	c.inflight.Add(-1)
 	<-c.slots
 }

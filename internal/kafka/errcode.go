@@ -14,6 +14,9 @@ func firstErrorCode(resp any) int16 {
 	if resp == nil {
 		return 0
 	}
+	if h, ok := resp.(heldResponse); ok {
+		resp = h.Response
+	}
 	return errorCodeOf(reflect.ValueOf(resp), 0)
 }
 

@@ -17,8 +17,9 @@ func askMetadata(t *testing.T, a *testAgent) map[string]kmsg.MetadataResponseTop
 	if err != nil {
 		t.Fatal(err)
 	}
+	releaseResponse(resp)
 	out := make(map[string]kmsg.MetadataResponseTopic)
-	for _, rt := range resp.(*kmsg.MetadataResponse).Topics {
+	for _, rt := range unwrapResponse(resp).(*kmsg.MetadataResponse).Topics {
 		out[*rt.Topic] = rt
 	}
 	return out

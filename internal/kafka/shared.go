@@ -1,10 +1,17 @@
 package kafka
 
+import "sync/atomic"
+
 // sharedState is what the handlers of one Server share across
 // connections. New makes it from the Config.
 type sharedState struct {
 	// partitionLists shares Metadata's partition entries.
 	partitionLists *partitionLists
+	// responses is the response memory budget (respbudget.go).
+	responses *respBudget
+	// allTopicsBytes is what the last Metadata answer listing every
+	// topic held of the budget; 0 before the first.
+	allTopicsBytes atomic.Int64
 }
 
 // maxSharedPartitionEntries bounds the Metadata partition entries kept
@@ -13,5 +20,27 @@ type sharedState struct {
 const maxSharedPartitionEntries = 4 * maxPartitionsPerTopic
 
 func newSharedState(cfg Config) *sharedState {
-	return &sharedState{partitionLists: newPartitionLists(maxSharedPartitionEntries)}
+	return &sharedState{
+		partitionLists: newPartitionLists(maxSharedPartitionEntries),
+		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
+	}
+}
+
+// lastAllTopicsBytes is what a Metadata answer listing every topic
+// reserves before it is built. Before the first it is the whole budget,
+// so the first such answers are built one at a time.
+func (s *sharedState) lastAllTopicsBytes() int64 {
+	if s == nil {
+		return 0
+	}
+	if n := s.allTopicsBytes.Load(); n > 0 {
+		return n
+	}
+	return s.responses.capBytes
+}
+
+func (s *sharedState) noteAllTopicsBytes(n int64) {
+	if s != nil {
+		s.allTopicsBytes.Store(n)
+	}
 }
