@@ -24,8 +24,9 @@
 //     Metadata and OffsetForLeaderEpoch report.
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION. With
 //     Deps.AutoCreateTopics an unknown topic is created first, as Metadata
-//     creates it (Deps.DefaultPartitions, default configs); Kafka itself
-//     leaves that to the Metadata request that precedes a produce.
+//     creates it (Deps.DefaultPartitions, default configs), or answered
+//     POLICY_VIOLATION when the partition limits leave no room; Kafka
+//     itself leaves that to the Metadata request that precedes a produce.
 //   - Acks other than -1, 0 and 1 is INVALID_REQUIRED_ACKS. 1 and -1 mean
 //     the same: the answer comes once the data object is durable and its
 //     commit applied. With acks=0 nothing is answered; if a partition
@@ -439,7 +440,7 @@ func produceTopics(ctx context.Context, d *Deps, db MetaDB, req *kmsg.ProduceReq
 	if len(cmds) == 0 {
 		return out, nil
 	}
-	outs := proposeAll(ctx, db, cmds)
+	outs := d.proposeCreations(ctx, db, cmds)
 	view.Close()
 	view = db.View()
 	for i, name := range names {

@@ -15,7 +15,11 @@
 //     full. Kafka answers LEADER_NOT_AVAILABLE and lets the client retry;
 //     creation here is done when the proposal returns. A name that cannot
 //     be a topic, or that collides with one ('.' vs '_'), is then
-//     INVALID_TOPIC_EXCEPTION.
+//     INVALID_TOPIC_EXCEPTION; one the partition limits leave no room for
+//     POLICY_VIOLATION (partition_limits.go).
+//   - The answer reserves its size from the response budget and holds it
+//     until written (respbudget.go); partition entries are shared
+//     across answers (metadata_shared.go).
 //   - v10+: TopicID. v12: topics asked for by id (UNKNOWN_TOPIC_ID, with a
 //     null name, when unknown; never auto-created). An id in a v10-11
 //     request is INVALID_REQUEST, as Kafka answers.
@@ -219,7 +223,7 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 	for i, p := range pending {
 		cmds[i] = meta.CreateTopic{Name: p.name, Partitions: d.defaultPartitions()}
 	}
-	outs := proposeAll(ctx, db, cmds)
+	outs := d.proposeCreations(ctx, db, cmds)
 	view.Close()
 	view = db.View()
 	for i, p := range pending {

@@ -47,6 +47,12 @@ type Deps struct {
 	// ApiVersions finalizes: 2 (also for 0) has clients use KIP-890 part
 	// 2, 1 keeps them on the older protocol.
 	TransactionVersion int16
+	// MaxPartitionsPerTopic and MaxPartitions bound the partitions of one
+	// topic and of the cluster (KIP-578's max.partitions) that
+	// CreateTopics, CreatePartitions and auto-creation may make
+	// (partition_limits.go); zero means the defaults.
+	MaxPartitionsPerTopic int32
+	MaxPartitions         int64
 
 	// shared is what handlers share across connections (shared.go), set
 	// by New; nil in handler tests that build Deps by hand.

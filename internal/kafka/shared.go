@@ -9,19 +9,19 @@ type sharedState struct {
 	partitionLists *partitionLists
 	// responses is the response memory budget (respbudget.go).
 	responses *respBudget
+	// partitions counts the partitions being created (partition_limits.go).
+	partitions partitionGate
 	// allTopicsBytes is what the last Metadata answer listing every
 	// topic held of the budget; 0 before the first.
 	allTopicsBytes atomic.Int64
 }
 
-// maxSharedPartitionEntries bounds the Metadata partition entries kept
-// (about 110 bytes each): four times the largest topic, so a cluster of a
-// few large topics is answered from the table.
-const maxSharedPartitionEntries = 4 * maxPartitionsPerTopic
-
 func newSharedState(cfg Config) *sharedState {
+	// Room for twice the partitions the cluster may hold (about 110
+	// bytes each), so deleted topics do not make the table thrash.
+	maxEntries := max(2*cfg.Deps.maxPartitions(), maxPartitionsPerTopic)
 	return &sharedState{
-		partitionLists: newPartitionLists(maxSharedPartitionEntries),
+		partitionLists: newPartitionLists(maxEntries),
 		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
 	}
 }
