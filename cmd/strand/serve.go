@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/kafka"
 )
 
 func newServeCmd() *cobra.Command {
@@ -39,9 +41,24 @@ the command line wins.`,
 			if cfg.GroupInitialRebalanceDelay == 0 {
 				cfg.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none", Config's is "default"
 			}
+			goMemLimit, goMemLimitSet := os.LookupEnv("GOMEMLIMIT")
+			goMemLimitSet = goMemLimitSet && goMemLimit != "off"
+			if goMemLimitSet && !cmd.Flags().Changed("memory-budget") {
+				n, err := agent.ParseBytes(goMemLimit)
+				if err != nil {
+					return fmt.Errorf("GOMEMLIMIT as the memory budget: %w", err)
+				}
+				cfg.MemoryBudget = n
+			}
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
+			}
+			if !goMemLimitSet {
+				// The collector works for the budget: it collects
+				// harder as the heap nears it instead of letting the
+				// process pass it (agent/memory.go).
+				debug.SetMemoryLimit(agent.SplitMemory(cfg.MemoryBudget).GoMemoryLimit)
 			}
 			return agent.Run(cmd.Context(), cfg, logger)
 		},
@@ -70,6 +87,10 @@ the command line wins.`,
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
 	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")
+	cfg.MemoryBudget = agent.DefaultMemoryBudget
+	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
+	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
+	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -25,6 +25,12 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "heartbeat not below session", args: []string{"--consumer-group-heartbeat-interval", "45s"}, wantErr: "consumer-group-heartbeat-interval"},
 		{name: "transaction version", args: []string{"--transaction-version", "3"}, wantErr: "transaction-version"},
 		{name: "bad env value", env: map[string]string{"STRAND_FLUSH_INTERVAL": "soon"}, wantErr: "STRAND_FLUSH_INTERVAL"},
+		{name: "memory budget too small", args: []string{"--memory-budget", "100MiB"}, wantErr: "memory-budget 100MiB"},
+		{name: "memory budget not a size", args: []string{"--memory-budget", "lots"}, wantErr: "memory-budget"},
+		{name: "memory budget from env", env: map[string]string{"STRAND_MEMORY_BUDGET": "1MiB"}, wantErr: "memory-budget 1MiB"},
+		{name: "memory budget from GOMEMLIMIT", env: map[string]string{"GOMEMLIMIT": "64MiB"}, wantErr: "memory-budget"},
+		{name: "topic partition limit above 65536", args: []string{"--max-partitions-per-topic", "70000"}, wantErr: "max-partitions-per-topic"},
+		{name: "cluster partition limit", args: []string{"--max-partitions", "-1"}, wantErr: "max-partitions -1"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
 		{
 			name:    "flag wins over env",

@@ -36,11 +36,6 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
-// readCacheBytes bounds the fetch read cache. The agent's own objects go
-// in it as they are written, so consumers that keep up never touch the
-// object store.
-const readCacheBytes = 256 << 20
-
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
 type Agent struct {
 	cfg    Config
@@ -180,16 +175,20 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.registerReplicaMetrics()
 	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
-	cache := fetch.NewCache(readCacheBytes)
+	// The read cache takes the agent's own objects as they are written,
+	// so consumers that keep up never touch the object store.
+	mem := SplitMemory(cfg.MemoryBudget)
+	cache := fetch.NewCache(mem.ReadCache)
 	a.pipeline, err = produce.New(produce.Config{
-		Store:         a.store,
-		Replica:       a.replica,
-		AgentID:       agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
-		FlushInterval: cfg.FlushInterval,
-		FlushBytes:    cfg.FlushBytes,
-		Cache:         cache,
-		Logger:        logger.With("component", "produce"),
-		Observer:      produceObserver{m: a.metrics},
+		MaxBufferedBytes: mem.ProduceBuffer,
+		Store:            a.store,
+		Replica:          a.replica,
+		AgentID:          agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
+		FlushInterval:    cfg.FlushInterval,
+		FlushBytes:       cfg.FlushBytes,
+		Cache:            cache,
+		Logger:           logger.With("component", "produce"),
+		Observer:         produceObserver{m: a.metrics},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("produce pipeline: %w", err)
@@ -238,17 +237,22 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
 	a.server, err = kafka.New(kafka.Config{
-		Logger:   logger.With("component", "kafka"),
-		Observer: kafkaObserver{m: a.metrics},
+		Logger:                logger.With("component", "kafka"),
+		Observer:              kafkaObserver{m: a.metrics},
+		MaxRequestBytes:       mem.MaxRequestBytes,
+		MaxQueuedRequestBytes: mem.QueuedRequestBytes,
+		MaxHeldResponseBytes:  mem.HeldResponses,
 		Deps: kafka.Deps{
-			Meta:               a.replica,
-			Cluster:            kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
-			AutoCreateTopics:   cfg.AutoCreateTopics,
-			DefaultPartitions:  cfg.DefaultPartitions,
-			TransactionVersion: cfg.TransactionVersion,
-			Produce:            a.pipeline,
-			Fetch:              fetch.NewReader(a.store, cache),
-			Groups:             a.groups,
+			MaxPartitionsPerTopic: cfg.MaxPartitionsPerTopic,
+			MaxPartitions:         cfg.MaxPartitions,
+			Meta:                  a.replica,
+			Cluster:               kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
+			AutoCreateTopics:      cfg.AutoCreateTopics,
+			DefaultPartitions:     cfg.DefaultPartitions,
+			TransactionVersion:    cfg.TransactionVersion,
+			Produce:               a.pipeline,
+			Fetch:                 fetch.NewReader(a.store, cache),
+			Groups:                a.groups,
 		},
 	})
 	if err != nil {
@@ -264,7 +268,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", cfg.ObjStore, "log", cfg.Log,
-		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.Applied())
+		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.Applied(),
+		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
+		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
+		"response_budget", FormatBytes(mem.HeldResponses))
 	return a, nil
 }
 

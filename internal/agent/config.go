@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
 )
 
@@ -72,6 +73,14 @@ type Config struct {
 	// POST /v1/snapshot still does. An agent started on an empty data dir
 	// restores the newest snapshot found there.
 	SnapshotInterval time.Duration
+	// MemoryBudget is the memory the agent's caches and buffers are
+	// sized from (memory.go); zero means DefaultMemoryBudget.
+	MemoryBudget int64
+	// MaxPartitionsPerTopic and MaxPartitions bound the partitions of one
+	// topic and of the cluster that Kafka requests may create (KIP-578's
+	// max.partitions); zero means the kafka package's defaults.
+	MaxPartitionsPerTopic int32
+	MaxPartitions         int64
 	// Lease is how long this agent stays in the other agents' Metadata
 	// after its last renewal; it renews every Lease/3 through the log.
 	// A killed agent drops out within about Lease. NodeID must be unique
@@ -136,6 +145,15 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+	}
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = DefaultMemoryBudget
+	}
+	if c.MaxPartitionsPerTopic == 0 {
+		c.MaxPartitionsPerTopic = kafka.DefaultMaxPartitionsPerTopic
+	}
+	if c.MaxPartitions == 0 {
+		c.MaxPartitions = kafka.DefaultMaxPartitions
 	}
 }
 
@@ -206,6 +224,15 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))
+	}
+	if c.MemoryBudget < minMemoryBudget {
+		errs = append(errs, fmt.Errorf("memory-budget %s: must be at least %s", FormatBytes(c.MemoryBudget), FormatBytes(minMemoryBudget)))
+	}
+	if c.MaxPartitionsPerTopic < 1 || c.MaxPartitionsPerTopic > 1<<16 {
+		errs = append(errs, fmt.Errorf("max-partitions-per-topic %d: must be between 1 and 65536", c.MaxPartitionsPerTopic))
+	}
+	if c.MaxPartitions < 1 {
+		errs = append(errs, fmt.Errorf("max-partitions %d: must be at least 1", c.MaxPartitions))
 	}
 	if c.Lease < minLease || c.Lease > maxLease {
 		errs = append(errs, fmt.Errorf("lease %v: must be between %v and %v", c.Lease, minLease, maxLease))
