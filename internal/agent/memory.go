@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -120,4 +122,25 @@ func FormatBytes(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + "B"
+}
+
+// peakRSS is the process's highest resident set size so far, from Linux's
+// /proc/self/status (VmHWM), or 0 where that is not available.
+func peakRSS() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return float64(kb << 10)
+		}
+	}
+	return 0
 }

@@ -1,6 +1,9 @@
 package agent
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 func TestParseBytes(t *testing.T) {
 	tests := []struct {
@@ -46,4 +49,19 @@ func TestSplitMemory(t *testing.T) {
 			t.Errorf("budget %s: largest request %d, request bytes %d", FormatBytes(budget), s.MaxRequestBytes, s.QueuedRequestBytes)
 		}
 	}
+}
+
+func TestPeakRSS(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	// The peak is at least what the process holds now.
+	var buf [8 << 20]byte
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	if p := peakRSS(); p < float64(len(buf)) {
+		t.Fatalf("peak RSS %.0f bytes, below the %d touched", p, len(buf))
+	}
+	_ = buf[len(buf)-1]
 }

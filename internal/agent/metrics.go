@@ -80,7 +80,11 @@ func newMetrics() *metrics {
 	})
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_process_resident_memory_peak_bytes",
+			Help: "Highest resident set size of the process so far (Linux VmHWM; 0 where unknown): what the memory budget bounds.",
+		}, peakRSS))
 	return m
 }
 
