@@ -19,7 +19,8 @@
 //     POLICY_VIOLATION (partition_limits.go).
 //   - The answer reserves its size from the response budget and holds it
 //     until written (respbudget.go); partition entries are shared
-//     across answers (metadata_shared.go).
+//     across answers (metadata_shared.go); answers over 64 KiB are paced
+//     to 64 MiB/s across the agent (metadata_rate.go).
 //   - v10+: TopicID. v12: topics asked for by id (UNKNOWN_TOPIC_ID, with a
 //     null name, when unknown; never auto-created). An id in a v10-11
 //     request is INVALID_REQUEST, as Kafka answers.
@@ -70,7 +71,11 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	hold := d.holdResponse()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		// Listing every topic allocates per topic before the size is
-		// known: reserve what the last such answer took first.
+		// known: pace and reserve by what the last such answer took
+		// first, so waiting answers hold nothing.
+		if err := m.pace(ctx, r, d.shared.allTopicsHeld()); err != nil {
+			return nil, err
+		}
 		if err := m.takeBudget(ctx, r, hold, d.shared.lastAllTopicsBytes()); err != nil {
 			return nil, err
 		}
@@ -96,10 +101,29 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.takeBudget(ctx, r, hold, metadataHeldBytes(resp)); err != nil {
+	n := metadataHeldBytes(resp)
+	if err := m.pace(ctx, r, n); err != nil {
+		return nil, err
+	}
+	if err := m.takeBudget(ctx, r, hold, n); err != nil {
 		return nil, err
 	}
 	return hold.wrap(resp), nil
+}
+
+// pace waits, for an answer holding held bytes of the budget (about twice
+// its encoding), until the agent's Metadata pace allows it
+// (metadata_rate.go).
+func (m *metadataAnswer) pace(ctx context.Context, r *Request, held int64) error {
+	encoded := held / 2
+	if m.d == nil || m.d.shared == nil || encoded < metadataPacedBytes {
+		return nil
+	}
+	var drain <-chan struct{}
+	if r.Conn != nil && r.Conn.srv != nil {
+		drain = r.Conn.srv.drain
+	}
+	return m.d.shared.metadataPacer.take(ctx, encoded, drain)
 }
 
 // Response budget use of a Metadata answer (respbudget.go): its encoding,

@@ -9,6 +9,8 @@ type sharedState struct {
 	partitionLists *partitionLists
 	// responses is the response memory budget (respbudget.go).
 	responses *respBudget
+	// metadataPacer paces large Metadata answers (metadata_rate.go).
+	metadataPacer *bytePacer
 	// partitions counts the partitions being created (partition_limits.go).
 	partitions partitionGate
 	// allTopicsBytes is what the last Metadata answer listing every
@@ -23,6 +25,7 @@ func newSharedState(cfg Config) *sharedState {
 	return &sharedState{
 		partitionLists: newPartitionLists(maxEntries),
 		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
+		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 	}
 }
 
@@ -37,6 +40,15 @@ func (s *sharedState) lastAllTopicsBytes() int64 {
 		return n
 	}
 	return s.responses.capBytes
+}
+
+// allTopicsHeld is what the last answer listing every topic held, 0
+// before the first.
+func (s *sharedState) allTopicsHeld() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.allTopicsBytes.Load()
 }
 
 func (s *sharedState) noteAllTopicsBytes(n int64) {
