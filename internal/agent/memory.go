@@ -14,26 +14,29 @@ import (
 
 // The memory budget (Config.MemoryBudget, --memory-budget) is the one
 // number an operator sets for an agent's memory. Every cache and buffer
-// that grows with load is sized from it here, and nowhere else:
+// that grows with load is sized from it here, and nowhere else. Off the
+// top come what the Go runtime does not manage and what it holds beyond
+// its limit; the rest, the Go heap, is shared out:
 //
 //	Pebble block cache  64 MiB, fixed (meta), outside the Go heap
-//	Pebble memtables    about 16 MiB, outside the Go heap
-//	read cache          20%  fetch.Cache: objects just written, ranges read
-//	request bytes       20%  kafka MaxQueuedRequestBytes (queued.max.request.bytes);
+//	Pebble memtables    16 MiB, outside the Go heap
+//	runtime slack       10% of the budget: pages not yet returned, the binary
+//	Go heap             the rest, which is the Go memory limit:
+//	  read cache        25%  fetch.Cache: objects just written, ranges read
+//	  request bytes     25%  kafka MaxQueuedRequestBytes (queued.max.request.bytes);
 //	                         the largest request (socket.request.max.bytes)
 //	                         is capped at it, 100 MiB at most
-//	produce buffer      10%  produce MaxBufferedBytes: accepted, not yet committed
-//	response budget     15%  kafka MaxHeldResponseBytes: Fetch and Metadata
+//	  produce buffer    12%  produce MaxBufferedBytes: accepted, not yet committed
+//	  response budget   18%  kafka MaxHeldResponseBytes: Fetch and Metadata
 //	                         answers from before they are built until written
-//	the rest            35%  Go runtime and GC headroom, connections, metadata
-//	                         structures, goroutines
+//	  the rest          20%  GC headroom, connections, metadata structures,
+//	                         goroutines
 //
-// The Go runtime's memory limit (debug.SetMemoryLimit, set by `strand
-// serve`) is the budget less what Pebble holds outside the Go heap, so
-// the collector works harder before the process passes the budget rather
-// than after. The default, 512 MiB, is the performance goal's bound on an
-// agent at saturation; the default partition limits are chosen to fit it
-// (kafka/partition_limits.go).
+// `strand serve` sets the Go runtime's memory limit (debug.SetMemoryLimit)
+// to the Go heap's share, so the collector works harder before the process
+// passes the budget rather than after. The default, 512 MiB, is the
+// performance goal's bound on an agent at saturation; the default
+// partition limits are chosen to fit it (kafka/partition_limits.go).
 
 // Bounds on Config.MemoryBudget.
 const (
@@ -60,15 +63,16 @@ type MemorySplit struct {
 
 // SplitMemory shares out budget (at least minMemoryBudget).
 func SplitMemory(budget int64) MemorySplit {
-	requests := budget / 5
+	heap := budget - offHeapBytes - budget/10
+	requests := heap / 4
 	return MemorySplit{
 		Budget:             budget,
-		ReadCache:          budget / 5,
+		ReadCache:          heap / 4,
 		QueuedRequestBytes: requests,
 		MaxRequestBytes:    int32(min(requests, kafka.DefaultMaxRequestBytes)),
-		ProduceBuffer:      int(budget / 10),
-		HeldResponses:      budget * 15 / 100,
-		GoMemoryLimit:      budget - offHeapBytes,
+		ProduceBuffer:      int(heap * 12 / 100),
+		HeldResponses:      heap * 18 / 100,
+		GoMemoryLimit:      heap,
 	}
 }
 

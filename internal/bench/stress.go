@@ -29,8 +29,9 @@ import (
 //     connections each asking for the metadata of every topic in a loop,
 //     reading and dropping the answers.
 //   - catch-up: a backlog of StressBacklogBytes in its own topic, then
-//     StressConsumers consumers each reading it from the start with
-//     StressFetchPartitionBytes per-partition fetches, again and again.
+//     StressConsumers consumers (raw Fetch loops: see catchUp) each
+//     reading it from the start with StressFetchPartitionBytes
+//     per-partition fetches, again and again.
 const (
 	StressMetadataFlood = "metadata-flood"
 	StressCatchUp       = "catch-up"
@@ -68,9 +69,9 @@ type StressResult struct {
 	Unloaded *PhaseResult `json:"unloaded"`
 	// P99Ratio is the loaded produce p99 over the unloaded one.
 	P99Ratio float64 `json:"produce_p99_loaded_over_unloaded"`
-	// Requests are the load's answered requests (Metadata answers, or
-	// consumer fetches' records), Bytes what they carried, Errors the
-	// failures seen, over the loaded phase.
+	// Requests are the load's answered requests (Metadata or Fetch),
+	// Bytes what they carried (whole answers, or record bytes), Errors
+	// the failures seen, over the loaded phase.
 	Requests int64  `json:"requests"`
 	Bytes    int64  `json:"bytes"`
 	Errors   int64  `json:"errors"`
@@ -277,7 +278,7 @@ func prepareCatchUp(ctx context.Context, o *Options, tgt target, pw *progressWri
 	ends := map[int32]int64{}
 	offs.Each(func(lo kadm.ListedOffset) { ends[lo.Partition] = lo.Offset })
 
-	l := &stressLoad{setup: fmt.Sprintf("%d MiB backlog in %d partitions; %d consumers reading it from the start with %d MiB per-partition fetches",
+	l := &stressLoad{setup: fmt.Sprintf("%d MiB backlog in %d partitions; %d consumers reading it from the start with %d MiB per-partition fetches (50 MiB per fetch)",
 		o.StressBacklogBytes>>20, len(ends), o.StressConsumers, o.StressFetchPartitionBytes>>20)}
 	l.run = func(ctx context.Context) {
 		var wg sync.WaitGroup
@@ -290,40 +291,109 @@ func prepareCatchUp(ctx context.Context, o *Options, tgt target, pw *progressWri
 }
 
 // catchUp reads topic from the start to ends, over and over, until ctx
-// ends.
+// ends, as a consumer does: Fetch requests over one connection, each
+// partition from where the last answer ended, PartitionMaxBytes
+// StressFetchPartitionBytes and MaxBytes 50 MiB (the clients' default
+// fetch.max.bytes). It parses batch headers only, so the load generator
+// spends little CPU beside the producer it measures.
 func catchUp(ctx context.Context, o *Options, tgt target, topic string, ends map[int32]int64, l *stressLoad) {
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("strand-bench-catch-up"))
+	var d net.Dialer
 	for ctx.Err() == nil {
-		start := make(map[int32]kgo.Offset, len(ends))
-		for p := range ends {
-			start[p] = kgo.NewOffset().AtStart()
-		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.brokers...), kgo.ClientID("strand-bench-catch-up"),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
-			kgo.FetchMaxPartitionBytes(o.StressFetchPartitionBytes))
+		c, err := d.DialContext(ctx, "tcp", tgt.brokers[0])
 		if err != nil {
-			l.fail(err)
-			return
+			if ctx.Err() == nil {
+				l.fail(err)
+				sleepCtx(ctx, 100*time.Millisecond)
+			}
+			continue
 		}
-		remaining := len(ends)
-		done := make(map[int32]bool, len(ends))
-		for remaining > 0 && ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			fs.EachError(func(_ string, _ int32, err error) {
-				if !errors.Is(err, context.Canceled) {
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		next := make(map[int32]int64, len(ends))
+		for p := range ends {
+			next[p] = 0
+		}
+		for ctx.Err() == nil {
+			if err := fetchRound(c, f, o, topic, ends, next, l); err != nil {
+				if ctx.Err() == nil {
 					l.fail(err)
 				}
-			})
-			fs.EachRecord(func(r *kgo.Record) {
-				l.requests.Add(1)
-				l.bytes.Add(int64(len(r.Value)))
-				if !done[r.Partition] && r.Offset+1 >= ends[r.Partition] {
-					done[r.Partition] = true
-					remaining--
+				break
+			}
+			if len(next) == 0 {
+				// Read to the end: from the start again.
+				for p := range ends {
+					next[p] = 0
 				}
-			})
+			}
 		}
-		cl.Close()
+		stop()
+		c.Close()
 	}
+}
+
+// fetchRound sends one Fetch for the partitions in next and moves each
+// past the batches returned, dropping those that reached their end.
+func fetchRound(c net.Conn, f *kmsg.RequestFormatter, o *Options, topic string, ends, next map[int32]int64, l *stressLoad) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 500
+	req.MinBytes = 1
+	req.MaxBytes = 50 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for p, off := range next {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, o.StressFetchPartitionBytes
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	c.SetDeadline(time.Now().Add(stressIOTimeout))
+	if _, err := c.Write(f.AppendRequest(nil, req, 1)); err != nil {
+		return err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return err
+	}
+	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c, frame); err != nil {
+		return err
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Version = req.Version
+	if len(frame) < 4 {
+		return fmt.Errorf("fetch: %d-byte answer", len(frame))
+	}
+	if err := resp.ReadFrom(frame[4:]); err != nil { // past the correlation id
+		return fmt.Errorf("fetch: %w", err)
+	}
+	l.requests.Add(1)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("fetch %s/%d: %w", topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+			l.bytes.Add(int64(len(p.RecordBatches)))
+			for rest := p.RecordBatches; len(rest) >= 27; {
+				// baseOffset int64, batchLength int32, ...,
+				// lastOffsetDelta int32 at 23.
+				n := 12 + int(binary.BigEndian.Uint32(rest[8:]))
+				if n > len(rest) {
+					break
+				}
+				next[p.Partition] = int64(binary.BigEndian.Uint64(rest)) + int64(int32(binary.BigEndian.Uint32(rest[23:]))) + 1
+				rest = rest[n:]
+			}
+			if next[p.Partition] >= ends[p.Partition] {
+				delete(next, p.Partition)
+			}
+		}
+	}
+	return nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -142,7 +142,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		// Short of budget, the fetch has waited its MaxWaitMillis
 		// for it already: the client asks again.
 		answered = true
-		return f.hold.wrap(resp), nil
+		return f.hold.wrap(resp, f.encodedBytes()), nil
 	}
 
 	n, err := r.Deps.notifier()
@@ -168,7 +168,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	answered = true
-	return f.hold.wrap(resp), nil
+	return f.hold.wrap(resp, f.encodedBytes()), nil
 }
 
 // fetchAnswer answers one Fetch request.
@@ -194,6 +194,16 @@ const (
 	// holds until written: its own and the writer's encoding.
 	fetchRecordCopies = 2
 )
+
+// encodedBytes is about the size of the answer's encoding: its records
+// and, per partition, its fixed fields.
+func (f *fetchAnswer) encodedBytes() int64 {
+	n := int64(len(f.req.Topics)) * 64
+	for i := range f.parts {
+		n += 64 + int64(len(f.parts[i].sp.RecordBatches)) + int64(len(f.parts[i].sp.AbortedTransactions))*16
+	}
+	return n
+}
 
 func countFetchParts(req *kmsg.FetchRequest) int {
 	n := 0

@@ -95,7 +95,7 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 		n := metadataHeldBytes(resp)
 		d.shared.noteAllTopicsBytes(n)
 		hold.resize(n)
-		return hold.wrap(resp), nil
+		return hold.wrap(resp, n/2), nil
 	}
 	resp, err = m.topics(ctx, db, req, resp)
 	if err != nil {
@@ -108,7 +108,7 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err := m.takeBudget(ctx, r, hold, n); err != nil {
 		return nil, err
 	}
-	return hold.wrap(resp), nil
+	return hold.wrap(resp, n/2), nil
 }
 
 // pace waits, for an answer holding held bytes of the budget (about twice

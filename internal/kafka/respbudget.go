@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -182,12 +183,12 @@ func (h *respHold) resize(n int64) {
 func (h *respHold) release() { h.resize(0) }
 
 // wrap returns resp holding h until it is written, or resp itself when
-// there is no budget.
-func (h *respHold) wrap(resp kmsg.Response) kmsg.Response {
+// there is no budget. encodedBytes is about the size of resp's encoding.
+func (h *respHold) wrap(resp kmsg.Response, encodedBytes int64) kmsg.Response {
 	if h == nil {
 		return resp
 	}
-	return heldResponse{Response: resp, release: h.release}
+	return heldResponse{Response: resp, release: h.release, encodedBytes: encodedBytes}
 }
 
 // heldResponse is a response that holds bytes of the response budget
@@ -197,6 +198,15 @@ type heldResponse struct {
 	// release is a func, not the *respHold, so the error-code walk
 	// (firstErrorCode) does not wander into the budget.
 	release func()
+	// encodedBytes sizes the writer's buffer before encoding.
+	encodedBytes int64
+}
+
+// AppendTo grows dst to the encoding's size first: appending 50 MiB of
+// records to the writer's empty buffer would otherwise reallocate it a
+// few dozen times, allocating and copying twice the answer.
+func (h heldResponse) AppendTo(dst []byte) []byte {
+	return h.Response.AppendTo(slices.Grow(dst, int(min(h.encodedBytes, maxFetchResponseBytes+64<<20))))
 }
 
 // releaseHeld gives back what p's response holds, once its handler has
