@@ -31,6 +31,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "memory budget from GOMEMLIMIT", env: map[string]string{"GOMEMLIMIT": "64MiB"}, wantErr: "memory-budget"},
 		{name: "topic partition limit above 65536", args: []string{"--max-partitions-per-topic", "70000"}, wantErr: "max-partitions-per-topic"},
 		{name: "cluster partition limit", args: []string{"--max-partitions", "-1"}, wantErr: "max-partitions -1"},
+		{name: "fetch rate not a size", args: []string{"--max-fetch-bytes-per-sec", "fast"}, wantErr: "max-fetch-bytes-per-sec"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
 		{
 			name:    "flag wins over env",

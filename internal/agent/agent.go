@@ -245,6 +245,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Deps: kafka.Deps{
 			MaxPartitionsPerTopic: cfg.MaxPartitionsPerTopic,
 			MaxPartitions:         cfg.MaxPartitions,
+			MaxFetchBytesPerSec:   cfg.MaxFetchBytesPerSec,
 			Meta:                  a.replica,
 			Cluster:               kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
 			AutoCreateTopics:      cfg.AutoCreateTopics,

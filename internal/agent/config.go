@@ -81,6 +81,9 @@ type Config struct {
 	// max.partitions); zero means the kafka package's defaults.
 	MaxPartitionsPerTopic int32
 	MaxPartitions         int64
+	// MaxFetchBytesPerSec paces the record bytes this agent's Fetch
+	// answers carry, all clients together; zero means unlimited.
+	MaxFetchBytesPerSec int64
 	// Lease is how long this agent stays in the other agents' Metadata
 	// after its last renewal; it renews every Lease/3 through the log.
 	// A killed agent drops out within about Lease. NodeID must be unique
@@ -230,6 +233,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPartitionsPerTopic < 1 || c.MaxPartitionsPerTopic > 1<<16 {
 		errs = append(errs, fmt.Errorf("max-partitions-per-topic %d: must be between 1 and 65536", c.MaxPartitionsPerTopic))
+	}
+	if c.MaxFetchBytesPerSec < 0 {
+		errs = append(errs, fmt.Errorf("max-fetch-bytes-per-sec %d: must not be negative", c.MaxFetchBytesPerSec))
 	}
 	if c.MaxPartitions < 1 {
 		errs = append(errs, fmt.Errorf("max-partitions %d: must be at least 1", c.MaxPartitions))

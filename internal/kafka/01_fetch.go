@@ -26,6 +26,9 @@
 //     written. Short of budget, a read returns what it got; with none
 //     after waiting MaxWaitMillis, the partitions are answered with their
 //     offsets and no records, and the client asks again.
+//   - Deps.MaxFetchBytesPerSec, when set, paces the records of every
+//     answer across the agent (a consumer byte-rate quota all clients
+//     share): an answer waits until the rate allows what it carries.
 //   - Errors, with HighWatermark, LastStableOffset and LogStartOffset -1
 //     as Kafka sends them: UNKNOWN_TOPIC_OR_PARTITION; v13+ topics by id,
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
@@ -141,6 +144,9 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if req.MaxWaitMillis <= 0 || total >= int64(req.MinBytes) || failed || len(f.parts) == 0 || short {
 		// Short of budget, the fetch has waited its MaxWaitMillis
 		// for it already: the client asks again.
+		if err := f.pace(ctx, total); err != nil {
+			return nil, err
+		}
 		answered = true
 		return f.hold.wrap(resp, f.encodedBytes()), nil
 	}
@@ -162,9 +168,12 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	budget, short = f.takeBudget(ctx, maxWait.C)
 	view = db.View()
-	_, _, err = f.read(ctx, view, budget, !short)
+	total, _, err = f.read(ctx, view, budget, !short)
 	view.Close()
 	if err != nil {
+		return nil, err
+	}
+	if err := f.pace(ctx, total); err != nil {
 		return nil, err
 	}
 	answered = true
@@ -194,6 +203,20 @@ const (
 	// holds until written: its own and the writer's encoding.
 	fetchRecordCopies = 2
 )
+
+// pace waits until the agent's fetch rate (Deps.MaxFetchBytesPerSec)
+// allows records bytes more, or the connection ends.
+func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
+	p := f.r.Deps.shared.fetchPacer()
+	if p == nil || records == 0 {
+		return nil
+	}
+	var drain <-chan struct{}
+	if f.r.Conn != nil && f.r.Conn.srv != nil {
+		drain = f.r.Conn.srv.drain
+	}
+	return p.take(ctx, records, drain)
+}
 
 // encodedBytes is about the size of the answer's encoding: its records
 // and, per partition, its fixed fields.

@@ -53,6 +53,10 @@ type Deps struct {
 	// (partition_limits.go); zero means the defaults.
 	MaxPartitionsPerTopic int32
 	MaxPartitions         int64
+	// MaxFetchBytesPerSec paces the record bytes Fetch answers carry,
+	// across the agent, like a consumer byte-rate quota that every
+	// client shares; zero means unlimited.
+	MaxFetchBytesPerSec int64
 
 	// shared is what handlers share across connections (shared.go), set
 	// by New; nil in handler tests that build Deps by hand.

@@ -11,6 +11,9 @@ type sharedState struct {
 	responses *respBudget
 	// metadataPacer paces large Metadata answers (metadata_rate.go).
 	metadataPacer *bytePacer
+	// fetchPacer paces Fetch records to Deps.MaxFetchBytesPerSec; nil
+	// when unlimited.
+	fetchRate *bytePacer
 	// partitions counts the partitions being created (partition_limits.go).
 	partitions partitionGate
 	// allTopicsBytes is what the last Metadata answer listing every
@@ -22,11 +25,23 @@ func newSharedState(cfg Config) *sharedState {
 	// Room for twice the partitions the cluster may hold (about 110
 	// bytes each), so deleted topics do not make the table thrash.
 	maxEntries := max(2*cfg.Deps.maxPartitions(), maxPartitionsPerTopic)
-	return &sharedState{
+	s := &sharedState{
 		partitionLists: newPartitionLists(maxEntries),
 		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 	}
+	if r := cfg.Deps.MaxFetchBytesPerSec; r > 0 {
+		// A burst of a quarter second: one large fetch goes at once.
+		s.fetchRate = newBytePacer(float64(r), float64(max(r/4, maxFetchResponseBytes)))
+	}
+	return s
+}
+
+func (s *sharedState) fetchPacer() *bytePacer {
+	if s == nil {
+		return nil
+	}
+	return s.fetchRate
 }
 
 // lastAllTopicsBytes is what a Metadata answer listing every topic
