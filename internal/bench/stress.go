@@ -186,6 +186,19 @@ func floodMetadata(ctx context.Context, addr string, l *stressLoad) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("strand-bench-flood")).AppendRequest(nil, req, 1)
+	l.connLoop(ctx, addr, func(c net.Conn) error {
+		n, err := metadataRoundTrip(c, frame)
+		if err == nil {
+			l.requests.Add(1)
+			l.bytes.Add(n)
+		}
+		return err
+	})
+}
+
+// connLoop runs round on a connection to addr until it fails, then on a
+// new one, until ctx ends; it counts the failures.
+func (l *stressLoad) connLoop(ctx context.Context, addr string, round func(net.Conn) error) {
 	var d net.Dialer
 	for ctx.Err() == nil {
 		c, err := d.DialContext(ctx, "tcp", addr)
@@ -198,15 +211,12 @@ func floodMetadata(ctx context.Context, addr string, l *stressLoad) {
 		}
 		stop := context.AfterFunc(ctx, func() { c.Close() })
 		for ctx.Err() == nil {
-			n, err := metadataRoundTrip(c, frame)
-			if err != nil {
+			if err := round(c); err != nil {
 				if ctx.Err() == nil {
 					l.fail(err)
 				}
 				break
 			}
-			l.requests.Add(1)
-			l.bytes.Add(n)
 		}
 		stop()
 		c.Close()
@@ -298,38 +308,16 @@ func prepareCatchUp(ctx context.Context, o *Options, tgt target, pw *progressWri
 // spends little CPU beside the producer it measures.
 func catchUp(ctx context.Context, o *Options, tgt target, topic string, ends map[int32]int64, l *stressLoad) {
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("strand-bench-catch-up"))
-	var d net.Dialer
-	for ctx.Err() == nil {
-		c, err := d.DialContext(ctx, "tcp", tgt.brokers[0])
-		if err != nil {
-			if ctx.Err() == nil {
-				l.fail(err)
-				sleepCtx(ctx, 100*time.Millisecond)
-			}
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		next := make(map[int32]int64, len(ends))
-		for p := range ends {
-			next[p] = 0
-		}
-		for ctx.Err() == nil {
-			if err := fetchRound(c, f, o, topic, ends, next, l); err != nil {
-				if ctx.Err() == nil {
-					l.fail(err)
-				}
-				break
-			}
-			if len(next) == 0 {
-				// Read to the end: from the start again.
-				for p := range ends {
-					next[p] = 0
-				}
+	next := make(map[int32]int64, len(ends))
+	l.connLoop(ctx, tgt.brokers[0], func(c net.Conn) error {
+		if len(next) == 0 {
+			// A new start, or read to the end: from the start again.
+			for p := range ends {
+				next[p] = 0
 			}
 		}
-		stop()
-		c.Close()
-	}
+		return fetchRound(c, f, o, topic, ends, next, l)
+	})
 }
 
 // fetchRound sends one Fetch for the partitions in next and moves each

@@ -116,7 +116,7 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 // (metadata_rate.go).
 func (m *metadataAnswer) pace(ctx context.Context, r *Request, held int64) error {
 	encoded := held / 2
-	if m.d == nil || m.d.shared == nil || encoded < metadataPacedBytes {
+	if m.d == nil || m.d.shared == nil || m.d.shared.metadataPacer == nil || encoded < metadataPacedBytes {
 		return nil
 	}
 	var drain <-chan struct{}

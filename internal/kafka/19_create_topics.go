@@ -99,16 +99,7 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 	for i, pl := range plans {
 		cmds[i] = pl.cmd
 	}
-	var outs []outcome
-	if req.ValidateOnly {
-		var release func()
-		outs, release = r.Deps.admitCreations(db, cmds)
-		release()
-	} else {
-		pctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
-		outs = r.Deps.proposeCreations(pctx, db, cmds)
-		cancel()
-	}
+	outs := r.Deps.createOrValidate(ctx, db, cmds, req.ValidateOnly, req.TimeoutMillis)
 	for i, pl := range plans {
 		st := &resp.Topics[pl.idx]
 		if e, msg := outs[i].code(); e != nil {

@@ -69,16 +69,7 @@ func handleCreatePartitions(ctx context.Context, r *Request) (kmsg.Response, err
 		return resp, nil
 	}
 
-	var outs []outcome
-	if req.ValidateOnly {
-		var release func()
-		outs, release = r.Deps.admitCreations(db, cmds)
-		release()
-	} else {
-		pctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
-		outs = r.Deps.proposeCreations(pctx, db, cmds)
-		cancel()
-	}
+	outs := r.Deps.createOrValidate(ctx, db, cmds, req.ValidateOnly, req.TimeoutMillis)
 	for i, idx := range cmdIdx {
 		if e, msg := outs[i].code(); e != nil {
 			resp.Topics[idx].ErrorCode, resp.Topics[idx].ErrorMessage = e.Code, strPtr(msg)

@@ -162,3 +162,17 @@ func (d *Deps) proposeCreations(ctx context.Context, db MetaDB, cmds []meta.Comm
 	}
 	return outs
 }
+
+// createOrValidate proposes cmds as proposeCreations does, bounded by
+// timeoutMillis (when positive), or with validateOnly only checks them
+// against the partition limits.
+func (d *Deps) createOrValidate(ctx context.Context, db MetaDB, cmds []meta.Command, validateOnly bool, timeoutMillis int32) []outcome {
+	if validateOnly {
+		outs, release := d.admitCreations(db, cmds)
+		release()
+		return outs
+	}
+	ctx, cancel := withTimeoutMillis(ctx, timeoutMillis)
+	defer cancel()
+	return d.proposeCreations(ctx, db, cmds)
+}
