@@ -197,3 +197,30 @@ func TestResponsesHeldUntilWritten(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldResponseEncoding checks that a held answer encodes exactly as
+// the answer it carries, after what the writer's buffer already holds,
+// growing the buffer once.
+func TestHeldResponseEncoding(t *testing.T) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 11
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.RecordBatches = make([]byte, 300<<10)
+	for i := range rp.RecordBatches {
+		rp.RecordBatches[i] = byte(i)
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	want := resp.AppendTo([]byte("prefix"))
+
+	held := heldResponse{Response: resp, release: func() {}, encodedBytes: int64(len(want))}
+	got := held.AppendTo([]byte("prefix"))
+	if string(got) != string(want) {
+		t.Fatalf("held answer encodes to %d bytes unlike the answer's %d", len(got), len(want))
+	}
+	if cap(got) > len(want)+len("prefix")+4096 {
+		t.Errorf("buffer grown to %d for %d bytes", cap(got), len(got))
+	}
+}
