@@ -211,11 +211,7 @@ func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
 	if p == nil || records == 0 {
 		return nil
 	}
-	var drain <-chan struct{}
-	if f.r.Conn != nil && f.r.Conn.srv != nil {
-		drain = f.r.Conn.srv.drain
-	}
-	return p.take(ctx, records, drain)
+	return p.take(ctx, records, f.r.draining())
 }
 
 // encodedBytes is about the size of the answer's encoding: its records
@@ -257,11 +253,7 @@ func (f *fetchAnswer) takeBudget(ctx context.Context, maxWait <-chan time.Time) 
 		// its first batch (KIP-74).
 		return max(want, 0), false
 	}
-	var drain <-chan struct{}
-	if f.r.Conn != nil && f.r.Conn.srv != nil {
-		drain = f.r.Conn.srv.drain
-	}
-	got := f.hold.take(ctx, fetchRecordCopies*want, fetchRecordCopies*fetchMinBudgetBytes, maxWait, drain)
+	got := f.hold.take(ctx, fetchRecordCopies*want, fetchRecordCopies*fetchMinBudgetBytes, maxWait, f.r.draining())
 	return got / fetchRecordCopies, got == 0
 }
 

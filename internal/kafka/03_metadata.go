@@ -119,11 +119,7 @@ func (m *metadataAnswer) pace(ctx context.Context, r *Request, held int64) error
 	if m.d == nil || m.d.shared == nil || m.d.shared.metadataPacer == nil || encoded < metadataPacedBytes {
 		return nil
 	}
-	var drain <-chan struct{}
-	if r.Conn != nil && r.Conn.srv != nil {
-		drain = r.Conn.srv.drain
-	}
-	return m.d.shared.metadataPacer.take(ctx, encoded, drain)
+	return m.d.shared.metadataPacer.take(ctx, encoded, r.draining())
 }
 
 // Response budget use of a Metadata answer (respbudget.go): its encoding,
@@ -152,11 +148,7 @@ func (m *metadataAnswer) takeBudget(ctx context.Context, r *Request, hold *respH
 	if hold == nil || n <= 0 {
 		return nil
 	}
-	var drain <-chan struct{}
-	if r.Conn != nil && r.Conn.srv != nil {
-		drain = r.Conn.srv.drain
-	}
-	if hold.take(ctx, n, n, nil, drain) == 0 && ctx.Err() != nil {
+	if hold.take(ctx, n, n, nil, r.draining()) == 0 && ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
 	return nil

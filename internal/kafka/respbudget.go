@@ -237,6 +237,15 @@ func releaseResponse(resp kmsg.Response) {
 	}
 }
 
+// draining is closed once the server begins shutting down; nil for a
+// request with no server (handler tests), which never closes.
+func (r *Request) draining() <-chan struct{} {
+	if r.Conn == nil || r.Conn.srv == nil {
+		return nil
+	}
+	return r.Conn.srv.drain
+}
+
 // unwrapResponse returns the response a heldResponse carries.
 func unwrapResponse(resp kmsg.Response) kmsg.Response {
 	if h, ok := resp.(heldResponse); ok {
