@@ -32,6 +32,11 @@ func checkEmpty(ctx context.Context, ll Loglet, url string) error {
 // nothing. When a racing reconfiguration (from any client) wins instead,
 // it returns an error wrapping ErrConflict; the log has still moved to a
 // new segment, only not to nextURL.
+//
+// A move refused before the seal (nextURL cannot be opened or reached,
+// holds entries, or would make a chain no MetaStore takes) leaves the log
+// as it was. An error saying the active loglet is sealed means the move
+// failed past the seal; calling Reconfigure again finishes it.
 func (v *VirtualLog) Reconfigure(ctx context.Context, nextURL string) error {
 	if nextURL == "" {
 		return errors.New("sharedlog: reconfigure needs a URL")
@@ -64,6 +69,16 @@ func (v *VirtualLog) Reconfigure(ctx context.Context, nextURL string) error {
 // extendLocked seals the segment at from, which is c's active segment,
 // and CASes the chain extended by a segment at nextURL. won is false when
 // another client moved the log off from first. Needs reconfigMu.
+//
+// Whatever can refuse the move is checked before the seal, and a refusal
+// leaves the log as it was: the extended chain must be valid and fit a
+// MetaStore, and the new loglet must open and answer a CheckTail with an
+// empty tail. Past the seal the log takes no appends until a chain
+// extends it, so there is no going back, only forward: a failed CAS is
+// settled by rereading the chain (an ambiguous one may have landed) and
+// retried while the MetaStore answers. If it still fails, the error says
+// the log is sealed; the next Reconfigure, or an appender after
+// StallTimeout, finishes the move.
 func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL string) (won bool, err error) {
 	var next Loglet // opened once, kept if nextURL joins the chain
 	defer func() {
@@ -75,17 +90,21 @@ func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL st
 			}
 		}
 	}()
+	var sealErr error // set once from's loglet may be sealed: why no chain follows it
 	for range maxChainAttempts {
 		act := c.Active()
 		if act.URL != from || act.Sealed {
 			return false, nil
 		}
-		// Check the new loglet before sealing the old one: a seal that no
-		// chain follows stops appends until some client finishes it.
+		if err := c.checkExtend(nextURL); err != nil {
+			return false, err
+		}
 		if next == nil {
-			if next, err = v.open(ctx, nextURL); err != nil {
+			ll, err := v.open(ctx, nextURL)
+			if err != nil {
 				return false, fmt.Errorf("sharedlog: open new segment %q: %w", nextURL, err)
 			}
+			next = ll
 		}
 		if err := checkEmpty(ctx, next, nextURL); err != nil {
 			// A racing client may already have made nextURL active and
@@ -94,28 +113,29 @@ func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL st
 				c = nc
 				continue
 			}
-			return false, err
+			return false, stalledIf(sealErr != nil, from, err)
 		}
 		if v.testHooks.beforeSeal != nil {
 			v.testHooks.beforeSeal()
 		}
 		ll, err := v.loglet(ctx, act.URL)
 		if err != nil {
-			return false, err
+			return false, stalledIf(sealErr != nil, from, err)
 		}
 		if err := ll.Seal(ctx); err != nil {
-			return false, fmt.Errorf("sharedlog: seal %q: %w", act.URL, err)
+			// Seal's errors are ambiguous too: the seal may have landed.
+			return false, stalledIf(true, from, fmt.Errorf("sharedlog: seal %q: %w", act.URL, err))
 		}
 		tail, sealed, err := ll.CheckTail(ctx)
-		if err != nil {
-			return false, fmt.Errorf("sharedlog: tail of sealed %q: %w", act.URL, err)
-		}
-		if !sealed {
+		switch {
+		case err != nil:
+			return false, stalledIf(true, from, fmt.Errorf("sharedlog: tail of sealed %q: %w", act.URL, err))
+		case !sealed:
 			return false, fmt.Errorf("sharedlog: %q reports unsealed after Seal returned", act.URL)
 		}
 		nc, err := c.Extend(tail, nextURL)
 		if err != nil {
-			return false, err
+			return false, stalledIf(true, from, err)
 		}
 		err = v.ms.CAS(ctx, c.Version, nc)
 		if err == nil {
@@ -123,16 +143,35 @@ func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL st
 			v.install(nc)
 			return true, nil
 		}
-		if !errors.Is(err, ErrConflict) {
-			return false, err
+		sealErr = fmt.Errorf("sharedlog: CAS of chain version %d: %w", nc.Version, err)
+		// Lost to a trim (the loop tries again on the new version) or to
+		// another reconfiguration (the loop stops on the next round); or
+		// failed, perhaps after storing nc, which the chain now tells.
+		cur, rerr := v.reload(ctx)
+		if rerr != nil {
+			return false, stalledIf(true, from, fmt.Errorf("%w (rereading it: %w)", sealErr, rerr))
 		}
-		// Lost: to a trim (the loop tries again on the new version) or to
-		// another reconfiguration (the loop stops on the next round).
-		if c, err = v.reload(ctx); err != nil {
-			return false, err
+		if cur.Active().URL == nextURL {
+			v.adopt(cur, nextURL, next)
+			return true, nil
 		}
+		c = cur
 	}
-	return false, fmt.Errorf("sharedlog: reconfiguration lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
+	if sealErr == nil {
+		return false, fmt.Errorf("sharedlog: reconfiguration: the chain changed %d times in a row: %w", maxChainAttempts, ErrConflict)
+	}
+	return false, stalledIf(true, from, fmt.Errorf("sharedlog: reconfiguration failed %d CASes in a row, the last: %w", maxChainAttempts, sealErr))
+}
+
+// stalledIf wraps err, when sealed, to say that the loglet at from is
+// sealed, or may be, and no chain extends the log past it yet: appends
+// wait until one does.
+func stalledIf(sealed bool, from string, err error) error {
+	if !sealed {
+		return err
+	}
+	return fmt.Errorf("sharedlog: %q is sealed, or may be, and no chain extends the log past it yet; "+
+		"appends wait until a retried reconfiguration, or an appender after the stall timeout, writes one: %w", from, err)
 }
 
 // seal seals the whole log: the active segment is sealed in place and no

@@ -14,8 +14,27 @@ import (
 // closes; handles on one URL, in one process or several, share the
 // loglet's entries and its seal. A backend may allow only one open
 // handle per loglet (filelog locks its directory): a VirtualLog keeps at
-// most one per URL, so such a log serves one process.
+// most one per URL, so such a log serves one process. On error there is
+// no handle: the caller closes nothing.
 type Opener func(ctx context.Context, url string) (Loglet, error)
+
+// checked returns o made to keep its contract whatever it returns: a
+// handle that comes with an error is dropped, and a nil one without an
+// error is an error. An Opener built on a backend's constructor, which
+// returns a *T, hands a nil *T back as a Loglet that is not nil, and
+// whose Close panics in whatever cleanup holds it.
+func (o Opener) checked() Opener {
+	return func(ctx context.Context, url string) (Loglet, error) {
+		ll, err := o(ctx, url)
+		switch {
+		case err != nil:
+			return nil, err
+		case ll == nil:
+			return nil, fmt.Errorf("sharedlog: the Opener returned no loglet for %q", url)
+		}
+		return ll, nil
+	}
+}
 
 // VirtualOptions configure a VirtualLog. The zero value is usable for a
 // MetaStore that already holds a chain.
@@ -141,7 +160,7 @@ func OpenVirtual(ctx context.Context, ms MetaStore, open Opener, opts VirtualOpt
 	if opts.StallTimeout == 0 {
 		opts.StallTimeout = defaultStallTimeout
 	}
-	v := &VirtualLog{ms: ms, open: open, opts: opts}
+	v := &VirtualLog{ms: ms, open: open.checked(), opts: opts}
 	v.mu.loglets = make(map[string]Loglet)
 	c, err := ms.Get(ctx)
 	if err != nil {
