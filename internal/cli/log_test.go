@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -137,6 +138,32 @@ func TestLogCommands(t *testing.T) {
 	r := runLog(t, "migrate", http, "--to", "file:seg-00000000")
 	if !errors.Is(r.err, ErrAgent) || !strings.Contains(r.err.Error(), "400 Bad Request") {
 		t.Errorf("migrating onto a segment already in the chain: %v, want ErrAgent with 400", r.err)
+	}
+}
+
+// TestLogMigrateUnreachable: `strand log migrate` onto a PostgreSQL that
+// refuses connections fails with the agent's reason (so the command
+// exits non-zero with it) and the log stays where it was.
+func TestLogMigrateUnreachable(t *testing.T) {
+	a := startAgent(t)
+	http := "--http=" + a.HTTPAddr()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := "postgres://strand@" + ln.Addr().String() + "/strand?log=unreachable"
+	ln.Close() // nothing listens there now
+
+	r := runLog(t, "migrate", http, "--to", to)
+	if !errors.Is(r.err, ErrAgent) || !strings.Contains(r.err.Error(), "502") || !strings.Contains(r.err.Error(), "connection refused") {
+		t.Errorf("migrate to an unreachable PostgreSQL: %v, want ErrAgent with 502 and the connection refused", r.err)
+	}
+	var st agent.LogStatus
+	if err := json.Unmarshal([]byte(mustRunLog(t, "status", http, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Chain.Segments) != 1 || st.Chain.Version != 1 || st.Sealed {
+		t.Errorf("chain after the refused migration: %+v (sealed %v)", st.Chain, st.Sealed)
 	}
 }
 
