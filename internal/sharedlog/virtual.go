@@ -404,7 +404,8 @@ func globalEntries(es []Entry, seg Segment, from, end Pos) ([]Entry, error) {
 // segments that lie wholly below it and closing their loglets. Loglets
 // are trimmed first so a crash between the two steps leaves no loglet
 // that the chain no longer names holding entries; the next PrefixTrim
-// repeats the work.
+// repeats the work. A CAS that failed is settled by rereading the chain,
+// since it may have stored the trim.
 func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 	tail, _, err := v.CheckTail(ctx)
 	if err != nil {
@@ -417,6 +418,7 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 	if err != nil {
 		return err
 	}
+	var casErr error
 	for range maxChainAttempts {
 		if before <= c.TrimPoint {
 			return nil
@@ -448,14 +450,16 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 			v.install(next)
 			return nil
 		}
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if c, err = v.reload(ctx); err != nil {
-			return err
+		// Lost to a reconfiguration or another trim, or failed, perhaps
+		// after storing next: the chain tells, and the next round either
+		// finds the trim point there or trims again.
+		casErr = fmt.Errorf("sharedlog: trim: CAS of chain version %d: %w", next.Version, err)
+		var rerr error
+		if c, rerr = v.reload(ctx); rerr != nil {
+			return fmt.Errorf("%w (rereading it: %w)", casErr, rerr)
 		}
 	}
-	return fmt.Errorf("sharedlog: trim lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
+	return fmt.Errorf("sharedlog: trim failed %d CASes in a row, the last: %w", maxChainAttempts, casErr)
 }
 
 // WaitTail blocks until the tail passes after, the log is sealed, or ctx

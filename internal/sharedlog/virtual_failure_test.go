@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
+	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
 // The failures a reconfiguration can meet part way: a target that cannot
@@ -269,5 +271,103 @@ func TestVirtualCASFailsAfterSeal(t *testing.T) {
 		}
 		wantMoved(t, storedChain(t, ctx, ms), "mem://casfail/seg-00000002")
 		wantData(t, readAll(t, ctx, w, 0), "a", "b", "c")
+	})
+}
+
+// TestVirtualSealFails: the seal of the active loglet fails, before or
+// after it landed. The stored chain is as it was, the error says the log
+// may be sealed, and a retried Reconfigure finishes the move with every
+// entry in place. When the seal did not land, appends go on meanwhile.
+func TestVirtualSealFails(t *testing.T) {
+	for _, mode := range []faultlog.Mode{faultlog.FailBefore, faultlog.FailAfter} {
+		t.Run(mode.String(), func(t *testing.T) {
+			ctx := testCtx(t)
+			ms, reg := sharedlog.NewMemMetaStore(), newMemLoglets()
+			reg.set("mem://sealfail/0", faultlog.Wrap(memlog.New(), faultlog.FailNext(faultlog.OpSeal, 1, mode)))
+			v := openVirtual(t, ms, reg, testOpts("mem://sealfail/0"))
+			want := []string{"a", "b"}
+			for _, s := range want {
+				mustAppend(t, ctx, v, s)
+			}
+			before := storedChain(t, ctx, ms)
+			err := v.Reconfigure(ctx, "mem://sealfail/1")
+			if !errors.Is(err, faultlog.ErrInjected) || !strings.Contains(err.Error(), "may be") {
+				t.Fatalf("Reconfigure with the seal failing = %v, want the seal's error, saying the log may be sealed", err)
+			}
+			wantChain(t, storedChain(t, ctx, ms), before)
+			if mode == faultlog.FailBefore {
+				wantSealed(t, ctx, reg, "mem://sealfail/0", false)
+				mustAppend(t, ctx, v, "c")
+				want = append(want, "c")
+			}
+			mustReconfigure(t, ctx, v, "mem://sealfail/1")
+			mustAppend(t, ctx, v, "d")
+			wantData(t, readAll(t, ctx, v, 0), append(want, "d")...)
+		})
+	}
+}
+
+// TestVirtualTrimFailures: a trim that fails part way leaves the chain
+// as it was and is finished by the next trim; a trim whose CAS stored
+// the chain but lost its reply reports success.
+func TestVirtualTrimFailures(t *testing.T) {
+	// setup returns a log of three segments of 10 entries each, whose
+	// middle loglet fails its next PrefixTrim if trimFails.
+	setup := func(t *testing.T, name string, trimFails bool) (*casFaultStore, *sharedlog.VirtualLog) {
+		ctx := testCtx(t)
+		ms, reg := &casFaultStore{MetaStore: sharedlog.NewMemMetaStore()}, newMemLoglets()
+		if trimFails {
+			reg.set("mem://"+name+"/1", faultlog.Wrap(memlog.New(), faultlog.FailNext(faultlog.OpPrefixTrim, 1, faultlog.FailBefore)))
+		}
+		v := openVirtual(t, ms, reg, testOpts("mem://"+name+"/0"))
+		for seg := range 3 {
+			if seg > 0 {
+				mustReconfigure(t, ctx, v, fmt.Sprintf("mem://%s/%d", name, seg))
+			}
+			for i := range 10 {
+				mustAppend(t, ctx, v, fmt.Sprint(seg*10+i))
+			}
+		}
+		return ms, v
+	}
+	wantTrimmed := func(t *testing.T, ctx context.Context, v *sharedlog.VirtualLog, c sharedlog.Chain, name string) {
+		t.Helper()
+		if c.TrimPoint != 15 || len(c.Segments) != 2 || c.Segments[0].URL != "mem://"+name+"/1" {
+			t.Fatalf("chain after the trim %+v, want trim point 15 and the first segment dropped", c)
+		}
+		if _, err := v.ReadNext(ctx, 14, maxPos); !errors.Is(err, sharedlog.ErrTrimmed) {
+			t.Fatalf("ReadNext(14) after the trim = %v, want ErrTrimmed", err)
+		}
+		es := readAll(t, ctx, v, 15)
+		if len(es) != 15 || string(es[0].Data) != "15" {
+			t.Fatalf("read %d entries from 15, want 15 from \"15\"", len(es))
+		}
+	}
+
+	t.Run("a loglet fails its trim", func(t *testing.T) {
+		ctx := testCtx(t)
+		ms, v := setup(t, "trimfail", true)
+		before := storedChain(t, ctx, ms)
+		if err := v.PrefixTrim(ctx, 15); !errors.Is(err, faultlog.ErrInjected) {
+			t.Fatalf("PrefixTrim with a loglet failing = %v, want its error", err)
+		}
+		wantChain(t, storedChain(t, ctx, ms), before)
+		if es := readAll(t, ctx, v, 15); len(es) != 15 {
+			t.Fatalf("read %d entries from 15 after the failed trim, want 15", len(es))
+		}
+		if err := v.PrefixTrim(ctx, 15); err != nil {
+			t.Fatalf("PrefixTrim again: %v", err)
+		}
+		wantTrimmed(t, ctx, v, storedChain(t, ctx, ms), "trimfail")
+	})
+
+	t.Run("the CAS's reply is lost", func(t *testing.T) {
+		ctx := testCtx(t)
+		ms, v := setup(t, "trimlost", false)
+		ms.failNext(1, true)
+		if err := v.PrefixTrim(ctx, 15); err != nil {
+			t.Fatalf("PrefixTrim whose CAS landed = %v, want success", err)
+		}
+		wantTrimmed(t, ctx, v, v.Chain(), "trimlost")
 	})
 }
