@@ -99,14 +99,7 @@ func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL st
 		if err := c.checkExtend(nextURL); err != nil {
 			return false, err
 		}
-		if next == nil {
-			ll, err := v.open(ctx, nextURL)
-			if err != nil {
-				return false, fmt.Errorf("sharedlog: open new segment %q: %w", nextURL, err)
-			}
-			next = ll
-		}
-		if err := checkEmpty(ctx, next, nextURL); err != nil {
+		if err := v.checkTarget(ctx, &next, nextURL); err != nil {
 			// A racing client may already have made nextURL active and
 			// appended to it.
 			if nc, rerr := v.reload(ctx); rerr == nil && nc.Version != c.Version {
@@ -161,6 +154,21 @@ func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL st
 		return false, fmt.Errorf("sharedlog: reconfiguration: the chain changed %d times in a row: %w", maxChainAttempts, ErrConflict)
 	}
 	return false, stalledIf(true, from, fmt.Errorf("sharedlog: reconfiguration failed %d CASes in a row, the last: %w", maxChainAttempts, sealErr))
+}
+
+// checkTarget opens the loglet at url into *next, unless it is open
+// already, and checks that it is empty, within TargetCheckTimeout.
+func (v *VirtualLog) checkTarget(ctx context.Context, next *Loglet, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, v.opts.TargetCheckTimeout)
+	defer cancel()
+	if *next == nil {
+		ll, err := v.open(ctx, url)
+		if err != nil {
+			return fmt.Errorf("sharedlog: open new segment %q: %w", url, err)
+		}
+		*next = ll
+	}
+	return checkEmpty(ctx, *next, url)
 }
 
 // stalledIf wraps err, when sealed, to say that the loglet at from is

@@ -64,11 +64,22 @@ type VirtualOptions struct {
 	// ErrConflict); too long and an abandoned reconfiguration stops
 	// appends for that long. Default 2s; negative means at once.
 	StallTimeout time.Duration
+
+	// TargetCheckTimeout bounds how long a reconfiguration waits for its
+	// target loglet to open and answer, before the seal. A backend whose
+	// client retries until its context ends (etcd's does) would otherwise
+	// hold an operator's migration to an unreachable target for as long
+	// as the caller's context allows. Default 15s.
+	TargetCheckTimeout time.Duration
 }
 
 const (
 	defaultPollInterval = 20 * time.Millisecond
 	defaultStallTimeout = 2 * time.Second
+	// defaultTargetCheckTimeout is long enough for a remote backend's
+	// first connection (TLS, authentication, a DynamoDB table check) and
+	// short enough that a wrong URL is reported while the operator waits.
+	defaultTargetCheckTimeout = 15 * time.Second
 	// maxChainAttempts bounds how many chains one operation tries before
 	// giving up: every retry follows a seal or a lost CAS, and a log is
 	// reconfigured a few times a month, so needing this many means
@@ -159,6 +170,9 @@ func OpenVirtual(ctx context.Context, ms MetaStore, open Opener, opts VirtualOpt
 	}
 	if opts.StallTimeout == 0 {
 		opts.StallTimeout = defaultStallTimeout
+	}
+	if opts.TargetCheckTimeout <= 0 {
+		opts.TargetCheckTimeout = defaultTargetCheckTimeout
 	}
 	v := &VirtualLog{ms: ms, open: open.checked(), opts: opts}
 	v.mu.loglets = make(map[string]Loglet)

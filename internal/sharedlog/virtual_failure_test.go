@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
@@ -370,4 +371,46 @@ func TestVirtualTrimFailures(t *testing.T) {
 		}
 		wantTrimmed(t, ctx, v, v.Chain(), "trimlost")
 	})
+}
+
+// TestVirtualReconfigureTargetHangs: a target whose opener never answers
+// (an etcd client retries an unreachable cluster until its context ends)
+// is refused after TargetCheckTimeout, well before the caller's own
+// deadline, and the log is left as it was.
+func TestVirtualReconfigureTargetHangs(t *testing.T) {
+	const (
+		from   = "mem://hang/0"
+		target = "mem://hang/unreachable"
+	)
+	ms, reg := sharedlog.NewMemMetaStore(), newMemLoglets()
+	open := func(ctx context.Context, url string) (sharedlog.Loglet, error) {
+		if url == target {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return reg.open(ctx, url)
+	}
+	opts := testOpts(from)
+	opts.TargetCheckTimeout = 50 * time.Millisecond
+	v, err := sharedlog.OpenVirtual(testCtx(t), ms, open, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	ctx := testCtx(t)
+	mustAppend(t, ctx, v, "a")
+	before := storedChain(t, ctx, ms)
+
+	err = v.Reconfigure(ctx, target)
+	if ctx.Err() != nil {
+		t.Fatalf("Reconfigure waited out the caller's deadline (%v); want the target check to give up first", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reconfigure = %v, want the target check's deadline", err)
+	}
+	wantChain(t, storedChain(t, ctx, ms), before)
+	wantSealed(t, ctx, reg, from, false)
+	if p := mustAppend(t, ctx, v, "b"); p != 1 {
+		t.Fatalf("append after the refused reconfiguration at %d, want 1", p)
+	}
 }
