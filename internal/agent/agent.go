@@ -66,6 +66,9 @@ type Agent struct {
 	snapshots *snapshotter
 	// txns aborts timed-out transactions (txnsweep.go).
 	txns *txnSweeper
+	// damage records the damaged data objects reads and storage
+	// verification meet.
+	damage *fetch.DamageLog
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -181,6 +184,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
 	cache := fetch.NewCache(readCacheBytes)
+	a.damage = fetch.NewDamageLog(logger.With("component", "fetch"))
+	a.metrics.reg.MustRegister(newDamageCollector(a.damage))
 	a.pipeline, err = produce.New(produce.Config{
 		Store:         a.store,
 		Replica:       a.replica,
@@ -247,7 +252,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			DefaultPartitions:  cfg.DefaultPartitions,
 			TransactionVersion: cfg.TransactionVersion,
 			Produce:            a.pipeline,
-			Fetch:              fetch.NewReader(a.store, cache),
+			Fetch:              fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
 			Groups:             a.groups,
 		},
 	})
