@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -94,6 +93,21 @@ func TestKcatDamagedObjects(t *testing.T) {
 			}
 		})
 	}
+	t.Run("storage verify", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, strandBinary(t), "storage", "verify", "--http", httpAddr)
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("strand storage verify: %v, want exit status 1\n%s", err, out)
+		}
+		for _, want := range []string{"damaged objects: 2 (1 missing, 1 corrupt)", "missing  missing", "corrupt  corrupt"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("strand storage verify output lacks %q:\n%s", want, out)
+			}
+		}
+	})
 	warnings := 0
 	for line := range strings.Lines(proc.stderr.String()) {
 		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
@@ -135,37 +149,12 @@ func (k kcatRunner) consumeUntilError(t *testing.T, topic string) (stdout, errLi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kcatErrorWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, k.path, "-b", k.addr, "-C", "-t", topic, "-o", "beginning", "-e",
-		"-X", "fetch.wait.max.ms=20", "-f", "%o\t%s\n")
-	var out strings.Builder
-	cmd.Stdout = &out
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("kcat: %v", err)
-	}
-	var (
-		mu    sync.Mutex
-		lines []string
-	)
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		line := sc.Text()
-		mu.Lock()
-		lines = append(lines, line)
-		mu.Unlock()
-		if strings.Contains(line, "ERROR") {
-			errLine = line
-			cmd.Process.Kill()
-			break
-		}
-	}
-	cmd.Wait()
+	isError := func(line string) bool { return strings.Contains(line, "ERROR") }
+	stdout, lines, errLine, err := k.exec(ctx, t, nil, isError,
+		"-C", "-t", topic, "-o", "beginning", "-e", "-X", "fetch.wait.max.ms=20", "-f", "%o\t%s\n")
 	if errLine == "" {
 		t.Fatalf("kcat -C -t %s reported no error (ended: %v, context: %v)\nstdout:\n%s\nstderr:\n%s",
-			topic, cmd.ProcessState, ctx.Err(), out.String(), strings.Join(lines, "\n"))
+			topic, err, ctx.Err(), stdout, strings.Join(lines, "\n"))
 	}
-	return out.String(), errLine
+	return stdout, errLine
 }

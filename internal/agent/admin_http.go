@@ -27,6 +27,7 @@ import (
 //	POST /v1/snapshot     SnapshotTakenStatus out: a metadata snapshot
 //	                      taken now, and the log trimmed below it (or
 //	                      below a live agent that has not applied that far)
+//	POST /v1/storage/verify  see admin_verify.go
 const (
 	PathLogStatus  = "/v1/log/status"
 	PathLogMigrate = "/v1/log/migrate"
@@ -164,6 +165,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.handleLogStatus))
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
+	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers

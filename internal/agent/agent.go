@@ -69,6 +69,8 @@ type Agent struct {
 	// damage records the damaged data objects reads and storage
 	// verification meet.
 	damage *fetch.DamageLog
+	// verify is the running storage verification (admin_verify.go).
+	verify verifyJob
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -360,6 +362,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("shared log: %w", err))
 		}
 	}
+	a.verify.stop() // a walk can last hours: not one Shutdown waits for
 	if a.httpSrv != nil {
 		if err := a.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))

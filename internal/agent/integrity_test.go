@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/fetch"
 )
 
 // countingHandler counts the log records at warning level and above, by
@@ -117,6 +119,42 @@ func damagedFixture(t *testing.T, topic string, n int) (dir string) {
 	return dir
 }
 
+// consumeAroundDamage polls cl, which consumes partitions 0 and 1 of a
+// damagedFixture topic from the start, until it has the n records of
+// partition 1 and wantErrors errors of partition 0, and returns how many
+// errors it saw. Partition 0 must serve no record and fail only with
+// wantErr, the agent's answer; partition 1 must serve its values.
+func consumeAroundDamage(t *testing.T, cl *kgo.Client, logs countingHandler, n, wantErrors int, wantErr *kerr.Error) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var p1, errs int
+	for p1 < n || errs < wantErrors {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			_, warned := logs.warnings()
+			t.Fatalf("consumer hung: after %v, %d records of partition 1 and %d errors of partition 0; the agent logged %d warnings",
+				opTimeout, p1, errs, warned)
+		}
+		fs.EachError(func(_ string, p int32, err error) {
+			if p != 0 || !errors.Is(err, wantErr) {
+				t.Fatalf("fetch error on partition %d: %v; want only %s from the agent on partition 0", p, err, wantErr.Message)
+			}
+			errs++
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Partition == 0 {
+				t.Fatalf("partition 0 served offset %d, value %q, from a damaged object", r.Offset, r.Value)
+			}
+			if want := fmt.Sprintf("p1-value-%03d", r.Offset); string(r.Value) != want {
+				t.Fatalf("partition 1 offset %d: %q, want %q", r.Offset, r.Value, want)
+			}
+			p1++
+		})
+	}
+	return errs
+}
+
 // TestCorruptValueNotServed is the issue's first reproduction in
 // process: one value byte of a stored record is flipped while the agent
 // is down. After a restart a consumer never receives the altered value:
@@ -141,31 +179,7 @@ func TestCorruptValueNotServed(t *testing.T) {
 	a := startWith(t, agent.Config{DataDir: dir}, slog.New(logs))
 	cl := client(t, a.KafkaAddr(), kgo.KeepRetryableFetchErrors(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0), 1: kgo.NewOffset().At(0)}}))
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	const wantErrors = 10
-	var p1, corruptErrs int
-	for p1 < n || corruptErrs < wantErrors {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("after %v: %d records of partition 1, %d CORRUPT_MESSAGE errors of partition 0", opTimeout, p1, corruptErrs)
-		}
-		fs.EachError(func(_ string, p int32, err error) {
-			if p != 0 || !errors.Is(err, kerr.CorruptMessage) {
-				t.Fatalf("fetch error on partition %d: %v; want only CORRUPT_MESSAGE from the agent on partition 0", p, err)
-			}
-			corruptErrs++
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Partition == 0 {
-				t.Fatalf("partition 0 served offset %d, value %q, from the damaged batch", r.Offset, r.Value)
-			}
-			if want := fmt.Sprintf("p1-value-%03d", r.Offset); string(r.Value) != want {
-				t.Fatalf("partition 1 offset %d: %q, want %q", r.Offset, r.Value, want)
-			}
-			p1++
-		})
-	}
+	corruptErrs := consumeAroundDamage(t, cl, logs, n, 10, kerr.CorruptMessage)
 	checkMetrics(t, a.HTTPAddr(), []metricCheck{
 		{name: "strand_fetch_damaged_objects_total", labels: map[string]string{"kind": "corrupt"}},
 		{name: "strand_kafka_requests_total", labels: map[string]string{"api": "Fetch", "error": "CORRUPT_MESSAGE"}},
@@ -194,34 +208,87 @@ func TestMissingObjectVisible(t *testing.T) {
 	a := startWith(t, agent.Config{DataDir: dir}, slog.New(logs))
 	cl := client(t, a.KafkaAddr(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0), 1: kgo.NewOffset().At(0)}}))
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	const wantErrors = 50
-	var p1, missingErrs int
-	for p1 < n || missingErrs < wantErrors {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			_, warned := logs.warnings()
-			t.Fatalf("consumer hung: after %v, %d records of partition 1 and %d errors for partition 0; the agent logged %d warnings",
-				opTimeout, p1, missingErrs, warned)
-		}
-		fs.EachError(func(_ string, p int32, err error) {
-			if p != 0 || !errors.Is(err, kerr.UnknownServerError) {
-				t.Fatalf("fetch error on partition %d: %v; want only UNKNOWN_SERVER_ERROR on partition 0", p, err)
-			}
-			missingErrs++
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Partition == 0 {
-				t.Fatalf("partition 0 served offset %d from a deleted object", r.Offset)
-			}
-			p1++
-		})
-	}
+	missingErrs := consumeAroundDamage(t, cl, logs, n, 50, kerr.UnknownServerError)
 	checkMetrics(t, a.HTTPAddr(), []metricCheck{
 		{name: "strand_fetch_damaged_objects_total", labels: map[string]string{"kind": "missing"}},
 	})
 	if byMsg, total := logs.warnings(); total != 1 {
 		t.Fatalf("%d failed fetches of one missing object logged %d warnings, want 1: %v", missingErrs, total, byMsg)
+	}
+}
+
+// signalHandler closes seen when a record with message msg is logged.
+type signalHandler struct {
+	msg  string
+	once *sync.Once
+	seen chan struct{}
+}
+
+func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestStorageVerifyEndpoint checks POST /v1/storage/verify against a
+// clean store and a damaged one, then that a second verification is
+// refused while one runs and that stopping the agent ends a running one
+// rather than waiting for it.
+func TestStorageVerifyEndpoint(t *testing.T) {
+	const topic, n = "t", 10
+	dir := damagedFixture(t, topic, n)
+	a := start(t, dir)
+	rep := adminOK[agent.StorageVerifyReport](t, http.MethodPost, a.HTTPAddr(), agent.PathStorageVerify, "")
+	if rep.DamagedObjects != 0 || rep.Entries != 2 {
+		t.Fatalf("clean store: %+v", rep)
+	}
+	stop(t, a)
+
+	path, _ := objectHolding(t, dir, []byte("p1-value-000"))
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	logs := newCountingHandler()
+	a = startWith(t, agent.Config{DataDir: dir}, slog.New(logs))
+	rep = adminOK[agent.StorageVerifyReport](t, http.MethodPost, a.HTTPAddr(), agent.PathStorageVerify, `{"bytes_per_second": 1048576}`)
+	want := fetch.DamagedRange{Topic: topic, Partition: 1, FirstOffset: 0, LastOffset: n - 1}
+	if rep.Missing != 1 || len(rep.Damaged) != 1 || len(rep.Damaged[0].Ranges) != 1 || rep.Damaged[0].Ranges[0] != want {
+		t.Fatalf("report %+v, want the deleted object holding %+v", rep, want)
+	}
+	if _, total := logs.warnings(); total != 1 {
+		t.Fatalf("%d warnings, want 1 for the missing object", total)
+	}
+	checkMetrics(t, a.HTTPAddr(), []metricCheck{
+		{name: "strand_fetch_damaged_objects_total", labels: map[string]string{"kind": "missing"}},
+	})
+	if code, body := adminCall(t, http.MethodPost, a.HTTPAddr(), agent.PathStorageVerify, `{"bytes_per_second": -1}`); code != http.StatusBadRequest {
+		t.Fatalf("negative rate: %d %s", code, body)
+	}
+	stop(t, a)
+
+	started := signalHandler{msg: "storage verification starting", once: new(sync.Once), seen: make(chan struct{})}
+	a = startWith(t, agent.Config{DataDir: dir}, slog.New(started))
+	slow := make(chan int, 1)
+	go func() {
+		// At 1 byte a second the second read waits for hours.
+		resp, err := http.Post("http://"+a.HTTPAddr()+agent.PathStorageVerify, "application/json", strings.NewReader(`{"bytes_per_second": 1}`))
+		if err != nil {
+			slow <- -1
+			return
+		}
+		resp.Body.Close()
+		slow <- resp.StatusCode
+	}()
+	<-started.seen
+	if code, body := adminCall(t, http.MethodPost, a.HTTPAddr(), agent.PathStorageVerify, ""); code != http.StatusConflict {
+		t.Fatalf("second verification while one runs: %d %s", code, body)
+	}
+	stop(t, a) // fails the test if Shutdown waited out its deadline
+	if code := <-slow; code == http.StatusOK {
+		t.Fatal("the verification stopped by the agent's stop answered 200")
 	}
 }

@@ -209,14 +209,19 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 
 // get reads bytes [pos, pos+length) of object key through the cache,
 // checked by checkBatches. An object not in the store is ErrMissing,
-// and stays so without another GET for missingRecheckInterval.
+// and stays so without another GET for missingRecheckInterval; one
+// shorter than the range is ErrCorrupt.
 func (r *Reader) get(ctx context.Context, key string, pos, length int64) ([]byte, error) {
 	if r.damage.missingRecently(key) {
 		return nil, fmt.Errorf("%w: %s (found missing under %v ago)", ErrMissing, key, missingRecheckInterval)
 	}
 	data, err := r.cache.Get(ctx, r.store, key, pos, length, checkBatches)
-	if errors.Is(err, objstore.ErrNotFound) {
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
 		err = fmt.Errorf("%w: %w", ErrMissing, err)
+	case errors.Is(err, objstore.ErrInvalidRange):
+		// The index points past the object's end: cut short.
+		err = fmt.Errorf("%w: %s: %w", ErrCorrupt, key, err)
 	}
 	return data, err
 }
