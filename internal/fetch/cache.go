@@ -24,9 +24,9 @@ const readTimeout = 30 * time.Second
 // The cache holds only bytes that were checked: a range read from the
 // store enters it only after Get's check accepted all of it (the Reader
 // checks every batch's framing and CRC-32C), and a whole object enters
-// through PutObject only from the produce path, which validated each
-// batch, CRC included, before building the object and has held the bytes
-// in memory since. A hit serves a sub-range of one entry, so it never
+// through PutObject only from the produce path, whose batches were
+// validated, CRC included, before the object was built from them in
+// memory. A hit serves a sub-range of one entry, so it never
 // returns bytes that were not checked, and bytes that fail the check are
 // neither cached nor returned: a repaired object is read afresh.
 //
@@ -106,9 +106,10 @@ func (c *Cache) Stats() CacheStats {
 
 // PutObject caches a whole object, taking ownership of data: the caller
 // must not modify it afterwards. It implements produce.ObjectCache. The
-// bytes are not checked again: the produce path validated every batch in
-// them (recordbatch.Validate, CRC-32C included) and they never left its
-// memory.
+// bytes are not checked again: every batch in them was validated before
+// it was submitted (the Produce handler's recordbatch.ValidateProduce,
+// CRC-32C included; SetLogAppendTime recomputes the CRC it changes), and
+// the object never left the agent's memory since.
 func (c *Cache) PutObject(key string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
