@@ -19,6 +19,10 @@ import (
 // does not help until someone restores it.
 var ErrMissing = errors.New("fetch: data object missing from the store")
 
+// errMissingRecently marks an ErrMissing answered from the DamageLog's
+// memory, without asking the store: it does not count as a new check.
+var errMissingRecently = errors.New("found missing under a second ago")
+
 // DamageKind says how a data object is damaged.
 type DamageKind int
 
@@ -160,11 +164,16 @@ func (d *DamageLog) Report(key string, topic meta.TopicID, partition int32, offs
 		o.logged = time.Time{}
 		d.objects[kind].Add(1)
 	case now.Sub(o.logged) < damageRelogInterval:
-		o.checked = now
+		if !errors.Is(err, errMissingRecently) {
+			o.checked = now
+		}
 		d.mu.Unlock()
 		return
 	}
-	o.logged, o.checked = now, now
+	o.logged = now
+	if !errors.Is(err, errMissingRecently) {
+		o.checked = now
+	}
 	suppressed, ok := d.takeLineLocked(now)
 	d.mu.Unlock()
 	if !ok {

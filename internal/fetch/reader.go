@@ -213,7 +213,7 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 // shorter than the range is ErrCorrupt.
 func (r *Reader) get(ctx context.Context, key string, pos, length int64) ([]byte, error) {
 	if r.damage.missingRecently(key) {
-		return nil, fmt.Errorf("%w: %s (found missing under %v ago)", ErrMissing, key, missingRecheckInterval)
+		return nil, fmt.Errorf("%w: %s (%w)", ErrMissing, key, errMissingRecently)
 	}
 	data, err := r.cache.Get(ctx, r.store, key, pos, length, checkBatches)
 	switch {
