@@ -105,10 +105,9 @@ type Options struct {
 	MaxReadBytes int
 	// Logger receives recovery and failure reports. Default slog.Default().
 	Logger *slog.Logger
-	// Sync makes a file or directory durable. Nil means (*os.File).Sync.
-	// It is a test seam: tests fail it to check the loglet never reports
-	// an unsynced write as durable.
-	Sync func(f *os.File) error
+	// FS is the file system the loglet writes through. Nil means OS. It
+	// is a test seam: tests fail writes and fsyncs through it.
+	FS FS
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -136,8 +135,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Sync == nil {
-		o.Sync = (*os.File).Sync
+	if o.FS == nil {
+		o.FS = OS
 	}
 	return o, nil
 }
@@ -184,7 +183,7 @@ var (
 type segment struct {
 	base sharedlog.Pos
 	path string
-	f    *os.File
+	f    File
 	// Guarded by Loglet.mu.
 	offsets []int64 // file offset of each published entry
 	end     int64   // end of the last published entry
@@ -211,7 +210,7 @@ func Open(dir string, opts Options) (*Loglet, error) {
 		}
 		// The new directory's own entry must be durable before anything
 		// in it can be.
-		if err := syncDir(filepath.Dir(dir), opts.Sync); err != nil {
+		if err := syncDir(filepath.Dir(dir), opts.FS); err != nil {
 			return nil, err
 		}
 	}

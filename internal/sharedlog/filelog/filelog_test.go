@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
+	"github.com/strandkafka/strand/internal/sharedlog/filelog/faultfs"
 	"github.com/strandkafka/strand/internal/sharedlog/loglettest"
 )
 
@@ -389,21 +391,36 @@ func bases2names(paths []string) []string {
 	return out
 }
 
-var errSyncInjected = errors.New("injected fsync failure")
-
-// failingSync fails every Sync once armed, and counts calls.
-type failingSync struct {
-	armed atomic.Bool
-	match string // fail only files whose name contains this
-	calls atomic.Int64
+// failSyncs makes fsyncs of files whose name contains match fail with
+// faultfs.ErrNoSpace.
+func failSyncs(fs *faultfs.FS, match string) {
+	fs.Set(faultfs.Fault{Ops: faultfs.OpSync, Match: func(path string) bool {
+		return strings.Contains(filepath.Base(path), match)
+	}})
 }
 
-func (s *failingSync) sync(f *os.File) error {
-	s.calls.Add(1)
-	if s.armed.Load() && strings.Contains(filepath.Base(f.Name()), s.match) {
-		return errSyncInjected
+// hookFS calls onSync before every fsync, of files and directories.
+type hookFS struct {
+	filelog.FS
+	onSync func(name string)
+}
+
+func (h hookFS) OpenFile(name string, flag int, perm fs.FileMode) (filelog.File, error) {
+	f, err := h.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
 	}
-	return f.Sync()
+	return hookFile{f, h.onSync}, nil
+}
+
+type hookFile struct {
+	filelog.File
+	onSync func(name string)
+}
+
+func (f hookFile) Sync() error {
+	f.onSync(f.Name())
+	return f.File.Sync()
 }
 
 // TestFsyncFailure: when fsync fails, the append is not acknowledged, the
@@ -412,17 +429,18 @@ func (s *failingSync) sync(f *os.File) error {
 func TestFsyncFailure(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	fs := &failingSync{match: ".seg"}
-	l := open(t, dir, filelog.Options{Sync: fs.sync})
+	var syncs atomic.Int64
+	fsys := faultfs.Wrap(hookFS{filelog.OS, func(string) { syncs.Add(1) }})
+	l := open(t, dir, filelog.Options{FS: fsys})
 	defer l.Close()
 	appendEntries(t, l, 0, 5)
 
-	fs.armed.Store(true)
-	if pos, err := l.Append(ctx, entry(5)); !errors.Is(err, filelog.ErrFailed) || !strings.Contains(err.Error(), errSyncInjected.Error()) {
+	failSyncs(fsys, ".seg")
+	if pos, err := l.Append(ctx, entry(5)); !errors.Is(err, filelog.ErrFailed) || !strings.Contains(err.Error(), faultfs.ErrNoSpace.Error()) {
 		t.Fatalf("Append with failing fsync = (%d, %v), want ErrFailed carrying the cause", pos, err)
 	}
-	fs.armed.Store(false) // a "recovered" disk must not revive the loglet
-	calls := fs.calls.Load()
+	fsys.Clear() // a "recovered" disk must not revive the loglet
+	calls := syncs.Load()
 	if _, err := l.Append(ctx, entry(5)); !errors.Is(err, filelog.ErrFailed) {
 		t.Fatalf("Append after a failed fsync: %v, want ErrFailed", err)
 	}
@@ -432,7 +450,7 @@ func TestFsyncFailure(t *testing.T) {
 	if err := l.PrefixTrim(ctx, 3); !errors.Is(err, filelog.ErrFailed) {
 		t.Fatalf("PrefixTrim after a failed fsync: %v, want ErrFailed", err)
 	}
-	if got := fs.calls.Load(); got != calls {
+	if got := syncs.Load(); got != calls {
 		t.Fatalf("%d more fsyncs after the failure: a failed loglet must not retry", got-calls)
 	}
 	wantLog(t, l, 0, 5) // the unsynced entry 5 is not visible
@@ -459,8 +477,8 @@ func TestFsyncFailure(t *testing.T) {
 func TestFsyncFailureConcurrent(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	fs := &failingSync{match: ".seg"}
-	l := open(t, dir, filelog.Options{Sync: fs.sync})
+	fsys := faultfs.Wrap(filelog.OS)
+	l := open(t, dir, filelog.Options{FS: fsys})
 	defer l.Close()
 	var (
 		mu    sync.Mutex
@@ -484,7 +502,7 @@ func TestFsyncFailureConcurrent(t *testing.T) {
 				acked[pos] = data
 				mu.Unlock()
 				if count.Add(1) == 100 {
-					fs.armed.Store(true)
+					failSyncs(fsys, ".seg")
 					close(armed)
 				}
 			}
@@ -523,11 +541,11 @@ func TestFsyncFailureConcurrent(t *testing.T) {
 func TestStateFsyncFailure(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	fs := &failingSync{match: "STATE"}
-	l := open(t, dir, filelog.Options{Sync: fs.sync})
+	fsys := faultfs.Wrap(filelog.OS)
+	l := open(t, dir, filelog.Options{FS: fsys})
 	defer l.Close()
 	appendEntries(t, l, 0, 3)
-	fs.armed.Store(true)
+	failSyncs(fsys, "STATE")
 	if err := l.Seal(ctx); !errors.Is(err, filelog.ErrFailed) {
 		t.Fatalf("Seal with failing fsync: %v, want ErrFailed", err)
 	}
@@ -559,13 +577,12 @@ func TestGroupCommitAndBackpressure(t *testing.T) {
 		)
 		l := open(t, dir, filelog.Options{
 			MaxQueueBytes: 4 << 10,
-			Sync: func(f *os.File) error {
-				if strings.HasSuffix(f.Name(), ".seg") && gating.Load() {
+			FS: hookFS{filelog.OS, func(name string) {
+				if strings.HasSuffix(name, ".seg") && gating.Load() {
 					syncs.Add(1)
 					<-gate
 				}
-				return f.Sync()
-			},
+			}},
 		})
 		defer l.Close()
 		data := make([]byte, 1000) // charged about 1.1 KiB each

@@ -172,7 +172,7 @@ func (l *Loglet) commit(reqs []*request) {
 		l.fail(fmt.Errorf("writing %s: %w", w.active.path, err), reqs)
 		return
 	}
-	if err := l.opts.Sync(w.active.f); err != nil {
+	if err := w.active.f.Sync(); err != nil {
 		l.fail(fmt.Errorf("fsync %s: %w", w.active.path, err), reqs)
 		return
 	}
@@ -269,7 +269,7 @@ func (l *Loglet) trim(req *request) {
 	// durable only leaves files that Open deletes again.
 	for _, s := range dead {
 		_ = s.f.Close()
-		if err := os.Remove(s.path); err != nil {
+		if err := l.opts.FS.Remove(s.path); err != nil {
 			l.opts.Logger.Warn("filelog: removing trimmed segment", "path", s.path, "err", err)
 		}
 	}
@@ -317,7 +317,7 @@ func (l *Loglet) createSegment(base sharedlog.Pos) (*segment, error) {
 	if err := l.writeFileDurably(path, encodeSegmentHeader(base), true); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := l.opts.FS.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -334,19 +334,19 @@ func (l *Loglet) writeFileDurably(path string, data []byte, exclusive bool) erro
 		}
 	}
 	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.opts.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("filelog: writing %s: %w", path, err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = l.opts.Sync(f)
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = l.opts.FS.Rename(tmp, path)
 	}
 	if err == nil {
 		err = l.syncDir()
@@ -357,15 +357,15 @@ func (l *Loglet) writeFileDurably(path string, data []byte, exclusive bool) erro
 	return nil
 }
 
-func (l *Loglet) syncDir() error { return syncDir(l.dir, l.opts.Sync) }
+func (l *Loglet) syncDir() error { return syncDir(l.dir, l.opts.FS) }
 
 // syncDir makes dir's entries (creations, renames, removals) durable.
-func syncDir(dir string, sync func(*os.File) error) error {
-	d, err := os.Open(dir)
+func syncDir(dir string, fsys FS) error {
+	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
-	err = sync(d)
+	err = d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
