@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
-	"github.com/strandkafka/strand/internal/sharedlog/filelog/faultfs"
 	"github.com/strandkafka/strand/internal/sharedlog/loglettest"
 )
 
@@ -389,178 +387,6 @@ func bases2names(paths []string) []string {
 		out[i] = filepath.Base(p)
 	}
 	return out
-}
-
-// failSyncs makes fsyncs of files whose name contains match fail with
-// faultfs.ErrNoSpace.
-func failSyncs(fs *faultfs.FS, match string) {
-	fs.Set(faultfs.Fault{Ops: faultfs.OpSync, Match: func(path string) bool {
-		return strings.Contains(filepath.Base(path), match)
-	}})
-}
-
-// hookFS calls onSync before every fsync, of files and directories.
-type hookFS struct {
-	filelog.FS
-	onSync func(name string)
-}
-
-func (h hookFS) OpenFile(name string, flag int, perm fs.FileMode) (filelog.File, error) {
-	f, err := h.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return hookFile{f, h.onSync}, nil
-}
-
-type hookFile struct {
-	filelog.File
-	onSync func(name string)
-}
-
-func (f hookFile) Sync() error {
-	f.onSync(f.Name())
-	return f.File.Sync()
-}
-
-// TestFsyncFailure: when fsync fails, the append is not acknowledged, the
-// loglet fails for good without retrying fsync, unsynced entries stay
-// invisible, and acknowledged entries stay readable and survive reopen.
-func TestFsyncFailure(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	var syncs atomic.Int64
-	fsys := faultfs.Wrap(hookFS{filelog.OS, func(string) { syncs.Add(1) }})
-	l := open(t, dir, filelog.Options{FS: fsys})
-	defer l.Close()
-	appendEntries(t, l, 0, 5)
-
-	failSyncs(fsys, ".seg")
-	if pos, err := l.Append(ctx, entry(5)); !errors.Is(err, filelog.ErrFailed) || !strings.Contains(err.Error(), faultfs.ErrNoSpace.Error()) {
-		t.Fatalf("Append with failing fsync = (%d, %v), want ErrFailed carrying the cause", pos, err)
-	}
-	fsys.Clear() // a "recovered" disk must not revive the loglet
-	calls := syncs.Load()
-	if _, err := l.Append(ctx, entry(5)); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("Append after a failed fsync: %v, want ErrFailed", err)
-	}
-	if err := l.Seal(ctx); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("Seal after a failed fsync: %v, want ErrFailed", err)
-	}
-	if err := l.PrefixTrim(ctx, 3); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("PrefixTrim after a failed fsync: %v, want ErrFailed", err)
-	}
-	if got := syncs.Load(); got != calls {
-		t.Fatalf("%d more fsyncs after the failure: a failed loglet must not retry", got-calls)
-	}
-	wantLog(t, l, 0, 5) // the unsynced entry 5 is not visible
-	if tail, err := l.WaitTail(ctx, 5); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("WaitTail on a failed loglet = (%d, %v), want ErrFailed rather than blocking", tail, err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	// The failed write may or may not have reached the disk: either way
-	// the acknowledged prefix is intact and appends carry on after it.
-	l = open(t, dir, filelog.Options{})
-	defer l.Close()
-	tail, _, err := l.CheckTail(ctx)
-	if err != nil || (tail != 5 && tail != 6) {
-		t.Fatalf("CheckTail after reopen = (%d, %v), want 5 or 6", tail, err)
-	}
-	wantLog(t, l, 0, int(tail))
-}
-
-// TestFsyncFailureConcurrent: appenders in flight when fsync fails all get
-// errors; every acknowledged entry is below the tail and survives.
-func TestFsyncFailureConcurrent(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	fsys := faultfs.Wrap(filelog.OS)
-	l := open(t, dir, filelog.Options{FS: fsys})
-	defer l.Close()
-	var (
-		mu    sync.Mutex
-		acked = map[sharedlog.Pos][]byte{}
-		wg    sync.WaitGroup
-		armed = make(chan struct{})
-	)
-	var count atomic.Int64
-	for g := range 8 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				data := []byte(fmt.Sprintf("g%d-%d", g, i))
-				pos, err := l.Append(ctx, data)
-				if err != nil {
-					if !errors.Is(err, filelog.ErrFailed) {
-						t.Errorf("Append: %v, want ErrFailed", err)
-					}
-					return
-				}
-				mu.Lock()
-				acked[pos] = data
-				mu.Unlock()
-				if count.Add(1) == 100 {
-					failSyncs(fsys, ".seg")
-					close(armed)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	<-armed
-	tail, _, err := l.CheckTail(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int(tail) != len(acked) {
-		t.Fatalf("tail %d but %d acknowledged appends", tail, len(acked))
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l = open(t, dir, filelog.Options{})
-	defer l.Close()
-	for p := sharedlog.Pos(0); p < tail; {
-		es, err := l.ReadNext(ctx, p, tail)
-		if err != nil || len(es) == 0 {
-			t.Fatalf("ReadNext(%d): %d, %v", p, len(es), err)
-		}
-		for _, en := range es {
-			if !bytes.Equal(en.Data, acked[en.Pos]) {
-				t.Fatalf("entry %d = %q, acknowledged %q", en.Pos, en.Data, acked[en.Pos])
-			}
-		}
-		p += sharedlog.Pos(len(es))
-	}
-}
-
-// TestStateFsyncFailure: a Seal whose STATE file cannot be made durable
-// fails, the loglet fails, and after reopening it is not sealed.
-func TestStateFsyncFailure(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	fsys := faultfs.Wrap(filelog.OS)
-	l := open(t, dir, filelog.Options{FS: fsys})
-	defer l.Close()
-	appendEntries(t, l, 0, 3)
-	failSyncs(fsys, "STATE")
-	if err := l.Seal(ctx); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("Seal with failing fsync: %v, want ErrFailed", err)
-	}
-	if _, sealed, _ := l.CheckTail(ctx); sealed {
-		t.Fatal("CheckTail reports sealed after the seal failed")
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l = open(t, dir, filelog.Options{})
-	defer l.Close()
-	if _, sealed, _ := l.CheckTail(ctx); sealed {
-		t.Fatal("sealed after reopen, though the seal failed")
-	}
-	appendEntries(t, l, 3, 4)
 }
 
 // TestGroupCommitAndBackpressure: while one group commit is in its fsync,
