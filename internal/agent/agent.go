@@ -33,6 +33,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
@@ -61,6 +62,8 @@ type Agent struct {
 	httpSrv  *http.Server
 	serveErr chan error
 	ready    atomic.Bool
+	// appends says whether the shared log takes appends (failstop.go).
+	appends appendHealth
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
@@ -147,7 +150,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
-	vlog, err := logurl.OpenVirtual(ctx, cfg.Log, sharedlog.VirtualOptions{})
+	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{}, logurl.Options{
+		File: filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("shared log %s: %w", cfg.Log, err)
 	}
@@ -158,9 +163,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	metaCfg := meta.Config{
 		Dir:      metaDir,
-		Log:      timedLog{VirtualLog: vlog, m: a.metrics},
+		Log:      timedLog{VirtualLog: vlog, m: a.metrics, health: &a.appends},
 		WriterID: agentID,
 		Logger:   logger.With("component", "meta"),
+		FS:       cfg.testing.metaFS,
+		FailStop: a.failStop,
 	}
 	a.replica, err = meta.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
@@ -387,6 +394,10 @@ func (a *Agent) startHTTP() error {
 			return
 		}
 		if err := a.replica.Err(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := a.appends.failing(); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}

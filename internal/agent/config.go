@@ -78,6 +78,9 @@ type Config struct {
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error.
 	Lease time.Duration
+
+	// testing holds this package's test seams (failstop.go).
+	testing testSeams
 }
 
 // Bounds on Config.Lease: a renewal every Lease/3 must not flood the log,

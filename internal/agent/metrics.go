@@ -188,11 +188,13 @@ func (c *damageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// timedLog measures appends to the shared log. It embeds the VirtualLog
-// so the replica still finds its WaitTail.
+// timedLog measures appends to the shared log and tells appendHealth how
+// they went. It embeds the VirtualLog so the replica still finds its
+// WaitTail.
 type timedLog struct {
 	*sharedlog.VirtualLog
-	m *metrics
+	m      *metrics
+	health *appendHealth
 }
 
 func (l timedLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error) {
@@ -202,6 +204,7 @@ func (l timedLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, erro
 	if err != nil {
 		l.m.logAppendErrs.Inc()
 	}
+	l.health.record(err)
 	return pos, err
 }
 

@@ -89,7 +89,7 @@ func remoteFor(rawURL string) (remote, bool) {
 
 // openRemoteVirtual is OpenVirtual for a remote backend: the chain and
 // the segments both live on it.
-func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts sharedlog.VirtualOptions) (*sharedlog.VirtualLog, error) {
+func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts sharedlog.VirtualOptions, o Options) (*sharedlog.VirtualLog, error) {
 	ms, err := r.metaStore(rawURL)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts shared
 	if opts.NextURL == nil {
 		opts.NextURL = NextURL
 	}
-	return sharedlog.OpenVirtual(ctx, ms, Opener(""), opts)
+	return sharedlog.OpenVirtual(ctx, ms, OpenerWith("", o), opts)
 }
 
 // NextURL names the segment that follows chain c in the way of the
