@@ -70,7 +70,12 @@ func TestLogWriteFailureRecovers(t *testing.T) {
 
 	logFS.Clear()
 	after := records(topic, 2, 20, "after")
-	produce(t, addr, after)
+	// An entry can apply, and so a produce be answered, before the
+	// Append that wrote it has returned and told /readyz. The replica
+	// appends one entry at a time, so the second produce is answered
+	// only after the first one's Append returned.
+	produce(t, addr, after[:10])
+	produce(t, addr, after[10:])
 	if code, body := get(t, readyz); code != http.StatusOK {
 		t.Fatalf("/readyz once appends work again: %d %q", code, body)
 	}
