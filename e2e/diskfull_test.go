@@ -14,7 +14,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
@@ -142,14 +141,8 @@ func produceValues(t *testing.T, cl *kgo.Client, tag string, n int) []string {
 // partition's error code: a client's retries would hide it.
 func rawProduce(t *testing.T, cl *kgo.Client, topic string) int16 {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, int32(opTimeout.Milliseconds())
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 10})
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := batchtest.ProduceRequest(topic, 0, batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 10}),
+		int32(opTimeout.Milliseconds()))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, cl)

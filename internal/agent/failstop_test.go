@@ -13,7 +13,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
@@ -44,15 +43,8 @@ func TestLogWriteFailureRecovers(t *testing.T) {
 	logFS.Set(faultfs.Fault{Ops: faultfs.OpWrite | faultfs.OpSync, Match: func(path string) bool {
 		return strings.HasSuffix(path, ".seg")
 	}})
-	// A raw request: a client's retries would hide the agent's answer.
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, int32(opTimeout.Milliseconds())
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batchtest.Build(t, batchtest.Options{Records: 3, ValueBytes: 10})
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := batchtest.ProduceRequest(topic, 0, batchtest.Build(t, batchtest.Options{Records: 3, ValueBytes: 10}),
+		int32(opTimeout.Milliseconds()))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, client(t, addr))
