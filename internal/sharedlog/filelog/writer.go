@@ -199,10 +199,10 @@ func (l *Loglet) commit(reqs []*request) {
 	l.mu.queuedBytes -= cost
 	l.wakeLocked()
 	l.mu.Unlock()
-	l.recovered()
 	for i, r := range reqs {
 		r.done <- result{pos: first + sharedlog.Pos(i)}
 	}
+	l.recovered()
 	// Let the appenders just woken queue their next entries before the
 	// next group is cut. Without this, closed-loop appenders split into
 	// two alternating halves, one in the fsync and one queued, and a
@@ -334,13 +334,13 @@ func (l *Loglet) fail(cause error, reqs []*request) {
 	}
 }
 
-// repair ends a broken spell, as the package doc describes: it truncates
-// the active segment to the end of the last acknowledged entry and
-// fsyncs it. Everything before that end was fsynced before the failure,
-// and nothing past it was acknowledged or published, so cutting it
-// loses nothing and leaves the positions from the tail on free to write.
-// It returns an error while the cut cannot be made durable, and nil at
-// once when the loglet is not broken.
+// repair cuts off what a failed write may have left, as the package doc
+// describes: it truncates the active segment to the end of the last
+// acknowledged entry and fsyncs it. Everything before that end was
+// fsynced before the failure, and nothing past it was acknowledged or
+// published, so cutting it loses nothing and leaves the positions from
+// the tail on free to write. It returns an error while the cut cannot be
+// made durable, and nil at once when the loglet is not broken.
 func (l *Loglet) repair() error {
 	w := &l.w
 	if w.broken == nil {
