@@ -251,9 +251,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
+	}
 	a.server, err = kafka.New(kafka.Config{
-		Logger:   logger.With("component", "kafka"),
-		Observer: kafkaObserver{m: a.metrics},
+		Logger:                 logger.With("component", "kafka"),
+		Observer:               kafkaObserver{m: a.metrics},
+		MaxConns:               cfg.MaxConnections,
+		MaxConnsPerIP:          cfg.MaxConnectionsPerIP,
+		MaxConnsPerIPOverrides: perIPOverrides,
+		IdleTimeout:            cfg.ConnectionsMaxIdle,
 		Deps: kafka.Deps{
 			Meta:               a.replica,
 			Cluster:            kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
