@@ -183,20 +183,34 @@ func (b *byteBudget) free() int64 {
 	return b.capBytes - b.mu.usedBytes
 }
 
-// firstShareBytes is how much of the budget a frame takes before its
-// bytes arrive (a frame of up to twice that is reserved whole, see
-// growFrame): a power of two between the smallest and the largest pooled
-// frame buffer, small enough that every connection holding twice that
-// leaves half the budget (a client announcing large frames on many
-// connections gets no further), large enough that most requests fit whole.
+// firstShareBytes bounds what a frame takes of the budget before its
+// bytes arrive (see growFrame): a power of two between the smallest and
+// the largest pooled frame buffer, small enough that every connection
+// holding that much leaves half the budget (a client announcing large
+// frames on many connections gets no further), large enough that most
+// requests are read whole at once.
 func firstShareBytes(budgetBytes int64, maxConns int) int64 {
-	n := min(max(budgetBytes/int64(4*maxConns), 1<<minPooledFrameShift), maxPooledFrameBytes)
+	n := min(max(budgetBytes/int64(2*maxConns), 1<<minPooledFrameShift), maxPooledFrameBytes)
 	return 1 << (bits.Len64(uint64(n)) - 1)
 }
 
-// frameGrowth is how much a frame's share grows each time it is full: its
-// share stays within 2*frameGrowth times the bytes it has received (plus
-// its first share), and a frame is copied about log_frameGrowth(size /
-// first share) times on its way in. 4 keeps a 1 MiB frame to three
-// copies, the last of 256 KiB.
+// nextShare is the share a frame of size bytes holding held grows to. A
+// frame's shares are the rungs of a ladder down from its size by factors
+// of frameGrowth: it starts on the highest rung within first (a frame
+// that small is read whole at once) and climbs a rung each time its
+// buffer fills. So its share stays within frameGrowth times what it has
+// received, the last step is always to the whole frame, and the bytes
+// copied on the way are about size/(frameGrowth-1).
+func nextShare(size, held, first int64) int64 {
+	target := size
+	for target > first && target/frameGrowth > held {
+		target /= frameGrowth
+	}
+	return target
+}
+
+// frameGrowth is the ratio between a frame's successive shares. 4 reads a
+// 1 MiB frame in four steps from 16 KiB, copying 336 KiB on the way; 2
+// would copy about the whole frame, 8 a seventh of it but hold up to 8
+// times what was received.
 const frameGrowth = 4

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -168,7 +169,7 @@ func TestFirstShareBytes(t *testing.T) {
 		want     int64
 		whyShort string
 	}{
-		{DefaultMaxQueuedRequestBytes, DefaultMaxConns, 8 << 10, "defaults"},
+		{DefaultMaxQueuedRequestBytes, DefaultMaxConns, 16 << 10, "defaults"},
 		{1 << 40, 1, maxPooledFrameBytes, "at most the largest pooled buffer"},
 		{1 << 20, 1 << 20, 1 << minPooledFrameShift, "at least the smallest pooled buffer"},
 	} {
@@ -213,4 +214,27 @@ func TestQueuedRequestBytesShared(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestNextShare(t *testing.T) {
+	for _, tt := range []struct {
+		size, first int64
+		want        []int64
+	}{
+		{size: 100, first: 16 << 10, want: []int64{100}},
+		{size: 16 << 10, first: 16 << 10, want: []int64{16 << 10}},
+		{size: 1 << 20, first: 16 << 10, want: []int64{16 << 10, 64 << 10, 256 << 10, 1 << 20}},
+		// Rungs count down from the size: no small last step.
+		{size: 1<<20 + 60, first: 16 << 10, want: []int64{16 << 10, 64<<10 + 3, 256<<10 + 15, 1<<20 + 60}},
+		{size: 40 << 10, first: 16 << 10, want: []int64{10 << 10, 40 << 10}},
+	} {
+		var got []int64
+		for held := int64(0); held < tt.size; {
+			held = nextShare(tt.size, held, tt.first)
+			got = append(got, held)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("size %d, first %d: shares %v, want %v", tt.size, tt.first, got, tt.want)
+		}
+	}
 }

@@ -63,11 +63,11 @@ type Conn struct {
 
 // pending is a request between being read and its response being written.
 type pending struct {
-	hdr     Header
-	start   time.Time
-	bytesIn int
+	hdr   Header
+	start time.Time
 
-	// frame and share are released when the handler returns.
+	// frame and share are released when the handler returns; the share
+	// keeps the frame's size.
 	frame *[]byte
 	share frameShare
 
@@ -234,7 +234,7 @@ func (c *Conn) readRequest() (*pending, error) {
 		// Kafka: InvalidReceiveException, connection closed.
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, s.cfg.MaxRequestBytes)
 	}
-	p := &pending{bytesIn: 4 + int(size)}
+	p := new(pending)
 	p.share.sizeBytes = int64(size)
 	if err := c.readBody(p, c.frameDeadline(first, size)); err != nil {
 		p.releaseFrame(s)
@@ -442,19 +442,12 @@ func (c *Conn) readBody(p *pending, deadline time.Time) error {
 	return nil
 }
 
-// growFrame grows p's share of the budget and its buffer, which holds the
-// got bytes received so far. Frames up to twice the first share are read
-// into a buffer of their size; larger ones start there and grow by
-// frameGrowth.
+// growFrame grows p's share of the budget (to the next rung, see
+// nextShare) and its buffer, which holds the got bytes received so far.
 func (c *Conn) growFrame(p *pending, got int) (time.Duration, error) {
 	s := c.srv
 	sh := &p.share
-	target := max(sh.heldBytes*frameGrowth, s.firstShareBytes)
-	if target > sh.sizeBytes/2 {
-		// The step after would be a small one, and one more copy.
-		target = sh.sizeBytes
-	}
-	want := target - sh.heldBytes
+	want := nextShare(sh.sizeBytes, sh.heldBytes, s.firstShareBytes) - sh.heldBytes
 	waited, err := s.budget.grow(sh, want, c.ctx.Done(), s.drain)
 	if err != nil {
 		if c.ctx.Err() != nil {
@@ -614,7 +607,7 @@ func (c *Conn) finish(p *pending, bytesOut int, err error) {
 	c.srv.obs.RequestDone(c, RequestStats{
 		Key:      p.hdr.Key,
 		Version:  p.hdr.Version,
-		BytesIn:  p.bytesIn,
+		BytesIn:  4 + int(p.share.sizeBytes),
 		BytesOut: bytesOut,
 		Latency:  time.Since(p.start),
 		Err:      err,
