@@ -64,10 +64,11 @@
 // # Kinds
 //
 // A group has a kind (meta.GroupKind). KIP-848 "consumer" groups
-// (ConsumerGroupHeartbeat, ConsumerGroupDescribe; consumer.go) share the
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe: consumer.go) share the
 // lookup, loading, placement, stores and offsets with classic groups,
 // with their own membership state: epochs, server-side assignment
-// (assignor.go: uniform, range) and revoke-before-assign reconciliation.
+// (assignor.go: uniform, range) and revoke-before-assign reconciliation
+// (reconcile.go).
 // A classic JoinGroup to a non-empty consumer group is
 // INCONSISTENT_GROUP_PROTOCOL; a consumer heartbeat to a non-empty
 // classic group is GROUP_ID_NOT_FOUND. An empty group of either kind
