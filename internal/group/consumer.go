@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
 )
@@ -38,8 +37,52 @@ func compileSubscription(expr string) (*regexp.Regexp, error) {
 	return regexp.Compile("^(?:" + expr + ")$")
 }
 
+// ConsumerHeartbeatRequest is a ConsumerGroupHeartbeat (KIP-848). A nil
+// field leaves what the member said before unchanged.
+type ConsumerHeartbeatRequest struct {
+	Group string
+	// MemberID names the member; on a first join it may be empty for the
+	// coordinator to name it, unless RequireMemberID.
+	MemberID        string
+	RequireMemberID bool
+	// MemberEpoch is the member's epoch: 0 joins, -1 leaves, -2 is a
+	// static member's leave.
+	MemberEpoch int32
+	InstanceID  *string
+	RackID      *string
+	// RebalanceTimeoutMs is -1 when not given; a join must give it.
+	RebalanceTimeoutMs   int32
+	SubscribedTopicNames []string
+	SubscribedTopicRegex *string
+	ServerAssignor       *string
+	// Owned is what the member owns, by topic id; a join owns nothing
+	// (not nil).
+	Owned []ConsumerTopic
+}
+
+// ConsumerTopic is some partitions of a topic in a KIP-848 assignment.
+type ConsumerTopic struct {
+	TopicID meta.TopicID
+	// Topic is set in answers; requests name topics by id only.
+	Topic      string
+	Partitions []int32
+}
+
+// ConsumerHeartbeatResult answers a ConsumerHeartbeatRequest.
+type ConsumerHeartbeatResult struct {
+	// Code is a Kafka error code, 0 for success; Message may explain it.
+	Code              int16
+	Message           string
+	MemberID          string
+	MemberEpoch       int32
+	HeartbeatInterval time.Duration
+	// Assignment, if not nil, is the member's assignment, sent when it
+	// changed or the member's view of it differs.
+	Assignment []ConsumerTopic
+}
+
 // validateConsumerHeartbeat is KIP-848's request validation.
-func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.Error, string) {
+func validateConsumerHeartbeat(req *ConsumerHeartbeatRequest) (*kerr.Error, string) {
 	switch {
 	case req.Group == "":
 		return kerr.InvalidGroupID, "GroupId can't be empty."
@@ -47,7 +90,7 @@ func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.E
 		return kerr.InvalidRequest, "InstanceId can't be empty."
 	case req.RackID != nil && *req.RackID == "":
 		return kerr.InvalidRequest, "RackId can't be empty."
-	case req.Version >= 1 && req.MemberID == "":
+	case req.RequireMemberID && req.MemberID == "":
 		return kerr.InvalidRequest, "MemberId can't be empty."
 	case req.MemberEpoch < epochStaticLeave:
 		return kerr.InvalidRequest, "MemberEpoch is invalid."
@@ -60,9 +103,9 @@ func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.E
 	}
 	if req.MemberEpoch == epochJoin {
 		switch {
-		case req.RebalanceTimeoutMillis == -1:
+		case req.RebalanceTimeoutMs == -1:
 			return kerr.InvalidRequest, "RebalanceTimeoutMs must be provided in first request."
-		case len(req.Topics) > 0 || req.Topics == nil:
+		case len(req.Owned) > 0 || req.Owned == nil:
 			return kerr.InvalidRequest, "TopicPartitions must be empty when (re-)joining."
 		case req.SubscribedTopicNames == nil && req.SubscribedTopicRegex == nil:
 			return kerr.InvalidRequest, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
@@ -76,22 +119,17 @@ func validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (*kerr.E
 	return nil, ""
 }
 
-// ConsumerGroupHeartbeat serves ConsumerGroupHeartbeat v0-1 (KIP-848): a
-// member joins (epoch 0), heartbeats with its epoch and what it owns,
-// and leaves (epoch -1, or -2 for a static member). The answer carries
-// the member's epoch, the heartbeat interval and, when it changed or the
-// member's view differs, its assignment. A heartbeat that changed a
-// durable fact is answered once the group's state applied.
-func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
-	fail := func(e *kerr.Error, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
-		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-		resp.ErrorCode = e.Code
-		if msg != "" {
-			resp.ErrorMessage = kmsg.StringPtr(msg)
-		}
-		return resp
+// ConsumerGroupHeartbeat serves a KIP-848 member: it joins (epoch 0),
+// heartbeats with its epoch and what it owns, and leaves (epoch -1, or
+// -2 for a static member). The answer carries the member's epoch, the
+// heartbeat interval and, when it changed or the member's view differs,
+// its assignment. A heartbeat that changed a durable fact is answered
+// once the group's state applied.
+func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
+	fail := func(e *kerr.Error, msg string) ConsumerHeartbeatResult {
+		return ConsumerHeartbeatResult{Code: e.Code, Message: msg}
 	}
-	if e, msg := validateConsumerHeartbeat(req); e != nil {
+	if e, msg := validateConsumerHeartbeat(&req); e != nil {
 		return fail(e, msg)
 	}
 	if !c.owns(req.Group) {
@@ -104,21 +142,21 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	if g == nil {
 		return fail(kerr.GroupIDNotFound, fmt.Sprintf("Consumer group %s not found.", req.Group))
 	}
-	resp, wait, e, msg := g.consumerHeartbeatLocked(cl, req)
+	res, wait, e, msg := g.consumerHeartbeatLocked(cl, &req)
 	g.mu.Unlock()
 	c.notify()
 	if e != nil {
 		return fail(e, msg)
 	}
 	if wait == nil {
-		return resp
+		return res
 	}
 	select {
 	case e := <-wait:
 		if e != nil {
 			return fail(e, "")
 		}
-		return resp
+		return res
 	case <-ctx.Done():
 		return fail(kerr.NotCoordinator, "")
 	case <-c.ctx.Done():
@@ -126,12 +164,15 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	}
 }
 
-func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, <-chan *kerr.Error, *kerr.Error, string) {
+// consumerHeartbeatLocked returns the answer and, if a store was queued,
+// the wait for it; or the error to answer with.
+func (g *group) consumerHeartbeatLocked(cl Client, req *ConsumerHeartbeatRequest) (ConsumerHeartbeatResult, <-chan *kerr.Error, *kerr.Error, string) {
+	var none ConsumerHeartbeatResult
 	switch {
 	case g.state == stateDead:
-		return nil, nil, kerr.CoordinatorNotAvailable, ""
+		return none, nil, kerr.CoordinatorNotAvailable, ""
 	case g.kind != meta.GroupConsumer && (len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty):
-		return nil, nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
+		return none, nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	}
 	if g.kind != meta.GroupConsumer || g.cg == nil {
 		// An empty classic group (or a new one) becomes a consumer
@@ -142,8 +183,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 		g.cg = newConsumerGroup()
 	}
 	cg := g.cg
-	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-	resp.HeartbeatIntervalMillis = int32(g.c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	res := ConsumerHeartbeatResult{HeartbeatInterval: g.c.cfg.ConsumerHeartbeatInterval}
 
 	if req.MemberEpoch == epochLeave || req.MemberEpoch == epochStaticLeave {
 		id := req.MemberID
@@ -151,19 +191,19 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 			owner, ok := cg.static[*req.InstanceID]
 			switch {
 			case !ok:
-				return nil, nil, kerr.UnknownMemberID, ""
+				return none, nil, kerr.UnknownMemberID, ""
 			case owner != id:
-				return nil, nil, kerr.FencedInstanceID, ""
+				return none, nil, kerr.FencedInstanceID, ""
 			}
 		}
 		m := cg.members[id]
 		if m == nil {
-			return nil, nil, kerr.UnknownMemberID, ""
+			return none, nil, kerr.UnknownMemberID, ""
 		}
 		g.c.log.Debug("group: consumer member leaves", "group", g.name, "member", id, "epoch", req.MemberEpoch)
 		g.removeConsumerMemberLocked(m)
-		resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(id), req.MemberEpoch
-		return resp, g.storeConsumerLocked(), nil, ""
+		res.MemberID, res.MemberEpoch = id, req.MemberEpoch
+		return res, g.storeConsumerLocked(), nil, ""
 	}
 
 	v := g.c.store.View()
@@ -176,17 +216,17 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 				// A static member restarting with a new member id
 				// takes over once the old one left.
 				if old := cg.members[owner]; old != nil {
-					return nil, nil, kerr.UnreleasedInstanceID, fmt.Sprintf("Static member %s with instance id %s is still in the group.", owner, *req.InstanceID)
+					return none, nil, kerr.UnreleasedInstanceID, fmt.Sprintf("Static member %s with instance id %s is still in the group.", owner, *req.InstanceID)
 				}
 				delete(cg.static, *req.InstanceID)
 			}
 		}
 		if m == nil {
 			if len(cg.members) >= g.c.cfg.MaxGroupSize {
-				return nil, nil, kerr.GroupMaxSizeReached, ""
+				return none, nil, kerr.GroupMaxSizeReached, ""
 			}
 			id := req.MemberID
-			if id == "" { // v0: the coordinator names the member
+			if id == "" { // the coordinator names the member
 				id = newMemberID(cl.ID)
 			}
 			m = &consumerMember{id: id, assigned: make(assignment), revoking: make(assignment)}
@@ -206,20 +246,20 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 		}
 	} else {
 		if m == nil {
-			return nil, nil, kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.name)
+			return none, nil, kerr.UnknownMemberID, fmt.Sprintf("Member %s is not a member of group %s.", req.MemberID, g.name)
 		}
 		if req.InstanceID != nil && *req.InstanceID != m.instanceID {
-			return nil, nil, kerr.FencedInstanceID, ""
+			return none, nil, kerr.FencedInstanceID, ""
 		}
 		if e := m.checkEpoch(req, cg.ids); e != nil {
-			return nil, nil, e, fmt.Sprintf("Member %s epoch %d does not match the expected %d.", m.id, req.MemberEpoch, m.epoch)
+			return none, nil, e, fmt.Sprintf("Member %s epoch %d does not match the expected %d.", m.id, req.MemberEpoch, m.epoch)
 		}
 	}
 
 	m.clientID, m.clientHost = cl.ID, cl.Host
 	subsChanged := joined
-	if req.RebalanceTimeoutMillis >= 0 {
-		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	if req.RebalanceTimeoutMs >= 0 {
+		m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
 	}
 	if req.RackID != nil {
 		m.rackID = *req.RackID
@@ -247,7 +287,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 	topicsChanged, err := cg.refreshTopicsLocked(v)
 	if err != nil {
 		g.c.log.Warn("group: reading topics", "group", g.name, "err", err)
-		return nil, nil, kerr.CoordinatorNotAvailable, ""
+		return none, nil, kerr.CoordinatorNotAvailable, ""
 	}
 	if loaded && !subsChanged {
 		// Just loaded: the stored epoch stands if the target computed
@@ -265,44 +305,37 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *kmsg.ConsumerGroupHeartb
 		g.computeTargetLocked()
 	}
 
-	owned, err := ownedFromRequest(req.Topics, cg.ids, v)
+	owned, err := ownedFromRequest(req.Owned, cg.ids, v)
 	if err != nil {
-		return nil, nil, kerr.CoordinatorNotAvailable, ""
+		return none, nil, kerr.CoordinatorNotAvailable, ""
 	}
 	before := m.assigned.clone()
 	g.reconcileLocked(m, owned)
 
-	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(m.id), m.epoch
+	res.MemberID, res.MemberEpoch = m.id, m.epoch
 	if req.MemberEpoch == epochJoin || !before.equal(m.assigned) || (owned != nil && !owned.equal(m.assigned)) {
-		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
-		for _, t := range m.assigned.sortedTopics() {
-			at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
-			at.TopicID = [16]byte(cg.ids[t])
-			at.Partitions = slices.Clone(m.assigned[t])
-			a.Topics = append(a.Topics, at)
-		}
-		resp.Assignment = &a
+		res.Assignment = cg.consumerTopics(m.assigned)
 	}
-	return resp, g.storeConsumerLocked(), nil, ""
+	return res, g.storeConsumerLocked(), nil, ""
 }
 
 // checkEpoch is KIP-848's epoch validation: an epoch ahead of the
 // member's is fenced; one behind is accepted only as the previous epoch
 // from a member that owns no more than it is assigned (it lost the
 // answer that moved it on).
-func (m *consumerMember) checkEpoch(req *kmsg.ConsumerGroupHeartbeatRequest, ids map[string]meta.TopicID) *kerr.Error {
+func (m *consumerMember) checkEpoch(req *ConsumerHeartbeatRequest, ids map[string]meta.TopicID) *kerr.Error {
 	switch {
 	case req.MemberEpoch == m.epoch:
 		return nil
-	case req.MemberEpoch > m.epoch || req.MemberEpoch != m.prevEpoch || req.Topics == nil:
+	case req.MemberEpoch > m.epoch || req.MemberEpoch != m.prevEpoch || req.Owned == nil:
 		return kerr.FencedMemberEpoch
 	}
 	names := make(map[meta.TopicID]string, len(ids))
 	for n, id := range ids {
 		names[id] = n
 	}
-	for _, t := range req.Topics {
-		n, ok := names[meta.TopicID(t.TopicID)]
+	for _, t := range req.Owned {
+		n, ok := names[t.TopicID]
 		if !ok {
 			return kerr.FencedMemberEpoch
 		}
@@ -318,7 +351,7 @@ func (m *consumerMember) checkEpoch(req *kmsg.ConsumerGroupHeartbeatRequest, ids
 // ownedFromRequest is what the member says it owns, by topic name; nil
 // when it did not say (Topics null: unchanged). Topics it names that no
 // longer exist are dropped.
-func ownedFromRequest(ts []kmsg.ConsumerGroupHeartbeatRequestTopic, ids map[string]meta.TopicID, v *meta.View) (assignment, error) {
+func ownedFromRequest(ts []ConsumerTopic, ids map[string]meta.TopicID, v *meta.View) (assignment, error) {
 	if ts == nil {
 		return nil, nil
 	}
@@ -328,7 +361,7 @@ func ownedFromRequest(ts []kmsg.ConsumerGroupHeartbeatRequestTopic, ids map[stri
 	}
 	out := make(assignment)
 	for _, t := range ts {
-		id := meta.TopicID(t.TopicID)
+		id := t.TopicID
 		n, ok := names[id]
 		if !ok {
 			tp, found, err := v.TopicByID(id)
@@ -373,81 +406,95 @@ func (g *group) consumerCommitCheckLocked(memberID string, epoch int32, offsets 
 	return nil
 }
 
-// ConsumerGroupDescribe serves ConsumerGroupDescribe v0-1. A group that
-// does not exist, or is a classic group, is GROUP_ID_NOT_FOUND.
-func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse {
-	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	for _, name := range req.Groups {
-		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
-		dg.Group = name
-		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = groupAuthorizedOps
-		}
+// consumerTopics is a, sorted by topic, with the topics' ids; never nil.
+func (cg *consumerGroup) consumerTopics(a assignment) []ConsumerTopic {
+	out := make([]ConsumerTopic, 0, len(a))
+	for _, t := range a.sortedTopics() {
+		out = append(out, ConsumerTopic{TopicID: cg.ids[t], Topic: t, Partitions: slices.Clone(a[t])})
+	}
+	return out
+}
+
+// DescribedConsumerGroup is a KIP-848 group as ConsumerGroupDescribe
+// shows it.
+type DescribedConsumerGroup struct {
+	Group string
+	// Code is a Kafka error code, 0 for success; Message may explain it.
+	Code            int16
+	Message         string
+	State           string
+	Epoch           int32
+	AssignmentEpoch int32
+	Assignor        string
+	Members         []DescribedConsumerMember
+}
+
+// DescribedConsumerMember is a KIP-848 group's member.
+type DescribedConsumerMember struct {
+	MemberID    string
+	InstanceID  string // empty if not static
+	RackID      string // empty if not given
+	MemberEpoch int32
+	ClientID    string
+	ClientHost  string
+	// SubscribedTopics are the names the member subscribed to, sorted.
+	SubscribedTopics     []string
+	SubscribedTopicRegex string // empty if none
+	Assignment           []ConsumerTopic
+	TargetAssignment     []ConsumerTopic
+}
+
+// ConsumerGroupDescribe describes each named group. A group that does not
+// exist, or is a classic group, is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, names []string) []DescribedConsumerGroup {
+	out := make([]DescribedConsumerGroup, 0, len(names))
+	for _, name := range names {
+		dg := DescribedConsumerGroup{Group: name}
 		if !c.owns(name) {
-			dg.ErrorCode = kerr.NotCoordinator.Code
-			resp.Groups = append(resp.Groups, dg)
+			dg.Code = kerr.NotCoordinator.Code
+			out = append(out, dg)
 			continue
 		}
 		g, e := c.lockGroup(ctx, name, false)
 		switch {
 		case e != nil:
-			dg.ErrorCode = e.Code
+			dg.Code = e.Code
 		case g == nil:
-			dg.ErrorCode = kerr.GroupIDNotFound.Code
-			dg.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Group %s not found.", name))
+			dg.Code = kerr.GroupIDNotFound.Code
+			dg.Message = fmt.Sprintf("Group %s not found.", name)
 		default:
-			g.describeConsumerLocked(&dg, req.Version)
+			g.describeConsumerLocked(&dg)
 			g.mu.Unlock()
 		}
-		resp.Groups = append(resp.Groups, dg)
+		out = append(out, dg)
 	}
-	return resp
+	return out
 }
 
-func (g *group) describeConsumerLocked(dg *kmsg.ConsumerGroupDescribeResponseGroup, version int16) {
+func (g *group) describeConsumerLocked(dg *DescribedConsumerGroup) {
 	if g.kind != meta.GroupConsumer || g.cg == nil || g.state == stateDead {
-		dg.ErrorCode = kerr.GroupIDNotFound.Code
-		dg.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Group %s is not a consumer group.", g.name))
+		dg.Code = kerr.GroupIDNotFound.Code
+		dg.Message = fmt.Sprintf("Group %s is not a consumer group.", g.name)
 		return
 	}
 	cg := g.cg
 	dg.State = g.consumerStateLocked()
 	dg.Epoch = g.generation
 	dg.AssignmentEpoch = max(cg.assignmentEpoch, 0)
-	dg.AssignorName = cg.assignor
-	toKmsg := func(a assignment) kmsg.Assignment {
-		var out kmsg.Assignment
-		for _, t := range a.sortedTopics() {
-			at := kmsg.NewAssignmentTopicPartition()
-			at.TopicID, at.Topic = [16]byte(cg.ids[t]), t
-			at.Partitions = slices.Clone(a[t])
-			out.TopicPartitions = append(out.TopicPartitions, at)
-		}
-		return out
-	}
+	dg.Assignor = cg.assignor
 	for _, id := range sortedKeys(cg.members) {
 		m := cg.members[id]
-		dm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
-		dm.MemberID, dm.MemberEpoch = m.id, m.epoch
-		dm.ClientID, dm.ClientHost = m.clientID, m.clientHost
-		if m.instanceID != "" {
-			dm.InstanceID = kmsg.StringPtr(m.instanceID)
-		}
-		if m.rackID != "" {
-			dm.RackID = kmsg.StringPtr(m.rackID)
-		}
-		dm.SubscribedTopics = slices.Clone(m.names)
-		if dm.SubscribedTopics == nil {
-			dm.SubscribedTopics = []string{}
-		}
-		if m.regex != "" {
-			dm.SubscribedTopicRegex = kmsg.StringPtr(m.regex)
-		}
-		dm.Assignment = toKmsg(m.assigned)
-		dm.TargetAssignment = toKmsg(cg.target[m.id])
-		if version >= 1 {
-			dm.MemberType = 1 // a KIP-848 consumer
-		}
-		dg.Members = append(dg.Members, dm)
+		dg.Members = append(dg.Members, DescribedConsumerMember{
+			MemberID:             m.id,
+			InstanceID:           m.instanceID,
+			RackID:               m.rackID,
+			MemberEpoch:          m.epoch,
+			ClientID:             m.clientID,
+			ClientHost:           m.clientHost,
+			SubscribedTopics:     slices.Clone(m.names),
+			SubscribedTopicRegex: m.regex,
+			Assignment:           cg.consumerTopics(m.assigned),
+			TargetAssignment:     cg.consumerTopics(cg.target[m.id]),
+		})
 	}
 }
