@@ -50,6 +50,20 @@ the command line wins.`,
 				}
 				cfg.MemoryBudget = n
 			}
+			// Kafka's 0s, which Config spells differently since its 0 is
+			// "default".
+			switch {
+			case cfg.MaxConnectionsPerIP < 0:
+				return fmt.Errorf("max-connections-per-ip %d: must not be negative", cfg.MaxConnectionsPerIP)
+			case cfg.MaxConnectionsPerIP == 0:
+				cfg.MaxConnectionsPerIP = kafka.NoConnsPerIP
+			}
+			if cfg.ConnectionsMaxIdle == 0 {
+				cfg.ConnectionsMaxIdle = -1
+			}
+			if cfg.MaxConnections < 1 {
+				return fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections)
+			}
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -83,6 +97,10 @@ the command line wins.`,
 	f.DurationVar(&cfg.OffsetsRetention, "offsets-retention", group.DefaultOffsetRetention, "how long committed offsets of an empty group (or of a topic it no longer reads) are kept")
 	f.DurationVar(&cfg.ConsumerGroupSessionTimeout, "consumer-group-session-timeout", group.DefaultConsumerSessionTimeout, "session timeout of KIP-848 consumer group members")
 	f.DurationVar(&cfg.ConsumerGroupHeartbeatInterval, "consumer-group-heartbeat-interval", group.DefaultConsumerHeartbeatInterval, "heartbeat interval of KIP-848 consumer group members")
+	f.IntVar(&cfg.MaxConnections, "max-connections", kafka.DefaultMaxConns, "most open Kafka client connections; one more is closed at accept")
+	f.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", kafka.DefaultMaxConnsPerIP, "most open Kafka connections from one client address (0: only the addresses in --max-connections-per-ip-overrides)")
+	f.StringVar(&cfg.MaxConnectionsPerIPOverrides, "max-connections-per-ip-overrides", "", "per-address exceptions to --max-connections-per-ip, as addr:n,addr:n (IP addresses)")
+	f.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", kafka.DefaultIdleTimeout, "close a Kafka connection that has sent nothing and is owed nothing for this long (0: never)")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent; must be unique among the agents sharing one --log")
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")

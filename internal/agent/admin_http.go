@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 //	POST /v1/snapshot     SnapshotTakenStatus out: a metadata snapshot
 //	                      taken now, and the log trimmed below it (or
 //	                      below a live agent that has not applied that far)
+//	POST /v1/storage/verify  see admin_verify.go
 const (
 	PathLogStatus  = "/v1/log/status"
 	PathLogMigrate = "/v1/log/migrate"
@@ -163,6 +165,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.handleLogStatus))
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
+	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers
@@ -267,8 +270,11 @@ func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {
 	err = a.log.Reconfigure(ctx, req.To)
 	took := time.Since(start)
 	if err != nil {
-		a.logger.Error("log migration failed", "to", to, "err", err, "duration", took)
-		writeError(w, migrateErrorStatus(err), fmt.Errorf("migrate to %s: %w", to, err))
+		// The log's errors name the URLs they met as given, passwords
+		// and all.
+		msg := redactURLsIn(err.Error(), append(segmentURLs(old), req.To)...)
+		a.logger.Error("log migration failed", "to", to, "err", msg, "duration", took)
+		writeError(w, migrateErrorStatus(err), fmt.Errorf("migrate to %s: %s", to, msg))
 		return
 	}
 	next := a.log.Chain()
@@ -375,6 +381,29 @@ func RedactURL(raw string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
+}
+
+// redactURLsIn returns msg with each of urls, bare or as %q quotes it,
+// shown as RedactURL shows it.
+func redactURLsIn(msg string, urls ...string) string {
+	for _, u := range urls {
+		red := RedactURL(u)
+		if red == u {
+			continue
+		}
+		quoted := strconv.Quote(u)
+		msg = strings.ReplaceAll(msg, quoted[1:len(quoted)-1], red)
+		msg = strings.ReplaceAll(msg, u, red)
+	}
+	return msg
+}
+
+func segmentURLs(c sharedlog.Chain) []string {
+	urls := make([]string, len(c.Segments))
+	for i, s := range c.Segments {
+		urls[i] = s.URL
+	}
+	return urls
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -33,6 +33,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
@@ -56,11 +57,18 @@ type Agent struct {
 	httpSrv  *http.Server
 	serveErr chan error
 	ready    atomic.Bool
+	// appends says whether the shared log takes appends (failstop.go).
+	appends appendHealth
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
 	// txns aborts timed-out transactions (txnsweep.go).
 	txns *txnSweeper
+	// damage records the damaged data objects reads and storage
+	// verification meet.
+	damage *fetch.DamageLog
+	// verify is the running storage verification (admin_verify.go).
+	verify verifyJob
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -137,7 +145,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
-	vlog, err := logurl.OpenVirtual(ctx, cfg.Log, sharedlog.VirtualOptions{})
+	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{}, logurl.Options{
+		File: filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("shared log %s: %w", cfg.Log, err)
 	}
@@ -148,9 +158,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	metaCfg := meta.Config{
 		Dir:      metaDir,
-		Log:      timedLog{VirtualLog: vlog, m: a.metrics},
+		Log:      timedLog{VirtualLog: vlog, m: a.metrics, health: &a.appends},
 		WriterID: agentID,
 		Logger:   logger.With("component", "meta"),
+		FS:       cfg.testing.metaFS,
+		FailStop: a.failStop,
 	}
 	a.replica, err = meta.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
@@ -179,6 +191,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	// so consumers that keep up never touch the object store.
 	mem := SplitMemory(cfg.MemoryBudget)
 	cache := fetch.NewCache(mem.ReadCache)
+	a.damage = fetch.NewDamageLog(logger.With("component", "fetch"))
+	a.metrics.reg.MustRegister(newDamageCollector(a.damage))
 	a.pipeline, err = produce.New(produce.Config{
 		MaxBufferedBytes: mem.ProduceBuffer,
 		Store:            a.store,
@@ -236,12 +250,20 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
+	}
 	a.server, err = kafka.New(kafka.Config{
-		Logger:                logger.With("component", "kafka"),
-		Observer:              kafkaObserver{m: a.metrics},
-		MaxRequestBytes:       mem.MaxRequestBytes,
-		MaxQueuedRequestBytes: mem.QueuedRequestBytes,
-		MaxHeldResponseBytes:  mem.HeldResponses,
+		Logger:                 logger.With("component", "kafka"),
+		Observer:               kafkaObserver{m: a.metrics},
+		MaxConns:               cfg.MaxConnections,
+		MaxConnsPerIP:          cfg.MaxConnectionsPerIP,
+		MaxConnsPerIPOverrides: perIPOverrides,
+		IdleTimeout:            cfg.ConnectionsMaxIdle,
+		MaxRequestBytes:        mem.MaxRequestBytes,
+		MaxQueuedRequestBytes:  mem.QueuedRequestBytes,
+		MaxHeldResponseBytes:   mem.HeldResponses,
 		Deps: kafka.Deps{
 			MaxPartitionsPerTopic: cfg.MaxPartitionsPerTopic,
 			MaxPartitions:         cfg.MaxPartitions,
@@ -252,7 +274,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			DefaultPartitions:     cfg.DefaultPartitions,
 			TransactionVersion:    cfg.TransactionVersion,
 			Produce:               a.pipeline,
-			Fetch:                 fetch.NewReader(a.store, cache),
+			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
 			Groups:                a.groups,
 		},
 	})
@@ -363,6 +385,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("shared log: %w", err))
 		}
 	}
+	a.verify.stop() // a walk can last hours: not one Shutdown waits for
 	if a.httpSrv != nil {
 		if err := a.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
@@ -387,6 +410,10 @@ func (a *Agent) startHTTP() error {
 			return
 		}
 		if err := a.replica.Err(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := a.appends.failing(); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}

@@ -61,6 +61,18 @@ type Config struct {
 	OffsetsRetention               time.Duration
 	ConsumerGroupSessionTimeout    time.Duration
 	ConsumerGroupHeartbeatInterval time.Duration
+	// Kafka connection limits, the broker configs of the same names;
+	// zero means the kafka package's default.
+	//   MaxConnections: max.connections; MaxConnectionsPerIP:
+	//   max.connections.per.ip (kafka.NoConnsPerIP admits only the
+	//   overrides); MaxConnectionsPerIPOverrides:
+	//   max.connections.per.ip.overrides, "addr:n,addr:n" (IP addresses,
+	//   not host names); ConnectionsMaxIdle: connections.max.idle.ms
+	//   (negative: never).
+	MaxConnections               int
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides string
+	ConnectionsMaxIdle           time.Duration
 	// NodeID is this agent's Kafka broker id.
 	NodeID int32
 	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
@@ -90,6 +102,9 @@ type Config struct {
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error.
 	Lease time.Duration
+
+	// testing holds this package's test seams (failstop.go).
+	testing testSeams
 }
 
 // Bounds on Config.Lease: a renewal every Lease/3 must not flood the log,
@@ -224,6 +239,19 @@ func (c *Config) Validate() error {
 	}
 	if c.TransactionVersion < 0 || c.TransactionVersion > 2 {
 		errs = append(errs, fmt.Errorf("transaction-version %d: must be 1 or 2", c.TransactionVersion))
+	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max-connections %d: must be at least 1", c.MaxConnections))
+	}
+	overrides, err := kafka.ParseConnsPerIPOverrides(c.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("max-connections-per-ip-overrides: %w", err))
+	}
+	switch {
+	case c.MaxConnectionsPerIP < 0 && c.MaxConnectionsPerIP != kafka.NoConnsPerIP:
+		errs = append(errs, fmt.Errorf("max-connections-per-ip %d: must not be negative", c.MaxConnectionsPerIP))
+	case c.MaxConnectionsPerIP == kafka.NoConnsPerIP && err == nil && len(overrides) == 0:
+		errs = append(errs, errors.New("max-connections-per-ip 0: admits nobody without max-connections-per-ip-overrides"))
 	}
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))

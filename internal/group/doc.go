@@ -2,7 +2,17 @@
 // rebalances and committed offsets of the groups that FindCoordinator
 // maps to this agent (OwnerOf), served to the Kafka layer as one method
 // per API key (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups).
+// OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups,
+// ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+//
+// The methods take and return this package's types (JoinRequest,
+// JoinResult, CommitRequest, ...), which hold what the coordinator needs
+// and nothing of the wire: package kafka's handler files convert each
+// API version's request and answer to and from them. Where versions
+// differ in behaviour, not only in encoding, a request says what its
+// client can take (JoinRequest.RequireKnownMemberID,
+// SupportSkippingAssignment; ConsumerHeartbeatRequest.RequireMemberID).
+// Errors are Kafka error codes (kerr), the vocabulary of group outcomes.
 //
 // # Memory and the log
 //
@@ -48,9 +58,9 @@
 //	Empty --DeleteGroups--> Dead (gone from memory once the delete applies)
 //
 // The first rebalance of an empty group waits InitialRebalanceDelay for
-// more members (group.initial.rebalance.delay.ms). JoinGroup v4+ without
-// a member id gets MEMBER_ID_REQUIRED and the id to rejoin with
-// (KIP-394). A member with an instance id (KIP-345) that rejoins replaces
+// more members (group.initial.rebalance.delay.ms). A join without a
+// member id from a client that requires a known one (JoinGroup v4+) gets
+// MEMBER_ID_REQUIRED and the id to rejoin with (KIP-394). A member with an instance id (KIP-345) that rejoins replaces
 // its old member id; the old id is FENCED_INSTANCE_ID, and a stable group
 // keeps its generation and assignment.
 //
@@ -64,10 +74,11 @@
 // # Kinds
 //
 // A group has a kind (meta.GroupKind). KIP-848 "consumer" groups
-// (ConsumerGroupHeartbeat, ConsumerGroupDescribe; consumer.go) share the
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe: consumer.go) share the
 // lookup, loading, placement, stores and offsets with classic groups,
 // with their own membership state: epochs, server-side assignment
-// (assignor.go: uniform, range) and revoke-before-assign reconciliation.
+// (assignor.go: uniform, range) and revoke-before-assign reconciliation
+// (reconcile.go).
 // A classic JoinGroup to a non-empty consumer group is
 // INCONSISTENT_GROUP_PROTOCOL; a consumer heartbeat to a non-empty
 // classic group is GROUP_ID_NOT_FOUND. An empty group of either kind

@@ -34,8 +34,10 @@
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
 //     log start or above the high watermark; v9+ CurrentLeaderEpoch is
 //     fenced against epoch 0 (FENCED_ or UNKNOWN_LEADER_EPOCH); a store
-//     that cannot be read KAFKA_STORAGE_ERROR, bytes that disagree with
-//     the index CORRUPT_MESSAGE.
+//     that cannot be read KAFKA_STORAGE_ERROR, damaged bytes (CRC-32C,
+//     framing, or disagreeing with the index) CORRUPT_MESSAGE, a data
+//     object missing from the store UNKNOWN_SERVER_ERROR (see
+//     fetchErrCode). The other partitions are still answered.
 //   - Long poll: when the first read finds fewer than MinBytes, no
 //     partition failed and MaxWaitMillis > 0, the handler waits on apply
 //     notifications (fetch.Wait on Deps.Changes) until the partitions'
@@ -362,7 +364,9 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 		case rerr != nil && ctx.Err() != nil:
 			return 0, false, context.Cause(ctx)
 		case rerr != nil:
-			f.r.warn("kafka: fetch read failed", "topic", p.id, "partition", p.partition, "offset", p.offset, "err", rerr)
+			if !isDamage(rerr) {
+				f.r.warn("kafka: fetch read failed", "topic", p.id, "partition", p.partition, "offset", p.offset, "err", rerr)
+			}
 			sp.ErrorCode = fetchErrCode(rerr).Code
 			failed = true
 			continue

@@ -14,6 +14,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
 )
 
 func init() { regKey(14, 0, 5, handleSyncGroup) }
@@ -25,5 +27,25 @@ func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	ctx, cancel := r.untilDrain(ctx)
 	defer cancel()
-	return g.SyncGroup(ctx, r.Body.(*kmsg.SyncGroupRequest)), nil
+	req := r.Body.(*kmsg.SyncGroupRequest)
+	sr := group.SyncRequest{
+		Group:        req.Group,
+		MemberID:     req.MemberID,
+		InstanceID:   req.InstanceID,
+		Generation:   req.Generation,
+		ProtocolType: req.ProtocolType,
+		Protocol:     req.Protocol,
+		Assignments:  make([]group.SyncAssignment, len(req.GroupAssignment)),
+	}
+	for i, a := range req.GroupAssignment {
+		sr.Assignments[i] = group.SyncAssignment{MemberID: a.MemberID, Assignment: a.MemberAssignment}
+	}
+	res := g.SyncGroup(ctx, sr)
+	resp := kmsg.NewPtrSyncGroupResponse()
+	resp.ErrorCode = res.Code
+	if res.Code == 0 {
+		resp.ProtocolType, resp.Protocol = kmsg.StringPtr(res.ProtocolType), kmsg.StringPtr(res.Protocol)
+		resp.MemberAssignment = res.Assignment
+	}
+	return resp, nil
 }

@@ -143,7 +143,9 @@ func CloseReason(err error) string {
 		{ErrUnknownAPIKey, "unknown_api_key"},
 		{ErrUnsupportedVersion, "unsupported_version"},
 		{ErrIdleTimeout, "idle_timeout"},
+		{ErrTooManyConnsPerIP, "too_many_conns_per_ip"},
 		{ErrTooManyConns, "too_many_conns"},
+		{ErrFrameTimeout, "frame_timeout"},
 		{ErrHandlerPanic, "handler_panic"},
 		{ErrMissingDeps, "missing_deps"},
 	} {

@@ -3,35 +3,36 @@ package kafka
 import (
 	"context"
 	"net"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"time"
 
 	"github.com/strandkafka/strand/internal/group"
 )
 
 // GroupCoordinator serves the group APIs. *group.Coordinator implements
-// it: the handler files (FindCoordinator, JoinGroup, ...) document the
-// versions and pass requests through, so the group semantics live in one
-// package.
+// it in its own types: the handler files (JoinGroup, SyncGroup, ...)
+// document the versions and convert each version's request and answer
+// to and from them, so the group semantics live in package group and the
+// wire in this one.
 type GroupCoordinator interface {
 	// Coordinator is the node id of the agent coordinating key (a group
 	// id or a transactional id).
 	Coordinator(key string) int32
-	JoinGroup(ctx context.Context, cl group.Client, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse
-	SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse
-	Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse
-	LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
+	JoinGroup(ctx context.Context, cl group.Client, req group.JoinRequest) group.JoinResult
+	SyncGroup(ctx context.Context, req group.SyncRequest) group.SyncResult
+	Heartbeat(ctx context.Context, req group.HeartbeatRequest) int16
+	LeaveGroup(ctx context.Context, name string, leaving []group.LeaveMember) group.LeaveResult
 	// OffsetCommit queues the commit and returns the wait for its
-	// outcome; commits queued in sequence apply in sequence.
-	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) func(context.Context) *kmsg.OffsetCommitResponse
-	OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse
-	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse
-	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse
-	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse
-	DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse
+	// outcome, a code per partition in request order; commits queued in
+	// sequence apply in sequence.
+	OffsetCommit(ctx context.Context, req group.CommitRequest) func(context.Context) []int16
+	OffsetFetch(ctx context.Context, reqs []group.FetchRequest) []group.FetchResult
+	OffsetDelete(ctx context.Context, name string, topics []group.TopicPartitions) group.OffsetDeleteResult
+	ListGroups(ctx context.Context, states []string) ([]group.ListedGroup, int16)
+	DescribeGroups(ctx context.Context, names []string) []group.DescribedGroup
+	DeleteGroups(ctx context.Context, names []string) []int16
 	// KIP-848 consumer groups.
-	ConsumerGroupHeartbeat(ctx context.Context, cl group.Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse
-	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) *kmsg.ConsumerGroupDescribeResponse
+	ConsumerGroupHeartbeat(ctx context.Context, cl group.Client, req group.ConsumerHeartbeatRequest) group.ConsumerHeartbeatResult
+	ConsumerGroupDescribe(ctx context.Context, names []string) []group.DescribedConsumerGroup
 }
 
 var _ GroupCoordinator = (*group.Coordinator)(nil)
@@ -61,4 +62,19 @@ func (r *Request) groupClient() group.Client {
 		}
 	}
 	return cl
+}
+
+// groupAuthorizedOps is what an authorizer-less Kafka allows on a group,
+// answered when a describe asks: READ, DELETE and DESCRIBE.
+const groupAuthorizedOps int32 = 1<<3 | 1<<6 | 1<<8
+
+// millis is a duration given in milliseconds on the wire.
+func millis(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// strOr is *s, or "" for null.
+func strOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

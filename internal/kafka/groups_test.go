@@ -181,7 +181,7 @@ func TestGroupKafkaPythonVersions(t *testing.T) {
 func TestGroupMemberIDRequired(t *testing.T) {
 	a := newTestAgent(t, withGroups(t, nil, nil))
 	first := a.rawRequest(t, consumerJoin(4, "g", "", 10_000, "t")).(*kmsg.JoinGroupResponse)
-	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" {
+	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" || first.Generation != -1 {
 		t.Fatalf("first join: %+v", first)
 	}
 	second := a.rawRequest(t, consumerJoin(4, "g", first.MemberID, 10_000, "t")).(*kmsg.JoinGroupResponse)

@@ -93,7 +93,8 @@
 // map iteration order reach the store. Topic ids are derived from the name
 // and the command's log position. Validation failures are results (Kafka
 // error codes), identical on every copy; a local fault (Pebble failing)
-// halts the replica rather than skip an entry.
+// stops the process (Config.FailStop, failstop.go) rather than skip an
+// entry, and a restart replays the log into the copy.
 //
 // Several entries share one Pebble batch, and the batch also writes the
 // applied position, so the store always holds a prefix of the log and a

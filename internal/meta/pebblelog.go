@@ -17,7 +17,7 @@ const pebbleCacheBytes = 64 << 20
 
 // pebbleOptions are the store's options.
 func pebbleOptions(logger *slog.Logger) *pebble.Options {
-	opts := &pebble.Options{Logger: pebbleLogger{logger}, CacheSize: pebbleCacheBytes}
+	opts := &pebble.Options{Logger: pebbleLogger{l: logger}, CacheSize: pebbleCacheBytes}
 	// Apply looks up keys that are usually absent (a new object key, a
 	// new topic id); without filters each miss reads a block from every
 	// level.
@@ -30,7 +30,12 @@ func pebbleOptions(logger *slog.Logger) *pebble.Options {
 // pebbleLogger sends Pebble's log to slog. Pebble reports every flush and
 // compaction at info level, which is noise next to a broker's log, so info
 // goes to debug.
-type pebbleLogger struct{ l *slog.Logger }
+type pebbleLogger struct {
+	l *slog.Logger
+	// fatal, if set, takes Fatalf's message and must not return; nil
+	// panics.
+	fatal func(msg string)
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	if p.l.Enabled(context.Background(), slog.LevelDebug) {
@@ -47,5 +52,8 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := "pebble: " + fmt.Sprintf(format, args...)
 	p.l.Error(msg)
+	if p.fatal != nil {
+		p.fatal(msg)
+	}
 	panic(msg)
 }

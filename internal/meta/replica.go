@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
@@ -96,6 +97,16 @@ type Config struct {
 	Now func() time.Time
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// FS is the file system Pebble keeps this copy in. Nil means
+	// vfs.Default. It is a test seam: tests inject write failures with
+	// Pebble's errorfs.
+	FS vfs.FS
+	// FailStop is called when this copy can no longer be trusted (see
+	// failstop.go), with what went wrong. It must end the process: the
+	// agent's logs and exits. The copy is rebuilt from its own files and
+	// the log when the process restarts, so stopping loses nothing. Nil
+	// means log the error and exit with status 1.
+	FailStop func(err error)
 
 	// applyBatchEntries overrides the constant, for tests that compare
 	// batchings.
@@ -123,6 +134,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
 	}
 	if c.applyBatchEntries == 0 {
 		c.applyBatchEntries = applyBatchEntries
@@ -167,6 +181,8 @@ type Replica struct {
 	wg     sync.WaitGroup
 
 	tails tailChecker
+	// stop ends the process when this copy cannot be trusted.
+	stop *stopper
 	// kick wakes a polling player when someone learned of a new tail.
 	kick chan struct{}
 
@@ -203,7 +219,13 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(cfg.Dir, pebbleOptions(cfg.Logger))
+	stop := newStopper(&cfg)
+	opts := pebbleOptions(cfg.Logger)
+	opts.FS = watchFS(cfg.FS, cfg.Dir, stop.stopInPebble)
+	opts.Logger = pebbleLogger{l: cfg.Logger, fatal: func(msg string) {
+		stop.stopInPebble(fmt.Errorf("meta: %s (in %s)", msg, cfg.Dir))
+	}}
+	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("meta: open pebble: %w", err)
 	}
@@ -218,6 +240,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		log:    cfg.Log,
 		logger: cfg.Logger.With("writer", cfg.WriterID),
 		kick:   make(chan struct{}, 1),
+		stop:   stop,
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.applied = applied
@@ -226,6 +249,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.mu.waiters = make(map[uint64]*entryWaiter)
 	r.tails.init(r)
 	r.q.init()
+	stop.setHalt(func(err error) { r.halt(&HaltError{Pos: r.Applied(), Cause: err}) })
 
 	r.wg.Add(1)
 	go r.runPlayer()
@@ -528,7 +552,13 @@ func (r *Replica) playTo(from, to sharedlog.Pos) error {
 func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
 	outs, next, poison, err := applyEntries(r.db, entries)
 	if err != nil {
-		return r.halt(&HaltError{Pos: entries[0].Pos, Cause: fmt.Errorf("local fault while applying: %w", err)})
+		// Pebble failed (a write failure has stopped the process before
+		// Pebble could return it, so a read, most likely). A restart
+		// rebuilds the copy; halting alone would leave the agent
+		// running without one.
+		h := &HaltError{Pos: entries[0].Pos, Cause: fmt.Errorf("local fault while applying: %w", err)}
+		r.stop.stop(h)
+		return r.halt(h)
 	}
 	if next > entries[0].Pos {
 		var mine []entryOutcome

@@ -41,6 +41,8 @@ type memLoglets struct {
 	sealedAppends *progress
 	mu            sync.Mutex
 	logs          map[string]sharedlog.Loglet
+	// unreachable names the URLs whose open fails, see setUnreachable.
+	unreachable map[string]bool
 }
 
 func newMemLoglets() *memLoglets {
@@ -66,9 +68,33 @@ func (m *memLoglets) set(url string, l sharedlog.Loglet) {
 	m.logs[url] = l
 }
 
+// errUnreachable is the error of opening an unreachable loglet.
+var errUnreachable = errors.New("test: loglet unreachable")
+
+// setUnreachable makes opening url fail, or work again, as a network
+// backend's opener fails while its server is down.
+func (m *memLoglets) setUnreachable(url string, down bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unreachable == nil {
+		m.unreachable = make(map[string]bool)
+	}
+	m.unreachable[url] = down
+}
+
 func (m *memLoglets) open(ctx context.Context, url string) (sharedlog.Loglet, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	m.mu.Lock()
+	down := m.unreachable[url]
+	m.mu.Unlock()
+	if down {
+		// A typed nil with the error, as a backend's OpenURL returning
+		// (*Loglet)(nil) gives through an Opener: a VirtualLog must not
+		// take it for a handle.
+		var h *memHandle
+		return h, fmt.Errorf("open %s: %w", url, errUnreachable)
 	}
 	h := &memHandle{l: m.get(url), reg: m, url: url}
 	h.done, h.close = context.WithCancel(context.Background())

@@ -29,6 +29,7 @@ type Proxy struct {
 		sync.Mutex
 		links  map[*link]struct{}
 		closed bool
+		down   bool // see Down
 	}
 	wg sync.WaitGroup
 }
@@ -62,17 +63,38 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Close stops accepting and closes every connection.
 func (p *Proxy) Close() {
+	p.cut(func() { p.mu.closed = true })
+	p.ln.Close()
+	p.wg.Wait()
+}
+
+// Down makes the server look stopped: every open connection is cut and
+// every new one closed as soon as it is accepted, until Up. The proxy
+// keeps its port, so the addresses that name it work again after Up, as
+// a restarted server's would.
+func (p *Proxy) Down() {
+	p.cut(func() { p.mu.down = true })
+}
+
+// cut runs set under the lock, so no connection is added after it, and
+// closes every open connection.
+func (p *Proxy) cut(set func()) {
 	p.mu.Lock()
-	p.mu.closed = true
+	set()
 	links := p.mu.links
 	p.mu.links = map[*link]struct{}{}
 	p.mu.Unlock()
-	p.ln.Close()
 	for l := range links {
 		l.client.Close()
 		l.server.Close()
 	}
-	p.wg.Wait()
+}
+
+// Up ends Down: new connections reach the server again.
+func (p *Proxy) Up() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.down = false
 }
 
 func (p *Proxy) accept() {
@@ -93,6 +115,12 @@ func (p *Proxy) accept() {
 			c.Close()
 			s.Close()
 			return
+		}
+		if p.mu.down {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			continue
 		}
 		p.mu.links[l] = struct{}{}
 		p.mu.Unlock()

@@ -1,6 +1,7 @@
 package faultproxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -76,6 +77,21 @@ func startServer(t *testing.T) *server {
 	return s
 }
 
+// dial connects to addr, with the deadlock guard as the connection's
+// deadline.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func readFull(t *testing.T, c net.Conn, n int) string {
 	t.Helper()
 	b := make([]byte, n)
@@ -108,14 +124,7 @@ func TestHoldAfterServerTalks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
-		t.Fatal(err)
-	}
+	c := dial(t, p.Addr())
 	// One round trip so the proxy has the connection open.
 	send(t, c, "hello\n")
 	if got := readFull(t, c, len("ack:hello\n")); got != "ack:hello\n" {
@@ -164,5 +173,73 @@ func TestHoldAfterServerTalks(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the server never read the released request")
+	}
+}
+
+// startEcho starts a server that answers each line on any number of
+// connections with "ack:" and the line, and returns its address.
+func startEcho(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if _, err := io.WriteString(c, "ack:"+line); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestDownUp: Down cuts the open connections and turns new ones away on
+// the same port; after Up, connections reach the server again.
+func TestDownUp(t *testing.T) {
+	p, err := faultproxy.Start(startEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	// roundTrip reports whether a line comes back answered.
+	roundTrip := func(c net.Conn) bool {
+		if _, err := io.WriteString(c, "x\n"); err != nil {
+			return false
+		}
+		b := make([]byte, len("ack:x\n"))
+		_, err := io.ReadFull(c, b)
+		return err == nil && string(b) == "ack:x\n"
+	}
+
+	open := dial(t, p.Addr())
+	if !roundTrip(open) {
+		t.Fatal("no answer through the proxy")
+	}
+	p.Down()
+	if roundTrip(open) {
+		t.Fatal("a connection open before Down still gets answers")
+	}
+	if roundTrip(dial(t, p.Addr())) {
+		t.Fatal("a connection made while down gets answers")
+	}
+	p.Up()
+	if !roundTrip(dial(t, p.Addr())) {
+		t.Fatal("no answer after Up")
 	}
 }
