@@ -25,7 +25,12 @@ import (
 //	  read cache        25%  fetch.Cache: objects just written, ranges read
 //	  request bytes     25%  kafka MaxQueuedRequestBytes (queued.max.request.bytes);
 //	                         the largest request (socket.request.max.bytes)
-//	                         is capped at it, 100 MiB at most
+//	                         is half of it, 100 MiB at most: frames still
+//	                         arriving share what one largest request
+//	                         leaves, and with no room left there every
+//	                         frame is reserved whole at its header, so
+//	                         clients trickling large frames would stall
+//	                         the others (kafka/budget.go)
 //	  produce buffer    12%  produce MaxBufferedBytes: accepted, not yet committed
 //	  response budget   18%  kafka MaxHeldResponseBytes: Fetch and Metadata
 //	                         answers from before they are built until written
@@ -69,7 +74,7 @@ func SplitMemory(budget int64) MemorySplit {
 		Budget:             budget,
 		ReadCache:          heap / 4,
 		QueuedRequestBytes: requests,
-		MaxRequestBytes:    int32(min(requests, kafka.DefaultMaxRequestBytes)),
+		MaxRequestBytes:    int32(min(requests/2, kafka.DefaultMaxRequestBytes)),
 		ProduceBuffer:      int(heap * 12 / 100),
 		HeldResponses:      heap * 18 / 100,
 		GoMemoryLimit:      heap,

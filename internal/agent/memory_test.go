@@ -45,7 +45,9 @@ func TestSplitMemory(t *testing.T) {
 			t.Errorf("budget %s: shares %s plus %s off the heap; Go limit %s",
 				FormatBytes(budget), FormatBytes(shares), FormatBytes(offHeapBytes), FormatBytes(s.GoMemoryLimit))
 		}
-		if int64(s.MaxRequestBytes) > s.QueuedRequestBytes || s.MaxRequestBytes <= 0 {
+		// Room for frames still arriving besides one largest request,
+		// as kafka.Config asks for fair sharing of request memory.
+		if 2*int64(s.MaxRequestBytes) > s.QueuedRequestBytes || s.MaxRequestBytes <= 0 {
 			t.Errorf("budget %s: largest request %d, request bytes %d", FormatBytes(budget), s.MaxRequestBytes, s.QueuedRequestBytes)
 		}
 	}

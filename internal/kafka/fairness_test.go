@@ -69,10 +69,19 @@ func TestTricklingFramesDoNotBlockOthers(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		prefix int
-	}{{"header only", 0}, {"after a fast first MiB", 1 << 20}} {
+		// maxRequest and queued are the Config's; 0 takes the default.
+		maxRequest int32
+		queued     int64
+	}{
+		{name: "header only", prefix: 0},
+		{name: "after a fast first MiB", prefix: 1 << 20},
+		// The agent sizes both from its memory budget: request memory
+		// twice the largest request, half of it for frames arriving.
+		{name: "request memory twice the largest request", prefix: 0, maxRequest: 48 << 20, queued: 96 << 20},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s, err := New(Config{Logger: discardLogger})
+				s, err := New(Config{Logger: discardLogger, MaxRequestBytes: tt.maxRequest, MaxQueuedRequestBytes: tt.queued})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -84,7 +93,7 @@ func TestTricklingFramesDoNotBlockOthers(t *testing.T) {
 				for range 6 {
 					pc := servePipe(t, s)
 					clients = append(clients, pc.c)
-					wg.Go(func() { trickle(pc.c, DefaultMaxRequestBytes, tt.prefix, 5*time.Second, stop) })
+					wg.Go(func() { trickle(pc.c, s.cfg.MaxRequestBytes, tt.prefix, 5*time.Second, stop) })
 				}
 				time.Sleep(time.Minute) // twelve bytes each, well inside their frame deadlines
 				synctest.Wait()
