@@ -50,9 +50,14 @@ type Conn struct {
 	lastClientID *string
 	lastOrder    <-chan struct{}
 
-	// Writer goroutine only.
-	wbuf  []byte
-	batch []written
+	// Writer goroutine only. splices are record bytes written between
+	// the bytes of wbuf (splice.go), spliceBytes their total; iov is
+	// the scratch list of pieces a flush writes.
+	wbuf        []byte
+	splices     []splice
+	spliceBytes int
+	iov         net.Buffers
+	batch       []written
 
 	mu struct {
 		sync.Mutex
@@ -523,7 +528,7 @@ func (c *Conn) writeLoop(queue <-chan *pending) {
 			}
 			c.batch = append(c.batch, written{p: p, bytes: n})
 		}
-		if len(c.wbuf) < maxCoalesceBytes {
+		if len(c.wbuf)+c.spliceBytes < maxCoalesceBytes {
 			select {
 			case n, ok := <-queue:
 				if !ok {
@@ -555,15 +560,46 @@ func isClosed(ch <-chan struct{}) bool {
 // pointer where a struct is needed); that closes the connection, not the
 // agent.
 func (c *Conn) appendResponse(p *pending) (n int, err error) {
-	start := len(c.wbuf)
+	start, spliced, splicedBytes := len(c.wbuf), len(c.splices), c.spliceBytes
 	defer func() {
 		if v := recover(); v != nil {
 			c.wbuf = c.wbuf[:start]
+			clear(c.splices[spliced:])
+			c.splices, c.spliceBytes = c.splices[:spliced], splicedBytes
 			err = fmt.Errorf("%w: encoding key %d v%d response: %v", ErrHandlerPanic, p.hdr.Key, p.hdr.Version, v)
 		}
 	}()
-	c.wbuf = appendResponse(c.wbuf, p.hdr.CorrelationID, p.resp)
-	return len(c.wbuf) - start, nil
+	if f, ok := unwrapResponse(p.resp).(*kmsg.FetchResponse); ok {
+		c.wbuf, c.splices = appendSpliced(c.wbuf, p.hdr.CorrelationID, f, c.splices)
+		for _, s := range c.splices[spliced:] {
+			c.spliceBytes += len(s.data)
+		}
+	} else {
+		c.wbuf = appendResponse(c.wbuf, p.hdr.CorrelationID, p.resp)
+	}
+	return len(c.wbuf) - start + c.spliceBytes - splicedBytes, nil
+}
+
+// write writes the buffered responses: the write buffer, with the
+// spliced records between its pieces.
+func (c *Conn) write() error {
+	if len(c.splices) == 0 {
+		_, err := c.nc.Write(c.wbuf)
+		return err
+	}
+	prev := 0
+	for _, s := range c.splices {
+		c.iov = append(c.iov, c.wbuf[prev:s.at], s.data)
+		prev = s.at
+	}
+	c.iov = append(c.iov, c.wbuf[prev:])
+	// WriteTo consumes its copy of the list; the scratch keeps its
+	// array, cleared so it does not keep the records alive.
+	iov := c.iov
+	_, err := iov.WriteTo(c.nc)
+	clear(c.iov)
+	c.iov = c.iov[:0]
+	return err
 }
 
 func (c *Conn) flush() {
@@ -575,7 +611,7 @@ func (c *Conn) flush() {
 		err = context.Cause(c.ctx)
 	} else {
 		c.nc.SetWriteDeadline(c.deadlineFrom(time.Now()))
-		if _, err = c.nc.Write(c.wbuf); err != nil {
+		if err = c.write(); err != nil {
 			if isTimeout(err) {
 				err = fmt.Errorf("%w: response write stalled: %v", ErrIdleTimeout, err)
 			} else {
@@ -595,6 +631,8 @@ func (c *Conn) flush() {
 		c.batch[i] = written{}
 	}
 	c.batch = c.batch[:0]
+	clear(c.splices)
+	c.splices, c.spliceBytes = c.splices[:0], 0
 	c.wbuf = c.wbuf[:0]
 	if cap(c.wbuf) > maxRetainedWriteBytes {
 		c.wbuf = nil
