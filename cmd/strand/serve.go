@@ -109,7 +109,7 @@ the command line wins.`,
 	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
-	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: unlimited)")
+	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -94,7 +94,8 @@ type Config struct {
 	MaxPartitionsPerTopic int32
 	MaxPartitions         int64
 	// MaxFetchBytesPerSec paces the record bytes this agent's Fetch
-	// answers carry, all clients together; zero means unlimited.
+	// answers carry, all clients together; zero means no fixed cap
+	// (the adaptive pace of kafka/fetch_yield.go still applies).
 	MaxFetchBytesPerSec int64
 	// Lease is how long this agent stays in the other agents' Metadata
 	// after its last renewal; it renews every Lease/3 through the log.

@@ -31,6 +31,9 @@
 //   - Deps.MaxFetchBytesPerSec, when set, paces the records of every
 //     answer across the agent (a consumer byte-rate quota all clients
 //     share): an answer waits until the rate allows what it carries.
+//   - While other requests wait for a CPU, answers of 1 MiB or more are
+//     also paced by a rate that adapts to it (fetch_yield.go), off
+//     otherwise.
 //   - Errors, with HighWatermark, LastStableOffset and LogStartOffset -1
 //     as Kafka sends them: UNKNOWN_TOPIC_OR_PARTITION; v13+ topics by id,
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
@@ -78,7 +81,9 @@ import (
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
-func init() { regKey(1, 4, 16, handleFetch) }
+const fetchKey = 1
+
+func init() { regKey(fetchKey, 4, 16, handleFetch) }
 
 const (
 	// maxFetchResponseBytes caps a response's MaxBytes, as Kafka's broker
@@ -206,13 +211,19 @@ const (
 )
 
 // pace waits until the agent's fetch rate (Deps.MaxFetchBytesPerSec)
-// allows records bytes more, or the connection ends.
+// and its adaptive pace (fetch_yield.go) allow records bytes more, or
+// the connection ends.
 func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
-	p := f.r.Deps.shared.fetchPacer()
-	if p == nil || records == 0 {
+	sh := f.r.Deps.shared
+	if sh == nil || records == 0 {
 		return nil
 	}
-	return p.take(ctx, records, f.r.draining())
+	if p := sh.fetchPacer(); p != nil {
+		if err := p.take(ctx, records, f.r.draining()); err != nil {
+			return err
+		}
+	}
+	return sh.fetchYield.take(ctx, records, f.r.draining())
 }
 
 func countFetchParts(req *kmsg.FetchRequest) int {

@@ -55,7 +55,8 @@ type Deps struct {
 	MaxPartitions         int64
 	// MaxFetchBytesPerSec paces the record bytes Fetch answers carry,
 	// across the agent, like a consumer byte-rate quota that every
-	// client shares; zero means unlimited.
+	// client shares; zero means no fixed cap (the adaptive pace of
+	// fetch_yield.go still applies).
 	MaxFetchBytesPerSec int64
 
 	// shared is what handlers share across connections (shared.go), set
