@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -658,7 +659,7 @@ func TestOffsetCommitsShareEntries(t *testing.T) {
 	const groups = 50
 	clock := newFakeClock()
 	log := &gatedLog{Loglet: memlog.New()}
-	rep, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Now: clock.Now})
+	rep, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

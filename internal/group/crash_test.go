@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -156,12 +157,12 @@ func (st *crashState) record(line string) error {
 }
 
 // openCrashDirs opens the replica and coordinator the child uses.
-func openCrashDirs(ctx context.Context, dir string) (*Coordinator, *meta.Replica, func(), error) {
+func openCrashDirs(ctx context.Context, dir string) (*Coordinator, *replica.Replica, func(), error) {
 	log, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quiet})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rep, err := meta.Open(ctx, meta.Config{Dir: filepath.Join(dir, "pebble"), Log: log, WriterID: "child", Logger: quiet})
+	rep, err := replica.Open(ctx, replica.Config{Dir: filepath.Join(dir, "pebble"), Log: log, WriterID: "child", Logger: quiet})
 	if err != nil {
 		log.Close()
 		return nil, nil, nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -101,7 +102,7 @@ type env struct {
 	log   *gatedLog
 	dir   string
 	cfg   Config
-	rep   *meta.Replica
+	rep   *replica.Replica
 	c     *Coordinator
 	// session overrides joinReq's session timeout in e.req.
 	session time.Duration
@@ -136,7 +137,7 @@ func (e *env) open() {
 	t := e.t
 	t.Helper()
 	ctx := testCtx(t)
-	rep, err := meta.Open(ctx, meta.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
+	rep, err := replica.Open(ctx, replica.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

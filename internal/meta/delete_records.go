@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -69,7 +68,7 @@ func decodeDeleteRecordsV1(r *reader) DeleteRecords {
 // deleteRecords goes through the partition cache, so a CommitObject in
 // the same batch sees the raised log start; index entries are deleted in
 // the batch directly, which no cache holds.
-func (a *applier) deleteRecords(c DeleteRecords) (Result, error) {
+func (a *Applier) deleteRecords(c DeleteRecords) (Result, error) {
 	res := Result{Batches: make([]BatchResult, len(c.Partitions))}
 	for i := range c.Partitions {
 		dp := &c.Partitions[i]
@@ -111,10 +110,10 @@ func (a *applier) deleteRecords(c DeleteRecords) (Result, error) {
 // logStart. Entries do not overlap and sort by base offset, so only the
 // last entry starting below logStart can hold offsets at or above it:
 // one range deletion covers the rest, whatever the index length.
-func (a *applier) trimIndex(id TopicID, partition int32, logStart int64) error {
+func (a *Applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 	start, _ := indexSpan(id, partition)
 	end := indexKey(nil, id, partition, logStart)
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return err
 	}
@@ -138,5 +137,5 @@ func (a *applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 		}
 		end = indexKey(nil, id, partition, last.BaseOffset)
 	}
-	return a.b.DeleteRange(start, end, nil)
+	return a.b.DeleteRange(start, end)
 }

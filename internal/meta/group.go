@@ -334,26 +334,11 @@ func (c ExpireOffsets) appendPayload(b []byte) []byte {
 	return appendStringList(b, c.Groups)
 }
 
-// decodeGroupCommand decodes the group commands; ok is false for any other
-// type or version.
-func decodeGroupCommand(rc RawCommand, r *reader) (Command, bool) {
-	if rc.Version != 1 {
-		return nil, false
-	}
-	switch rc.Type {
-	case TypeOffsetCommit:
-		return decodeOffsetCommitV1(r), true
-	case TypeGroupState:
-		return decodeGroupStateV1(r), true
-	case TypeDeleteGroup:
-		return DeleteGroup{Group: r.string()}, true
-	case TypeOffsetDelete:
-		return decodeOffsetDeleteV1(r), true
-	case TypeExpireOffsets:
-		var c ExpireOffsets
-		c.RetentionMs = r.varint()
-		c.Groups = r.stringList()
-		return c, true
-	}
-	return nil, false
+func decodeDeleteGroupV1(r *reader) DeleteGroup { return DeleteGroup{Group: r.string()} }
+
+func decodeExpireOffsetsV1(r *reader) ExpireOffsets {
+	var c ExpireOffsets
+	c.RetentionMs = r.varint()
+	c.Groups = r.stringList()
+	return c
 }

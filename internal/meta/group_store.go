@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -167,28 +166,7 @@ func decodeCommittedOffset(id TopicID, partition int32, v []byte) (CommittedOffs
 	return o, nil
 }
 
-// applyGroupCommand applies a group command; ok is false for other
-// commands. Group commands touch no partition state, so they run without
-// flushing apply's partition cache.
-func (a *applier) applyGroupCommand(c Command) (res Result, ok bool, err error) {
-	switch c := c.(type) {
-	case OffsetCommit:
-		res, err = a.offsetCommit(c)
-	case GroupState:
-		res, err = a.groupState(c)
-	case DeleteGroup:
-		res, err = a.deleteGroup(c)
-	case OffsetDelete:
-		res, err = a.offsetDelete(c)
-	case ExpireOffsets:
-		res, err = a.expireOffsets(c)
-	default:
-		return Result{}, false, nil
-	}
-	return res, true, err
-}
-
-func (a *applier) group(name string) (Group, bool, error) {
+func (a *Applier) group(name string) (Group, bool, error) {
 	v, ok, err := a.get(groupKey(name))
 	if err != nil || !ok {
 		return Group{}, false, err
@@ -197,8 +175,8 @@ func (a *applier) group(name string) (Group, bool, error) {
 	return g, err == nil, err
 }
 
-func (a *applier) putGroup(g *Group) error {
-	return a.b.Set(groupKey(g.Name), g.encode(), nil)
+func (a *Applier) putGroup(g *Group) error {
+	return a.b.Set(groupKey(g.Name), g.encode())
 }
 
 // failAll is a failed result whose Codes all carry e.
@@ -213,7 +191,7 @@ func failAll(n int, e *kerr.Error, format string, args ...any) Result {
 
 // topicLookup caches topic lookups by name within one command.
 type topicLookup struct {
-	a *applier
+	a *Applier
 	m map[string]Topic
 }
 
@@ -266,15 +244,15 @@ func (l *topicLookup) offset(o *OffsetCommitPartition, expire int64) (TopicID, C
 
 // storeOffset writes a committed offset and the marker that the group
 // has offsets of the topic.
-func (a *applier) storeOffset(group string, id TopicID, co *CommittedOffset) error {
+func (a *Applier) storeOffset(group string, id TopicID, co *CommittedOffset) error {
 	a.valBuf = co.encode(a.valBuf[:0])
-	if err := a.b.Set(groupOffsetKey(group, id, co.Partition), a.valBuf, nil); err != nil {
+	if err := a.b.Set(groupOffsetKey(group, id, co.Partition), a.valBuf); err != nil {
 		return err
 	}
-	return a.b.Set(topicGroupKey(id, group), topicGroupMarker, nil)
+	return a.b.Set(topicGroupKey(id, group), topicGroupMarker)
 }
 
-func (a *applier) offsetCommit(c OffsetCommit) (Result, error) {
+func (a *Applier) offsetCommit(c OffsetCommit) (Result, error) {
 	n := len(c.Offsets)
 	if len(c.Group) > maxGroupIDBytes {
 		return failAll(n, kerr.InvalidGroupID, "group id is %d bytes", len(c.Group)), nil
@@ -315,7 +293,7 @@ func (a *applier) offsetCommit(c OffsetCommit) (Result, error) {
 	return res, nil
 }
 
-func (a *applier) groupState(c GroupState) (Result, error) {
+func (a *Applier) groupState(c GroupState) (Result, error) {
 	switch {
 	case len(c.Group) > maxGroupIDBytes:
 		return failed(kerr.InvalidGroupID, "group id is %d bytes", len(c.Group)), nil
@@ -346,7 +324,7 @@ func (a *applier) groupState(c GroupState) (Result, error) {
 	return Result{}, a.putGroup(&g)
 }
 
-func (a *applier) deleteGroup(c DeleteGroup) (Result, error) {
+func (a *Applier) deleteGroup(c DeleteGroup) (Result, error) {
 	_, ok, err := a.group(c.Group)
 	if err != nil || !ok {
 		return failed(kerr.GroupIDNotFound, "no group %q", c.Group), err
@@ -357,17 +335,17 @@ func (a *applier) deleteGroup(c DeleteGroup) (Result, error) {
 	// Offsets committed in ongoing transactions go too, so a later
 	// commit of such a transaction cannot bring the group back.
 	start, end := spanOf(txnOffsetGroupPrefix(c.Group))
-	if err := a.b.DeleteRange(start, end, nil); err != nil {
+	if err := a.b.DeleteRange(start, end); err != nil {
 		return Result{}, err
 	}
-	return Result{}, a.b.Delete(groupKey(c.Group), nil)
+	return Result{}, a.b.Delete(groupKey(c.Group))
 }
 
 // groupTopics returns the ids of the topics group has offsets of, in key
 // order, skipping from one topic to the next.
-func (a *applier) groupTopics(group string) ([]TopicID, error) {
+func (a *Applier) groupTopics(group string) ([]TopicID, error) {
 	start, end := spanOf(groupOffsetPrefix(group))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return nil, err
 	}
@@ -384,24 +362,24 @@ func (a *applier) groupTopics(group string) ([]TopicID, error) {
 	return ids, it.Error()
 }
 
-func (a *applier) deleteGroupOffsets(group string) error {
+func (a *Applier) deleteGroupOffsets(group string) error {
 	ids, err := a.groupTopics(group)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if err := a.b.Delete(topicGroupKey(id, group), nil); err != nil {
+		if err := a.b.Delete(topicGroupKey(id, group)); err != nil {
 			return err
 		}
 	}
 	start, end := spanOf(groupOffsetPrefix(group))
-	return a.b.DeleteRange(start, end, nil)
+	return a.b.DeleteRange(start, end)
 }
 
 // hasTopicOffsets reports whether group still has an offset of topic id.
-func (a *applier) hasTopicOffsets(group string, id TopicID) (bool, error) {
+func (a *Applier) hasTopicOffsets(group string, id TopicID) (bool, error) {
 	start, end := spanOf(groupTopicOffsetPrefix(group, id))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return false, err
 	}
@@ -416,7 +394,7 @@ func (a *applier) hasTopicOffsets(group string, id TopicID) (bool, error) {
 // dropEmptyTopicMarkers removes the topic-to-group markers of the topics
 // in ids (sorted, so map order never reaches the batch) that group no
 // longer has offsets of.
-func (a *applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
+func (a *Applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
 	slices.SortFunc(ids, func(x, y TopicID) int { return bytes.Compare(x[:], y[:]) })
 	ids = slices.Compact(ids)
 	for _, id := range ids {
@@ -425,7 +403,7 @@ func (a *applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
 			return err
 		}
 		if !has {
-			if err := a.b.Delete(topicGroupKey(id, group), nil); err != nil {
+			if err := a.b.Delete(topicGroupKey(id, group)); err != nil {
 				return err
 			}
 		}
@@ -433,7 +411,7 @@ func (a *applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
 	return nil
 }
 
-func (a *applier) offsetDelete(c OffsetDelete) (Result, error) {
+func (a *Applier) offsetDelete(c OffsetDelete) (Result, error) {
 	n := len(c.Partitions)
 	_, ok, err := a.group(c.Group)
 	if err != nil || !ok {
@@ -451,7 +429,7 @@ func (a *applier) offsetDelete(c OffsetDelete) (Result, error) {
 			res.Codes[i] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
-		if err := a.b.Delete(groupOffsetKey(c.Group, t.ID, tp.Partition), nil); err != nil {
+		if err := a.b.Delete(groupOffsetKey(c.Group, t.ID, tp.Partition)); err != nil {
 			return Result{}, err
 		}
 		touched = append(touched, t.ID)
@@ -459,7 +437,7 @@ func (a *applier) offsetDelete(c OffsetDelete) (Result, error) {
 	return res, a.dropEmptyTopicMarkers(c.Group, touched)
 }
 
-func (a *applier) expireOffsets(c ExpireOffsets) (Result, error) {
+func (a *Applier) expireOffsets(c ExpireOffsets) (Result, error) {
 	if c.RetentionMs < 0 {
 		return failed(kerr.InvalidRequest, "negative retention %d", c.RetentionMs), nil
 	}
@@ -475,7 +453,7 @@ func (a *applier) expireOffsets(c ExpireOffsets) (Result, error) {
 }
 
 // expireGroup applies ExpireOffsets' rules to one group.
-func (a *applier) expireGroup(name string, retentionMs int64) error {
+func (a *Applier) expireGroup(name string, retentionMs int64) error {
 	g, ok, err := a.group(name)
 	if err != nil || !ok {
 		return err
@@ -489,7 +467,7 @@ func (a *applier) expireGroup(name string, retentionMs int64) error {
 		subscribed[t] = true
 	}
 	start, end := spanOf(groupOffsetPrefix(name))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return err
 	}
@@ -533,7 +511,7 @@ func (a *applier) expireGroup(name string, retentionMs int64) error {
 		return err
 	}
 	for _, k := range expired {
-		if err := a.b.Delete(k, nil); err != nil {
+		if err := a.b.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -541,7 +519,7 @@ func (a *applier) expireGroup(name string, retentionMs int64) error {
 		return err
 	}
 	if remaining == 0 && empty {
-		return a.b.Delete(groupKey(name), nil)
+		return a.b.Delete(groupKey(name))
 	}
 	return nil
 }
@@ -562,9 +540,9 @@ func offsetExpired(g *Group, o *CommittedOffset, now, retentionMs int64) bool {
 
 // deleteTopicOffsets drops every group's committed offsets of topic id,
 // as Kafka does when a topic is deleted.
-func (a *applier) deleteTopicOffsets(id TopicID) error {
+func (a *Applier) deleteTopicOffsets(id TopicID) error {
 	start, end := spanOf(append([]byte{prefixTopicGroup}, id[:]...))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return err
 	}
@@ -577,11 +555,11 @@ func (a *applier) deleteTopicOffsets(id TopicID) error {
 	}
 	for _, g := range groups {
 		gs, ge := spanOf(groupTopicOffsetPrefix(g, id))
-		if err := a.b.DeleteRange(gs, ge, nil); err != nil {
+		if err := a.b.DeleteRange(gs, ge); err != nil {
 			return err
 		}
 	}
-	return a.b.DeleteRange(start, end, nil)
+	return a.b.DeleteRange(start, end)
 }
 
 // satAdd is a+b, saturating instead of wrapping.
@@ -607,10 +585,7 @@ func (v *View) Group(name string) (Group, bool, error) {
 
 // Groups returns every stored group, sorted by name.
 func (v *View) Groups() ([]Group, error) {
-	it, err := v.snap.NewIter(&pebble.IterOptions{
-		LowerBound: []byte{prefixGroup},
-		UpperBound: []byte{prefixGroup + 1},
-	})
+	it, err := v.r.NewIter([]byte{prefixGroup}, []byte{prefixGroup + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -645,7 +620,7 @@ func (v *View) CommittedOffset(group string, id TopicID, partition int32) (Commi
 // are skipped (topic deletion removes them in the same apply).
 func (v *View) CommittedOffsets(group string) ([]CommittedOffset, error) {
 	start, end := spanOf(groupOffsetPrefix(group))
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := v.r.NewIter(start, end)
 	if err != nil {
 		return nil, err
 	}

@@ -322,3 +322,47 @@ func recordReader(v []byte) reader {
 	r.b = v[1:]
 	return r
 }
+
+// LastIncarnation returns the newest incarnation writerID is known to
+// have used in the state r reads: in the replicated dedupe state, or as
+// recorded locally by this copy (LocalIncarnation); found is false if
+// neither holds one. A driver picks an incarnation above it, since
+// sequence numbers restart with each incarnation.
+func LastIncarnation(r Reader, writerID string) (last uint64, found bool, err error) {
+	v, ok, err := r.Get(writerKey(writerID))
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		ws, err := decodeWriterState(v)
+		if err != nil {
+			return 0, false, err
+		}
+		last, found = ws.Incarnation, true
+	}
+	v, ok, err = r.Get(localIncarnationKey(writerID))
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		inc, err := decodeUint64("local incarnation", v)
+		if err != nil {
+			return 0, false, err
+		}
+		last, found = max(last, inc), true
+	}
+	return last, found, nil
+}
+
+// LocalIncarnation returns the key and value that record inc as the
+// newest incarnation this copy used for writerID. The key is local (see
+// LocalSpan).
+func LocalIncarnation(writerID string, inc uint64) (key, value []byte) {
+	return localIncarnationKey(writerID), encodeUint64(inc)
+}
+
+// LocalSpan bounds the keys that belong to one copy only: they describe
+// its directory, not the replicated state, so the digest skips them and
+// a restored snapshot drops them. end is nil: they run to the end of the
+// key space.
+func LocalSpan() (start, end []byte) { return replicatedEnd, nil }

@@ -12,8 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/recordbatch"
-	"github.com/strandkafka/strand/internal/sharedlog"
-	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
 // txnT0 is where the proposer clock of transaction tests starts (unix ms).
@@ -27,7 +25,7 @@ const txnTimeoutMs = 60_000
 // timestamps, and so the log clock, follow it), with topics "a" (two
 // partitions) and "b" (one).
 type txnEnv struct {
-	r          *Replica
+	r          *testReplica
 	nowMs      *atomic.Int64
 	a0, a1, b0 partRef
 }
@@ -36,15 +34,15 @@ func newTxnEnv(t *testing.T) *txnEnv {
 	t.Helper()
 	nowMs := new(atomic.Int64)
 	nowMs.Store(txnT0)
-	return newTxnEnvOn(t, memlog.New(), "w", nowMs)
+	return newTxnEnvOn(t, newTestLog(), "w", nowMs)
 }
 
 // newTxnEnvOn opens a replica named writer over log with clock nowMs and
 // creates the topics unless they exist.
-func newTxnEnvOn(t *testing.T, log sharedlog.Log, writer string, nowMs *atomic.Int64) *txnEnv {
+func newTxnEnvOn(t *testing.T, log *testLog, writer string, nowMs *atomic.Int64) *txnEnv {
 	t.Helper()
 	e := &txnEnv{nowMs: nowMs}
-	e.r = openReplica(t, log, "", writer, func(c *Config) {
+	e.r = openReplica(t, log, nil, writer, func(c *testConfig) {
 		c.Now = func() time.Time { return time.UnixMilli(nowMs.Load()) }
 	})
 	for _, name := range []string{"a", "b"} {
@@ -789,7 +787,7 @@ func TestTxnDeleteTopic(t *testing.T) {
 	}
 	for _, p := range []byte{prefixPartition, prefixIndex, prefixProducerState, prefixOpenTxn, prefixAbortedTxn} {
 		start, end := topicSpan(p, e.b0.id)
-		it, err := v.snap.NewIter(nil)
+		it, err := v.r.NewIter(nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -907,7 +905,7 @@ func TestTxnCodecs(t *testing.T) {
 // TestTxnReplicasAgree: replicas proposing transaction commands to one
 // log, and one replaying it from scratch, reach the same state.
 func TestTxnReplicasAgree(t *testing.T) {
-	log := memlog.New()
+	log := newTestLog()
 	nowMs := new(atomic.Int64)
 	nowMs.Store(txnT0)
 	a := newTxnEnvOn(t, log, "a", nowMs)
@@ -937,14 +935,14 @@ func TestTxnReplicasAgree(t *testing.T) {
 
 	mustSync(t, a.r)
 	mustSync(t, b.r)
-	c := openReplica(t, log, "", "c")
+	c := openReplica(t, log, nil, "c")
 	mustSync(t, c)
 	da, db, dc := mustDigest(t, a.r), mustDigest(t, b.r), mustDigest(t, c)
 	if da != db || da != dc {
 		t.Fatalf("digests differ: %x %x %x", da, db, dc)
 	}
 	// The digest covers transaction state: the sweep above aborted t2.
-	for _, r := range []*Replica{a.r, b.r, c} {
+	for _, r := range []*testReplica{a.r, b.r, c} {
 		s, ok, err := viewOf(t, r).Txn("t2")
 		if err != nil || !ok || s.Status != TxnCompleteAbort || s.PrevBy != BumpByTimeout {
 			t.Fatalf("t2 = %+v, %v, %v", s, ok, err)
