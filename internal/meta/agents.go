@@ -89,7 +89,8 @@ func (c AgentHeartbeat) appendPayload(b []byte) []byte {
 	return appendUvarint(b, uint64(c.Applied))
 }
 
-func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
+// readAgentHeartbeatV1 reads version 1's fields, which version 2 extends.
+func readAgentHeartbeatV1(r *reader) AgentHeartbeat {
 	var c AgentHeartbeat
 	c.NodeID = r.int32()
 	c.AgentID = r.string()
@@ -100,10 +101,17 @@ func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
 	return c
 }
 
-func decodeAgentHeartbeatV2(r *reader) AgentHeartbeat {
-	c := decodeAgentHeartbeatV1(r)
+func decodeAgentHeartbeatV1(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
+	return c, r.done()
+}
+
+func decodeAgentHeartbeatV2(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
 	c.Applied = r.uvarint()
-	return c
+	return c, r.done()
 }
 
 func agentKey(nodeID int32) []byte {

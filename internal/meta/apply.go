@@ -221,7 +221,8 @@ func (a *Applier) part(ref partRef) (*cachedPart, error) {
 		return cp, nil
 	}
 	cp := new(cachedPart)
-	v, ok, err := a.get(partitionKey(ref.id, ref.partition))
+	a.keyBuf = appendPartitionKey(a.keyBuf[:0], ref.id, ref.partition)
+	v, ok, err := a.get(a.keyBuf)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +253,8 @@ func (a *Applier) flushParts() error {
 	for _, ref := range dirty {
 		cp := a.parts[ref]
 		a.valBuf = cp.st.encode(a.valBuf[:0])
-		if err := a.b.Set(partitionKey(ref.id, ref.partition), a.valBuf); err != nil {
+		a.keyBuf = appendPartitionKey(a.keyBuf[:0], ref.id, ref.partition)
+		if err := a.b.Set(a.keyBuf, a.valBuf); err != nil {
 			return err
 		}
 		cp.dirty = false

@@ -84,9 +84,8 @@ func DecodeCommand(rc RawCommand) (Command, error) {
 	if decode == nil {
 		return nil, fmt.Errorf("%w: %v version %d", ErrUnknownCommand, rc.Type, rc.Version)
 	}
-	r := &reader{b: rc.Payload}
-	c := decode(r)
-	if err := r.done(); err != nil {
+	c, err := decode(rc.Payload)
+	if err != nil {
 		return nil, corrupt(s.name, err)
 	}
 	return c, nil

@@ -88,11 +88,12 @@ func (c CommitObject) appendPayload(b []byte) []byte {
 	return b
 }
 
-func decodeCommitObjectV1(r *reader) CommitObject { return decodeCommitObject(r, 1) }
-func decodeCommitObjectV2(r *reader) CommitObject { return decodeCommitObject(r, 2) }
+func decodeCommitObjectV1(p []byte) (CommitObject, error) { return decodeCommitObject(p, 1) }
+func decodeCommitObjectV2(p []byte) (CommitObject, error) { return decodeCommitObject(p, 2) }
 
 // decodeCommitObject decodes version 1 (no Transactional flag) and 2.
-func decodeCommitObject(r *reader, version uint16) CommitObject {
+func decodeCommitObject(p []byte, version uint16) (CommitObject, error) {
+	r := &reader{b: p}
 	var co CommitObject
 	co.ObjectKey = r.string()
 	co.ObjectSize = r.varint()
@@ -121,7 +122,7 @@ func decodeCommitObject(r *reader, version uint16) CommitObject {
 			cb.Transactional = r.bool()
 		}
 	}
-	return co
+	return co, r.done()
 }
 
 func (a *Applier) commitObject(c CommitObject) (Result, error) {

@@ -50,7 +50,8 @@ func (c DeleteRecords) appendPayload(b []byte) []byte {
 	return b
 }
 
-func decodeDeleteRecordsV1(r *reader) DeleteRecords {
+func decodeDeleteRecordsV1(p []byte) (DeleteRecords, error) {
+	r := &reader{b: p}
 	var c DeleteRecords
 	n := r.count(minDeleteRecordsPartitionBytes)
 	if n > 0 {
@@ -62,7 +63,7 @@ func decodeDeleteRecordsV1(r *reader) DeleteRecords {
 		p.Partition = r.int32()
 		p.Offset = r.varint()
 	}
-	return c
+	return c, r.done()
 }
 
 // deleteRecords goes through the partition cache, so a CommitObject in

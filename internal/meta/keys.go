@@ -49,10 +49,16 @@ func topicIDKey(id TopicID) []byte {
 }
 
 func partitionKey(id TopicID, partition int32) []byte {
-	k := make([]byte, 0, 1+16+4)
-	k = append(k, prefixPartition)
-	k = append(k, id[:]...)
-	return binary.BigEndian.AppendUint32(k, uint32(partition))
+	return appendPartitionKey(make([]byte, 0, 1+16+4), id, partition)
+}
+
+// appendPartitionKey is partitionKey into dst, for apply's reused buffer:
+// keys passed through the Batch interface escape, so a fresh one per
+// partition would be an allocation each.
+func appendPartitionKey(dst []byte, id TopicID, partition int32) []byte {
+	dst = append(dst, prefixPartition)
+	dst = append(dst, id[:]...)
+	return binary.BigEndian.AppendUint32(dst, uint32(partition))
 }
 
 // topicSpan returns the bounds of prefix p's keys of one topic.

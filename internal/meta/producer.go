@@ -69,11 +69,12 @@ func (c AllocateProducerID) appendPayload(b []byte) []byte {
 	return appendVarint(b, int64(c.ProducerEpoch))
 }
 
-func decodeAllocateProducerIDV1(r *reader) AllocateProducerID {
+func decodeAllocateProducerIDV1(p []byte) (AllocateProducerID, error) {
+	r := &reader{b: p}
 	var c AllocateProducerID
 	c.ProducerID = r.varint()
 	c.ProducerEpoch = r.int16()
-	return c
+	return c, r.done()
 }
 
 func (a *Applier) allocateProducerID(c AllocateProducerID) (Result, error) {

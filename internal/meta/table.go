@@ -36,14 +36,18 @@ type commandSpec struct {
 	partitions partitionUse
 }
 
+// versionDecoder decodes one version's payload, all of it, or fails with
+// the codec's error. Each decoder makes its own reader: one passed in
+// through the table's func values would escape to the heap, an
+// allocation per command on the apply path.
 type versionDecoder struct {
 	version uint16
-	decode  func(r *reader) Command
+	decode  func(payload []byte) (Command, error)
 }
 
 // decoder returns the decoder of version v, nil if this build does not
 // read it.
-func (s *commandSpec) decoder(v uint16) func(r *reader) Command {
+func (s *commandSpec) decoder(v uint16) func(payload []byte) (Command, error) {
 	for _, d := range s.decoders {
 		if d.version == v {
 			return d.decode
@@ -56,10 +60,10 @@ func (s *commandSpec) decoder(v uint16) func(r *reader) Command {
 // agree on the command's type.
 type decoderOf[C Command] struct {
 	version uint16
-	decode  func(r *reader) C
+	decode  func(payload []byte) (C, error)
 }
 
-func version[C Command](v uint16, decode func(r *reader) C) decoderOf[C] {
+func version[C Command](v uint16, decode func(payload []byte) (C, error)) decoderOf[C] {
 	return decoderOf[C]{v, decode}
 }
 
@@ -72,7 +76,10 @@ func row[C Command](name string, partitions partitionUse, apply func(*Applier, C
 		apply:      func(a *Applier, c Command) (Result, error) { return apply(a, c.(C)) },
 	}
 	for _, d := range decoders {
-		s.decoders = append(s.decoders, versionDecoder{d.version, func(r *reader) Command { return d.decode(r) }})
+		s.decoders = append(s.decoders, versionDecoder{d.version, func(p []byte) (Command, error) {
+			c, err := d.decode(p)
+			return c, err
+		}})
 	}
 	return s
 }

@@ -105,35 +105,39 @@ func (c AlterConfigs) appendPayload(b []byte) []byte {
 	return appendBool(b, c.Incremental)
 }
 
-func decodeCreateTopicV1(r *reader) CreateTopic {
+func decodeCreateTopicV1(p []byte) (CreateTopic, error) {
+	r := &reader{b: p}
 	var c CreateTopic
 	c.Name = r.string()
 	c.Partitions = r.int32()
 	c.Configs = r.stringMap()
-	return c
+	return c, r.done()
 }
 
-func decodeDeleteTopicV1(r *reader) DeleteTopic {
+func decodeDeleteTopicV1(p []byte) (DeleteTopic, error) {
+	r := &reader{b: p}
 	var c DeleteTopic
 	c.Name = r.string()
 	r.fixed(c.ID[:])
-	return c
+	return c, r.done()
 }
 
-func decodeCreatePartitionsV1(r *reader) CreatePartitions {
+func decodeCreatePartitionsV1(p []byte) (CreatePartitions, error) {
+	r := &reader{b: p}
 	var c CreatePartitions
 	c.Name = r.string()
 	c.NewTotal = r.int32()
-	return c
+	return c, r.done()
 }
 
-func decodeAlterConfigsV1(r *reader) AlterConfigs {
+func decodeAlterConfigsV1(p []byte) (AlterConfigs, error) {
+	r := &reader{b: p}
 	var c AlterConfigs
 	c.Name = r.string()
 	c.Set = r.stringMap()
 	c.Delete = r.stringList()
 	c.Incremental = r.bool()
-	return c
+	return c, r.done()
 }
 
 // validTopicName follows Kafka's rules: 1 to 249 of [a-zA-Z0-9._-], and

@@ -166,14 +166,16 @@ func (r *reader) txnProducer() (string, int64, int16) {
 // decodeTxnCommand decodes the transaction commands; ok is false for
 // other types.
 
-func decodeInitTransactionalProducerV1(r *reader) InitTransactionalProducer {
+func decodeInitTransactionalProducerV1(p []byte) (InitTransactionalProducer, error) {
+	r := &reader{b: p}
 	var c InitTransactionalProducer
 	c.TransactionalID, c.ProducerID, c.ProducerEpoch = r.txnProducer()
 	c.TimeoutMs = r.int32()
-	return c
+	return c, r.done()
 }
 
-func decodeAddPartitionsToTxnV1(r *reader) AddPartitionsToTxn {
+func decodeAddPartitionsToTxnV1(p []byte) (AddPartitionsToTxn, error) {
+	r := &reader{b: p}
 	var c AddPartitionsToTxn
 	c.TransactionalID, c.ProducerID, c.ProducerEpoch = r.txnProducer()
 	n := r.count(minTopicPartitionBytes)
@@ -183,27 +185,29 @@ func decodeAddPartitionsToTxnV1(r *reader) AddPartitionsToTxn {
 	for i := 0; i < n && r.err == nil; i++ {
 		c.Partitions[i] = TopicPartition{Topic: r.string(), Partition: r.int32()}
 	}
-	return c
+	return c, r.done()
 }
 
-func decodeAddOffsetsToTxnV1(r *reader) AddOffsetsToTxn {
+func decodeAddOffsetsToTxnV1(p []byte) (AddOffsetsToTxn, error) {
+	r := &reader{b: p}
 	var c AddOffsetsToTxn
 	c.TransactionalID, c.ProducerID, c.ProducerEpoch = r.txnProducer()
 	c.Group = r.string()
-	return c
+	return c, r.done()
 }
 
-func decodeTxnOffsetCommitV1(r *reader) TxnOffsetCommit {
+func decodeTxnOffsetCommitV1(p []byte) (TxnOffsetCommit, error) {
+	r := &reader{b: p}
 	var c TxnOffsetCommit
 	c.TransactionalID, c.ProducerID, c.ProducerEpoch = r.txnProducer()
 	c.Group = r.string()
 	c.Generation = r.int32()
 	c.Offsets = r.offsetCommitPartitions()
-	return c
+	return c, r.done()
 }
 
-// decodeEndTxnV1 decodes version 1, which had no BumpEpoch.
-func decodeEndTxnV1(r *reader) EndTxn {
+// readEndTxnV1 reads version 1's fields, which had no BumpEpoch.
+func readEndTxnV1(r *reader) EndTxn {
 	var c EndTxn
 	c.TransactionalID, c.ProducerID, c.ProducerEpoch = r.txnProducer()
 	c.Commit = r.bool()
@@ -211,10 +215,21 @@ func decodeEndTxnV1(r *reader) EndTxn {
 	return c
 }
 
-func decodeEndTxnV2(r *reader) EndTxn {
-	c := decodeEndTxnV1(r)
-	c.BumpEpoch = r.bool()
-	return c
+func decodeEndTxnV1(p []byte) (EndTxn, error) {
+	r := &reader{b: p}
+	c := readEndTxnV1(r)
+	return c, r.done()
 }
 
-func decodeTxnSweepV1(r *reader) TxnSweep { return TxnSweep{TransactionalIDs: r.stringList()} }
+func decodeEndTxnV2(p []byte) (EndTxn, error) {
+	r := &reader{b: p}
+	c := readEndTxnV1(r)
+	c.BumpEpoch = r.bool()
+	return c, r.done()
+}
+
+func decodeTxnSweepV1(p []byte) (TxnSweep, error) {
+	r := &reader{b: p}
+	c := TxnSweep{TransactionalIDs: r.stringList()}
+	return c, r.done()
+}
