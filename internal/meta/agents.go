@@ -41,9 +41,9 @@ const (
 // took the node id over from another agent whose lease had not expired:
 // two agents were given one --node-id.
 //
-// Applied (version 2) is the proposer's applied position when it
-// proposed: every entry below it is in its copy, and it still needs every
-// entry from there on. Apply stores it as AgentInfo.Applied, clamped to
+// Applied (version 2) is the proposer's next position to apply when it
+// proposed (a shared log position): every entry below it is in its copy,
+// and it still needs every entry from there on. Apply stores it as AgentInfo.Applied, clamped to
 // the heartbeat's own position, which no proposer can have applied yet.
 // Version 1 carries none and decodes as 0: see LowestLiveApplied.
 type AgentHeartbeat struct {

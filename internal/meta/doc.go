@@ -6,7 +6,7 @@
 // It is pure by construction: it works against a narrow key-value
 // interface (kv.go: Get, ordered iteration with bounds, Set, Delete,
 // DeleteRange) and reaches no file, socket, clock, log or object store;
-// TestPure fails the build's tests if it ever imports one. The driver
+// TestPure fails if it ever imports what would let it. The driver
 // lives in package replica: it proposes commands through the shared log,
 // plays the log into Pebble through an Applier, serves Sync and Views,
 // and takes snapshots. MemStore is the interface's in-memory reference,

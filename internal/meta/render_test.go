@@ -53,21 +53,13 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 			labels = append(labels, fmt.Sprintf("%s/%d", s.topicName(p.TopicID), p.Partition))
 		}
 	case OffsetCommit:
-		for _, o := range c.Offsets {
-			labels = append(labels, fmt.Sprintf("%s/%d", o.Topic, o.Partition))
-		}
+		labels = offsetLabels(c.Offsets)
 	case TxnOffsetCommit:
-		for _, o := range c.Offsets {
-			labels = append(labels, fmt.Sprintf("%s/%d", o.Topic, o.Partition))
-		}
+		labels = offsetLabels(c.Offsets)
 	case OffsetDelete:
-		for _, p := range c.Partitions {
-			labels = append(labels, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
-		}
+		labels = partitionLabels(c.Partitions)
 	case AddPartitionsToTxn:
-		for _, p := range c.Partitions {
-			labels = append(labels, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
-		}
+		labels = partitionLabels(c.Partitions)
 	}
 	label := func(i int) string {
 		if i < len(labels) {
@@ -88,6 +80,22 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 	for i, code := range res.Codes {
 		fmt.Fprintf(b, "  %s: %s\n", label(i), codeName(code))
 	}
+}
+
+func offsetLabels(os []OffsetCommitPartition) []string {
+	var labels []string
+	for _, o := range os {
+		labels = append(labels, fmt.Sprintf("%s/%d", o.Topic, o.Partition))
+	}
+	return labels
+}
+
+func partitionLabels(ps []TopicPartition) []string {
+	var labels []string
+	for _, p := range ps {
+		labels = append(labels, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+	}
+	return labels
 }
 
 // renderState renders writer's copy key by key, after checking that every
