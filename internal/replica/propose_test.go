@@ -266,7 +266,8 @@ func TestSubmitOrder(t *testing.T) {
 	}
 }
 
-// groupCommit commits group "g"'s offset of partition 0 of topic.
+// groupCommit commits group "g"'s offset of partition 0 of topic, as a
+// standalone consumer does.
 func groupCommit(topic string, offset int64) meta.OffsetCommit {
 	return meta.OffsetCommit{Group: "g", Generation: -1, RetentionMs: -1, Offsets: []meta.OffsetCommitPartition{
 		{Topic: topic, Offset: offset, LeaderEpoch: -1, CommitTimestamp: -1},

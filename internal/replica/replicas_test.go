@@ -126,34 +126,9 @@ func TestReplicasConverge(t *testing.T) {
 	}
 	// And so does the state machine's reference store: Pebble behind
 	// the adapters holds what meta.MemStore does.
-	if got := memoryDigest(t, rawEntries(t, log)); got != want {
+	if _, got := memoryReplay(t, rawEntries(t, log)); got != want {
 		t.Fatalf("the log applied to a meta.MemStore: digest %x, Pebble %x", got, want)
 	}
-}
-
-// memoryDigest applies entries, from position 0, to a meta.MemStore in
-// batches of 7 (so the cache spans entries, as the player's batches
-// do), and returns its digest.
-func memoryDigest(t *testing.T, entries []sharedlog.Entry) [32]byte {
-	t.Helper()
-	kv := meta.NewMemStore()
-	for from := 0; from < len(entries); from += 7 {
-		a := meta.NewApplier(kv)
-		to := min(from+7, len(entries))
-		for _, e := range entries[from:to] {
-			if _, err := a.Apply(uint64(e.Pos), e.Data); err != nil {
-				t.Fatalf("apply at %d: %v", e.Pos, err)
-			}
-		}
-		if err := a.Finish(uint64(to)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	digest, err := meta.NewView(kv.Snapshot()).Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return digest
 }
 
 // runWorker proposes a random mix of commands on r and checks each result.
