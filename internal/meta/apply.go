@@ -75,6 +75,17 @@ func NewApplier(b Batch) *Applier {
 	}
 }
 
+// Reset readies a for the next batch, b, as a new Applier would be, but
+// keeping the memory of its caches and buffers: a driver that plays the
+// log batch after batch reuses one.
+func (a *Applier) Reset(b Batch) {
+	a.b = b
+	a.clockLoaded, a.clock = false, 0
+	a.pos, a.idx = 0, 0
+	clear(a.writers)
+	clear(a.parts)
+}
+
 // Outcome is what applying one entry produced.
 type Outcome struct {
 	// Header is the entry without its commands.
@@ -145,7 +156,8 @@ func (a *Applier) Finish(next uint64) error {
 		return err
 	}
 	for _, id := range sortedKeys(a.writers) {
-		if err := a.b.Set(writerKey(id), a.writers[id].encode()); err != nil {
+		a.keyBuf = appendWriterKey(a.keyBuf[:0], id)
+		if err := a.b.Set(a.keyBuf, a.writers[id].encode()); err != nil {
 			return err
 		}
 	}
@@ -162,7 +174,8 @@ func (a *Applier) writer(id string) (*writerState, error) {
 		return ws, nil
 	}
 	ws := new(writerState)
-	v, ok, err := a.get(writerKey(id))
+	a.keyBuf = appendWriterKey(a.keyBuf[:0], id)
+	v, ok, err := a.get(a.keyBuf)
 	if err != nil {
 		return nil, err
 	}

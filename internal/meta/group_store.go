@@ -35,18 +35,24 @@ const MaxOffsetMetadataBytes = maxOffsetMetadataBytes
 // MaxExpireGroups is the most groups one ExpireOffsets may name.
 const MaxExpireGroups = maxExpireGroups
 
-func groupKey(group string) []byte {
-	return append([]byte{prefixGroup}, group...)
+func groupKey(group string) []byte { return appendGroupKey(nil, group) }
+
+func appendGroupKey(dst []byte, group string) []byte {
+	dst = append(dst, prefixGroup)
+	return append(dst, group...)
 }
 
 // groupOffsetPrefix starts every committed offset of group. The group id
 // is length-prefixed so that one group's keys never run into another's
 // ("ab" + topic id vs "a" + "b...").
 func groupOffsetPrefix(group string) []byte {
-	k := make([]byte, 0, 3+len(group)+16+4)
-	k = append(k, prefixGroupOffset)
-	k = binary.BigEndian.AppendUint16(k, uint16(len(group)))
-	return append(k, group...)
+	return appendGroupOffsetPrefix(make([]byte, 0, 3+len(group)+16+4), group)
+}
+
+func appendGroupOffsetPrefix(dst []byte, group string) []byte {
+	dst = append(dst, prefixGroupOffset)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(group)))
+	return append(dst, group...)
 }
 
 func groupTopicOffsetPrefix(group string, id TopicID) []byte {
@@ -54,7 +60,13 @@ func groupTopicOffsetPrefix(group string, id TopicID) []byte {
 }
 
 func groupOffsetKey(group string, id TopicID, partition int32) []byte {
-	return binary.BigEndian.AppendUint32(groupTopicOffsetPrefix(group, id), uint32(partition))
+	return appendGroupOffsetKey(make([]byte, 0, 3+len(group)+16+4), group, id, partition)
+}
+
+func appendGroupOffsetKey(dst []byte, group string, id TopicID, partition int32) []byte {
+	dst = appendGroupOffsetPrefix(dst, group)
+	dst = append(dst, id[:]...)
+	return binary.BigEndian.AppendUint32(dst, uint32(partition))
 }
 
 // splitGroupOffsetKey returns the topic id and partition of a key under
@@ -71,9 +83,12 @@ func splitGroupOffsetKey(k []byte, groupLen int) (TopicID, int32, bool) {
 
 // topicGroupKey marks that group has offsets of topic id, so deleting the
 // topic finds the groups to clean without scanning every offset.
-func topicGroupKey(id TopicID, group string) []byte {
-	k := append([]byte{prefixTopicGroup}, id[:]...)
-	return append(k, group...)
+func topicGroupKey(id TopicID, group string) []byte { return appendTopicGroupKey(nil, id, group) }
+
+func appendTopicGroupKey(dst []byte, id TopicID, group string) []byte {
+	dst = append(dst, prefixTopicGroup)
+	dst = append(dst, id[:]...)
+	return append(dst, group...)
 }
 
 // topicGroupMarker is the value of a topicGroupKey.
@@ -167,7 +182,8 @@ func decodeCommittedOffset(id TopicID, partition int32, v []byte) (CommittedOffs
 }
 
 func (a *Applier) group(name string) (Group, bool, error) {
-	v, ok, err := a.get(groupKey(name))
+	a.keyBuf = appendGroupKey(a.keyBuf[:0], name)
+	v, ok, err := a.get(a.keyBuf)
 	if err != nil || !ok {
 		return Group{}, false, err
 	}
@@ -176,7 +192,8 @@ func (a *Applier) group(name string) (Group, bool, error) {
 }
 
 func (a *Applier) putGroup(g *Group) error {
-	return a.b.Set(groupKey(g.Name), g.encode())
+	a.keyBuf = appendGroupKey(a.keyBuf[:0], g.Name)
+	return a.b.Set(a.keyBuf, g.encode())
 }
 
 // failAll is a failed result whose Codes all carry e.
@@ -246,10 +263,12 @@ func (l *topicLookup) offset(o *OffsetCommitPartition, expire int64) (TopicID, C
 // has offsets of the topic.
 func (a *Applier) storeOffset(group string, id TopicID, co *CommittedOffset) error {
 	a.valBuf = co.encode(a.valBuf[:0])
-	if err := a.b.Set(groupOffsetKey(group, id, co.Partition), a.valBuf); err != nil {
+	a.keyBuf = appendGroupOffsetKey(a.keyBuf[:0], group, id, co.Partition)
+	if err := a.b.Set(a.keyBuf, a.valBuf); err != nil {
 		return err
 	}
-	return a.b.Set(topicGroupKey(id, group), topicGroupMarker)
+	a.keyBuf = appendTopicGroupKey(a.keyBuf[:0], id, group)
+	return a.b.Set(a.keyBuf, topicGroupMarker)
 }
 
 func (a *Applier) offsetCommit(c OffsetCommit) (Result, error) {

@@ -40,8 +40,15 @@ var (
 	replicatedEnd = []byte{prefixLocal}
 )
 
-func topicNameKey(name string) []byte {
-	return append([]byte{prefixTopicName}, name...)
+func topicNameKey(name string) []byte { return appendTopicNameKey(nil, name) }
+
+// appendTopicNameKey, like every append*Key, builds a key into a buffer
+// the caller reuses: keys passed through the Batch interface escape, so
+// a fresh one per call on the apply path would be a heap allocation
+// each.
+func appendTopicNameKey(dst []byte, name string) []byte {
+	dst = append(dst, prefixTopicName)
+	return append(dst, name...)
 }
 
 func topicIDKey(id TopicID) []byte {
@@ -52,9 +59,6 @@ func partitionKey(id TopicID, partition int32) []byte {
 	return appendPartitionKey(make([]byte, 0, 1+16+4), id, partition)
 }
 
-// appendPartitionKey is partitionKey into dst, for apply's reused buffer:
-// keys passed through the Batch interface escape, so a fresh one per
-// partition would be an allocation each.
 func appendPartitionKey(dst []byte, id TopicID, partition int32) []byte {
 	dst = append(dst, prefixPartition)
 	dst = append(dst, id[:]...)
@@ -94,8 +98,11 @@ func objectKey(key string) []byte {
 	return append([]byte{prefixObject}, key...)
 }
 
-func writerKey(id string) []byte {
-	return append([]byte{prefixWriter}, id...)
+func writerKey(id string) []byte { return appendWriterKey(nil, id) }
+
+func appendWriterKey(dst []byte, id string) []byte {
+	dst = append(dst, prefixWriter)
+	return append(dst, id...)
 }
 
 // localIncarnationKey holds the last incarnation this copy used for a

@@ -168,7 +168,8 @@ func validConfigs(m map[string]string) (Result, bool) {
 }
 
 func (a *Applier) topic(name string) (Topic, bool, error) {
-	v, ok, err := a.get(topicNameKey(name))
+	a.keyBuf = appendTopicNameKey(a.keyBuf[:0], name)
+	v, ok, err := a.get(a.keyBuf)
 	if err != nil || !ok {
 		return Topic{}, false, err
 	}

@@ -40,7 +40,7 @@ func benchStore(b *testing.B) (*pebble.DB, []partRef, sharedlog.Pos) {
 			Commands: []meta.RawCommand{meta.EncodeCommand(meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})},
 		})})
 	}
-	outs, next, poison, err := applyEntries(db, setup)
+	outs, next, poison, err := applyEntries(db, meta.NewApplier(nil), setup)
 	if err != nil || poison != nil {
 		b.Fatal(err, poison)
 	}
@@ -80,6 +80,7 @@ func BenchmarkApplyCommitObject(b *testing.B) {
 			b.StopTimer()
 			seq, cmds := 0, 0
 			chunk := make([]sharedlog.Entry, 0, applyBatchEntries)
+			a := meta.NewApplier(nil) // reused, as the player does
 			for cmds < b.N {
 				// Encode a chunk untimed, then apply it timed.
 				chunk = chunk[:0]
@@ -93,7 +94,7 @@ func BenchmarkApplyCommitObject(b *testing.B) {
 				}
 				seq += len(chunk)
 				b.StartTimer()
-				_, next, poison, err := applyEntries(db, chunk)
+				_, next, poison, err := applyEntries(db, a, chunk)
 				b.StopTimer()
 				if err != nil || poison != nil || next != pos+sharedlog.Pos(len(chunk)) {
 					b.Fatal(err, poison, next)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -65,15 +66,17 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 // The adapters from Pebble to the state machine's key-value interface
 // (meta.Batch, meta.Snapshot). Each is one pointer, so converting it to
 // the interface allocates nothing; *pebble.Iterator is a meta.Iterator
-// as is.
+// as is. Each calls its own concrete type rather than going through
+// pebble.Reader: a call through an interface makes its arguments escape,
+// so the IterOptions would be a heap allocation per iterator.
 
 // pebbleBatch is apply's view of an indexed batch: reads see its writes.
 type pebbleBatch struct{ b *pebble.Batch }
 
-func (p pebbleBatch) Get(key []byte) ([]byte, bool, error) { return pebbleGet(p.b, key) }
+func (p pebbleBatch) Get(key []byte) ([]byte, bool, error) { return pebbleValue(p.b.Get(key)) }
 
 func (p pebbleBatch) NewIter(lower, upper []byte) (meta.Iterator, error) {
-	return pebbleIter(p.b, lower, upper)
+	return pebbleIter(p.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}))
 }
 
 func (p pebbleBatch) Set(key, value []byte) error         { return p.b.Set(key, value, nil) }
@@ -83,10 +86,10 @@ func (p pebbleBatch) DeleteRange(start, end []byte) error { return p.b.DeleteRan
 // pebbleSnapshot is what a meta.View reads.
 type pebbleSnapshot struct{ s *pebble.Snapshot }
 
-func (p pebbleSnapshot) Get(key []byte) ([]byte, bool, error) { return pebbleGet(p.s, key) }
+func (p pebbleSnapshot) Get(key []byte) ([]byte, bool, error) { return pebbleValue(p.s.Get(key)) }
 
 func (p pebbleSnapshot) NewIter(lower, upper []byte) (meta.Iterator, error) {
-	return pebbleIter(p.s, lower, upper)
+	return pebbleIter(p.s.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}))
 }
 
 func (p pebbleSnapshot) Close() error { return p.s.Close() }
@@ -95,16 +98,15 @@ func (p pebbleSnapshot) Close() error { return p.s.Close() }
 // reads when it opens a copy.
 type pebbleReader struct{ db *pebble.DB }
 
-func (p pebbleReader) Get(key []byte) ([]byte, bool, error) { return pebbleGet(p.db, key) }
+func (p pebbleReader) Get(key []byte) ([]byte, bool, error) { return pebbleValue(p.db.Get(key)) }
 
 func (p pebbleReader) NewIter(lower, upper []byte) (meta.Iterator, error) {
-	return pebbleIter(p.db, lower, upper)
+	return pebbleIter(p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}))
 }
 
-// pebbleGet is meta.Reader's Get: a copy the caller owns, found false for
-// a missing key.
-func pebbleGet(r pebble.Reader, key []byte) ([]byte, bool, error) {
-	v, closer, err := r.Get(key)
+// pebbleValue turns a Pebble Get into meta.Reader's: a copy the caller
+// owns, found false for a missing key.
+func pebbleValue(v []byte, closer io.Closer, err error) ([]byte, bool, error) {
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -115,8 +117,7 @@ func pebbleGet(r pebble.Reader, key []byte) ([]byte, bool, error) {
 	return v, true, closer.Close()
 }
 
-func pebbleIter(r pebble.Reader, lower, upper []byte) (meta.Iterator, error) {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+func pebbleIter(it *pebble.Iterator, err error) (meta.Iterator, error) {
 	if err != nil {
 		// Not it: a nil *pebble.Iterator in an interface is not nil.
 		return nil, err

@@ -210,6 +210,9 @@ type Replica struct {
 	}
 
 	q proposalQueue
+
+	// applier is the player's, reused from one apply batch to the next.
+	applier *meta.Applier
 }
 
 // Open opens (or creates) the copy in cfg.Dir, plays the log up to its
@@ -242,6 +245,8 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		logger: cfg.Logger.With("writer", cfg.WriterID),
 		kick:   make(chan struct{}, 1),
 		stop:   stop,
+
+		applier: meta.NewApplier(nil),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.applied = applied
@@ -536,7 +541,7 @@ func (r *Replica) playTo(from, to sharedlog.Pos) error {
 // applyBatch applies entries (consecutive, starting at the applied
 // position) and publishes the outcome.
 func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
-	outs, next, poison, err := applyEntries(r.db, entries)
+	outs, next, poison, err := applyEntries(r.db, r.applier, entries)
 	if err != nil {
 		// Pebble failed (a write failure has stopped the process before
 		// Pebble could return it, so a read, most likely). A restart
@@ -571,10 +576,10 @@ func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
 // recovers a prefix of its committed batches after a crash, and each batch
 // carries its applied position, so a restarted copy resumes exactly after
 // the last batch it kept and replays the rest from the log.
-func applyEntries(db *pebble.DB, entries []sharedlog.Entry) (outs []meta.Outcome, next sharedlog.Pos, poison *HaltError, err error) {
+func applyEntries(db *pebble.DB, a *meta.Applier, entries []sharedlog.Entry) (outs []meta.Outcome, next sharedlog.Pos, poison *HaltError, err error) {
 	b := db.NewIndexedBatch()
 	defer b.Close()
-	a := meta.NewApplier(pebbleBatch{b})
+	a.Reset(pebbleBatch{b})
 	first := entries[0].Pos
 	next = first
 	outs = make([]meta.Outcome, 0, len(entries))

@@ -134,12 +134,13 @@ func replayDigest(t *testing.T, log sharedlog.Log, pos sharedlog.Pos) [32]byte {
 	}
 	defer db.Close()
 	ctx := testCtx(t)
+	a := meta.NewApplier(nil)
 	for from := sharedlog.Pos(0); from < pos; {
 		es, err := log.ReadNext(ctx, from, min(pos, from+applyBatchEntries))
 		if err != nil || len(es) == 0 {
 			t.Fatalf("ReadNext(%d, %d): %d entries, %v", from, pos, len(es), err)
 		}
-		_, next, poison, err := applyEntries(db, es)
+		_, next, poison, err := applyEntries(db, a, es)
 		if err != nil || poison != nil || next != from+sharedlog.Pos(len(es)) {
 			t.Fatalf("apply [%d, %d): next %d, %v, %v", from, from+sharedlog.Pos(len(es)), next, poison, err)
 		}
