@@ -51,6 +51,10 @@ type Applier struct {
 	// speed.
 	flushEveryCommand bool
 
+	// keyBuf and valBuf hold the key and value of one Get, Set or
+	// Delete at a time (the batch copies what it keeps), so that apply
+	// allocates no key per call: anything passed through the Batch
+	// interface escapes to the heap.
 	keyBuf []byte
 	valBuf []byte
 }

@@ -6,8 +6,9 @@ package meta
 // package replica adapts a Pebble indexed batch (Batch) and a Pebble
 // snapshot (Snapshot), MemStore is the in-memory reference.
 //
-// None of these are safe for concurrent use; a View's reads are, because
-// each makes its own iterator and Get copies.
+// A Batch belongs to the one goroutine applying. A Snapshot's Get and
+// NewIter may be called concurrently, as a View may be read from several
+// goroutines; an Iterator belongs to the goroutine that made it.
 
 // Reader reads one consistent state.
 type Reader interface {

@@ -9,7 +9,8 @@ import (
 // Snapshots are consistent copies. It is the reference implementation of
 // the key-value interface, for tests: the state machine's own tests and
 // scenarios run on it, and package replica checks that Pebble, behind its
-// adapters, reaches the same state. It is not safe for concurrent use.
+// adapters, reaches the same state. A MemStore is one goroutine's; its
+// Snapshots may be read concurrently.
 //
 // The keys are one sorted slice, shared copy-on-write with the iterators
 // and snapshots made from it, so those see the state as of their creation
