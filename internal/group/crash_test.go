@@ -236,7 +236,7 @@ func crashChild(dir string) {
 	// generation) and syncs.
 	join := withInstance(joinReq(crashMemberGroup, "", "t"), "inst")
 	join.SessionTimeout = time.Minute
-	jr := c.JoinGroup(ctx, Client{ID: "child"}, join)
+	jr := c.JoinGroup(ctx, Client{ID: "child"}, join)(ctx)
 	if jr.Code != 0 {
 		die("join: %v", kerr.ErrorForCode(jr.Code))
 	}
@@ -244,7 +244,7 @@ func crashChild(dir string) {
 	if jr.LeaderID == jr.MemberID && !jr.SkipAssignment {
 		sreq.Assignments = []SyncAssignment{{MemberID: jr.MemberID, Assignment: []byte{1}}}
 	}
-	if sr := c.SyncGroup(ctx, sreq); sr.Code != 0 {
+	if sr := c.SyncGroup(ctx, sreq)(ctx); sr.Code != 0 {
 		die("sync: %v", kerr.ErrorForCode(sr.Code))
 	}
 	say("gen %d", jr.Generation)

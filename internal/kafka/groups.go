@@ -13,12 +13,28 @@ import (
 // document the versions and convert each version's request and answer
 // to and from them, so the group semantics live in package group and the
 // wire in this one.
+//
+// A connection's group requests reach the coordinator in request order,
+// as on a Kafka broker, which reads a connection's next request only once
+// it answered the last: each group handler hands its request to the
+// coordinator inside Request.InOrder and waits for the answer outside it.
+// Clients rely on it: kgo pipelines a KIP-848 member's OffsetCommit and
+// ConsumerGroupHeartbeat on one connection, and a heartbeat that overtook
+// the commit could hand partitions back and move the member's epoch
+// first; the commit of what the member processed would then be
+// STALE_MEMBER_EPOCH, and the partitions' next owner would process it
+// again. Likewise a LeaveGroup or JoinGroup overtaking a commit would get
+// it refused (UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS).
 type GroupCoordinator interface {
 	// Coordinator is the node id of the agent coordinating key (a group
 	// id or a transactional id).
 	Coordinator(key string) int32
-	JoinGroup(ctx context.Context, cl group.Client, req group.JoinRequest) group.JoinResult
-	SyncGroup(ctx context.Context, req group.SyncRequest) group.SyncResult
+	// JoinGroup, SyncGroup, OffsetCommit and ConsumerGroupHeartbeat take
+	// the request in and return the wait for its answer, so a handler
+	// hands the request over in its connection's order and waits outside
+	// it. Heartbeat and LeaveGroup answer at once.
+	JoinGroup(ctx context.Context, cl group.Client, req group.JoinRequest) func(context.Context) group.JoinResult
+	SyncGroup(ctx context.Context, req group.SyncRequest) func(context.Context) group.SyncResult
 	Heartbeat(ctx context.Context, req group.HeartbeatRequest) int16
 	LeaveGroup(ctx context.Context, name string, leaving []group.LeaveMember) group.LeaveResult
 	// OffsetCommit queues the commit and returns the wait for its
@@ -31,7 +47,7 @@ type GroupCoordinator interface {
 	DescribeGroups(ctx context.Context, names []string) []group.DescribedGroup
 	DeleteGroups(ctx context.Context, names []string) []int16
 	// KIP-848 consumer groups.
-	ConsumerGroupHeartbeat(ctx context.Context, cl group.Client, req group.ConsumerHeartbeatRequest) group.ConsumerHeartbeatResult
+	ConsumerGroupHeartbeat(ctx context.Context, cl group.Client, req group.ConsumerHeartbeatRequest) func(context.Context) group.ConsumerHeartbeatResult
 	ConsumerGroupDescribe(ctx context.Context, names []string) []group.DescribedConsumerGroup
 }
 
