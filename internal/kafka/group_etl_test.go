@@ -108,14 +108,20 @@ func (l *etlLevel) run(etlsBeforeQuit int) {
 	}()
 	defer cl.AllowRebalance()
 	for {
-		cl.AllowRebalance()
 		if etlsBeforeQuit > 0 {
 			// Commit before polling, so that quitting leaves exactly the
-			// last round uncommitted.
+			// last round uncommitted; and before allowing a rebalance,
+			// while the member still owns every partition it processed
+			// (what BlockRebalanceOnPoll is for). Once a rebalance is let
+			// in, the revocation can reach the coordinator ahead of this
+			// commit (the revoke callback of a member about to quit
+			// commits nothing), and the commit would be refused, or land
+			// after the partitions' next owner read the old offset.
 			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil {
 				l.fail(fmt.Errorf("commit: %w", err))
 			}
 		}
+		cl.AllowRebalance()
 		for range 4 {
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			fs := cl.PollRecords(ctx, 25)
