@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
@@ -176,5 +177,105 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(guard):
 		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// slowCommits is the group coordinator with one group's commits slow to
+// apply: a commit is handed to the coordinator only once release is
+// closed, inside the wait the handler runs outside its turn. It records
+// whether each OffsetFetch of the group came after a commit was answered.
+type slowCommits struct {
+	GroupCoordinator
+	group   string
+	release chan struct{}
+
+	mu              sync.Mutex
+	answered        bool
+	fetchesTooEarly int
+}
+
+func (s *slowCommits) OffsetCommit(ctx context.Context, req group.CommitRequest) func(context.Context) []int16 {
+	if req.Group != s.group {
+		return s.GroupCoordinator.OffsetCommit(ctx, req)
+	}
+	return func(ctx context.Context) []int16 {
+		<-s.release
+		codes := s.GroupCoordinator.OffsetCommit(ctx, req)(ctx)
+		s.mu.Lock()
+		s.answered = true
+		s.mu.Unlock()
+		return codes
+	}
+}
+
+func (s *slowCommits) OffsetFetch(ctx context.Context, reqs []group.FetchRequest) []group.FetchResult {
+	s.mu.Lock()
+	if len(reqs) == 1 && reqs[0].Group == s.group && !s.answered {
+		s.fetchesTooEarly++
+	}
+	s.mu.Unlock()
+	return s.GroupCoordinator.OffsetFetch(ctx, reqs)
+}
+
+// An OffsetFetch pipelined behind an OffsetCommit on one connection
+// reads that commit, as from a Kafka broker, which answers a
+// connection's requests in turn: the commit's wait runs outside the
+// connection's order, and the fetch must wait for it. The commit is
+// released once the fetch's handler has started.
+func TestOffsetFetchReadsEarlierCommits(t *testing.T) {
+	const g = "reads-own-commit"
+	s := &slowCommits{group: g, release: make(chan struct{})}
+	fetchStarted := make(chan struct{})
+	startFetch := sync.OnceFunc(func() { close(fetchStarted) })
+	a := newTestAgent(t, withGroups(t, nil, nil), func(c *agentConfig) {
+		s.GroupCoordinator = c.Server.Deps.Groups
+		c.Server.Deps.Groups = s
+		reg := DefaultRegistry()
+		e := reg.lookup(9)
+		if err := reg.Register(9, e.minVersion, e.maxVersion, func(ctx context.Context, r *Request) (kmsg.Response, error) {
+			startFetch()
+			return e.handler(ctx, r)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		c.Server.Registry = reg
+	})
+	a.createTopic(t, "t", 1, nil)
+	free := sync.OnceFunc(func() { close(s.release) })
+	t.Cleanup(free)
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 8, g, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Offset = 5
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version, fetch.Group = 7, g
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "t", []int32{0}
+	fetch.Topics = append(fetch.Topics, ft)
+
+	c := dial(t, a.addr)
+	write(t, c, append(frameFor(1, commit), frameFor(2, fetch)...))
+	waitClosed(t, fetchStarted, "the OffsetFetch handler to start")
+	free()
+
+	cresp := kmsg.NewPtrOffsetCommitResponse()
+	decodeResponse(t, readFrame(t, c), cresp, commit.Version)
+	if code := cresp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("commit: %v", kerr.ErrorForCode(code))
+	}
+	fresp := kmsg.NewPtrOffsetFetchResponse()
+	decodeResponse(t, readFrame(t, c), fresp, fetch.Version)
+	if got := fresp.Topics[0].Partitions[0].Offset; got != 5 {
+		t.Errorf("OffsetFetch behind the commit of 5 on its connection answered %d", got)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fetchesTooEarly > 0 {
+		t.Errorf("the OffsetFetch reached the coordinator before the commit sent ahead of it was answered")
 	}
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/strandkafka/strand/internal/group"
@@ -93,4 +94,64 @@ func strOr(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// commitsInFlight are a connection's OffsetCommits whose waits have not
+// returned. An OffsetFetch waits for those its connection sent before it:
+// a Kafka broker answers a connection's requests one at a time, so a
+// client that pipelines a commit and a fetch of the same offsets reads
+// its own commit, but here a commit's wait runs outside the connection's
+// order. Bounded by the connection's requests in flight.
+type commitsInFlight struct {
+	mu      sync.Mutex
+	pending map[chan struct{}]struct{}
+}
+
+// start registers a commit handed to the coordinator; the caller calls
+// finish once the commit's wait has returned.
+func (c *commitsInFlight) start() (finish func()) {
+	done := make(chan struct{})
+	c.mu.Lock()
+	if c.pending == nil {
+		c.pending = make(map[chan struct{}]struct{})
+	}
+	c.pending[done] = struct{}{}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.pending, done)
+		c.mu.Unlock()
+		close(done)
+	}
+}
+
+// snapshot returns the commits in flight now.
+func (c *commitsInFlight) snapshot() []chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]chan struct{}, 0, len(c.pending))
+	for done := range c.pending {
+		out = append(out, done)
+	}
+	return out
+}
+
+// awaitEarlierCommits waits, in r's turn on its connection, for the
+// OffsetCommits the connection sent before r to be answered.
+func (r *Request) awaitEarlierCommits(ctx context.Context) error {
+	if r.Conn == nil {
+		return nil
+	}
+	var earlier []chan struct{}
+	if err := r.InOrder(ctx, func() { earlier = r.Conn.commits.snapshot() }); err != nil {
+		return err
+	}
+	for _, done := range earlier {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return nil
 }
