@@ -318,7 +318,7 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		if mod != nil {
 			mod(&req)
 		}
-		return e.c.SyncGroup(testCtx(t), req).Code
+		return e.c.SyncGroup(testCtx(t), req)(testCtx(t)).Code
 	}
 	tests := []struct {
 		name string
@@ -329,7 +329,7 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		{"sync, old generation", func() int16 { return syncReq(ids[1], 1, nil) }, kerr.IllegalGeneration.Code},
 		{"sync, unknown member", func() int16 { return syncReq("nobody", 2, nil) }, kerr.UnknownMemberID.Code},
 		{"sync, unknown group", func() int16 {
-			return e.c.SyncGroup(testCtx(t), SyncRequest{Group: "nope", MemberID: "x"}).Code
+			return e.c.SyncGroup(testCtx(t), SyncRequest{Group: "nope", MemberID: "x"})(testCtx(t)).Code
 		}, kerr.UnknownMemberID.Code},
 		{"sync, other protocol", func() int16 {
 			return syncReq(ids[1], 2, func(r *SyncRequest) { r.Protocol = kmsg.StringPtr("sticky") })

@@ -226,7 +226,10 @@ func withInstance(req JoinRequest, id string) JoinRequest {
 func (e *env) join(req JoinRequest) <-chan JoinResult {
 	ch := make(chan JoinResult, 1)
 	c := e.c
-	go func() { ch <- c.JoinGroup(context.Background(), Client{ID: "client", Host: "/127.0.0.1"}, req) }()
+	go func() {
+		ctx := context.Background()
+		ch <- c.JoinGroup(ctx, Client{ID: "client", Host: "/127.0.0.1"}, req)(ctx)
+	}()
 	return ch
 }
 
@@ -254,7 +257,10 @@ func (e *env) sync(group, member string, gen int32, assign map[string][]byte) <-
 	}
 	ch := make(chan SyncResult, 1)
 	c := e.c
-	go func() { ch <- c.SyncGroup(context.Background(), req) }()
+	go func() {
+		ctx := context.Background()
+		ch <- c.SyncGroup(ctx, req)(ctx)
+	}()
 	return ch
 }
 

@@ -54,6 +54,9 @@ type Conn struct {
 	wbuf  []byte
 	batch []written
 
+	// commits lets an OffsetFetch wait for the commits sent before it.
+	commits commitsInFlight
+
 	mu struct {
 		sync.Mutex
 		softwareName    string
