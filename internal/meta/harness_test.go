@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,19 +223,18 @@ func partitionState(t *testing.T, r *testReplica, id TopicID, p int32) Partition
 var objectSeq atomic.Uint64
 
 // commitTo builds a CommitObject of one batch per (id, partition) pair,
-// each holding records records.
+// each holding records records: the scenarios' default batch, placed one
+// after another.
 func commitTo(records int32, parts ...partRef) CommitObject {
 	co := CommitObject{ObjectKey: fmt.Sprintf("obj-%d", objectSeq.Add(1))}
 	for i, p := range parts {
-		co.Batches = append(co.Batches, CommitBatch{
-			TopicID: p.id, Partition: p.partition,
-			Position: int64(i) * 100, Length: 100,
-			Records: records, BatchCount: 1,
-			FirstTimestamp: 1000, MaxTimestamp: 1000 + int64(i),
-			ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		})
+		cb := scenarioDefaults[reflect.TypeFor[CommitBatch]()].(CommitBatch)
+		cb.TopicID, cb.Partition, cb.Records = p.id, p.partition, records
+		cb.Position = int64(i) * cb.Length
+		cb.FirstTimestamp, cb.MaxTimestamp = 1000, 1000+int64(i)
+		co.Batches = append(co.Batches, cb)
+		co.ObjectSize = cb.Position + cb.Length
 	}
-	co.ObjectSize = int64(len(parts)) * 100
 	return co
 }
 
