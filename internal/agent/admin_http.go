@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
@@ -199,16 +200,16 @@ func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
 		Agent: AgentStatus{
 			WriterID:    a.replica.WriterID(),
 			Incarnation: a.replica.Incarnation(),
-			Applied:     uint64(a.replica.Applied()),
+			Applied:     uint64(a.replica.NextToApply()),
 		},
 	}
 	if st.Agents, err = a.agentLeases(); err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Errorf("agent table: %w", err))
 		return
 	}
-	snap, err := meta.LatestSnapshot(ctx, a.store, SnapshotPrefix)
+	snap, err := replica.LatestSnapshot(ctx, a.store, SnapshotPrefix)
 	switch {
-	case errors.Is(err, meta.ErrNoSnapshot):
+	case errors.Is(err, replica.ErrNoSnapshot):
 	case err != nil:
 		st.SnapshotError = err.Error()
 	default:
@@ -349,7 +350,7 @@ func chainStatus(c sharedlog.Chain, tail sharedlog.Pos) ChainStatus {
 	return cs
 }
 
-func snapshotStatus(s meta.SnapshotInfo) SnapshotStatus {
+func snapshotStatus(s replica.SnapshotInfo) SnapshotStatus {
 	return SnapshotStatus{Pos: uint64(s.Pos), Key: s.Key, CreatedAt: s.CreatedAt, Files: s.Files, Bytes: s.Bytes}
 }
 

@@ -150,7 +150,7 @@ func TestLogStatus(t *testing.T) {
 	createTopic(t, a.KafkaAddr(), topic, 2)
 	first := records(topic, 2, 20, "a")
 	produce(t, a.KafkaAddr(), first)
-	applied := a.Replica().Applied()
+	applied := a.Replica().NextToApply()
 
 	code, raw := adminCall(t, http.MethodGet, a.HTTPAddr(), agent.PathLogStatus, "")
 	if code != http.StatusOK {
@@ -472,7 +472,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 	createTopic(t, a.KafkaAddr(), topic, 1)
 	rs := records(topic, 1, 10, "v")
 	produce(t, a.KafkaAddr(), rs)
-	applied := a.Replica().Applied()
+	applied := a.Replica().NextToApply()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	// Snapshots taken before the produce may be at lower positions; wait
@@ -648,7 +648,7 @@ func TestLogStatusAgents(t *testing.T) {
 	} else if taken.TrimPoint != taken.Snapshot.Pos {
 		t.Errorf("snapshot %+v: trim point neither the snapshot's nor held by an agent", taken)
 	}
-	if bApplied := uint64(b.Replica().Applied()); taken.TrimPoint > bApplied {
+	if bApplied := uint64(b.Replica().NextToApply()); taken.TrimPoint > bApplied {
 		t.Errorf("log trimmed at %d, past live agent b at %d", taken.TrimPoint, bApplied)
 	}
 	more := records(topic, 2, 10, "b")

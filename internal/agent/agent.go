@@ -32,6 +32,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -45,7 +46,7 @@ type Agent struct {
 	metrics  *metrics
 	store    *objstore.Counting
 	log      *sharedlog.VirtualLog
-	replica  *meta.Replica
+	replica  *replica.Replica
 	pipeline *produce.Pipeline
 	groups   *group.Coordinator
 	server   *kafka.Server
@@ -92,7 +93,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // ensureInternalTopics creates __consumer_offsets on a new cluster
 // (kafka/internal_topics.go). Every agent checks at start; when two race,
 // one gets TOPIC_ALREADY_EXISTS, which is fine.
-func ensureInternalTopics(ctx context.Context, r *meta.Replica) error {
+func ensureInternalTopics(ctx context.Context, r *replica.Replica) error {
 	v := r.View()
 	_, ok, err := v.Topic(kafka.ConsumerOffsetsTopic)
 	v.Close()
@@ -156,7 +157,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := restoreIfEmpty(ctx, metaDir, a.store, vlog, logger); err != nil {
 		return nil, err
 	}
-	metaCfg := meta.Config{
+	metaCfg := replica.Config{
 		Dir:      metaDir,
 		Log:      timedLog{VirtualLog: vlog, m: a.metrics, health: &a.appends},
 		WriterID: agentID,
@@ -164,7 +165,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		FS:       cfg.testing.metaFS,
 		FailStop: a.failStop,
 	}
-	a.replica, err = meta.Open(ctx, metaCfg)
+	a.replica, err = replica.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
 		// This copy stopped below the log's trim point (it was down
 		// while other agents snapshotted and trimmed the shared log):
@@ -179,7 +180,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		if err := restoreIfEmpty(ctx, metaDir, a.store, vlog, logger); err != nil {
 			return nil, err
 		}
-		a.replica, err = meta.Open(ctx, metaCfg)
+		a.replica, err = replica.Open(ctx, metaCfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("metadata replica: %w", err)
@@ -291,7 +292,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", cfg.ObjStore, "log", cfg.Log,
-		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.Applied(),
+		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
 		"response_budget", FormatBytes(mem.HeldResponses))
@@ -332,7 +333,7 @@ func (a *Agent) HTTPAddr() string {
 }
 
 // Replica is the agent's metadata replica (for tests and tools).
-func (a *Agent) Replica() *meta.Replica { return a.replica }
+func (a *Agent) Replica() *replica.Replica { return a.replica }
 
 // Stop shuts down in the order that loses nothing: stop taking requests
 // and finish those in flight (their produce calls wait for their commits),

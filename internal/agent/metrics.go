@@ -230,7 +230,7 @@ func (a *Agent) registerReplicaMetrics() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_meta_applied_position",
 			Help: "Next log position this agent's replica will apply.",
-		}, func() float64 { return float64(a.replica.Applied()) }),
+		}, func() float64 { return float64(a.replica.NextToApply()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_meta_apply_lag_entries",
 			Help: "Log entries appended but not yet applied by this agent (tail minus applied, read at scrape time).",
@@ -241,7 +241,7 @@ func (a *Agent) registerReplicaMetrics() {
 			if err != nil {
 				return -1
 			}
-			applied := a.replica.Applied()
+			applied := a.replica.NextToApply()
 			if tail < applied {
 				return 0
 			}

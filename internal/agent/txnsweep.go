@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // txnSweepInterval is how often an agent looks for transactions that
@@ -21,7 +22,7 @@ const txnSweepInterval = time.Second
 // races another agent's, or the producer's own EndTxn, changes nothing
 // twice.
 type txnSweeper struct {
-	replica *meta.Replica
+	replica *replica.Replica
 	// owns says whether this agent coordinates a transactional id.
 	owns   func(id string) bool
 	logger *slog.Logger
@@ -29,9 +30,9 @@ type txnSweeper struct {
 	done   chan struct{}
 }
 
-func startTxnSweeper(replica *meta.Replica, owns func(string) bool, logger *slog.Logger) *txnSweeper {
+func startTxnSweeper(r *replica.Replica, owns func(string) bool, logger *slog.Logger) *txnSweeper {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &txnSweeper{replica: replica, owns: owns, logger: logger, cancel: cancel, done: make(chan struct{})}
+	s := &txnSweeper{replica: r, owns: owns, logger: logger, cancel: cancel, done: make(chan struct{})}
 	go s.run(ctx)
 	return s
 }

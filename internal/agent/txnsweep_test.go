@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // TestTxnTimeoutAbort leaves a transaction open past its timeout: the
@@ -77,7 +78,7 @@ func TestTxnTimeoutAbort(t *testing.T) {
 	}
 }
 
-func txnState(t *testing.T, r *meta.Replica, id string) meta.TxnState {
+func txnState(t *testing.T, r *replica.Replica, id string) meta.TxnState {
 	t.Helper()
 	v := r.View()
 	defer v.Close()
@@ -88,7 +89,7 @@ func txnState(t *testing.T, r *meta.Replica, id string) meta.TxnState {
 	return s
 }
 
-func logClock(t *testing.T, r *meta.Replica) int64 {
+func logClock(t *testing.T, r *replica.Replica) int64 {
 	t.Helper()
 	v := r.View()
 	defer v.Close()

@@ -35,7 +35,7 @@ const (
 	maxVerifyRangesPerObject = 16
 )
 
-// ViewSource opens views of the local copy; *meta.Replica is one.
+// ViewSource opens views of the local copy; *replica.Replica is one.
 type ViewSource interface {
 	View() *meta.View
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -48,7 +49,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 				}
 				log := &countingLog{Log: base}
 				ctx := context.Background()
-				rep, err := meta.Open(ctx, meta.Config{Dir: b.TempDir(), Log: log, WriterID: "w", Logger: quiet})
+				rep, err := replica.Open(ctx, replica.Config{Dir: b.TempDir(), Log: log, WriterID: "w", Logger: quiet})
 				if err != nil {
 					b.Fatal(err)
 				}

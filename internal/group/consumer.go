@@ -125,9 +125,18 @@ func validateConsumerHeartbeat(req *ConsumerHeartbeatRequest) (*kerr.Error, stri
 // heartbeat interval and, when it changed or the member's view differs,
 // its assignment. A heartbeat that changed a durable fact is answered
 // once the group's state applied.
-func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
-	fail := func(e *kerr.Error, msg string) ConsumerHeartbeatResult {
-		return ConsumerHeartbeatResult{Code: e.Code, Message: msg}
+//
+// It works in two steps, as OffsetCommit does: the call decides the
+// heartbeat (epochs, revocations, assignment) and queues what must be
+// stored, the returned function waits for that and answers. A caller
+// that makes a connection's calls in request order keeps a heartbeat
+// from overtaking a commit the member sent before it: the heartbeat that
+// hands partitions back moves the member's epoch, after which a commit
+// of those partitions at the old epoch is STALE_MEMBER_EPOCH.
+func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req ConsumerHeartbeatRequest) func(context.Context) ConsumerHeartbeatResult {
+	fail := func(e *kerr.Error, msg string) func(context.Context) ConsumerHeartbeatResult {
+		res := ConsumerHeartbeatResult{Code: e.Code, Message: msg}
+		return func(context.Context) ConsumerHeartbeatResult { return res }
 	}
 	if e, msg := validateConsumerHeartbeat(&req); e != nil {
 		return fail(e, msg)
@@ -148,19 +157,20 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	if e != nil {
 		return fail(e, msg)
 	}
-	if wait == nil {
-		return res
-	}
-	select {
-	case e := <-wait:
-		if e != nil {
-			return fail(e, "")
+	return func(ctx context.Context) ConsumerHeartbeatResult {
+		if wait == nil {
+			return res
 		}
-		return res
-	case <-ctx.Done():
-		return fail(kerr.NotCoordinator, "")
-	case <-c.ctx.Done():
-		return fail(kerr.NotCoordinator, "")
+		select {
+		case e := <-wait:
+			if e != nil {
+				return ConsumerHeartbeatResult{Code: e.Code}
+			}
+			return res
+		case <-ctx.Done():
+		case <-c.ctx.Done():
+		}
+		return ConsumerHeartbeatResult{Code: kerr.NotCoordinator.Code}
 	}
 }
 

@@ -213,7 +213,8 @@ func (e *env) cgHeartbeat(h cgh) ConsumerHeartbeatResult {
 			req.Owned = append(req.Owned, ConsumerTopic{TopicID: e.topicIDOf(name), Partitions: h.owned[name]})
 		}
 	}
-	return e.c.ConsumerGroupHeartbeat(testCtx(e.t), Client{ID: "cl", Host: "/127.0.0.1"}, req)
+	ctx := testCtx(e.t)
+	return e.c.ConsumerGroupHeartbeat(ctx, Client{ID: "cl", Host: "/127.0.0.1"}, req)(ctx)
 }
 
 // assigned is an answer's assignment by topic name; nil when it has none.
@@ -422,14 +423,14 @@ func TestConsumerGroupRegex(t *testing.T) {
 	req := ConsumerHeartbeatRequest{Group: "g", MemberID: "A", RequireMemberID: true, RebalanceTimeoutMs: 1000}
 	req.SubscribedTopicRegex = kmsg.StringPtr("orders-.*")
 	req.Owned = []ConsumerTopic{}
-	resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req)
+	resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req)(testCtx(t))
 	mustOK(t, resp)
 	if got := sortedKeys(e.assigned(resp)); !slices.Equal(got, []string{"orders-1", "orders-2"}) {
 		t.Fatalf("regex assigned %v", got)
 	}
 	req.MemberID = "B"
 	req.SubscribedTopicRegex = kmsg.StringPtr("(")
-	if resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req); resp.Code != kerr.InvalidRegularExpression.Code {
+	if resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req)(testCtx(t)); resp.Code != kerr.InvalidRegularExpression.Code {
 		t.Fatalf("bad regex: %v", kerr.ErrorForCode(resp.Code))
 	}
 }

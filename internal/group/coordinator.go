@@ -13,21 +13,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // Store is what the coordinator needs of the metadata database.
-// *meta.Replica implements it.
+// *replica.Replica implements it.
 type Store interface {
 	// View is a snapshot of the local copy; the caller closes it.
 	View() *meta.View
 	// Submit queues commands for the log; commands submitted in sequence
 	// apply in that sequence.
-	Submit(ctx context.Context, cmds []meta.Command) (*meta.Pending, error)
+	Submit(ctx context.Context, cmds []meta.Command) (*replica.Pending, error)
 	// Sync plays the local copy up to the log's tail.
 	Sync(ctx context.Context) error
 }
 
-var _ Store = (*meta.Replica)(nil)
+var _ Store = (*replica.Replica)(nil)
 
 // Defaults for Config, Kafka's where Kafka has one.
 const (

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -317,7 +318,7 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		if mod != nil {
 			mod(&req)
 		}
-		return e.c.SyncGroup(testCtx(t), req).Code
+		return e.c.SyncGroup(testCtx(t), req)(testCtx(t)).Code
 	}
 	tests := []struct {
 		name string
@@ -328,7 +329,7 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		{"sync, old generation", func() int16 { return syncReq(ids[1], 1, nil) }, kerr.IllegalGeneration.Code},
 		{"sync, unknown member", func() int16 { return syncReq("nobody", 2, nil) }, kerr.UnknownMemberID.Code},
 		{"sync, unknown group", func() int16 {
-			return e.c.SyncGroup(testCtx(t), SyncRequest{Group: "nope", MemberID: "x"}).Code
+			return e.c.SyncGroup(testCtx(t), SyncRequest{Group: "nope", MemberID: "x"})(testCtx(t)).Code
 		}, kerr.UnknownMemberID.Code},
 		{"sync, other protocol", func() int16 {
 			return syncReq(ids[1], 2, func(r *SyncRequest) { r.Protocol = kmsg.StringPtr("sticky") })
@@ -658,7 +659,7 @@ func TestOffsetCommitsShareEntries(t *testing.T) {
 	const groups = 50
 	clock := newFakeClock()
 	log := &gatedLog{Loglet: memlog.New()}
-	rep, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Now: clock.Now})
+	rep, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,11 @@
 // client can take (JoinRequest.RequireKnownMemberID,
 // SupportSkippingAssignment; ConsumerHeartbeatRequest.RequireMemberID).
 // Errors are Kafka error codes (kerr), the vocabulary of group outcomes.
+// JoinGroup, SyncGroup, OffsetCommit and ConsumerGroupHeartbeat work in
+// two steps: the call takes the request into the group's state, the
+// function it returns waits for the answer (a join phase, a store). The
+// Kafka layer makes the first step in each connection's request order,
+// as a broker would, and waits outside it.
 //
 // # Memory and the log
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -101,7 +102,7 @@ type env struct {
 	log   *gatedLog
 	dir   string
 	cfg   Config
-	rep   *meta.Replica
+	rep   *replica.Replica
 	c     *Coordinator
 	// session overrides joinReq's session timeout in e.req.
 	session time.Duration
@@ -136,7 +137,7 @@ func (e *env) open() {
 	t := e.t
 	t.Helper()
 	ctx := testCtx(t)
-	rep, err := meta.Open(ctx, meta.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
+	rep, err := replica.Open(ctx, replica.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,10 @@ func withInstance(req JoinRequest, id string) JoinRequest {
 func (e *env) join(req JoinRequest) <-chan JoinResult {
 	ch := make(chan JoinResult, 1)
 	c := e.c
-	go func() { ch <- c.JoinGroup(context.Background(), Client{ID: "client", Host: "/127.0.0.1"}, req) }()
+	go func() {
+		ctx := context.Background()
+		ch <- c.JoinGroup(ctx, Client{ID: "client", Host: "/127.0.0.1"}, req)(ctx)
+	}()
 	return ch
 }
 
@@ -253,7 +257,10 @@ func (e *env) sync(group, member string, gen int32, assign map[string][]byte) <-
 	}
 	ch := make(chan SyncResult, 1)
 	c := e.c
-	go func() { ch <- c.SyncGroup(context.Background(), req) }()
+	go func() {
+		ctx := context.Background()
+		ch <- c.SyncGroup(ctx, req)(ctx)
+	}()
 	return ch
 }
 

@@ -69,12 +69,18 @@ type JoinMember struct {
 	Metadata   []byte
 }
 
-// JoinGroup answers when the member's join is decided: at once for an
-// error, MEMBER_ID_REQUIRED or a static member rejoining a stable group,
-// otherwise when the join phase completes. If ctx ends first the answer
-// is NOT_COORDINATOR (the server is draining, or nobody is listening).
-func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req JoinRequest) JoinResult {
-	fail := func(e *kerr.Error) JoinResult { return joinError(req.MemberID, e) }
+// JoinGroup works in two steps, as OffsetCommit does: the call takes the
+// member's join into the group (a new join phase, perhaps) and the
+// returned function waits for the answer: at once for an error,
+// MEMBER_ID_REQUIRED or a static member rejoining a stable group,
+// otherwise when the join phase completes. If the wait's ctx ends first
+// the answer is NOT_COORDINATOR (the server is draining, or nobody is
+// listening). The first step's ctx bounds loading the group.
+func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req JoinRequest) func(context.Context) JoinResult {
+	fail := func(e *kerr.Error) func(context.Context) JoinResult {
+		res := joinError(req.MemberID, e)
+		return func(context.Context) JoinResult { return res }
+	}
 	session, rebalance := req.SessionTimeout, req.RebalanceTimeout
 	if rebalance <= 0 {
 		rebalance = session
@@ -99,14 +105,16 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req JoinRequest)
 	res, w := j.joinLocked()
 	g.mu.Unlock()
 	c.notify()
-	if w == nil {
-		return res
-	}
-	select {
-	case res := <-w.ch:
-		return res
-	case <-ctx.Done():
-		return fail(kerr.NotCoordinator)
+	return func(ctx context.Context) JoinResult {
+		if w == nil {
+			return res
+		}
+		select {
+		case res := <-w.ch:
+			return res
+		case <-ctx.Done():
+			return joinError(req.MemberID, kerr.NotCoordinator)
+		}
 	}
 }
 
@@ -412,9 +420,15 @@ type SyncResult struct {
 }
 
 // SyncGroup stores the leader's assignment as the generation's
-// GroupState, then answers every member with its part.
-func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) SyncResult {
-	fail := func(e *kerr.Error) SyncResult { return syncError(e) }
+// GroupState, then answers every member with its part. It works in two
+// steps, as JoinGroup does: the call takes the member's SyncGroup in (the
+// leader's assignment is queued for the log), the returned function waits
+// for the answer, NOT_COORDINATOR if its ctx ends first.
+func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) func(context.Context) SyncResult {
+	fail := func(e *kerr.Error) func(context.Context) SyncResult {
+		res := syncError(e)
+		return func(context.Context) SyncResult { return res }
+	}
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID)
@@ -431,14 +445,16 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) SyncResult
 	res, w := g.syncLocked(&req)
 	g.mu.Unlock()
 	c.notify()
-	if w == nil {
-		return res
-	}
-	select {
-	case res := <-w.ch:
-		return res
-	case <-ctx.Done():
-		return fail(kerr.NotCoordinator)
+	return func(ctx context.Context) SyncResult {
+		if w == nil {
+			return res
+		}
+		select {
+		case res := <-w.ch:
+			return res
+		case <-ctx.Done():
+			return syncError(kerr.NotCoordinator)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // CommitRequest is an OffsetCommit: a group member's commit, or one from
@@ -108,7 +109,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req CommitRequest) func(
 	if e != nil {
 		return fail(e)
 	}
-	var p *meta.Pending
+	var p *replica.Pending
 	var err error
 	if g == nil {
 		// Nothing stored or in memory: only a commit from outside group
@@ -189,11 +190,11 @@ func (g *group) commitCheckLocked(memberID string, instanceID *string, generatio
 // proposeErrCode maps a proposal with no result to a retriable code.
 func proposeErrCode(err error) *kerr.Error {
 	switch {
-	case errors.Is(err, meta.ErrClosed):
+	case errors.Is(err, replica.ErrClosed):
 		return kerr.NotCoordinator
-	case errors.Is(err, meta.ErrAmbiguous), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, replica.ErrAmbiguous), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
-	case errors.Is(err, meta.ErrTooLarge):
+	case errors.Is(err, replica.ErrTooLarge):
 		return kerr.InvalidRequest
 	}
 	return kerr.CoordinatorNotAvailable
@@ -371,7 +372,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, group string, topics []T
 	}
 	var cmd meta.OffsetDelete
 	var cmdCodes []*int16
-	p, err := func() (*meta.Pending, error) {
+	p, err := func() (*replica.Pending, error) {
 		defer g.mu.Unlock()
 		switch {
 		case g.state == stateDead:

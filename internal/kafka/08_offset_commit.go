@@ -11,7 +11,8 @@
 //     -1) gives the offsets their own expiry. v6+ LeaderEpoch is stored.
 //   - A connection's commits are queued in request order (InOrder), so a
 //     later commit is never overwritten by an earlier one; commits of all
-//     connections share log entries.
+//     connections share log entries. An OffsetFetch waits for the commits
+//     its connection sent before it (commitsInFlight).
 //   - Left out: v10 (topic ids, KIP-848's OffsetCommit).
 
 package kafka
@@ -34,10 +35,17 @@ func handleOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, error) 
 	req := r.Body.(*kmsg.OffsetCommitRequest)
 	cr := commitRequest(req)
 	var wait func(context.Context) []int16
-	if err := r.InOrder(ctx, func() { wait = g.OffsetCommit(ctx, cr) }); err != nil {
+	finish := func() {}
+	if err := r.InOrder(ctx, func() {
+		wait = g.OffsetCommit(ctx, cr)
+		if r.Conn != nil {
+			finish = r.Conn.commits.start()
+		}
+	}); err != nil {
 		return nil, err
 	}
 	codes := wait(ctx)
+	finish()
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	k := 0
 	for _, rt := range req.Topics {

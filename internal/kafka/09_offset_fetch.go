@@ -14,6 +14,9 @@
 //     and after it, so a transaction that commits offsets while the answer
 //     is read is seen too. v8+: several groups, each with its own error;
 //     v9 MemberID and MemberEpoch are ignored (classic groups).
+//   - The answer follows the OffsetCommits sent before it on the same
+//     connection, as on a broker that answers a connection's requests in
+//     turn.
 //   - Left out: v10 (topic ids).
 
 package kafka
@@ -36,6 +39,9 @@ func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.OffsetFetchRequest)
+	if err := r.awaitEarlierCommits(ctx); err != nil {
+		return nil, err
+	}
 	if req.Version < 7 || !req.RequireStable {
 		return offsetFetchResponse(req, g.OffsetFetch(ctx, offsetFetchRequests(req))), nil
 	}

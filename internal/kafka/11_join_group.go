@@ -31,10 +31,16 @@ func handleJoinGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.untilDrain(ctx)
-	defer cancel()
 	req := r.Body.(*kmsg.JoinGroupRequest)
-	return joinResponse(g.JoinGroup(ctx, r.groupClient(), joinRequest(req))), nil
+	// In the connection's order (groups.go); the join phase is waited
+	// for outside it.
+	var wait func(context.Context) group.JoinResult
+	if err := r.InOrder(ctx, func() { wait = g.JoinGroup(ctx, r.groupClient(), joinRequest(req)) }); err != nil {
+		return nil, err
+	}
+	dctx, cancel := r.untilDrain(ctx)
+	defer cancel()
+	return joinResponse(wait(dctx)), nil
 }
 
 func joinRequest(req *kmsg.JoinGroupRequest) group.JoinRequest {

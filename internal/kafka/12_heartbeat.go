@@ -22,8 +22,10 @@ func handleHeartbeat(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	resp.ErrorCode = g.Heartbeat(ctx, group.HeartbeatRequest{
-		Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
-	})
+	hr := group.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation}
+	// In the connection's order (groups.go).
+	if err := r.InOrder(ctx, func() { resp.ErrorCode = g.Heartbeat(ctx, hr) }); err != nil {
+		return nil, err
+	}
 	return resp, nil
 }

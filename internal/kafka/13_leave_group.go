@@ -24,8 +24,17 @@ func handleLeaveGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	// In the connection's order (groups.go): a leave must not overtake
+	// the member's last commit, which it would make UNKNOWN_MEMBER_ID.
+	leave := func(leaving []group.LeaveMember) (res group.LeaveResult, err error) {
+		err = r.InOrder(ctx, func() { res = g.LeaveGroup(ctx, req.Group, leaving) })
+		return res, err
+	}
 	if req.Version < 3 {
-		res := g.LeaveGroup(ctx, req.Group, []group.LeaveMember{{MemberID: req.MemberID}})
+		res, err := leave([]group.LeaveMember{{MemberID: req.MemberID}})
+		if err != nil {
+			return nil, err
+		}
 		resp.ErrorCode = res.Code
 		if res.Code == 0 && len(res.Codes) > 0 {
 			resp.ErrorCode = res.Codes[0]
@@ -36,7 +45,10 @@ func handleLeaveGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	for i, m := range req.Members {
 		leaving[i] = group.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: strOr(m.Reason)}
 	}
-	res := g.LeaveGroup(ctx, req.Group, leaving)
+	res, err := leave(leaving)
+	if err != nil {
+		return nil, err
+	}
 	resp.ErrorCode = res.Code
 	if res.Code != 0 {
 		return resp, nil

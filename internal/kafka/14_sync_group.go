@@ -25,8 +25,6 @@ func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.untilDrain(ctx)
-	defer cancel()
 	req := r.Body.(*kmsg.SyncGroupRequest)
 	sr := group.SyncRequest{
 		Group:        req.Group,
@@ -40,7 +38,15 @@ func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	for i, a := range req.GroupAssignment {
 		sr.Assignments[i] = group.SyncAssignment{MemberID: a.MemberID, Assignment: a.MemberAssignment}
 	}
-	res := g.SyncGroup(ctx, sr)
+	// In the connection's order (groups.go); the assignment is waited
+	// for outside it.
+	var wait func(context.Context) group.SyncResult
+	if err := r.InOrder(ctx, func() { wait = g.SyncGroup(ctx, sr) }); err != nil {
+		return nil, err
+	}
+	dctx, cancel := r.untilDrain(ctx)
+	defer cancel()
+	res := wait(dctx)
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.ErrorCode = res.Code
 	if res.Code == 0 {

@@ -10,6 +10,8 @@
 //   - A classic group with members is GROUP_ID_NOT_FOUND here, as Kafka
 //     answers without online migration; an empty one becomes a consumer
 //     group.
+//   - Heartbeats reach the coordinator in the connection's request order
+//     (groups.go): one never overtakes a commit the member sent first.
 //   - Group semantics: package group (consumer.go, reconcile.go).
 
 package kafka
@@ -31,8 +33,6 @@ func handleConsumerGroupHeartbeat(ctx context.Context, r *Request) (kmsg.Respons
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.untilDrain(ctx)
-	defer cancel()
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	hr := group.ConsumerHeartbeatRequest{
 		Group:                req.Group,
@@ -52,7 +52,13 @@ func handleConsumerGroupHeartbeat(ctx context.Context, r *Request) (kmsg.Respons
 			hr.Owned[i] = group.ConsumerTopic{TopicID: meta.TopicID(t.TopicID), Partitions: t.Partitions}
 		}
 	}
-	res := g.ConsumerGroupHeartbeat(ctx, r.groupClient(), hr)
+	var wait func(context.Context) group.ConsumerHeartbeatResult
+	if err := r.InOrder(ctx, func() { wait = g.ConsumerGroupHeartbeat(ctx, r.groupClient(), hr) }); err != nil {
+		return nil, err
+	}
+	dctx, cancel := r.untilDrain(ctx)
+	defer cancel()
+	res := wait(dctx)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	resp.ErrorCode = res.Code
 	if res.Code != 0 {

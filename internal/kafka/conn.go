@@ -59,6 +59,9 @@ type Conn struct {
 	iov         net.Buffers
 	batch       []written
 
+	// commits lets an OffsetFetch wait for the commits sent before it.
+	commits commitsInFlight
+
 	mu struct {
 		sync.Mutex
 		softwareName    string

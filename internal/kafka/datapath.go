@@ -9,6 +9,7 @@ import (
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // The data path as Produce and Fetch see it: narrow interfaces over
@@ -36,13 +37,13 @@ type Fetcher interface {
 var _ Fetcher = (*fetch.Reader)(nil)
 
 // Notifier reports that the local copy changed; long-polling Fetches wait
-// on it. *meta.Replica implements it (Changed is closed after each apply
+// on it. *replica.Replica implements it (Changed is closed after each apply
 // batch, and Err reports a halt).
 type Notifier interface {
 	Changed() <-chan struct{}
 }
 
-var _ Notifier = (*meta.Replica)(nil)
+var _ Notifier = (*replica.Replica)(nil)
 
 // producer returns Deps.Produce, or ErrMissingDeps.
 func (d *Deps) producer() (Producer, error) {
@@ -61,7 +62,7 @@ func (d *Deps) fetcher() (Fetcher, error) {
 }
 
 // notifier returns Deps.Changes, else Deps.Meta when it is a Notifier (a
-// *meta.Replica is), else ErrMissingDeps.
+// *replica.Replica is), else ErrMissingDeps.
 func (d *Deps) notifier() (Notifier, error) {
 	if d == nil {
 		return nil, ErrMissingDeps

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // Deps is what handlers reach outside this package: the metadata database,
@@ -36,7 +37,7 @@ type Deps struct {
 	// Fetch reads committed batches for Fetch (*fetch.Reader).
 	Fetch Fetcher
 	// Changes wakes long-polling Fetches; nil means Meta, which must then
-	// be a Notifier (*meta.Replica is).
+	// be a Notifier (*replica.Replica is).
 	Changes Notifier
 	// Groups is the group coordinator (*group.Coordinator); the group
 	// API handlers and FindCoordinator need it.
@@ -67,7 +68,7 @@ type Deps struct {
 // ErrMissingDeps: a handler ran without a dependency it needs in Deps.
 var ErrMissingDeps = errors.New("kafka: handler dependency missing from Deps")
 
-// MetaDB is what handlers need of the metadata database. *meta.Replica
+// MetaDB is what handlers need of the metadata database. *replica.Replica
 // implements it; tests may wrap one to inject faults.
 type MetaDB interface {
 	// View returns a snapshot of the local copy; the caller closes it.
@@ -81,7 +82,7 @@ type MetaDB interface {
 	Sync(ctx context.Context) error
 }
 
-var _ MetaDB = (*meta.Replica)(nil)
+var _ MetaDB = (*replica.Replica)(nil)
 
 // ClusterInfo describes the cluster to clients.
 type ClusterInfo struct {

@@ -15,10 +15,11 @@ import (
 
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
-// testAgent is one whole agent for handler tests: a meta.Replica playing
+// testAgent is one whole agent for handler tests: a replica.Replica playing
 // an in-memory shared log into a Pebble copy in a temp dir, an in-memory
 // object store, and the Kafka server on 127.0.0.1:0 with Deps wired, plus
 // a kgo client and a kadm client pointed at it. Everything is closed at
@@ -27,7 +28,7 @@ import (
 type testAgent struct {
 	*testServer
 	Log     *memlog.Loglet
-	Replica *meta.Replica
+	Replica *replica.Replica
 	Store   *memobj.Store
 	// Deps is the server's copy, the one handlers see.
 	Deps   *Deps
@@ -44,7 +45,7 @@ type agentConfig struct {
 	ClientOpts []kgo.Opt
 
 	Log     *memlog.Loglet
-	Replica *meta.Replica
+	Replica *replica.Replica
 	Store   *memobj.Store
 }
 
@@ -64,7 +65,7 @@ func withAutoCreate(partitions int32) agentOption {
 }
 
 // withMetaDB makes handlers see wrap(replica) instead of the replica.
-func withMetaDB(wrap func(*meta.Replica) MetaDB) agentOption {
+func withMetaDB(wrap func(*replica.Replica) MetaDB) agentOption {
 	return func(c *agentConfig) { c.Server.Deps.Meta = wrap(c.Replica) }
 }
 
@@ -83,14 +84,14 @@ func newTestAgent(t testing.TB, opts ...agentOption) *testAgent {
 	t.Cleanup(func() { log.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	rep, err := meta.Open(ctx, meta.Config{
+	rep, err := replica.Open(ctx, replica.Config{
 		Dir:      t.TempDir(),
 		Log:      log,
 		WriterID: fmt.Sprintf("agent-%d", testNodeID),
 		Logger:   discardLogger,
 	})
 	if err != nil {
-		t.Fatalf("meta.Open: %v", err)
+		t.Fatalf("replica.Open: %v", err)
 	}
 	t.Cleanup(func() { rep.Close() })
 

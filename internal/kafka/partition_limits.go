@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,8 +59,35 @@ func (d *Deps) maxPartitions() int64 {
 type partitionGate struct {
 	mu struct {
 		sync.Mutex
-		pending int64
+		// pending holds the reservations of admitted creations whose
+		// proposals have not returned; bounded by the requests in flight.
+		pending []*reservation
 	}
+}
+
+// reservation is one admitted creation: topic name is to have total
+// partitions, added of them new.
+type reservation struct {
+	name         string
+	total, added int32
+}
+
+// pendingLocked sums the partitions of the reservations view does not
+// show applied yet. A creation applies, and shows in a view, a moment
+// before its request releases its reservation: counting it both ways
+// would refuse creations the limit allows.
+func (g *partitionGate) pendingLocked(view *meta.View) (int64, error) {
+	var n int64
+	for _, r := range g.mu.pending {
+		t, exists, err := view.Topic(r.name)
+		if err != nil {
+			return 0, err
+		}
+		if !exists || t.Partitions < r.total {
+			n += int64(r.added)
+		}
+	}
+	return n, nil
 }
 
 // growth is what one command adds: the topic's new total and the
@@ -99,9 +127,9 @@ func (d *Deps) admitCreations(db MetaDB, cmds []meta.Command) ([]outcome, func()
 	// reservation has applied, so this view shows it.
 	view := db.View()
 	defer view.Close()
-	var existing int64
+	var existing, pending int64
 	counted := false
-	var reserved int64
+	var reserved []*reservation
 	for i, c := range cmds {
 		name, total, added, ok := growth(view, c)
 		if !ok {
@@ -122,23 +150,31 @@ func (d *Deps) admitCreations(db MetaDB, cmds []meta.Command) ([]outcome, func()
 			for _, t := range ts {
 				existing += int64(t.Partitions)
 			}
+			if pending, err = gate.pendingLocked(view); err != nil {
+				outs[i].err = err
+				continue
+			}
 			counted = true
 		}
-		if after := existing + gate.mu.pending + int64(added); after > cluster {
+		if after := existing + pending + int64(added); after > cluster {
 			outs[i].res = meta.Result{Code: kerr.PolicyViolation.Code, Message: fmt.Sprintf(
 				"%d more partitions for topic %q would make %d in the cluster, more than max.partitions (%d)",
 				added, name, after, cluster)}
 			continue
 		}
-		gate.mu.pending += int64(added)
-		reserved += int64(added)
+		r := &reservation{name: name, total: total, added: added}
+		gate.mu.pending = append(gate.mu.pending, r)
+		reserved = append(reserved, r)
+		pending += int64(added)
 	}
 	var once sync.Once
 	return outs, func() {
 		once.Do(func() {
 			gate.mu.Lock()
-			gate.mu.pending -= reserved
-			gate.mu.Unlock()
+			defer gate.mu.Unlock()
+			gate.mu.pending = slices.DeleteFunc(gate.mu.pending, func(r *reservation) bool {
+				return slices.Contains(reserved, r)
+			})
 		})
 	}
 }

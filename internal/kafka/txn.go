@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // proposeTxn proposes one transaction command and returns its result. A
@@ -35,7 +36,7 @@ func proposeTxn(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result, 
 func proposeTxns(ctx context.Context, db MetaDB, cmds ...meta.Command) ([]meta.Result, *kerr.Error) {
 	res, err := db.ProposeBatch(ctx, cmds)
 	switch {
-	case errors.Is(err, meta.ErrClosed):
+	case errors.Is(err, replica.ErrClosed):
 		return nil, kerr.CoordinatorNotAvailable
 	case err != nil:
 		return nil, proposeErrCode(err)
@@ -72,7 +73,7 @@ func syncedView(ctx context.Context, db MetaDB, closed *kerr.Error) (*meta.View,
 	defer cancel()
 	if err := db.Sync(ctx); err != nil {
 		switch {
-		case errors.Is(err, meta.ErrClosed):
+		case errors.Is(err, replica.ErrClosed):
 			return nil, 0, closed
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			return nil, 0, kerr.RequestTimedOut

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -24,7 +25,7 @@ import (
 // group coordinator is wired, for FindCoordinator.
 type txnAdminAgent struct {
 	*testAgent
-	Meta  *meta.Replica
+	Meta  *replica.Replica
 	nowMs *atomic.Int64
 }
 
@@ -39,7 +40,7 @@ func newTxnAdminAgent(t *testing.T, opts ...agentOption) *txnAdminAgent {
 	clocked := func(c *agentConfig) {
 		ctx, cancel := context.WithTimeout(context.Background(), guard)
 		defer cancel()
-		rep, err := meta.Open(ctx, meta.Config{
+		rep, err := replica.Open(ctx, replica.Config{
 			Dir: t.TempDir(),
 			// Hiding the log's TailWaiter, with a poll interval no test
 			// waits out, makes this copy play what others append only
@@ -51,7 +52,7 @@ func newTxnAdminAgent(t *testing.T, opts ...agentOption) *txnAdminAgent {
 			Now:          func() time.Time { return time.UnixMilli(ta.nowMs.Load()) },
 		})
 		if err != nil {
-			t.Fatalf("meta.Open: %v", err)
+			t.Fatalf("replica.Open: %v", err)
 		}
 		t.Cleanup(func() { rep.Close() })
 		c.Server.Deps.Meta = rep
@@ -439,7 +440,7 @@ func TestTxnAdminSyncs(t *testing.T) {
 	// playing the log.
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	peer, err := meta.Open(ctx, meta.Config{Dir: t.TempDir(), Log: a.Log, WriterID: "peer", Logger: discardLogger})
+	peer, err := replica.Open(ctx, replica.Config{Dir: t.TempDir(), Log: a.Log, WriterID: "peer", Logger: discardLogger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
 // Limits on an AgentHeartbeat. Like apply's other limits they are part of
@@ -44,9 +41,9 @@ const (
 // took the node id over from another agent whose lease had not expired:
 // two agents were given one --node-id.
 //
-// Applied (version 2) is the proposer's applied position when it
-// proposed: every entry below it is in its copy, and it still needs every
-// entry from there on. Apply stores it as AgentInfo.Applied, clamped to
+// Applied (version 2) is the proposer's next position to apply when it
+// proposed (a shared log position): every entry below it is in its copy,
+// and it still needs every entry from there on. Apply stores it as AgentInfo.Applied, clamped to
 // the heartbeat's own position, which no proposer can have applied yet.
 // Version 1 carries none and decodes as 0: see LowestLiveApplied.
 type AgentHeartbeat struct {
@@ -56,7 +53,7 @@ type AgentHeartbeat struct {
 	Port    int32
 	Rack    string
 	LeaseMs int64
-	Applied sharedlog.Pos
+	Applied uint64
 }
 
 // AgentInfo is a registered agent as a View returns it.
@@ -75,7 +72,7 @@ type AgentInfo struct {
 	// Applied is the applied position of the agent's newest heartbeat: a
 	// lower bound of where its copy is now, since a live copy only moves
 	// forward. 0 when the heartbeat carried none (version 1).
-	Applied sharedlog.Pos
+	Applied uint64
 }
 
 func (AgentHeartbeat) Type() CommandType { return TypeAgentHeartbeat }
@@ -92,7 +89,8 @@ func (c AgentHeartbeat) appendPayload(b []byte) []byte {
 	return appendUvarint(b, uint64(c.Applied))
 }
 
-func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
+// readAgentHeartbeatV1 reads version 1's fields, which version 2 extends.
+func readAgentHeartbeatV1(r *reader) AgentHeartbeat {
 	var c AgentHeartbeat
 	c.NodeID = r.int32()
 	c.AgentID = r.string()
@@ -103,10 +101,17 @@ func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
 	return c
 }
 
-func decodeAgentHeartbeatV2(r *reader) AgentHeartbeat {
-	c := decodeAgentHeartbeatV1(r)
-	c.Applied = sharedlog.Pos(r.uvarint())
-	return c
+func decodeAgentHeartbeatV1(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
+	return c, r.done()
+}
+
+func decodeAgentHeartbeatV2(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
+	c.Applied = r.uvarint()
+	return c, r.done()
 }
 
 func agentKey(nodeID int32) []byte {
@@ -160,7 +165,7 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 	a.RegisteredAt = r.varint()
 	a.Expires = r.varint()
 	if v2 {
-		a.Applied = sharedlog.Pos(r.uvarint())
+		a.Applied = r.uvarint()
 		if a.Applied == 0 {
 			// encode writes version 1 for 0: one state, one encoding.
 			r.fail(errRange)
@@ -188,7 +193,7 @@ func validHeartbeat(c *AgentHeartbeat) (Result, bool) {
 	return Result{}, true
 }
 
-func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (Result, error) {
+func (a *Applier) agentHeartbeat(c AgentHeartbeat) (Result, error) {
 	if res, ok := validHeartbeat(&c); !ok {
 		return res, nil
 	}
@@ -208,11 +213,11 @@ func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (
 	}
 	if c.LeaseMs == 0 {
 		if held && prev.AgentID == c.AgentID {
-			return Result{}, a.b.Delete(key, nil)
+			return Result{}, a.b.Delete(key)
 		}
 		return Result{}, nil
 	}
-	if err := a.fixClusterID(pos, idx); err != nil {
+	if err := a.fixClusterID(); err != nil {
 		return Result{}, err
 	}
 	info := AgentInfo{
@@ -220,7 +225,7 @@ func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (
 		LeaseMs: c.LeaseMs, RegisteredAt: a.clock, Expires: satAdd(a.clock, c.LeaseMs),
 		// A proposer cannot have applied its own heartbeat before
 		// proposing it; a larger claim would only let a trim cut it off.
-		Applied: min(c.Applied, pos),
+		Applied: min(c.Applied, a.pos),
 	}
 	var res Result
 	if held && prev.AgentID == c.AgentID {
@@ -228,26 +233,26 @@ func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (
 	} else if held && prev.Expires > a.clock {
 		res = failed(kerr.DuplicateBrokerRegistration, "node id %d taken over from live agent %s", c.NodeID, prev.AgentID)
 	}
-	return res, a.b.Set(key, info.encode(), nil)
+	return res, a.b.Set(key, info.encode())
 }
 
 // fixClusterID stores the cluster id if none is stored yet. It is derived
 // from the position of the first registration, so it is the same on every
 // copy and differs between logs.
-func (a *applier) fixClusterID(pos sharedlog.Pos, idx int) error {
+func (a *Applier) fixClusterID() error {
 	if _, ok, err := a.get(keyClusterID); err != nil || ok {
 		return err
 	}
 	h := sha256.New()
 	h.Write([]byte("strand cluster id\x00"))
 	var nums [12]byte
-	binary.BigEndian.PutUint64(nums[0:], uint64(pos))
-	binary.BigEndian.PutUint32(nums[8:], uint32(idx))
+	binary.BigEndian.PutUint64(nums[0:], a.pos)
+	binary.BigEndian.PutUint32(nums[8:], uint32(a.idx))
 	h.Write(nums[:])
 	sum := h.Sum(nil)
 	// Kafka prints a cluster id as a base64url UUID: 16 bytes, 22 chars.
 	id := base64.RawURLEncoding.EncodeToString(sum[:16])
-	return a.b.Set(keyClusterID, append([]byte{recordV1}, id...), nil)
+	return a.b.Set(keyClusterID, append([]byte{recordV1}, id...))
 }
 
 // ClusterID returns the replicated cluster id, or "" before the first
@@ -265,10 +270,7 @@ func (v *View) ClusterID() (string, error) {
 
 // Agents returns every registered agent, live or not, sorted by node id.
 func (v *View) Agents() ([]AgentInfo, error) {
-	it, err := v.snap.NewIter(&pebble.IterOptions{
-		LowerBound: []byte{prefixAgent},
-		UpperBound: []byte{prefixAgent + 1},
-	})
+	it, err := v.r.NewIter([]byte{prefixAgent}, []byte{prefixAgent + 1})
 	if err != nil {
 		return nil, err
 	}

@@ -5,24 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog"
-	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
-// fakeClock is a proposer clock a test moves by hand; replicas share it.
-type fakeClock struct{ ms atomic.Int64 }
-
-func (c *fakeClock) now() time.Time        { return time.UnixMilli(c.ms.Load()) }
-func (c *fakeClock) set(ms int64)          { c.ms.Store(ms) }
-func withClock(c *fakeClock) func(*Config) { return func(cfg *Config) { cfg.Now = c.now } }
-
-func liveNodes(t *testing.T, r *Replica) []int32 {
+func liveNodes(t *testing.T, r *testReplica) []int32 {
 	t.Helper()
 	as, err := viewOf(t, r).LiveAgents()
 	if err != nil {
@@ -133,11 +121,11 @@ func TestAgentRecord(t *testing.T) {
 // version 1 heartbeat, leases running out and a leave, and checks which
 // agent holds the trim back after each.
 func TestLowestLiveApplied(t *testing.T) {
-	log := memlog.New()
+	log := newTestLog()
 	clk := new(fakeClock)
-	r := openReplica(t, log, "", "w", withClock(clk))
+	r := openReplica(t, log, nil, "w", withClock(clk))
 	const lease = 3000
-	hb := func(node int32, applied sharedlog.Pos) AgentHeartbeat {
+	hb := func(node int32, applied uint64) AgentHeartbeat {
 		return AgentHeartbeat{NodeID: node, AgentID: fmt.Sprint("a", node), LeaseMs: lease, Applied: applied}
 	}
 	const none = -1
@@ -149,7 +137,7 @@ func TestLowestLiveApplied(t *testing.T) {
 		// trim (none: no other live agent), at wantApplied.
 		except      string
 		wantNode    int32
-		wantApplied sharedlog.Pos
+		wantApplied uint64
 	}{
 		{"alone", 1000, hb(1, 0), "a1", none, 0},
 		{"second agent", 1100, hb(2, 1), "a1", 2, 1},
@@ -182,7 +170,7 @@ func TestLowestLiveApplied(t *testing.T) {
 		})
 	}
 	// Another copy replays the same table.
-	other := openReplica(t, log, "", "other")
+	other := openReplica(t, log, nil, "other")
 	mustSync(t, r)
 	if mustDigest(t, other) != mustDigest(t, r) {
 		t.Fatal("a replayed copy differs")
@@ -190,11 +178,11 @@ func TestLowestLiveApplied(t *testing.T) {
 }
 
 func TestAgentLeases(t *testing.T) {
-	log := memlog.New()
+	log := newTestLog()
 	clk := new(fakeClock)
 	clk.set(1_000_000)
-	r1 := openReplica(t, log, "", "w1", withClock(clk))
-	r2 := openReplica(t, log, "", "w2", withClock(clk))
+	r1 := openReplica(t, log, nil, "w1", withClock(clk))
+	r2 := openReplica(t, log, nil, "w2", withClock(clk))
 
 	cid, err := viewOf(t, r1).ClusterID()
 	if err != nil || cid != "" {
@@ -204,7 +192,7 @@ func TestAgentLeases(t *testing.T) {
 	steps := []struct {
 		name    string
 		at      int64
-		by      *Replica
+		by      *testReplica
 		hb      AgentHeartbeat
 		code    int16
 		wantIDs []int32
@@ -231,7 +219,7 @@ func TestAgentLeases(t *testing.T) {
 			}
 			mustSync(t, r1)
 			mustSync(t, r2)
-			for _, r := range []*Replica{r1, r2} {
+			for _, r := range []*testReplica{r1, r2} {
 				if got := liveNodes(t, r); !reflect.DeepEqual(got, s.wantIDs) {
 					t.Fatalf("%s: live nodes %v, want %v", r.WriterID(), got, s.wantIDs)
 				}
@@ -262,8 +250,8 @@ func TestAgentLeases(t *testing.T) {
 // different one only if its first heartbeat sits elsewhere, and the same
 // log replayed gives the same one.
 func TestClusterIDReplays(t *testing.T) {
-	log := memlog.New()
-	r1 := openReplica(t, log, "", "w1")
+	log := newTestLog()
+	r1 := openReplica(t, log, nil, "w1")
 	mustOK(t, r1, CreateTopic{Name: "t", Partitions: 1})
 	mustOK(t, r1, AgentHeartbeat{NodeID: 0, AgentID: "a", LeaseMs: 1000})
 	mustOK(t, r1, AgentHeartbeat{NodeID: 1, AgentID: "b", LeaseMs: 1000})
@@ -271,14 +259,14 @@ func TestClusterIDReplays(t *testing.T) {
 	if err != nil || want == "" {
 		t.Fatalf("ClusterID = %q, %v", want, err)
 	}
-	r2 := openReplica(t, log, "", "w2")
+	r2 := openReplica(t, log, nil, "w2")
 	mustSync(t, r2)
 	got, err := viewOf(t, r2).ClusterID()
 	if err != nil || got != want {
 		t.Fatalf("replayed ClusterID = %q, %v; want %q", got, err, want)
 	}
 
-	other := openReplica(t, memlog.New(), "", "w3")
+	other := openReplica(t, newTestLog(), nil, "w3")
 	mustOK(t, other, AgentHeartbeat{NodeID: 0, AgentID: "a", LeaseMs: 1000})
 	if id, _ := viewOf(t, other).ClusterID(); id == want {
 		t.Fatalf("a first heartbeat at another position got the same cluster id %q", id)

@@ -15,6 +15,7 @@ import (
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -33,17 +34,17 @@ func testCtx(t testing.TB) context.Context {
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // openReplica opens a replica of log in a temp dir, closed at cleanup.
-func openReplica(t testing.TB, log sharedlog.Log, writer string) *meta.Replica {
+func openReplica(t testing.TB, log sharedlog.Log, writer string) *replica.Replica {
 	t.Helper()
-	r, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: writer, Logger: quietLogger()})
+	r, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: writer, Logger: quietLogger()})
 	if err != nil {
-		t.Fatalf("meta.Open: %v", err)
+		t.Fatalf("replica.Open: %v", err)
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
 }
 
-func createTopic(t testing.TB, r *meta.Replica, name string, partitions int32) meta.TopicID {
+func createTopic(t testing.TB, r *replica.Replica, name string, partitions int32) meta.TopicID {
 	t.Helper()
 	res, err := r.Propose(testCtx(t), meta.CreateTopic{Name: name, Partitions: partitions})
 	if err != nil || res.Code != 0 {
@@ -55,7 +56,7 @@ func createTopic(t testing.TB, r *meta.Replica, name string, partitions int32) m
 // env is one agent: a replica over a memory log, a topic, and a store.
 type env struct {
 	log     *memlog.Loglet
-	replica *meta.Replica
+	replica *replica.Replica
 	topic   meta.TopicID
 	store   objstore.Store
 }
@@ -141,7 +142,7 @@ func lastOffset(t testing.TB, records []byte) int64 {
 	return last
 }
 
-func highWatermark(t testing.TB, r *meta.Replica, id meta.TopicID, p int32) int64 {
+func highWatermark(t testing.TB, r *replica.Replica, id meta.TopicID, p int32) int64 {
 	t.Helper()
 	v := r.View()
 	defer v.Close()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/segment"
 )
 
@@ -436,7 +437,7 @@ func (p *Pipeline) commit(group []*flush) {
 	}
 	start := p.cfg.Now()
 	results, err := p.cfg.Replica.ProposeBatch(p.ctx, cmds)
-	if errors.Is(err, meta.ErrTooLarge) && len(group) > 1 {
+	if errors.Is(err, replica.ErrTooLarge) && len(group) > 1 {
 		// The replica's entries are smaller than MaxCommitBytes assumed;
 		// nothing was appended, so the flushes can go one by one.
 		for _, f := range group {

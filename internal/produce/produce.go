@@ -34,7 +34,7 @@
 // sequence checks refuse the gap (OUT_OF_ORDER_SEQUENCE_NUMBER), and a
 // retry of a batch that did commit gets its first offsets back.
 // A failed or ambiguous proposal fails its calls with ErrCommit; with
-// meta.ErrAmbiguous the commit may still apply, exactly once, and never
+// replica.ErrAmbiguous the commit may still apply, exactly once, and never
 // after a later flush's commit.
 package produce
 
@@ -47,6 +47,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/recordbatch"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/segment"
 )
 
@@ -63,7 +64,7 @@ var (
 	// committed. Retriable (KAFKA_STORAGE_ERROR).
 	ErrUpload = errors.New("produce: data object upload failed")
 	// ErrCommit: proposing the CommitObject failed. When the cause is
-	// meta.ErrAmbiguous or a closed replica, the batches may still be
+	// replica.ErrAmbiguous or a closed replica, the batches may still be
 	// committed. Retriable (REQUEST_TIMED_OUT).
 	ErrCommit = errors.New("produce: commit failed")
 )
@@ -94,7 +95,7 @@ const (
 	DefaultMaxFlushBatches = 4096
 	// DefaultMaxCommitBytes bounds the estimated size of the commands of
 	// one ProposeBatch; it must not exceed the replica's MaxEntryBytes.
-	DefaultMaxCommitBytes = meta.DefaultMaxEntryBytes - 16<<10
+	DefaultMaxCommitBytes = replica.DefaultMaxEntryBytes - 16<<10
 	// DefaultUploadAttempts bounds the tries of one upload.
 	DefaultUploadAttempts = 5
 	// DefaultUploadTimeout bounds one upload attempt.
@@ -149,7 +150,7 @@ type Config struct {
 	// Store receives the data objects.
 	Store objstore.Store
 	// Replica proposes the commits and answers with their results.
-	Replica *meta.Replica
+	Replica *replica.Replica
 	// AgentID names this process incarnation in object keys, e.g. the
 	// writer id and the replica's incarnation. Keys are
 	// segment.ObjectKey(AgentID, n) with n counting from 1, so AgentID

@@ -20,6 +20,7 @@ import (
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -446,8 +447,8 @@ func TestCommitFails(t *testing.T) {
 	b, _ := e.batch(t, 0, 1, 10, 1)
 	e.replica.Close()
 	_, err := p.Produce(testCtx(t), []produce.Batch{b})
-	if !errors.Is(err, produce.ErrCommit) || !errors.Is(err, meta.ErrClosed) {
-		t.Fatalf("Produce on a closed replica = %v, want ErrCommit and meta.ErrClosed", err)
+	if !errors.Is(err, produce.ErrCommit) || !errors.Is(err, replica.ErrClosed) {
+		t.Fatalf("Produce on a closed replica = %v, want ErrCommit and replica.ErrClosed", err)
 	}
 }
 
@@ -456,7 +457,7 @@ func TestCommitFails(t *testing.T) {
 // still in cut order.
 func TestCommitSplitsTooLargeGroup(t *testing.T) {
 	log := memlog.New()
-	r, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: "agent-1", Logger: quietLogger(), MaxEntryBytes: 2200})
+	r, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: "agent-1", Logger: quietLogger(), MaxEntryBytes: 2200})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -53,7 +54,7 @@ func TestPebbleWriteFailureFailStops(t *testing.T) {
 		{"apply", func(ctx context.Context, r *Replica) {
 			// Commits do not fsync, so the WAL is written a 32 KiB
 			// block at a time: write a few blocks' worth.
-			r.Propose(ctx, CreateTopic{Name: "during", Partitions: 4096})
+			r.Propose(ctx, meta.CreateTopic{Name: "during", Partitions: 4096})
 		}},
 		{"snapshot", func(ctx context.Context, r *Replica) {
 			r.Snapshot(ctx, memobj.New(), "")
@@ -75,7 +76,7 @@ func TestPebbleWriteFailureFailStops(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mustOK(t, r, CreateTopic{Name: "before", Partitions: 1})
+			mustOK(t, r, meta.CreateTopic{Name: "before", Partitions: 1})
 
 			full.Store(true)
 			go tc.during(ctx, r)

@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -34,29 +35,29 @@ func benchStore(b *testing.B) (*pebble.DB, []partRef, sharedlog.Pos) {
 	b.Cleanup(func() { db.Close() })
 	var setup []sharedlog.Entry
 	for i := range benchTopics {
-		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(i), Data: AppendEntry(nil, &Entry{
+		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(i), Data: meta.AppendEntry(nil, &meta.Entry{
 			WriterID: "setup", Incarnation: 1, Seq: uint64(i + 1), Timestamp: 1,
-			Commands: []RawCommand{EncodeCommand(CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})},
+			Commands: []meta.RawCommand{meta.EncodeCommand(meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})},
 		})})
 	}
-	outs, next, poison, err := applyEntries(db, setup)
+	outs, next, poison, err := applyEntries(db, meta.NewApplier(nil), setup)
 	if err != nil || poison != nil {
 		b.Fatal(err, poison)
 	}
 	var parts []partRef
 	for _, out := range outs {
 		for p := range int32(benchPartitions) {
-			parts = append(parts, partRef{out.results[0].TopicID, p})
+			parts = append(parts, partRef{out.Results[0].TopicID, p})
 		}
 	}
 	return db, parts, next
 }
 
-func benchCommit(rng *rand.Rand, parts []partRef, seq int) CommitObject {
-	co := CommitObject{ObjectKey: fmt.Sprintf("objects/%016x", seq), ObjectSize: benchBatchesPerCmd * 4096}
+func benchCommit(rng *rand.Rand, parts []partRef, seq int) meta.CommitObject {
+	co := meta.CommitObject{ObjectKey: fmt.Sprintf("objects/%016x", seq), ObjectSize: benchBatchesPerCmd * 4096}
 	for i := range benchBatchesPerCmd {
 		p := parts[rng.IntN(len(parts))]
-		co.Batches = append(co.Batches, CommitBatch{
+		co.Batches = append(co.Batches, meta.CommitBatch{
 			TopicID: p.id, Partition: p.partition, Position: int64(i) * 4096, Length: 4096,
 			Records: benchRecordsPerBatch, BatchCount: 1, FirstTimestamp: 1700000000000, MaxTimestamp: 1700000000100,
 			ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
@@ -74,25 +75,26 @@ func BenchmarkApplyCommitObject(b *testing.B) {
 			db, parts, pos := benchStore(b)
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.ReportAllocs()
-			b.SetBytes(int64(len(EncodeCommand(benchCommit(rng, parts, 0)).Payload)))
+			b.SetBytes(int64(len(meta.EncodeCommand(benchCommit(rng, parts, 0)).Payload)))
 			b.ResetTimer()
 			b.StopTimer()
 			seq, cmds := 0, 0
 			chunk := make([]sharedlog.Entry, 0, applyBatchEntries)
+			a := meta.NewApplier(nil) // reused, as the player does
 			for cmds < b.N {
 				// Encode a chunk untimed, then apply it timed.
 				chunk = chunk[:0]
 				for len(chunk) < applyBatchEntries && cmds < b.N {
-					e := Entry{WriterID: "bench", Incarnation: 1, Seq: uint64(len(chunk) + seq + 1), Timestamp: 1700000000000}
+					e := meta.Entry{WriterID: "bench", Incarnation: 1, Seq: uint64(len(chunk) + seq + 1), Timestamp: 1700000000000}
 					for range min(perEntry, b.N-cmds) {
-						e.Commands = append(e.Commands, EncodeCommand(benchCommit(rng, parts, cmds)))
+						e.Commands = append(e.Commands, meta.EncodeCommand(benchCommit(rng, parts, cmds)))
 						cmds++
 					}
-					chunk = append(chunk, sharedlog.Entry{Pos: pos + sharedlog.Pos(len(chunk)), Data: AppendEntry(nil, &e)})
+					chunk = append(chunk, sharedlog.Entry{Pos: pos + sharedlog.Pos(len(chunk)), Data: meta.AppendEntry(nil, &e)})
 				}
 				seq += len(chunk)
 				b.StartTimer()
-				_, next, poison, err := applyEntries(db, chunk)
+				_, next, poison, err := applyEntries(db, a, chunk)
 				b.StopTimer()
 				if err != nil || poison != nil || next != pos+sharedlog.Pos(len(chunk)) {
 					b.Fatal(err, poison, next)
@@ -116,8 +118,8 @@ func BenchmarkPropose(b *testing.B) {
 	}
 	defer r.Close()
 	ctx := context.Background()
-	id := func() TopicID {
-		res, err := r.Propose(ctx, CreateTopic{Name: "t", Partitions: 64})
+	id := func() meta.TopicID {
+		res, err := r.Propose(ctx, meta.CreateTopic{Name: "t", Partitions: 64})
 		if err != nil || res.Code != 0 {
 			b.Fatal(err, res.Err())
 		}
@@ -130,7 +132,7 @@ func BenchmarkPropose(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			n := seq.Add(1)
-			co := CommitObject{ObjectKey: fmt.Sprintf("bench/%d", n), ObjectSize: 4096, Batches: []CommitBatch{{
+			co := meta.CommitObject{ObjectKey: fmt.Sprintf("bench/%d", n), ObjectSize: 4096, Batches: []meta.CommitBatch{{
 				TopicID: id, Partition: int32(n % 64), Length: 4096, Records: 10, BatchCount: 1,
 			}}}
 			res, err := r.Propose(ctx, co)
@@ -162,7 +164,7 @@ func snapshotBenchReplica(b *testing.B, indexEntries int) *Replica {
 	b.Cleanup(func() { r.Close() })
 	var parts []partRef
 	for i := range benchTopics {
-		res, err := r.Propose(ctx, CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})
+		res, err := r.Propose(ctx, meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})
 		if err != nil || res.Code != 0 {
 			b.Fatal(err, res.Err())
 		}
@@ -176,11 +178,11 @@ func snapshotBenchReplica(b *testing.B, indexEntries int) *Replica {
 	rng := rand.New(rand.NewPCG(1, 2))
 	cmds := (indexEntries + benchBatchesPerCmd - 1) / benchBatchesPerCmd
 	for seq := 1; cmds > 0; seq++ {
-		e := Entry{WriterID: "loader", Incarnation: 1, Seq: uint64(seq), Timestamp: 1700000000000}
+		e := meta.Entry{WriterID: "loader", Incarnation: 1, Seq: uint64(seq), Timestamp: 1700000000000}
 		for ; cmds > 0 && len(e.Commands) < cmdsPerEntry; cmds-- {
-			e.Commands = append(e.Commands, EncodeCommand(benchCommit(rng, parts, cmds)))
+			e.Commands = append(e.Commands, meta.EncodeCommand(benchCommit(rng, parts, cmds)))
 		}
-		if _, err := log.Append(ctx, AppendEntry(nil, &e)); err != nil {
+		if _, err := log.Append(ctx, meta.AppendEntry(nil, &e)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -192,7 +194,7 @@ func snapshotBenchReplica(b *testing.B, indexEntries int) *Replica {
 	if err := r.db.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	if err := r.db.Compact(ctx, []byte{0}, []byte{prefixLocal}, true); err != nil {
+	if err := r.db.Compact(ctx, []byte{0}, localStart(), true); err != nil {
 		b.Fatal(err)
 	}
 	v := r.View()

@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -57,7 +58,7 @@ func tryOpen(t *testing.T, log sharedlog.Log, dir, writer string, opts ...func(*
 	return r, nil
 }
 
-func mustPropose(t *testing.T, r *Replica, c Command) Result {
+func mustPropose(t *testing.T, r *Replica, c meta.Command) meta.Result {
 	t.Helper()
 	res, err := r.Propose(testCtx(t), c)
 	if err != nil {
@@ -66,7 +67,7 @@ func mustPropose(t *testing.T, r *Replica, c Command) Result {
 	return res
 }
 
-func mustOK(t *testing.T, r *Replica, c Command) Result {
+func mustOK(t *testing.T, r *Replica, c meta.Command) meta.Result {
 	t.Helper()
 	res := mustPropose(t, r, c)
 	if res.Code != 0 {
@@ -91,25 +92,25 @@ func mustDigest(t *testing.T, r *Replica) [32]byte {
 	return d
 }
 
-func viewOf(t *testing.T, r *Replica) *View {
+func viewOf(t *testing.T, r *Replica) *meta.View {
 	t.Helper()
 	v := r.View()
 	t.Cleanup(func() { v.Close() })
 	return v
 }
 
-func topicID(t *testing.T, r *Replica, name string) TopicID {
+func topicID(t *testing.T, r *Replica, name string) meta.TopicID {
 	t.Helper()
 	v := r.View()
 	defer v.Close()
 	tp, ok, err := v.Topic(name)
 	if err != nil || !ok {
-		t.Fatalf("Topic(%q) = %v, %v", name, ok, err)
+		t.Fatalf("meta.Topic(%q) = %v, %v", name, ok, err)
 	}
 	return tp.ID
 }
 
-func partitionState(t *testing.T, r *Replica, id TopicID, p int32) PartitionState {
+func partitionState(t *testing.T, r *Replica, id meta.TopicID, p int32) meta.PartitionState {
 	t.Helper()
 	v := r.View()
 	defer v.Close()
@@ -125,10 +126,10 @@ var objectSeq atomic.Uint64
 
 // commitTo builds a CommitObject of one batch per (id, partition) pair,
 // each holding records records.
-func commitTo(records int32, parts ...partRef) CommitObject {
-	co := CommitObject{ObjectKey: fmt.Sprintf("obj-%d", objectSeq.Add(1))}
+func commitTo(records int32, parts ...partRef) meta.CommitObject {
+	co := meta.CommitObject{ObjectKey: fmt.Sprintf("obj-%d", objectSeq.Add(1))}
 	for i, p := range parts {
-		co.Batches = append(co.Batches, CommitBatch{
+		co.Batches = append(co.Batches, meta.CommitBatch{
 			TopicID: p.id, Partition: p.partition,
 			Position: int64(i) * 100, Length: 100,
 			Records: records, BatchCount: 1,
@@ -293,5 +294,24 @@ func (f *faultLog) WaitTail(ctx context.Context, after sharedlog.Pos) (sharedlog
 
 // withChecksum appends the entry checksum to body.
 func withChecksum(body []byte) []byte {
-	return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
+	return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 }
+
+// partRef names one partition.
+type partRef struct {
+	id        meta.TopicID
+	partition int32
+}
+
+// localStart is the first key local to a copy (meta.LocalSpan).
+func localStart() []byte {
+	start, _ := meta.LocalSpan()
+	return start
+}
+
+// fakeClock is a proposer clock a test moves by hand; replicas share it.
+type fakeClock struct{ ms atomic.Int64 }
+
+func (c *fakeClock) now() time.Time        { return time.UnixMilli(c.ms.Load()) }
+func (c *fakeClock) set(ms int64)          { c.ms.Store(ms) }
+func withClock(c *fakeClock) func(*Config) { return func(cfg *Config) { cfg.Now = c.now } }

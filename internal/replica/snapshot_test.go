@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
@@ -115,7 +116,7 @@ func (p *proposers) stopAndCheck(t *testing.T) {
 // setupTopic creates a topic and returns its partitions.
 func setupTopic(t *testing.T, r *Replica, name string, partitions int32) []partRef {
 	t.Helper()
-	id := mustOK(t, r, CreateTopic{Name: name, Partitions: partitions}).TopicID
+	id := mustOK(t, r, meta.CreateTopic{Name: name, Partitions: partitions}).TopicID
 	parts := make([]partRef, partitions)
 	for p := range partitions {
 		parts[p] = partRef{id, p}
@@ -133,12 +134,13 @@ func replayDigest(t *testing.T, log sharedlog.Log, pos sharedlog.Pos) [32]byte {
 	}
 	defer db.Close()
 	ctx := testCtx(t)
+	a := meta.NewApplier(nil)
 	for from := sharedlog.Pos(0); from < pos; {
 		es, err := log.ReadNext(ctx, from, min(pos, from+applyBatchEntries))
 		if err != nil || len(es) == 0 {
 			t.Fatalf("ReadNext(%d, %d): %d entries, %v", from, pos, len(es), err)
 		}
-		_, next, poison, err := applyEntries(db, es)
+		_, next, poison, err := applyEntries(db, a, es)
 		if err != nil || poison != nil || next != from+sharedlog.Pos(len(es)) {
 			t.Fatalf("apply [%d, %d): next %d, %v, %v", from, from+sharedlog.Pos(len(es)), next, poison, err)
 		}
@@ -159,7 +161,7 @@ func localKeys(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixLocal}})
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: localStart()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +262,7 @@ func testSnapshotRestore(t *testing.T, store objstore.Store, log sharedlog.Log) 
 	fresh := openReplica(t, log, "", "fresh")
 	want := mustDigest(t, fresh)
 	if gotA, gotB := mustDigest(t, a), mustDigest(t, b); gotA != want || gotB != want {
-		t.Fatalf("digests at %d: a %x, restored %x, replayed from zero %x", fresh.Applied(), gotA, gotB, want)
+		t.Fatalf("digests at %d: a %x, restored %x, replayed from zero %x", fresh.NextToApply(), gotA, gotB, want)
 	}
 
 	trimmed, before, err := TrimLog(ctx, log, store, snapPrefix, NoTrimBound)
@@ -295,7 +297,7 @@ func TestRestoreBehindTrim(t *testing.T) {
 	}
 	mustOK(t, a, commitTo(1, parts[0]))
 	mustSync(t, a)
-	if err := log.PrefixTrim(ctx, a.Applied()); err != nil {
+	if err := log.PrefixTrim(ctx, a.NextToApply()); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -357,7 +359,7 @@ func TestSnapshotReusesFiles(t *testing.T) {
 	if err := a.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.db.Compact(ctx, []byte{0}, []byte{prefixLocal}, false); err != nil {
+	if err := a.db.Compact(ctx, []byte{0}, localStart(), false); err != nil {
 		t.Fatal(err)
 	}
 	first, err := a.Snapshot(ctx, rec, snapPrefix)
@@ -725,13 +727,13 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 	// membership loop does, and returns that position.
 	heartbeat := func(r *Replica, node int32) sharedlog.Pos {
 		t.Helper()
-		applied := r.Applied()
-		mustOK(t, r, AgentHeartbeat{NodeID: node, AgentID: r.WriterID(), LeaseMs: leaseMs, Applied: applied})
+		applied := r.NextToApply()
+		mustOK(t, r, meta.AgentHeartbeat{NodeID: node, AgentID: r.WriterID(), LeaseMs: leaseMs, Applied: uint64(applied)})
 		return applied
 	}
 	// trim is the agent's snapshot-and-trim: snapshot, then trim below
 	// it and below every other live agent.
-	trim := func() (SnapshotInfo, sharedlog.Pos, AgentInfo, bool) {
+	trim := func() (SnapshotInfo, sharedlog.Pos, meta.AgentInfo, bool) {
 		t.Helper()
 		info, err := a.Snapshot(ctx, store, snapPrefix)
 		if err != nil {
@@ -744,7 +746,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 		}
 		bound := NoTrimBound
 		if held {
-			bound = low.Applied
+			bound = sharedlog.Pos(low.Applied)
 		}
 		got, before, err := TrimLog(ctx, log, store, snapPrefix, bound)
 		if err != nil || got.Pos != info.Pos {
@@ -766,14 +768,14 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 		mustOK(t, a, commitTo(1, parts[i%2]))
 		heartbeat(a, 1)
 		info, before, low, held := trim()
-		if !held || low.NodeID != 2 || low.Applied != bAt {
+		if !held || low.NodeID != 2 || sharedlog.Pos(low.Applied) != bAt {
 			t.Fatalf("round %d: trim held by %+v (%v), want node 2 at %d", i, low, held, bAt)
 		}
 		if before != bAt || info.Pos <= bAt {
 			t.Fatalf("round %d: snapshot at %d, trimmed below %d; want below b's applied %d", i, info.Pos, before, bAt)
 		}
-		if b.Applied() >= info.Pos {
-			t.Fatalf("round %d: b applied up to %d, past the snapshot at %d: it was not paused", i, b.Applied(), info.Pos)
+		if b.NextToApply() >= info.Pos {
+			t.Fatalf("round %d: b applied up to %d, past the snapshot at %d: it was not paused", i, b.NextToApply(), info.Pos)
 		}
 	}
 	bLog.Resume()
@@ -788,7 +790,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 
 	// b stops again and stops renewing; a's entries move the log clock
 	// past the end of b's lease.
-	bAt = b.Applied()
+	bAt = b.NextToApply()
 	bLog.Pause()
 	clk.set(clk.ms.Load() + leaseMs)
 	mustOK(t, a, commitTo(1, parts[0]))

@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -18,10 +19,10 @@ func TestLostReplyAppliesOnce(t *testing.T) {
 	// Propose may return as soon as the first copy applies, while the
 	// appender still retries; the appender is serial, so a proposal after
 	// it means the retries are over.
-	marker := func(name string) { mustOK(t, r, CreateTopic{Name: name, Partitions: 1}) }
+	marker := func(name string) { mustOK(t, r, meta.CreateTopic{Name: name, Partitions: 1}) }
 
 	log.loseReplies.Store(1)
-	res := mustPropose(t, r, CreateTopic{Name: "a", Partitions: 1})
+	res := mustPropose(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
 	if res.Code != 0 {
 		t.Fatalf("create after lost reply: %v (the copy was applied, not dropped)", res.Err())
 	}
@@ -48,7 +49,7 @@ func TestLostReplyAppliesOnce(t *testing.T) {
 	// create is the telling one: the commit would be refused anyway as a
 	// second commit of its object, but a create after a delete would
 	// bring the topic back.
-	mustOK(t, r, DeleteTopic{Name: "a"})
+	mustOK(t, r, meta.DeleteTopic{Name: "a"})
 	for _, e := range []sharedlog.Entry{es[0], es[3]} {
 		if _, err := log.Append(testCtx(t), e.Data); err != nil {
 			t.Fatal(err)
@@ -69,23 +70,23 @@ func TestOldIncarnationDropped(t *testing.T) {
 	if r.Incarnation() != 100 {
 		t.Fatalf("incarnation %d", r.Incarnation())
 	}
-	mustOK(t, r, CreateTopic{Name: "a", Partitions: 1})
+	mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
 	old := rawEntries(t, log)[0].Data
 	// A later entry of the old run that had not landed before the
 	// restart: same command, higher sequence.
-	e, err := DecodeEntry(old)
+	e, err := meta.DecodeEntry(old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Seq = 1000
-	zombie := AppendEntry(nil, &e)
+	zombie := meta.AppendEntry(nil, &e)
 	r.Close()
 
 	r = openReplica(t, log, dir, "w", func(c *Config) { c.Incarnation = 100 })
 	if r.Incarnation() != 101 {
 		t.Fatalf("reopened incarnation %d, want 101", r.Incarnation())
 	}
-	mustOK(t, r, DeleteTopic{Name: "a"})
+	mustOK(t, r, meta.DeleteTopic{Name: "a"})
 	for _, data := range [][]byte{old, zombie} {
 		if _, err := log.Append(testCtx(t), data); err != nil {
 			t.Fatal(err)
@@ -120,7 +121,7 @@ func TestIncarnationChoice(t *testing.T) {
 		log := memlog.New()
 		fixed := func(c *Config) { c.Incarnation = 7 }
 		r := openReplica(t, log, "", "w", fixed)
-		mustOK(t, r, CreateTopic{Name: "a", Partitions: 1})
+		mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
 		r.Close()
 		r = openReplica(t, log, "", "w", fixed)
 		if r.Incarnation() != 8 {
@@ -134,17 +135,17 @@ func TestIncarnationChoice(t *testing.T) {
 func TestFenced(t *testing.T) {
 	log := memlog.New()
 	a := openReplica(t, log, "", "same")
-	mustOK(t, a, CreateTopic{Name: "a", Partitions: 1})
+	mustOK(t, a, meta.CreateTopic{Name: "a", Partitions: 1})
 	b := openReplica(t, log, "", "same")
 	if b.Incarnation() <= a.Incarnation() {
 		t.Fatalf("b incarnation %d not above a's %d", b.Incarnation(), a.Incarnation())
 	}
-	mustOK(t, b, CreateTopic{Name: "b", Partitions: 1})
-	_, err := a.Propose(testCtx(t), CreateTopic{Name: "c", Partitions: 1})
+	mustOK(t, b, meta.CreateTopic{Name: "b", Partitions: 1})
+	_, err := a.Propose(testCtx(t), meta.CreateTopic{Name: "c", Partitions: 1})
 	if !errors.Is(err, ErrFenced) {
 		t.Fatalf("a.Propose after b took over: %v, want ErrFenced", err)
 	}
-	mustOK(t, b, CreateTopic{Name: "d", Partitions: 1})
+	mustOK(t, b, meta.CreateTopic{Name: "d", Partitions: 1})
 }
 
 func TestAppendFailures(t *testing.T) {
@@ -152,18 +153,18 @@ func TestAppendFailures(t *testing.T) {
 		log := newFaultLog()
 		r := openReplica(t, log, "", "w")
 		log.failAppends.Store(maxAppendAttempts)
-		_, err := r.Propose(testCtx(t), CreateTopic{Name: "a", Partitions: 1})
+		_, err := r.Propose(testCtx(t), meta.CreateTopic{Name: "a", Partitions: 1})
 		if !errors.Is(err, ErrAmbiguous) {
 			t.Fatalf("Propose = %v, want ErrAmbiguous", err)
 		}
 		// The writer carries on with the next sequence.
-		mustOK(t, r, CreateTopic{Name: "a", Partitions: 1})
+		mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
 	})
 	t.Run("retries hide transient failures", func(t *testing.T) {
 		log := newFaultLog()
 		r := openReplica(t, log, "", "w")
 		log.failAppends.Store(maxAppendAttempts - 1)
-		mustOK(t, r, CreateTopic{Name: "a", Partitions: 1})
+		mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
 	})
 	t.Run("sealed is definite", func(t *testing.T) {
 		log := memlog.New()
@@ -171,7 +172,7 @@ func TestAppendFailures(t *testing.T) {
 		if err := log.Seal(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := r.Propose(testCtx(t), CreateTopic{Name: "a", Partitions: 1})
+		_, err := r.Propose(testCtx(t), meta.CreateTopic{Name: "a", Partitions: 1})
 		if !errors.Is(err, sharedlog.ErrSealed) || errors.Is(err, ErrAmbiguous) {
 			t.Fatalf("Propose = %v, want ErrSealed and not ambiguous", err)
 		}
@@ -188,20 +189,20 @@ func TestReopenResumes(t *testing.T) {
 	dir := t.TempDir()
 	r := openReplica(t, log, dir, "a")
 	other := openReplica(t, inner, "", "b")
-	id := mustOK(t, r, CreateTopic{Name: "t", Partitions: 2}).TopicID
+	id := mustOK(t, r, meta.CreateTopic{Name: "t", Partitions: 2}).TopicID
 	for range 20 {
 		mustOK(t, r, commitTo(5, partRef{id, 0}, partRef{id, 1}))
 	}
 	mustSync(t, r)
-	applied, digest := r.Applied(), mustDigest(t, r)
+	applied, digest := r.NextToApply(), mustDigest(t, r)
 	r.Close()
 
 	log.readFroms.Lock()
 	log.readFroms.any = false
 	log.readFroms.Unlock()
 	r = openReplica(t, log, dir, "a")
-	if got := mustDigest(t, r); got != digest || r.Applied() != applied {
-		t.Fatalf("reopened at %d digest %x, closed at %d digest %x", r.Applied(), got, applied, digest)
+	if got := mustDigest(t, r); got != digest || r.NextToApply() != applied {
+		t.Fatalf("reopened at %d digest %x, closed at %d digest %x", r.NextToApply(), got, applied, digest)
 	}
 	log.readFroms.Lock()
 	readBelow := log.readFroms.any && log.readFroms.min < applied
@@ -230,8 +231,8 @@ func TestReopenResumes(t *testing.T) {
 // with the cause, for every caller, and again after a restart.
 func TestHalt(t *testing.T) {
 	good := func(seq uint64) []byte {
-		return AppendEntry(nil, &Entry{WriterID: "raw", Incarnation: 1, Seq: seq, Timestamp: 1,
-			Commands: []RawCommand{EncodeCommand(CreateTopic{Name: "x", Partitions: 1})}})
+		return meta.AppendEntry(nil, &meta.Entry{WriterID: "raw", Incarnation: 1, Seq: seq, Timestamp: 1,
+			Commands: []meta.RawCommand{meta.EncodeCommand(meta.CreateTopic{Name: "x", Partitions: 1})}})
 	}
 	badCRC := good(2)
 	badCRC[len(badCRC)-1] ^= 1
@@ -240,15 +241,15 @@ func TestHalt(t *testing.T) {
 		entry []byte
 		cause error
 	}{
-		{"unknown type", AppendEntry(nil, &Entry{WriterID: "raw", Incarnation: 1, Seq: 2,
-			Commands: []RawCommand{{Type: 999, Version: 1}}}), ErrUnknownCommand},
-		{"unknown version", AppendEntry(nil, &Entry{WriterID: "raw", Incarnation: 1, Seq: 2,
-			Commands: []RawCommand{{Type: TypeCreateTopic, Version: 2, Payload: EncodeCommand(CreateTopic{Name: "y", Partitions: 1}).Payload}}}), ErrUnknownCommand},
-		{"undecodable payload", AppendEntry(nil, &Entry{WriterID: "raw", Incarnation: 1, Seq: 2,
-			Commands: []RawCommand{{Type: TypeCreateTopic, Version: 1, Payload: []byte{0xff}}}}), ErrCorrupt},
-		{"bad checksum", badCRC, ErrCorrupt},
-		{"garbage", []byte("not an entry at all"), ErrCorrupt},
-		{"unknown entry format", withChecksum(append([]byte{2}, good(2)[1:len(good(2))-4]...)), ErrUnknownCommand},
+		{"unknown type", meta.AppendEntry(nil, &meta.Entry{WriterID: "raw", Incarnation: 1, Seq: 2,
+			Commands: []meta.RawCommand{{Type: 999, Version: 1}}}), meta.ErrUnknownCommand},
+		{"unknown version", meta.AppendEntry(nil, &meta.Entry{WriterID: "raw", Incarnation: 1, Seq: 2,
+			Commands: []meta.RawCommand{{Type: meta.TypeCreateTopic, Version: 2, Payload: meta.EncodeCommand(meta.CreateTopic{Name: "y", Partitions: 1}).Payload}}}), meta.ErrUnknownCommand},
+		{"undecodable payload", meta.AppendEntry(nil, &meta.Entry{WriterID: "raw", Incarnation: 1, Seq: 2,
+			Commands: []meta.RawCommand{{Type: meta.TypeCreateTopic, Version: 1, Payload: []byte{0xff}}}}), meta.ErrCorrupt},
+		{"bad checksum", badCRC, meta.ErrCorrupt},
+		{"garbage", []byte("not an entry at all"), meta.ErrCorrupt},
+		{"unknown entry format", withChecksum(append([]byte{2}, good(2)[1:len(good(2))-4]...)), meta.ErrUnknownCommand},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,13 +267,13 @@ func TestHalt(t *testing.T) {
 			if !errors.As(err, &h) || !errors.Is(err, ErrHalted) || h.Pos != 1 || !errors.Is(err, tt.cause) {
 				t.Fatalf("Sync = %v, want a halt at 1 caused by %v", err, tt.cause)
 			}
-			if r.Applied() != 1 || !errors.Is(r.Err(), ErrHalted) {
-				t.Fatalf("applied %d, Err %v", r.Applied(), r.Err())
+			if r.NextToApply() != 1 || !errors.Is(r.Err(), ErrHalted) {
+				t.Fatalf("applied %d, Err %v", r.NextToApply(), r.Err())
 			}
 			if _, ok, _ := viewOf(t, r).Topic("x"); !ok {
 				t.Fatal("the entry before the bad one was not applied")
 			}
-			if _, err := r.Propose(ctx, CreateTopic{Name: "z", Partitions: 1}); !errors.Is(err, ErrHalted) {
+			if _, err := r.Propose(ctx, meta.CreateTopic{Name: "z", Partitions: 1}); !errors.Is(err, ErrHalted) {
 				t.Fatalf("Propose on a halted replica: %v", err)
 			}
 			if err := r.WaitApplied(ctx, 3); !errors.Is(err, ErrHalted) {

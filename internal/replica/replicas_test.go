@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"flag"
@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -63,7 +64,7 @@ func TestReplicasConverge(t *testing.T) {
 	}
 	var shared []partRef
 	for i := range topics {
-		id := mustOK(t, rs[0], CreateTopic{Name: fmt.Sprintf("shared-%d", i), Partitions: partitions}).TopicID
+		id := mustOK(t, rs[0], meta.CreateTopic{Name: fmt.Sprintf("shared-%d", i), Partitions: partitions}).TopicID
 		for p := range int32(partitions) {
 			shared = append(shared, partRef{id, p})
 		}
@@ -99,7 +100,7 @@ func TestReplicasConverge(t *testing.T) {
 	// may still be retrying; appenders are serial, so one more proposal
 	// each means no copy is still on its way.
 	for i, r := range rs {
-		mustOK(t, r, CreateTopic{Name: fmt.Sprintf("marker-%d", i), Partitions: 1})
+		mustOK(t, r, meta.CreateTopic{Name: fmt.Sprintf("marker-%d", i), Partitions: 1})
 	}
 	for _, r := range rs {
 		mustSync(t, r)
@@ -120,8 +121,13 @@ func TestReplicasConverge(t *testing.T) {
 	for _, batch := range []int{1, 0} {
 		late := openReplica(t, log, "", fmt.Sprintf("late-%d", batch), func(c *Config) { c.applyBatchEntries = batch })
 		if got := mustDigest(t, late); got != want {
-			t.Fatalf("late replica (batch %d) at %d: digest %x, want %x at %d", batch, late.Applied(), got, want, rs[0].Applied())
+			t.Fatalf("late replica (batch %d) at %d: digest %x, want %x at %d", batch, late.NextToApply(), got, want, rs[0].NextToApply())
 		}
+	}
+	// And so does the state machine's reference store: Pebble behind
+	// the adapters holds what meta.MemStore does.
+	if _, got := memoryReplay(t, rawEntries(t, log)); got != want {
+		t.Fatalf("the log applied to a meta.MemStore: digest %x, Pebble %x", got, want)
 	}
 }
 
@@ -155,20 +161,20 @@ func runWorker(t *testing.T, r *Replica, rng *rand.Rand, prefix string, shared [
 			mu.Unlock()
 		case k < 7:
 			name := fmt.Sprintf("%s-%d", prefix, i)
-			res, err := r.Propose(ctx, CreateTopic{Name: name, Partitions: int32(1 + rng.IntN(4))})
+			res, err := r.Propose(ctx, meta.CreateTopic{Name: name, Partitions: int32(1 + rng.IntN(4))})
 			if err != nil || res.Code != 0 {
 				return fmt.Errorf("create %s: %v, %v", name, err, res.Err())
 			}
 			own = append(own, name)
 		case k < 8 && len(own) > 0:
 			name := own[rng.IntN(len(own))]
-			res, err := r.Propose(ctx, AlterConfigs{Name: name, Set: map[string]string{"k": fmt.Sprint(i)}, Incremental: true})
+			res, err := r.Propose(ctx, meta.AlterConfigs{Name: name, Set: map[string]string{"k": fmt.Sprint(i)}, Incremental: true})
 			if err != nil || res.Code != 0 {
 				return fmt.Errorf("alter %s: %v, %v", name, err, res.Err())
 			}
 		case k < 9 && len(own) > 0:
 			j := rng.IntN(len(own))
-			res, err := r.Propose(ctx, DeleteTopic{Name: own[j]})
+			res, err := r.Propose(ctx, meta.DeleteTopic{Name: own[j]})
 			if err != nil || res.Code != 0 {
 				return fmt.Errorf("delete %s: %v, %v", own[j], err, res.Err())
 			}
@@ -176,9 +182,9 @@ func runWorker(t *testing.T, r *Replica, rng *rand.Rand, prefix string, shared [
 		default:
 			// Another worker's topic may vanish meanwhile: any of these
 			// codes is a fine answer, so only check the call works.
-			res, err := r.ProposeBatch(ctx, []Command{
-				CreatePartitions{Name: fmt.Sprintf("%s-%d", prefix, rng.IntN(i+1)), NewTotal: 8},
-				AlterConfigs{Name: "shared-0", Set: map[string]string{"touched": prefix}, Incremental: true},
+			res, err := r.ProposeBatch(ctx, []meta.Command{
+				meta.CreatePartitions{Name: fmt.Sprintf("%s-%d", prefix, rng.IntN(i+1)), NewTotal: 8},
+				meta.AlterConfigs{Name: "shared-0", Set: map[string]string{"touched": prefix}, Incremental: true},
 			})
 			if err != nil || len(res) != 2 || res[1].Code != 0 {
 				return fmt.Errorf("batch: %v, %v", err, res)
@@ -242,7 +248,7 @@ func TestSyncLinearizable(t *testing.T) {
 			slow := func(c *Config) { c.PollInterval = testTimeout * 10 }
 			a := openReplica(t, log, "", "a", slow)
 			b := openReplica(t, log, "", "b", slow)
-			id := mustOK(t, a, CreateTopic{Name: "t", Partitions: 1}).TopicID
+			id := mustOK(t, a, meta.CreateTopic{Name: "t", Partitions: 1}).TopicID
 			for range 50 {
 				res := mustOK(t, a, commitTo(3, partRef{id, 0}))
 				mustSync(t, b)

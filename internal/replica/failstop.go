@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ func newStopper(cfg *Config) *stopper {
 	if fn == nil {
 		logger := cfg.Logger
 		fn = func(err error) {
-			logger.Error("meta: the local metadata copy cannot be trusted; exiting", "err", err)
+			logger.Error("replica: the local metadata copy cannot be trusted; exiting", "err", err)
 			os.Exit(1)
 		}
 	}
@@ -96,7 +96,7 @@ type watchedFS struct {
 func (w *watchedFS) inDir(path string) bool { return filepath.Dir(filepath.Clean(path)) == w.dir }
 
 func (w *watchedFS) failed(op, path string, err error) {
-	w.stop(fmt.Errorf("meta: pebble could not %s %s: %w", op, path, err))
+	w.stop(fmt.Errorf("replica: pebble could not %s %s: %w", op, path, err))
 }
 
 // watch checks the result of opening a file for writing.

@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -18,18 +19,18 @@ var (
 	// ErrHalted: the replica met an entry it cannot apply, or a local
 	// fault while applying, and stopped. Errors matching it are a
 	// *HaltError with the position and cause.
-	ErrHalted = errors.New("meta: replica halted")
+	ErrHalted = errors.New("replica: halted")
 	// ErrClosed: the replica was closed.
-	ErrClosed = errors.New("meta: replica closed")
+	ErrClosed = errors.New("replica: replica closed")
 	// ErrFenced: another process wrote with this writer id and a newer
 	// incarnation, or took a sequence this replica owned. Two live
 	// replicas must never share a writer id; this one stops proposing.
-	ErrFenced = errors.New("meta: writer fenced by a newer incarnation")
+	ErrFenced = errors.New("replica: writer fenced by a newer incarnation")
 	// ErrAmbiguous: appending failed and the entry may or may not be in
 	// the log. Its commands may still apply, exactly once.
-	ErrAmbiguous = errors.New("meta: append outcome unknown")
+	ErrAmbiguous = errors.New("replica: append outcome unknown")
 	// ErrTooLarge: the commands do not fit in one entry.
-	ErrTooLarge = errors.New("meta: commands exceed the entry limits")
+	ErrTooLarge = errors.New("replica: commands exceed the entry limits")
 )
 
 // HaltError says where and why a replica stopped applying. The entry at
@@ -40,7 +41,7 @@ type HaltError struct {
 }
 
 func (e *HaltError) Error() string {
-	return fmt.Sprintf("meta: replica halted at log position %d: %v", e.Pos, e.Cause)
+	return fmt.Sprintf("replica: halted at log position %d: %v", e.Pos, e.Cause)
 }
 
 func (e *HaltError) Is(target error) bool { return target == ErrHalted }
@@ -76,7 +77,7 @@ type Config struct {
 	Dir string
 	// Log is the shared log every replica applies.
 	Log sharedlog.Log
-	// WriterID names this replica's proposals, 1 to MaxWriterIDBytes
+	// WriterID names this replica's proposals, 1 to meta.MaxWriterIDBytes
 	// bytes. Two live replicas must not share one.
 	WriterID string
 	// Incarnation is a lower bound for this run's incarnation; 0 means
@@ -147,28 +148,28 @@ func (c *Config) setDefaults() {
 func (c *Config) Validate() error {
 	switch {
 	case c.Dir == "":
-		return errors.New("meta: Config.Dir is empty")
+		return errors.New("replica: Config.Dir is empty")
 	case c.Log == nil:
-		return errors.New("meta: Config.Log is nil")
-	case c.WriterID == "" || len(c.WriterID) > MaxWriterIDBytes:
-		return fmt.Errorf("meta: Config.WriterID must be 1 to %d bytes", MaxWriterIDBytes)
-	case c.MaxEntryBytes <= entryHeaderMaxBytes:
-		return fmt.Errorf("meta: Config.MaxEntryBytes must exceed %d", entryHeaderMaxBytes)
+		return errors.New("replica: Config.Log is nil")
+	case c.WriterID == "" || len(c.WriterID) > meta.MaxWriterIDBytes:
+		return fmt.Errorf("replica: Config.WriterID must be 1 to %d bytes", meta.MaxWriterIDBytes)
+	case c.MaxEntryBytes <= meta.EntryHeaderMaxBytes:
+		return fmt.Errorf("replica: Config.MaxEntryBytes must exceed %d", meta.EntryHeaderMaxBytes)
 	case c.MaxEntryCommands < 1:
-		return errors.New("meta: Config.MaxEntryCommands must be positive")
+		return errors.New("replica: Config.MaxEntryCommands must be positive")
 	case c.MaxPendingCommands < c.MaxEntryCommands:
-		return errors.New("meta: Config.MaxPendingCommands must be at least MaxEntryCommands")
+		return errors.New("replica: Config.MaxPendingCommands must be at least MaxEntryCommands")
 	case c.MaxPendingBytes < c.MaxEntryBytes:
-		return errors.New("meta: Config.MaxPendingBytes must be at least MaxEntryBytes")
+		return errors.New("replica: Config.MaxPendingBytes must be at least MaxEntryBytes")
 	case c.PollInterval < 0:
-		return errors.New("meta: Config.PollInterval is negative")
+		return errors.New("replica: Config.PollInterval is negative")
 	}
 	return nil
 }
 
 // Replica is one copy of the metadata database. It plays the shared log
 // into Pebble in the background, proposes commands by appending them, and
-// serves reads from the local copy through View.
+// serves reads from the local copy through meta.View.
 type Replica struct {
 	cfg    Config
 	db     *pebble.DB
@@ -209,6 +210,9 @@ type Replica struct {
 	}
 
 	q proposalQueue
+
+	// applier is the player's, reused from one apply batch to the next.
+	applier *meta.Applier
 }
 
 // Open opens (or creates) the copy in cfg.Dir, plays the log up to its
@@ -223,11 +227,11 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	opts := pebbleOptions(cfg.Logger)
 	opts.FS = watchFS(cfg.FS, cfg.Dir, stop.stopInPebble)
 	opts.Logger = pebbleLogger{l: cfg.Logger, fatal: func(msg string) {
-		stop.stopInPebble(fmt.Errorf("meta: %s (in %s)", msg, cfg.Dir))
+		stop.stopInPebble(fmt.Errorf("replica: %s (in %s)", msg, cfg.Dir))
 	}}
 	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("meta: open pebble: %w", err)
+		return nil, fmt.Errorf("replica: open pebble: %w", err)
 	}
 	applied, err := readApplied(db)
 	if err != nil {
@@ -241,6 +245,8 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		logger: cfg.Logger.With("writer", cfg.WriterID),
 		kick:   make(chan struct{}, 1),
 		stop:   stop,
+
+		applier: meta.NewApplier(nil),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.applied = applied
@@ -249,7 +255,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.mu.waiters = make(map[uint64]*entryWaiter)
 	r.tails.init(r)
 	r.q.init()
-	stop.setHalt(func(err error) { r.halt(&HaltError{Pos: r.Applied(), Cause: err}) })
+	stop.setHalt(func(err error) { r.halt(&HaltError{Pos: r.NextToApply(), Cause: err}) })
 
 	r.wg.Add(1)
 	go r.runPlayer()
@@ -272,16 +278,8 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 }
 
 func readApplied(db *pebble.DB) (sharedlog.Pos, error) {
-	v, closer, err := db.Get(keyApplied)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer closer.Close()
-	p, err := decodeUint64("applied position", v)
-	return sharedlog.Pos(p), err
+	next, err := meta.NextToApply(pebbleReader{db})
+	return sharedlog.Pos(next), err
 }
 
 // chooseIncarnation picks this run's incarnation, after Open has played
@@ -306,29 +304,15 @@ func (r *Replica) chooseIncarnation() (uint64, error) {
 		// At least 1: apply treats incarnation 0, seq 0 as already seen.
 		inc = max(uint64(r.cfg.Now().UnixNano()), 1)
 	}
-	for _, key := range [][]byte{writerKey(r.cfg.WriterID), localIncarnationKey(r.cfg.WriterID)} {
-		v, closer, err := r.db.Get(key)
-		if errors.Is(err, pebble.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		var used uint64
-		if key[0] == prefixWriter {
-			var ws writerState
-			ws, err = decodeWriterState(v)
-			used = ws.Incarnation
-		} else {
-			used, err = decodeUint64("local incarnation", v)
-		}
-		closer.Close()
-		if err != nil {
-			return 0, err
-		}
-		inc = max(inc, used+1)
+	last, found, err := meta.LastIncarnation(pebbleReader{r.db}, r.cfg.WriterID)
+	if err != nil {
+		return 0, err
 	}
-	if err := r.db.Set(localIncarnationKey(r.cfg.WriterID), encodeUint64(inc), pebble.Sync); err != nil {
+	if found {
+		inc = max(inc, last+1)
+	}
+	key, val := meta.LocalIncarnation(r.cfg.WriterID, inc)
+	if err := r.db.Set(key, val, pebble.Sync); err != nil {
 		return 0, err
 	}
 	return inc, nil
@@ -377,9 +361,9 @@ func (r *Replica) Err() error {
 	return nil
 }
 
-// Applied returns the next position to apply: every entry below it is
-// applied.
-func (r *Replica) Applied() sharedlog.Pos {
+// NextToApply returns the position of the next entry to apply: every
+// entry below it is applied, none at or above it is.
+func (r *Replica) NextToApply() sharedlog.Pos {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.applied
@@ -416,7 +400,7 @@ func (r *Replica) WaitApplied(ctx context.Context, pos sharedlog.Pos) error {
 }
 
 // Sync waits until this copy has applied everything in the log when Sync
-// was called: a read from View after it returns is linearizable.
+// was called: a read from meta.View after it returns is linearizable.
 // Concurrent callers share tail checks.
 func (r *Replica) Sync(ctx context.Context) error {
 	tail, err := r.tails.check(ctx)
@@ -427,8 +411,15 @@ func (r *Replica) Sync(ctx context.Context) error {
 	return r.WaitApplied(ctx, tail)
 }
 
+// View returns a snapshot of the state as of the last apply batch. Reads
+// are local: no log access; call Sync first for a linearizable read. The
+// View must be closed, and before the Replica is.
+func (r *Replica) View() *meta.View {
+	return meta.NewView(pebbleSnapshot{r.db.NewSnapshot()})
+}
+
 // Digest is a SHA-256 over the replicated state, the applied position
-// included. Replicas that applied the same log prefix have equal digests.
+// included (meta.View.Digest). Replicas that applied the same log prefix have equal digests.
 func (r *Replica) Digest() ([32]byte, error) {
 	v := r.View()
 	defer v.Close()
@@ -472,7 +463,7 @@ func (r *Replica) runPlayer() {
 		if r.ctx.Err() != nil || errors.Is(err, ErrHalted) {
 			return
 		}
-		r.logger.Warn("meta: reading the log failed; retrying", "err", err, "backoff", backoff)
+		r.logger.Warn("replica: reading the log failed; retrying", "err", err, "backoff", backoff)
 		if !sleepCtx(r.ctx, backoff) {
 			return
 		}
@@ -525,7 +516,7 @@ func (r *Replica) playTo(from, to sharedlog.Pos) error {
 		return err
 	}
 	if len(entries) == 0 {
-		return fmt.Errorf("meta: log returned no entries in [%d, %d) below its tail", from, to)
+		return fmt.Errorf("replica: log returned no entries in [%d, %d) below its tail", from, to)
 	}
 	for i, e := range entries {
 		if e.Pos != from+sharedlog.Pos(i) || e.Pos >= to {
@@ -550,7 +541,7 @@ func (r *Replica) playTo(from, to sharedlog.Pos) error {
 // applyBatch applies entries (consecutive, starting at the applied
 // position) and publishes the outcome.
 func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
-	outs, next, poison, err := applyEntries(r.db, entries)
+	outs, next, poison, err := applyEntries(r.db, r.applier, entries)
 	if err != nil {
 		// Pebble failed (a write failure has stopped the process before
 		// Pebble could return it, so a read, most likely). A restart
@@ -561,9 +552,9 @@ func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
 		return r.halt(h)
 	}
 	if next > entries[0].Pos {
-		var mine []entryOutcome
+		var mine []meta.Outcome
 		for _, out := range outs {
-			if out.hdr.WriterID == r.cfg.WriterID {
+			if out.Header.WriterID == r.cfg.WriterID {
 				mine = append(mine, out)
 			}
 		}
@@ -585,18 +576,18 @@ func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
 // recovers a prefix of its committed batches after a crash, and each batch
 // carries its applied position, so a restarted copy resumes exactly after
 // the last batch it kept and replays the rest from the log.
-func applyEntries(db *pebble.DB, entries []sharedlog.Entry) (outs []entryOutcome, next sharedlog.Pos, poison *HaltError, err error) {
+func applyEntries(db *pebble.DB, a *meta.Applier, entries []sharedlog.Entry) (outs []meta.Outcome, next sharedlog.Pos, poison *HaltError, err error) {
 	b := db.NewIndexedBatch()
 	defer b.Close()
-	a := newApplier(b)
+	a.Reset(pebbleBatch{b})
 	first := entries[0].Pos
 	next = first
-	outs = make([]entryOutcome, 0, len(entries))
+	outs = make([]meta.Outcome, 0, len(entries))
 	for _, e := range entries {
-		out, err := a.applyEntry(e.Pos, e.Data)
-		var pe *poisonError
+		out, err := a.Apply(uint64(e.Pos), e.Data)
+		var pe *meta.PoisonError
 		if errors.As(err, &pe) {
-			poison = &HaltError{Pos: e.Pos, Cause: pe.err}
+			poison = &HaltError{Pos: e.Pos, Cause: pe.Err}
 			break
 		}
 		if err != nil {
@@ -608,7 +599,7 @@ func applyEntries(db *pebble.DB, entries []sharedlog.Entry) (outs []entryOutcome
 	if next == first {
 		return nil, first, poison, nil
 	}
-	if err := a.finish(next); err != nil {
+	if err := a.Finish(uint64(next)); err != nil {
 		return nil, first, nil, err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
@@ -619,9 +610,9 @@ func applyEntries(db *pebble.DB, entries []sharedlog.Entry) (outs []entryOutcome
 
 // publish makes an applied batch visible to waiters and hands this
 // writer's results to its proposers.
-func (r *Replica) publish(next sharedlog.Pos, mine []entryOutcome) {
+func (r *Replica) publish(next sharedlog.Pos, mine []meta.Outcome) {
 	var done []*entryWaiter
-	var doneResults [][]Result
+	var doneResults [][]meta.Result
 	var fenced []*entryWaiter
 	r.mu.Lock()
 	r.mu.applied = next
@@ -630,20 +621,20 @@ func (r *Replica) publish(next sharedlog.Pos, mine []entryOutcome) {
 	}
 	inc := r.mu.incarnation
 	for _, out := range mine {
-		h := out.hdr
+		h := out.Header
 		switch {
 		case inc == 0:
 			// Open is still catching up; these are earlier runs' entries.
 		case h.Incarnation > inc:
 			// A newer run with our writer id: it owns the id now.
 			r.mu.fenced = true
-		case h.Incarnation == inc && !out.dropped:
+		case h.Incarnation == inc && !out.Dropped:
 			if w, ok := r.mu.waiters[h.Seq]; ok {
 				delete(r.mu.waiters, h.Seq)
 				done = append(done, w)
-				doneResults = append(doneResults, out.results)
+				doneResults = append(doneResults, out.Results)
 			}
-		case h.Incarnation == inc && out.dropped:
+		case h.Incarnation == inc && out.Dropped:
 			// Our first copy applied earlier and took the waiter, unless
 			// someone else wrote this (incarnation, seq).
 			if w, ok := r.mu.waiters[h.Seq]; ok {
@@ -673,7 +664,7 @@ func (r *Replica) halt(h *HaltError) error {
 	r.mu.Lock()
 	if r.mu.halted == nil {
 		r.mu.halted = h
-		r.logger.Error("meta: replica halted", "pos", h.Pos, "err", h.Cause)
+		r.logger.Error("replica: replica halted", "pos", h.Pos, "err", h.Cause)
 	}
 	h = r.mu.halted
 	waiters := r.takeWaitersLocked()

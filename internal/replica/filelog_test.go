@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -19,7 +20,7 @@ func TestReplicasOnFileLog(t *testing.T) {
 	}
 	a := openReplica(t, log, "", "a")
 	b := openReplica(t, log, "", "b")
-	id := mustOK(t, a, CreateTopic{Name: "shared-0", Partitions: 8}).TopicID
+	id := mustOK(t, a, meta.CreateTopic{Name: "shared-0", Partitions: 8}).TopicID
 	var shared []partRef
 	for p := range int32(8) {
 		shared = append(shared, partRef{id, p})

@@ -1,10 +1,9 @@
-package meta
+package replica
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,13 +12,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
@@ -27,29 +25,22 @@ import (
 var (
 	// ErrNoSnapshot: the store holds no snapshot manifest under the
 	// prefix.
-	ErrNoSnapshot = errors.New("meta: no snapshot in the store")
+	ErrNoSnapshot = errors.New("replica: no snapshot in the store")
 	// ErrSnapshotCorrupt: a manifest does not decode or validate, or a
 	// file it lists is missing or does not match its size, checksum or
 	// the recorded state digest.
-	ErrSnapshotCorrupt = errors.New("meta: snapshot is corrupt")
+	ErrSnapshotCorrupt = errors.New("replica: snapshot is corrupt")
 	// ErrRestoreDirNotEmpty: Restore only writes into a missing or empty
 	// directory; it never merges into or replaces an existing copy.
-	ErrRestoreDirNotEmpty = errors.New("meta: restore directory is not empty")
+	ErrRestoreDirNotEmpty = errors.New("replica: restore directory is not empty")
 	// ErrDiverged: two copies hold different state at the same log
 	// position. Apply is deterministic, so this is a bug or a corrupt
 	// copy; nothing should build on either until someone looks.
-	ErrDiverged = errors.New("meta: copies differ at the same log position")
+	ErrDiverged = errors.New("replica: copies differ at the same log position")
 )
-
-// snapshotFormatV1 is the manifest format this build writes and reads.
-const snapshotFormatV1 = 1
 
 // Bounds of snapshot transfers.
 const (
-	// maxManifestBytes and maxSnapshotFiles bound what a manifest may make
-	// Restore read and write.
-	maxManifestBytes = 16 << 20
-	maxSnapshotFiles = 1 << 16
 	// maxTransferBytes bounds the file bytes held in memory by concurrent
 	// uploads or downloads (the Store API moves whole objects). A file
 	// larger than the bound still moves, alone.
@@ -59,23 +50,13 @@ const (
 	maxTransferFiles = 8
 )
 
-// Object key layout under a snapshot prefix.
-const (
-	snapDir = "snap/"
-	// sstDir holds SST and blob files, which Pebble never rewrites:
-	// consecutive snapshots share most of them.
-	sstDir = "sst/"
-	// auxDir holds the rest (MANIFEST, OPTIONS, WAL, marker files).
-	auxDir = "aux/"
-)
-
 // SnapshotInfo describes a snapshot in the object store.
 type SnapshotInfo struct {
 	// Pos is the snapshot's applied position: it holds every log entry
 	// below Pos and none above. A copy restored from it plays the log
 	// from Pos, so the log must not be trimmed above Pos.
 	Pos sharedlog.Pos
-	// Digest is View.Digest of the state at Pos.
+	// Digest is meta.View.Digest of the state at Pos.
 	Digest [32]byte
 	// Key is the manifest's object key.
 	Key string
@@ -89,26 +70,6 @@ type SnapshotInfo struct {
 	// an object with an equal file.
 	UploadedFiles int
 	UploadedBytes int64
-}
-
-// snapshotManifest is the JSON object at <prefix>snap/<Pos>.json.
-type snapshotManifest struct {
-	Format    int            `json:"format"`
-	Pos       uint64         `json:"pos"`
-	Digest    string         `json:"digest"` // hex SHA-256, View.Digest at Pos
-	CreatedAt time.Time      `json:"created_at"`
-	WriterID  string         `json:"writer_id"` // the replica that took it
-	Files     []snapshotFile `json:"files"`
-}
-
-// snapshotFile is one file of the Pebble checkpoint.
-type snapshotFile struct {
-	Name string `json:"name"`
-	// Key is the object key relative to the snapshot prefix, so a
-	// snapshot tree can be copied under another prefix.
-	Key    string `json:"key"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"` // hex
 }
 
 // Snapshot uploads a Pebble checkpoint of this copy to store under prefix
@@ -141,7 +102,7 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(r.cfg.Dir), filepath.Base(r.cfg.Dir)+".checkpoint-")
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: snapshot: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: snapshot: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	ck := filepath.Join(tmp, "db")
@@ -150,12 +111,12 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 	// Otherwise checkpointState would flush it into a private SST,
 	// uploaded anew by every snapshot.
 	if err := r.db.Flush(); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: snapshot: flush: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: snapshot: flush: %w", err)
 	}
 	// The replica commits without fsync; the flushed WAL makes every
 	// batch committed since the flush part of the checkpoint.
 	if err := r.db.Checkpoint(ck, pebble.WithFlushedWAL()); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: snapshot: checkpoint: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: snapshot: checkpoint: %w", err)
 	}
 	pos, digest, err := checkpointState(ck, r.logger)
 	if err != nil {
@@ -194,7 +155,7 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 		return info, err
 	}
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: snapshot: manifest: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: snapshot: manifest: %w", err)
 	}
 	info := m.info(key)
 	info.UploadedFiles, info.UploadedBytes = upFiles, upBytes
@@ -221,19 +182,19 @@ func existingSnapshot(ctx context.Context, store objstore.Store, key string, pos
 func checkpointFiles(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("meta: snapshot: %w", err)
+		return nil, fmt.Errorf("replica: snapshot: %w", err)
 	}
 	var names []string
 	for _, de := range des {
 		if !de.Type().IsRegular() {
-			return nil, fmt.Errorf("meta: snapshot: unexpected %s in the checkpoint", de.Name())
+			return nil, fmt.Errorf("replica: snapshot: unexpected %s in the checkpoint", de.Name())
 		}
 		if de.Name() != "LOCK" {
 			names = append(names, de.Name())
 		}
 	}
 	if len(names) > maxSnapshotFiles {
-		return nil, fmt.Errorf("meta: snapshot: %d files, limit %d", len(names), maxSnapshotFiles)
+		return nil, fmt.Errorf("replica: snapshot: %d files, limit %d", len(names), maxSnapshotFiles)
 	}
 	return names, nil
 }
@@ -254,7 +215,7 @@ func checkpointState(dir string, logger *slog.Logger) (sharedlog.Pos, [32]byte, 
 	opts.ErrorIfNotExists = true
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		return 0, [32]byte{}, fmt.Errorf("meta: snapshot: open checkpoint: %w", err)
+		return 0, [32]byte{}, fmt.Errorf("replica: snapshot: open checkpoint: %w", err)
 	}
 	pos, digest, err := stateOf(db)
 	if cerr := db.Close(); err == nil {
@@ -265,14 +226,14 @@ func checkpointState(dir string, logger *slog.Logger) (sharedlog.Pos, [32]byte, 
 
 // stateOf returns the applied position and digest of a store.
 func stateOf(db *pebble.DB) (sharedlog.Pos, [32]byte, error) {
-	v := &View{snap: db.NewSnapshot()}
+	v := meta.NewView(pebbleSnapshot{db.NewSnapshot()})
 	defer v.Close()
-	pos, err := v.Applied()
+	pos, err := v.NextToApply()
 	if err != nil {
 		return 0, [32]byte{}, err
 	}
 	digest, err := v.Digest()
-	return pos, digest, err
+	return sharedlog.Pos(pos), digest, err
 }
 
 // uploadFiles uploads the files that are not in the store yet and
@@ -282,7 +243,7 @@ func uploadFiles(ctx context.Context, store objstore.Store, prefix, dir string, 
 	for _, d := range []string{sstDir, auxDir} {
 		objs, err := store.List(ctx, prefix+d)
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("meta: snapshot: list: %w", err)
+			return nil, 0, 0, fmt.Errorf("replica: snapshot: list: %w", err)
 		}
 		for _, o := range objs {
 			have[o.Key] = o.Size
@@ -292,7 +253,7 @@ func uploadFiles(ctx context.Context, store objstore.Store, prefix, dir string, 
 	for i, name := range names {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
-			return nil, 0, 0, fmt.Errorf("meta: snapshot: %w", err)
+			return nil, 0, 0, fmt.Errorf("replica: snapshot: %w", err)
 		}
 		sizes[i] = fi.Size()
 	}
@@ -303,7 +264,7 @@ func uploadFiles(ctx context.Context, store objstore.Store, prefix, dir string, 
 	err = transferAll(ctx, sizes, func(ctx context.Context, i int) error {
 		data, err := os.ReadFile(filepath.Join(dir, names[i]))
 		if err != nil {
-			return fmt.Errorf("meta: snapshot: %w", err)
+			return fmt.Errorf("replica: snapshot: %w", err)
 		}
 		sum := sha256.Sum256(data)
 		f := snapshotFile{Name: names[i], Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
@@ -326,7 +287,7 @@ func uploadFiles(ctx context.Context, store objstore.Store, prefix, dir string, 
 		case errors.Is(err, objstore.ErrExists):
 			// Uploaded concurrently: the key names the content.
 		case err != nil:
-			return fmt.Errorf("meta: snapshot: upload %s: %w", f.Name, err)
+			return fmt.Errorf("replica: snapshot: upload %s: %w", f.Name, err)
 		default:
 			uploaded[i] = true
 		}
@@ -377,11 +338,11 @@ func Restore(ctx context.Context, store objstore.Store, prefix, dir string) (Sna
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: restore: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: restore: %w", err)
 	}
 	tmp, err := os.MkdirTemp(parent, filepath.Base(dir)+".restore-")
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: restore: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: restore: %w", err)
 	}
 	defer func() {
 		if tmp != "" {
@@ -392,7 +353,7 @@ func Restore(ctx context.Context, store objstore.Store, prefix, dir string) (Sna
 		return SnapshotInfo{}, err
 	}
 	if err := syncDir(tmp); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: restore: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: restore: %w", err)
 	}
 	if err := finishRestore(tmp, key, &m); err != nil {
 		return SnapshotInfo{}, err
@@ -400,14 +361,14 @@ func Restore(ctx context.Context, store objstore.Store, prefix, dir string) (Sna
 	// Remove refuses a directory that is not empty, so a writer that
 	// raced into dir since the check keeps its files.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return SnapshotInfo{}, fmt.Errorf("meta: restore: replacing the empty directory: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: restore: replacing the empty directory: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: restore: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: restore: %w", err)
 	}
 	tmp = ""
 	if err := syncDir(parent); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("meta: restore: %w", err)
+		return SnapshotInfo{}, fmt.Errorf("replica: restore: %w", err)
 	}
 	return m.info(key), nil
 }
@@ -432,7 +393,7 @@ func finishRestore(dir, key string, m *snapshotManifest) error {
 	}
 	switch {
 	case err != nil:
-		return fmt.Errorf("meta: restore %s: %w", key, err)
+		return fmt.Errorf("replica: restore %s: %w", key, err)
 	case uint64(pos) != m.Pos:
 		return fmt.Errorf("%w: %s: state is at position %d", ErrSnapshotCorrupt, key, pos)
 	case hex.EncodeToString(digest[:]) != m.Digest:
@@ -445,7 +406,8 @@ func finishRestore(dir, key string, m *snapshotManifest) error {
 // snapshot, such as its writer's last incarnation: they describe that
 // directory, not this one.
 func dropLocalKeys(db *pebble.DB) error {
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixLocal}})
+	start, end := meta.LocalSpan()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
 	if err != nil {
 		return err
 	}
@@ -478,7 +440,7 @@ func downloadFiles(ctx context.Context, store objstore.Store, prefix, dir string
 		case errors.Is(err, objstore.ErrNotFound):
 			return fmt.Errorf("%w: file %s (object %s) is missing", ErrSnapshotCorrupt, f.Name, prefix+f.Key)
 		case err != nil:
-			return fmt.Errorf("meta: restore: download %s: %w", f.Name, err)
+			return fmt.Errorf("replica: restore: download %s: %w", f.Name, err)
 		case int64(len(data)) != f.Size:
 			return fmt.Errorf("%w: file %s (object %s) is %d bytes, want %d", ErrSnapshotCorrupt, f.Name, prefix+f.Key, len(data), f.Size)
 		}
@@ -492,7 +454,7 @@ func downloadFiles(ctx context.Context, store objstore.Store, prefix, dir string
 func writeFileSync(path string, data []byte) error {
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("meta: restore: %w", err)
+		return fmt.Errorf("replica: restore: %w", err)
 	}
 	_, err = fh.Write(data)
 	if err == nil {
@@ -502,7 +464,7 @@ func writeFileSync(path string, data []byte) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("meta: restore: %w", err)
+		return fmt.Errorf("replica: restore: %w", err)
 	}
 	return nil
 }
@@ -514,7 +476,7 @@ func checkEmptyDir(dir string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("meta: restore: %w", err)
+		return fmt.Errorf("replica: restore: %w", err)
 	}
 	defer f.Close()
 	names, err := f.Readdirnames(1)
@@ -522,7 +484,7 @@ func checkEmptyDir(dir string) error {
 		return fmt.Errorf("%w: %s holds %s", ErrRestoreDirNotEmpty, dir, names[0])
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("meta: restore: %w", err)
+		return fmt.Errorf("replica: restore: %w", err)
 	}
 	return nil
 }
@@ -550,7 +512,7 @@ const NoTrimBound = sharedlog.Pos(math.MaxUint64)
 //
 // The snapshot caps the trim so that a copy restored from it can catch
 // up; bound is where the caller knows a live copy still needs the log
-// from, usually View.LowestLiveApplied's Applied (NoTrimBound if none), so
+// from, usually meta.View.LowestLiveApplied's Applied (NoTrimBound if none), so
 // that no live agent is cut off: one left behind can only halt with
 // sharedlog.ErrTrimmed and restore a snapshot. DESIGN.md also names
 // retention as a bound; nothing keeps log entries for their own sake yet.
@@ -565,16 +527,16 @@ func TrimLog(ctx context.Context, log sharedlog.Log, store objstore.Store, prefi
 	}
 	tail, _, err := log.CheckTail(ctx)
 	if err != nil {
-		return SnapshotInfo{}, 0, fmt.Errorf("meta: trim: %w", err)
+		return SnapshotInfo{}, 0, fmt.Errorf("replica: trim: %w", err)
 	}
 	if sharedlog.Pos(m.Pos) > tail {
 		// PrefixTrim would trim everything: this is not a snapshot of
 		// this log.
-		return SnapshotInfo{}, 0, fmt.Errorf("meta: trim: snapshot %s is at position %d, past the log's tail %d", key, m.Pos, tail)
+		return SnapshotInfo{}, 0, fmt.Errorf("replica: trim: snapshot %s is at position %d, past the log's tail %d", key, m.Pos, tail)
 	}
 	before := min(sharedlog.Pos(m.Pos), bound)
 	if err := log.PrefixTrim(ctx, before); err != nil {
-		return SnapshotInfo{}, 0, fmt.Errorf("meta: trim: %w", err)
+		return SnapshotInfo{}, 0, fmt.Errorf("replica: trim: %w", err)
 	}
 	return m.info(key), before, nil
 }
@@ -586,7 +548,7 @@ func checkReachable(ctx context.Context, store objstore.Store, prefix, key strin
 	for _, d := range []string{sstDir, auxDir} {
 		objs, err := store.List(ctx, prefix+d)
 		if err != nil {
-			return fmt.Errorf("meta: list: %w", err)
+			return fmt.Errorf("replica: list: %w", err)
 		}
 		for _, o := range objs {
 			have[o.Key] = o.Size
@@ -598,174 +560,6 @@ func checkReachable(ctx context.Context, store objstore.Store, prefix, key strin
 		}
 	}
 	return nil
-}
-
-// latestManifest reads the manifest with the highest position.
-func latestManifest(ctx context.Context, store objstore.Store, prefix string) (string, snapshotManifest, error) {
-	objs, err := store.List(ctx, prefix+snapDir)
-	if err != nil {
-		return "", snapshotManifest{}, fmt.Errorf("meta: list snapshots: %w", err)
-	}
-	// List sorts by key, and the zero-padded position sorts numerically.
-	for i := len(objs) - 1; i >= 0; i-- {
-		pos, ok := parseManifestKey(prefix, objs[i].Key)
-		if !ok {
-			continue
-		}
-		m, err := readManifest(ctx, store, objs[i].Key)
-		if err != nil {
-			return "", snapshotManifest{}, err
-		}
-		if m.Pos != uint64(pos) {
-			return "", snapshotManifest{}, fmt.Errorf("%w: %s holds position %d", ErrSnapshotCorrupt, objs[i].Key, m.Pos)
-		}
-		return objs[i].Key, m, nil
-	}
-	return "", snapshotManifest{}, fmt.Errorf("%w under %q", ErrNoSnapshot, prefix)
-}
-
-func readManifest(ctx context.Context, store objstore.Store, key string) (snapshotManifest, error) {
-	data, err := store.Get(ctx, key, 0, maxManifestBytes+1)
-	if err != nil {
-		return snapshotManifest{}, fmt.Errorf("meta: read manifest %s: %w", key, err)
-	}
-	if len(data) > maxManifestBytes {
-		return snapshotManifest{}, fmt.Errorf("%w: manifest %s exceeds %d bytes", ErrSnapshotCorrupt, key, maxManifestBytes)
-	}
-	m, err := decodeManifest(data)
-	if err != nil {
-		return snapshotManifest{}, fmt.Errorf("%s: %w", key, err)
-	}
-	return m, nil
-}
-
-func encodeManifest(m *snapshotManifest) ([]byte, error) {
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	data, err := json.MarshalIndent(m, "", "\t")
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxManifestBytes {
-		return nil, fmt.Errorf("meta: snapshot manifest is %d bytes, limit %d", len(data), maxManifestBytes)
-	}
-	return data, nil
-}
-
-// decodeManifest decodes and validates a manifest. Everything Restore
-// later trusts (file names it creates, sizes it reads) is checked here.
-func decodeManifest(data []byte) (snapshotManifest, error) {
-	var m snapshotManifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return snapshotManifest{}, fmt.Errorf("%w: manifest: %v", ErrSnapshotCorrupt, err)
-	}
-	if err := m.validate(); err != nil {
-		return snapshotManifest{}, err
-	}
-	return m, nil
-}
-
-func (m *snapshotManifest) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: manifest: %s", ErrSnapshotCorrupt, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case m.Format != snapshotFormatV1:
-		return bad("format %d, this build reads %d", m.Format, snapshotFormatV1)
-	case !isSHA256Hex(m.Digest):
-		return bad("digest %q", m.Digest)
-	case len(m.Files) == 0 || len(m.Files) > maxSnapshotFiles:
-		return bad("%d files", len(m.Files))
-	}
-	names := make(map[string]bool, len(m.Files))
-	for _, f := range m.Files {
-		switch {
-		case !validFileName(f.Name):
-			return bad("file name %q", f.Name)
-		case names[f.Name]:
-			return bad("file %q listed twice", f.Name)
-		case f.Size < 0 || f.Size > 1<<40:
-			return bad("file %q size %d", f.Name, f.Size)
-		case !isSHA256Hex(f.SHA256):
-			return bad("file %q checksum %q", f.Name, f.SHA256)
-		case f.Key != fileKey(f.Name, f.SHA256):
-			return bad("file %q key %q", f.Name, f.Key)
-		}
-		names[f.Name] = true
-	}
-	return nil
-}
-
-func (m *snapshotManifest) info(key string) SnapshotInfo {
-	info := SnapshotInfo{Pos: sharedlog.Pos(m.Pos), Key: key, CreatedAt: m.CreatedAt, Files: len(m.Files)}
-	hex.Decode(info.Digest[:], []byte(m.Digest)) // validated
-	for _, f := range m.Files {
-		info.Bytes += f.Size
-	}
-	return info
-}
-
-// validFileName accepts the plain file names Pebble uses, nothing that
-// could leave the restore directory or clash with the lock.
-func validFileName(name string) bool {
-	if name == "" || name == "." || name == ".." || name == "LOCK" || len(name) > 255 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c < 0x21 || c > 0x7e || c == '/' || c == '\\' || c == ':' {
-			return false
-		}
-	}
-	return true
-}
-
-func isSHA256Hex(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// fileKey is a file's object key relative to the prefix.
-func fileKey(name, sum string) string {
-	if strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob") {
-		return sstDir + sum
-	}
-	return auxDir + sum
-}
-
-// manifestKeyDigits fits any uint64 position.
-const manifestKeyDigits = 20
-
-func manifestKey(prefix string, pos sharedlog.Pos) string {
-	return fmt.Sprintf("%s%s%0*d.json", prefix, snapDir, manifestKeyDigits, uint64(pos))
-}
-
-func parseManifestKey(prefix, key string) (sharedlog.Pos, bool) {
-	rest, ok := strings.CutPrefix(key, prefix+snapDir)
-	if !ok {
-		return 0, false
-	}
-	digits, ok := strings.CutSuffix(rest, ".json")
-	if !ok || len(digits) != manifestKeyDigits {
-		return 0, false
-	}
-	p, err := strconv.ParseUint(digits, 10, 64)
-	return sharedlog.Pos(p), err == nil
-}
-
-func normalizePrefix(prefix string) string {
-	if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	return prefix
 }
 
 // transferAll runs fn for every index, at most maxTransferFiles at once

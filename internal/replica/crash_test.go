@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
@@ -53,7 +54,7 @@ type crashBatch struct {
 // crashAcks is everything the children acknowledged so far.
 type crashAcks struct {
 	commits map[string][]crashBatch // object key -> batches in order
-	topics  map[string]TopicID
+	topics  map[string]meta.TopicID
 }
 
 // TestReplicaCrash is the crash acceptance test: a child process that
@@ -80,7 +81,7 @@ func TestReplicaCrash(t *testing.T) {
 	t.Logf("seed %d (replay with -seed %[1]d)", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	dir := t.TempDir()
-	acks := &crashAcks{commits: map[string][]crashBatch{}, topics: map[string]TopicID{}}
+	acks := &crashAcks{commits: map[string][]crashBatch{}, topics: map[string]meta.TopicID{}}
 	const iterations = 25
 	var kills struct{ early, late, behind int }
 	for it := range iterations {
@@ -194,7 +195,7 @@ func (a *crashAcks) record(line string) error {
 		}
 		a.commits[f[1]] = bs
 	case "topic":
-		var id TopicID
+		var id meta.TopicID
 		if n, err := hex.Decode(id[:], []byte(f[2])); err != nil || n != len(id) {
 			return fmt.Errorf("bad ack line %q", line)
 		}
@@ -228,7 +229,7 @@ func verifyReplicaCrash(t *testing.T, dir string, acks *crashAcks) (behind bool)
 		if e.Pos != sharedlog.Pos(i) {
 			t.Fatalf("log entry %d read at position %d", i, e.Pos)
 		}
-		if _, err := DecodeEntry(e.Data); err != nil {
+		if _, err := meta.DecodeEntry(e.Data); err != nil {
 			t.Fatalf("log entry %d: %v", i, err)
 		}
 	}
@@ -262,8 +263,8 @@ func verifyReplicaCrash(t *testing.T, dir string, acks *crashAcks) (behind bool)
 	fresh := openReplica(t, log, "", "fresh")
 	defer child.Close()
 	defer fresh.Close()
-	if child.Applied() != tail || fresh.Applied() != tail {
-		t.Fatalf("caught up to %d and %d, tail %d", child.Applied(), fresh.Applied(), tail)
+	if child.NextToApply() != tail || fresh.NextToApply() != tail {
+		t.Fatalf("caught up to %d and %d, tail %d", child.NextToApply(), fresh.NextToApply(), tail)
 	}
 	if got, want := mustDigest(t, child), mustDigest(t, fresh); got != want {
 		t.Fatalf("the child's store caught up to %d: digest %x, replayed from zero %x", tail, got, want)
@@ -389,7 +390,7 @@ func crashChild(dir, iter string) {
 		fail(3, "open replica", err)
 	}
 	// An earlier child may have created the topic, acknowledged or not.
-	res, err := r.Propose(ctx, CreateTopic{Name: crashTopic, Partitions: crashPartitions})
+	res, err := r.Propose(ctx, meta.CreateTopic{Name: crashTopic, Partitions: crashPartitions})
 	if err == nil && res.Code != 0 && res.Code != kerr.TopicAlreadyExists.Code {
 		err = res.Err()
 	}
@@ -415,7 +416,7 @@ func crashChild(dir, iter string) {
 			for i := 0; ; i++ {
 				name := fmt.Sprintf("%s.%d.%d", iter, g, i)
 				if i%8 == 7 {
-					res, err := r.Propose(ctx, CreateTopic{Name: "t." + name, Partitions: 1})
+					res, err := r.Propose(ctx, meta.CreateTopic{Name: "t." + name, Partitions: 1})
 					if err == nil {
 						err = res.Err()
 					}
@@ -425,11 +426,11 @@ func crashChild(dir, iter string) {
 					ack("topic t.%s %s\n", name, hex.EncodeToString(res.TopicID[:]))
 					continue
 				}
-				co := CommitObject{ObjectKey: "o." + name}
+				co := meta.CommitObject{ObjectKey: "o." + name}
 				for k := range 1 + (g+i)%3 {
 					// Distinct partitions within a commit, so a commit
 					// applied twice shows as a repeated partition.
-					co.Batches = append(co.Batches, CommitBatch{
+					co.Batches = append(co.Batches, meta.CommitBatch{
 						TopicID: top.ID, Partition: int32((g + i + k) % crashPartitions),
 						Position: int64(k) * 100, Length: 100, Records: int32(1 + (i+k)%7), BatchCount: 1,
 						ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,

@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"context"
@@ -6,21 +6,22 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
 // proposal is one ProposeBatch call: its commands go into one entry.
 type proposal struct {
-	cmds  []RawCommand
+	cmds  []meta.RawCommand
 	bytes int // encoded size of cmds inside an entry
 
 	done    chan struct{}
 	once    sync.Once
-	results []Result
+	results []meta.Result
 	err     error
 }
 
-func (p *proposal) finish(results []Result, err error) {
+func (p *proposal) finish(results []meta.Result, err error) {
 	p.once.Do(func() {
 		p.results, p.err = results, err
 		close(p.done)
@@ -34,11 +35,11 @@ type entryWaiter struct {
 }
 
 // complete splits an entry's results among its proposals.
-func (w *entryWaiter) complete(results []Result) {
+func (w *entryWaiter) complete(results []meta.Result) {
 	for _, p := range w.props {
 		if len(results) < len(p.cmds) {
 			// Apply returns one result per command; anything else is a bug.
-			p.finish(nil, fmt.Errorf("meta: entry applied with %d results left for %d commands", len(results), len(p.cmds)))
+			p.finish(nil, fmt.Errorf("replica: entry applied with %d results left for %d commands", len(results), len(p.cmds)))
 			continue
 		}
 		p.finish(results[:len(p.cmds):len(p.cmds)], nil)
@@ -92,17 +93,17 @@ func (q *proposalQueue) drain() []*proposal {
 // Propose appends c to the log, waits until this replica has applied it,
 // and returns its result. A non-nil error means no result is known: with
 // ErrAmbiguous, ErrClosed or a ctx error the command may still apply.
-func (r *Replica) Propose(ctx context.Context, c Command) (Result, error) {
-	res, err := r.ProposeBatch(ctx, []Command{c})
+func (r *Replica) Propose(ctx context.Context, c meta.Command) (meta.Result, error) {
+	res, err := r.ProposeBatch(ctx, []meta.Command{c})
 	if err != nil {
-		return Result{}, err
+		return meta.Result{}, err
 	}
 	return res[0], nil
 }
 
 // ProposeBatch is Propose for several commands that must land in one entry,
 // and so apply together, in order.
-func (r *Replica) ProposeBatch(ctx context.Context, cmds []Command) ([]Result, error) {
+func (r *Replica) ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error) {
 	p, err := r.Submit(ctx, cmds)
 	if err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ type Pending struct {
 // caller can queue under its own lock (fixing the order) and wait after
 // releasing it. The exception is a failed append: its commands fail
 // (Wait returns the error), or after ErrAmbiguous may still land later.
-func (r *Replica) Submit(ctx context.Context, cmds []Command) (*Pending, error) {
+func (r *Replica) Submit(ctx context.Context, cmds []meta.Command) (*Pending, error) {
 	if len(cmds) == 0 {
 		return &Pending{r: r}, nil
 	}
@@ -142,7 +143,7 @@ func (r *Replica) Submit(ctx context.Context, cmds []Command) (*Pending, error) 
 // Wait returns the results of the submitted commands once this replica has
 // applied them. The error cases are Propose's: with ErrAmbiguous,
 // ErrClosed or a ctx error the commands may still apply.
-func (pd *Pending) Wait(ctx context.Context) ([]Result, error) {
+func (pd *Pending) Wait(ctx context.Context) ([]meta.Result, error) {
 	p, r := pd.p, pd.r
 	if p == nil {
 		return nil, nil
@@ -165,23 +166,23 @@ func (pd *Pending) Wait(ctx context.Context) ([]Result, error) {
 }
 
 // newProposal encodes cmds and checks they fit in one entry.
-func (r *Replica) newProposal(cmds []Command) (*proposal, error) {
+func (r *Replica) newProposal(cmds []meta.Command) (*proposal, error) {
 	if len(cmds) > r.cfg.MaxEntryCommands {
 		return nil, fmt.Errorf("%w: %d commands, at most %d", ErrTooLarge, len(cmds), r.cfg.MaxEntryCommands)
 	}
-	p := &proposal{cmds: make([]RawCommand, len(cmds)), done: make(chan struct{})}
+	p := &proposal{cmds: make([]meta.RawCommand, len(cmds)), done: make(chan struct{})}
 	for i, c := range cmds {
-		rc := EncodeCommand(c)
+		rc := meta.EncodeCommand(c)
 		// A command that fails to decode would halt every replica, so
 		// check the bytes before they can reach the log.
-		if _, err := DecodeCommand(rc); err != nil {
-			return nil, fmt.Errorf("meta: %v does not round-trip: %w", c.Type(), err)
+		if _, err := meta.DecodeCommand(rc); err != nil {
+			return nil, fmt.Errorf("replica: %v does not round-trip: %w", c.Type(), err)
 		}
 		p.cmds[i] = rc
-		p.bytes += rawCommandSize(rc)
+		p.bytes += meta.RawCommandSize(rc)
 	}
-	if p.bytes+entryHeaderMaxBytes > r.cfg.MaxEntryBytes {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, p.bytes+entryHeaderMaxBytes, r.cfg.MaxEntryBytes)
+	if p.bytes+meta.EntryHeaderMaxBytes > r.cfg.MaxEntryBytes {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, p.bytes+meta.EntryHeaderMaxBytes, r.cfg.MaxEntryBytes)
 	}
 	return p, nil
 }
@@ -227,7 +228,7 @@ func (r *Replica) take() ([]*proposal, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.mu.items) > 0 {
-			n, cmds, size := 0, 0, entryHeaderMaxBytes
+			n, cmds, size := 0, 0, meta.EntryHeaderMaxBytes
 			for _, p := range q.mu.items {
 				if n > 0 && (cmds+len(p.cmds) > r.cfg.MaxEntryCommands || size+p.bytes > r.cfg.MaxEntryBytes) {
 					break
@@ -237,7 +238,7 @@ func (r *Replica) take() ([]*proposal, bool) {
 			taken := q.mu.items[:n:n]
 			q.mu.items = q.mu.items[n:]
 			q.mu.cmds -= cmds
-			q.mu.bytes -= size - entryHeaderMaxBytes
+			q.mu.bytes -= size - meta.EntryHeaderMaxBytes
 			close(q.mu.space)
 			q.mu.space = make(chan struct{})
 			if len(q.mu.items) > 0 {
@@ -278,7 +279,7 @@ func (r *Replica) runAppender() {
 			continue
 		}
 		seq++
-		e := Entry{
+		e := meta.Entry{
 			WriterID:    r.cfg.WriterID,
 			Incarnation: inc,
 			Seq:         seq,
@@ -287,7 +288,7 @@ func (r *Replica) runAppender() {
 		for _, p := range props {
 			e.Commands = append(e.Commands, p.cmds...)
 		}
-		buf = AppendEntry(buf[:0], &e)
+		buf = meta.AppendEntry(buf[:0], &e)
 
 		// Register before appending: the entry may apply before Append
 		// even returns.
@@ -328,12 +329,12 @@ func (r *Replica) appendWithRetry(data []byte) (sharedlog.Pos, error) {
 		definite := errors.Is(err, sharedlog.ErrSealed) || errors.Is(err, sharedlog.ErrClosed)
 		switch {
 		case definite && !ambiguous:
-			return 0, fmt.Errorf("meta: append: %w", err)
+			return 0, fmt.Errorf("replica: append: %w", err)
 		case definite, r.ctx.Err() != nil, attempt >= maxAppendAttempts:
 			return 0, fmt.Errorf("%w: %d attempts, last: %w", ErrAmbiguous, attempt, err)
 		}
 		ambiguous = true
-		r.logger.Warn("meta: append failed; retrying the same entry", "attempt", attempt, "err", err)
+		r.logger.Warn("replica: append failed; retrying the same entry", "attempt", attempt, "err", err)
 		if !sleepCtx(r.ctx, backoff) {
 			return 0, fmt.Errorf("%w: closed while retrying: %w", ErrAmbiguous, err)
 		}

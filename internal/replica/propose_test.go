@@ -1,4 +1,4 @@
-package meta
+package replica
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -32,7 +33,7 @@ func TestSyncSharesTailChecks(t *testing.T) {
 	go func() { errs <- reader.Sync(ctx) }()
 	recv(t, entered, "the first tail check")
 	// The in-flight check has read the tail; now a write is acknowledged.
-	mustOK(t, writer, CreateTopic{Name: "t", Partitions: 1})
+	mustOK(t, writer, meta.CreateTopic{Name: "t", Partitions: 1})
 	for range 10 {
 		go func() { errs <- reader.Sync(ctx) }()
 	}
@@ -62,13 +63,13 @@ func TestGroupCommit(t *testing.T) {
 	entered := flog.appendGate.arm()
 	first := make(chan error, 1)
 	go func() {
-		_, err := r.Propose(ctx, CreateTopic{Name: "first", Partitions: 1})
+		_, err := r.Propose(ctx, meta.CreateTopic{Name: "first", Partitions: 1})
 		first <- err
 	}()
 	recv(t, entered, "the first append")
 	var ps []*proposal
 	for i := range 20 {
-		p, err := r.newProposal([]Command{CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: 1}})
+		p, err := r.newProposal([]meta.Command{meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +95,7 @@ func TestGroupCommit(t *testing.T) {
 	if len(es) != 2 {
 		t.Fatalf("%d entries, want 2", len(es))
 	}
-	e, err := DecodeEntry(es[1].Data)
+	e, err := meta.DecodeEntry(es[1].Data)
 	if err != nil || len(e.Commands) != 20 || e.Seq != 2 {
 		t.Fatalf("second entry: %d commands, seq %d, %v", len(e.Commands), e.Seq, err)
 	}
@@ -112,12 +113,12 @@ func TestBackpressure(t *testing.T) {
 	entered := flog.appendGate.arm()
 	first := make(chan error, 1)
 	go func() {
-		_, err := r.Propose(ctx, CreateTopic{Name: "first", Partitions: 1})
+		_, err := r.Propose(ctx, meta.CreateTopic{Name: "first", Partitions: 1})
 		first <- err
 	}()
 	recv(t, entered, "the first append")
 	newP := func(name string) *proposal {
-		p, err := r.newProposal([]Command{CreateTopic{Name: name, Partitions: 1}})
+		p, err := r.newProposal([]meta.Command{meta.CreateTopic{Name: name, Partitions: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,15 +159,15 @@ func TestTooLarge(t *testing.T) {
 		c.MaxEntryBytes = 4096
 	})
 	ctx := testCtx(t)
-	three := []Command{CreateTopic{Name: "a"}, CreateTopic{Name: "b"}, CreateTopic{Name: "c"}}
+	three := []meta.Command{meta.CreateTopic{Name: "a"}, meta.CreateTopic{Name: "b"}, meta.CreateTopic{Name: "c"}}
 	if _, err := r.ProposeBatch(ctx, three); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("3 commands: %v", err)
 	}
-	big := CreateTopic{Name: "a", Partitions: 1, Configs: map[string]string{"x": strings.Repeat("v", 4096)}}
+	big := meta.CreateTopic{Name: "a", Partitions: 1, Configs: map[string]string{"x": strings.Repeat("v", 4096)}}
 	if _, err := r.Propose(ctx, big); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("4 KiB config: %v", err)
 	}
-	mustOK(t, r, CreateTopic{Name: "a", Partitions: 1})
+	mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
 }
 
 func TestCloseAndChanged(t *testing.T) {
@@ -174,7 +175,7 @@ func TestCloseAndChanged(t *testing.T) {
 	a := openReplica(t, log, "", "a")
 	b := openReplica(t, log, "", "b")
 	ch := b.Changed()
-	mustOK(t, a, CreateTopic{Name: "t", Partitions: 1})
+	mustOK(t, a, meta.CreateTopic{Name: "t", Partitions: 1})
 	recv(t, ch, "b to apply a's entry")
 
 	if err := b.Close(); err != nil {
@@ -187,7 +188,7 @@ func TestCloseAndChanged(t *testing.T) {
 	if err := b.Sync(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Sync after Close: %v", err)
 	}
-	if _, err := b.Propose(ctx, CreateTopic{Name: "u", Partitions: 1}); !errors.Is(err, ErrClosed) {
+	if _, err := b.Propose(ctx, meta.CreateTopic{Name: "u", Partitions: 1}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Propose after Close: %v", err)
 	}
 	if err := b.WaitApplied(ctx, 1000); !errors.Is(err, ErrClosed) {
@@ -205,11 +206,11 @@ func TestCloseFailsPending(t *testing.T) {
 	defer flog.appendGate.release()
 	errs := make(chan error, 2)
 	go func() {
-		_, err := r.Propose(ctx, CreateTopic{Name: "a", Partitions: 1})
+		_, err := r.Propose(ctx, meta.CreateTopic{Name: "a", Partitions: 1})
 		errs <- err
 	}()
 	recv(t, entered, "the append")
-	p, err := r.newProposal([]Command{CreateTopic{Name: "b", Partitions: 1}})
+	p, err := r.newProposal([]meta.Command{meta.CreateTopic{Name: "b", Partitions: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,4 +225,51 @@ func TestCloseFailsPending(t *testing.T) {
 	if !errors.Is(p.err, ErrClosed) {
 		t.Fatalf("queued proposal: %v", p.err)
 	}
+}
+
+// Submit fixes the log order at queueing time: commands queued while an
+// append is stuck land after it, in queue order, and Wait sees each
+// result.
+func TestSubmitOrder(t *testing.T) {
+	fl := newFaultLog()
+	r := openReplica(t, fl, "", "w")
+	mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
+	entered := fl.appendGate.arm()
+	ctx := testCtx(t)
+	first, err := r.Submit(ctx, []meta.Command{groupCommit("a", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, entered, "the first append")
+	var pending []*Pending
+	for i := int64(2); i <= 10; i++ {
+		p, err := r.Submit(ctx, []meta.Command{groupCommit("a", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, p)
+	}
+	fl.appendGate.release()
+	for _, p := range append([]*Pending{first}, pending...) {
+		res, err := p.Wait(ctx)
+		if err != nil || res[0].Code != 0 {
+			t.Fatalf("Wait = %+v, %v", res, err)
+		}
+	}
+	v := viewOf(t, r)
+	if o, _, err := v.CommittedOffset("g", topicID(t, r, "a"), 0); err != nil || o.Offset != 10 {
+		t.Fatalf("offset %d (%v), want the last submitted, 10", o.Offset, err)
+	}
+	// The nine queued behind the stuck append share one entry.
+	if n := len(rawEntries(t, fl)); n != 3 {
+		t.Fatalf("%d entries, want 3 (topic, first commit, the other nine)", n)
+	}
+}
+
+// groupCommit commits group "g"'s offset of partition 0 of topic, as a
+// standalone consumer does.
+func groupCommit(topic string, offset int64) meta.OffsetCommit {
+	return meta.OffsetCommit{Group: "g", Generation: -1, RetentionMs: -1, Offsets: []meta.OffsetCommitPartition{
+		{Topic: topic, Offset: offset, LeaderEpoch: -1, CommitTimestamp: -1},
+	}}
 }
