@@ -105,20 +105,7 @@ func newFetchYield(now func() time.Time, waits schedWaits) *fetchYield {
 // take counts n record bytes about to be sent and waits as reserve
 // says, or until ctx ends or abort is closed.
 func (y *fetchYield) take(ctx context.Context, n int64, abort <-chan struct{}) error {
-	wait := y.reserve(n)
-	if wait <= 0 {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-abort:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return waitPaced(ctx, y.reserve(n), abort)
 }
 
 // reserve counts n record bytes about to be sent and returns how long
