@@ -86,7 +86,9 @@ import (
 	"github.com/strandkafka/strand/internal/topicconfig"
 )
 
-func init() { regKey(0, 0, 12, handleProduce) }
+const produceKey = 0
+
+func init() { regKey(produceKey, 0, 12, handleProduce) }
 
 // errAcksZeroFailed closes the connection of an acks=0 request that
 // failed, the only way such a producer learns of it.

@@ -301,7 +301,7 @@ func (c *Conn) dispatch(p *pending) error {
 	if err := decodeBody(req, body); err != nil {
 		return err
 	}
-	s.cfg.Deps.shared.noteRequest(h.Key)
+	s.cfg.Deps.shared.noteRequest(h.Key, p.share.sizeBytes)
 	r := &Request{Header: h, Body: req, Conn: c, Deps: &s.cfg.Deps}
 	r.order.prev = c.lastOrder
 	r.order.mine = make(chan struct{})

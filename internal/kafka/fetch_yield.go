@@ -33,11 +33,13 @@ import (
 // more): unloaded 0.1%, fetches paced to 100 MiB/s 0.24% (produce p99
 // 1.6 times the unloaded one), to 200 MiB/s 0.8% (2 times), unpaced 10%.
 //
-// yieldFloorBytesPerSec keeps catching-up consumers moving however busy
-// the machine is; the pace only delays answers (as a Kafka quota delays
-// responses), never fails them. Answers smaller than yieldPacedBytes are
-// counted but never wait, so consumers at the tail of their partitions
-// are not held behind catching-up ones.
+// The rate never falls below yieldFloorBytesPerSec, nor below twice what
+// producers bring in, so catching-up consumers keep moving and consumers
+// keep up with producers however busy the machine is. The pace only
+// delays answers (as a Kafka quota delays responses), never fails them.
+// Answers smaller than yieldPacedBytes are counted but never wait, so
+// consumers at the tail of their partitions are not held behind
+// catching-up ones.
 const (
 	yieldWindow = 200 * time.Millisecond
 	// yieldIdle: with no other request for this long, the pace is off.
@@ -58,7 +60,12 @@ const (
 	yieldMaxDecrease      = 0.5
 	yieldMaxIncrease      = 1.1
 	yieldFloorBytesPerSec = 32 << 20
-	yieldPacedBytes       = 1 << 20
+	// yieldProducedFactor: nor below this many times the rate at which
+	// Produce requests bring bytes in, so that consumers paced down
+	// still read faster than producers write, and lagging ones catch
+	// up.
+	yieldProducedFactor = 2
+	yieldPacedBytes     = 1 << 20
 	// yieldBurst is the time at the rate an answer may take at once.
 	yieldBurst = 50 * time.Millisecond
 )
@@ -72,9 +79,11 @@ type schedWaits func() (waits, slow uint64)
 type fetchYield struct {
 	now   func() time.Time
 	waits schedWaits
-	// others counts the requests other than Fetch the server has read.
-	others atomic.Int64
-	mu     struct {
+	// others counts the requests other than Fetch the server has read,
+	// produced the bytes of the Produce requests among them.
+	others, produced atomic.Int64
+
+	mu struct {
 		sync.Mutex
 		// window is when the current window began, carried the
 		// record bytes counted in it, carriedRate the smoothed rate
@@ -85,6 +94,10 @@ type fetchYield struct {
 		carriedRate float64
 		others      int64
 		othersAt    time.Time
+		// produced is the count at the window's start, producedRate
+		// the smoothed rate of the windows before.
+		produced     int64
+		producedRate float64
 		// waits and slow are the smoothed counts of waits for a CPU
 		// and of the slow ones.
 		waits, slow float64
@@ -139,6 +152,9 @@ func (y *fetchYield) adjustLocked(now time.Time) {
 	keep := math.Pow(yieldSmoothing, elapsed/yieldWindow.Seconds())
 	carried := float64(y.mu.carried) / elapsed
 	y.mu.carriedRate = keep*y.mu.carriedRate + (1-keep)*carried
+	produced := y.produced.Load()
+	y.mu.producedRate = keep*y.mu.producedRate + (1-keep)*float64(produced-y.mu.produced)/elapsed
+	y.mu.produced = produced
 	if others := y.others.Load(); others != y.mu.others {
 		y.mu.others, y.mu.othersAt = others, now
 	}
@@ -161,7 +177,7 @@ func (y *fetchYield) adjustLocked(now time.Time) {
 		y.mu.rate, y.mu.tokens, y.mu.at = max(carried, y.mu.carriedRate), 0, now
 	}
 	f := min(yieldMaxIncrease, max(yieldMaxDecrease, 1+yieldGain*(yieldTargetSlow-share)/yieldTargetSlow))
-	y.mu.rate = max(yieldFloorBytesPerSec, y.mu.rate*f)
+	y.mu.rate = max(yieldFloorBytesPerSec, yieldProducedFactor*y.mu.producedRate, y.mu.rate*f)
 	if f > 1 && y.mu.rate > 2*y.mu.carriedRate {
 		y.mu.rate = 0
 	}

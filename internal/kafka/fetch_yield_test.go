@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
 )
 
 // yieldDriver drives a fetchYield window by window on a fake clock with
@@ -115,6 +117,27 @@ func TestFetchYieldRate(t *testing.T) {
 	}
 }
 
+// TestFetchYieldKeepsUpWithProducers checks that however contended, the
+// pace stays at twice the rate Produce requests bring bytes in, when that
+// is above the floor, so consumers paced down still keep up.
+func TestFetchYieldKeepsUpWithProducers(t *testing.T) {
+	const produced = 100e6
+	d := newYieldDriver(t)
+	for range 30 {
+		d.y.produced.Add(int64(produced * yieldWindow.Seconds()))
+		d.window(600e6, true, 1000, 100)
+	}
+	d.y.mu.Lock()
+	rate, producedRate := d.y.mu.rate, d.y.mu.producedRate
+	d.y.mu.Unlock()
+	if producedRate < 0.99*produced || producedRate > produced {
+		t.Fatalf("smoothed produce rate %.0f, want about %.0f", producedRate, produced)
+	}
+	if rate != yieldProducedFactor*producedRate {
+		t.Fatalf("contended with producers bringing in %.0f: rate %.0f, want %.0f", producedRate, rate, yieldProducedFactor*producedRate)
+	}
+}
+
 // TestFetchYieldWaits checks what an answer waits while the pace is on:
 // the time the rate takes to pay for it and the answers before it, but
 // nothing for an answer smaller than yieldPacedBytes.
@@ -139,9 +162,10 @@ func TestFetchYieldWaits(t *testing.T) {
 }
 
 // TestFetchYieldWiring checks that the server counts requests other than
-// Fetch for the pace and that Fetch answers take their records from it:
-// after a Metadata request and a contended window, a fetch of a batch
-// finds the pace on and leaves it owing the batch.
+// Fetch for the pace, and Produce request bytes, and that Fetch answers
+// take their records from it: after a Metadata request and a contended
+// window, a fetch of a batch finds the pace on and leaves it owing the
+// batch.
 func TestFetchYieldWiring(t *testing.T) {
 	a, _ := newDataAgent(t, nil)
 	a.createTopic(t, "t", 1, nil)
@@ -169,6 +193,13 @@ func TestFetchYieldWiring(t *testing.T) {
 	a.rawRequest(t, metadataReq(12, []string{"t"}))
 	if n := y.others.Load() - others; n != 1 {
 		t.Fatalf("%d other requests counted after a Metadata request, want 1", n)
+	}
+	produced := y.produced.Load()
+	batch := batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 1000})
+	req := produceReq(9, -1, nil, rawPart{"t", 0, batch})
+	a.rawRequest(t, req)
+	if n, want := y.produced.Load()-produced, int64(len(frameFor(1, req))-4); n != want {
+		t.Fatalf("a Produce request of %d bytes counted as %d produced", want, n)
 	}
 	y.mu.Lock()
 	now = now.Add(yieldWindow)

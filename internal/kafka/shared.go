@@ -79,9 +79,14 @@ func (s *sharedState) noteAllTopicsBytes(n int64) {
 	}
 }
 
-// noteRequest counts a request the server read, for fetchYield.
-func (s *sharedState) noteRequest(key int16) {
-	if s != nil && key != fetchKey {
-		s.fetchYield.others.Add(1)
+// noteRequest counts a request the server read, of frameBytes, for
+// fetchYield.
+func (s *sharedState) noteRequest(key int16, frameBytes int64) {
+	if s == nil || key == fetchKey {
+		return
+	}
+	s.fetchYield.others.Add(1)
+	if key == produceKey {
+		s.fetchYield.produced.Add(frameBytes)
 	}
 }
