@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
 )
@@ -82,8 +83,8 @@ type Config struct {
 	// Nodes returns the node ids of the live agents, this one included;
 	// nil means this agent alone. Groups are spread over them (OwnerOf).
 	Nodes func() []int32
-	// Clock defaults to SystemClock.
-	Clock Clock
+	// Clock times every timeout; default clock.Real.
+	Clock clock.Clock
 	// InitialRebalanceDelay is how long the first rebalance of an empty
 	// group waits for more members (extended per new member, up to the
 	// rebalance timeout). Zero means the default; negative means none.
@@ -113,9 +114,7 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.Clock == nil {
-		c.Clock = SystemClock{}
-	}
+	c.Clock = clock.OrReal(c.Clock)
 	if c.InitialRebalanceDelay == 0 {
 		c.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	}
@@ -193,7 +192,7 @@ type Client struct {
 type Coordinator struct {
 	cfg   Config
 	store Store
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	// ctx lives until Close: stores outlive the requests that start
@@ -207,7 +206,7 @@ type Coordinator struct {
 		sync.Mutex
 		groups map[string]*group
 		closed bool
-		sweep  Timer
+		sweep  clock.Timer
 	}
 
 	// changed is closed and replaced after every change of a group's
@@ -273,7 +272,7 @@ func (c *Coordinator) Close() error {
 		return nil
 	}
 	c.mu.closed = true
-	stopTimer(c.mu.sweep)
+	clock.Stop(c.mu.sweep)
 	groups := make([]*group, 0, len(c.mu.groups))
 	for _, g := range c.mu.groups {
 		groups = append(groups, g)
