@@ -659,7 +659,7 @@ func TestOffsetCommitsShareEntries(t *testing.T) {
 	const groups = 50
 	clock := newFakeClock()
 	log := &gatedLog{Loglet: memlog.New()}
-	rep, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Now: clock.Now})
+	rep, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

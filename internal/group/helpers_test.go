@@ -69,7 +69,7 @@ func (e *env) open() {
 	t := e.t
 	t.Helper()
 	ctx := testCtx(t)
-	rep, err := replica.Open(ctx, replica.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
+	rep, err := replica.Open(ctx, replica.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -49,7 +50,7 @@ func newTxnAdminAgent(t *testing.T, opts ...agentOption) *txnAdminAgent {
 			PollInterval: time.Hour,
 			WriterID:     "txn-admin-test",
 			Logger:       discardLogger,
-			Now:          func() time.Time { return time.UnixMilli(ta.nowMs.Load()) },
+			Clock:        msClock{ta.nowMs},
 		})
 		if err != nil {
 			t.Fatalf("replica.Open: %v", err)
@@ -62,6 +63,13 @@ func newTxnAdminAgent(t *testing.T, opts ...agentOption) *txnAdminAgent {
 	ta.testAgent = newTestAgent(t, opts...)
 	return ta
 }
+
+// msClock reads the test's time; waits stay on the wall clock.
+type msClock struct{ ms *atomic.Int64 }
+
+func (c msClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+func (c msClock) AfterFunc(d time.Duration, f func()) clock.Timer { return clock.Real.AfterFunc(d, f) }
 
 // at sets the test clock to txnAdminT0+ms.
 func (a *txnAdminAgent) at(ms int64) { a.nowMs.Store(txnAdminT0 + ms) }

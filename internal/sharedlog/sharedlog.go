@@ -39,7 +39,28 @@ var (
 	ErrClosed = errors.New("sharedlog: loglet is closed")
 	// ErrConflict: a MetaStore compare-and-swap lost to another writer.
 	ErrConflict = errors.New("sharedlog: chain version conflict")
+	// ErrRejected: the log refused the append for good: nothing was
+	// written, and the same bytes would be refused again (too large,
+	// malformed, unauthorized). Like database/sql's driver.ErrBadConn it
+	// tells the retry loop above the backends what to do: here, not to
+	// retry. Backends mark such errors with Rejected.
+	ErrRejected = errors.New("sharedlog: append rejected")
 )
+
+// Rejected marks err as ErrRejected: errors.Is(Rejected(err), ErrRejected)
+// holds, and the message and every other match stay err's. Rejected(nil)
+// is nil.
+func Rejected(err error) error {
+	if err == nil || errors.Is(err, ErrRejected) {
+		return err
+	}
+	return rejected{err}
+}
+
+type rejected struct{ err error }
+
+func (r rejected) Error() string   { return r.err.Error() }
+func (r rejected) Unwrap() []error { return []error{r.err, ErrRejected} }
 
 // Log is the part of the Loglet API that users of a log (package meta)
 // need. Both a single Loglet and a VirtualLog implement it.
@@ -47,10 +68,21 @@ type Log interface {
 	// Append writes entry at the tail and returns its position. When it
 	// returns a nil error the entry is durable and visible to readers.
 	//
-	// ErrSealed means the entry was not written. Any other error is
-	// ambiguous: the entry may or may not have been written, and may
-	// even become visible later. Callers deduplicate above the log (every
-	// metadata entry carries writer id, incarnation and sequence).
+	// ErrSealed means the entry was not written. An error matching
+	// ErrRejected means it was not written and never will be: do not
+	// retry. Any other error is ambiguous: the entry may or may not have
+	// been written, and may even become visible later. Callers
+	// deduplicate above the log (every metadata entry carries writer id,
+	// incarnation and sequence).
+	//
+	// Retrying an ambiguous append is the caller's business, and only a
+	// caller that deduplicates may do it; the replica's appender is the
+	// one place that does. A backend does not send an entry again after
+	// it gave up on an attempt: it keeps only what its protocol needs to
+	// finish one attempt (resolving a lost reply by resending the
+	// identical request to the same slot, or by fencing and looking the
+	// write up, and following the tail when another writer took a slot),
+	// and returns.
 	//
 	// The log does not retain entry after Append returns.
 	Append(ctx context.Context, entry []byte) (Pos, error)
