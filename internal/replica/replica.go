@@ -450,16 +450,29 @@ func (r *Replica) noteTail(tail sharedlog.Pos) {
 	}
 }
 
-// runPlayer tails the log and applies it until Close or a halt.
+// runPlayer tails the log and applies it until Close or a halt, waiting
+// out readRetry's backoff after a failed read.
 func (r *Replica) runPlayer() {
 	defer r.wg.Done()
 	loop := readRetry.Start(r.ctx, r.cfg.Clock)
 	for loop.Next() {
-		r.mu.Lock()
-		applied, target, halted := r.mu.applied, r.mu.knownTail, r.mu.halted != nil
-		r.mu.Unlock()
-		if halted {
+		err := r.play(&loop)
+		if r.ctx.Err() != nil || errors.Is(err, ErrHalted) {
 			return
+		}
+		r.logger.Warn("replica: reading the log failed; retrying", "err", err, "attempt", loop.Attempt())
+	}
+}
+
+// play reads and applies the log until a read fails or the copy halts,
+// resetting loop after every step that worked.
+func (r *Replica) play(loop *retry.Loop) error {
+	for {
+		r.mu.Lock()
+		applied, target, halted := r.mu.applied, r.mu.knownTail, r.mu.halted
+		r.mu.Unlock()
+		if halted != nil {
+			return halted
 		}
 		var err error
 		if applied < target {
@@ -467,14 +480,10 @@ func (r *Replica) runPlayer() {
 		} else {
 			err = r.waitForTail(applied)
 		}
-		if err == nil {
-			loop.Reset()
-			continue
+		if err != nil {
+			return err
 		}
-		if r.ctx.Err() != nil || errors.Is(err, ErrHalted) {
-			return
-		}
-		r.logger.Warn("replica: reading the log failed; retrying", "err", err, "attempt", loop.Attempt())
+		loop.Reset()
 	}
 }
 

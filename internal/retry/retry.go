@@ -123,10 +123,10 @@ const jitterStream = 0x5eed
 // Attempt is the number of tries started, the current one included.
 func (l *Loop) Attempt() int { return l.attempt }
 
-// Reset starts the loop afresh after the operation made progress: the
-// next Next returns at once, and the retry after it waits Min again.
+// Reset starts the count afresh after the operation made progress: the
+// try under way counts as the first, and the next retry waits Min.
 func (l *Loop) Reset() {
-	l.attempt, l.backoff = 0, 0
+	l.attempt, l.backoff = 1, 0
 }
 
 // Err is why Next returned false: ErrExhausted or the context's error;

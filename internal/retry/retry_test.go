@@ -12,41 +12,45 @@ import (
 
 var start = time.UnixMilli(1_700_000_000_000)
 
-// run drives loop on c, advancing the clock by whatever each wait needs,
-// and returns the waits.
-func run(t *testing.T, c *clock.Fake, loop *retry.Loop, tries int) []time.Duration {
+// retries drives n calls of loop.Next, each of which must wait, on c,
+// advancing the clock step by step until the wait ends, and returns the
+// waits.
+func retries(t *testing.T, c *clock.Fake, loop *retry.Loop, n int) []time.Duration {
 	t.Helper()
 	var waits []time.Duration
-	for i := range tries {
+	for i := range n {
 		done := make(chan bool, 1)
 		before := c.Now()
 		go func() { done <- loop.Next() }()
-		if i > 0 {
-			if err := c.BlockUntil(context.Background(), 1); err != nil {
-				t.Fatal(err)
-			}
-			// Step to the timer: the wait must not end early.
-			for c.Pending() > 0 {
-				c.Advance(time.Millisecond)
-			}
-			if !<-done {
-				t.Fatalf("Next %d = false: %v", i, loop.Err())
-			}
-			waits = append(waits, c.Now().Sub(before))
-			continue
+		if err := c.BlockUntil(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		// Step to the timer: the wait must not end early.
+		for c.Pending() > 0 {
+			c.Advance(time.Millisecond)
 		}
 		if !<-done {
-			t.Fatalf("first Next = false: %v", loop.Err())
+			t.Fatalf("retry %d: Next = false: %v", i+1, loop.Err())
 		}
+		waits = append(waits, c.Now().Sub(before))
 	}
 	return waits
+}
+
+// first calls loop.Next, which must not wait.
+func first(t *testing.T, c *clock.Fake, loop *retry.Loop) {
+	t.Helper()
+	if !loop.Next() || c.Pending() != 0 {
+		t.Fatalf("first Next: Err %v, %d timers", loop.Err(), c.Pending())
+	}
 }
 
 func TestBackoff(t *testing.T) {
 	p := retry.Policy{Attempts: 6, Min: 100 * time.Millisecond, Max: 500 * time.Millisecond}
 	c := clock.NewFake(start)
 	loop := p.Start(context.Background(), c)
-	waits := run(t, c, &loop, 6)
+	first(t, c, &loop)
+	waits := retries(t, c, &loop, 5)
 	caps := []time.Duration{100, 200, 400, 500, 500}
 	for i, w := range waits {
 		hi := caps[i] * time.Millisecond
@@ -67,7 +71,8 @@ func TestBackoff(t *testing.T) {
 	// deterministic clock replays.
 	c2 := clock.NewFake(start)
 	loop2 := p.Start(context.Background(), c2)
-	if again := run(t, c2, &loop2, 6); !equal(again, waits) {
+	first(t, c2, &loop2)
+	if again := retries(t, c2, &loop2, 5); !equal(again, waits) {
 		t.Fatalf("waits %v, then %v from the same clock", waits, again)
 	}
 }
@@ -118,13 +123,19 @@ func TestCanceled(t *testing.T) {
 
 func TestResetAfterProgress(t *testing.T) {
 	c := clock.NewFake(start)
-	loop := retry.Policy{Attempts: retry.Forever, Min: 10 * time.Millisecond, Max: time.Second}.Start(context.Background(), c)
-	run(t, c, &loop, 4) // waits of up to 10, 20, 40ms
+	loop := retry.Policy{Attempts: 3, Min: 10 * time.Millisecond, Max: time.Second}.Start(context.Background(), c)
+	first(t, c, &loop)
+	retries(t, c, &loop, 2) // waits of up to 10, then 20ms
 	loop.Reset()
-	if !loop.Next() || c.Pending() != 0 {
-		t.Fatal("Next after Reset waited")
+	if loop.Attempt() != 1 {
+		t.Fatalf("Attempt after Reset = %d, want 1", loop.Attempt())
 	}
 	if d := loop.Delay(); d > 10*time.Millisecond {
 		t.Fatalf("first wait after Reset = %v, want at most Min", d)
+	}
+	// Two more tries: the one under way counts as the first of three.
+	retries(t, c, &loop, 2)
+	if loop.Next() || !errors.Is(loop.Err(), retry.ErrExhausted) {
+		t.Fatalf("Next after Reset and two retries: Err %v", loop.Err())
 	}
 }
