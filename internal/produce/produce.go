@@ -35,7 +35,14 @@
 // retry of a batch that did commit gets its first offsets back.
 // A failed or ambiguous proposal fails its calls with ErrCommit; with
 // replica.ErrAmbiguous the commit may still apply, exactly once, and never
-// after a later flush's commit.
+// after a later flush's commit. The pipeline does not propose a commit
+// again: the replica already retried its append.
+//
+// # Time
+//
+// Config.Clock times the flush interval, the waits between upload tries
+// (package retry) and the metrics; the per-attempt upload timeout stays
+// on the wall clock.
 package produce
 
 import (
@@ -44,6 +51,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/recordbatch"
@@ -168,8 +176,9 @@ type Config struct {
 
 	// Cache, if set, gets every uploaded object.
 	Cache ObjectCache
-	// Now times the metrics. Default time.Now.
-	Now func() time.Time
+	// Clock times the flush interval, the waits between upload tries
+	// and the metrics. Default clock.Real.
+	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Observer, if set, receives metrics.
@@ -201,9 +210,7 @@ func (c *Config) setDefaults() {
 	if c.UploadTimeout == 0 {
 		c.UploadTimeout = DefaultUploadTimeout
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.OrReal(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
