@@ -74,6 +74,18 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	if c == Real {
+		// A runtime timer's channel needs no goroutine to close it:
+		// latency injection sleeps once per operation.
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	ch, t := After(c, d)
 	select {
 	case <-ch:
