@@ -4,6 +4,16 @@
 // admin API of admin_http.go) and the metadata snapshots. It owns start-up
 // order and graceful shutdown, nothing else: every piece it starts lives
 // in its own package.
+//
+// # Time
+//
+// The agent has one clock (package clock): the wall clock, unless a test
+// sets another (SetClock in export_test.go). It hands it to every piece
+// that keeps time: the VirtualLog, the replica (whose entry stamps are
+// all the time apply sees), the produce pipeline, the group coordinator
+// and the Kafka handlers. The agent's own periodic work (lease renewals,
+// snapshots, the transaction sweep) ticks on the wall clock: the tests
+// that need it drive those steps by hand instead.
 package agent
 
 import (
@@ -25,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
@@ -146,7 +157,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
-	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{}, logurl.Options{
+	clk := clock.OrReal(cfg.testing.clock)
+	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{Clock: clk}, logurl.Options{
 		File: filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
 	})
 	if err != nil {
@@ -164,6 +176,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Logger:   logger.With("component", "meta"),
 		FS:       cfg.testing.metaFS,
 		FailStop: a.failStop,
+		Clock:    clk,
 	}
 	a.replica, err = replica.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
@@ -204,6 +217,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Cache:            cache,
 		Logger:           logger.With("component", "produce"),
 		Observer:         produceObserver{m: a.metrics},
+		Clock:            clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("produce pipeline: %w", err)
@@ -247,6 +261,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 		Logger:                    logger.With("component", "group"),
+		Clock:                     clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
@@ -277,6 +292,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Produce:               a.pipeline,
 			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
 			Groups:                a.groups,
+			Now:                   clk.Now,
 		},
 	})
 	if err != nil {
