@@ -186,10 +186,6 @@ type faultLog struct {
 		entries [][]byte
 	}
 
-	// inject, if set, decides per append whether to fail it before
-	// writing or lose its reply after.
-	inject func() (fail, lose bool)
-
 	appendGate gate
 	tailGate   gate
 
@@ -210,18 +206,14 @@ func (f *faultLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, err
 	f.sent.Lock()
 	f.sent.entries = append(f.sent.entries, bytes.Clone(entry))
 	f.sent.Unlock()
-	var fail, lose bool
-	if f.inject != nil {
-		fail, lose = f.inject()
-	}
-	if f.failAppends.Add(-1) >= 0 || fail {
+	if f.failAppends.Add(-1) >= 0 {
 		return 0, errInjected
 	}
 	if f.rejectAppends.Add(-1) >= 0 {
 		return 0, sharedlog.Rejected(fmt.Errorf("refused: %w", errInjected))
 	}
 	pos, err := f.Log.Append(ctx, entry)
-	if err == nil && (f.loseReplies.Add(-1) >= 0 || lose) {
+	if err == nil && f.loseReplies.Add(-1) >= 0 {
 		return 0, fmt.Errorf("reply lost: %w", errInjected)
 	}
 	return pos, err
