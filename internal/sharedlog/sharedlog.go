@@ -75,14 +75,14 @@ type Log interface {
 	// deduplicate above the log (every metadata entry carries writer id,
 	// incarnation and sequence).
 	//
-	// Retrying an ambiguous append is the caller's business, and only a
-	// caller that deduplicates may do it; the replica's appender is the
-	// one place that does. A backend does not send an entry again after
-	// it gave up on an attempt: it keeps only what its protocol needs to
-	// finish one attempt (resolving a lost reply by resending the
-	// identical request to the same slot, or by fencing and looking the
-	// write up, and following the tail when another writer took a slot),
-	// and returns.
+	// Retrying an append is the caller's business, and only a caller
+	// that deduplicates may do it; the replica's appender is the one
+	// place that does. A backend keeps only what its protocol needs to
+	// finish one attempt, and says so: learning the outcome of a request
+	// whose reply was lost (resending the identical request to the same
+	// slot, or fencing and looking the write up), and following the log
+	// when another writer took the slot or moved the epoch, where nothing
+	// of the entry can be in the log. Then it returns.
 	//
 	// The log does not retain entry after Append returns.
 	Append(ctx context.Context, entry []byte) (Pos, error)
