@@ -71,8 +71,8 @@
 //
 // # Time
 //
-// Every timeout is a timer from the Clock in Config, so tests drive time
-// by hand. Timer callbacks lock the group and check a sequence number (or
+// Every timeout is a timer from the Clock in Config (package clock), so
+// tests drive time by hand with a clock.Fake. Timer callbacks lock the group and check a sequence number (or
 // a member's deadline) before acting, so a timer that lost a race with a
 // request does nothing.
 //

@@ -9,6 +9,12 @@
 //
 // Backends live in subpackages (memlog, filelog, ...). Each one passes
 // loglettest.Run, which pins down the contract documented on Loglet.
+//
+// Appends are retried in one place, above the log (see Log.Append):
+// backends return ErrSealed, ErrRejected or an ambiguous error, and pace
+// only the steps their own protocol takes with package retry. The
+// VirtualLog's waits (another client's reconfiguration, polling a loglet
+// that is not a TailWaiter) run on VirtualOptions.Clock.
 package sharedlog
 
 import (
