@@ -31,11 +31,13 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
@@ -63,8 +65,9 @@ type Agent struct {
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
-	// txns aborts timed-out transactions (txnsweep.go).
-	txns *txnSweeper
+	// txns is the transaction coordinator; its sweep aborts timed-out
+	// transactions.
+	txns *txn.Coordinator
 	// damage records the damaged data objects reads and storage
 	// verification meet.
 	damage *fetch.DamageLog
@@ -251,6 +254,15 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	a.txns, err = txn.New(txn.Config{
+		Store:     a.replica,
+		NodeID:    cfg.NodeID,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Logger:    logger.With("component", "txn"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transaction coordinator: %w", err)
+	}
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -277,12 +289,12 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Produce:               a.pipeline,
 			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
 			Groups:                a.groups,
+			Txns:                  a.txns,
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.txns = startTxnSweeper(a.replica, func(id string) bool { return a.groups.Coordinator(id) == cfg.NodeID }, logger.With("component", "txn"))
 	go func() {
 		if err := a.server.Serve(context.Background(), a.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			a.serveErr <- err
@@ -365,7 +377,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		}
 	}
 	if a.txns != nil {
-		a.txns.stop() // before the replica: a sweep is a proposal
+		a.txns.Close() // after the server, before the replica: a sweep is a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it

@@ -60,9 +60,10 @@
 //     A batch mixing transactional and plain batches, or a control
 //     batch from a client, is INVALID_RECORD.
 //   - v12 (KIP-890 part 2): the client sends no AddPartitionsToTxn; the
-//     handler adds the partitions of transactional batches to the
-//     producer's transaction itself (one proposal per request, skipped
-//     when this copy already shows them added at the batch's epoch).
+//     handler has the transaction coordinator add the partitions of
+//     transactional batches to the producer's transaction (one proposal
+//     per request, skipped when this copy already shows them added at
+//     the batch's epoch).
 //   - Internal topics (__consumer_offsets) take no client writes:
 //     INVALID_TOPIC_EXCEPTION, as Kafka.
 //   - Left out: v13 (topic ids); ErrorRecords (v8+)
@@ -75,7 +76,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,6 +84,7 @@ import (
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/topicconfig"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 func init() { regKey(0, 0, 12, handleProduce) }
@@ -196,8 +197,12 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 		}
 	}
 	if req.Version >= 12 && req.TransactionID != nil && len(batches) > 0 {
+		txns, err := r.Deps.txns()
+		if err != nil {
+			return nil, err
+		}
 		var dropped bool
-		batches, dropped = addToTxnV12(ctx, db, *req.TransactionID, req, parts, batches, fail)
+		batches, dropped = addToTxnV12(ctx, txns, *req.TransactionID, req, parts, batches, fail)
 		failed = failed || dropped
 	}
 	if len(batches) == 0 {
@@ -278,18 +283,15 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 
 // addToTxnV12 adds the partitions of a v12 request's transactional
 // batches to the producer's transaction (KIP-890 part 2: the client sends
-// no AddPartitionsToTxn), skipping those this copy already shows in the
-// transaction at the batches' epoch, and drops the batches of partitions
-// it could not add, answering them with the reason. parts and batches are
-// in the same order; the kept batches are renumbered.
-func addToTxnV12(ctx context.Context, db MetaDB, txnID string, req *kmsg.ProduceRequest, parts []producePart, batches []produce.Batch,
+// no AddPartitionsToTxn; txn.Coordinator.AddProduced skips those this
+// copy already shows in the transaction at the batches' epoch), and drops
+// the batches of partitions it could not add, answering them with the
+// reason. parts and batches are in the same order; the kept batches are
+// renumbered.
+func addToTxnV12(ctx context.Context, txns TxnCoordinator, txnID string, req *kmsg.ProduceRequest, parts []producePart, batches []produce.Batch,
 	fail func(*kmsg.ProduceResponseTopicPartition, *kerr.Error, string)) ([]produce.Batch, bool) {
-	view := db.View()
-	s, known, err := view.Txn(txnID)
-	view.Close()
-	known = known && err == nil
-	var add meta.AddPartitionsToTxn
-	var adding []int // indexes into parts
+	var adds []txn.ProducedPartition
+	var adding []int // indexes into parts, one per add
 	k := 0
 	for i := range req.Topics {
 		for range req.Topics[i].Partitions {
@@ -299,37 +301,30 @@ func addToTxnV12(ctx context.Context, db MetaDB, txnID string, req *kmsg.Produce
 				continue
 			}
 			b := &batches[p.batch]
-			add.ProducerID, add.ProducerEpoch = b.ProducerID, b.ProducerEpoch
-			if known && s.Status == meta.TxnOngoing && s.ProducerID == b.ProducerID && s.ProducerEpoch == b.ProducerEpoch &&
-				slices.Contains(s.Partitions, meta.TxnPartition{TopicID: b.TopicID, Partition: b.Partition}) {
-				continue
-			}
-			add.Partitions = append(add.Partitions, meta.TopicPartition{Topic: req.Topics[i].Topic, Partition: b.Partition})
+			adds = append(adds, txn.ProducedPartition{
+				Topic: req.Topics[i].Topic, TopicID: b.TopicID, Partition: b.Partition,
+				ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch,
+			})
 			adding = append(adding, k-1)
 		}
 	}
-	if len(adding) == 0 {
+	if len(adds) == 0 {
 		return batches, false
 	}
-	add.TransactionalID = txnID
-	res, e := proposeTxn(ctx, db, add)
 	dropped := false
-	for n, pi := range adding {
-		code := res.Code
-		if e != nil {
-			code = e.Code
-		} else if n < len(res.Codes) && res.Codes[n] != 0 {
-			code = res.Codes[n]
-		}
+	for n, code := range txns.AddProduced(ctx, txnID, adds) {
 		if code == 0 {
 			continue
 		}
+		// In Produce's terms: a fenced producer is an old epoch, and a
+		// transaction that is not there one that is not ongoing.
 		switch code {
 		case kerr.ProducerFenced.Code:
 			code = kerr.InvalidProducerEpoch.Code
 		case kerr.TransactionalIDNotFound.Code:
 			code = kerr.InvalidTxnState.Code
 		}
+		pi := adding[n]
 		fail(parts[pi].sp, codeOf(code), "could not add the partition to the transaction")
 		parts[pi].batch = -2
 		dropped = true

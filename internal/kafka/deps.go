@@ -42,6 +42,9 @@ type Deps struct {
 	// Groups is the group coordinator (*group.Coordinator); the group
 	// API handlers and FindCoordinator need it.
 	Groups GroupCoordinator
+	// Txns is the transaction coordinator (*txn.Coordinator); the
+	// transaction API handlers, FindCoordinator and Produce v12 need it.
+	Txns TxnCoordinator
 	// Now is the agent's clock; nil means time.Now.
 	Now func() time.Time
 	// TransactionVersion is the transaction.version feature level
@@ -68,10 +71,12 @@ type Deps struct {
 var ErrMissingDeps = errors.New("kafka: handler dependency missing from Deps")
 
 // MetaDB is what handlers need of the metadata database. *replica.Replica
-// implements it; tests may wrap one to inject faults.
+// implements it; metatest.DB does in memory, so a handler test needs no
+// Pebble; tests may wrap either to inject faults.
 type MetaDB interface {
-	// View returns a snapshot of the local copy; the caller closes it.
-	View() *meta.View
+	// View (meta.Viewer) returns a snapshot of the local copy; the
+	// caller closes it.
+	meta.Viewer
 	// ProposeBatch proposes commands that land in one log entry and
 	// returns their results once applied locally.
 	ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error)

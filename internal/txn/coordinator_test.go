@@ -87,7 +87,9 @@ func (e *env) state(id string) meta.TxnState {
 	return s
 }
 
-func tp(topic string, p int32) meta.TopicPartition { return meta.TopicPartition{Topic: topic, Partition: p} }
+func tp(topic string, p int32) meta.TopicPartition {
+	return meta.TopicPartition{Topic: topic, Partition: p}
+}
 
 func TestInitProducerID(t *testing.T) {
 	e := newEnv(t, nil)
