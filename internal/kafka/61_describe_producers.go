@@ -1,10 +1,10 @@
 // DescribeProducers: v0
 //   - Per requested partition, the producers with state in it
-//     (txn.Coordinator.DescribeProducers) after a Sync with the log: producer id and
-//     epoch, last sequence (-1 before any batch), LastTimestamp (the log
-//     clock of its last write, batch or marker, where Kafka keeps the
-//     batch's max timestamp) and the first offset of its ongoing
-//     transaction there (-1 if none).
+//     (txn.Coordinator.DescribeProducers) after a Sync with the log:
+//     producer id and epoch, last sequence (-1 before any batch),
+//     LastTimestamp (the log clock of its last write, batch or marker,
+//     where Kafka keeps the batch's max timestamp) and the first offset
+//     of its ongoing transaction there (-1 if none).
 //   - State unwritten for producer.id.expiration.ms of log clock is left
 //     out: apply treats it as forgotten, though it deletes it only when it
 //     next touches it (Kafka's broker drops it on a timer).

@@ -1,12 +1,12 @@
 // DescribeTransactions: v0
 //   - Per transactional id, its coordinator state from the replicated
 //     database (txn.Coordinator.DescribeTransactions) after a Sync with
-//     the log, so any agent
-//     answers for any id (never NOT_COORDINATOR): State, producer id and
-//     epoch, the transaction timeout, StartTimestamp (the log clock when
-//     the ongoing transaction began, -1 when none is ongoing) and the
-//     ongoing transaction's partitions by topic name, topics sorted by
-//     name. A topic deleted since it was added is left out.
+//     the log, so any agent answers for any id (never NOT_COORDINATOR):
+//     State, producer id and epoch, the transaction timeout,
+//     StartTimestamp (the log clock when the ongoing transaction began,
+//     -1 when none is ongoing) and the ongoing transaction's partitions
+//     by topic name, topics sorted by name. A topic deleted since it was
+//     added is left out.
 //   - States are Kafka's names: Empty, Ongoing, CompleteCommit,
 //     CompleteAbort. Strand never shows PrepareCommit, PrepareAbort or
 //     PrepareEpochFence: EndTxn and the abort of a fenced or timed-out

@@ -1,10 +1,10 @@
 // ListTransactions: v0-2
 //   - The transactional ids in the replicated database
 //     (txn.Coordinator.ListTransactions), after a Sync with the log, that
-//     this agent coordinates (the FindCoordinator mapping), so
-//     a client that asks every agent, as kadm and kafka-transactions.sh
-//     do, sees each id once. While agents disagree on who is live, an id
-//     may be listed by two agents or by none.
+//     this agent coordinates (the FindCoordinator mapping), so a client
+//     that asks every agent, as kadm and kafka-transactions.sh do, sees
+//     each id once. While agents disagree on who is live, an id may be
+//     listed by two agents or by none.
 //   - StateFilters by Kafka state name; names Kafka knows that Strand
 //     never enters (PrepareCommit, PrepareAbort, PrepareEpochFence, Dead)
 //     match nothing, other names are returned in UnknownStateFilters (a

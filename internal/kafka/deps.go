@@ -13,10 +13,11 @@ import (
 )
 
 // Deps is what handlers reach outside this package: the metadata database,
-// the produce pipeline, the group coordinator. Each handler file adds the
-// narrow interface it needs as a field, so a test wires only what the
-// handlers under test use. A handler whose dependency is nil closes the
-// connection with ErrMissingDeps: that is a wiring bug, not a client's.
+// the produce pipeline, the group and transaction coordinators. Each
+// handler file adds the narrow interface it needs as a field, so a test
+// wires only what the handlers under test use. A handler whose
+// dependency is nil closes the connection with ErrMissingDeps: that is a
+// wiring bug, not a client's.
 type Deps struct {
 	// Meta is this agent's copy of the metadata database. Admin requests
 	// propose commands through it; every handler reads its local View,

@@ -154,7 +154,8 @@ type Proposer interface {
 	// ProposeBatch proposes cmds in one log entry and returns their
 	// results once applied locally. replica.ErrTooLarge means nothing was
 	// appended; after replica.ErrAmbiguous, replica.ErrClosed or a
-	// context error the commands may still apply.
+	// context error the commands may still apply. It keeps nothing of
+	// cmds once it returns: the pipeline reuses the slice.
 	ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error)
 }
 
