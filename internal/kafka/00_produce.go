@@ -290,14 +290,23 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 // renumbered.
 func addToTxnV12(ctx context.Context, txns TxnCoordinator, txnID string, req *kmsg.ProduceRequest, parts []producePart, batches []produce.Batch,
 	fail func(*kmsg.ProduceResponseTopicPartition, *kerr.Error, string)) ([]produce.Batch, bool) {
-	var adds []txn.ProducedPartition
-	var adding []int // indexes into parts, one per add
+	transactional := func(p producePart) bool { return p.batch >= 0 && batches[p.batch].Transactional }
+	n := 0
+	for _, p := range parts {
+		if transactional(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return batches, false
+	}
+	adds := make([]txn.ProducedPartition, 0, n)
 	k := 0
 	for i := range req.Topics {
 		for range req.Topics[i].Partitions {
 			p := parts[k]
 			k++
-			if p.batch < 0 || !batches[p.batch].Transactional {
+			if !transactional(p) {
 				continue
 			}
 			b := &batches[p.batch]
@@ -305,14 +314,17 @@ func addToTxnV12(ctx context.Context, txns TxnCoordinator, txnID string, req *km
 				Topic: req.Topics[i].Topic, TopicID: b.TopicID, Partition: b.Partition,
 				ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch,
 			})
-			adding = append(adding, k-1)
 		}
 	}
-	if len(adds) == 0 {
-		return batches, false
-	}
+	txns.AddProduced(ctx, txnID, adds)
 	dropped := false
-	for n, code := range txns.AddProduced(ctx, txnID, adds) {
+	n = 0 // index into adds
+	for i := range parts {
+		if !transactional(parts[i]) {
+			continue
+		}
+		code := adds[n].Code
+		n++
 		if code == 0 {
 			continue
 		}
@@ -324,9 +336,8 @@ func addToTxnV12(ctx context.Context, txns TxnCoordinator, txnID string, req *km
 		case kerr.TransactionalIDNotFound.Code:
 			code = kerr.InvalidTxnState.Code
 		}
-		pi := adding[n]
-		fail(parts[pi].sp, codeOf(code), "could not add the partition to the transaction")
-		parts[pi].batch = -2
+		fail(parts[i].sp, codeOf(code), "could not add the partition to the transaction")
+		parts[i].batch = -2
 		dropped = true
 	}
 	if !dropped {

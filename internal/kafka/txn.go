@@ -26,7 +26,8 @@ type TxnCoordinator interface {
 	// AddPartitions and CommitOffsets answer a code per partition, in
 	// request order.
 	AddPartitions(ctx context.Context, req txn.AddPartitionsRequest) []int16
-	AddProduced(ctx context.Context, id string, parts []txn.ProducedPartition) []int16
+	// AddProduced sets each part's Code.
+	AddProduced(ctx context.Context, id string, parts []txn.ProducedPartition)
 	AddOffsets(ctx context.Context, req txn.AddOffsetsRequest) int16
 	EndTxn(ctx context.Context, req txn.EndRequest) txn.EndResult
 	CommitOffsets(ctx context.Context, req txn.CommitRequest) []int16

@@ -118,55 +118,72 @@ func (c *Coordinator) verifyPartitions(ctx context.Context, req AddPartitionsReq
 
 // ProducedPartition is a partition a transactional batch of a Produce
 // request went to, with its topic's id as the request resolved it, and
-// the batch's producer.
+// the batch's producer. Code is AddProduced's answer for it.
 type ProducedPartition struct {
 	Topic         string
 	TopicID       meta.TopicID
 	Partition     int32
 	ProducerID    int64
 	ProducerEpoch int16
+	Code          int16
 }
 
 // AddProduced adds the partitions of a Produce request's transactional
 // batches to the transaction of id (Produce v12, KIP-890 part 2: the
-// client sends no AddPartitionsToTxn) and returns a code per partition,
-// in AddPartitions' terms. A partition this copy already shows in the
-// ongoing transaction at its batch's producer id and epoch is answered
-// at once; the rest are added in one proposal naming the last batch's
-// producer (one request's batches come from one producer, and apply
-// checks each batch's own against the transaction).
-func (c *Coordinator) AddProduced(ctx context.Context, id string, parts []ProducedPartition) []int16 {
+// client sends no AddPartitionsToTxn) and sets each one's Code, in
+// AddPartitions' terms. Codes are written in place so that a Produce
+// request costs no more allocations than the proposal needs. A partition
+// this copy already shows in the ongoing transaction, at its batch's
+// producer id and epoch, costs no proposal: the usual case for a
+// producer's later requests in a transaction. The rest are added in one
+// proposal naming the last batch's producer (one request's batches come
+// from one producer, and apply checks each batch's own against the
+// transaction).
+func (c *Coordinator) AddProduced(ctx context.Context, id string, parts []ProducedPartition) {
+	if len(parts) == 0 {
+		return
+	}
 	view := c.cfg.Store.View()
 	s, known, err := view.Txn(id)
 	view.Close()
 	known = known && err == nil && s.Status == meta.TxnOngoing
-	codes := make([]int16, len(parts))
-	add := meta.AddPartitionsToTxn{TransactionalID: id}
-	var adding []int // indexes into parts
-	for i, p := range parts {
-		add.ProducerID, add.ProducerEpoch = p.ProducerID, p.ProducerEpoch
-		if known && s.ProducerID == p.ProducerID && s.ProducerEpoch == p.ProducerEpoch &&
-			slices.Contains(s.Partitions, meta.TxnPartition{TopicID: p.TopicID, Partition: p.Partition}) {
+	inTxn := func(p *ProducedPartition) bool {
+		return known && s.ProducerID == p.ProducerID && s.ProducerEpoch == p.ProducerEpoch &&
+			slices.Contains(s.Partitions, meta.TxnPartition{TopicID: p.TopicID, Partition: p.Partition})
+	}
+	last := parts[len(parts)-1]
+	add := meta.AddPartitionsToTxn{TransactionalID: id, ProducerID: last.ProducerID, ProducerEpoch: last.ProducerEpoch}
+	for i := range parts {
+		p := &parts[i]
+		p.Code = 0
+		if inTxn(p) {
 			continue
 		}
+		if add.Partitions == nil {
+			add.Partitions = make([]meta.TopicPartition, 0, len(parts)-i)
+		}
 		add.Partitions = append(add.Partitions, meta.TopicPartition{Topic: p.Topic, Partition: p.Partition})
-		adding = append(adding, i)
 	}
-	if len(adding) == 0 {
-		return codes
+	if add.Partitions == nil {
+		return
 	}
 	res, e := c.propose(ctx, add)
-	for n, i := range adding {
+	n := 0 // index into add.Partitions
+	for i := range parts {
+		p := &parts[i]
+		if inTxn(p) {
+			continue
+		}
 		switch {
 		case e != nil:
-			codes[i] = e.Code
+			p.Code = e.Code
 		case n < len(res.Codes) && res.Codes[n] != 0:
-			codes[i] = res.Codes[n]
+			p.Code = res.Codes[n]
 		default:
-			codes[i] = res.Code
+			p.Code = res.Code
 		}
+		n++
 	}
-	return codes
 }
 
 // AddOffsetsRequest is an AddOffsetsToTxn.

@@ -155,12 +155,20 @@ func TestAddProduced(t *testing.T) {
 	part := func(n int32) ProducedPartition {
 		return ProducedPartition{Topic: "t", TopicID: topic.ID, Partition: n, ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch}
 	}
-	if got := e.c.AddProduced(e.ctx(), "tx", []ProducedPartition{part(0)}); !slices.Equal(got, []int16{0}) {
+	add := func(id string, parts ...ProducedPartition) []int16 {
+		e.c.AddProduced(e.ctx(), id, parts)
+		codes := make([]int16, len(parts))
+		for i, p := range parts {
+			codes[i] = p.Code
+		}
+		return codes
+	}
+	if got := add("tx", part(0)); !slices.Equal(got, []int16{0}) {
 		t.Fatalf("first add: %v", got)
 	}
 	before := e.state("tx").UpdatedMs
 	e.now.Add(10)
-	if got := e.c.AddProduced(e.ctx(), "tx", []ProducedPartition{part(0)}); !slices.Equal(got, []int16{0}) {
+	if got := add("tx", part(0)); !slices.Equal(got, []int16{0}) {
 		t.Fatalf("repeat: %v", got)
 	}
 	if s := e.state("tx"); s.UpdatedMs != before {
@@ -168,10 +176,10 @@ func TestAddProduced(t *testing.T) {
 	}
 	stale := part(1)
 	stale.ProducerEpoch--
-	if got := e.c.AddProduced(e.ctx(), "tx", []ProducedPartition{part(0), stale}); got[0] != 0 || got[1] != kerr.ProducerFenced.Code {
+	if got := add("tx", part(0), stale); got[0] != 0 || got[1] != kerr.ProducerFenced.Code {
 		t.Fatalf("a stale epoch: %v", got)
 	}
-	if got := e.c.AddProduced(e.ctx(), "nope", []ProducedPartition{part(0)}); got[0] != kerr.TransactionalIDNotFound.Code {
+	if got := add("nope", part(0)); got[0] != kerr.TransactionalIDNotFound.Code {
 		t.Fatalf("unknown id: %v", got)
 	}
 }
