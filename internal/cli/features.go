@@ -1,10 +1,10 @@
 // The `features` command: KIP-584 feature levels, in the manner of
-// Kafka's kafka-features tool. `describe` reads ApiVersions (as Kafka's
-// Admin.describeFeatures does, and through kadm, which has no helper of
-// its own for it); `upgrade` and `downgrade` send UpdateFeatures. Against
-// Strand, raising strand.metadata.version after every agent runs a new
-// build is what lets that build's new command versions into the shared
-// log.
+// Kafka's kafka-features tool. `describe` reads ApiVersions from every
+// broker (as Kafka's Admin.describeFeatures reads it from one, through
+// kadm, which has no helper of its own for it); `upgrade` and
+// `downgrade` send UpdateFeatures. Against Strand, raising
+// strand.metadata.version after every agent runs a new build is what
+// lets that build's new command versions into the shared log.
 
 package cli
 
@@ -15,7 +15,6 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -52,8 +51,10 @@ func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe",
 		Short: "List each feature's supported range and finalized level",
-		Long: "List each feature with the range the answering broker supports and the level the\n" +
-			"cluster finalized (0: none), with the finalized features epoch.",
+		Long: "List each feature with the range every broker supports (\"-\" where one does not\n" +
+			"support it at all), which bounds what can be finalized, and the level the cluster\n" +
+			"finalized (0: none), with the finalized features epoch. A Strand agent of a build\n" +
+			"before feature levels names no strand.metadata.version: it supports level 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -65,61 +66,103 @@ func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("api versions: %w", err)
 			}
-			resp, err := firstAnswer(vs)
-			if err != nil {
+			var answers []*kmsg.ApiVersionsResponse
+			var errs []error
+			for _, v := range vs.Sorted() {
+				switch raw := v.Raw(); {
+				case v.Err != nil || raw == nil:
+					errs = append(errs, fmt.Errorf("broker %d: %w", v.NodeID, v.Err))
+				case raw.Version < 3:
+					errs = append(errs, fmt.Errorf("broker %d answered ApiVersions v%d, which carries no features", v.NodeID, raw.Version))
+				default:
+					answers = append(answers, raw)
+				}
+			}
+			if len(answers) == 0 {
+				return fmt.Errorf("no broker answered ApiVersions with features: %w", errors.Join(errs...))
+			}
+			if err := printFeatures(cmd, answers); err != nil {
 				return err
 			}
-			if resp.Version < 3 {
-				return fmt.Errorf("the broker answered ApiVersions v%d, which carries no features", resp.Version)
+			if len(errs) > 0 {
+				return fmt.Errorf("%w: %w", ErrPartialFailure, errors.Join(errs...))
 			}
-			return printFeatures(cmd, resp)
+			return nil
 		},
 	}
 }
 
-// firstAnswer is the answer of the lowest node id that answered, as
-// Kafka's tool reads one broker's view.
-func firstAnswer(vs kadm.BrokersApiVersions) (*kmsg.ApiVersionsResponse, error) {
-	var errs []error
-	for _, v := range vs.Sorted() {
-		if v.Err == nil && v.Raw() != nil {
-			return v.Raw(), nil
+// printFeatures prints, per feature, the range every answer supports and
+// the finalized level of the answer with the highest epoch (KIP-584:
+// the newest).
+func printFeatures(cmd *cobra.Command, answers []*kmsg.ApiVersionsResponse) error {
+	spans := map[string]*featureSpan{}
+	strand := false // some agent names strand.metadata.version
+	for _, a := range answers {
+		for _, f := range a.SupportedFeatures {
+			addSpan(spans, f.Name, f.MinVersion, f.MaxVersion)
+			strand = strand || f.Name == featureStrandMetadata
 		}
-		errs = append(errs, fmt.Errorf("broker %d: %w", v.NodeID, v.Err))
 	}
-	return nil, fmt.Errorf("no broker answered ApiVersions: %w", errors.Join(errs...))
-}
-
-func printFeatures(cmd *cobra.Command, resp *kmsg.ApiVersionsResponse) error {
-	type row struct {
-		min, max, level string
-	}
-	rows := map[string]*row{}
-	get := func(name string) *row {
-		if rows[name] == nil {
-			rows[name] = &row{min: "-", max: "-", level: "0"}
+	finalized := map[string]int16{}
+	if strand {
+		// The others are Strand builds before feature levels: they
+		// write level 1, which a log without a level is at.
+		for _, a := range answers {
+			if !slices.ContainsFunc(a.SupportedFeatures, func(f kmsg.ApiVersionsResponseSupportedFeature) bool { return f.Name == featureStrandMetadata }) {
+				addSpan(spans, featureStrandMetadata, 1, 1)
+			}
 		}
-		return rows[name]
+		finalized[featureStrandMetadata] = 1
 	}
-	for _, f := range resp.SupportedFeatures {
-		r := get(f.Name)
-		r.min, r.max = strconv.Itoa(int(f.MinVersion)), strconv.Itoa(int(f.MaxVersion))
+	// The newest answer; of equal epochs, the one that knows the most.
+	newest := answers[0]
+	for _, a := range answers[1:] {
+		if a.FinalizedFeaturesEpoch > newest.FinalizedFeaturesEpoch ||
+			a.FinalizedFeaturesEpoch == newest.FinalizedFeaturesEpoch && len(a.FinalizedFeatures) > len(newest.FinalizedFeatures) {
+			newest = a
+		}
 	}
-	for _, f := range resp.FinalizedFeatures {
-		get(f.Name).level = strconv.Itoa(int(f.MaxVersionLevel))
+	for _, f := range newest.FinalizedFeatures {
+		finalized[f.Name] = f.MaxVersionLevel
+		if spans[f.Name] == nil {
+			spans[f.Name] = &featureSpan{}
+		}
 	}
 	t := newTable(cmd.OutOrStdout(), "FEATURE", "SUPPORTED-MIN", "SUPPORTED-MAX", "FINALIZED", "EPOCH")
-	epoch := strconv.FormatInt(resp.FinalizedFeaturesEpoch, 10)
-	names := make([]string, 0, len(rows))
-	for n := range rows {
+	names := make([]string, 0, len(spans))
+	for n := range spans {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		r := rows[n]
-		t.row(n, r.min, r.max, r.level, epoch)
+		sp := spans[n]
+		lo, hi := "-", "-"
+		if sp.n == len(answers) && sp.min <= sp.max {
+			lo, hi = strconv.Itoa(int(sp.min)), strconv.Itoa(int(sp.max))
+		}
+		t.row(n, lo, hi, finalized[n], newest.FinalizedFeaturesEpoch)
 	}
 	return t.flush()
+}
+
+// featureStrandMetadata is Strand's own feature (meta.FeatureMetadata;
+// the CLI speaks only the Kafka protocol).
+const featureStrandMetadata = "strand.metadata.version"
+
+// featureSpan is the range every answer counted in n supports.
+type featureSpan struct {
+	min, max int16
+	n        int
+}
+
+func addSpan(spans map[string]*featureSpan, name string, lo, hi int16) {
+	sp := spans[name]
+	if sp == nil {
+		spans[name] = &featureSpan{min: lo, max: hi, n: 1}
+		return
+	}
+	sp.min, sp.max, sp.n = max(sp.min, lo), min(sp.max, hi), sp.n+1
 }
 
 func newFeaturesUpdateCmd(opts *ClientOptions, verb, short string, upgradeType int8) *cobra.Command {
