@@ -210,8 +210,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if strings.Contains(a1.proc.stderr.String(), "halted") {
 		t.Fatalf("the older agent halted:\n%s", a1.proc.stderr.String())
 	}
-	raisedFrom := logTail(t, logURL)
-	checkVersions(t, logURL, 0, raisedFrom, func(rc meta.RawCommand) error {
+	scanLog(t, logURL, 0, func(rc meta.RawCommand) error {
 		if rc.Type == meta.TypeFinalizeFeatures || rc.Type == meta.TypeAgentHeartbeat && rc.Version > 2 {
 			return fmt.Errorf("%v v%d at level 1", rc.Type, rc.Version)
 		}
@@ -222,7 +221,7 @@ func TestRollingUpgrade(t *testing.T) {
 	a1.proc.stopGracefully(t)
 	serve(newer, a1)
 	waitBrokers(t, a2.kafka, both)
-	raisedFrom = logTail(t, logURL)
+	raisedFrom := scanLog(t, logURL, 0, func(meta.RawCommand) error { return nil })
 	runStrand(t, "features", "upgrade", "--feature", "strand.metadata.version=2", "--brokers", a1.kafka)
 	describe = runStrand(t, "features", "describe", "--brokers", a2.kafka)
 	if !regexpLine(describe, "strand.metadata.version", "1", "2", "2") {
@@ -237,7 +236,7 @@ func TestRollingUpgrade(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	var finalize, heartbeatV3 int
-	checkVersions(t, logURL, raisedFrom, logTail(t, logURL), func(rc meta.RawCommand) error {
+	scanLog(t, logURL, raisedFrom, func(rc meta.RawCommand) error {
 		switch {
 		case rc.Type == meta.TypeFinalizeFeatures:
 			finalize++
@@ -287,8 +286,9 @@ func allAdvertise(t *testing.T, httpAddr string, nodes []int32) bool {
 	return n == len(nodes)
 }
 
-// logTail is the shared log's tail now.
-func logTail(t *testing.T, logURL string) sharedlog.Pos {
+// scanLog reads the shared log from position from to its tail, calls
+// check with every command, and returns the tail.
+func scanLog(t *testing.T, logURL string, from sharedlog.Pos, check func(meta.RawCommand) error) sharedlog.Pos {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -301,22 +301,8 @@ func logTail(t *testing.T, logURL string) sharedlog.Pos {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tail
-}
-
-// checkVersions reads the shared log's entries in [from, to) and calls
-// check with every command.
-func checkVersions(t *testing.T, logURL string, from, to sharedlog.Pos, check func(meta.RawCommand) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	vl, err := logurl.OpenVirtual(ctx, logURL, sharedlog.VirtualOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vl.Close()
-	for from < to {
-		es, err := vl.ReadNext(ctx, from, to)
+	for from < tail {
+		es, err := vl.ReadNext(ctx, from, tail)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,6 +319,7 @@ func checkVersions(t *testing.T, logURL string, from, to sharedlog.Pos, check fu
 			from = e.Pos + 1
 		}
 	}
+	return tail
 }
 
 // produceN produces n records valued prefix-i, acks=all, and returns

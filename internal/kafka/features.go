@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/strandkafka/strand/internal/meta"
 )
@@ -101,15 +102,7 @@ func (d *Deps) reported(f meta.FinalizedFeatures) clusterFeatures {
 	add(meta.FeatureMetadata, meta.MetadataLevel1)
 	add(meta.FeatureTransaction, d.transactionVersion())
 	add(meta.FeatureGroup, defaultGroupVersion)
-	slices.SortFunc(c.levels, func(a, b meta.FeatureLevel) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(c.levels, func(a, b meta.FeatureLevel) int { return strings.Compare(a.Name, b.Name) })
 	return c
 }
 
