@@ -23,6 +23,13 @@ import (
 // already served agents and finalized nothing is left at level 1, so
 // agents of builds before levels keep running beside this one until an
 // operator raises the level (strand features upgrade).
+//
+// Agents never raise a level themselves, even once every live agent
+// supports a higher one: a raise cannot be undone, and only the operator
+// knows that the rollout is finished rather than paused (an agent of the
+// older build may be about to come back, or the new build rolled back),
+// as Kafka leaves metadata.version to kafka-features after a rolling
+// restart.
 
 // probeTimeout bounds asking one agent its supported features.
 const probeTimeout = 5 * time.Second
