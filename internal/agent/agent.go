@@ -188,6 +188,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("metadata replica: %w", err)
 	}
+	if err := checkFeatures(a.replica); err != nil {
+		return nil, err
+	}
 	a.registerReplicaMetrics()
 	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
@@ -221,10 +224,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 
-	// Registering fixes the cluster id on a new log and puts this agent
-	// in every agent's Metadata; the lease is renewed until Stop.
+	// A new cluster starts at this build's highest feature levels,
+	// before anyone registers; then registering fixes the cluster id on
+	// a new log and puts this agent in every agent's Metadata; the lease
+	// is renewed until Stop. The heartbeat carries this build's ranges
+	// from strand.metadata.version 2 on.
+	if err := bootstrapFeatures(ctx, a.replica, cfg.TransactionVersion, logger); err != nil {
+		return nil, err
+	}
 	a.members = newMembership(a.replica, meta.AgentHeartbeat{
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
+		Features: meta.SupportedFeatures(),
 	}, logger.With("component", "membership"))
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
@@ -286,6 +296,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			AutoCreateTopics:      cfg.AutoCreateTopics,
 			DefaultPartitions:     cfg.DefaultPartitions,
 			TransactionVersion:    cfg.TransactionVersion,
+			Features:              featureProber{},
 			Produce:               a.pipeline,
 			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
 			Groups:                a.groups,

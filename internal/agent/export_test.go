@@ -22,3 +22,6 @@ func SetLogFS(cfg *Config, fs filelog.FS) { cfg.testing.logFS = fs }
 
 // SetMetaFS makes Pebble keep the metadata copy in fs.
 func SetMetaFS(cfg *Config, fs vfs.FS) { cfg.testing.metaFS = fs }
+
+// ProbeFeatures is the agent's kafka.FeatureProber.
+var ProbeFeatures = featureProber{}.SupportedFeatures

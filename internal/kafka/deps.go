@@ -49,9 +49,16 @@ type Deps struct {
 	// Now is the agent's clock; nil means time.Now.
 	Now func() time.Time
 	// TransactionVersion is the transaction.version feature level
-	// ApiVersions finalizes: 2 (also for 0) has clients use KIP-890 part
-	// 2, 1 keeps them on the older protocol.
+	// ApiVersions reports while the shared log finalized none (a log of
+	// builds before feature levels), and the level a new cluster
+	// starts at: 2 (also for 0) has clients use KIP-890 part 2, 1 keeps
+	// them on the older protocol.
 	TransactionVersion int16
+	// Features asks agents registered without their supported feature
+	// ranges which ones they support, for UpdateFeatures
+	// (FeatureProber); nil refuses an update while such an agent is
+	// live.
+	Features FeatureProber
 	// MaxPartitionsPerTopic and MaxPartitions bound the partitions of one
 	// topic and of the cluster (KIP-578's max.partitions) that
 	// CreateTopics, CreatePartitions and auto-creation may make
