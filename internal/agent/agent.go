@@ -42,11 +42,13 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
@@ -74,8 +76,9 @@ type Agent struct {
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
-	// txns aborts timed-out transactions (txnsweep.go).
-	txns *txnSweeper
+	// txns is the transaction coordinator; its sweep aborts timed-out
+	// transactions.
+	txns *txn.Coordinator
 	// damage records the damaged data objects reads and storage
 	// verification meet.
 	damage *fetch.DamageLog
@@ -198,6 +201,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("metadata replica: %w", err)
 	}
+	if err := checkFeatures(a.replica); err != nil {
+		return nil, err
+	}
 	a.registerReplicaMetrics()
 	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
@@ -232,10 +238,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 
-	// Registering fixes the cluster id on a new log and puts this agent
-	// in every agent's Metadata; the lease is renewed until Stop.
+	// A new cluster starts at this build's highest feature levels,
+	// before anyone registers; then registering fixes the cluster id on
+	// a new log and puts this agent in every agent's Metadata; the lease
+	// is renewed until Stop. The heartbeat carries this build's ranges
+	// from strand.metadata.version 2 on.
+	if err := bootstrapFeatures(ctx, a.replica, cfg.TransactionVersion, logger); err != nil {
+		return nil, err
+	}
 	a.members = newMembership(a.replica, meta.AgentHeartbeat{
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
+		Features: meta.SupportedFeatures(),
 	}, logger.With("component", "membership"))
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
@@ -266,6 +279,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	a.txns, err = txn.New(txn.Config{
+		Store:     a.replica,
+		NodeID:    cfg.NodeID,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Clock:     clk,
+		Logger:    logger.With("component", "txn"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transaction coordinator: %w", err)
+	}
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -289,16 +312,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			AutoCreateTopics:      cfg.AutoCreateTopics,
 			DefaultPartitions:     cfg.DefaultPartitions,
 			TransactionVersion:    cfg.TransactionVersion,
+			Features:              featureProber{},
 			Produce:               a.pipeline,
 			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
 			Groups:                a.groups,
 			Now:                   clk.Now,
+			Txns:                  a.txns,
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.txns = startTxnSweeper(a.replica, func(id string) bool { return a.groups.Coordinator(id) == cfg.NodeID }, logger.With("component", "txn"))
 	go func() {
 		if err := a.server.Serve(context.Background(), a.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			a.serveErr <- err
@@ -381,7 +405,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		}
 	}
 	if a.txns != nil {
-		a.txns.stop() // before the replica: a sweep is a proposal
+		a.txns.Close() // after the server, before the replica: a sweep is a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it

@@ -27,3 +27,6 @@ func SetMetaFS(cfg *Config, fs vfs.FS) { cfg.testing.metaFS = fs }
 // SetClock gives the agent clk instead of the wall clock (see the package
 // doc for what takes it).
 func SetClock(cfg *Config, clk clock.Clock) { cfg.testing.clock = clk }
+
+// ProbeFeatures is the agent's kafka.FeatureProber.
+var ProbeFeatures = featureProber{}.SupportedFeatures

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/replica"
 )
 
@@ -81,7 +80,8 @@ type Config struct {
 	// NodeID is this agent's broker id.
 	NodeID int32
 	// Nodes returns the node ids of the live agents, this one included;
-	// nil means this agent alone. Groups are spread over them (OwnerOf).
+	// nil means this agent alone. Groups are spread over them
+	// (placement.Ring).
 	Nodes func() []int32
 	// Clock times every timeout; default clock.Real.
 	Clock clock.Clock
@@ -289,34 +289,14 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
-// OwnerOf is the placement of groups (and transactional ids) on agents:
-// a hash of the key over the sorted node ids. It returns -1 when nodes is
-// empty. It is the one place the mapping lives; leases would replace it.
-func OwnerOf(key string, nodes []int32) int32 {
-	if len(nodes) == 0 {
-		return -1
-	}
-	sorted := slices.Clone(nodes)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return sorted[h.Sum64()%uint64(len(sorted))]
-}
-
 // Coordinator returns the node id of the agent that coordinates key.
-func (c *Coordinator) Coordinator(key string) int32 {
-	var nodes []int32
-	if c.cfg.Nodes != nil {
-		nodes = c.cfg.Nodes()
-	}
-	if len(nodes) == 0 {
-		return c.cfg.NodeID
-	}
-	return OwnerOf(key, nodes)
+func (c *Coordinator) Coordinator(key string) int32 { return c.placement().Owner(key) }
+
+func (c *Coordinator) placement() placement.Ring {
+	return placement.Ring{Self: c.cfg.NodeID, Live: c.cfg.Nodes}
 }
 
-func (c *Coordinator) owns(key string) bool { return c.Coordinator(key) == c.cfg.NodeID }
+func (c *Coordinator) owns(key string) bool { return c.placement().Owns(key) }
 
 // notify wakes whoever waits for a state change.
 func (c *Coordinator) notify() {

@@ -29,6 +29,11 @@ type Pipeline struct {
 	// kick wakes the committer after a flush's upload ends and on Close.
 	kick          chan struct{}
 	committerDone chan struct{}
+	// cmds is the committer's, reused from commit to commit: a
+	// proposal encodes its commands before it returns, and a slice
+	// handed to an interface's method would otherwise be allocated
+	// anew each time.
+	cmds []meta.Command
 
 	mu struct {
 		sync.Mutex
@@ -430,12 +435,15 @@ func commitEstimate(f *flush) int {
 // commit proposes one CommitObject per flush in one entry and answers
 // their calls.
 func (p *Pipeline) commit(group []*flush) {
-	cmds := make([]meta.Command, len(group))
-	for i, f := range group {
-		cmds[i] = meta.CommitObject{ObjectKey: f.key, ObjectSize: f.objSize, Batches: f.batches}
+	cmds := p.cmds[:0]
+	for _, f := range group {
+		cmds = append(cmds, meta.CommitObject{ObjectKey: f.key, ObjectSize: f.objSize, Batches: f.batches})
 	}
 	start := p.cfg.Clock.Now()
 	results, err := p.cfg.Replica.ProposeBatch(p.ctx, cmds)
+	// Drop the references, so the buffer keeps no batches alive.
+	clear(cmds)
+	p.cmds = cmds[:0]
 	if errors.Is(err, replica.ErrTooLarge) && len(group) > 1 {
 		// The replica's entries are smaller than MaxCommitBytes assumed;
 		// nothing was appended, so the flushes can go one by one.

@@ -46,6 +46,7 @@
 package produce
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -153,12 +154,27 @@ type Observer interface {
 	FlushDone(batchBytes int, d time.Duration, err error)
 }
 
+// Proposer is what the pipeline needs of the metadata replica: to
+// propose its CommitObject commands and learn their results. It reads
+// no View: apply's results carry every offset the callers are answered
+// with. *replica.Replica implements it, metatest.DB in memory.
+type Proposer interface {
+	// ProposeBatch proposes cmds in one log entry and returns their
+	// results once applied locally. replica.ErrTooLarge means nothing was
+	// appended; after replica.ErrAmbiguous, replica.ErrClosed or a
+	// context error the commands may still apply. It keeps nothing of
+	// cmds once it returns: the pipeline reuses the slice.
+	ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error)
+}
+
+var _ Proposer = (*replica.Replica)(nil)
+
 // Config configures a Pipeline.
 type Config struct {
 	// Store receives the data objects.
 	Store objstore.Store
 	// Replica proposes the commits and answers with their results.
-	Replica *replica.Replica
+	Replica Proposer
 	// AgentID names this process incarnation in object keys, e.g. the
 	// writer id and the replica's incarnation. Keys are
 	// segment.ObjectKey(AgentID, n) with n counting from 1, so AgentID

@@ -73,6 +73,14 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	clk.Advance(48 * time.Hour)
 	propose(meta.TxnSweep{TransactionalIDs: []string{"tx"}}, meta.ExpireOffsets{RetentionMs: 1000, Groups: []string{"g"}},
 		meta.DeleteGroup{Group: "g"}, meta.DeleteTopic{Name: "b"}, commitTo(1, a0, b0))
+	// Raising the level reads the agent table through the batch; the
+	// heartbeat after it is written at the new level, with its ranges.
+	propose(meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MaxMetadataLevel}}},
+		meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
+	if got := r.Features().MetadataLevel(); got != meta.MaxMetadataLevel {
+		t.Fatalf("replica's metadata level %d after raising it, want %d", got, meta.MaxMetadataLevel)
+	}
+	propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {

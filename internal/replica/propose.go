@@ -172,8 +172,14 @@ func (r *Replica) newProposal(cmds []meta.Command) (*proposal, error) {
 		return nil, fmt.Errorf("%w: %d commands, at most %d", ErrTooLarge, len(cmds), r.cfg.MaxEntryCommands)
 	}
 	p := &proposal{cmds: make([]meta.RawCommand, len(cmds)), done: make(chan struct{})}
+	level := r.Features().MetadataLevel()
 	for i, c := range cmds {
-		rc := meta.EncodeCommand(c)
+		// At the level this copy finalized: the level only goes up, so
+		// whoever reads the entry reads this version.
+		rc, err := meta.EncodeCommandAt(c, level)
+		if err != nil {
+			return nil, fmt.Errorf("replica: %w", err)
+		}
 		// A command that fails to decode would halt every replica, so
 		// check the bytes before they can reach the log.
 		if _, err := meta.DecodeCommand(rc); err != nil {

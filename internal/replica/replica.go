@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -224,6 +225,10 @@ type Replica struct {
 
 	// applier is the player's, reused from one apply batch to the next.
 	applier *meta.Applier
+
+	// features is the copy's finalized features (features.go), read at
+	// Open and by the player after a batch that changed them.
+	features atomic.Pointer[meta.FinalizedFeatures]
 }
 
 // Open opens (or creates) the copy in cfg.Dir, plays the log up to its
@@ -264,6 +269,11 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.mu.knownTail = applied
 	r.mu.changed = make(chan struct{})
 	r.mu.waiters = make(map[uint64]*entryWaiter)
+	// Before the player starts, so it alone updates them from here on.
+	if err := r.loadFeatures(db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	r.tails.init(r)
 	r.q.init()
 	stop.setHalt(func(err error) { r.halt(&HaltError{Pos: r.NextToApply(), Cause: err}) })
@@ -566,6 +576,13 @@ func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
 		h := &HaltError{Pos: entries[0].Pos, Cause: fmt.Errorf("local fault while applying: %w", err)}
 		r.stop.stop(h)
 		return r.halt(h)
+	}
+	if next > entries[0].Pos && r.applier.FeaturesChanged() {
+		if err := r.loadFeatures(r.db); err != nil {
+			h := &HaltError{Pos: next, Cause: fmt.Errorf("local fault reading the finalized features: %w", err)}
+			r.stop.stop(h)
+			return r.halt(h)
+		}
 	}
 	if next > entries[0].Pos {
 		var mine []meta.Outcome
