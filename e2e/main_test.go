@@ -340,8 +340,15 @@ const servingLine = `msg="strand agent serving"`
 // test fails.
 func startProcess(t testing.TB, httpAddr string, args ...string) *agentProcess {
 	t.Helper()
+	return startBinary(t, strandBinary(t), httpAddr, args...)
+}
+
+// startBinary is startProcess for the strand binary at bin (an older
+// build, say).
+func startBinary(t testing.TB, bin, httpAddr string, args ...string) *agentProcess {
+	t.Helper()
 	// The serving line is logged at info, whatever STRAND_LOG_LEVEL says.
-	cmd := exec.Command(strandBinary(t), append([]string{"serve", "--log-level", "info"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--log-level", "info"}, args...)...)
 	pr, pw := io.Pipe()
 	p := &agentProcess{cmd: cmd, stderr: new(lockedBuffer), exited: make(chan struct{})}
 	cmd.Stderr = pw

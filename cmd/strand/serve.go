@@ -89,7 +89,7 @@ the command line wins.`,
 	f.IntVar(&cfg.FlushBytes, "flush-bytes", agent.DefaultFlushBytes, "buffered bytes that cut a data object early")
 	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata and Produce requests")
 	f.Int32Var(&cfg.DefaultPartitions, "default-partitions", agent.DefaultPartitions, "partitions of auto-created topics and of CreateTopics with -1")
-	f.Int16Var(&cfg.TransactionVersion, "transaction-version", 2, "transaction.version feature level told to clients: 2 (KIP-890 part 2, an epoch bump per transaction) or 1")
+	f.Int16Var(&cfg.TransactionVersion, "transaction-version", 2, "transaction.version feature level a new cluster starts at: 2 (KIP-890 part 2, an epoch bump per transaction) or 1; later `strand features` changes it")
 	f.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", group.DefaultInitialRebalanceDelay, "how long the first rebalance of an empty group waits for more members (0: none)")
 	f.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", group.DefaultMinSessionTimeout, "shortest session timeout a classic group member may ask for")
 	f.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", group.DefaultMaxSessionTimeout, "longest session timeout a classic group member may ask for")

@@ -87,6 +87,10 @@ type AgentLease struct {
 	// ends after the log clock of the answering agent's copy.
 	Expires time.Time `json:"expires"`
 	Live    bool      `json:"live"`
+	// Features are the levels the agent's build supports, as its newest
+	// renewal reported them (from strand.metadata.version 2), by name:
+	// "min-max". Empty for an agent registered at level 1.
+	Features map[string]string `json:"features,omitempty"`
 }
 
 // ChainStatus is the VirtualLog's chain of segments, passwords redacted.
@@ -240,10 +244,17 @@ func (a *Agent) agentLeases() ([]AgentLease, error) {
 }
 
 func agentLease(ag meta.AgentInfo) AgentLease {
-	return AgentLease{
+	l := AgentLease{
 		NodeID: ag.NodeID, AgentID: ag.AgentID, Host: ag.Host, Port: ag.Port,
 		Applied: uint64(ag.Applied), Expires: time.UnixMilli(ag.Expires).UTC(),
 	}
+	for _, f := range ag.Features {
+		if l.Features == nil {
+			l.Features = map[string]string{}
+		}
+		l.Features[f.Name] = fmt.Sprintf("%d-%d", f.Min, f.Max)
+	}
+	return l
 }
 
 func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {

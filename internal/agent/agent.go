@@ -4,6 +4,16 @@
 // admin API of admin_http.go) and the metadata snapshots. It owns start-up
 // order and graceful shutdown, nothing else: every piece it starts lives
 // in its own package.
+//
+// # Time
+//
+// The agent has one clock (package clock): the wall clock, unless a test
+// sets another (SetClock in export_test.go). It hands it to every piece
+// that keeps time: the VirtualLog, the replica (whose entry stamps are
+// all the time apply sees), the produce pipeline, the group coordinator
+// and the Kafka handlers. The agent's own periodic work (lease renewals,
+// snapshots, the transaction sweep) ticks on the wall clock: the tests
+// that need it drive those steps by hand instead.
 package agent
 
 import (
@@ -25,17 +35,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
@@ -63,8 +76,9 @@ type Agent struct {
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
-	// txns aborts timed-out transactions (txnsweep.go).
-	txns *txnSweeper
+	// txns is the transaction coordinator; its sweep aborts timed-out
+	// transactions.
+	txns *txn.Coordinator
 	// damage records the damaged data objects reads and storage
 	// verification meet.
 	damage *fetch.DamageLog
@@ -146,7 +160,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
-	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{}, logurl.Options{
+	clk := clock.OrReal(cfg.testing.clock)
+	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{Clock: clk}, logurl.Options{
 		File: filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
 	})
 	if err != nil {
@@ -164,6 +179,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Logger:   logger.With("component", "meta"),
 		FS:       cfg.testing.metaFS,
 		FailStop: a.failStop,
+		Clock:    clk,
 	}
 	a.replica, err = replica.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
@@ -185,6 +201,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("metadata replica: %w", err)
 	}
+	if err := checkFeatures(a.replica); err != nil {
+		return nil, err
+	}
 	a.registerReplicaMetrics()
 	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
@@ -204,6 +223,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Cache:            cache,
 		Logger:           logger.With("component", "produce"),
 		Observer:         produceObserver{m: a.metrics},
+		Clock:            clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("produce pipeline: %w", err)
@@ -218,10 +238,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 
-	// Registering fixes the cluster id on a new log and puts this agent
-	// in every agent's Metadata; the lease is renewed until Stop.
+	// A new cluster starts at this build's highest feature levels,
+	// before anyone registers; then registering fixes the cluster id on
+	// a new log and puts this agent in every agent's Metadata; the lease
+	// is renewed until Stop. The heartbeat carries this build's ranges
+	// from strand.metadata.version 2 on.
+	if err := bootstrapFeatures(ctx, a.replica, cfg.TransactionVersion, logger); err != nil {
+		return nil, err
+	}
 	a.members = newMembership(a.replica, meta.AgentHeartbeat{
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
+		Features: meta.SupportedFeatures(),
 	}, logger.With("component", "membership"))
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
@@ -247,9 +274,20 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 		Logger:                    logger.With("component", "group"),
+		Clock:                     clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
+	a.txns, err = txn.New(txn.Config{
+		Store:     a.replica,
+		NodeID:    cfg.NodeID,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Clock:     clk,
+		Logger:    logger.With("component", "txn"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transaction coordinator: %w", err)
 	}
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
@@ -274,15 +312,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			AutoCreateTopics:      cfg.AutoCreateTopics,
 			DefaultPartitions:     cfg.DefaultPartitions,
 			TransactionVersion:    cfg.TransactionVersion,
+			Features:              featureProber{},
 			Produce:               a.pipeline,
 			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
 			Groups:                a.groups,
+			Now:                   clk.Now,
+			Txns:                  a.txns,
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.txns = startTxnSweeper(a.replica, func(id string) bool { return a.groups.Coordinator(id) == cfg.NodeID }, logger.With("component", "txn"))
 	go func() {
 		if err := a.server.Serve(context.Background(), a.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			a.serveErr <- err
@@ -365,7 +405,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		}
 	}
 	if a.txns != nil {
-		a.txns.stop() // before the replica: a sweep is a proposal
+		a.txns.Close() // after the server, before the replica: a sweep is a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it

@@ -44,7 +44,11 @@ type Config struct {
 	DefaultPartitions int32
 	// TransactionVersion is the transaction.version feature level
 	// clients are told (1 or 2; 0 means 2): 2 lets them use KIP-890 part
-	// 2, which bumps the producer epoch with every transaction.
+	// 2, which bumps the producer epoch with every transaction. It is the
+	// level a new cluster starts at, finalized in the shared log, and
+	// what the agent reports on a log of builds before feature levels;
+	// once the log holds a level, UpdateFeatures (strand features)
+	// changes it and this setting no longer matters.
 	TransactionVersion int16
 	// Group coordinator settings, Kafka's broker configs of the same
 	// names; zero means the group package's default (Kafka's).

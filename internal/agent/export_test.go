@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -22,3 +23,10 @@ func SetLogFS(cfg *Config, fs filelog.FS) { cfg.testing.logFS = fs }
 
 // SetMetaFS makes Pebble keep the metadata copy in fs.
 func SetMetaFS(cfg *Config, fs vfs.FS) { cfg.testing.metaFS = fs }
+
+// SetClock gives the agent clk instead of the wall clock (see the package
+// doc for what takes it).
+func SetClock(cfg *Config, clk clock.Clock) { cfg.testing.clock = clk }
+
+// ProbeFeatures is the agent's kafka.FeatureProber.
+var ProbeFeatures = featureProber{}.SupportedFeatures

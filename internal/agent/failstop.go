@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -37,6 +38,8 @@ type testSeams struct {
 	// of Pebble, to inject faults.
 	logFS  filelog.FS
 	metaFS vfs.FS
+	// clock replaces the wall clock of everything the agent starts.
+	clock clock.Clock
 }
 
 // failStop ends the process: err made the local state untrustworthy.

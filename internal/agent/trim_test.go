@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
 	"github.com/strandkafka/strand/internal/replica"
@@ -22,11 +23,16 @@ import (
 const trimTestTimeout = 30 * time.Second
 
 // logClock is the proposer clock of the test's replicas, moved by hand,
-// so that leases run out when the test says.
+// so that leases run out when the test says. Their waits (append
+// retries, tail polls) stay on the wall clock.
 type logClock struct{ ms atomic.Int64 }
 
-func (c *logClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *logClock) Now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *logClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+func (c *logClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
+}
 
 // trimCluster is two agents' metadata machinery on one shared file log:
 // replicas, lease renewals (membership) and agent a's snapshotter, driven
@@ -57,7 +63,7 @@ func newTrimCluster(t *testing.T) *trimCluster {
 	t.Cleanup(func() { c.log.Close() })
 	open := func(id string, log sharedlog.Log) *replica.Replica {
 		r, err := replica.Open(ctx, replica.Config{
-			Dir: filepath.Join(t.TempDir(), "meta"), Log: log, WriterID: id, Now: c.clock.now, Logger: logger,
+			Dir: filepath.Join(t.TempDir(), "meta"), Log: log, WriterID: id, Clock: &c.clock, Logger: logger,
 		})
 		if err != nil {
 			t.Fatalf("replica.Open(%s): %v", id, err)

@@ -35,13 +35,18 @@ func TestTxnTimeoutAbort(t *testing.T) {
 	}
 
 	// The sweep needs the log clock past the timeout; agent heartbeats
-	// move it. Wait for the abort, bounded by the test's guard.
+	// move it. Every apply batch wakes the wait, bounded by the test's
+	// guard.
 	var s meta.TxnState
-	for s = first; s.Status == meta.TxnOngoing; s = txnState(t, a.Replica(), "hung") {
+	for {
+		changed := a.Replica().Changed()
+		if s = txnState(t, a.Replica(), "hung"); s.Status != meta.TxnOngoing {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			t.Fatalf("transaction still ongoing at the guard: %+v", s)
-		case <-time.After(100 * time.Millisecond):
+		case <-changed:
 		}
 	}
 	if s.Status != meta.TxnCompleteAbort || s.ProducerEpoch != first.ProducerEpoch+1 || s.PrevBy != meta.BumpByTimeout {

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/clock"
 )
 
 // Stress loads (--stress) try to exhaust an agent's memory while the
@@ -208,7 +210,7 @@ func (l *stressLoad) connLoop(ctx context.Context, addr string, round func(net.C
 		if err != nil {
 			if ctx.Err() == nil {
 				l.fail(err)
-				sleepCtx(ctx, 100*time.Millisecond)
+				_ = clock.Sleep(ctx, clock.Real, 100*time.Millisecond) // ctx ends the loop
 			}
 			continue
 		}
@@ -385,15 +387,6 @@ func fetchRound(c net.Conn, f *kmsg.RequestFormatter, o *Options, topic string, 
 		}
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // validateStress adds the stress options' problems to bad.

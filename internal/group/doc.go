@@ -1,9 +1,9 @@
 // Package group owns Strand's consumer group coordinator: membership,
 // rebalances and committed offsets of the groups that FindCoordinator
-// maps to this agent (OwnerOf), served to the Kafka layer as one method
-// per API key (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups,
-// ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+// maps to this agent (package placement), served to the Kafka layer as
+// one method per API key (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups,
+// DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe).
 //
 // The methods take and return this package's types (JoinRequest,
 // JoinResult, CommitRequest, ...), which hold what the coordinator needs
@@ -71,8 +71,8 @@
 //
 // # Time
 //
-// Every timeout is a timer from the Clock in Config, so tests drive time
-// by hand. Timer callbacks lock the group and check a sequence number (or
+// Every timeout is a timer from the Clock in Config (package clock), so
+// tests drive time by hand with a clock.Fake. Timer callbacks lock the group and check a sequence number (or
 // a member's deadline) before acting, so a timer that lost a race with a
 // request does nothing.
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -22,83 +23,14 @@ const guard = 20 * time.Second
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// fakeClock is a Clock moved by Advance, which runs due timers in time
-// order on the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	seq    int
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	when    time.Time
-	seq     int
-	f       func()
-	stopped bool
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	t := &fakeTimer{c: c, when: c.now.Add(d), seq: c.seq, f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if t.stopped {
-		return false
-	}
-	t.stopped = true
-	return true
-}
-
-// Advance moves time forward by d, firing every timer due on the way.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	target := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool { return t.stopped })
-		var next *fakeTimer
-		for _, t := range c.timers {
-			if !t.when.After(target) && (next == nil || t.when.Before(next.when) || (t.when.Equal(next.when) && t.seq < next.seq)) {
-				next = t
-			}
-		}
-		if next == nil {
-			c.now = target
-			c.mu.Unlock()
-			return
-		}
-		next.stopped = true
-		if next.when.After(c.now) {
-			c.now = next.when
-		}
-		c.mu.Unlock()
-		next.f()
-	}
-}
+// newFakeClock is the clock the tests move by hand, at a fixed start.
+func newFakeClock() *clock.Fake { return clock.NewFake(time.UnixMilli(1_700_000_000_000)) }
 
 // env is a coordinator over a real replica (memory log, Pebble in a temp
 // dir) whose entry timestamps follow the fake clock.
 type env struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clock.Fake
 	log   *gatedLog
 	dir   string
 	cfg   Config
@@ -137,7 +69,7 @@ func (e *env) open() {
 	t := e.t
 	t.Helper()
 	ctx := testCtx(t)
-	rep, err := replica.Open(ctx, replica.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
+	rep, err := replica.Open(ctx, replica.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

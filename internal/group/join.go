@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 )
 
@@ -197,7 +198,7 @@ func (j *joinCall) joinKnownLocked() (JoinResult, *joinWait) {
 	g, req := j.g, j.req
 	id := req.MemberID
 	if t, ok := g.pending[id]; ok {
-		stopTimer(t)
+		clock.Stop(t)
 		delete(g.pending, id)
 		return JoinResult{}, j.addMemberLocked(id)
 	}
@@ -646,7 +647,7 @@ func (g *group) leaveOneLocked(l LeaveMember) *kerr.Error {
 		return errNone
 	}
 	if t, ok := g.pending[l.MemberID]; ok {
-		stopTimer(t)
+		clock.Stop(t)
 		delete(g.pending, l.MemberID)
 		g.tryCompleteJoinLocked()
 		return errNone

@@ -35,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 )
 
@@ -98,7 +99,7 @@ type consumerMember struct {
 
 	deadline       time.Time
 	revokeDeadline time.Time // zero unless unrevoked
-	timer          Timer
+	timer          clock.Timer
 	timerAt        time.Time
 }
 
@@ -374,7 +375,7 @@ func (g *group) reconcileLocked(m *consumerMember, owned assignment) {
 // group epoch so the others' targets take them over.
 func (g *group) removeConsumerMemberLocked(m *consumerMember) {
 	cg := g.cg
-	stopTimer(m.timer)
+	clock.Stop(m.timer)
 	m.timer = nil
 	cg.releaseLocked(m, m.assigned)
 	cg.releaseLocked(m, m.revoking)
@@ -404,7 +405,7 @@ func (g *group) armConsumerTimerLocked(m *consumerMember) {
 	if m.timer != nil && !m.timerAt.After(at) {
 		return
 	}
-	stopTimer(m.timer)
+	clock.Stop(m.timer)
 	m.timerAt = at
 	m.timer = g.c.clock.AfterFunc(max(at.Sub(g.c.clock.Now()), 0), func() { g.consumerTimerFired(m) })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 )
 
@@ -70,13 +71,13 @@ type group struct {
 	static map[string]string
 	// pending holds member ids handed out with MEMBER_ID_REQUIRED
 	// (KIP-394) that have not joined yet, with their expiry timers.
-	pending map[string]Timer
+	pending map[string]clock.Timer
 
 	// The join phase: joinTimer ends it; joinSeq tells a stale timer
 	// from the current one. During the initial delay the phase cannot
 	// end early, and each new member buys another delay until
 	// initialRemaining runs out.
-	joinTimer        Timer
+	joinTimer        clock.Timer
 	joinSeq          uint64
 	initialDelay     bool
 	initialRemaining time.Duration
@@ -84,7 +85,7 @@ type group struct {
 
 	// The sync phase: members of the new generation that have not sent
 	// SyncGroup by syncTimer are removed.
-	syncTimer   Timer
+	syncTimer   clock.Timer
 	syncSeq     uint64
 	pendingSync map[string]bool
 	// assigning: the leader's assignment of generation assigningGen is
@@ -124,7 +125,7 @@ type member struct {
 	// deadline is when the session ends without a heartbeat; hbTimer
 	// fires at or before it and re-arms itself lazily.
 	deadline time.Time
-	hbTimer  Timer
+	hbTimer  clock.Timer
 }
 
 // joinWait and syncWait carry one answer each; the channel has room for
@@ -154,7 +155,7 @@ func newGroup(c *Coordinator, name string) *group {
 		name:        name,
 		members:     make(map[string]*member),
 		static:      make(map[string]string),
-		pending:     make(map[string]Timer),
+		pending:     make(map[string]clock.Timer),
 		pendingSync: make(map[string]bool),
 	}
 }
@@ -220,21 +221,21 @@ func (g *group) activeLocked() bool {
 }
 
 func (g *group) stopTimersLocked() {
-	stopTimer(g.joinTimer)
-	stopTimer(g.syncTimer)
+	clock.Stop(g.joinTimer)
+	clock.Stop(g.syncTimer)
 	g.joinTimer, g.syncTimer = nil, nil
 	g.joinSeq++
 	g.syncSeq++
 	for _, t := range g.pending {
-		stopTimer(t)
+		clock.Stop(t)
 	}
 	for _, m := range g.members {
-		stopTimer(m.hbTimer)
+		clock.Stop(m.hbTimer)
 		m.hbTimer = nil
 	}
 	if g.cg != nil {
 		for _, m := range g.cg.members {
-			stopTimer(m.timer)
+			clock.Stop(m.timer)
 			m.timer = nil
 		}
 	}
@@ -476,7 +477,7 @@ func (g *group) prepareRebalanceLocked(reason string) {
 			m.assignment = nil
 		}
 	}
-	stopTimer(g.syncTimer)
+	clock.Stop(g.syncTimer)
 	g.syncTimer = nil
 	g.syncSeq++
 	clear(g.pendingSync)
@@ -499,7 +500,7 @@ func (g *group) prepareRebalanceLocked(reason string) {
 }
 
 func (g *group) armJoinTimerLocked(d time.Duration) {
-	stopTimer(g.joinTimer)
+	clock.Stop(g.joinTimer)
 	g.joinSeq++
 	seq := g.joinSeq
 	g.joinTimer = g.c.clock.AfterFunc(d, func() { g.joinTimerFired(seq) })
@@ -536,7 +537,7 @@ func (g *group) tryCompleteJoinLocked() {
 // dropped (static ones are kept, KIP-345: they may be restarting), and the
 // next generation starts.
 func (g *group) completeJoinLocked() {
-	stopTimer(g.joinTimer)
+	clock.Stop(g.joinTimer)
 	g.joinTimer = nil
 	g.joinSeq++
 	for _, m := range g.sortedMembersLocked() {
@@ -662,7 +663,7 @@ func (g *group) syncResultLocked(m *member) SyncResult {
 // that have not sent SyncGroup within the rebalance timeout are removed
 // (Kafka's pending-sync timeout).
 func (g *group) armSyncTimerLocked() {
-	stopTimer(g.syncTimer)
+	clock.Stop(g.syncTimer)
 	g.syncSeq++
 	seq, gen := g.syncSeq, g.generation
 	g.syncTimer = g.c.clock.AfterFunc(g.maxRebalanceTimeoutLocked(), func() { g.syncTimerFired(seq, gen) })
@@ -700,7 +701,7 @@ func (g *group) removeMemberLocked(m *member) {
 		g.answerJoinLocked(m, joinError("", kerr.UnknownMemberID))
 	}
 	g.answerSyncErrLocked(m, kerr.UnknownMemberID)
-	stopTimer(m.hbTimer)
+	clock.Stop(m.hbTimer)
 	m.hbTimer = nil
 	delete(g.members, m.id)
 	if m.instanceID != "" && g.static[m.instanceID] == m.id {

@@ -13,6 +13,9 @@
 //   - Heartbeats reach the coordinator in the connection's request order
 //     (groups.go): one never overtakes a commit the member sent first.
 //   - Group semantics: package group (consumer.go, reconcile.go).
+//   - group.version finalized at 0 (UpdateFeatures) turns the consumer
+//     protocol off: UNSUPPORTED_VERSION, as Kafka answers when its
+//     group.version does not support it.
 
 package kafka
 
@@ -20,6 +23,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
@@ -34,6 +38,12 @@ func handleConsumerGroupHeartbeat(ctx context.Context, r *Request) (kmsg.Respons
 		return nil, err
 	}
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !r.Deps.groupProtocolEnabled() {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ErrorMessage = strPtr("group.version is 0: the consumer group protocol (KIP-848) is off")
+		return resp, nil
+	}
 	hr := group.ConsumerHeartbeatRequest{
 		Group:                req.Group,
 		MemberID:             req.MemberID,

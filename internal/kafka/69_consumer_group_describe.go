@@ -5,12 +5,15 @@
 //   - An unknown or classic group is GROUP_ID_NOT_FOUND.
 //   - IncludeAuthorizedOperations answers what an authorizer-less Kafka
 //     allows.
+//   - group.version finalized at 0: UNSUPPORTED_VERSION for every group,
+//     as Kafka answers without the consumer protocol.
 
 package kafka
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
@@ -25,6 +28,15 @@ func handleConsumerGroupDescribe(ctx context.Context, r *Request) (kmsg.Response
 	}
 	req := r.Body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
+	if !r.Deps.groupProtocolEnabled() {
+		for _, id := range req.Groups {
+			dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			dg.Group, dg.ErrorCode = id, kerr.UnsupportedVersion.Code
+			dg.ErrorMessage = strPtr("group.version is 0: the consumer group protocol (KIP-848) is off")
+			resp.Groups = append(resp.Groups, dg)
+		}
+		return resp, nil
+	}
 	for _, d := range g.ConsumerGroupDescribe(ctx, req.Groups) {
 		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		dg.Group, dg.ErrorCode, dg.ErrorMessage = d.Group, d.Code, strPtr(d.Message)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/placement"
 )
 
 // The handler files turn each version's OffsetCommit into the commit
@@ -117,7 +118,7 @@ func TestGroupVersionedErrors(t *testing.T) {
 	for i := 0; unknown == "" || foreign == ""; i++ {
 		k := fmt.Sprintf("g-%d", i)
 		switch {
-		case group.OwnerOf(k, []int32{testNodeID, other}) == other:
+		case placement.OwnerOf(k, []int32{testNodeID, other}) == other:
 			foreign = k
 		case mine == "":
 			mine = k

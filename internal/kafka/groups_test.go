@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/placement"
 )
 
 // groupGuard bounds the waits of group tests, whose rebalances take a few
@@ -219,7 +220,7 @@ func TestFindCoordinator(t *testing.T) {
 		withDeps(func(d *Deps) { d.Cluster.Brokers = func() []Broker { return []Broker{{NodeID: testNodeID}, other} } }))
 	var foreign string
 	for i := 0; foreign == ""; i++ {
-		if k := fmt.Sprintf("g-%d", i); group.OwnerOf(k, []int32{testNodeID, other.NodeID}) == other.NodeID {
+		if k := fmt.Sprintf("g-%d", i); placement.OwnerOf(k, []int32{testNodeID, other.NodeID}) == other.NodeID {
 			foreign = k
 		}
 	}

@@ -51,6 +51,10 @@ type Applier struct {
 	// speed.
 	flushEveryCommand bool
 
+	// featuresChanged: a FinalizeFeatures changed the finalized levels
+	// since Reset (FeaturesChanged).
+	featuresChanged bool
+
 	// keyBuf and valBuf hold the key and value of one Get, Set or
 	// Delete at a time (the batch copies what it keeps), so that apply
 	// allocates no key per call: anything passed through the Batch
@@ -86,6 +90,7 @@ func (a *Applier) Reset(b Batch) {
 	a.b = b
 	a.clockLoaded, a.clock = false, 0
 	a.pos, a.idx = 0, 0
+	a.featuresChanged = false
 	clear(a.writers)
 	clear(a.parts)
 }

@@ -56,6 +56,21 @@
 // file and a row. TestCommandTable checks every row has a fuzz seed, a
 // round trip at every version and a scenario applying it.
 //
+// # Feature levels
+//
+// A command version a build cannot decode halts it, so a build writes a
+// version only once every agent reads it: the finalized
+// strand.metadata.version in the log says which versions agents write
+// (features.go). Each table row says from which level this build writes
+// each version, and EncodeCommandAt picks the highest the level allows.
+// A log with no finalized level is at level 1, what builds before levels
+// wrote; a new cluster's first agent finalizes its build's highest
+// level (FinalizeFeatures with Bootstrap). Raising a level
+// (FinalizeFeatures, type 20) is refused while a live agent does not
+// support it, and a copy of a build that does not support a finalized
+// level halts before it. Kafka's transaction.version and group.version
+// are finalized the same way, from level 2.
+//
 // # Key layout
 //
 // Keys start with a one-byte prefix. Integers in keys are big-endian so
@@ -79,7 +94,8 @@
 //	        topic id (16), partition (u32)             commit timestamp, expire timestamp (-1: none)
 //	0x0B    topic id (16), group id                    marker: the group has offsets of the topic
 //	0x0C    node id (u32)                              AgentInfo: agent id, host, port, rack, lease, registered-at, expires,
-//	                                                   and (record version 2, when known) its applied position
+//	                                                   and (record version 2, when known) its applied position,
+//	                                                   and (record version 3, when known) its supported feature ranges
 //	0x0D    -                                          cluster id (fixed by the first AgentHeartbeat)
 //	0x10    -                                          next producer id (AllocateProducerID)
 //	0x11    topic id (16), partition (u32),            producer state: epoch, last write (log clock), latest batches
@@ -93,6 +109,7 @@
 //	0x15    group id length (u16), group id,           offset committed in an ongoing transaction: producer id,
 //	        topic id (16), partition (u32),            offset, leader epoch, metadata, commit timestamp
 //	        producer id (u64)
+//	0x16    -                                          finalized features: epoch, (name, level) sorted by name
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

@@ -215,7 +215,18 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		return "topic-group", fmt.Sprintf("%s: %s", s.topicName(id), rest[16:]), nil
 	case prefixAgent:
 		a, err := decodeAgentInfo(k, v)
-		return "agent", fmt.Sprintf("%d: id=%s addr=%s:%d rack=%q lease=%d registered=%d expires=%d applied=%d", a.NodeID, a.AgentID, a.Host, a.Port, a.Rack, a.LeaseMs, a.RegisteredAt, a.Expires, a.Applied), err
+		line := fmt.Sprintf("%d: id=%s addr=%s:%d rack=%q lease=%d registered=%d expires=%d applied=%d", a.NodeID, a.AgentID, a.Host, a.Port, a.Rack, a.LeaseMs, a.RegisteredAt, a.Expires, a.Applied)
+		for _, f := range a.Features {
+			line += fmt.Sprintf(" %s=%s", f.Name, f)
+		}
+		return "agent", line, err
+	case prefixFeatures:
+		f, err := decodeFinalizedFeatures(v)
+		line := fmt.Sprintf("epoch=%d", f.Epoch)
+		for _, l := range f.Levels {
+			line += fmt.Sprintf(" %s=%d", l.Name, l.Level)
+		}
+		return "features", line, err
 	case prefixClusterID:
 		return "cluster-id", fmt.Sprintf("%q", v[1:]), nil
 	case prefixProducerNextID:
@@ -299,6 +310,16 @@ func (s *scenario) renderView(t *testing.T, d *datadriven.TestData, writer strin
 		for _, a := range aborted {
 			fmt.Fprintf(&b, "aborted producer=%d offsets=%d..%d\n", a.ProducerID, a.FirstOffset, a.LastOffset)
 		}
+	case "features":
+		f, err := v.Features()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "epoch=%d", f.Epoch)
+		for _, l := range f.Levels {
+			fmt.Fprintf(&b, " %s=%d", l.Name, l.Level)
+		}
+		fmt.Fprintf(&b, " (metadata level %d)\n", f.MetadataLevel())
 	case "live-agents":
 		live, err := v.LiveAgents()
 		if err != nil {

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"crypto/sha256"
+	"errors"
 	"flag"
 	"fmt"
 	"reflect"
@@ -23,7 +24,9 @@ import (
 //	repeat [as=<writer>]      appends the writer's last entry again (a retried append)
 //	advance ms=<n>            moves the proposer clock (entries are stamped with it)
 //	state [only=<kind>,...]   renders the replicated state, key by key
-//	view <what> [args]        renders a View read: lso, live-agents, offsets, txns-due
+//	view <what> [args]        renders a View read: lso, live-agents, offsets, txns-due, features
+//	versions [as=<writer>]    the command types and versions of the writer's last entry,
+//	                          as the metadata level its copy held made it encode them
 //
 // A command is its table name and its fields as key=value, matched to the
 // Go field names without regard to case ("topic" for a TopicID field);
@@ -119,6 +122,20 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "ms", &ms)
 		s.now += ms
 		return fmt.Sprintf("now %d\n", s.now)
+	case "versions":
+		i, ok := s.last[writer]
+		if !ok {
+			d.Fatalf(t, "%s proposed nothing yet", writer)
+		}
+		e, err := DecodeEntry(s.log.entries[i])
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		var b strings.Builder
+		for _, rc := range e.Commands {
+			fmt.Fprintf(&b, "%v v%d\n", rc.Type, rc.Version)
+		}
+		return b.String()
 	case "state":
 		var only string
 		d.MaybeScanArgs(t, "only", &only)
@@ -149,6 +166,10 @@ func (s *scenario) propose(t *testing.T, d *datadriven.TestData, writer string) 
 	}
 	r := s.replica(writer)
 	res, err := r.ProposeBatch(testCtx(t), cmds)
+	if errors.Is(err, ErrNotAtLevel) || errors.Is(err, ErrUnsupportedFeature) {
+		// Refused before the log, as the driver refuses it.
+		return fmt.Sprintf("refused: %v\n", err)
+	}
 	if err != nil {
 		d.Fatalf(t, "propose: %v", err)
 	}

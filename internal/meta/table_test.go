@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -27,9 +28,11 @@ var legacyEncoders = map[CommandType]map[uint16]func(Command) []byte{
 		}
 		return b
 	}},
-	TypeAgentHeartbeat: {1: func(c Command) []byte {
-		return heartbeatV1(c.(AgentHeartbeat)).appendPayload(nil)
-	}},
+	TypeAgentHeartbeat: {
+		1: func(c Command) []byte { return heartbeatV1(c.(AgentHeartbeat)).appendPayload(nil) },
+		// Version 2 is still written, at strand.metadata.version 1.
+		2: func(c Command) []byte { return c.(AgentHeartbeat).appendPayloadAt(nil, 2) },
+	},
 	TypeEndTxn: {1: func(c Command) []byte {
 		// Version 2 appends BumpEpoch.
 		e := c.(EndTxn)
@@ -95,6 +98,72 @@ func TestCommandTable(t *testing.T) {
 	}
 	if rows != len(names) || rows == 0 {
 		t.Fatalf("%d rows, %d names", rows, len(names))
+	}
+}
+
+// frozenWrites is what each metadata level writes, per command type: a
+// level, once shipped, writes these versions forever, since an agent
+// that supports the level reads no others. Level 1 is what builds before
+// feature levels wrote. A new command or version needs a new level: add
+// a column, never change one.
+var frozenWrites = map[int16]map[CommandType]uint16{
+	MetadataLevel1: {
+		TypeCreateTopic: 1, TypeDeleteTopic: 1, TypeCreatePartitions: 1, TypeAlterConfigs: 1,
+		TypeCommitObject: 2, TypeOffsetCommit: 1, TypeGroupState: 1, TypeDeleteGroup: 1,
+		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 2,
+		TypeAllocateProducerID: 1, TypeInitTransactionalProducer: 1, TypeAddPartitionsToTxn: 1,
+		TypeAddOffsetsToTxn: 1, TypeTxnOffsetCommit: 1, TypeEndTxn: 2, TypeTxnSweep: 1,
+	},
+	MetadataLevel2: {
+		TypeCreateTopic: 1, TypeDeleteTopic: 1, TypeCreatePartitions: 1, TypeAlterConfigs: 1,
+		TypeCommitObject: 2, TypeOffsetCommit: 1, TypeGroupState: 1, TypeDeleteGroup: 1,
+		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 3,
+		TypeAllocateProducerID: 1, TypeInitTransactionalProducer: 1, TypeAddPartitionsToTxn: 1,
+		TypeAddOffsetsToTxn: 1, TypeTxnOffsetCommit: 1, TypeEndTxn: 2, TypeTxnSweep: 1,
+		TypeFinalizeFeatures: 1,
+	},
+}
+
+// TestLevelWrites checks the table against frozenWrites, and that
+// EncodeCommandAt writes at each level what the table says, and the
+// newest version at the highest.
+func TestLevelWrites(t *testing.T) {
+	if len(frozenWrites) != int(MaxMetadataLevel) {
+		t.Fatalf("frozenWrites has %d levels, this build %d: a level needs its column", len(frozenWrites), MaxMetadataLevel)
+	}
+	for level := MetadataLevel1; level <= MaxMetadataLevel; level++ {
+		want := frozenWrites[level]
+		got := map[CommandType]uint16{}
+		for i := range commandTable {
+			if s := specOf(CommandType(i)); s != nil {
+				if v, ok := s.writeVersion(level); ok {
+					got[CommandType(i)] = v
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("level %d writes %v, want %v", level, got, want)
+		}
+		for _, c := range seedCommands() {
+			rc, err := EncodeCommandAt(c, level)
+			v, ok := want[c.Type()]
+			if r, raises := c.(levelRaiser); raises && r.raisesTo() > level {
+				v, ok = frozenWrites[r.raisesTo()][c.Type()]
+			}
+			switch {
+			case !ok && !errors.Is(err, ErrNotAtLevel):
+				t.Errorf("level %d: %v encoded (%v, %v), want ErrNotAtLevel", level, c.Type(), rc.Version, err)
+			case ok && (err != nil || rc.Version != v):
+				t.Errorf("level %d: %v encoded as version %d (%v), want %d", level, c.Type(), rc.Version, err, v)
+			case ok:
+				if _, err := DecodeCommand(rc); err != nil {
+					t.Errorf("level %d: %v does not decode: %v", level, c.Type(), err)
+				}
+			}
+			if level == MaxMetadataLevel && ok && v != c.version() {
+				t.Errorf("%v: the highest level writes version %d, its encoder version %d", c.Type(), v, c.version())
+			}
+		}
 	}
 }
 

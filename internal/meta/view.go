@@ -14,6 +14,15 @@ type View struct {
 	r Snapshot
 }
 
+// Viewer is the read side of a copy, what a reader of metadata needs: a
+// View of the state as it is now. replica.Replica is one over Pebble;
+// metatest.DB one over a MemStore, so code that reads through a Viewer
+// is tested without Pebble. A Viewer is safe for concurrent use; each
+// View belongs to its caller, who closes it.
+type Viewer interface {
+	View() *View
+}
+
 // NewView returns a View reading s, which it closes on Close.
 func NewView(s Snapshot) *View { return &View{r: s} }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -101,7 +102,7 @@ func TestOldIncarnationDropped(t *testing.T) {
 func TestIncarnationChoice(t *testing.T) {
 	t.Run("default is the clock", func(t *testing.T) {
 		now := time.Unix(1700000000, 123)
-		r := openReplica(t, memlog.New(), "", "w", func(c *Config) { c.Now = func() time.Time { return now } })
+		r := openReplica(t, memlog.New(), "", "w", withClock(clock.NewFake(now)))
 		if r.Incarnation() != uint64(now.UnixNano()) {
 			t.Fatalf("incarnation %d, want %d", r.Incarnation(), now.UnixNano())
 		}
@@ -148,14 +149,22 @@ func TestFenced(t *testing.T) {
 	mustOK(t, b, meta.CreateTopic{Name: "d", Partitions: 1})
 }
 
+// TestAppendFailures pins the one retry layer: the appender sends an
+// entry again, with identical bytes, only while the log says the outcome
+// is unknown, waits on the replica's clock between tries, and stops at
+// once when the log refuses the entry for good.
 func TestAppendFailures(t *testing.T) {
 	t.Run("ambiguous after retries", func(t *testing.T) {
 		log := newFaultLog()
 		r := openReplica(t, log, "", "w")
+		before := len(log.sentEntries())
 		log.failAppends.Store(maxAppendAttempts)
 		_, err := r.Propose(testCtx(t), meta.CreateTopic{Name: "a", Partitions: 1})
 		if !errors.Is(err, ErrAmbiguous) {
 			t.Fatalf("Propose = %v, want ErrAmbiguous", err)
+		}
+		if n := len(log.sentEntries()) - before; n != maxAppendAttempts {
+			t.Fatalf("%d appends, want %d", n, maxAppendAttempts)
 		}
 		// The writer carries on with the next sequence.
 		mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
@@ -163,8 +172,74 @@ func TestAppendFailures(t *testing.T) {
 	t.Run("retries hide transient failures", func(t *testing.T) {
 		log := newFaultLog()
 		r := openReplica(t, log, "", "w")
+		before := len(log.sentEntries())
 		log.failAppends.Store(maxAppendAttempts - 1)
 		mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
+		sent := log.sentEntries()[before:]
+		if len(sent) != maxAppendAttempts {
+			t.Fatalf("%d appends, want %d", len(sent), maxAppendAttempts)
+		}
+		for i, e := range sent[1:] {
+			if !bytes.Equal(e, sent[0]) {
+				t.Fatalf("try %d sent other bytes than the first", i+2)
+			}
+		}
+	})
+	t.Run("the retry waits on the clock", func(t *testing.T) {
+		log := newFaultLog()
+		clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
+		r := openReplica(t, log, "", "w", withClock(clk))
+		log.failAppends.Store(1)
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Propose(testCtx(t), meta.CreateTopic{Name: "a", Partitions: 1})
+			done <- err
+		}()
+		// The memory log wakes the player itself, so the only timer is
+		// the retry's, of at least half the first backoff.
+		if err := clk.BlockUntil(testCtx(t), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(appendRetry.Min/2 - time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("Propose returned %v before the backoff passed", err)
+		default:
+		}
+		clk.Advance(appendRetry.Min)
+		if err := <-done; err != nil {
+			t.Fatalf("Propose = %v", err)
+		}
+	})
+	t.Run("rejected is not retried", func(t *testing.T) {
+		log := newFaultLog()
+		r := openReplica(t, log, "", "w")
+		before := len(log.sentEntries())
+		log.rejectAppends.Store(1)
+		_, err := r.Propose(testCtx(t), meta.CreateTopic{Name: "a", Partitions: 1})
+		if !errors.Is(err, sharedlog.ErrRejected) || errors.Is(err, ErrAmbiguous) {
+			t.Fatalf("Propose = %v, want ErrRejected and not ambiguous", err)
+		}
+		if n := len(log.sentEntries()) - before; n != 1 {
+			t.Fatalf("%d appends of a rejected entry, want 1", n)
+		}
+		mustOK(t, r, meta.CreateTopic{Name: "a", Partitions: 1})
+	})
+	t.Run("rejected after an ambiguous try is ambiguous", func(t *testing.T) {
+		// The first try's outcome is unknown, so the entry may be in
+		// the log whatever the second try says.
+		log := newFaultLog()
+		r := openReplica(t, log, "", "w")
+		before := len(log.sentEntries())
+		log.failAppends.Store(1)
+		log.rejectAppends.Store(1)
+		_, err := r.Propose(testCtx(t), meta.CreateTopic{Name: "a", Partitions: 1})
+		if !errors.Is(err, ErrAmbiguous) {
+			t.Fatalf("Propose = %v, want ErrAmbiguous", err)
+		}
+		if n := len(log.sentEntries()) - before; n != 2 {
+			t.Fatalf("%d appends, want 2", n)
+		}
 	})
 	t.Run("sealed is definite", func(t *testing.T) {
 		log := memlog.New()

@@ -5,7 +5,10 @@
 // It owns everything impure about the copy:
 //   - proposing (propose.go): commands queued by Propose, ProposeBatch and
 //     Submit are cut into log entries, one append at a time (group
-//     commit), an ambiguous append retried with identical bytes;
+//     commit), an ambiguous append retried with identical bytes. This is
+//     the one place an entry is sent again: the log's backends finish
+//     one attempt and return (see sharedlog.Log.Append), and apply drops
+//     a second copy by its writer id, incarnation and sequence;
 //   - playing (replica.go): the log is read from the copy's applied
 //     position and applied by a meta.Applier into a Pebble indexed batch
 //     (pebble.go adapts Pebble to meta's key-value interface), committed
@@ -18,6 +21,15 @@
 //     process, which rebuilds the copy from its files and the log;
 //   - snapshots (snapshot.go, manifest.go): Pebble checkpoints to and from
 //     an object store, and trimming the log below them.
+//
+// # Time
+//
+// Config.Clock (package clock) is the only time the replica reads: the
+// timestamp stamped on each entry, which is all the time apply sees; the
+// default incarnation; a snapshot's date; and the waits of the append
+// retries, the player's read retries and the tail polls of a log that is
+// not a sharedlog.TailWaiter. The per-call timeouts of log operations
+// stay on the wall clock: no test needs to move them.
 //
 // The layout of the keys and log entries is package meta's, drawn in its
 // documentation; what this package adds to Pebble is the local key (0xFF)

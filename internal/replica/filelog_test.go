@@ -37,7 +37,7 @@ func TestReplicasOnFileLog(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				rng := rand.New(rand.NewPCG(uint64(ri), uint64(w)))
-				if err := runWorker(t, r, rng, fmt.Sprintf("own-%d-%d", ri, w), shared, 25, &mu, &acked); err != nil {
+				if err := runWorker(t, r, rng, fmt.Sprintf("own-%d-%d", ri, w), shared, 25, func() {}, &mu, &acked); err != nil {
 					errs <- err
 				}
 			}()

@@ -1,17 +1,20 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -174,10 +177,14 @@ type faultLog struct {
 	// failAppends: the next n appends are not written and report an
 	// error.
 	failAppends atomic.Int32
-
-	// inject, if set, decides per append whether to fail it before
-	// writing or lose its reply after.
-	inject func() (fail, lose bool)
+	// rejectAppends: the next n appends that failAppends lets through
+	// are not written and report an error marked sharedlog.ErrRejected.
+	rejectAppends atomic.Int32
+	// sent records the bytes of every append that reached the log.
+	sent struct {
+		sync.Mutex
+		entries [][]byte
+	}
 
 	appendGate gate
 	tailGate   gate
@@ -196,15 +203,17 @@ func (f *faultLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, err
 	if err := f.appendGate.pass(ctx); err != nil {
 		return 0, err
 	}
-	var fail, lose bool
-	if f.inject != nil {
-		fail, lose = f.inject()
-	}
-	if f.failAppends.Add(-1) >= 0 || fail {
+	f.sent.Lock()
+	f.sent.entries = append(f.sent.entries, bytes.Clone(entry))
+	f.sent.Unlock()
+	if f.failAppends.Add(-1) >= 0 {
 		return 0, errInjected
 	}
+	if f.rejectAppends.Add(-1) >= 0 {
+		return 0, sharedlog.Rejected(fmt.Errorf("refused: %w", errInjected))
+	}
 	pos, err := f.Log.Append(ctx, entry)
-	if err == nil && (f.loseReplies.Add(-1) >= 0 || lose) {
+	if err == nil && f.loseReplies.Add(-1) >= 0 {
 		return 0, fmt.Errorf("reply lost: %w", errInjected)
 	}
 	return pos, err
@@ -273,6 +282,13 @@ func (g *gate) pass(ctx context.Context) error {
 	}
 }
 
+// sentEntries returns the bytes of every append so far, in order.
+func (f *faultLog) sentEntries() [][]byte {
+	f.sent.Lock()
+	defer f.sent.Unlock()
+	return slices.Clone(f.sent.entries)
+}
+
 func newFaultLog() *faultLog {
 	f := &faultLog{Log: memlog.New()}
 	return f
@@ -309,9 +325,5 @@ func localStart() []byte {
 	return start
 }
 
-// fakeClock is a proposer clock a test moves by hand; replicas share it.
-type fakeClock struct{ ms atomic.Int64 }
-
-func (c *fakeClock) now() time.Time        { return time.UnixMilli(c.ms.Load()) }
-func (c *fakeClock) set(ms int64)          { c.ms.Store(ms) }
-func withClock(c *fakeClock) func(*Config) { return func(cfg *Config) { cfg.Now = c.now } }
+// withClock gives a replica the clock c; replicas may share one.
+func withClock(c clock.Clock) func(*Config) { return func(cfg *Config) { cfg.Clock = c } }

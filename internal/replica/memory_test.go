@@ -4,7 +4,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -18,8 +20,7 @@ import (
 // adapters (an indexed batch reading its own writes, its iterators,
 // range deletions) behaves as the reference does.
 func TestPebbleMatchesMemory(t *testing.T) {
-	clk := new(fakeClock)
-	clk.set(1_000_000)
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	log := memlog.New()
 	r := openReplica(t, log, "", "w", withClock(clk))
 	var got []meta.Result
@@ -69,9 +70,17 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		meta.EndTxn{TransactionalID: "tx", ProducerID: tpid, Seq: -1, BumpEpoch: true},
 		meta.AddPartitionsToTxn{TransactionalID: "tx", ProducerID: tpid, ProducerEpoch: 1, Partitions: []meta.TopicPartition{{Topic: "b"}}},
 		meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: a0.id, Offset: 4}, {TopicID: a1.id, Partition: 1, Offset: -1}}})
-	clk.set(1_000_000 + 2*24*3600*1000)
+	clk.Advance(48 * time.Hour)
 	propose(meta.TxnSweep{TransactionalIDs: []string{"tx"}}, meta.ExpireOffsets{RetentionMs: 1000, Groups: []string{"g"}},
 		meta.DeleteGroup{Group: "g"}, meta.DeleteTopic{Name: "b"}, commitTo(1, a0, b0))
+	// Raising the level reads the agent table through the batch; the
+	// heartbeat after it is written at the new level, with its ranges.
+	propose(meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MaxMetadataLevel}}},
+		meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
+	if got := r.Features().MetadataLevel(); got != meta.MaxMetadataLevel {
+		t.Fatalf("replica's metadata level %d after raising it, want %d", got, meta.MaxMetadataLevel)
+	}
+	propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {

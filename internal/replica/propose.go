@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -171,8 +172,14 @@ func (r *Replica) newProposal(cmds []meta.Command) (*proposal, error) {
 		return nil, fmt.Errorf("%w: %d commands, at most %d", ErrTooLarge, len(cmds), r.cfg.MaxEntryCommands)
 	}
 	p := &proposal{cmds: make([]meta.RawCommand, len(cmds)), done: make(chan struct{})}
+	level := r.Features().MetadataLevel()
 	for i, c := range cmds {
-		rc := meta.EncodeCommand(c)
+		// At the level this copy finalized: the level only goes up, so
+		// whoever reads the entry reads this version.
+		rc, err := meta.EncodeCommandAt(c, level)
+		if err != nil {
+			return nil, fmt.Errorf("replica: %w", err)
+		}
 		// A command that fails to decode would halt every replica, so
 		// check the bytes before they can reach the log.
 		if _, err := meta.DecodeCommand(rc); err != nil {
@@ -283,7 +290,7 @@ func (r *Replica) runAppender() {
 			WriterID:    r.cfg.WriterID,
 			Incarnation: inc,
 			Seq:         seq,
-			Timestamp:   r.cfg.Now().UnixMilli(),
+			Timestamp:   r.cfg.Clock.Now().UnixMilli(),
 		}
 		for _, p := range props {
 			e.Commands = append(e.Commands, p.cmds...)
@@ -313,12 +320,14 @@ func (r *Replica) runAppender() {
 }
 
 // appendWithRetry appends data, retrying an ambiguous failure with the
-// identical bytes: if an earlier try landed, apply drops the copy.
+// identical bytes: if an earlier try landed, apply drops the copy. This
+// is the one place an entry is sent again (see appendRetry); what the
+// log refuses for good (sealed, rejected, closed) is not.
 func (r *Replica) appendWithRetry(data []byte) (sharedlog.Pos, error) {
-	backoff := retryBackoffMin
 	ambiguous := false
 	var err error
-	for attempt := 1; ; attempt++ {
+	loop := appendRetry.Start(r.ctx, r.cfg.Clock)
+	for loop.Next() {
 		ctx, cancel := context.WithTimeout(r.ctx, appendAttemptTimeout)
 		var pos sharedlog.Pos
 		pos, err = r.log.Append(ctx, data)
@@ -326,20 +335,25 @@ func (r *Replica) appendWithRetry(data []byte) (sharedlog.Pos, error) {
 		if err == nil {
 			return pos, nil
 		}
-		definite := errors.Is(err, sharedlog.ErrSealed) || errors.Is(err, sharedlog.ErrClosed)
-		switch {
-		case definite && !ambiguous:
-			return 0, fmt.Errorf("replica: append: %w", err)
-		case definite, r.ctx.Err() != nil, attempt >= maxAppendAttempts:
-			return 0, fmt.Errorf("%w: %d attempts, last: %w", ErrAmbiguous, attempt, err)
+		if final(err) {
+			if !ambiguous {
+				return 0, fmt.Errorf("replica: append: %w", err)
+			}
+			break
 		}
 		ambiguous = true
-		r.logger.Warn("replica: append failed; retrying the same entry", "attempt", attempt, "err", err)
-		if !sleepCtx(r.ctx, backoff) {
-			return 0, fmt.Errorf("%w: closed while retrying: %w", ErrAmbiguous, err)
-		}
-		backoff = min(2*backoff, retryBackoffMax)
+		r.logger.Warn("replica: append failed; retrying the same entry", "attempt", loop.Attempt(), "err", err)
 	}
+	if loop.Err() != nil && !errors.Is(loop.Err(), retry.ErrExhausted) {
+		return 0, fmt.Errorf("%w: closed while retrying: %w", ErrAmbiguous, err)
+	}
+	return 0, fmt.Errorf("%w: %d attempts, last: %w", ErrAmbiguous, loop.Attempt(), err)
+}
+
+// final reports whether err, from an append, says the entry was not
+// written and sending it again cannot help.
+func final(err error) bool {
+	return errors.Is(err, sharedlog.ErrSealed) || errors.Is(err, sharedlog.ErrRejected) || errors.Is(err, sharedlog.ErrClosed)
 }
 
 // abandon fails the proposals of seq, unless apply already answered them

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -62,13 +65,22 @@ const (
 	// share one Pebble batch.
 	applyBatchEntries = 256
 	applyBatchBytes   = 16 << 20
-	// maxAppendAttempts bounds the retries of one ambiguous append.
+	// maxAppendAttempts bounds the tries of one entry (see appendRetry).
 	maxAppendAttempts    = 5
 	appendAttemptTimeout = 10 * time.Second
 	tailCheckTimeout     = 10 * time.Second
-	retryBackoffMin      = 10 * time.Millisecond
-	retryBackoffMax      = time.Second
 	readTimeout          = 30 * time.Second
+)
+
+var (
+	// appendRetry paces the one retry of an ambiguous append: a backend
+	// finishes one attempt (resolving a lost reply where its protocol
+	// can) and returns, and only here is an entry sent again.
+	appendRetry = retry.Policy{Attempts: maxAppendAttempts, Min: 10 * time.Millisecond, Max: time.Second}
+	// readRetry paces the player after a failed read. It never gives up:
+	// the copy is useless without the log, and a log that comes back
+	// must find it still reading.
+	readRetry = retry.Policy{Attempts: retry.Forever, Min: 10 * time.Millisecond, Max: time.Second}
 )
 
 // Config configures a Replica.
@@ -93,9 +105,11 @@ type Config struct {
 	// PollInterval is how often the tail is checked when Log is not a
 	// sharedlog.TailWaiter.
 	PollInterval time.Duration
-	// Now is the proposer clock stamped on entries; apply reads time
-	// only from there. Default time.Now.
-	Now func() time.Time
+	// Clock is the proposer clock stamped on entries (apply reads time
+	// only from there); it also picks the default incarnation, dates
+	// snapshots and times the append retries and the tail polls.
+	// Default clock.Real.
+	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// FS is the file system Pebble keeps this copy in. Nil means
@@ -130,9 +144,7 @@ func (c *Config) setDefaults() {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.OrReal(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -213,6 +225,10 @@ type Replica struct {
 
 	// applier is the player's, reused from one apply batch to the next.
 	applier *meta.Applier
+
+	// features is the copy's finalized features (features.go), read at
+	// Open and by the player after a batch that changed them.
+	features atomic.Pointer[meta.FinalizedFeatures]
 }
 
 // Open opens (or creates) the copy in cfg.Dir, plays the log up to its
@@ -253,6 +269,11 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.mu.knownTail = applied
 	r.mu.changed = make(chan struct{})
 	r.mu.waiters = make(map[uint64]*entryWaiter)
+	// Before the player starts, so it alone updates them from here on.
+	if err := r.loadFeatures(db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	r.tails.init(r)
 	r.q.init()
 	stop.setHalt(func(err error) { r.halt(&HaltError{Pos: r.NextToApply(), Cause: err}) })
@@ -302,7 +323,7 @@ func (r *Replica) chooseIncarnation() (uint64, error) {
 	inc := r.cfg.Incarnation
 	if inc == 0 {
 		// At least 1: apply treats incarnation 0, seq 0 as already seen.
-		inc = max(uint64(r.cfg.Now().UnixNano()), 1)
+		inc = max(uint64(r.cfg.Clock.Now().UnixNano()), 1)
 	}
 	last, found, err := meta.LastIncarnation(pebbleReader{r.db}, r.cfg.WriterID)
 	if err != nil {
@@ -439,16 +460,29 @@ func (r *Replica) noteTail(tail sharedlog.Pos) {
 	}
 }
 
-// runPlayer tails the log and applies it until Close or a halt.
+// runPlayer tails the log and applies it until Close or a halt, waiting
+// out readRetry's backoff after a failed read.
 func (r *Replica) runPlayer() {
 	defer r.wg.Done()
-	backoff := retryBackoffMin
-	for r.ctx.Err() == nil {
-		r.mu.Lock()
-		applied, target, halted := r.mu.applied, r.mu.knownTail, r.mu.halted != nil
-		r.mu.Unlock()
-		if halted {
+	loop := readRetry.Start(r.ctx, r.cfg.Clock)
+	for loop.Next() {
+		err := r.play(&loop)
+		if r.ctx.Err() != nil || errors.Is(err, ErrHalted) {
 			return
+		}
+		r.logger.Warn("replica: reading the log failed; retrying", "err", err, "attempt", loop.Attempt())
+	}
+}
+
+// play reads and applies the log until a read fails or the copy halts,
+// resetting loop after every step that worked.
+func (r *Replica) play(loop *retry.Loop) error {
+	for {
+		r.mu.Lock()
+		applied, target, halted := r.mu.applied, r.mu.knownTail, r.mu.halted
+		r.mu.Unlock()
+		if halted != nil {
+			return halted
 		}
 		var err error
 		if applied < target {
@@ -456,18 +490,10 @@ func (r *Replica) runPlayer() {
 		} else {
 			err = r.waitForTail(applied)
 		}
-		if err == nil {
-			backoff = retryBackoffMin
-			continue
+		if err != nil {
+			return err
 		}
-		if r.ctx.Err() != nil || errors.Is(err, ErrHalted) {
-			return
-		}
-		r.logger.Warn("replica: reading the log failed; retrying", "err", err, "backoff", backoff)
-		if !sleepCtx(r.ctx, backoff) {
-			return
-		}
-		backoff = min(2*backoff, retryBackoffMax)
+		loop.Reset()
 	}
 }
 
@@ -484,14 +510,14 @@ func (r *Replica) waitForTail(applied sharedlog.Pos) error {
 		}
 		// Sealed with nothing new: poll rather than spin.
 	}
-	t := time.NewTimer(r.cfg.PollInterval)
+	poll, t := clock.After(r.cfg.Clock, r.cfg.PollInterval)
 	defer t.Stop()
 	select {
 	case <-r.ctx.Done():
 		return r.ctx.Err()
 	case <-r.kick:
 		return nil // the known tail moved, or a Sync wants a check
-	case <-t.C:
+	case <-poll:
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, tailCheckTimeout)
 	defer cancel()
@@ -550,6 +576,13 @@ func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
 		h := &HaltError{Pos: entries[0].Pos, Cause: fmt.Errorf("local fault while applying: %w", err)}
 		r.stop.stop(h)
 		return r.halt(h)
+	}
+	if next > entries[0].Pos && r.applier.FeaturesChanged() {
+		if err := r.loadFeatures(r.db); err != nil {
+			h := &HaltError{Pos: next, Cause: fmt.Errorf("local fault reading the finalized features: %w", err)}
+			r.stop.stop(h)
+			return r.halt(h)
+		}
 	}
 	if next > entries[0].Pos {
 		var mine []meta.Outcome
@@ -703,15 +736,4 @@ func (r *Replica) proposeErrLocked() error {
 		return ErrFenced
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

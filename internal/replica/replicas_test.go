@@ -1,13 +1,19 @@
 package replica
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"flag"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -28,37 +34,65 @@ type ackedBatch struct {
 // fails some appends and loses some replies end with identical state,
 // every acknowledged offset range is in that state exactly once, and a
 // copy built later from the log alone agrees.
+//
+// The run is a simulation under testing/synctest: a scheduler (schedule)
+// decides, from the seed, which worker proposes next, which append lands
+// next and which appends fail or lose their reply, at points where every
+// goroutine is blocked, and the bubble's clock makes entry stamps and
+// retry backoffs the same every time. So the printed seed replays the
+// run: the same log, entry for entry (TestReplicasConvergeReplays).
 func TestReplicasConverge(t *testing.T) {
-	const (
-		replicas     = 3
-		workers      = 4 // goroutines per replica
-		opsPerWorker = 100
-		topics       = 4
-		partitions   = 16
-	)
 	seed := *seedFlag
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d (replay with -seed %[1]d)", seed)
-	log := newFaultLog()
-	var faultMu sync.Mutex
-	faultRng := rand.New(rand.NewPCG(seed, 0))
-	var faultsOn atomic.Bool
-	faultsOn.Store(true)
-	log.inject = func() (fail, lose bool) {
-		if !faultsOn.Load() {
-			return false, false
-		}
-		// Rare enough that five failures in a row (an ambiguous
-		// proposal, which the checks below cannot account for) do not
-		// happen.
-		faultMu.Lock()
-		defer faultMu.Unlock()
-		n := faultRng.IntN(100)
-		return n < 3, n >= 95
+	synctest.Test(t, func(t *testing.T) {
+		res := converge(t, seed, convergeSize{replicas: 3, workers: 4, ops: 100})
+		t.Logf("%d log entries, trace %x, digest %x", res.entries, res.trace, res.digest)
+	})
+}
+
+// TestReplicasConvergeReplays runs one seed twice: the log and the state
+// must be the same.
+func TestReplicasConvergeReplays(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = rand.Uint64()
 	}
-	rs := make([]*Replica, replicas)
+	var runs [2]convergeResult
+	for i := range runs {
+		synctest.Test(t, func(t *testing.T) {
+			runs[i] = converge(t, seed, convergeSize{replicas: 2, workers: 3, ops: 30})
+		})
+	}
+	if runs[0] != runs[1] {
+		t.Fatalf("seed %d: two runs differ: %+v, then %+v", seed, runs[0], runs[1])
+	}
+}
+
+type convergeSize struct {
+	replicas int
+	workers  int // per replica
+	ops      int // per worker
+}
+
+// convergeResult identifies a run: its log, entry for entry, and the
+// state it leads to.
+type convergeResult struct {
+	entries int
+	trace   [32]byte // SHA-256 over the entries in log order
+	digest  [32]byte
+}
+
+// converge runs the simulation; t is a synctest bubble's.
+func converge(t *testing.T, seed uint64, size convergeSize) convergeResult {
+	const (
+		topics     = 4
+		partitions = 16
+	)
+	log := newSchedLog()
+	rs := make([]*Replica, size.replicas)
 	for i := range rs {
 		rs[i] = openReplica(t, log, "", fmt.Sprintf("agent-%d", i))
 	}
@@ -75,30 +109,33 @@ func TestReplicasConverge(t *testing.T) {
 
 	var mu sync.Mutex
 	var acked []ackedBatch
+	turns := newTurnstile()
+	errs := make(chan error, size.replicas*size.workers)
 	var wg sync.WaitGroup
-	errs := make(chan error, replicas*workers)
 	for ri, r := range rs {
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(seed, uint64(ri*workers+w)))
-				if err := runWorker(t, r, rng, fmt.Sprintf("own-%d-%d", ri, w), shared, opsPerWorker, &mu, &acked); err != nil {
+		for w := range size.workers {
+			id := ri*size.workers + w
+			turns.join()
+			wg.Go(func() {
+				defer turns.leave()
+				rng := rand.New(rand.NewPCG(seed, uint64(id)))
+				if err := runWorker(t, r, rng, fmt.Sprintf("own-%d-%d", ri, w), shared, size.ops, func() { turns.wait(id) }, &mu, &acked); err != nil {
 					errs <- err
 				}
-			}()
+			})
 		}
 	}
+	log.gate()
+	log.schedule(t, rand.New(rand.NewPCG(seed, math.MaxUint64)), turns)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
 
-	faultsOn.Store(false)
-	// A proposal returns once its first copy applied, while the appender
-	// may still be retrying; appenders are serial, so one more proposal
-	// each means no copy is still on its way.
+	// Every copy of every entry has landed (schedule drains the retries);
+	// from here appends go straight through.
+	log.open()
 	for i, r := range rs {
 		mustOK(t, r, meta.CreateTopic{Name: fmt.Sprintf("marker-%d", i), Partitions: 1})
 	}
@@ -106,9 +143,6 @@ func TestReplicasConverge(t *testing.T) {
 		mustSync(t, r)
 	}
 	want := mustDigest(t, rs[0])
-	if es := rawEntries(t, log); len(es) > 0 {
-		t.Logf("%d log entries", len(es))
-	}
 	for i, r := range rs[1:] {
 		if got := mustDigest(t, r); got != want {
 			t.Fatalf("replica %d digest %x, replica 0 %x", i+1, got, want)
@@ -126,16 +160,228 @@ func TestReplicasConverge(t *testing.T) {
 	}
 	// And so does the state machine's reference store: Pebble behind
 	// the adapters holds what meta.MemStore does.
-	if _, got := memoryReplay(t, rawEntries(t, log)); got != want {
+	es := rawEntries(t, log)
+	if _, got := memoryReplay(t, es); got != want {
 		t.Fatalf("the log applied to a meta.MemStore: digest %x, Pebble %x", got, want)
+	}
+	h := sha256.New()
+	for _, e := range es {
+		h.Write(binary.AppendUvarint(nil, uint64(len(e.Data))))
+		h.Write(e.Data)
+	}
+	res := convergeResult{entries: len(es), digest: want}
+	h.Sum(res.trace[:0])
+	return res
+}
+
+// schedLog is a memory log whose appends, between gate and open, wait
+// at a gate for schedule, which decides their order and their faults.
+type schedLog struct {
+	sharedlog.Log
+
+	mu struct {
+		sync.Mutex
+		gated   bool
+		waiting []*gatedAppend
+		// arrived is closed and replaced when an append reaches the
+		// gate.
+		arrived chan struct{}
 	}
 }
 
-// runWorker proposes a random mix of commands on r and checks each result.
-func runWorker(t *testing.T, r *Replica, rng *rand.Rand, prefix string, shared []partRef, ops int, mu *sync.Mutex, acked *[]ackedBatch) error {
+type gatedAppend struct {
+	entry  []byte
+	result chan gatedResult
+}
+
+type gatedResult struct {
+	pos sharedlog.Pos
+	err error
+}
+
+func newSchedLog() *schedLog {
+	l := &schedLog{Log: memlog.New()}
+	l.mu.arrived = make(chan struct{})
+	return l
+}
+
+func (l *schedLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error) {
+	l.mu.Lock()
+	if !l.mu.gated {
+		l.mu.Unlock()
+		return l.Log.Append(ctx, entry)
+	}
+	a := &gatedAppend{entry: bytes.Clone(entry), result: make(chan gatedResult, 1)}
+	l.mu.waiting = append(l.mu.waiting, a)
+	close(l.mu.arrived)
+	l.mu.arrived = make(chan struct{})
+	l.mu.Unlock()
+	// No timeout can end the wait: the bubble's clock stands still while
+	// an append waits at the gate.
+	r := <-a.result
+	return r.pos, r.err
+}
+
+func (l *schedLog) WaitTail(ctx context.Context, after sharedlog.Pos) (sharedlog.Pos, error) {
+	return l.Log.(sharedlog.TailWaiter).WaitTail(ctx, after)
+}
+
+// gate makes appends wait for schedule.
+func (l *schedLog) gate() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.gated = true
+}
+
+// open lets appends through without the scheduler.
+func (l *schedLog) open() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.gated = false
+}
+
+// waiting returns the appends at the gate in a fixed order (their bytes
+// name their writer, so no two compare equal), and the channel that
+// reports the next arrival.
+func (l *schedLog) waiting() ([]*gatedAppend, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ws := slices.Clone(l.mu.waiting)
+	slices.SortFunc(ws, func(a, b *gatedAppend) int { return bytes.Compare(a.entry, b.entry) })
+	return ws, l.mu.arrived
+}
+
+func (l *schedLog) remove(a *gatedAppend) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.waiting = slices.DeleteFunc(l.mu.waiting, func(w *gatedAppend) bool { return w == a })
+}
+
+// schedule runs the simulation until every worker is done and every
+// append has landed. At each step, with the bubble quiet, it lets one
+// waiting worker propose or one waiting append through, chosen by rng;
+// an append fails (not written) or loses its reply (written, then an
+// error) as rng says, though never so often that its proposal turns
+// ambiguous. When nothing waits, it blocks until an append retried after
+// its backoff arrives; the bubble's clock moves to it.
+func (l *schedLog) schedule(t *testing.T, rng *rand.Rand, turns *turnstile) {
+	// tries counts the sends of an entry that has not landed yet; an
+	// entry that failed or lost its reply is sent again, identically.
+	tries := map[string]int{}
+	var sent, failed, lost int
+	for {
+		synctest.Wait()
+		ready := turns.ready()
+		appends, arrived := l.waiting()
+		if len(ready)+len(appends) == 0 {
+			if turns.done() && len(tries) == 0 {
+				t.Logf("%d appends: %d failed, %d lost their reply", sent, failed, lost)
+				return
+			}
+			<-arrived
+			continue
+		}
+		if i := rng.IntN(len(ready) + len(appends)); i < len(ready) {
+			turns.grant(ready[i])
+			continue
+		} else {
+			a := appends[i-len(ready)]
+			l.remove(a)
+			key := string(a.entry)
+			tries[key]++
+			n := rng.IntN(100)
+			fail, lose := n < 3, n >= 95
+			if tries[key] == maxAppendAttempts {
+				fail, lose = false, false // or the proposal is ambiguous
+			}
+			sent++
+			if fail {
+				failed++
+			} else if lose {
+				lost++
+			}
+			var r gatedResult
+			if fail {
+				r.err = errInjected
+			} else {
+				r.pos, r.err = l.Log.Append(t.Context(), a.entry)
+				if r.err != nil {
+					t.Fatalf("memory log append: %v", r.err)
+				}
+				delete(tries, key)
+				if lose {
+					tries[key] = 0 // sent again until the reply arrives
+					r = gatedResult{err: fmt.Errorf("reply lost: %w", errInjected)}
+				}
+			}
+			// Let the replicas apply what landed, and the proposers it
+			// answered queue their next commands, before the appender
+			// hears back and cuts its next entry.
+			synctest.Wait()
+			a.result <- r
+		}
+	}
+}
+
+// turnstile holds each worker before each proposal until schedule lets
+// it through, so proposals reach their replica's queue in an order the
+// seed decides.
+type turnstile struct {
+	mu      sync.Mutex
+	active  int
+	waiting map[int]chan struct{}
+}
+
+func newTurnstile() *turnstile { return &turnstile{waiting: map[int]chan struct{}{}} }
+
+func (ts *turnstile) join() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.active++
+}
+
+func (ts *turnstile) leave() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.active--
+}
+
+// wait blocks worker id until its turn.
+func (ts *turnstile) wait(id int) {
+	ch := make(chan struct{})
+	ts.mu.Lock()
+	ts.waiting[id] = ch
+	ts.mu.Unlock()
+	<-ch
+}
+
+// ready returns the waiting workers, ascending.
+func (ts *turnstile) ready() []int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return slices.Sorted(maps.Keys(ts.waiting))
+}
+
+func (ts *turnstile) grant(id int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	close(ts.waiting[id])
+	delete(ts.waiting, id)
+}
+
+func (ts *turnstile) done() bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.active == 0
+}
+
+// runWorker proposes a random mix of commands on r and checks each
+// result. It calls turn before each proposal.
+func runWorker(t *testing.T, r *Replica, rng *rand.Rand, prefix string, shared []partRef, ops int, turn func(), mu *sync.Mutex, acked *[]ackedBatch) error {
 	ctx := testCtx(t)
 	var own []string // topics this worker created and has not deleted
 	for i := range ops {
+		turn()
 		switch k := rng.IntN(10); {
 		case k < 6: // commit to several shared partitions
 			parts := make([]partRef, 1+rng.IntN(8))
@@ -143,6 +389,9 @@ func runWorker(t *testing.T, r *Replica, rng *rand.Rand, prefix string, shared [
 				parts[j] = shared[rng.IntN(len(shared))]
 			}
 			co := commitTo(int32(1+rng.IntN(20)), parts...)
+			// Named by the worker, not a counter the workers share: the
+			// keys are in the log, which a replay must reproduce.
+			co.ObjectKey = fmt.Sprintf("%s-obj-%d", prefix, i)
 			res, err := r.Propose(ctx, co)
 			if err != nil {
 				return err

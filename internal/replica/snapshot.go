@@ -139,7 +139,7 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 		Format:    snapshotFormatV1,
 		Pos:       uint64(pos),
 		Digest:    hex.EncodeToString(digest[:]),
-		CreatedAt: r.cfg.Now().UTC(),
+		CreatedAt: r.cfg.Clock.Now().UTC(),
 		WriterID:  r.cfg.WriterID,
 		Files:     files,
 	}

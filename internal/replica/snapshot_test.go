@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
@@ -717,8 +718,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 	ctx := testCtx(t)
 	log := memlog.New()
 	store := memobj.New()
-	clk := new(fakeClock)
-	clk.set(1_000_000)
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	const leaseMs = 10_000
 	a := openReplica(t, log, "", "a", withClock(clk))
 	bLog := faultlog.Paused(log)
@@ -764,7 +764,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 	}
 	bLog.Pause()
 	for i := range 3 {
-		clk.set(clk.ms.Load() + 1000) // within b's lease
+		clk.Advance(time.Second) // within b's lease
 		mustOK(t, a, commitTo(1, parts[i%2]))
 		heartbeat(a, 1)
 		info, before, low, held := trim()
@@ -792,7 +792,7 @@ func TestTrimSparesLiveAgent(t *testing.T) {
 	// past the end of b's lease.
 	bAt = b.NextToApply()
 	bLog.Pause()
-	clk.set(clk.ms.Load() + leaseMs)
+	clk.Advance(time.Duration(leaseMs) * time.Millisecond)
 	mustOK(t, a, commitTo(1, parts[0]))
 	heartbeat(a, 1)
 	info, before, low, held := trim()

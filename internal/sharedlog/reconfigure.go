@@ -293,7 +293,7 @@ var errStillActive = errors.New("sharedlog: segment still active")
 func (v *VirtualLog) awaitMoveOff(ctx context.Context, url string, timeout time.Duration) error {
 	var deadline time.Time
 	if timeout >= 0 {
-		deadline = time.Now().Add(timeout)
+		deadline = v.clk.Now().Add(timeout)
 	}
 	for {
 		ch := v.changed()
@@ -306,7 +306,7 @@ func (v *VirtualLog) awaitMoveOff(ctx context.Context, url string, timeout time.
 		}
 		wait := v.opts.PollInterval
 		if !deadline.IsZero() {
-			left := time.Until(deadline)
+			left := deadline.Sub(v.clk.Now())
 			if left <= 0 {
 				return errStillActive
 			}

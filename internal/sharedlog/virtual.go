@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
 )
 
 // Opener opens the loglet a segment URL names, creating it empty if it
@@ -71,6 +73,11 @@ type VirtualOptions struct {
 	// hold an operator's migration to an unreachable target for as long
 	// as the caller's context allows. Default 15s.
 	TargetCheckTimeout time.Duration
+
+	// Clock times the log's own waits: for another client's
+	// reconfiguration (PollInterval, StallTimeout) and between polls of
+	// a loglet that is not a TailWaiter. Default clock.Real.
+	Clock clock.Clock
 }
 
 const (
@@ -108,6 +115,7 @@ type VirtualLog struct {
 	ms   MetaStore
 	open Opener
 	opts VirtualOptions
+	clk  clock.Clock
 
 	// reconfigMu serializes this handle's chain writes (Reconfigure,
 	// finishing a stall, trimming), which would otherwise only make each
@@ -174,7 +182,7 @@ func OpenVirtual(ctx context.Context, ms MetaStore, open Opener, opts VirtualOpt
 	if opts.TargetCheckTimeout <= 0 {
 		opts.TargetCheckTimeout = defaultTargetCheckTimeout
 	}
-	v := &VirtualLog{ms: ms, open: open.checked(), opts: opts}
+	v := &VirtualLog{ms: ms, open: open.checked(), opts: opts, clk: clock.OrReal(opts.Clock)}
 	v.mu.loglets = make(map[string]Loglet)
 	c, err := ms.Get(ctx)
 	if err != nil {
@@ -691,13 +699,13 @@ func (v *VirtualLog) wakeLocked() {
 	}
 }
 
-// waitChange waits for ch, at most d, or ctx.
+// waitChange waits for ch, at most d on the log's clock, or ctx.
 func (v *VirtualLog) waitChange(ctx context.Context, ch <-chan struct{}, d time.Duration) error {
-	t := time.NewTimer(d)
+	timeout, t := clock.After(v.clk, d)
 	defer t.Stop()
 	select {
 	case <-ch:
-	case <-t.C:
+	case <-timeout:
 	case <-ctx.Done():
 		return ctx.Err()
 	}

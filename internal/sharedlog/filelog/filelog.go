@@ -258,7 +258,7 @@ func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error
 		return 0, err
 	}
 	if len(entry) > l.opts.MaxEntryBytes {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes)
+		return 0, sharedlog.Rejected(fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes))
 	}
 	// Encoded here, on the caller's goroutine: the checksums of a group
 	// commit are computed in parallel, and the writer never touches the

@@ -495,8 +495,8 @@ func TestLocked(t *testing.T) {
 func TestEntryTooLarge(t *testing.T) {
 	l := open(t, t.TempDir(), filelog.Options{MaxEntryBytes: 100})
 	defer l.Close()
-	if _, err := l.Append(t.Context(), make([]byte, 101)); !errors.Is(err, filelog.ErrEntryTooLarge) {
-		t.Fatalf("Append of 101 bytes with MaxEntryBytes 100: %v, want ErrEntryTooLarge", err)
+	if _, err := l.Append(t.Context(), make([]byte, 101)); !errors.Is(err, filelog.ErrEntryTooLarge) || !errors.Is(err, sharedlog.ErrRejected) {
+		t.Fatalf("Append of 101 bytes with MaxEntryBytes 100: %v, want ErrEntryTooLarge, rejected", err)
 	}
 	if pos, err := l.Append(t.Context(), make([]byte, 100)); err != nil || pos != 0 {
 		t.Fatalf("Append of 100 bytes = (%d, %v), want (0, nil)", pos, err)
