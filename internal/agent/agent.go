@@ -263,7 +263,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 
 	a.groups, err = group.New(ctx, group.Config{
-		Store:                     a.replica,
+		Meta:                      a.replica,
 		NodeID:                    cfg.NodeID,
 		Nodes:                     a.members.nodes,
 		InitialRebalanceDelay:     cfg.GroupInitialRebalanceDelay,
@@ -280,7 +280,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
 	a.txns, err = txn.New(txn.Config{
-		Store:     a.replica,
+		Meta:      a.replica,
 		NodeID:    cfg.NodeID,
 		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
 		Clock:     clk,

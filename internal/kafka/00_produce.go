@@ -544,7 +544,7 @@ type submitted struct {
 // other so their order holds. After a failed call the rest are not
 // submitted, so a later batch never commits ahead of an earlier one that
 // failed; they fail with the same error.
-func submitAll(ctx context.Context, p Producer, batches []produce.Batch) []submitted {
+func submitAll(ctx context.Context, p Appender, batches []produce.Batch) []submitted {
 	var out []submitted
 	var submit func(bs []produce.Batch) error
 	submit = func(bs []produce.Batch) error {

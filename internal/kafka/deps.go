@@ -34,7 +34,7 @@ type Deps struct {
 	// auto-created topics and of CreateTopics asking for -1. Zero means 1.
 	DefaultPartitions int32
 	// Produce takes the batches Produce accepts (*produce.Pipeline).
-	Produce Producer
+	Produce Appender
 	// Fetch reads committed batches for Fetch (*fetch.Reader).
 	Fetch Fetcher
 	// Changes wakes long-polling Fetches; nil means Meta, which must then

@@ -220,7 +220,7 @@ func (h heldResponse) AppendTo(dst []byte) []byte {
 // returned: the writer calls it when the response was written or
 // dropped. A connection closed while the handler still runs drops the
 // request first; the hold is then given back when the handler returns.
-func releaseHeld(p *pending) {
+func releaseHeld(p *call) {
 	if isClosed(p.done) {
 		releaseResponse(p.resp)
 		return
