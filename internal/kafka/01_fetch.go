@@ -168,7 +168,16 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	defer cancel()
 	// A halted replica or the drain ends the wait early; either way the
 	// client gets what the copy holds now.
-	_, werr := fetch.Wait(wctx, n, time.Duration(req.MaxWaitMillis)*time.Millisecond, func() bool { return f.ready(db) })
+	checks := 0
+	_, werr := fetch.Wait(wctx, n, time.Duration(req.MaxWaitMillis)*time.Millisecond, func() bool {
+		checks++
+		ok, checked := f.ready(db)
+		if checks > 1 {
+			r.waits.Wakeups++
+			r.waits.PartitionsRechecked += checked
+		}
+		return ok
+	})
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -475,7 +484,7 @@ func abortedTxns(view *meta.View, p *fetchPart, records []byte, maxTxns int) ([]
 // offsets (each counted up to its PartitionMaxBytes, and under
 // read_committed only below the last stable offset), or one of them can
 // no longer be read as asked, which Kafka answers at once too.
-func (f *fetchAnswer) ready(db MetaDB) bool {
+func (f *fetchAnswer) ready(db MetaDB) (ok bool, checked int) {
 	view := db.View()
 	defer view.Close()
 	committed := f.req.IsolationLevel == isolationReadCommitted
@@ -486,34 +495,35 @@ func (f *fetchAnswer) ready(db MetaDB) bool {
 		if p.failed {
 			continue
 		}
+		checked++
 		st, ok, err := view.Partition(p.id, p.partition)
 		if err != nil || !ok {
-			return true
+			return true, checked
 		}
 		end := st.HighWatermark()
 		if p.offset < st.LogStartOffset || p.offset > end {
-			return true
+			return true, checked
 		}
 		if committed {
 			if end, err = view.LastStableOffset(p.id, p.partition, end); err != nil {
-				return true
+				return true, checked
 			}
 		}
 		switch {
 		case p.offset >= end:
 			continue
 		case need <= 1:
-			return true
+			return true, checked
 		}
 		n, err := indexedBytes(view, p, end, min(int64(p.maxBytes), need-have))
 		if err != nil {
-			return true
+			return true, checked
 		}
 		if have += n; have >= need {
-			return true
+			return true, checked
 		}
 	}
-	return false
+	return false, checked
 }
 
 // indexedBytes adds up the index entries of p from its fetch offset on

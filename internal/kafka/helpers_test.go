@@ -26,6 +26,8 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // testObserver records what the server reports.
 type testObserver struct {
 	closes chan connClose
+	// finished is signalled after each RequestDone.
+	finished chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -41,7 +43,7 @@ type connClose struct {
 }
 
 func newTestObserver() *testObserver {
-	return &testObserver{closes: make(chan connClose, 256)}
+	return &testObserver{closes: make(chan connClose, 256), finished: make(chan struct{}, 1)}
 }
 
 func (o *testObserver) RequestDone(c *Conn, st RequestStats) {
@@ -49,6 +51,30 @@ func (o *testObserver) RequestDone(c *Conn, st RequestStats) {
 	defer o.mu.Unlock()
 	o.mu.done = append(o.mu.done, st)
 	o.mu.conns = append(o.mu.conns, c)
+	select {
+	case o.finished <- struct{}{}:
+	default:
+	}
+}
+
+// waitRequest returns the stats of the first finished request of key
+// that match, waiting for it.
+func (o *testObserver) waitRequest(t *testing.T, key int16, match func(RequestStats) bool) RequestStats {
+	t.Helper()
+	timeout := time.After(guard)
+	for {
+		for _, st := range o.requests() {
+			if st.Key == key && match(st) {
+				return st
+			}
+		}
+		select {
+		case <-o.finished:
+		case <-timeout:
+			t.Fatalf("no finished request of key %d matched", key)
+			return RequestStats{}
+		}
+	}
 }
 
 func (o *testObserver) ConnClosed(c *Conn, reason error) {

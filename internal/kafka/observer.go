@@ -38,6 +38,18 @@ type RequestStats struct {
 	// ErrorCode is the first non-zero Kafka error code in the response
 	// (top level first), or 0.
 	ErrorCode int16
+	// Waits is what a long-polling Fetch did while it waited; zero for
+	// other requests.
+	Waits WaitStats
+}
+
+// WaitStats counts the work of one long-polling Fetch's wait: how often
+// apply woke it and how many partitions it read again on those wake-ups.
+// A wait should wake only for its own partitions and re-read only those
+// that changed.
+type WaitStats struct {
+	Wakeups             int
+	PartitionsRechecked int
 }
 
 type nopObserver struct{}

@@ -834,7 +834,7 @@ func (s *spyNotifier) Changed() <-chan struct{} {
 	return s.n.Changed()
 }
 
-func (s *spyNotifier) waitCall(t *testing.T) {
+func (s *spyNotifier) waitCall(t testing.TB) {
 	t.Helper()
 	select {
 	case <-s.calls:
