@@ -31,6 +31,10 @@ type metrics struct {
 	flushLatency   prometheus.Histogram
 	logAppend      prometheus.Histogram
 	logAppendErrs  prometheus.Counter
+	// Long-polling Fetches' wake-ups and the partitions they read again
+	// (kafka.WaitStats).
+	fetchWakeups   prometheus.Counter
+	fetchRechecked prometheus.Counter
 }
 
 // latencyBuckets spans a local fsync (tens of µs) to an S3 Standard tail
@@ -79,8 +83,17 @@ func newMetrics() *metrics {
 		Name: "strand_log_append_errors_total",
 		Help: "Appends to the shared log that returned an error.",
 	})
+	m.fetchWakeups = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_fetch_long_poll_wakeups_total",
+		Help: "Times apply woke a long-polling Fetch because one of its partitions changed.",
+	})
+	m.fetchRechecked = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_fetch_long_poll_partitions_rechecked_total",
+		Help: "Partitions long-polling Fetches read again on their wake-ups.",
+	})
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
+		m.fetchWakeups, m.fetchRechecked,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_process_resident_memory_peak_bytes",
@@ -116,6 +129,8 @@ func (o kafkaObserver) RequestDone(_ *kafka.Conn, st kafka.RequestStats) {
 		o.m.produceBytes.Add(float64(st.BytesIn))
 	case 1:
 		o.m.fetchBytes.Add(float64(st.BytesOut))
+		o.m.fetchWakeups.Add(float64(st.Waits.Wakeups))
+		o.m.fetchRechecked.Add(float64(st.Waits.PartitionsRechecked))
 	}
 }
 

@@ -44,13 +44,15 @@
 //     object missing from the store UNKNOWN_SERVER_ERROR (see
 //     fetchErrCode). The other partitions are still answered.
 //   - Long poll: when the first read finds fewer than MinBytes, no
-//     partition failed and MaxWaitMillis > 0, the handler waits on apply
-//     notifications (fetch.Wait on Deps.Changes) until the partitions'
-//     index holds MinBytes past their fetch offsets (below the last stable
-//     offset under read_committed, so an EndTxn that moves it wakes the
-//     wait), one of them fails (deleted, offset now out of range),
-//     MaxWaitMillis passes or the server begins shutting down, then reads
-//     again. No View is held across the wait.
+//     partition failed and MaxWaitMillis > 0, the handler watches its
+//     partitions (fetch_wait.go, Deps.Changes) until their index holds
+//     MinBytes past their fetch offsets (below the last stable offset
+//     under read_committed, so an EndTxn that moves it wakes the wait),
+//     one of them fails (deleted, offset now out of range),
+//     MaxWaitMillis passes or the server begins shutting down, then
+//     reads again. Apply wakes it only for batches that change one of
+//     its partitions, and it reads again only those. No View is held
+//     across the wait.
 //   - Fetch sessions (v7+, KIP-227) are not kept: every fetch is a full
 //     one. A request opening a session (epoch 0) or not using one (epoch
 //     -1) is answered with SessionID 0, which tells the client no session
@@ -168,16 +170,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	defer cancel()
 	// A halted replica or the drain ends the wait early; either way the
 	// client gets what the copy holds now.
-	checks := 0
-	_, werr := fetch.Wait(wctx, n, time.Duration(req.MaxWaitMillis)*time.Millisecond, func() bool {
-		checks++
-		ok, checked := f.ready(db)
-		if checks > 1 {
-			r.waits.Wakeups++
-			r.waits.PartitionsRechecked += checked
-		}
-		return ok
-	})
+	werr := f.wait(wctx, db, n, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -477,72 +470,4 @@ func abortedTxns(view *meta.View, p *fetchPart, records []byte, maxTxns int) ([]
 		out = append(out, a)
 	}
 	return out, records, nil
-}
-
-// ready is the long poll's condition, checked against a fresh view after
-// each apply: the partitions' index holds MinBytes past their fetch
-// offsets (each counted up to its PartitionMaxBytes, and under
-// read_committed only below the last stable offset), or one of them can
-// no longer be read as asked, which Kafka answers at once too.
-func (f *fetchAnswer) ready(db MetaDB) (ok bool, checked int) {
-	view := db.View()
-	defer view.Close()
-	committed := f.req.IsolationLevel == isolationReadCommitted
-	need := int64(f.req.MinBytes)
-	var have int64
-	for i := range f.parts {
-		p := &f.parts[i]
-		if p.failed {
-			continue
-		}
-		checked++
-		st, ok, err := view.Partition(p.id, p.partition)
-		if err != nil || !ok {
-			return true, checked
-		}
-		end := st.HighWatermark()
-		if p.offset < st.LogStartOffset || p.offset > end {
-			return true, checked
-		}
-		if committed {
-			if end, err = view.LastStableOffset(p.id, p.partition, end); err != nil {
-				return true, checked
-			}
-		}
-		switch {
-		case p.offset >= end:
-			continue
-		case need <= 1:
-			return true, checked
-		}
-		n, err := indexedBytes(view, p, end, min(int64(p.maxBytes), need-have))
-		if err != nil {
-			return true, checked
-		}
-		if have += n; have >= need {
-			return true, checked
-		}
-	}
-	return false, checked
-}
-
-// indexedBytes adds up the index entries of p from its fetch offset on
-// that start below end, stopping once it reaches limit. The first entry
-// may start before the offset; counting it whole overestimates by less
-// than one entry.
-func indexedBytes(view *meta.View, p *fetchPart, end, limit int64) (int64, error) {
-	it, err := view.Seek(p.id, p.partition, p.offset)
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	var n int64
-	for n < limit && it.Next() {
-		e := it.Entry()
-		if e.BaseOffset >= end {
-			break
-		}
-		n += e.Length
-	}
-	return n, it.Err()
 }

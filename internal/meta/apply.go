@@ -105,7 +105,8 @@ func (a *Applier) Reset(b Batch) {
 
 // Changes returns what the entries applied since Reset changed of the
 // partitions Fetch reads (changes.go), once Finish has written the
-// cached partition states.
+// cached partition states. Its slices are the Applier's, valid until
+// the next Changes or Reset.
 func (a *Applier) Changes() Changes { return a.changes.changes() }
 
 // Outcome is what applying one entry produced.

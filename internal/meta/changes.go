@@ -72,6 +72,10 @@ type changeTracker struct {
 	// keys of one partition, and this spares the map a lookup per key.
 	last    PartitionRef
 	hasLast bool
+	// outTopics and outParts back what changes returns, reused from
+	// batch to batch.
+	outTopics []TopicID
+	outParts  []PartitionRef
 }
 
 func (t *changeTracker) reset(b Batch) {
@@ -167,22 +171,31 @@ func refOf(key []byte) PartitionRef {
 	}
 }
 
-// changes returns what was noted since the last reset, in key order.
+// changes returns what was noted since the last reset, in key order,
+// in slices valid until the next call.
 func (t *changeTracker) changes() Changes {
 	if t.all {
 		return Changes{All: true}
 	}
-	var c Changes
+	topics, parts := t.outTopics[:0], t.outParts[:0]
 	for id := range t.topics {
-		c.Topics = append(c.Topics, id)
+		topics = append(topics, id)
 	}
-	slices.SortFunc(c.Topics, func(x, y TopicID) int { return bytes.Compare(x[:], y[:]) })
+	slices.SortFunc(topics, func(x, y TopicID) int { return bytes.Compare(x[:], y[:]) })
 	for ref := range t.parts {
 		if _, ok := t.topics[ref.TopicID]; !ok {
-			c.Partitions = append(c.Partitions, ref)
+			parts = append(parts, ref)
 		}
 	}
-	slices.SortFunc(c.Partitions, comparePartitionRefs)
+	slices.SortFunc(parts, comparePartitionRefs)
+	t.outTopics, t.outParts = topics, parts
+	var c Changes
+	if len(topics) > 0 {
+		c.Topics = topics
+	}
+	if len(parts) > 0 {
+		c.Partitions = parts
+	}
 	return c
 }
 

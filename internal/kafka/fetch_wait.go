@@ -1,0 +1,183 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// The long poll of a Fetch (see 01_fetch.go). It watches the partitions
+// it reads (Deps.Changes, package partwatch): apply wakes it only after
+// a batch that changed one of them, and it then reads only those again,
+// keeping a count per partition of the bytes ready, so a wake-up costs
+// what changed, not the size of the request. Changes that cannot be
+// placed (a halt, the replica closing, a topic deleted) mark every
+// partition and it reads them all again.
+
+// longPoll is what a waiting Fetch knows of its partitions between
+// wake-ups.
+type longPoll struct {
+	f *fetchAnswer
+	// refs are the partitions watched, the parts not answered by plan;
+	// idx is each one's index in f.parts.
+	refs []meta.PartitionRef
+	idx  []int
+	// have is the bytes counted past each one's fetch offset, at most
+	// min(PartitionMaxBytes, MinBytes); total their sum.
+	have      []int64
+	total     int64
+	need      int64
+	committed bool
+}
+
+func (f *fetchAnswer) newLongPoll() *longPoll {
+	lp := &longPoll{
+		f:         f,
+		need:      int64(f.req.MinBytes),
+		committed: f.req.IsolationLevel == isolationReadCommitted,
+	}
+	for i := range f.parts {
+		if p := &f.parts[i]; !p.failed {
+			lp.refs = append(lp.refs, meta.PartitionRef{TopicID: p.id, Partition: p.partition})
+			lp.idx = append(lp.idx, i)
+		}
+	}
+	lp.have = make([]int64, len(lp.refs))
+	return lp
+}
+
+// wait returns once the partitions hold MinBytes (or one of them can no
+// longer be read as asked), maxWait has passed, ctx ended (its error) or
+// the replica halted (its error). It counts its wake-ups in the
+// request's WaitStats.
+func (f *fetchAnswer) wait(ctx context.Context, db MetaDB, n Notifier, maxWait time.Duration) error {
+	lp := f.newLongPoll()
+	if len(lp.refs) == 0 {
+		return nil
+	}
+	// Watch first, read second: a batch committed after the read
+	// notifies the watch.
+	w := n.Watch(lp.refs)
+	defer w.Close()
+	errer, _ := n.(interface{ Err() error })
+	timeout := time.NewTimer(maxWait)
+	defer timeout.Stop()
+	if ready, _ := lp.checkAll(db); ready {
+		return nil
+	}
+	var changed []int
+	for {
+		if errer != nil {
+			if err := errer.Err(); err != nil {
+				return err
+			}
+		}
+		if h := f.r.Deps.longPollWaiting; h != nil {
+			h()
+		}
+		select {
+		case <-w.Ready():
+		case <-timeout.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		var all, ready bool
+		var checked int
+		changed, all = w.Take(changed[:0])
+		switch {
+		case all:
+			ready, checked = lp.checkAll(db)
+		case len(changed) > 0:
+			ready, checked = lp.check(db, changed)
+		default:
+			// A signal left by a change an earlier Take got.
+			continue
+		}
+		f.r.waits.Wakeups++
+		f.r.waits.PartitionsRechecked += checked
+		if ready {
+			return nil
+		}
+	}
+}
+
+// checkAll counts every watched partition again.
+func (lp *longPoll) checkAll(db MetaDB) (ready bool, checked int) {
+	view := db.View()
+	defer view.Close()
+	for k := range lp.refs {
+		if lp.check1(view, k) {
+			return true, k + 1
+		}
+	}
+	return false, len(lp.refs)
+}
+
+// check counts the watched partitions ks (indexes in refs) again.
+func (lp *longPoll) check(db MetaDB, ks []int) (ready bool, checked int) {
+	view := db.View()
+	defer view.Close()
+	for i, k := range ks {
+		if lp.check1(view, k) {
+			return true, i + 1
+		}
+	}
+	return false, len(ks)
+}
+
+// check1 counts watched partition k again, and reports whether the poll
+// is over: the partitions hold MinBytes past their fetch offsets (each
+// counted up to its PartitionMaxBytes, and under read_committed only
+// below the last stable offset), or k can no longer be read as asked,
+// which Kafka answers at once too.
+func (lp *longPoll) check1(view *meta.View, k int) bool {
+	p := &lp.f.parts[lp.idx[k]]
+	st, ok, err := view.Partition(p.id, p.partition)
+	if err != nil || !ok {
+		return true
+	}
+	end := st.HighWatermark()
+	if p.offset < st.LogStartOffset || p.offset > end {
+		return true
+	}
+	if lp.committed {
+		if end, err = view.LastStableOffset(p.id, p.partition, end); err != nil {
+			return true
+		}
+	}
+	var n int64
+	if p.offset < end {
+		if lp.need <= 1 {
+			return true
+		}
+		if n, err = indexedBytes(view, p, end, min(int64(p.maxBytes), lp.need)); err != nil {
+			return true
+		}
+	}
+	lp.total += n - lp.have[k]
+	lp.have[k] = n
+	return lp.total >= lp.need
+}
+
+// indexedBytes adds up the index entries of p from its fetch offset on
+// that start below end, stopping once it reaches limit. The first entry
+// may start before the offset; counting it whole overestimates by less
+// than one entry.
+func indexedBytes(view *meta.View, p *fetchPart, end, limit int64) (int64, error) {
+	it, err := view.Seek(p.id, p.partition, p.offset)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var n int64
+	for n < limit && it.Next() {
+		e := it.Entry()
+		if e.BaseOffset >= end {
+			break
+		}
+		n += e.Length
+	}
+	return n, it.Err()
+}
