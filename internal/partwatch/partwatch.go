@@ -41,6 +41,11 @@ import (
 // registering another's.
 const shards = 16
 
+// maxIdleTopicsPerShard bounds the topics kept with no watch (see
+// topicSlots), whatever races between a deletion and a registration
+// leave behind.
+const maxIdleTopicsPerShard = 256
+
 // Registry holds the live watches. The zero value is not usable; call
 // New. Safe for concurrent use.
 type Registry struct {
@@ -57,15 +62,16 @@ type Registry struct {
 type shard struct {
 	mu     sync.Mutex
 	topics map[meta.TopicID]*topicSlots
+	// idle counts the topics with no slot.
+	idle int
 }
 
 // topicSlots holds the slots of one topic's partitions, indexed by
 // partition: partitions are dense, so a registration of a wide topic is
 // an index per partition, not a map insert. It stays when no watch holds
 // it, since a consumer's next fetch registers the same partitions, until
-// a change to the whole topic (a deletion) is notified. A topic only
-// gets one when a fetch watches it, which only happens while it exists,
-// so they are bounded by the topics and their partitions.
+// a change to the whole topic (a deletion) is notified, or while fewer
+// than maxIdleTopicsPerShard are idle.
 type topicSlots struct {
 	parts []slots
 	// n counts the slots in parts.
@@ -143,9 +149,12 @@ func (r *Registry) Watch(parts []meta.PartitionRef) *Watch {
 	r.mu.Unlock()
 	w.eachTopicRun(func(s *shard, id meta.TopicID, from, to int) {
 		ts := s.topics[id]
-		if ts == nil {
+		switch {
+		case ts == nil:
 			ts = &topicSlots{}
 			s.topics[id] = ts
+		case ts.n == 0:
+			s.idle--
 		}
 		for i := from; i < to; i++ {
 			ts.add(w.parts[i].Partition, slot{w, int32(i)})
@@ -257,6 +266,7 @@ func (r *Registry) Notify(c meta.Changes) {
 		if ts := s.topics[id]; ts != nil {
 			if ts.n == 0 {
 				delete(s.topics, id)
+				s.idle--
 			} else {
 				ts.gone = true
 			}
@@ -383,8 +393,13 @@ func (w *Watch) Close() {
 		for i := from; i < to; i++ {
 			ts.remove(w.parts[i].Partition, slot{w, int32(i)})
 		}
-		if ts.n == 0 && ts.gone {
+		if ts.n > 0 {
+			return
+		}
+		if ts.gone || s.idle >= maxIdleTopicsPerShard {
 			delete(s.topics, id)
+		} else {
+			s.idle++
 		}
 	})
 	w.reg.mu.Lock()

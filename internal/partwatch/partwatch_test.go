@@ -188,3 +188,24 @@ func TestTopicSlotsDropped(t *testing.T) {
 		t.Fatalf("%d topics after the last Close of a deleted topic, want 0", topics())
 	}
 }
+
+// Topics kept with no watch are bounded, however many come and go.
+func TestIdleTopicsBounded(t *testing.T) {
+	r := New()
+	for i := range 10 * shards * maxIdleTopicsPerShard {
+		var id meta.TopicID
+		id[0], id[1], id[4] = byte(i), byte(i>>8), byte(i>>16)
+		r.Watch([]meta.PartitionRef{ref(id, 0), ref(topicA, 1), ref(id, 1)}).Close()
+	}
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		n += len(s.topics)
+		if len(s.topics) != s.idle {
+			t.Fatalf("shard %d: %d topics, %d counted idle", i, len(s.topics), s.idle)
+		}
+	}
+	if n > shards*maxIdleTopicsPerShard {
+		t.Fatalf("%d idle topics kept, at most %d", n, shards*maxIdleTopicsPerShard)
+	}
+}
