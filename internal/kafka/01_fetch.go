@@ -205,8 +205,12 @@ type fetchAnswer struct {
 // Response budget use of a Fetch (respbudget.go).
 const (
 	// fetchPartOverheadBytes is what one partition of an answer costs
-	// besides its records: the response structs and their encoding.
-	fetchPartOverheadBytes = 160
+	// besides its records: the response structs and their encoding
+	// (160 bytes), and while it long-polls its watch (fetch_wait.go:
+	// the partition's ref, index and count, and its slot and mark in
+	// package partwatch's registry, 80 bytes), which the budget so
+	// bounds too.
+	fetchPartOverheadBytes = 240
 	// fetchMinBudgetBytes is the least budget a fetch waits for before
 	// it reads: enough for a useful read, small enough to be free soon.
 	fetchMinBudgetBytes = 1 << 20
