@@ -117,6 +117,11 @@ type fetchPart struct {
 	// failed is set when the partition was answered with an error
 	// before any read (unknown topic, fenced epoch).
 	failed bool
+	// complete: the last read answered the partition in full, all it
+	// held below its bound or all its PartitionMaxBytes allowed, so the
+	// answer stands as long as the partition does not change, whatever
+	// budget a later read gets.
+	complete bool
 }
 
 func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
@@ -178,6 +183,11 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		r.warn("kafka: fetch long poll ended early", "err", werr)
 	}
 	budget, short = f.takeBudget(ctx, maxWait.C)
+	if short {
+		// No budget: no partition keeps records (takeBudget gave
+		// theirs back).
+		f.reread = nil
+	}
 	view = db.View()
 	total, _, err = f.read(ctx, view, budget, !short)
 	view.Close()
@@ -200,6 +210,10 @@ type fetchAnswer struct {
 	// hold is the answer's share of the response budget: the skeleton
 	// and the records it holds (respbudget.go, splicedBytes).
 	hold *respHold
+	// reread, when set by a long poll, says which parts changed since
+	// the last read; read keeps the complete answers of the others.
+	// Nil: read every part.
+	reread []bool
 }
 
 // Response budget use of a Fetch (respbudget.go).
@@ -335,10 +349,12 @@ var noRecords = []byte{}
 
 // read reads every partition not answered by plan, in request order,
 // into the response, replacing what an earlier read put there, at most
-// budget record bytes (besides a first batch when minOne). It returns
-// the record bytes read and whether any partition failed; an error only
-// when the connection's ctx ended. The answer's hold is resized to what
-// it holds.
+// budget record bytes (besides a first batch when minOne); with
+// f.reread set, a partition that did not change and was answered in
+// full keeps its answer, and its records count against the budget. It
+// returns the record bytes in the answer and whether any partition
+// failed; an error only when the connection's ctx ended. The answer's
+// hold is resized to what it holds.
 func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, minOne bool) (total int64, failed bool, err error) {
 	remaining := min(int64(min(f.req.MaxBytes, maxFetchResponseBytes)), budget)
 	committed := f.req.IsolationLevel == isolationReadCommitted
@@ -355,6 +371,16 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			continue
 		}
 		sp := p.sp
+		if f.reread != nil && !f.reread[i] && p.complete {
+			if n := int64(len(sp.RecordBatches)); n > 0 {
+				held += splicedBytes(len(sp.RecordBatches))
+				minOne = false
+				remaining = max(0, remaining-n)
+				total += n
+			}
+			continue
+		}
+		p.complete = false
 		sp.ErrorCode, sp.RecordBatches, sp.AbortedTransactions = 0, noRecords, nil
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 		limit := int32(max(0, min(int64(p.maxBytes), remaining)))
@@ -400,8 +426,10 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 		}
 		n := int64(len(res.Records))
 		if n == 0 || (!minOne && n > int64(limit)) {
+			p.complete = limit >= p.maxBytes || (n == 0 && p.offset >= bound(sp, committed))
 			continue
 		}
+		p.complete = limit >= p.maxBytes || readAll(res.Records, bound(sp, committed))
 		sp.RecordBatches = res.Records
 		held += splicedBytes(len(res.Records))
 		minOne = false
@@ -409,6 +437,22 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 		total += n
 	}
 	return total, failed, nil
+}
+
+// bound is the offset a read of sp stops at: the last stable offset
+// under read_committed, else the high watermark.
+func bound(sp *kmsg.FetchResponseTopicPartition, committed bool) int64 {
+	if committed {
+		return sp.LastStableOffset
+	}
+	return sp.HighWatermark
+}
+
+// readAll reports whether records reach up to bound: a read with a
+// larger limit would return nothing more.
+func readAll(records []byte, bound int64) bool {
+	_, end, err := cutRecords(records, math.MaxInt64)
+	return err == nil && end >= bound
 }
 
 // readPartition reads p, under read_committed only below stable.

@@ -14,6 +14,12 @@ import (
 // what changed, not the size of the request. Changes that cannot be
 // placed (a halt, the replica closing, a topic deleted) mark every
 // partition and it reads them all again.
+//
+// It also notes which partitions changed since the first read (stale):
+// those notified, and those whose state differs from the answer when it
+// reads them (a change between the first read and the watch). The read
+// after the wait reads only those again and keeps the answers of the
+// others (fetchAnswer.reread).
 
 // longPoll is what a waiting Fetch knows of its partitions between
 // wake-ups.
@@ -25,7 +31,9 @@ type longPoll struct {
 	idx  []int
 	// have is the bytes counted past each one's fetch offset, at most
 	// min(PartitionMaxBytes, MinBytes); total their sum.
-	have      []int64
+	have []int64
+	// stale marks the ones that changed since the first read.
+	stale     []bool
 	total     int64
 	need      int64
 	committed bool
@@ -44,18 +52,33 @@ func (f *fetchAnswer) newLongPoll() *longPoll {
 		}
 	}
 	lp.have = make([]int64, len(lp.refs))
+	lp.stale = make([]bool, len(lp.refs))
 	return lp
 }
 
 // wait returns once the partitions hold MinBytes (or one of them can no
 // longer be read as asked), maxWait has passed, ctx ended (its error) or
 // the replica halted (its error). It counts its wake-ups in the
-// request's WaitStats.
+// request's WaitStats, and sets f.reread to the parts that changed
+// (nil, all of them, after an error).
 func (f *fetchAnswer) wait(ctx context.Context, db MetaDB, n Notifier, maxWait time.Duration) error {
 	lp := f.newLongPoll()
 	if len(lp.refs) == 0 {
 		return nil
 	}
+	err := lp.wait(ctx, db, n, maxWait)
+	f.reread = nil
+	if err == nil {
+		f.reread = make([]bool, len(f.parts))
+		for k, i := range lp.idx {
+			f.reread[i] = lp.stale[k]
+		}
+	}
+	return err
+}
+
+func (lp *longPoll) wait(ctx context.Context, db MetaDB, n Notifier, maxWait time.Duration) error {
+	f := lp.f
 	// Watch first, read second: a batch committed after the read
 	// notifies the watch.
 	w := n.Watch(lp.refs)
@@ -86,8 +109,14 @@ func (f *fetchAnswer) wait(ctx context.Context, db MetaDB, n Notifier, maxWait t
 		var all, ready bool
 		var checked int
 		changed, all = w.Take(changed[:0])
+		for _, k := range changed {
+			lp.stale[k] = true
+		}
 		switch {
 		case all:
+			for k := range lp.stale {
+				lp.stale[k] = true
+			}
 			ready, checked = lp.checkAll(db)
 		case len(changed) > 0:
 			ready, checked = lp.check(db, changed)
@@ -103,12 +132,16 @@ func (f *fetchAnswer) wait(ctx context.Context, db MetaDB, n Notifier, maxWait t
 	}
 }
 
-// checkAll counts every watched partition again.
+// checkAll counts every watched partition again. Those it did not get
+// to are marked stale: they may have changed unseen.
 func (lp *longPoll) checkAll(db MetaDB) (ready bool, checked int) {
 	view := db.View()
 	defer view.Close()
 	for k := range lp.refs {
 		if lp.check1(view, k) {
+			for j := k + 1; j < len(lp.stale); j++ {
+				lp.stale[j] = true
+			}
 			return true, k + 1
 		}
 	}
@@ -131,20 +164,29 @@ func (lp *longPoll) check(db MetaDB, ks []int) (ready bool, checked int) {
 // is over: the partitions hold MinBytes past their fetch offsets (each
 // counted up to its PartitionMaxBytes, and under read_committed only
 // below the last stable offset), or k can no longer be read as asked,
-// which Kafka answers at once too.
+// which Kafka answers at once too. It marks k stale when its offsets
+// are not those of the answer.
 func (lp *longPoll) check1(view *meta.View, k int) bool {
 	p := &lp.f.parts[lp.idx[k]]
 	st, ok, err := view.Partition(p.id, p.partition)
 	if err != nil || !ok {
+		lp.stale[k] = true
 		return true
 	}
 	end := st.HighWatermark()
+	if end != p.sp.HighWatermark || st.LogStartOffset != p.sp.LogStartOffset {
+		lp.stale[k] = true
+	}
 	if p.offset < st.LogStartOffset || p.offset > end {
 		return true
 	}
 	if lp.committed {
 		if end, err = view.LastStableOffset(p.id, p.partition, end); err != nil {
+			lp.stale[k] = true
 			return true
+		}
+		if end != p.sp.LastStableOffset {
+			lp.stale[k] = true
 		}
 	}
 	var n int64

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/meta/metatest"
 	"github.com/strandkafka/strand/internal/partwatch"
@@ -192,4 +195,109 @@ func TestLongPollWait(t *testing.T) {
 			t.Fatalf("%d slots left registered", n.Len())
 		}
 	})
+}
+
+// countingFetcher records the partitions read, and can act before a
+// read.
+type countingFetcher struct {
+	Fetcher
+	mu     sync.Mutex
+	reads  []int32
+	before func(partition int32)
+}
+
+func (c *countingFetcher) ReadUpTo(ctx context.Context, view *meta.View, id meta.TopicID, partition int32, offset int64, maxBytes int32, upTo int64) (fetch.FetchResult, error) {
+	c.mu.Lock()
+	c.reads = append(c.reads, partition)
+	before := c.before
+	c.mu.Unlock()
+	if before != nil {
+		before(partition)
+	}
+	return c.Fetcher.ReadUpTo(ctx, view, id, partition, offset, maxBytes, upTo)
+}
+
+func (c *countingFetcher) take() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.reads
+	c.reads = nil
+	return r
+}
+
+// After the wait a fetch reads again only the partitions that changed;
+// the others keep the answer of the first read, records included.
+func TestFetchRereadsOnlyChanged(t *testing.T) {
+	spy := &spyNotifier{calls: make(chan struct{}, 64)}
+	a, dp := newDataAgent(t, nil, withSpy(spy))
+	cf := &countingFetcher{Fetcher: dp.Reader}
+	a.Deps.Fetch = cf
+	id := a.createTopic(t, "few", 6, nil)
+	small := batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 10})
+	big := batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 2000, Seed: 1})
+	a.produceRaw(t, "few", 1, small)
+	var parts []fetchPartReq
+	for p := range int32(6) {
+		parts = append(parts, fetchPartReq{id: id, partition: p, maxBytes: 1 << 20})
+	}
+	c := dial(t, a.addr)
+	write(t, c, frameFor(1, fetchReq(16, 30_000, int32(len(small)+len(big)), 1<<20, parts...)))
+	spy.waitCall(t)
+	if got := cf.take(); len(got) != 6 {
+		t.Fatalf("first read read %v, want the 6 partitions", got)
+	}
+	a.produceRaw(t, "few", 4, big)
+
+	resp := kmsg.NewPtrFetchResponse()
+	decodeResponse(t, readFrame(t, c), resp, 16)
+	if got := cf.take(); len(got) != 1 || got[0] != 4 {
+		t.Fatalf("the read after the wait read %v, want partition 4 alone", got)
+	}
+	for p, sp := range fetchPartitions(resp) {
+		wantHWM, wantRecords := int64(0), 0
+		switch p {
+		case 1:
+			wantHWM, wantRecords = 1, len(small)
+		case 4:
+			wantHWM, wantRecords = 1, len(big)
+		}
+		if sp.ErrorCode != 0 || sp.HighWatermark != wantHWM || sp.LastStableOffset != wantHWM || len(sp.RecordBatches) != wantRecords {
+			t.Fatalf("partition %d: code %d hwm %d lso %d, %d record bytes; want hwm %d, %d bytes",
+				p, sp.ErrorCode, sp.HighWatermark, sp.LastStableOffset, len(sp.RecordBatches), wantHWM, wantRecords)
+		}
+	}
+}
+
+// A commit that lands after the first read of its partition but before
+// the fetch watches it is not lost: the check after watching sees the
+// partition's offsets differ from the answer, and it is read again
+// (with the partitions that check did not get to).
+func TestFetchChangeBeforeWatch(t *testing.T) {
+	spy := &spyNotifier{calls: make(chan struct{}, 64)}
+	a, dp := newDataAgent(t, nil, withSpy(spy))
+	cf := &countingFetcher{Fetcher: dp.Reader}
+	a.Deps.Fetch = cf
+	id := a.createTopic(t, "race", 3, nil)
+	batch := batchtest.Build(t, batchtest.Options{Records: 3})
+	var once sync.Once
+	cf.before = func(p int32) {
+		if p == 2 {
+			// Partition 1 was read; commit to it before the wait.
+			once.Do(func() { a.produceRaw(t, "race", 1, batch) })
+		}
+	}
+	c := dial(t, a.addr)
+	write(t, c, frameFor(1, fetchReq(16, 30_000, 1, 1<<20,
+		fetchPartReq{id: id, partition: 0, maxBytes: 1 << 20},
+		fetchPartReq{id: id, partition: 1, maxBytes: 1 << 20},
+		fetchPartReq{id: id, partition: 2, maxBytes: 1 << 20})))
+	resp := kmsg.NewPtrFetchResponse()
+	decodeResponse(t, readFrame(t, c), resp, 16)
+	got := fetchPartitions(resp)
+	if got[1].HighWatermark != 3 || len(got[1].RecordBatches) == 0 {
+		t.Fatalf("partition 1: hwm %d, %d record bytes; want the commit made before the wait", got[1].HighWatermark, len(got[1].RecordBatches))
+	}
+	if reads := cf.take(); !slices.Equal(reads, []int32{0, 1, 2, 1, 2}) {
+		t.Fatalf("reads %v, want the three partitions, then 1 and 2 again", reads)
+	}
 }
