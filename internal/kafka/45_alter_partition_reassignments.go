@@ -39,6 +39,11 @@ import (
 
 func init() { regKey(45, 0, 1, handleAlterPartitionAssignments) }
 
+// maxReassignPerCommand bounds the partitions of one ReassignPartitions,
+// so a request moving a large topic becomes several commands of a size
+// a log entry takes.
+const maxReassignPerCommand = 1024
+
 func handleAlterPartitionAssignments(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()
 	if err != nil {
@@ -135,11 +140,14 @@ func (p *reassignPlanner) plan(view *meta.View, rt *kmsg.AlterPartitionAssignmen
 			cmd.Partitions = append(cmd.Partitions, meta.PartitionReplicas{Partition: rp.Partition, Replicas: append([]int32(nil), rp.Replicas...)})
 		}
 		out.Partitions = append(out.Partitions, a)
+		if len(cmd.Partitions) == maxReassignPerCommand {
+			p.cmds, p.slots = append(p.cmds, cmd), append(p.slots, slots)
+			cmd, slots = meta.ReassignPartitions{Topic: rt.Topic}, nil
+		}
 	}
 	p.answers = append(p.answers, out)
 	if len(cmd.Partitions) > 0 {
-		p.cmds = append(p.cmds, cmd)
-		p.slots = append(p.slots, slots)
+		p.cmds, p.slots = append(p.cmds, cmd), append(p.slots, slots)
 	}
 }
 

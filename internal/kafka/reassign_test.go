@@ -371,3 +371,42 @@ func TestReassignKadm(t *testing.T) {
 		t.Errorf("a new topic t reports its predecessor's replicas: %s", got)
 	}
 }
+
+// TestReassignManyPartitions: a request over more partitions than one
+// command carries is split, and every partition is answered and
+// recorded.
+func TestReassignManyPartitions(t *testing.T) {
+	a := reassignAgent(t)
+	const n = 2*maxReassignPerCommand + 5
+	a.createTopic(t, "many", n, nil)
+	var req kadm.AlterPartitionAssignmentsReq
+	for p := range int32(n) {
+		l := []int32{2, 7}
+		if p%3 == 0 {
+			l = []int32{7, 7} // refused: every third answer must land on its own partition
+		}
+		req.Assign("many", p, l)
+	}
+	res, err := a.Admin.AlterPartitionAssignments(a.ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res["many"]) != n {
+		t.Fatalf("%d answers, want %d", len(res["many"]), n)
+	}
+	for p, r := range res["many"] {
+		if refused := p%3 == 0; refused != errors.Is(r.Err, kerr.InvalidReplicaAssignment) || !refused && r.Err != nil {
+			t.Fatalf("many/%d: %v", p, r.Err)
+		}
+	}
+	resp := a.rawRequest(t, metadataReq(12, []string{"many"})).(*kmsg.MetadataResponse)
+	for _, rp := range resp.Topics[0].Partitions {
+		want := "[2 7]"
+		if rp.Partition%3 == 0 {
+			want = "[7]"
+		}
+		if got := fmt.Sprint(rp.Replicas); got != want {
+			t.Fatalf("many/%d replicas %s, want %s", rp.Partition, got, want)
+		}
+	}
+}
