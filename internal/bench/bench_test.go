@@ -169,6 +169,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative rate", func(o *Options) { o.Rate = -1 }, false},
 		{"negative consumers", func(o *Options) { o.Consumers = -1 }, false},
 		{"too many producers", func(o *Options) { o.Producers = maxClients + 1 }, false},
+		{"storage sampling without a store", func(o *Options) {
+			o.Embedded, o.Brokers, o.StorageEvery = false, []string{"h:1"}, time.Second
+		}, false},
+		{"topic config not key=value", func(o *Options) { o.TopicConfigs = []string{"retention.ms"} }, false},
 		{"agent flags without embedded", func(o *Options) {
 			o.Embedded, o.Brokers, o.ObjStoreLatency = false, []string{"h:1"}, "s3-standard"
 		}, false},

@@ -104,6 +104,25 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
+// OpenShared returns a Store over an existing dir without removing
+// temporary files: for a process that reads a store another one writes
+// (a benchmark listing a live agent's store), where temporaries are
+// writes in flight, not a crash's leftovers.
+func OpenShared(dir string) (*Store, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("fileobj: %w", err)
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("fileobj: open: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("fileobj: open %s: not a directory", root)
+	}
+	return &Store{root: root}, nil
+}
+
 // Dir returns the absolute root directory.
 func (s *Store) Dir() string { return s.root }
 
