@@ -151,7 +151,7 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	if d := clock.Since(r.cfg.Clock, start); d > maxRunTime {
+	if d := clock.Since(r.cfg.Clock, start); d > maxSnapshotRunTime {
 		return SnapshotInfo{}, fmt.Errorf("%w: snapshot uploads took %v", ErrRunTooLong, d)
 	}
 	m := snapshotManifest{

@@ -22,11 +22,11 @@ package replica
 //     seen) and deletes the files none of them names.
 //
 // A marker whose writer died stays behind; it is ignored (and deleted)
-// once older than staleAfter by the reader's clock, and a writer replaces
-// or ignores its own, since Snapshot and CollectSnapshots of one replica
-// never run at once. Each side gives up before its own marker could be
-// thought dead (maxRunTime), so clocks may disagree by up to
-// staleAfter - maxRunTime.
+// once stale by the reader's clock, and a writer replaces or ignores its
+// own, since Snapshot and CollectSnapshots of one replica never run at
+// once. Each side gives up before its own marker could be thought dead
+// (the max*RunTime bounds), so clocks may disagree by up to the
+// difference between the two bounds of a side.
 //
 // Order makes a crash harmless: old manifests are deleted oldest first
 // and before any file, so a GC killed at any point leaves whole
@@ -52,16 +52,21 @@ const (
 )
 
 const (
-	// maxRunTime bounds a snapshot's uploads and a GC's deletes from the
-	// moment its marker is written: past it, the run stops before doing
-	// anything another agent could have stopped guarding against. It is
-	// well above the agent's snapshot timeout, so a healthy run never
-	// meets it.
-	maxRunTime = 15 * time.Minute
-	// staleAfter is the age at which another writer's marker is taken
-	// for a dead run's. Twice maxRunTime leaves maxRunTime for clocks
-	// that disagree.
-	staleAfter = 2 * maxRunTime
+	// maxSnapshotRunTime bounds a snapshot's uploads from the moment its
+	// marker is written: past it, the snapshot fails rather than write a
+	// manifest naming files a GC may since have taken for garbage. It is
+	// above the agent's snapshot timeout, so a healthy run never meets
+	// it. A stale snapshot marker only defers file deletion, so the
+	// margin for clocks is generous.
+	maxSnapshotRunTime = 15 * time.Minute
+	snapshotStaleAfter = 2 * maxSnapshotRunTime
+	// maxGCRunTime bounds a GC's deletes from the moment its marker is
+	// written; the next GC goes on. A GC deletes at most the files of a
+	// few snapshots, seconds of requests. A stale GC marker holds every
+	// other agent's snapshots back, so it goes sooner: an agent killed
+	// mid-GC delays the others' snapshots by at most gcStaleAfter.
+	maxGCRunTime = time.Minute
+	gcStaleAfter = 5 * time.Minute
 	// gcPollInterval is how often a snapshot waiting for a GC looks
 	// again: a GC deletes at most a few hundred files, seconds of work.
 	gcPollInterval = 250 * time.Millisecond
@@ -69,7 +74,7 @@ const (
 	maxMarkerBytes = 4 << 10
 )
 
-// ErrRunTooLong: a snapshot or GC ran past maxRunTime and stopped before
+// ErrRunTooLong: a snapshot or GC ran past its bound and stopped before
 // trusting a marker others may already have taken for dead.
 var ErrRunTooLong = errors.New("replica: snapshot or GC ran too long")
 
@@ -89,7 +94,7 @@ type GCResult struct {
 // CollectSnapshots keeps the newest keep snapshots under prefix and
 // deletes the rest: first the older manifests, oldest first, then every
 // file that no manifest still in the store and no snapshot in progress
-// may name. Markers of runs that died (older than staleAfter) go too.
+// may name. Markers of runs that died go too.
 // keep must be at least 1: the newest snapshot is what a wiped agent
 // restores and what the log is trimmed to.
 //
@@ -127,7 +132,7 @@ func (r *Replica) CollectSnapshots(ctx context.Context, store objstore.Store, pr
 			err = fmt.Errorf("replica: snapshot GC: delete marker: %w", derr)
 		}
 	}()
-	busy, err := r.liveMarkers(ctx, store, prefix, pendingDir)
+	busy, err := r.liveMarkers(ctx, store, prefix, pendingDir, snapshotStaleAfter)
 	if err != nil {
 		return res, err
 	}
@@ -148,7 +153,7 @@ func (r *Replica) CollectSnapshots(ctx context.Context, store objstore.Store, pr
 			if named[o.Key] {
 				continue
 			}
-			if clock.Since(r.cfg.Clock, start) > maxRunTime {
+			if clock.Since(r.cfg.Clock, start) > maxGCRunTime {
 				return res, fmt.Errorf("%w: GC stopped after %d files", ErrRunTooLong, res.FilesDeleted)
 			}
 			if err := store.Delete(ctx, o.Key); err != nil {
@@ -229,11 +234,11 @@ func writeMarker(ctx context.Context, store objstore.Store, prefix, dir, writer 
 }
 
 // liveMarkers reports whether another writer has a run in progress under
-// dir. It deletes markers of runs that died; this replica's own are
+// dir. It deletes markers of runs that died (older than staleAfter); this replica's own are
 // ignored, as its runs are serialized and so never concurrent with the
 // caller. A marker that does not decode counts as live until stale, so
 // it errs towards keeping files.
-func (r *Replica) liveMarkers(ctx context.Context, store objstore.Store, prefix, dir string) (bool, error) {
+func (r *Replica) liveMarkers(ctx context.Context, store objstore.Store, prefix, dir string, staleAfter time.Duration) (bool, error) {
 	objs, err := store.List(ctx, prefix+dir)
 	if err != nil {
 		return false, fmt.Errorf("replica: list %s markers: %w", strings.TrimSuffix(dir, "/"), err)
@@ -273,7 +278,7 @@ func (r *Replica) waitForGC(ctx context.Context, store objstore.Store, prefix st
 		return err
 	}
 	for {
-		busy, err := r.liveMarkers(ctx, store, prefix, gcDir)
+		busy, err := r.liveMarkers(ctx, store, prefix, gcDir, gcStaleAfter)
 		if err != nil || !busy {
 			return err
 		}

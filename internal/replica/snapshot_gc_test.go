@@ -301,7 +301,7 @@ func TestGCDefersToSnapshot(t *testing.T) {
 	if err != nil || res.ManifestsDeleted != 2 || res.FilesDeleted != 0 || !res.Deferred {
 		t.Fatalf("GC beside a snapshot in progress: %+v, %v; want 2 manifests deleted, files deferred", res, err)
 	}
-	if err := writeMarker(ctx, store, snapPrefix+"/", pendingDir, "other", a.cfg.Clock.Now().Add(-2*staleAfter)); err != nil {
+	if err := writeMarker(ctx, store, snapPrefix+"/", pendingDir, "other", a.cfg.Clock.Now().Add(-2*snapshotStaleAfter)); err != nil {
 		t.Fatal(err)
 	}
 	res, err = a.CollectSnapshots(ctx, store, snapPrefix, 1)
@@ -359,5 +359,28 @@ func TestRestoreLosesManifest(t *testing.T) {
 	mustSync(t, a)
 	if da, db := mustDigest(t, a), mustDigest(t, b); da != db {
 		t.Fatalf("restored copy %x, original %x", db, da)
+	}
+}
+
+// TestSnapshotPastDeadGC: the marker of a GC whose agent died mid-run
+// holds snapshots back only until it is stale, and a replica's own
+// marker (its previous run's) never does.
+func TestSnapshotPastDeadGC(t *testing.T) {
+	ctx := testCtx(t)
+	store := memobj.New()
+	a := openReplica(t, memlog.New(), "", "a")
+	setupTopic(t, a, "t", 1)
+	now := a.cfg.Clock.Now()
+	if err := writeMarker(ctx, store, snapPrefix+"/", gcDir, "dead", now.Add(-2*gcStaleAfter)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMarker(ctx, store, snapPrefix+"/", gcDir, "a", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Snapshot(ctx, store, snapPrefix); err != nil {
+		t.Fatal(err)
+	}
+	if got := storeKeys(t, store); slices.Contains(got, markerKey(snapPrefix+"/", gcDir, "dead")) {
+		t.Fatalf("the dead GC's marker is still there: %v", got)
 	}
 }
