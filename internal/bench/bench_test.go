@@ -91,13 +91,7 @@ func TestBenchBrokersKfakeComparisonDiskPlot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two load phases")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+	c, ctx := newKfake(t)
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "latency.svg")
 	var stdout, stderr bytes.Buffer
@@ -149,6 +143,20 @@ func TestBenchBrokersKfakeComparisonDiskPlot(t *testing.T) {
 			t.Fatalf("plot is not well-formed: %v", err)
 		}
 	}
+}
+
+// newKfake starts a one-broker kfake cluster as the target of a run, and
+// the run's deadlock guard.
+func newKfake(t *testing.T) (*kfake.Cluster, context.Context) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c, ctx
 }
 
 func TestOptionsValidate(t *testing.T) {

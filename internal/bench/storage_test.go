@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
@@ -76,13 +75,7 @@ func TestBenchTopicConfigAndStorage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a load phase")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+	c, ctx := newKfake(t)
 	dir := t.TempDir()
 	store := memobj.New()
 	if err := store.Put(ctx, "data/x", make([]byte, 42)); err != nil {

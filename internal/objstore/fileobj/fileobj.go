@@ -86,18 +86,14 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("fileobj: open: %w", err)
 	}
-	fi, err := os.Stat(root)
+	s, err := OpenShared(root)
 	if err != nil {
-		return nil, fmt.Errorf("fileobj: open: %w", err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("fileobj: open %s: not a directory", root)
+		return nil, err
 	}
 	// The root may have just been created; make its entry durable.
 	if err := syncDir(filepath.Dir(root)); err != nil {
 		return nil, fmt.Errorf("fileobj: open: %w", err)
 	}
-	s := &Store{root: root}
 	if err := s.removeTemps(); err != nil {
 		return nil, fmt.Errorf("fileobj: open: removing temporary files: %w", err)
 	}
