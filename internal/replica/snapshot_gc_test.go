@@ -11,6 +11,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -383,4 +384,113 @@ func TestSnapshotPastDeadGC(t *testing.T) {
 	if got := storeKeys(t, store); slices.Contains(got, markerKey(snapPrefix+"/", gcDir, "dead")) {
 		t.Fatalf("the dead GC's marker is still there: %v", got)
 	}
+}
+
+// TestSnapshotGCConcurrent: a replica that keeps up snapshots and
+// collects (keep 1) over and over, while one that fell behind snapshots
+// its old state again and again: every GC deletes that old snapshot and
+// the files only it names, which the lagging replica's next snapshot
+// finds in the store or not, depending on the interleaving. Every
+// manifest it writes must be whole, and a last GC leaves exactly the
+// files of the kept snapshots.
+func TestSnapshotGCConcurrent(t *testing.T) {
+	ctx := testCtx(t)
+	store := memobj.New()
+	log := memlog.New()
+	w := openReplica(t, log, "", "writer")
+	parts := setupTopic(t, w, "t", 4)
+	for range 10 {
+		mustOK(t, w, commitTo(1, parts...))
+	}
+	a := openReplica(t, log, "", "a")
+	bLog := faultlog.Paused(log)
+	b := openReplica(t, bLog, "", "b")
+	t.Cleanup(bLog.Resume) // before b closes
+	mustSync(t, b)
+	bLog.Pause()
+
+	const rounds = 15
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*rounds)
+	wg.Go(func() {
+		for range rounds {
+			if err := a.Sync(ctx); err != nil {
+				errs <- err
+				return
+			}
+			if _, err := a.Snapshot(ctx, store, snapPrefix); err != nil {
+				errs <- err
+				return
+			}
+			if _, err := a.CollectSnapshots(ctx, store, snapPrefix, 1); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for range rounds {
+			info, err := b.Snapshot(ctx, store, snapPrefix)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := checkWhole(ctx, store, info.Key); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	for i := range 3 * rounds {
+		mustOK(t, w, commitTo(1, parts[i%len(parts)]))
+		if i%4 == 0 {
+			if err := w.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if _, err := a.CollectSnapshots(ctx, store, snapPrefix, 2); err != nil {
+		t.Fatal(err)
+	}
+	// a's newest, and b's if it came after a's last GC.
+	keys, err := listManifests(ctx, store, snapPrefix+"/")
+	if err != nil || len(keys) == 0 || len(keys) > 2 {
+		t.Fatalf("manifests %v, %v; want at most the 2 newest", keys, err)
+	}
+	var kept []SnapshotInfo
+	for _, key := range keys {
+		m := mustManifest(t, store, key)
+		kept = append(kept, m.info(key))
+	}
+	wantOnlyKept(t, store, kept)
+	if _, err := Restore(ctx, store, snapPrefix, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkWhole checks that the manifest at key names only files in the
+// store, unless a GC took the manifest meanwhile: GC deletes a manifest
+// before its files, so files missing beside a manifest that is still
+// there mean a broken snapshot.
+func checkWhole(ctx context.Context, store objstore.Store, key string) error {
+	m, err := readManifest(ctx, store, key)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = checkReachable(ctx, store, snapPrefix+"/", key, &m)
+	if err == nil {
+		return nil
+	}
+	if _, gerr := store.Get(ctx, key, 0, 1); errors.Is(gerr, objstore.ErrNotFound) {
+		return nil
+	}
+	return err
 }
