@@ -2,9 +2,13 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
@@ -13,14 +17,19 @@ import (
 // TestSnapshotKeep: every snapshot the agent takes is followed by a GC
 // that keeps the newest --snapshot-keep; what it deleted shows in the
 // answer of POST /v1/snapshot and in /metrics, and the object store ends
-// with that many manifests.
+// with that many manifests. The agent, wiped, restores the newest (the
+// log is trimmed below it, so nothing else could bring it back).
 func TestSnapshotKeep(t *testing.T) {
 	dir := t.TempDir()
-	a := startWith(t, agent.Config{DataDir: dir, SnapshotInterval: agent.SnapshotsOff, SnapshotKeep: 2}, nil)
+	cfg := agent.Config{DataDir: dir, SnapshotInterval: agent.SnapshotsOff, SnapshotKeep: 2}
+	a := startWith(t, cfg, nil)
 	createTopic(t, a.KafkaAddr(), "keep", 1)
 	var deleted int
+	var all []*kgo.Record
 	for i := range 5 {
-		produce(t, a.KafkaAddr(), records("keep", 1, 5, "v"))
+		rs := records("keep", 1, 5, fmt.Sprint("v", i))
+		produce(t, a.KafkaAddr(), rs)
+		all = append(all, rs...)
 		st := takeSnapshot(t, a.HTTPAddr())
 		deleted += st.GC.ManifestsDeleted
 		if got := manifests(t, dir); got != min(i+1, 2) {
@@ -35,6 +44,13 @@ func TestSnapshotKeep(t *testing.T) {
 		{name: "strand_snapshot_gc_files_deleted_total"},
 		{name: "strand_snapshot_gc_bytes_deleted_total"},
 	})
+
+	stop(t, a)
+	if err := os.RemoveAll(filepath.Join(dir, "meta")); err != nil {
+		t.Fatal(err)
+	}
+	a = startWith(t, cfg, nil)
+	checkRecords(t, a.KafkaAddr(), "keep", all)
 }
 
 // manifests counts the snapshot manifests in an agent's file object store.
