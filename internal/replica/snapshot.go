@@ -89,6 +89,11 @@ type SnapshotInfo struct {
 // a snapshot at the same position is there already, Snapshot checks that
 // it holds the same digest (ErrDiverged if not) and returns it.
 //
+// Since it names files it finds in the store without uploading them, it
+// must not race a snapshot GC that took them for garbage: it writes an
+// in-progress marker first and waits while another replica's GC runs
+// (CollectSnapshots, snapshot_gc.go).
+//
 // The snapshot is made of SSTs, a MANIFEST and small files; its WAL is
 // empty (see checkpointState).
 //
@@ -142,7 +147,7 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 	start := r.cfg.Clock.Now()
 	defer func() {
 		// A marker left behind holds file GC back until it is stale.
-		store.Delete(context.WithoutCancel(ctx), markerKey(prefix, pendingDir, r.cfg.WriterID))
+		deleteMarker(ctx, store, markerKey(prefix, pendingDir, r.cfg.WriterID))
 	}()
 	if err := r.waitForGC(ctx, store, prefix, start); err != nil {
 		return SnapshotInfo{}, err

@@ -128,7 +128,7 @@ func (r *Replica) CollectSnapshots(ctx context.Context, store objstore.Store, pr
 	// Left behind on failure, the marker holds snapshots back until it
 	// is stale; try to remove it whatever happened.
 	defer func() {
-		if derr := store.Delete(context.WithoutCancel(ctx), marker); derr != nil && err == nil {
+		if derr := deleteMarker(ctx, store, marker); derr != nil && err == nil {
 			err = fmt.Errorf("replica: snapshot GC: delete marker: %w", derr)
 		}
 	}()
@@ -267,6 +267,17 @@ func (r *Replica) liveMarkers(ctx context.Context, store objstore.Store, prefix,
 		}
 	}
 	return live, nil
+}
+
+// markerDeleteTimeout bounds removing a marker once its run is over,
+// also after the run's context ended: a marker left behind holds others
+// back until it is stale.
+const markerDeleteTimeout = 30 * time.Second
+
+func deleteMarker(ctx context.Context, store objstore.Store, key string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerDeleteTimeout)
+	defer cancel()
+	return store.Delete(ctx, key)
 }
 
 // waitForGC writes this writer's pending marker and returns once no other
