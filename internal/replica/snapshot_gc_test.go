@@ -83,9 +83,13 @@ func takeSnapshots(t *testing.T, r *Replica, store objstore.Store, parts []partR
 // holds the 3 newest manifests and only the files they name, and the
 // newest still restores.
 func TestSnapshotGCKeepsNewest(t *testing.T) {
+	t.Run("memobj", func(t *testing.T) { testSnapshotGCKeepsNewest(t, newMemStore(t)) })
+	t.Run("fileobj", func(t *testing.T) { testSnapshotGCKeepsNewest(t, newFileStore(t)) })
+}
+
+func testSnapshotGCKeepsNewest(t *testing.T, store objstore.Store) {
 	ctx := testCtx(t)
 	log := memlog.New()
-	store := memobj.New()
 	a := openReplica(t, log, "", "a")
 	parts := setupTopic(t, a, "t", 4)
 	var manifests, files int
