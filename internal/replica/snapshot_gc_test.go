@@ -11,6 +11,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -106,16 +107,27 @@ func testSnapshotGCKeepsNewest(t *testing.T, store objstore.Store) {
 	}
 	wantOnlyKept(t, store, infos[17:])
 
-	dir := filepath.Join(t.TempDir(), "restored")
-	got, err := Restore(ctx, store, snapPrefix, dir)
-	if err != nil || got.Pos != infos[19].Pos {
-		t.Fatalf("Restore = %+v, %v; want the newest at %d", got, err, infos[19].Pos)
+	if got := restoreAndCompare(t, store, log, a); got.Pos != infos[19].Pos {
+		t.Fatalf("restored %d, want the newest at %d", got.Pos, infos[19].Pos)
 	}
-	b := openReplica(t, log, dir, "b")
+}
+
+// restoreAndCompare restores the newest snapshot in store, opens a copy
+// on it and checks that it catches up to the same state as a.
+func restoreAndCompare(t *testing.T, store objstore.Store, log sharedlog.Log, a *Replica) SnapshotInfo {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "restored")
+	got, err := Restore(testCtx(t), store, snapPrefix, dir)
+	if err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	b := openReplica(t, log, dir, "restored")
 	mustSync(t, a)
+	mustSync(t, b)
 	if da, db := mustDigest(t, a), mustDigest(t, b); da != db {
 		t.Fatalf("restored copy %x, original %x", db, da)
 	}
+	return got
 }
 
 // TestSnapshotGCCrash: a GC that dies after any number of deletes (a
@@ -352,18 +364,8 @@ func TestRestoreLosesManifest(t *testing.T) {
 			}
 		})
 	}}
-	dir := filepath.Join(t.TempDir(), "restored")
-	got, err := Restore(ctx, hooked, snapPrefix, dir)
-	if err != nil {
-		t.Fatalf("Restore while its manifest %s was collected: %v", first.Key, err)
-	}
-	if got.Pos != second.Pos || got.Pos == first.Pos {
+	if got := restoreAndCompare(t, hooked, log, a); got.Pos != second.Pos || got.Pos == first.Pos {
 		t.Fatalf("restored %d, want the newest %d (the first was %d)", got.Pos, second.Pos, first.Pos)
-	}
-	b := openReplica(t, log, dir, "b")
-	mustSync(t, a)
-	if da, db := mustDigest(t, a), mustDigest(t, b); da != db {
-		t.Fatalf("restored copy %x, original %x", db, da)
 	}
 }
 
