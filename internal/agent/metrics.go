@@ -35,6 +35,10 @@ type metrics struct {
 	// (kafka.WaitStats).
 	fetchWakeups   prometheus.Counter
 	fetchRechecked prometheus.Counter
+	// Snapshot GC (snapshot.go): what it deleted.
+	snapGCManifests prometheus.Counter
+	snapGCFiles     prometheus.Counter
+	snapGCBytes     prometheus.Counter
 }
 
 // latencyBuckets spans a local fsync (tens of µs) to an S3 Standard tail
@@ -91,6 +95,19 @@ func newMetrics() *metrics {
 		Name: "strand_fetch_long_poll_partitions_rechecked_total",
 		Help: "Partitions long-polling Fetches read again on their wake-ups.",
 	})
+	m.snapGCManifests = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_snapshot_gc_manifests_deleted_total",
+		Help: "Metadata snapshot manifests deleted by this agent's snapshot GC (older than the newest --snapshot-keep).",
+	})
+	m.snapGCFiles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_snapshot_gc_files_deleted_total",
+		Help: "Metadata snapshot files deleted by this agent's snapshot GC because no kept snapshot names them.",
+	})
+	m.snapGCBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_snapshot_gc_bytes_deleted_total",
+		Help: "Bytes of the metadata snapshot files deleted by this agent's snapshot GC.",
+	})
+	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
 		m.fetchWakeups, m.fetchRechecked,
