@@ -101,6 +101,9 @@ func (a *Applier) deleteRecords(c DeleteRecords) (Result, error) {
 			if err := a.trimIndex(dp.TopicID, dp.Partition, offset); err != nil {
 				return Result{}, err
 			}
+			if err := a.trimBelowStart(dp.TopicID, dp.Partition, offset); err != nil {
+				return Result{}, err
+			}
 		}
 		br.LogStartOffset = cp.st.LogStartOffset
 	}
@@ -137,6 +140,9 @@ func (a *Applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 			return nil
 		}
 		end = indexKey(nil, id, partition, last.BaseOffset)
+	}
+	if err := a.subtractStored(id, partition, start, end); err != nil {
+		return err
 	}
 	return a.b.DeleteRange(start, end)
 }
