@@ -45,6 +45,7 @@ import (
 	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/replica"
+	"github.com/strandkafka/strand/internal/retention"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -79,6 +80,8 @@ type Agent struct {
 	// txns is the transaction coordinator; its sweep aborts timed-out
 	// transactions.
 	txns *txn.Coordinator
+	// retention proposes retention for the partitions this agent owns.
+	retention *retention.Checker
 	// damage records the damaged data objects reads and storage
 	// verification meet.
 	damage *fetch.DamageLog
@@ -289,6 +292,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("transaction coordinator: %w", err)
 	}
+	a.retention, err = retention.Start(retention.Config{
+		Meta:      a.replica,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Interval:  cfg.LogRetentionCheckInterval,
+		DefaultMs: cfg.LogRetentionMs, DefaultBytes: cfg.LogRetentionBytes,
+		Clock:  clk,
+		Logger: logger.With("component", "retention"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retention: %w", err)
+	}
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -406,6 +420,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	}
 	if a.txns != nil {
 		a.txns.Close() // after the server, before the replica: a sweep is a proposal
+	}
+	if a.retention != nil {
+		a.retention.Close() // before the replica: a check is a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it

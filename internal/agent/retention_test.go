@@ -1,0 +1,181 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// startRetention starts an agent that checks retention every 20 ms.
+func startRetention(t *testing.T) *agent.Agent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	a, err := agent.Start(ctx, agent.Config{
+		DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0",
+		LogRetentionCheckInterval: 20 * time.Millisecond,
+	}, quietLogger())
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { stop(t, a) })
+	return a
+}
+
+func createTopicWith(t *testing.T, addr, topic string, configs map[string]*string) meta.TopicID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	resp, err := kadm.NewClient(client(t, addr)).CreateTopic(ctx, 1, 1, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	return meta.TopicID(resp.ID)
+}
+
+// waitPartition waits, on apply notifications, until ok holds of the
+// partition's state and storage, or the test's guard ends.
+func waitPartition(t *testing.T, a *agent.Agent, id meta.TopicID, ok func(meta.PartitionState, meta.PartitionStorage) bool) (meta.PartitionState, meta.PartitionStorage) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for {
+		changed := a.Replica().Changed()
+		v := a.Replica().View()
+		st, _, err := v.Partition(id, 0)
+		var stored meta.PartitionStorage
+		if err == nil {
+			stored, err = v.PartitionStorage(id, 0)
+		}
+		v.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(st, stored) {
+			return st, stored
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("partition at the guard: %+v, stored %+v", st, stored)
+		case <-changed:
+		}
+	}
+}
+
+// TestRetentionMs: records older than a topic's retention.ms of a few
+// seconds go at the next check; the newer ones stay. The log start
+// moves, ListOffsets earliest reports it, a fetch below it is
+// OFFSET_OUT_OF_RANGE, and a consumer at offset 0 resets to it
+// (auto.offset.reset earliest). The records carry old timestamps, so
+// the test waits for no clock.
+func TestRetentionMs(t *testing.T) {
+	a := startRetention(t)
+	const topic = "retention-ms"
+	id := createTopicWith(t, a.KafkaAddr(), topic, map[string]*string{"retention.ms": kadm.StringPtr("3000")})
+
+	old := time.Now().Add(-time.Hour)
+	var oldRecs, newRecs []*kgo.Record
+	for i := range 10 {
+		oldRecs = append(oldRecs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "old-%d", i), Timestamp: old})
+	}
+	for i := range 5 {
+		newRecs = append(newRecs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "new-%d", i), Timestamp: time.Now().Add(time.Hour)})
+	}
+	produce(t, a.KafkaAddr(), oldRecs)
+	produce(t, a.KafkaAddr(), newRecs)
+
+	st, stored := waitPartition(t, a, id, func(st meta.PartitionState, _ meta.PartitionStorage) bool { return st.LogStartOffset > 0 })
+	if st.LogStartOffset != 10 || st.HighWatermark() != 15 {
+		t.Fatalf("log start %d, high watermark %d; want 10 and 15", st.LogStartOffset, st.HighWatermark())
+	}
+	if stored.Entries != 1 || stored.Bytes <= 0 {
+		t.Errorf("stored after retention: %+v, want the one entry of the new records", stored)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cl := client(t, a.KafkaAddr())
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup(topic, 0); o.Err != nil || o.Offset != 10 {
+		t.Errorf("ListOffsets earliest: %d (%v), want 10", o.Offset, o.Err)
+	}
+
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MaxBytes = 0, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = topic, id
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset, fp.PartitionMaxBytes, fp.LogStartOffset = 0, 1<<20, -1
+	ft.Partitions = append(ft.Partitions, fp)
+	req.Topics = append(req.Topics, ft)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Errorf("fetch at 0: %v, want OFFSET_OUT_OF_RANGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+
+	consumer := client(t, a.KafkaAddr(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []*kgo.Record
+	for len(got) < len(newRecs) {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d records at the guard", len(got))
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		got = append(got, fs.Records()...)
+	}
+	for i, r := range got {
+		if r.Offset != int64(10+i) || string(r.Value) != string(newRecs[i].Value) {
+			t.Errorf("record %d after the reset: offset %d %q, want %d %q", i, r.Offset, r.Value, 10+i, newRecs[i].Value)
+		}
+	}
+}
+
+// TestRetentionBytes: with retention.bytes set, the partition keeps at
+// least retention.bytes and less than that plus one index entry, as
+// Kafka keeps less than retention.bytes plus one segment.
+func TestRetentionBytes(t *testing.T) {
+	a := startRetention(t)
+	const topic = "retention-bytes"
+	const limit = 2000
+	id := createTopicWith(t, a.KafkaAddr(), topic, map[string]*string{"retention.bytes": kadm.StringPtr(fmt.Sprint(limit))})
+
+	value := make([]byte, 500)
+	rand.NewChaCha8([32]byte{1}).Read(value) // incompressible: every batch the same size
+	for i := range 12 {
+		produce(t, a.KafkaAddr(), []*kgo.Record{{Topic: topic, Value: value, Key: fmt.Appendf(nil, "%d", i)}})
+	}
+	var entry int64
+	st, stored := waitPartition(t, a, id, func(st meta.PartitionState, s meta.PartitionStorage) bool {
+		if s.Entries > 0 && entry == 0 {
+			entry = s.Bytes / s.Entries // every batch is the same size
+		}
+		return st.LogStartOffset > 0 && s.Bytes < limit+entry
+	})
+	if stored.Bytes < limit || stored.Bytes >= limit+entry {
+		t.Errorf("stored %d bytes in %d entries of %d bytes, want [%d, %d)", stored.Bytes, stored.Entries, entry, limit, limit+entry)
+	}
+	if want := st.HighWatermark() - stored.Entries; st.LogStartOffset != want {
+		t.Errorf("log start %d, want %d: one record per entry", st.LogStartOffset, want)
+	}
+}
