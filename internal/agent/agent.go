@@ -318,20 +318,22 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		MaxQueuedRequestBytes:  mem.QueuedRequestBytes,
 		MaxHeldResponseBytes:   mem.HeldResponses,
 		Deps: kafka.Deps{
-			MaxPartitionsPerTopic: cfg.MaxPartitionsPerTopic,
-			MaxPartitions:         cfg.MaxPartitions,
-			MaxFetchBytesPerSec:   cfg.MaxFetchBytesPerSec,
-			Meta:                  a.replica,
-			Cluster:               kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
-			AutoCreateTopics:      cfg.AutoCreateTopics,
-			DefaultPartitions:     cfg.DefaultPartitions,
-			TransactionVersion:    cfg.TransactionVersion,
-			Features:              featureProber{},
-			Produce:               a.pipeline,
-			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
-			Groups:                a.groups,
-			Now:                   clk.Now,
-			Txns:                  a.txns,
+			MaxPartitionsPerTopic:    cfg.MaxPartitionsPerTopic,
+			MaxPartitions:            cfg.MaxPartitions,
+			MaxFetchBytesPerSec:      cfg.MaxFetchBytesPerSec,
+			BrokerDefaults:           brokerDefaults(cfg),
+			RetentionCheckIntervalMs: cfg.LogRetentionCheckInterval.Milliseconds(),
+			Meta:                     a.replica,
+			Cluster:                  kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
+			AutoCreateTopics:         cfg.AutoCreateTopics,
+			DefaultPartitions:        cfg.DefaultPartitions,
+			TransactionVersion:       cfg.TransactionVersion,
+			Features:                 featureProber{},
+			Produce:                  a.pipeline,
+			Fetch:                    fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
+			Groups:                   a.groups,
+			Now:                      clk.Now,
+			Txns:                     a.txns,
 		},
 	})
 	if err != nil {
@@ -351,6 +353,19 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
 		"response_budget", FormatBytes(mem.HeldResponses))
 	return a, nil
+}
+
+// brokerDefaults are the topic config defaults cfg's flags change, by
+// topic config name, for DescribeConfigs.
+func brokerDefaults(cfg Config) map[string]string {
+	m := map[string]string{}
+	if cfg.LogRetentionMs != DefaultLogRetentionMs {
+		m["retention.ms"] = strconv.FormatInt(cfg.LogRetentionMs, 10)
+	}
+	if cfg.LogRetentionBytes != -1 {
+		m["retention.bytes"] = strconv.FormatInt(cfg.LogRetentionBytes, 10)
+	}
+	return m
 }
 
 func (a *Agent) openStore(ctx context.Context) error {
