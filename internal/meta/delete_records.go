@@ -96,12 +96,7 @@ func (a *Applier) deleteRecords(c DeleteRecords) (Result, error) {
 			continue
 		}
 		if offset > cp.st.LogStartOffset {
-			cp.st.LogStartOffset = offset
-			cp.dirty = true
-			if err := a.trimIndex(dp.TopicID, dp.Partition, offset); err != nil {
-				return Result{}, err
-			}
-			if err := a.trimBelowStart(dp.TopicID, dp.Partition, offset); err != nil {
+			if err := a.advanceLogStart(partRef{dp.TopicID, dp.Partition}, cp, offset); err != nil {
 				return Result{}, err
 			}
 		}

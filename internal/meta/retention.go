@@ -222,18 +222,26 @@ func (a *Applier) applyRetention(c ApplyRetention) (Result, error) {
 			return Result{}, err
 		}
 		if newStart > cp.st.LogStartOffset {
-			cp.st.LogStartOffset = newStart
-			cp.dirty = true
-			if err := a.trimIndex(rp.TopicID, rp.Partition, newStart); err != nil {
-				return Result{}, err
-			}
-			if err := a.trimBelowStart(rp.TopicID, rp.Partition, newStart); err != nil {
+			if err := a.advanceLogStart(ref, cp, newStart); err != nil {
 				return Result{}, err
 			}
 		}
 		br.LogStartOffset = cp.st.LogStartOffset
 	}
 	return res, nil
+}
+
+// advanceLogStart raises a partition's log start (in the cache) to
+// logStart, above its current one, and drops what lies below it: the
+// index entries through trimIndex, then trimBelowStart. DeleteRecords
+// and retention both move log starts through it.
+func (a *Applier) advanceLogStart(ref partRef, cp *cachedPart, logStart int64) error {
+	cp.st.LogStartOffset = logStart
+	cp.dirty = true
+	if err := a.trimIndex(ref.id, ref.partition, logStart); err != nil {
+		return err
+	}
+	return a.trimBelowStart(ref.id, ref.partition, logStart)
 }
 
 // trimBelowStart drops, from metadata level 3, what a partition keeps of
