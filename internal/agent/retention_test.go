@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,9 +36,14 @@ func startRetention(t *testing.T) *agent.Agent {
 
 func createTopicWith(t *testing.T, addr, topic string, configs map[string]*string) meta.TopicID {
 	t.Helper()
+	return createTopicWithPartitions(t, addr, topic, 1, configs)
+}
+
+func createTopicWithPartitions(t *testing.T, addr, topic string, partitions int32, configs map[string]*string) meta.TopicID {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	resp, err := kadm.NewClient(client(t, addr)).CreateTopic(ctx, 1, 1, configs, topic)
+	resp, err := kadm.NewClient(client(t, addr)).CreateTopic(ctx, partitions, 1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -50,15 +57,20 @@ func createTopicWith(t *testing.T, addr, topic string, configs map[string]*strin
 // partition's state and storage, or the test's guard ends.
 func waitPartition(t *testing.T, a *agent.Agent, id meta.TopicID, ok func(meta.PartitionState, meta.PartitionStorage) bool) (meta.PartitionState, meta.PartitionStorage) {
 	t.Helper()
+	return waitPartitionOf(t, a, id, 0, ok)
+}
+
+func waitPartitionOf(t *testing.T, a *agent.Agent, id meta.TopicID, partition int32, ok func(meta.PartitionState, meta.PartitionStorage) bool) (meta.PartitionState, meta.PartitionStorage) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	for {
 		changed := a.Replica().Changed()
 		v := a.Replica().View()
-		st, _, err := v.Partition(id, 0)
+		st, _, err := v.Partition(id, partition)
 		var stored meta.PartitionStorage
 		if err == nil {
-			stored, err = v.PartitionStorage(id, 0)
+			stored, err = v.PartitionStorage(id, partition)
 		}
 		v.Close()
 		if err != nil {
@@ -177,5 +189,66 @@ func TestRetentionBytes(t *testing.T) {
 	}
 	if want := st.HighWatermark() - stored.Entries; st.LogStartOffset != want {
 		t.Errorf("log start %d, want %d: one record per entry", st.LogStartOffset, want)
+	}
+}
+
+// TestRetentionTwoAgents: with two agents on one log, each partition is
+// trimmed (by its placement owner), and kadm's DescribeAllLogDirs, asking
+// both, lists every partition once with the bytes apply counted.
+func TestRetentionTwoAgents(t *testing.T) {
+	shared := t.TempDir()
+	logURL := "mem://" + strings.ReplaceAll(t.Name(), "/", "-")
+	var agents []*agent.Agent
+	for node := range int32(2) {
+		agents = append(agents, startWith(t, agent.Config{
+			DataDir: t.TempDir(), NodeID: node + 1, Log: logURL,
+			ObjStore:                  "file://" + filepath.ToSlash(filepath.Join(shared, "objects")),
+			LogRetentionCheckInterval: 20 * time.Millisecond,
+		}, nil))
+	}
+	const topic, partitions = "retention-two", 8
+	id := createTopicWithPartitions(t, agents[0].KafkaAddr(), topic, partitions, map[string]*string{"retention.ms": kadm.StringPtr("3000")})
+	old := time.Now().Add(-time.Hour)
+	var rs []*kgo.Record
+	for p := range int32(partitions) {
+		rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: []byte("old"), Timestamp: old})
+	}
+	produce(t, agents[1].KafkaAddr(), rs)
+	var newer []*kgo.Record
+	for p := range int32(partitions) {
+		newer = append(newer, &kgo.Record{Topic: topic, Partition: p, Value: []byte("new"), Timestamp: time.Now().Add(time.Hour)})
+	}
+	produce(t, agents[1].KafkaAddr(), newer)
+
+	for p := range int32(partitions) {
+		waitPartitionOf(t, agents[0], id, p, func(st meta.PartitionState, _ meta.PartitionStorage) bool { return st.LogStartOffset == 1 })
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cl := client(t, agents[0].KafkaAddr(), kgo.SeedBrokers(agents[0].KafkaAddr(), agents[1].KafkaAddr()))
+	dirs, err := kadm.NewClient(cl).DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[int32][]int32{}
+	v := agents[0].Replica().View()
+	defer v.Close()
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		if d.Err != nil {
+			t.Errorf("broker %d: %v", d.Broker, d.Err)
+		}
+		for p, dp := range d.Topics[topic] {
+			listed[p] = append(listed[p], d.Broker)
+			stored, err := v.PartitionStorage(id, p)
+			if err != nil || dp.Size != stored.Bytes || stored.Entries != 1 {
+				t.Errorf("%s/%d on broker %d: size %d, stored %+v (%v)", topic, p, d.Broker, dp.Size, stored, err)
+			}
+		}
+	})
+	for p := range int32(partitions) {
+		if len(listed[p]) != 1 {
+			t.Errorf("partition %d listed by brokers %v, want one", p, listed[p])
+		}
 	}
 }
