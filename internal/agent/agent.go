@@ -208,7 +208,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 	a.registerReplicaMetrics()
-	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
+	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, cfg.SnapshotKeep, a.metrics, logger.With("component", "snapshot"))
 
 	// The read cache takes the agent's own objects as they are written,
 	// so consumers that keep up never touch the object store.

@@ -89,6 +89,11 @@ type Config struct {
 	// POST /v1/snapshot still does. An agent started on an empty data dir
 	// restores the newest snapshot found there.
 	SnapshotInterval time.Duration
+	// SnapshotKeep is how many of the newest snapshots stay in the
+	// object store; after each snapshot this agent takes, older
+	// manifests are deleted, then the files none of the kept ones (or a
+	// snapshot in progress) names. Zero means DefaultSnapshotKeep.
+	SnapshotKeep int
 	// MemoryBudget is the memory the agent's caches and buffers are
 	// sized from (memory.go); zero means DefaultMemoryBudget.
 	MemoryBudget int64
@@ -143,6 +148,7 @@ const (
 	DefaultPartitions       int32 = 1
 	DefaultShutdownTimeout        = 30 * time.Second
 	DefaultSnapshotInterval       = 10 * time.Minute
+	DefaultSnapshotKeep           = 3
 	DefaultLease                  = 10 * time.Second
 	// DefaultLogRetentionMs is Kafka's log.retention.hours of 168.
 	DefaultLogRetentionMs int64 = 7 * 24 * 60 * 60 * 1000
@@ -187,6 +193,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+	}
+	if c.SnapshotKeep == 0 {
+		c.SnapshotKeep = DefaultSnapshotKeep
 	}
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = DefaultMemoryBudget
@@ -309,6 +318,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogRetentionCheckInterval < 0 {
 		errs = append(errs, fmt.Errorf("log-retention-check-interval %v: must be positive", c.LogRetentionCheckInterval))
+	}
+	if c.SnapshotKeep < 1 {
+		errs = append(errs, fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", c.SnapshotKeep))
 	}
 	if c.Lease < minLease || c.Lease > maxLease {
 		errs = append(errs, fmt.Errorf("lease %v: must be between %v and %v", c.Lease, minLease, maxLease))
