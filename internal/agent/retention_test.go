@@ -34,25 +34,6 @@ func startRetention(t *testing.T) *agent.Agent {
 	return a
 }
 
-func createTopicWith(t *testing.T, addr, topic string, configs map[string]*string) meta.TopicID {
-	t.Helper()
-	return createTopicWithPartitions(t, addr, topic, 1, configs)
-}
-
-func createTopicWithPartitions(t *testing.T, addr, topic string, partitions int32, configs map[string]*string) meta.TopicID {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	resp, err := kadm.NewClient(client(t, addr)).CreateTopic(ctx, partitions, 1, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
-	return meta.TopicID(resp.ID)
-}
-
 // waitPartition waits, on apply notifications, until ok holds of the
 // partition's state and storage, or the test's guard ends.
 func waitPartition(t *testing.T, a *agent.Agent, id meta.TopicID, ok func(meta.PartitionState, meta.PartitionStorage) bool) (meta.PartitionState, meta.PartitionStorage) {
@@ -96,7 +77,7 @@ func waitPartitionOf(t *testing.T, a *agent.Agent, id meta.TopicID, partition in
 func TestRetentionMs(t *testing.T) {
 	a := startRetention(t)
 	const topic = "retention-ms"
-	id := createTopicWith(t, a.KafkaAddr(), topic, map[string]*string{"retention.ms": kadm.StringPtr("3000")})
+	id := createTopicWith(t, a.KafkaAddr(), topic, 1, map[string]*string{"retention.ms": kadm.StringPtr("3000")})
 
 	old := time.Now().Add(-time.Hour)
 	var oldRecs, newRecs []*kgo.Record
@@ -170,7 +151,7 @@ func TestRetentionBytes(t *testing.T) {
 	a := startRetention(t)
 	const topic = "retention-bytes"
 	const limit = 2000
-	id := createTopicWith(t, a.KafkaAddr(), topic, map[string]*string{"retention.bytes": kadm.StringPtr(fmt.Sprint(limit))})
+	id := createTopicWith(t, a.KafkaAddr(), topic, 1, map[string]*string{"retention.bytes": kadm.StringPtr(fmt.Sprint(limit))})
 
 	value := make([]byte, 500)
 	rand.NewChaCha8([32]byte{1}).Read(value) // incompressible: every batch the same size
@@ -207,7 +188,7 @@ func TestRetentionTwoAgents(t *testing.T) {
 		}, nil))
 	}
 	const topic, partitions = "retention-two", 8
-	id := createTopicWithPartitions(t, agents[0].KafkaAddr(), topic, partitions, map[string]*string{"retention.ms": kadm.StringPtr("3000")})
+	id := createTopicWith(t, agents[0].KafkaAddr(), topic, partitions, map[string]*string{"retention.ms": kadm.StringPtr("3000")})
 	old := time.Now().Add(-time.Hour)
 	var rs []*kgo.Record
 	for p := range int32(partitions) {
