@@ -10,8 +10,8 @@
 // The agent has one clock (package clock): the wall clock, unless a test
 // sets another (SetClock in export_test.go). It hands it to every piece
 // that keeps time: the VirtualLog, the replica (whose entry stamps are
-// all the time apply sees), the produce pipeline, the group coordinator
-// and the Kafka handlers. The agent's own periodic work (lease renewals,
+// all the time apply sees), the produce pipeline, the group coordinator,
+// the retention checker and the Kafka handlers. The agent's own periodic work (lease renewals,
 // snapshots, the transaction sweep) ticks on the wall clock: the tests
 // that need it drive those steps by hand instead.
 package agent
