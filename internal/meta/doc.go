@@ -112,6 +112,8 @@
 //	0x16    -                                          finalized features: epoch, (name, level) sorted by name
 //	0x17    topic id (16), partition (u32)             PartitionStorage (level 3): bytes and data index entries
 //	                                                   stored; none while nothing is
+//	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
+//	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

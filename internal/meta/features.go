@@ -17,7 +17,8 @@ package meta
 //	level 2  FinalizeFeatures (levels in the log) and AgentHeartbeat v3
 //	         (each agent's supported ranges in the agent table)
 //	level 3  the data lifecycle: retention, object garbage collection
-//	         and storage accounting (issue "Data lifecycle")
+//	         and storage accounting (issue "Data lifecycle");
+//	         ReassignPartitions (replica lists, replicas.go)
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up

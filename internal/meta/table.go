@@ -170,6 +170,9 @@ var commandTable = [...]commandSpec{
 	// Retention (retention.go) moves log starts through the cache.
 	TypeApplyRetention: row("ApplyRetention", partitionsCached, (*Applier).applyRetention,
 		version(1, decodeApplyRetentionV1).writtenFrom(MetadataLevel3)),
+	// Replica lists (replicas.go).
+	TypeReassignPartitions: row("ReassignPartitions", partitionsNone, (*Applier).reassignPartitions,
+		version(1, decodeReassignPartitionsV1).writtenFrom(MetadataLevel3)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.
