@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -208,7 +209,34 @@ func TestRetentionTwoAgents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	cl := client(t, agents[0].KafkaAddr(), kgo.SeedBrokers(agents[0].KafkaAddr(), agents[1].KafkaAddr()))
-	dirs, err := kadm.NewClient(cl).DescribeAllLogDirs(ctx, nil)
+	adm := kadm.NewClient(cl)
+	// A partition placement gives agent 1 gets a replica list naming
+	// agent 2 first: Metadata and DescribeLogDirs then put it on agent 2.
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := int32(-1)
+	for _, p := range md.Topics[topic].Partitions.Sorted() {
+		if p.Leader == 1 {
+			moved = p.Partition
+			break
+		}
+	}
+	if moved < 0 {
+		t.Fatalf("placement gives agent 1 none of %d partitions", partitions)
+	}
+	res, err := agents[0].Replica().Propose(ctx, meta.ReassignPartitions{Topic: topic, Partitions: []meta.PartitionReplicas{{Partition: moved, Replicas: []int32{2, 1}}}})
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agents[1].Replica().Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,5 +259,8 @@ func TestRetentionTwoAgents(t *testing.T) {
 		if len(listed[p]) != 1 {
 			t.Errorf("partition %d listed by brokers %v, want one", p, listed[p])
 		}
+	}
+	if !slices.Equal(listed[moved], []int32{2}) {
+		t.Errorf("reassigned partition %d listed by brokers %v, want 2", moved, listed[moved])
 	}
 }

@@ -2,7 +2,8 @@
 //   - Every agent reports one logical log dir, LogDirName: record data
 //     lives in the shared object store, not in per-broker directories.
 //     In it, the partitions Metadata names this agent the leader of
-//     (Deps.partitionLeader), so that kadm's DescribeAllLogDirs, which
+//     (placement, or a reassignment's replica list: replicas.go), so that
+//     kadm's DescribeAllLogDirs, which
 //     asks every broker, lists each partition once and sums to what the
 //     cluster stores.
 //   - Size is the partition's stored bytes as apply counts them (meta
@@ -73,15 +74,20 @@ func handleDescribeLogDirs(_ context.Context, r *Request) (kmsg.Response, error)
 			asked[rt.Topic] = slices.Clone(rt.Partitions)
 		}
 	}
+	lists := replicaLists{view: view}
 	for _, t := range topics {
 		sizes, err := view.TopicStorage(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		recorded, err := lists.of(t.ID)
 		if err != nil {
 			return nil, err
 		}
 		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
 		dt.Topic = t.Name
 		for p := range t.Partitions {
-			if want, named := asked[t.Name]; (named && !slices.Contains(want, p)) || r.Deps.partitionLeader(brokers, t.ID, p) != r.Deps.Cluster.NodeID {
+			if want, named := asked[t.Name]; (named && !slices.Contains(want, p)) || r.Deps.replicasOf(brokers, t.ID, p, recorded[p]).leader != r.Deps.Cluster.NodeID {
 				continue
 			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
