@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,6 +20,9 @@ func newServeCmd() *cobra.Command {
 	var (
 		cfg      agent.Config
 		logLevel string
+		// retentionCheckMs is --log-retention-check-interval-ms, in
+		// Kafka's unit.
+		retentionCheckMs int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -61,6 +65,16 @@ the command line wins.`,
 			if cfg.ConnectionsMaxIdle == 0 {
 				cfg.ConnectionsMaxIdle = -1
 			}
+			// 0 in Config means the default: refuse it here rather
+			// than keep 7 days (or everything) for an operator who
+			// asked for nothing.
+			if cfg.LogRetentionMs == 0 || cfg.LogRetentionBytes == 0 {
+				return fmt.Errorf("log-retention-ms and log-retention-bytes: must be -1 (no limit) or positive")
+			}
+			if retentionCheckMs <= 0 {
+				return fmt.Errorf("log-retention-check-interval-ms %d: must be positive", retentionCheckMs)
+			}
+			cfg.LogRetentionCheckInterval = time.Duration(retentionCheckMs) * time.Millisecond
 			if cfg.MaxConnections < 1 {
 				return fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections)
 			}
@@ -115,6 +129,9 @@ the command line wins.`,
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
 	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
+	f.Int64Var(&cfg.LogRetentionMs, "log-retention-ms", agent.DefaultLogRetentionMs, "how long a topic that sets no retention.ms keeps data, in ms (Kafka's log.retention.ms; -1: no limit)")
+	f.Int64Var(&cfg.LogRetentionBytes, "log-retention-bytes", -1, "bytes a partition of a topic that sets no retention.bytes keeps (Kafka's log.retention.bytes; -1: no limit)")
+	f.Int64Var(&retentionCheckMs, "log-retention-check-interval-ms", agent.DefaultLogRetentionCheckInterval.Milliseconds(), "how often each agent proposes retention for the partitions it owns, in ms (Kafka's log.retention.check.interval.ms)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

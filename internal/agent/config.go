@@ -112,6 +112,16 @@ type Config struct {
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error.
 	Lease time.Duration
+	// Retention defaults and pace, Kafka's broker configs of the same
+	// names: LogRetentionMs is log.retention.ms and LogRetentionBytes
+	// log.retention.bytes, what a topic that sets no retention.ms or
+	// retention.bytes keeps (-1: no limit; 0 means the default, 7 days
+	// and no limit); LogRetentionCheckInterval is
+	// log.retention.check.interval.ms, how often the agent proposes
+	// retention for the partitions it owns (0: the default).
+	LogRetentionMs            int64
+	LogRetentionBytes         int64
+	LogRetentionCheckInterval time.Duration
 
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams
@@ -140,6 +150,15 @@ const (
 	DefaultSnapshotInterval       = 10 * time.Minute
 	DefaultSnapshotKeep           = 3
 	DefaultLease                  = 10 * time.Second
+	// DefaultLogRetentionMs is Kafka's log.retention.hours of 168.
+	DefaultLogRetentionMs int64 = 7 * 24 * 60 * 60 * 1000
+	// DefaultLogRetentionCheckInterval is Kafka's, 5 minutes. A check
+	// reads only the local copy (a seek per owned partition) and
+	// proposes only what is due, so a shorter one would be cheap; but
+	// data is kept up to one interval past retention.ms either way,
+	// which costs only storage, and Kafka users size their buckets for
+	// Kafka's lag. Tests and short retentions set it lower.
+	DefaultLogRetentionCheckInterval = 5 * time.Minute
 )
 
 // SetDefaults fills unset fields. ObjStore and Log default to locations
@@ -186,6 +205,15 @@ func (c *Config) SetDefaults() {
 	}
 	if c.MaxPartitions == 0 {
 		c.MaxPartitions = kafka.DefaultMaxPartitions
+	}
+	if c.LogRetentionMs == 0 {
+		c.LogRetentionMs = DefaultLogRetentionMs
+	}
+	if c.LogRetentionBytes == 0 {
+		c.LogRetentionBytes = -1
+	}
+	if c.LogRetentionCheckInterval == 0 {
+		c.LogRetentionCheckInterval = DefaultLogRetentionCheckInterval
 	}
 }
 
@@ -281,6 +309,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPartitions < 1 {
 		errs = append(errs, fmt.Errorf("max-partitions %d: must be at least 1", c.MaxPartitions))
+	}
+	if c.LogRetentionMs < -1 {
+		errs = append(errs, fmt.Errorf("log-retention-ms %d: must be -1 (no limit) or positive", c.LogRetentionMs))
+	}
+	if c.LogRetentionBytes < -1 {
+		errs = append(errs, fmt.Errorf("log-retention-bytes %d: must be -1 (no limit) or positive", c.LogRetentionBytes))
+	}
+	if c.LogRetentionCheckInterval < 0 {
+		errs = append(errs, fmt.Errorf("log-retention-check-interval %v: must be positive", c.LogRetentionCheckInterval))
 	}
 	if c.SnapshotKeep < 1 {
 		errs = append(errs, fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", c.SnapshotKeep))

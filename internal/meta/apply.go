@@ -56,6 +56,10 @@ type Applier struct {
 	// featuresChanged: a FinalizeFeatures changed the finalized levels
 	// since Reset (FeaturesChanged).
 	featuresChanged bool
+	// level is the finalized strand.metadata.version once levelLoaded
+	// (lifecycleOn).
+	level       int16
+	levelLoaded bool
 
 	// keyBuf and valBuf hold the key and value of one Get, Set or
 	// Delete at a time (the batch copies what it keeps), so that apply
@@ -74,6 +78,9 @@ type cachedPart struct {
 	st     PartitionState
 	exists bool
 	dirty  bool
+	// stored is the partition's storage record (storage.go), kept in
+	// its own key.
+	stored storedPart
 }
 
 // NewApplier returns an Applier writing to b.
@@ -99,6 +106,7 @@ func (a *Applier) Reset(b Batch) {
 	a.clockLoaded, a.clock = false, 0
 	a.pos, a.idx = 0, 0
 	a.featuresChanged = false
+	a.levelLoaded = false
 	clear(a.writers)
 	clear(a.parts)
 }
@@ -276,7 +284,7 @@ func (a *Applier) part(ref partRef) (*cachedPart, error) {
 func (a *Applier) flushParts() error {
 	var dirty []partRef
 	for ref, cp := range a.parts {
-		if cp.dirty {
+		if cp.dirty || cp.stored.dirty {
 			dirty = append(dirty, ref)
 		}
 	}
@@ -288,6 +296,14 @@ func (a *Applier) flushParts() error {
 	})
 	for _, ref := range dirty {
 		cp := a.parts[ref]
+		if cp.stored.dirty {
+			if err := a.writeStored(ref, &cp.stored); err != nil {
+				return err
+			}
+		}
+		if !cp.dirty {
+			continue
+		}
 		a.valBuf = cp.st.encode(a.valBuf[:0])
 		a.keyBuf = appendPartitionKey(a.keyBuf[:0], ref.id, ref.partition)
 		if err := a.b.Set(a.keyBuf, a.valBuf); err != nil {

@@ -38,6 +38,9 @@ const (
 
 	// Feature levels (features.go).
 	TypeFinalizeFeatures CommandType = 20
+
+	// Retention (retention.go). 21-24 are the retention's.
+	TypeApplyRetention CommandType = 21
 )
 
 // String is the command's name from the table.

@@ -52,6 +52,10 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 		for _, p := range c.Partitions {
 			labels = append(labels, fmt.Sprintf("%s/%d", s.topicName(p.TopicID), p.Partition))
 		}
+	case ApplyRetention:
+		for _, p := range c.Partitions {
+			labels = append(labels, fmt.Sprintf("%s/%d", s.topicName(p.TopicID), p.Partition))
+		}
 	case OffsetCommit:
 		labels = offsetLabels(c.Offsets)
 	case TxnOffsetCommit:
@@ -262,6 +266,9 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		r := recordReader(v)
 		line := fmt.Sprintf("%s marker=%d: producer=%d first=%d", s.partKey(rest), binary.BigEndian.Uint64(rest[20:]), r.varint(), r.varint())
 		return "aborted-txn", line, r.done()
+	case prefixPartitionStorage:
+		st, err := decodePartitionStorage(v)
+		return "storage", fmt.Sprintf("%s: bytes=%d entries=%d", s.partKey(rest), st.Bytes, st.Entries), err
 	case prefixTxnOffset:
 		n := int(binary.BigEndian.Uint16(rest))
 		tail := rest[2+n:]
@@ -350,6 +357,29 @@ func (s *scenario) renderView(t *testing.T, d *datadriven.TestData, writer strin
 		for _, o := range os {
 			fmt.Fprintf(&b, "%s/%d: %d\n", o.Topic, o.Partition, o.Offset)
 		}
+	case "retention-due":
+		// What a retention proposer checks: the topic's policy over
+		// the broker defaults ms and bytes, at the proposer's clock.
+		var topic string
+		var p int
+		ms, bytes := int64(-1), int64(-1)
+		d.ScanArgs(t, "topic", &topic)
+		d.ScanArgs(t, "partition", &p)
+		d.MaybeScanArgs(t, "ms", &ms)
+		d.MaybeScanArgs(t, "bytes", &bytes)
+		tp, _, err := v.Topic(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, due, err := v.RetentionDue(tp.ID, int32(p), RetentionPolicyOf(tp.Configs, ms, bytes), s.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := v.PartitionStorage(tp.ID, int32(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "due=%t start=%d stored=%d/%d\n", due, start, st.Bytes, st.Entries)
 	case "txns-due":
 		// At the proposer's clock, as the agent's sweeper asks: the
 		// log clock only moves when an entry applies.

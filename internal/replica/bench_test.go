@@ -25,8 +25,9 @@ const (
 	benchRecordsPerBatch = 10
 )
 
-// benchStore is a Pebble store with the bench topics created through apply.
-func benchStore(b *testing.B) (*pebble.DB, []partRef, sharedlog.Pos) {
+// benchStore is a Pebble store with the bench topics created through
+// apply, on a log finalized at metadata level (1: none finalized).
+func benchStore(b *testing.B, level int16) (*pebble.DB, []partRef, sharedlog.Pos) {
 	b.Helper()
 	db, err := pebble.Open(b.TempDir(), pebbleOptions(quietLogger()))
 	if err != nil {
@@ -40,10 +41,18 @@ func benchStore(b *testing.B) (*pebble.DB, []partRef, sharedlog.Pos) {
 			Commands: []meta.RawCommand{meta.EncodeCommand(meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})},
 		})})
 	}
+	if level > meta.MetadataLevel1 {
+		// Last, so the topics' results stay first.
+		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(len(setup)), Data: meta.AppendEntry(nil, &meta.Entry{
+			WriterID: "setup", Incarnation: 1, Seq: uint64(len(setup) + 1), Timestamp: 1,
+			Commands: []meta.RawCommand{meta.EncodeCommand(meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: level}}})},
+		})})
+	}
 	outs, next, poison, err := applyEntries(db, meta.NewApplier(nil), setup)
 	if err != nil || poison != nil {
 		b.Fatal(err, poison)
 	}
+	outs = outs[:benchTopics]
 	var parts []partRef
 	for _, out := range outs {
 		for p := range int32(benchPartitions) {
@@ -68,11 +77,16 @@ func benchCommit(rng *rand.Rand, parts []partRef, seq int) meta.CommitObject {
 
 // BenchmarkApplyCommitObject measures apply alone (no log): CommitObject
 // commands of 16 batches over 64 partitions, entries of 1 or 16 commands,
-// applyBatchEntries entries per Pebble batch, as the replica's player does.
+// applyBatchEntries entries per Pebble batch, as the replica's player does;
+// at metadata level 1 and at 3, where apply also keeps storage numbers.
 func BenchmarkApplyCommitObject(b *testing.B) {
-	for _, perEntry := range []int{1, 16} {
-		b.Run(fmt.Sprintf("cmds-per-entry=%d", perEntry), func(b *testing.B) {
-			db, parts, pos := benchStore(b)
+	for _, c := range []struct {
+		perEntry int
+		level    int16
+	}{{1, meta.MetadataLevel1}, {16, meta.MetadataLevel1}, {1, meta.MetadataLevel3}, {16, meta.MetadataLevel3}} {
+		perEntry := c.perEntry
+		b.Run(fmt.Sprintf("cmds-per-entry=%d/level=%d", perEntry, c.level), func(b *testing.B) {
+			db, parts, pos := benchStore(b, c.level)
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.ReportAllocs()
 			b.SetBytes(int64(len(meta.EncodeCommand(benchCommit(rng, parts, 0)).Payload)))
