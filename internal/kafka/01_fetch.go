@@ -49,10 +49,12 @@
 //     MinBytes past their fetch offsets (below the last stable offset
 //     under read_committed, so an EndTxn that moves it wakes the wait),
 //     one of them fails (deleted, offset now out of range),
-//     MaxWaitMillis passes or the server begins shutting down, then
-//     reads again. Apply wakes it only for batches that change one of
-//     its partitions, and it reads again only those. No View is held
-//     across the wait.
+//     MaxWaitMillis passes or the server begins shutting down. Apply
+//     wakes it only for batches that change one of its partitions, and
+//     it counts only those again. Then it reads again the partitions
+//     that changed since the first read; the others keep the answer of
+//     the first read, when that read answered them in full. No View is
+//     held across the wait.
 //   - Fetch sessions (v7+, KIP-227) are not kept: every fetch is a full
 //     one. A request opening a session (epoch 0) or not using one (epoch
 //     -1) is answered with SessionID 0, which tells the client no session
