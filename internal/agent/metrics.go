@@ -32,7 +32,7 @@ type metrics struct {
 	logAppend      prometheus.Histogram
 	logAppendErrs  prometheus.Counter
 	// Long-polling Fetches' wake-ups and the partitions they read again
-	// (kafka.WaitStats).
+	// (kafka.WaitObserver).
 	fetchWakeups   prometheus.Counter
 	fetchRechecked prometheus.Counter
 	// Snapshot GC (snapshot.go): what it deleted.
@@ -146,9 +146,14 @@ func (o kafkaObserver) RequestDone(_ *kafka.Conn, st kafka.RequestStats) {
 		o.m.produceBytes.Add(float64(st.BytesIn))
 	case 1:
 		o.m.fetchBytes.Add(float64(st.BytesOut))
-		o.m.fetchWakeups.Add(float64(st.Waits.Wakeups))
-		o.m.fetchRechecked.Add(float64(st.Waits.PartitionsRechecked))
 	}
+}
+
+var _ kafka.WaitObserver = kafkaObserver{}
+
+func (o kafkaObserver) FetchWaited(_ *kafka.Conn, st kafka.WaitStats) {
+	o.m.fetchWakeups.Add(float64(st.Wakeups))
+	o.m.fetchRechecked.Add(float64(st.PartitionsRechecked))
 }
 
 func (o kafkaObserver) ConnClosed(_ *kafka.Conn, reason error) {

@@ -178,6 +178,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	// A halted replica or the drain ends the wait early; either way the
 	// client gets what the copy holds now.
 	werr := f.wait(wctx, db, n, time.Duration(req.MaxWaitMillis)*time.Millisecond)
+	r.reportWaits(f.waits)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -216,6 +217,8 @@ type fetchAnswer struct {
 	// the last read; read keeps the complete answers of the others.
 	// Nil: read every part.
 	reread []bool
+	// waits is what the long poll did (WaitObserver).
+	waits WaitStats
 }
 
 // Response budget use of a Fetch (respbudget.go).

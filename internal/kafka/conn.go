@@ -80,10 +80,9 @@ type call struct {
 	share frameShare
 
 	// done is closed once resp and err are set.
-	done  chan struct{}
-	resp  kmsg.Response
-	err   error
-	waits WaitStats
+	done chan struct{}
+	resp kmsg.Response
+	err  error
 }
 
 type written struct {
@@ -318,7 +317,6 @@ func (c *Conn) handle(h Handler, r *Request, p *call) {
 	resp, err := c.call(h, r)
 	p.releaseFrame(c.srv)
 	p.resp, p.err = resp, err
-	p.waits = r.waits
 	close(p.done)
 	// A request that did not run InOrder passes its turn on, but only
 	// once every earlier request has had its turn.
@@ -655,7 +653,6 @@ func (c *Conn) finish(p *call, bytesOut int, err error) {
 		BytesOut: bytesOut,
 		Latency:  time.Since(p.start),
 		Err:      err,
-		Waits:    p.waits,
 		ErrorCode: func() int16 {
 			if err != nil || p.resp == nil {
 				return 0

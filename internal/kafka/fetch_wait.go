@@ -24,16 +24,21 @@ import (
 // longPoll is what a waiting Fetch knows of its partitions between
 // wake-ups.
 type longPoll struct {
-	f *fetchAnswer
+	// r is the request, parts the answer's (not the *fetchAnswer, which
+	// would then escape to the heap on every Fetch, waiting or not).
+	r     *Request
+	parts []fetchPart
 	// refs are the partitions watched, the parts not answered by plan;
-	// idx is each one's index in f.parts.
+	// idx is each one's index in parts.
 	refs []meta.PartitionRef
 	idx  []int
 	// have is the bytes counted past each one's fetch offset, at most
 	// min(PartitionMaxBytes, MinBytes); total their sum.
 	have []int64
 	// stale marks the ones that changed since the first read.
-	stale     []bool
+	stale []bool
+	// waits counts the wake-ups.
+	waits     WaitStats
 	total     int64
 	need      int64
 	committed bool
@@ -41,7 +46,8 @@ type longPoll struct {
 
 func (f *fetchAnswer) newLongPoll() *longPoll {
 	lp := &longPoll{
-		f:         f,
+		r:         f.r,
+		parts:     f.parts,
 		need:      int64(f.req.MinBytes),
 		committed: f.req.IsolationLevel == isolationReadCommitted,
 	}
@@ -67,6 +73,7 @@ func (f *fetchAnswer) wait(ctx context.Context, db MetaDB, n Notifier, maxWait t
 		return nil
 	}
 	err := lp.wait(ctx, db, n, maxWait)
+	f.waits = lp.waits
 	f.reread = nil
 	if err == nil {
 		f.reread = make([]bool, len(f.parts))
@@ -78,7 +85,6 @@ func (f *fetchAnswer) wait(ctx context.Context, db MetaDB, n Notifier, maxWait t
 }
 
 func (lp *longPoll) wait(ctx context.Context, db MetaDB, n Notifier, maxWait time.Duration) error {
-	f := lp.f
 	// Watch first, read second: a batch committed after the read
 	// notifies the watch.
 	w := n.Watch(lp.refs)
@@ -96,7 +102,7 @@ func (lp *longPoll) wait(ctx context.Context, db MetaDB, n Notifier, maxWait tim
 				return err
 			}
 		}
-		if h := f.r.Deps.longPollWaiting; h != nil {
+		if h := lp.r.Deps.longPollWaiting; h != nil {
 			h()
 		}
 		select {
@@ -124,11 +130,22 @@ func (lp *longPoll) wait(ctx context.Context, db MetaDB, n Notifier, maxWait tim
 			// A signal left by a change an earlier Take got.
 			continue
 		}
-		f.r.waits.Wakeups++
-		f.r.waits.PartitionsRechecked += checked
+		lp.waits.Wakeups++
+		lp.waits.PartitionsRechecked += checked
 		if ready {
 			return nil
 		}
+	}
+}
+
+// reportWaits tells the server's observer, if it is a WaitObserver,
+// what the long poll of r did.
+func (r *Request) reportWaits(st WaitStats) {
+	if r.Conn == nil || r.Conn.srv == nil {
+		return
+	}
+	if wo, ok := r.Conn.srv.obs.(WaitObserver); ok {
+		wo.FetchWaited(r.Conn, st)
 	}
 }
 
@@ -167,7 +184,7 @@ func (lp *longPoll) check(db MetaDB, ks []int) (ready bool, checked int) {
 // which Kafka answers at once too. It marks k stale when its offsets
 // are not those of the answer.
 func (lp *longPoll) check1(view *meta.View, k int) bool {
-	p := &lp.f.parts[lp.idx[k]]
+	p := &lp.parts[lp.idx[k]]
 	st, ok, err := view.Partition(p.id, p.partition)
 	if err != nil || !ok {
 		lp.stale[k] = true

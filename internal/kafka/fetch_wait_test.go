@@ -51,10 +51,10 @@ func TestFetchWaitsOnItsPartitions(t *testing.T) {
 	if len(got) != 3 || got[2].HighWatermark != 2 || len(got[2].RecordBatches) == 0 {
 		t.Fatalf("response: %+v", got)
 	}
-	st := a.obs.waitRequest(t, 1, func(RequestStats) bool { return true })
-	if st.Waits.Wakeups != 1 || st.Waits.PartitionsRechecked != 1 {
+	st := a.obs.waitFetchWaited(t)
+	if st.Wakeups != 1 || st.PartitionsRechecked != 1 {
 		t.Fatalf("the long poll woke %d times and read %d partitions again; want 1 and 1 (partition 2's commit)",
-			st.Waits.Wakeups, st.Waits.PartitionsRechecked)
+			st.Wakeups, st.PartitionsRechecked)
 	}
 }
 
@@ -148,8 +148,8 @@ func TestLongPollWait(t *testing.T) {
 		if err := f.wait(ctx, db, n, time.Minute); err != nil || time.Since(start) != time.Minute {
 			t.Fatalf("wait = %v after %v", err, time.Since(start))
 		}
-		if f.r.waits != (WaitStats{Wakeups: 1, PartitionsRechecked: 1}) {
-			t.Fatalf("waits %+v, want one wake-up reading one partition", f.r.waits)
+		if f.waits != (WaitStats{Wakeups: 1, PartitionsRechecked: 1}) {
+			t.Fatalf("waits %+v, want one wake-up reading one partition", f.waits)
 		}
 
 		// Ready at the notification of a commit to partition 0.
@@ -168,8 +168,8 @@ func TestLongPollWait(t *testing.T) {
 		// Ready at once: no wait, no wake-up.
 		f = answer(1, 0, 0)
 		start = time.Now()
-		if err := f.wait(ctx, db, n, time.Minute); err != nil || time.Since(start) != 0 || f.r.waits.Wakeups != 0 {
-			t.Fatalf("wait = %v after %v, %+v", err, time.Since(start), f.r.waits)
+		if err := f.wait(ctx, db, n, time.Minute); err != nil || time.Since(start) != 0 || f.waits.Wakeups != 0 {
+			t.Fatalf("wait = %v after %v, %+v", err, time.Since(start), f.waits)
 		}
 
 		// ctx ends the wait.

@@ -34,6 +34,8 @@ type testObserver struct {
 		done []RequestStats
 		// conns is every connection a request finished on, in order.
 		conns []*Conn
+		// waits is every long poll's WaitStats, in order.
+		waits []WaitStats
 	}
 }
 
@@ -57,22 +59,33 @@ func (o *testObserver) RequestDone(c *Conn, st RequestStats) {
 	}
 }
 
-// waitRequest returns the stats of the first finished request of key
-// that match, waiting for it.
-func (o *testObserver) waitRequest(t *testing.T, key int16, match func(RequestStats) bool) RequestStats {
+func (o *testObserver) FetchWaited(_ *Conn, st WaitStats) {
+	o.mu.Lock()
+	o.mu.waits = append(o.mu.waits, st)
+	o.mu.Unlock()
+	select {
+	case o.finished <- struct{}{}:
+	default:
+	}
+}
+
+// waitFetchWaited returns the WaitStats of the first long poll that
+// ended, waiting for it.
+func (o *testObserver) waitFetchWaited(t *testing.T) WaitStats {
 	t.Helper()
 	timeout := time.After(guard)
 	for {
-		for _, st := range o.requests() {
-			if st.Key == key && match(st) {
-				return st
-			}
+		o.mu.Lock()
+		waits := o.mu.waits
+		o.mu.Unlock()
+		if len(waits) > 0 {
+			return waits[0]
 		}
 		select {
 		case <-o.finished:
 		case <-timeout:
-			t.Fatalf("no finished request of key %d matched", key)
-			return RequestStats{}
+			t.Fatal("no long poll ended")
+			return WaitStats{}
 		}
 	}
 }

@@ -38,9 +38,13 @@ type RequestStats struct {
 	// ErrorCode is the first non-zero Kafka error code in the response
 	// (top level first), or 0.
 	ErrorCode int16
-	// Waits is what a long-polling Fetch did while it waited; zero for
-	// other requests.
-	Waits WaitStats
+}
+
+// WaitObserver is an Observer also told what each long-polling Fetch
+// did while it waited, once its wait ends. The server finds it by type
+// assertion.
+type WaitObserver interface {
+	FetchWaited(c *Conn, st WaitStats)
 }
 
 // WaitStats counts the work of one long-polling Fetch's wait: how often

@@ -46,10 +46,6 @@ type Request struct {
 	Deps *Deps
 
 	order orderGate
-	// waits is what a long-polling Fetch did while waiting, reported in
-	// RequestStats once it is answered. Only the handler's goroutine
-	// writes it, before it returns.
-	waits WaitStats
 }
 
 // ErrInOrderTwice is returned by a second InOrder call for one request.
