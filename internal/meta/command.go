@@ -38,6 +38,9 @@ const (
 
 	// Feature levels (features.go).
 	TypeFinalizeFeatures CommandType = 20
+
+	// Object garbage collection (gc.go).
+	TypeGCProgress CommandType = 25
 )
 
 // String is the command's name from the table.

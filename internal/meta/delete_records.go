@@ -138,5 +138,8 @@ func (a *Applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 		}
 		end = indexKey(nil, id, partition, last.BaseOffset)
 	}
+	if err := a.releaseIndex(start, end); err != nil {
+		return err
+	}
 	return a.b.DeleteRange(start, end)
 }

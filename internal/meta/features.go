@@ -362,7 +362,17 @@ func (a *Applier) finalizeFeatures(c FinalizeFeatures) (Result, error) {
 	}
 	rec := FinalizedFeatures{Levels: next, Epoch: int64(a.pos) + 1}
 	a.featuresChanged = true
-	return Result{}, a.b.Set(keyFeatures, rec.encode())
+	if err := a.b.Set(keyFeatures, rec.encode()); err != nil {
+		return Result{}, err
+	}
+	if cur.MetadataLevel() < MetadataLevel3 && nextMeta >= MetadataLevel3 {
+		// The data lifecycle starts: each part builds its state from
+		// the index, once, here.
+		if err := a.startGC(c.Bootstrap); err != nil {
+			return Result{}, err
+		}
+	}
+	return Result{}, nil
 }
 
 // agentsSupport checks f against every agent whose heartbeat carried its

@@ -54,6 +54,9 @@ func seedCommands() []Command {
 		FinalizeFeatures{},
 		AllocateProducerID{ProducerID: -1, ProducerEpoch: -1},
 		AllocateProducerID{ProducerID: 42, ProducerEpoch: 7},
+		GCProgress{GraceMs: 600000, Deleted: []DeadObject{{DeadAt: 1700000000000, Key: "data/0028333333/001700000000000-a-1-00000000000000000001.strd"}, {Key: "k"}},
+			ReconciledTo: 1700000040000, Orphans: 3, OrphanBytes: 4096},
+		GCProgress{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -266,6 +266,18 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		p := int32(binary.BigEndian.Uint32(tail[16:]))
 		po, err := decodePendingTxnOffset(id, p, v)
 		return "txn-offset", fmt.Sprintf("%s %s/%d producer=%d: %d epoch=%d metadata=%q at=%d", rest[2:2+n], s.topicName(id), p, po.ProducerID, po.Offset.Offset, po.Offset.LeaderEpoch, po.Offset.Metadata, po.Offset.CommitTimestamp), err
+	case prefixObjectRefs:
+		n, err := decodeObjectRefs(v)
+		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err
+	case prefixDeadObject:
+		r := recordReader(v)
+		line := fmt.Sprintf("%s died=%d: size=%d", rest[8:], binary.BigEndian.Uint64(rest), r.varint())
+		return "dead-object", line, r.done()
+	case prefixGC:
+		g, err := decodeGCState(v)
+		return "gc", fmt.Sprintf("grace=%d floor=%d reconciled-to=%d live=%d/%dB dead=%d/%dB deleted=%d/%dB orphans=%d/%dB",
+			g.GraceMs, g.FloorMs, g.ReconciledTo, g.LiveObjects, g.LiveBytes, g.DeadObjects, g.DeadBytes,
+			g.DeletedObjects, g.DeletedBytes, g.Orphans, g.OrphanBytes), err
 	}
 	return "", "", fmt.Errorf("no rendering of prefix %#x", k[0])
 }
