@@ -255,7 +255,7 @@ func (p *Pipeline) openLocked() *flush {
 		return p.mu.open
 	}
 	p.mu.seq++
-	f := &flush{key: segment.ObjectKey(p.cfg.AgentID, p.mu.seq)}
+	f := &flush{key: segment.ObjectKey(p.cfg.AgentID, p.mu.seq, p.cfg.KeyTime())}
 	if n := len(p.mu.free); n > 0 {
 		f.w = p.mu.free[n-1]
 		p.mu.free = p.mu.free[:n-1]
