@@ -2,8 +2,8 @@ package gc_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync/atomic"
