@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
 )
@@ -110,6 +111,7 @@ the command line wins.`,
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
 	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
+	f.DurationVar(&cfg.GCGrace, "gc-grace", gc.DefaultGrace, "how long a data object no index entry points into is kept before deletion (a fetch planned before may still read it), and how old an uploaded but never committed object must be before the reconciler deletes it; must exceed the longest fetch and upload")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

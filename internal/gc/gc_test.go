@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/fetch"
@@ -378,4 +379,61 @@ func TestJanitorTakeover(t *testing.T) {
 	if g := e.gcState(); g.DeletedObjects != 4 || g.DeadObjects != 0 {
 		t.Fatalf("GC state %+v", g)
 	}
+}
+
+// The metrics follow the log: stored bytes, live and dead objects,
+// deletions, orphans and how overdue the queue is.
+func TestMetrics(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a")
+	p := e.pipeline(produce.Config{})
+	for i := range 2 {
+		if _, err := p.Produce(testCtx(t), []produce.Batch{e.batch(a, uint64(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := gc.NewMetrics(e.db)
+	size := e.gcState().LiveBytes / 2
+	want := func(name string, v float64) {
+		t.Helper()
+		got := gather(t, m, name)
+		if got != v {
+			t.Fatalf("%s = %v, want %v", name, got, v)
+		}
+	}
+	want("strand_data_stored_bytes", float64(2*size))
+	e.propose(meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: a, Offset: 3}}})
+	e.advance(grace + 5*time.Second)
+	want("strand_gc_lag_seconds", 0) // the log's grace is still the default: nothing due
+	c := e.collector(1, nil)
+	e.step(c) // sets the grace
+	want("strand_gc_lag_seconds", 5)
+	e.step(c)
+	want("strand_gc_lag_seconds", 0)
+	want("strand_gc_deleted_objects_total", 1)
+	want("strand_gc_deleted_bytes_total", float64(size))
+	want("strand_data_stored_bytes", float64(size))
+}
+
+// gather returns the value of a metric without labels.
+func gather(t *testing.T, c prometheus.Collector, name string) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if g := m.GetGauge(); g != nil {
+			return g.GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
