@@ -131,6 +131,9 @@ type Collector struct {
 	mu struct {
 		sync.Mutex
 		waitLogged bool
+		// partialAt is when the reconciler last listed a bucket the
+		// horizon had not passed yet (Config.Clock).
+		partialAt time.Time
 	}
 }
 
@@ -238,6 +241,18 @@ func (c *Collector) Step(ctx context.Context) (Step, error) {
 	}
 	if cursor > g.ReconciledTo {
 		prog.ReconciledTo = cursor
+	} else if lerr == nil && derr == nil && cursor <= horizon && c.partialDue(grace) {
+		// Caught up: the bucket the horizon is in is not whole yet.
+		// Its keys below the horizon are listed too, at most once a
+		// grace period, so an orphan goes about grace after it was
+		// written rather than up to a bucket later; the sweep mark
+		// stays, and the whole bucket is listed once more when it
+		// falls below the horizon.
+		n, bytes, err := c.reconcileBucket(ctx, v, cursor, horizon)
+		lerr = err
+		st.Orphans += n
+		st.OrphanBytes += bytes
+		st.Buckets++
 	}
 	prog.Orphans, prog.OrphanBytes = int64(st.Orphans), st.OrphanBytes
 
@@ -316,6 +331,19 @@ func (c *Collector) reconcileBucket(ctx context.Context, v *meta.View, start, ho
 		c.cfg.Logger.Info("gc: deleted an orphan", "key", d.Key, "bytes", d.Size)
 	}
 	return len(deleted), bytes, nil
+}
+
+// partialDue reports whether a grace period (ms) passed since the last
+// listing of a partial bucket, and if so starts another.
+func (c *Collector) partialDue(graceMs int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.cfg.Clock.Now()
+	if !c.mu.partialAt.IsZero() && now.Sub(c.mu.partialAt) < time.Duration(graceMs)*time.Millisecond {
+		return false
+	}
+	c.mu.partialAt = now
+	return true
 }
 
 func (c *Collector) logWaitOnce() {

@@ -437,3 +437,24 @@ func gather(t *testing.T, c prometheus.Collector, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// An orphan goes about a grace period after it was written, not a whole
+// key bucket later: the bucket the horizon is in is listed too.
+func TestOrphanDeletedBeforeItsBucketEnds(t *testing.T) {
+	e := newEnv(t)
+	e.now.Add(-e.now.Load() % meta.OrphanBucketMs) // the start of a bucket
+	a := e.topic("a")
+	dead := e.pipeline(produce.Config{Replica: dropCommits{}})
+	if _, err := dead.Produce(testCtx(t), []produce.Batch{e.batch(a, 2)}); !errors.Is(err, produce.ErrCommit) {
+		t.Fatalf("produce with the commit lost = %v, want ErrCommit", err)
+	}
+	c := e.collector(1, nil)
+	e.step(c) // sets the grace
+	e.advance(grace + time.Millisecond)
+	if st := e.step(c); st.Orphans != 1 {
+		t.Fatalf("step %+v, want the orphan deleted", st)
+	}
+	if got := e.keys(); len(got) != 0 {
+		t.Fatalf("store holds %v", got)
+	}
+}
