@@ -338,6 +338,12 @@ func (p *Pipeline) upload(f *flush) {
 		}
 	}
 	attempts := loop.Attempt()
+	if attempts == 0 {
+		// The pipeline's context ended before the first try: nothing
+		// was written, and committing would point the index at an
+		// object that does not exist.
+		err = context.Cause(p.ctx)
+	}
 	d := clock.Since(p.cfg.Clock, start)
 	if err == nil && p.cfg.Cache != nil {
 		cached := obj
