@@ -89,15 +89,16 @@ func TestRandomizedLifecycle(t *testing.T) {
 	}
 	t.Logf("STRAND_GC_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	ops := 400
+	ops, timeout := 400, time.Minute
 	if os.Getenv("STRAND_E2E_LONG") != "" {
-		ops *= 20
+		ops, timeout = ops*20, 20*time.Minute
 	}
 	const (
 		grace      = time.Second
 		partitions = 2
 	)
-	ctx := testCtx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	clk := new(aheadClock)
 	log := memlog.New()
 	mem := memobj.New()
