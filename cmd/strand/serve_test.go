@@ -42,6 +42,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "host name override", args: []string{"--max-connections-per-ip-overrides", "kafka.example:5"}, wantErr: `max-connections-per-ip-overrides: "kafka.example:5"`},
 		{name: "connections per IP from env", env: map[string]string{"STRAND_MAX_CONNECTIONS_PER_IP": "-3"}, wantErr: "max-connections-per-ip -3"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
+		{name: "negative gc grace", args: []string{"--gc-grace", "-1s"}, wantErr: "gc-grace -1s"},
+		{name: "gc grace below 1ms from env", env: map[string]string{"STRAND_GC_GRACE": "10us"}, wantErr: "gc-grace 10µs"},
 		{
 			name:    "flag wins over env",
 			args:    []string{"--default-partitions", "-2"},
