@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -45,14 +43,8 @@ func storeKeys(t *testing.T, dir string) map[string]bool {
 // every name=value of match.
 func metricSum(t *testing.T, httpAddr, name string, match ...string) float64 {
 	t.Helper()
-	_, body := httpGet(t, "http://"+httpAddr+"/metrics")
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
 	var sum float64
-	for _, m := range families[name].GetMetric() {
+	for _, m := range scrape(t, httpAddr)[name].GetMetric() {
 		ok := true
 		for _, kv := range match {
 			k, v, _ := strings.Cut(kv, "=")
@@ -95,6 +87,20 @@ func deleteTopic(t *testing.T, addr, topic string) {
 	if err != nil {
 		t.Fatalf("delete topic %s: %v", topic, err)
 	}
+}
+
+// waitGone waits until none of keys is in the store.
+func waitGone(t *testing.T, objDir string, keys map[string]bool, what string) {
+	t.Helper()
+	eventually(t, what+" are still in the store", func() bool {
+		stored := storeKeys(t, objDir)
+		for k := range keys {
+			if stored[k] {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // without returns the keys of a not in b.
@@ -149,15 +155,7 @@ func TestGCPostgres(t *testing.T) {
 
 	t.Logf("%v: produced", time.Now().Format("15:04:05.000"))
 	deleteTopic(t, addr, "drop")
-	eventually(t, "the deleted topic's objects are still in the store", func() bool {
-		keys := storeKeys(t, objDir)
-		for k := range dropKeys {
-			if keys[k] {
-				return false
-			}
-		}
-		return true
-	})
+	waitGone(t, objDir, dropKeys, "the deleted topic's objects")
 	t.Logf("%v: drop's objects deleted", time.Now().Format("15:04:05.000"))
 	janitor := placement.OwnerOf(gc.JanitorKey, all)
 	for _, a := range agents {
@@ -182,15 +180,7 @@ func TestGCPostgres(t *testing.T) {
 	deleteTopic(t, survivor.kafka, "drop2")
 	agents[janitor-1].proc.kill()
 	t.Logf("killed the janitor, agent %d, with %d objects queued", janitor, len(drop2Keys))
-	eventually(t, "the dead janitor's queue is not finished", func() bool {
-		keys := storeKeys(t, objDir)
-		for k := range drop2Keys {
-			if keys[k] {
-				return false
-			}
-		}
-		return true
-	})
+	waitGone(t, objDir, drop2Keys, "the objects queued when the janitor died")
 	t.Logf("%v: drop2's objects deleted", time.Now().Format("15:04:05.000"))
 	rest := slices.DeleteFunc(slices.Clone(all), func(id int32) bool { return id == janitor })
 	next := placement.OwnerOf(gc.JanitorKey, rest)

@@ -105,6 +105,14 @@ func (e *env) pipeline(cfg produce.Config) *produce.Pipeline {
 	return p
 }
 
+// produce produces batches through p, which must succeed.
+func (e *env) produce(p *produce.Pipeline, batches ...produce.Batch) {
+	e.t.Helper()
+	if _, err := p.Produce(testCtx(e.t), batches); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *env) batch(id meta.TopicID, seed uint64) produce.Batch {
 	e.t.Helper()
 	b, err := produce.BatchFrom(id, 0, batchtest.Build(e.t, batchtest.Options{Records: 3, ValueBytes: 50, Seed: seed}))
@@ -181,12 +189,8 @@ func TestTopicDeletionFreesObjectsAfterGrace(t *testing.T) {
 	a, b := e.topic("a"), e.topic("b")
 	p := e.pipeline(produce.Config{})
 	// One object holding both topics, then one of a alone.
-	if _, err := p.Produce(testCtx(t), []produce.Batch{e.batch(a, 1), e.batch(b, 2)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Produce(testCtx(t), []produce.Batch{e.batch(a, 3)}); err != nil {
-		t.Fatal(err)
-	}
+	e.produce(p, e.batch(a, 1), e.batch(b, 2))
+	e.produce(p, e.batch(a, 3))
 	shared, own := e.entryKeys(b)[0], e.entryKeys(a)[1]
 	if got := e.keys(); !slices.Equal(got, []string{shared, own}) {
 		t.Fatalf("store holds %v", got)
@@ -229,9 +233,7 @@ func TestFetchHoldingViewWhileGCRuns(t *testing.T) {
 	e := newEnv(t)
 	a := e.topic("a")
 	p := e.pipeline(produce.Config{})
-	if _, err := p.Produce(testCtx(t), []produce.Batch{e.batch(a, 1)}); err != nil {
-		t.Fatal(err)
-	}
+	e.produce(p, e.batch(a, 1))
 	r := fetch.NewReader(e.store, fetch.NewCache(0))
 	c := e.collector(1, nil)
 
@@ -279,9 +281,7 @@ func TestReconcilerDeletesOrphans(t *testing.T) {
 		t.Fatalf("produce with the commit lost = %v, want ErrCommit", err)
 	}
 	ok := e.pipeline(produce.Config{})
-	if _, err := ok.Produce(testCtx(t), []produce.Batch{e.batch(a, 3)}); err != nil {
-		t.Fatal(err)
-	}
+	e.produce(ok, e.batch(a, 3))
 	committed := e.entryKeys(a)
 	if n := len(e.keys()); n != 3 {
 		t.Fatalf("store holds %d objects, want 2 orphans and 1 committed", n)
@@ -341,9 +341,7 @@ func TestJanitorTakeover(t *testing.T) {
 	a := e.topic("a")
 	p := e.pipeline(produce.Config{})
 	for i := range 3 {
-		if _, err := p.Produce(testCtx(t), []produce.Batch{e.batch(a, uint64(i))}); err != nil {
-			t.Fatal(err)
-		}
+		e.produce(p, e.batch(a, uint64(i)))
 	}
 	var live atomic.Pointer[[]int32]
 	all := []int32{1, 2, 3}
@@ -365,9 +363,7 @@ func TestJanitorTakeover(t *testing.T) {
 	}
 
 	// The owner dies with objects queued: another takes over.
-	if _, err := p.Produce(testCtx(t), []produce.Batch{e.batch(e.topic("b"), 9)}); err != nil {
-		t.Fatal(err)
-	}
+	e.produce(p, e.batch(e.topic("b"), 9))
 	e.propose(meta.DeleteTopic{Name: "b"})
 	rest := slices.DeleteFunc(slices.Clone(all), func(id int32) bool { return id == owner })
 	live.Store(&rest)
@@ -388,9 +384,7 @@ func TestMetrics(t *testing.T) {
 	a := e.topic("a")
 	p := e.pipeline(produce.Config{})
 	for i := range 2 {
-		if _, err := p.Produce(testCtx(t), []produce.Batch{e.batch(a, uint64(i))}); err != nil {
-			t.Fatal(err)
-		}
+		e.produce(p, e.batch(a, uint64(i)))
 	}
 	m := gc.NewMetrics(e.db)
 	size := e.gcState().LiveBytes / 2
