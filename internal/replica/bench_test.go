@@ -25,8 +25,9 @@ const (
 	benchRecordsPerBatch = 10
 )
 
-// benchStore is a Pebble store with the bench topics created through apply.
-func benchStore(b *testing.B) (*pebble.DB, []partRef, sharedlog.Pos) {
+// benchStore is a Pebble store with the bench topics created through
+// apply, at metadata level (from 3, apply counts object references).
+func benchStore(b *testing.B, level int16) (*pebble.DB, []partRef, sharedlog.Pos) {
 	b.Helper()
 	db, err := pebble.Open(b.TempDir(), pebbleOptions(quietLogger()))
 	if err != nil {
@@ -34,11 +35,18 @@ func benchStore(b *testing.B) (*pebble.DB, []partRef, sharedlog.Pos) {
 	}
 	b.Cleanup(func() { db.Close() })
 	var setup []sharedlog.Entry
-	for i := range benchTopics {
-		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(i), Data: meta.AppendEntry(nil, &meta.Entry{
-			WriterID: "setup", Incarnation: 1, Seq: uint64(i + 1), Timestamp: 1,
-			Commands: []meta.RawCommand{meta.EncodeCommand(meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})},
+	add := func(c meta.Command) {
+		n := len(setup)
+		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(n), Data: meta.AppendEntry(nil, &meta.Entry{
+			WriterID: "setup", Incarnation: 1, Seq: uint64(n + 1), Timestamp: 1,
+			Commands: []meta.RawCommand{meta.EncodeCommand(c)},
 		})})
+	}
+	if level > meta.MetadataLevel1 {
+		add(meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: level}}})
+	}
+	for i := range benchTopics {
+		add(meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})
 	}
 	outs, next, poison, err := applyEntries(db, meta.NewApplier(nil), setup)
 	if err != nil || poison != nil {
@@ -46,6 +54,9 @@ func benchStore(b *testing.B) (*pebble.DB, []partRef, sharedlog.Pos) {
 	}
 	var parts []partRef
 	for _, out := range outs {
+		if out.Results[0].TopicID.IsZero() {
+			continue // the FinalizeFeatures
+		}
 		for p := range int32(benchPartitions) {
 			parts = append(parts, partRef{out.Results[0].TopicID, p})
 		}
@@ -68,11 +79,17 @@ func benchCommit(rng *rand.Rand, parts []partRef, seq int) meta.CommitObject {
 
 // BenchmarkApplyCommitObject measures apply alone (no log): CommitObject
 // commands of 16 batches over 64 partitions, entries of 1 or 16 commands,
-// applyBatchEntries entries per Pebble batch, as the replica's player does.
+// applyBatchEntries entries per Pebble batch, as the replica's player does;
+// at metadata level 2, and at 3, where apply also counts each object's
+// index entries for garbage collection.
 func BenchmarkApplyCommitObject(b *testing.B) {
-	for _, perEntry := range []int{1, 16} {
-		b.Run(fmt.Sprintf("cmds-per-entry=%d", perEntry), func(b *testing.B) {
-			db, parts, pos := benchStore(b)
+	for _, bc := range []struct {
+		perEntry int
+		level    int16
+	}{{1, meta.MetadataLevel2}, {16, meta.MetadataLevel2}, {1, meta.MetadataLevel3}, {16, meta.MetadataLevel3}} {
+		perEntry := bc.perEntry
+		b.Run(fmt.Sprintf("cmds-per-entry=%d/level=%d", perEntry, bc.level), func(b *testing.B) {
+			db, parts, pos := benchStore(b, bc.level)
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.ReportAllocs()
 			b.SetBytes(int64(len(meta.EncodeCommand(benchCommit(rng, parts, 0)).Payload)))
