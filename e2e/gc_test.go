@@ -195,6 +195,9 @@ func TestGCPostgres(t *testing.T) {
 		if errs := metricSum(t, a.httpAddr, "strand_objstore_errors_total", "op=delete"); errs != 0 {
 			t.Fatalf("agent %d: %v failed deletes", a.nodeID, errs)
 		}
+		if missing := metricSum(t, a.httpAddr, "strand_fetch_damaged_reads_total", "kind=missing"); missing != 0 {
+			t.Fatalf("agent %d: %v reads failed on a missing object", a.nodeID, missing)
+		}
 		if out := a.proc.stderr.String(); strings.Contains(out, "gc: step failed") {
 			t.Fatalf("agent %d logged a failed GC step:\n%s", a.nodeID, out)
 		}
@@ -296,6 +299,9 @@ func TestGCOrphansAfterKill(t *testing.T) {
 		known := metricSum(t, httpAddr, "strand_gc_objects", "state=live") + metricSum(t, httpAddr, "strand_gc_objects", "state=dead")
 		return !keys[planted] && float64(len(keys)) == known
 	})
+	if missing := metricSum(t, httpAddr, "strand_fetch_damaged_reads_total", "kind=missing"); missing != 0 {
+		t.Fatalf("%v reads failed on a missing object", missing)
+	}
 	orphans := metricSum(t, httpAddr, "strand_gc_orphans_total")
 	if orphans < 1 {
 		t.Fatalf("%v orphans deleted, want at least the planted one", orphans)
