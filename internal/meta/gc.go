@@ -71,6 +71,11 @@ const (
 //     about 2.6 minutes, then proposes; a grace shorter than that would
 //     turn slow uploads into refused produce requests.
 //
+// The first bound assumes the fetching agent's copy is current: one that
+// lags the log by more than the grace period (cut off from the log, its
+// apply stalled) plans from a view in which dead objects still live, and
+// may find them deleted (the fetch path reports them missing).
+//
 // Both bounds also absorb clock skew between agents: the log clock is
 // the largest proposer clock, so an agent whose clock runs ahead shortens
 // the real grace by its lead. 10 minutes is about 4x the longest upload
