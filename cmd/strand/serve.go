@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,9 @@ func newServeCmd() *cobra.Command {
 	var (
 		cfg      agent.Config
 		logLevel string
+		// retentionCheckMs is --log-retention-check-interval-ms, in
+		// Kafka's unit.
+		retentionCheckMs int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -62,8 +66,22 @@ the command line wins.`,
 			if cfg.ConnectionsMaxIdle == 0 {
 				cfg.ConnectionsMaxIdle = -1
 			}
+			// 0 in Config means the default: refuse it here rather
+			// than keep 7 days (or everything) for an operator who
+			// asked for nothing.
+			if cfg.LogRetentionMs == 0 || cfg.LogRetentionBytes == 0 {
+				return fmt.Errorf("log-retention-ms and log-retention-bytes: must be -1 (no limit) or positive")
+			}
+			if retentionCheckMs <= 0 {
+				return fmt.Errorf("log-retention-check-interval-ms %d: must be positive", retentionCheckMs)
+			}
+			cfg.LogRetentionCheckInterval = time.Duration(retentionCheckMs) * time.Millisecond
 			if cfg.MaxConnections < 1 {
 				return fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections)
+			}
+			if cfg.SnapshotKeep < 1 {
+				// Config's 0 is "default"; the flag's is a mistake.
+				return fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", cfg.SnapshotKeep)
 			}
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
@@ -106,11 +124,15 @@ the command line wins.`,
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
 	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")
+	f.IntVar(&cfg.SnapshotKeep, "snapshot-keep", agent.DefaultSnapshotKeep, "metadata snapshots kept in the object store; after each snapshot, older manifests and the files only they name are deleted")
 	cfg.MemoryBudget = agent.DefaultMemoryBudget
 	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
 	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
+	f.Int64Var(&cfg.LogRetentionMs, "log-retention-ms", agent.DefaultLogRetentionMs, "how long a topic that sets no retention.ms keeps data, in ms (Kafka's log.retention.ms; -1: no limit)")
+	f.Int64Var(&cfg.LogRetentionBytes, "log-retention-bytes", -1, "bytes a partition of a topic that sets no retention.bytes keeps (Kafka's log.retention.bytes; -1: no limit)")
+	f.Int64Var(&retentionCheckMs, "log-retention-check-interval-ms", agent.DefaultLogRetentionCheckInterval.Milliseconds(), "how often each agent proposes retention for the partitions it owns, in ms (Kafka's log.retention.check.interval.ms)")
 	f.DurationVar(&cfg.GCGrace, "gc-grace", gc.DefaultGrace, "how long a data object no index entry points into is kept before deletion (a fetch planned before may still read it), and how old an uploaded but never committed object must be before the reconciler deletes it; must exceed the longest fetch and upload")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd

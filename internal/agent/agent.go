@@ -10,8 +10,8 @@
 // The agent has one clock (package clock): the wall clock, unless a test
 // sets another (SetClock in export_test.go). It hands it to every piece
 // that keeps time: the VirtualLog, the replica (whose entry stamps are
-// all the time apply sees), the produce pipeline, the group coordinator
-// and the Kafka handlers. The agent's own periodic work (lease renewals,
+// all the time apply sees), the produce pipeline, the group coordinator,
+// the retention checker and the Kafka handlers. The agent's own periodic work (lease renewals,
 // snapshots, the transaction sweep) ticks on the wall clock: the tests
 // that need it drive those steps by hand instead.
 package agent
@@ -46,6 +46,7 @@ import (
 	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/replica"
+	"github.com/strandkafka/strand/internal/retention"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -83,6 +84,8 @@ type Agent struct {
 	// txns is the transaction coordinator; its sweep aborts timed-out
 	// transactions.
 	txns *txn.Coordinator
+	// retention proposes retention for the partitions this agent owns.
+	retention *retention.Checker
 	// damage records the damaged data objects reads and storage
 	// verification meet.
 	damage *fetch.DamageLog
@@ -209,7 +212,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 	a.registerReplicaMetrics()
-	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
+	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, cfg.SnapshotKeep, a.metrics, logger.With("component", "snapshot"))
 
 	// The read cache takes the agent's own objects as they are written,
 	// so consumers that keep up never touch the object store.
@@ -294,6 +297,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("transaction coordinator: %w", err)
 	}
+	a.retention, err = retention.Start(retention.Config{
+		Meta:      a.replica,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Interval:  cfg.LogRetentionCheckInterval,
+		DefaultMs: cfg.LogRetentionMs, DefaultBytes: cfg.LogRetentionBytes,
+		Clock:  clk,
+		Logger: logger.With("component", "retention"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retention: %w", err)
+	}
 	a.collector, err = gc.New(gc.Config{
 		Store:     a.store,
 		Meta:      a.replica,
@@ -321,20 +335,22 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		MaxQueuedRequestBytes:  mem.QueuedRequestBytes,
 		MaxHeldResponseBytes:   mem.HeldResponses,
 		Deps: kafka.Deps{
-			MaxPartitionsPerTopic: cfg.MaxPartitionsPerTopic,
-			MaxPartitions:         cfg.MaxPartitions,
-			MaxFetchBytesPerSec:   cfg.MaxFetchBytesPerSec,
-			Meta:                  a.replica,
-			Cluster:               kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
-			AutoCreateTopics:      cfg.AutoCreateTopics,
-			DefaultPartitions:     cfg.DefaultPartitions,
-			TransactionVersion:    cfg.TransactionVersion,
-			Features:              featureProber{},
-			Produce:               a.pipeline,
-			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
-			Groups:                a.groups,
-			Now:                   clk.Now,
-			Txns:                  a.txns,
+			MaxPartitionsPerTopic:    cfg.MaxPartitionsPerTopic,
+			MaxPartitions:            cfg.MaxPartitions,
+			MaxFetchBytesPerSec:      cfg.MaxFetchBytesPerSec,
+			BrokerDefaults:           brokerDefaults(cfg),
+			RetentionCheckIntervalMs: cfg.LogRetentionCheckInterval.Milliseconds(),
+			Meta:                     a.replica,
+			Cluster:                  kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
+			AutoCreateTopics:         cfg.AutoCreateTopics,
+			DefaultPartitions:        cfg.DefaultPartitions,
+			TransactionVersion:       cfg.TransactionVersion,
+			Features:                 featureProber{},
+			Produce:                  a.pipeline,
+			Fetch:                    fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
+			Groups:                   a.groups,
+			Now:                      clk.Now,
+			Txns:                     a.txns,
 		},
 	})
 	if err != nil {
@@ -354,6 +370,19 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
 		"response_budget", FormatBytes(mem.HeldResponses))
 	return a, nil
+}
+
+// brokerDefaults are the topic config defaults cfg's flags change, by
+// topic config name, for DescribeConfigs.
+func brokerDefaults(cfg Config) map[string]string {
+	m := map[string]string{}
+	if cfg.LogRetentionMs != DefaultLogRetentionMs {
+		m["retention.ms"] = strconv.FormatInt(cfg.LogRetentionMs, 10)
+	}
+	if cfg.LogRetentionBytes != -1 {
+		m["retention.bytes"] = strconv.FormatInt(cfg.LogRetentionBytes, 10)
+	}
+	return m
 }
 
 func (a *Agent) openStore(ctx context.Context) error {
@@ -437,6 +466,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	}
 	if a.txns != nil {
 		a.txns.Close() // after the server, before the replica: a sweep is a proposal
+	}
+	if a.retention != nil {
+		a.retention.Close() // before the replica: a check is a proposal
 	}
 	if a.collector != nil {
 		a.collector.Close() // before the replica: a step ends in a proposal

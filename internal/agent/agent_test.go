@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // opTimeout guards every client call against a hung agent.
@@ -181,15 +182,22 @@ func client(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 
 func createTopic(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
+	createTopicWith(t, addr, topic, partitions, nil)
+}
+
+// createTopicWith creates a topic with configs and returns its id.
+func createTopicWith(t *testing.T, addr, topic string, partitions int32, configs map[string]*string) meta.TopicID {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	resp, err := kadm.NewClient(client(t, addr)).CreateTopic(ctx, partitions, 1, nil, topic)
+	resp, err := kadm.NewClient(client(t, addr)).CreateTopic(ctx, partitions, 1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
+	return meta.TopicID(resp.ID)
 }
 
 // produce sends rs with acks=all and fills in their offsets.

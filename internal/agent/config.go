@@ -90,6 +90,11 @@ type Config struct {
 	// POST /v1/snapshot still does. An agent started on an empty data dir
 	// restores the newest snapshot found there.
 	SnapshotInterval time.Duration
+	// SnapshotKeep is how many of the newest snapshots stay in the
+	// object store; after each snapshot this agent takes, older
+	// manifests are deleted, then the files none of the kept ones (or a
+	// snapshot in progress) names. Zero means DefaultSnapshotKeep.
+	SnapshotKeep int
 	// MemoryBudget is the memory the agent's caches and buffers are
 	// sized from (memory.go); zero means DefaultMemoryBudget.
 	MemoryBudget int64
@@ -108,6 +113,16 @@ type Config struct {
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error.
 	Lease time.Duration
+	// Retention defaults and pace, Kafka's broker configs of the same
+	// names: LogRetentionMs is log.retention.ms and LogRetentionBytes
+	// log.retention.bytes, what a topic that sets no retention.ms or
+	// retention.bytes keeps (-1: no limit; 0 means the default, 7 days
+	// and no limit); LogRetentionCheckInterval is
+	// log.retention.check.interval.ms, how often the agent proposes
+	// retention for the partitions it owns (0: the default).
+	LogRetentionMs            int64
+	LogRetentionBytes         int64
+	LogRetentionCheckInterval time.Duration
 	// GCGrace is --gc-grace: how long after a data object's last index
 	// entry goes (by the log clock) it is deleted, and how old an object
 	// the database does not know must be (by the time in its key) to be
@@ -140,7 +155,17 @@ const (
 	DefaultPartitions       int32 = 1
 	DefaultShutdownTimeout        = 30 * time.Second
 	DefaultSnapshotInterval       = 10 * time.Minute
+	DefaultSnapshotKeep           = 3
 	DefaultLease                  = 10 * time.Second
+	// DefaultLogRetentionMs is Kafka's log.retention.hours of 168.
+	DefaultLogRetentionMs int64 = 7 * 24 * 60 * 60 * 1000
+	// DefaultLogRetentionCheckInterval is Kafka's, 5 minutes. A check
+	// reads only the local copy (a seek per owned partition) and
+	// proposes only what is due, so a shorter one would be cheap; but
+	// data is kept up to one interval past retention.ms either way,
+	// which costs only storage, and Kafka users size their buckets for
+	// Kafka's lag. Tests and short retentions set it lower.
+	DefaultLogRetentionCheckInterval = 5 * time.Minute
 )
 
 // SetDefaults fills unset fields. ObjStore and Log default to locations
@@ -176,6 +201,9 @@ func (c *Config) SetDefaults() {
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
 	}
+	if c.SnapshotKeep == 0 {
+		c.SnapshotKeep = DefaultSnapshotKeep
+	}
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = DefaultMemoryBudget
 	}
@@ -184,6 +212,15 @@ func (c *Config) SetDefaults() {
 	}
 	if c.MaxPartitions == 0 {
 		c.MaxPartitions = kafka.DefaultMaxPartitions
+	}
+	if c.LogRetentionMs == 0 {
+		c.LogRetentionMs = DefaultLogRetentionMs
+	}
+	if c.LogRetentionBytes == 0 {
+		c.LogRetentionBytes = -1
+	}
+	if c.LogRetentionCheckInterval == 0 {
+		c.LogRetentionCheckInterval = DefaultLogRetentionCheckInterval
 	}
 	if c.GCGrace == 0 {
 		c.GCGrace = gc.DefaultGrace
@@ -285,6 +322,18 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPartitions < 1 {
 		errs = append(errs, fmt.Errorf("max-partitions %d: must be at least 1", c.MaxPartitions))
+	}
+	if c.LogRetentionMs < -1 {
+		errs = append(errs, fmt.Errorf("log-retention-ms %d: must be -1 (no limit) or positive", c.LogRetentionMs))
+	}
+	if c.LogRetentionBytes < -1 {
+		errs = append(errs, fmt.Errorf("log-retention-bytes %d: must be -1 (no limit) or positive", c.LogRetentionBytes))
+	}
+	if c.LogRetentionCheckInterval < 0 {
+		errs = append(errs, fmt.Errorf("log-retention-check-interval %v: must be positive", c.LogRetentionCheckInterval))
+	}
+	if c.SnapshotKeep < 1 {
+		errs = append(errs, fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", c.SnapshotKeep))
 	}
 	if c.Lease < minLease || c.Lease > maxLease {
 		errs = append(errs, fmt.Errorf("lease %v: must be between %v and %v", c.Lease, minLease, maxLease))

@@ -159,7 +159,7 @@ func TestTopicLifecycle(t *testing.T) {
 	}
 
 	r = mustRun(t, brokers, "", "topic", "list")
-	want := [][]string{{"NAME", "PARTITIONS"}, {"audit", "1"}, {"fresh", "2"}, {"orders", "3"}, {"payments", "3"}}
+	want := [][]string{{"NAME", "PARTITIONS", "SIZE"}, {"audit", "1", "0"}, {"fresh", "2", "0"}, {"orders", "3", "0"}, {"payments", "3", "0"}}
 	if !slices.EqualFunc(rows(r.stdout), want, slices.Equal) {
 		t.Fatalf("list output:\n%s\nwant %v", r.stdout, want)
 	}
@@ -183,7 +183,7 @@ func TestTopicLifecycle(t *testing.T) {
 		t.Fatalf("delete of a deleted topic: err = %v, output:\n%s", r.err, r.stdout)
 	}
 	r = mustRun(t, brokers, "", "topic", "list")
-	want = [][]string{{"NAME", "PARTITIONS"}, {"audit", "1"}, {"payments", "3"}}
+	want = [][]string{{"NAME", "PARTITIONS", "SIZE"}, {"audit", "1", "0"}, {"payments", "3", "0"}}
 	if !slices.EqualFunc(rows(r.stdout), want, slices.Equal) {
 		t.Fatalf("list after delete:\n%s", r.stdout)
 	}

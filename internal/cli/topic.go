@@ -14,13 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// NewTopicCommand returns `topic` with its create, list, describe and
-// delete subcommands.
+// NewTopicCommand returns `topic` with its create, list, describe,
+// delete, alter-config, add-partitions and trim-prefix subcommands.
 func NewTopicCommand() *cobra.Command {
 	var opts ClientOptions
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "Create, list, describe and delete topics",
+		Short: "Create, list, describe, alter and delete topics",
 		Args:  cobra.NoArgs,
 	}
 	opts.Register(cmd.PersistentFlags())
@@ -29,6 +29,9 @@ func NewTopicCommand() *cobra.Command {
 		newTopicListCmd(&opts),
 		newTopicDescribeCmd(&opts),
 		newTopicDeleteCmd(&opts),
+		newTopicAlterConfigCmd(&opts),
+		newTopicAddPartitionsCmd(&opts),
+		newTopicTrimPrefixCmd(&opts),
 	)
 	return cmd
 }
@@ -151,7 +154,7 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List topics and their partition counts",
+		Short:   "List topics, their partition counts and the bytes they store",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -167,13 +170,14 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("list topics: %w", err)
 			}
-			t := newTable(cmd.OutOrStdout(), "NAME", "PARTITIONS")
+			sizes, sizeErr := describeSizes(ctx, adm, nil)
+			t := newTable(cmd.OutOrStdout(), "NAME", "PARTITIONS", "SIZE")
 			for _, d := range details.Sorted() {
 				if d.Err != nil {
 					t.row(d.Topic, d.Err)
 					continue
 				}
-				t.row(d.Topic, len(d.Partitions))
+				t.row(d.Topic, len(d.Partitions), sizes.topicCell(d.Topic, sizeErr))
 			}
 			return t.flush()
 		},
@@ -185,7 +189,7 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe NAME...",
-		Short: "Show a topic's partitions (with start and end offsets) and configs",
+		Short: "Show a topic's partitions (with start and end offsets and stored bytes) and configs",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -212,6 +216,7 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 			starts, startErr := adm.ListStartOffsets(ctx, topics...)
 			ends, endErr := adm.ListEndOffsets(ctx, topics...)
 			configs, cfgErr := adm.DescribeTopicConfigs(ctx, topics...)
+			sizes, sizeErr := describeSizes(ctx, adm, details.TopicsSet())
 
 			w := cmd.OutOrStdout()
 			for i, topic := range topics {
@@ -224,16 +229,18 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 				summary.row("ID", d.ID)
 				summary.row("INTERNAL", d.IsInternal)
 				summary.row("PARTITIONS", len(d.Partitions))
+				summary.row("SIZE", sizes.topicCell(topic, sizeErr))
 				if err := summary.flush(); err != nil {
 					return err
 				}
 
 				fmt.Fprintln(w)
-				parts := newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "START", "END")
+				parts := newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "START", "END", "SIZE")
 				for _, p := range d.Partitions.Sorted() {
 					parts.row(p.Partition, p.Leader, p.LeaderEpoch, joinInt32s(p.Replicas),
 						offsetCell(starts, startErr, topic, p.Partition),
-						offsetCell(ends, endErr, topic, p.Partition))
+						offsetCell(ends, endErr, topic, p.Partition),
+						sizes.partitionCell(topic, p.Partition, sizeErr))
 				}
 				if err := parts.flush(); err != nil {
 					return err
@@ -247,6 +254,62 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// topicSizes holds the stored bytes of each partition, by topic, summed
+// over the log dirs of every broker (DescribeLogDirs): on Strand each
+// partition is in one agent's logical dir; on Kafka this counts every
+// replica, as kafka-log-dirs does.
+type topicSizes map[string]map[int32]int64
+
+// describeSizes asks every broker for the sizes of the partitions in set
+// (nil: all).
+func describeSizes(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) (topicSizes, error) {
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
+	if err != nil {
+		return nil, err
+	}
+	sizes := topicSizes{}
+	var errs []error
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		if d.Err != nil {
+			errs = append(errs, fmt.Errorf("broker %d dir %s: %w", d.Broker, d.Dir, d.Err))
+			return
+		}
+		for topic, ps := range d.Topics {
+			if sizes[topic] == nil {
+				sizes[topic] = map[int32]int64{}
+			}
+			for p, dp := range ps {
+				sizes[topic][p] += dp.Size
+			}
+		}
+	})
+	return sizes, errors.Join(errs...)
+}
+
+// topicCell renders a topic's stored bytes, or why they are missing.
+func (s topicSizes) topicCell(topic string, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var n int64
+	for _, b := range s[topic] {
+		n += b
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// partitionCell renders a partition's stored bytes; "-" when no broker
+// listed it.
+func (s topicSizes) partitionCell(topic string, p int32, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if n, ok := s[topic][p]; ok {
+		return strconv.FormatInt(n, 10)
+	}
+	return "-"
 }
 
 // joinInt32s renders broker ids as one table cell: "0,1,2".

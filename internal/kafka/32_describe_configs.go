@@ -7,14 +7,21 @@
 //     an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER: for this agent's id, a fixed set of broker configs (listener,
 //     limits, auto-creation, and the topic defaults under their broker
-//     names), all read-only: there are no dynamic broker configs. "" (the
+//     names, STATIC_BROKER_CONFIG where the agent's flags change them:
+//     log.retention.ms, log.retention.bytes, and
+//     log.retention.check.interval.ms, with Kafka's default as a
+//     synonym), all read-only: there are no dynamic broker configs. "" (the
 //     cluster-wide dynamic defaults) has none. Another id or a non-number
 //     is INVALID_REQUEST, as Kafka answers.
 //   - ConfigNames null or empty means all; otherwise only those, and
 //     names that are not configs are left out.
 //   - v1+ IncludeSynonyms: a topic config lists its topic value (if set),
-//     then the default under the broker config name (log.retention.ms for
-//     retention.ms).
+//     then the agent's flag under the broker config name when it changes
+//     the default (STATIC_BROKER_CONFIG: log.retention.ms for
+//     retention.ms, from --log-retention-ms; Deps.BrokerDefaults), then
+//     Kafka's default under that name. A topic that sets nothing reports
+//     the flag's value as STATIC_BROKER_CONFIG, as Kafka reports
+//     server.properties.
 //   - v3+ ConfigType, and Documentation when asked.
 //   - Left out: BROKER_LOGGER, CLIENT_METRICS and GROUP resources
 //     (INVALID_REQUEST).
@@ -68,7 +75,7 @@ func handleDescribeConfigs(_ context.Context, r *Request) (kmsg.Response, error)
 			}
 			var configs map[string]string
 			if configs, e, msg = topicConfigsOf(view, rr.ResourceName); e == nil {
-				res.Configs = topicConfigEntries(configs, synonyms, docs)
+				res.Configs = topicConfigEntries(configs, r.Deps.BrokerDefaults, synonyms, docs)
 			}
 		case kmsg.ConfigResourceTypeBroker:
 			var self bool
@@ -116,26 +123,34 @@ func (d *Deps) brokerResource(name string) (self bool, e *kerr.Error, msg string
 	return true, nil, ""
 }
 
-// topicConfigEntries describes a topic whose configs are set.
-func topicConfigEntries(set map[string]string, synonyms, docs bool) []configResourceConfig {
+// topicConfigEntries describes a topic whose configs are set, on an
+// agent whose flags set the defaults in broker (by topic config name).
+func topicConfigEntries(set, broker map[string]string, synonyms, docs bool) []configResourceConfig {
 	out := make([]configResourceConfig, 0, len(topicconfig.Keys())+len(set))
 	for _, k := range topicconfig.Keys() {
 		v, isSet := set[k.Name]
 		def := k.Default
+		static, isStatic := broker[k.Name]
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name = k.Name
 		rc.ConfigType = kmsg.ConfigType(k.Type)
 		if docs {
 			rc.Documentation = kmsg.StringPtr(k.Doc)
 		}
-		if isSet {
+		switch {
+		case isSet:
 			rc.Value, rc.Source = &v, kmsg.ConfigSourceDynamicTopicConfig
-		} else {
+		case isStatic:
+			rc.Value, rc.Source, rc.IsDefault = &static, kmsg.ConfigSourceStaticBrokerConfig, true
+		default:
 			rc.Value, rc.Source, rc.IsDefault = &def, kmsg.ConfigSourceDefaultConfig, true
 		}
 		if synonyms {
 			if isSet {
 				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.Name, &v, kmsg.ConfigSourceDynamicTopicConfig))
+			}
+			if k.BrokerSynonym != "" && isStatic {
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.BrokerSynonym, &static, kmsg.ConfigSourceStaticBrokerConfig))
 			}
 			if k.BrokerSynonym != "" {
 				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.BrokerSynonym, &def, kmsg.ConfigSourceDefaultConfig))
@@ -187,12 +202,19 @@ func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig
 		src   kmsg.ConfigSource
 		typ   kmsg.ConfigType
 		doc   string
+		// kafkaDefault, for a static entry Kafka has a default of, is
+		// that default: its synonym after the static value.
+		kafkaDefault *string
 	}
 	static := func(name, v string, typ kmsg.ConfigType, doc string) entry {
-		return entry{name, &v, kmsg.ConfigSourceStaticBrokerConfig, typ, doc}
+		return entry{name, &v, kmsg.ConfigSourceStaticBrokerConfig, typ, doc, nil}
 	}
 	def := func(name, v string, typ kmsg.ConfigType, doc string) entry {
-		return entry{name, &v, kmsg.ConfigSourceDefaultConfig, typ, doc}
+		return entry{name, &v, kmsg.ConfigSourceDefaultConfig, typ, doc, nil}
+	}
+	overriding := func(e entry, kafkaDefault string) entry {
+		e.kafkaDefault = &kafkaDefault
+		return e
 	}
 	node := strconv.Itoa(int(d.Cluster.NodeID))
 	entries := []entry{
@@ -211,11 +233,24 @@ func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig
 	if rack := d.Cluster.Rack; rack != "" {
 		entries = append(entries, static("broker.rack", rack, kmsg.ConfigTypeString, "This agent's rack."))
 	} else {
-		entries = append(entries, entry{"broker.rack", nil, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeString, "This agent's rack."})
+		entries = append(entries, entry{"broker.rack", nil, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeString, "This agent's rack.", nil})
+	}
+	const checkName, checkDoc = "log.retention.check.interval.ms", "How often each agent proposes retention for the partitions it owns."
+	checkDefault := strconv.FormatInt(defaultRetentionCheckIntervalMs, 10)
+	if ms := d.RetentionCheckIntervalMs; ms > 0 && ms != defaultRetentionCheckIntervalMs {
+		entries = append(entries, overriding(static(checkName, strconv.FormatInt(ms, 10), kmsg.ConfigTypeLong, checkDoc), checkDefault))
+	} else {
+		entries = append(entries, def(checkName, checkDefault, kmsg.ConfigTypeLong, checkDoc))
 	}
 	for _, k := range topicconfig.Keys() {
-		if k.BrokerSynonym != "" {
-			entries = append(entries, def(k.BrokerSynonym, k.Default, kmsg.ConfigType(k.Type), "Default of topic config "+k.Name+"."))
+		if k.BrokerSynonym == "" {
+			continue
+		}
+		doc := "Default of topic config " + k.Name + "."
+		if v, ok := d.BrokerDefaults[k.Name]; ok {
+			entries = append(entries, overriding(static(k.BrokerSynonym, v, kmsg.ConfigType(k.Type), doc), k.Default))
+		} else {
+			entries = append(entries, def(k.BrokerSynonym, k.Default, kmsg.ConfigType(k.Type), doc))
 		}
 	}
 	// Stable, so the agent's own entries win over topic defaults of the
@@ -234,11 +269,18 @@ func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig
 		}
 		if synonyms {
 			rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(e.name, e.value, e.src))
+			if e.src == kmsg.ConfigSourceStaticBrokerConfig && e.kafkaDefault != nil {
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(e.name, e.kafkaDefault, kmsg.ConfigSourceDefaultConfig))
+			}
 		}
 		out = append(out, rc)
 	}
 	return out
 }
+
+// defaultRetentionCheckIntervalMs is Kafka's
+// log.retention.check.interval.ms, 5 minutes.
+const defaultRetentionCheckIntervalMs = 300000
 
 // filterConfigs keeps the configs named in names; null or empty names
 // keeps all.

@@ -360,3 +360,56 @@ func TestDescribeCluster(t *testing.T) {
 		t.Fatalf("v0: %+v", resp)
 	}
 }
+
+// TestDescribeConfigsBrokerDefaults: an agent whose flags change a
+// topic config's default (--log-retention-ms) reports it as Kafka does a
+// server.properties value: STATIC_BROKER_CONFIG for a topic that sets
+// nothing, with the broker config and then Kafka's default as synonyms;
+// the broker's own entry is static too.
+func TestDescribeConfigsBrokerDefaults(t *testing.T) {
+	a := newTestAgent(t, withDeps(func(d *Deps) {
+		d.BrokerDefaults = map[string]string{"retention.ms": "3600000"}
+		d.RetentionCheckIntervalMs = 1000
+	}))
+	a.createTopic(t, "plain", 1, nil)
+	a.createTopic(t, "own", 1, map[string]*string{"retention.ms": sp("1000")})
+	rcs, err := a.Admin.DescribeTopicConfigs(a.ctx(t), "plain", "own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range rcs {
+		c := configOf(t, rc, "retention.ms")
+		var want []kadm.ConfigSynonym
+		if rc.Name == "own" {
+			if c.MaybeValue() != "1000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+				t.Errorf("own: retention.ms %q from %v", c.MaybeValue(), c.Source)
+			}
+			want = append(want, kadm.ConfigSynonym{Key: "retention.ms", Value: sp("1000"), Source: kmsg.ConfigSourceDynamicTopicConfig})
+		} else if c.MaybeValue() != "3600000" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			t.Errorf("plain: retention.ms %q from %v, want the broker's 3600000", c.MaybeValue(), c.Source)
+		}
+		want = append(want,
+			kadm.ConfigSynonym{Key: "log.retention.ms", Value: sp("3600000"), Source: kmsg.ConfigSourceStaticBrokerConfig},
+			kadm.ConfigSynonym{Key: "log.retention.ms", Value: sp("604800000"), Source: kmsg.ConfigSourceDefaultConfig})
+		if len(c.Synonyms) != len(want) {
+			t.Fatalf("%s: synonyms %+v, want %+v", rc.Name, c.Synonyms, want)
+		}
+		for i, s := range c.Synonyms {
+			if s.Key != want[i].Key || s.Value == nil || *s.Value != *want[i].Value || s.Source != want[i].Source {
+				t.Errorf("%s: synonym %d %+v, want %s=%q from %v", rc.Name, i, s, want[i].Key, *want[i].Value, want[i].Source)
+			}
+		}
+	}
+	brokers, err := a.Admin.DescribeBrokerConfigs(a.ctx(t), testNodeID)
+	if err != nil || len(brokers) != 1 {
+		t.Fatal(brokers, err)
+	}
+	for key, want := range map[string]string{"log.retention.ms": "3600000", "log.retention.check.interval.ms": "1000"} {
+		if c := configOf(t, brokers[0], key); c.MaybeValue() != want || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			t.Errorf("broker %s = %q from %v, want %q static", key, c.MaybeValue(), c.Source, want)
+		}
+	}
+	if c := configOf(t, brokers[0], "log.retention.bytes"); c.MaybeValue() != "-1" || c.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("broker log.retention.bytes = %q from %v, want the default -1", c.MaybeValue(), c.Source)
+	}
+}

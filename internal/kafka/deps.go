@@ -70,6 +70,14 @@ type Deps struct {
 	// client shares; zero means no fixed cap (the adaptive pace of
 	// fetch_yield.go still applies).
 	MaxFetchBytesPerSec int64
+	// BrokerDefaults holds, by topic config name, the defaults this
+	// agent's flags set where they differ from Kafka's (retention.ms
+	// from --log-retention-ms): DescribeConfigs reports them as
+	// STATIC_BROKER_CONFIG, as Kafka reports server.properties.
+	BrokerDefaults map[string]string
+	// RetentionCheckIntervalMs is log.retention.check.interval.ms, shown
+	// by DescribeConfigs; zero is Kafka's default.
+	RetentionCheckIntervalMs int64
 
 	// shared is what handlers share across connections (shared.go), set
 	// by New; nil in handler tests that build Deps by hand.

@@ -54,6 +54,10 @@ type Applier struct {
 	// featuresChanged: a FinalizeFeatures changed the finalized levels
 	// since Reset (FeaturesChanged).
 	featuresChanged bool
+	// level is the finalized strand.metadata.version once levelLoaded
+	// (lifecycleOn).
+	level       int16
+	levelLoaded bool
 
 	// gc caches the garbage collection state for the batch (gc.go):
 	// gcLoaded once gcOn read it, gc nil below metadata level 3, gcDirty
@@ -79,6 +83,9 @@ type cachedPart struct {
 	st     PartitionState
 	exists bool
 	dirty  bool
+	// stored is the partition's storage record (storage.go), kept in
+	// its own key.
+	stored storedPart
 }
 
 // NewApplier returns an Applier writing to b.
@@ -98,6 +105,7 @@ func (a *Applier) Reset(b Batch) {
 	a.clockLoaded, a.clock = false, 0
 	a.pos, a.idx = 0, 0
 	a.featuresChanged = false
+	a.levelLoaded = false
 	a.gc, a.gcLoaded, a.gcDirty = nil, false, false
 	clear(a.writers)
 	clear(a.parts)
@@ -273,7 +281,7 @@ func (a *Applier) part(ref partRef) (*cachedPart, error) {
 func (a *Applier) flushParts() error {
 	var dirty []partRef
 	for ref, cp := range a.parts {
-		if cp.dirty {
+		if cp.dirty || cp.stored.dirty {
 			dirty = append(dirty, ref)
 		}
 	}
@@ -285,6 +293,14 @@ func (a *Applier) flushParts() error {
 	})
 	for _, ref := range dirty {
 		cp := a.parts[ref]
+		if cp.stored.dirty {
+			if err := a.writeStored(ref, &cp.stored); err != nil {
+				return err
+			}
+		}
+		if !cp.dirty {
+			continue
+		}
 		a.valBuf = cp.st.encode(a.valBuf[:0])
 		a.keyBuf = appendPartitionKey(a.keyBuf[:0], ref.id, ref.partition)
 		if err := a.b.Set(a.keyBuf, a.valBuf); err != nil {

@@ -39,6 +39,9 @@ const (
 	// Feature levels (features.go).
 	TypeFinalizeFeatures CommandType = 20
 
+	// Retention (retention.go). 21-24 are the retention's.
+	TypeApplyRetention CommandType = 21
+
 	// Object garbage collection (gc.go).
 	TypeGCProgress CommandType = 25
 )

@@ -201,6 +201,9 @@ func (a *Applier) commitObject(c CommitObject) (Result, error) {
 		if err := a.b.Set(a.keyBuf, a.valBuf); err != nil {
 			return Result{}, err
 		}
+		if err := a.addStored(partRef{cb.TopicID, cb.Partition}, cp, cb.Length); err != nil {
+			return Result{}, err
+		}
 		refs++
 		if err := a.recordProducer(producer, br.BaseOffset); err != nil {
 			return Result{}, err

@@ -96,9 +96,7 @@ func (a *Applier) deleteRecords(c DeleteRecords) (Result, error) {
 			continue
 		}
 		if offset > cp.st.LogStartOffset {
-			cp.st.LogStartOffset = offset
-			cp.dirty = true
-			if err := a.trimIndex(dp.TopicID, dp.Partition, offset); err != nil {
+			if err := a.advanceLogStart(partRef{dp.TopicID, dp.Partition}, cp, offset); err != nil {
 				return Result{}, err
 			}
 		}
@@ -137,6 +135,9 @@ func (a *Applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 			return nil
 		}
 		end = indexKey(nil, id, partition, last.BaseOffset)
+	}
+	if err := a.subtractStored(id, partition, start, end); err != nil {
+		return err
 	}
 	if err := a.releaseIndex(start, end); err != nil {
 		return err

@@ -110,9 +110,13 @@
 //	        topic id (16), partition (u32),            offset, leader epoch, metadata, commit timestamp
 //	        producer id (u64)
 //	0x16    -                                          finalized features: epoch, (name, level) sorted by name
+//	0x17    topic id (16), partition (u32)             PartitionStorage (level 3): bytes and data index entries
+//	                                                   stored; none while nothing is
 //	0x19    object key                                 index entries pointing into the object, while any do (level 3)
 //	0x1A    log clock at death (u64), object key       dead object waiting for the janitor: size (level 3)
 //	0x1B    -                                          GCState: grace, floor, sweep mark, live/dead/deleted/orphan counts
+//	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
+//	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a
@@ -172,4 +176,15 @@
 // lowers it, and deletes the partition's index entries that end at or
 // below the new start with one range deletion; the entry straddling the
 // start stays, and readers skip the records below it.
+//
+// Retention (retention.go, type 21, level 3): ApplyRetention moves the
+// log start of the partitions it names past the entries Kafka's
+// retention.ms and retention.bytes would delete, by the log clock and the
+// topic's configs (the proposer's broker defaults for what a topic does
+// not set), never past the high watermark or the last stable offset,
+// through the same trimIndex as DeleteRecords. From level 3 both also
+// drop producer states and aborted transactions below the new start,
+// and apply keeps per-partition storage numbers (storage.go) that
+// commits add to and trims take from; raising a log to level 3 counts
+// them from the index in the FinalizeFeatures apply.
 package meta

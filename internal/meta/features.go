@@ -17,7 +17,8 @@ package meta
 //	level 2  FinalizeFeatures (levels in the log) and AgentHeartbeat v3
 //	         (each agent's supported ranges in the agent table)
 //	level 3  the data lifecycle: retention, object garbage collection
-//	         and storage accounting (issue "Data lifecycle")
+//	         and storage accounting (issue "Data lifecycle");
+//	         ReassignPartitions (replica lists, replicas.go)
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up
@@ -360,19 +361,15 @@ func (a *Applier) finalizeFeatures(c FinalizeFeatures) (Result, error) {
 			return res, nil
 		}
 	}
-	rec := FinalizedFeatures{Levels: next, Epoch: int64(a.pos) + 1}
-	a.featuresChanged = true
-	if err := a.b.Set(keyFeatures, rec.encode()); err != nil {
+	if err := a.buildPartitionStorage(cur.MetadataLevel(), nextMeta); err != nil {
 		return Result{}, err
 	}
-	if cur.MetadataLevel() < MetadataLevel3 && nextMeta >= MetadataLevel3 {
-		// The data lifecycle starts: each part builds its state from
-		// the index, once, here.
-		if err := a.startGC(c.Bootstrap); err != nil {
-			return Result{}, err
-		}
+	if err := a.startGC(cur.MetadataLevel(), nextMeta, c.Bootstrap); err != nil {
+		return Result{}, err
 	}
-	return Result{}, nil
+	rec := FinalizedFeatures{Levels: next, Epoch: int64(a.pos) + 1}
+	a.featuresChanged = true
+	return Result{}, a.b.Set(keyFeatures, rec.encode())
 }
 
 // agentsSupport checks f against every agent whose heartbeat carried its

@@ -230,14 +230,11 @@ func (a *Applier) gcOn() (bool, error) {
 	if a.gcLoaded {
 		return a.gc != nil, nil
 	}
-	f, err := ReadFeatures(a.b)
-	if err != nil {
+	on, err := a.lifecycleOn()
+	if err != nil || !on {
 		return false, err
 	}
 	a.gcLoaded = true
-	if f.MetadataLevel() < MetadataLevel3 {
-		return false, nil
-	}
 	v, ok, err := a.get(keyGC)
 	if err != nil {
 		return false, err
@@ -262,13 +259,17 @@ func (a *Applier) flushGC() error {
 	return a.b.Set(keyGC, a.gc.encode())
 }
 
-// startGC turns garbage collection on, when FinalizeFeatures raises the
-// metadata level to 3: one pass over the index counts each object's
-// entries, objects with none are queued as dead now, and the GC state is
-// written. A new log has no index, so this costs nothing there.
-func (a *Applier) startGC(newLog bool) error {
+// startGC turns garbage collection on when FinalizeFeatures raises the
+// metadata level from below 3 to 3 or more: one pass over the index
+// counts each object's entries, objects with none are queued as dead now,
+// and the GC state is written. A new log (newLog: the bootstrap) has no
+// index, so this costs nothing there.
+func (a *Applier) startGC(from, to int16, newLog bool) error {
+	if from >= MetadataLevel3 || to < MetadataLevel3 {
+		return nil
+	}
 	refs := map[string]int64{}
-	if err := a.eachIndexEntry([]byte{prefixIndex}, []byte{prefixIndex + 1}, func(e IndexEntry) {
+	if err := a.eachObjectEntry([]byte{prefixIndex}, []byte{prefixIndex + 1}, func(e *IndexEntry) {
 		refs[e.ObjectKey]++
 	}); err != nil {
 		return err
@@ -318,28 +319,14 @@ func (a *Applier) startGC(newLog bool) error {
 	return nil
 }
 
-// eachIndexEntry calls fn with every object-backed index entry in
-// [start, end); markers point at no object.
-func (a *Applier) eachIndexEntry(start, end []byte, fn func(IndexEntry)) error {
-	it, err := a.b.NewIter(start, end)
-	if err != nil {
-		return err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		e, err := decodeIndexEntry(it.Key(), it.Value())
-		if err != nil {
-			it.Close()
-			return err
-		}
+// eachObjectEntry calls fn with every index entry in [start, end) that
+// points into a data object (markers point at none).
+func (a *Applier) eachObjectEntry(start, end []byte, fn func(*IndexEntry)) error {
+	return scanIndex(a.b, start, end, func(e *IndexEntry) {
 		if !e.Control && e.ObjectKey != "" {
 			fn(e)
 		}
-	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return err
-	}
-	return it.Close()
+	})
 }
 
 // releaseIndex drops the references of the index entries in [start,
@@ -350,7 +337,7 @@ func (a *Applier) releaseIndex(start, end []byte) error {
 		return err
 	}
 	released := map[string]int64{}
-	if err := a.eachIndexEntry(start, end, func(e IndexEntry) { released[e.ObjectKey]++ }); err != nil {
+	if err := a.eachObjectEntry(start, end, func(e *IndexEntry) { released[e.ObjectKey]++ }); err != nil {
 		return err
 	}
 	for _, key := range sortedKeys(released) {

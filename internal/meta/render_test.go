@@ -52,6 +52,10 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 		for _, p := range c.Partitions {
 			labels = append(labels, fmt.Sprintf("%s/%d", s.topicName(p.TopicID), p.Partition))
 		}
+	case ApplyRetention:
+		for _, p := range c.Partitions {
+			labels = append(labels, fmt.Sprintf("%s/%d", s.topicName(p.TopicID), p.Partition))
+		}
 	case OffsetCommit:
 		labels = offsetLabels(c.Offsets)
 	case TxnOffsetCommit:
@@ -60,6 +64,10 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 		labels = partitionLabels(c.Partitions)
 	case AddPartitionsToTxn:
 		labels = partitionLabels(c.Partitions)
+	case ReassignPartitions:
+		for _, p := range c.Partitions {
+			labels = append(labels, fmt.Sprintf("%s/%d", c.Topic, p.Partition))
+		}
 	}
 	label := func(i int) string {
 		if i < len(labels) {
@@ -258,6 +266,9 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		r := recordReader(v)
 		line := fmt.Sprintf("%s marker=%d: producer=%d first=%d", s.partKey(rest), binary.BigEndian.Uint64(rest[20:]), r.varint(), r.varint())
 		return "aborted-txn", line, r.done()
+	case prefixPartitionStorage:
+		st, err := decodePartitionStorage(v)
+		return "storage", fmt.Sprintf("%s: bytes=%d entries=%d", s.partKey(rest), st.Bytes, st.Entries), err
 	case prefixTxnOffset:
 		n := int(binary.BigEndian.Uint16(rest))
 		tail := rest[2+n:]
@@ -266,6 +277,14 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		p := int32(binary.BigEndian.Uint32(tail[16:]))
 		po, err := decodePendingTxnOffset(id, p, v)
 		return "txn-offset", fmt.Sprintf("%s %s/%d producer=%d: %d epoch=%d metadata=%q at=%d", rest[2:2+n], s.topicName(id), p, po.ProducerID, po.Offset.Offset, po.Offset.LeaderEpoch, po.Offset.Metadata, po.Offset.CommitTimestamp), err
+	case prefixReplicas:
+		l, err := decodeReplicaList(v)
+		return "replicas", fmt.Sprintf("%s: %v", s.partKey(rest), l), err
+	case prefixReplicaEpoch:
+		var id TopicID
+		copy(id[:], rest)
+		r := recordReader(v)
+		return "replica-epoch", fmt.Sprintf("%s: %d", s.topicName(id), r.uvarint()), r.done()
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err
@@ -350,6 +369,29 @@ func (s *scenario) renderView(t *testing.T, d *datadriven.TestData, writer strin
 		for _, o := range os {
 			fmt.Fprintf(&b, "%s/%d: %d\n", o.Topic, o.Partition, o.Offset)
 		}
+	case "retention-due":
+		// What a retention proposer checks: the topic's policy over
+		// the broker defaults ms and bytes, at the proposer's clock.
+		var topic string
+		var p int
+		ms, bytes := int64(-1), int64(-1)
+		d.ScanArgs(t, "topic", &topic)
+		d.ScanArgs(t, "partition", &p)
+		d.MaybeScanArgs(t, "ms", &ms)
+		d.MaybeScanArgs(t, "bytes", &bytes)
+		tp, _, err := v.Topic(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start, due, err := v.RetentionDue(tp.ID, int32(p), RetentionPolicyOf(tp.Configs, ms, bytes), s.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := v.PartitionStorage(tp.ID, int32(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "due=%t start=%d stored=%d/%d\n", due, start, st.Bytes, st.Entries)
 	case "txns-due":
 		// At the proposer's clock, as the agent's sweeper asks: the
 		// log clock only moves when an entry applies.

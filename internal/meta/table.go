@@ -167,6 +167,12 @@ var commandTable = [...]commandSpec{
 	TypeFinalizeFeatures: row("FinalizeFeatures", partitionsNone, (*Applier).finalizeFeatures,
 		version(1, decodeFinalizeFeaturesV1).writtenFrom(MetadataLevel2)),
 
+	// Retention (retention.go) moves log starts through the cache.
+	TypeApplyRetention: row("ApplyRetention", partitionsCached, (*Applier).applyRetention,
+		version(1, decodeApplyRetentionV1).writtenFrom(MetadataLevel3)),
+	// Replica lists (replicas.go).
+	TypeReassignPartitions: row("ReassignPartitions", partitionsNone, (*Applier).reassignPartitions,
+		version(1, decodeReassignPartitionsV1).writtenFrom(MetadataLevel3)),
 	// Object garbage collection (gc.go).
 	TypeGCProgress: row("GCProgress", partitionsNone, (*Applier).gcProgress,
 		version(1, decodeGCProgressV1).writtenFrom(MetadataLevel3)),

@@ -85,17 +85,7 @@ func (v *View) OpenTxns(id TopicID, partition int32) ([]OpenTxn, error) {
 // offset of its oldest ongoing transaction, or the high watermark. A
 // read_committed consumer reads no further.
 func (v *View) LastStableOffset(id TopicID, partition int32, highWatermark int64) (int64, error) {
-	open, err := v.OpenTxns(id, partition)
-	if err != nil {
-		return 0, err
-	}
-	lso := highWatermark
-	for _, o := range open {
-		if o.FirstOffset >= 0 {
-			lso = min(lso, o.FirstOffset)
-		}
-	}
-	return lso, nil
+	return lastStableOffset(v.r, id, partition, highWatermark)
 }
 
 // AbortedTxn is one aborted transaction's range start in a partition, as

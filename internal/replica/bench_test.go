@@ -26,7 +26,7 @@ const (
 )
 
 // benchStore is a Pebble store with the bench topics created through
-// apply, at metadata level (from 3, apply counts object references).
+// apply, on a log finalized at metadata level (1: none finalized).
 func benchStore(b *testing.B, level int16) (*pebble.DB, []partRef, sharedlog.Pos) {
 	b.Helper()
 	db, err := pebble.Open(b.TempDir(), pebbleOptions(quietLogger()))
@@ -35,28 +35,26 @@ func benchStore(b *testing.B, level int16) (*pebble.DB, []partRef, sharedlog.Pos
 	}
 	b.Cleanup(func() { db.Close() })
 	var setup []sharedlog.Entry
-	add := func(c meta.Command) {
-		n := len(setup)
-		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(n), Data: meta.AppendEntry(nil, &meta.Entry{
-			WriterID: "setup", Incarnation: 1, Seq: uint64(n + 1), Timestamp: 1,
-			Commands: []meta.RawCommand{meta.EncodeCommand(c)},
+	for i := range benchTopics {
+		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(i), Data: meta.AppendEntry(nil, &meta.Entry{
+			WriterID: "setup", Incarnation: 1, Seq: uint64(i + 1), Timestamp: 1,
+			Commands: []meta.RawCommand{meta.EncodeCommand(meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})},
 		})})
 	}
 	if level > meta.MetadataLevel1 {
-		add(meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: level}}})
-	}
-	for i := range benchTopics {
-		add(meta.CreateTopic{Name: fmt.Sprintf("t%d", i), Partitions: benchPartitions})
+		// Last, so the topics' results stay first.
+		setup = append(setup, sharedlog.Entry{Pos: sharedlog.Pos(len(setup)), Data: meta.AppendEntry(nil, &meta.Entry{
+			WriterID: "setup", Incarnation: 1, Seq: uint64(len(setup) + 1), Timestamp: 1,
+			Commands: []meta.RawCommand{meta.EncodeCommand(meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: level}}})},
+		})})
 	}
 	outs, next, poison, err := applyEntries(db, meta.NewApplier(nil), setup)
 	if err != nil || poison != nil {
 		b.Fatal(err, poison)
 	}
+	outs = outs[:benchTopics]
 	var parts []partRef
 	for _, out := range outs {
-		if out.Results[0].TopicID.IsZero() {
-			continue // the FinalizeFeatures
-		}
 		for p := range int32(benchPartitions) {
 			parts = append(parts, partRef{out.Results[0].TopicID, p})
 		}
@@ -80,16 +78,16 @@ func benchCommit(rng *rand.Rand, parts []partRef, seq int) meta.CommitObject {
 // BenchmarkApplyCommitObject measures apply alone (no log): CommitObject
 // commands of 16 batches over 64 partitions, entries of 1 or 16 commands,
 // applyBatchEntries entries per Pebble batch, as the replica's player does;
-// at metadata level 2, and at 3, where apply also counts each object's
-// index entries for garbage collection.
+// at metadata level 1 and at 3, where apply also keeps storage numbers
+// and counts each object's index entries for garbage collection.
 func BenchmarkApplyCommitObject(b *testing.B) {
-	for _, bc := range []struct {
+	for _, c := range []struct {
 		perEntry int
 		level    int16
-	}{{1, meta.MetadataLevel2}, {16, meta.MetadataLevel2}, {1, meta.MetadataLevel3}, {16, meta.MetadataLevel3}} {
-		perEntry := bc.perEntry
-		b.Run(fmt.Sprintf("cmds-per-entry=%d/level=%d", perEntry, bc.level), func(b *testing.B) {
-			db, parts, pos := benchStore(b, bc.level)
+	}{{1, meta.MetadataLevel1}, {16, meta.MetadataLevel1}, {1, meta.MetadataLevel3}, {16, meta.MetadataLevel3}} {
+		perEntry := c.perEntry
+		b.Run(fmt.Sprintf("cmds-per-entry=%d/level=%d", perEntry, c.level), func(b *testing.B) {
+			db, parts, pos := benchStore(b, c.level)
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.ReportAllocs()
 			b.SetBytes(int64(len(meta.EncodeCommand(benchCommit(rng, parts, 0)).Payload)))

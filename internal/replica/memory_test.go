@@ -81,6 +81,13 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		t.Fatalf("replica's metadata level %d after raising it, want %d", got, meta.MaxMetadataLevel)
 	}
 	propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
+	// Level 3's commands, and what its apply keeps beside the older ones
+	// (stored bytes per partition, trimmed producer state).
+	propose(commitTo(2, a0, a1), meta.ReassignPartitions{Topic: "a", Partitions: []meta.PartitionReplicas{{Partition: 1, Replicas: []int32{1}}}})
+	clk.Advance(time.Hour)
+	propose(commitTo(1, a1), meta.ApplyRetention{DefaultRetentionMs: 60_000, DefaultRetentionBytes: -1,
+		Partitions: []meta.RetentionPartition{{TopicID: a0.id}, {TopicID: a1.id, Partition: 1}}},
+		meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: a1.id, Partition: 1, Offset: -1}}})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {

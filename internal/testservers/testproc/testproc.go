@@ -5,6 +5,7 @@
 package testproc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -199,16 +201,51 @@ func (p *Proc) Kill() {
 	// The leader's children are not ours to wait for, and until they are
 	// gone a restart on the same files can fail (PostgreSQL refuses while
 	// its old backends still hold the shared memory block). Wait while
-	// the group has members, bounded: a zombie nobody reaps would keep
-	// it non-empty without holding anything.
+	// the group has a live member, bounded. A zombie nobody reaps (a
+	// container's init may not) holds nothing, so only live members
+	// count; without /proc, any member does.
 	deadline := time.Now().Add(killGroupWait)
-	for syscall.Kill(-p.cmd.Process.Pid, 0) == nil && time.Now().Before(deadline) {
+	for groupAlive(p.cmd.Process.Pid) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// killGroupWait bounds how long Kill waits for the process group to empty.
-const killGroupWait = 5 * time.Second
+// killGroupWait bounds how long Kill waits for the process group to
+// empty: long, since a loaded machine can take seconds to tear down a
+// killed server's processes, and a restart before that fails.
+const killGroupWait = 30 * time.Second
+
+// groupAlive reports whether process group pgid has a member that is not
+// a zombie.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range dir {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and
+		// parentheses, so read from the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
 
 // Tail returns up to the last n bytes of the file at path, for error
 // messages about a server that would not start.

@@ -1,0 +1,103 @@
+// DescribeLogDirs: v0-4
+//   - Every agent reports one logical log dir, LogDirName: record data
+//     lives in the shared object store, not in per-broker directories.
+//     In it, the partitions Metadata names this agent the leader of
+//     (placement, or a reassignment's replica list: replicas.go), so that
+//     kadm's DescribeAllLogDirs, which
+//     asks every broker, lists each partition once and sums to what the
+//     cluster stores.
+//   - Size is the partition's stored bytes as apply counts them (meta
+//     PartitionStorage): its index entries' byte ranges in data objects,
+//     compression included. On a log below strand.metadata.version 3,
+//     which keeps no numbers, every size is 0. OffsetLag is 0 and
+//     IsFuture false: there are no replicas to move.
+//   - A null topic list describes every topic; a named topic or partition
+//     that does not exist, or that another agent leads, is left out, as a
+//     Kafka broker leaves out what it does not host.
+//   - v3+: top-level ErrorCode 0. v4+: TotalBytes and UsableBytes -1, as
+//     Kafka reports a volume it cannot measure: an object store has no
+//     fixed capacity.
+//   - Left out: v5 (KIP-1066 cordoned log dirs).
+
+package kafka
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+func init() { regKey(35, 0, 4, handleDescribeLogDirs) }
+
+// LogDirName is the one logical log dir every agent reports.
+const LogDirName = "strand-objects"
+
+// unknownBytes is TotalBytes and UsableBytes: not measurable.
+const unknownBytes = -1
+
+func handleDescribeLogDirs(_ context.Context, r *Request) (kmsg.Response, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	req := r.Body.(*kmsg.DescribeLogDirsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	dir := kmsg.NewDescribeLogDirsResponseDir()
+	dir.Dir = LogDirName
+	dir.TotalBytes, dir.UsableBytes = unknownBytes, unknownBytes
+
+	view := db.View()
+	defer view.Close()
+	brokers := r.Deps.brokers(r.Conn)
+	var topics []meta.Topic
+	asked := map[string][]int32{}
+	if req.Topics == nil {
+		if topics, err = view.Topics(); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, rt := range req.Topics {
+			if _, dup := asked[rt.Topic]; dup {
+				asked[rt.Topic] = append(asked[rt.Topic], rt.Partitions...)
+				continue
+			}
+			t, ok, err := view.Topic(rt.Topic)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				topics = append(topics, t)
+			}
+			asked[rt.Topic] = slices.Clone(rt.Partitions)
+		}
+	}
+	lists := replicaLists{view: view}
+	for _, t := range topics {
+		sizes, err := view.TopicStorage(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		recorded, err := lists.of(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		dt := kmsg.NewDescribeLogDirsResponseDirTopic()
+		dt.Topic = t.Name
+		for p := range t.Partitions {
+			if want, named := asked[t.Name]; (named && !slices.Contains(want, p)) || r.Deps.replicasOf(brokers, t.ID, p, recorded[p]).leader != r.Deps.Cluster.NodeID {
+				continue
+			}
+			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			dp.Partition, dp.Size = p, sizes[p].Bytes
+			dt.Partitions = append(dt.Partitions, dp)
+		}
+		if len(dt.Partitions) > 0 {
+			dir.Topics = append(dir.Topics, dt)
+		}
+	}
+	resp.Dirs = append(resp.Dirs, dir)
+	return resp, nil
+}
