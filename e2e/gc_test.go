@@ -317,3 +317,50 @@ func TestGCOrphansAfterKill(t *testing.T) {
 	t.Logf("%d kills, %d acknowledged records read back; %v orphans deleted (one planted), %d objects stored",
 		kills, acked, orphans, len(storeKeys(t, objDir)))
 }
+
+// TestGCRetentionFreesObjects: a topic with retention.ms of a second
+// loses its records to retention, and its object files leave the store
+// once the grace period has passed; a topic without that retention keeps
+// its objects and its records.
+func TestGCRetentionFreesObjects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the strand binary")
+	}
+	objDir := t.TempDir()
+	kafkaAddr, httpAddr := freeAddr(t), freeAddr(t)
+	startProcess(t, httpAddr, "--data-dir", t.TempDir(), "--kafka-listen", kafkaAddr, "--http-listen", httpAddr,
+		"--objstore", "file://"+objDir, "--gc-grace", gcGrace.String(), "--log-retention-check-interval-ms", "100")
+	adm := kadm.NewClient(newClient(t, kafkaAddr))
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	second := "1000"
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &second}, "ttl"); err != nil || resp.Err != nil {
+		t.Fatalf("create ttl: %v, %v", err, resp.Err)
+	}
+	createTopic(t, kafkaAddr, "kept", 1)
+
+	base := storeKeys(t, objDir)
+	produceN(t, kafkaAddr, "ttl", "ttl", 20)
+	afterTTL := storeKeys(t, objDir)
+	produceN(t, kafkaAddr, "kept", "kept", 20)
+	keptKeys := without(storeKeys(t, objDir), afterTTL)
+	ttlKeys := without(afterTTL, base)
+	if len(ttlKeys) == 0 || len(keptKeys) == 0 {
+		t.Fatalf("%d objects of ttl, %d of kept", len(ttlKeys), len(keptKeys))
+	}
+	waitGone(t, objDir, ttlKeys, "the objects retention expired")
+	if !keysHold(storeKeys(t, objDir), keptKeys) {
+		t.Fatal("an object of the topic without retention was deleted")
+	}
+	starts, err := adm.ListStartOffsets(ctx, "ttl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup("ttl", 0); o.Offset != 20 {
+		t.Fatalf("ttl starts at %d, want 20 (all expired)", o.Offset)
+	}
+	if n := len(consumeAll(t, kafkaAddr, "kept", endOffsets(t, kafkaAddr, "kept"))[0]); n != 20 {
+		t.Fatalf("kept reads back %d records, want 20", n)
+	}
+	t.Logf("%d objects of ttl deleted; %v bytes stored", len(ttlKeys), metricSum(t, httpAddr, "strand_data_stored_bytes"))
+}
