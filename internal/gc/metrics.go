@@ -65,7 +65,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	var lag float64
-	if oldest, err := v.DeadObjects(math.MaxInt64-1, 1); err == nil && len(oldest) == 1 {
+	if oldest, err := v.DeadObjects(math.MaxInt64, 1); err == nil && len(oldest) == 1 {
 		lag = max(0, float64(now-oldest[0].DeadAt-g.GraceMs)/1000)
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {

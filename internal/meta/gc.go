@@ -30,6 +30,7 @@ package meta
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -557,7 +558,12 @@ func (v *View) GC() (GCState, bool, error) {
 // DeadObjects returns up to limit queue entries that died at or before
 // diedBy (log clock), oldest first.
 func (v *View) DeadObjects(diedBy int64, limit int) ([]DeadObject, error) {
-	end := appendDeadObjectKey(nil, diedBy+1, "")
+	// The queue sorts by death time: its keys up to diedBy end before
+	// diedBy+1's (every time, if diedBy+1 would wrap).
+	end := []byte{prefixDeadObject + 1}
+	if diedBy < math.MaxInt64 {
+		end = appendDeadObjectKey(nil, diedBy+1, "")
+	}
 	it, err := v.r.NewIter([]byte{prefixDeadObject}, end)
 	if err != nil {
 		return nil, err
