@@ -192,14 +192,8 @@ func waitClosedCount(t *testing.T, httpAddr, reason string, n float64) {
 // closedConns reads strand_kafka_connections_closed_total by reason.
 func closedConns(t *testing.T, httpAddr string) map[string]float64 {
 	t.Helper()
-	_, body := httpGet(t, "http://"+httpAddr+"/metrics")
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
 	out := make(map[string]float64)
-	f := families["strand_kafka_connections_closed_total"]
+	f := scrape(t, httpAddr)["strand_kafka_connections_closed_total"]
 	if f == nil {
 		return out
 	}
@@ -207,6 +201,18 @@ func closedConns(t *testing.T, httpAddr string) map[string]float64 {
 		out[label(m, "reason")] += m.GetCounter().GetValue()
 	}
 	return out
+}
+
+// scrape reads an agent's /metrics.
+func scrape(t *testing.T, httpAddr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	_, body := httpGet(t, "http://"+httpAddr+"/metrics")
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return families
 }
 
 func label(m *dto.Metric, name string) string {

@@ -47,6 +47,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "retention below -1", args: []string{"--log-retention-bytes", "-5"}, wantErr: "log-retention-bytes -5"},
 		{name: "retention check from env", env: map[string]string{"STRAND_LOG_RETENTION_CHECK_INTERVAL_MS": "0"}, wantErr: "log-retention-check-interval-ms 0"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
+		{name: "negative gc grace", args: []string{"--gc-grace", "-1s"}, wantErr: "gc-grace -1s"},
+		{name: "gc grace below 1ms from env", env: map[string]string{"STRAND_GC_GRACE": "10us"}, wantErr: "gc-grace 10µs"},
 		{
 			name:    "flag wins over env",
 			args:    []string{"--default-partitions", "-2"},

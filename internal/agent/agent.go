@@ -37,6 +37,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/fetch"
+	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/meta"
@@ -77,6 +78,9 @@ type Agent struct {
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
+	// collector deletes dead and orphaned data objects while placement
+	// names this agent the janitor.
+	collector *gc.Collector
 	// txns is the transaction coordinator; its sweep aborts timed-out
 	// transactions.
 	txns *txn.Coordinator
@@ -221,6 +225,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Store:            a.store,
 		Replica:          a.replica,
 		AgentID:          agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
+		KeyTime:          func() int64 { return a.keyTime(clk) },
 		FlushInterval:    cfg.FlushInterval,
 		FlushBytes:       cfg.FlushBytes,
 		Cache:            cache,
@@ -303,6 +308,18 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("retention: %w", err)
 	}
+	a.collector, err = gc.New(gc.Config{
+		Store:     a.store,
+		Meta:      a.replica,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Grace:     cfg.GCGrace,
+		Logger:    logger.With("component", "gc"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector: %w", err)
+	}
+	a.collector.Start()
+	a.metrics.reg.MustRegister(gc.NewMetrics(a.replica))
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -390,6 +407,20 @@ func (a *Agent) openStore(ctx context.Context) error {
 	return nil
 }
 
+// keyTime is the time new data object keys carry: the later of the
+// agent's clock and its copy's log clock, so that a clock running behind
+// the log's does not give fresh objects keys that the garbage collector's
+// orphan horizon (log clock minus grace) has already passed.
+func (a *Agent) keyTime(clk clock.Clock) int64 {
+	now := clk.Now().UnixMilli()
+	v := a.replica.View()
+	defer v.Close()
+	if lc, err := v.LogClock(); err == nil && lc > now {
+		return lc
+	}
+	return now
+}
+
 // KafkaAddr is the address the Kafka listener bound.
 func (a *Agent) KafkaAddr() string { return a.kafkaLn.Addr().String() }
 
@@ -438,6 +469,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	}
 	if a.retention != nil {
 		a.retention.Close() // before the replica: a check is a proposal
+	}
+	if a.collector != nil {
+		a.collector.Close() // before the replica: a step ends in a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
 )
@@ -122,6 +123,12 @@ type Config struct {
 	LogRetentionMs            int64
 	LogRetentionBytes         int64
 	LogRetentionCheckInterval time.Duration
+	// GCGrace is --gc-grace: how long after a data object's last index
+	// entry goes (by the log clock) it is deleted, and how old an object
+	// the database does not know must be (by the time in its key) to be
+	// deleted as an orphan. 0 means gc.DefaultGrace; see
+	// meta.DefaultGCGrace for why.
+	GCGrace time.Duration
 
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams
@@ -215,6 +222,9 @@ func (c *Config) SetDefaults() {
 	if c.LogRetentionCheckInterval == 0 {
 		c.LogRetentionCheckInterval = DefaultLogRetentionCheckInterval
 	}
+	if c.GCGrace == 0 {
+		c.GCGrace = gc.DefaultGrace
+	}
 }
 
 // fileURL turns a local path into a file:// URL, absolute so the URL means
@@ -249,6 +259,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval < 0 {
 		errs = append(errs, errors.New("flush-interval must not be negative"))
+	}
+	if c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < time.Millisecond) {
+		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least 1ms", c.GCGrace))
 	}
 	if c.FlushBytes < 1<<10 || c.FlushBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("flush-bytes %d: must be between 1 KiB and 1 GiB", c.FlushBytes))

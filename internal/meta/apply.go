@@ -61,6 +61,13 @@ type Applier struct {
 	level       int16
 	levelLoaded bool
 
+	// gc caches the garbage collection state for the batch (gc.go):
+	// gcLoaded once gcOn read it, gc nil below metadata level 3, gcDirty
+	// when Finish must write it.
+	gc       *GCState
+	gcLoaded bool
+	gcDirty  bool
+
 	// keyBuf and valBuf hold the key and value of one Get, Set or
 	// Delete at a time (the batch copies what it keeps), so that apply
 	// allocates no key per call: anything passed through the Batch
@@ -107,6 +114,7 @@ func (a *Applier) Reset(b Batch) {
 	a.pos, a.idx = 0, 0
 	a.featuresChanged = false
 	a.levelLoaded = false
+	a.gc, a.gcLoaded, a.gcDirty = nil, false, false
 	clear(a.writers)
 	clear(a.parts)
 }
@@ -184,6 +192,9 @@ func (a *Applier) Apply(pos uint64, data []byte) (Outcome, error) {
 // position after the last entry applied) into the batch.
 func (a *Applier) Finish(next uint64) error {
 	if err := a.flushParts(); err != nil {
+		return err
+	}
+	if err := a.flushGC(); err != nil {
 		return err
 	}
 	for _, id := range sortedKeys(a.writers) {

@@ -41,6 +41,9 @@ const (
 
 	// Retention (retention.go). 21-24 are the retention's.
 	TypeApplyRetention CommandType = 21
+
+	// Object garbage collection (gc.go).
+	TypeGCProgress CommandType = 25
 )
 
 // String is the command's name from the table.

@@ -142,6 +142,19 @@ func (a *Applier) commitObject(c CommitObject) (Result, error) {
 	if _, ok, err := a.get(okey); err != nil || ok {
 		return fail(kerr.DuplicateResource, "object %q committed before", c.ObjectKey), err
 	}
+	if old, err := a.tooOld(c.ObjectKey); err != nil || old {
+		// The reconciler may have deleted it already (gc.go). Known
+		// now, it is dead at once, and the producer sends again.
+		res := fail(kerr.KafkaStorageError, "object %q is older than the garbage collection horizon", c.ObjectKey)
+		if err == nil {
+			err = a.b.Set(okey, objectRecord{Size: c.ObjectSize, CommittedAt: a.clock}.encode())
+		}
+		if err == nil {
+			err = a.objectCommitted(c.ObjectKey, c.ObjectSize, 0)
+		}
+		return res, err
+	}
+	var refs int64
 	for i := range c.Batches {
 		cb := &c.Batches[i]
 		br := &res.Batches[i]
@@ -191,6 +204,7 @@ func (a *Applier) commitObject(c CommitObject) (Result, error) {
 		if err := a.addStored(partRef{cb.TopicID, cb.Partition}, cp, cb.Length); err != nil {
 			return Result{}, err
 		}
+		refs++
 		if err := a.recordProducer(producer, br.BaseOffset); err != nil {
 			return Result{}, err
 		}
@@ -202,7 +216,7 @@ func (a *Applier) commitObject(c CommitObject) (Result, error) {
 	if err := a.b.Set(okey, rec.encode()); err != nil {
 		return Result{}, err
 	}
-	return res, nil
+	return res, a.objectCommitted(c.ObjectKey, c.ObjectSize, refs)
 }
 
 func validCommitBatch(cb *CommitBatch, objectSize int64) bool {

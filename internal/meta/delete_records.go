@@ -139,5 +139,8 @@ func (a *Applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 	if err := a.subtractStored(id, partition, start, end); err != nil {
 		return err
 	}
+	if err := a.releaseIndex(start, end); err != nil {
+		return err
+	}
 	return a.b.DeleteRange(start, end)
 }

@@ -112,6 +112,9 @@
 //	0x16    -                                          finalized features: epoch, (name, level) sorted by name
 //	0x17    topic id (16), partition (u32)             PartitionStorage (level 3): bytes and data index entries
 //	                                                   stored; none while nothing is
+//	0x19    object key                                 index entries pointing into the object, while any do (level 3)
+//	0x1A    log clock at death (u64), object key       dead object waiting for the janitor: size (level 3)
+//	0x1B    -                                          GCState: grace, floor, sweep mark, live/dead/deleted/orphan counts
 //	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
 //	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
@@ -167,6 +170,12 @@
 // its groups moved to 0x0A or dropped. Index values carry a trailing
 // attribute varint only when a bit is set, so entries written before
 // transactions existed are unchanged.
+//
+// Object garbage collection (gc.go, level 3): apply counts each object's
+// index entries and queues an object whose count reaches zero, with the
+// log clock; GCProgress (type 25) is the janitor's report of what it
+// deleted. CommitObject refuses an object whose key time is below the
+// orphan horizon, so the reconciler can tell orphans by key time alone.
 //
 // DeleteRecords (type 11) raises a partition's log start offset, never
 // lowers it, and deletes the partition's index entries that end at or

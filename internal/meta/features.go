@@ -364,6 +364,9 @@ func (a *Applier) finalizeFeatures(c FinalizeFeatures) (Result, error) {
 	if err := a.buildPartitionStorage(cur.MetadataLevel(), nextMeta); err != nil {
 		return Result{}, err
 	}
+	if err := a.startGC(cur.MetadataLevel(), nextMeta, c.Bootstrap); err != nil {
+		return Result{}, err
+	}
 	rec := FinalizedFeatures{Levels: next, Epoch: int64(a.pos) + 1}
 	a.featuresChanged = true
 	return Result{}, a.b.Set(keyFeatures, rec.encode())

@@ -58,6 +58,9 @@ func seedCommands() []Command {
 		ApplyRetention{},
 		ReassignPartitions{Topic: "orders", Partitions: []PartitionReplicas{{Partition: 3, Replicas: []int32{2, 1, 3}}, {Partition: -1}}},
 		ReassignPartitions{},
+		GCProgress{GraceMs: 600000, Deleted: []DeadObject{{DeadAt: 1700000000000, Key: "data/0028333333/001700000000000-a-1-00000000000000000001.strd"}, {Key: "k"}},
+			ReconciledTo: 1700000040000, Orphans: 3, OrphanBytes: 4096},
+		GCProgress{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -285,6 +285,18 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		copy(id[:], rest)
 		r := recordReader(v)
 		return "replica-epoch", fmt.Sprintf("%s: %d", s.topicName(id), r.uvarint()), r.done()
+	case prefixObjectRefs:
+		n, err := decodeObjectRefs(v)
+		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err
+	case prefixDeadObject:
+		r := recordReader(v)
+		line := fmt.Sprintf("%s died=%d: size=%d", rest[8:], binary.BigEndian.Uint64(rest), r.varint())
+		return "dead-object", line, r.done()
+	case prefixGC:
+		g, err := decodeGCState(v)
+		return "gc", fmt.Sprintf("grace=%d floor=%d reconciled-to=%d live=%d/%dB dead=%d/%dB deleted=%d/%dB orphans=%d/%dB",
+			g.GraceMs, g.FloorMs, g.ReconciledTo, g.LiveObjects, g.LiveBytes, g.DeadObjects, g.DeadBytes,
+			g.DeletedObjects, g.DeletedBytes, g.Orphans, g.OrphanBytes), err
 	}
 	return "", "", fmt.Errorf("no rendering of prefix %#x", k[0])
 }

@@ -173,6 +173,9 @@ var commandTable = [...]commandSpec{
 	// Replica lists (replicas.go).
 	TypeReassignPartitions: row("ReassignPartitions", partitionsNone, (*Applier).reassignPartitions,
 		version(1, decodeReassignPartitionsV1).writtenFrom(MetadataLevel3)),
+	// Object garbage collection (gc.go).
+	TypeGCProgress: row("GCProgress", partitionsNone, (*Applier).gcProgress,
+		version(1, decodeGCProgressV1).writtenFrom(MetadataLevel3)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

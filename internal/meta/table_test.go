@@ -131,6 +131,7 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeFinalizeFeatures:   1,
 		TypeApplyRetention:     1,
 		TypeReassignPartitions: 1,
+		TypeGCProgress:         1,
 	},
 }
 

@@ -266,6 +266,9 @@ func (a *Applier) deleteTopic(c DeleteTopic) (Result, error) {
 	if err := a.b.Delete(topicIDKey(t.ID)); err != nil {
 		return Result{}, err
 	}
+	if err := a.releaseIndex(topicSpan(prefixIndex, t.ID)); err != nil {
+		return Result{}, err
+	}
 	for _, p := range []byte{prefixPartition, prefixIndex, prefixProducerState, prefixOpenTxn, prefixAbortedTxn, prefixReplicas, prefixReplicaEpoch, prefixPartitionStorage} {
 		start, end := topicSpan(p, t.ID)
 		if err := a.b.DeleteRange(start, end); err != nil {

@@ -255,7 +255,7 @@ func (p *Pipeline) openLocked() *flush {
 		return p.mu.open
 	}
 	p.mu.seq++
-	f := &flush{key: segment.ObjectKey(p.cfg.AgentID, p.mu.seq)}
+	f := &flush{key: segment.ObjectKey(p.cfg.AgentID, p.mu.seq, p.cfg.KeyTime())}
 	if n := len(p.mu.free); n > 0 {
 		f.w = p.mu.free[n-1]
 		p.mu.free = p.mu.free[:n-1]
@@ -338,6 +338,12 @@ func (p *Pipeline) upload(f *flush) {
 		}
 	}
 	attempts := loop.Attempt()
+	if attempts == 0 {
+		// The pipeline's context ended before the first try: nothing
+		// was written, and committing would point the index at an
+		// object that does not exist.
+		err = context.Cause(p.ctx)
+	}
 	d := clock.Since(p.cfg.Clock, start)
 	if err == nil && p.cfg.Cache != nil {
 		cached := obj

@@ -177,9 +177,16 @@ type Config struct {
 	Replica Proposer
 	// AgentID names this process incarnation in object keys, e.g. the
 	// writer id and the replica's incarnation. Keys are
-	// segment.ObjectKey(AgentID, n) with n counting from 1, so AgentID
-	// must never repeat across restarts: an object key is written once.
+	// segment.ObjectKey(AgentID, n, KeyTime()) with n counting from 1,
+	// so AgentID must never repeat across restarts: an object key is
+	// written once.
 	AgentID string
+	// KeyTime is the time (unix ms) a new object's key carries. Apply
+	// refuses to commit an object whose key time has fallen below the
+	// garbage collector's orphan horizon (log clock minus grace), so it
+	// must not run behind the log clock: the agent gives the later of
+	// its clock and its replica's log clock. Default: Clock.
+	KeyTime func() int64
 
 	FlushInterval        time.Duration
 	FlushBytes           int
@@ -227,6 +234,10 @@ func (c *Config) setDefaults() {
 		c.UploadTimeout = DefaultUploadTimeout
 	}
 	c.Clock = clock.OrReal(c.Clock)
+	if c.KeyTime == nil {
+		clk := c.Clock
+		c.KeyTime = func() int64 { return clk.Now().UnixMilli() }
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -492,3 +492,33 @@ func TestCommitSplitsTooLargeGroup(t *testing.T) {
 		t.Fatalf("log entries carry %v commits, want [1 1]", commits)
 	}
 }
+
+// A flush cut after Close gave up (its context ended) must not be
+// committed: its upload never ran. Before, the upload loop ended at once
+// on the dead context with no error, the flush counted as uploaded, and
+// a commit pointing at an object that was never written could apply.
+func TestCloseGivesUpBeforeUpload(t *testing.T) {
+	g := newGateStore(memobj.New())
+	e := newEnv(t, g, 1)
+	p := e.pipeline(t, produce.Config{MaxConcurrentUploads: 1})
+	g.arm(true)
+	b1, _ := e.batch(t, 0, 1, 10, 1)
+	a1 := submit(t, p, b1)
+	g.next(t) // the first upload is held; the second flush waits for its slot
+	b2, _ := e.batch(t, 0, 1, 10, 2)
+	a2 := submit(t, p, b2)
+
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	if err := p.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v, want context.Canceled", err)
+	}
+	for i, a := range []*produce.Ack{a1, a2} {
+		if _, err := a.Wait(testCtx(t)); !errors.Is(err, produce.ErrUpload) {
+			t.Fatalf("abandoned call %d = %v, want ErrUpload", i+1, err)
+		}
+	}
+	if hwm := highWatermark(t, e.replica, e.topic, 0); hwm != 0 {
+		t.Fatalf("high watermark %d: a flush that was never uploaded was committed", hwm)
+	}
+}

@@ -78,7 +78,8 @@ func benchCommit(rng *rand.Rand, parts []partRef, seq int) meta.CommitObject {
 // BenchmarkApplyCommitObject measures apply alone (no log): CommitObject
 // commands of 16 batches over 64 partitions, entries of 1 or 16 commands,
 // applyBatchEntries entries per Pebble batch, as the replica's player does;
-// at metadata level 1 and at 3, where apply also keeps storage numbers.
+// at metadata level 1 and at 3, where apply also keeps storage numbers
+// and counts each object's index entries for garbage collection.
 func BenchmarkApplyCommitObject(b *testing.B) {
 	for _, c := range []struct {
 		perEntry int

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -88,6 +89,16 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	propose(commitTo(1, a1), meta.ApplyRetention{DefaultRetentionMs: 60_000, DefaultRetentionBytes: -1,
 		Partitions: []meta.RetentionPartition{{TopicID: a0.id}, {TopicID: a1.id, Partition: 1}}},
 		meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: a1.id, Partition: 1, Offset: -1}}})
+	// The janitor's report: the objects that died above, deleted, and a
+	// reconciler pass.
+	view := r.View()
+	dead, err := view.DeadObjects(math.MaxInt64, 100) // every entry: the bound must not wrap
+	view.Close()
+	if err != nil || len(dead) == 0 {
+		t.Fatalf("dead objects after DeleteRecords: %v, %v", dead, err)
+	}
+	clk.Advance(time.Hour)
+	propose(meta.GCProgress{GraceMs: 60_000, Deleted: dead, ReconciledTo: clk.Now().UnixMilli() - 60_000, Orphans: 1, OrphanBytes: 100})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {

@@ -138,60 +138,97 @@ type ChunkRef struct {
 // keyPrefix and keySuffix frame data object keys; snapshots and other
 // objects live under other prefixes of the same store.
 const (
-	keyPrefix = "data/"
-	keySuffix = ".strd"
-	seqDigits = 20 // math.MaxUint64 has 20 decimal digits
+	keyPrefix    = "data/"
+	keySuffix    = ".strd"
+	bucketDigits = 10 // unix minutes: enough until the year 20984
+	msDigits     = 15 // unix ms: enough until the year 33658
+	seqDigits    = 20 // math.MaxUint64 has 20 decimal digits
+	// bucketMs is the width of a key's time bucket; meta.ObjectKeyTime
+	// parses the same layout.
+	bucketMs = 60 * 1000
 )
 
-// ObjectKey names the data object an agent writes as its seq-th flush:
-// "data/<agent>/<seq as 20 zero-padded digits>.strd".
+// ObjectKey names the data object an agent writes as its seq-th flush,
+// cut at ms (unix ms, the writer's time):
+// "data/<ms/60000, 10 digits>/<ms, 15 digits>-<agent>-<seq, 20 digits>.strd".
 //
-//   - The agent id comes first so agents never collide without
-//     coordinating, and so writes spread over one key prefix per agent:
-//     S3 scales request rates per prefix, and one agent's flush rate
-//     (bounded by flush.interval) stays far below a prefix's limit.
-//   - The zero-padded sequence makes lexical order equal write order, so
-//     listing an agent's prefix (garbage collection, debugging) returns
-//     objects oldest first and can resume with StartAfter.
-//   - (agentID, seq) must never repeat, even across restarts: a data object
-//     is written once and never overwritten. The caller derives seq from
-//     durable state (for example, the incarnation in the high bits).
+//   - The time comes first, as a one-minute bucket and then exactly, both
+//     zero-padded, so lexical order is time order and a bucket is one
+//     key prefix (BucketPrefix; one directory in fileobj). The orphan
+//     reconciler lists one old bucket at a time, never the whole store,
+//     and apply refuses to commit an object whose key time is older than
+//     the orphan horizon (meta.ObjectKeyTime), so a key's time alone
+//     tells an object that may still be committed from one that never
+//     will. ms must be no earlier than the writer's view of the log clock
+//     (see produce.Config.KeyTime).
+//   - (agentID, seq) must never repeat, even across restarts: a data
+//     object is written once and never overwritten. The caller derives
+//     them from durable state (for example, the incarnation in the agent
+//     id).
 //
 // agentID must not be empty; it is path-escaped, so a "/" in it cannot add
 // a key level.
-func ObjectKey(agentID string, seq uint64) string {
+func ObjectKey(agentID string, seq uint64, ms int64) string {
 	var b strings.Builder
 	agent := url.PathEscape(agentID)
-	b.Grow(len(keyPrefix) + len(agent) + 1 + seqDigits + len(keySuffix))
-	b.WriteString(keyPrefix)
+	b.Grow(len(keyPrefix) + bucketDigits + 1 + msDigits + 1 + len(agent) + 1 + seqDigits + len(keySuffix))
+	b.WriteString(BucketPrefix(ms))
+	writePadded(&b, uint64(max(ms, 0)), msDigits)
+	b.WriteByte('-')
 	b.WriteString(agent)
-	b.WriteByte('/')
-	var digits [seqDigits]byte
-	s := strconv.AppendUint(digits[:0], seq, 10)
-	for range seqDigits - len(s) {
-		b.WriteByte('0')
-	}
-	b.Write(s)
+	b.WriteByte('-')
+	writePadded(&b, seq, seqDigits)
 	b.WriteString(keySuffix)
 	return b.String()
 }
 
+// BucketPrefix is the key prefix of the data objects cut in the minute
+// that holds ms.
+func BucketPrefix(ms int64) string {
+	var b strings.Builder
+	b.WriteString(keyPrefix)
+	writePadded(&b, uint64(max(ms, 0)/bucketMs), bucketDigits)
+	b.WriteByte('/')
+	return b.String()
+}
+
+func writePadded(b *strings.Builder, v uint64, digits int) {
+	var buf [seqDigits]byte
+	s := strconv.AppendUint(buf[:0], v, 10)
+	for range digits - len(s) {
+		b.WriteByte('0')
+	}
+	b.Write(s)
+}
+
 // ParseObjectKey is the inverse of ObjectKey.
-func ParseObjectKey(key string) (agentID string, seq uint64, err error) {
+func ParseObjectKey(key string) (agentID string, seq uint64, ms int64, err error) {
+	bad := func(why string) (string, uint64, int64, error) {
+		return "", 0, 0, fmt.Errorf("segment: %q is not a data object key: %s", key, why)
+	}
 	rest, ok := strings.CutPrefix(key, keyPrefix)
 	if !ok {
-		return "", 0, fmt.Errorf("segment: %q is not a data object key", key)
+		return bad("prefix")
 	}
 	rest, ok = strings.CutSuffix(rest, keySuffix)
-	slash := strings.LastIndexByte(rest, '/')
-	if !ok || slash < 0 || len(rest)-slash-1 != seqDigits {
-		return "", 0, fmt.Errorf("segment: %q is not a data object key", key)
+	if !ok || len(rest) < bucketDigits+1+msDigits+1+1+1+seqDigits || rest[bucketDigits] != '/' {
+		return bad("layout")
 	}
-	if agentID, err = url.PathUnescape(rest[:slash]); err != nil || agentID == "" || url.PathEscape(agentID) != rest[:slash] {
-		return "", 0, fmt.Errorf("segment: %q has a malformed agent id", key)
+	bucket, err1 := strconv.ParseUint(rest[:bucketDigits], 10, 64)
+	t, err2 := strconv.ParseUint(rest[bucketDigits+1:bucketDigits+1+msDigits], 10, 63)
+	if err1 != nil || err2 != nil || t/bucketMs != bucket || rest[bucketDigits+1+msDigits] != '-' {
+		return bad("time")
 	}
-	if seq, err = strconv.ParseUint(rest[slash+1:], 10, 64); err != nil {
-		return "", 0, fmt.Errorf("segment: %q has a malformed sequence: %w", key, err)
+	rest = rest[bucketDigits+1+msDigits+1:]
+	agent, seqText := rest[:len(rest)-seqDigits-1], rest[len(rest)-seqDigits:]
+	if rest[len(rest)-seqDigits-1] != '-' {
+		return bad("sequence")
 	}
-	return agentID, seq, nil
+	if agentID, err = url.PathUnescape(agent); err != nil || agentID == "" || url.PathEscape(agentID) != agent {
+		return bad("agent id")
+	}
+	if seq, err = strconv.ParseUint(seqText, 10, 64); err != nil {
+		return bad("sequence")
+	}
+	return agentID, seq, int64(t), nil
 }

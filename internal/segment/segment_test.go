@@ -8,8 +8,10 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
 	"github.com/strandkafka/strand/internal/segment"
@@ -396,42 +398,61 @@ func TestWriterSteadyStateDoesNotAllocate(t *testing.T) {
 }
 
 func TestObjectKey(t *testing.T) {
+	const ms = 1764646994123 // 2025-12-02T03:43:14.123Z
 	tests := []struct {
 		agent string
 		seq   uint64
+		ms    int64
 		want  string
 	}{
-		{"agent-1", 0, "data/agent-1/00000000000000000000.strd"},
-		{"agent-1", 42, "data/agent-1/00000000000000000042.strd"},
-		{"a", 1<<64 - 1, "data/a/18446744073709551615.strd"},
-		{"host/7", 3, "data/host%2F7/00000000000000000003.strd"},
+		{"agent-1", 0, ms, "data/0029410783/001764646994123-agent-1-00000000000000000000.strd"},
+		{"agent-1", 42, ms, "data/0029410783/001764646994123-agent-1-00000000000000000042.strd"},
+		{"a", 1<<64 - 1, 0, "data/0000000000/000000000000000-a-18446744073709551615.strd"},
+		{"host/7", 3, 59999, "data/0000000000/000000000059999-host%2F7-00000000000000000003.strd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			got := segment.ObjectKey(tt.agent, tt.seq)
+			got := segment.ObjectKey(tt.agent, tt.seq, tt.ms)
 			if got != tt.want {
 				t.Fatalf("ObjectKey = %q, want %q", got, tt.want)
 			}
-			agent, seq, err := segment.ParseObjectKey(got)
-			if err != nil || agent != tt.agent || seq != tt.seq {
-				t.Fatalf("ParseObjectKey = %q, %d, %v", agent, seq, err)
+			agent, seq, at, err := segment.ParseObjectKey(got)
+			if err != nil || agent != tt.agent || seq != tt.seq || at != tt.ms {
+				t.Fatalf("ParseObjectKey = %q, %d, %d, %v", agent, seq, at, err)
+			}
+			// Apply reads the time from the key too (it refuses commits
+			// of keys below the orphan horizon): both must agree.
+			if mt, ok := meta.ObjectKeyTime(got); !ok || mt != tt.ms {
+				t.Fatalf("meta.ObjectKeyTime = %d, %v", mt, ok)
+			}
+			if !strings.HasPrefix(got, segment.BucketPrefix(tt.ms)) {
+				t.Fatalf("%q is not under its bucket %q", got, segment.BucketPrefix(tt.ms))
 			}
 		})
 	}
 
-	// Lexical order is write order.
-	seqs := []uint64{0, 9, 10, 99, 100, 12345, 1 << 40, 1<<64 - 1}
-	keys := make([]string, len(seqs))
-	for i, s := range seqs {
-		keys[i] = segment.ObjectKey("agent", s)
+	// Lexical order is time order, then sequence order for one agent.
+	type at struct {
+		ms  int64
+		seq uint64
+	}
+	ats := []at{{0, 5}, {1, 0}, {59999, 0}, {60000, 0}, {ms, 9}, {ms, 10}, {ms, 1 << 40}, {ms + 1, 0}}
+	keys := make([]string, len(ats))
+	for i, a := range ats {
+		keys[i] = segment.ObjectKey("agent", a.seq, a.ms)
 	}
 	if !slices.IsSorted(keys) {
-		t.Fatalf("keys not sorted in sequence order: %v", keys)
+		t.Fatalf("keys not sorted in time order: %v", keys)
 	}
 
-	for _, bad := range []string{"", "data/a/1.strd", "snap/a/00000000000000000001.strd", "data/00000000000000000001.strd",
-		"data//00000000000000000001.strd", "data/a/0000000000000000000x.strd", "data/a/00000000000000000001.json", "data/a%zz/00000000000000000001.strd"} {
-		if _, _, err := segment.ParseObjectKey(bad); err == nil {
+	for _, bad := range []string{"", "data/a/1.strd", "data/agent-1/00000000000000000042.strd",
+		"snap/0029410783/001764646994123-a-00000000000000000001.strd",
+		"data/0029410784/001764646994123-a-00000000000000000001.strd", // bucket disagrees
+		"data/0029410783/001764646994123--00000000000000000001.strd",
+		"data/0029410783/001764646994123-a-0000000000000000000x.strd",
+		"data/0029410783/001764646994123-a-00000000000000000001.json",
+		"data/0029410783/001764646994123-a%zz-00000000000000000001.strd"} {
+		if _, _, _, err := segment.ParseObjectKey(bad); err == nil {
 			t.Errorf("ParseObjectKey(%q) accepted", bad)
 		}
 	}
