@@ -31,6 +31,10 @@ type metrics struct {
 	flushLatency   prometheus.Histogram
 	logAppend      prometheus.Histogram
 	logAppendErrs  prometheus.Counter
+	// Long-polling Fetches' wake-ups and the partitions they read again
+	// (kafka.WaitObserver).
+	fetchWakeups   prometheus.Counter
+	fetchRechecked prometheus.Counter
 	// Snapshot GC (snapshot.go): what it deleted.
 	snapGCManifests prometheus.Counter
 	snapGCFiles     prometheus.Counter
@@ -83,6 +87,14 @@ func newMetrics() *metrics {
 		Name: "strand_log_append_errors_total",
 		Help: "Appends to the shared log that returned an error.",
 	})
+	m.fetchWakeups = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_fetch_long_poll_wakeups_total",
+		Help: "Times apply woke a long-polling Fetch because one of its partitions changed.",
+	})
+	m.fetchRechecked = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_fetch_long_poll_partitions_rechecked_total",
+		Help: "Partitions long-polling Fetches read again on their wake-ups.",
+	})
 	m.snapGCManifests = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "strand_snapshot_gc_manifests_deleted_total",
 		Help: "Metadata snapshot manifests deleted by this agent's snapshot GC (older than the newest --snapshot-keep).",
@@ -98,6 +110,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
+		m.fetchWakeups, m.fetchRechecked,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_process_resident_memory_peak_bytes",
@@ -134,6 +147,13 @@ func (o kafkaObserver) RequestDone(_ *kafka.Conn, st kafka.RequestStats) {
 	case 1:
 		o.m.fetchBytes.Add(float64(st.BytesOut))
 	}
+}
+
+var _ kafka.WaitObserver = kafkaObserver{}
+
+func (o kafkaObserver) FetchWaited(_ *kafka.Conn, st kafka.WaitStats) {
+	o.m.fetchWakeups.Add(float64(st.Wakeups))
+	o.m.fetchRechecked.Add(float64(st.PartitionsRechecked))
 }
 
 func (o kafkaObserver) ConnClosed(_ *kafka.Conn, reason error) {

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -369,116 +368,6 @@ func TestCacheCoalescesMisses(t *testing.T) {
 		}
 		if st := c.Stats(); st.Misses != 1 || st.Coalesced != readers {
 			t.Fatalf("stats %+v, want 1 miss and %d coalesced", st, readers)
-		}
-	})
-}
-
-// TestWaitWakesOnCommit long-polls with a wait far beyond the test's
-// deadlock guard: only the apply notification can end it.
-func TestWaitWakesOnCommit(t *testing.T) {
-	e := newEnv(t, memobj.New(), 1, nil)
-	hwm := func() int64 {
-		v := e.replica.View()
-		defer v.Close()
-		st, _, _ := v.Partition(e.topic, 0)
-		return st.HighWatermark()
-	}
-	woke := make(chan bool, 1)
-	waiting := make(chan struct{})
-	go func() {
-		ok, err := fetch.Wait(testCtx(t), e.replica, 24*time.Hour, func() bool {
-			select {
-			case <-waiting:
-			default:
-				close(waiting) // the first check ran: the wait has begun
-			}
-			return hwm() > 0
-		})
-		if err != nil {
-			t.Error(err)
-		}
-		woke <- ok
-	}()
-	<-waiting
-	e.produce(t, 0, build(t, 1, 10, 1))
-	select {
-	case ok := <-woke:
-		if !ok {
-			t.Fatal("Wait returned false after a commit")
-		}
-	case <-time.After(testTimeout):
-		t.Fatal("Wait did not wake on the commit")
-	}
-}
-
-// fakeNotifier is a Notifier a test triggers by hand.
-type fakeNotifier struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (f *fakeNotifier) Changed() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.ch
-}
-
-func (f *fakeNotifier) notify() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	close(f.ch)
-	f.ch = make(chan struct{})
-}
-
-func TestWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		n := &fakeNotifier{ch: make(chan struct{})}
-		var ready atomic.Bool
-		var checks atomic.Int32
-		cond := func() bool { checks.Add(1); return ready.Load() }
-		ctx := context.Background()
-
-		// Already true: no wait.
-		ready.Store(true)
-		start := time.Now()
-		if ok, err := fetch.Wait(ctx, n, time.Minute, cond); !ok || err != nil || time.Since(start) != 0 {
-			t.Fatalf("Wait = %v, %v after %v", ok, err, time.Since(start))
-		}
-
-		// Never true: false after exactly maxWait, having checked once per
-		// notification and not on any tick.
-		ready.Store(false)
-		checks.Store(0)
-		go func() {
-			time.Sleep(10 * time.Second)
-			n.notify()
-		}()
-		start = time.Now()
-		ok, err := fetch.Wait(ctx, n, time.Minute, cond)
-		if ok || err != nil || time.Since(start) != time.Minute {
-			t.Fatalf("Wait = %v, %v after %v", ok, err, time.Since(start))
-		}
-		if c := checks.Load(); c != 3 {
-			t.Fatalf("cond checked %d times, want 3 (start, notification, deadline)", c)
-		}
-
-		// Becomes true on a notification.
-		go func() {
-			time.Sleep(time.Second)
-			ready.Store(true)
-			n.notify()
-		}()
-		start = time.Now()
-		if ok, err := fetch.Wait(ctx, n, time.Minute, cond); !ok || err != nil || time.Since(start) != time.Second {
-			t.Fatalf("Wait = %v, %v after %v", ok, err, time.Since(start))
-		}
-
-		// ctx ends the wait.
-		ready.Store(false)
-		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		if _, err := fetch.Wait(cctx, n, time.Minute, cond); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Wait = %v, want DeadlineExceeded", err)
 		}
 	})
 }

@@ -4,8 +4,8 @@
 // patches each batch's baseOffset to the offset apply assigned, and
 // synthesizes the control batches of transaction markers (index entries
 // with no object bytes), so the result is what a Kafka broker returns for
-// a Fetch partition. Wait is the long-poll helper: it sleeps on the
-// replica's apply notifications, not on a timer loop.
+// a Fetch partition. The long poll is the Kafka handler's, on the
+// partition watches of package partwatch.
 package fetch
 
 import (

@@ -44,13 +44,17 @@
 //     object missing from the store UNKNOWN_SERVER_ERROR (see
 //     fetchErrCode). The other partitions are still answered.
 //   - Long poll: when the first read finds fewer than MinBytes, no
-//     partition failed and MaxWaitMillis > 0, the handler waits on apply
-//     notifications (fetch.Wait on Deps.Changes) until the partitions'
-//     index holds MinBytes past their fetch offsets (below the last stable
-//     offset under read_committed, so an EndTxn that moves it wakes the
-//     wait), one of them fails (deleted, offset now out of range),
-//     MaxWaitMillis passes or the server begins shutting down, then reads
-//     again. No View is held across the wait.
+//     partition failed and MaxWaitMillis > 0, the handler watches its
+//     partitions (fetch_wait.go, Deps.Changes) until their index holds
+//     MinBytes past their fetch offsets (below the last stable offset
+//     under read_committed, so an EndTxn that moves it wakes the wait),
+//     one of them fails (deleted, offset now out of range),
+//     MaxWaitMillis passes or the server begins shutting down. Apply
+//     wakes it only for batches that change one of its partitions, and
+//     it counts only those again. Then it reads again the partitions
+//     that changed since the first read; the others keep the answer of
+//     the first read, when that read answered them in full. No View is
+//     held across the wait.
 //   - Fetch sessions (v7+, KIP-227) are not kept: every fetch is a full
 //     one. A request opening a session (epoch 0) or not using one (epoch
 //     -1) is answered with SessionID 0, which tells the client no session
@@ -115,6 +119,11 @@ type fetchPart struct {
 	// failed is set when the partition was answered with an error
 	// before any read (unknown topic, fenced epoch).
 	failed bool
+	// complete: the last read answered the partition in full, all it
+	// held below its bound or all its PartitionMaxBytes allowed, so the
+	// answer stands as long as the partition does not change, whatever
+	// budget a later read gets.
+	complete bool
 }
 
 func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
@@ -168,7 +177,8 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	defer cancel()
 	// A halted replica or the drain ends the wait early; either way the
 	// client gets what the copy holds now.
-	_, werr := fetch.Wait(wctx, n, time.Duration(req.MaxWaitMillis)*time.Millisecond, func() bool { return f.ready(db) })
+	werr := f.wait(wctx, db, n, time.Duration(req.MaxWaitMillis)*time.Millisecond)
+	r.reportWaits(f.waits)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -176,6 +186,11 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		r.warn("kafka: fetch long poll ended early", "err", werr)
 	}
 	budget, short = f.takeBudget(ctx, maxWait.C)
+	if short {
+		// No budget: no partition keeps records (takeBudget gave
+		// theirs back).
+		f.reread = nil
+	}
 	view = db.View()
 	total, _, err = f.read(ctx, view, budget, !short)
 	view.Close()
@@ -198,13 +213,23 @@ type fetchAnswer struct {
 	// hold is the answer's share of the response budget: the skeleton
 	// and the records it holds (respbudget.go, splicedBytes).
 	hold *respHold
+	// reread, when set by a long poll, says which parts changed since
+	// the last read; read keeps the complete answers of the others.
+	// Nil: read every part.
+	reread []bool
+	// waits is what the long poll did (WaitObserver).
+	waits WaitStats
 }
 
 // Response budget use of a Fetch (respbudget.go).
 const (
 	// fetchPartOverheadBytes is what one partition of an answer costs
-	// besides its records: the response structs and their encoding.
-	fetchPartOverheadBytes = 160
+	// besides its records: the response structs and their encoding
+	// (160 bytes), and while it long-polls its watch (fetch_wait.go:
+	// the partition's ref, index and count, and its slot and mark in
+	// package partwatch's registry, 80 bytes), which the budget so
+	// bounds too.
+	fetchPartOverheadBytes = 240
 	// fetchMinBudgetBytes is the least budget a fetch waits for before
 	// it reads: enough for a useful read, small enough to be free soon.
 	fetchMinBudgetBytes = 1 << 20
@@ -329,10 +354,12 @@ var noRecords = []byte{}
 
 // read reads every partition not answered by plan, in request order,
 // into the response, replacing what an earlier read put there, at most
-// budget record bytes (besides a first batch when minOne). It returns
-// the record bytes read and whether any partition failed; an error only
-// when the connection's ctx ended. The answer's hold is resized to what
-// it holds.
+// budget record bytes (besides a first batch when minOne); with
+// f.reread set, a partition that did not change and was answered in
+// full keeps its answer, and its records count against the budget. It
+// returns the record bytes in the answer and whether any partition
+// failed; an error only when the connection's ctx ended. The answer's
+// hold is resized to what it holds.
 func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, minOne bool) (total int64, failed bool, err error) {
 	remaining := min(int64(min(f.req.MaxBytes, maxFetchResponseBytes)), budget)
 	committed := f.req.IsolationLevel == isolationReadCommitted
@@ -349,6 +376,16 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			continue
 		}
 		sp := p.sp
+		if f.reread != nil && !f.reread[i] && p.complete {
+			if n := int64(len(sp.RecordBatches)); n > 0 {
+				held += splicedBytes(len(sp.RecordBatches))
+				minOne = false
+				remaining = max(0, remaining-n)
+				total += n
+			}
+			continue
+		}
+		p.complete = false
 		sp.ErrorCode, sp.RecordBatches, sp.AbortedTransactions = 0, noRecords, nil
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 		limit := int32(max(0, min(int64(p.maxBytes), remaining)))
@@ -394,8 +431,10 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 		}
 		n := int64(len(res.Records))
 		if n == 0 || (!minOne && n > int64(limit)) {
+			p.complete = limit >= p.maxBytes || (n == 0 && p.offset >= bound(sp, committed))
 			continue
 		}
+		p.complete = limit >= p.maxBytes || readAll(res.Records, bound(sp, committed))
 		sp.RecordBatches = res.Records
 		held += splicedBytes(len(res.Records))
 		minOne = false
@@ -403,6 +442,22 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 		total += n
 	}
 	return total, failed, nil
+}
+
+// bound is the offset a read of sp stops at: the last stable offset
+// under read_committed, else the high watermark.
+func bound(sp *kmsg.FetchResponseTopicPartition, committed bool) int64 {
+	if committed {
+		return sp.LastStableOffset
+	}
+	return sp.HighWatermark
+}
+
+// readAll reports whether records reach up to bound: a read with a
+// larger limit would return nothing more.
+func readAll(records []byte, bound int64) bool {
+	_, end, err := cutRecords(records, math.MaxInt64)
+	return err == nil && end >= bound
 }
 
 // readPartition reads p, under read_committed only below stable.
@@ -468,71 +523,4 @@ func abortedTxns(view *meta.View, p *fetchPart, records []byte, maxTxns int) ([]
 		out = append(out, a)
 	}
 	return out, records, nil
-}
-
-// ready is the long poll's condition, checked against a fresh view after
-// each apply: the partitions' index holds MinBytes past their fetch
-// offsets (each counted up to its PartitionMaxBytes, and under
-// read_committed only below the last stable offset), or one of them can
-// no longer be read as asked, which Kafka answers at once too.
-func (f *fetchAnswer) ready(db MetaDB) bool {
-	view := db.View()
-	defer view.Close()
-	committed := f.req.IsolationLevel == isolationReadCommitted
-	need := int64(f.req.MinBytes)
-	var have int64
-	for i := range f.parts {
-		p := &f.parts[i]
-		if p.failed {
-			continue
-		}
-		st, ok, err := view.Partition(p.id, p.partition)
-		if err != nil || !ok {
-			return true
-		}
-		end := st.HighWatermark()
-		if p.offset < st.LogStartOffset || p.offset > end {
-			return true
-		}
-		if committed {
-			if end, err = view.LastStableOffset(p.id, p.partition, end); err != nil {
-				return true
-			}
-		}
-		switch {
-		case p.offset >= end:
-			continue
-		case need <= 1:
-			return true
-		}
-		n, err := indexedBytes(view, p, end, min(int64(p.maxBytes), need-have))
-		if err != nil {
-			return true
-		}
-		if have += n; have >= need {
-			return true
-		}
-	}
-	return false
-}
-
-// indexedBytes adds up the index entries of p from its fetch offset on
-// that start below end, stopping once it reaches limit. The first entry
-// may start before the offset; counting it whole overestimates by less
-// than one entry.
-func indexedBytes(view *meta.View, p *fetchPart, end, limit int64) (int64, error) {
-	it, err := view.Seek(p.id, p.partition, p.offset)
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	var n int64
-	for n < limit && it.Next() {
-		e := it.Entry()
-		if e.BaseOffset >= end {
-			break
-		}
-		n += e.Length
-	}
-	return n, it.Err()
 }

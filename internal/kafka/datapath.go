@@ -8,6 +8,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/partwatch"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/replica"
 )
@@ -36,11 +37,13 @@ type Fetcher interface {
 
 var _ Fetcher = (*fetch.Reader)(nil)
 
-// Notifier reports that the local copy changed; long-polling Fetches wait
-// on it. *replica.Replica implements it (Changed is closed after each apply
-// batch, and Err reports a halt).
+// Notifier wakes long-polling Fetches on the partitions they read.
+// *replica.Replica implements it: Watch registers a watch that apply
+// notifies after each batch that changes one of the partitions, and
+// with all of them on a halt (which its Err method then reports) and on
+// Close (package partwatch).
 type Notifier interface {
-	Changed() <-chan struct{}
+	Watch(parts []meta.PartitionRef) *partwatch.Watch
 }
 
 var _ Notifier = (*replica.Replica)(nil)

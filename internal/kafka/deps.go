@@ -37,8 +37,8 @@ type Deps struct {
 	Produce Appender
 	// Fetch reads committed batches for Fetch (*fetch.Reader).
 	Fetch Fetcher
-	// Changes wakes long-polling Fetches; nil means Meta, which must then
-	// be a Notifier (*replica.Replica is).
+	// Changes wakes long-polling Fetches on their partitions; nil means
+	// Meta, which must then be a Notifier (*replica.Replica is).
 	Changes Notifier
 	// Groups is the group coordinator (*group.Coordinator); the group
 	// API handlers and FindCoordinator need it.
@@ -82,6 +82,9 @@ type Deps struct {
 	// shared is what handlers share across connections (shared.go), set
 	// by New; nil in handler tests that build Deps by hand.
 	shared *sharedState
+	// longPollWaiting, a test seam, is called each time a long-polling
+	// Fetch is about to wait: its partitions watched and read.
+	longPollWaiting func()
 }
 
 // ErrMissingDeps: a handler ran without a dependency it needs in Deps.

@@ -26,12 +26,16 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // testObserver records what the server reports.
 type testObserver struct {
 	closes chan connClose
+	// finished is signalled after each RequestDone.
+	finished chan struct{}
 
 	mu struct {
 		sync.Mutex
 		done []RequestStats
 		// conns is every connection a request finished on, in order.
 		conns []*Conn
+		// waits is every long poll's WaitStats, in order.
+		waits []WaitStats
 	}
 }
 
@@ -41,7 +45,7 @@ type connClose struct {
 }
 
 func newTestObserver() *testObserver {
-	return &testObserver{closes: make(chan connClose, 256)}
+	return &testObserver{closes: make(chan connClose, 256), finished: make(chan struct{}, 1)}
 }
 
 func (o *testObserver) RequestDone(c *Conn, st RequestStats) {
@@ -49,6 +53,41 @@ func (o *testObserver) RequestDone(c *Conn, st RequestStats) {
 	defer o.mu.Unlock()
 	o.mu.done = append(o.mu.done, st)
 	o.mu.conns = append(o.mu.conns, c)
+	select {
+	case o.finished <- struct{}{}:
+	default:
+	}
+}
+
+func (o *testObserver) FetchWaited(_ *Conn, st WaitStats) {
+	o.mu.Lock()
+	o.mu.waits = append(o.mu.waits, st)
+	o.mu.Unlock()
+	select {
+	case o.finished <- struct{}{}:
+	default:
+	}
+}
+
+// waitFetchWaited returns the WaitStats of the first long poll that
+// ended, waiting for it.
+func (o *testObserver) waitFetchWaited(t *testing.T) WaitStats {
+	t.Helper()
+	timeout := time.After(guard)
+	for {
+		o.mu.Lock()
+		waits := o.mu.waits
+		o.mu.Unlock()
+		if len(waits) > 0 {
+			return waits[0]
+		}
+		select {
+		case <-o.finished:
+		case <-timeout:
+			t.Fatal("no long poll ended")
+			return WaitStats{}
+		}
+	}
 }
 
 func (o *testObserver) ConnClosed(c *Conn, reason error) {

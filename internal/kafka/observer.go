@@ -40,6 +40,22 @@ type RequestStats struct {
 	ErrorCode int16
 }
 
+// WaitObserver is an Observer also told what each long-polling Fetch
+// did while it waited, once its wait ends. The server finds it by type
+// assertion.
+type WaitObserver interface {
+	FetchWaited(c *Conn, st WaitStats)
+}
+
+// WaitStats counts the work of one long-polling Fetch's wait: how often
+// apply woke it and how many partitions it read again on those wake-ups.
+// A wait should wake only for its own partitions and re-read only those
+// that changed.
+type WaitStats struct {
+	Wakeups             int
+	PartitionsRechecked int
+}
+
 type nopObserver struct{}
 
 func (nopObserver) RequestDone(*Conn, RequestStats) {}

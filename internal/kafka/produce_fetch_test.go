@@ -75,12 +75,10 @@ func withDataPath(t testing.TB, dp *dataPath) agentOption {
 	}
 }
 
-// withSpy makes long polls wait on spy, which passes the replica's
-// notifications on.
+// withSpy has spy told when a long poll waits.
 func withSpy(spy *spyNotifier) agentOption {
 	return func(c *agentConfig) {
-		spy.n = c.Replica
-		c.Server.Deps.Changes = spy
+		c.Server.Deps.longPollWaiting = spy.waiting
 	}
 }
 
@@ -819,22 +817,21 @@ func TestFetchMaxBytes(t *testing.T) {
 	}
 }
 
-// spyNotifier reports each Changed call, so a test knows a long poll is
-// waiting.
+// spyNotifier reports each time a long poll is about to wait, having
+// watched its partitions and read them (Deps.longPollWaiting), so a test
+// knows it is waiting, or went back to waiting after a wake-up.
 type spyNotifier struct {
-	n     Notifier
 	calls chan struct{}
 }
 
-func (s *spyNotifier) Changed() <-chan struct{} {
+func (s *spyNotifier) waiting() {
 	select {
 	case s.calls <- struct{}{}:
 	default:
 	}
-	return s.n.Changed()
 }
 
-func (s *spyNotifier) waitCall(t *testing.T) {
+func (s *spyNotifier) waitCall(t testing.TB) {
 	t.Helper()
 	select {
 	case <-s.calls:

@@ -26,7 +26,9 @@ func (e *PoisonError) Unwrap() error { return e.Err }
 // then Finish, which writes the applied position into the same batch,
 // then commits the batch.
 type Applier struct {
-	b Batch
+	// b is changes, writing through to the driver's batch.
+	b       Batch
+	changes changeTracker
 
 	clockLoaded bool
 	clock       int64 // unix ms, the max entry timestamp applied so far
@@ -90,18 +92,24 @@ type cachedPart struct {
 
 // NewApplier returns an Applier writing to b.
 func NewApplier(b Batch) *Applier {
-	return &Applier{
-		b:       b,
+	a := &Applier{
 		writers: make(map[string]*writerState),
 		parts:   make(map[partRef]*cachedPart),
+		changes: changeTracker{
+			parts:  make(map[PartitionRef]struct{}),
+			topics: make(map[TopicID]struct{}),
+		},
 	}
+	a.Reset(b)
+	return a
 }
 
 // Reset readies a for the next batch, b, as a new Applier would be, but
 // keeping the memory of its caches and buffers: a driver that plays the
 // log batch after batch reuses one.
 func (a *Applier) Reset(b Batch) {
-	a.b = b
+	a.changes.reset(b)
+	a.b = &a.changes
 	a.clockLoaded, a.clock = false, 0
 	a.pos, a.idx = 0, 0
 	a.featuresChanged = false
@@ -110,6 +118,12 @@ func (a *Applier) Reset(b Batch) {
 	clear(a.writers)
 	clear(a.parts)
 }
+
+// Changes returns what the entries applied since Reset changed of the
+// partitions Fetch reads (changes.go), once Finish has written the
+// cached partition states. Its slices are the Applier's, valid until
+// the next Changes or Reset.
+func (a *Applier) Changes() Changes { return a.changes.changes() }
 
 // Outcome is what applying one entry produced.
 type Outcome struct {

@@ -143,6 +143,11 @@
 // into it, so a store that commits batches whole always holds a prefix of
 // the log and a restart resumes exactly after it.
 //
+// Changes (changes.go) says which partitions a batch changed as Fetch
+// reads them, taken from the keys it wrote, so that the driver wakes only
+// the long polls on those partitions. It is output only: nothing applied
+// depends on it.
+//
 // Idempotent producers (producer.go): AllocateProducerID (type 13) hands
 // out producer ids from the 0x10 counter, or bumps a known id's epoch.
 // CommitObject checks each batch with a producer id against the 0x11

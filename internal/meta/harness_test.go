@@ -42,6 +42,8 @@ type testReplica struct {
 	writer string
 	inc    uint64
 	seq    uint64
+	// changes is what the last play changed (Applier.Changes).
+	changes Changes
 }
 
 // openReplica opens a copy of log on store (a fresh MemStore if nil),
@@ -103,7 +105,11 @@ func (r *testReplica) play() ([]Outcome, error) {
 		}
 		outs = append(outs, out)
 	}
-	return outs, a.Finish(uint64(len(r.log.entries)))
+	if err := a.Finish(uint64(len(r.log.entries))); err != nil {
+		return nil, err
+	}
+	r.changes = a.Changes()
+	return outs, nil
 }
 
 // Sync plays the log to its end.

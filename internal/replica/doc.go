@@ -14,6 +14,9 @@
 //     (pebble.go adapts Pebble to meta's key-value interface), committed
 //     with the applied position; results go back to this copy's
 //     proposers, and a poison entry halts the copy (ErrHalted);
+//   - waking long polls (Watch): after each batch, the partitions it
+//     changed (meta.Changes) wake the watches on them (package
+//     partwatch); a halt and Close wake them all;
 //   - linearizable reads (sync.go): Sync checks the tail, concurrent
 //     callers sharing checks, and waits until the copy has played to it;
 //     View then reads the local copy;

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/partwatch"
 	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
@@ -198,6 +199,8 @@ type Replica struct {
 	stop *stopper
 	// kick wakes a polling player when someone learned of a new tail.
 	kick chan struct{}
+	// watches are the long polls waiting on partitions (Watch).
+	watches *partwatch.Registry
 
 	closeOnce sync.Once
 
@@ -266,6 +269,8 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		logger: cfg.Logger.With("writer", cfg.WriterID),
 		kick:   make(chan struct{}, 1),
 		stop:   stop,
+
+		watches: partwatch.New(),
 
 		applier: meta.NewApplier(nil),
 	}
@@ -370,6 +375,7 @@ func (r *Replica) Close() error {
 		r.mu.changed = make(chan struct{})
 		r.mu.Unlock()
 		close(ch)
+		r.watches.NotifyAll()
 		failWaiters(waiters, ErrClosed)
 		failProposals(r.q.drain(), ErrClosed)
 		err = r.db.Close()
@@ -401,6 +407,15 @@ func (r *Replica) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.changed
+}
+
+// Watch registers a watch on parts, notified after each apply batch that
+// changes one of them (meta.Changes: its state, index, or open or
+// aborted transactions, or its topic deleted), and with all of them on
+// a halt and on Close. Register, then read state, then wait on it;
+// close it when done. See package partwatch.
+func (r *Replica) Watch(parts []meta.PartitionRef) *partwatch.Watch {
+	return r.watches.Watch(parts)
 }
 
 // WaitApplied waits until every entry below pos is applied.
@@ -596,7 +611,7 @@ func (r *Replica) applyBatch(entries []sharedlog.Entry) error {
 				mine = append(mine, out)
 			}
 		}
-		r.publish(next, mine)
+		r.publish(next, mine, r.applier.Changes())
 	}
 	if poison != nil {
 		return r.halt(poison)
@@ -646,9 +661,10 @@ func applyEntries(db *pebble.DB, a *meta.Applier, entries []sharedlog.Entry) (ou
 	return outs, next, poison, nil
 }
 
-// publish makes an applied batch visible to waiters and hands this
-// writer's results to its proposers.
-func (r *Replica) publish(next sharedlog.Pos, mine []meta.Outcome) {
+// publish makes an applied batch visible to waiters, wakes the watches
+// on the partitions it changed, and hands this writer's results to its
+// proposers.
+func (r *Replica) publish(next sharedlog.Pos, mine []meta.Outcome, changes meta.Changes) {
 	var done []*entryWaiter
 	var doneResults [][]meta.Result
 	var fenced []*entryWaiter
@@ -691,6 +707,7 @@ func (r *Replica) publish(next sharedlog.Pos, mine []meta.Outcome) {
 	r.mu.changed = make(chan struct{})
 	r.mu.Unlock()
 	close(ch)
+	r.watches.Notify(changes)
 	for i, w := range done {
 		w.complete(doneResults[i])
 	}
@@ -710,6 +727,7 @@ func (r *Replica) halt(h *HaltError) error {
 	r.mu.changed = make(chan struct{})
 	r.mu.Unlock()
 	close(ch)
+	r.watches.NotifyAll()
 	failWaiters(waiters, h)
 	failProposals(r.q.drain(), h)
 	return h
