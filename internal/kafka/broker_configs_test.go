@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,7 +104,7 @@ func TestIncrementalAlterBrokerConfigs(t *testing.T) {
 				if tt.want == nil {
 					return
 				}
-				if m := brokerConfigsOf(t, a, tt.resource); !mapsEqual(m, tt.want) {
+				if m := brokerConfigsOf(t, a, tt.resource); !maps.Equal(m, tt.want) {
 					t.Fatalf("configs %v, want %v", m, tt.want)
 				}
 			})
@@ -115,18 +116,6 @@ func TestIncrementalAlterBrokerConfigs(t *testing.T) {
 			}
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestAlterBrokerConfigsReplaces: AlterConfigs (v0-2) on a BROKER
@@ -155,7 +144,7 @@ func TestAlterBrokerConfigsReplaces(t *testing.T) {
 		if code, msg := alter(map[string]string{"log.retention.bytes": "6"}, false); code != 0 {
 			t.Fatalf("v%d: replace: %d %v", v, code, msg)
 		}
-		if m := brokerConfigsOf(t, a, ""); !mapsEqual(m, map[string]string{"log.retention.bytes": "6"}) {
+		if m := brokerConfigsOf(t, a, ""); !maps.Equal(m, map[string]string{"log.retention.bytes": "6"}) {
 			t.Fatalf("v%d: configs %v after replacing", v, m)
 		}
 		if code, _ := alter(map[string]string{"log.retention.bytes": "7"}, true); code != 0 {
@@ -164,7 +153,7 @@ func TestAlterBrokerConfigsReplaces(t *testing.T) {
 		if code, msg := alter(map[string]string{"broker.id": "7"}, false); code != kerr.InvalidRequest.Code || msg == nil || !strings.Contains(*msg, "Set(broker.id)") {
 			t.Fatalf("v%d: read-only: %d %v", v, code, msg)
 		}
-		if m := brokerConfigsOf(t, a, ""); !mapsEqual(m, map[string]string{"log.retention.bytes": "6"}) {
+		if m := brokerConfigsOf(t, a, ""); !maps.Equal(m, map[string]string{"log.retention.bytes": "6"}) {
 			t.Fatalf("v%d: configs %v after validating and refusing", v, m)
 		}
 		if code, _ := alter(nil, false); code != 0 || len(brokerConfigsOf(t, a, "")) != 0 {

@@ -162,15 +162,23 @@ func TestCheckWaitsForLevel3(t *testing.T) {
 	}
 }
 
-// TestCheckBrokerDefault: a topic that sets no retention.ms is ruled by
-// the agent's log.retention.ms.
-func TestCheckBrokerDefault(t *testing.T) {
+// plainTopic: a copy at level 3 with a topic that sets no retention,
+// holding two records a minute old.
+func plainTopic(t *testing.T) (*metatest.DB, *clock.Fake, meta.TopicID) {
+	t.Helper()
 	clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
 	db := metatest.New(clk.Now)
 	must(t, db, meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel3}}})
 	id := must(t, db, meta.CreateTopic{Name: "plain", Partitions: 1}).TopicID
 	must(t, db, meta.CommitObject{ObjectKey: "o", ObjectSize: 10, Batches: []meta.CommitBatch{{TopicID: id, Length: 10, Records: 2, BatchCount: 1,
 		MaxTimestamp: clk.Now().UnixMilli() - 60_000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}})
+	return db, clk, id
+}
+
+// TestCheckBrokerDefault: a topic that sets no retention.ms is ruled by
+// the agent's log.retention.ms.
+func TestCheckBrokerDefault(t *testing.T) {
+	db, clk, id := plainTopic(t)
 	for _, tc := range []struct {
 		defaultMs int64
 		want      int64
@@ -196,12 +204,7 @@ func TestCheckBrokerDefault(t *testing.T) {
 // rule a topic that sets nothing, without a restart: the agent's own
 // log.retention.ms over the cluster-wide one over the flag.
 func TestCheckDynamicDefault(t *testing.T) {
-	clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
-	db := metatest.New(clk.Now)
-	must(t, db, meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel3}}})
-	id := must(t, db, meta.CreateTopic{Name: "plain", Partitions: 1}).TopicID
-	must(t, db, meta.CommitObject{ObjectKey: "o", ObjectSize: 10, Batches: []meta.CommitBatch{{TopicID: id, Length: 10, Records: 2, BatchCount: 1,
-		MaxTimestamp: clk.Now().UnixMilli() - 60_000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}})
+	db, clk, id := plainTopic(t)
 	c, err := Start(Config{Meta: db, Placement: placement.Ring{Self: 1}, Interval: time.Hour, DefaultMs: 120_000, DefaultBytes: -1, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
