@@ -1,7 +1,8 @@
 // DescribeConfigs: v0-4
 //   - TOPIC: every config of internal/topicconfig, sorted by name, with
 //     the topic's value (source DYNAMIC_TOPIC_CONFIG) or, unset, its
-//     broker-level default (see BROKER), plus any stored config this build does not know.
+//     broker-level default (see BROKER), plus any stored config this
+//     build does not know.
 //     Topic configs are neither read-only nor sensitive; IsDefault (v0) is
 //     "not set on the topic". An invalid name is INVALID_TOPIC_EXCEPTION,
 //     an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
@@ -204,6 +205,7 @@ func defaultChain(k topicconfig.Key, layers []configLayer) []configSynonymT {
 	return append(chain, configSynonym(name, &def, kmsg.ConfigSourceDefaultConfig))
 }
 
+// configSynonymT is one synonym of a described config.
 type configSynonymT = kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
 
 func configSynonym(name string, v *string, src kmsg.ConfigSource) configSynonymT {
