@@ -264,3 +264,40 @@ func TestRetentionTwoAgents(t *testing.T) {
 		t.Errorf("reassigned partition %d listed by brokers %v, want 2", moved, listed[moved])
 	}
 }
+
+// TestRetentionDynamicDefault: lowering log.retention.ms cluster-wide
+// with kadm (a dynamic broker config, KIP-226) makes the running agent
+// trim a topic that sets no retention.ms, without a restart; the topic
+// then describes the value as DYNAMIC_DEFAULT_BROKER_CONFIG.
+func TestRetentionDynamicDefault(t *testing.T) {
+	a := startRetention(t)
+	const topic = "retention-dynamic"
+	id := createTopicWith(t, a.KafkaAddr(), topic, 1, nil)
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "old-%d", i), Timestamp: time.Now().Add(-time.Hour)})
+	}
+	produce(t, a.KafkaAddr(), recs)
+	produce(t, a.KafkaAddr(), []*kgo.Record{{Topic: topic, Value: []byte("new"), Timestamp: time.Now().Add(time.Hour)}})
+
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	adm := kadm.NewClient(client(t, a.KafkaAddr()))
+	rs, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: kadm.StringPtr("60000")}})
+	if err != nil || len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("AlterBrokerConfigs: %v %+v", err, rs)
+	}
+	st, _ := waitPartition(t, a, id, func(st meta.PartitionState, _ meta.PartitionStorage) bool { return st.LogStartOffset > 0 })
+	if st.LogStartOffset != 10 || st.HighWatermark() != 11 {
+		t.Fatalf("log start %d, high watermark %d; want 10 and 11", st.LogStartOffset, st.HighWatermark())
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil || len(rcs) != 1 {
+		t.Fatalf("DescribeTopicConfigs: %v %+v", err, rcs)
+	}
+	for _, c := range rcs[0].Configs {
+		if c.Key == "retention.ms" && (c.MaybeValue() != "60000" || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig) {
+			t.Errorf("retention.ms %q from %v, want 60000 from the dynamic default", c.MaybeValue(), c.Source)
+		}
+	}
+}

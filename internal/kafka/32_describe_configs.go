@@ -1,27 +1,30 @@
 // DescribeConfigs: v0-4
 //   - TOPIC: every config of internal/topicconfig, sorted by name, with
-//     the topic's value (source DYNAMIC_TOPIC_CONFIG) or the default
-//     (DEFAULT_CONFIG), plus any stored config this build does not know.
+//     the topic's value (source DYNAMIC_TOPIC_CONFIG) or, unset, its
+//     broker-level default (see BROKER), plus any stored config this
+//     build does not know.
 //     Topic configs are neither read-only nor sensitive; IsDefault (v0) is
 //     "not set on the topic". An invalid name is INVALID_TOPIC_EXCEPTION,
 //     an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER: for this agent's id, a fixed set of broker configs (listener,
 //     limits, auto-creation, and the topic defaults under their broker
-//     names, STATIC_BROKER_CONFIG where the agent's flags change them:
-//     log.retention.ms, log.retention.bytes, and
-//     log.retention.check.interval.ms, with Kafka's default as a
-//     synonym), all read-only: there are no dynamic broker configs. "" (the
-//     cluster-wide dynamic defaults) has none. Another id or a non-number
-//     is INVALID_REQUEST, as Kafka answers.
+//     names), read-only but the dynamic ones (broker_configs.go:
+//     log.retention.ms, log.retention.bytes). A topic default's value is
+//     the first of, as Kafka orders them: this agent's dynamic value
+//     (DYNAMIC_BROKER_CONFIG), the cluster-wide one
+//     (DYNAMIC_DEFAULT_BROKER_CONFIG), the agent's flag
+//     (STATIC_BROKER_CONFIG: log.retention.ms, log.retention.bytes;
+//     log.retention.check.interval.ms too), Kafka's default; the rest are
+//     its synonyms. "" (the cluster-wide resource) lists the dynamic
+//     defaults set there. Another id or a non-number is INVALID_REQUEST,
+//     as Kafka answers.
 //   - ConfigNames null or empty means all; otherwise only those, and
 //     names that are not configs are left out.
 //   - v1+ IncludeSynonyms: a topic config lists its topic value (if set),
-//     then the agent's flag under the broker config name when it changes
-//     the default (STATIC_BROKER_CONFIG: log.retention.ms for
-//     retention.ms, from --log-retention-ms; Deps.BrokerDefaults), then
-//     Kafka's default under that name. A topic that sets nothing reports
-//     the flag's value as STATIC_BROKER_CONFIG, as Kafka reports
-//     server.properties.
+//     then under the broker config name (log.retention.ms for
+//     retention.ms) each broker-level value in the order above, then
+//     Kafka's default. A topic that sets nothing reports the first
+//     broker-level value with its source.
 //   - v3+ ConfigType, and Documentation when asked.
 //   - Left out: BROKER_LOGGER, CLIENT_METRICS and GROUP resources
 //     (INVALID_REQUEST).
@@ -74,13 +77,28 @@ func handleDescribeConfigs(_ context.Context, r *Request) (kmsg.Response, error)
 				view = db.View()
 			}
 			var configs map[string]string
+			var dyn meta.DynamicBrokerConfigs
 			if configs, e, msg = topicConfigsOf(view, rr.ResourceName); e == nil {
-				res.Configs = topicConfigEntries(configs, r.Deps.BrokerDefaults, synonyms, docs)
+				if dyn, e, msg = r.Deps.dynamicConfigsOf(view); e == nil {
+					res.Configs = topicConfigEntries(configs, brokerLayers(r.Deps, dyn), synonyms, docs)
+				}
 			}
 		case kmsg.ConfigResourceTypeBroker:
 			var self bool
-			if self, e, msg = r.Deps.brokerResource(rr.ResourceName); e == nil && self {
-				res.Configs = brokerConfigEntries(r, synonyms, docs)
+			if self, e, msg = r.Deps.brokerResource(rr.ResourceName); e != nil {
+				break
+			}
+			if view == nil {
+				view = db.View()
+			}
+			var dyn meta.DynamicBrokerConfigs
+			if dyn, e, msg = r.Deps.dynamicConfigsOf(view); e != nil {
+				break
+			}
+			if self {
+				res.Configs = brokerConfigEntries(r, brokerLayers(r.Deps, dyn), synonyms, docs)
+			} else {
+				res.Configs = clusterConfigEntries(dyn.Default, synonyms, docs)
 			}
 		default:
 			e, msg = kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", rr.ResourceType)
@@ -124,36 +142,30 @@ func (d *Deps) brokerResource(name string) (self bool, e *kerr.Error, msg string
 }
 
 // topicConfigEntries describes a topic whose configs are set, on an
-// agent whose flags set the defaults in broker (by topic config name).
-func topicConfigEntries(set, broker map[string]string, synonyms, docs bool) []configResourceConfig {
+// agent whose broker-level defaults are layers (by topic config name,
+// highest precedence first).
+func topicConfigEntries(set map[string]string, layers []configLayer, synonyms, docs bool) []configResourceConfig {
 	out := make([]configResourceConfig, 0, len(topicconfig.Keys())+len(set))
 	for _, k := range topicconfig.Keys() {
 		v, isSet := set[k.Name]
-		def := k.Default
-		static, isStatic := broker[k.Name]
+		chain := defaultChain(k, layers)
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name = k.Name
 		rc.ConfigType = kmsg.ConfigType(k.Type)
 		if docs {
 			rc.Documentation = kmsg.StringPtr(k.Doc)
 		}
-		switch {
-		case isSet:
+		if isSet {
 			rc.Value, rc.Source = &v, kmsg.ConfigSourceDynamicTopicConfig
-		case isStatic:
-			rc.Value, rc.Source, rc.IsDefault = &static, kmsg.ConfigSourceStaticBrokerConfig, true
-		default:
-			rc.Value, rc.Source, rc.IsDefault = &def, kmsg.ConfigSourceDefaultConfig, true
+		} else {
+			rc.Value, rc.Source, rc.IsDefault = chain[0].Value, chain[0].Source, true
 		}
 		if synonyms {
 			if isSet {
 				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.Name, &v, kmsg.ConfigSourceDynamicTopicConfig))
 			}
-			if k.BrokerSynonym != "" && isStatic {
-				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.BrokerSynonym, &static, kmsg.ConfigSourceStaticBrokerConfig))
-			}
 			if k.BrokerSynonym != "" {
-				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(k.BrokerSynonym, &def, kmsg.ConfigSourceDefaultConfig))
+				rc.ConfigSynonyms = append(rc.ConfigSynonyms, chain...)
 			}
 		}
 		out = append(out, rc)
@@ -175,16 +187,42 @@ func topicConfigEntries(set, broker map[string]string, synonyms, docs bool) []co
 	return out
 }
 
-func configSynonym(name string, v *string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+// defaultChain is what a topic that does not set k falls back to, under
+// k's broker config name (k's own name if it has none), highest
+// precedence first: each layer that sets it, then Kafka's default.
+func defaultChain(k topicconfig.Key, layers []configLayer) []configSynonymT {
+	name := k.BrokerSynonym
+	if name == "" {
+		name = k.Name
+	}
+	var chain []configSynonymT
+	for _, l := range layers {
+		if v, ok := l.values[k.Name]; ok {
+			chain = append(chain, configSynonym(name, &v, l.src))
+		}
+	}
+	def := k.Default
+	return append(chain, configSynonym(name, &def, kmsg.ConfigSourceDefaultConfig))
+}
+
+// configSynonymT is one synonym of a described config.
+type configSynonymT = kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+
+func configSynonym(name string, v *string, src kmsg.ConfigSource) configSynonymT {
 	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 	s.Name, s.Value, s.Source = name, v, src
 	return s
 }
 
 // brokerConfigEntries describes this agent: what it was configured with
-// (STATIC_BROKER_CONFIG) and the defaults it applies (DEFAULT_CONFIG).
-func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig {
+// (STATIC_BROKER_CONFIG), the defaults it applies (DEFAULT_CONFIG) and,
+// for the topic defaults, the broker-level layers (nil: the flags only).
+// The dynamic configs are the ones not read-only.
+func brokerConfigEntries(r *Request, layers []configLayer, synonyms, docs bool) []configResourceConfig {
 	d := r.Deps
+	if layers == nil {
+		layers = brokerLayers(d, meta.DynamicBrokerConfigs{})
+	}
 	var srv Config
 	if r.Conn != nil {
 		srv = r.Conn.srv.cfg
@@ -205,12 +243,15 @@ func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig
 		// kafkaDefault, for a static entry Kafka has a default of, is
 		// that default: its synonym after the static value.
 		kafkaDefault *string
+		// chain, for a topic default, is its synonyms, the value first.
+		chain   []configSynonymT
+		dynamic bool
 	}
 	static := func(name, v string, typ kmsg.ConfigType, doc string) entry {
-		return entry{name, &v, kmsg.ConfigSourceStaticBrokerConfig, typ, doc, nil}
+		return entry{name: name, value: &v, src: kmsg.ConfigSourceStaticBrokerConfig, typ: typ, doc: doc}
 	}
 	def := func(name, v string, typ kmsg.ConfigType, doc string) entry {
-		return entry{name, &v, kmsg.ConfigSourceDefaultConfig, typ, doc, nil}
+		return entry{name: name, value: &v, src: kmsg.ConfigSourceDefaultConfig, typ: typ, doc: doc}
 	}
 	overriding := func(e entry, kafkaDefault string) entry {
 		e.kafkaDefault = &kafkaDefault
@@ -233,7 +274,7 @@ func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig
 	if rack := d.Cluster.Rack; rack != "" {
 		entries = append(entries, static("broker.rack", rack, kmsg.ConfigTypeString, "This agent's rack."))
 	} else {
-		entries = append(entries, entry{"broker.rack", nil, kmsg.ConfigSourceDefaultConfig, kmsg.ConfigTypeString, "This agent's rack.", nil})
+		entries = append(entries, entry{name: "broker.rack", src: kmsg.ConfigSourceDefaultConfig, typ: kmsg.ConfigTypeString, doc: "This agent's rack."})
 	}
 	const checkName, checkDoc = "log.retention.check.interval.ms", "How often each agent proposes retention for the partitions it owns."
 	checkDefault := strconv.FormatInt(defaultRetentionCheckIntervalMs, 10)
@@ -246,12 +287,9 @@ func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig
 		if k.BrokerSynonym == "" {
 			continue
 		}
-		doc := "Default of topic config " + k.Name + "."
-		if v, ok := d.BrokerDefaults[k.Name]; ok {
-			entries = append(entries, overriding(static(k.BrokerSynonym, v, kmsg.ConfigType(k.Type), doc), k.Default))
-		} else {
-			entries = append(entries, def(k.BrokerSynonym, k.Default, kmsg.ConfigType(k.Type), doc))
-		}
+		chain := defaultChain(k, layers)
+		entries = append(entries, entry{name: k.BrokerSynonym, value: chain[0].Value, src: chain[0].Source, typ: kmsg.ConfigType(k.Type),
+			doc: "Default of topic config " + k.Name + ".", chain: chain, dynamic: dynamicBrokerConfigs[k.BrokerSynonym] != ""})
 	}
 	// Stable, so the agent's own entries win over topic defaults of the
 	// same name.
@@ -262,12 +300,14 @@ func brokerConfigEntries(r *Request, synonyms, docs bool) []configResourceConfig
 	for _, e := range entries {
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 		rc.Name, rc.Value, rc.Source, rc.ConfigType = e.name, e.value, e.src, e.typ
-		rc.ReadOnly = true
+		rc.ReadOnly = !e.dynamic
 		rc.IsDefault = e.src == kmsg.ConfigSourceDefaultConfig
 		if docs {
 			rc.Documentation = kmsg.StringPtr(e.doc)
 		}
-		if synonyms {
+		if synonyms && e.chain != nil {
+			rc.ConfigSynonyms = e.chain
+		} else if synonyms {
 			rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(e.name, e.value, e.src))
 			if e.src == kmsg.ConfigSourceStaticBrokerConfig && e.kafkaDefault != nil {
 				rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(e.name, e.kafkaDefault, kmsg.ConfigSourceDefaultConfig))

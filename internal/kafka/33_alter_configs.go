@@ -5,9 +5,12 @@
 //     INVALID_CONFIG; a name given twice is INVALID_REQUEST. An invalid
 //     topic name is INVALID_TOPIC_EXCEPTION, an unknown topic
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - BROKER: there are no dynamic broker configs, so setting any is
-//     INVALID_REQUEST (an empty set succeeds); the name is checked as in
-//     DescribeConfigs.
+//   - BROKER: "" (cluster-wide) or a broker's id: its dynamic configs
+//     (broker_configs.go) become exactly the ones given. A read-only
+//     broker config is INVALID_REQUEST ("Cannot update these configs
+//     dynamically: Set(...)"), an unknown one or a bad value
+//     INVALID_CONFIG, an id that is no broker INVALID_REQUEST, a log
+//     below strand.metadata.version 3 UNSUPPORTED_VERSION.
 //   - A resource named twice is INVALID_REQUEST, answered once. Other
 //     resource types are INVALID_REQUEST.
 //   - ValidateOnly runs every check and proposes nothing.
@@ -39,13 +42,12 @@ func handleAlterConfigs(ctx context.Context, r *Request) (kmsg.Response, error) 
 	res := req.Resources
 	answers := runAlters(ctx, db, len(res), req.ValidateOnly,
 		func(i int) configResource { return configResource{res[i].ResourceType, res[i].ResourceName} },
-		func(view *meta.View, i int) (*meta.AlterConfigs, *kerr.Error, string) {
+		func(view *meta.View, i int) (meta.Command, *kerr.Error, string) {
 			switch res[i].ResourceType {
 			case kmsg.ConfigResourceTypeTopic:
 				return planAlterTopic(view, res[i].ResourceName, res[i].Configs)
 			case kmsg.ConfigResourceTypeBroker:
-				e, msg := alterBroker(r.Deps, res[i].ResourceName, len(res[i].Configs))
-				return nil, e, msg
+				return planAlterBroker(r, view, res[i].ResourceName, replacingBrokerAlter(res[i].Configs))
 			}
 			return nil, kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", res[i].ResourceType)
 		})
@@ -61,7 +63,7 @@ func handleAlterConfigs(ctx context.Context, r *Request) (kmsg.Response, error) 
 }
 
 // planAlterTopic replaces a topic's configs with configs.
-func planAlterTopic(view *meta.View, name string, configs []kmsg.AlterConfigsRequestResourceConfig) (*meta.AlterConfigs, *kerr.Error, string) {
+func planAlterTopic(view *meta.View, name string, configs []kmsg.AlterConfigsRequestResourceConfig) (meta.Command, *kerr.Error, string) {
 	if _, e, msg := topicConfigsOf(view, name); e != nil {
 		return nil, e, msg
 	}
@@ -78,18 +80,7 @@ func planAlterTopic(view *meta.View, name string, configs []kmsg.AlterConfigsReq
 		}
 		set[c.Name] = *c.Value
 	}
-	return &meta.AlterConfigs{Name: name, Set: set}, nil, ""
-}
-
-// alterBroker answers an alter of n configs of a BROKER resource.
-func alterBroker(d *Deps, name string, n int) (*kerr.Error, string) {
-	if _, e, msg := d.brokerResource(name); e != nil {
-		return e, msg
-	}
-	if n > 0 {
-		return kerr.InvalidRequest, "broker configs are static: set them when starting the agent"
-	}
-	return nil, ""
+	return meta.AlterConfigs{Name: name, Set: set}, nil, ""
 }
 
 // configResource names a config resource.
@@ -111,7 +102,7 @@ type alterAnswer struct {
 // the commands are proposed together unless validateOnly.
 func runAlters(ctx context.Context, db MetaDB, n int, validateOnly bool,
 	resource func(i int) configResource,
-	plan func(view *meta.View, i int) (*meta.AlterConfigs, *kerr.Error, string),
+	plan func(view *meta.View, i int) (meta.Command, *kerr.Error, string),
 ) []alterAnswer {
 	counts := make(map[configResource]int, n)
 	for i := range n {
@@ -134,7 +125,7 @@ func runAlters(ctx context.Context, db MetaDB, n int, validateOnly bool,
 		} else if cmd, e, msg := plan(view, i); e != nil {
 			a.err, a.msg = e, msg
 		} else if cmd != nil && !validateOnly {
-			cmds = append(cmds, *cmd)
+			cmds = append(cmds, cmd)
 			cmdIdx = append(cmdIdx, len(answers))
 		}
 		answers = append(answers, a)

@@ -13,7 +13,10 @@
 //     of one topic never undo each other. APPEND and SUBTRACT compute the
 //     new list from the local copy: two at once on the same config of the
 //     same topic can lose one.
-//   - BROKER: no dynamic broker configs, as in AlterConfigs.
+//   - BROKER: "" (cluster-wide) or a broker's id: SET and DELETE change
+//     its dynamic configs (broker_configs.go: log.retention.ms and
+//     log.retention.bytes); APPEND and SUBTRACT are INVALID_CONFIG (none
+//     is a list). Refusals as in AlterConfigs.
 //   - A resource named twice is INVALID_REQUEST, answered once; other
 //     resource types are INVALID_REQUEST. ValidateOnly proposes nothing.
 
@@ -42,13 +45,12 @@ func handleIncrementalAlterConfigs(ctx context.Context, r *Request) (kmsg.Respon
 	res := req.Resources
 	answers := runAlters(ctx, db, len(res), req.ValidateOnly,
 		func(i int) configResource { return configResource{res[i].ResourceType, res[i].ResourceName} },
-		func(view *meta.View, i int) (*meta.AlterConfigs, *kerr.Error, string) {
+		func(view *meta.View, i int) (meta.Command, *kerr.Error, string) {
 			switch res[i].ResourceType {
 			case kmsg.ConfigResourceTypeTopic:
 				return planIncrementalAlterTopic(view, res[i].ResourceName, res[i].Configs)
 			case kmsg.ConfigResourceTypeBroker:
-				e, msg := alterBroker(r.Deps, res[i].ResourceName, len(res[i].Configs))
-				return nil, e, msg
+				return planAlterBroker(r, view, res[i].ResourceName, incrementalBrokerAlter(res[i].Configs))
 			}
 			return nil, kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", res[i].ResourceType)
 		})
@@ -63,7 +65,7 @@ func handleIncrementalAlterConfigs(ctx context.Context, r *Request) (kmsg.Respon
 	return resp, nil
 }
 
-func planIncrementalAlterTopic(view *meta.View, name string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (*meta.AlterConfigs, *kerr.Error, string) {
+func planIncrementalAlterTopic(view *meta.View, name string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (meta.Command, *kerr.Error, string) {
 	cur, e, msg := topicConfigsOf(view, name)
 	if e != nil {
 		return nil, e, msg
@@ -115,5 +117,5 @@ func planIncrementalAlterTopic(view *meta.View, name string, ops []kmsg.Incremen
 	if len(cmd.Set) == 0 && len(cmd.Delete) == 0 {
 		return nil, nil, ""
 	}
-	return cmd, nil, ""
+	return *cmd, nil, ""
 }

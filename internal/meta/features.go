@@ -18,7 +18,8 @@ package meta
 //	         (each agent's supported ranges in the agent table)
 //	level 3  the data lifecycle: retention, object garbage collection
 //	         and storage accounting (issue "Data lifecycle");
-//	         ReassignPartitions (replica lists, replicas.go)
+//	         ReassignPartitions (replica lists, replicas.go);
+//	         AlterBrokerConfigs (dynamic broker configs, brokerconfig.go)
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up

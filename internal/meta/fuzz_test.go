@@ -61,6 +61,9 @@ func seedCommands() []Command {
 		GCProgress{GraceMs: 600000, Deleted: []DeadObject{{DeadAt: 1700000000000, Key: "data/0028333333/001700000000000-a-1-00000000000000000001.strd"}, {Key: "k"}},
 			ReconciledTo: 1700000040000, Orphans: 3, OrphanBytes: 4096},
 		GCProgress{},
+		AlterBrokerConfigs{Resource: "7", Set: map[string]string{"log.retention.ms": "60000"}, Delete: []string{"log.retention.bytes"}},
+		AlterBrokerConfigs{Set: map[string]string{"log.retention.bytes": "-1"}, Replace: true},
+		AlterBrokerConfigs{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

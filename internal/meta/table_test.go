@@ -132,6 +132,7 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeApplyRetention:     1,
 		TypeReassignPartitions: 1,
 		TypeGCProgress:         1,
+		TypeAlterBrokerConfigs: 1,
 	},
 }
 

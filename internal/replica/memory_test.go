@@ -84,7 +84,10 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
 	// Level 3's commands, and what its apply keeps beside the older ones
 	// (stored bytes per partition, trimmed producer state).
-	propose(commitTo(2, a0, a1), meta.ReassignPartitions{Topic: "a", Partitions: []meta.PartitionReplicas{{Partition: 1, Replicas: []int32{1}}}})
+	propose(commitTo(2, a0, a1), meta.ReassignPartitions{Topic: "a", Partitions: []meta.PartitionReplicas{{Partition: 1, Replicas: []int32{1}}}},
+		meta.AlterBrokerConfigs{Set: map[string]string{"log.retention.ms": "60000", "log.retention.bytes": "-1"}},
+		meta.AlterBrokerConfigs{Resource: "1", Set: map[string]string{"log.retention.ms": "1000"}},
+		meta.AlterBrokerConfigs{Delete: []string{"log.retention.bytes"}})
 	clk.Advance(time.Hour)
 	propose(commitTo(1, a1), meta.ApplyRetention{DefaultRetentionMs: 60_000, DefaultRetentionBytes: -1,
 		Partitions: []meta.RetentionPartition{{TopicID: a0.id}, {TopicID: a1.id, Partition: 1}}},

@@ -9,6 +9,11 @@
 // once, and a proposal that races a config change does what the config
 // says when it applies.
 //
+// A topic that sets no retention.ms or retention.bytes is ruled by the
+// agent's log.retention.ms and log.retention.bytes, read at every check:
+// its dynamic value (meta.AlterBrokerConfigs) if set, else the
+// cluster-wide dynamic one, else the flag. The proposal carries them.
+//
 // Retention needs strand.metadata.version 3 (ApplyRetention and the
 // storage numbers retention.bytes reads); below it the checker logs once
 // and proposes nothing until an operator raises the level.
@@ -47,8 +52,10 @@ type Config struct {
 	// Interval is log.retention.check.interval.ms.
 	Interval time.Duration
 	// DefaultMs and DefaultBytes are log.retention.ms and
-	// log.retention.bytes: what a topic that sets no retention.ms or
-	// retention.bytes keeps; negative is no limit.
+	// log.retention.bytes from the flags: what a topic that sets no
+	// retention.ms or retention.bytes keeps while no dynamic value
+	// overrides them (Placement.Self's, or the cluster's); negative is
+	// no limit.
 	DefaultMs, DefaultBytes int64
 	// Clock paces the checks and judges due partitions with the log
 	// clock; nil is the wall clock.
@@ -104,14 +111,14 @@ func (c *Checker) run(ctx context.Context) {
 // Check proposes ApplyRetention for every partition this agent owns that
 // retention would trim now, and returns how many log starts moved.
 func (c *Checker) Check(ctx context.Context) (int, error) {
-	due, err := c.due()
+	due, def, err := c.due()
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
 	moved := 0
 	for len(due) > 0 {
 		n := min(len(due), BatchPartitions)
-		cmd := meta.ApplyRetention{DefaultRetentionMs: c.cfg.DefaultMs, DefaultRetentionBytes: c.cfg.DefaultBytes,
+		cmd := meta.ApplyRetention{DefaultRetentionMs: def.Ms, DefaultRetentionBytes: def.Bytes,
 			Partitions: make([]meta.RetentionPartition, n)}
 		for i := range n {
 			cmd.Partitions[i] = due[i].RetentionPartition
@@ -143,36 +150,47 @@ type duePartition struct {
 	start int64
 }
 
+// defaults are the broker defaults a check applies.
+type defaults struct{ Ms, Bytes int64 }
+
 // due lists the owned partitions retention would trim, by the later of
-// the log clock and this agent's clock: the log clock moves only when
+// the log clock and this agent's clock (the log clock moves only when
 // entries apply, and the proposal's own entry carries this agent's
-// clock, which apply takes before it decides.
-func (c *Checker) due() ([]duePartition, error) {
+// clock, which apply takes before it decides), and the broker defaults
+// it judged them by.
+func (c *Checker) due() ([]duePartition, defaults, error) {
 	v := c.cfg.Meta.View()
 	defer v.Close()
+	var def defaults
 	f, err := v.Features()
 	if err != nil {
-		return nil, err
+		return nil, def, err
 	}
 	if f.MetadataLevel() < meta.MetadataLevel3 {
 		if !c.waitLogged {
 			c.waitLogged = true
 			c.log.Info("retention waits for strand.metadata.version 3 (strand features upgrade)", "level", f.MetadataLevel())
 		}
-		return nil, nil
+		return nil, def, nil
 	}
 	now, err := v.LogClock()
 	if err != nil {
-		return nil, err
+		return nil, def, err
 	}
 	now = max(now, c.cfg.Clock.Now().UnixMilli())
+	dyn, err := v.DynamicBrokerConfigs(c.cfg.Placement.Self)
+	if err != nil {
+		return nil, def, err
+	}
+	def.Ms = dyn.Int64("log.retention.ms", c.cfg.DefaultMs)
+	def.Bytes = dyn.Int64("log.retention.bytes", c.cfg.DefaultBytes)
 	topics, err := v.Topics()
 	if err != nil {
-		return nil, err
+		return nil, def, err
 	}
 	var due []duePartition
 	for _, t := range topics {
-		p := meta.RetentionPolicyOf(t.Configs, c.cfg.DefaultMs, c.cfg.DefaultBytes)
+		p := meta.RetentionPolicyOf(t.Configs, def.Ms, def.Bytes)
 		if !p.Limited() {
 			continue
 		}
@@ -182,19 +200,19 @@ func (c *Checker) due() ([]duePartition, error) {
 			}
 			st, ok, err := v.Partition(t.ID, part)
 			if err != nil {
-				return nil, err
+				return nil, def, err
 			}
 			if !ok {
 				continue
 			}
 			if _, yes, err := v.RetentionDue(t.ID, part, p, now); err != nil {
-				return nil, err
+				return nil, def, err
 			} else if yes {
 				due = append(due, duePartition{meta.RetentionPartition{TopicID: t.ID, Partition: part}, st.LogStartOffset})
 			}
 		}
 	}
-	return due, nil
+	return due, def, nil
 }
 
 // OwnerKey is the placement key of a partition's retention.

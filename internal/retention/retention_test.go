@@ -162,15 +162,23 @@ func TestCheckWaitsForLevel3(t *testing.T) {
 	}
 }
 
-// TestCheckBrokerDefault: a topic that sets no retention.ms is ruled by
-// the agent's log.retention.ms.
-func TestCheckBrokerDefault(t *testing.T) {
+// plainTopic: a copy at level 3 with a topic that sets no retention,
+// holding two records a minute old.
+func plainTopic(t *testing.T) (*metatest.DB, *clock.Fake, meta.TopicID) {
+	t.Helper()
 	clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
 	db := metatest.New(clk.Now)
 	must(t, db, meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel3}}})
 	id := must(t, db, meta.CreateTopic{Name: "plain", Partitions: 1}).TopicID
 	must(t, db, meta.CommitObject{ObjectKey: "o", ObjectSize: 10, Batches: []meta.CommitBatch{{TopicID: id, Length: 10, Records: 2, BatchCount: 1,
 		MaxTimestamp: clk.Now().UnixMilli() - 60_000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}}})
+	return db, clk, id
+}
+
+// TestCheckBrokerDefault: a topic that sets no retention.ms is ruled by
+// the agent's log.retention.ms.
+func TestCheckBrokerDefault(t *testing.T) {
+	db, clk, id := plainTopic(t)
 	for _, tc := range []struct {
 		defaultMs int64
 		want      int64
@@ -189,5 +197,36 @@ func TestCheckBrokerDefault(t *testing.T) {
 				t.Errorf("log.retention.ms %d: log start %d, want %d", tc.defaultMs, s[0], tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckDynamicDefault: dynamic broker configs (KIP-226) in the log
+// rule a topic that sets nothing, without a restart: the agent's own
+// log.retention.ms over the cluster-wide one over the flag.
+func TestCheckDynamicDefault(t *testing.T) {
+	db, clk, id := plainTopic(t)
+	c, err := Start(Config{Meta: db, Placement: placement.Ring{Self: 1}, Interval: time.Hour, DefaultMs: 120_000, DefaultBytes: -1, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, step := range []struct {
+		name string
+		cmd  meta.AlterBrokerConfigs
+		want int64
+	}{
+		{"agent keeps more than the cluster", meta.AlterBrokerConfigs{Resource: "1", Set: map[string]string{"log.retention.ms": "120000"}}, 0},
+		{"cluster lowers it", meta.AlterBrokerConfigs{Set: map[string]string{"log.retention.ms": "30000"}}, 0},
+		{"another agent's value is not ours", meta.AlterBrokerConfigs{Resource: "2", Set: map[string]string{"log.retention.ms": "120000"}}, 0},
+		{"agent's own value deleted", meta.AlterBrokerConfigs{Resource: "1", Delete: []string{"log.retention.ms"}}, 2},
+	} {
+		must(t, db, step.cmd)
+		if _, err := c.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if s := logStarts(t, db, id, 1); s[0] != step.want {
+			t.Fatalf("%s: log start %d, want %d", step.name, s[0], step.want)
+		}
 	}
 }
