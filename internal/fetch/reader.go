@@ -18,6 +18,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/planted"
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
@@ -160,7 +161,18 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 		entries = entries[n:]
 	}
 	res.Records = out
+	if t, ok := planted.DropAcked(); ok {
+		res.Records = dropPlanted(view, topicID, partition, res.Records, t)
+	}
 	return res, nil
+}
+
+// dropPlanted is the test build's planted bug: see internal/planted.
+func dropPlanted(view *meta.View, topicID meta.TopicID, partition int32, records []byte, t planted.Target) []byte {
+	if topic, ok, err := view.TopicByID(topicID); err == nil && ok && topic.Name == t.Topic && partition == t.Partition {
+		return planted.DropRecord(records, t.Offset)
+	}
+	return records
 }
 
 // planEntries returns the index entries a read of maxBytes from offset

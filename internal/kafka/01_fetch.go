@@ -62,6 +62,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/planted"
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
@@ -278,6 +279,9 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, f
 				failed = true
 				continue
 			}
+			if t, ok := planted.ExposeAborted(); ok {
+				aborted = hidePlanted(view, p, aborted, t)
+			}
 			sp.AbortedTransactions, res.Records = aborted, records
 		}
 		n := int64(len(res.Records))
@@ -355,6 +359,21 @@ func abortedTxns(view *meta.View, p *fetchPart, records []byte, maxTxns int) ([]
 		out = append(out, a)
 	}
 	return out, records, nil
+}
+
+// hidePlanted is the test build's planted bug: see internal/planted.
+func hidePlanted(view *meta.View, p *fetchPart, aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction, t planted.Target) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	topic, ok, err := view.TopicByID(p.id)
+	if err != nil || !ok || topic.Name != t.Topic || p.partition != t.Partition {
+		return aborted
+	}
+	victim, err := view.AbortedTxns(p.id, p.partition, t.Offset, math.MaxInt64, 1)
+	if err != nil || len(victim) == 0 {
+		return aborted
+	}
+	return slices.DeleteFunc(aborted, func(a kmsg.FetchResponseTopicPartitionAbortedTransaction) bool {
+		return a.ProducerID == victim[0].ProducerID && a.FirstOffset == victim[0].FirstOffset
+	})
 }
 
 // ready is the long poll's condition, checked against a fresh view after
