@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,6 +200,23 @@ func (s *Server) stderrText() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stderr.String()
+}
+
+// Pause stops the server with SIGSTOP: connections stay open and no
+// request is answered until Resume. (It keeps its tables in memory, so
+// a test cannot kill and restart it.) A server EndpointEnv names is not
+// ours to pause: both do nothing then.
+func (s *Server) Pause() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Resume continues a paused server.
+func (s *Server) Resume() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // Stop ends the server now rather than at cleanup; later calls do

@@ -166,3 +166,95 @@ func TestHoldAfterServerTalks(t *testing.T) {
 		t.Fatal("the server never read the released request")
 	}
 }
+
+// startEcho starts a server that echoes every connection's bytes.
+func startEcho(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func dialProxy(t *testing.T, p *faultproxy.Proxy) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDropConns: every open connection is reset; a new one passes.
+func TestDropConns(t *testing.T) {
+	p, err := faultproxy.Start(startEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	a, b := dialProxy(t, p), dialProxy(t, p)
+	for _, c := range []net.Conn{a, b} {
+		send(t, c, "x")
+		if got := readFull(t, c, 1); got != "x" {
+			t.Fatalf("echo %q", got)
+		}
+	}
+	if n := p.DropConns(); n != 2 {
+		t.Fatalf("DropConns closed %d connections, want 2", n)
+	}
+	for _, c := range []net.Conn{a, b} {
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a dropped connection still delivers bytes")
+		}
+	}
+	c := dialProxy(t, p)
+	send(t, c, "y")
+	if got := readFull(t, c, 1); got != "y" {
+		t.Fatalf("echo after the drop %q", got)
+	}
+}
+
+// TestSetDelay: with a delay each way, a round trip takes at least twice
+// the delay and its bytes arrive intact; after SetDelay(0) the proxy
+// forwards at once again.
+func TestSetDelay(t *testing.T) {
+	p, err := faultproxy.Start(startEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c := dialProxy(t, p)
+	const d = 50 * time.Millisecond
+	p.SetDelay(d)
+	start := time.Now()
+	send(t, c, "slow")
+	if got := readFull(t, c, 4); got != "slow" {
+		t.Fatalf("echo %q", got)
+	}
+	if took := time.Since(start); took < 2*d {
+		t.Fatalf("round trip took %v with a delay of %v each way", took, d)
+	}
+	p.SetDelay(0)
+	send(t, c, "fast")
+	if got := readFull(t, c, 4); got != "fast" {
+		t.Fatalf("echo %q", got)
+	}
+}
