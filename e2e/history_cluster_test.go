@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/strandkafka/strand/internal/testservers/dynalitetest"
+	"github.com/strandkafka/strand/internal/testservers/etcdtest"
+	"github.com/strandkafka/strand/internal/testservers/faultproxy"
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
+	"github.com/strandkafka/strand/internal/testservers/testproc"
+)
+
+// The history tests' cluster: agents of the real binary, each behind a
+// faultproxy that every client connection goes through (the agents
+// advertise the proxy's address), on one shared log backend the test
+// can pause and kill, and one S3 object store served in-process by
+// gofakes3 behind a handler that injects errors and latency.
+
+// histLease is the agents' --lease: a paused agent drops out of the
+// others' Metadata within a fault's hold.
+const histLease = 3 * time.Second
+
+// histLog is the shared log backend and the faults it can take.
+type histLog struct {
+	name, url     string
+	pause, resume func()
+	// kill and restart are nil for a backend that cannot be killed
+	// without losing what it holds (dynalite keeps it in memory).
+	kill    func()
+	restart func() error
+}
+
+// startHistLog starts a private server of backend (postgres, etcd,
+// dynalite or file) for one test; file is a log in the one agent's data
+// dir, with no faults.
+func startHistLog(t *testing.T, backend string) *histLog {
+	t.Helper()
+	switch backend {
+	case "postgres":
+		srv, err := pgtest.Start(pgtest.Options{})
+		if err != nil {
+			testproc.SkipOrFail(t, err)
+		}
+		t.Cleanup(func() { srv.Resume(); srv.Stop() })
+		u, err := url.Parse(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("log", "history")
+		u.RawQuery = q.Encode()
+		return &histLog{name: backend, url: u.String(), pause: srv.Pause, resume: srv.Resume, kill: srv.Kill, restart: srv.Restart}
+	case "etcd":
+		srv, err := etcdtest.Start()
+		if err != nil {
+			testproc.SkipOrFail(t, err)
+		}
+		t.Cleanup(func() { srv.Resume(); srv.Stop() })
+		return &histLog{name: backend, url: "etcd://" + srv.Endpoint() + "/history/seg",
+			pause: srv.Pause, resume: srv.Resume, kill: srv.Kill, restart: srv.Restart}
+	case "dynalite":
+		srv := dynalitetest.Start(t)
+		t.Cleanup(srv.Resume)
+		return &histLog{name: backend, url: fmt.Sprintf("dynamodb://strand-history/h?endpoint=%s&region=%s", srv.Endpoint, dynalitetest.Region),
+			pause: srv.Pause, resume: srv.Resume}
+	case "file":
+		return &histLog{name: backend}
+	}
+	t.Fatalf("unknown log backend %q", backend)
+	return nil
+}
+
+// faultyS3 is an S3 endpoint (gofakes3 on memory) whose handler fails
+// requests at a rate, before or after performing them, and delays them.
+type faultyS3 struct {
+	next http.Handler
+	srv  *httptest.Server
+	// failRate is a float64's bits: the share of requests failed.
+	failRate atomic.Uint64
+	// failAfter: a failed request is performed first and its reply
+	// replaced, as when the store applied it and the answer was lost.
+	failAfter atomic.Bool
+	// latency is the most a request is delayed, in nanoseconds: each
+	// waits a uniform share of it.
+	latency atomic.Int64
+
+	requests, failed atomic.Int64
+	mu               struct {
+		sync.Mutex
+		rng *rand.Rand
+	}
+}
+
+const histBucket = "strand-history"
+
+func startFaultyS3(t *testing.T, seed uint64) *faultyS3 {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket(histBucket); err != nil {
+		t.Fatal(err)
+	}
+	f := &faultyS3{next: gofakes3.New(backend).Server()}
+	f.mu.rng = rand.New(rand.NewPCG(seed, 3))
+	f.srv = httptest.NewServer(f)
+	t.Cleanup(f.srv.Close)
+	// The agents find credentials through the AWS default chain, kept
+	// away from this machine's own files and instance metadata.
+	home := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "history")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "history")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	return f
+}
+
+// url is the --objstore URL of the store.
+func (f *faultyS3) url() string {
+	return fmt.Sprintf("s3://%s/objects?endpoint=%s&region=us-east-1&path-style=true", histBucket, f.srv.URL)
+}
+
+// set changes the faults: fail rate (0 to 1), whether failures happen
+// after the request is performed, and the most a request is delayed.
+func (f *faultyS3) set(rate float64, after bool, latency time.Duration) {
+	f.failRate.Store(math.Float64bits(rate))
+	f.failAfter.Store(after)
+	f.latency.Store(int64(latency))
+}
+
+func (f *faultyS3) roll() (fail bool, delay time.Duration) {
+	rate := math.Float64frombits(f.failRate.Load())
+	lat := f.latency.Load()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if lat > 0 {
+		delay = time.Duration(f.mu.rng.Int64N(lat))
+	}
+	return rate > 0 && f.mu.rng.Float64() < rate, delay
+}
+
+func (f *faultyS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
+	fail, delay := f.roll()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	if !fail {
+		f.next.ServeHTTP(w, r)
+		return
+	}
+	f.failed.Add(1)
+	if f.failAfter.Load() {
+		f.next.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	// An S3 error the SDK treats as retryable, as a real store's
+	// overload would be.
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>injected by the history test</Message></Error>`)
+}
+
+// histAgent is one `strand serve` of a history cluster and the proxy in
+// front of it.
+type histAgent struct {
+	id         int32
+	kafka      string // listen address
+	http       string
+	proxy      *faultproxy.Proxy
+	bin        string
+	args       []string
+	env        []string
+	logDir     string
+	starts     int
+	proc       *testproc.Proc
+	paused     bool
+	lastLogTag string
+}
+
+// start runs the agent and waits until /readyz answers 200.
+func (a *histAgent) start() error {
+	a.starts++
+	a.lastLogTag = fmt.Sprintf("agent-%d.%d.log", a.id, a.starts)
+	var id testproc.Identity
+	cmd := id.Command(a.bin, append([]string{"serve"}, a.args...)...)
+	cmd.Env = append(os.Environ(), a.env...)
+	proc, err := testproc.Start(cmd, filepath.Join(a.logDir, a.lastLogTag))
+	if err != nil {
+		return err
+	}
+	a.proc, a.paused = proc, false
+	deadline := time.Now().Add(startTimeout)
+	c := http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		select {
+		case <-proc.Exited():
+			return fmt.Errorf("agent %d exited while starting:\n%s", a.id, testproc.Tail(filepath.Join(a.logDir, a.lastLogTag), 4000))
+		default:
+		}
+		if resp, err := c.Get("http://" + a.http + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	proc.Kill()
+	return fmt.Errorf("agent %d not ready after %v:\n%s", a.id, startTimeout, testproc.Tail(filepath.Join(a.logDir, a.lastLogTag), 4000))
+}
+
+func (a *histAgent) kill() { a.proc.Kill() }
+
+func (a *histAgent) pause() { a.proc.Pause(); a.paused = true }
+
+func (a *histAgent) resume() { a.proc.Resume(); a.paused = false }
+
+// histCluster is the agents of one history test and what they share.
+type histCluster struct {
+	t      *testing.T
+	log    *histLog
+	s3     *faultyS3 // nil with the file log: objects in the data dir
+	agents []*histAgent
+	logDir string
+}
+
+// startHistCluster starts n agents of bin on log (and, unless the log is
+// a file in the one agent's data dir, on a fault-injecting S3 store),
+// each with env added to its environment.
+func startHistCluster(t *testing.T, bin string, log *histLog, n int, seed uint64, env []string) *histCluster {
+	t.Helper()
+	c := &histCluster{t: t, log: log, logDir: t.TempDir()}
+	if d := os.Getenv("STRAND_HISTORY_LOGS"); d != "" {
+		c.logDir = filepath.Join(d, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if log.url != "" {
+		c.s3 = startFaultyS3(t, seed)
+	}
+	for i := range n {
+		a := &histAgent{id: int32(i + 1), kafka: freeAddr(t), http: freeAddr(t), bin: bin, env: env, logDir: c.logDir}
+		p, err := faultproxy.Start(a.kafka)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		a.proxy = p
+		a.args = []string{"--data-dir", t.TempDir(), "--node-id", strconv.Itoa(int(a.id)),
+			"--kafka-listen", a.kafka, "--advertise", p.Addr(), "--http-listen", a.http,
+			"--lease", histLease.String(), "--snapshot-interval", "20s",
+			"--group-initial-rebalance-delay", "300ms", "--log-level", "info"}
+		if log.url != "" {
+			a.args = append(a.args, "--log", log.url, "--objstore", c.s3.url())
+		}
+		if err := a.start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if a.paused {
+				a.resume()
+			}
+			a.kill()
+		})
+		c.agents = append(c.agents, a)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, a := range c.agents {
+				t.Logf("agent %d's last log (%s in %s):\n%s", a.id, a.lastLogTag, c.logDir,
+					testproc.Tail(filepath.Join(c.logDir, a.lastLogTag), 6000))
+			}
+		}
+	})
+	return c
+}
+
+// seeds are the addresses clients bootstrap from: every agent's proxy.
+func (c *histCluster) seeds() []string {
+	var out []string
+	for _, a := range c.agents {
+		out = append(out, a.proxy.Addr())
+	}
+	return out
+}
+
+// heal undoes every fault in force: paused agents and log resumed,
+// killed agents restarted, object store and connections clean.
+func (c *histCluster) heal(ctx context.Context) error {
+	if c.log.resume != nil {
+		c.log.resume()
+	}
+	if c.s3 != nil {
+		c.s3.set(0, false, 0)
+	}
+	for _, a := range c.agents {
+		a.proxy.SetDelay(0)
+		if a.paused {
+			a.resume()
+		}
+		select {
+		case <-a.proc.Exited():
+			if err := a.start(); err != nil {
+				return err
+			}
+		default:
+		}
+	}
+	return ctx.Err()
+}
