@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,10 +240,21 @@ type histCluster struct {
 	logDir string
 }
 
-// startHistCluster starts n agents of bin on log (and, unless the log is
-// a file in the one agent's data dir, on a fault-injecting S3 store),
-// each with env added to its environment.
-func startHistCluster(t *testing.T, bin string, log *histLog, n int, seed uint64, env []string) *histCluster {
+// histClusterOpts shape a history cluster.
+type histClusterOpts struct {
+	bin    string
+	agents int
+	// seed seeds the object store's fault decisions.
+	seed uint64
+	// env is added to each agent's environment.
+	env []string
+	// snapshotInterval is the agents' --snapshot-interval.
+	snapshotInterval time.Duration
+}
+
+// startHistCluster starts the agents of o on log (and, unless the log is
+// a file in the one agent's data dir, on a fault-injecting S3 store).
+func startHistCluster(t *testing.T, log *histLog, o histClusterOpts) *histCluster {
 	t.Helper()
 	c := &histCluster{t: t, log: log, logDir: t.TempDir()}
 	if d := os.Getenv("STRAND_HISTORY_LOGS"); d != "" {
@@ -253,10 +264,10 @@ func startHistCluster(t *testing.T, bin string, log *histLog, n int, seed uint64
 		}
 	}
 	if log.url != "" {
-		c.s3 = startFaultyS3(t, seed)
+		c.s3 = startFaultyS3(t, o.seed)
 	}
-	for i := range n {
-		a := &histAgent{id: int32(i + 1), kafka: freeAddr(t), http: freeAddr(t), bin: bin, env: env, logDir: c.logDir}
+	for i := range o.agents {
+		a := &histAgent{id: int32(i + 1), kafka: freeAddr(t), http: freeAddr(t), bin: o.bin, env: o.env, logDir: c.logDir}
 		p, err := faultproxy.Start(a.kafka)
 		if err != nil {
 			t.Fatal(err)
@@ -265,7 +276,7 @@ func startHistCluster(t *testing.T, bin string, log *histLog, n int, seed uint64
 		a.proxy = p
 		a.args = []string{"--data-dir", t.TempDir(), "--node-id", strconv.Itoa(int(a.id)),
 			"--kafka-listen", a.kafka, "--advertise", p.Addr(), "--http-listen", a.http,
-			"--lease", histLease.String(), "--snapshot-interval", "20s",
+			"--lease", histLease.String(), "--snapshot-interval", o.snapshotInterval.String(),
 			"--group-initial-rebalance-delay", "300ms", "--log-level", "info"}
 		if log.url != "" {
 			a.args = append(a.args, "--log", log.url, "--objstore", c.s3.url())
@@ -301,9 +312,38 @@ func (c *histCluster) seeds() []string {
 	return out
 }
 
+// supervise restarts every agent that exited on its own (an agent exits
+// when it cannot go on, e.g. its copy of the metadata was trimmed out of
+// the log while it was stopped), as a process supervisor would, and says
+// which, with the last line each logged.
+func (c *histCluster) supervise() ([]string, error) {
+	var restarted []string
+	for _, a := range c.agents {
+		select {
+		case <-a.proc.Exited():
+		default:
+			continue
+		}
+		// The reason is the last error logged; shutdown lines follow it.
+		lines := strings.Split(strings.TrimSpace(testproc.Tail(filepath.Join(c.logDir, a.lastLogTag), 8000)), "\n")
+		why := lines[len(lines)-1]
+		for _, l := range slices.Backward(lines) {
+			if strings.Contains(l, "level=ERROR") {
+				why = l
+				break
+			}
+		}
+		restarted = append(restarted, fmt.Sprintf("agent %d exited (%s)", a.id, why))
+		if err := a.start(); err != nil {
+			return restarted, err
+		}
+	}
+	return restarted, nil
+}
+
 // heal undoes every fault in force: paused agents and log resumed,
-// killed agents restarted, object store and connections clean.
-func (c *histCluster) heal(ctx context.Context) error {
+// object store and connections clean, and agents that exited restarted.
+func (c *histCluster) heal() ([]string, error) {
 	if c.log.resume != nil {
 		c.log.resume()
 	}
@@ -315,13 +355,6 @@ func (c *histCluster) heal(ctx context.Context) error {
 		if a.paused {
 			a.resume()
 		}
-		select {
-		case <-a.proc.Exited():
-			if err := a.start(); err != nil {
-				return err
-			}
-		default:
-		}
 	}
-	return ctx.Err()
+	return c.supervise()
 }

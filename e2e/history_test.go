@@ -179,7 +179,7 @@ func plantedBinary(t *testing.T) string {
 // summary and returns the checker's report.
 func runHistory(t *testing.T, run histRun) *history.Report {
 	log := startHistLog(t, run.backend)
-	c := startHistCluster(t, run.bin, log, run.agents, run.seed, run.env)
+	c := startHistCluster(t, log, histClusterOpts{bin: run.bin, agents: run.agents, seed: run.seed, env: run.env, snapshotInterval: 20 * time.Second})
 	seed := c.seeds()[0]
 	createTopic(t, seed, histPlainTopic, histPartitions)
 	createTopic(t, seed, histTxnTopic, histPartitions)
@@ -194,12 +194,16 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	} else {
 		time.Sleep(run.duration)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), histWaitTimeout)
-	defer cancel()
-	if err := c.heal(ctx); err != nil {
+	healedAt := w.rec.now()
+	restarted, err := c.heal()
+	for _, r := range restarted {
+		n.exits = append(n.exits, fmt.Sprintf("%7.1fs %s; restarted", w.rec.now().Seconds(), r))
+	}
+	if err != nil {
 		t.Fatalf("healing the cluster: %v", err)
 	}
-	healedAt := w.rec.now()
+	ctx, cancel := context.WithTimeout(context.Background(), histWaitTimeout)
+	defer cancel()
 	w.stopProducers()
 
 	tps := histTPs()
@@ -228,9 +232,21 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	if c.s3 != nil {
 		s3 = fmt.Sprintf("; object store: %d requests, %d failed by the fault handler", c.s3.requests.Load(), c.s3.failed.Load())
 	}
-	t.Logf("history on %s (STRAND_HISTORY_SEED=%d): %v of workload, then %v to heal, quiesce and drain\nfaults injected: %s%s\nclient errors: %s\nchecked: %s",
+	exits := "none"
+	if len(n.exits) > 0 {
+		exits = "\n" + strings.Join(n.exits, "\n")
+	}
+	t.Logf("history on %s (STRAND_HISTORY_SEED=%d): %v of workload, then %v to heal, quiesce and drain\nfaults injected: %s%s\nagents that exited on their own: %s\nclient errors: %s\nchecked: %s",
 		run.backend, run.seed, healedAt.Round(time.Second), (w.rec.now() - healedAt).Round(time.Second),
-		n.summary(), s3, w.errSummary(), rep.Summary())
+		n.summary(), s3, exits, w.errSummary(), rep.Summary())
+	for _, e := range n.exits {
+		// Waking below the log's trim point after a pause past the
+		// lease is the one way out an agent is expected to take here
+		// (TestTrimmedOutAgentExits).
+		if !strings.Contains(e, "trim point") {
+			t.Errorf("an agent exited on its own: %s", e)
+		}
+	}
 	if !rep.Valid() || testing.Verbose() {
 		t.Logf("fault schedule:\n%s", strings.Join(n.lines, "\n"))
 	}

@@ -80,6 +80,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	case <-ctx.Done():
 	case serveErr = <-a.serveErr:
 		logger.Error("kafka listener failed", "err", serveErr)
+	case <-a.replica.Halted():
+		// A halted copy serves nothing right again in this process: exit
+		// (fail-stop) rather than limp, up and never ready. A copy that
+		// woke below the log's trim point (this agent was stopped past
+		// its lease while another trimmed) restores the newest snapshot
+		// when started again (Start).
+		serveErr = fmt.Errorf("metadata replica halted; exiting so a restart can recover: %w", a.replica.Err())
+		logger.Error("metadata replica halted; exiting", "err", a.replica.Err())
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

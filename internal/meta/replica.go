@@ -169,6 +169,8 @@ type Replica struct {
 	tails tailChecker
 	// kick wakes a polling player when someone learned of a new tail.
 	kick chan struct{}
+	// halted is closed when the replica halts.
+	halted chan struct{}
 
 	closeOnce sync.Once
 
@@ -218,6 +220,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		log:    cfg.Log,
 		logger: cfg.Logger.With("writer", cfg.WriterID),
 		kick:   make(chan struct{}, 1),
+		halted: make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.applied = applied
@@ -342,6 +345,10 @@ func (r *Replica) Close() error {
 	})
 	return err
 }
+
+// Halted is closed when the replica halts; Err then says why. A halt is
+// for good: nothing in this process brings the copy back.
+func (r *Replica) Halted() <-chan struct{} { return r.halted }
 
 // Err returns the halt error, if the replica halted.
 func (r *Replica) Err() error {
@@ -644,6 +651,7 @@ func (r *Replica) halt(h *HaltError) error {
 	if r.mu.halted == nil {
 		r.mu.halted = h
 		r.logger.Error("meta: replica halted", "pos", h.Pos, "err", h.Cause)
+		close(r.halted)
 	}
 	h = r.mu.halted
 	waiters := r.takeWaitersLocked()
