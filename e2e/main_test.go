@@ -1,7 +1,7 @@
 // Package e2e runs whole Strand agents against real clients: franz-go, the
 // strand CLI, kcat (librdkafka) and kafka-python, plus a kill -9 crash
-// loop of the real binary and raw bad input on the wire. It holds tests
-// only. Tests that need a client tool skip when it is missing, except
+// loop of the real binary, raw bad input on the wire, and the
+// Jepsen-style history tests (history_test.go). It holds tests only. Tests that need a client tool skip when it is missing, except
 // under CI=true, where they fail: scripts/test installs the tools.
 package e2e
 
