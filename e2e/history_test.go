@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -150,28 +147,10 @@ func histSeed(t *testing.T) uint64 {
 	return seed
 }
 
-var plantedBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // plantedBinary builds cmd/strand with the strand_planted tag once.
 func plantedBinary(t *testing.T) string {
 	t.Helper()
-	plantedBuild.once.Do(func() {
-		path := filepath.Join(binDir, "strand-planted")
-		out, err := exec.Command("go", "build", "-tags", "strand_planted", "-o", path, "github.com/strandkafka/strand/cmd/strand").CombinedOutput()
-		if err != nil {
-			plantedBuild.err = fmt.Errorf("go build -tags strand_planted ./cmd/strand: %v\n%s", err, out)
-			return
-		}
-		plantedBuild.path = path
-	})
-	if plantedBuild.err != nil {
-		t.Fatal(plantedBuild.err)
-	}
-	return plantedBuild.path
+	return buildStrand(t, "strand-planted", "-tags", "strand_planted")
 }
 
 // runHistory runs one history test: cluster, workload, faults for

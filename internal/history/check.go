@@ -242,9 +242,9 @@ func (c *checker) index(h []Op) {
 	}
 	// Acknowledged offsets go in before reads, so a value read that no
 	// one sent cannot be mistaken for the one acknowledged there.
-	for _, v := range c.values {
-		if s := v.send; s != nil && s.Outcome == OK {
-			c.place(v, s.TP, s.Offset)
+	for _, op := range h {
+		if s, ok := op.(*Send); ok && s.Outcome == OK {
+			c.place(c.values[s.Value], s.TP, s.Offset)
 		}
 	}
 	for _, op := range h {

@@ -108,14 +108,7 @@ func TestHoldAfterServerTalks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	c, err := net.Dial("tcp", p.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
-		t.Fatal(err)
-	}
+	c := dialProxy(t, p)
 	// One round trip so the proxy has the connection open.
 	send(t, c, "hello\n")
 	if got := readFull(t, c, len("ack:hello\n")); got != "ack:hello\n" {
