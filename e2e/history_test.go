@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -181,26 +182,30 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	if err != nil {
 		t.Fatalf("healing the cluster: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), histWaitTimeout)
-	defer cancel()
 	w.stopProducers()
 
+	// Each wait has its own bound: a deadlock guard, not an expectation.
+	phase := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), histWaitTimeout)
+		t.Cleanup(cancel)
+		return ctx
+	}
 	tps := histTPs()
-	ends, err := settledEnds(ctx, t, seed, tps)
+	ends, err := settledEnds(phase(), t, seed, tps)
 	if err != nil {
 		t.Errorf("transactions did not settle: %v", err)
 	}
 	lasts := make(map[history.Isolation]map[history.TP]int64)
 	for _, iso := range []history.Isolation{history.ReadUncommitted, history.ReadCommitted} {
-		if lasts[iso], err = lastVisible(ctx, t, seed, tps, iso); err != nil {
+		if lasts[iso], err = lastVisible(phase(), t, seed, tps, iso); err != nil {
 			t.Fatalf("reading the partitions' ends: %v", err)
 		}
-		if err := w.drain(ctx, iso, ends, lasts[iso]); err != nil {
+		if err := w.drain(phase(), iso, ends, lasts[iso]); err != nil {
 			t.Errorf("drain at %s: %v", iso, err)
 		}
 	}
 	for _, iso := range []history.Isolation{history.ReadUncommitted, history.ReadCommitted} {
-		if err := w.groupCaughtUp(ctx, iso, lasts[iso]); err != nil {
+		if err := w.groupCaughtUp(phase(), iso, lasts[iso]); err != nil {
 			t.Errorf("group %s: %v", groupOf(iso), err)
 		}
 	}
@@ -295,13 +300,20 @@ func lastVisible(ctx context.Context, t *testing.T, addr string, tps []history.T
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 			resp, err := req.RequestWith(ctx, cl)
+			if err == nil && resp.Topics[0].Partitions[0].ErrorCode != 0 {
+				err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("fetch %s at %d: %w", tp, off, err)
+				// An agent restarted by the last fault may still be
+				// catching up: ask again until the wait's bound.
+				select {
+				case <-ctx.Done():
+					return nil, fmt.Errorf("fetch %s at %d: %w", tp, off, err)
+				case <-time.After(200 * time.Millisecond):
+					continue
+				}
 			}
 			p := resp.Topics[0].Partitions[0]
-			if p.ErrorCode != 0 {
-				return nil, fmt.Errorf("fetch %s at %d: error code %d", tp, off, p.ErrorCode)
-			}
 			list := p.AbortedTransactions
 			sort.Slice(list, func(i, j int) bool { return list[i].FirstOffset < list[j].FirstOffset })
 			var n int
