@@ -32,7 +32,11 @@
 // A record whose fate the client could not learn (a send that timed out,
 // a commit whose reply was lost) is indeterminate: it may or may not
 // exist, and only reads decide. A read_committed read of a record of an
-// indeterminate transaction proves the transaction committed.
+// indeterminate transaction proves the transaction committed. What a
+// client can tell of uncommitted reads is bounded by what it knows:
+// before the producer asked to commit, no marker can exist, so a read
+// then is proof; a read between the request and its reply may be of a
+// commit already applied, and is not flagged.
 package history
 
 import (
