@@ -5,12 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,6 +168,12 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	createTopic(t, seed, histTxnTopic, histPartitions)
 
 	w := newWorkload(t, c.seeds(), run.seed, histRate)
+	clientLog, err := os.Create(filepath.Join(c.logDir, "clients.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { clientLog.Close() })
+	w.clientLog = &lockedWriter{w: clientLog}
 	w.start(2, 2)
 	n := &nemesis{c: c, w: w}
 	if run.faults {
@@ -367,7 +376,7 @@ func (w *workload) drain(ctx context.Context, iso history.Isolation, ends, lasts
 		}
 		starts[tp.Topic][tp.Partition] = kgo.NewOffset().At(0)
 	}
-	cl, err := kgo.NewClient(append(clientOpts(w.seeds, name),
+	cl, err := kgo.NewClient(append(w.clientOpts(name),
 		kgo.ConsumePartitions(starts), kgo.FetchIsolationLevel(level), kgo.FetchMaxWait(250*time.Millisecond))...)
 	if err != nil {
 		return err
@@ -427,11 +436,23 @@ func (w *workload) errSummary() string {
 	sort.Slice(kinds, func(i, j int) bool { return w.mu.errs[kinds[i]] > w.mu.errs[kinds[j]] })
 	var b strings.Builder
 	for i, k := range kinds {
-		if i == 10 {
+		if i == 20 {
 			fmt.Fprintf(&b, "\n  ... %d more kinds", len(kinds)-i)
 			break
 		}
-		fmt.Fprintf(&b, "\n  %d x %s", w.mu.errs[k], k)
+		fmt.Fprintf(&b, "\n  %d x %s (first at %.1fs)", w.mu.errs[k], k, w.mu.errFirst[k].Seconds())
 	}
 	return b.String()
+}
+
+// lockedWriter serializes the writes of the clients' loggers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -71,14 +72,21 @@ func (r *recorder) ops() []history.Op {
 }
 
 // clientOpts are the options every workload client shares: bootstrap
-// from every proxy, retry through a fault's length.
-func clientOpts(seeds []string, name string) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(seeds...),
+// from every proxy, retry through a fault's length, log warnings to
+// w.clientLog stamped with the history's clock and the client's name.
+func (w *workload) clientOpts(name string) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(w.seeds...),
 		kgo.ClientID(name),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.RetryTimeout(30 * time.Second),
 	}
+	if w.clientLog != nil {
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(w.clientLog, kgo.LogLevelWarn, func() string {
+			return fmt.Sprintf("%8.3fs %s ", w.rec.now().Seconds(), name)
+		})))
+	}
+	return opts
 }
 
 // workload runs the producers and consumers of one history test.
@@ -103,9 +111,14 @@ type workload struct {
 		// groupRead is the highest offset each group read per
 		// partition, for the drain.
 		groupRead map[string]map[history.TP]int64
-		// errs counts the errors clients reported, by kind.
-		errs map[string]int
+		// errs counts the errors clients reported, by kind, and
+		// errFirst is when each kind was first reported.
+		errs     map[string]int
+		errFirst map[string]time.Duration
 	}
+	// clientLog is where the clients log their warnings, nil for
+	// nowhere.
+	clientLog io.Writer
 }
 
 func newWorkload(t *testing.T, seeds []string, seed uint64, rate int) *workload {
@@ -113,6 +126,7 @@ func newWorkload(t *testing.T, seeds []string, seed uint64, rate int) *workload 
 	w.mu.members = make(map[string]*member)
 	w.mu.next = make(map[history.Isolation]int)
 	w.mu.errs = make(map[string]int)
+	w.mu.errFirst = make(map[string]time.Duration)
 	w.mu.groupRead = make(map[string]map[history.TP]int64)
 	return w
 }
@@ -125,7 +139,11 @@ func (w *workload) clientErr(what string, err error) {
 	if len(msg) > 80 {
 		msg = msg[:80]
 	}
-	w.mu.errs[what+": "+msg]++
+	k := what + ": " + msg
+	if w.mu.errs[k] == 0 {
+		w.mu.errFirst[k] = w.rec.now()
+	}
+	w.mu.errs[k]++
 }
 
 // rng returns the random source of the workload's n-th actor.
@@ -161,7 +179,7 @@ func (w *workload) stopProducers() {
 // flushes; every record ends acknowledged or indeterminate.
 func (w *workload) idempotent(name string, n uint64) {
 	rng := w.rng(n)
-	cl, err := kgo.NewClient(append(clientOpts(w.seeds, name),
+	cl, err := kgo.NewClient(append(w.clientOpts(name),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
@@ -205,7 +223,7 @@ func (w *workload) idempotent(name string, n uint64) {
 func (w *workload) transactional(name string, n uint64) {
 	rng := w.rng(n)
 	newClient := func() *kgo.Client {
-		cl, err := kgo.NewClient(append(clientOpts(w.seeds, name),
+		cl, err := kgo.NewClient(append(w.clientOpts(name),
 			kgo.TransactionalID("h-"+name),
 			kgo.TransactionTimeout(histTxnTimeout),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -350,7 +368,7 @@ func (w *workload) addMember(iso history.Isolation) {
 			w.rec.add(&history.Assign{Process: name, At: w.rec.now(), Isolation: iso, Added: added, Removed: removed, From: -1})
 		}
 	}
-	cl, err := kgo.NewClient(append(clientOpts(w.seeds, name),
+	cl, err := kgo.NewClient(append(w.clientOpts(name),
 		kgo.ConsumerGroup(groupOf(iso)),
 		kgo.ConsumeTopics(histPlainTopic, histTxnTopic),
 		kgo.FetchIsolationLevel(level),

@@ -403,8 +403,11 @@ type session struct {
 	iso     Isolation
 	// from is where the session started reading, -1 if unknown.
 	from int64
-	// last is the offset last read, -1 before the first.
-	last int64
+	// last is the offset last read, -1 before the first; lastAt is
+	// when the poll that returned it completed, and since when the
+	// session began (its Assign or first read).
+	last          int64
+	lastAt, since time.Duration
 	// passed are records a gap between reads went over.
 	passed []passed
 	// txnsRead are the transactions it read a record of.
@@ -431,8 +434,8 @@ func (c *checker) passOver(s *session, lo, hi int64) {
 	}
 }
 
-// read advances s over a record read at off.
-func (c *checker) read(s *session, rec Record) {
+// read advances s over a record a poll completed at `at` returned.
+func (c *checker) read(s *session, rec Record, at time.Duration) {
 	v := c.values[rec.Value]
 	if v.txn != nil {
 		s.txnsRead[v.txn] = true
@@ -440,13 +443,14 @@ func (c *checker) read(s *session, rec Record) {
 	switch {
 	case s.last >= 0 && rec.Offset <= s.last:
 		c.rep.add(Anomaly{Kind: NonMonotonicPoll, Process: s.process, TP: s.tp, Offset: rec.Offset, Value: rec.Value,
-			Detail: fmt.Sprintf("read after offset %d in the same session", s.last)})
+			Detail: fmt.Sprintf("read by a poll that returned at %v, after offset %d was read by one that returned at %v, in a session since %v",
+				at, s.last, s.lastAt, s.since)})
 	case s.last >= 0:
 		c.passOver(s, s.last, rec.Offset)
 	case s.from >= 0:
 		c.passOver(s, s.from-1, rec.Offset)
 	}
-	s.last = rec.Offset
+	s.last, s.lastAt = rec.Offset, at
 }
 
 // end closes s: records it passed over are skips, or, when it read other
@@ -475,7 +479,7 @@ func (c *checker) end(s *session, drainedTo int64) {
 // checkSessions follows each consumer's sessions through its polls.
 func (c *checker) checkSessions(h []Op) {
 	open := make(map[string]map[TP]*session)
-	start := func(proc string, tp TP, iso Isolation, from int64) *session {
+	start := func(proc string, tp TP, iso Isolation, from int64, at time.Duration) *session {
 		ss := open[proc]
 		if ss == nil {
 			ss = make(map[TP]*session)
@@ -484,7 +488,7 @@ func (c *checker) checkSessions(h []Op) {
 		if old := ss[tp]; old != nil {
 			c.end(old, -1)
 		}
-		s := &session{process: proc, tp: tp, iso: iso, from: from, last: -1, txnsRead: make(map[*txn]bool)}
+		s := &session{process: proc, tp: tp, iso: iso, from: from, last: -1, since: at, txnsRead: make(map[*txn]bool)}
 		ss[tp] = s
 		return s
 	}
@@ -501,15 +505,15 @@ func (c *checker) checkSessions(h []Op) {
 				stop(op.Process, tp, -1)
 			}
 			for _, tp := range op.Added {
-				start(op.Process, tp, op.Isolation, op.From)
+				start(op.Process, tp, op.Isolation, op.From, op.At)
 			}
 		case *Poll:
 			for _, rec := range op.Records {
 				s := open[op.Process][rec.TP]
 				if s == nil {
-					s = start(op.Process, rec.TP, op.Isolation, -1)
+					s = start(op.Process, rec.TP, op.Isolation, -1, op.Complete)
 				}
-				c.read(s, rec)
+				c.read(s, rec, op.Complete)
 			}
 		case *Drained:
 			stop(op.Process, op.TP, op.End)
