@@ -144,6 +144,11 @@ func (w *workload) clientErr(what string, err error) {
 		w.mu.errFirst[k] = w.rec.now()
 	}
 	w.mu.errs[k]++
+	if w.clientLog != nil {
+		// Whole, with its time: kgo reports data loss (and the offset
+		// it reset to) only here.
+		fmt.Fprintf(w.clientLog, "%8.3fs %s: %v\n", w.rec.now().Seconds(), what, err)
+	}
 }
 
 // rng returns the random source of the workload's n-th actor.
