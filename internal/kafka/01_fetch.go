@@ -23,7 +23,9 @@
 //   - Errors, with HighWatermark, LastStableOffset and LogStartOffset -1
 //     as Kafka sends them: UNKNOWN_TOPIC_OR_PARTITION; v13+ topics by id,
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
-//     log start or above the high watermark; v9+ CurrentLeaderEpoch is
+//     log start or above the high watermark (above the local copy's, the
+//     copy is synced with the log first: another agent may have
+//     acknowledged records this one has not applied yet); v9+ CurrentLeaderEpoch is
 //     fenced against epoch 0 (FENCED_ or UNKNOWN_LEADER_EPOCH); a store
 //     that cannot be read KAFKA_STORAGE_ERROR, bytes that disagree with
 //     the index CORRUPT_MESSAGE.
@@ -119,6 +121,18 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	f := fetchAnswer{r: r, req: req, rd: rd}
 	view := db.View()
 	f.plan(view, resp)
+	if f.pastLocalEnd(view) {
+		// Any agent serves any partition, so this copy may not have
+		// applied yet what another agent acknowledged and the consumer
+		// read there: answering OFFSET_OUT_OF_RANGE from it would make
+		// the consumer reset. Past the local end, read what every agent
+		// committed before the request; if the log cannot be reached,
+		// answer from the local copy as before.
+		if synced, _, e := syncedView(ctx, db, kerr.NotLeaderForPartition); e == nil {
+			view.Close()
+			view = synced
+		}
+	}
 	total, failed, err := f.read(ctx, view)
 	view.Close()
 	if err != nil {
@@ -215,6 +229,21 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 			f.parts = append(f.parts, part)
 		}
 	}
+}
+
+// pastLocalEnd reports whether a partition asks for an offset above its
+// high watermark in view.
+func (f *fetchAnswer) pastLocalEnd(view *meta.View) bool {
+	for i := range f.parts {
+		p := &f.parts[i]
+		if p.failed {
+			continue
+		}
+		if st, ok, err := view.Partition(p.id, p.partition); err == nil && ok && p.offset > st.HighWatermark() {
+			return true
+		}
+	}
+	return false
 }
 
 // noRecords is an empty, non-null record set. Kafka always sends records

@@ -57,9 +57,10 @@ func fencedCode(code int16, version, fencedSince int16) int16 {
 }
 
 // adminSyncTimeout bounds the Sync of the transaction requests that read
-// the coordinator state (24 verify-only, 26, 61, 65, 66), which carry no
-// timeout of their own: past it the client gets REQUEST_TIMED_OUT and
-// retries.
+// the coordinator state (24 verify-only, 26, 61, 65, 66), and of the
+// reads that must not answer from a copy behind the log (1 past the
+// local end, 23), which carry no timeout of their own: past it the
+// client gets REQUEST_TIMED_OUT and retries.
 const adminSyncTimeout = 10 * time.Second
 
 // syncedView syncs the local copy with the log and returns a View of it
