@@ -177,24 +177,36 @@ func (f *faultyS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // histAgent is one `strand serve` of a history cluster and the proxy in
-// front of it.
+// front of it. The fault schedule and the cluster's supervisor both act
+// on it, under mu.
 type histAgent struct {
-	id         int32
-	kafka      string // listen address
-	http       string
-	proxy      *faultproxy.Proxy
-	bin        string
-	args       []string
-	env        []string
-	logDir     string
+	id     int32
+	kafka  string // listen address
+	http   string
+	proxy  *faultproxy.Proxy
+	bin    string
+	args   []string
+	env    []string
+	logDir string
+
+	mu         sync.Mutex
 	starts     int
 	proc       *testproc.Proc
 	paused     bool
 	lastLogTag string
+	// killed: the schedule killed it and restarts it itself; the
+	// supervisor leaves it down.
+	killed bool
 }
 
 // start runs the agent and waits until /readyz answers 200.
 func (a *histAgent) start() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.startLocked()
+}
+
+func (a *histAgent) startLocked() error {
 	a.starts++
 	a.lastLogTag = fmt.Sprintf("agent-%d.%d.log", a.id, a.starts)
 	var id testproc.Identity
@@ -204,7 +216,7 @@ func (a *histAgent) start() error {
 	if err != nil {
 		return err
 	}
-	a.proc, a.paused = proc, false
+	a.proc, a.paused, a.killed = proc, false, false
 	deadline := time.Now().Add(startTimeout)
 	c := http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
@@ -225,11 +237,37 @@ func (a *histAgent) start() error {
 	return fmt.Errorf("agent %d not ready after %v:\n%s", a.id, startTimeout, testproc.Tail(filepath.Join(a.logDir, a.lastLogTag), 4000))
 }
 
-func (a *histAgent) kill() { a.proc.Kill() }
+// kill kills the agent with SIGKILL and leaves it down until start.
+func (a *histAgent) kill() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.killed = true
+	a.proc.Kill()
+}
 
-func (a *histAgent) pause() { a.proc.Pause(); a.paused = true }
+func (a *histAgent) pause() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.proc.Pause()
+	a.paused = true
+}
 
-func (a *histAgent) resume() { a.proc.Resume(); a.paused = false }
+// resume continues the agent if it is paused.
+func (a *histAgent) resume() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.paused {
+		a.proc.Resume()
+		a.paused = false
+	}
+}
+
+// logPath is the log file of the agent's current run.
+func (a *histAgent) logPath() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return filepath.Join(a.logDir, a.lastLogTag)
+}
 
 // histCluster is the agents of one history test and what they share.
 type histCluster struct {
@@ -238,6 +276,17 @@ type histCluster struct {
 	s3     *faultyS3 // nil with the file log: objects in the data dir
 	agents []*histAgent
 	logDir string
+
+	mu struct {
+		sync.Mutex
+		// now stamps the supervisor's notes: the history's clock, once
+		// the workload has one.
+		now func() time.Duration
+		// exits are the agents that exited on their own, and why.
+		exits []string
+		// failed is a restart that did not come up.
+		failed error
+	}
 }
 
 // histClusterOpts shape a history cluster.
@@ -285,18 +334,20 @@ func startHistCluster(t *testing.T, log *histLog, o histClusterOpts) *histCluste
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if a.paused {
-				a.resume()
-			}
+			a.resume()
 			a.kill()
 		})
 		c.agents = append(c.agents, a)
 	}
+	c.mu.now = func() time.Duration { return 0 }
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	go c.supervise(stop, stopped)
+	t.Cleanup(func() { close(stop); <-stopped })
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, a := range c.agents {
-				t.Logf("agent %d's last log (%s in %s):\n%s", a.id, a.lastLogTag, c.logDir,
-					testproc.Tail(filepath.Join(c.logDir, a.lastLogTag), 6000))
+				t.Logf("agent %d's last log (%s):\n%s", a.id, a.logPath(), testproc.Tail(a.logPath(), 6000))
 			}
 		}
 	})
@@ -312,38 +363,82 @@ func (c *histCluster) seeds() []string {
 	return out
 }
 
-// supervise restarts every agent that exited on its own (an agent exits
-// when it cannot go on, e.g. its copy of the metadata was trimmed out of
-// the log while it was stopped), as a process supervisor would, and says
-// which, with the last line each logged.
-func (c *histCluster) supervise() ([]string, error) {
-	var restarted []string
-	for _, a := range c.agents {
+// superviseEvery is how often the supervisor looks for exited agents.
+const superviseEvery = 250 * time.Millisecond
+
+// supervise restarts, until stop, every agent that exited on its own (an
+// agent exits when it cannot go on, e.g. its copy of the metadata was
+// trimmed out of the log while it could not renew its lease), as a
+// process supervisor would, and notes which, with the error it logged.
+func (c *histCluster) supervise(stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	tick := time.NewTicker(superviseEvery)
+	defer tick.Stop()
+	for {
 		select {
-		case <-a.proc.Exited():
-		default:
-			continue
+		case <-stop:
+			return
+		case <-tick.C:
 		}
-		// The reason is the last error logged; shutdown lines follow it.
-		lines := strings.Split(strings.TrimSpace(testproc.Tail(filepath.Join(c.logDir, a.lastLogTag), 8000)), "\n")
-		why := lines[len(lines)-1]
-		for _, l := range slices.Backward(lines) {
-			if strings.Contains(l, "level=ERROR") {
-				why = l
-				break
+		for _, a := range c.agents {
+			// An agent the schedule holds (starting, killing) is
+			// looked at next round.
+			if !a.mu.TryLock() {
+				continue
 			}
-		}
-		restarted = append(restarted, fmt.Sprintf("agent %d exited (%s)", a.id, why))
-		if err := a.start(); err != nil {
-			return restarted, err
+			c.restartIfExited(a)
+			a.mu.Unlock()
 		}
 	}
-	return restarted, nil
+}
+
+// restartIfExited restarts a, whose lock the caller holds, if it exited
+// on its own.
+func (c *histCluster) restartIfExited(a *histAgent) {
+	select {
+	case <-a.proc.Exited():
+	default:
+		return
+	}
+	if a.killed {
+		return
+	}
+	// The reason is the last error logged; shutdown lines follow it.
+	lines := strings.Split(strings.TrimSpace(testproc.Tail(filepath.Join(a.logDir, a.lastLogTag), 8000)), "\n")
+	why := lines[len(lines)-1]
+	for _, l := range slices.Backward(lines) {
+		if strings.Contains(l, "level=ERROR") {
+			why = l
+			break
+		}
+	}
+	err := a.startLocked()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.exits = append(c.mu.exits, fmt.Sprintf("%7.1fs agent %d exited (%s); restarted", c.mu.now().Seconds(), a.id, why))
+	if err != nil && c.mu.failed == nil {
+		c.mu.failed = err
+	}
+}
+
+// setClock makes the supervisor stamp its notes with now.
+func (c *histCluster) setClock(now func() time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.now = now
+}
+
+// exits returns the supervisor's notes, and a restart that failed.
+func (c *histCluster) exits() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.mu.exits), c.mu.failed
 }
 
 // heal undoes every fault in force: paused agents and log resumed,
-// object store and connections clean, and agents that exited restarted.
-func (c *histCluster) heal() ([]string, error) {
+// object store and connections clean. Agents that exited are the
+// supervisor's.
+func (c *histCluster) heal() {
 	if c.log.resume != nil {
 		c.log.resume()
 	}
@@ -352,9 +447,6 @@ func (c *histCluster) heal() ([]string, error) {
 	}
 	for _, a := range c.agents {
 		a.proxy.SetDelay(0)
-		if a.paused {
-			a.resume()
-		}
+		a.resume()
 	}
-	return c.supervise()
 }

@@ -167,19 +167,6 @@ type nemesis struct {
 	injected map[faultKind]int
 	// lines is what was injected when, for the summary.
 	lines []string
-	// exits are the agents that exited on their own and were restarted.
-	exits []string
-}
-
-// supervise restarts agents that exited on their own and notes them.
-func (n *nemesis) supervise() error {
-	restarted, err := n.c.supervise()
-	for _, r := range restarted {
-		line := fmt.Sprintf("%7.1fs %s; restarted", n.w.rec.now().Seconds(), r)
-		n.lines = append(n.lines, line)
-		n.exits = append(n.exits, line)
-	}
-	return err
 }
 
 // run injects faults from s until d has passed, then heals the one in
@@ -194,7 +181,7 @@ func (n *nemesis) run(s *schedule, d time.Duration) error {
 		if !time.Now().Before(deadline) {
 			break
 		}
-		if err := n.supervise(); err != nil {
+		if _, err := n.c.exits(); err != nil {
 			return err
 		}
 		n.injected[f.kind]++

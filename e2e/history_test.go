@@ -168,6 +168,7 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	createTopic(t, seed, histTxnTopic, histPartitions)
 
 	w := newWorkload(t, c.seeds(), run.seed, histRate)
+	c.setClock(w.rec.now)
 	clientLog, err := os.Create(filepath.Join(c.logDir, "clients.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -184,13 +185,7 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 		time.Sleep(run.duration)
 	}
 	healedAt := w.rec.now()
-	restarted, err := c.heal()
-	for _, r := range restarted {
-		n.exits = append(n.exits, fmt.Sprintf("%7.1fs %s; restarted", w.rec.now().Seconds(), r))
-	}
-	if err != nil {
-		t.Fatalf("healing the cluster: %v", err)
-	}
+	c.heal()
 	w.stopProducers()
 
 	// Each wait has its own bound: a deadlock guard, not an expectation.
@@ -200,13 +195,13 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 		return ctx
 	}
 	tps := histTPs()
-	ends, err := settledEnds(phase(), t, seed, tps)
+	ends, err := settledEnds(phase(), t, c.seeds(), tps)
 	if err != nil {
 		t.Errorf("transactions did not settle: %v", err)
 	}
 	lasts := make(map[history.Isolation]map[history.TP]int64)
 	for _, iso := range []history.Isolation{history.ReadUncommitted, history.ReadCommitted} {
-		if lasts[iso], err = lastVisible(phase(), t, seed, tps, iso); err != nil {
+		if lasts[iso], err = lastVisible(phase(), t, c.seeds(), tps, iso); err != nil {
 			t.Fatalf("reading the partitions' ends: %v", err)
 		}
 		if err := w.drain(phase(), iso, ends, lasts[iso]); err != nil {
@@ -225,14 +220,18 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	if c.s3 != nil {
 		s3 = fmt.Sprintf("; object store: %d requests, %d failed by the fault handler", c.s3.requests.Load(), c.s3.failed.Load())
 	}
+	exitLines, err := c.exits()
+	if err != nil {
+		t.Errorf("an agent that exited did not come back: %v", err)
+	}
 	exits := "none"
-	if len(n.exits) > 0 {
-		exits = "\n" + strings.Join(n.exits, "\n")
+	if len(exitLines) > 0 {
+		exits = "\n" + strings.Join(exitLines, "\n")
 	}
 	t.Logf("history on %s (STRAND_HISTORY_SEED=%d): %v of workload, then %v to heal, quiesce and drain\nfaults injected: %s%s\nagents that exited on their own: %s\nclient errors: %s\nchecked: %s",
 		run.backend, run.seed, healedAt.Round(time.Second), (w.rec.now() - healedAt).Round(time.Second),
 		n.summary(), s3, exits, w.errSummary(), rep.Summary())
-	for _, e := range n.exits {
+	for _, e := range exitLines {
 		// Waking below the log's trim point after a pause past the
 		// lease is the one way out an agent is expected to take here
 		// (TestTrimmedOutAgentExits).
@@ -241,7 +240,7 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 		}
 	}
 	if !rep.Valid() || testing.Verbose() {
-		t.Logf("fault schedule:\n%s", strings.Join(n.lines, "\n"))
+		t.Logf("fault schedule:\n%s", strings.Join(slices.Concat(n.lines, exitLines), "\n"))
 	}
 	return rep
 }
@@ -260,8 +259,8 @@ func histTPs() []history.TP {
 // settledEnds waits until every partition's last stable offset is its
 // high watermark (every transaction ended, by its producer or by the
 // transaction timeout) and returns the high watermarks.
-func settledEnds(ctx context.Context, t *testing.T, addr string, tps []history.TP) (map[history.TP]int64, error) {
-	adm := kadm.NewClient(newClient(t, addr))
+func settledEnds(ctx context.Context, t *testing.T, seeds []string, tps []history.TP) (map[history.TP]int64, error) {
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	for {
 		hwm, err1 := adm.ListEndOffsets(ctx, histPlainTopic, histTxnTopic)
 		lso, err2 := adm.ListCommittedOffsets(ctx, histPlainTopic, histTxnTopic)
@@ -292,9 +291,9 @@ func settledEnds(ctx context.Context, t *testing.T, addr string, tps []history.T
 // consumer at iso must deliver (-1: none), read with raw Fetch requests
 // and the read_committed filtering a client does, so the drains know
 // when they are done without trusting what they are checking.
-func lastVisible(ctx context.Context, t *testing.T, addr string, tps []history.TP, iso history.Isolation) (map[history.TP]int64, error) {
+func lastVisible(ctx context.Context, t *testing.T, seeds []string, tps []history.TP, iso history.Isolation) (map[history.TP]int64, error) {
 	// Capped at 2.8 so Fetch stays below v13, which names topics by id.
-	cl := newClient(t, addr, kgo.MaxVersions(kversion.V2_8_0()))
+	cl := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.MaxVersions(kversion.V2_8_0()))
 	out := make(map[history.TP]int64)
 	for _, tp := range tps {
 		last, off := int64(-1), int64(0)
