@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -45,6 +46,20 @@ type histLog struct {
 	// without losing what it holds (dynalite keeps it in memory).
 	kill    func()
 	restart func() error
+	// died is closed if the server exits on its own (nil: not watched),
+	// and output says what it last wrote.
+	died   <-chan struct{}
+	output func() string
+}
+
+// check reports a log server that died under the run.
+func (l *histLog) check() error {
+	select {
+	case <-l.died:
+		return fmt.Errorf("the %s server exited; its last output:\n%s", l.name, l.output())
+	default:
+		return nil
+	}
 }
 
 // startHistLog starts a private server of backend (postgres, etcd,
@@ -79,7 +94,7 @@ func startHistLog(t *testing.T, backend string) *histLog {
 		srv := dynalitetest.Start(t)
 		t.Cleanup(srv.Resume)
 		return &histLog{name: backend, url: fmt.Sprintf("dynamodb://strand-history/h?endpoint=%s&region=%s", srv.Endpoint, dynalitetest.Region),
-			pause: srv.Pause, resume: srv.Resume}
+			pause: srv.Pause, resume: srv.Resume, died: srv.Exited(), output: srv.Stderr}
 	case "file":
 		return &histLog{name: backend}
 	}
@@ -197,6 +212,10 @@ type histAgent struct {
 	// killed: the schedule killed it and restarts it itself; the
 	// supervisor leaves it down.
 	killed bool
+	// retryAt is when the supervisor may try again after a restart
+	// that did not come up, and backoff the wait after the next one.
+	retryAt time.Time
+	backoff time.Duration
 }
 
 // start runs the agent and waits until /readyz answers 200.
@@ -284,8 +303,6 @@ type histCluster struct {
 		now func() time.Duration
 		// exits are the agents that exited on their own, and why.
 		exits []string
-		// failed is a restart that did not come up.
-		failed error
 	}
 }
 
@@ -400,7 +417,7 @@ func (c *histCluster) restartIfExited(a *histAgent) {
 	default:
 		return
 	}
-	if a.killed {
+	if a.killed || time.Now().Before(a.retryAt) {
 		return
 	}
 	// The reason is the last error logged; shutdown lines follow it.
@@ -413,12 +430,21 @@ func (c *histCluster) restartIfExited(a *histAgent) {
 		}
 	}
 	err := a.startLocked()
+	if err != nil {
+		// As a process supervisor would: back off, so an agent that
+		// cannot start (its log server is gone) does not spin.
+		a.backoff = min(max(2*a.backoff, time.Second), 30*time.Second)
+		a.retryAt = time.Now().Add(a.backoff)
+	} else {
+		a.backoff = 0
+	}
+	note := fmt.Sprintf("agent %d exited (%s); restarted", a.id, why)
+	if err != nil {
+		note = fmt.Sprintf("agent %d exited (%s); restart failed, next in %v: %v", a.id, why, a.backoff, err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.exits = append(c.mu.exits, fmt.Sprintf("%7.1fs agent %d exited (%s); restarted", c.mu.now().Seconds(), a.id, why))
-	if err != nil && c.mu.failed == nil {
-		c.mu.failed = err
-	}
+	c.mu.exits = append(c.mu.exits, fmt.Sprintf("%7.1fs %s", c.mu.now().Seconds(), note))
 }
 
 // setClock makes the supervisor stamp its notes with now.
@@ -428,11 +454,36 @@ func (c *histCluster) setClock(now func() time.Duration) {
 	c.mu.now = now
 }
 
-// exits returns the supervisor's notes, and a restart that failed.
-func (c *histCluster) exits() ([]string, error) {
+// exits returns the supervisor's notes.
+func (c *histCluster) exits() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.mu.exits), c.mu.failed
+	return slices.Clone(c.mu.exits)
+}
+
+// waitUp waits until every agent runs, the supervisor having restarted
+// those that exited, or ctx ends.
+func (c *histCluster) waitUp(ctx context.Context) error {
+	for {
+		var down []int32
+		for _, a := range c.agents {
+			a.mu.Lock()
+			select {
+			case <-a.proc.Exited():
+				down = append(down, a.id)
+			default:
+			}
+			a.mu.Unlock()
+		}
+		if len(down) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("agents %v still down: %w", down, ctx.Err())
+		case <-time.After(superviseEvery):
+		}
+	}
 }
 
 // heal undoes every fault in force: paused agents and log resumed,

@@ -181,7 +181,7 @@ func (n *nemesis) run(s *schedule, d time.Duration) error {
 		if !time.Now().Before(deadline) {
 			break
 		}
-		if _, err := n.c.exits(); err != nil {
+		if err := n.c.log.check(); err != nil {
 			return err
 		}
 		n.injected[f.kind]++

@@ -186,6 +186,9 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	}
 	healedAt := w.rec.now()
 	c.heal()
+	if err := log.check(); err != nil {
+		t.Fatal(err)
+	}
 	w.stopProducers()
 
 	// Each wait has its own bound: a deadlock guard, not an expectation.
@@ -193,6 +196,9 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 		ctx, cancel := context.WithTimeout(context.Background(), histWaitTimeout)
 		t.Cleanup(cancel)
 		return ctx
+	}
+	if err := c.waitUp(phase()); err != nil {
+		t.Errorf("after healing: %v", err)
 	}
 	tps := histTPs()
 	ends, err := settledEnds(phase(), t, c.seeds(), tps)
@@ -220,10 +226,7 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 	if c.s3 != nil {
 		s3 = fmt.Sprintf("; object store: %d requests, %d failed by the fault handler", c.s3.requests.Load(), c.s3.failed.Load())
 	}
-	exitLines, err := c.exits()
-	if err != nil {
-		t.Errorf("an agent that exited did not come back: %v", err)
-	}
+	exitLines := c.exits()
 	exits := "none"
 	if len(exitLines) > 0 {
 		exits = "\n" + strings.Join(exitLines, "\n")
