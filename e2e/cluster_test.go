@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/testservers/dynalitetest"
 	"github.com/strandkafka/strand/internal/testservers/etcdtest"
 )
@@ -165,7 +165,7 @@ func runClusterOn(t *testing.T, logURL, objURL string) {
 	// partitions and offsets committed, or it tests a coordinator that
 	// only had a pending JoinGroup.
 	waitFor(t, seen.running(members), "both members to hold partitions and commit")
-	victim := group.OwnerOf(groupID, all)
+	victim := placement.OwnerOf(groupID, all)
 	var alive []int32
 	for _, id := range all {
 		if id != victim {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -401,43 +400,10 @@ func (k kcatRunner) run(t *testing.T, stdin []byte, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, k.path, append([]string{"-b", k.addr, "-m", "10"}, args...)...)
-	if stdin != nil {
-		cmd.Stdin = strings.NewReader(string(stdin))
+	isProtoErr := func(line string) bool {
+		return strings.Contains(line, "PROTOERR") || strings.Contains(line, "Protocol parse failure")
 	}
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("kcat: %v", err)
-	}
-	var (
-		mu       sync.Mutex
-		errLines []string
-		protoErr string
-	)
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			mu.Lock()
-			errLines = append(errLines, line)
-			if protoErr == "" && (strings.Contains(line, "PROTOERR") || strings.Contains(line, "Protocol parse failure")) {
-				protoErr = line
-				cmd.Process.Kill()
-			}
-			mu.Unlock()
-		}
-	}()
-	<-scanned
-	err = cmd.Wait()
-	mu.Lock()
-	defer mu.Unlock()
+	stdout, errLines, protoErr, err := k.exec(ctx, t, stdin, isProtoErr, append([]string{"-m", "10"}, args...)...)
 	switch {
 	case protoErr != "":
 		t.Fatalf("kcat %s: librdkafka reported a protocol error from the agent:\n%s\nstderr:\n%s",
@@ -447,7 +413,39 @@ func (k kcatRunner) run(t *testing.T, stdin []byte, args ...string) string {
 	case err != nil:
 		t.Fatalf("kcat %s: %v\nstderr:\n%s", strings.Join(args, " "), err, tail(errLines, 20))
 	}
-	return stdout.String()
+	return stdout
+}
+
+// exec runs kcat with stdin until it exits, ctx ends, or a line of its
+// stderr satisfies stopAt, which kills it. It returns what kcat wrote to
+// stdout, its stderr lines, the line that stopped it ("" if none), and
+// the error of its exit.
+func (k kcatRunner) exec(ctx context.Context, t *testing.T, stdin []byte, stopAt func(line string) bool, args ...string) (stdout string, errLines []string, stoppedAt string, err error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, k.path, append([]string{"-b", k.addr}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = strings.NewReader(string(stdin))
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("kcat: %v", err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		errLines = append(errLines, line)
+		if stoppedAt == "" && stopAt(line) {
+			stoppedAt = line
+			cmd.Process.Kill()
+		}
+	}
+	err = cmd.Wait()
+	return out.String(), errLines, stoppedAt, err
 }
 
 func tail(lines []string, n int) string {

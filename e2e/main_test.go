@@ -1,8 +1,9 @@
 // Package e2e runs whole Strand agents against real clients: franz-go, the
 // strand CLI, kcat (librdkafka) and kafka-python, plus a kill -9 crash
 // loop of the real binary, raw bad input on the wire, and the
-// Jepsen-style history tests (history_test.go). It holds tests only. Tests that need a client tool skip when it is missing, except
-// under CI=true, where they fail: scripts/test installs the tools.
+// Jepsen-style history tests (history_test.go). It holds tests only.
+// Tests that need a client tool skip when it is missing, except under
+// CI=true, where they fail: scripts/test installs the tools.
 package e2e
 
 import (
@@ -363,8 +364,15 @@ const servingLine = `msg="strand agent serving"`
 // test fails.
 func startProcess(t testing.TB, httpAddr string, args ...string) *agentProcess {
 	t.Helper()
+	return startBinary(t, strandBinary(t), httpAddr, args...)
+}
+
+// startBinary is startProcess for the strand binary at bin (an older
+// build, say).
+func startBinary(t testing.TB, bin, httpAddr string, args ...string) *agentProcess {
+	t.Helper()
 	// The serving line is logged at info, whatever STRAND_LOG_LEVEL says.
-	cmd := exec.Command(strandBinary(t), append([]string{"serve", "--log-level", "info"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--log-level", "info"}, args...)...)
 	pr, pw := io.Pipe()
 	p := &agentProcess{cmd: cmd, stderr: new(lockedBuffer), exited: make(chan struct{})}
 	cmd.Stderr = pw

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/kafka"
 )
 
 func newServeCmd() *cobra.Command {
@@ -39,9 +41,38 @@ the command line wins.`,
 			if cfg.GroupInitialRebalanceDelay == 0 {
 				cfg.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none", Config's is "default"
 			}
+			goMemLimit, goMemLimitSet := os.LookupEnv("GOMEMLIMIT")
+			goMemLimitSet = goMemLimitSet && goMemLimit != "off"
+			if goMemLimitSet && !cmd.Flags().Changed("memory-budget") {
+				n, err := agent.ParseBytes(goMemLimit)
+				if err != nil {
+					return fmt.Errorf("GOMEMLIMIT as the memory budget: %w", err)
+				}
+				cfg.MemoryBudget = n
+			}
+			// Kafka's 0s, which Config spells differently since its 0 is
+			// "default".
+			switch {
+			case cfg.MaxConnectionsPerIP < 0:
+				return fmt.Errorf("max-connections-per-ip %d: must not be negative", cfg.MaxConnectionsPerIP)
+			case cfg.MaxConnectionsPerIP == 0:
+				cfg.MaxConnectionsPerIP = kafka.NoConnsPerIP
+			}
+			if cfg.ConnectionsMaxIdle == 0 {
+				cfg.ConnectionsMaxIdle = -1
+			}
+			if cfg.MaxConnections < 1 {
+				return fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections)
+			}
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
+			}
+			if !goMemLimitSet {
+				// The collector works for the budget: it collects
+				// harder as the heap nears it instead of letting the
+				// process pass it (agent/memory.go).
+				debug.SetMemoryLimit(agent.SplitMemory(cfg.MemoryBudget).GoMemoryLimit)
 			}
 			return agent.Run(cmd.Context(), cfg, logger)
 		},
@@ -58,7 +89,7 @@ the command line wins.`,
 	f.IntVar(&cfg.FlushBytes, "flush-bytes", agent.DefaultFlushBytes, "buffered bytes that cut a data object early")
 	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata and Produce requests")
 	f.Int32Var(&cfg.DefaultPartitions, "default-partitions", agent.DefaultPartitions, "partitions of auto-created topics and of CreateTopics with -1")
-	f.Int16Var(&cfg.TransactionVersion, "transaction-version", 2, "transaction.version feature level told to clients: 2 (KIP-890 part 2, an epoch bump per transaction) or 1")
+	f.Int16Var(&cfg.TransactionVersion, "transaction-version", 2, "transaction.version feature level a new cluster starts at: 2 (KIP-890 part 2, an epoch bump per transaction) or 1; later `strand features` changes it")
 	f.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", group.DefaultInitialRebalanceDelay, "how long the first rebalance of an empty group waits for more members (0: none)")
 	f.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", group.DefaultMinSessionTimeout, "shortest session timeout a classic group member may ask for")
 	f.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", group.DefaultMaxSessionTimeout, "longest session timeout a classic group member may ask for")
@@ -66,10 +97,19 @@ the command line wins.`,
 	f.DurationVar(&cfg.OffsetsRetention, "offsets-retention", group.DefaultOffsetRetention, "how long committed offsets of an empty group (or of a topic it no longer reads) are kept")
 	f.DurationVar(&cfg.ConsumerGroupSessionTimeout, "consumer-group-session-timeout", group.DefaultConsumerSessionTimeout, "session timeout of KIP-848 consumer group members")
 	f.DurationVar(&cfg.ConsumerGroupHeartbeatInterval, "consumer-group-heartbeat-interval", group.DefaultConsumerHeartbeatInterval, "heartbeat interval of KIP-848 consumer group members")
+	f.IntVar(&cfg.MaxConnections, "max-connections", kafka.DefaultMaxConns, "most open Kafka client connections; one more is closed at accept")
+	f.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", kafka.DefaultMaxConnsPerIP, "most open Kafka connections from one client address (0: only the addresses in --max-connections-per-ip-overrides)")
+	f.StringVar(&cfg.MaxConnectionsPerIPOverrides, "max-connections-per-ip-overrides", "", "per-address exceptions to --max-connections-per-ip, as addr:n,addr:n (IP addresses)")
+	f.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", kafka.DefaultIdleTimeout, "close a Kafka connection that has sent nothing and is owed nothing for this long (0: never)")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent; must be unique among the agents sharing one --log")
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
 	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")
+	cfg.MemoryBudget = agent.DefaultMemoryBudget
+	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
+	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
+	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
+	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: unlimited)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

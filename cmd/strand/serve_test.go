@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +29,18 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "heartbeat not below session", args: []string{"--consumer-group-heartbeat-interval", "45s"}, wantErr: "consumer-group-heartbeat-interval"},
 		{name: "transaction version", args: []string{"--transaction-version", "3"}, wantErr: "transaction-version"},
 		{name: "bad env value", env: map[string]string{"STRAND_FLUSH_INTERVAL": "soon"}, wantErr: "STRAND_FLUSH_INTERVAL"},
+		{name: "memory budget too small", args: []string{"--memory-budget", "100MiB"}, wantErr: "memory-budget 100MiB"},
+		{name: "memory budget not a size", args: []string{"--memory-budget", "lots"}, wantErr: "memory-budget"},
+		{name: "memory budget from env", env: map[string]string{"STRAND_MEMORY_BUDGET": "1MiB"}, wantErr: "memory-budget 1MiB"},
+		{name: "memory budget from GOMEMLIMIT", env: map[string]string{"GOMEMLIMIT": "64MiB"}, wantErr: "memory-budget"},
+		{name: "topic partition limit above 65536", args: []string{"--max-partitions-per-topic", "70000"}, wantErr: "max-partitions-per-topic"},
+		{name: "cluster partition limit", args: []string{"--max-partitions", "-1"}, wantErr: "max-partitions -1"},
+		{name: "fetch rate not a size", args: []string{"--max-fetch-bytes-per-sec", "fast"}, wantErr: "max-fetch-bytes-per-sec"},
+		{name: "no connections", args: []string{"--max-connections", "0"}, wantErr: "max-connections 0: must be at least 1"},
+		{name: "negative connections per IP", args: []string{"--max-connections-per-ip", "-1"}, wantErr: "max-connections-per-ip -1: must not be negative"},
+		{name: "no connections per IP, no overrides", args: []string{"--max-connections-per-ip", "0"}, wantErr: "admits nobody without max-connections-per-ip-overrides"},
+		{name: "host name override", args: []string{"--max-connections-per-ip-overrides", "kafka.example:5"}, wantErr: `max-connections-per-ip-overrides: "kafka.example:5"`},
+		{name: "connections per IP from env", env: map[string]string{"STRAND_MAX_CONNECTIONS_PER_IP": "-3"}, wantErr: "max-connections-per-ip -3"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
 		{
 			name:    "flag wins over env",
@@ -117,4 +133,42 @@ func (w *notifyWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.mu.b.String()
+}
+
+// TestServeConnectionsMaxIdle runs serve with --connections-max-idle and
+// checks an idle Kafka connection is closed.
+func TestServeConnectionsMaxIdle(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "",
+		"--connections-max-idle", "200ms"})
+	logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
+	root.SetErr(logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case <-logs.matched:
+	case err := <-done:
+		done <- err // for the deferred wait
+		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve not serving after 30s\n%s", logs)
+	}
+	m := regexp.MustCompile(`msg="strand agent serving" kafka=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no Kafka address logged:\n%s", logs)
+	}
+	c, err := net.DialTimeout("tcp", m[1], 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n > 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("read on an idle connection: %d bytes, %v; want EOF", n, err)
+	}
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
@@ -26,6 +28,7 @@ import (
 //	POST /v1/snapshot     SnapshotTakenStatus out: a metadata snapshot
 //	                      taken now, and the log trimmed below it (or
 //	                      below a live agent that has not applied that far)
+//	POST /v1/storage/verify  see admin_verify.go
 const (
 	PathLogStatus  = "/v1/log/status"
 	PathLogMigrate = "/v1/log/migrate"
@@ -84,6 +87,10 @@ type AgentLease struct {
 	// ends after the log clock of the answering agent's copy.
 	Expires time.Time `json:"expires"`
 	Live    bool      `json:"live"`
+	// Features are the levels the agent's build supports, as its newest
+	// renewal reported them (from strand.metadata.version 2), by name:
+	// "min-max". Empty for an agent registered at level 1.
+	Features map[string]string `json:"features,omitempty"`
 }
 
 // ChainStatus is the VirtualLog's chain of segments, passwords redacted.
@@ -163,6 +170,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.handleLogStatus))
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
+	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers
@@ -196,16 +204,16 @@ func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
 		Agent: AgentStatus{
 			WriterID:    a.replica.WriterID(),
 			Incarnation: a.replica.Incarnation(),
-			Applied:     uint64(a.replica.Applied()),
+			Applied:     uint64(a.replica.NextToApply()),
 		},
 	}
 	if st.Agents, err = a.agentLeases(); err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Errorf("agent table: %w", err))
 		return
 	}
-	snap, err := meta.LatestSnapshot(ctx, a.store, SnapshotPrefix)
+	snap, err := replica.LatestSnapshot(ctx, a.store, SnapshotPrefix)
 	switch {
-	case errors.Is(err, meta.ErrNoSnapshot):
+	case errors.Is(err, replica.ErrNoSnapshot):
 	case err != nil:
 		st.SnapshotError = err.Error()
 	default:
@@ -236,10 +244,17 @@ func (a *Agent) agentLeases() ([]AgentLease, error) {
 }
 
 func agentLease(ag meta.AgentInfo) AgentLease {
-	return AgentLease{
+	l := AgentLease{
 		NodeID: ag.NodeID, AgentID: ag.AgentID, Host: ag.Host, Port: ag.Port,
 		Applied: uint64(ag.Applied), Expires: time.UnixMilli(ag.Expires).UTC(),
 	}
+	for _, f := range ag.Features {
+		if l.Features == nil {
+			l.Features = map[string]string{}
+		}
+		l.Features[f.Name] = fmt.Sprintf("%d-%d", f.Min, f.Max)
+	}
+	return l
 }
 
 func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {
@@ -267,8 +282,11 @@ func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {
 	err = a.log.Reconfigure(ctx, req.To)
 	took := time.Since(start)
 	if err != nil {
-		a.logger.Error("log migration failed", "to", to, "err", err, "duration", took)
-		writeError(w, migrateErrorStatus(err), fmt.Errorf("migrate to %s: %w", to, err))
+		// The log's errors name the URLs they met as given, passwords
+		// and all.
+		msg := redactURLsIn(err.Error(), append(segmentURLs(old), req.To)...)
+		a.logger.Error("log migration failed", "to", to, "err", msg, "duration", took)
+		writeError(w, migrateErrorStatus(err), fmt.Errorf("migrate to %s: %s", to, msg))
 		return
 	}
 	next := a.log.Chain()
@@ -343,7 +361,7 @@ func chainStatus(c sharedlog.Chain, tail sharedlog.Pos) ChainStatus {
 	return cs
 }
 
-func snapshotStatus(s meta.SnapshotInfo) SnapshotStatus {
+func snapshotStatus(s replica.SnapshotInfo) SnapshotStatus {
 	return SnapshotStatus{Pos: uint64(s.Pos), Key: s.Key, CreatedAt: s.CreatedAt, Files: s.Files, Bytes: s.Bytes}
 }
 
@@ -375,6 +393,29 @@ func RedactURL(raw string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
+}
+
+// redactURLsIn returns msg with each of urls, bare or as %q quotes it,
+// shown as RedactURL shows it.
+func redactURLsIn(msg string, urls ...string) string {
+	for _, u := range urls {
+		red := RedactURL(u)
+		if red == u {
+			continue
+		}
+		quoted := strconv.Quote(u)
+		msg = strings.ReplaceAll(msg, quoted[1:len(quoted)-1], red)
+		msg = strings.ReplaceAll(msg, u, red)
+	}
+	return msg
+}
+
+func segmentURLs(c sharedlog.Chain) []string {
+	urls := make([]string, len(c.Segments))
+	for i, s := range c.Segments {
+		urls[i] = s.URL
+	}
+	return urls
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

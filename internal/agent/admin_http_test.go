@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
@@ -148,7 +150,7 @@ func TestLogStatus(t *testing.T) {
 	createTopic(t, a.KafkaAddr(), topic, 2)
 	first := records(topic, 2, 20, "a")
 	produce(t, a.KafkaAddr(), first)
-	applied := a.Replica().Applied()
+	applied := a.Replica().NextToApply()
 
 	code, raw := adminCall(t, http.MethodGet, a.HTTPAddr(), agent.PathLogStatus, "")
 	if code != http.StatusOK {
@@ -342,6 +344,55 @@ func TestLogMigrateErrors(t *testing.T) {
 	checkRoundTrip(t, a.KafkaAddr())
 }
 
+// TestLogMigrateUnreachable is issue 19's defect 6: a migration onto a
+// PostgreSQL that refuses connections is answered with 502 and the
+// reason (the password hidden), and leaves the stored chain as it was,
+// its active segment unsealed and taking records.
+func TestLogMigrateUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	a := start(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	ms, err := sharedlog.OpenFileMetaStore(filepath.Join(dir, "log", "chain.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := ms.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := fmt.Sprintf("postgres://strand:hunter2-secret@%s/strand?log=unreachable", ln.Addr())
+	ln.Close() // nothing listens there now
+
+	body, _ := json.Marshal(agent.MigrateRequest{To: to})
+	code, raw := adminCall(t, http.MethodPost, a.HTTPAddr(), agent.PathLogMigrate, string(body))
+	var eb agent.ErrorBody
+	if err := json.Unmarshal(raw, &eb); err != nil {
+		t.Fatalf("answer %d %s is not an error body: %v", code, raw, err)
+	}
+	if code != http.StatusBadGateway || !strings.Contains(eb.Error, "connection refused") {
+		t.Errorf("migrate to an unreachable PostgreSQL: %d %q, want 502 saying the connection was refused", code, eb.Error)
+	}
+	if strings.Contains(eb.Error, "hunter2") {
+		t.Errorf("the error shows the password: %q", eb.Error)
+	}
+	after, err := ms.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("stored chain %+v after the refused migration, was %+v", after, before)
+	}
+	if st := logStatus(t, a.HTTPAddr()); st.Sealed || st.Chain.Version != before.Version {
+		t.Errorf("status after the refused migration: %+v (sealed %v)", st.Chain, st.Sealed)
+	}
+	checkRoundTrip(t, a.KafkaAddr())
+}
+
 // checkRoundTrip produces one record and reads it back.
 func checkRoundTrip(t *testing.T, addr string) {
 	t.Helper()
@@ -421,7 +472,7 @@ func TestPeriodicSnapshots(t *testing.T) {
 	createTopic(t, a.KafkaAddr(), topic, 1)
 	rs := records(topic, 1, 10, "v")
 	produce(t, a.KafkaAddr(), rs)
-	applied := a.Replica().Applied()
+	applied := a.Replica().NextToApply()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	// Snapshots taken before the produce may be at lower positions; wait
@@ -597,7 +648,7 @@ func TestLogStatusAgents(t *testing.T) {
 	} else if taken.TrimPoint != taken.Snapshot.Pos {
 		t.Errorf("snapshot %+v: trim point neither the snapshot's nor held by an agent", taken)
 	}
-	if bApplied := uint64(b.Replica().Applied()); taken.TrimPoint > bApplied {
+	if bApplied := uint64(b.Replica().NextToApply()); taken.TrimPoint > bApplied {
 		t.Errorf("log trimmed at %d, past live agent b at %d", taken.TrimPoint, bApplied)
 	}
 	more := records(topic, 2, 10, "b")

@@ -4,6 +4,16 @@
 // admin API of admin_http.go) and the metadata snapshots. It owns start-up
 // order and graceful shutdown, nothing else: every piece it starts lives
 // in its own package.
+//
+// # Time
+//
+// The agent has one clock (package clock): the wall clock, unless a test
+// sets another (SetClock in export_test.go). It hands it to every piece
+// that keeps time: the VirtualLog, the replica (whose entry stamps are
+// all the time apply sees), the produce pipeline, the group coordinator
+// and the Kafka handlers. The agent's own periodic work (lease renewals,
+// snapshots, the transaction sweep) ticks on the wall clock: the tests
+// that need it drive those steps by hand instead.
 package agent
 
 import (
@@ -25,21 +35,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/txn"
 )
-
-// readCacheBytes bounds the fetch read cache. The agent's own objects go
-// in it as they are written, so consumers that keep up never touch the
-// object store.
-const readCacheBytes = 256 << 20
 
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
 type Agent struct {
@@ -49,7 +59,7 @@ type Agent struct {
 	metrics  *metrics
 	store    *objstore.Counting
 	log      *sharedlog.VirtualLog
-	replica  *meta.Replica
+	replica  *replica.Replica
 	pipeline *produce.Pipeline
 	groups   *group.Coordinator
 	server   *kafka.Server
@@ -61,11 +71,19 @@ type Agent struct {
 	httpSrv  *http.Server
 	serveErr chan error
 	ready    atomic.Bool
+	// appends says whether the shared log takes appends (failstop.go).
+	appends appendHealth
 
 	// snapshots takes the metadata snapshots (snapshot.go).
 	snapshots *snapshotter
-	// txns aborts timed-out transactions (txnsweep.go).
-	txns *txnSweeper
+	// txns is the transaction coordinator; its sweep aborts timed-out
+	// transactions.
+	txns *txn.Coordinator
+	// damage records the damaged data objects reads and storage
+	// verification meet.
+	damage *fetch.DamageLog
+	// verify is the running storage verification (admin_verify.go).
+	verify verifyJob
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -97,7 +115,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 // ensureInternalTopics creates __consumer_offsets on a new cluster
 // (kafka/internal_topics.go). Every agent checks at start; when two race,
 // one gets TOPIC_ALREADY_EXISTS, which is fine.
-func ensureInternalTopics(ctx context.Context, r *meta.Replica) error {
+func ensureInternalTopics(ctx context.Context, r *replica.Replica) error {
 	v := r.View()
 	_, ok, err := v.Topic(kafka.ConsumerOffsetsTopic)
 	v.Close()
@@ -150,7 +168,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
-	vlog, err := logurl.OpenVirtual(ctx, cfg.Log, sharedlog.VirtualOptions{})
+	clk := clock.OrReal(cfg.testing.clock)
+	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{Clock: clk}, logurl.Options{
+		File: filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("shared log %s: %w", cfg.Log, err)
 	}
@@ -159,13 +180,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := restoreIfEmpty(ctx, metaDir, a.store, vlog, logger); err != nil {
 		return nil, err
 	}
-	metaCfg := meta.Config{
+	metaCfg := replica.Config{
 		Dir:      metaDir,
-		Log:      timedLog{VirtualLog: vlog, m: a.metrics},
+		Log:      timedLog{VirtualLog: vlog, m: a.metrics, health: &a.appends},
 		WriterID: agentID,
 		Logger:   logger.With("component", "meta"),
+		FS:       cfg.testing.metaFS,
+		FailStop: a.failStop,
+		Clock:    clk,
 	}
-	a.replica, err = meta.Open(ctx, metaCfg)
+	a.replica, err = replica.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
 		// This copy stopped below the log's trim point (it was down
 		// while other agents snapshotted and trimmed the shared log):
@@ -180,24 +204,34 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		if err := restoreIfEmpty(ctx, metaDir, a.store, vlog, logger); err != nil {
 			return nil, err
 		}
-		a.replica, err = meta.Open(ctx, metaCfg)
+		a.replica, err = replica.Open(ctx, metaCfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("metadata replica: %w", err)
 	}
+	if err := checkFeatures(a.replica); err != nil {
+		return nil, err
+	}
 	a.registerReplicaMetrics()
 	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
 
-	cache := fetch.NewCache(readCacheBytes)
+	// The read cache takes the agent's own objects as they are written,
+	// so consumers that keep up never touch the object store.
+	mem := SplitMemory(cfg.MemoryBudget)
+	cache := fetch.NewCache(mem.ReadCache)
+	a.damage = fetch.NewDamageLog(logger.With("component", "fetch"))
+	a.metrics.reg.MustRegister(newDamageCollector(a.damage))
 	a.pipeline, err = produce.New(produce.Config{
-		Store:         a.store,
-		Replica:       a.replica,
-		AgentID:       agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
-		FlushInterval: cfg.FlushInterval,
-		FlushBytes:    cfg.FlushBytes,
-		Cache:         cache,
-		Logger:        logger.With("component", "produce"),
-		Observer:      produceObserver{m: a.metrics},
+		MaxBufferedBytes: mem.ProduceBuffer,
+		Store:            a.store,
+		Replica:          a.replica,
+		AgentID:          agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
+		FlushInterval:    cfg.FlushInterval,
+		FlushBytes:       cfg.FlushBytes,
+		Cache:            cache,
+		Logger:           logger.With("component", "produce"),
+		Observer:         produceObserver{m: a.metrics},
+		Clock:            clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("produce pipeline: %w", err)
@@ -212,10 +246,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 
-	// Registering fixes the cluster id on a new log and puts this agent
-	// in every agent's Metadata; the lease is renewed until Stop.
+	// A new cluster starts at this build's highest feature levels,
+	// before anyone registers; then registering fixes the cluster id on
+	// a new log and puts this agent in every agent's Metadata; the lease
+	// is renewed until Stop. The heartbeat carries this build's ranges
+	// from strand.metadata.version 2 on.
+	if err := bootstrapFeatures(ctx, a.replica, cfg.TransactionVersion, logger); err != nil {
+		return nil, err
+	}
 	a.members = newMembership(a.replica, meta.AgentHeartbeat{
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
+		Features: meta.SupportedFeatures(),
 	}, logger.With("component", "membership"))
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
@@ -241,28 +282,55 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 		Logger:                    logger.With("component", "group"),
+		Clock:                     clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	a.txns, err = txn.New(txn.Config{
+		Store:     a.replica,
+		NodeID:    cfg.NodeID,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Clock:     clk,
+		Logger:    logger.With("component", "txn"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transaction coordinator: %w", err)
+	}
+	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
+	}
 	a.server, err = kafka.New(kafka.Config{
-		Logger:   logger.With("component", "kafka"),
-		Observer: kafkaObserver{m: a.metrics},
+		Logger:                 logger.With("component", "kafka"),
+		Observer:               kafkaObserver{m: a.metrics},
+		MaxConns:               cfg.MaxConnections,
+		MaxConnsPerIP:          cfg.MaxConnectionsPerIP,
+		MaxConnsPerIPOverrides: perIPOverrides,
+		IdleTimeout:            cfg.ConnectionsMaxIdle,
+		MaxRequestBytes:        mem.MaxRequestBytes,
+		MaxQueuedRequestBytes:  mem.QueuedRequestBytes,
+		MaxHeldResponseBytes:   mem.HeldResponses,
 		Deps: kafka.Deps{
-			Meta:               a.replica,
-			Cluster:            kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
-			AutoCreateTopics:   cfg.AutoCreateTopics,
-			DefaultPartitions:  cfg.DefaultPartitions,
-			TransactionVersion: cfg.TransactionVersion,
-			Produce:            a.pipeline,
-			Fetch:              fetch.NewReader(a.store, cache),
-			Groups:             a.groups,
+			MaxPartitionsPerTopic: cfg.MaxPartitionsPerTopic,
+			MaxPartitions:         cfg.MaxPartitions,
+			MaxFetchBytesPerSec:   cfg.MaxFetchBytesPerSec,
+			Meta:                  a.replica,
+			Cluster:               kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
+			AutoCreateTopics:      cfg.AutoCreateTopics,
+			DefaultPartitions:     cfg.DefaultPartitions,
+			TransactionVersion:    cfg.TransactionVersion,
+			Features:              featureProber{},
+			Produce:               a.pipeline,
+			Fetch:                 fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
+			Groups:                a.groups,
+			Now:                   clk.Now,
+			Txns:                  a.txns,
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.txns = startTxnSweeper(a.replica, func(id string) bool { return a.groups.Coordinator(id) == cfg.NodeID }, logger.With("component", "txn"))
 	go func() {
 		if err := a.server.Serve(context.Background(), a.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 			a.serveErr <- err
@@ -272,7 +340,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", cfg.ObjStore, "log", cfg.Log,
-		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.Applied())
+		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
+		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
+		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
+		"response_budget", FormatBytes(mem.HeldResponses))
 	return a, nil
 }
 
@@ -310,7 +381,7 @@ func (a *Agent) HTTPAddr() string {
 }
 
 // Replica is the agent's metadata replica (for tests and tools).
-func (a *Agent) Replica() *meta.Replica { return a.replica }
+func (a *Agent) Replica() *replica.Replica { return a.replica }
 
 // Stop shuts down in the order that loses nothing: stop taking requests
 // and finish those in flight (their produce calls wait for their commits),
@@ -342,7 +413,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		}
 	}
 	if a.txns != nil {
-		a.txns.stop() // before the replica: a sweep is a proposal
+		a.txns.Close() // after the server, before the replica: a sweep is a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it
@@ -363,6 +434,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("shared log: %w", err))
 		}
 	}
+	a.verify.stop() // a walk can last hours: not one Shutdown waits for
 	if a.httpSrv != nil {
 		if err := a.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
@@ -387,6 +459,10 @@ func (a *Agent) startHTTP() error {
 			return
 		}
 		if err := a.replica.Err(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := a.appends.failing(); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // Shape of the metadata BenchmarkStartWithIndexEntries builds.
@@ -19,7 +20,7 @@ const (
 	benchPartitions = 64
 	// benchBatchesPerCommand index entries per CommitObject, and
 	// benchCommandsPerEntry commands per log entry (about 800 KiB, under
-	// meta.DefaultMaxEntryBytes).
+	// replica.DefaultMaxEntryBytes).
 	benchBatchesPerCommand = 1000
 	benchCommandsPerEntry  = 20
 	benchRecordsPerBatch   = 10
@@ -115,7 +116,7 @@ func buildIndex(b *testing.B, cfg agent.Config, entries int) int {
 		b.Fatalf("create topic: %v", err)
 	}
 	id := res.TopicID
-	var pending []*meta.Pending
+	var pending []*replica.Pending
 	n := 0
 	for obj := 0; n < entries; {
 		cmds := make([]meta.Command, 0, benchCommandsPerEntry)
@@ -153,7 +154,7 @@ func buildIndex(b *testing.B, cfg agent.Config, entries int) int {
 		}
 	}
 	checkIndexed(b, a, entries)
-	return int(r.Applied())
+	return int(r.NextToApply())
 }
 
 // checkIndexed checks that a's metadata holds entries batches of

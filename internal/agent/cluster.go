@@ -12,6 +12,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // heartbeatTimeout bounds one lease renewal; a renewal that cannot land
@@ -27,7 +28,7 @@ const heartbeatTimeout = 5 * time.Second
 // agent's applied position, which bounds how far other agents trim the
 // log (snapshot.go).
 type membership struct {
-	replica *meta.Replica
+	replica *replica.Replica
 	self    meta.AgentHeartbeat
 	logger  *slog.Logger
 
@@ -42,7 +43,7 @@ type membership struct {
 	}
 }
 
-func newMembership(r *meta.Replica, self meta.AgentHeartbeat, logger *slog.Logger) *membership {
+func newMembership(r *replica.Replica, self meta.AgentHeartbeat, logger *slog.Logger) *membership {
 	return &membership{replica: r, self: self, logger: logger}
 }
 
@@ -59,8 +60,8 @@ func (m *membership) heartbeat(ctx context.Context) error {
 	hb := m.self
 	// Read before proposing, so the heartbeat can only understate where
 	// this copy is by the time others read it. Agents that trim the
-	// shared log keep the entries from here on (meta.TrimLog's bound).
-	hb.Applied = m.replica.Applied()
+	// shared log keep the entries from here on (replica.TrimLog's bound).
+	hb.Applied = uint64(m.replica.NextToApply())
 	res, err := m.replica.Propose(ctx, hb)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
 )
 
@@ -43,7 +44,11 @@ type Config struct {
 	DefaultPartitions int32
 	// TransactionVersion is the transaction.version feature level
 	// clients are told (1 or 2; 0 means 2): 2 lets them use KIP-890 part
-	// 2, which bumps the producer epoch with every transaction.
+	// 2, which bumps the producer epoch with every transaction. It is the
+	// level a new cluster starts at, finalized in the shared log, and
+	// what the agent reports on a log of builds before feature levels;
+	// once the log holds a level, UpdateFeatures (strand features)
+	// changes it and this setting no longer matters.
 	TransactionVersion int16
 	// Group coordinator settings, Kafka's broker configs of the same
 	// names; zero means the group package's default (Kafka's).
@@ -60,6 +65,18 @@ type Config struct {
 	OffsetsRetention               time.Duration
 	ConsumerGroupSessionTimeout    time.Duration
 	ConsumerGroupHeartbeatInterval time.Duration
+	// Kafka connection limits, the broker configs of the same names;
+	// zero means the kafka package's default.
+	//   MaxConnections: max.connections; MaxConnectionsPerIP:
+	//   max.connections.per.ip (kafka.NoConnsPerIP admits only the
+	//   overrides); MaxConnectionsPerIPOverrides:
+	//   max.connections.per.ip.overrides, "addr:n,addr:n" (IP addresses,
+	//   not host names); ConnectionsMaxIdle: connections.max.idle.ms
+	//   (negative: never).
+	MaxConnections               int
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides string
+	ConnectionsMaxIdle           time.Duration
 	// NodeID is this agent's Kafka broker id.
 	NodeID int32
 	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
@@ -72,12 +89,26 @@ type Config struct {
 	// POST /v1/snapshot still does. An agent started on an empty data dir
 	// restores the newest snapshot found there.
 	SnapshotInterval time.Duration
+	// MemoryBudget is the memory the agent's caches and buffers are
+	// sized from (memory.go); zero means DefaultMemoryBudget.
+	MemoryBudget int64
+	// MaxPartitionsPerTopic and MaxPartitions bound the partitions of one
+	// topic and of the cluster that Kafka requests may create (KIP-578's
+	// max.partitions); zero means the kafka package's defaults.
+	MaxPartitionsPerTopic int32
+	MaxPartitions         int64
+	// MaxFetchBytesPerSec paces the record bytes this agent's Fetch
+	// answers carry, all clients together; zero means unlimited.
+	MaxFetchBytesPerSec int64
 	// Lease is how long this agent stays in the other agents' Metadata
 	// after its last renewal; it renews every Lease/3 through the log.
 	// A killed agent drops out within about Lease. NodeID must be unique
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error.
 	Lease time.Duration
+
+	// testing holds this package's test seams (failstop.go).
+	testing testSeams
 }
 
 // Bounds on Config.Lease: a renewal every Lease/3 must not flood the log,
@@ -136,6 +167,15 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+	}
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = DefaultMemoryBudget
+	}
+	if c.MaxPartitionsPerTopic == 0 {
+		c.MaxPartitionsPerTopic = kafka.DefaultMaxPartitionsPerTopic
+	}
+	if c.MaxPartitions == 0 {
+		c.MaxPartitions = kafka.DefaultMaxPartitions
 	}
 }
 
@@ -204,8 +244,33 @@ func (c *Config) Validate() error {
 	if c.TransactionVersion < 0 || c.TransactionVersion > 2 {
 		errs = append(errs, fmt.Errorf("transaction-version %d: must be 1 or 2", c.TransactionVersion))
 	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max-connections %d: must be at least 1", c.MaxConnections))
+	}
+	overrides, err := kafka.ParseConnsPerIPOverrides(c.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("max-connections-per-ip-overrides: %w", err))
+	}
+	switch {
+	case c.MaxConnectionsPerIP < 0 && c.MaxConnectionsPerIP != kafka.NoConnsPerIP:
+		errs = append(errs, fmt.Errorf("max-connections-per-ip %d: must not be negative", c.MaxConnectionsPerIP))
+	case c.MaxConnectionsPerIP == kafka.NoConnsPerIP && err == nil && len(overrides) == 0:
+		errs = append(errs, errors.New("max-connections-per-ip 0: admits nobody without max-connections-per-ip-overrides"))
+	}
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))
+	}
+	if c.MemoryBudget < minMemoryBudget {
+		errs = append(errs, fmt.Errorf("memory-budget %s: must be at least %s", FormatBytes(c.MemoryBudget), FormatBytes(minMemoryBudget)))
+	}
+	if c.MaxPartitionsPerTopic < 1 || c.MaxPartitionsPerTopic > 1<<16 {
+		errs = append(errs, fmt.Errorf("max-partitions-per-topic %d: must be between 1 and 65536", c.MaxPartitionsPerTopic))
+	}
+	if c.MaxFetchBytesPerSec < 0 {
+		errs = append(errs, fmt.Errorf("max-fetch-bytes-per-sec %d: must not be negative", c.MaxFetchBytesPerSec))
+	}
+	if c.MaxPartitions < 1 {
+		errs = append(errs, fmt.Errorf("max-partitions %d: must be at least 1", c.MaxPartitions))
 	}
 	if c.Lease < minLease || c.Lease > maxLease {
 		errs = append(errs, fmt.Errorf("lease %v: must be between %v and %v", c.Lease, minLease, maxLease))

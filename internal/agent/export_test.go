@@ -1,9 +1,32 @@
 package agent
 
-import "context"
+import (
+	"context"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/sharedlog/filelog"
+)
 
 // WaitSnapshots waits until the agent has taken n snapshots, periodic or
 // requested, and returns the newest.
 func (a *Agent) WaitSnapshots(ctx context.Context, n int) (SnapshotResult, error) {
 	return a.snapshots.waitTaken(ctx, n)
 }
+
+// SetExit makes a fail-stop call exit instead of os.Exit.
+func SetExit(cfg *Config, exit func(code int)) { cfg.testing.exit = exit }
+
+// SetLogFS makes the file loglets write through fs.
+func SetLogFS(cfg *Config, fs filelog.FS) { cfg.testing.logFS = fs }
+
+// SetMetaFS makes Pebble keep the metadata copy in fs.
+func SetMetaFS(cfg *Config, fs vfs.FS) { cfg.testing.metaFS = fs }
+
+// SetClock gives the agent clk instead of the wall clock (see the package
+// doc for what takes it).
+func SetClock(cfg *Config, clk clock.Clock) { cfg.testing.clock = clk }
+
+// ProbeFeatures is the agent's kafka.FeatureProber.
+var ProbeFeatures = featureProber{}.SupportedFeatures

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -80,7 +81,11 @@ func newMetrics() *metrics {
 	})
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_process_resident_memory_peak_bytes",
+			Help: "Highest resident set size of the process so far (Linux VmHWM; 0 where unknown): what the memory budget bounds.",
+		}, peakRSS))
 	return m
 }
 
@@ -155,11 +160,45 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// timedLog measures appends to the shared log. It embeds the VirtualLog
-// so the replica still finds its WaitTail.
+// damageCollector exports the fetch path's damaged-object counts.
+type damageCollector struct {
+	d       *fetch.DamageLog
+	objects *prometheus.Desc
+	reads   *prometheus.Desc
+}
+
+func newDamageCollector(d *fetch.DamageLog) *damageCollector {
+	return &damageCollector{
+		d: d,
+		objects: prometheus.NewDesc("strand_fetch_damaged_objects_total",
+			"Damaged data objects met by reads and storage verification, each counted once while remembered, by kind: corrupt (a batch failing its framing or CRC-32C check, or disagreeing with the index) or missing (not in the object store).",
+			[]string{"kind"}, nil),
+		reads: prometheus.NewDesc("strand_fetch_damaged_reads_total",
+			"Partition reads that failed on a damaged data object, by kind (corrupt or missing).",
+			[]string{"kind"}, nil),
+	}
+}
+
+func (c *damageCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.objects
+	ch <- c.reads
+}
+
+func (c *damageCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.d.Stats()
+	for _, k := range []fetch.DamageKind{fetch.DamageCorrupt, fetch.DamageMissing} {
+		ch <- prometheus.MustNewConstMetric(c.objects, prometheus.CounterValue, float64(st.Objects[k]), k.String())
+		ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(st.Reads[k]), k.String())
+	}
+}
+
+// timedLog measures appends to the shared log and tells appendHealth how
+// they went. It embeds the VirtualLog so the replica still finds its
+// WaitTail.
 type timedLog struct {
 	*sharedlog.VirtualLog
-	m *metrics
+	m      *metrics
+	health *appendHealth
 }
 
 func (l timedLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error) {
@@ -169,6 +208,7 @@ func (l timedLog) Append(ctx context.Context, entry []byte) (sharedlog.Pos, erro
 	if err != nil {
 		l.m.logAppendErrs.Inc()
 	}
+	l.health.record(err)
 	return pos, err
 }
 
@@ -190,7 +230,7 @@ func (a *Agent) registerReplicaMetrics() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_meta_applied_position",
 			Help: "Next log position this agent's replica will apply.",
-		}, func() float64 { return float64(a.replica.Applied()) }),
+		}, func() float64 { return float64(a.replica.NextToApply()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_meta_apply_lag_entries",
 			Help: "Log entries appended but not yet applied by this agent (tail minus applied, read at scrape time).",
@@ -201,7 +241,7 @@ func (a *Agent) registerReplicaMetrics() {
 			if err != nil {
 				return -1
 			}
-			applied := a.replica.Applied()
+			applied := a.replica.NextToApply()
 			if tail < applied {
 				return 0
 			}

@@ -13,11 +13,12 @@ import (
 
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
 // SnapshotPrefix is where in the object store the agents keep the
-// metadata snapshots (meta.Snapshot's layout: manifests under
+// metadata snapshots (replica.Replica.Snapshot's layout: manifests under
 // meta/snap/, files under meta/sst/ and meta/aux/). Data objects live
 // under data/, so the two never meet. Every agent of a cluster uses the
 // same prefix: a wiped agent restores what any of them took.
@@ -34,7 +35,7 @@ var errStopping = errors.New("agent: shutting down")
 type SnapshotResult struct {
 	// Snapshot is the snapshot this agent took (or found already there,
 	// when nothing was applied since the last one).
-	Snapshot meta.SnapshotInfo
+	Snapshot replica.SnapshotInfo
 	// TrimPoint is the log's trim point after trimming: the position of
 	// the newest snapshot in the store, or lower if another live agent
 	// reported a lower applied position (HeldBy).
@@ -59,7 +60,7 @@ type SnapshotResult struct {
 // out by the log clock no longer holds the trim back, and restores a
 // snapshot at its next start if it was trimmed out.
 type snapshotter struct {
-	replica *meta.Replica
+	replica *replica.Replica
 	log     *sharedlog.VirtualLog
 	store   objstore.Store
 	// self is this agent's id in the agent table, skipped when looking
@@ -75,7 +76,7 @@ type snapshotter struct {
 
 	// runMu is held across a snapshot: one runs at a time (a second
 	// would checkpoint the same state), and stop waits for the one in
-	// flight, since meta.Replica.Snapshot must return before Close.
+	// flight, since replica.Replica.Snapshot must return before Close.
 	runMu sync.Mutex
 
 	mu struct {
@@ -89,8 +90,8 @@ type snapshotter struct {
 	}
 }
 
-func newSnapshotter(replica *meta.Replica, log *sharedlog.VirtualLog, store objstore.Store, self string, interval time.Duration, logger *slog.Logger) *snapshotter {
-	s := &snapshotter{replica: replica, log: log, store: store, self: self, interval: interval, logger: logger}
+func newSnapshotter(r *replica.Replica, log *sharedlog.VirtualLog, store objstore.Store, self string, interval time.Duration, logger *slog.Logger) *snapshotter {
+	s := &snapshotter{replica: r, log: log, store: store, self: self, interval: interval, logger: logger}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.changed = make(chan struct{})
 	if interval > 0 {
@@ -111,7 +112,7 @@ func (s *snapshotter) runLoop() {
 		s.mu.Lock()
 		last, taken := s.mu.last.Snapshot.Pos, s.mu.taken
 		s.mu.Unlock()
-		if taken > 0 && s.replica.Applied() == last {
+		if taken > 0 && s.replica.NextToApply() == last {
 			continue // nothing applied since the last snapshot
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, snapshotTimeout)
@@ -148,7 +149,7 @@ func (s *snapshotter) run(ctx context.Context) (SnapshotResult, error) {
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("trim after snapshot at %d: %w", info.Pos, err)
 	}
-	newest, before, err := meta.TrimLog(ctx, s.log, s.store, SnapshotPrefix, bound)
+	newest, before, err := replica.TrimLog(ctx, s.log, s.store, SnapshotPrefix, bound)
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("trim after snapshot at %d: %w", info.Pos, err)
 	}
@@ -189,7 +190,7 @@ func (s *snapshotter) trimBound(ctx context.Context) (sharedlog.Pos, meta.AgentI
 	}
 	v := s.replica.View()
 	defer v.Close()
-	own, err := v.Applied()
+	own, err := v.NextToApply()
 	if err != nil {
 		return 0, meta.AgentInfo{}, false, fmt.Errorf("reading the applied position: %w", err)
 	}
@@ -198,9 +199,9 @@ func (s *snapshotter) trimBound(ctx context.Context) (sharedlog.Pos, meta.AgentI
 		return 0, meta.AgentInfo{}, false, fmt.Errorf("reading the agent table: %w", err)
 	}
 	if !held || low.Applied > own {
-		return own, meta.AgentInfo{}, false, nil
+		return sharedlog.Pos(own), meta.AgentInfo{}, false, nil
 	}
-	return low.Applied, low, true, nil
+	return sharedlog.Pos(low.Applied), low, true, nil
 }
 
 // waitTaken waits until at least n snapshots were taken and returns the
@@ -235,7 +236,7 @@ func (s *snapshotter) stop() {
 
 // restoreIfEmpty restores the newest snapshot into dir when dir holds no
 // replica yet (an agent started on an empty or wiped data dir), so that
-// meta.Open then plays only the log's tail.
+// replica.Open then plays only the log's tail.
 //
 // It restores whenever a snapshot exists, not only when the log's trim
 // point is above 0. Apply is deterministic, so a snapshot of this log at
@@ -247,15 +248,15 @@ func (s *snapshotter) stop() {
 // log, and the checks below catch what they can of that: a snapshot past
 // the log's tail cannot be of this log, and one below its trim point
 // cannot catch up. Both fail Start rather than serve wrong metadata.
-// Without a snapshot, meta.Open replays the log from 0, which fails with
+// Without a snapshot, replica.Open replays the log from 0, which fails with
 // sharedlog.ErrTrimmed if the log was trimmed.
 func restoreIfEmpty(ctx context.Context, dir string, store objstore.Store, log *sharedlog.VirtualLog, logger *slog.Logger) error {
 	empty, err := emptyDir(dir)
 	if err != nil || !empty {
 		return err
 	}
-	latest, err := meta.LatestSnapshot(ctx, store, SnapshotPrefix)
-	if errors.Is(err, meta.ErrNoSnapshot) {
+	latest, err := replica.LatestSnapshot(ctx, store, SnapshotPrefix)
+	if errors.Is(err, replica.ErrNoSnapshot) {
 		logger.Info("empty data dir and no snapshot in the object store: replaying the log from the start",
 			"prefix", SnapshotPrefix)
 		return nil
@@ -277,7 +278,7 @@ func restoreIfEmpty(ctx context.Context, dir string, store objstore.Store, log *
 			latest.Key, latest.Pos, trim)
 	}
 	start := time.Now()
-	info, err := meta.Restore(ctx, store, SnapshotPrefix, dir)
+	info, err := replica.Restore(ctx, store, SnapshotPrefix, dir)
 	if err != nil {
 		return fmt.Errorf("restore snapshot %s: %w", latest.Key, err)
 	}

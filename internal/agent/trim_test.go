@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -21,11 +23,16 @@ import (
 const trimTestTimeout = 30 * time.Second
 
 // logClock is the proposer clock of the test's replicas, moved by hand,
-// so that leases run out when the test says.
+// so that leases run out when the test says. Their waits (append
+// retries, tail polls) stay on the wall clock.
 type logClock struct{ ms atomic.Int64 }
 
-func (c *logClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *logClock) Now() time.Time          { return time.UnixMilli(c.ms.Load()) }
 func (c *logClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+func (c *logClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
+}
 
 // trimCluster is two agents' metadata machinery on one shared file log:
 // replicas, lease renewals (membership) and agent a's snapshotter, driven
@@ -33,7 +40,7 @@ func (c *logClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 type trimCluster struct {
 	clock  logClock
 	log    *sharedlog.VirtualLog
-	a, b   *meta.Replica
+	a, b   *replica.Replica
 	bLog   *faultlog.PausedLog
 	ma, mb *membership
 	snaps  *snapshotter
@@ -54,12 +61,12 @@ func newTrimCluster(t *testing.T) *trimCluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.log.Close() })
-	open := func(id string, log sharedlog.Log) *meta.Replica {
-		r, err := meta.Open(ctx, meta.Config{
-			Dir: filepath.Join(t.TempDir(), "meta"), Log: log, WriterID: id, Now: c.clock.now, Logger: logger,
+	open := func(id string, log sharedlog.Log) *replica.Replica {
+		r, err := replica.Open(ctx, replica.Config{
+			Dir: filepath.Join(t.TempDir(), "meta"), Log: log, WriterID: id, Clock: &c.clock, Logger: logger,
 		})
 		if err != nil {
-			t.Fatalf("meta.Open(%s): %v", id, err)
+			t.Fatalf("replica.Open(%s): %v", id, err)
 		}
 		t.Cleanup(func() { r.Close() })
 		return r
@@ -107,7 +114,7 @@ func (c *trimCluster) reported(t *testing.T) sharedlog.Pos {
 	}
 	for _, ag := range as {
 		if ag.NodeID == 2 {
-			return ag.Applied
+			return sharedlog.Pos(ag.Applied)
 		}
 	}
 	t.Fatal("agent b is not in the agent table")
@@ -150,7 +157,7 @@ func TestTrimWaitsForLiveAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The renewal carries the position applied when it was proposed.
-	bAt := c.b.Applied()
+	bAt := c.b.NextToApply()
 	c.renew(t, c.mb)
 	if got := c.reported(t); got != bAt || bAt == 0 {
 		t.Fatalf("b's heartbeat reported applied %d, want its position %d", got, bAt)
@@ -167,10 +174,10 @@ func TestTrimWaitsForLiveAgent(t *testing.T) {
 			t.Fatalf("round %d: snapshot at %d, not past b's %d: the test shows nothing", round, res.Snapshot.Pos, bAt)
 		case res.TrimPoint != bAt:
 			t.Fatalf("round %d: snapshot at %d, log trimmed at %d; want b's applied %d", round, res.Snapshot.Pos, res.TrimPoint, bAt)
-		case res.HeldBy == nil || res.HeldBy.NodeID != 2 || res.HeldBy.Applied != bAt:
+		case res.HeldBy == nil || res.HeldBy.NodeID != 2 || sharedlog.Pos(res.HeldBy.Applied) != bAt:
 			t.Fatalf("round %d: trim held by %+v, want node 2 at %d", round, res.HeldBy, bAt)
-		case c.b.Applied() >= res.Snapshot.Pos:
-			t.Fatalf("round %d: b applied up to %d, past the snapshot at %d: it was not stalled", round, c.b.Applied(), res.Snapshot.Pos)
+		case c.b.NextToApply() >= res.Snapshot.Pos:
+			t.Fatalf("round %d: b applied up to %d, past the snapshot at %d: it was not stalled", round, c.b.NextToApply(), res.Snapshot.Pos)
 		}
 	}
 	c.bLog.Resume()
@@ -201,9 +208,9 @@ func TestTrimWaitsForLiveAgent(t *testing.T) {
 	c.work(t, 99)
 	c.renew(t, c.ma)
 	res := c.snapshot(t)
-	if res.HeldBy != nil || res.TrimPoint != res.Snapshot.Pos || res.TrimPoint <= c.b.Applied() {
+	if res.HeldBy != nil || res.TrimPoint != res.Snapshot.Pos || res.TrimPoint <= c.b.NextToApply() {
 		t.Fatalf("after b's lease ran out: snapshot at %d, trim point %d, held by %+v; want the snapshot's position, past b at %d",
-			res.Snapshot.Pos, res.TrimPoint, res.HeldBy, c.b.Applied())
+			res.Snapshot.Pos, res.TrimPoint, res.HeldBy, c.b.NextToApply())
 	}
 	c.bLog.Resume()
 	if err := c.b.Sync(trimCtx(t)); !errors.Is(err, sharedlog.ErrTrimmed) {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // TestTxnTimeoutAbort leaves a transaction open past its timeout: the
@@ -34,13 +35,18 @@ func TestTxnTimeoutAbort(t *testing.T) {
 	}
 
 	// The sweep needs the log clock past the timeout; agent heartbeats
-	// move it. Wait for the abort, bounded by the test's guard.
+	// move it. Every apply batch wakes the wait, bounded by the test's
+	// guard.
 	var s meta.TxnState
-	for s = first; s.Status == meta.TxnOngoing; s = txnState(t, a.Replica(), "hung") {
+	for {
+		changed := a.Replica().Changed()
+		if s = txnState(t, a.Replica(), "hung"); s.Status != meta.TxnOngoing {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			t.Fatalf("transaction still ongoing at the guard: %+v", s)
-		case <-time.After(100 * time.Millisecond):
+		case <-changed:
 		}
 	}
 	if s.Status != meta.TxnCompleteAbort || s.ProducerEpoch != first.ProducerEpoch+1 || s.PrevBy != meta.BumpByTimeout {
@@ -77,7 +83,7 @@ func TestTxnTimeoutAbort(t *testing.T) {
 	}
 }
 
-func txnState(t *testing.T, r *meta.Replica, id string) meta.TxnState {
+func txnState(t *testing.T, r *replica.Replica, id string) meta.TxnState {
 	t.Helper()
 	v := r.View()
 	defer v.Close()
@@ -88,7 +94,7 @@ func txnState(t *testing.T, r *meta.Replica, id string) meta.TxnState {
 	return s
 }
 
-func logClock(t *testing.T, r *meta.Replica) int64 {
+func logClock(t *testing.T, r *replica.Replica) int64 {
 	t.Helper()
 	v := r.View()
 	defer v.Close()

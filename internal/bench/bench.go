@@ -78,6 +78,17 @@ type Options struct {
 	DiskBytes      int64
 	DiskChunkBytes int
 
+	// Stress is a load run beside the producer (stress.go): "",
+	// StressMetadataFlood or StressCatchUp; the Stress* fields shape it,
+	// zero meaning their defaults.
+	Stress                    string
+	StressConns               int
+	StressTopics              int
+	StressPartitions          int32
+	StressConsumers           int
+	StressFetchPartitionBytes int32
+	StressBacklogBytes        int64
+
 	codec kgo.CompressionCodec
 }
 
@@ -136,6 +147,7 @@ func (o *Options) SetDefaults() {
 	if o.DiskChunkBytes == 0 {
 		o.DiskChunkBytes = DefaultDiskChunkBytes
 	}
+	o.setStressDefaults()
 }
 
 // Validate reports every problem with o.
@@ -189,6 +201,7 @@ func (o *Options) Validate() error {
 	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {
 		bad("--disk-bandwidth sizes: want positive, total at least one chunk")
 	}
+	o.validateStress(bad)
 	return errors.Join(errs...)
 }
 
@@ -221,6 +234,8 @@ type Report struct {
 	Ratios *Ratios      `json:"strand_over_kfake,omitempty"`
 	// Disk is there with --disk-bandwidth.
 	Disk *DiskResult `json:"disk,omitempty"`
+	// Stress is there with --stress; Strand is then the loaded phase.
+	Stress *StressResult `json:"stress,omitempty"`
 }
 
 // ReportOptions echoes the options that shaped the numbers.
@@ -305,6 +320,9 @@ type AgentStats struct {
 	CPUScope    string  `json:"cpu_scope"`
 	RSSBytes    float64 `json:"rss_bytes"`
 	RSSMaxBytes float64 `json:"rss_max_bytes"`
+	// RSSPeakBytes is the agent process's highest RSS since it started
+	// (strand_process_resident_memory_peak_bytes), 0 if unknown.
+	RSSPeakBytes float64 `json:"rss_peak_bytes,omitempty"`
 }
 
 // TimelinePoint is one second of a phase; latencies are of the records
@@ -387,8 +405,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		tgt.metricsAddr = a.HTTPAddr()
 		tgt.cpuScope = "bench process: embedded agent plus load generator"
 	}
-	ph := &phase{opts: &o, tgt: tgt, stderr: pw, epoch: epoch}
-	res, err := ph.run(ctx)
+	var res *PhaseResult
+	var err error
+	if o.Stress != "" {
+		res, rep.Stress, err = runStress(ctx, &o, tgt, pw, epoch)
+	} else {
+		res, err = (&phase{opts: &o, tgt: tgt, stderr: pw, epoch: epoch}).run(ctx)
+	}
 	if stopAgent != nil {
 		stopAgent()
 	}

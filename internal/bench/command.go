@@ -73,5 +73,12 @@ the data directory and prints ingest as a fraction of it.`,
 	f.BoolVar(&o.DiskBandwidth, "disk-bandwidth", false, "measure fsync'd sequential write bandwidth and print ingest as a fraction of it")
 	f.Int64Var(&o.DiskBytes, "disk-bytes", DefaultDiskBytes, "bytes written by --disk-bandwidth")
 	f.IntVar(&o.DiskChunkBytes, "disk-chunk-bytes", DefaultDiskChunkBytes, "bytes per fsync'd write of --disk-bandwidth")
+	f.StringVar(&o.Stress, "stress", "", "measure the producer alone, then beside a load that tries to exhaust the agent's memory: "+StressMetadataFlood+" or "+StressCatchUp+" (give --http for the agent's peak RSS)")
+	f.IntVar(&o.StressConns, "stress-conns", DefaultStressConns, StressMetadataFlood+": connections asking for the metadata of every topic in a loop")
+	f.IntVar(&o.StressTopics, "stress-topics", DefaultStressTopics, StressMetadataFlood+": topics to create")
+	f.Int32Var(&o.StressPartitions, "stress-partitions", DefaultStressPartitions, StressMetadataFlood+": partitions of each topic")
+	f.IntVar(&o.StressConsumers, "stress-consumers", DefaultStressConsumers, StressCatchUp+": consumers reading the backlog from the start, again and again")
+	f.Int32Var(&o.StressFetchPartitionBytes, "stress-fetch-partition-bytes", DefaultStressFetchPartitionBytes, StressCatchUp+": the consumers' per-partition fetch size")
+	f.Int64Var(&o.StressBacklogBytes, "stress-backlog-bytes", DefaultStressBacklogBytes, StressCatchUp+": bytes produced before the consumers start")
 	return cmd
 }

@@ -60,6 +60,10 @@ type phase struct {
 	stopSending atomic.Bool
 
 	produceLat, e2eLat *recorder
+	// load, if set, runs beside the phase until its window ends
+	// (stress.go); loadLabel names it in the progress lines.
+	load      func(ctx context.Context)
+	loadLabel string
 
 	ackedRecords, ackedBytes   atomic.Int64
 	produceErrs                atomic.Int64
@@ -117,6 +121,17 @@ func (p *phase) run(ctx context.Context) (*PhaseResult, error) {
 	defer stopConsumers()
 	for _, c := range consumers {
 		consWG.Go(func() { p.consume(consCtx, c) })
+	}
+	// A stress load runs from before the warm-up to the end of the
+	// measured window.
+	var loadWG sync.WaitGroup
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer func() {
+		stopLoad()
+		loadWG.Wait()
+	}()
+	if p.load != nil {
+		loadWG.Go(func() { p.load(loadCtx) })
 	}
 
 	producers := make([]*kgo.Client, 0, o.Producers)
@@ -234,6 +249,9 @@ loop:
 				scrapeNow()
 			}
 			label := p.tgt.name
+			if p.loadLabel != "" {
+				label += "+load"
+			}
 			if !measuring {
 				label += " warmup"
 			}
@@ -247,6 +265,8 @@ loop:
 			haveBefore = false
 		}
 	}
+	stopLoad()
+	loadWG.Wait()
 	prodWG.Wait()
 
 	// Drain: every sent record acknowledged, every consumer caught up.
@@ -575,6 +595,7 @@ func agentStats(before, after AgentMetrics, secs float64, prod Throughput, cons 
 		CPUScope:        scope,
 		RSSBytes:        after.RSSBytes,
 		RSSMaxBytes:     rssMax,
+		RSSPeakBytes:    after.RSSPeakBytes,
 	}
 	a.PutsPerSec = puts / secs
 	a.GetsPerSec = gets / secs

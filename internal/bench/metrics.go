@@ -35,6 +35,8 @@ type AgentMetrics struct {
 	// process_cpu_seconds_total and process_resident_memory_bytes.
 	CPUSeconds float64
 	RSSBytes   float64
+	// RSSPeakBytes is strand_process_resident_memory_peak_bytes.
+	RSSPeakBytes float64
 }
 
 // Puts counts both kinds of PUT.
@@ -94,6 +96,9 @@ func ParseMetrics(r io.Reader) (AgentMetrics, error) {
 	}
 	if f, ok := fams["process_resident_memory_bytes"]; ok && len(f.GetMetric()) > 0 {
 		m.RSSBytes = metricValue(f.GetMetric()[0])
+	}
+	if f, ok := fams["strand_process_resident_memory_peak_bytes"]; ok && len(f.GetMetric()) > 0 {
+		m.RSSPeakBytes = metricValue(f.GetMetric()[0])
 	}
 	if !found {
 		return m, ErrNoMetrics

@@ -1,9 +1,10 @@
 // Package cli owns Strand's client tools: the `topic`, `produce`,
-// `consume` and `group` commands of the strand binary, in the spirit of
+// `consume`, `group` and `features` commands of the strand binary, in the spirit of
 // Redpanda's rpk and kcat. They speak only the Kafka protocol (through
 // franz-go's kgo and kadm), so they work against any Kafka-compatible
-// cluster, not just Strand. The `log` commands are Strand's own: they
-// talk to one agent's HTTP admin API (see internal/agent).
+// cluster, not just Strand. The `log` and `storage` commands are
+// Strand's own: they talk to one agent's HTTP admin API (see
+// internal/agent).
 //
 // Every command reads and writes through cobra's In/Out/Err streams and
 // honours the context passed to ExecuteContext, so tests run whole commands
@@ -52,10 +53,10 @@ const (
 )
 
 // AddCommands adds the client commands (topic, produce, consume, group,
-// log) to root.
+// features, log, storage) to root.
 func AddCommands(root *cobra.Command) {
-	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand())
-	root.AddCommand(NewLogCommand())
+	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand())
+	root.AddCommand(NewLogCommand(), NewStorageCommand())
 }
 
 // ClientOptions are the connection flags every client command shares.

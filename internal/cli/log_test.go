@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -24,41 +24,31 @@ import (
 // its HTTP address.
 func startAgent(t *testing.T) *agent.Agent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), commandDeadline)
-	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{
-		DataDir:          t.TempDir(),
-		KafkaListen:      "127.0.0.1:0",
-		HTTPListen:       "127.0.0.1:0",
-		SnapshotInterval: agent.SnapshotsOff,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatalf("agent.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), commandDeadline)
-		defer cancel()
-		if err := a.Stop(ctx); err != nil {
-			t.Errorf("agent.Stop: %v", err)
-		}
-	})
+	a, _ := startAgentOn(t, t.TempDir())
 	return a
 }
 
 // runLog runs `strand log ...` in-process.
 func runLog(t *testing.T, args ...string) result {
 	t.Helper()
+	return runAdmin(t, "log", args...)
+}
+
+// runAdmin runs `strand <group> ...`, a command of an agent's admin API,
+// in-process.
+func runAdmin(t *testing.T, group string, args ...string) result {
+	t.Helper()
 	root := &cobra.Command{Use: "strand", SilenceUsage: true, SilenceErrors: true}
 	AddCommands(root)
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs(append([]string{"log"}, args...))
+	root.SetArgs(append([]string{group}, args...))
 	ctx, cancel := context.WithTimeout(t.Context(), commandDeadline)
 	defer cancel()
 	err := root.ExecuteContext(ctx)
 	if ctx.Err() != nil {
-		t.Fatalf("strand log %s: hit the %v deadlock guard", strings.Join(args, " "), commandDeadline)
+		t.Fatalf("strand %s %s: hit the %v deadlock guard", group, strings.Join(args, " "), commandDeadline)
 	}
 	return result{stdout: out.String(), stderr: errOut.String(), err: err}
 }
@@ -137,6 +127,32 @@ func TestLogCommands(t *testing.T) {
 	r := runLog(t, "migrate", http, "--to", "file:seg-00000000")
 	if !errors.Is(r.err, ErrAgent) || !strings.Contains(r.err.Error(), "400 Bad Request") {
 		t.Errorf("migrating onto a segment already in the chain: %v, want ErrAgent with 400", r.err)
+	}
+}
+
+// TestLogMigrateUnreachable: `strand log migrate` onto a PostgreSQL that
+// refuses connections fails with the agent's reason (so the command
+// exits non-zero with it) and the log stays where it was.
+func TestLogMigrateUnreachable(t *testing.T) {
+	a := startAgent(t)
+	http := "--http=" + a.HTTPAddr()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := "postgres://strand@" + ln.Addr().String() + "/strand?log=unreachable"
+	ln.Close() // nothing listens there now
+
+	r := runLog(t, "migrate", http, "--to", to)
+	if !errors.Is(r.err, ErrAgent) || !strings.Contains(r.err.Error(), "502") || !strings.Contains(r.err.Error(), "connection refused") {
+		t.Errorf("migrate to an unreachable PostgreSQL: %v, want ErrAgent with 502 and the connection refused", r.err)
+	}
+	var st agent.LogStatus
+	if err := json.Unmarshal([]byte(mustRunLog(t, "status", http, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Chain.Segments) != 1 || st.Chain.Version != 1 || st.Sealed {
+		t.Errorf("chain after the refused migration: %+v (sealed %v)", st.Chain, st.Sealed)
 	}
 }
 

@@ -21,6 +21,15 @@ const readTimeout = 30 * time.Second
 // it uploads) and byte ranges read from the store. Concurrent misses for
 // the same range share one GET. Safe for concurrent use.
 //
+// The cache holds only bytes that were checked: a range read from the
+// store enters it only after Get's check accepted all of it (the Reader
+// checks every batch's framing and CRC-32C), and a whole object enters
+// through PutObject only from the produce path, whose batches were
+// validated, CRC included, before the object was built from them in
+// memory. A hit serves a sub-range of one entry, so it never
+// returns bytes that were not checked, and bytes that fail the check are
+// neither cached nor returned: a repaired object is read afresh.
+//
 // Cached bytes are shared and read-only: Get's callers must not modify
 // what it returns.
 type Cache struct {
@@ -61,6 +70,10 @@ type flight struct {
 	err  error
 }
 
+// Check accepts or refuses bytes read from the store before Get caches or
+// returns them. It must not keep or modify data.
+type Check func(data []byte) error
+
 // NewCache returns a cache holding at most maxBytes of object bytes. A
 // cache of 0 bytes keeps nothing but still coalesces concurrent misses.
 func NewCache(maxBytes int64) *Cache {
@@ -92,7 +105,11 @@ func (c *Cache) Stats() CacheStats {
 }
 
 // PutObject caches a whole object, taking ownership of data: the caller
-// must not modify it afterwards. It implements produce.ObjectCache.
+// must not modify it afterwards. It implements produce.ObjectCache. The
+// bytes are not checked again: every batch in them was validated before
+// it was submitted (the Produce handler's recordbatch.ValidateProduce,
+// CRC-32C included; SetLogAppendTime recomputes the CRC it changes), and
+// the object never left the agent's memory since.
 func (c *Cache) PutObject(key string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -100,8 +117,12 @@ func (c *Cache) PutObject(key string, data []byte) {
 }
 
 // Get returns bytes [pos, pos+length) of object key, from the cache or
-// from store (then caching them). The result is shared: do not modify it.
-func (c *Cache) Get(ctx context.Context, store objstore.Store, key string, pos, length int64) ([]byte, error) {
+// from store. Bytes from the store are returned and cached only if check
+// accepts them (nil accepts anything); otherwise Get returns check's
+// error and caches nothing. Concurrent misses of one range share the
+// first caller's GET and check, so every caller of a range must pass the
+// same check. The result is shared: do not modify it.
+func (c *Cache) Get(ctx context.Context, store objstore.Store, key string, pos, length int64, check Check) ([]byte, error) {
 	if pos < 0 || length <= 0 {
 		return nil, fmt.Errorf("%w: range %d+%d of %s", objstore.ErrInvalidRange, pos, length, key)
 	}
@@ -123,7 +144,7 @@ func (c *Cache) Get(ctx context.Context, store objstore.Store, key string, pos, 
 		c.coalesced.Add(1)
 	} else {
 		c.misses.Add(1)
-		go c.load(context.WithoutCancel(ctx), store, rk, fl)
+		go c.load(context.WithoutCancel(ctx), store, rk, fl, check)
 	}
 	select {
 	case <-fl.done:
@@ -133,14 +154,20 @@ func (c *Cache) Get(ctx context.Context, store objstore.Store, key string, pos, 
 	}
 }
 
-// load performs one flight's GET and caches its bytes.
-func (c *Cache) load(ctx context.Context, store objstore.Store, rk rangeKey, fl *flight) {
+// load performs one flight's GET, checks its bytes and caches them.
+func (c *Cache) load(ctx context.Context, store objstore.Store, rk rangeKey, fl *flight, check Check) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	data, err := store.Get(ctx, rk.key, rk.pos, rk.length)
 	cancel()
-	if err == nil && int64(len(data)) != rk.length {
+	switch {
+	case err != nil:
+	case int64(len(data)) != rk.length:
 		// The index says the range exists; a short object is damage.
 		err = fmt.Errorf("%w: %s holds %d bytes at %d, index says %d", ErrCorrupt, rk.key, len(data), rk.pos, rk.length)
+	case check != nil:
+		err = check(data)
+	}
+	if err != nil {
 		data = nil
 	}
 	c.mu.Lock()

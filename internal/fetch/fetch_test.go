@@ -232,7 +232,7 @@ func TestCache(t *testing.T) {
 	}
 	get := func(t *testing.T, c *fetch.Cache, key string, pos, n int64) {
 		t.Helper()
-		got, err := c.Get(ctx, store, key, pos, n)
+		got, err := c.Get(ctx, store, key, pos, n, nil)
 		if err != nil || !bytes.Equal(got, obj[pos:pos+n]) {
 			t.Fatalf("Get(%s, %d, %d) = %v, %v", key, pos, n, got, err)
 		}
@@ -295,10 +295,10 @@ func TestCache(t *testing.T) {
 	})
 	t.Run("errors", func(t *testing.T) {
 		c := fetch.NewCache(10_000)
-		if _, err := c.Get(ctx, store, "missing", 0, 10); !errors.Is(err, objstore.ErrNotFound) {
+		if _, err := c.Get(ctx, store, "missing", 0, 10, nil); !errors.Is(err, objstore.ErrNotFound) {
 			t.Fatalf("missing object: %v", err)
 		}
-		if _, err := c.Get(ctx, store, "a", 990, 20); !errors.Is(err, fetch.ErrCorrupt) {
+		if _, err := c.Get(ctx, store, "a", 990, 20, nil); !errors.Is(err, fetch.ErrCorrupt) {
 			t.Fatalf("short range: %v", err)
 		}
 		if st := c.Stats(); st.Entries != 0 {
@@ -340,7 +340,7 @@ func TestCacheCoalescesMisses(t *testing.T) {
 		results := make([][]byte, readers)
 		for i := range readers {
 			wg.Go(func() {
-				data, err := c.Get(ctx, store, "k", 100, 1000)
+				data, err := c.Get(ctx, store, "k", 100, 1000, nil)
 				if err != nil {
 					t.Error(err)
 				}
@@ -350,7 +350,7 @@ func TestCacheCoalescesMisses(t *testing.T) {
 		// A reader that gives up does not fail the others.
 		quitter, cancel := context.WithCancel(ctx)
 		wg.Go(func() {
-			if _, err := c.Get(quitter, store, "k", 100, 1000); !errors.Is(err, context.Canceled) {
+			if _, err := c.Get(quitter, store, "k", 100, 1000, nil); !errors.Is(err, context.Canceled) {
 				t.Errorf("cancelled Get = %v", err)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -28,7 +29,7 @@ func testCtx(t testing.TB) context.Context {
 // env is one agent writing to store: a replica over a memory log, a
 // topic, and a pipeline.
 type env struct {
-	replica *meta.Replica
+	replica *replica.Replica
 	topic   meta.TopicID
 	store   objstore.Store
 	p       *produce.Pipeline
@@ -37,7 +38,7 @@ type env struct {
 func newEnv(t testing.TB, store objstore.Store, partitions int32, cache produce.ObjectCache) *env {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
-	r, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: memlog.New(), WriterID: "agent-1", Logger: logger})
+	r, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: memlog.New(), WriterID: "agent-1", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

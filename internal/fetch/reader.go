@@ -22,10 +22,11 @@ import (
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
-// ErrCorrupt: a data object's bytes disagree with the offset index that
-// points at them (short range, batches that do not frame, record counts
-// that do not add up), or a marker entry is not one one-record batch.
-var ErrCorrupt = errors.New("fetch: data object disagrees with the index")
+// ErrCorrupt: a data object's bytes are damaged (batches that do not
+// frame, a CRC-32C that does not match) or disagree with the offset index
+// that points at them (short range, record counts that do not add up),
+// or a marker entry is not one one-record batch.
+var ErrCorrupt = errors.New("fetch: data object corrupt or disagreeing with the index")
 
 const (
 	// maxEntriesPerRead bounds the index entries one Read plans, so a
@@ -62,23 +63,43 @@ type FetchResult struct {
 }
 
 // Reader reads committed batches. Safe for concurrent use.
+//
+// Every byte it returns was checked: bytes from the store pass
+// checkBatches (framing and CRC-32C of every batch) before the cache
+// keeps or returns them (see Cache), and the index entry's counts are
+// checked as the batches are appended. A damaged object fails the reads
+// of the partitions whose batches it damages with ErrCorrupt, a missing
+// one with ErrMissing, and is reported to the DamageLog.
 type Reader struct {
-	store objstore.Store
-	cache *Cache
+	store  objstore.Store
+	cache  *Cache
+	damage *DamageLog
 }
 
 // NewReader returns a Reader over store. cache may be shared with a
 // produce pipeline (it then holds the objects just written); nil means a
-// cache that keeps nothing.
+// cache that keeps nothing. Damage goes to a DamageLog that logs nowhere
+// until WithDamageLog replaces it.
 func NewReader(store objstore.Store, cache *Cache) *Reader {
 	if cache == nil {
 		cache = NewCache(0)
 	}
-	return &Reader{store: store, cache: cache}
+	return &Reader{store: store, cache: cache, damage: NewDamageLog(nil)}
+}
+
+// WithDamageLog returns a Reader like r (same store and cache) that
+// reports damaged objects to d.
+func (r *Reader) WithDamageLog(d *DamageLog) *Reader {
+	c := *r
+	c.damage = d
+	return &c
 }
 
 // Cache returns the reader's cache.
 func (r *Reader) Cache() *Cache { return r.cache }
+
+// DamageLog returns where the reader reports damaged objects.
+func (r *Reader) DamageLog() *DamageLog { return r.damage }
 
 // Read returns the batches of a partition from offset on, as of view.
 //
@@ -92,8 +113,10 @@ func (r *Reader) Cache() *Cache { return r.cache }
 // synthesizes their control batches (coordinator epoch 0) in offset
 // order among the data batches.
 //
-// A store error fails Read only if no batch was read yet; otherwise Read
-// returns the batches before it and the consumer's next fetch retries.
+// A store error or a damaged object (ErrCorrupt, ErrMissing) fails Read
+// only if no batch was read yet; otherwise Read returns the batches
+// before it, and the consumer's next fetch, starting at the damage, gets
+// the error.
 func (r *Reader) Read(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset int64, maxBytes int32) (FetchResult, error) {
 	return r.ReadUpTo(ctx, view, topicID, partition, offset, maxBytes, NoBound)
 }
@@ -125,6 +148,10 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 		return FetchResult{}, err
 	}
 	out := make([]byte, 0, min(int64(maxBytes), planBytes(entries)))
+	// coalesce: read neighbouring entries of one object with one GET.
+	// It turns off after a coalesced range fails its check, since the
+	// damage may lie in other partitions' batches between ours.
+	coalesce := true
 	for len(entries) > 0 {
 		var full bool
 		if e := &entries[0]; e.Control {
@@ -137,9 +164,19 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 			entries = entries[1:]
 			continue
 		}
-		n, start, end := nextRange(entries)
-		data, err := r.cache.Get(ctx, r.store, entries[0].ObjectKey, start, end-start)
+		n, start, end := 1, entries[0].Position, entries[0].Position+entries[0].Length
+		if coalesce {
+			n, start, end = nextRange(entries)
+		}
+		data, err := r.get(ctx, entries[0].ObjectKey, start, end-start)
 		if err != nil {
+			if n > 1 && errors.Is(err, ErrCorrupt) {
+				// Reported by the reads of whichever partition's
+				// batches are damaged, ours or not.
+				coalesce = false
+				continue
+			}
+			r.damage.Report(entries[0].ObjectKey, topicID, partition, entries[0].BaseOffset, err)
 			if len(out) > 0 {
 				break
 			}
@@ -147,8 +184,15 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 		}
 		for i := range entries[:n] {
 			e := &entries[i]
-			pos := e.Position - start
+			pos, before := e.Position-start, len(out)
 			if out, full, err = appendEntry(out, data[pos:pos+e.Length], e, offset, upTo, int(maxBytes)); err != nil {
+				// None of an entry that disagrees with the index.
+				out = out[:before]
+				r.damage.Report(e.ObjectKey, topicID, partition, e.BaseOffset, err)
+				if len(out) > 0 {
+					full = true
+					break
+				}
 				return FetchResult{}, err
 			}
 			if full {
@@ -173,6 +217,25 @@ func dropPlanted(view *meta.View, topicID meta.TopicID, partition int32, records
 		return planted.DropRecord(records, t.Offset)
 	}
 	return records
+}
+
+// get reads bytes [pos, pos+length) of object key through the cache,
+// checked by checkBatches. An object not in the store is ErrMissing,
+// and stays so without another GET for missingRecheckInterval; one
+// shorter than the range is ErrCorrupt.
+func (r *Reader) get(ctx context.Context, key string, pos, length int64) ([]byte, error) {
+	if r.damage.missingRecently(key) {
+		return nil, fmt.Errorf("%w: %s (%w)", ErrMissing, key, errMissingRecently)
+	}
+	data, err := r.cache.Get(ctx, r.store, key, pos, length, checkBatches)
+	switch {
+	case errors.Is(err, objstore.ErrNotFound):
+		err = fmt.Errorf("%w: %w", ErrMissing, err)
+	case errors.Is(err, objstore.ErrInvalidRange):
+		// The index points past the object's end: cut short.
+		err = fmt.Errorf("%w: %s: %w", ErrCorrupt, key, err)
+	}
+	return data, err
 }
 
 // planEntries returns the index entries a read of maxBytes from offset

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Notifier reports state changes; *meta.Replica is one (Changed is closed
+// Notifier reports state changes; *replica.Replica is one (Changed is closed
 // after each apply batch).
 type Notifier interface {
 	Changed() <-chan struct{}

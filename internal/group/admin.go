@@ -2,87 +2,97 @@ package group
 
 import (
 	"context"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
 )
 
-// groupAuthorizedOps is what an authorizer-less Kafka allows on a group:
-// READ, DELETE and DESCRIBE.
-const groupAuthorizedOps int32 = 1<<3 | 1<<6 | 1<<8
-
-// groupSummary is a group as ListGroups and DescribeGroups show it.
-type groupSummary struct {
-	name         string
-	state        string
-	protocolType string
-	protocol     string
-	members      []kmsg.DescribeGroupsResponseGroupMember
+// ListedGroup is a group as ListGroups shows it.
+type ListedGroup struct {
+	Group        string
+	ProtocolType string
+	State        string
 }
 
-// summaryLocked describes g. Member subscriptions and assignments are
-// shown only in a stable group, as Kafka does.
-func (g *group) summaryLocked(withMembers bool) groupSummary {
-	s := groupSummary{name: g.name, state: g.state.String(), protocolType: g.protocolType}
+// DescribedGroup is a group as DescribeGroups shows it.
+type DescribedGroup struct {
+	Group string
+	// Code is a Kafka error code, 0 for success.
+	Code         int16
+	State        string
+	ProtocolType string
+	// Protocol is set in a Stable group.
+	Protocol string
+	Members  []DescribedMember
+}
+
+// DescribedMember is a classic group's member. Its subscription and
+// assignment are shown only in a Stable group, as Kafka does.
+type DescribedMember struct {
+	MemberID   string
+	InstanceID string // empty if not static
+	ClientID   string
+	ClientHost string
+	Metadata   []byte
+	Assignment []byte
+}
+
+// summaryLocked describes g.
+func (g *group) summaryLocked(withMembers bool) DescribedGroup {
+	s := DescribedGroup{Group: g.name, State: g.state.String(), ProtocolType: g.protocolType}
 	if g.kind == meta.GroupConsumer {
 		// Members of a KIP-848 group are shown by
 		// ConsumerGroupDescribe.
-		s.state = g.consumerStateLocked()
+		s.State = g.consumerStateLocked()
 		if g.cg != nil {
-			s.protocol = g.cg.assignor
+			s.Protocol = g.cg.assignor
 		}
 		return s
 	}
 	if g.state == stateStable {
-		s.protocol = g.protocol
+		s.Protocol = g.protocol
 	}
 	if !withMembers {
 		return s
 	}
 	for _, m := range g.sortedMembersLocked() {
-		dm := kmsg.NewDescribeGroupsResponseGroupMember()
-		dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
-		if m.instanceID != "" {
-			dm.InstanceID = kmsg.StringPtr(m.instanceID)
-		}
+		dm := DescribedMember{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
 		if g.state == stateStable {
-			dm.ProtocolMetadata = m.metadataFor(g.protocol)
-			dm.MemberAssignment = m.assignment
+			dm.Metadata = m.metadataFor(g.protocol)
+			dm.Assignment = m.assignment
 		}
-		s.members = append(s.members, dm)
+		s.Members = append(s.Members, dm)
 	}
 	return s
 }
 
 // storedSummary describes a group that is stored but not in memory.
-func storedSummary(sg *meta.Group) groupSummary {
-	s := groupSummary{name: sg.Name, state: stateEmpty.String(), protocolType: sg.ProtocolType}
+func storedSummary(sg *meta.Group) DescribedGroup {
+	s := DescribedGroup{Group: sg.Name, State: stateEmpty.String(), ProtocolType: sg.ProtocolType}
 	if len(sg.Members) > 0 {
 		// Stored with members but not loaded: another agent's until
 		// just now. Loading it (any request for it) shows it in full.
-		s.state, s.protocol = stateStable.String(), sg.Protocol
+		s.State, s.Protocol = stateStable.String(), sg.Protocol
 	}
 	return s
 }
 
-// ListGroups serves ListGroups v0-4 (v4: StatesFilter, case-insensitive):
-// the groups this agent coordinates, in memory or stored.
-func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
-	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	var states map[string]bool
-	if req.Version >= 4 && len(req.StatesFilter) > 0 {
-		states = make(map[string]bool)
-		for _, s := range req.StatesFilter {
-			states[strings.ToLower(s)] = true
+// ListGroups returns the groups this agent coordinates, in memory or
+// stored, sorted by id, and a Kafka error code. With states, only groups
+// in one of them (case-insensitive) are listed.
+func (c *Coordinator) ListGroups(ctx context.Context, states []string) ([]ListedGroup, int16) {
+	var want map[string]bool
+	if len(states) > 0 {
+		want = make(map[string]bool)
+		for _, s := range states {
+			want[strings.ToLower(s)] = true
 		}
 	}
 	seen := make(map[string]bool)
-	var out []groupSummary
+	var out []DescribedGroup
 	c.mu.Lock()
 	groups := make([]*group, 0, len(c.mu.groups))
 	for _, g := range c.mu.groups {
@@ -102,69 +112,56 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 	v.Close()
 	if err != nil {
 		c.log.Warn("group: listing stored groups", "err", err)
-		resp.ErrorCode = kerr.UnknownServerError.Code
-		return resp
+		return nil, kerr.UnknownServerError.Code
 	}
 	for i := range stored {
 		if !seen[stored[i].Name] && c.owns(stored[i].Name) {
 			out = append(out, storedSummary(&stored[i]))
 		}
 	}
-	slices.SortFunc(out, func(a, b groupSummary) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b DescribedGroup) int { return strings.Compare(a.Group, b.Group) })
+	var listed []ListedGroup
 	for _, s := range out {
-		if states != nil && !states[strings.ToLower(s.state)] {
+		if want != nil && !want[strings.ToLower(s.State)] {
 			continue
 		}
-		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState = s.name, s.protocolType, s.state
-		resp.Groups = append(resp.Groups, lg)
+		listed = append(listed, ListedGroup{Group: s.Group, ProtocolType: s.ProtocolType, State: s.State})
 	}
-	return resp
+	return listed, 0
 }
 
-// DescribeGroups serves DescribeGroups v0-5. An unknown group is "Dead"
-// without an error, as Kafka answers below v6.
-func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
-	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, name := range req.Groups {
-		dg := kmsg.NewDescribeGroupsResponseGroup()
-		dg.Group = name
-		dg.AuthorizedOperations = math.MinInt32
-		if req.Version >= 3 && req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = groupAuthorizedOps
-		}
+// DescribeGroups describes each named group. An unknown group is "Dead"
+// without an error.
+func (c *Coordinator) DescribeGroups(ctx context.Context, names []string) []DescribedGroup {
+	out := make([]DescribedGroup, 0, len(names))
+	for _, name := range names {
 		if !c.owns(name) {
-			dg.ErrorCode = kerr.NotCoordinator.Code
-			resp.Groups = append(resp.Groups, dg)
+			out = append(out, DescribedGroup{Group: name, Code: kerr.NotCoordinator.Code})
 			continue
 		}
 		g, e := c.lockGroup(ctx, name, false)
 		switch {
 		case e != nil:
-			dg.ErrorCode = e.Code
+			out = append(out, DescribedGroup{Group: name, Code: e.Code})
 		case g == nil:
-			dg.State = stateDead.String()
+			out = append(out, DescribedGroup{Group: name, State: stateDead.String()})
 		default:
 			s := g.summaryLocked(true)
 			g.mu.Unlock()
-			dg.State, dg.ProtocolType, dg.Protocol, dg.Members = s.state, s.protocolType, s.protocol, s.members
+			out = append(out, s)
 		}
-		resp.Groups = append(resp.Groups, dg)
 	}
-	return resp
+	return out
 }
 
-// DeleteGroups serves DeleteGroups v0-2: an empty group's state and
-// offsets are deleted; a group with members is NON_EMPTY_GROUP.
-func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
-	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for _, name := range req.Groups {
-		dg := kmsg.NewDeleteGroupsResponseGroup()
-		dg.Group = name
-		dg.ErrorCode = c.deleteGroup(ctx, name).Code
-		resp.Groups = append(resp.Groups, dg)
+// DeleteGroups deletes each named group's state and offsets, and returns
+// a Kafka error code per group: a group with members is NON_EMPTY_GROUP.
+func (c *Coordinator) DeleteGroups(ctx context.Context, names []string) []int16 {
+	codes := make([]int16, len(names))
+	for i, name := range names {
+		codes[i] = c.deleteGroup(ctx, name).Code
 	}
-	return resp
+	return codes
 }
 
 func (c *Coordinator) deleteGroup(ctx context.Context, name string) *kerr.Error {

@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -50,7 +49,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 				}
 				log := &countingLog{Log: base}
 				ctx := context.Background()
-				rep, err := meta.Open(ctx, meta.Config{Dir: b.TempDir(), Log: log, WriterID: "w", Logger: quiet})
+				rep, err := replica.Open(ctx, replica.Config{Dir: b.TempDir(), Log: log, WriterID: "w", Logger: quiet})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -72,12 +71,10 @@ func BenchmarkOffsetCommit(b *testing.B) {
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					group := fmt.Sprintf("g-%d", next.Add(1))
-					req := kmsg.NewPtrOffsetCommitRequest()
-					req.Version, req.Group, req.Generation = 9, group, -1
-					req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{LeaderEpoch: -1}}}}
+					req := commitReq(group, "", -1, "t", 0, 0)
 					for off := int64(1); pb.Next(); off++ {
 						req.Topics[0].Partitions[0].Offset = off
-						if code := c.OffsetCommit(ctx, req)(ctx).Topics[0].Partitions[0].ErrorCode; code != 0 {
+						if code := c.OffsetCommit(ctx, req)(ctx)[0]; code != 0 {
 							b.Errorf("commit: %d", code)
 							return
 						}

@@ -192,35 +192,33 @@ func (e *env) topicIDOf(name string) meta.TopicID {
 	return tp.ID
 }
 
-func (e *env) cgHeartbeat(h cgh) *kmsg.ConsumerGroupHeartbeatResponse {
+func (e *env) cgHeartbeat(h cgh) ConsumerHeartbeatResult {
 	e.t.Helper()
-	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	req.Version = 1
-	req.Group, req.MemberID, req.MemberEpoch = h.group, h.member, h.epoch
-	req.RebalanceTimeoutMillis = -1
+	req := ConsumerHeartbeatRequest{
+		Group: h.group, MemberID: h.member, RequireMemberID: true, MemberEpoch: h.epoch,
+		RebalanceTimeoutMs: -1,
+	}
 	if h.epoch == epochJoin {
-		req.RebalanceTimeoutMillis = 10_000
+		req.RebalanceTimeoutMs = 10_000
 		req.SubscribedTopicNames = h.topics
-		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		req.Owned = []ConsumerTopic{}
 	}
 	if h.assign != "" {
 		req.ServerAssignor = &h.assign
 	}
 	req.InstanceID = h.instant
 	if h.owned != nil {
-		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		req.Owned = []ConsumerTopic{}
 		for _, name := range sortedKeys(h.owned) {
-			rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
-			rt.TopicID = [16]byte(e.topicIDOf(name))
-			rt.Partitions = h.owned[name]
-			req.Topics = append(req.Topics, rt)
+			req.Owned = append(req.Owned, ConsumerTopic{TopicID: e.topicIDOf(name), Partitions: h.owned[name]})
 		}
 	}
-	return e.c.ConsumerGroupHeartbeat(testCtx(e.t), Client{ID: "cl", Host: "/127.0.0.1"}, req)
+	ctx := testCtx(e.t)
+	return e.c.ConsumerGroupHeartbeat(ctx, Client{ID: "cl", Host: "/127.0.0.1"}, req)(ctx)
 }
 
 // assigned is an answer's assignment by topic name; nil when it has none.
-func (e *env) assigned(resp *kmsg.ConsumerGroupHeartbeatResponse) map[string][]int32 {
+func (e *env) assigned(resp ConsumerHeartbeatResult) map[string][]int32 {
 	e.t.Helper()
 	if resp.Assignment == nil {
 		return nil
@@ -228,8 +226,8 @@ func (e *env) assigned(resp *kmsg.ConsumerGroupHeartbeatResponse) map[string][]i
 	v := e.rep.View()
 	defer v.Close()
 	out := make(map[string][]int32)
-	for _, at := range resp.Assignment.Topics {
-		tp, ok, err := v.TopicByID(meta.TopicID(at.TopicID))
+	for _, at := range resp.Assignment {
+		tp, ok, err := v.TopicByID(at.TopicID)
 		if err != nil || !ok {
 			e.t.Fatalf("assigned topic id %x unknown", at.TopicID)
 		}
@@ -238,10 +236,10 @@ func (e *env) assigned(resp *kmsg.ConsumerGroupHeartbeatResponse) map[string][]i
 	return out
 }
 
-func mustOK(t *testing.T, resp *kmsg.ConsumerGroupHeartbeatResponse) {
+func mustOK(t *testing.T, resp ConsumerHeartbeatResult) {
 	t.Helper()
-	if resp.ErrorCode != 0 {
-		t.Fatalf("heartbeat: %v (%s)", kerr.ErrorForCode(resp.ErrorCode), strOr(resp.ErrorMessage))
+	if resp.Code != 0 {
+		t.Fatalf("heartbeat: %v (%s)", kerr.ErrorForCode(resp.Code), resp.Message)
 	}
 }
 
@@ -259,8 +257,8 @@ func TestConsumerGroupReconcile(t *testing.T) {
 
 	a := e.cgHeartbeat(cgh{e: e, group: "g", member: "A", epoch: 0, topics: []string{"t"}})
 	mustOK(t, a)
-	if a.MemberEpoch != 1 || a.HeartbeatIntervalMillis != 1000 || !slices.Equal(parts(e.assigned(a), "t"), []int32{0, 1, 2, 3}) {
-		t.Fatalf("A joined: epoch %d, interval %d, assigned %v", a.MemberEpoch, a.HeartbeatIntervalMillis, e.assigned(a))
+	if a.MemberEpoch != 1 || a.HeartbeatInterval != time.Second || !slices.Equal(parts(e.assigned(a), "t"), []int32{0, 1, 2, 3}) {
+		t.Fatalf("A joined: epoch %d, interval %v, assigned %v", a.MemberEpoch, a.HeartbeatInterval, e.assigned(a))
 	}
 
 	b := e.cgHeartbeat(cgh{e: e, group: "g", member: "B", epoch: 0, topics: []string{"t"}})
@@ -296,7 +294,7 @@ func TestConsumerGroupReconcile(t *testing.T) {
 	if len(bParts) != 2 || slices.ContainsFunc(bParts, func(p int32) bool { return slices.Contains(kept, p) }) {
 		t.Fatalf("B got %v, A kept %v", bParts, kept)
 	}
-	if s := e.describe("g"); s.State != "Stable" || len(s.Members) != 2 || s.AssignorName != UniformAssignor {
+	if s := e.describe("g"); s.State != "Stable" || len(s.Members) != 2 || s.Assignor != UniformAssignor {
 		t.Fatalf("describe when stable: %+v", s)
 	}
 
@@ -315,16 +313,16 @@ func TestConsumerGroupReconcile(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				tt.h.e = e
-				if got := e.cgHeartbeat(tt.h); got.ErrorCode != tt.want.Code {
-					t.Fatalf("got %v, want %v", kerr.ErrorForCode(got.ErrorCode), tt.want)
+				if got := e.cgHeartbeat(tt.h); got.Code != tt.want.Code {
+					t.Fatalf("got %v, want %v", kerr.ErrorForCode(got.Code), tt.want)
 				}
 			})
 		}
 	})
 
 	t.Run("classic join is refused", func(t *testing.T) {
-		if resp := e.joinNow(e.req(4, "g", "", "t")); resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-			t.Fatalf("JoinGroup: %v", kerr.ErrorForCode(resp.ErrorCode))
+		if resp := e.joinNow(e.req("g", "", "t")); resp.Code != kerr.InconsistentGroupProtocol.Code {
+			t.Fatalf("JoinGroup: %v", kerr.ErrorForCode(resp.Code))
 		}
 	})
 
@@ -358,8 +356,8 @@ func TestConsumerGroupReconcile(t *testing.T) {
 		if a.MemberEpoch != 3 || !slices.Equal(parts(e.assigned(a), "t"), []int32{0, 1, 2, 3}) {
 			t.Fatalf("A after B expired: epoch %d, assigned %v", a.MemberEpoch, e.assigned(a))
 		}
-		if b := e.cgHeartbeat(cgh{e: e, group: "g", member: "B", epoch: 2}); b.ErrorCode != kerr.UnknownMemberID.Code {
-			t.Fatalf("expired B: %v", kerr.ErrorForCode(b.ErrorCode))
+		if b := e.cgHeartbeat(cgh{e: e, group: "g", member: "B", epoch: 2}); b.Code != kerr.UnknownMemberID.Code {
+			t.Fatalf("expired B: %v", kerr.ErrorForCode(b.Code))
 		}
 	})
 
@@ -388,12 +386,12 @@ func TestConsumerGroupRangeAssignor(t *testing.T) {
 	b := e.cgHeartbeat(cgh{e: e, group: "g", member: "B", epoch: 0, topics: []string{"t", "u"}, assign: RangeAssignor})
 	mustOK(t, b)
 	s := e.describe("g")
-	if s.AssignorName != RangeAssignor {
-		t.Fatalf("assignor %q", s.AssignorName)
+	if s.Assignor != RangeAssignor {
+		t.Fatalf("assignor %q", s.Assignor)
 	}
 	for _, m := range s.Members {
 		want := map[string][]int32{"A": {0, 1}, "B": {2}}[m.MemberID]
-		for _, at := range m.TargetAssignment.TopicPartitions {
+		for _, at := range m.TargetAssignment {
 			if !slices.Equal(at.Partitions, want) {
 				t.Fatalf("%s target %s: %v, want %v", m.MemberID, at.Topic, at.Partitions, want)
 			}
@@ -408,12 +406,12 @@ func TestConsumerGroupClassicConflict(t *testing.T) {
 	_, ch := e.newMember("g", "t")
 	recv(t, ch, "join")
 	resp := e.cgHeartbeat(cgh{e: e, group: "g", member: "A", epoch: 0, topics: []string{"t"}})
-	if resp.ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Fatalf("heartbeat to a classic group: %v", kerr.ErrorForCode(resp.ErrorCode))
+	if resp.Code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("heartbeat to a classic group: %v", kerr.ErrorForCode(resp.Code))
 	}
 	d := e.describe("g")
-	if d.ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Fatalf("ConsumerGroupDescribe of a classic group: %v", kerr.ErrorForCode(d.ErrorCode))
+	if d.Code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupDescribe of a classic group: %v", kerr.ErrorForCode(d.Code))
 	}
 }
 
@@ -422,30 +420,26 @@ func TestConsumerGroupRegex(t *testing.T) {
 	e.createTopic("orders-1", 1)
 	e.createTopic("orders-2", 1)
 	e.createTopic("other", 1)
-	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	req.Version, req.Group, req.MemberID, req.RebalanceTimeoutMillis = 1, "g", "A", 1000
+	req := ConsumerHeartbeatRequest{Group: "g", MemberID: "A", RequireMemberID: true, RebalanceTimeoutMs: 1000}
 	req.SubscribedTopicRegex = kmsg.StringPtr("orders-.*")
-	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req)
+	req.Owned = []ConsumerTopic{}
+	resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req)(testCtx(t))
 	mustOK(t, resp)
 	if got := sortedKeys(e.assigned(resp)); !slices.Equal(got, []string{"orders-1", "orders-2"}) {
 		t.Fatalf("regex assigned %v", got)
 	}
 	req.MemberID = "B"
 	req.SubscribedTopicRegex = kmsg.StringPtr("(")
-	if resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req); resp.ErrorCode != kerr.InvalidRegularExpression.Code {
-		t.Fatalf("bad regex: %v", kerr.ErrorForCode(resp.ErrorCode))
+	if resp := e.c.ConsumerGroupHeartbeat(testCtx(t), Client{}, req)(testCtx(t)); resp.Code != kerr.InvalidRegularExpression.Code {
+		t.Fatalf("bad regex: %v", kerr.ErrorForCode(resp.Code))
 	}
 }
 
-func (e *env) describe(group string) kmsg.ConsumerGroupDescribeResponseGroup {
+func (e *env) describe(group string) DescribedConsumerGroup {
 	e.t.Helper()
-	req := kmsg.NewPtrConsumerGroupDescribeRequest()
-	req.Version = 1
-	req.Groups = []string{group}
-	resp := e.c.ConsumerGroupDescribe(testCtx(e.t), req)
-	if len(resp.Groups) != 1 {
-		e.t.Fatalf("describe: %d groups", len(resp.Groups))
+	resp := e.c.ConsumerGroupDescribe(testCtx(e.t), []string{group})
+	if len(resp) != 1 {
+		e.t.Fatalf("describe: %d groups", len(resp))
 	}
-	return resp.Groups[0]
+	return resp[0]
 }

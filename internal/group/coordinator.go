@@ -4,30 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/placement"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // Store is what the coordinator needs of the metadata database.
-// *meta.Replica implements it.
+// *replica.Replica implements it.
 type Store interface {
 	// View is a snapshot of the local copy; the caller closes it.
 	View() *meta.View
 	// Submit queues commands for the log; commands submitted in sequence
 	// apply in that sequence.
-	Submit(ctx context.Context, cmds []meta.Command) (*meta.Pending, error)
+	Submit(ctx context.Context, cmds []meta.Command) (*replica.Pending, error)
 	// Sync plays the local copy up to the log's tail.
 	Sync(ctx context.Context) error
 }
 
-var _ Store = (*meta.Replica)(nil)
+var _ Store = (*replica.Replica)(nil)
 
 // Defaults for Config, Kafka's where Kafka has one.
 const (
@@ -79,10 +80,11 @@ type Config struct {
 	// NodeID is this agent's broker id.
 	NodeID int32
 	// Nodes returns the node ids of the live agents, this one included;
-	// nil means this agent alone. Groups are spread over them (OwnerOf).
+	// nil means this agent alone. Groups are spread over them
+	// (placement.Ring).
 	Nodes func() []int32
-	// Clock defaults to SystemClock.
-	Clock Clock
+	// Clock times every timeout; default clock.Real.
+	Clock clock.Clock
 	// InitialRebalanceDelay is how long the first rebalance of an empty
 	// group waits for more members (extended per new member, up to the
 	// rebalance timeout). Zero means the default; negative means none.
@@ -112,9 +114,7 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() {
-	if c.Clock == nil {
-		c.Clock = SystemClock{}
-	}
+	c.Clock = clock.OrReal(c.Clock)
 	if c.InitialRebalanceDelay == 0 {
 		c.InitialRebalanceDelay = DefaultInitialRebalanceDelay
 	}
@@ -192,7 +192,7 @@ type Client struct {
 type Coordinator struct {
 	cfg   Config
 	store Store
-	clock Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	// ctx lives until Close: stores outlive the requests that start
@@ -206,7 +206,7 @@ type Coordinator struct {
 		sync.Mutex
 		groups map[string]*group
 		closed bool
-		sweep  Timer
+		sweep  clock.Timer
 	}
 
 	// changed is closed and replaced after every change of a group's
@@ -272,7 +272,7 @@ func (c *Coordinator) Close() error {
 		return nil
 	}
 	c.mu.closed = true
-	stopTimer(c.mu.sweep)
+	clock.Stop(c.mu.sweep)
 	groups := make([]*group, 0, len(c.mu.groups))
 	for _, g := range c.mu.groups {
 		groups = append(groups, g)
@@ -289,34 +289,14 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
-// OwnerOf is the placement of groups (and transactional ids) on agents:
-// a hash of the key over the sorted node ids. It returns -1 when nodes is
-// empty. It is the one place the mapping lives; leases would replace it.
-func OwnerOf(key string, nodes []int32) int32 {
-	if len(nodes) == 0 {
-		return -1
-	}
-	sorted := slices.Clone(nodes)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return sorted[h.Sum64()%uint64(len(sorted))]
-}
-
 // Coordinator returns the node id of the agent that coordinates key.
-func (c *Coordinator) Coordinator(key string) int32 {
-	var nodes []int32
-	if c.cfg.Nodes != nil {
-		nodes = c.cfg.Nodes()
-	}
-	if len(nodes) == 0 {
-		return c.cfg.NodeID
-	}
-	return OwnerOf(key, nodes)
+func (c *Coordinator) Coordinator(key string) int32 { return c.placement().Owner(key) }
+
+func (c *Coordinator) placement() placement.Ring {
+	return placement.Ring{Self: c.cfg.NodeID, Live: c.cfg.Nodes}
 }
 
-func (c *Coordinator) owns(key string) bool { return c.Coordinator(key) == c.cfg.NodeID }
+func (c *Coordinator) owns(key string) bool { return c.placement().Owns(key) }
 
 // notify wakes whoever waits for a state change.
 func (c *Coordinator) notify() {

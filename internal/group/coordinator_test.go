@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/placement"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -23,7 +25,7 @@ func noDelay(c *Config) { c.InitialRebalanceDelay = -1 }
 func (e *env) stableGroup(group string, n int) []string {
 	e.t.Helper()
 	var ids []string
-	var joins []<-chan *kmsg.JoinGroupResponse
+	var joins []<-chan JoinResult
 	for range n {
 		id, j := e.newMember(group, "t")
 		ids = append(ids, id)
@@ -46,12 +48,12 @@ func (e *env) stableGroup(group string, n int) []string {
 	if code := e.heartbeat(group, ids[0], 1); code != kerr.RebalanceInProgress.Code {
 		e.t.Fatalf("leader heartbeat: %d, want REBALANCE_IN_PROGRESS", code)
 	}
-	joins = append([]<-chan *kmsg.JoinGroupResponse{e.join(e.req(9, group, ids[0], "t"))}, joins...)
+	joins = append([]<-chan JoinResult{e.join(e.req(group, ids[0], "t"))}, joins...)
 	var gen int32
 	for i, j := range joins {
 		r := recv(e.t, j, "join")
-		if r.ErrorCode != 0 {
-			e.t.Fatalf("join %d: %v", i, kerr.ErrorForCode(r.ErrorCode))
+		if r.Code != 0 {
+			e.t.Fatalf("join %d: %v", i, kerr.ErrorForCode(r.Code))
 		}
 		gen = r.Generation
 	}
@@ -66,7 +68,7 @@ func (e *env) syncAll(group string, gen int32, ids []string) {
 	for i, id := range ids {
 		assign[id] = []byte{byte(i)}
 	}
-	var chans []<-chan *kmsg.SyncGroupResponse
+	var chans []<-chan SyncResult
 	for i, id := range ids {
 		var a map[string][]byte
 		if i == 0 {
@@ -76,8 +78,8 @@ func (e *env) syncAll(group string, gen int32, ids []string) {
 	}
 	for i, ch := range chans {
 		r := recv(e.t, ch, "sync")
-		if r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{byte(i)}) {
-			e.t.Fatalf("sync of member %d: code %d, assignment %v", i, r.ErrorCode, r.MemberAssignment)
+		if r.Code != 0 || !bytes.Equal(r.Assignment, []byte{byte(i)}) {
+			e.t.Fatalf("sync of member %d: code %d, assignment %v", i, r.Code, r.Assignment)
 		}
 	}
 }
@@ -94,8 +96,8 @@ func TestJoinSyncStable(t *testing.T) {
 	noRecv(t, j1, "a join inside the extended delay")
 	e.clock.Advance(DefaultInitialRebalanceDelay)
 	r1, r2 := recv(t, j1, "join 1"), recv(t, j2, "join 2")
-	for i, r := range []*kmsg.JoinGroupResponse{r1, r2} {
-		if r.ErrorCode != 0 || r.Generation != 1 || r.LeaderID != id1 || *r.Protocol != "range" || *r.ProtocolType != "consumer" {
+	for i, r := range []JoinResult{r1, r2} {
+		if r.Code != 0 || r.Generation != 1 || r.LeaderID != id1 || r.Protocol != "range" || r.ProtocolType != "consumer" {
 			t.Fatalf("join %d: %+v", i+1, r)
 		}
 	}
@@ -103,8 +105,8 @@ func TestJoinSyncStable(t *testing.T) {
 		t.Fatalf("leader got %d members, follower %d", len(r1.Members), len(r2.Members))
 	}
 	for _, m := range r1.Members {
-		if !bytes.Equal(m.ProtocolMetadata, consumerMeta("t")) {
-			t.Fatalf("member %s metadata %x", m.MemberID, m.ProtocolMetadata)
+		if !bytes.Equal(m.Metadata, consumerMeta("t")) {
+			t.Fatalf("member %s metadata %x", m.MemberID, m.Metadata)
 		}
 	}
 
@@ -113,10 +115,10 @@ func TestJoinSyncStable(t *testing.T) {
 	e.waitFor("g", "the follower to wait in sync", func(s snap) bool { return s.syncing == 1 })
 	noRecv(t, s2, "the follower's sync")
 	s1 := e.sync("g", id1, 1, map[string][]byte{id1: []byte("a1"), id2: []byte("a2")})
-	if r := recv(t, s1, "sync 1"); r.ErrorCode != 0 || string(r.MemberAssignment) != "a1" || *r.Protocol != "range" {
+	if r := recv(t, s1, "sync 1"); r.Code != 0 || string(r.Assignment) != "a1" || r.Protocol != "range" {
 		t.Fatalf("leader sync: %+v", r)
 	}
-	if r := recv(t, s2, "sync 2"); r.ErrorCode != 0 || string(r.MemberAssignment) != "a2" {
+	if r := recv(t, s2, "sync 2"); r.Code != 0 || string(r.Assignment) != "a2" {
 		t.Fatalf("follower sync: %+v", r)
 	}
 	if s := e.c.snapshot("g"); s.state != stateStable || s.generation != 1 {
@@ -181,7 +183,7 @@ func TestSessionExpiry(t *testing.T) {
 	if code := e.heartbeat("g", ids[0], 2); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("heartbeat: %d, want REBALANCE_IN_PROGRESS", code)
 	}
-	r := recv(t, e.join(joinReq(9, "g", ids[0], "t")), "rejoin")
+	r := recv(t, e.join(joinReq("g", ids[0], "t")), "rejoin")
 	if r.Generation != 3 || len(r.Members) != 1 {
 		t.Fatalf("rejoin %+v", r)
 	}
@@ -189,34 +191,33 @@ func TestSessionExpiry(t *testing.T) {
 
 func TestStaticMemberRejoin(t *testing.T) {
 	e := newEnv(t, noDelay)
-	ra := e.joinNow(withInstance(joinReq(9, "g", "", "t"), "i-a"))
-	if ra.ErrorCode != 0 || ra.Generation != 1 {
+	ra := e.joinNow(withInstance(joinReq("g", "", "t"), "i-a"))
+	if ra.Code != 0 || ra.Generation != 1 {
 		t.Fatalf("static join needs no member id round: %+v", ra)
 	}
 	a := ra.MemberID
 	e.syncAll("g", 1, []string{a})
-	jb := e.join(withInstance(joinReq(9, "g", "", "t"), "i-b"))
+	jb := e.join(withInstance(joinReq("g", "", "t"), "i-b"))
 	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance })
-	ja := e.join(withInstance(joinReq(9, "g", a, "t"), "i-a"))
+	ja := e.join(withInstance(joinReq("g", a, "t"), "i-a"))
 	ra, rb := recv(t, ja, "join a"), recv(t, jb, "join b")
 	b := rb.MemberID
 	e.syncAll("g", 2, []string{a, b})
 
 	// b restarts: same instance, no member id. No rebalance.
-	rb2 := e.joinNow(withInstance(joinReq(9, "g", "", "t"), "i-b"))
+	rb2 := e.joinNow(withInstance(joinReq("g", "", "t"), "i-b"))
 	b2 := rb2.MemberID
-	if rb2.ErrorCode != 0 || rb2.Generation != 2 || b2 == b || rb2.LeaderID != a || len(rb2.Members) != 0 || rb2.SkipAssignment {
+	if rb2.Code != 0 || rb2.Generation != 2 || b2 == b || rb2.LeaderID != a || len(rb2.Members) != 0 || rb2.SkipAssignment {
 		t.Fatalf("static rejoin: %+v", rb2)
 	}
 	if s := e.c.snapshot("g"); s.state != stateStable || s.generation != 2 {
 		t.Fatalf("group after a static rejoin: %+v", s)
 	}
-	hb := kmsg.NewPtrHeartbeatRequest()
-	hb.Version, hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = 4, "g", b, 2, kmsg.StringPtr("i-b")
-	if code := e.c.Heartbeat(testCtx(t), hb).ErrorCode; code != kerr.FencedInstanceID.Code {
+	hb := HeartbeatRequest{Group: "g", MemberID: b, Generation: 2, InstanceID: kmsg.StringPtr("i-b")}
+	if code := e.c.Heartbeat(testCtx(t), hb); code != kerr.FencedInstanceID.Code {
 		t.Fatalf("old id's heartbeat: %d, want FENCED_INSTANCE_ID", code)
 	}
-	if r := recv(t, e.sync("g", b2, 2, nil), "sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{1}) {
+	if r := recv(t, e.sync("g", b2, 2, nil), "sync"); r.Code != 0 || !bytes.Equal(r.Assignment, []byte{1}) {
 		t.Fatalf("the new id's sync: %+v", r)
 	}
 	st, _ := e.stored("g")
@@ -228,9 +229,9 @@ func TestStaticMemberRejoin(t *testing.T) {
 		t.Fatalf("stored generation %d, members %v; want 2 with %s", st.Generation, storedIDs, b2)
 	}
 
-	// The leader restarts: v9 tells it to skip assigning (KIP-814).
-	ra2 := e.joinNow(withInstance(joinReq(9, "g", "", "t"), "i-a"))
-	if ra2.ErrorCode != 0 || ra2.LeaderID != ra2.MemberID || !ra2.SkipAssignment || len(ra2.Members) != 2 || ra2.Generation != 2 {
+	// The leader restarts: it is told to skip assigning (KIP-814).
+	ra2 := e.joinNow(withInstance(joinReq("g", "", "t"), "i-a"))
+	if ra2.Code != 0 || ra2.LeaderID != ra2.MemberID || !ra2.SkipAssignment || len(ra2.Members) != 2 || ra2.Generation != 2 {
 		t.Fatalf("static leader rejoin: %+v", ra2)
 	}
 	if s := e.c.snapshot("g"); s.state != stateStable || s.generation != 2 {
@@ -241,31 +242,34 @@ func TestStaticMemberRejoin(t *testing.T) {
 func TestMemberIDRequired(t *testing.T) {
 	e := newEnv(t, noDelay)
 	ids := e.stableGroup("g", 1)
-	// v3 and below join at once with a generated id.
-	r3 := e.join(joinReq(3, "g", "", "t"))
-	e.waitFor("g", "the v3 member", func(s snap) bool { return len(s.members) == 2 })
-	// A v4+ first join only gets an id: the group stays as it is
+	// Without RequireKnownMemberID (JoinGroup v3 and below) a member
+	// joins at once with a generated id.
+	old := joinReq("g", "", "t")
+	old.RequireKnownMemberID = false
+	r3 := e.join(old)
+	e.waitFor("g", "the old-style member", func(s snap) bool { return len(s.members) == 2 })
+	// With it, a first join only gets an id: the group stays as it is
 	// until the member comes back, and a join phase waits for it.
-	first := e.joinNow(joinReq(4, "g", "", "t"))
-	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" || first.Generation != -1 {
-		t.Fatalf("v4 first join: %+v", first)
+	first := e.joinNow(joinReq("g", "", "t"))
+	if first.Code != kerr.MemberIDRequired.Code || first.MemberID == "" || first.Generation != -1 {
+		t.Fatalf("first join: %+v", first)
 	}
 	if s := e.c.snapshot("g"); s.pending != 1 {
 		t.Fatalf("group %+v", s)
 	}
-	ja := e.join(joinReq(9, "g", ids[0], "t"))
+	ja := e.join(joinReq("g", ids[0], "t"))
 	e.waitFor("g", "two joined", func(s snap) bool { return s.joining == 2 })
 	noRecv(t, ja, "a join phase with a member id pending")
 	// The pending id expires after its session timeout.
 	e.clock.Advance(10 * time.Second)
-	if r := recv(t, ja, "join"); r.ErrorCode != 0 || r.Generation != 2 || len(r.Members) != 2 {
+	if r := recv(t, ja, "join"); r.Code != 0 || r.Generation != 2 || len(r.Members) != 2 {
 		t.Fatalf("join: %+v", r)
 	}
-	if r := recv(t, r3, "v3 join"); r.ErrorCode != 0 || r.Generation != 2 {
-		t.Fatalf("v3 join: %+v", r)
+	if r := recv(t, r3, "old-style join"); r.Code != 0 || r.Generation != 2 {
+		t.Fatalf("old-style join: %+v", r)
 	}
 	// The expired id is unknown now.
-	if r := e.joinNow(joinReq(4, "g", first.MemberID, "t")); r.ErrorCode != kerr.UnknownMemberID.Code {
+	if r := e.joinNow(joinReq("g", first.MemberID, "t")); r.Code != kerr.UnknownMemberID.Code {
 		t.Fatalf("join with an expired id: %+v", r)
 	}
 }
@@ -273,36 +277,36 @@ func TestMemberIDRequired(t *testing.T) {
 func TestJoinErrors(t *testing.T) {
 	e := newEnv(t, noDelay, func(c *Config) { c.MaxGroupSize = 2 })
 	e.stableGroup("g", 1)
-	other := joinReq(9, "g", "", "t")
+	other := joinReq("g", "", "t")
 	other.ProtocolType = "connect"
-	noProto := joinReq(9, "g", "", "t")
+	noProto := joinReq("g", "", "t")
 	noProto.Protocols[0].Name = "sticky"
-	short := joinReq(9, "g", "", "t")
-	short.SessionTimeoutMillis = 0
+	short := joinReq("g", "", "t")
+	short.SessionTimeout = 0
 	tests := []struct {
 		name string
-		req  *kmsg.JoinGroupRequest
+		req  JoinRequest
 		code int16
 	}{
-		{"empty group id", joinReq(9, "", "", "t"), kerr.InvalidGroupID.Code},
+		{"empty group id", joinReq("", "", "t"), kerr.InvalidGroupID.Code},
 		{"session timeout below the minimum", short, kerr.InvalidSessionTimeout.Code},
 		{"other protocol type", other, kerr.InconsistentGroupProtocol.Code},
 		{"no common protocol", noProto, kerr.InconsistentGroupProtocol.Code},
-		{"unknown member", joinReq(9, "g", "nobody", "t"), kerr.UnknownMemberID.Code},
-		{"group full", joinReq(9, "g", "", "t"), kerr.MemberIDRequired.Code},
-		{"group full, second", joinReq(9, "g", "", "t"), kerr.GroupMaxSizeReached.Code},
+		{"unknown member", joinReq("g", "nobody", "t"), kerr.UnknownMemberID.Code},
+		{"group full", joinReq("g", "", "t"), kerr.MemberIDRequired.Code},
+		{"group full, second", joinReq("g", "", "t"), kerr.GroupMaxSizeReached.Code},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if r := e.joinNow(tt.req); r.ErrorCode != tt.code {
-				t.Fatalf("code %d, want %d", r.ErrorCode, tt.code)
+			if r := e.joinNow(tt.req); r.Code != tt.code {
+				t.Fatalf("code %d, want %d", r.Code, tt.code)
 			}
 		})
 	}
 	// A static member's instance held by another id fences the id.
 	e2 := newEnv(t, noDelay)
-	ra := e2.joinNow(withInstance(joinReq(9, "h", "", "t"), "i"))
-	if r := e2.joinNow(withInstance(joinReq(9, "h", "stale-id", "t"), "i")); r.ErrorCode != kerr.FencedInstanceID.Code {
+	ra := e2.joinNow(withInstance(joinReq("h", "", "t"), "i"))
+	if r := e2.joinNow(withInstance(joinReq("h", "stale-id", "t"), "i")); r.Code != kerr.FencedInstanceID.Code {
 		t.Fatalf("stale static id: %+v (owner %s)", r, ra.MemberID)
 	}
 }
@@ -310,13 +314,12 @@ func TestJoinErrors(t *testing.T) {
 func TestSyncAndHeartbeatErrors(t *testing.T) {
 	e := newEnv(t, noDelay)
 	ids := e.stableGroup("g", 2)
-	syncReq := func(member string, gen int32, mod func(*kmsg.SyncGroupRequest)) int16 {
-		req := kmsg.NewPtrSyncGroupRequest()
-		req.Version, req.Group, req.MemberID, req.Generation = 5, "g", member, gen
+	syncReq := func(member string, gen int32, mod func(*SyncRequest)) int16 {
+		req := SyncRequest{Group: "g", MemberID: member, Generation: gen}
 		if mod != nil {
-			mod(req)
+			mod(&req)
 		}
-		return e.c.SyncGroup(testCtx(t), req).ErrorCode
+		return e.c.SyncGroup(testCtx(t), req)(testCtx(t)).Code
 	}
 	tests := []struct {
 		name string
@@ -327,12 +330,10 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 		{"sync, old generation", func() int16 { return syncReq(ids[1], 1, nil) }, kerr.IllegalGeneration.Code},
 		{"sync, unknown member", func() int16 { return syncReq("nobody", 2, nil) }, kerr.UnknownMemberID.Code},
 		{"sync, unknown group", func() int16 {
-			req := kmsg.NewPtrSyncGroupRequest()
-			req.Group, req.MemberID = "nope", "x"
-			return e.c.SyncGroup(testCtx(t), req).ErrorCode
+			return e.c.SyncGroup(testCtx(t), SyncRequest{Group: "nope", MemberID: "x"})(testCtx(t)).Code
 		}, kerr.UnknownMemberID.Code},
 		{"sync, other protocol", func() int16 {
-			return syncReq(ids[1], 2, func(r *kmsg.SyncGroupRequest) { r.Protocol = kmsg.StringPtr("sticky") })
+			return syncReq(ids[1], 2, func(r *SyncRequest) { r.Protocol = kmsg.StringPtr("sticky") })
 		}, kerr.InconsistentGroupProtocol.Code},
 		{"heartbeat, old generation", func() int16 { return e.heartbeat("g", ids[1], 1) }, kerr.IllegalGeneration.Code},
 		{"heartbeat, unknown member", func() int16 { return e.heartbeat("g", "nobody", 2) }, kerr.UnknownMemberID.Code},
@@ -357,30 +358,22 @@ func TestSyncAndHeartbeatErrors(t *testing.T) {
 func TestLeaveGroup(t *testing.T) {
 	e := newEnv(t, noDelay)
 	ids := e.stableGroup("g", 2)
-	rs := e.joinNow(withInstance(joinReq(9, "s", "", "t"), "i"))
+	rs := e.joinNow(withInstance(joinReq("s", "", "t"), "i"))
 	e.syncAll("s", rs.Generation, []string{rs.MemberID})
 
-	leave := func(group string, version int16, members ...kmsg.LeaveGroupRequestMember) *kmsg.LeaveGroupResponse {
-		req := kmsg.NewPtrLeaveGroupRequest()
-		req.Version, req.Group = version, group
-		if version < 3 {
-			req.MemberID = members[0].MemberID
-		} else {
-			req.Members = members
-		}
-		return e.c.LeaveGroup(testCtx(t), req)
+	leave := func(group string, members ...LeaveMember) LeaveResult {
+		return e.c.LeaveGroup(testCtx(t), group, members)
 	}
-	byID := func(id string) kmsg.LeaveGroupRequestMember { return kmsg.LeaveGroupRequestMember{MemberID: id} }
-	byInstance := func(id, inst string) kmsg.LeaveGroupRequestMember {
-		return kmsg.LeaveGroupRequestMember{MemberID: id, InstanceID: &inst}
+	byID := func(id string) LeaveMember { return LeaveMember{MemberID: id} }
+	byInstance := func(id, inst string) LeaveMember {
+		return LeaveMember{MemberID: id, InstanceID: &inst}
 	}
 
-	resp := leave("s", 5, byInstance("wrong-id", "i"), byInstance("", "unknown"), byID("nobody"))
-	got := []int16{resp.Members[0].ErrorCode, resp.Members[1].ErrorCode, resp.Members[2].ErrorCode}
-	if want := []int16{kerr.FencedInstanceID.Code, kerr.UnknownMemberID.Code, kerr.UnknownMemberID.Code}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("codes %v, want %v", got, want)
+	resp := leave("s", byInstance("wrong-id", "i"), byInstance("", "unknown"), byID("nobody"))
+	if want := []int16{kerr.FencedInstanceID.Code, kerr.UnknownMemberID.Code, kerr.UnknownMemberID.Code}; resp.Code != 0 || !reflect.DeepEqual(resp.Codes, want) {
+		t.Fatalf("code %d, codes %v, want %v", resp.Code, resp.Codes, want)
 	}
-	if resp := leave("s", 5, byInstance("", "i")); resp.Members[0].ErrorCode != 0 {
+	if resp := leave("s", byInstance("", "i")); resp.Code != 0 || resp.Codes[0] != 0 {
 		t.Fatalf("leave by instance: %+v", resp)
 	}
 	s := e.waitFor("s", "the static group to empty", func(s snap) bool { return s.state == stateEmpty && s.storing == 0 })
@@ -391,12 +384,12 @@ func TestLeaveGroup(t *testing.T) {
 		t.Fatalf("stored %+v", st)
 	}
 
-	// v0-2 answer one member at the top level.
-	if resp := leave("g", 1, byID("nobody")); resp.ErrorCode != kerr.UnknownMemberID.Code {
-		t.Fatalf("v1 leave of an unknown member: %+v", resp)
+	// One member by member id (all LeaveGroup v0-2 can say).
+	if resp := leave("g", byID("nobody")); resp.Code != 0 || resp.Codes[0] != kerr.UnknownMemberID.Code {
+		t.Fatalf("leave of an unknown member: %+v", resp)
 	}
-	if resp := leave("g", 1, byID(ids[1])); resp.ErrorCode != 0 {
-		t.Fatalf("v1 leave: %+v", resp)
+	if resp := leave("g", byID(ids[1])); resp.Code != 0 || resp.Codes[0] != 0 {
+		t.Fatalf("leave: %+v", resp)
 	}
 	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance && len(s.members) == 1 })
 }
@@ -440,16 +433,10 @@ func TestOffsetCommitValidation(t *testing.T) {
 	}
 
 	// Metadata over offset.metadata.max.bytes.
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version, req.Group, req.Generation = 9, "solo", -1
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Metadata = kmsg.StringPtr(string(make([]byte, DefaultMaxOffsetMetadataBytes+1)))
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := commitReq("solo", "", -1, "t", 0, 0)
+	req.Topics[0].Partitions[0].Metadata = string(make([]byte, DefaultMaxOffsetMetadataBytes+1))
 	ctx := testCtx(t)
-	if code := e.c.OffsetCommit(ctx, req)(ctx).Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetMetadataTooLarge.Code {
+	if code := e.c.OffsetCommit(ctx, req)(ctx)[0]; code != kerr.OffsetMetadataTooLarge.Code {
 		t.Fatalf("big metadata: %d", code)
 	}
 
@@ -457,7 +444,7 @@ func TestOffsetCommitValidation(t *testing.T) {
 	e.newMember("g", "t")
 	e.waitFor("g", "a rebalance", func(s snap) bool { return s.state == statePreparingRebalance })
 	for _, id := range ids {
-		e.join(joinReq(9, "g", id, "t"))
+		e.join(joinReq("g", id, "t"))
 	}
 	e.waitFor("g", "a sync phase", func(s snap) bool { return s.state == stateCompletingRebalance })
 	if got := e.commit("g", ids[0], 3, "t", 0, 43); got != kerr.RebalanceInProgress.Code {
@@ -483,7 +470,7 @@ func TestRestartLoadsGroup(t *testing.T) {
 	if got := e.fetched("g", "t", 0); got != 7 {
 		t.Fatalf("fetched %d", got)
 	}
-	if r := recv(t, e.sync("g", ids[1], 2, nil), "sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{1}) {
+	if r := recv(t, e.sync("g", ids[1], 2, nil), "sync"); r.Code != 0 || !bytes.Equal(r.Assignment, []byte{1}) {
 		t.Fatalf("sync after restart: %+v", r)
 	}
 	// Only ids[0] is alive.
@@ -497,7 +484,7 @@ func TestRestartLoadsGroup(t *testing.T) {
 		}
 	}
 	e.waitFor("g", "the member that did not come back to expire", func(s snap) bool { return len(s.members) == 1 })
-	r := recv(t, e.join(joinReq(9, "g", ids[0], "t")), "rejoin")
+	r := recv(t, e.join(joinReq("g", ids[0], "t")), "rejoin")
 	if r.Generation != 3 {
 		t.Fatalf("generation %d after restart, want 3", r.Generation)
 	}
@@ -514,7 +501,7 @@ func TestOffsetExpirySweep(t *testing.T) {
 		t.Fatalf("commit: %d", code)
 	}
 	// A live group subscribed to t keeps t's offset, loses u's.
-	e.session = int32(DefaultMaxSessionTimeout / time.Millisecond)
+	e.session = DefaultMaxSessionTimeout
 	ids := e.stableGroup("g", 1)
 	e.commit("g", ids[0], 1, "t", 0, 1)
 	e.commit("g", ids[0], 1, "u", 0, 1)
@@ -543,14 +530,7 @@ func TestDeleteGroups(t *testing.T) {
 	ids := e.stableGroup("live", 1)
 	e.commit("live", ids[0], 1, "t", 0, 3)
 	e.commit("solo", "", -1, "t", 0, 3)
-	req := kmsg.NewPtrDeleteGroupsRequest()
-	req.Version = 2
-	req.Groups = []string{"live", "solo", "nope"}
-	resp := e.c.DeleteGroups(testCtx(t), req)
-	var got []int16
-	for _, g := range resp.Groups {
-		got = append(got, g.ErrorCode)
-	}
+	got := e.c.DeleteGroups(testCtx(t), []string{"live", "solo", "nope"})
 	if want := []int16{kerr.NonEmptyGroup.Code, 0, kerr.GroupIDNotFound.Code}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("codes %v, want %v", got, want)
 	}
@@ -569,28 +549,19 @@ func TestOffsetDelete(t *testing.T) {
 	ids := e.stableGroup("g", 1)
 	e.commit("g", ids[0], 1, "t", 0, 1)
 	e.commit("g", ids[0], 1, "u", 0, 1)
-	req := kmsg.NewPtrOffsetDeleteRequest()
-	req.Group = "g"
+	var topics []TopicPartitions
 	for _, topic := range []string{"t", "u", "nope"} {
-		rt := kmsg.NewOffsetDeleteRequestTopic()
-		rt.Topic = topic
-		rt.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
-		req.Topics = append(req.Topics, rt)
+		topics = append(topics, TopicPartitions{Topic: topic, Partitions: []int32{0}})
 	}
-	resp := e.c.OffsetDelete(testCtx(t), req)
-	var got []int16
-	for _, rt := range resp.Topics {
-		got = append(got, rt.Partitions[0].ErrorCode)
-	}
-	if want := []int16{kerr.GroupSubscribedToTopic.Code, 0, kerr.UnknownTopicOrPartition.Code}; resp.ErrorCode != 0 || !reflect.DeepEqual(got, want) {
-		t.Fatalf("top %d, codes %v, want %v", resp.ErrorCode, got, want)
+	resp := e.c.OffsetDelete(testCtx(t), "g", topics)
+	if want := []int16{kerr.GroupSubscribedToTopic.Code, 0, kerr.UnknownTopicOrPartition.Code}; resp.Code != 0 || !reflect.DeepEqual(resp.Codes, want) {
+		t.Fatalf("top %d, codes %v, want %v", resp.Code, resp.Codes, want)
 	}
 	if e.fetched("g", "t", 0) != 1 || e.fetched("g", "u", 0) != -1 {
 		t.Fatal("wrong offsets deleted")
 	}
-	req.Group = "nope"
-	if resp := e.c.OffsetDelete(testCtx(t), req); resp.ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Fatalf("unknown group: %d", resp.ErrorCode)
+	if resp := e.c.OffsetDelete(testCtx(t), "nope", topics); resp.Code != kerr.GroupIDNotFound.Code || resp.Codes != nil {
+		t.Fatalf("unknown group: %d", resp.Code)
 	}
 }
 
@@ -603,11 +574,13 @@ func TestListAndDescribe(t *testing.T) {
 	e.waitFor("joining", "a join phase", func(s snap) bool { return s.state != stateEmpty })
 
 	list := func(states ...string) map[string]string {
-		req := kmsg.NewPtrListGroupsRequest()
-		req.Version, req.StatesFilter = 4, states
+		listed, code := e.c.ListGroups(testCtx(t), states)
+		if code != 0 {
+			t.Fatalf("ListGroups: %d", code)
+		}
 		out := make(map[string]string)
-		for _, g := range e.c.ListGroups(testCtx(t), req).Groups {
-			out[g.Group] = g.ProtocolType + "/" + g.GroupState
+		for _, g := range listed {
+			out[g.Group] = g.ProtocolType + "/" + g.State
 		}
 		return out
 	}
@@ -620,54 +593,37 @@ func TestListAndDescribe(t *testing.T) {
 		t.Fatalf("filtered %v", got)
 	}
 
-	req := kmsg.NewPtrDescribeGroupsRequest()
-	req.Version, req.Groups, req.IncludeAuthorizedOperations = 5, []string{"live", "nope"}, true
-	resp := e.c.DescribeGroups(testCtx(t), req)
-	live, nope := resp.Groups[0], resp.Groups[1]
-	if live.State != "Stable" || live.Protocol != "range" || len(live.Members) != 2 || live.AuthorizedOperations != groupAuthorizedOps {
+	resp := e.c.DescribeGroups(testCtx(t), []string{"live", "nope"})
+	live, nope := resp[0], resp[1]
+	if live.State != "Stable" || live.Protocol != "range" || len(live.Members) != 2 {
 		t.Fatalf("live: %+v", live)
 	}
 	for _, m := range live.Members {
-		if !bytes.Equal(m.ProtocolMetadata, consumerMeta("t")) || len(m.MemberAssignment) != 1 || m.ClientHost != "/127.0.0.1" {
+		if !bytes.Equal(m.Metadata, consumerMeta("t")) || len(m.Assignment) != 1 || m.ClientHost != "/127.0.0.1" {
 			t.Fatalf("member %+v", m)
 		}
 	}
-	if nope.State != "Dead" || nope.ErrorCode != 0 {
+	if nope.State != "Dead" || nope.Code != 0 {
 		t.Fatalf("unknown group: %+v", nope)
 	}
 }
 
-// Groups spread over the nodes; one this agent does not own is
-// NOT_COORDINATOR everywhere.
+// A group this agent does not own (placement.OwnerOf, whose spread
+// package placement tests) is NOT_COORDINATOR everywhere.
 func TestNotCoordinator(t *testing.T) {
 	nodes := []int32{3, 1, 2}
-	counts := make(map[int32]int)
 	var foreign string
-	for i := range 300 {
-		name := fmt.Sprintf("group-%d", i)
-		owner := OwnerOf(name, nodes)
-		if owner != OwnerOf(name, []int32{1, 2, 3}) {
-			t.Fatalf("owner of %s depends on the order of the nodes", name)
-		}
-		counts[owner]++
-		if owner != 1 && foreign == "" {
+	for i := 0; foreign == ""; i++ {
+		if name := fmt.Sprintf("group-%d", i); placement.OwnerOf(name, nodes) != 1 {
 			foreign = name
 		}
-	}
-	for _, n := range nodes {
-		if counts[n] < 50 {
-			t.Fatalf("spread %v", counts)
-		}
-	}
-	if OwnerOf("x", nil) != -1 {
-		t.Fatal("owner with no nodes")
 	}
 
 	e := newEnv(t, noDelay, func(c *Config) { c.Nodes = func() []int32 { return nodes } })
 	e.createTopic("t", 1)
 	nc := kerr.NotCoordinator.Code
-	if r := e.joinNow(joinReq(9, foreign, "", "t")); r.ErrorCode != nc {
-		t.Fatalf("join: %d", r.ErrorCode)
+	if r := e.joinNow(joinReq(foreign, "", "t")); r.Code != nc {
+		t.Fatalf("join: %d", r.Code)
 	}
 	if code := e.heartbeat(foreign, "m", 1); code != nc {
 		t.Fatalf("heartbeat: %d", code)
@@ -675,14 +631,11 @@ func TestNotCoordinator(t *testing.T) {
 	if code := e.commit(foreign, "", -1, "t", 0, 1); code != nc {
 		t.Fatalf("commit: %d", code)
 	}
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version, req.Group = 1, foreign
-	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
-	if code := e.c.OffsetFetch(testCtx(t), req).Topics[0].Partitions[0].ErrorCode; code != nc {
-		t.Fatalf("v1 fetch: %d", code)
+	if _, code := fetchOne(testCtx(t), e.c, foreign, "t", 0); code != nc {
+		t.Fatalf("fetch: %d", code)
 	}
 	if e.c.Coordinator(foreign) == 1 {
-		t.Fatal("Coordinator disagrees with OwnerOf")
+		t.Fatal("Coordinator disagrees with placement.OwnerOf")
 	}
 }
 
@@ -692,7 +645,7 @@ func TestOffsetCommitsShareEntries(t *testing.T) {
 	const groups = 50
 	clock := newFakeClock()
 	log := &gatedLog{Loglet: memlog.New()}
-	rep, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Now: clock.Now})
+	rep, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: "w", Logger: quiet, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,22 +660,19 @@ func TestOffsetCommitsShareEntries(t *testing.T) {
 	if res, err := rep.Propose(testCtx(t), meta.CreateTopic{Name: "t", Partitions: 1}); err != nil || res.Code != 0 {
 		t.Fatal(err, res)
 	}
-	commit := func(group string) func(context.Context) *kmsg.OffsetCommitResponse {
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Version, req.Group, req.Generation = 9, group, -1
-		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Offset: 9, LeaderEpoch: -1}}}}
-		return c.OffsetCommit(testCtx(t), req)
+	commit := func(group string) func(context.Context) []int16 {
+		return c.OffsetCommit(testCtx(t), commitReq(group, "", -1, "t", 0, 9))
 	}
 	before := log.count()
 	entered := log.arm()
-	waits := []func(context.Context) *kmsg.OffsetCommitResponse{commit("g-0")}
+	waits := []func(context.Context) []int16{commit("g-0")}
 	recv(t, entered, "the first append")
 	for i := 1; i < groups; i++ {
 		waits = append(waits, commit(fmt.Sprintf("g-%d", i)))
 	}
 	log.release()
 	for i, w := range waits {
-		if code := w(testCtx(t)).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		if code := w(testCtx(t))[0]; code != 0 {
 			t.Fatalf("commit %d: %d", i, code)
 		}
 	}
@@ -751,10 +701,10 @@ func TestSyncWhileOlderStoreInFlight(t *testing.T) {
 	// A new member: the group rebalances while generation 1's store is
 	// stuck in the log.
 	id2, j2 := e.newMember("g", "t")
-	if r := recv(t, s1, "generation 1 sync"); r.ErrorCode != kerr.RebalanceInProgress.Code {
+	if r := recv(t, s1, "generation 1 sync"); r.Code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("generation 1 sync: %+v", r)
 	}
-	j1 = e.join(joinReq(9, "g", id1, "t"))
+	j1 = e.join(joinReq("g", id1, "t"))
 	if r := recv(t, j1, "rejoin"); r.Generation != 2 {
 		t.Fatalf("rejoin %+v", r)
 	}
@@ -763,10 +713,10 @@ func TestSyncWhileOlderStoreInFlight(t *testing.T) {
 	s2 := e.sync("g", id2, 2, nil)
 	e.waitFor("g", "both to wait in sync", func(s snap) bool { return s.syncing == 2 })
 	e.log.release()
-	if r := recv(t, s1, "leader sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{1}) {
+	if r := recv(t, s1, "leader sync"); r.Code != 0 || !bytes.Equal(r.Assignment, []byte{1}) {
 		t.Fatalf("leader sync %+v", r)
 	}
-	if r := recv(t, s2, "follower sync"); r.ErrorCode != 0 || !bytes.Equal(r.MemberAssignment, []byte{2}) {
+	if r := recv(t, s2, "follower sync"); r.Code != 0 || !bytes.Equal(r.Assignment, []byte{2}) {
 		t.Fatalf("follower sync %+v", r)
 	}
 }
@@ -776,17 +726,14 @@ func TestSyncWhileOlderStoreInFlight(t *testing.T) {
 func TestMaxGroups(t *testing.T) {
 	e := newEnv(t, noDelay, func(c *Config) { c.MaxGroups = 1 })
 	ids := e.stableGroup("live", 1)
-	if r := e.joinNow(joinReq(9, "other", "", "t")); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+	if r := e.joinNow(joinReq("other", "", "t")); r.Code != kerr.CoordinatorNotAvailable.Code {
 		t.Fatalf("join with memory full of live groups: %+v", r)
 	}
-	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Version, req.Group = 5, "live"
-	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: ids[0]}}
-	if resp := e.c.LeaveGroup(testCtx(t), req); resp.Members[0].ErrorCode != 0 {
+	if resp := e.c.LeaveGroup(testCtx(t), "live", []LeaveMember{{MemberID: ids[0]}}); resp.Code != 0 || resp.Codes[0] != 0 {
 		t.Fatalf("leave: %+v", resp)
 	}
 	e.waitFor("live", "the group to empty and store", func(s snap) bool { return s.state == stateEmpty && s.storing == 0 })
-	if r := e.joinNow(joinReq(9, "other", "", "t")); r.ErrorCode != kerr.MemberIDRequired.Code {
+	if r := e.joinNow(joinReq("other", "", "t")); r.Code != kerr.MemberIDRequired.Code {
 		t.Fatalf("join after the live group emptied: %+v", r)
 	}
 	if s := e.c.snapshot("live"); s.exists {

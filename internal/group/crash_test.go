@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -35,7 +35,11 @@ const (
 // crashState is what the children acknowledged: the last committed
 // offset per "group/partition" and the member group's generation.
 type crashState struct {
-	acked      map[string]int64
+	acked map[string]int64
+	// found is what the store held for each key after the last kill:
+	// the next child continues from it, and may be killed with one more
+	// commit stored and none acknowledged.
+	found      map[string]int64
 	generation int32
 }
 
@@ -58,7 +62,7 @@ func TestCommittedOffsetsSurviveKill(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	dir := t.TempDir()
-	st := &crashState{acked: make(map[string]int64)}
+	st := &crashState{acked: make(map[string]int64), found: make(map[string]int64)}
 	const iterations = 5
 	total := 0
 	for it := range iterations {
@@ -157,12 +161,12 @@ func (st *crashState) record(line string) error {
 }
 
 // openCrashDirs opens the replica and coordinator the child uses.
-func openCrashDirs(ctx context.Context, dir string) (*Coordinator, *meta.Replica, func(), error) {
+func openCrashDirs(ctx context.Context, dir string) (*Coordinator, *replica.Replica, func(), error) {
 	log, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quiet})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rep, err := meta.Open(ctx, meta.Config{Dir: filepath.Join(dir, "pebble"), Log: log, WriterID: "child", Logger: quiet})
+	rep, err := replica.Open(ctx, replica.Config{Dir: filepath.Join(dir, "pebble"), Log: log, WriterID: "child", Logger: quiet})
 	if err != nil {
 		log.Close()
 		return nil, nil, nil, err
@@ -191,12 +195,18 @@ func verifyCrash(t *testing.T, dir string, st *crashState) {
 		i := strings.LastIndexByte(key, '/')
 		grp = key[:i]
 		fmt.Sscanf(key[i+1:], "%d", &p)
-		got := fetchOne(t, c, grp, p)
-		// Each committer has at most one commit in flight past its last
-		// acknowledgement.
-		if got != acked && got != acked+1 {
-			t.Fatalf("%s: committed %d after the kill, acknowledged %d", key, got, acked)
+		got, code := fetchOne(testCtx(t), c, grp, "t", p)
+		if code != 0 {
+			t.Fatalf("fetch %s: %v", grp, kerr.ErrorForCode(code))
 		}
+		// Each committer has at most one commit in flight past its last
+		// acknowledgement, or, killed before acknowledging any, past
+		// what it found.
+		base := max(acked, st.found[key])
+		if got != base && got != base+1 {
+			t.Fatalf("%s: committed %d after the kill, acknowledged %d, found %d after the kill before", key, got, acked, st.found[key])
+		}
+		st.found[key] = got
 	}
 	if st.generation > 0 {
 		s := c.snapshot(crashMemberGroup)
@@ -204,17 +214,6 @@ func verifyCrash(t *testing.T, dir string, st *crashState) {
 			t.Fatalf("member group after the kill: %+v, acknowledged generation %d", s, st.generation)
 		}
 	}
-}
-
-func fetchOne(t testing.TB, c *Coordinator, grp string, p int32) int64 {
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version, req.Group = 7, grp
-	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{p}}}
-	resp := c.OffsetFetch(testCtx(t), req)
-	if resp.ErrorCode != 0 {
-		t.Fatalf("fetch %s: %v", grp, kerr.ErrorForCode(resp.ErrorCode))
-	}
-	return resp.Topics[0].Partitions[0].Offset
 }
 
 // crashChild commits until killed, printing every acknowledgement. Each
@@ -243,31 +242,26 @@ func crashChild(dir string) {
 
 	// The static member rejoins (a restart: a new member id, the group's
 	// generation) and syncs.
-	join := joinReq(9, crashMemberGroup, "", "t")
-	join.InstanceID = kmsg.StringPtr("inst")
-	join.SessionTimeoutMillis = 60_000
-	jr := c.JoinGroup(ctx, Client{ID: "child"}, join)
-	if jr.ErrorCode != 0 {
-		die("join: %v", kerr.ErrorForCode(jr.ErrorCode))
+	join := withInstance(joinReq(crashMemberGroup, "", "t"), "inst")
+	join.SessionTimeout = time.Minute
+	jr := c.JoinGroup(ctx, Client{ID: "child"}, join)(ctx)
+	if jr.Code != 0 {
+		die("join: %v", kerr.ErrorForCode(jr.Code))
 	}
-	sreq := kmsg.NewPtrSyncGroupRequest()
-	sreq.Version, sreq.Group, sreq.MemberID, sreq.Generation = 5, crashMemberGroup, jr.MemberID, jr.Generation
-	sreq.InstanceID = kmsg.StringPtr("inst")
+	sreq := SyncRequest{Group: crashMemberGroup, MemberID: jr.MemberID, Generation: jr.Generation, InstanceID: join.InstanceID}
 	if jr.LeaderID == jr.MemberID && !jr.SkipAssignment {
-		sreq.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: []byte{1}}}
+		sreq.Assignments = []SyncAssignment{{MemberID: jr.MemberID, Assignment: []byte{1}}}
 	}
-	if sr := c.SyncGroup(ctx, sreq); sr.ErrorCode != 0 {
-		die("sync: %v", kerr.ErrorForCode(sr.ErrorCode))
+	if sr := c.SyncGroup(ctx, sreq)(ctx); sr.Code != 0 {
+		die("sync: %v", kerr.ErrorForCode(sr.Code))
 	}
 	say("gen %d", jr.Generation)
 
 	commit := func(grp, member string, gen int32, p int32) {
-		off := fetchOneChild(ctx, c, grp, p) + 1
+		last, _ := fetchOne(ctx, c, grp, "t", p)
+		off := max(last, 0) + 1
 		for ; ctx.Err() == nil; off++ {
-			req := kmsg.NewPtrOffsetCommitRequest()
-			req.Version, req.Group, req.MemberID, req.Generation = 9, grp, member, gen
-			req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: p, Offset: off, LeaderEpoch: -1}}}}
-			if code := c.OffsetCommit(ctx, req)(ctx).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			if code := c.OffsetCommit(ctx, commitReq(grp, member, gen, "t", p, off))(ctx)[0]; code != 0 {
 				die("commit %s: %v", grp, kerr.ErrorForCode(code))
 			}
 			say("ack %s %d %d", grp, p, off)
@@ -283,12 +277,4 @@ func crashChild(dir string) {
 	}
 	commit(crashMemberGroup, jr.MemberID, jr.Generation, 0)
 	wg.Wait()
-}
-
-func fetchOneChild(ctx context.Context, c *Coordinator, grp string, p int32) int64 {
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version, req.Group = 7, grp
-	req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{p}}}
-	off := c.OffsetFetch(ctx, req).Topics[0].Partitions[0].Offset
-	return max(off, 0)
 }

@@ -1,8 +1,23 @@
 // Package group owns Strand's consumer group coordinator: membership,
 // rebalances and committed offsets of the groups that FindCoordinator
-// maps to this agent (OwnerOf), served to the Kafka layer as one method
-// per API key (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups).
+// maps to this agent (package placement), served to the Kafka layer as
+// one method per API key (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups,
+// DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+//
+// The methods take and return this package's types (JoinRequest,
+// JoinResult, CommitRequest, ...), which hold what the coordinator needs
+// and nothing of the wire: package kafka's handler files convert each
+// API version's request and answer to and from them. Where versions
+// differ in behaviour, not only in encoding, a request says what its
+// client can take (JoinRequest.RequireKnownMemberID,
+// SupportSkippingAssignment; ConsumerHeartbeatRequest.RequireMemberID).
+// Errors are Kafka error codes (kerr), the vocabulary of group outcomes.
+// JoinGroup, SyncGroup, OffsetCommit and ConsumerGroupHeartbeat work in
+// two steps: the call takes the request into the group's state, the
+// function it returns waits for the answer (a join phase, a store). The
+// Kafka layer makes the first step in each connection's request order,
+// as a broker would, and waits outside it.
 //
 // # Memory and the log
 //
@@ -48,26 +63,27 @@
 //	Empty --DeleteGroups--> Dead (gone from memory once the delete applies)
 //
 // The first rebalance of an empty group waits InitialRebalanceDelay for
-// more members (group.initial.rebalance.delay.ms). JoinGroup v4+ without
-// a member id gets MEMBER_ID_REQUIRED and the id to rejoin with
-// (KIP-394). A member with an instance id (KIP-345) that rejoins replaces
+// more members (group.initial.rebalance.delay.ms). A join without a
+// member id from a client that requires a known one (JoinGroup v4+) gets
+// MEMBER_ID_REQUIRED and the id to rejoin with (KIP-394). A member with an instance id (KIP-345) that rejoins replaces
 // its old member id; the old id is FENCED_INSTANCE_ID, and a stable group
 // keeps its generation and assignment.
 //
 // # Time
 //
-// Every timeout is a timer from the Clock in Config, so tests drive time
-// by hand. Timer callbacks lock the group and check a sequence number (or
+// Every timeout is a timer from the Clock in Config (package clock), so
+// tests drive time by hand with a clock.Fake. Timer callbacks lock the group and check a sequence number (or
 // a member's deadline) before acting, so a timer that lost a race with a
 // request does nothing.
 //
 // # Kinds
 //
 // A group has a kind (meta.GroupKind). KIP-848 "consumer" groups
-// (ConsumerGroupHeartbeat, ConsumerGroupDescribe; consumer.go) share the
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe: consumer.go) share the
 // lookup, loading, placement, stores and offsets with classic groups,
 // with their own membership state: epochs, server-side assignment
-// (assignor.go: uniform, range) and revoke-before-assign reconciliation.
+// (assignor.go: uniform, range) and revoke-before-assign reconciliation
+// (reconcile.go).
 // A classic JoinGroup to a non-empty consumer group is
 // INCONSISTENT_GROUP_PROTOCOL; a consumer heartbeat to a non-empty
 // classic group is GROUP_ID_NOT_FOUND. An empty group of either kind

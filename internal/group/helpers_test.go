@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -21,90 +23,21 @@ const guard = 20 * time.Second
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// fakeClock is a Clock moved by Advance, which runs due timers in time
-// order on the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	seq    int
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	when    time.Time
-	seq     int
-	f       func()
-	stopped bool
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	t := &fakeTimer{c: c, when: c.now.Add(d), seq: c.seq, f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if t.stopped {
-		return false
-	}
-	t.stopped = true
-	return true
-}
-
-// Advance moves time forward by d, firing every timer due on the way.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	target := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool { return t.stopped })
-		var next *fakeTimer
-		for _, t := range c.timers {
-			if !t.when.After(target) && (next == nil || t.when.Before(next.when) || (t.when.Equal(next.when) && t.seq < next.seq)) {
-				next = t
-			}
-		}
-		if next == nil {
-			c.now = target
-			c.mu.Unlock()
-			return
-		}
-		next.stopped = true
-		if next.when.After(c.now) {
-			c.now = next.when
-		}
-		c.mu.Unlock()
-		next.f()
-	}
-}
+// newFakeClock is the clock the tests move by hand, at a fixed start.
+func newFakeClock() *clock.Fake { return clock.NewFake(time.UnixMilli(1_700_000_000_000)) }
 
 // env is a coordinator over a real replica (memory log, Pebble in a temp
 // dir) whose entry timestamps follow the fake clock.
 type env struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *clock.Fake
 	log   *gatedLog
 	dir   string
 	cfg   Config
-	rep   *meta.Replica
+	rep   *replica.Replica
 	c     *Coordinator
-	// session overrides joinReq's session timeout (ms) in e.req.
-	session int32
+	// session overrides joinReq's session timeout in e.req.
+	session time.Duration
 }
 
 // testConfig is the coordinator config of tests: the defaults but for a
@@ -136,7 +69,7 @@ func (e *env) open() {
 	t := e.t
 	t.Helper()
 	ctx := testCtx(t)
-	rep, err := meta.Open(ctx, meta.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Now: e.clock.Now})
+	rep, err := replica.Open(ctx, replica.Config{Dir: e.dir, Log: e.log, WriterID: "agent-1", Logger: quiet, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,72 +124,75 @@ func consumerMeta(topics ...string) []byte {
 	return m.AppendTo(nil)
 }
 
-// joinReq is a JoinGroup of a consumer with the range protocol.
-func joinReq(version int16, group, memberID string, topics ...string) *kmsg.JoinGroupRequest {
-	req := kmsg.NewPtrJoinGroupRequest()
-	req.Version = version
-	req.Group = group
-	req.MemberID = memberID
-	req.SessionTimeoutMillis = 10_000
-	req.RebalanceTimeoutMillis = 30_000
-	req.ProtocolType = consumerProtocolType
-	p := kmsg.NewJoinGroupRequestProtocol()
-	p.Name, p.Metadata = "range", consumerMeta(topics...)
-	req.Protocols = []kmsg.JoinGroupRequestProtocol{p}
-	return req
+// joinReq is a JoinGroup of a consumer with the range protocol, from a
+// client that knows MEMBER_ID_REQUIRED and SkipAssignment (JoinGroup
+// v9).
+func joinReq(group, memberID string, topics ...string) JoinRequest {
+	return JoinRequest{
+		Group:                     group,
+		MemberID:                  memberID,
+		SessionTimeout:            10 * time.Second,
+		RebalanceTimeout:          30 * time.Second,
+		ProtocolType:              consumerProtocolType,
+		Protocols:                 []Protocol{{Name: "range", Metadata: consumerMeta(topics...)}},
+		RequireKnownMemberID:      true,
+		SupportSkippingAssignment: true,
+	}
 }
 
 // req is joinReq with e's session timeout.
-func (e *env) req(version int16, group, memberID string, topics ...string) *kmsg.JoinGroupRequest {
-	r := joinReq(version, group, memberID, topics...)
+func (e *env) req(group, memberID string, topics ...string) JoinRequest {
+	r := joinReq(group, memberID, topics...)
 	if e.session > 0 {
-		r.SessionTimeoutMillis = e.session
+		r.SessionTimeout = e.session
 	}
 	return r
 }
 
-func withInstance(req *kmsg.JoinGroupRequest, id string) *kmsg.JoinGroupRequest {
+func withInstance(req JoinRequest, id string) JoinRequest {
 	req.InstanceID = &id
 	return req
 }
 
 // join calls JoinGroup in a goroutine; the answer arrives on the channel.
-func (e *env) join(req *kmsg.JoinGroupRequest) <-chan *kmsg.JoinGroupResponse {
-	ch := make(chan *kmsg.JoinGroupResponse, 1)
+func (e *env) join(req JoinRequest) <-chan JoinResult {
+	ch := make(chan JoinResult, 1)
 	c := e.c
-	go func() { ch <- c.JoinGroup(context.Background(), Client{ID: "client", Host: "/127.0.0.1"}, req) }()
+	go func() {
+		ctx := context.Background()
+		ch <- c.JoinGroup(ctx, Client{ID: "client", Host: "/127.0.0.1"}, req)(ctx)
+	}()
 	return ch
 }
 
 // joinNow is a join answered without waiting for a phase to complete.
-func (e *env) joinNow(req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
+func (e *env) joinNow(req JoinRequest) JoinResult {
 	e.t.Helper()
 	return recv(e.t, e.join(req), "JoinGroup")
 }
 
-// newMember joins a new member the v4+ way and returns the id
+// newMember joins a new member the KIP-394 way and returns the id
 // MEMBER_ID_REQUIRED handed out, with the second join in flight.
-func (e *env) newMember(group string, topics ...string) (string, <-chan *kmsg.JoinGroupResponse) {
+func (e *env) newMember(group string, topics ...string) (string, <-chan JoinResult) {
 	e.t.Helper()
-	resp := e.joinNow(e.req(9, group, "", topics...))
-	if resp.ErrorCode != kerr.MemberIDRequired.Code || resp.MemberID == "" {
-		e.t.Fatalf("first join: code %d, member %q; want MEMBER_ID_REQUIRED", resp.ErrorCode, resp.MemberID)
+	resp := e.joinNow(e.req(group, "", topics...))
+	if resp.Code != kerr.MemberIDRequired.Code || resp.MemberID == "" {
+		e.t.Fatalf("first join: code %d, member %q; want MEMBER_ID_REQUIRED", resp.Code, resp.MemberID)
 	}
-	return resp.MemberID, e.join(e.req(9, group, resp.MemberID, topics...))
+	return resp.MemberID, e.join(e.req(group, resp.MemberID, topics...))
 }
 
-func (e *env) sync(group, member string, gen int32, assign map[string][]byte) <-chan *kmsg.SyncGroupResponse {
-	req := kmsg.NewPtrSyncGroupRequest()
-	req.Version = 5
-	req.Group, req.MemberID, req.Generation = group, member, gen
+func (e *env) sync(group, member string, gen int32, assign map[string][]byte) <-chan SyncResult {
+	req := SyncRequest{Group: group, MemberID: member, Generation: gen}
 	for _, id := range slices.Sorted(mapKeys(assign)) {
-		a := kmsg.NewSyncGroupRequestGroupAssignment()
-		a.MemberID, a.MemberAssignment = id, assign[id]
-		req.GroupAssignment = append(req.GroupAssignment, a)
+		req.Assignments = append(req.Assignments, SyncAssignment{MemberID: id, Assignment: assign[id]})
 	}
-	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	ch := make(chan SyncResult, 1)
 	c := e.c
-	go func() { ch <- c.SyncGroup(context.Background(), req) }()
+	go func() {
+		ctx := context.Background()
+		ch <- c.SyncGroup(ctx, req)(ctx)
+	}()
 	return ch
 }
 
@@ -271,45 +207,43 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 func (e *env) heartbeat(group, member string, gen int32) int16 {
-	req := kmsg.NewPtrHeartbeatRequest()
-	req.Version = 4
-	req.Group, req.MemberID, req.Generation = group, member, gen
-	return e.c.Heartbeat(testCtx(e.t), req).ErrorCode
+	return e.c.Heartbeat(testCtx(e.t), HeartbeatRequest{Group: group, MemberID: member, Generation: gen})
+}
+
+// commitReq is a commit of one partition's offset.
+func commitReq(group, member string, gen int32, topic string, partition int32, offset int64) CommitRequest {
+	return CommitRequest{
+		Group: group, MemberID: member, Generation: gen, RetentionMs: -1,
+		Topics: []CommitTopic{{Topic: topic, Partitions: []CommitPartition{{
+			Partition: partition, Offset: offset, LeaderEpoch: -1, Timestamp: -1,
+		}}}},
+	}
 }
 
 func (e *env) commit(group, member string, gen int32, topic string, partition int32, offset int64) int16 {
 	e.t.Helper()
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Version = 9
-	req.Group, req.MemberID, req.Generation = group, member, gen
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = partition, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	ctx := testCtx(e.t)
-	resp := e.c.OffsetCommit(ctx, req)(ctx)
-	return resp.Topics[0].Partitions[0].ErrorCode
+	return e.c.OffsetCommit(ctx, commitReq(group, member, gen, topic, partition, offset))(ctx)[0]
+}
+
+// fetchOne is a group's committed offset of one partition (-1 if none),
+// and the group's error code.
+func fetchOne(ctx context.Context, c *Coordinator, group, topic string, partition int32) (int64, int16) {
+	res := c.OffsetFetch(ctx, []FetchRequest{{Group: group, Topics: []TopicPartitions{{Topic: topic, Partitions: []int32{partition}}}}})[0]
+	if res.Code != 0 {
+		return -1, res.Code
+	}
+	return res.Topics[0].Partitions[0].Offset, 0
 }
 
 // fetched is a group's committed offset of one partition, -1 if none.
 func (e *env) fetched(group, topic string, partition int32) int64 {
 	e.t.Helper()
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.Version = 8
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = group
-	rt := kmsg.NewOffsetFetchRequestGroupTopic()
-	rt.Topic, rt.Partitions = topic, []int32{partition}
-	rg.Topics = append(rg.Topics, rt)
-	req.Groups = append(req.Groups, rg)
-	resp := e.c.OffsetFetch(testCtx(e.t), req)
-	g := resp.Groups[0]
-	if g.ErrorCode != 0 {
-		e.t.Fatalf("OffsetFetch: group error %d", g.ErrorCode)
+	off, code := fetchOne(testCtx(e.t), e.c, group, topic, partition)
+	if code != 0 {
+		e.t.Fatalf("OffsetFetch: group error %d", code)
 	}
-	return g.Topics[0].Partitions[0].Offset
+	return off
 }
 
 func recv[T any](t testing.TB, ch <-chan T, what string) T {

@@ -6,22 +6,84 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 )
 
-// JoinGroup serves JoinGroup v0-9. It returns when the member's join is
-// answered: at once for an error, MEMBER_ID_REQUIRED (v4+, KIP-394) or a
-// static member rejoining a stable group, otherwise when the join phase
-// completes. If ctx ends first the answer is NOT_COORDINATOR (the server
-// is draining, or nobody is listening).
-func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	fail := func(e *kerr.Error) *kmsg.JoinGroupResponse { return joinError(req.Version, req.MemberID, e) }
-	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
-	rebalance := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
-	if req.Version == 0 || rebalance <= 0 {
-		// v0 has no rebalance timeout: Kafka uses the session timeout.
+// JoinRequest is a JoinGroup: a member asking to join, or rejoin, the
+// group's next generation.
+type JoinRequest struct {
+	Group string
+	// MemberID is empty on a member's first join.
+	MemberID string
+	// InstanceID makes the member static (KIP-345); nil if it is not,
+	// and an empty one is INVALID_REQUEST.
+	InstanceID   *string
+	ProtocolType string
+	// Protocols are the member's, most preferred first.
+	Protocols []Protocol
+	// SessionTimeout must be within the Config's bounds.
+	SessionTimeout time.Duration
+	// RebalanceTimeout bounds the join phase; zero or negative means
+	// SessionTimeout.
+	RebalanceTimeout time.Duration
+	// RequireKnownMemberID: a first join without an instance id gets
+	// MEMBER_ID_REQUIRED and the id to rejoin with (KIP-394), and the
+	// join phase waits for it; otherwise it joins at once.
+	RequireKnownMemberID bool
+	// SupportSkippingAssignment: a static leader that rejoins a stable
+	// group is told it leads but need not assign (KIP-814); otherwise
+	// it is answered as a follower of its old id.
+	SupportSkippingAssignment bool
+}
+
+// Protocol is one of a member's protocols and its subscription.
+type Protocol struct {
+	Name     string
+	Metadata []byte
+}
+
+// JoinResult answers a JoinRequest.
+type JoinResult struct {
+	// Code is a Kafka error code, 0 for success.
+	Code int16
+	// Generation is -1 with an error.
+	Generation   int32
+	ProtocolType string
+	Protocol     string
+	LeaderID     string
+	// MemberID is the member's id, also with MEMBER_ID_REQUIRED.
+	MemberID string
+	// SkipAssignment tells a static leader rejoining a stable group to
+	// keep the assignment it has (KIP-814).
+	SkipAssignment bool
+	// Members, the leader's only: every member with its subscription to
+	// the group's protocol, by id.
+	Members []JoinMember
+}
+
+// JoinMember is a member as its leader sees it.
+type JoinMember struct {
+	MemberID   string
+	InstanceID string // empty if not static
+	Metadata   []byte
+}
+
+// JoinGroup works in two steps, as OffsetCommit does: the call takes the
+// member's join into the group (a new join phase, perhaps) and the
+// returned function waits for the answer: at once for an error,
+// MEMBER_ID_REQUIRED or a static member rejoining a stable group,
+// otherwise when the join phase completes. If the wait's ctx ends first
+// the answer is NOT_COORDINATOR (the server is draining, or nobody is
+// listening). The first step's ctx bounds loading the group.
+func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req JoinRequest) func(context.Context) JoinResult {
+	fail := func(e *kerr.Error) func(context.Context) JoinResult {
+		res := joinError(req.MemberID, e)
+		return func(context.Context) JoinResult { return res }
+	}
+	session, rebalance := req.SessionTimeout, req.RebalanceTimeout
+	if rebalance <= 0 {
 		rebalance = session
 	}
 	switch {
@@ -40,18 +102,20 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 	if e != nil {
 		return fail(e)
 	}
-	j := joinCall{g: g, cl: cl, req: req, session: session, rebalance: rebalance}
-	resp, w := j.joinLocked()
+	j := joinCall{g: g, cl: cl, req: &req, session: session, rebalance: rebalance}
+	res, w := j.joinLocked()
 	g.mu.Unlock()
 	c.notify()
-	if resp != nil {
-		return resp
-	}
-	select {
-	case resp := <-w.ch:
-		return resp
-	case <-ctx.Done():
-		return fail(kerr.NotCoordinator)
+	return func(ctx context.Context) JoinResult {
+		if w == nil {
+			return res
+		}
+		select {
+		case res := <-w.ch:
+			return res
+		case <-ctx.Done():
+			return joinError(req.MemberID, kerr.NotCoordinator)
+		}
 	}
 }
 
@@ -59,17 +123,18 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req *kmsg.JoinGr
 type joinCall struct {
 	g         *group
 	cl        Client
-	req       *kmsg.JoinGroupRequest
+	req       *JoinRequest
 	session   time.Duration
 	rebalance time.Duration
 }
 
-func (j *joinCall) fail(e *kerr.Error) (*kmsg.JoinGroupResponse, *joinWait) {
-	return joinError(j.req.Version, j.req.MemberID, e), nil
+func (j *joinCall) fail(e *kerr.Error) (JoinResult, *joinWait) {
+	return joinError(j.req.MemberID, e), nil
 }
 
-// joinLocked returns either an immediate answer or the wait for one.
-func (j *joinCall) joinLocked() (*kmsg.JoinGroupResponse, *joinWait) {
+// joinLocked returns either an immediate answer (a nil wait) or the wait
+// for one.
+func (j *joinCall) joinLocked() (JoinResult, *joinWait) {
 	g, req := j.g, j.req
 	switch {
 	case g.state == stateDead:
@@ -90,7 +155,7 @@ func (j *joinCall) fullLocked() bool {
 }
 
 // joinNewLocked handles a join without a member id.
-func (j *joinCall) joinNewLocked() (*kmsg.JoinGroupResponse, *joinWait) {
+func (j *joinCall) joinNewLocked() (JoinResult, *joinWait) {
 	g, req := j.g, j.req
 	id := newMemberID(j.cl.ID)
 	if req.InstanceID != nil {
@@ -100,19 +165,18 @@ func (j *joinCall) joinNewLocked() (*kmsg.JoinGroupResponse, *joinWait) {
 		if j.fullLocked() {
 			return j.fail(kerr.GroupMaxSizeReached)
 		}
-		return nil, j.addMemberLocked(id)
+		return JoinResult{}, j.addMemberLocked(id)
 	}
 	if j.fullLocked() {
 		return j.fail(kerr.GroupMaxSizeReached)
 	}
-	if req.Version >= 4 {
+	if req.RequireKnownMemberID {
 		// KIP-394: hand out the id and count the member as coming, so
 		// a join phase waits for it, until its session timeout.
 		g.pending[id] = g.c.clock.AfterFunc(j.session, func() { g.pendingExpired(id) })
-		resp := joinError(req.Version, id, kerr.MemberIDRequired)
-		return resp, nil
+		return joinError(id, kerr.MemberIDRequired), nil
 	}
-	return nil, j.addMemberLocked(id)
+	return JoinResult{}, j.addMemberLocked(id)
 }
 
 func (g *group) pendingExpired(id string) {
@@ -130,13 +194,13 @@ func (g *group) pendingExpired(id string) {
 }
 
 // joinKnownLocked handles a join with a member id.
-func (j *joinCall) joinKnownLocked() (*kmsg.JoinGroupResponse, *joinWait) {
+func (j *joinCall) joinKnownLocked() (JoinResult, *joinWait) {
 	g, req := j.g, j.req
 	id := req.MemberID
 	if t, ok := g.pending[id]; ok {
-		stopTimer(t)
+		clock.Stop(t)
 		delete(g.pending, id)
-		return nil, j.addMemberLocked(id)
+		return JoinResult{}, j.addMemberLocked(id)
 	}
 	if req.InstanceID != nil {
 		if owner, ok := g.static[*req.InstanceID]; ok && owner != id {
@@ -149,21 +213,21 @@ func (j *joinCall) joinKnownLocked() (*kmsg.JoinGroupResponse, *joinWait) {
 	}
 	switch g.state {
 	case statePreparingRebalance:
-		return nil, j.updateMemberLocked(m)
+		return JoinResult{}, j.updateMemberLocked(m)
 	case stateCompletingRebalance:
 		if m.matches(req.Protocols) {
 			// A retry of a join the member may not have seen answered.
 			g.heartbeatLocked(m)
-			return g.joinResponseLocked(m, req.Version), nil
+			return g.joinResultLocked(m), nil
 		}
-		return nil, j.updateMemberLocked(m)
+		return JoinResult{}, j.updateMemberLocked(m)
 	case stateStable:
 		if m.id == g.leader || !m.matches(req.Protocols) {
 			// The leader rejoins to reassign (metadata changed, say).
-			return nil, j.updateMemberLocked(m)
+			return JoinResult{}, j.updateMemberLocked(m)
 		}
 		g.heartbeatLocked(m)
-		return g.joinResponseLocked(m, req.Version), nil
+		return g.joinResultLocked(m), nil
 	}
 	return j.fail(kerr.UnknownMemberID)
 }
@@ -184,7 +248,7 @@ func (j *joinCall) addMemberLocked(id string) *joinWait {
 		rebalanceTimeout: j.rebalance,
 		protocolType:     req.ProtocolType,
 		protocols:        copyProtocols(req.Protocols),
-		join:             newJoinWait(req.Version),
+		join:             newJoinWait(req.SupportSkippingAssignment),
 	}
 	if req.InstanceID != nil {
 		m.instanceID = *req.InstanceID
@@ -212,7 +276,7 @@ func (j *joinCall) updateMemberLocked(m *member) *joinWait {
 	m.protocols = copyProtocols(req.Protocols)
 	m.protocolType = req.ProtocolType
 	m.sessionTimeout, m.rebalanceTimeout = j.session, j.rebalance
-	m.join = newJoinWait(req.Version)
+	m.join = newJoinWait(req.SupportSkippingAssignment)
 	w := m.join
 	g.heartbeatLocked(m)
 	g.maybePrepareRebalanceLocked("member " + m.id + " rejoined")
@@ -224,12 +288,12 @@ func (j *joinCall) updateMemberLocked(m *member) *joinWait {
 // The old id is fenced. A stable group whose protocol does not change
 // keeps its generation and assignment: no rebalance, only a store of the
 // new id, after which the member is answered.
-func (j *joinCall) replaceStaticLocked(oldID, newID string) (*kmsg.JoinGroupResponse, *joinWait) {
+func (j *joinCall) replaceStaticLocked(oldID, newID string) (JoinResult, *joinWait) {
 	g, req := j.g, j.req
 	m := g.members[oldID]
 	if m == nil {
 		delete(g.static, *req.InstanceID)
-		return nil, j.addMemberLocked(newID)
+		return JoinResult{}, j.addMemberLocked(newID)
 	}
 	oldLeader := g.leader
 	wasLeader := oldLeader == oldID
@@ -240,7 +304,7 @@ func (j *joinCall) replaceStaticLocked(oldID, newID string) (*kmsg.JoinGroupResp
 	m.protocols = copyProtocols(req.Protocols)
 	m.protocolType = req.ProtocolType
 	m.sessionTimeout, m.rebalanceTimeout = j.session, j.rebalance
-	m.join = newJoinWait(req.Version)
+	m.join = newJoinWait(req.SupportSkippingAssignment)
 	w := m.join
 	g.heartbeatLocked(m)
 
@@ -248,7 +312,7 @@ func (j *joinCall) replaceStaticLocked(oldID, newID string) (*kmsg.JoinGroupResp
 	case stateStable:
 		if g.selectProtocolLocked() != g.protocol {
 			g.prepareRebalanceLocked("static member " + newID + " changed the protocol")
-			return nil, w
+			return JoinResult{}, w
 		}
 		gen := g.generation
 		g.storeStateLocked(func(res meta.Result, err error) {
@@ -260,21 +324,22 @@ func (j *joinCall) replaceStaticLocked(oldID, newID string) (*kmsg.JoinGroupResp
 					g.renameMemberLocked(m, oldID)
 					m.protocols, m.sessionTimeout, m.rebalanceTimeout = oldProtocols, oldSession, oldRebalance
 				}
-				g.answerJoinLocked(m, joinError(w.version, "", e))
+				g.answerJoinLocked(m, joinError("", e))
 				return
 			}
-			resp := g.joinResponseLocked(m, w.version)
-			resp.Members = nil
-			// The old leader id makes a pre-v9 leader skip assigning: a
-			// stable group would not pass a new assignment on. v9 says
-			// so outright (KIP-814).
-			resp.LeaderID = oldLeader
-			if wasLeader && w.version >= 9 {
-				resp.LeaderID = newID
-				resp.SkipAssignment = true
-				resp.Members = g.memberListLocked()
+			jr := g.joinResultLocked(m)
+			jr.Members = nil
+			// The old leader id makes a leader that cannot be told to
+			// skip assigning do so anyway: a stable group would not pass
+			// a new assignment on. SkipAssignment says so outright
+			// (KIP-814).
+			jr.LeaderID = oldLeader
+			if wasLeader && w.skipAssignment {
+				jr.LeaderID = newID
+				jr.SkipAssignment = true
+				jr.Members = g.memberListLocked()
 			}
-			g.answerJoinLocked(m, resp)
+			g.answerJoinLocked(m, jr)
 		})
 	case stateCompletingRebalance:
 		// The leader may be assigning to the old id: start over.
@@ -282,7 +347,7 @@ func (j *joinCall) replaceStaticLocked(oldID, newID string) (*kmsg.JoinGroupResp
 	case statePreparingRebalance:
 		g.tryCompleteJoinLocked()
 	}
-	return nil, w
+	return JoinResult{}, w
 }
 
 // renameMemberLocked moves m to a new id.
@@ -324,10 +389,47 @@ func (g *group) memberCheckLocked(memberID string, instanceID *string, generatio
 	return m, nil
 }
 
-// SyncGroup serves SyncGroup v0-5: the leader's assignment is stored as
-// the generation's GroupState, then every member gets its part.
-func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
-	fail := func(e *kerr.Error) *kmsg.SyncGroupResponse { return syncError(req.Version, e) }
+// SyncRequest is a SyncGroup: a member of a generation asking for its
+// assignment, the leader handing every member's in.
+type SyncRequest struct {
+	Group      string
+	MemberID   string
+	InstanceID *string
+	Generation int32
+	// ProtocolType and Protocol, if not nil, must be the group's
+	// (INCONSISTENT_GROUP_PROTOCOL otherwise).
+	ProtocolType *string
+	Protocol     *string
+	// Assignments is the leader's assignment, one per member; the
+	// followers send none.
+	Assignments []SyncAssignment
+}
+
+// SyncAssignment is one member's part of the leader's assignment.
+type SyncAssignment struct {
+	MemberID   string
+	Assignment []byte
+}
+
+// SyncResult answers a SyncRequest.
+type SyncResult struct {
+	// Code is a Kafka error code, 0 for success.
+	Code         int16
+	ProtocolType string
+	Protocol     string
+	Assignment   []byte
+}
+
+// SyncGroup stores the leader's assignment as the generation's
+// GroupState, then answers every member with its part. It works in two
+// steps, as JoinGroup does: the call takes the member's SyncGroup in (the
+// leader's assignment is queued for the log), the returned function waits
+// for the answer, NOT_COORDINATOR if its ctx ends first.
+func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) func(context.Context) SyncResult {
+	fail := func(e *kerr.Error) func(context.Context) SyncResult {
+		res := syncError(e)
+		return func(context.Context) SyncResult { return res }
+	}
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID)
@@ -341,52 +443,56 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest)
 	if g == nil {
 		return fail(kerr.UnknownMemberID)
 	}
-	resp, w := g.syncLocked(req)
+	res, w := g.syncLocked(&req)
 	g.mu.Unlock()
 	c.notify()
-	if resp != nil {
-		return resp
-	}
-	select {
-	case resp := <-w.ch:
-		return resp
-	case <-ctx.Done():
-		return fail(kerr.NotCoordinator)
+	return func(ctx context.Context) SyncResult {
+		if w == nil {
+			return res
+		}
+		select {
+		case res := <-w.ch:
+			return res
+		case <-ctx.Done():
+			return syncError(kerr.NotCoordinator)
+		}
 	}
 }
 
-func (g *group) syncLocked(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, *syncWait) {
+// syncLocked returns either an immediate answer (a nil wait) or the wait
+// for one.
+func (g *group) syncLocked(req *SyncRequest) (SyncResult, *syncWait) {
 	m, e := g.memberCheckLocked(req.MemberID, req.InstanceID, req.Generation)
 	if e == nil && ((req.ProtocolType != nil && *req.ProtocolType != g.protocolType) ||
 		(req.Protocol != nil && *req.Protocol != g.protocol)) {
 		e = kerr.InconsistentGroupProtocol
 	}
 	if e != nil {
-		return syncError(req.Version, e), nil
+		return syncError(e), nil
 	}
 	switch g.state {
 	case statePreparingRebalance:
-		return syncError(req.Version, kerr.RebalanceInProgress), nil
+		return syncError(kerr.RebalanceInProgress), nil
 	case stateStable:
 		g.heartbeatLocked(m)
 		delete(g.pendingSync, m.id)
-		return g.syncResponseLocked(m, req.Version), nil
+		return g.syncResultLocked(m), nil
 	case stateCompletingRebalance:
 	default:
-		return syncError(req.Version, kerr.UnknownMemberID), nil
+		return syncError(kerr.UnknownMemberID), nil
 	}
 	g.answerSyncErrLocked(m, kerr.RebalanceInProgress)
-	m.sync = newSyncWait(req.Version)
+	m.sync = newSyncWait()
 	w := m.sync
 	g.heartbeatLocked(m)
 	delete(g.pendingSync, m.id)
 	if m.id != g.leader || (g.assigning && g.assigningGen == g.generation) {
-		return nil, w
+		return SyncResult{}, w
 	}
 	assignments := make(map[string][]byte, len(g.members))
-	for _, a := range req.GroupAssignment {
+	for _, a := range req.Assignments {
 		if _, ok := g.members[a.MemberID]; ok {
-			assignments[a.MemberID] = bytes.Clone(a.MemberAssignment)
+			assignments[a.MemberID] = bytes.Clone(a.Assignment)
 		}
 	}
 	gen := g.generation
@@ -416,23 +522,29 @@ func (g *group) syncLocked(req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse,
 		g.state = stateStable
 		for _, m := range g.sortedMembersLocked() {
 			if m.sync != nil {
-				g.answerSyncLocked(m, g.syncResponseLocked(m, m.sync.version))
+				g.answerSyncLocked(m, g.syncResultLocked(m))
 			}
 		}
 		g.c.log.Debug("group: stable", "group", g.name, "generation", g.generation, "members", len(g.members))
 	})
-	return nil, w
+	return SyncResult{}, w
 }
 
-// Heartbeat serves Heartbeat v0-4. REBALANCE_IN_PROGRESS tells a member
-// to rejoin.
-func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
-	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	resp.ErrorCode = c.heartbeat(ctx, req).Code
-	return resp
+// HeartbeatRequest is a Heartbeat: a member keeping its session.
+type HeartbeatRequest struct {
+	Group      string
+	MemberID   string
+	InstanceID *string
+	Generation int32
 }
 
-func (c *Coordinator) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kerr.Error {
+// Heartbeat restarts the member's session and returns a Kafka error code:
+// REBALANCE_IN_PROGRESS tells the member to rejoin.
+func (c *Coordinator) Heartbeat(ctx context.Context, req HeartbeatRequest) int16 {
+	return c.heartbeat(ctx, &req).Code
+}
+
+func (c *Coordinator) heartbeat(ctx context.Context, req *HeartbeatRequest) *kerr.Error {
 	switch {
 	case req.Group == "":
 		return kerr.InvalidGroupID
@@ -462,35 +574,32 @@ func (c *Coordinator) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 	return kerr.UnknownMemberID
 }
 
-// LeaveGroup serves LeaveGroup v0-5 (v3+: several members, by member id
-// or by instance id).
-func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
-	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	leaving := req.Members
-	if req.Version < 3 {
-		leaving = []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
-	}
-	top, codes := c.leave(ctx, req.Group, leaving)
-	if req.Version < 3 {
-		resp.ErrorCode = top.Code
-		if top.Code == 0 && len(codes) > 0 {
-			resp.ErrorCode = codes[0]
-		}
-		return resp
-	}
-	resp.ErrorCode = top.Code
-	if top.Code != 0 {
-		return resp
-	}
-	for i, l := range leaving {
-		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.InstanceID, rm.ErrorCode = l.MemberID, l.InstanceID, codes[i]
-		resp.Members = append(resp.Members, rm)
-	}
-	return resp
+// LeaveMember is one member leaving: by member id, or by instance id (a
+// static member leaves for good only this way).
+type LeaveMember struct {
+	MemberID string
+	// InstanceID, if not nil, names the member; MemberID, if not empty,
+	// must then be the instance's (FENCED_INSTANCE_ID otherwise).
+	InstanceID *string
+	// Reason is logged.
+	Reason string
 }
 
-func (c *Coordinator) leave(ctx context.Context, name string, leaving []kmsg.LeaveGroupRequestMember) (*kerr.Error, []int16) {
+// LeaveResult answers LeaveGroup.
+type LeaveResult struct {
+	// Code is the group's Kafka error code, 0 for success.
+	Code int16
+	// Codes, when Code is 0, answer each leaving member, in order.
+	Codes []int16
+}
+
+// LeaveGroup removes members from the group, which rebalances.
+func (c *Coordinator) LeaveGroup(ctx context.Context, group string, leaving []LeaveMember) LeaveResult {
+	top, codes := c.leave(ctx, group, leaving)
+	return LeaveResult{Code: top.Code, Codes: codes}
+}
+
+func (c *Coordinator) leave(ctx context.Context, name string, leaving []LeaveMember) (*kerr.Error, []int16) {
 	switch {
 	case name == "":
 		return kerr.InvalidGroupID, nil
@@ -519,7 +628,7 @@ func (c *Coordinator) leave(ctx context.Context, name string, leaving []kmsg.Lea
 	return errNone, codes
 }
 
-func (g *group) leaveOneLocked(l kmsg.LeaveGroupRequestMember) *kerr.Error {
+func (g *group) leaveOneLocked(l LeaveMember) *kerr.Error {
 	if l.InstanceID != nil {
 		owner, ok := g.static[*l.InstanceID]
 		switch {
@@ -533,12 +642,12 @@ func (g *group) leaveOneLocked(l kmsg.LeaveGroupRequestMember) *kerr.Error {
 			delete(g.static, *l.InstanceID)
 			return kerr.UnknownMemberID
 		}
-		g.c.log.Debug("group: static member leaves", "group", g.name, "member", owner, "reason", strOr(l.Reason))
+		g.c.log.Debug("group: static member leaves", "group", g.name, "member", owner, "reason", l.Reason)
 		g.removeMemberAndUpdateLocked(m)
 		return errNone
 	}
 	if t, ok := g.pending[l.MemberID]; ok {
-		stopTimer(t)
+		clock.Stop(t)
 		delete(g.pending, l.MemberID)
 		g.tryCompleteJoinLocked()
 		return errNone
@@ -547,7 +656,7 @@ func (g *group) leaveOneLocked(l kmsg.LeaveGroupRequestMember) *kerr.Error {
 	if m == nil {
 		return kerr.UnknownMemberID
 	}
-	g.c.log.Debug("group: member leaves", "group", g.name, "member", m.id, "reason", strOr(l.Reason))
+	g.c.log.Debug("group: member leaves", "group", g.name, "member", m.id, "reason", l.Reason)
 	g.removeMemberAndUpdateLocked(m)
 	return errNone
 }

@@ -5,40 +5,60 @@ import (
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
-// OffsetCommit serves OffsetCommit v0-9 in two steps: it validates the
-// commit and queues it for the log, then the returned function waits for
-// the outcome. Commits queued in sequence apply in sequence, so a caller
-// that queues a connection's commits in request order (kafka's
-// Request.InOrder) keeps a later commit from being overwritten by an
-// earlier one. Commits of many groups share log entries.
-func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) func(context.Context) *kmsg.OffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	// codes points at every partition's ErrorCode, in request order.
-	var codes []*int16
+// CommitRequest is an OffsetCommit: a group member's commit, or one from
+// outside group management (generation -1, no member id).
+type CommitRequest struct {
+	Group      string
+	MemberID   string
+	InstanceID *string
+	// Generation is the member's generation, or its member epoch in a
+	// KIP-848 group; -1 from outside group management.
+	Generation int32
+	// RetentionMs gives these offsets their own expiry; -1 for the
+	// group's.
+	RetentionMs int64
+	Topics      []CommitTopic
+}
+
+// CommitTopic is one topic of a CommitRequest.
+type CommitTopic struct {
+	Topic      string
+	Partitions []CommitPartition
+}
+
+// CommitPartition is one partition's committed offset.
+type CommitPartition struct {
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32 // -1 if not known
+	Metadata    string
+	// Timestamp is the commit time in Unix ms; -1 for the log's.
+	Timestamp int64
+}
+
+// OffsetCommit commits in two steps: it validates the commit and queues
+// it for the log, then the returned function waits for the outcome: a
+// Kafka error code per partition of req, in request order. Commits
+// queued in sequence apply in sequence, so a caller that queues a
+// connection's commits in request order (kafka's Request.InOrder) keeps
+// a later commit from being overwritten by an earlier one. Commits of
+// many groups share log entries.
+func (c *Coordinator) OffsetCommit(ctx context.Context, req CommitRequest) func(context.Context) []int16 {
+	n := 0
 	for _, rt := range req.Topics {
-		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewOffsetCommitResponseTopicPartition()
-			sp.Partition = rp.Partition
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
+		n += len(rt.Partitions)
 	}
-	for i := range resp.Topics {
-		for j := range resp.Topics[i].Partitions {
-			codes = append(codes, &resp.Topics[i].Partitions[j].ErrorCode)
-		}
-	}
-	done := func(context.Context) *kmsg.OffsetCommitResponse { return resp }
-	failAll := func(e *kerr.Error) func(context.Context) *kmsg.OffsetCommitResponse {
-		for _, code := range codes {
-			*code = e.Code
+	// codes answers every partition, in request order.
+	codes := make([]int16, n)
+	done := func(context.Context) []int16 { return codes }
+	failAll := func(e *kerr.Error) func(context.Context) []int16 {
+		for i := range codes {
+			codes[i] = e.Code
 		}
 		return done
 	}
@@ -46,23 +66,16 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		return failAll(kerr.NotCoordinator)
 	}
 	generation, memberID := req.Generation, req.MemberID
-	if req.Version == 0 {
-		generation, memberID = -1, ""
-	}
-
-	cmd := meta.OffsetCommit{Group: req.Group, Generation: generation, RetentionMs: -1}
-	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis >= 0 {
-		cmd.RetentionMs = req.RetentionTimeMillis
-	}
-	// cmdCodes maps cmd.Offsets to their response codes.
+	cmd := meta.OffsetCommit{Group: req.Group, Generation: generation, RetentionMs: req.RetentionMs}
+	// cmdCodes maps cmd.Offsets to their codes.
 	var cmdCodes []*int16
 	topics := topicNames{view: c.store.View()}
 	k := 0
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			code := codes[k]
+			code := &codes[k]
 			k++
-			if rp.Metadata != nil && len(*rp.Metadata) > c.cfg.MaxOffsetMetadataBytes {
+			if len(rp.Metadata) > c.cfg.MaxOffsetMetadataBytes {
 				*code = kerr.OffsetMetadataTooLarge.Code
 				continue
 			}
@@ -70,21 +83,14 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				*code = e.Code
 				continue
 			}
-			o := meta.OffsetCommitPartition{
+			cmd.Offsets = append(cmd.Offsets, meta.OffsetCommitPartition{
 				Topic:           rt.Topic,
 				Partition:       rp.Partition,
 				Offset:          rp.Offset,
-				LeaderEpoch:     -1,
-				Metadata:        strOr(rp.Metadata),
-				CommitTimestamp: -1,
-			}
-			if req.Version >= 6 {
-				o.LeaderEpoch = rp.LeaderEpoch
-			}
-			if req.Version == 1 && rp.Timestamp != -1 {
-				o.CommitTimestamp = rp.Timestamp
-			}
-			cmd.Offsets = append(cmd.Offsets, o)
+				LeaderEpoch:     rp.LeaderEpoch,
+				Metadata:        rp.Metadata,
+				CommitTimestamp: rp.Timestamp,
+			})
 			cmdCodes = append(cmdCodes, code)
 		}
 	}
@@ -92,7 +98,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if len(cmd.Offsets) == 0 {
 		return done
 	}
-	fail := func(e *kerr.Error) func(context.Context) *kmsg.OffsetCommitResponse {
+	fail := func(e *kerr.Error) func(context.Context) []int16 {
 		for _, code := range cmdCodes {
 			*code = e.Code
 		}
@@ -103,7 +109,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if e != nil {
 		return fail(e)
 	}
-	var p *meta.Pending
+	var p *replica.Pending
 	var err error
 	if g == nil {
 		// Nothing stored or in memory: only a commit from outside group
@@ -134,7 +140,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if err != nil {
 		return fail(proposeErrCode(err))
 	}
-	return func(ctx context.Context) *kmsg.OffsetCommitResponse {
+	return func(ctx context.Context) []int16 {
 		res, err := p.Wait(ctx)
 		if err != nil {
 			return fail(proposeErrCode(err))(ctx)
@@ -148,7 +154,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 				*code = r.Code
 			}
 		}
-		return resp
+		return codes
 	}
 }
 
@@ -184,11 +190,11 @@ func (g *group) commitCheckLocked(memberID string, instanceID *string, generatio
 // proposeErrCode maps a proposal with no result to a retriable code.
 func proposeErrCode(err error) *kerr.Error {
 	switch {
-	case errors.Is(err, meta.ErrClosed):
+	case errors.Is(err, replica.ErrClosed):
 		return kerr.NotCoordinator
-	case errors.Is(err, meta.ErrAmbiguous), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, replica.ErrAmbiguous), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
-	case errors.Is(err, meta.ErrTooLarge):
+	case errors.Is(err, replica.ErrTooLarge):
 		return kerr.InvalidRequest
 	}
 	return kerr.CoordinatorNotAvailable
@@ -223,99 +229,79 @@ func (t *topicNames) check(name string, partition int32) *kerr.Error {
 	return nil
 }
 
-// fetchTopic is one topic of an OffsetFetch, request or answer.
-type fetchTopic struct {
-	topic      string
-	partitions []fetchPartition
+// TopicPartitions names some partitions of a topic.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
 }
 
-type fetchPartition struct {
-	partition   int32
-	offset      int64
-	leaderEpoch int32
-	metadata    string
-	code        int16
+// FetchRequest asks for one group's committed offsets.
+type FetchRequest struct {
+	Group string
+	// All asks for every committed offset of the group; Topics is
+	// ignored then.
+	All    bool
+	Topics []TopicPartitions
 }
 
-// OffsetFetch serves OffsetFetch v0-9 (v8+: several groups). Offsets are
-// read from this agent's copy, which holds every commit this coordinator
-// acknowledged. A partition without a committed offset is -1.
-// RequireStable (v7+) changes nothing until transactional commits exist.
-func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+// FetchResult answers a FetchRequest.
+type FetchResult struct {
+	// Code is the group's Kafka error code, 0 for success; Topics is
+	// nil with an error.
+	Code   int16
+	Topics []FetchTopic
+}
+
+// FetchTopic is one topic of a FetchResult.
+type FetchTopic struct {
+	Topic      string
+	Partitions []FetchPartition
+}
+
+// FetchPartition is one partition's committed offset: offset and leader
+// epoch -1, and empty metadata, if there is none.
+type FetchPartition struct {
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	// Code is a Kafka error code, 0 for success.
+	Code int16
+}
+
+// OffsetFetch answers each request from one view of this agent's copy,
+// which holds every commit this coordinator acknowledged. A partition
+// without a committed offset, or of a topic that does not exist, has
+// offset -1.
+func (c *Coordinator) OffsetFetch(ctx context.Context, reqs []FetchRequest) []FetchResult {
 	v := c.store.View()
 	defer v.Close()
-	if req.Version >= 8 {
-		for _, rg := range req.Groups {
-			var ask []fetchTopic
-			if rg.Topics != nil {
-				ask = make([]fetchTopic, 0, len(rg.Topics))
-				for _, t := range rg.Topics {
-					ask = append(ask, askTopic(t.Topic, t.Partitions))
-				}
-			}
-			got, e := c.fetchOffsets(v, rg.Group, ask, rg.Topics == nil)
-			g := kmsg.NewOffsetFetchResponseGroup()
-			g.Group, g.ErrorCode = rg.Group, e.Code
-			for _, ft := range got {
-				t := kmsg.NewOffsetFetchResponseGroupTopic()
-				t.Topic = ft.topic
-				for _, fp := range ft.partitions {
-					p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					p.Partition, p.Offset, p.LeaderEpoch = fp.partition, fp.offset, fp.leaderEpoch
-					p.Metadata, p.ErrorCode = kmsg.StringPtr(fp.metadata), fp.code
-					t.Partitions = append(t.Partitions, p)
-				}
-				g.Topics = append(g.Topics, t)
-			}
-			resp.Groups = append(resp.Groups, g)
-		}
-		return resp
-	}
-	var ask []fetchTopic
-	all := req.Topics == nil && req.Version >= 2
-	for _, t := range req.Topics {
-		ask = append(ask, askTopic(t.Topic, t.Partitions))
-	}
-	got, e := c.fetchOffsets(v, req.Group, ask, all)
-	if e.Code != 0 && req.Version < 2 {
-		// No group-level error code before v2: every partition carries
-		// it.
-		got = ask
-		for i := range got {
-			for j := range got[i].partitions {
-				got[i].partitions[j].code = e.Code
+	out := make([]FetchResult, len(reqs))
+	for i, r := range reqs {
+		var ask []FetchTopic
+		if !r.All {
+			ask = make([]FetchTopic, 0, len(r.Topics))
+			for _, t := range r.Topics {
+				ask = append(ask, askTopic(t.Topic, t.Partitions))
 			}
 		}
+		got, e := c.fetchOffsets(v, r.Group, ask, r.All)
+		out[i] = FetchResult{Code: e.Code, Topics: got}
 	}
-	if req.Version >= 2 {
-		resp.ErrorCode = e.Code
-	}
-	for _, ft := range got {
-		t := kmsg.NewOffsetFetchResponseTopic()
-		t.Topic = ft.topic
-		for _, fp := range ft.partitions {
-			p := kmsg.NewOffsetFetchResponseTopicPartition()
-			p.Partition, p.Offset, p.LeaderEpoch = fp.partition, fp.offset, fp.leaderEpoch
-			p.Metadata, p.ErrorCode = kmsg.StringPtr(fp.metadata), fp.code
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp
+	return out
 }
 
-func askTopic(topic string, partitions []int32) fetchTopic {
-	ft := fetchTopic{topic: topic, partitions: make([]fetchPartition, len(partitions))}
+func askTopic(topic string, partitions []int32) FetchTopic {
+	ft := FetchTopic{Topic: topic, Partitions: make([]FetchPartition, len(partitions))}
 	for i, p := range partitions {
-		ft.partitions[i] = fetchPartition{partition: p, offset: -1, leaderEpoch: -1}
+		ft.Partitions[i] = FetchPartition{Partition: p, Offset: -1, LeaderEpoch: -1}
 	}
 	return ft
 }
 
 // fetchOffsets answers one group: the asked partitions, or with all every
 // committed offset.
-func (c *Coordinator) fetchOffsets(v *meta.View, group string, ask []fetchTopic, all bool) ([]fetchTopic, *kerr.Error) {
+func (c *Coordinator) fetchOffsets(v *meta.View, group string, ask []FetchTopic, all bool) ([]FetchTopic, *kerr.Error) {
 	if !c.owns(group) {
 		return nil, kerr.NotCoordinator
 	}
@@ -325,90 +311,96 @@ func (c *Coordinator) fetchOffsets(v *meta.View, group string, ask []fetchTopic,
 			c.log.Warn("group: reading committed offsets", "group", group, "err", err)
 			return nil, kerr.UnknownServerError
 		}
-		var out []fetchTopic
+		var out []FetchTopic
 		for _, o := range os {
-			if n := len(out); n == 0 || out[n-1].topic != o.Topic {
-				out = append(out, fetchTopic{topic: o.Topic})
+			if n := len(out); n == 0 || out[n-1].Topic != o.Topic {
+				out = append(out, FetchTopic{Topic: o.Topic})
 			}
 			ft := &out[len(out)-1]
-			ft.partitions = append(ft.partitions, fetchPartition{
-				partition: o.Partition, offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata,
+			ft.Partitions = append(ft.Partitions, FetchPartition{
+				Partition: o.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata,
 			})
 		}
 		return out, errNone
 	}
 	topics := topicNames{view: v}
 	for i := range ask {
-		t, ok := topics.get(ask[i].topic)
+		t, ok := topics.get(ask[i].Topic)
 		if !ok {
 			continue
 		}
-		for j := range ask[i].partitions {
-			fp := &ask[i].partitions[j]
-			o, found, err := v.CommittedOffset(group, t.ID, fp.partition)
+		for j := range ask[i].Partitions {
+			fp := &ask[i].Partitions[j]
+			o, found, err := v.CommittedOffset(group, t.ID, fp.Partition)
 			switch {
 			case err != nil:
-				fp.code = kerr.UnknownServerError.Code
+				fp.Code = kerr.UnknownServerError.Code
 			case found:
-				fp.offset, fp.leaderEpoch, fp.metadata = o.Offset, o.LeaderEpoch, o.Metadata
+				fp.Offset, fp.LeaderEpoch, fp.Metadata = o.Offset, o.LeaderEpoch, o.Metadata
 			}
 		}
 	}
 	return ask, errNone
 }
 
-// OffsetDelete serves OffsetDelete v0: offsets of topics the group's
-// members consume are GROUP_SUBSCRIBED_TO_TOPIC; a non-empty group that
-// does not run the consumer protocol is NON_EMPTY_GROUP.
-func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if !c.owns(req.Group) {
-		resp.ErrorCode = kerr.NotCoordinator.Code
-		return resp
+// OffsetDeleteResult answers OffsetDelete.
+type OffsetDeleteResult struct {
+	// Code is the group's Kafka error code, 0 for success.
+	Code int16
+	// Codes, when Code is 0, answer each partition asked for, in
+	// request order.
+	Codes []int16
+}
+
+// OffsetDelete deletes committed offsets of group: offsets of topics the
+// group's members consume are GROUP_SUBSCRIBED_TO_TOPIC; a non-empty
+// group that does not run the consumer protocol is NON_EMPTY_GROUP.
+func (c *Coordinator) OffsetDelete(ctx context.Context, group string, topics []TopicPartitions) OffsetDeleteResult {
+	var res OffsetDeleteResult
+	if !c.owns(group) {
+		res.Code = kerr.NotCoordinator.Code
+		return res
 	}
-	g, e := c.lockGroup(ctx, req.Group, false)
+	g, e := c.lockGroup(ctx, group, false)
 	switch {
 	case e != nil:
-		resp.ErrorCode = e.Code
-		return resp
+		res.Code = e.Code
+		return res
 	case g == nil:
-		resp.ErrorCode = kerr.GroupIDNotFound.Code
-		return resp
+		res.Code = kerr.GroupIDNotFound.Code
+		return res
 	}
 	var cmd meta.OffsetDelete
 	var cmdCodes []*int16
-	p, err := func() (*meta.Pending, error) {
+	p, err := func() (*replica.Pending, error) {
 		defer g.mu.Unlock()
 		switch {
 		case g.state == stateDead:
-			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			res.Code = kerr.GroupIDNotFound.Code
 			return nil, nil
 		case g.activeLocked() && g.protocolType != consumerProtocolType:
-			resp.ErrorCode = kerr.NonEmptyGroup.Code
+			res.Code = kerr.NonEmptyGroup.Code
 			return nil, nil
 		}
-		topics := topicNames{view: c.store.View()}
-		defer topics.view.Close()
-		for _, rt := range req.Topics {
-			st := kmsg.NewOffsetDeleteResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewOffsetDeleteResponseTopicPartition()
-				sp.Partition = rp.Partition
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
+		names := topicNames{view: c.store.View()}
+		defer names.view.Close()
+		n := 0
+		for _, rt := range topics {
+			n += len(rt.Partitions)
 		}
-		for i, rt := range req.Topics {
-			for j, rp := range rt.Partitions {
-				code := &resp.Topics[i].Partitions[j].ErrorCode
+		res.Codes = make([]int16, n)
+		k := 0
+		for _, rt := range topics {
+			for _, p := range rt.Partitions {
+				code := &res.Codes[k]
+				k++
 				switch {
-				case topics.check(rt.Topic, rp.Partition) != nil:
+				case names.check(rt.Topic, p) != nil:
 					*code = kerr.UnknownTopicOrPartition.Code
 				case g.activeLocked() && g.subscribedToLocked(rt.Topic):
 					*code = kerr.GroupSubscribedToTopic.Code
 				default:
-					cmd.Partitions = append(cmd.Partitions, meta.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+					cmd.Partitions = append(cmd.Partitions, meta.TopicPartition{Topic: rt.Topic, Partition: p})
 					cmdCodes = append(cmdCodes, code)
 				}
 			}
@@ -416,31 +408,30 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		if len(cmd.Partitions) == 0 {
 			return nil, nil
 		}
-		cmd.Group = req.Group
+		cmd.Group = group
 		return c.store.Submit(ctx, []meta.Command{cmd})
 	}()
 	if p == nil && err == nil {
-		return resp
+		return res
 	}
-	var res []meta.Result
+	var applied []meta.Result
 	if err == nil {
-		res, err = p.Wait(ctx)
+		applied, err = p.Wait(ctx)
 	}
 	if err != nil {
 		for _, code := range cmdCodes {
 			*code = proposeErrCode(err).Code
 		}
-		return resp
+		return res
 	}
-	if res[0].Code == kerr.GroupIDNotFound.Code {
+	if applied[0].Code == kerr.GroupIDNotFound.Code {
 		// Deleted meanwhile.
-		resp.ErrorCode, resp.Topics = res[0].Code, nil
-		return resp
+		return OffsetDeleteResult{Code: applied[0].Code}
 	}
 	for i, code := range cmdCodes {
-		if i < len(res[0].Codes) {
-			*code = res[0].Codes[i]
+		if i < len(applied[0].Codes) {
+			*code = applied[0].Codes[i]
 		}
 	}
-	return resp
+	return res
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 )
 
@@ -70,13 +71,13 @@ type group struct {
 	static map[string]string
 	// pending holds member ids handed out with MEMBER_ID_REQUIRED
 	// (KIP-394) that have not joined yet, with their expiry timers.
-	pending map[string]Timer
+	pending map[string]clock.Timer
 
 	// The join phase: joinTimer ends it; joinSeq tells a stale timer
 	// from the current one. During the initial delay the phase cannot
 	// end early, and each new member buys another delay until
 	// initialRemaining runs out.
-	joinTimer        Timer
+	joinTimer        clock.Timer
 	joinSeq          uint64
 	initialDelay     bool
 	initialRemaining time.Duration
@@ -84,7 +85,7 @@ type group struct {
 
 	// The sync phase: members of the new generation that have not sent
 	// SyncGroup by syncTimer are removed.
-	syncTimer   Timer
+	syncTimer   clock.Timer
 	syncSeq     uint64
 	pendingSync map[string]bool
 	// assigning: the leader's assignment of generation assigningGen is
@@ -113,7 +114,7 @@ type member struct {
 	sessionTimeout   time.Duration
 	rebalanceTimeout time.Duration
 	protocolType     string
-	protocols        []protocol
+	protocols        []Protocol
 	assignment       []byte
 
 	// join and sync are the member's waiting JoinGroup and SyncGroup
@@ -124,32 +125,28 @@ type member struct {
 	// deadline is when the session ends without a heartbeat; hbTimer
 	// fires at or before it and re-arms itself lazily.
 	deadline time.Time
-	hbTimer  Timer
+	hbTimer  clock.Timer
 }
 
-type protocol struct {
-	name     string
-	metadata []byte
-}
-
-// joinWait and syncWait carry one response each; the channel has room
-// for it, so answering never blocks under the lock.
+// joinWait and syncWait carry one answer each; the channel has room for
+// it, so answering never blocks under the lock.
 type joinWait struct {
-	ch      chan *kmsg.JoinGroupResponse
-	version int16
+	ch chan JoinResult
+	// skipAssignment: the member can be told to skip assigning
+	// (JoinRequest.SupportSkippingAssignment).
+	skipAssignment bool
 }
 
 type syncWait struct {
-	ch      chan *kmsg.SyncGroupResponse
-	version int16
+	ch chan SyncResult
 }
 
-func newJoinWait(version int16) *joinWait {
-	return &joinWait{ch: make(chan *kmsg.JoinGroupResponse, 1), version: version}
+func newJoinWait(skipAssignment bool) *joinWait {
+	return &joinWait{ch: make(chan JoinResult, 1), skipAssignment: skipAssignment}
 }
 
-func newSyncWait(version int16) *syncWait {
-	return &syncWait{ch: make(chan *kmsg.SyncGroupResponse, 1), version: version}
+func newSyncWait() *syncWait {
+	return &syncWait{ch: make(chan SyncResult, 1)}
 }
 
 func newGroup(c *Coordinator, name string) *group {
@@ -158,7 +155,7 @@ func newGroup(c *Coordinator, name string) *group {
 		name:        name,
 		members:     make(map[string]*member),
 		static:      make(map[string]string),
-		pending:     make(map[string]Timer),
+		pending:     make(map[string]clock.Timer),
 		pendingSync: make(map[string]bool),
 	}
 }
@@ -200,7 +197,7 @@ func (c *Coordinator) loadGroup(s *meta.Group) *group {
 			sessionTimeout:   time.Duration(sm.SessionTimeoutMs) * time.Millisecond,
 			rebalanceTimeout: time.Duration(sm.RebalanceTimeoutMs) * time.Millisecond,
 			protocolType:     s.ProtocolType,
-			protocols:        []protocol{{name: s.Protocol, metadata: sm.Metadata}},
+			protocols:        []Protocol{{Name: s.Protocol, Metadata: sm.Metadata}},
 			assignment:       sm.Assignment,
 		}
 		g.members[m.id] = m
@@ -224,21 +221,21 @@ func (g *group) activeLocked() bool {
 }
 
 func (g *group) stopTimersLocked() {
-	stopTimer(g.joinTimer)
-	stopTimer(g.syncTimer)
+	clock.Stop(g.joinTimer)
+	clock.Stop(g.syncTimer)
 	g.joinTimer, g.syncTimer = nil, nil
 	g.joinSeq++
 	g.syncSeq++
 	for _, t := range g.pending {
-		stopTimer(t)
+		clock.Stop(t)
 	}
 	for _, m := range g.members {
-		stopTimer(m.hbTimer)
+		clock.Stop(m.hbTimer)
 		m.hbTimer = nil
 	}
 	if g.cg != nil {
 		for _, m := range g.cg.members {
-			stopTimer(m.timer)
+			clock.Stop(m.timer)
 			m.timer = nil
 		}
 	}
@@ -307,12 +304,12 @@ func (g *group) heartbeatExpired(m *member) {
 }
 
 // matches reports whether ps are m's current protocols, byte for byte.
-func (m *member) matches(ps []kmsg.JoinGroupRequestProtocol) bool {
+func (m *member) matches(ps []Protocol) bool {
 	if len(ps) != len(m.protocols) {
 		return false
 	}
 	for i := range ps {
-		if ps[i].Name != m.protocols[i].name || !bytes.Equal(ps[i].Metadata, m.protocols[i].metadata) {
+		if ps[i].Name != m.protocols[i].Name || !bytes.Equal(ps[i].Metadata, m.protocols[i].Metadata) {
 			return false
 		}
 	}
@@ -321,17 +318,17 @@ func (m *member) matches(ps []kmsg.JoinGroupRequestProtocol) bool {
 
 func (m *member) metadataFor(name string) []byte {
 	for _, p := range m.protocols {
-		if p.name == name {
-			return p.metadata
+		if p.Name == name {
+			return p.Metadata
 		}
 	}
 	return nil
 }
 
-func copyProtocols(ps []kmsg.JoinGroupRequestProtocol) []protocol {
-	out := make([]protocol, len(ps))
+func copyProtocols(ps []Protocol) []Protocol {
+	out := make([]Protocol, len(ps))
 	for i, p := range ps {
-		out[i] = protocol{name: p.Name, metadata: bytes.Clone(p.Metadata)}
+		out[i] = Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)}
 	}
 	return out
 }
@@ -360,7 +357,7 @@ func (g *group) candidateProtocolsLocked() map[string]int {
 	counts := make(map[string]int)
 	for _, m := range g.members {
 		for _, p := range m.protocols {
-			counts[p.name]++
+			counts[p.Name]++
 		}
 	}
 	for name, n := range counts {
@@ -373,7 +370,7 @@ func (g *group) candidateProtocolsLocked() map[string]int {
 
 // supportsProtocolsLocked is Kafka's check that a joining member can be
 // part of the group.
-func (g *group) supportsProtocolsLocked(protocolType string, ps []kmsg.JoinGroupRequestProtocol) bool {
+func (g *group) supportsProtocolsLocked(protocolType string, ps []Protocol) bool {
 	if len(g.members) == 0 {
 		return protocolType != "" && len(ps) > 0
 	}
@@ -401,16 +398,16 @@ func (g *group) selectProtocolLocked() string {
 	votes := make(map[string]int)
 	for _, m := range ms {
 		for _, p := range m.protocols {
-			if _, ok := cands[p.name]; ok {
-				votes[p.name]++
+			if _, ok := cands[p.Name]; ok {
+				votes[p.Name]++
 				break
 			}
 		}
 	}
 	best, bestVotes := "", -1
 	for _, p := range ms[0].protocols {
-		if _, ok := cands[p.name]; ok && votes[p.name] > bestVotes {
-			best, bestVotes = p.name, votes[p.name]
+		if _, ok := cands[p.Name]; ok && votes[p.Name] > bestVotes {
+			best, bestVotes = p.Name, votes[p.Name]
 		}
 	}
 	return best
@@ -480,7 +477,7 @@ func (g *group) prepareRebalanceLocked(reason string) {
 			m.assignment = nil
 		}
 	}
-	stopTimer(g.syncTimer)
+	clock.Stop(g.syncTimer)
 	g.syncTimer = nil
 	g.syncSeq++
 	clear(g.pendingSync)
@@ -503,7 +500,7 @@ func (g *group) prepareRebalanceLocked(reason string) {
 }
 
 func (g *group) armJoinTimerLocked(d time.Duration) {
-	stopTimer(g.joinTimer)
+	clock.Stop(g.joinTimer)
 	g.joinSeq++
 	seq := g.joinSeq
 	g.joinTimer = g.c.clock.AfterFunc(d, func() { g.joinTimerFired(seq) })
@@ -540,7 +537,7 @@ func (g *group) tryCompleteJoinLocked() {
 // dropped (static ones are kept, KIP-345: they may be restarting), and the
 // next generation starts.
 func (g *group) completeJoinLocked() {
-	stopTimer(g.joinTimer)
+	clock.Stop(g.joinTimer)
 	g.joinTimer = nil
 	g.joinSeq++
 	for _, m := range g.sortedMembersLocked() {
@@ -571,7 +568,7 @@ func (g *group) completeJoinLocked() {
 		"protocol", g.protocol, "members", len(g.members), "leader", g.leader)
 	for _, m := range g.sortedMembersLocked() {
 		if m.join != nil {
-			g.answerJoinLocked(m, g.joinResponseLocked(m, m.join.version))
+			g.answerJoinLocked(m, g.joinResultLocked(m))
 		}
 		g.heartbeatLocked(m)
 		g.pendingSync[m.id] = true
@@ -594,42 +591,36 @@ func (g *group) electJoinedLeaderLocked() bool {
 	return false
 }
 
-// joinResponseLocked is a successful JoinGroup answer for m in the current
+// joinResultLocked is a successful JoinGroup answer for m in the current
 // generation: the leader also gets every member's subscription.
-func (g *group) joinResponseLocked(m *member, version int16) *kmsg.JoinGroupResponse {
-	resp := kmsg.NewPtrJoinGroupResponse()
-	resp.Version = version
-	resp.Generation = g.generation
-	resp.ProtocolType = kmsg.StringPtr(g.protocolType)
-	resp.Protocol = kmsg.StringPtr(g.protocol)
-	resp.LeaderID = g.leader
-	resp.MemberID = m.id
-	if m.id == g.leader {
-		resp.Members = g.memberListLocked()
+func (g *group) joinResultLocked(m *member) JoinResult {
+	res := JoinResult{
+		Generation:   g.generation,
+		ProtocolType: g.protocolType,
+		Protocol:     g.protocol,
+		LeaderID:     g.leader,
+		MemberID:     m.id,
 	}
-	return resp
+	if m.id == g.leader {
+		res.Members = g.memberListLocked()
+	}
+	return res
 }
 
-func (g *group) memberListLocked() []kmsg.JoinGroupResponseMember {
+func (g *group) memberListLocked() []JoinMember {
 	ms := g.sortedMembersLocked()
-	out := make([]kmsg.JoinGroupResponseMember, len(ms))
+	out := make([]JoinMember, len(ms))
 	for i, m := range ms {
-		rm := kmsg.NewJoinGroupResponseMember()
-		rm.MemberID = m.id
-		if m.instanceID != "" {
-			rm.InstanceID = kmsg.StringPtr(m.instanceID)
-		}
-		rm.ProtocolMetadata = m.metadataFor(g.protocol)
-		out[i] = rm
+		out[i] = JoinMember{MemberID: m.id, InstanceID: m.instanceID, Metadata: m.metadataFor(g.protocol)}
 	}
 	return out
 }
 
-func (g *group) answerJoinLocked(m *member, resp *kmsg.JoinGroupResponse) {
+func (g *group) answerJoinLocked(m *member, res JoinResult) {
 	if m.join == nil {
 		return
 	}
-	m.join.ch <- resp
+	m.join.ch <- res
 	m.join = nil
 }
 
@@ -638,22 +629,20 @@ func (g *group) answerJoinErrLocked(m *member, e *kerr.Error) {
 	if m.join == nil {
 		return
 	}
-	g.answerJoinLocked(m, joinError(m.join.version, m.id, e))
+	g.answerJoinLocked(m, joinError(m.id, e))
 }
 
-func joinError(version int16, memberID string, e *kerr.Error) *kmsg.JoinGroupResponse {
-	resp := kmsg.NewPtrJoinGroupResponse()
-	resp.Version = version
-	resp.ErrorCode = e.Code
-	resp.MemberID = memberID
-	return resp
+// joinError is a failed JoinGroup: no generation, and the member id to
+// rejoin with if there is one.
+func joinError(memberID string, e *kerr.Error) JoinResult {
+	return JoinResult{Code: e.Code, Generation: -1, MemberID: memberID}
 }
 
-func (g *group) answerSyncLocked(m *member, resp *kmsg.SyncGroupResponse) {
+func (g *group) answerSyncLocked(m *member, res SyncResult) {
 	if m.sync == nil {
 		return
 	}
-	m.sync.ch <- resp
+	m.sync.ch <- res
 	m.sync = nil
 }
 
@@ -661,30 +650,20 @@ func (g *group) answerSyncErrLocked(m *member, e *kerr.Error) {
 	if m.sync == nil {
 		return
 	}
-	g.answerSyncLocked(m, syncError(m.sync.version, e))
+	g.answerSyncLocked(m, syncError(e))
 }
 
-func syncError(version int16, e *kerr.Error) *kmsg.SyncGroupResponse {
-	resp := kmsg.NewPtrSyncGroupResponse()
-	resp.Version = version
-	resp.ErrorCode = e.Code
-	return resp
-}
+func syncError(e *kerr.Error) SyncResult { return SyncResult{Code: e.Code} }
 
-func (g *group) syncResponseLocked(m *member, version int16) *kmsg.SyncGroupResponse {
-	resp := kmsg.NewPtrSyncGroupResponse()
-	resp.Version = version
-	resp.ProtocolType = kmsg.StringPtr(g.protocolType)
-	resp.Protocol = kmsg.StringPtr(g.protocol)
-	resp.MemberAssignment = m.assignment
-	return resp
+func (g *group) syncResultLocked(m *member) SyncResult {
+	return SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment}
 }
 
 // armSyncTimerLocked bounds the sync phase: members of the generation
 // that have not sent SyncGroup within the rebalance timeout are removed
 // (Kafka's pending-sync timeout).
 func (g *group) armSyncTimerLocked() {
-	stopTimer(g.syncTimer)
+	clock.Stop(g.syncTimer)
 	g.syncSeq++
 	seq, gen := g.syncSeq, g.generation
 	g.syncTimer = g.c.clock.AfterFunc(g.maxRebalanceTimeoutLocked(), func() { g.syncTimerFired(seq, gen) })
@@ -719,10 +698,10 @@ func (g *group) syncTimerFired(seq uint64, gen int32) {
 // UNKNOWN_MEMBER_ID, and moves the leadership if m had it.
 func (g *group) removeMemberLocked(m *member) {
 	if m.join != nil {
-		g.answerJoinLocked(m, joinError(m.join.version, "", kerr.UnknownMemberID))
+		g.answerJoinLocked(m, joinError("", kerr.UnknownMemberID))
 	}
 	g.answerSyncErrLocked(m, kerr.UnknownMemberID)
-	stopTimer(m.hbTimer)
+	clock.Stop(m.hbTimer)
 	m.hbTimer = nil
 	delete(g.members, m.id)
 	if m.instanceID != "" && g.static[m.instanceID] == m.id {

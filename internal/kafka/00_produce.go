@@ -24,8 +24,9 @@
 //     Metadata and OffsetForLeaderEpoch report.
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION. With
 //     Deps.AutoCreateTopics an unknown topic is created first, as Metadata
-//     creates it (Deps.DefaultPartitions, default configs); Kafka itself
-//     leaves that to the Metadata request that precedes a produce.
+//     creates it (Deps.DefaultPartitions, default configs), or answered
+//     POLICY_VIOLATION when the partition limits leave no room; Kafka
+//     itself leaves that to the Metadata request that precedes a produce.
 //   - Acks other than -1, 0 and 1 is INVALID_REQUIRED_ACKS. 1 and -1 mean
 //     the same: the answer comes once the data object is durable and its
 //     commit applied. With acks=0 nothing is answered; if a partition
@@ -59,9 +60,10 @@
 //     A batch mixing transactional and plain batches, or a control
 //     batch from a client, is INVALID_RECORD.
 //   - v12 (KIP-890 part 2): the client sends no AddPartitionsToTxn; the
-//     handler adds the partitions of transactional batches to the
-//     producer's transaction itself (one proposal per request, skipped
-//     when this copy already shows them added at the batch's epoch).
+//     handler has the transaction coordinator add the partitions of
+//     transactional batches to the producer's transaction (one proposal
+//     per request, skipped when this copy already shows them added at
+//     the batch's epoch).
 //   - Internal topics (__consumer_offsets) take no client writes:
 //     INVALID_TOPIC_EXCEPTION, as Kafka.
 //   - Left out: v13 (topic ids); ErrorRecords (v8+)
@@ -74,7 +76,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -83,6 +84,7 @@ import (
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/topicconfig"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 func init() { regKey(0, 0, 12, handleProduce) }
@@ -195,8 +197,12 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 		}
 	}
 	if req.Version >= 12 && req.TransactionID != nil && len(batches) > 0 {
+		txns, err := r.Deps.txns()
+		if err != nil {
+			return nil, err
+		}
 		var dropped bool
-		batches, dropped = addToTxnV12(ctx, db, *req.TransactionID, req, parts, batches, fail)
+		batches, dropped = addToTxnV12(ctx, txns, *req.TransactionID, req, parts, batches, fail)
 		failed = failed || dropped
 	}
 	if len(batches) == 0 {
@@ -277,60 +283,61 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 
 // addToTxnV12 adds the partitions of a v12 request's transactional
 // batches to the producer's transaction (KIP-890 part 2: the client sends
-// no AddPartitionsToTxn), skipping those this copy already shows in the
-// transaction at the batches' epoch, and drops the batches of partitions
-// it could not add, answering them with the reason. parts and batches are
-// in the same order; the kept batches are renumbered.
-func addToTxnV12(ctx context.Context, db MetaDB, txnID string, req *kmsg.ProduceRequest, parts []producePart, batches []produce.Batch,
+// no AddPartitionsToTxn; txn.Coordinator.AddProduced skips those this
+// copy already shows in the transaction at the batches' epoch), and drops
+// the batches of partitions it could not add, answering them with the
+// reason. parts and batches are in the same order; the kept batches are
+// renumbered.
+func addToTxnV12(ctx context.Context, txns TxnCoordinator, txnID string, req *kmsg.ProduceRequest, parts []producePart, batches []produce.Batch,
 	fail func(*kmsg.ProduceResponseTopicPartition, *kerr.Error, string)) ([]produce.Batch, bool) {
-	view := db.View()
-	s, known, err := view.Txn(txnID)
-	view.Close()
-	known = known && err == nil
-	var add meta.AddPartitionsToTxn
-	var adding []int // indexes into parts
+	transactional := func(p producePart) bool { return p.batch >= 0 && batches[p.batch].Transactional }
+	n := 0
+	for _, p := range parts {
+		if transactional(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return batches, false
+	}
+	adds := make([]txn.ProducedPartition, 0, n)
 	k := 0
 	for i := range req.Topics {
 		for range req.Topics[i].Partitions {
 			p := parts[k]
 			k++
-			if p.batch < 0 || !batches[p.batch].Transactional {
+			if !transactional(p) {
 				continue
 			}
 			b := &batches[p.batch]
-			add.ProducerID, add.ProducerEpoch = b.ProducerID, b.ProducerEpoch
-			if known && s.Status == meta.TxnOngoing && s.ProducerID == b.ProducerID && s.ProducerEpoch == b.ProducerEpoch &&
-				slices.Contains(s.Partitions, meta.TxnPartition{TopicID: b.TopicID, Partition: b.Partition}) {
-				continue
-			}
-			add.Partitions = append(add.Partitions, meta.TopicPartition{Topic: req.Topics[i].Topic, Partition: b.Partition})
-			adding = append(adding, k-1)
+			adds = append(adds, txn.ProducedPartition{
+				Topic: req.Topics[i].Topic, TopicID: b.TopicID, Partition: b.Partition,
+				ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch,
+			})
 		}
 	}
-	if len(adding) == 0 {
-		return batches, false
-	}
-	add.TransactionalID = txnID
-	res, e := proposeTxn(ctx, db, add)
+	txns.AddProduced(ctx, txnID, adds)
 	dropped := false
-	for n, pi := range adding {
-		code := res.Code
-		if e != nil {
-			code = e.Code
-		} else if n < len(res.Codes) && res.Codes[n] != 0 {
-			code = res.Codes[n]
+	n = 0 // index into adds
+	for i := range parts {
+		if !transactional(parts[i]) {
+			continue
 		}
+		code := adds[n].Code
+		n++
 		if code == 0 {
 			continue
 		}
+		// In Produce's terms: a fenced producer is an old epoch, and a
+		// transaction that is not there one that is not ongoing.
 		switch code {
 		case kerr.ProducerFenced.Code:
 			code = kerr.InvalidProducerEpoch.Code
 		case kerr.TransactionalIDNotFound.Code:
 			code = kerr.InvalidTxnState.Code
 		}
-		fail(parts[pi].sp, codeOf(code), "could not add the partition to the transaction")
-		parts[pi].batch = -2
+		fail(parts[i].sp, codeOf(code), "could not add the partition to the transaction")
+		parts[i].batch = -2
 		dropped = true
 	}
 	if !dropped {
@@ -439,7 +446,7 @@ func produceTopics(ctx context.Context, d *Deps, db MetaDB, req *kmsg.ProduceReq
 	if len(cmds) == 0 {
 		return out, nil
 	}
-	outs := proposeAll(ctx, db, cmds)
+	outs := d.proposeCreations(ctx, db, cmds)
 	view.Close()
 	view = db.View()
 	for i, name := range names {

@@ -20,6 +20,15 @@
 //     fetch.max.bytes), the response, but the first partition with data
 //     returns its first batch whole however large. Later partitions get
 //     what fits in the rest; a first batch that does not fit is left out.
+//   - Memory across connections: before each read the answer reserves
+//     its records (twice: the writer's copy) from the response budget
+//     (respbudget.go, Config.MaxHeldResponseBytes) and holds them until
+//     written. Short of budget, a read returns what it got; with none
+//     after waiting MaxWaitMillis, the partitions are answered with their
+//     offsets and no records, and the client asks again.
+//   - Deps.MaxFetchBytesPerSec, when set, paces the records of every
+//     answer across the agent (a consumer byte-rate quota all clients
+//     share): an answer waits until the rate allows what it carries.
 //   - Errors, with HighWatermark, LastStableOffset and LogStartOffset -1
 //     as Kafka sends them: UNKNOWN_TOPIC_OR_PARTITION; v13+ topics by id,
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
@@ -27,8 +36,10 @@
 //     copy is synced with the log first: another agent may have
 //     acknowledged records this one has not applied yet); v9+ CurrentLeaderEpoch is
 //     fenced against epoch 0 (FENCED_ or UNKNOWN_LEADER_EPOCH); a store
-//     that cannot be read KAFKA_STORAGE_ERROR, bytes that disagree with
-//     the index CORRUPT_MESSAGE.
+//     that cannot be read KAFKA_STORAGE_ERROR, damaged bytes (CRC-32C,
+//     framing, or disagreeing with the index) CORRUPT_MESSAGE, a data
+//     object missing from the store UNKNOWN_SERVER_ERROR (see
+//     fetchErrCode). The other partitions are still answered.
 //   - Long poll: when the first read finds fewer than MinBytes, no
 //     partition failed and MaxWaitMillis > 0, the handler waits on apply
 //     notifications (fetch.Wait on Deps.Changes) until the partitions'
@@ -118,7 +129,16 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return resp, nil
 	}
 
-	f := fetchAnswer{r: r, req: req, rd: rd}
+	f := fetchAnswer{r: r, req: req, rd: rd, hold: r.Deps.holdResponse()}
+	answered := false
+	defer func() {
+		if !answered {
+			f.hold.release()
+		}
+	}()
+	maxWait := time.NewTimer(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	defer maxWait.Stop()
+	budget, short := f.takeBudget(ctx, maxWait.C)
 	view := db.View()
 	f.plan(view, resp)
 	if f.pastLocalEnd(view) {
@@ -128,18 +148,24 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		// the consumer reset. Past the local end, read what every agent
 		// committed before the request; if the log cannot be reached,
 		// answer from the local copy as before.
-		if synced, _, e := syncedView(ctx, db, kerr.NotLeaderForPartition); e == nil {
+		if synced, e := syncedView(ctx, db); e == nil {
 			view.Close()
 			view = synced
 		}
 	}
-	total, failed, err := f.read(ctx, view)
+	total, failed, err := f.read(ctx, view, budget, !short)
 	view.Close()
 	if err != nil {
 		return nil, err
 	}
-	if req.MaxWaitMillis <= 0 || total >= int64(req.MinBytes) || failed || len(f.parts) == 0 {
-		return resp, nil
+	if req.MaxWaitMillis <= 0 || total >= int64(req.MinBytes) || failed || len(f.parts) == 0 || short {
+		// Short of budget, the fetch has waited its MaxWaitMillis
+		// for it already: the client asks again.
+		if err := f.pace(ctx, total); err != nil {
+			return nil, err
+		}
+		answered = true
+		return f.hold.wrap(resp, f.encodedBytes()), nil
 	}
 
 	n, err := r.Deps.notifier()
@@ -157,13 +183,18 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if werr != nil && !errors.Is(werr, context.Canceled) {
 		r.warn("kafka: fetch long poll ended early", "err", werr)
 	}
+	budget, short = f.takeBudget(ctx, maxWait.C)
 	view = db.View()
-	_, _, err = f.read(ctx, view)
+	total, _, err = f.read(ctx, view, budget, !short)
 	view.Close()
 	if err != nil {
 		return nil, err
 	}
-	return resp, nil
+	if err := f.pace(ctx, total); err != nil {
+		return nil, err
+	}
+	answered = true
+	return f.hold.wrap(resp, f.encodedBytes()), nil
 }
 
 // fetchAnswer answers one Fetch request.
@@ -172,6 +203,75 @@ type fetchAnswer struct {
 	req   *kmsg.FetchRequest
 	rd    Fetcher
 	parts []fetchPart
+	// hold is the answer's share of the response budget: the skeleton
+	// and twice the records it holds (respbudget.go).
+	hold *respHold
+}
+
+// Response budget use of a Fetch (respbudget.go).
+const (
+	// fetchPartOverheadBytes is what one partition of an answer costs
+	// besides its records: the response structs and their encoding.
+	fetchPartOverheadBytes = 160
+	// fetchMinBudgetBytes is the least budget a fetch waits for before
+	// it reads: enough for a useful read, small enough to be free soon.
+	fetchMinBudgetBytes = 1 << 20
+	// fetchRecordCopies is how many copies of its records an answer
+	// holds until written: its own and the writer's encoding.
+	fetchRecordCopies = 2
+)
+
+// pace waits until the agent's fetch rate (Deps.MaxFetchBytesPerSec)
+// allows records bytes more, or the connection ends.
+func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
+	p := f.r.Deps.shared.fetchPacer()
+	if p == nil || records == 0 {
+		return nil
+	}
+	return p.take(ctx, records, f.r.draining())
+}
+
+// encodedBytes is about the size of the answer's encoding: its records
+// and, per partition, its fixed fields.
+func (f *fetchAnswer) encodedBytes() int64 {
+	n := int64(len(f.req.Topics)) * 64
+	for i := range f.parts {
+		n += 64 + int64(len(f.parts[i].sp.RecordBatches)) + int64(len(f.parts[i].sp.AbortedTransactions))*16
+	}
+	return n
+}
+
+func countFetchParts(req *kmsg.FetchRequest) int {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	return n
+}
+
+// takeBudget reserves the response budget for one read, waiting for it
+// until maxWait fires, and returns the record bytes the read may return:
+// the request's bound (MaxBytes, capped at maxFetchResponseBytes, and the
+// sum of its PartitionMaxBytes) or, when the budget is short, less; short
+// when it got nothing, and the read must return no records. Records held
+// from an earlier read are given back first: the new read replaces them.
+func (f *fetchAnswer) takeBudget(ctx context.Context, maxWait <-chan time.Time) (budget int64, short bool) {
+	var partBytes int64
+	for i := range f.req.Topics {
+		for j := range f.req.Topics[i].Partitions {
+			partBytes += int64(max(f.req.Topics[i].Partitions[j].PartitionMaxBytes, 0))
+		}
+	}
+	want := min(int64(min(f.req.MaxBytes, maxFetchResponseBytes)), partBytes)
+	// The skeleton is allocated with the plan, budget or not.
+	f.hold.resize(int64(countFetchParts(f.req)) * fetchPartOverheadBytes)
+	if f.hold == nil || want <= 0 {
+		// No budget, or a request for no bytes, which still gets
+		// its first batch (KIP-74).
+		return max(want, 0), false
+	}
+	got := f.hold.take(ctx, fetchRecordCopies*want, fetchRecordCopies*fetchMinBudgetBytes, maxWait, f.r.draining())
+	return got / fetchRecordCopies, got == 0
 }
 
 // plan builds the response skeleton in request order and resolves every
@@ -253,15 +353,19 @@ func (f *fetchAnswer) pastLocalEnd(view *meta.View) bool {
 var noRecords = []byte{}
 
 // read reads every partition not answered by plan, in request order,
-// into the response, replacing what an earlier read put there. It
-// returns the record bytes read and whether any partition failed; an
-// error only when the connection's ctx ended.
-func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, failed bool, err error) {
-	remaining := int64(min(f.req.MaxBytes, maxFetchResponseBytes))
+// into the response, replacing what an earlier read put there, at most
+// budget record bytes (besides a first batch when minOne). It returns
+// the record bytes read and whether any partition failed; an error only
+// when the connection's ctx ended. The answer's hold is resized to what
+// it holds.
+func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, minOne bool) (total int64, failed bool, err error) {
+	remaining := min(int64(min(f.req.MaxBytes, maxFetchResponseBytes)), budget)
 	committed := f.req.IsolationLevel == isolationReadCommitted
 	// minOne: the first partition with data takes its first batch
-	// whole, however large (KIP-74).
-	minOne := true
+	// whole, however large (KIP-74), unless the read got no budget.
+	defer func() {
+		f.hold.resize(int64(len(f.parts))*fetchPartOverheadBytes + fetchRecordCopies*total)
+	}()
 	for i := range f.parts {
 		p := &f.parts[i]
 		if p.failed {
@@ -290,7 +394,9 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View) (total int64, f
 		case rerr != nil && ctx.Err() != nil:
 			return 0, false, context.Cause(ctx)
 		case rerr != nil:
-			f.r.warn("kafka: fetch read failed", "topic", p.id, "partition", p.partition, "offset", p.offset, "err", rerr)
+			if !isDamage(rerr) {
+				f.r.warn("kafka: fetch read failed", "topic", p.id, "partition", p.partition, "offset", p.offset, "err", rerr)
+			}
 			sp.ErrorCode = fetchErrCode(rerr).Code
 			failed = true
 			continue

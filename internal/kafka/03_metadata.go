@@ -15,7 +15,12 @@
 //     full. Kafka answers LEADER_NOT_AVAILABLE and lets the client retry;
 //     creation here is done when the proposal returns. A name that cannot
 //     be a topic, or that collides with one ('.' vs '_'), is then
-//     INVALID_TOPIC_EXCEPTION.
+//     INVALID_TOPIC_EXCEPTION; one the partition limits leave no room for
+//     POLICY_VIOLATION (partition_limits.go).
+//   - The answer reserves its size from the response budget and holds it
+//     until written (respbudget.go); partition entries are shared
+//     across answers (metadata_shared.go); answers over 64 KiB are paced
+//     to 64 MiB/s across the agent (metadata_rate.go).
 //   - v10+: TopicID. v12: topics asked for by id (UNKNOWN_TOPIC_ID, with a
 //     null name, when unknown; never auto-created). An id in a v10-11
 //     request is INVALID_REQUEST, as Kafka answers.
@@ -63,12 +68,22 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	m := metadataAnswer{d: d, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
 
-	view := db.View()
-	defer func() { view.Close() }() // view is replaced after auto-creation
-
+	hold := d.holdResponse()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
+		// Listing every topic allocates per topic before the size is
+		// known: pace and reserve by what the last such answer took
+		// first, so waiting answers hold nothing.
+		if err := m.pace(ctx, r, d.shared.allTopicsHeld()); err != nil {
+			return nil, err
+		}
+		if err := m.takeBudget(ctx, r, hold, d.shared.lastAllTopicsBytes()); err != nil {
+			return nil, err
+		}
+		view := db.View()
 		ts, err := view.Topics()
+		view.Close()
 		if err != nil {
+			hold.release()
 			// No per-request error code before v13: the client
 			// retries on a new connection.
 			return nil, fmt.Errorf("kafka: metadata: listing topics: %w", err)
@@ -77,8 +92,74 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 		for i := range ts {
 			resp.Topics = append(resp.Topics, m.topic(&ts[i]))
 		}
-		return resp, nil
+		n := metadataHeldBytes(resp)
+		d.shared.noteAllTopicsBytes(n)
+		hold.resize(n)
+		return hold.wrap(resp, n/2), nil
 	}
+	resp, err = m.topics(ctx, db, req, resp)
+	if err != nil {
+		return nil, err
+	}
+	n := metadataHeldBytes(resp)
+	if err := m.pace(ctx, r, n); err != nil {
+		return nil, err
+	}
+	if err := m.takeBudget(ctx, r, hold, n); err != nil {
+		return nil, err
+	}
+	return hold.wrap(resp, n/2), nil
+}
+
+// pace waits, for an answer holding held bytes of the budget (about twice
+// its encoding), until the agent's Metadata pace allows it
+// (metadata_rate.go).
+func (m *metadataAnswer) pace(ctx context.Context, r *Request, held int64) error {
+	encoded := held / 2
+	if m.d == nil || m.d.shared == nil || m.d.shared.metadataPacer == nil || encoded < metadataPacedBytes {
+		return nil
+	}
+	return m.d.shared.metadataPacer.take(ctx, encoded, r.draining())
+}
+
+// Response budget use of a Metadata answer (respbudget.go): its encoding,
+// twice for the writer's buffer growing to it, plus a topic's structs.
+const (
+	metadataTopicHeldBytes     = 256
+	metadataPartitionHeldBytes = 2 * 34
+)
+
+// metadataHeldBytes is what resp holds of the response budget.
+func metadataHeldBytes(resp *kmsg.MetadataResponse) int64 {
+	var n int64
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		n += metadataTopicHeldBytes + int64(len(rt.Partitions))*metadataPartitionHeldBytes
+		if rt.Topic != nil {
+			n += int64(len(*rt.Topic))
+		}
+	}
+	return n
+}
+
+// takeBudget waits until hold has n bytes of the response budget, or the
+// connection ends (its error). A server shutting down answers without.
+func (m *metadataAnswer) takeBudget(ctx context.Context, r *Request, hold *respHold, n int64) error {
+	if hold == nil || n <= 0 {
+		return nil
+	}
+	if hold.take(ctx, n, n, nil, r.draining()) == 0 && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// topics answers a request naming topics (by name or, v12, by id),
+// creating those it may.
+func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) (*kmsg.MetadataResponse, error) {
+	d := m.d
+	view := db.View()
+	defer func() { view.Close() }() // view is replaced after auto-creation
 
 	allowAuto := d.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	seen := make(map[string]bool, len(req.Topics))
@@ -158,7 +239,7 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	for i, p := range pending {
 		cmds[i] = meta.CreateTopic{Name: p.name, Partitions: d.defaultPartitions()}
 	}
-	outs := proposeAll(ctx, db, cmds)
+	outs := d.proposeCreations(ctx, db, cmds)
 	view.Close()
 	view = db.View()
 	for i, p := range pending {
@@ -186,6 +267,8 @@ type metadataAnswer struct {
 	d          *Deps
 	brokers    []Broker
 	includeOps bool
+	// leaders is d.leadersKey(brokers), made on first use.
+	leaders string
 }
 
 func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
@@ -196,8 +279,22 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	if m.includeOps {
 		rt.AuthorizedOperations = topicAuthorizedOps
 	}
+	build := func() []kmsg.MetadataResponseTopicPartition { return m.partitions(t) }
+	if s := m.d.shared; s != nil {
+		if m.leaders == "" {
+			m.leaders = m.d.leadersKey(m.brokers)
+		}
+		rt.Partitions = s.partitionLists.get(t, m.leaders, build)
+	} else {
+		rt.Partitions = build()
+	}
+	return rt
+}
+
+// partitions makes t's partition entries.
+func (m *metadataAnswer) partitions(t *meta.Topic) []kmsg.MetadataResponseTopicPartition {
 	n := t.Partitions
-	rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, n)
+	parts := make([]kmsg.MetadataResponseTopicPartition, n)
 	// One backing array for every partition's one-replica lists.
 	leaders := make([]int32, n)
 	for p := range n {
@@ -209,9 +306,9 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		rp.Replicas = leaders[p : p+1 : p+1]
 		rp.ISR = rp.Replicas
 		rp.OfflineReplicas = leaders[:0:0]
-		rt.Partitions[p] = rp
+		parts[p] = rp
 	}
-	return rt
+	return parts
 }
 
 func errTopic(name *string, id meta.TopicID, e *kerr.Error) kmsg.MetadataResponseTopic {

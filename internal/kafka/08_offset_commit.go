@@ -11,7 +11,8 @@
 //     -1) gives the offsets their own expiry. v6+ LeaderEpoch is stored.
 //   - A connection's commits are queued in request order (InOrder), so a
 //     later commit is never overwritten by an earlier one; commits of all
-//     connections share log entries.
+//     connections share log entries. An OffsetFetch waits for the commits
+//     its connection sent before it (commitsInFlight).
 //   - Left out: v10 (topic ids, KIP-848's OffsetCommit).
 
 package kafka
@@ -20,6 +21,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
 )
 
 func init() { regKey(8, 0, 9, handleOffsetCommit) }
@@ -30,9 +33,70 @@ func handleOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, error) 
 		return nil, err
 	}
 	req := r.Body.(*kmsg.OffsetCommitRequest)
-	var wait func(context.Context) *kmsg.OffsetCommitResponse
-	if err := r.InOrder(ctx, func() { wait = g.OffsetCommit(ctx, req) }); err != nil {
+	cr := commitRequest(req)
+	var wait func(context.Context) []int16
+	finish := func() {}
+	if err := r.InOrder(ctx, func() {
+		wait = g.OffsetCommit(ctx, cr)
+		if r.Conn != nil {
+			finish = r.Conn.commits.start()
+		}
+	}); err != nil {
 		return nil, err
 	}
-	return wait(ctx), nil
+	codes := wait(ctx)
+	finish()
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	k := 0
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, codes[k]
+			k++
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// commitRequest is the commit req asks for in its version's terms.
+func commitRequest(req *kmsg.OffsetCommitRequest) group.CommitRequest {
+	cr := group.CommitRequest{
+		Group:       req.Group,
+		MemberID:    req.MemberID,
+		InstanceID:  req.InstanceID,
+		Generation:  req.Generation,
+		RetentionMs: -1,
+		Topics:      make([]group.CommitTopic, len(req.Topics)),
+	}
+	if req.Version == 0 {
+		cr.MemberID, cr.Generation = "", -1
+	}
+	if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis >= 0 {
+		cr.RetentionMs = req.RetentionTimeMillis
+	}
+	for i, rt := range req.Topics {
+		ct := group.CommitTopic{Topic: rt.Topic, Partitions: make([]group.CommitPartition, len(rt.Partitions))}
+		for j, rp := range rt.Partitions {
+			cp := group.CommitPartition{
+				Partition:   rp.Partition,
+				Offset:      rp.Offset,
+				LeaderEpoch: -1,
+				Metadata:    strOr(rp.Metadata),
+				Timestamp:   -1,
+			}
+			if req.Version >= 6 {
+				cp.LeaderEpoch = rp.LeaderEpoch
+			}
+			if req.Version == 1 && rp.Timestamp != -1 {
+				cp.Timestamp = rp.Timestamp
+			}
+			ct.Partitions[j] = cp
+		}
+		cr.Topics[i] = ct
+	}
+	return cr
 }

@@ -14,6 +14,9 @@
 //     and after it, so a transaction that commits offsets while the answer
 //     is read is seen too. v8+: several groups, each with its own error;
 //     v9 MemberID and MemberEpoch are ignored (classic groups).
+//   - The answer follows the OffsetCommits sent before it on the same
+//     connection, as on a broker that answers a connection's requests in
+//     turn.
 //   - Left out: v10 (topic ids).
 
 package kafka
@@ -24,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/meta"
 )
 
@@ -35,8 +39,11 @@ func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.OffsetFetchRequest)
+	if err := r.awaitEarlierCommits(ctx); err != nil {
+		return nil, err
+	}
 	if req.Version < 7 || !req.RequireStable {
-		return g.OffsetFetch(ctx, req), nil
+		return offsetFetchResponse(req, g.OffsetFetch(ctx, offsetFetchRequests(req))), nil
 	}
 	db, err := r.Deps.meta()
 	if err != nil {
@@ -44,16 +51,16 @@ func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	before := db.View()
 	defer before.Close()
-	resp := g.OffsetFetch(ctx, req)
+	resp := offsetFetchResponse(req, g.OffsetFetch(ctx, offsetFetchRequests(req)))
 	after := db.View()
 	defer after.Close()
 
 	u := unstableOffsets{views: [2]pendingOffsets{{view: before}, {view: after}}}
-	mark := func(group, topic string, partition int32, code *int16, offset *int64, epoch *int32, metadata **string) {
+	mark := func(name, topic string, partition int32, code *int16, offset *int64, epoch *int32, metadata **string) {
 		if *code != 0 {
 			return
 		}
-		if *code = u.check(group, topic, partition); *code == kerr.UnstableOffsetCommit.Code {
+		if *code = u.check(name, topic, partition); *code == kerr.UnstableOffsetCommit.Code {
 			*offset, *epoch, *metadata = -1, -1, kmsg.StringPtr("")
 		}
 	}
@@ -84,6 +91,79 @@ func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// offsetFetchRequests are the groups req asks about: v8+ several, each
+// with null Topics for all its offsets; below, one, with null Topics for
+// all from v2.
+func offsetFetchRequests(req *kmsg.OffsetFetchRequest) []group.FetchRequest {
+	if req.Version >= 8 {
+		out := make([]group.FetchRequest, len(req.Groups))
+		for i, rg := range req.Groups {
+			out[i] = group.FetchRequest{Group: rg.Group, All: rg.Topics == nil}
+			for _, t := range rg.Topics {
+				out[i].Topics = append(out[i].Topics, group.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+			}
+		}
+		return out
+	}
+	fr := group.FetchRequest{Group: req.Group, All: req.Topics == nil && req.Version >= 2}
+	for _, t := range req.Topics {
+		fr.Topics = append(fr.Topics, group.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+	}
+	return []group.FetchRequest{fr}
+}
+
+// offsetFetchResponse answers req with res, one result per group asked.
+// Below v2 there is no group-level error code: every partition asked
+// for carries it.
+func offsetFetchResponse(req *kmsg.OffsetFetchRequest, res []group.FetchResult) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for i, rg := range req.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group, g.ErrorCode = rg.Group, res[i].Code
+			for _, ft := range res[i].Topics {
+				t := kmsg.NewOffsetFetchResponseGroupTopic()
+				t.Topic = ft.Topic
+				for _, fp := range ft.Partitions {
+					p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					p.Partition, p.Offset, p.LeaderEpoch = fp.Partition, fp.Offset, fp.LeaderEpoch
+					p.Metadata, p.ErrorCode = kmsg.StringPtr(fp.Metadata), fp.Code
+					t.Partitions = append(t.Partitions, p)
+				}
+				g.Topics = append(g.Topics, t)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp
+	}
+	got := res[0]
+	if got.Code != 0 && req.Version < 2 {
+		got.Topics = nil
+		for _, t := range req.Topics {
+			ft := group.FetchTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				ft.Partitions = append(ft.Partitions, group.FetchPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Code: got.Code})
+			}
+			got.Topics = append(got.Topics, ft)
+		}
+	}
+	if req.Version >= 2 {
+		resp.ErrorCode = got.Code
+	}
+	for _, ft := range got.Topics {
+		t := kmsg.NewOffsetFetchResponseTopic()
+		t.Topic = ft.Topic
+		for _, fp := range ft.Partitions {
+			p := kmsg.NewOffsetFetchResponseTopicPartition()
+			p.Partition, p.Offset, p.LeaderEpoch = fp.Partition, fp.Offset, fp.LeaderEpoch
+			p.Metadata, p.ErrorCode = kmsg.StringPtr(fp.Metadata), fp.Code
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
 // unstableOffsets answers whether a group's partition has a pending
 // transactional offset in any of its views.
 type unstableOffsets struct {
@@ -97,13 +177,13 @@ type pendingOffsets struct {
 
 // check returns UNSTABLE_OFFSET_COMMIT's code for a partition with a
 // pending offset, UNKNOWN_SERVER_ERROR's if the copy cannot be read, else 0.
-func (u *unstableOffsets) check(group, topic string, partition int32) int16 {
+func (u *unstableOffsets) check(name, topic string, partition int32) int16 {
 	for i := range u.views {
 		po := &u.views[i]
 		po.topics.view = po.view
 		t, ok, err := po.topics.get(topic)
 		if err == nil && ok {
-			ok, err = po.view.HasPendingTxnOffset(group, t.ID, partition)
+			ok, err = po.view.HasPendingTxnOffset(name, t.ID, partition)
 		}
 		switch {
 		case err != nil:

@@ -1,10 +1,11 @@
 // FindCoordinator: v0-4
-//   - Key type 0 (group; v0's only kind) and 1 (transaction) are placed by
-//     the group coordinator's one mapping (group.OwnerOf over the live
-//     agents). Transaction state lives in the replicated database, so any
+//   - Key type 0 (group; v0's only kind) is answered by the group
+//     coordinator, 1 (transaction) by the transaction coordinator; both
+//     place keys with package placement's one mapping over the live
+//     agents. Transaction state lives in the replicated database, so any
 //     agent can serve a transactional id; spreading them like groups
 //     keeps a producer's coordinator stable and names the agent that
-//     aborts the id's timed-out transactions (agent/txnsweep.go).
+//     aborts the id's timed-out transactions (txn.Coordinator.Sweep).
 //     Other key types are INVALID_REQUEST.
 //   - The answer is the coordinator's advertised address among
 //     Deps.Cluster's brokers; a node missing from that list is
@@ -30,18 +31,30 @@ const (
 )
 
 func handleFindCoordinator(_ context.Context, r *Request) (kmsg.Response, error) {
-	g, err := r.Deps.groups()
-	if err != nil {
-		return nil, err
-	}
 	req := r.Body.(*kmsg.FindCoordinatorRequest)
+	// coordinator places the request's keys; nil for an unknown key type.
+	var coordinator func(key string) int32
+	switch req.CoordinatorType {
+	case coordinatorGroup:
+		g, err := r.Deps.groups()
+		if err != nil {
+			return nil, err
+		}
+		coordinator = g.Coordinator
+	case coordinatorTransaction:
+		txns, err := r.Deps.txns()
+		if err != nil {
+			return nil, err
+		}
+		coordinator = txns.Coordinator
+	}
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	brokers := r.Deps.brokers(r.Conn)
 	find := func(key string) (Broker, *kerr.Error, string) {
-		if req.CoordinatorType != coordinatorGroup && req.CoordinatorType != coordinatorTransaction {
+		if coordinator == nil {
 			return Broker{NodeID: -1}, kerr.InvalidRequest, "unknown coordinator key type"
 		}
-		node := g.Coordinator(key)
+		node := coordinator(key)
 		for _, b := range brokers {
 			if b.NodeID == node {
 				return b, nil, ""

@@ -9,6 +9,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
 )
 
 func init() { regKey(12, 0, 4, handleHeartbeat) }
@@ -18,5 +20,12 @@ func handleHeartbeat(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.Heartbeat(ctx, r.Body.(*kmsg.HeartbeatRequest)), nil
+	req := r.Body.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	hr := group.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation}
+	// In the connection's order (groups.go).
+	if err := r.InOrder(ctx, func() { resp.ErrorCode = g.Heartbeat(ctx, hr) }); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }

@@ -11,6 +11,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
 )
 
 func init() { regKey(13, 0, 5, handleLeaveGroup) }
@@ -20,5 +22,41 @@ func handleLeaveGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.LeaveGroup(ctx, r.Body.(*kmsg.LeaveGroupRequest)), nil
+	req := r.Body.(*kmsg.LeaveGroupRequest)
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	// In the connection's order (groups.go): a leave must not overtake
+	// the member's last commit, which it would make UNKNOWN_MEMBER_ID.
+	leave := func(leaving []group.LeaveMember) (res group.LeaveResult, err error) {
+		err = r.InOrder(ctx, func() { res = g.LeaveGroup(ctx, req.Group, leaving) })
+		return res, err
+	}
+	if req.Version < 3 {
+		res, err := leave([]group.LeaveMember{{MemberID: req.MemberID}})
+		if err != nil {
+			return nil, err
+		}
+		resp.ErrorCode = res.Code
+		if res.Code == 0 && len(res.Codes) > 0 {
+			resp.ErrorCode = res.Codes[0]
+		}
+		return resp, nil
+	}
+	leaving := make([]group.LeaveMember, len(req.Members))
+	for i, m := range req.Members {
+		leaving[i] = group.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID, Reason: strOr(m.Reason)}
+	}
+	res, err := leave(leaving)
+	if err != nil {
+		return nil, err
+	}
+	resp.ErrorCode = res.Code
+	if res.Code != 0 {
+		return resp, nil
+	}
+	for i, l := range req.Members {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = l.MemberID, l.InstanceID, res.Codes[i]
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp, nil
 }

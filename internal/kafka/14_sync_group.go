@@ -14,6 +14,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
 )
 
 func init() { regKey(14, 0, 5, handleSyncGroup) }
@@ -23,7 +25,33 @@ func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.untilDrain(ctx)
+	req := r.Body.(*kmsg.SyncGroupRequest)
+	sr := group.SyncRequest{
+		Group:        req.Group,
+		MemberID:     req.MemberID,
+		InstanceID:   req.InstanceID,
+		Generation:   req.Generation,
+		ProtocolType: req.ProtocolType,
+		Protocol:     req.Protocol,
+		Assignments:  make([]group.SyncAssignment, len(req.GroupAssignment)),
+	}
+	for i, a := range req.GroupAssignment {
+		sr.Assignments[i] = group.SyncAssignment{MemberID: a.MemberID, Assignment: a.MemberAssignment}
+	}
+	// In the connection's order (groups.go); the assignment is waited
+	// for outside it.
+	var wait func(context.Context) group.SyncResult
+	if err := r.InOrder(ctx, func() { wait = g.SyncGroup(ctx, sr) }); err != nil {
+		return nil, err
+	}
+	dctx, cancel := r.untilDrain(ctx)
 	defer cancel()
-	return g.SyncGroup(ctx, r.Body.(*kmsg.SyncGroupRequest)), nil
+	res := wait(dctx)
+	resp := kmsg.NewPtrSyncGroupResponse()
+	resp.ErrorCode = res.Code
+	if res.Code == 0 {
+		resp.ProtocolType, resp.Protocol = kmsg.StringPtr(res.ProtocolType), kmsg.StringPtr(res.Protocol)
+		resp.MemberAssignment = res.Assignment
+	}
+	return resp, nil
 }

@@ -23,5 +23,23 @@ func handleDescribeGroups(ctx context.Context, r *Request) (kmsg.Response, error
 	if err != nil {
 		return nil, err
 	}
-	return g.DescribeGroups(ctx, r.Body.(*kmsg.DescribeGroupsRequest)), nil
+	req := r.Body.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, d := range g.DescribeGroups(ctx, req.Groups) {
+		dg := kmsg.NewDescribeGroupsResponseGroup()
+		dg.Group, dg.ErrorCode = d.Group, d.Code
+		dg.State, dg.ProtocolType, dg.Protocol = d.State, d.ProtocolType, d.Protocol
+		if req.Version >= 3 && req.IncludeAuthorizedOperations {
+			dg.AuthorizedOperations = groupAuthorizedOps
+		}
+		for _, m := range d.Members {
+			dm := kmsg.NewDescribeGroupsResponseGroupMember()
+			dm.MemberID, dm.InstanceID = m.MemberID, strPtr(m.InstanceID)
+			dm.ClientID, dm.ClientHost = m.ClientID, m.ClientHost
+			dm.ProtocolMetadata, dm.MemberAssignment = m.Metadata, m.Assignment
+			dg.Members = append(dg.Members, dm)
+		}
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp, nil
 }

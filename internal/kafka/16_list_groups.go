@@ -20,5 +20,18 @@ func handleListGroups(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.ListGroups(ctx, r.Body.(*kmsg.ListGroupsRequest)), nil
+	req := r.Body.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	var states []string
+	if req.Version >= 4 {
+		states = req.StatesFilter
+	}
+	listed, code := g.ListGroups(ctx, states)
+	resp.ErrorCode = code
+	for _, l := range listed {
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState = l.Group, l.ProtocolType, l.State
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp, nil
 }

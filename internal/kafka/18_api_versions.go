@@ -11,12 +11,21 @@
 //     are kept on the Conn.
 //   - Left out: v5 (KIP-1242: the client names the cluster and node it
 //     expects), until agents have a cluster id and node ids.
-//   - v3+ features: transaction.version, supported 0-2 and finalized at
-//     Deps.TransactionVersion (2 unless configured). Level 2 tells
+//   - v3+ features (KIP-584): SupportedFeatures are this build's ranges
+//     (meta.SupportedFeatures: group.version 0-1,
+//     strand.metadata.version 1-2, transaction.version 0-2); below v4 the
+//     ones starting at 0 are left out, as Kafka does (KAFKA-17492: older
+//     clients fail to read a minimum of 0). FinalizedFeatures are the
+//     levels the shared log finalized (features.go; UpdateFeatures
+//     changes them), level 0 left out as Kafka does, and the epoch is
+//     the log position after the last change. A log of builds before
+//     feature levels finalized none: transaction.version is then
+//     Deps.TransactionVersion (--transaction-version, 2 unless
+//     configured), group.version 1 and strand.metadata.version 1, at
+//     epoch 1, as those builds answered. transaction.version 2 tells
 //     clients to use KIP-890 part 2 (Produce v12 without
 //     AddPartitionsToTxn, TxnOffsetCommit v5, an epoch bump per EndTxn
-//     v5). Strand's features never change while it runs, so the
-//     finalized epoch is constant.
+//     v5); group.version 1 that ConsumerGroupHeartbeat is served.
 
 package kafka
 
@@ -25,6 +34,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 func init() { regKey(18, 0, 4, handleAPIVersions) }
@@ -42,22 +53,34 @@ func handleAPIVersions(_ context.Context, r *Request) (kmsg.Response, error) {
 	// Shared and read-only: encoding does not modify it.
 	resp.ApiKeys = r.Conn.srv.apiKeys
 	if req.Version >= 3 {
-		tv := r.Deps.transactionVersion()
-		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: featureTransactionVersion, MinVersion: 0, MaxVersion: maxTransactionVersion}}
-		resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
-		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: featureTransactionVersion, MinVersionLevel: tv, MaxVersionLevel: tv}}
+		for _, f := range meta.SupportedFeatures() {
+			if req.Version < 4 && f.Min == 0 {
+				continue
+			}
+			resp.SupportedFeatures = append(resp.SupportedFeatures,
+				kmsg.ApiVersionsResponseSupportedFeature{Name: f.Name, MinVersion: f.Min, MaxVersion: f.Max})
+		}
+		f, err := r.Deps.features()
+		if err != nil {
+			// The copy cannot be read; the levels are unknown, which
+			// epoch -1 says.
+			resp.FinalizedFeaturesEpoch = -1
+			return resp, nil
+		}
+		resp.FinalizedFeaturesEpoch = f.epoch
+		for _, l := range f.levels {
+			if l.Level != 0 {
+				resp.FinalizedFeatures = append(resp.FinalizedFeatures,
+					kmsg.ApiVersionsResponseFinalizedFeature{Name: l.Name, MinVersionLevel: l.Level, MaxVersionLevel: l.Level})
+			}
+		}
 	}
 	return resp, nil
 }
 
-// Feature levels (KIP-584).
-const (
-	featureTransactionVersion = "transaction.version"
-	maxTransactionVersion     = 2
-	// finalizedFeaturesEpoch is any non-negative number that stays the
-	// same: -1 would tell clients there are no finalized features.
-	finalizedFeaturesEpoch = 1
-)
+// maxTransactionVersion is the highest transaction.version this build
+// supports (meta.SupportedFeatures).
+const maxTransactionVersion = 2
 
 // apiVersionsUnsupported is the answer to an ApiVersions version above e's
 // range.

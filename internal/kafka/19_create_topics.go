@@ -19,6 +19,9 @@
 //     is INVALID_TOPIC_EXCEPTION; an existing topic TOPIC_ALREADY_EXISTS.
 //     The collision check reads the local copy, so two agents creating
 //     "a.b" and "a_b" at once can both succeed.
+//   - More partitions than Deps.MaxPartitionsPerTopic, or than the
+//     cluster has room for under Deps.MaxPartitions, is POLICY_VIOLATION
+//     (partition_limits.go).
 //   - v1+ ValidateOnly runs every check and proposes nothing.
 //   - v5+ answers NumPartitions, ReplicationFactor and every config of the
 //     topic (value and source); v7+ the TopicID.
@@ -86,10 +89,6 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 			continue
 		}
 		resp.Topics = append(resp.Topics, st)
-		if req.ValidateOnly {
-			fillCreatedTopic(&resp.Topics[len(resp.Topics)-1], cmd, meta.TopicID{})
-			continue
-		}
 		plans = append(plans, planned{idx: len(resp.Topics) - 1, cmd: cmd})
 	}
 	if len(plans) == 0 {
@@ -100,9 +99,7 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 	for i, pl := range plans {
 		cmds[i] = pl.cmd
 	}
-	pctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
-	outs := proposeAll(pctx, db, cmds)
-	cancel()
+	outs := r.Deps.createOrValidate(ctx, db, cmds, req.ValidateOnly, req.TimeoutMillis)
 	for i, pl := range plans {
 		st := &resp.Topics[pl.idx]
 		if e, msg := outs[i].code(); e != nil {

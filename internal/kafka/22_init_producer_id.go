@@ -1,18 +1,19 @@
 // InitProducerId: v0-5
-//   - Without a transactional id: a producer id comes from
-//     meta.AllocateProducerID, through the log, so ids are unique over the
-//     cluster and survive restarts; epoch 0. Any agent answers.
+//   - Without a transactional id: a producer id from the transaction
+//     coordinator (txn.Coordinator.InitProducerID), through the log, so
+//     ids are unique over the cluster and survive restarts; epoch 0. Any
+//     agent answers.
 //   - v3+ (KIP-360): a request carrying the producer's id and epoch gets
 //     the same id with the epoch bumped, which fences its older epoch and
 //     restarts its sequences at 0; an exhausted epoch or an id never handed
 //     out gets a new id. Kafka's coordinator ignores these fields for
 //     non-transactional producers and always hands out a new id; both are
-//     valid answers to a client.
-//   - With a transactional id: meta.InitTransactionalProducer. The first
-//     call allocates a producer id; later ones bump the epoch (fencing
-//     older instances) and abort an ongoing transaction in the same
-//     apply, so the answer is never CONCURRENT_TRANSACTIONS. v3+ ids and
-//     epochs are checked (KIP-360, KIP-588): a stale pair is
+//     valid answers to a client. Before v3 the request cannot name them.
+//   - With a transactional id (an empty one is none, as in Kafka): the
+//     first call allocates a producer id; later ones bump the epoch
+//     (fencing older instances) and abort an ongoing transaction in the
+//     same apply, so the answer is never CONCURRENT_TRANSACTIONS. v3+ ids
+//     and epochs are checked (KIP-360, KIP-588): a stale pair is
 //     PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4). A timeout
 //     outside (0, transaction.max.timeout.ms] is
 //     INVALID_TRANSACTION_TIMEOUT.
@@ -27,41 +28,24 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 func init() { regKey(22, 0, 5, handleInitProducerID) }
 
 func handleInitProducerID(ctx context.Context, r *Request) (kmsg.Response, error) {
-	db, err := r.Deps.meta()
+	txns, err := r.Deps.txns()
 	if err != nil {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	pid, epoch := int64(-1), int16(-1)
+	in := txn.InitRequest{TransactionalID: strOr(req.TransactionalID), TimeoutMs: req.TransactionTimeoutMillis, ProducerID: -1, ProducerEpoch: -1}
 	if req.Version >= 3 {
-		pid, epoch = req.ProducerID, req.ProducerEpoch
+		in.ProducerID, in.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 	}
-	var cmd meta.Command = meta.AllocateProducerID{ProducerID: pid, ProducerEpoch: epoch}
-	// Kafka treats an empty transactional id as none.
-	if req.TransactionalID != nil && *req.TransactionalID != "" {
-		cmd = meta.InitTransactionalProducer{
-			TransactionalID: *req.TransactionalID,
-			TimeoutMs:       req.TransactionTimeoutMillis,
-			ProducerID:      pid,
-			ProducerEpoch:   epoch,
-		}
-	}
-	res, e := proposeTxn(ctx, db, cmd)
-	switch {
-	case e != nil:
-		resp.ErrorCode = e.Code
-	case res.Code != 0:
-		resp.ErrorCode = fencedCode(res.Code, req.Version, 4)
-	default:
-		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
-	}
+	res := txns.InitProducerID(ctx, in)
+	resp.ErrorCode = fencedCode(res.Code, req.Version, 4)
+	resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
 	return resp, nil
 }

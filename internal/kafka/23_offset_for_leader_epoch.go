@@ -27,7 +27,6 @@ package kafka
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -40,7 +39,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, r *Request) (kmsg.Response,
 	}
 	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	view, _, syncErr := syncedView(ctx, db, kerr.NotLeaderForPartition)
+	view, syncErr := syncedView(ctx, db)
 	if syncErr != nil {
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetForLeaderEpochResponseTopic()

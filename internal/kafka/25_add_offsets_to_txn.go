@@ -1,10 +1,12 @@
 // AddOffsetsToTxn: v0-4
-//   - meta.AddOffsetsToTxn adds the group to the producer's transaction
-//     (beginning one if none is ongoing), which TxnOffsetCommit requires
-//     before it stores the group's offsets in the transaction.
+//   - txn.Coordinator.AddOffsets adds the group to the producer's
+//     transaction (beginning one if none is ongoing), which
+//     TxnOffsetCommit requires before it stores the group's offsets in
+//     the transaction.
 //   - Errors: TRANSACTIONAL_ID_NOT_FOUND, INVALID_PRODUCER_ID_MAPPING,
 //     PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), INVALID_GROUP_ID,
-//     and the retriable proposal failures of proposeTxn.
+//     and the retriable proposal failures (REQUEST_TIMED_OUT,
+//     COORDINATOR_NOT_AVAILABLE).
 
 package kafka
 
@@ -13,28 +15,24 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 func init() { regKey(25, 0, 4, handleAddOffsetsToTxn) }
 
 func handleAddOffsetsToTxn(ctx context.Context, r *Request) (kmsg.Response, error) {
-	db, err := r.Deps.meta()
+	txns, err := r.Deps.txns()
 	if err != nil {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	res, e := proposeTxn(ctx, db, meta.AddOffsetsToTxn{
+	code := txns.AddOffsets(ctx, txn.AddOffsetsRequest{
 		TransactionalID: req.TransactionalID,
 		ProducerID:      req.ProducerID,
 		ProducerEpoch:   req.ProducerEpoch,
 		Group:           req.Group,
 	})
-	if e != nil {
-		resp.ErrorCode = e.Code
-	} else {
-		resp.ErrorCode = fencedCode(res.Code, req.Version, 2)
-	}
+	resp.ErrorCode = fencedCode(code, req.Version, 2)
 	return resp, nil
 }

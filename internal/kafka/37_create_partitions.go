@@ -5,6 +5,9 @@
 //   - Assignment, if given, must list Count minus the current count
 //     replica lists of the same length with distinct, known broker ids
 //     (else INVALID_REPLICA_ASSIGNMENT); placement means nothing here.
+//   - A count above Deps.MaxPartitionsPerTopic, or growth past
+//     Deps.MaxPartitions in the cluster, is POLICY_VIOLATION
+//     (partition_limits.go).
 //   - ValidateOnly runs every check and proposes nothing.
 //   - New partitions start empty at offset 0. Apply checks the count
 //     again, so of two concurrent growths to the same total one fails.
@@ -55,7 +58,7 @@ func handleCreatePartitions(ctx context.Context, r *Request) (kmsg.Response, err
 		}
 		if e, msg := checkCreatePartitions(view, rt, brokers); e != nil {
 			st.ErrorCode, st.ErrorMessage = e.Code, strPtr(msg)
-		} else if !req.ValidateOnly {
+		} else {
 			cmds = append(cmds, meta.CreatePartitions{Name: rt.Topic, NewTotal: rt.Count})
 			cmdIdx = append(cmdIdx, len(resp.Topics))
 		}
@@ -66,9 +69,7 @@ func handleCreatePartitions(ctx context.Context, r *Request) (kmsg.Response, err
 		return resp, nil
 	}
 
-	pctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
-	outs := proposeAll(pctx, db, cmds)
-	cancel()
+	outs := r.Deps.createOrValidate(ctx, db, cmds, req.ValidateOnly, req.TimeoutMillis)
 	for i, idx := range cmdIdx {
 		if e, msg := outs[i].code(); e != nil {
 			resp.Topics[idx].ErrorCode, resp.Topics[idx].ErrorMessage = e.Code, strPtr(msg)

@@ -19,5 +19,12 @@ func handleDeleteGroups(ctx context.Context, r *Request) (kmsg.Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	return g.DeleteGroups(ctx, r.Body.(*kmsg.DeleteGroupsRequest)), nil
+	req := r.Body.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for i, code := range g.DeleteGroups(ctx, req.Groups) {
+		dg := kmsg.NewDeleteGroupsResponseGroup()
+		dg.Group, dg.ErrorCode = req.Groups[i], code
+		resp.Groups = append(resp.Groups, dg)
+	}
+	return resp, nil
 }

@@ -11,6 +11,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
 )
 
 func init() { regKey(47, 0, 0, handleOffsetDelete) }
@@ -20,5 +22,31 @@ func handleOffsetDelete(ctx context.Context, r *Request) (kmsg.Response, error) 
 	if err != nil {
 		return nil, err
 	}
-	return g.OffsetDelete(ctx, r.Body.(*kmsg.OffsetDeleteRequest)), nil
+	req := r.Body.(*kmsg.OffsetDeleteRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	topics := make([]group.TopicPartitions, len(req.Topics))
+	for i, rt := range req.Topics {
+		topics[i].Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			topics[i].Partitions = append(topics[i].Partitions, rp.Partition)
+		}
+	}
+	res := g.OffsetDelete(ctx, req.Group, topics)
+	resp.ErrorCode = res.Code
+	if res.Code != 0 {
+		return resp, nil
+	}
+	k := 0
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetDeleteResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, res.Codes[k]
+			k++
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
 }

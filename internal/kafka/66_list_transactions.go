@@ -1,10 +1,10 @@
 // ListTransactions: v0-2
-//   - The transactional ids in the replicated database (meta.View.Txns),
-//     after a Sync with the log, that this agent coordinates (the
-//     FindCoordinator mapping, Deps.Groups; all of them without one), so
-//     a client that asks every agent, as kadm and kafka-transactions.sh
-//     do, sees each id once. While agents disagree on who is live, an id
-//     may be listed by two agents or by none.
+//   - The transactional ids in the replicated database
+//     (txn.Coordinator.ListTransactions), after a Sync with the log, that
+//     this agent coordinates (the FindCoordinator mapping), so a client
+//     that asks every agent, as kadm and kafka-transactions.sh do, sees
+//     each id once. While agents disagree on who is live, an id may be
+//     listed by two agents or by none.
 //   - StateFilters by Kafka state name; names Kafka knows that Strand
 //     never enters (PrepareCommit, PrepareAbort, PrepareEpochFence, Dead)
 //     match nothing, other names are returned in UnknownStateFilters (a
@@ -24,89 +24,34 @@ package kafka
 
 import (
 	"context"
-	"regexp"
-	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
 func init() { regKey(66, 0, 2, handleListTransactions) }
 
-// kafkaTxnStates are the transaction state names Kafka knows.
-var kafkaTxnStates = []string{
-	"Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
-	"CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence",
-}
-
 func handleListTransactions(ctx context.Context, r *Request) (kmsg.Response, error) {
-	db, err := r.Deps.meta()
+	txns, err := r.Deps.txns()
 	if err != nil {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
-
-	var states map[string]bool
-	for _, f := range req.StateFilters {
-		if !slices.Contains(kafkaTxnStates, f) {
-			resp.UnknownStateFilters = append(resp.UnknownStateFilters, f)
-			continue
-		}
-		if states == nil {
-			states = make(map[string]bool)
-		}
-		states[f] = true
-	}
-	var pids map[int64]bool
-	if len(req.ProducerIDFilters) > 0 {
-		pids = make(map[int64]bool, len(req.ProducerIDFilters))
-		for _, p := range req.ProducerIDFilters {
-			pids[p] = true
-		}
-	}
-	minRunMs := int64(-1)
+	in := txn.ListRequest{States: req.StateFilters, ProducerIDs: req.ProducerIDFilters, MinDurationMs: -1}
 	if req.Version >= 1 {
-		minRunMs = req.DurationFilterMillis
+		in.MinDurationMs = req.DurationFilterMillis
 	}
-	var pattern *regexp.Regexp
-	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
-		// Go's regexp is RE2, as the field asks; it rejects expressions
-		// whose program would be too large, so compiling one is bounded.
-		if pattern, err = regexp.Compile(`^(?:` + *req.TransactionalIDPattern + `)$`); err != nil {
-			resp.ErrorCode = kerr.InvalidRegularExpression.Code
-			return resp, nil
-		}
+	if req.Version >= 2 {
+		in.Pattern = strOr(req.TransactionalIDPattern)
 	}
-
-	view, now, e := syncedView(ctx, db, kerr.CoordinatorNotAvailable)
-	if e != nil {
-		resp.ErrorCode = e.Code
-		return resp, nil
-	}
-	defer view.Close()
-	all, err := view.Txns()
-	if err != nil {
-		resp.ErrorCode = kerr.UnknownServerError.Code
-		return resp, nil
-	}
-	groups := r.Deps.Groups
-	for _, s := range all {
-		switch {
-		case groups != nil && groups.Coordinator(s.TransactionalID) != r.Deps.Cluster.NodeID:
-		case len(req.StateFilters) > 0 && !states[s.Status.String()]:
-		case pids != nil && !pids[s.ProducerID]:
-		case minRunMs >= 0 && (s.Status != meta.TxnOngoing || now-s.StartMs <= minRunMs):
-		case pattern != nil && !pattern.MatchString(s.TransactionalID):
-		default:
-			ts := kmsg.NewListTransactionsResponseTransactionState()
-			ts.TransactionalID = s.TransactionalID
-			ts.ProducerID = s.ProducerID
-			ts.TransactionState = s.Status.String()
-			resp.TransactionStates = append(resp.TransactionStates, ts)
-		}
+	res := txns.ListTransactions(ctx, in)
+	resp.ErrorCode, resp.UnknownStateFilters = res.Code, res.UnknownStates
+	for _, l := range res.Txns {
+		ts := kmsg.NewListTransactionsResponseTransactionState()
+		ts.TransactionalID, ts.ProducerID, ts.TransactionState = l.TransactionalID, l.ProducerID, l.State
+		resp.TransactionStates = append(resp.TransactionStates, ts)
 	}
 	return resp, nil
 }

@@ -10,14 +10,24 @@
 //   - A classic group with members is GROUP_ID_NOT_FOUND here, as Kafka
 //     answers without online migration; an empty one becomes a consumer
 //     group.
-//   - Group semantics: package group (consumer.go).
+//   - Heartbeats reach the coordinator in the connection's request order
+//     (groups.go): one never overtakes a commit the member sent first.
+//   - Group semantics: package group (consumer.go, reconcile.go).
+//   - group.version finalized at 0 (UpdateFeatures) turns the consumer
+//     protocol off: UNSUPPORTED_VERSION, as Kafka answers when its
+//     group.version does not support it.
 
 package kafka
 
 import (
 	"context"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 func init() { regKey(68, 0, 1, handleConsumerGroupHeartbeat) }
@@ -27,7 +37,54 @@ func handleConsumerGroupHeartbeat(ctx context.Context, r *Request) (kmsg.Respons
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.untilDrain(ctx)
+	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !r.Deps.groupProtocolEnabled() {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ErrorMessage = strPtr("group.version is 0: the consumer group protocol (KIP-848) is off")
+		return resp, nil
+	}
+	hr := group.ConsumerHeartbeatRequest{
+		Group:                req.Group,
+		MemberID:             req.MemberID,
+		RequireMemberID:      req.Version >= 1,
+		MemberEpoch:          req.MemberEpoch,
+		InstanceID:           req.InstanceID,
+		RackID:               req.RackID,
+		RebalanceTimeoutMs:   req.RebalanceTimeoutMillis,
+		SubscribedTopicNames: req.SubscribedTopicNames,
+		SubscribedTopicRegex: req.SubscribedTopicRegex,
+		ServerAssignor:       req.ServerAssignor,
+	}
+	if req.Topics != nil {
+		hr.Owned = make([]group.ConsumerTopic, len(req.Topics))
+		for i, t := range req.Topics {
+			hr.Owned[i] = group.ConsumerTopic{TopicID: meta.TopicID(t.TopicID), Partitions: t.Partitions}
+		}
+	}
+	var wait func(context.Context) group.ConsumerHeartbeatResult
+	if err := r.InOrder(ctx, func() { wait = g.ConsumerGroupHeartbeat(ctx, r.groupClient(), hr) }); err != nil {
+		return nil, err
+	}
+	dctx, cancel := r.untilDrain(ctx)
 	defer cancel()
-	return g.ConsumerGroupHeartbeat(ctx, r.groupClient(), r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)), nil
+	res := wait(dctx)
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = res.Code
+	if res.Code != 0 {
+		resp.ErrorMessage = strPtr(res.Message)
+		return resp, nil
+	}
+	resp.MemberID, resp.MemberEpoch = kmsg.StringPtr(res.MemberID), res.MemberEpoch
+	resp.HeartbeatIntervalMillis = int32(res.HeartbeatInterval / time.Millisecond)
+	if res.Assignment != nil {
+		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		for _, t := range res.Assignment {
+			at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
+			at.TopicID, at.Partitions = [16]byte(t.TopicID), t.Partitions
+			a.Topics = append(a.Topics, at)
+		}
+		resp.Assignment = &a
+	}
+	return resp, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // Helpers shared by the topic, config and offset handlers.
@@ -115,7 +116,7 @@ func proposeAll(ctx context.Context, m MetaDB, cmds []meta.Command) []outcome {
 
 func proposeChunk(ctx context.Context, m MetaDB, cmds []meta.Command, out []outcome) {
 	res, err := m.ProposeBatch(ctx, cmds)
-	if errors.Is(err, meta.ErrTooLarge) && len(cmds) > 1 {
+	if errors.Is(err, replica.ErrTooLarge) && len(cmds) > 1 {
 		half := len(cmds) / 2
 		proposeChunk(ctx, m, cmds[:half], out[:half])
 		proposeChunk(ctx, m, cmds[half:], out[half:])
@@ -139,13 +140,13 @@ func proposeChunk(ctx context.Context, m MetaDB, cmds []meta.Command, out []outc
 // timed-out request to a Kafka controller may.
 func proposeErrCode(err error) *kerr.Error {
 	switch {
-	case errors.Is(err, meta.ErrTooLarge):
+	case errors.Is(err, replica.ErrTooLarge):
 		return kerr.InvalidRequest
-	case errors.Is(err, meta.ErrClosed):
+	case errors.Is(err, replica.ErrClosed):
 		// This agent is stopping: NOT_CONTROLLER sends the client to
 		// another one.
 		return kerr.NotController
-	case errors.Is(err, meta.ErrAmbiguous), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, replica.ErrAmbiguous), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut
 	}
 	return kerr.UnknownServerError

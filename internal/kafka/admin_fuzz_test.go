@@ -73,6 +73,20 @@ func adminFuzzSeeds() []kmsg.Request {
 	dc := kmsg.NewPtrDescribeClusterRequest()
 	dc.Version = 1
 	reqs = append(reqs, dc)
+	for _, v := range []int16{0, 1, 2} {
+		r := kmsg.NewPtrUpdateFeaturesRequest()
+		r.Version, r.ValidateOnly = v, v == 1
+		for _, u := range []struct {
+			name  string
+			level int16
+			typ   int8
+		}{{"strand.metadata.version", 2, 1}, {"transaction.version", 1, 2}, {"group.version", 0, 3}} {
+			fu := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+			fu.Feature, fu.MaxVersionLevel, fu.UpgradeType, fu.AllowDowngrade = u.name, u.level, u.typ, u.typ != 1
+			r.FeatureUpdates = append(r.FeatureUpdates, fu)
+		}
+		reqs = append(reqs, r)
+	}
 	for _, v := range []int16{0, 1, 8} {
 		reqs = append(reqs, listOffsetsReq(v, "fuzz", listPart(0, -1, 5, -1), listPart(0, 1000, 5, 0), listPart(1, -3, 5, 0)))
 	}
@@ -90,7 +104,7 @@ func adminFuzzSeeds() []kmsg.Request {
 }
 
 // adminKeys are the keys whose handlers the fuzzer drives.
-var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 32: true, 33: true, 37: true, 44: true, 60: true}
+var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 32: true, 33: true, 37: true, 44: true, 57: true, 60: true}
 
 // FuzzAdminHandlers runs the metadata, admin and offset handlers on
 // arbitrary request bodies against a live agent: no panic, no error (these
@@ -119,6 +133,10 @@ func FuzzAdminHandlers(f *testing.F) {
 		if err != nil {
 			t.Fatalf("key %d v%d: %v", key, version, err)
 		}
+		// What the connection's writer does once it wrote the answer:
+		// without it, every Metadata answer keeps its share of the
+		// response budget and the next ones wait for it forever.
+		defer releaseResponse(resp)
 		resp.SetVersion(version)
 		resp.AppendTo(nil)
 	})

@@ -25,6 +25,7 @@ func TestDefaultRegistryServes(t *testing.T) {
 		{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
 		{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 		{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
+		{ApiKey: 57, MinVersion: 0, MaxVersion: 2}, // UpdateFeatures
 		{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 	}
 	// Keys registered by other files of this package (Produce, Fetch,
@@ -162,10 +163,11 @@ func TestAPIVersionsRaw(t *testing.T) {
 			assertKeys(t, resp.ApiKeys, tt.wantKeys)
 			switch {
 			case tt.wantVer < 3 || tt.wantCode != 0:
-			case resp.FinalizedFeaturesEpoch < 0 || len(resp.FinalizedFeatures) != 1 || len(resp.SupportedFeatures) != 1:
+			case resp.FinalizedFeaturesEpoch < 0 || len(resp.FinalizedFeatures) != 3 || len(resp.SupportedFeatures) == 0:
+				// TestAPIVersionsFeatures checks them in detail.
 				t.Errorf("features: epoch %d, finalized %+v, supported %+v", resp.FinalizedFeaturesEpoch, resp.FinalizedFeatures, resp.SupportedFeatures)
-			case resp.FinalizedFeatures[0].Name != "transaction.version" || resp.FinalizedFeatures[0].MaxVersionLevel != 2:
-				t.Errorf("finalized %+v, want transaction.version 2", resp.FinalizedFeatures[0])
+			case resp.FinalizedFeatures[2].Name != "transaction.version" || resp.FinalizedFeatures[2].MaxVersionLevel != 2:
+				t.Errorf("finalized %+v, want transaction.version 2 last", resp.FinalizedFeatures)
 			}
 			// None of these close the connection.
 			checkAPIVersions(t, c, ts.Server)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,8 @@ type Conn struct {
 	srv *Server
 	nc  net.Conn
 	id  uint64
+	// ip is the client's address, zero for connections that have none.
+	ip netip.Addr
 
 	// ctx is every handler's context on this connection. It is canceled,
 	// with the close reason as cause, when the connection is closed.
@@ -51,6 +54,9 @@ type Conn struct {
 	wbuf  []byte
 	batch []written
 
+	// commits lets an OffsetFetch wait for the commits sent before it.
+	commits commitsInFlight
+
 	mu struct {
 		sync.Mutex
 		softwareName    string
@@ -60,13 +66,13 @@ type Conn struct {
 
 // pending is a request between being read and its response being written.
 type pending struct {
-	hdr     Header
-	start   time.Time
-	bytesIn int
+	hdr   Header
+	start time.Time
 
-	// frame and frameBytes are released when the handler returns.
-	frame      *[]byte
-	frameBytes int64
+	// frame and share are released when the handler returns; the share
+	// keeps the frame's size.
+	frame *[]byte
+	share frameShare
 
 	// done is closed once resp and err are set.
 	done chan struct{}
@@ -106,6 +112,7 @@ func newConn(ctx context.Context, s *Server, nc net.Conn) *Conn {
 		srv:        s,
 		nc:         nc,
 		id:         s.nextConnID.Add(1),
+		ip:         remoteIP(nc),
 		slots:      make(chan struct{}, s.cfg.MaxInFlightPerConn),
 		writerDone: make(chan struct{}),
 		lastOrder:  closedChan,
@@ -160,7 +167,6 @@ func (c *Conn) closeWith(reason error) {
 // serve runs the connection until it closes and returns the close reason.
 func (s *Server) serve(c *Conn) error {
 	defer s.wg.Done()
-	defer s.untrack(c)
 
 	// The queue never blocks the reader: a request is queued only while
 	// holding a slot, and the writer frees the slot only after taking the
@@ -179,12 +185,18 @@ func (s *Server) serve(c *Conn) error {
 	}
 	<-c.writerDone
 	c.closeWith(ErrServerClosed)
+	// Before the observer hears of it, so a client that saw the close
+	// reported can connect again at once.
+	s.untrack(c)
 
 	reason := c.reason
 	lvl := slog.LevelInfo
 	switch {
 	case reason == nil, errors.Is(reason, ErrServerClosed), errors.Is(reason, ErrIdleTimeout):
 		lvl = slog.LevelDebug
+	case errors.Is(reason, ErrFrameTimeout):
+		// A slow or stalled client holding request memory.
+		lvl = slog.LevelWarn
 	case errors.Is(reason, ErrHandlerPanic):
 		lvl = slog.LevelError
 	}
@@ -216,7 +228,8 @@ func (c *Conn) readLoop(queue chan<- *pending) error {
 // handler.
 func (c *Conn) readRequest() (*pending, error) {
 	s := c.srv
-	if err := c.readSize(); err != nil {
+	first, err := c.readSize()
+	if err != nil {
 		return nil, err
 	}
 	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
@@ -224,21 +237,13 @@ func (c *Conn) readRequest() (*pending, error) {
 		// Kafka: InvalidReceiveException, connection closed.
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, s.cfg.MaxRequestBytes)
 	}
-	if err := s.budget.acquire(int64(size), c.ctx.Done(), s.drain); err != nil {
-		if c.ctx.Err() != nil {
-			return nil, context.Cause(c.ctx)
-		}
-		return nil, errDrained
-	}
-	p := &pending{
-		bytesIn:    4 + int(size),
-		frame:      getFrameBuf(int(size)),
-		frameBytes: int64(size),
-	}
-	if err := c.readBody(*p.frame); err != nil {
+	p := new(pending)
+	p.share.sizeBytes = int64(size)
+	if err := c.readBody(p, c.frameDeadline(first, size)); err != nil {
 		p.releaseFrame(s)
 		return nil, err
 	}
+	s.budget.received(&p.share)
 	p.start = time.Now()
 	if err := c.dispatch(p); err != nil {
 		p.releaseFrame(s)
@@ -248,9 +253,11 @@ func (c *Conn) readRequest() (*pending, error) {
 }
 
 func (p *pending) releaseFrame(s *Server) {
-	s.budget.release(p.frameBytes)
-	putFrameBuf(p.frame)
-	p.frame = nil
+	s.budget.release(&p.share)
+	if p.frame != nil {
+		putFrameBuf(p.frame)
+		p.frame = nil
+	}
 }
 
 // dispatch checks the header against the registry, decodes the body and
@@ -334,10 +341,11 @@ func (c *Conn) call(h Handler, r *Request) (resp kmsg.Response, err error) {
 	return resp, nil
 }
 
-// readSize reads the next frame's size, closing the connection only when
-// it has been idle (nothing read or written, no response owed) for
-// IdleTimeout.
-func (c *Conn) readSize() error {
+// readSize reads the next frame's size and returns when its first byte
+// was read, where the frame's deadline starts. It closes the connection
+// only when it has been idle (nothing read or written, no response owed)
+// for IdleTimeout.
+func (c *Conn) readSize() (first time.Time, err error) {
 	idle := c.srv.cfg.IdleTimeout
 	deadline := c.deadlineFrom(time.Now())
 	got := 0
@@ -346,57 +354,122 @@ func (c *Conn) readSize() error {
 		// After setting the deadline, so a concurrent Shutdown's
 		// deadline in the past is never overwritten unseen.
 		if got == 0 && c.srv.closing() {
-			return errDrained
+			return first, errDrained
 		}
 		n, err := c.nc.Read(c.sizeBuf[got:])
+		if got == 0 && n > 0 {
+			first = time.Now()
+			// Until the size is whole the frame has its deadline's floor.
+			deadline = c.frameDeadline(first, 0)
+		}
 		got += n
 		if got == len(c.sizeBuf) {
-			return nil
+			return first, nil
 		}
 		switch {
 		case err == nil:
 		case isTimeout(err) && got == 0 && c.srv.closing():
-			return errDrained
+			return first, errDrained
 		case isTimeout(err) && got == 0 && c.inflight.Load() > 0:
 			// The client is waiting for us, not idle.
 			deadline = c.deadlineFrom(time.Now())
 		case isTimeout(err) && got == 0 && idle > 0 && time.Now().Before(c.lastWrite().Add(idle)):
 			deadline = c.lastWrite().Add(idle)
+		case isTimeout(err) && got == 0:
+			return first, fmt.Errorf("%w: nothing read or written for %v", ErrIdleTimeout, idle)
+		case isTimeout(err) && time.Now().Before(deadline):
+			// Shutdown's wake-up: a frame already begun is finished.
 		case isTimeout(err):
-			return fmt.Errorf("%w: nothing read or written for %v", ErrIdleTimeout, idle)
+			return first, fmt.Errorf("%w: %d of 4 size bytes in %v", ErrFrameTimeout, got, c.srv.cfg.FrameTimeout)
 		case errors.Is(err, io.EOF) && got == 0:
-			return errClientClosed
+			return first, errClientClosed
 		case errors.Is(err, io.EOF):
-			return fmt.Errorf("reading frame size: %w", io.ErrUnexpectedEOF)
+			return first, fmt.Errorf("reading frame size: %w", io.ErrUnexpectedEOF)
 		default:
-			return fmt.Errorf("reading frame size: %w", err)
+			return first, fmt.Errorf("reading frame size: %w", err)
 		}
 	}
 }
 
-// readBody reads a frame body. A request already being received is
-// finished even during Shutdown; only a client stalling for IdleTimeout
-// is cut off.
-func (c *Conn) readBody(buf []byte) error {
+// frameDeadline is when a frame of size bytes whose first byte was read
+// at first must have arrived: FrameTimeout for the round trip and stalls
+// a healthy client has, plus the transfer at MinFrameRate. It is fixed at
+// the header, so a client sending a byte now and then cannot hold a
+// frame's memory and its connection open indefinitely.
+func (c *Conn) frameDeadline(first time.Time, size int32) time.Time {
+	cfg := &c.srv.cfg
+	return first.Add(cfg.FrameTimeout + time.Duration(int64(size)*int64(time.Second)/cfg.MinFrameRate))
+}
+
+// readBody reads p's frame body by its deadline. The frame's buffer and
+// its share of the request budget grow as its bytes arrive (see
+// byteBudget); time spent waiting for the budget moves the deadline back,
+// since the client was not the one holding things up. A request already
+// being received is finished even during Shutdown.
+func (c *Conn) readBody(p *pending, deadline time.Time) error {
+	size := int(p.share.sizeBytes)
+	var buf []byte
 	got := 0
-	for got < len(buf) {
-		deadline := c.deadlineFrom(time.Now())
-		c.nc.SetReadDeadline(deadline)
+	setDeadline := true
+	for got < size {
+		if got == len(buf) {
+			waited, err := c.growFrame(p, got)
+			if err != nil {
+				return err
+			}
+			buf = *p.frame
+			if waited > 0 {
+				deadline = deadline.Add(waited)
+				setDeadline = true
+			}
+		}
+		if setDeadline {
+			c.nc.SetReadDeadline(deadline)
+			setDeadline = false
+		}
 		n, err := c.nc.Read(buf[got:])
 		got += n
 		switch {
 		case err == nil:
-		case isTimeout(err) && (n > 0 || deadline.IsZero() || time.Now().Before(deadline)):
-			// Progress, or Shutdown's wake-up: keep reading.
+		case isTimeout(err) && time.Now().Before(deadline):
+			// Shutdown's wake-up: keep reading.
+			setDeadline = true
 		case isTimeout(err):
-			return fmt.Errorf("%w: stalled at %d of %d request bytes", ErrIdleTimeout, got, len(buf))
+			return fmt.Errorf("%w: %d of %d request bytes by the frame's deadline", ErrFrameTimeout, got, size)
 		case errors.Is(err, io.EOF):
-			return fmt.Errorf("%w: %d of %d request bytes", io.ErrUnexpectedEOF, got, len(buf))
+			return fmt.Errorf("%w: %d of %d request bytes", io.ErrUnexpectedEOF, got, size)
 		default:
 			return fmt.Errorf("reading request: %w", err)
 		}
 	}
 	return nil
+}
+
+// growFrame grows p's share of the budget (to the next rung, see
+// nextShare) and its buffer, which holds the got bytes received so far.
+func (c *Conn) growFrame(p *pending, got int) (time.Duration, error) {
+	s := c.srv
+	sh := &p.share
+	want := nextShare(sh.sizeBytes, sh.heldBytes, s.firstShareBytes) - sh.heldBytes
+	waited, err := s.budget.grow(sh, want, c.ctx.Done(), s.drain)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return 0, context.Cause(c.ctx)
+		}
+		return 0, errDrained
+	}
+	n := int(sh.heldBytes)
+	switch old := p.frame; {
+	case old == nil:
+		p.frame = getFrameBuf(n)
+	case cap(*old) >= n:
+		*old = (*old)[:n]
+	default:
+		p.frame = getFrameBuf(n)
+		copy(*p.frame, (*old)[:got])
+		putFrameBuf(old)
+	}
+	return waited, nil
 }
 
 func (c *Conn) deadlineFrom(t time.Time) time.Time {
@@ -537,7 +610,7 @@ func (c *Conn) finish(p *pending, bytesOut int, err error) {
 	c.srv.obs.RequestDone(c, RequestStats{
 		Key:      p.hdr.Key,
 		Version:  p.hdr.Version,
-		BytesIn:  p.bytesIn,
+		BytesIn:  4 + int(p.share.sizeBytes),
 		BytesOut: bytesOut,
 		Latency:  time.Since(p.start),
 		Err:      err,
@@ -548,6 +621,7 @@ func (c *Conn) finish(p *pending, bytesOut int, err error) {
 			return firstErrorCode(p.resp)
 		}(),
 	})
+	releaseHeld(p)
 	c.inflight.Add(-1)
 	<-c.slots
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // The data path as Produce and Fetch see it: narrow interfaces over
@@ -36,13 +37,13 @@ type Fetcher interface {
 var _ Fetcher = (*fetch.Reader)(nil)
 
 // Notifier reports that the local copy changed; long-polling Fetches wait
-// on it. *meta.Replica implements it (Changed is closed after each apply
+// on it. *replica.Replica implements it (Changed is closed after each apply
 // batch, and Err reports a halt).
 type Notifier interface {
 	Changed() <-chan struct{}
 }
 
-var _ Notifier = (*meta.Replica)(nil)
+var _ Notifier = (*replica.Replica)(nil)
 
 // producer returns Deps.Produce, or ErrMissingDeps.
 func (d *Deps) producer() (Producer, error) {
@@ -61,7 +62,7 @@ func (d *Deps) fetcher() (Fetcher, error) {
 }
 
 // notifier returns Deps.Changes, else Deps.Meta when it is a Notifier (a
-// *meta.Replica is), else ErrMissingDeps.
+// *replica.Replica is), else ErrMissingDeps.
 func (d *Deps) notifier() (Notifier, error) {
 	if d == nil {
 		return nil, ErrMissingDeps
@@ -100,14 +101,37 @@ func produceErrCode(err error) *kerr.Error {
 }
 
 // fetchErrCode maps a failed Read to the partition error of a Fetch, as
-// Kafka maps a failing log read: a store that cannot be read is
-// KAFKA_STORAGE_ERROR, bytes that disagree with the index CORRUPT_MESSAGE.
-// Both are retriable, so consumers try again rather than give up.
+// Kafka maps a failing log read:
+//   - damaged bytes (a CRC-32C mismatch, batches that do not frame or
+//     disagree with the index) are CORRUPT_MESSAGE, Kafka's answer for
+//     a CorruptRecordException met reading a log (ReplicaManager's
+//     readFromLog, Errors.forException). librdkafka hands it to the
+//     application (kcat prints it) and the Java consumer throws it from
+//     poll; kgo retries it quietly, as a retriable error, unless the
+//     client keeps retriable fetch errors.
+//   - a missing object is UNKNOWN_SERVER_ERROR, what Kafka's tiered
+//     storage answers when a remote segment is gone (its
+//     RemoteResourceNotFoundException maps to no API error). Not
+//     KAFKA_STORAGE_ERROR: kgo strips that one and librdkafka takes it
+//     as "leader moved" and refreshes metadata, so a consumer would
+//     retry forever with nothing to show; this one kgo returns in
+//     Fetches.Errors and librdkafka hands to the application.
+//   - a store that cannot be read now is KAFKA_STORAGE_ERROR: clients
+//     retry it quietly, which is right for a transient fault.
 func fetchErrCode(err error) *kerr.Error {
-	if errors.Is(err, fetch.ErrCorrupt) {
+	switch {
+	case errors.Is(err, fetch.ErrCorrupt):
 		return kerr.CorruptMessage
+	case errors.Is(err, fetch.ErrMissing):
+		return kerr.UnknownServerError
 	}
 	return kerr.KafkaStorageError
+}
+
+// isDamage reports a read error the fetch path already logged, once per
+// object (fetch.DamageLog), so a fetch that fails on it logs nothing.
+func isDamage(err error) bool {
+	return errors.Is(err, fetch.ErrCorrupt) || errors.Is(err, fetch.ErrMissing)
 }
 
 // warn logs a local fault met while answering r.

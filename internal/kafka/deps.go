@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // Deps is what handlers reach outside this package: the metadata database,
-// the produce pipeline, the group coordinator. Each handler file adds the
-// narrow interface it needs as a field, so a test wires only what the
-// handlers under test use. A handler whose dependency is nil closes the
-// connection with ErrMissingDeps: that is a wiring bug, not a client's.
+// the produce pipeline, the group and transaction coordinators. Each
+// handler file adds the narrow interface it needs as a field, so a test
+// wires only what the handlers under test use. A handler whose
+// dependency is nil closes the connection with ErrMissingDeps: that is a
+// wiring bug, not a client's.
 type Deps struct {
 	// Meta is this agent's copy of the metadata database. Admin requests
 	// propose commands through it; every handler reads its local View,
@@ -36,27 +38,53 @@ type Deps struct {
 	// Fetch reads committed batches for Fetch (*fetch.Reader).
 	Fetch Fetcher
 	// Changes wakes long-polling Fetches; nil means Meta, which must then
-	// be a Notifier (*meta.Replica is).
+	// be a Notifier (*replica.Replica is).
 	Changes Notifier
 	// Groups is the group coordinator (*group.Coordinator); the group
 	// API handlers and FindCoordinator need it.
 	Groups GroupCoordinator
+	// Txns is the transaction coordinator (*txn.Coordinator); the
+	// transaction API handlers, FindCoordinator and Produce v12 need it.
+	Txns TxnCoordinator
 	// Now is the agent's clock; nil means time.Now.
 	Now func() time.Time
 	// TransactionVersion is the transaction.version feature level
-	// ApiVersions finalizes: 2 (also for 0) has clients use KIP-890 part
-	// 2, 1 keeps them on the older protocol.
+	// ApiVersions reports while the shared log finalized none (a log of
+	// builds before feature levels), and the level a new cluster
+	// starts at: 2 (also for 0) has clients use KIP-890 part 2, 1 keeps
+	// them on the older protocol.
 	TransactionVersion int16
+	// Features asks agents registered without their supported feature
+	// ranges which ones they support, for UpdateFeatures
+	// (FeatureProber); nil refuses an update while such an agent is
+	// live.
+	Features FeatureProber
+	// MaxPartitionsPerTopic and MaxPartitions bound the partitions of one
+	// topic and of the cluster (KIP-578's max.partitions) that
+	// CreateTopics, CreatePartitions and auto-creation may make
+	// (partition_limits.go); zero means the defaults.
+	MaxPartitionsPerTopic int32
+	MaxPartitions         int64
+	// MaxFetchBytesPerSec paces the record bytes Fetch answers carry,
+	// across the agent, like a consumer byte-rate quota that every
+	// client shares; zero means unlimited.
+	MaxFetchBytesPerSec int64
+
+	// shared is what handlers share across connections (shared.go), set
+	// by New; nil in handler tests that build Deps by hand.
+	shared *sharedState
 }
 
 // ErrMissingDeps: a handler ran without a dependency it needs in Deps.
 var ErrMissingDeps = errors.New("kafka: handler dependency missing from Deps")
 
-// MetaDB is what handlers need of the metadata database. *meta.Replica
-// implements it; tests may wrap one to inject faults.
+// MetaDB is what handlers need of the metadata database. *replica.Replica
+// implements it; metatest.DB does in memory, so a handler test needs no
+// Pebble; tests may wrap either to inject faults.
 type MetaDB interface {
-	// View returns a snapshot of the local copy; the caller closes it.
-	View() *meta.View
+	// View (meta.Viewer) returns a snapshot of the local copy; the
+	// caller closes it.
+	meta.Viewer
 	// ProposeBatch proposes commands that land in one log entry and
 	// returns their results once applied locally.
 	ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error)
@@ -66,7 +94,7 @@ type MetaDB interface {
 	Sync(ctx context.Context) error
 }
 
-var _ MetaDB = (*meta.Replica)(nil)
+var _ MetaDB = (*replica.Replica)(nil)
 
 // ClusterInfo describes the cluster to clients.
 type ClusterInfo struct {

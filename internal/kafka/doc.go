@@ -23,6 +23,21 @@
 // buffering. Request bytes are also bounded across all connections by
 // Config.MaxQueuedRequestBytes (Kafka's queued.max.request.bytes).
 //
+// # Fairness
+//
+// A frame's share of that budget grows as its bytes arrive, so a client
+// announcing large frames and sending them slowly holds what it sent, not
+// what it announced; frames still arriving may hold at most the budget
+// less one largest frame, which keeps one of them always able to finish
+// (see byteBudget). Each frame must arrive by a deadline fixed at its
+// first byte (Config.FrameTimeout plus its size at MinFrameRate), however
+// many bytes trickle in before it; a connection that misses it is closed
+// (ErrFrameTimeout). At accept, a connection past Config.MaxConns, or past
+// MaxConnsPerIP from its address (max.connections.per.ip and its
+// overrides), is closed (ErrTooManyConns, ErrTooManyConnsPerIP); a
+// connection idle for Config.IdleTimeout (connections.max.idle.ms) is
+// closed too.
+//
 // # Bad input
 //
 // The server follows the Java broker, which answers a protocol violation by

@@ -52,6 +52,15 @@ func TestCloseReason(t *testing.T) {
 	if got := CloseReason(fmt.Errorf("read: %w", ErrIdleTimeout)); got != "idle_timeout" {
 		t.Fatalf("CloseReason(idle) = %q", got)
 	}
+	for err, want := range map[error]string{
+		ErrTooManyConnsPerIP: "too_many_conns_per_ip",
+		ErrTooManyConns:      "too_many_conns",
+		ErrFrameTimeout:      "frame_timeout",
+	} {
+		if got := CloseReason(fmt.Errorf("x: %w", err)); got != want {
+			t.Errorf("CloseReason(%v) = %q, want %q", err, got, want)
+		}
+	}
 	if got := CloseReason(fmt.Errorf("boom")); got != "io" {
 		t.Fatalf("CloseReason(other) = %q", got)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/placement"
 )
 
 // groupGuard bounds the waits of group tests, whose rebalances take a few
@@ -181,7 +182,7 @@ func TestGroupKafkaPythonVersions(t *testing.T) {
 func TestGroupMemberIDRequired(t *testing.T) {
 	a := newTestAgent(t, withGroups(t, nil, nil))
 	first := a.rawRequest(t, consumerJoin(4, "g", "", 10_000, "t")).(*kmsg.JoinGroupResponse)
-	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" {
+	if first.ErrorCode != kerr.MemberIDRequired.Code || first.MemberID == "" || first.Generation != -1 {
 		t.Fatalf("first join: %+v", first)
 	}
 	second := a.rawRequest(t, consumerJoin(4, "g", first.MemberID, 10_000, "t")).(*kmsg.JoinGroupResponse)
@@ -219,7 +220,7 @@ func TestFindCoordinator(t *testing.T) {
 		withDeps(func(d *Deps) { d.Cluster.Brokers = func() []Broker { return []Broker{{NodeID: testNodeID}, other} } }))
 	var foreign string
 	for i := 0; foreign == ""; i++ {
-		if k := fmt.Sprintf("g-%d", i); group.OwnerOf(k, []int32{testNodeID, other.NodeID}) == other.NodeID {
+		if k := fmt.Sprintf("g-%d", i); placement.OwnerOf(k, []int32{testNodeID, other.NodeID}) == other.NodeID {
 			foreign = k
 		}
 	}

@@ -14,20 +14,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/meta/metatest"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
-// testAgent is one whole agent for handler tests: a meta.Replica playing
-// an in-memory shared log into a Pebble copy in a temp dir, an in-memory
-// object store, and the Kafka server on 127.0.0.1:0 with Deps wired, plus
-// a kgo client and a kadm client pointed at it. Everything is closed at
-// cleanup. Handler files that need more dependencies add agentOptions and
-// fields here.
+// testAgent is one whole agent for handler tests: a replica.Replica playing
+// an in-memory shared log into a Pebble copy in a temp dir (or, from
+// newMemAgent, a metatest.DB), an in-memory object store, the transaction
+// coordinator over the copy, and the Kafka server on 127.0.0.1:0 with
+// Deps wired, plus a kgo client and a kadm client pointed at it.
+// Everything is closed at cleanup. Handler files that need more
+// dependencies add agentOptions and fields here.
 type testAgent struct {
 	*testServer
+	// Log and Replica are nil in an agent from newMemAgent.
 	Log     *memlog.Loglet
-	Replica *meta.Replica
+	Replica *replica.Replica
 	Store   *memobj.Store
 	// Deps is the server's copy, the one handlers see.
 	Deps   *Deps
@@ -44,8 +49,11 @@ type agentConfig struct {
 	ClientOpts []kgo.Opt
 
 	Log     *memlog.Loglet
-	Replica *meta.Replica
+	Replica *replica.Replica
 	Store   *memobj.Store
+	// txnTunes change the transaction coordinator's Config; it is made
+	// over Deps.Meta once every option ran, unless one set Deps.Txns.
+	txnTunes []func(*txn.Config)
 }
 
 type agentOption func(*agentConfig)
@@ -53,6 +61,11 @@ type agentOption func(*agentConfig)
 // withDeps changes the Deps before the server starts.
 func withDeps(f func(*Deps)) agentOption {
 	return func(c *agentConfig) { f(&c.Server.Deps) }
+}
+
+// withTxns changes the transaction coordinator's Config.
+func withTxns(tune func(*txn.Config)) agentOption {
+	return func(c *agentConfig) { c.txnTunes = append(c.txnTunes, tune) }
 }
 
 // withAutoCreate turns auto.create.topics.enable on with num.partitions.
@@ -64,7 +77,7 @@ func withAutoCreate(partitions int32) agentOption {
 }
 
 // withMetaDB makes handlers see wrap(replica) instead of the replica.
-func withMetaDB(wrap func(*meta.Replica) MetaDB) agentOption {
+func withMetaDB(wrap func(*replica.Replica) MetaDB) agentOption {
 	return func(c *agentConfig) { c.Server.Deps.Meta = wrap(c.Replica) }
 }
 
@@ -83,41 +96,53 @@ func newTestAgent(t testing.TB, opts ...agentOption) *testAgent {
 	t.Cleanup(func() { log.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	rep, err := meta.Open(ctx, meta.Config{
+	rep, err := replica.Open(ctx, replica.Config{
 		Dir:      t.TempDir(),
 		Log:      log,
 		WriterID: fmt.Sprintf("agent-%d", testNodeID),
 		Logger:   discardLogger,
 	})
 	if err != nil {
-		t.Fatalf("meta.Open: %v", err)
+		t.Fatalf("replica.Open: %v", err)
 	}
 	t.Cleanup(func() { rep.Close() })
+	return startTestAgent(t, agentConfig{Log: log, Replica: rep}, rep, opts)
+}
 
+// newMemAgent starts an agent like newTestAgent's whose handlers read
+// and propose on db: no Pebble, no shared log. Options that need the
+// replica (withGroups, withMetaDB) do not apply.
+func newMemAgent(t testing.TB, db *metatest.DB, opts ...agentOption) *testAgent {
+	t.Helper()
+	return startTestAgent(t, agentConfig{}, db, opts)
+}
+
+// startTestAgent starts the server and the clients of an agent over db.
+func startTestAgent(t testing.TB, cfg agentConfig, db MetaDB, opts []agentOption) *testAgent {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	cfg := agentConfig{
-		Server: Config{
-			Logger: discardLogger,
-			Deps: Deps{
-				Meta: rep,
-				Cluster: ClusterInfo{
-					ClusterID: testClusterID,
-					NodeID:    testNodeID,
-					Host:      "127.0.0.1",
-					Port:      int32(port),
-				},
+	cfg.Store = memobj.New()
+	cfg.Server = Config{
+		Logger: discardLogger,
+		Deps: Deps{
+			Meta: db,
+			Cluster: ClusterInfo{
+				ClusterID: testClusterID,
+				NodeID:    testNodeID,
+				Host:      "127.0.0.1",
+				Port:      int32(port),
 			},
 		},
-		Log:     log,
-		Replica: rep,
-		Store:   memobj.New(),
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.Server.Deps.Txns == nil {
+		cfg.Server.Deps.Txns = newTestTxns(t, cfg.Server.Deps.Meta, cfg.txnTunes...)
 	}
 
 	ts := serveOn(t, ln, cfg.Server)
@@ -132,13 +157,31 @@ func newTestAgent(t testing.TB, opts ...agentOption) *testAgent {
 	t.Cleanup(cl.Close)
 	return &testAgent{
 		testServer: ts,
-		Log:        log,
-		Replica:    rep,
+		Log:        cfg.Log,
+		Replica:    cfg.Replica,
 		Store:      cfg.Store,
 		Deps:       &ts.cfg.Deps,
 		Client:     cl,
 		Admin:      kadm.NewClient(cl),
 	}
+}
+
+// newTestTxns is a transaction coordinator over store, as node
+// testNodeID alone, without a timeout sweep (no handler test waits for
+// one), closed at cleanup.
+func newTestTxns(t testing.TB, store txn.Store, tunes ...func(*txn.Config)) *txn.Coordinator {
+	t.Helper()
+	cfg := txn.Config{Store: store, NodeID: testNodeID, SweepInterval: -1, Logger: discardLogger}
+	for _, tune := range tunes {
+		tune(&cfg)
+	}
+	c, err := txn.New(cfg)
+	if err != nil {
+		t.Fatalf("txn.New: %v", err)
+	}
+	// Registered before the server's Shutdown, so it runs after it.
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // serveOn is startServer on a listener the caller opened (to know its

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/meta/metatest"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/testservers/faultproxy"
@@ -27,8 +28,10 @@ func initProducerID(t *testing.T, a *testAgent, version int16, txnID *string, id
 	return a.rawRequest(t, req).(*kmsg.InitProducerIDResponse)
 }
 
+// TestInitProducerID runs on a copy in memory: InitProducerId needs
+// nothing of the agent but its metadata.
 func TestInitProducerID(t *testing.T) {
-	a := newTestAgent(t)
+	a := newMemAgent(t, metatest.New(nil))
 	txn := "txn"
 	type want struct {
 		code  int16

@@ -9,13 +9,14 @@ import (
 
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/faultlog"
 )
 
 // syncSpy is a MetaDB over a replica that tells when a handler asks it
 // to Sync, before the Sync runs.
 type syncSpy struct {
-	*meta.Replica
+	*replica.Replica
 	syncing chan struct{}
 }
 
@@ -47,9 +48,9 @@ func newLaggingAgent(t *testing.T, topic string) *laggingAgent {
 	l := &laggingAgent{}
 	l.testAgent, l.dp = newDataAgent(t, nil, func(c *agentConfig) {
 		l.paused = faultlog.Paused(c.Log)
-		r, err := meta.Open(context.Background(), meta.Config{Dir: t.TempDir(), Log: l.paused, WriterID: "agent-lagging", Logger: discardLogger})
+		r, err := replica.Open(context.Background(), replica.Config{Dir: t.TempDir(), Log: l.paused, WriterID: "agent-lagging", Logger: discardLogger})
 		if err != nil {
-			t.Fatalf("meta.Open: %v", err)
+			t.Fatalf("replica.Open: %v", err)
 		}
 		// Resumed before the copy closes (cleanups run last first), so
 		// Close does not wait on a held read.

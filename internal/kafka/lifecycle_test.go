@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -238,6 +239,17 @@ func TestConfigValidate(t *testing.T) {
 		{name: "in flight above limit", cfg: Config{MaxInFlightPerConn: maxInFlightPerConnLimit + 1}},
 		{name: "negative conns", cfg: Config{MaxConns: -1}},
 		{name: "idle disabled", cfg: Config{IdleTimeout: -1}, ok: true},
+		{name: "negative conns per IP", cfg: Config{MaxConnsPerIP: -2}},
+		{name: "no conns per IP without overrides", cfg: Config{MaxConnsPerIP: NoConnsPerIP}},
+		{
+			name: "no conns per IP but overrides",
+			cfg:  Config{MaxConnsPerIP: NoConnsPerIP, MaxConnsPerIPOverrides: map[netip.Addr]int{netip.MustParseAddr("10.0.0.1"): 3}},
+			ok:   true,
+		},
+		{name: "negative override", cfg: Config{MaxConnsPerIPOverrides: map[netip.Addr]int{netip.MustParseAddr("10.0.0.1"): -1}}},
+		{name: "zero override refuses an address", cfg: Config{MaxConnsPerIPOverrides: map[netip.Addr]int{netip.MustParseAddr("10.0.0.1"): 0}}, ok: true},
+		{name: "negative frame timeout", cfg: Config{FrameTimeout: -time.Second}},
+		{name: "negative frame rate", cfg: Config{MinFrameRate: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

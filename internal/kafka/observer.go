@@ -13,9 +13,10 @@ type Observer interface {
 	// ConnClosed is called once per connection when it closes. reason is
 	// nil when the client closed it between requests, and otherwise wraps
 	// the cause: one of the package's sentinel errors (ErrFrameSize,
-	// ErrIdleTimeout, ErrServerClosed, ErrTooManyConns, ...), a handler's
-	// error or an I/O error. A connection refused at accept is reported
-	// here too, with ErrTooManyConns.
+	// ErrIdleTimeout, ErrFrameTimeout, ErrServerClosed, ErrTooManyConns,
+	// ...), a handler's error or an I/O error. A connection refused at
+	// accept is reported here too, with ErrTooManyConns or
+	// ErrTooManyConnsPerIP.
 	ConnClosed(c *Conn, reason error)
 }
 

@@ -75,15 +75,18 @@ func BenchmarkFetchHandler(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	n := len(fetchPartitions(resp.(*kmsg.FetchResponse))[0].RecordBatches)
+	releaseResponse(resp)
+	n := len(fetchPartitions(unwrapResponse(resp).(*kmsg.FetchResponse))[0].RecordBatches)
 	if n < 1<<20-len(batch) {
 		b.Fatalf("fetched %d bytes", n)
 	}
 	b.SetBytes(int64(n))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := handleFetch(ctx, r); err != nil {
+		resp, err := handleFetch(ctx, r)
+		if err != nil {
 			b.Fatal(err)
 		}
+		releaseResponse(resp)
 	}
 }

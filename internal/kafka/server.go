@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,12 @@ var (
 	ErrIdleTimeout = errors.New("kafka: connection idle timeout")
 	// ErrTooManyConns: Config.MaxConns connections were already open.
 	ErrTooManyConns = errors.New("kafka: too many connections")
+	// ErrTooManyConnsPerIP: Config.MaxConnsPerIP (or its override)
+	// connections from the client's address were already open.
+	ErrTooManyConnsPerIP = errors.New("kafka: too many connections from one address")
+	// ErrFrameTimeout: a request frame did not arrive within its deadline
+	// (Config.FrameTimeout and MinFrameRate).
+	ErrFrameTimeout = errors.New("kafka: request frame not received in time")
 	// ErrHandlerPanic: a handler panicked; the panic was recovered.
 	ErrHandlerPanic = errors.New("kafka: handler panic")
 )
@@ -46,6 +53,9 @@ type Server struct {
 	// range; nil if ApiVersions is not served.
 	apiVersionsTooNew *kmsg.ApiVersionsResponse
 	budget            *byteBudget
+	// firstShareBytes is a frame's share of budget before its bytes
+	// arrive.
+	firstShareBytes int64
 	// epoch is the base of connections' monotonic activity clocks.
 	epoch time.Time
 
@@ -55,11 +65,17 @@ type Server struct {
 	wg         sync.WaitGroup
 	nextConnID atomic.Uint64
 
+	// refusals rate-limits the log line for connections refused at
+	// accept.
+	refusals logLimiter
+
 	mu struct {
 		sync.Mutex
 		closed    bool
 		listeners map[net.Listener]struct{}
 		conns     map[*Conn]struct{}
+		// perIP counts open connections by client address.
+		perIP map[netip.Addr]int
 	}
 }
 
@@ -70,20 +86,23 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		obs:    cfg.Observer,
-		reg:    *cfg.Registry,
-		budget: newByteBudget(cfg.MaxQueuedRequestBytes),
-		epoch:  time.Now(),
-		drain:  make(chan struct{}),
+		cfg:             cfg,
+		log:             cfg.Logger,
+		obs:             cfg.Observer,
+		reg:             *cfg.Registry,
+		budget:          newByteBudget(cfg.MaxQueuedRequestBytes, int64(cfg.MaxRequestBytes)),
+		firstShareBytes: firstShareBytes(cfg.MaxQueuedRequestBytes, cfg.MaxConns),
+		epoch:           time.Now(),
+		drain:           make(chan struct{}),
 	}
+	s.cfg.Deps.shared = newSharedState(cfg)
 	s.apiKeys = s.reg.APIVersions()
 	if e := s.reg.lookup(apiVersionsKey); e.ok {
 		s.apiVersionsTooNew = apiVersionsUnsupported(e)
 	}
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*Conn]struct{})
+	s.mu.perIP = make(map[netip.Addr]int)
 	return s, nil
 }
 
@@ -268,34 +287,91 @@ func (s *Server) untrackListener(ln net.Listener) {
 }
 
 // track registers a new connection, or closes it if the server is closed
-// or full.
+// or full, or its address has all the connections it may have. Like
+// Kafka, the per-address limit is checked first.
 func (s *Server) track(ctx context.Context, nc net.Conn) (*Conn, error) {
 	c := newConn(ctx, s, nc)
 	s.mu.Lock()
 	var err error
-	switch {
+	switch limit := s.connsPerIP(c.ip); {
 	case s.mu.closed:
 		err = ErrServerClosed
+	case c.ip.IsValid() && s.mu.perIP[c.ip] >= limit:
+		err = fmt.Errorf("%w: %v has %d", ErrTooManyConnsPerIP, c.ip, limit)
 	case len(s.mu.conns) >= s.cfg.MaxConns:
 		err = fmt.Errorf("%w: limit %d", ErrTooManyConns, s.cfg.MaxConns)
 	default:
 		s.mu.conns[c] = struct{}{}
+		if c.ip.IsValid() {
+			s.mu.perIP[c.ip]++
+		}
 		s.wg.Add(1)
 	}
 	s.mu.Unlock()
 	if err != nil {
 		c.closeWith(err)
-		s.log.Warn("kafka: connection refused", "remote", addrString(nc.RemoteAddr()), "err", err)
+		// A client retrying in a loop must not turn into a log line per
+		// attempt.
+		if ok, suppressed := s.refusals.allow(time.Now()); ok {
+			s.log.Warn("kafka: connection refused", "remote", addrString(nc.RemoteAddr()), "err", err,
+				"refusals_not_logged", suppressed)
+		}
 		s.obs.ConnClosed(c, err)
 		return nil, err
 	}
 	return c, nil
 }
 
+// connsPerIP is how many connections ip may have open.
+func (s *Server) connsPerIP(ip netip.Addr) int {
+	if n, ok := s.cfg.MaxConnsPerIPOverrides[ip]; ok {
+		return n
+	}
+	return max(s.cfg.MaxConnsPerIP, 0) // NoConnsPerIP: none
+}
+
 func (s *Server) untrack(c *Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.mu.conns, c)
+	if c.ip.IsValid() {
+		if s.mu.perIP[c.ip]--; s.mu.perIP[c.ip] <= 0 {
+			delete(s.mu.perIP, c.ip)
+		}
+	}
+}
+
+// remoteIP is a TCP connection's client address, or the zero Addr for
+// others (net.Pipe), which per-address limits do not count.
+func remoteIP(nc net.Conn) netip.Addr {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// logLimiter lets one log line through per refusalLogInterval and counts
+// the ones it held back.
+type logLimiter struct {
+	mu         sync.Mutex
+	next       time.Time
+	suppressed int
+}
+
+const refusalLogInterval = time.Second
+
+// allow reports whether to log now, and how many lines were held back
+// since the last one logged.
+func (l *logLimiter) allow(now time.Time) (ok bool, suppressed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		l.suppressed++
+		return false, 0
+	}
+	l.next = now.Add(refusalLogInterval)
+	suppressed, l.suppressed = l.suppressed, 0
+	return true, suppressed
 }
 
 func isTemporary(err error) bool {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 func sp(s string) *string { return &s }
@@ -199,14 +200,14 @@ func TestCreateTopicsProposeFailure(t *testing.T) {
 		err  error
 		want *kerr.Error
 	}{
-		{meta.ErrAmbiguous, kerr.RequestTimedOut},
+		{replica.ErrAmbiguous, kerr.RequestTimedOut},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
-		{meta.ErrClosed, kerr.NotController},
-		{meta.ErrHalted, kerr.UnknownServerError},
+		{replica.ErrClosed, kerr.NotController},
+		{replica.ErrHalted, kerr.UnknownServerError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {
-			a := newTestAgent(t, withMetaDB(func(r *meta.Replica) MetaDB { return errMetaDB{r, tt.err} }))
+			a := newTestAgent(t, withMetaDB(func(r *replica.Replica) MetaDB { return errMetaDB{r, tt.err} }))
 			req := kmsg.NewPtrCreateTopicsRequest()
 			rt := kmsg.NewCreateTopicsRequestTopic()
 			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "t", 1, -1

@@ -1,48 +1,49 @@
 package kafka
 
-// Shared by the transaction coordinator handlers (22, 24, 25, 26, 28):
-// every one of them is a single meta command, proposed through the log
-// and answered from its result, so any agent can serve any transactional
-// id (the coordinator state is in the replicated database, meta/txn.go).
-
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
-// proposeTxn proposes one transaction command and returns its result. A
-// proposal that fails is answered with a retriable code: an agent that is
-// stopping is COORDINATOR_NOT_AVAILABLE (the client looks the coordinator
-// up again), an ambiguous or timed-out proposal REQUEST_TIMED_OUT; a
-// retry of an ambiguous command is safe because each command checks the
-// state it finds (a repeated EndTxn succeeds again, a repeated
-// AddPartitionsToTxn adds nothing new).
-func proposeTxn(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result, *kerr.Error) {
-	res, e := proposeTxns(ctx, db, cmd)
-	if e != nil {
-		return meta.Result{}, e
-	}
-	return res[0], nil
+// TxnCoordinator serves the transaction APIs (22, 24, 25, 26, 28, 61,
+// 65, 66), FindCoordinator for transactional ids, and the implicit adds
+// of Produce v12. *txn.Coordinator implements it in its own types: the
+// handler files document the versions and convert each version's
+// request and answer to and from them, so the transaction semantics live
+// in package txn and the wire in this one.
+//
+// Unlike the group APIs, nothing here depends on a connection's request
+// order: every call is a proposal through the log (or a read after a
+// Sync), and apply orders them.
+type TxnCoordinator interface {
+	// Coordinator is the node id of the agent coordinating a
+	// transactional id.
+	Coordinator(id string) int32
+	InitProducerID(ctx context.Context, req txn.InitRequest) txn.InitResult
+	// AddPartitions and CommitOffsets answer a code per partition, in
+	// request order.
+	AddPartitions(ctx context.Context, req txn.AddPartitionsRequest) []int16
+	// AddProduced sets each part's Code.
+	AddProduced(ctx context.Context, id string, parts []txn.ProducedPartition)
+	AddOffsets(ctx context.Context, req txn.AddOffsetsRequest) int16
+	EndTxn(ctx context.Context, req txn.EndRequest) txn.EndResult
+	CommitOffsets(ctx context.Context, req txn.CommitRequest) []int16
+	DescribeProducers(ctx context.Context, topics []txn.TopicPartitions) [][]txn.PartitionProducers
+	DescribeTransactions(ctx context.Context, ids []string) []txn.DescribedTxn
+	ListTransactions(ctx context.Context, req txn.ListRequest) txn.ListResult
 }
 
-// proposeTxns proposes commands in one log entry; on success there is a
-// result per command.
-func proposeTxns(ctx context.Context, db MetaDB, cmds ...meta.Command) ([]meta.Result, *kerr.Error) {
-	res, err := db.ProposeBatch(ctx, cmds)
-	switch {
-	case errors.Is(err, meta.ErrClosed):
-		return nil, kerr.CoordinatorNotAvailable
-	case err != nil:
-		return nil, proposeErrCode(err)
-	case len(res) != len(cmds):
-		return nil, kerr.UnknownServerError
+var _ TxnCoordinator = (*txn.Coordinator)(nil)
+
+// txns returns Deps.Txns, or ErrMissingDeps.
+func (d *Deps) txns() (TxnCoordinator, error) {
+	if d == nil || d.Txns == nil {
+		return nil, ErrMissingDeps
 	}
-	return res, nil
+	return d.Txns, nil
 }
 
 // fencedCode converts PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for a
@@ -54,37 +55,4 @@ func fencedCode(code int16, version, fencedSince int16) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	}
 	return code
-}
-
-// adminSyncTimeout bounds the Sync of the transaction requests that read
-// the coordinator state (24 verify-only, 26, 61, 65, 66), and of the
-// reads that must not answer from a copy behind the log (1 past the
-// local end, 23), which carry no timeout of their own: past it the
-// client gets REQUEST_TIMED_OUT and retries.
-const adminSyncTimeout = 10 * time.Second
-
-// syncedView syncs the local copy with the log and returns a View of it
-// (the caller closes it) and its log clock, so a request sees what every
-// agent wrote before it arrived. On failure the view is nil and the
-// error is closed (when this agent is stopping, the code that sends the
-// client elsewhere), REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR.
-func syncedView(ctx context.Context, db MetaDB, closed *kerr.Error) (*meta.View, int64, *kerr.Error) {
-	ctx, cancel := context.WithTimeout(ctx, adminSyncTimeout)
-	defer cancel()
-	if err := db.Sync(ctx); err != nil {
-		switch {
-		case errors.Is(err, meta.ErrClosed):
-			return nil, 0, closed
-		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-			return nil, 0, kerr.RequestTimedOut
-		}
-		return nil, 0, kerr.UnknownServerError
-	}
-	view := db.View()
-	now, err := view.LogClock()
-	if err != nil {
-		view.Close()
-		return nil, 0, kerr.UnknownServerError
-	}
-	return view, now, nil
 }

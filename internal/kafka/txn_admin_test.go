@@ -15,50 +15,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/meta/metatest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/txn"
 )
 
-// txnAdminAgent is a test agent whose Deps.Meta is a replica over the
-// agent's log stamped by a clock the test sets, so the log clock (which
-// transaction start times and durations are read by) is the test's. The
-// group coordinator is wired, for FindCoordinator.
+// txnAdminAgent is a test agent on a metatest.DB stamped by a clock the
+// test sets, so the log clock (which transaction start times and
+// durations are read by) is the test's. The copy is in memory: no
+// Pebble, no shared log, and what the test proposes is applied when it
+// returns.
 type txnAdminAgent struct {
 	*testAgent
-	Meta  *meta.Replica
+	Meta  *metatest.DB
 	nowMs *atomic.Int64
 }
 
-// txnAdminT0 is where the test clock starts: ahead of the wall clock, so
-// entries anything else stamps with it never move the log clock.
-var txnAdminT0 = time.Now().Add(24 * time.Hour).UnixMilli()
+// txnAdminT0 is where the test clock starts (unix ms).
+const txnAdminT0 = 1_700_000_000_000
 
 func newTxnAdminAgent(t *testing.T, opts ...agentOption) *txnAdminAgent {
 	t.Helper()
 	ta := &txnAdminAgent{nowMs: new(atomic.Int64)}
 	ta.nowMs.Store(txnAdminT0)
-	clocked := func(c *agentConfig) {
-		ctx, cancel := context.WithTimeout(context.Background(), guard)
-		defer cancel()
-		rep, err := meta.Open(ctx, meta.Config{
-			Dir: t.TempDir(),
-			// Hiding the log's TailWaiter, with a poll interval no test
-			// waits out, makes this copy play what others append only
-			// when it proposes or syncs.
-			Log:          struct{ sharedlog.Log }{c.Log},
-			PollInterval: time.Hour,
-			WriterID:     "txn-admin-test",
-			Logger:       discardLogger,
-			Now:          func() time.Time { return time.UnixMilli(ta.nowMs.Load()) },
-		})
-		if err != nil {
-			t.Fatalf("meta.Open: %v", err)
-		}
-		t.Cleanup(func() { rep.Close() })
-		c.Server.Deps.Meta = rep
-		ta.Meta = rep
-	}
-	opts = append([]agentOption{clocked, withGroups(t, nil, nil)}, opts...)
-	ta.testAgent = newTestAgent(t, opts...)
+	ta.Meta = metatest.New(func() time.Time { return time.UnixMilli(ta.nowMs.Load()) })
+	ta.testAgent = newMemAgent(t, ta.Meta, opts...)
 	return ta
 }
 
@@ -395,27 +377,18 @@ func TestListTransactions(t *testing.T) {
 	})
 }
 
-// splitCoordinator places transactional ids on owner(id) instead of the
-// group coordinator's mapping.
-type splitCoordinator struct {
-	GroupCoordinator
-	owner func(string) int32
-}
-
-func (s splitCoordinator) Coordinator(key string) int32 { return s.owner(key) }
-
 // TestListTransactionsCoordinated: with several agents, each lists only
 // the ids it coordinates, so a client asking all of them sees each once.
 func TestListTransactionsCoordinated(t *testing.T) {
 	const other = testNodeID + 1
-	a := newTxnAdminAgent(t, func(c *agentConfig) {
-		c.Server.Deps.Groups = splitCoordinator{c.Server.Deps.Groups, func(id string) int32 {
+	a := newTxnAdminAgent(t, withTxns(func(c *txn.Config) {
+		c.Placement = ownerFunc(func(id string) int32 {
 			if id == "mine" {
 				return testNodeID
 			}
 			return other
-		}}
-	})
+		})
+	}))
 	a.begin(t, "mine")
 	a.begin(t, "theirs")
 	resp := a.request(t, kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse)
@@ -431,15 +404,38 @@ func TestListTransactionsCoordinated(t *testing.T) {
 	}
 }
 
+// ownerFunc places transactional ids by a function.
+type ownerFunc func(string) int32
+
+func (f ownerFunc) Owner(id string) int32 { return f(id) }
+
 // TestTxnAdminSyncs: the admin reads see what another agent wrote to the
 // log before the request, without waiting for this agent to play it.
 func TestTxnAdminSyncs(t *testing.T) {
-	a := newTxnAdminAgent(t)
-	// Another agent over the same log; its entries reach a.Meta only by
-	// playing the log.
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	peer, err := meta.Open(ctx, meta.Config{Dir: t.TempDir(), Log: a.Log, WriterID: "peer", Logger: discardLogger})
+	var local *replica.Replica
+	a := newTestAgent(t, func(c *agentConfig) {
+		var err error
+		local, err = replica.Open(ctx, replica.Config{
+			Dir: t.TempDir(),
+			// Hiding the log's TailWaiter, with a poll interval no test
+			// waits out, makes this copy play what others append only
+			// when it proposes or syncs.
+			Log:          struct{ sharedlog.Log }{c.Log},
+			PollInterval: time.Hour,
+			WriterID:     "txn-admin-test",
+			Logger:       discardLogger,
+		})
+		if err != nil {
+			t.Fatalf("replica.Open: %v", err)
+		}
+		t.Cleanup(func() { local.Close() })
+		c.Server.Deps.Meta = local
+	})
+	// Another agent over the same log; its entries reach local only by
+	// playing the log.
+	peer, err := replica.Open(ctx, replica.Config{Dir: t.TempDir(), Log: a.Log, WriterID: "peer", Logger: discardLogger})
 	if err != nil {
 		t.Fatal(err)
 	}

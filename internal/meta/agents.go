@@ -16,10 +16,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
 // Limits on an AgentHeartbeat. Like apply's other limits they are part of
@@ -44,19 +41,28 @@ const (
 // took the node id over from another agent whose lease had not expired:
 // two agents were given one --node-id.
 //
-// Applied (version 2) is the proposer's applied position when it
-// proposed: every entry below it is in its copy, and it still needs every
-// entry from there on. Apply stores it as AgentInfo.Applied, clamped to
+// Applied (version 2) is the proposer's next position to apply when it
+// proposed (a shared log position): every entry below it is in its copy,
+// and it still needs every entry from there on. Apply stores it as AgentInfo.Applied, clamped to
 // the heartbeat's own position, which no proposer can have applied yet.
 // Version 1 carries none and decodes as 0: see LowestLiveApplied.
+//
+// Features (version 3, written from strand.metadata.version 2) are the
+// levels the agent's build supports, sorted by name: FinalizeFeatures
+// refuses a level a live agent does not support. At level 1 the agent
+// writes version 2, which builds before feature levels read, and its
+// ranges stay unknown to the log. INVALID_REQUEST also for more than 64
+// features, an empty or oversized name, or a range with a negative or
+// inverted bound.
 type AgentHeartbeat struct {
-	NodeID  int32
-	AgentID string
-	Host    string
-	Port    int32
-	Rack    string
-	LeaseMs int64
-	Applied sharedlog.Pos
+	NodeID   int32
+	AgentID  string
+	Host     string
+	Port     int32
+	Rack     string
+	LeaseMs  int64
+	Applied  uint64
+	Features []FeatureRange
 }
 
 // AgentInfo is a registered agent as a View returns it.
@@ -75,14 +81,32 @@ type AgentInfo struct {
 	// Applied is the applied position of the agent's newest heartbeat: a
 	// lower bound of where its copy is now, since a live copy only moves
 	// forward. 0 when the heartbeat carried none (version 1).
-	Applied sharedlog.Pos
+	Applied uint64
+	// Features are the ranges its build supports, sorted by name; nil
+	// when its newest heartbeat carried none (version 1 or 2: written at
+	// strand.metadata.version 1, or by a build before feature levels).
+	Features []FeatureRange
 }
 
 func (AgentHeartbeat) Type() CommandType { return TypeAgentHeartbeat }
-func (AgentHeartbeat) version() uint16   { return 2 }
+func (AgentHeartbeat) version() uint16   { return 3 }
 
-// appendPayload writes version 2: version 1's fields, then Applied.
+// appendPayload writes version 3: version 2's fields, then Features.
 func (c AgentHeartbeat) appendPayload(b []byte) []byte {
+	return appendFeatureRanges(c.appendPayloadV2(b), c.Features)
+}
+
+// appendPayloadAt writes version 2, without Features, for
+// strand.metadata.version 1.
+func (c AgentHeartbeat) appendPayloadAt(b []byte, v uint16) []byte {
+	if v != 2 {
+		panic(fmt.Sprintf("meta: AgentHeartbeat is not written at version %d", v))
+	}
+	return c.appendPayloadV2(b)
+}
+
+// appendPayloadV2 writes version 1's fields, then Applied.
+func (c AgentHeartbeat) appendPayloadV2(b []byte) []byte {
 	b = appendVarint(b, int64(c.NodeID))
 	b = appendString(b, c.AgentID)
 	b = appendString(b, c.Host)
@@ -92,7 +116,8 @@ func (c AgentHeartbeat) appendPayload(b []byte) []byte {
 	return appendUvarint(b, uint64(c.Applied))
 }
 
-func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
+// readAgentHeartbeatV1 reads version 1's fields, which version 2 extends.
+func readAgentHeartbeatV1(r *reader) AgentHeartbeat {
 	var c AgentHeartbeat
 	c.NodeID = r.int32()
 	c.AgentID = r.string()
@@ -103,10 +128,25 @@ func decodeAgentHeartbeatV1(r *reader) AgentHeartbeat {
 	return c
 }
 
-func decodeAgentHeartbeatV2(r *reader) AgentHeartbeat {
-	c := decodeAgentHeartbeatV1(r)
-	c.Applied = sharedlog.Pos(r.uvarint())
-	return c
+func decodeAgentHeartbeatV1(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
+	return c, r.done()
+}
+
+func decodeAgentHeartbeatV2(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
+	c.Applied = r.uvarint()
+	return c, r.done()
+}
+
+func decodeAgentHeartbeatV3(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
+	c.Applied = r.uvarint()
+	c.Features = r.featureRanges()
+	return c, r.done()
 }
 
 func agentKey(nodeID int32) []byte {
@@ -119,11 +159,19 @@ var keyClusterID = []byte{prefixClusterID}
 // Applied 0 keeps the version 1 layout byte for byte, so a log of version
 // 1 heartbeats builds the same state, and digest, as builds before
 // version 2 did: their snapshots and ours of one position still agree.
-const agentRecordV2 = 2
+// agentRecordV3 appends Features to version 2 (Applied may then be 0), and
+// likewise only a record with Features uses it.
+const (
+	agentRecordV2 = 2
+	agentRecordV3 = 3
+)
 
 func (a *AgentInfo) encode() []byte {
 	version := byte(recordV1)
-	if a.Applied != 0 {
+	switch {
+	case len(a.Features) > 0:
+		version = agentRecordV3
+	case a.Applied != 0:
 		version = agentRecordV2
 	}
 	b := []byte{version}
@@ -134,8 +182,11 @@ func (a *AgentInfo) encode() []byte {
 	b = appendVarint(b, a.LeaseMs)
 	b = appendVarint(b, a.RegisteredAt)
 	b = appendVarint(b, a.Expires)
-	if version == agentRecordV2 {
+	if version >= agentRecordV2 {
 		b = appendUvarint(b, uint64(a.Applied))
+	}
+	if version == agentRecordV3 {
+		b = appendFeatureRanges(b, a.Features)
 	}
 	return b
 }
@@ -145,9 +196,12 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 		return AgentInfo{}, fmt.Errorf("%w: agent key is %d bytes", ErrCorrupt, len(k))
 	}
 	a := AgentInfo{NodeID: int32(binary.BigEndian.Uint32(k[1:]))}
-	v2 := len(v) > 0 && v[0] == agentRecordV2
+	var version byte
+	if len(v) > 0 {
+		version = v[0]
+	}
 	var r reader
-	if v2 {
+	if version == agentRecordV2 || version == agentRecordV3 {
 		r = reader{b: v[1:]}
 	} else {
 		r = recordReader(v)
@@ -159,12 +213,16 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 	a.LeaseMs = r.varint()
 	a.RegisteredAt = r.varint()
 	a.Expires = r.varint()
-	if v2 {
-		a.Applied = sharedlog.Pos(r.uvarint())
-		if a.Applied == 0 {
-			// encode writes version 1 for 0: one state, one encoding.
-			r.fail(errRange)
-		}
+	if version >= agentRecordV2 {
+		a.Applied = r.uvarint()
+	}
+	if version == agentRecordV3 {
+		a.Features = r.featureRanges()
+	}
+	// encode writes the lowest version that holds the state: one state,
+	// one encoding.
+	if (version == agentRecordV2 && a.Applied == 0) || (version == agentRecordV3 && len(a.Features) == 0) {
+		r.fail(errRange)
 	}
 	if err := r.done(); err != nil {
 		return AgentInfo{}, corrupt("agent", err)
@@ -184,11 +242,18 @@ func validHeartbeat(c *AgentHeartbeat) (Result, bool) {
 		return failed(kerr.InvalidRequest, "port %d out of range", c.Port), false
 	case c.LeaseMs < 0 || c.LeaseMs > maxAgentLeaseMs:
 		return failed(kerr.InvalidRequest, "lease %d ms, want 0 to %d", c.LeaseMs, maxAgentLeaseMs), false
+	case len(c.Features) > maxFeatures:
+		return failed(kerr.InvalidRequest, "%d features, want at most %d", len(c.Features), maxFeatures), false
+	}
+	for _, f := range c.Features {
+		if !validFeatureName(f.Name) || f.Min < 0 || f.Min > f.Max {
+			return failed(kerr.InvalidRequest, "feature %q range %d-%d", f.Name, f.Min, f.Max), false
+		}
 	}
 	return Result{}, true
 }
 
-func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (Result, error) {
+func (a *Applier) agentHeartbeat(c AgentHeartbeat) (Result, error) {
 	if res, ok := validHeartbeat(&c); !ok {
 		return res, nil
 	}
@@ -208,11 +273,11 @@ func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (
 	}
 	if c.LeaseMs == 0 {
 		if held && prev.AgentID == c.AgentID {
-			return Result{}, a.b.Delete(key, nil)
+			return Result{}, a.b.Delete(key)
 		}
 		return Result{}, nil
 	}
-	if err := a.fixClusterID(pos, idx); err != nil {
+	if err := a.fixClusterID(); err != nil {
 		return Result{}, err
 	}
 	info := AgentInfo{
@@ -220,7 +285,8 @@ func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (
 		LeaseMs: c.LeaseMs, RegisteredAt: a.clock, Expires: satAdd(a.clock, c.LeaseMs),
 		// A proposer cannot have applied its own heartbeat before
 		// proposing it; a larger claim would only let a trim cut it off.
-		Applied: min(c.Applied, pos),
+		Applied:  min(c.Applied, a.pos),
+		Features: c.Features,
 	}
 	var res Result
 	if held && prev.AgentID == c.AgentID {
@@ -228,26 +294,26 @@ func (a *applier) agentHeartbeat(pos sharedlog.Pos, idx int, c AgentHeartbeat) (
 	} else if held && prev.Expires > a.clock {
 		res = failed(kerr.DuplicateBrokerRegistration, "node id %d taken over from live agent %s", c.NodeID, prev.AgentID)
 	}
-	return res, a.b.Set(key, info.encode(), nil)
+	return res, a.b.Set(key, info.encode())
 }
 
 // fixClusterID stores the cluster id if none is stored yet. It is derived
 // from the position of the first registration, so it is the same on every
 // copy and differs between logs.
-func (a *applier) fixClusterID(pos sharedlog.Pos, idx int) error {
+func (a *Applier) fixClusterID() error {
 	if _, ok, err := a.get(keyClusterID); err != nil || ok {
 		return err
 	}
 	h := sha256.New()
 	h.Write([]byte("strand cluster id\x00"))
 	var nums [12]byte
-	binary.BigEndian.PutUint64(nums[0:], uint64(pos))
-	binary.BigEndian.PutUint32(nums[8:], uint32(idx))
+	binary.BigEndian.PutUint64(nums[0:], a.pos)
+	binary.BigEndian.PutUint32(nums[8:], uint32(a.idx))
 	h.Write(nums[:])
 	sum := h.Sum(nil)
 	// Kafka prints a cluster id as a base64url UUID: 16 bytes, 22 chars.
 	id := base64.RawURLEncoding.EncodeToString(sum[:16])
-	return a.b.Set(keyClusterID, append([]byte{recordV1}, id...), nil)
+	return a.b.Set(keyClusterID, append([]byte{recordV1}, id...))
 }
 
 // ClusterID returns the replicated cluster id, or "" before the first
@@ -265,10 +331,7 @@ func (v *View) ClusterID() (string, error) {
 
 // Agents returns every registered agent, live or not, sorted by node id.
 func (v *View) Agents() ([]AgentInfo, error) {
-	it, err := v.snap.NewIter(&pebble.IterOptions{
-		LowerBound: []byte{prefixAgent},
-		UpperBound: []byte{prefixAgent + 1},
-	})
+	it, err := v.r.NewIter([]byte{prefixAgent}, []byte{prefixAgent + 1})
 	if err != nil {
 		return nil, err
 	}

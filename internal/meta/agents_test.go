@@ -5,24 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog"
-	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
-// fakeClock is a proposer clock a test moves by hand; replicas share it.
-type fakeClock struct{ ms atomic.Int64 }
-
-func (c *fakeClock) now() time.Time        { return time.UnixMilli(c.ms.Load()) }
-func (c *fakeClock) set(ms int64)          { c.ms.Store(ms) }
-func withClock(c *fakeClock) func(*Config) { return func(cfg *Config) { cfg.Now = c.now } }
-
-func liveNodes(t *testing.T, r *Replica) []int32 {
+func liveNodes(t *testing.T, r *testReplica) []int32 {
 	t.Helper()
 	as, err := viewOf(t, r).LiveAgents()
 	if err != nil {
@@ -35,22 +23,34 @@ func liveNodes(t *testing.T, r *Replica) []int32 {
 	return ids
 }
 
+// TestAgentHeartbeatRoundTrip: at strand.metadata.version 1 a heartbeat
+// is written as version 2, without its features, which builds before
+// feature levels read; from level 2 as version 3.
 func TestAgentHeartbeatRoundTrip(t *testing.T) {
 	for _, c := range []AgentHeartbeat{
-		{NodeID: 7, AgentID: "a1", Host: "10.0.0.1", Port: 9092, Rack: "r1", LeaseMs: 10000, Applied: 1 << 40},
+		{NodeID: 7, AgentID: "a1", Host: "10.0.0.1", Port: 9092, Rack: "r1", LeaseMs: 10000, Applied: 1 << 40, Features: SupportedFeatures()},
 		{NodeID: 7, AgentID: "a1", LeaseMs: 10000},
 		{},
 	} {
-		rc := EncodeCommand(c)
-		if rc.Version != 2 {
-			t.Fatalf("EncodeCommand wrote version %d, want 2", rc.Version)
-		}
-		got, err := DecodeCommand(rc)
-		if err != nil {
-			t.Fatalf("DecodeCommand(%+v): %v", c, err)
-		}
-		if !reflect.DeepEqual(got, c) {
-			t.Fatalf("round trip: got %+v, want %+v", got, c)
+		for _, tc := range []struct {
+			level   int16
+			version uint16
+			want    AgentHeartbeat
+		}{
+			{MetadataLevel1, 2, AgentHeartbeat{NodeID: c.NodeID, AgentID: c.AgentID, Host: c.Host, Port: c.Port, Rack: c.Rack, LeaseMs: c.LeaseMs, Applied: c.Applied}},
+			{MetadataLevel2, 3, c},
+		} {
+			rc, err := EncodeCommandAt(c, tc.level)
+			if err != nil || rc.Version != tc.version {
+				t.Fatalf("level %d: wrote version %d (%v), want %d", tc.level, rc.Version, err, tc.version)
+			}
+			got, err := DecodeCommand(rc)
+			if err != nil {
+				t.Fatalf("DecodeCommand(%+v): %v", c, err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("level %d round trip: got %+v, want %+v", tc.level, got, tc.want)
+			}
 		}
 	}
 }
@@ -61,6 +61,9 @@ type heartbeatV1 AgentHeartbeat
 
 func (heartbeatV1) Type() CommandType { return TypeAgentHeartbeat }
 func (heartbeatV1) version() uint16   { return 1 }
+
+// forged: the harness writes it as it is, as the older build did.
+func (heartbeatV1) forged() {}
 
 func (c heartbeatV1) appendPayload(b []byte) []byte {
 	b = appendVarint(b, int64(c.NodeID))
@@ -84,9 +87,9 @@ func TestAgentHeartbeatVersions(t *testing.T) {
 	if _, err := DecodeCommand(rc); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("version 2 without Applied: %v, want ErrCorrupt", err)
 	}
-	rc.Version = 3
+	rc.Version = 4
 	if _, err := DecodeCommand(rc); !errors.Is(err, ErrUnknownCommand) {
-		t.Fatalf("version 3: %v, want ErrUnknownCommand", err)
+		t.Fatalf("version 4: %v, want ErrUnknownCommand", err)
 	}
 }
 
@@ -113,11 +116,23 @@ func TestAgentRecord(t *testing.T) {
 	if enc[0] != agentRecordV2 {
 		t.Fatalf("record with applied position has version %d, want %d", enc[0], agentRecordV2)
 	}
-	for _, want := range []AgentInfo{base, withApplied} {
+	withFeatures := base
+	withFeatures.Features = SupportedFeatures()
+	if enc := withFeatures.encode(); enc[0] != agentRecordV3 {
+		t.Fatalf("record with features has version %d, want %d", enc[0], agentRecordV3)
+	}
+	both := withApplied
+	both.Features = withFeatures.Features
+	for _, want := range []AgentInfo{base, withApplied, withFeatures, both} {
 		got, err := decodeAgentInfo(key, want.encode())
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("record round trip: %+v, %v; want %+v", got, err, want)
 		}
+	}
+	// Version 3 without features is not what encode writes.
+	noFeatures := append(append([]byte{agentRecordV3}, v1[1:]...), 0, 0)
+	if _, err := decodeAgentInfo(key, noFeatures); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 3 record without features: %v, want ErrCorrupt", err)
 	}
 	// Version 2 with Applied 0 is not what encode writes.
 	bad := append(append([]byte{agentRecordV2}, v1[1:]...), 0)
@@ -133,11 +148,11 @@ func TestAgentRecord(t *testing.T) {
 // version 1 heartbeat, leases running out and a leave, and checks which
 // agent holds the trim back after each.
 func TestLowestLiveApplied(t *testing.T) {
-	log := memlog.New()
+	log := newTestLog()
 	clk := new(fakeClock)
-	r := openReplica(t, log, "", "w", withClock(clk))
+	r := openReplica(t, log, nil, "w", withClock(clk))
 	const lease = 3000
-	hb := func(node int32, applied sharedlog.Pos) AgentHeartbeat {
+	hb := func(node int32, applied uint64) AgentHeartbeat {
 		return AgentHeartbeat{NodeID: node, AgentID: fmt.Sprint("a", node), LeaseMs: lease, Applied: applied}
 	}
 	const none = -1
@@ -149,7 +164,7 @@ func TestLowestLiveApplied(t *testing.T) {
 		// trim (none: no other live agent), at wantApplied.
 		except      string
 		wantNode    int32
-		wantApplied sharedlog.Pos
+		wantApplied uint64
 	}{
 		{"alone", 1000, hb(1, 0), "a1", none, 0},
 		{"second agent", 1100, hb(2, 1), "a1", 2, 1},
@@ -182,7 +197,7 @@ func TestLowestLiveApplied(t *testing.T) {
 		})
 	}
 	// Another copy replays the same table.
-	other := openReplica(t, log, "", "other")
+	other := openReplica(t, log, nil, "other")
 	mustSync(t, r)
 	if mustDigest(t, other) != mustDigest(t, r) {
 		t.Fatal("a replayed copy differs")
@@ -190,11 +205,11 @@ func TestLowestLiveApplied(t *testing.T) {
 }
 
 func TestAgentLeases(t *testing.T) {
-	log := memlog.New()
+	log := newTestLog()
 	clk := new(fakeClock)
 	clk.set(1_000_000)
-	r1 := openReplica(t, log, "", "w1", withClock(clk))
-	r2 := openReplica(t, log, "", "w2", withClock(clk))
+	r1 := openReplica(t, log, nil, "w1", withClock(clk))
+	r2 := openReplica(t, log, nil, "w2", withClock(clk))
 
 	cid, err := viewOf(t, r1).ClusterID()
 	if err != nil || cid != "" {
@@ -204,7 +219,7 @@ func TestAgentLeases(t *testing.T) {
 	steps := []struct {
 		name    string
 		at      int64
-		by      *Replica
+		by      *testReplica
 		hb      AgentHeartbeat
 		code    int16
 		wantIDs []int32
@@ -231,7 +246,7 @@ func TestAgentLeases(t *testing.T) {
 			}
 			mustSync(t, r1)
 			mustSync(t, r2)
-			for _, r := range []*Replica{r1, r2} {
+			for _, r := range []*testReplica{r1, r2} {
 				if got := liveNodes(t, r); !reflect.DeepEqual(got, s.wantIDs) {
 					t.Fatalf("%s: live nodes %v, want %v", r.WriterID(), got, s.wantIDs)
 				}
@@ -248,7 +263,7 @@ func TestAgentLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := AgentInfo{NodeID: 2, AgentID: "impostor", Host: "hx", Port: 9, LeaseMs: 3000, RegisteredAt: 1_004_200, Expires: 1_007_200}
-	if len(as) != 1 || as[0] != want {
+	if len(as) != 1 || !reflect.DeepEqual(as[0], want) {
 		t.Fatalf("live agents %+v, want [%+v]", as, want)
 	}
 	c1, err1 := viewOf(t, r1).ClusterID()
@@ -262,8 +277,8 @@ func TestAgentLeases(t *testing.T) {
 // different one only if its first heartbeat sits elsewhere, and the same
 // log replayed gives the same one.
 func TestClusterIDReplays(t *testing.T) {
-	log := memlog.New()
-	r1 := openReplica(t, log, "", "w1")
+	log := newTestLog()
+	r1 := openReplica(t, log, nil, "w1")
 	mustOK(t, r1, CreateTopic{Name: "t", Partitions: 1})
 	mustOK(t, r1, AgentHeartbeat{NodeID: 0, AgentID: "a", LeaseMs: 1000})
 	mustOK(t, r1, AgentHeartbeat{NodeID: 1, AgentID: "b", LeaseMs: 1000})
@@ -271,14 +286,14 @@ func TestClusterIDReplays(t *testing.T) {
 	if err != nil || want == "" {
 		t.Fatalf("ClusterID = %q, %v", want, err)
 	}
-	r2 := openReplica(t, log, "", "w2")
+	r2 := openReplica(t, log, nil, "w2")
 	mustSync(t, r2)
 	got, err := viewOf(t, r2).ClusterID()
 	if err != nil || got != want {
 		t.Fatalf("replayed ClusterID = %q, %v; want %q", got, err, want)
 	}
 
-	other := openReplica(t, memlog.New(), "", "w3")
+	other := openReplica(t, newTestLog(), nil, "w3")
 	mustOK(t, other, AgentHeartbeat{NodeID: 0, AgentID: "a", LeaseMs: 1000})
 	if id, _ := viewOf(t, other).ClusterID(); id == want {
 		t.Fatalf("a first heartbeat at another position got the same cluster id %q", id)

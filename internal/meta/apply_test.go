@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
 // ids resolves topic names to ids in a test's current state.
@@ -19,14 +17,14 @@ func TestCommands(t *testing.T) {
 		setup []Command
 		cmd   func(id ids) Command
 		want  *kerr.Error // nil for success
-		check func(t *testing.T, r *Replica, res Result)
+		check func(t *testing.T, r *testReplica, res Result)
 	}{
 		{
 			name: "create topic",
 			cmd: func(ids) Command {
 				return CreateTopic{Name: "orders", Partitions: 3, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "delete"}}
 			},
-			check: func(t *testing.T, r *Replica, res Result) {
+			check: func(t *testing.T, r *testReplica, res Result) {
 				v := viewOf(t, r)
 				tp, ok, err := v.Topic("orders")
 				if err != nil || !ok {
@@ -91,7 +89,7 @@ func TestCommands(t *testing.T) {
 			name:  "create partitions",
 			setup: []Command{CreateTopic{Name: "a", Partitions: 2}},
 			cmd:   func(ids) Command { return CreatePartitions{Name: "a", NewTotal: 5} },
-			check: func(t *testing.T, r *Replica, res Result) {
+			check: func(t *testing.T, r *testReplica, res Result) {
 				v := viewOf(t, r)
 				tp, _, _ := v.Topic("a")
 				if tp.Partitions != 5 {
@@ -136,7 +134,7 @@ func TestCommands(t *testing.T) {
 			cmd: func(id ids) Command {
 				return commitTo(10, partRef{id("a"), 0}, partRef{id("a"), 1}, partRef{id("a"), 0}, partRef{id("b"), 0})
 			},
-			check: func(t *testing.T, r *Replica, res Result) {
+			check: func(t *testing.T, r *testReplica, res Result) {
 				want := []BatchResult{{BaseOffset: 0}, {BaseOffset: 0}, {BaseOffset: 10}, {BaseOffset: 0}}
 				if !equalBatchResults(res.Batches, want) {
 					t.Fatalf("batches %+v, want %+v", res.Batches, want)
@@ -170,7 +168,7 @@ func TestCommands(t *testing.T) {
 			cmd: func(id ids) Command {
 				return commitTo(5, partRef{id("a"), 0}, partRef{id("a"), 1}, partRef{TopicID{9}, 0}, partRef{id("a"), 0})
 			},
-			check: func(t *testing.T, r *Replica, res Result) {
+			check: func(t *testing.T, r *testReplica, res Result) {
 				u := kerr.UnknownTopicOrPartition.Code
 				want := []BatchResult{{BaseOffset: 0}, {Code: u}, {Code: u}, {BaseOffset: 5}}
 				if !equalBatchResults(res.Batches, want) {
@@ -188,7 +186,7 @@ func TestCommands(t *testing.T) {
 				co.Batches[2].BatchCount = 0
 				return co
 			},
-			check: func(t *testing.T, r *Replica, res Result) {
+			check: func(t *testing.T, r *testReplica, res Result) {
 				i := kerr.InvalidRequest.Code
 				want := []BatchResult{{Code: i}, {Code: i}, {Code: i}, {BaseOffset: 0}}
 				if !equalBatchResults(res.Batches, want) {
@@ -206,7 +204,7 @@ func TestCommands(t *testing.T) {
 				return co
 			},
 			want: kerr.DuplicateResource,
-			check: func(t *testing.T, r *Replica, res Result) {
+			check: func(t *testing.T, r *testReplica, res Result) {
 				if len(res.Batches) != 1 || res.Batches[0].Code != kerr.DuplicateResource.Code {
 					t.Fatalf("batches %+v", res.Batches)
 				}
@@ -219,7 +217,7 @@ func TestCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := openReplica(t, memlog.New(), "", "w")
+			r := openReplica(t, newTestLog(), nil, "w")
 			for _, c := range tt.setup {
 				mustOK(t, r, c)
 			}
@@ -250,8 +248,8 @@ func equalBatchResults(got, want []BatchResult) bool {
 	return true
 }
 
-func checkDeleted(name string) func(*testing.T, *Replica, Result) {
-	return func(t *testing.T, r *Replica, res Result) {
+func checkDeleted(name string) func(*testing.T, *testReplica, Result) {
+	return func(t *testing.T, r *testReplica, res Result) {
 		t.Helper()
 		v := viewOf(t, r)
 		if _, ok, _ := v.Topic(name); ok {
@@ -266,8 +264,8 @@ func checkDeleted(name string) func(*testing.T, *Replica, Result) {
 	}
 }
 
-func checkConfigs(name string, want map[string]string) func(*testing.T, *Replica, Result) {
-	return func(t *testing.T, r *Replica, res Result) {
+func checkConfigs(name string, want map[string]string) func(*testing.T, *testReplica, Result) {
+	return func(t *testing.T, r *testReplica, res Result) {
 		t.Helper()
 		tp, _, _ := viewOf(t, r).Topic(name)
 		if !maps.Equal(tp.Configs, want) {
@@ -279,7 +277,7 @@ func checkConfigs(name string, want map[string]string) func(*testing.T, *Replica
 // TestDeleteRecreate: a topic deleted and created again has a new id, empty
 // partitions and no index; commits to the old id fail.
 func TestDeleteRecreate(t *testing.T) {
-	r := openReplica(t, memlog.New(), "", "w")
+	r := openReplica(t, newTestLog(), nil, "w")
 	old := mustOK(t, r, CreateTopic{Name: "a", Partitions: 1}).TopicID
 	mustOK(t, r, commitTo(7, partRef{old, 0}))
 	mustOK(t, r, DeleteTopic{Name: "a"})
@@ -307,9 +305,9 @@ func TestDeleteRecreate(t *testing.T) {
 // TestTopicIDDeterministic: replicas agree on a topic's id without any
 // exchange but the log.
 func TestTopicIDDeterministic(t *testing.T) {
-	log := memlog.New()
-	a := openReplica(t, log, "", "a")
-	b := openReplica(t, log, "", "b")
+	log := newTestLog()
+	a := openReplica(t, log, nil, "a")
+	b := openReplica(t, log, nil, "b")
 	id := mustOK(t, a, CreateTopic{Name: "t", Partitions: 1}).TopicID
 	mustSync(t, b)
 	if got := topicID(t, b, "t"); got != id {
@@ -318,7 +316,7 @@ func TestTopicIDDeterministic(t *testing.T) {
 }
 
 func TestSeek(t *testing.T) {
-	r := openReplica(t, memlog.New(), "", "w")
+	r := openReplica(t, newTestLog(), nil, "w")
 	id := mustOK(t, r, CreateTopic{Name: "a", Partitions: 2}).TopicID
 	// Entries [0,10) [10,15) [15,35) and, after a gap made below, [50,60).
 	for _, n := range []int32{10, 5, 20, 15, 10} {
@@ -327,7 +325,7 @@ func TestSeek(t *testing.T) {
 		mustOK(t, r, co)
 	}
 	// Cut [35,50) out of the index, as retention or compaction will.
-	if err := r.db.Delete(indexKey(nil, id, 0, 35), nil); err != nil {
+	if err := r.kv.Delete(indexKey(nil, id, 0, 35)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

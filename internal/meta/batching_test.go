@@ -3,24 +3,20 @@ package meta
 import (
 	"reflect"
 	"testing"
-
-	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
 // TestApplyBatchingAgrees applies one sequence of entries in batches of
 // every size from 1 to all of them: results and final state must not
-// depend on how entries share Pebble batches (which the partition cache
-// and the indexed batch's read-your-writes make non-trivial).
+// depend on how entries share batches (which the partition cache and the
+// batch's read-your-writes make non-trivial). Package replica checks
+// that Pebble agrees with MemStore.
 func TestApplyBatchingAgrees(t *testing.T) {
-	idOf := func(name string, pos sharedlog.Pos, idx int) TopicID {
+	idOf := func(name string, pos uint64, idx int) TopicID {
 		// Apply derives ids from the log; replay the derivation to
 		// address the topics below.
-		db := openTestDB(t)
-		b := db.NewIndexedBatch()
-		defer b.Close()
-		id, _, err := newApplier(b).newTopicID(name, pos, idx)
+		a := NewApplier(NewMemStore())
+		a.pos, a.idx = pos, idx
+		id, _, err := a.newTopicID(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,35 +35,37 @@ func TestApplyBatchingAgrees(t *testing.T) {
 			commitTo(1, partRef{b0, 0}), ExpireOffsets{RetentionMs: 0, Groups: []string{"g"}}, DeleteGroup{Group: "g"}},
 		{DeleteTopic{ID: b0}, CreateTopic{Name: "b", Partitions: 1}},
 	}
-	var entries []sharedlog.Entry
+	var entries [][]byte
 	for i, cs := range cmds {
 		e := Entry{WriterID: "w", Incarnation: 1, Seq: uint64(i + 1), Timestamp: int64(1000 * i)}
 		for _, c := range cs {
 			e.Commands = append(e.Commands, EncodeCommand(c))
 		}
-		entries = append(entries, sharedlog.Entry{Pos: sharedlog.Pos(i), Data: AppendEntry(nil, &e)})
+		entries = append(entries, AppendEntry(nil, &e))
 	}
 	// A copy of entry 1 (dropped) in the middle of the run.
-	entries = append(entries[:3], append([]sharedlog.Entry{{Data: entries[1].Data}}, entries[3:]...)...)
-	for i := range entries {
-		entries[i].Pos = sharedlog.Pos(i)
-	}
+	entries = append(entries[:3], append([][]byte{entries[1]}, entries[3:]...)...)
 
 	var wantResults [][]Result
 	var wantDigest [32]byte
 	for size := 1; size <= len(entries); size++ {
-		db := openTestDB(t)
+		kv := NewMemStore()
 		var results [][]Result
 		for from := 0; from < len(entries); from += size {
-			outs, next, poison, err := applyEntries(db, entries[from:min(from+size, len(entries))])
-			if err != nil || poison != nil || int(next) != min(from+size, len(entries)) {
-				t.Fatalf("size %d: next %d, %v, %v", size, next, poison, err)
+			a := NewApplier(kv)
+			to := min(from+size, len(entries))
+			for pos := from; pos < to; pos++ {
+				out, err := a.Apply(uint64(pos), entries[pos])
+				if err != nil {
+					t.Fatalf("size %d: apply at %d: %v", size, pos, err)
+				}
+				results = append(results, out.Results)
 			}
-			for _, out := range outs {
-				results = append(results, out.results)
+			if err := a.Finish(uint64(to)); err != nil {
+				t.Fatal(err)
 			}
 		}
-		v := &View{snap: db.NewSnapshot()}
+		v := NewView(kv.Snapshot())
 		digest, err := v.Digest()
 		v.Close()
 		if err != nil {
@@ -91,14 +89,4 @@ func TestApplyBatchingAgrees(t *testing.T) {
 	if got := wantResults[2][2].Batches; got[0].Code == 0 || got[1].Code != 0 {
 		t.Fatalf("commit after delete: %+v", got)
 	}
-}
-
-func openTestDB(t *testing.T) *pebble.DB {
-	t.Helper()
-	db, err := pebble.Open(t.TempDir(), pebbleOptions(quietLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }

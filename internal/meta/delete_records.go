@@ -1,7 +1,6 @@
 package meta
 
 import (
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -51,7 +50,8 @@ func (c DeleteRecords) appendPayload(b []byte) []byte {
 	return b
 }
 
-func decodeDeleteRecordsV1(r *reader) DeleteRecords {
+func decodeDeleteRecordsV1(p []byte) (DeleteRecords, error) {
+	r := &reader{b: p}
 	var c DeleteRecords
 	n := r.count(minDeleteRecordsPartitionBytes)
 	if n > 0 {
@@ -63,13 +63,13 @@ func decodeDeleteRecordsV1(r *reader) DeleteRecords {
 		p.Partition = r.int32()
 		p.Offset = r.varint()
 	}
-	return c
+	return c, r.done()
 }
 
 // deleteRecords goes through the partition cache, so a CommitObject in
 // the same batch sees the raised log start; index entries are deleted in
 // the batch directly, which no cache holds.
-func (a *applier) deleteRecords(c DeleteRecords) (Result, error) {
+func (a *Applier) deleteRecords(c DeleteRecords) (Result, error) {
 	res := Result{Batches: make([]BatchResult, len(c.Partitions))}
 	for i := range c.Partitions {
 		dp := &c.Partitions[i]
@@ -111,10 +111,10 @@ func (a *applier) deleteRecords(c DeleteRecords) (Result, error) {
 // logStart. Entries do not overlap and sort by base offset, so only the
 // last entry starting below logStart can hold offsets at or above it:
 // one range deletion covers the rest, whatever the index length.
-func (a *applier) trimIndex(id TopicID, partition int32, logStart int64) error {
+func (a *Applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 	start, _ := indexSpan(id, partition)
 	end := indexKey(nil, id, partition, logStart)
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return err
 	}
@@ -138,5 +138,5 @@ func (a *applier) trimIndex(id TopicID, partition int32, logStart int64) error {
 		}
 		end = indexKey(nil, id, partition, last.BaseOffset)
 	}
-	return a.b.DeleteRange(start, end, nil)
+	return a.b.DeleteRange(start, end)
 }

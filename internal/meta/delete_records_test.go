@@ -5,12 +5,10 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
 // indexBases lists a partition's index entries by base offset.
-func indexBases(t *testing.T, r *Replica, id TopicID, p int32) []int64 {
+func indexBases(t *testing.T, r *testReplica, id TopicID, p int32) []int64 {
 	t.Helper()
 	v := r.View()
 	defer v.Close()
@@ -32,7 +30,7 @@ func indexBases(t *testing.T, r *Replica, id TopicID, p int32) []int64 {
 // TestDeleteRecords runs DeleteRecords steps against one partition in
 // order: each step sees the state the previous ones left.
 func TestDeleteRecords(t *testing.T) {
-	r := openReplica(t, memlog.New(), "", "w")
+	r := openReplica(t, newTestLog(), nil, "w")
 	id := mustOK(t, r, CreateTopic{Name: "a", Partitions: 3}).TopicID
 	other := mustOK(t, r, CreateTopic{Name: "b", Partitions: 1}).TopicID
 	// Partition 0: [0,10) [10,15) [15,35) [35,40). Partition 2 and topic
@@ -102,7 +100,7 @@ func TestDeleteRecords(t *testing.T) {
 // after a DeleteRecords reports the raised log start, and one before it
 // makes a higher offset valid.
 func TestDeleteRecordsInBatch(t *testing.T) {
-	r := openReplica(t, memlog.New(), "", "w")
+	r := openReplica(t, newTestLog(), nil, "w")
 	id := mustOK(t, r, CreateTopic{Name: "a", Partitions: 1}).TopicID
 	mustOK(t, r, commitTo(10, partRef{id, 0}))
 	res, err := r.ProposeBatch(testCtx(t), []Command{
@@ -134,8 +132,8 @@ func TestDeleteRecordsInBatch(t *testing.T) {
 // one that only replayed the log hold the same bytes, before and after a
 // restart of the first.
 func TestDeleteRecordsDeterministic(t *testing.T) {
-	log := memlog.New()
-	dir := t.TempDir()
+	log := newTestLog()
+	dir := NewMemStore()
 	a := openReplica(t, log, dir, "a")
 	id := mustOK(t, a, CreateTopic{Name: "a", Partitions: 4}).TopicID
 	for i := range 20 {
@@ -147,7 +145,7 @@ func TestDeleteRecordsDeterministic(t *testing.T) {
 		{TopicID: id, Partition: 1, Offset: 9},
 		{TopicID: id, Partition: 2, Offset: 1 << 40},
 	}})
-	b := openReplica(t, log, "", "b")
+	b := openReplica(t, log, nil, "b")
 	mustSync(t, b)
 	if da, db := mustDigest(t, a), mustDigest(t, b); da != db {
 		t.Fatalf("digests differ: %x vs %x", da, db)

@@ -1,13 +1,21 @@
-// Package meta owns Strand's replicated metadata database: the commands
-// that change metadata, their log encoding, the deterministic apply of
-// those commands to a local Pebble store, and the Replica that drives it —
-// proposing commands through the shared log, playing the log forward, and
-// serving local reads (View) and linearizable reads (Sync, then View).
+// Package meta is Strand's metadata state machine: the commands that
+// change metadata, their log encoding, the key layout of the replicated
+// database, the deterministic apply of commands to it, and the read
+// views (View) the rest of the code answers from.
+//
+// It is pure by construction: it works against a narrow key-value
+// interface (kv.go: Get, ordered iteration with bounds, Set, Delete,
+// DeleteRange) and reaches no file, socket, clock, log or object store;
+// TestPure fails if it ever imports what would let it. The driver
+// lives in package replica: it proposes commands through the shared log,
+// plays the log into Pebble through an Applier, serves Sync and Views,
+// and takes snapshots. MemStore is the interface's in-memory reference,
+// on which this package's tests and scenarios (testdata/) run.
 //
 // Every agent holds a full copy. No copy is ever written directly: a change
 // is appended to the shared log as a command, and every copy applies the
 // log in order, so copies that applied the same prefix hold the same bytes
-// (Digest compares them).
+// (View.Digest compares them).
 //
 // # Log entries
 //
@@ -33,10 +41,35 @@
 // the last applied. The timestamp is the proposer's clock; apply's only
 // notion of time is the log clock, the max timestamp applied.
 //
-// A replica that meets an entry it cannot decode, or a command type or
-// version it does not know, halts before it (ErrHalted) instead of
-// guessing: every replica of that build stops at the same position, and a
+// A copy that meets an entry it cannot decode, or a command type or
+// version it does not know, halts before it (Apply's *PoisonError) instead
+// of guessing: every copy of that build stops at the same position, and a
 // newer build moves on.
+//
+// # Commands
+//
+// Dispatch is one table (table.go), indexed by command type: per type its
+// name, a decoder per version this build reads, its apply, and how its
+// apply reaches partition state (none, through the Applier's cache, or
+// directly, which writes back and drops the cache first). A command's own
+// file holds its type, encoder, decoders and apply; adding one is that
+// file and a row. TestCommandTable checks every row has a fuzz seed, a
+// round trip at every version and a scenario applying it.
+//
+// # Feature levels
+//
+// A command version a build cannot decode halts it, so a build writes a
+// version only once every agent reads it: the finalized
+// strand.metadata.version in the log says which versions agents write
+// (features.go). Each table row says from which level this build writes
+// each version, and EncodeCommandAt picks the highest the level allows.
+// A log with no finalized level is at level 1, what builds before levels
+// wrote; a new cluster's first agent finalizes its build's highest
+// level (FinalizeFeatures with Bootstrap). Raising a level
+// (FinalizeFeatures, type 20) is refused while a live agent does not
+// support it, and a copy of a build that does not support a finalized
+// level halts before it. Kafka's transaction.version and group.version
+// are finalized the same way, from level 2.
 //
 // # Key layout
 //
@@ -61,7 +94,8 @@
 //	        topic id (16), partition (u32)             commit timestamp, expire timestamp (-1: none)
 //	0x0B    topic id (16), group id                    marker: the group has offsets of the topic
 //	0x0C    node id (u32)                              AgentInfo: agent id, host, port, rack, lease, registered-at, expires,
-//	                                                   and (record version 2, when known) its applied position
+//	                                                   and (record version 2, when known) its applied position,
+//	                                                   and (record version 3, when known) its supported feature ranges
 //	0x0D    -                                          cluster id (fixed by the first AgentHeartbeat)
 //	0x10    -                                          next producer id (AllocateProducerID)
 //	0x11    topic id (16), partition (u32),            producer state: epoch, last write (log clock), latest batches
@@ -75,6 +109,7 @@
 //	0x15    group id length (u16), group id,           offset committed in an ongoing transaction: producer id,
 //	        topic id (16), partition (u32),            offset, leader epoch, metadata, commit timestamp
 //	        producer id (u64)
+//	0x16    -                                          finalized features: epoch, (name, level) sorted by name
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a
@@ -89,15 +124,17 @@
 // # Apply
 //
 // Apply is a pure function of (state, entry, position): it reads no clock,
-// draws no random numbers, does no I/O but its Pebble batch, and never lets
-// map iteration order reach the store. Topic ids are derived from the name
-// and the command's log position. Validation failures are results (Kafka
-// error codes), identical on every copy; a local fault (Pebble failing)
-// halts the replica rather than skip an entry.
+// draws no random numbers, does no I/O but its Batch, and never lets map
+// iteration order reach the store. Time is the log clock: the newest
+// entry timestamp applied, stamped by the proposer. Topic ids are derived
+// from the name and the command's log position. Validation failures are
+// results (Kafka error codes), identical on every copy; a local fault (the
+// batch failing) is an error the driver must not skip: package replica
+// stops the process, and a restart replays the log into the copy.
 //
-// Several entries share one Pebble batch, and the batch also writes the
-// applied position, so the store always holds a prefix of the log and a
-// restart resumes exactly after it.
+// Several entries share one Batch, and Finish writes the applied position
+// into it, so a store that commits batches whole always holds a prefix of
+// the log and a restart resumes exactly after it.
 //
 // Idempotent producers (producer.go): AllocateProducerID (type 13) hands
 // out producer ids from the 0x10 counter, or bumps a known id's epoch.
@@ -110,7 +147,7 @@
 // log clock) is dropped when a batch next touches it; state no batch
 // touches again stays until its topic is deleted, as no sweep exists yet.
 //
-// Transactions (txn.go, types 14-19): a transactional id's coordinator
+// Transactions (txn*.go, types 14-19): a transactional id's coordinator
 // state is one 0x12 record. AddPartitionsToTxn writes a 0x13 record per
 // partition; CommitObject accepts a transactional batch only where its
 // producer has one (KIP-890 part 1) and records the transaction's first
@@ -126,24 +163,4 @@
 // lowers it, and deletes the partition's index entries that end at or
 // below the new start with one range deletion; the entry straddling the
 // start stays, and readers skip the records below it.
-//
-// # Snapshots
-//
-// Replica.Snapshot uploads a Pebble checkpoint to an object store; its
-// position P is the applied position inside the checkpoint. Under the
-// snapshot prefix:
-//
-//	snap/<P, 20 digits>.json   manifest (JSON): format (1), pos, digest (hex View.Digest at P),
-//	                           created_at, writer_id, files: [{name, key, size, sha256}]
-//	sst/<sha256 hex>           an SST or blob file, shared by every snapshot that holds it
-//	aux/<sha256 hex>           any other checkpoint file (MANIFEST, OPTIONS, WAL, markers)
-//
-// Every object is content-addressed, hence immutable; the manifest is
-// written last with PutIfAbsent, so a manifest only ever names objects
-// that are complete. Restore fetches the newest one into an empty
-// directory, checks sizes, checksums and the digest, and drops the 0xFF
-// local keys. TrimLog trims the log below the newest complete snapshot, or
-// below a lower bound the caller gives: an agent passes the lowest applied
-// position of the live agents (View.LowestLiveApplied), so no live copy
-// is trimmed past.
 package meta

@@ -50,12 +50,12 @@ type RawCommand struct {
 	Payload []byte
 }
 
-// entryHeaderMaxBytes bounds everything in an entry but its commands:
+// EntryHeaderMaxBytes bounds everything in an entry but its commands:
 // version, writer id, incarnation, seq, timestamp, count and checksum.
-const entryHeaderMaxBytes = 1 + binary.MaxVarintLen16 + MaxWriterIDBytes + 4*binary.MaxVarintLen64 + 4
+const EntryHeaderMaxBytes = 1 + binary.MaxVarintLen16 + MaxWriterIDBytes + 4*binary.MaxVarintLen64 + 4
 
-// rawCommandSize is the number of bytes c takes inside an entry.
-func rawCommandSize(c RawCommand) int {
+// RawCommandSize is the number of bytes c takes inside an entry.
+func RawCommandSize(c RawCommand) int {
 	return uvarintLen(uint64(c.Type)) + uvarintLen(uint64(c.Version)) +
 		uvarintLen(uint64(len(c.Payload))) + len(c.Payload)
 }

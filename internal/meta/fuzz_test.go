@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// seedCommands has every command type, with empty and full fields.
+// seedCommands has every command type, with empty and full fields
+// (TestCommandTable checks that it does).
 func seedCommands() []Command {
 	id := TopicID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	cmds := []Command{
@@ -45,6 +46,14 @@ func seedCommands() []Command {
 		ExpireOffsets{},
 		DeleteRecords{Partitions: []DeleteRecordsPartition{{TopicID: id, Partition: 3, Offset: 1234}, {TopicID: id, Offset: -1}}},
 		DeleteRecords{},
+		AgentHeartbeat{NodeID: 7, AgentID: "agent-7", Host: "10.0.0.7", Port: 9092, Rack: "r1", LeaseMs: 10000, Applied: 1 << 40,
+			Features: []FeatureRange{{Name: FeatureGroup, Min: 0, Max: 1}, {Name: FeatureMetadata, Min: 1, Max: 2}}},
+		AgentHeartbeat{},
+		FinalizeFeatures{Features: []FeatureLevel{{Name: FeatureMetadata, Level: 2}, {Name: FeatureTransaction, Level: 2}}},
+		FinalizeFeatures{Features: []FeatureLevel{{Name: FeatureGroup, Level: 0}}, Bootstrap: true},
+		FinalizeFeatures{},
+		AllocateProducerID{ProducerID: -1, ProducerEpoch: -1},
+		AllocateProducerID{ProducerID: 42, ProducerEpoch: 7},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -210,13 +210,14 @@ func (r *reader) offsetCommitPartitions() []OffsetCommitPartition {
 	return os
 }
 
-func decodeOffsetCommitV1(r *reader) OffsetCommit {
+func decodeOffsetCommitV1(p []byte) (OffsetCommit, error) {
+	r := &reader{b: p}
 	var c OffsetCommit
 	c.Group = r.string()
 	c.Generation = r.int32()
 	c.RetentionMs = r.varint()
 	c.Offsets = r.offsetCommitPartitions()
-	return c
+	return c, r.done()
 }
 
 func (c GroupState) appendPayload(b []byte) []byte {
@@ -287,7 +288,8 @@ func (r *reader) bytesCopy() []byte {
 	return append([]byte(nil), p...)
 }
 
-func decodeGroupStateV1(r *reader) GroupState {
+func decodeGroupStateV1(p []byte) (GroupState, error) {
+	r := &reader{b: p}
 	var c GroupState
 	c.Group = r.string()
 	c.Kind = r.groupKind()
@@ -298,7 +300,7 @@ func decodeGroupStateV1(r *reader) GroupState {
 	c.SubscribedKnown = r.bool()
 	c.Subscribed = r.stringList()
 	c.Members = r.groupMembers()
-	return c
+	return c, r.done()
 }
 
 func (c DeleteGroup) appendPayload(b []byte) []byte {
@@ -315,7 +317,8 @@ func (c OffsetDelete) appendPayload(b []byte) []byte {
 	return b
 }
 
-func decodeOffsetDeleteV1(r *reader) OffsetDelete {
+func decodeOffsetDeleteV1(p []byte) (OffsetDelete, error) {
+	r := &reader{b: p}
 	var c OffsetDelete
 	c.Group = r.string()
 	n := r.count(minTopicPartitionBytes)
@@ -326,7 +329,7 @@ func decodeOffsetDeleteV1(r *reader) OffsetDelete {
 		c.Partitions[i].Topic = r.string()
 		c.Partitions[i].Partition = r.int32()
 	}
-	return c
+	return c, r.done()
 }
 
 func (c ExpireOffsets) appendPayload(b []byte) []byte {
@@ -334,26 +337,16 @@ func (c ExpireOffsets) appendPayload(b []byte) []byte {
 	return appendStringList(b, c.Groups)
 }
 
-// decodeGroupCommand decodes the group commands; ok is false for any other
-// type or version.
-func decodeGroupCommand(rc RawCommand, r *reader) (Command, bool) {
-	if rc.Version != 1 {
-		return nil, false
-	}
-	switch rc.Type {
-	case TypeOffsetCommit:
-		return decodeOffsetCommitV1(r), true
-	case TypeGroupState:
-		return decodeGroupStateV1(r), true
-	case TypeDeleteGroup:
-		return DeleteGroup{Group: r.string()}, true
-	case TypeOffsetDelete:
-		return decodeOffsetDeleteV1(r), true
-	case TypeExpireOffsets:
-		var c ExpireOffsets
-		c.RetentionMs = r.varint()
-		c.Groups = r.stringList()
-		return c, true
-	}
-	return nil, false
+func decodeDeleteGroupV1(p []byte) (DeleteGroup, error) {
+	r := &reader{b: p}
+	c := DeleteGroup{Group: r.string()}
+	return c, r.done()
+}
+
+func decodeExpireOffsetsV1(p []byte) (ExpireOffsets, error) {
+	r := &reader{b: p}
+	var c ExpireOffsets
+	c.RetentionMs = r.varint()
+	c.Groups = r.stringList()
+	return c, r.done()
 }

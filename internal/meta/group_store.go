@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -36,18 +35,24 @@ const MaxOffsetMetadataBytes = maxOffsetMetadataBytes
 // MaxExpireGroups is the most groups one ExpireOffsets may name.
 const MaxExpireGroups = maxExpireGroups
 
-func groupKey(group string) []byte {
-	return append([]byte{prefixGroup}, group...)
+func groupKey(group string) []byte { return appendGroupKey(nil, group) }
+
+func appendGroupKey(dst []byte, group string) []byte {
+	dst = append(dst, prefixGroup)
+	return append(dst, group...)
 }
 
 // groupOffsetPrefix starts every committed offset of group. The group id
 // is length-prefixed so that one group's keys never run into another's
 // ("ab" + topic id vs "a" + "b...").
 func groupOffsetPrefix(group string) []byte {
-	k := make([]byte, 0, 3+len(group)+16+4)
-	k = append(k, prefixGroupOffset)
-	k = binary.BigEndian.AppendUint16(k, uint16(len(group)))
-	return append(k, group...)
+	return appendGroupOffsetPrefix(make([]byte, 0, 3+len(group)+16+4), group)
+}
+
+func appendGroupOffsetPrefix(dst []byte, group string) []byte {
+	dst = append(dst, prefixGroupOffset)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(group)))
+	return append(dst, group...)
 }
 
 func groupTopicOffsetPrefix(group string, id TopicID) []byte {
@@ -55,7 +60,13 @@ func groupTopicOffsetPrefix(group string, id TopicID) []byte {
 }
 
 func groupOffsetKey(group string, id TopicID, partition int32) []byte {
-	return binary.BigEndian.AppendUint32(groupTopicOffsetPrefix(group, id), uint32(partition))
+	return appendGroupOffsetKey(make([]byte, 0, 3+len(group)+16+4), group, id, partition)
+}
+
+func appendGroupOffsetKey(dst []byte, group string, id TopicID, partition int32) []byte {
+	dst = appendGroupOffsetPrefix(dst, group)
+	dst = append(dst, id[:]...)
+	return binary.BigEndian.AppendUint32(dst, uint32(partition))
 }
 
 // splitGroupOffsetKey returns the topic id and partition of a key under
@@ -72,9 +83,12 @@ func splitGroupOffsetKey(k []byte, groupLen int) (TopicID, int32, bool) {
 
 // topicGroupKey marks that group has offsets of topic id, so deleting the
 // topic finds the groups to clean without scanning every offset.
-func topicGroupKey(id TopicID, group string) []byte {
-	k := append([]byte{prefixTopicGroup}, id[:]...)
-	return append(k, group...)
+func topicGroupKey(id TopicID, group string) []byte { return appendTopicGroupKey(nil, id, group) }
+
+func appendTopicGroupKey(dst []byte, id TopicID, group string) []byte {
+	dst = append(dst, prefixTopicGroup)
+	dst = append(dst, id[:]...)
+	return append(dst, group...)
 }
 
 // topicGroupMarker is the value of a topicGroupKey.
@@ -167,29 +181,9 @@ func decodeCommittedOffset(id TopicID, partition int32, v []byte) (CommittedOffs
 	return o, nil
 }
 
-// applyGroupCommand applies a group command; ok is false for other
-// commands. Group commands touch no partition state, so they run without
-// flushing apply's partition cache.
-func (a *applier) applyGroupCommand(c Command) (res Result, ok bool, err error) {
-	switch c := c.(type) {
-	case OffsetCommit:
-		res, err = a.offsetCommit(c)
-	case GroupState:
-		res, err = a.groupState(c)
-	case DeleteGroup:
-		res, err = a.deleteGroup(c)
-	case OffsetDelete:
-		res, err = a.offsetDelete(c)
-	case ExpireOffsets:
-		res, err = a.expireOffsets(c)
-	default:
-		return Result{}, false, nil
-	}
-	return res, true, err
-}
-
-func (a *applier) group(name string) (Group, bool, error) {
-	v, ok, err := a.get(groupKey(name))
+func (a *Applier) group(name string) (Group, bool, error) {
+	a.keyBuf = appendGroupKey(a.keyBuf[:0], name)
+	v, ok, err := a.get(a.keyBuf)
 	if err != nil || !ok {
 		return Group{}, false, err
 	}
@@ -197,8 +191,9 @@ func (a *applier) group(name string) (Group, bool, error) {
 	return g, err == nil, err
 }
 
-func (a *applier) putGroup(g *Group) error {
-	return a.b.Set(groupKey(g.Name), g.encode(), nil)
+func (a *Applier) putGroup(g *Group) error {
+	a.keyBuf = appendGroupKey(a.keyBuf[:0], g.Name)
+	return a.b.Set(a.keyBuf, g.encode())
 }
 
 // failAll is a failed result whose Codes all carry e.
@@ -213,7 +208,7 @@ func failAll(n int, e *kerr.Error, format string, args ...any) Result {
 
 // topicLookup caches topic lookups by name within one command.
 type topicLookup struct {
-	a *applier
+	a *Applier
 	m map[string]Topic
 }
 
@@ -266,15 +261,17 @@ func (l *topicLookup) offset(o *OffsetCommitPartition, expire int64) (TopicID, C
 
 // storeOffset writes a committed offset and the marker that the group
 // has offsets of the topic.
-func (a *applier) storeOffset(group string, id TopicID, co *CommittedOffset) error {
+func (a *Applier) storeOffset(group string, id TopicID, co *CommittedOffset) error {
 	a.valBuf = co.encode(a.valBuf[:0])
-	if err := a.b.Set(groupOffsetKey(group, id, co.Partition), a.valBuf, nil); err != nil {
+	a.keyBuf = appendGroupOffsetKey(a.keyBuf[:0], group, id, co.Partition)
+	if err := a.b.Set(a.keyBuf, a.valBuf); err != nil {
 		return err
 	}
-	return a.b.Set(topicGroupKey(id, group), topicGroupMarker, nil)
+	a.keyBuf = appendTopicGroupKey(a.keyBuf[:0], id, group)
+	return a.b.Set(a.keyBuf, topicGroupMarker)
 }
 
-func (a *applier) offsetCommit(c OffsetCommit) (Result, error) {
+func (a *Applier) offsetCommit(c OffsetCommit) (Result, error) {
 	n := len(c.Offsets)
 	if len(c.Group) > maxGroupIDBytes {
 		return failAll(n, kerr.InvalidGroupID, "group id is %d bytes", len(c.Group)), nil
@@ -315,7 +312,7 @@ func (a *applier) offsetCommit(c OffsetCommit) (Result, error) {
 	return res, nil
 }
 
-func (a *applier) groupState(c GroupState) (Result, error) {
+func (a *Applier) groupState(c GroupState) (Result, error) {
 	switch {
 	case len(c.Group) > maxGroupIDBytes:
 		return failed(kerr.InvalidGroupID, "group id is %d bytes", len(c.Group)), nil
@@ -346,7 +343,7 @@ func (a *applier) groupState(c GroupState) (Result, error) {
 	return Result{}, a.putGroup(&g)
 }
 
-func (a *applier) deleteGroup(c DeleteGroup) (Result, error) {
+func (a *Applier) deleteGroup(c DeleteGroup) (Result, error) {
 	_, ok, err := a.group(c.Group)
 	if err != nil || !ok {
 		return failed(kerr.GroupIDNotFound, "no group %q", c.Group), err
@@ -357,17 +354,17 @@ func (a *applier) deleteGroup(c DeleteGroup) (Result, error) {
 	// Offsets committed in ongoing transactions go too, so a later
 	// commit of such a transaction cannot bring the group back.
 	start, end := spanOf(txnOffsetGroupPrefix(c.Group))
-	if err := a.b.DeleteRange(start, end, nil); err != nil {
+	if err := a.b.DeleteRange(start, end); err != nil {
 		return Result{}, err
 	}
-	return Result{}, a.b.Delete(groupKey(c.Group), nil)
+	return Result{}, a.b.Delete(groupKey(c.Group))
 }
 
 // groupTopics returns the ids of the topics group has offsets of, in key
 // order, skipping from one topic to the next.
-func (a *applier) groupTopics(group string) ([]TopicID, error) {
+func (a *Applier) groupTopics(group string) ([]TopicID, error) {
 	start, end := spanOf(groupOffsetPrefix(group))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return nil, err
 	}
@@ -384,24 +381,24 @@ func (a *applier) groupTopics(group string) ([]TopicID, error) {
 	return ids, it.Error()
 }
 
-func (a *applier) deleteGroupOffsets(group string) error {
+func (a *Applier) deleteGroupOffsets(group string) error {
 	ids, err := a.groupTopics(group)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if err := a.b.Delete(topicGroupKey(id, group), nil); err != nil {
+		if err := a.b.Delete(topicGroupKey(id, group)); err != nil {
 			return err
 		}
 	}
 	start, end := spanOf(groupOffsetPrefix(group))
-	return a.b.DeleteRange(start, end, nil)
+	return a.b.DeleteRange(start, end)
 }
 
 // hasTopicOffsets reports whether group still has an offset of topic id.
-func (a *applier) hasTopicOffsets(group string, id TopicID) (bool, error) {
+func (a *Applier) hasTopicOffsets(group string, id TopicID) (bool, error) {
 	start, end := spanOf(groupTopicOffsetPrefix(group, id))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return false, err
 	}
@@ -416,7 +413,7 @@ func (a *applier) hasTopicOffsets(group string, id TopicID) (bool, error) {
 // dropEmptyTopicMarkers removes the topic-to-group markers of the topics
 // in ids (sorted, so map order never reaches the batch) that group no
 // longer has offsets of.
-func (a *applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
+func (a *Applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
 	slices.SortFunc(ids, func(x, y TopicID) int { return bytes.Compare(x[:], y[:]) })
 	ids = slices.Compact(ids)
 	for _, id := range ids {
@@ -425,7 +422,7 @@ func (a *applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
 			return err
 		}
 		if !has {
-			if err := a.b.Delete(topicGroupKey(id, group), nil); err != nil {
+			if err := a.b.Delete(topicGroupKey(id, group)); err != nil {
 				return err
 			}
 		}
@@ -433,7 +430,7 @@ func (a *applier) dropEmptyTopicMarkers(group string, ids []TopicID) error {
 	return nil
 }
 
-func (a *applier) offsetDelete(c OffsetDelete) (Result, error) {
+func (a *Applier) offsetDelete(c OffsetDelete) (Result, error) {
 	n := len(c.Partitions)
 	_, ok, err := a.group(c.Group)
 	if err != nil || !ok {
@@ -451,7 +448,7 @@ func (a *applier) offsetDelete(c OffsetDelete) (Result, error) {
 			res.Codes[i] = kerr.UnknownTopicOrPartition.Code
 			continue
 		}
-		if err := a.b.Delete(groupOffsetKey(c.Group, t.ID, tp.Partition), nil); err != nil {
+		if err := a.b.Delete(groupOffsetKey(c.Group, t.ID, tp.Partition)); err != nil {
 			return Result{}, err
 		}
 		touched = append(touched, t.ID)
@@ -459,7 +456,7 @@ func (a *applier) offsetDelete(c OffsetDelete) (Result, error) {
 	return res, a.dropEmptyTopicMarkers(c.Group, touched)
 }
 
-func (a *applier) expireOffsets(c ExpireOffsets) (Result, error) {
+func (a *Applier) expireOffsets(c ExpireOffsets) (Result, error) {
 	if c.RetentionMs < 0 {
 		return failed(kerr.InvalidRequest, "negative retention %d", c.RetentionMs), nil
 	}
@@ -475,7 +472,7 @@ func (a *applier) expireOffsets(c ExpireOffsets) (Result, error) {
 }
 
 // expireGroup applies ExpireOffsets' rules to one group.
-func (a *applier) expireGroup(name string, retentionMs int64) error {
+func (a *Applier) expireGroup(name string, retentionMs int64) error {
 	g, ok, err := a.group(name)
 	if err != nil || !ok {
 		return err
@@ -489,7 +486,7 @@ func (a *applier) expireGroup(name string, retentionMs int64) error {
 		subscribed[t] = true
 	}
 	start, end := spanOf(groupOffsetPrefix(name))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return err
 	}
@@ -533,7 +530,7 @@ func (a *applier) expireGroup(name string, retentionMs int64) error {
 		return err
 	}
 	for _, k := range expired {
-		if err := a.b.Delete(k, nil); err != nil {
+		if err := a.b.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -541,7 +538,7 @@ func (a *applier) expireGroup(name string, retentionMs int64) error {
 		return err
 	}
 	if remaining == 0 && empty {
-		return a.b.Delete(groupKey(name), nil)
+		return a.b.Delete(groupKey(name))
 	}
 	return nil
 }
@@ -562,9 +559,9 @@ func offsetExpired(g *Group, o *CommittedOffset, now, retentionMs int64) bool {
 
 // deleteTopicOffsets drops every group's committed offsets of topic id,
 // as Kafka does when a topic is deleted.
-func (a *applier) deleteTopicOffsets(id TopicID) error {
+func (a *Applier) deleteTopicOffsets(id TopicID) error {
 	start, end := spanOf(append([]byte{prefixTopicGroup}, id[:]...))
-	it, err := a.b.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := a.b.NewIter(start, end)
 	if err != nil {
 		return err
 	}
@@ -577,11 +574,11 @@ func (a *applier) deleteTopicOffsets(id TopicID) error {
 	}
 	for _, g := range groups {
 		gs, ge := spanOf(groupTopicOffsetPrefix(g, id))
-		if err := a.b.DeleteRange(gs, ge, nil); err != nil {
+		if err := a.b.DeleteRange(gs, ge); err != nil {
 			return err
 		}
 	}
-	return a.b.DeleteRange(start, end, nil)
+	return a.b.DeleteRange(start, end)
 }
 
 // satAdd is a+b, saturating instead of wrapping.
@@ -607,10 +604,7 @@ func (v *View) Group(name string) (Group, bool, error) {
 
 // Groups returns every stored group, sorted by name.
 func (v *View) Groups() ([]Group, error) {
-	it, err := v.snap.NewIter(&pebble.IterOptions{
-		LowerBound: []byte{prefixGroup},
-		UpperBound: []byte{prefixGroup + 1},
-	})
+	it, err := v.r.NewIter([]byte{prefixGroup}, []byte{prefixGroup + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -645,7 +639,7 @@ func (v *View) CommittedOffset(group string, id TopicID, partition int32) (Commi
 // are skipped (topic deletion removes them in the same apply).
 func (v *View) CommittedOffsets(group string) ([]CommittedOffset, error) {
 	start, end := spanOf(groupOffsetPrefix(group))
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := v.r.NewIter(start, end)
 	if err != nil {
 		return nil, err
 	}

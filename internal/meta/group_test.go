@@ -6,16 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
 // groupReplica is a replica whose entry timestamps follow *ms.
-func groupReplica(t *testing.T, ms *atomic.Int64) *Replica {
+func groupReplica(t *testing.T, ms *atomic.Int64) *testReplica {
 	t.Helper()
-	return openReplica(t, memlog.New(), "", "w", func(c *Config) {
+	return openReplica(t, newTestLog(), nil, "w", func(c *testConfig) {
 		c.Now = func() time.Time { return time.UnixMilli(ms.Load()) }
 	})
 }
@@ -28,7 +25,7 @@ func off(topic string, p int32, offset int64) OffsetCommitPartition {
 	return OffsetCommitPartition{Topic: topic, Partition: p, Offset: offset, LeaderEpoch: -1, CommitTimestamp: -1}
 }
 
-func offsetsOf(t *testing.T, r *Replica, group string) map[string]int64 {
+func offsetsOf(t *testing.T, r *testReplica, group string) map[string]int64 {
 	t.Helper()
 	os, err := viewOf(t, r).CommittedOffsets(group)
 	if err != nil {
@@ -41,7 +38,7 @@ func offsetsOf(t *testing.T, r *Replica, group string) map[string]int64 {
 	return m
 }
 
-func groupOf(t *testing.T, r *Replica, name string) (Group, bool) {
+func groupOf(t *testing.T, r *testReplica, name string) (Group, bool) {
 	t.Helper()
 	g, ok, err := viewOf(t, r).Group(name)
 	if err != nil {
@@ -51,10 +48,10 @@ func groupOf(t *testing.T, r *Replica, name string) (Group, bool) {
 }
 
 // countKeys counts the replicated keys under one prefix byte.
-func countKeys(t *testing.T, r *Replica, prefix byte) int {
+func countKeys(t *testing.T, r *testReplica, prefix byte) int {
 	t.Helper()
 	v := viewOf(t, r)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	it, err := v.r.NewIter([]byte{prefix}, []byte{prefix + 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,43 +307,5 @@ func TestExpireOffsets(t *testing.T) {
 
 	if res := mustPropose(t, r, ExpireOffsets{RetentionMs: -1, Groups: all}); res.Code != kerr.InvalidRequest.Code {
 		t.Fatalf("negative retention: %+v", res)
-	}
-}
-
-// Submit fixes the log order at queueing time: commands queued while an
-// append is stuck land after it, in queue order, and Wait sees each
-// result.
-func TestSubmitOrder(t *testing.T) {
-	fl := newFaultLog()
-	r := openReplica(t, fl, "", "w")
-	mustOK(t, r, CreateTopic{Name: "a", Partitions: 1})
-	entered := fl.appendGate.arm()
-	ctx := testCtx(t)
-	first, err := r.Submit(ctx, []Command{commitOf("g", -1, off("a", 0, 1))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv(t, entered, "the first append")
-	var pending []*Pending
-	for i := int64(2); i <= 10; i++ {
-		p, err := r.Submit(ctx, []Command{commitOf("g", -1, off("a", 0, i))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pending = append(pending, p)
-	}
-	fl.appendGate.release()
-	for _, p := range append([]*Pending{first}, pending...) {
-		res, err := p.Wait(ctx)
-		if err != nil || res[0].Code != 0 {
-			t.Fatalf("Wait = %+v, %v", res, err)
-		}
-	}
-	if got := offsetsOf(t, r, "g")["a/0"]; got != 10 {
-		t.Fatalf("offset %d, want the last submitted, 10", got)
-	}
-	// The nine queued behind the stuck append share one entry.
-	if n := len(rawEntries(t, fl)); n != 3 {
-		t.Fatalf("%d entries, want 3 (topic, first commit, the other nine)", n)
 	}
 }

@@ -40,8 +40,15 @@ var (
 	replicatedEnd = []byte{prefixLocal}
 )
 
-func topicNameKey(name string) []byte {
-	return append([]byte{prefixTopicName}, name...)
+func topicNameKey(name string) []byte { return appendTopicNameKey(nil, name) }
+
+// appendTopicNameKey, like every append*Key, builds a key into a buffer
+// the caller reuses: keys passed through the Batch interface escape, so
+// a fresh one per call on the apply path would be a heap allocation
+// each.
+func appendTopicNameKey(dst []byte, name string) []byte {
+	dst = append(dst, prefixTopicName)
+	return append(dst, name...)
 }
 
 func topicIDKey(id TopicID) []byte {
@@ -49,10 +56,13 @@ func topicIDKey(id TopicID) []byte {
 }
 
 func partitionKey(id TopicID, partition int32) []byte {
-	k := make([]byte, 0, 1+16+4)
-	k = append(k, prefixPartition)
-	k = append(k, id[:]...)
-	return binary.BigEndian.AppendUint32(k, uint32(partition))
+	return appendPartitionKey(make([]byte, 0, 1+16+4), id, partition)
+}
+
+func appendPartitionKey(dst []byte, id TopicID, partition int32) []byte {
+	dst = append(dst, prefixPartition)
+	dst = append(dst, id[:]...)
+	return binary.BigEndian.AppendUint32(dst, uint32(partition))
 }
 
 // topicSpan returns the bounds of prefix p's keys of one topic.
@@ -88,8 +98,11 @@ func objectKey(key string) []byte {
 	return append([]byte{prefixObject}, key...)
 }
 
-func writerKey(id string) []byte {
-	return append([]byte{prefixWriter}, id...)
+func writerKey(id string) []byte { return appendWriterKey(nil, id) }
+
+func appendWriterKey(dst []byte, id string) []byte {
+	dst = append(dst, prefixWriter)
+	return append(dst, id...)
 }
 
 // localIncarnationKey holds the last incarnation this copy used for a
@@ -322,3 +335,47 @@ func recordReader(v []byte) reader {
 	r.b = v[1:]
 	return r
 }
+
+// LastIncarnation returns the newest incarnation writerID is known to
+// have used in the state r reads: in the replicated dedupe state, or as
+// recorded locally by this copy (LocalIncarnation); found is false if
+// neither holds one. A driver picks an incarnation above it, since
+// sequence numbers restart with each incarnation.
+func LastIncarnation(r Reader, writerID string) (last uint64, found bool, err error) {
+	v, ok, err := r.Get(writerKey(writerID))
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		ws, err := decodeWriterState(v)
+		if err != nil {
+			return 0, false, err
+		}
+		last, found = ws.Incarnation, true
+	}
+	v, ok, err = r.Get(localIncarnationKey(writerID))
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		inc, err := decodeUint64("local incarnation", v)
+		if err != nil {
+			return 0, false, err
+		}
+		last, found = max(last, inc), true
+	}
+	return last, found, nil
+}
+
+// LocalIncarnation returns the key and value that record inc as the
+// newest incarnation this copy used for writerID. The key is local (see
+// LocalSpan).
+func LocalIncarnation(writerID string, inc uint64) (key, value []byte) {
+	return localIncarnationKey(writerID), encodeUint64(inc)
+}
+
+// LocalSpan bounds the keys that belong to one copy only: they describe
+// its directory, not the replicated state, so the digest skips them and
+// a restored snapshot drops them. end is nil: they run to the end of the
+// key space.
+func LocalSpan() (start, end []byte) { return replicatedEnd, nil }

@@ -69,14 +69,15 @@ func (c AllocateProducerID) appendPayload(b []byte) []byte {
 	return appendVarint(b, int64(c.ProducerEpoch))
 }
 
-func decodeAllocateProducerIDV1(r *reader) AllocateProducerID {
+func decodeAllocateProducerIDV1(p []byte) (AllocateProducerID, error) {
+	r := &reader{b: p}
 	var c AllocateProducerID
 	c.ProducerID = r.varint()
 	c.ProducerEpoch = r.int16()
-	return c
+	return c, r.done()
 }
 
-func (a *applier) allocateProducerID(c AllocateProducerID) (Result, error) {
+func (a *Applier) allocateProducerID(c AllocateProducerID) (Result, error) {
 	var next int64
 	v, ok, err := a.get(keyProducerNextID)
 	if err != nil {
@@ -96,7 +97,7 @@ func (a *applier) allocateProducerID(c AllocateProducerID) (Result, error) {
 		return failed(kerr.UnknownServerError, "producer ids exhausted"), nil
 	}
 	b := appendVarint([]byte{recordV1}, next+1)
-	if err := a.b.Set(keyProducerNextID, b, nil); err != nil {
+	if err := a.b.Set(keyProducerNextID, b); err != nil {
 		return Result{}, err
 	}
 	return Result{ProducerID: next, ProducerEpoch: 0}, nil
@@ -195,7 +196,7 @@ type pendingProducer struct {
 // UNKNOWN_PRODUCER_ID. A CommitBatch of several Kafka batches is checked
 // as one range of Records sequences: the Kafka layer sends one batch per
 // partition, as Produce v3+ requires.
-func (a *applier) checkProducer(cb *CommitBatch, cp *cachedPart, br *BatchResult) (*pendingProducer, bool, error) {
+func (a *Applier) checkProducer(cb *CommitBatch, cp *cachedPart, br *BatchResult) (*pendingProducer, bool, error) {
 	if cb.ProducerID < 0 {
 		return nil, false, nil
 	}
@@ -219,7 +220,7 @@ func (a *applier) checkProducer(cb *CommitBatch, cp *cachedPart, br *BatchResult
 		if a.clock-p.state.LastWriteMs >= ProducerIDExpirationMs {
 			ok = false
 			p.state = producerState{}
-			if err := a.b.Delete(p.key, nil); err != nil {
+			if err := a.b.Delete(p.key); err != nil {
 				return nil, false, err
 			}
 		}
@@ -255,7 +256,7 @@ func (a *applier) checkProducer(cb *CommitBatch, cp *cachedPart, br *BatchResult
 }
 
 // recordProducer stores an accepted batch in its producer's state.
-func (a *applier) recordProducer(p *pendingProducer, baseOffset int64) error {
+func (a *Applier) recordProducer(p *pendingProducer, baseOffset int64) error {
 	if p == nil {
 		return nil
 	}
@@ -266,5 +267,5 @@ func (a *applier) recordProducer(p *pendingProducer, baseOffset int64) error {
 		s.Batches = s.Batches[n-ProducerBatchWindow:]
 	}
 	a.valBuf = s.encode(a.valBuf[:0])
-	return a.b.Set(p.key, a.valBuf, nil)
+	return a.b.Set(p.key, a.valBuf)
 }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
 // idem is one idempotent batch of a test: Records records from sequence
@@ -34,7 +32,7 @@ func idemCommit(ref partRef, batches ...idem) CommitObject {
 }
 
 func TestAllocateProducerID(t *testing.T) {
-	r := openReplica(t, memlog.New(), "", "w")
+	r := openReplica(t, newTestLog(), nil, "w")
 	type want struct {
 		id    int64
 		epoch int16
@@ -72,7 +70,7 @@ type step struct {
 	bases   []int64
 }
 
-func runSteps(t *testing.T, r *Replica, ref partRef, steps []step) {
+func runSteps(t *testing.T, r *testReplica, ref partRef, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		res := mustOK(t, r, idemCommit(ref, s.batches...))
@@ -181,7 +179,7 @@ func TestIdempotentCommit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := openReplica(t, memlog.New(), "", "w")
+			r := openReplica(t, newTestLog(), nil, "w")
 			id := mustOK(t, r, CreateTopic{Name: "t", Partitions: 2}).TopicID
 			runSteps(t, r, partRef{id, 1}, c.steps)
 			if st := partitionState(t, r, id, 1); st.NextOffset != c.next {
@@ -198,7 +196,7 @@ func TestIdempotentCommit(t *testing.T) {
 // remembered, an older one is not (Kafka answers it
 // OUT_OF_ORDER_SEQUENCE_NUMBER as well).
 func TestIdempotentWindow(t *testing.T) {
-	r := openReplica(t, memlog.New(), "", "w")
+	r := openReplica(t, newTestLog(), nil, "w")
 	ref := partRef{mustOK(t, r, CreateTopic{Name: "t", Partitions: 1}).TopicID, 0}
 	var steps []step
 	for i := range ProducerBatchWindow + 1 {
@@ -219,7 +217,7 @@ func TestIdempotentWindow(t *testing.T) {
 func TestProducerStateExpires(t *testing.T) {
 	var nowMs atomic.Int64
 	nowMs.Store(1_000_000)
-	r := openReplica(t, memlog.New(), "", "w", func(c *Config) {
+	r := openReplica(t, newTestLog(), nil, "w", func(c *testConfig) {
 		c.Now = func() time.Time { return time.UnixMilli(nowMs.Load()) }
 	})
 	ref := partRef{mustOK(t, r, CreateTopic{Name: "t", Partitions: 1}).TopicID, 0}
@@ -244,10 +242,10 @@ func TestProducerStateExpires(t *testing.T) {
 // answer and on their digests, and a replica restarted over the log
 // keeps refusing duplicates.
 func TestIdempotenceDeterministic(t *testing.T) {
-	log := memlog.New()
-	dirA := t.TempDir()
+	log := newTestLog()
+	dirA := NewMemStore()
 	a := openReplica(t, log, dirA, "a")
-	b := openReplica(t, log, "", "b")
+	b := openReplica(t, log, nil, "b")
 	ref := partRef{mustOK(t, a, CreateTopic{Name: "t", Partitions: 1}).TopicID, 0}
 	pid := mustOK(t, b, AllocateProducerID{ProducerID: -1, ProducerEpoch: -1}).ProducerID
 	runSteps(t, a, ref, []step{one(idem{pid, 0, 0, 3}, ok1(0))})
@@ -277,13 +275,13 @@ func TestIdempotenceDeterministic(t *testing.T) {
 // TestDeleteTopicDropsProducerState: a topic's producer state goes with
 // it, so nothing of the topic is left in the store.
 func TestDeleteTopicDropsProducerState(t *testing.T) {
-	r := openReplica(t, memlog.New(), "", "w")
+	r := openReplica(t, newTestLog(), nil, "w")
 	ref := partRef{mustOK(t, r, CreateTopic{Name: "t", Partitions: 1}).TopicID, 0}
 	runSteps(t, r, ref, []step{one(idem{1, 0, 0, 1}, ok1(0))})
 	mustOK(t, r, DeleteTopic{Name: "t"})
 	v := viewOf(t, r)
 	start := []byte{prefixProducerState}
-	it, err := v.snap.NewIter(nil)
+	it, err := v.r.NewIter(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,49 +3,46 @@ package meta
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"math"
-
-	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
-// View is a consistent, read-only snapshot of this copy. Reads are local:
-// no log access. For a linearizable read, call Replica.Sync first. A View
-// must be closed, and before its Replica is.
+// View is a consistent, read-only snapshot of a copy. Reads are local:
+// no log access. For a linearizable read, the driver syncs with the log
+// first (replica.Replica.Sync). A View must be closed, and before the
+// store it reads is.
 type View struct {
-	snap *pebble.Snapshot
+	r Snapshot
 }
 
-// View returns a snapshot of the state as of the last apply batch.
-func (r *Replica) View() *View {
-	return &View{snap: r.db.NewSnapshot()}
+// Viewer is the read side of a copy, what a reader of metadata needs: a
+// View of the state as it is now. replica.Replica is one over Pebble;
+// metatest.DB one over a MemStore, so code that reads through a Viewer
+// is tested without Pebble. A Viewer is safe for concurrent use; each
+// View belongs to its caller, who closes it.
+type Viewer interface {
+	View() *View
 }
+
+// NewView returns a View reading s, which it closes on Close.
+func NewView(s Snapshot) *View { return &View{r: s} }
 
 // Close releases the snapshot.
-func (v *View) Close() error { return v.snap.Close() }
+func (v *View) Close() error { return v.r.Close() }
 
-func (v *View) get(key []byte) ([]byte, bool, error) {
-	val, closer, err := v.snap.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer closer.Close()
-	return append([]byte(nil), val...), true, nil
-}
+func (v *View) get(key []byte) ([]byte, bool, error) { return v.r.Get(key) }
 
-// Applied is the next position to apply as of this view.
-func (v *View) Applied() (sharedlog.Pos, error) {
-	val, ok, err := v.get(keyApplied)
+// NextToApply is the log position of the first entry this view's state
+// does not hold: every entry below it is applied.
+func (v *View) NextToApply() (uint64, error) { return NextToApply(v.r) }
+
+// NextToApply reads the applied position a store records with each
+// apply batch (0 for an empty store).
+func NextToApply(r Reader) (uint64, error) {
+	val, ok, err := r.Get(keyApplied)
 	if err != nil || !ok {
 		return 0, err
 	}
-	p, err := decodeUint64("applied position", val)
-	return sharedlog.Pos(p), err
+	return decodeUint64("applied position", val)
 }
 
 // LogClock is the newest entry timestamp applied (unix ms), the time apply
@@ -80,10 +77,7 @@ func (v *View) TopicByID(id TopicID) (Topic, bool, error) {
 
 // Topics returns every topic, sorted by name.
 func (v *View) Topics() ([]Topic, error) {
-	it, err := v.snap.NewIter(&pebble.IterOptions{
-		LowerBound: []byte{prefixTopicName},
-		UpperBound: []byte{prefixTopicName + 1},
-	})
+	it, err := v.r.NewIter([]byte{prefixTopicName}, []byte{prefixTopicName + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +114,7 @@ func (v *View) Partition(id TopicID, partition int32) (PartitionState, bool, err
 // has read enough and must Close it.
 func (v *View) Seek(id TopicID, partition int32, offset int64) (*IndexIter, error) {
 	start, end := indexSpan(id, partition)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: end})
+	it, err := v.r.NewIter(start, end)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +151,7 @@ func (v *View) Seek(id TopicID, partition int32, offset int64) (*IndexIter, erro
 
 // IndexIter walks index entries. Call Next before the first Entry.
 type IndexIter struct {
-	it      *pebble.Iterator
+	it      Iterator
 	started bool
 	valid   bool // it is positioned at the next entry to return
 	decoded bool // cur already holds that entry
@@ -217,7 +211,7 @@ func (v *View) OffsetForTimestamp(id TopicID, partition int32, ts int64) (IndexE
 // Digest is a SHA-256 over every replicated key and value in key order
 // (local-only keys excluded), each length-prefixed.
 func (v *View) Digest() ([32]byte, error) {
-	it, err := v.snap.NewIter(&pebble.IterOptions{UpperBound: replicatedEnd})
+	it, err := v.r.NewIter(nil, replicatedEnd)
 	if err != nil {
 		return [32]byte{}, err
 	}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
 )
 
 // LatencyDist gives the delay WithLatency adds to one operation that moves
@@ -26,7 +28,8 @@ func (d FixedLatency) Sample(Op, int64) time.Duration { return time.Duration(d) 
 // after it has read, because its payload size (and so its transfer time)
 // is known only then; the caller sees the same total delay. A delay
 // cut short by ctx returns ctx.Err() and, for the writes, does not run
-// the operation.
+// the operation. Delays are wall time: under testing/synctest, the
+// bubble's fake time, which is all the tests that use it need.
 func WithLatency(s Store, d LatencyDist) Store {
 	return &latencyStore{s: s, d: d}
 }
@@ -38,29 +41,15 @@ type latencyStore struct {
 
 var _ Store = (*latencyStore)(nil)
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 func (l *latencyStore) Put(ctx context.Context, key string, data []byte) error {
-	if err := sleepCtx(ctx, l.d.Sample(OpPut, int64(len(data)))); err != nil {
+	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpPut, int64(len(data)))); err != nil {
 		return err
 	}
 	return l.s.Put(ctx, key, data)
 }
 
 func (l *latencyStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := sleepCtx(ctx, l.d.Sample(OpPutIfAbsent, int64(len(data)))); err != nil {
+	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpPutIfAbsent, int64(len(data)))); err != nil {
 		return err
 	}
 	return l.s.PutIfAbsent(ctx, key, data)
@@ -71,21 +60,21 @@ func (l *latencyStore) Get(ctx context.Context, key string, offset, length int64
 		return nil, err
 	}
 	out, err := l.s.Get(ctx, key, offset, length)
-	if serr := sleepCtx(ctx, l.d.Sample(OpGet, int64(len(out)))); serr != nil {
+	if serr := clock.Sleep(ctx, clock.Real, l.d.Sample(OpGet, int64(len(out)))); serr != nil {
 		return nil, serr
 	}
 	return out, err
 }
 
 func (l *latencyStore) Delete(ctx context.Context, key string) error {
-	if err := sleepCtx(ctx, l.d.Sample(OpDelete, 0)); err != nil {
+	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpDelete, 0)); err != nil {
 		return err
 	}
 	return l.s.Delete(ctx, key)
 }
 
 func (l *latencyStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := sleepCtx(ctx, l.d.Sample(OpList, 0)); err != nil {
+	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpList, 0)); err != nil {
 		return nil, err
 	}
 	return l.s.List(ctx, prefix)

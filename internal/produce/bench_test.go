@@ -68,7 +68,7 @@ func BenchmarkProduce(b *testing.B) {
 				b.ReportAllocs()
 				ctx := testCtx(b)
 				before := counting.Snapshot()
-				applied := r.Applied()
+				applied := r.NextToApply()
 				b.ResetTimer()
 
 				var next atomic.Int64
@@ -92,7 +92,7 @@ func BenchmarkProduce(b *testing.B) {
 				b.StopTimer()
 				puts := counting.Snapshot().Sub(before).Op(objstore.OpPut).Requests
 				b.ReportMetric(float64(b.N)/float64(max(puts, 1)), "calls/object")
-				b.ReportMetric(float64(b.N)/float64(max(r.Applied()-applied, 1)), "calls/entry")
+				b.ReportMetric(float64(b.N)/float64(max(r.NextToApply()-applied, 1)), "calls/entry")
 			})
 		}
 	}

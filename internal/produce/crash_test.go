@@ -21,6 +21,7 @@ import (
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -44,7 +45,7 @@ func crashOpts(g, i int) batchtest.Options {
 
 // openAgent opens an agent's log, store and replica under dir; meta is
 // the replica's own directory.
-func openAgent(t testing.TB, dir, metaDir string) (*filelog.Loglet, *fileobj.Store, *meta.Replica) {
+func openAgent(t testing.TB, dir, metaDir string) (*filelog.Loglet, *fileobj.Store, *replica.Replica) {
 	t.Helper()
 	log, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quietLogger()})
 	if err != nil {
@@ -54,7 +55,7 @@ func openAgent(t testing.TB, dir, metaDir string) (*filelog.Loglet, *fileobj.Sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := meta.Open(testCtx(t), meta.Config{Dir: metaDir, Log: log, WriterID: "agent-1", Logger: quietLogger()})
+	r, err := replica.Open(testCtx(t), replica.Config{Dir: metaDir, Log: log, WriterID: "agent-1", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,12 @@ import (
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/meta/metatest"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -33,17 +35,17 @@ func testCtx(t testing.TB) context.Context {
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // openReplica opens a replica of log in a temp dir, closed at cleanup.
-func openReplica(t testing.TB, log sharedlog.Log, writer string) *meta.Replica {
+func openReplica(t testing.TB, log sharedlog.Log, writer string) *replica.Replica {
 	t.Helper()
-	r, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: writer, Logger: quietLogger()})
+	r, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: writer, Logger: quietLogger()})
 	if err != nil {
-		t.Fatalf("meta.Open: %v", err)
+		t.Fatalf("replica.Open: %v", err)
 	}
 	t.Cleanup(func() { r.Close() })
 	return r
 }
 
-func createTopic(t testing.TB, r *meta.Replica, name string, partitions int32) meta.TopicID {
+func createTopic(t testing.TB, r *replica.Replica, name string, partitions int32) meta.TopicID {
 	t.Helper()
 	res, err := r.Propose(testCtx(t), meta.CreateTopic{Name: name, Partitions: partitions})
 	if err != nil || res.Code != 0 {
@@ -52,12 +54,16 @@ func createTopic(t testing.TB, r *meta.Replica, name string, partitions int32) m
 	return res.TopicID
 }
 
-// env is one agent: a replica over a memory log, a topic, and a store.
+// env is one agent: a replica over a memory log (or, from newMemEnv, a
+// copy in memory), a topic, and a store.
 type env struct {
 	log     *memlog.Loglet
-	replica *meta.Replica
-	topic   meta.TopicID
-	store   objstore.Store
+	replica *replica.Replica
+	// db is the copy of an env from newMemEnv, which has no log or
+	// replica.
+	db    *metatest.DB
+	topic meta.TopicID
+	store objstore.Store
 }
 
 func newEnv(t testing.TB, store objstore.Store, partitions int32) *env {
@@ -67,12 +73,41 @@ func newEnv(t testing.TB, store objstore.Store, partitions int32) *env {
 	return &env{log: log, replica: r, topic: createTopic(t, r, "t", partitions), store: store}
 }
 
+// newMemEnv is newEnv on a metatest.DB: the pipeline commits to a copy
+// in memory, without Pebble or a log.
+func newMemEnv(t testing.TB, store objstore.Store, partitions int32) *env {
+	t.Helper()
+	db := metatest.New(nil)
+	res, err := db.Propose(testCtx(t), meta.CreateTopic{Name: "t", Partitions: partitions})
+	if err != nil || res.Code != 0 {
+		t.Fatalf("CreateTopic = %v, %v", res.Err(), err)
+	}
+	return &env{db: db, topic: res.TopicID, store: store}
+}
+
+// viewer is e's copy.
+func (e *env) viewer() meta.Viewer {
+	if e.db != nil {
+		return e.db
+	}
+	return e.replica
+}
+
 // pipeline starts a pipeline on e, closed at cleanup.
 func (e *env) pipeline(t testing.TB, cfg produce.Config) *produce.Pipeline {
 	t.Helper()
-	cfg.Store, cfg.Replica = e.store, e.replica
-	if cfg.AgentID == "" {
-		cfg.AgentID = fmt.Sprintf("agent-1-%d", e.replica.Incarnation())
+	cfg.Store = e.store
+	switch {
+	case e.db != nil:
+		cfg.Replica = e.db
+		if cfg.AgentID == "" {
+			cfg.AgentID = "agent-1-1"
+		}
+	default:
+		cfg.Replica = e.replica
+		if cfg.AgentID == "" {
+			cfg.AgentID = fmt.Sprintf("agent-1-%d", e.replica.Incarnation())
+		}
 	}
 	cfg.Logger = quietLogger()
 	p, err := produce.New(cfg)
@@ -103,7 +138,7 @@ func (e *env) batch(t testing.TB, partition int32, n int, valueBytes int, seed u
 // readAll fetches a partition from offset 0 to its high watermark.
 func (e *env) readAll(t testing.TB, r *fetch.Reader, partition int32) []byte {
 	t.Helper()
-	v := e.replica.View()
+	v := e.viewer().View()
 	defer v.Close()
 	var all []byte
 	for off := int64(0); ; {
@@ -141,7 +176,7 @@ func lastOffset(t testing.TB, records []byte) int64 {
 	return last
 }
 
-func highWatermark(t testing.TB, r *meta.Replica, id meta.TopicID, p int32) int64 {
+func highWatermark(t testing.TB, r meta.Viewer, id meta.TopicID, p int32) int64 {
 	t.Helper()
 	v := r.View()
 	defer v.Close()

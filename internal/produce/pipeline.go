@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/segment"
 )
 
@@ -26,6 +29,11 @@ type Pipeline struct {
 	// kick wakes the committer after a flush's upload ends and on Close.
 	kick          chan struct{}
 	committerDone chan struct{}
+	// cmds is the committer's, reused from commit to commit: a
+	// proposal encodes its commands before it returns, and a slice
+	// handed to an interface's method would otherwise be allocated
+	// anew each time.
+	cmds []meta.Command
 
 	mu struct {
 		sync.Mutex
@@ -77,7 +85,7 @@ type flush struct {
 	full bool
 	// due: FlushInterval passed since the first batch.
 	due   bool
-	timer *time.Timer
+	timer clock.Timer
 
 	// Under Pipeline.mu.
 	state   flushState
@@ -209,7 +217,7 @@ func (p *Pipeline) Submit(ctx context.Context, batches []Batch) (*Ack, error) {
 		})
 	}
 	if len(f.acks) == 0 {
-		f.opened = p.cfg.Now()
+		f.opened = p.cfg.Clock.Now()
 	}
 	f.acks = append(f.acks, a)
 	f.bytes += size
@@ -270,7 +278,7 @@ func (p *Pipeline) maybeCutLocked() {
 	}
 	due := f.due || p.cfg.FlushInterval <= 0
 	if !due && f.timer == nil {
-		f.timer = time.AfterFunc(p.cfg.FlushInterval, func() { p.intervalPassed(f) })
+		f.timer = p.cfg.Clock.AfterFunc(p.cfg.FlushInterval, func() { p.intervalPassed(f) })
 	}
 	if p.mu.uploading >= p.cfg.MaxConcurrentUploads {
 		return
@@ -315,25 +323,22 @@ func (p *Pipeline) kickCommitter() {
 func (p *Pipeline) upload(f *flush) {
 	p.obs.FlushCut(f.bytes, len(f.batches), len(f.acks))
 	obj := f.w.Finish()
-	start := p.cfg.Now()
+	start := p.cfg.Clock.Now()
 	var err error
-	attempts := 0
-	backoff := uploadBackoffMin
-	for attempts < p.cfg.UploadAttempts {
-		attempts++
+	loop := retry.Policy{Attempts: p.cfg.UploadAttempts, Min: uploadBackoffMin, Max: uploadBackoffMax}.Start(p.ctx, p.cfg.Clock)
+	for loop.Next() {
 		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.UploadTimeout)
 		err = p.cfg.Store.Put(ctx, f.key, obj)
 		cancel()
-		if err == nil || p.ctx.Err() != nil || attempts == p.cfg.UploadAttempts {
+		if err == nil || p.ctx.Err() != nil {
 			break
 		}
-		p.cfg.Logger.Warn("produce: upload failed; retrying", "key", f.key, "attempt", attempts, "err", err)
-		if !sleepCtx(p.ctx, backoff) {
-			break
+		if loop.Attempt() < p.cfg.UploadAttempts {
+			p.cfg.Logger.Warn("produce: upload failed; retrying", "key", f.key, "attempt", loop.Attempt(), "err", err)
 		}
-		backoff = min(2*backoff, uploadBackoffMax)
 	}
-	d := p.cfg.Now().Sub(start)
+	attempts := loop.Attempt()
+	d := clock.Since(p.cfg.Clock, start)
 	if err == nil && p.cfg.Cache != nil {
 		cached := obj
 		if cap(obj) > 2*len(obj) {
@@ -430,13 +435,16 @@ func commitEstimate(f *flush) int {
 // commit proposes one CommitObject per flush in one entry and answers
 // their calls.
 func (p *Pipeline) commit(group []*flush) {
-	cmds := make([]meta.Command, len(group))
-	for i, f := range group {
-		cmds[i] = meta.CommitObject{ObjectKey: f.key, ObjectSize: f.objSize, Batches: f.batches}
+	cmds := p.cmds[:0]
+	for _, f := range group {
+		cmds = append(cmds, meta.CommitObject{ObjectKey: f.key, ObjectSize: f.objSize, Batches: f.batches})
 	}
-	start := p.cfg.Now()
+	start := p.cfg.Clock.Now()
 	results, err := p.cfg.Replica.ProposeBatch(p.ctx, cmds)
-	if errors.Is(err, meta.ErrTooLarge) && len(group) > 1 {
+	// Drop the references, so the buffer keeps no batches alive.
+	clear(cmds)
+	p.cmds = cmds[:0]
+	if errors.Is(err, replica.ErrTooLarge) && len(group) > 1 {
 		// The replica's entries are smaller than MaxCommitBytes assumed;
 		// nothing was appended, so the flushes can go one by one.
 		for _, f := range group {
@@ -447,7 +455,7 @@ func (p *Pipeline) commit(group []*flush) {
 	if err == nil && len(results) != len(group) {
 		err = fmt.Errorf("meta returned %d results for %d commands", len(results), len(group))
 	}
-	p.obs.CommitDone(len(group), p.cfg.Now().Sub(start), err)
+	p.obs.CommitDone(len(group), clock.Since(p.cfg.Clock, start), err)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrCommit, err)
 	}
@@ -472,7 +480,7 @@ func (p *Pipeline) finish(f *flush, res *meta.Result, err error) {
 		a.err = err
 		close(a.done)
 	}
-	p.obs.FlushDone(f.bytes, p.cfg.Now().Sub(f.opened), err)
+	p.obs.FlushDone(f.bytes, clock.Since(p.cfg.Clock, f.opened), err)
 
 	p.mu.Lock()
 	p.mu.bufferedBytes -= f.bytes
@@ -521,17 +529,6 @@ func (p *Pipeline) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Stats{BufferedBytes: p.mu.bufferedBytes, Uploading: p.mu.uploading, Pending: len(p.mu.pending)}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 type nopObserver struct{}

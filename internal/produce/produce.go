@@ -34,19 +34,29 @@
 // sequence checks refuse the gap (OUT_OF_ORDER_SEQUENCE_NUMBER), and a
 // retry of a batch that did commit gets its first offsets back.
 // A failed or ambiguous proposal fails its calls with ErrCommit; with
-// meta.ErrAmbiguous the commit may still apply, exactly once, and never
-// after a later flush's commit.
+// replica.ErrAmbiguous the commit may still apply, exactly once, and never
+// after a later flush's commit. The pipeline does not propose a commit
+// again: the replica already retried its append.
+//
+// # Time
+//
+// Config.Clock times the flush interval, the waits between upload tries
+// (package retry) and the metrics; the per-attempt upload timeout stays
+// on the wall clock.
 package produce
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/recordbatch"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/segment"
 )
 
@@ -63,7 +73,7 @@ var (
 	// committed. Retriable (KAFKA_STORAGE_ERROR).
 	ErrUpload = errors.New("produce: data object upload failed")
 	// ErrCommit: proposing the CommitObject failed. When the cause is
-	// meta.ErrAmbiguous or a closed replica, the batches may still be
+	// replica.ErrAmbiguous or a closed replica, the batches may still be
 	// committed. Retriable (REQUEST_TIMED_OUT).
 	ErrCommit = errors.New("produce: commit failed")
 )
@@ -94,7 +104,7 @@ const (
 	DefaultMaxFlushBatches = 4096
 	// DefaultMaxCommitBytes bounds the estimated size of the commands of
 	// one ProposeBatch; it must not exceed the replica's MaxEntryBytes.
-	DefaultMaxCommitBytes = meta.DefaultMaxEntryBytes - 16<<10
+	DefaultMaxCommitBytes = replica.DefaultMaxEntryBytes - 16<<10
 	// DefaultUploadAttempts bounds the tries of one upload.
 	DefaultUploadAttempts = 5
 	// DefaultUploadTimeout bounds one upload attempt.
@@ -144,12 +154,27 @@ type Observer interface {
 	FlushDone(batchBytes int, d time.Duration, err error)
 }
 
+// Proposer is what the pipeline needs of the metadata replica: to
+// propose its CommitObject commands and learn their results. It reads
+// no View: apply's results carry every offset the callers are answered
+// with. *replica.Replica implements it, metatest.DB in memory.
+type Proposer interface {
+	// ProposeBatch proposes cmds in one log entry and returns their
+	// results once applied locally. replica.ErrTooLarge means nothing was
+	// appended; after replica.ErrAmbiguous, replica.ErrClosed or a
+	// context error the commands may still apply. It keeps nothing of
+	// cmds once it returns: the pipeline reuses the slice.
+	ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta.Result, error)
+}
+
+var _ Proposer = (*replica.Replica)(nil)
+
 // Config configures a Pipeline.
 type Config struct {
 	// Store receives the data objects.
 	Store objstore.Store
 	// Replica proposes the commits and answers with their results.
-	Replica *meta.Replica
+	Replica Proposer
 	// AgentID names this process incarnation in object keys, e.g. the
 	// writer id and the replica's incarnation. Keys are
 	// segment.ObjectKey(AgentID, n) with n counting from 1, so AgentID
@@ -167,8 +192,9 @@ type Config struct {
 
 	// Cache, if set, gets every uploaded object.
 	Cache ObjectCache
-	// Now times the metrics. Default time.Now.
-	Now func() time.Time
+	// Clock times the flush interval, the waits between upload tries
+	// and the metrics. Default clock.Real.
+	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Observer, if set, receives metrics.
@@ -200,9 +226,7 @@ func (c *Config) setDefaults() {
 	if c.UploadTimeout == 0 {
 		c.UploadTimeout = DefaultUploadTimeout
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.OrReal(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

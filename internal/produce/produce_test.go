@@ -20,6 +20,7 @@ import (
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -366,7 +367,7 @@ func TestCloseGivesUp(t *testing.T) {
 }
 
 func TestSubmitRejects(t *testing.T) {
-	e := newEnv(t, memobj.New(), 1)
+	e := newMemEnv(t, memobj.New(), 1)
 	p := e.pipeline(t, produce.Config{MaxFlushBatches: 2})
 	good, _ := e.batch(t, 0, 3, 10, 1)
 	for _, tc := range []struct {
@@ -395,9 +396,10 @@ func TestSubmitRejects(t *testing.T) {
 }
 
 // TestPartialResults: a batch for a partition that does not exist fails
-// alone; the call's other batches commit.
+// alone; the call's other batches commit. Apply decides that, so a copy
+// in memory serves.
 func TestPartialResults(t *testing.T) {
-	e := newEnv(t, memobj.New(), 1)
+	e := newMemEnv(t, memobj.New(), 1)
 	p := e.pipeline(t, produce.Config{})
 	good, _ := e.batch(t, 0, 2, 10, 1)
 	bad, _ := e.batch(t, 5, 2, 10, 2)
@@ -413,22 +415,22 @@ func TestPartialResults(t *testing.T) {
 			t.Fatalf("result %d: code %d, want %d", i, r.Code, want[i])
 		}
 	}
-	if res[1].BaseOffset != 0 || highWatermark(t, e.replica, e.topic, 0) != 2 {
-		t.Fatalf("good batch at %d, high watermark %d", res[1].BaseOffset, highWatermark(t, e.replica, e.topic, 0))
+	if res[1].BaseOffset != 0 || highWatermark(t, e.db, e.topic, 0) != 2 {
+		t.Fatalf("good batch at %d, high watermark %d", res[1].BaseOffset, highWatermark(t, e.db, e.topic, 0))
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
-	e := newEnv(t, memobj.New(), 1)
+	e := newMemEnv(t, memobj.New(), 1)
 	for _, tc := range []struct {
 		name string
 		cfg  produce.Config
 	}{
-		{"no store", produce.Config{Replica: e.replica, AgentID: "a"}},
+		{"no store", produce.Config{Replica: e.db, AgentID: "a"}},
 		{"no replica", produce.Config{Store: e.store, AgentID: "a"}},
-		{"no agent id", produce.Config{Store: e.store, Replica: e.replica}},
-		{"negative interval", produce.Config{Store: e.store, Replica: e.replica, AgentID: "a", FlushInterval: -1}},
-		{"commit bytes below a flush", produce.Config{Store: e.store, Replica: e.replica, AgentID: "a", MaxCommitBytes: 1000}},
+		{"no agent id", produce.Config{Store: e.store, Replica: e.db}},
+		{"negative interval", produce.Config{Store: e.store, Replica: e.db, AgentID: "a", FlushInterval: -1}},
+		{"commit bytes below a flush", produce.Config{Store: e.store, Replica: e.db, AgentID: "a", MaxCommitBytes: 1000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := produce.New(tc.cfg); err == nil {
@@ -446,8 +448,8 @@ func TestCommitFails(t *testing.T) {
 	b, _ := e.batch(t, 0, 1, 10, 1)
 	e.replica.Close()
 	_, err := p.Produce(testCtx(t), []produce.Batch{b})
-	if !errors.Is(err, produce.ErrCommit) || !errors.Is(err, meta.ErrClosed) {
-		t.Fatalf("Produce on a closed replica = %v, want ErrCommit and meta.ErrClosed", err)
+	if !errors.Is(err, produce.ErrCommit) || !errors.Is(err, replica.ErrClosed) {
+		t.Fatalf("Produce on a closed replica = %v, want ErrCommit and replica.ErrClosed", err)
 	}
 }
 
@@ -456,7 +458,7 @@ func TestCommitFails(t *testing.T) {
 // still in cut order.
 func TestCommitSplitsTooLargeGroup(t *testing.T) {
 	log := memlog.New()
-	r, err := meta.Open(testCtx(t), meta.Config{Dir: t.TempDir(), Log: log, WriterID: "agent-1", Logger: quietLogger(), MaxEntryBytes: 2200})
+	r, err := replica.Open(testCtx(t), replica.Config{Dir: t.TempDir(), Log: log, WriterID: "agent-1", Logger: quietLogger(), MaxEntryBytes: 2200})
 	if err != nil {
 		t.Fatal(err)
 	}

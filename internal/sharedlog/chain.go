@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // The chain's encoding is JSON: it is tiny, written only when the log is
@@ -166,6 +167,24 @@ func (c Chain) Extend(sealedTail Pos, nextURL string) (Chain, error) {
 	last.End = last.Start + sealedTail
 	n.Segments = append(n.Segments, Segment{Start: last.End, URL: nextURL})
 	return n, n.Validate()
+}
+
+// checkExtend fails unless c can be extended by a segment at nextURL
+// whatever the sealed tail: the extended chain must be valid and its
+// encoding fit MaxChainBytes. A reconfiguration checks it before the
+// seal, since past the seal a chain that cannot be stored stalls the log.
+func (c Chain) checkExtend(nextURL string) error {
+	// The largest tail has the longest encoding.
+	var maxTail Pos
+	if !c.Empty() {
+		maxTail = math.MaxUint64 - c.Active().Start
+	}
+	n, err := c.Extend(maxTail, nextURL)
+	if err != nil {
+		return err
+	}
+	_, err = EncodeChain(n)
+	return err
 }
 
 // segmentFor returns the index of the segment that holds global position

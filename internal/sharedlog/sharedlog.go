@@ -9,6 +9,12 @@
 //
 // Backends live in subpackages (memlog, filelog, ...). Each one passes
 // loglettest.Run, which pins down the contract documented on Loglet.
+//
+// Appends are retried in one place, above the log (see Log.Append):
+// backends return ErrSealed, ErrRejected or an ambiguous error, and pace
+// only the steps their own protocol takes with package retry. The
+// VirtualLog's waits (another client's reconfiguration, polling a loglet
+// that is not a TailWaiter) run on VirtualOptions.Clock.
 package sharedlog
 
 import (
@@ -39,7 +45,28 @@ var (
 	ErrClosed = errors.New("sharedlog: loglet is closed")
 	// ErrConflict: a MetaStore compare-and-swap lost to another writer.
 	ErrConflict = errors.New("sharedlog: chain version conflict")
+	// ErrRejected: the log refused the append for good: nothing was
+	// written, and the same bytes would be refused again (too large,
+	// malformed, unauthorized). Like database/sql's driver.ErrBadConn it
+	// tells the retry loop above the backends what to do: here, not to
+	// retry. Backends mark such errors with Rejected.
+	ErrRejected = errors.New("sharedlog: append rejected")
 )
+
+// Rejected marks err as ErrRejected: errors.Is(Rejected(err), ErrRejected)
+// holds, and the message and every other match stay err's. Rejected(nil)
+// is nil.
+func Rejected(err error) error {
+	if err == nil || errors.Is(err, ErrRejected) {
+		return err
+	}
+	return rejected{err}
+}
+
+type rejected struct{ err error }
+
+func (r rejected) Error() string   { return r.err.Error() }
+func (r rejected) Unwrap() []error { return []error{r.err, ErrRejected} }
 
 // Log is the part of the Loglet API that users of a log (package meta)
 // need. Both a single Loglet and a VirtualLog implement it.
@@ -47,10 +74,21 @@ type Log interface {
 	// Append writes entry at the tail and returns its position. When it
 	// returns a nil error the entry is durable and visible to readers.
 	//
-	// ErrSealed means the entry was not written. Any other error is
-	// ambiguous: the entry may or may not have been written, and may
-	// even become visible later. Callers deduplicate above the log (every
-	// metadata entry carries writer id, incarnation and sequence).
+	// ErrSealed means the entry was not written. An error matching
+	// ErrRejected means it was not written and never will be: do not
+	// retry. Any other error is ambiguous: the entry may or may not have
+	// been written, and may even become visible later. Callers
+	// deduplicate above the log (every metadata entry carries writer id,
+	// incarnation and sequence).
+	//
+	// Retrying an append is the caller's business, and only a caller
+	// that deduplicates may do it; the replica's appender is the one
+	// place that does. A backend keeps only what its protocol needs to
+	// finish one attempt, and says so: learning the outcome of a request
+	// whose reply was lost (resending the identical request to the same
+	// slot, or fencing and looking the write up), and following the log
+	// when another writer took the slot or moved the epoch, where nothing
+	// of the entry can be in the log. Then it returns.
 	//
 	// The log does not retain entry after Append returns.
 	Append(ctx context.Context, entry []byte) (Pos, error)

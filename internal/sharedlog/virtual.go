@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
 )
 
 // Opener opens the loglet a segment URL names, creating it empty if it
@@ -16,8 +16,27 @@ import (
 // closes; handles on one URL, in one process or several, share the
 // loglet's entries and its seal. A backend may allow only one open
 // handle per loglet (filelog locks its directory): a VirtualLog keeps at
-// most one per URL, so such a log serves one process.
+// most one per URL, so such a log serves one process. On error there is
+// no handle: the caller closes nothing.
 type Opener func(ctx context.Context, url string) (Loglet, error)
+
+// checked returns o made to keep its contract whatever it returns: a
+// handle that comes with an error is dropped, and a nil one without an
+// error is an error. An Opener built on a backend's constructor, which
+// returns a *T, hands a nil *T back as a Loglet that is not nil, and
+// whose Close panics in whatever cleanup holds it.
+func (o Opener) checked() Opener {
+	return func(ctx context.Context, url string) (Loglet, error) {
+		ll, err := o(ctx, url)
+		switch {
+		case err != nil:
+			return nil, err
+		case ll == nil:
+			return nil, fmt.Errorf("sharedlog: the Opener returned no loglet for %q", url)
+		}
+		return ll, nil
+	}
+}
 
 // VirtualOptions configure a VirtualLog. The zero value is usable for a
 // MetaStore that already holds a chain.
@@ -47,11 +66,27 @@ type VirtualOptions struct {
 	// ErrConflict); too long and an abandoned reconfiguration stops
 	// appends for that long. Default 2s; negative means at once.
 	StallTimeout time.Duration
+
+	// TargetCheckTimeout bounds how long a reconfiguration waits for its
+	// target loglet to open and answer, before the seal. A backend whose
+	// client retries until its context ends (etcd's does) would otherwise
+	// hold an operator's migration to an unreachable target for as long
+	// as the caller's context allows. Default 15s.
+	TargetCheckTimeout time.Duration
+
+	// Clock times the log's own waits: for another client's
+	// reconfiguration (PollInterval, StallTimeout) and between polls of
+	// a loglet that is not a TailWaiter. Default clock.Real.
+	Clock clock.Clock
 }
 
 const (
 	defaultPollInterval = 20 * time.Millisecond
 	defaultStallTimeout = 2 * time.Second
+	// defaultTargetCheckTimeout is long enough for a remote backend's
+	// first connection (TLS, authentication, a DynamoDB table check) and
+	// short enough that a wrong URL is reported while the operator waits.
+	defaultTargetCheckTimeout = 15 * time.Second
 	// maxChainAttempts bounds how many chains one operation tries before
 	// giving up: every retry follows a seal or a lost CAS, and a log is
 	// reconfigured a few times a month, so needing this many means
@@ -80,6 +115,7 @@ type VirtualLog struct {
 	ms   MetaStore
 	open Opener
 	opts VirtualOptions
+	clk  clock.Clock
 
 	// reconfigMu serializes this handle's chain writes (Reconfigure,
 	// finishing a stall, trimming), which would otherwise only make each
@@ -143,7 +179,10 @@ func OpenVirtual(ctx context.Context, ms MetaStore, open Opener, opts VirtualOpt
 	if opts.StallTimeout == 0 {
 		opts.StallTimeout = defaultStallTimeout
 	}
-	v := &VirtualLog{ms: ms, open: open, opts: opts}
+	if opts.TargetCheckTimeout <= 0 {
+		opts.TargetCheckTimeout = defaultTargetCheckTimeout
+	}
+	v := &VirtualLog{ms: ms, open: open.checked(), opts: opts, clk: clock.OrReal(opts.Clock)}
 	v.mu.loglets = make(map[string]Loglet)
 	c, err := ms.Get(ctx)
 	if err != nil {
@@ -188,19 +227,6 @@ func (v *VirtualLog) bootstrap(ctx context.Context) (Chain, error) {
 	}
 	v.adopt(c, url, ll)
 	return c, nil
-}
-
-// checkEmpty fails unless ll is a fresh loglet: a segment maps its
-// loglet's position 0 to its Start.
-func checkEmpty(ctx context.Context, ll Loglet, url string) error {
-	tail, sealed, err := ll.CheckTail(ctx)
-	if err != nil {
-		return fmt.Errorf("sharedlog: check new segment %q: %w", url, err)
-	}
-	if tail != 0 || sealed {
-		return fmt.Errorf("%w: %q has tail %d, sealed %v", ErrSegmentNotEmpty, url, tail, sealed)
-	}
-	return nil
 }
 
 // Chain returns the newest chain this handle has seen.
@@ -400,7 +426,8 @@ func globalEntries(es []Entry, seg Segment, from, end Pos) ([]Entry, error) {
 // segments that lie wholly below it and closing their loglets. Loglets
 // are trimmed first so a crash between the two steps leaves no loglet
 // that the chain no longer names holding entries; the next PrefixTrim
-// repeats the work.
+// repeats the work. A CAS that failed is settled by rereading the chain,
+// since it may have stored the trim.
 func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 	tail, _, err := v.CheckTail(ctx)
 	if err != nil {
@@ -413,6 +440,7 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 	if err != nil {
 		return err
 	}
+	var casErr error
 	for range maxChainAttempts {
 		if before <= c.TrimPoint {
 			return nil
@@ -444,14 +472,16 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 			v.install(next)
 			return nil
 		}
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if c, err = v.reload(ctx); err != nil {
-			return err
+		// Lost to a reconfiguration or another trim, or failed, perhaps
+		// after storing next: the chain tells, and the next round either
+		// finds the trim point there or trims again.
+		casErr = fmt.Errorf("sharedlog: trim: CAS of chain version %d: %w", next.Version, err)
+		var rerr error
+		if c, rerr = v.reload(ctx); rerr != nil {
+			return fmt.Errorf("%w (rereading it: %w)", casErr, rerr)
 		}
 	}
-	return fmt.Errorf("sharedlog: trim lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
+	return fmt.Errorf("sharedlog: trim failed %d CASes in a row, the last: %w", maxChainAttempts, casErr)
 }
 
 // WaitTail blocks until the tail passes after, the log is sealed, or ctx
@@ -509,252 +539,6 @@ func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 		}
 		if err := v.awaitMoveOff(ctx, act.URL, -1); err != nil {
 			return tail, err
-		}
-	}
-}
-
-// Reconfigure moves the log to a new segment on the loglet at nextURL,
-// which must be empty: it seals the active loglet, reads its tail, and
-// CASes a chain where the active segment ends at that tail and a new
-// segment starts there. If nextURL is already the active segment it does
-// nothing. When a racing reconfiguration (from any client) wins instead,
-// it returns an error wrapping ErrConflict; the log has still moved to a
-// new segment, only not to nextURL.
-func (v *VirtualLog) Reconfigure(ctx context.Context, nextURL string) error {
-	if nextURL == "" {
-		return errors.New("sharedlog: reconfigure needs a URL")
-	}
-	v.reconfigMu.Lock()
-	defer v.reconfigMu.Unlock()
-	c, err := v.reload(ctx)
-	if err != nil {
-		return err
-	}
-	act := c.Active()
-	switch {
-	case act.URL == nextURL && !act.Sealed:
-		return nil
-	case act.Sealed:
-		return fmt.Errorf("sharedlog: reconfigure: the log is sealed: %w", ErrSealed)
-	case c.Contains(nextURL):
-		return fmt.Errorf("%w: %q is already a segment of the chain", ErrInvalidChain, nextURL)
-	}
-	won, err := v.extendLocked(ctx, c, act.URL, nextURL)
-	if err != nil || won {
-		return err
-	}
-	if cur, err := v.current(); err == nil && cur.Active().URL == nextURL {
-		return nil
-	}
-	return fmt.Errorf("sharedlog: reconfigure to %q lost to a racing reconfiguration: %w", nextURL, ErrConflict)
-}
-
-// extendLocked seals the segment at from, which is c's active segment,
-// and CASes the chain extended by a segment at nextURL. won is false when
-// another client moved the log off from first. Needs reconfigMu.
-func (v *VirtualLog) extendLocked(ctx context.Context, c Chain, from, nextURL string) (won bool, err error) {
-	var next Loglet // opened once, kept if nextURL joins the chain
-	defer func() {
-		if next != nil && !won {
-			if cur, cerr := v.current(); cerr == nil {
-				v.adopt(cur, nextURL, next)
-			} else {
-				next.Close()
-			}
-		}
-	}()
-	for range maxChainAttempts {
-		act := c.Active()
-		if act.URL != from || act.Sealed {
-			return false, nil
-		}
-		// Check the new loglet before sealing the old one: a seal that no
-		// chain follows stops appends until some client finishes it.
-		if next == nil {
-			if next, err = v.open(ctx, nextURL); err != nil {
-				return false, fmt.Errorf("sharedlog: open new segment %q: %w", nextURL, err)
-			}
-		}
-		if err := checkEmpty(ctx, next, nextURL); err != nil {
-			// A racing client may already have made nextURL active and
-			// appended to it.
-			if nc, rerr := v.reload(ctx); rerr == nil && nc.Version != c.Version {
-				c = nc
-				continue
-			}
-			return false, err
-		}
-		if v.testHooks.beforeSeal != nil {
-			v.testHooks.beforeSeal()
-		}
-		ll, err := v.loglet(ctx, act.URL)
-		if err != nil {
-			return false, err
-		}
-		if err := ll.Seal(ctx); err != nil {
-			return false, fmt.Errorf("sharedlog: seal %q: %w", act.URL, err)
-		}
-		tail, sealed, err := ll.CheckTail(ctx)
-		if err != nil {
-			return false, fmt.Errorf("sharedlog: tail of sealed %q: %w", act.URL, err)
-		}
-		if !sealed {
-			return false, fmt.Errorf("sharedlog: %q reports unsealed after Seal returned", act.URL)
-		}
-		nc, err := c.Extend(tail, nextURL)
-		if err != nil {
-			return false, err
-		}
-		err = v.ms.CAS(ctx, c.Version, nc)
-		if err == nil {
-			v.adopt(nc, nextURL, next)
-			v.install(nc)
-			return true, nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return false, err
-		}
-		// Lost: to a trim (the loop tries again on the new version) or to
-		// another reconfiguration (the loop stops on the next round).
-		if c, err = v.reload(ctx); err != nil {
-			return false, err
-		}
-	}
-	return false, fmt.Errorf("sharedlog: reconfiguration lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
-}
-
-// seal seals the whole log: the active segment is sealed in place and no
-// segment follows, so appends fail with ErrSealed for good. Not exported:
-// Strand moves its log but never ends it; the conformance tests need it
-// to run the Loglet suite against a VirtualLog.
-func (v *VirtualLog) seal(ctx context.Context) error {
-	v.reconfigMu.Lock()
-	defer v.reconfigMu.Unlock()
-	c, err := v.reload(ctx)
-	if err != nil {
-		return err
-	}
-	for range maxChainAttempts {
-		act := c.Active()
-		if act.Sealed {
-			return nil
-		}
-		ll, err := v.loglet(ctx, act.URL)
-		if err != nil {
-			return err
-		}
-		if err := ll.Seal(ctx); err != nil {
-			return err
-		}
-		tail, sealed, err := ll.CheckTail(ctx)
-		if err != nil {
-			return err
-		}
-		if !sealed {
-			return fmt.Errorf("sharedlog: %q reports unsealed after Seal returned", act.URL)
-		}
-		nc := c.Clone()
-		nc.Version++
-		last := &nc.Segments[len(nc.Segments)-1]
-		last.Sealed, last.End = true, last.Start+tail
-		err = v.ms.CAS(ctx, c.Version, nc)
-		if err == nil {
-			v.install(nc)
-			return nil
-		}
-		if !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if c, err = v.reload(ctx); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("sharedlog: seal lost %d CASes in a row: %w", maxChainAttempts, ErrConflict)
-}
-
-// moveOn returns once this handle's chain no longer has url as its
-// unsealed active segment, after the appender found url's loglet sealed.
-// The appenders that meet one seal share one flight.
-func (v *VirtualLog) moveOn(ctx context.Context, url string) error {
-	v.mu.Lock()
-	if v.mu.closed {
-		v.mu.Unlock()
-		return ErrClosed
-	}
-	if act := v.mu.chain.Active(); act.URL != url || act.Sealed {
-		v.mu.Unlock()
-		return nil
-	}
-	if f := v.mu.moving; f != nil {
-		v.mu.Unlock()
-		select {
-		case <-f.done:
-			return nil // the caller rereads the chain and retries
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	f := &flight{done: make(chan struct{})}
-	v.mu.moving = f
-	v.mu.Unlock()
-	defer func() {
-		v.mu.Lock()
-		v.mu.moving = nil
-		v.mu.Unlock()
-		close(f.done)
-	}()
-	if err := v.awaitMoveOff(ctx, url, max(v.opts.StallTimeout, 0)); err != errStillActive {
-		return err
-	}
-	// Nobody extended the chain in time: finish the reconfiguration.
-	v.reconfigMu.Lock()
-	defer v.reconfigMu.Unlock()
-	c, err := v.reload(ctx)
-	if err != nil {
-		return err
-	}
-	if act := c.Active(); act.URL != url || act.Sealed {
-		return nil
-	}
-	nextURL, err := v.opts.NextURL(c)
-	if err != nil {
-		return fmt.Errorf("sharedlog: name a segment to follow sealed %q: %w", url, err)
-	}
-	_, err = v.extendLocked(ctx, c, url, nextURL)
-	return err
-}
-
-// errStillActive: awaitMoveOff's wait ran out.
-var errStillActive = errors.New("sharedlog: segment still active")
-
-// awaitMoveOff waits until the chain's active segment is no longer the
-// unsealed url, rereading the MetaStore every PollInterval and whenever
-// this handle installs a chain. A negative timeout waits until ctx is
-// done; otherwise it gives up with errStillActive after timeout.
-func (v *VirtualLog) awaitMoveOff(ctx context.Context, url string, timeout time.Duration) error {
-	var deadline time.Time
-	if timeout >= 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	for {
-		ch := v.changed()
-		c, err := v.reload(ctx)
-		if err != nil {
-			return err
-		}
-		if act := c.Active(); act.URL != url || act.Sealed {
-			return nil
-		}
-		wait := v.opts.PollInterval
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return errStillActive
-			}
-			wait = min(wait, left)
-		}
-		if err := v.waitChange(ctx, ch, wait); err != nil {
-			return err
 		}
 	}
 }
@@ -915,58 +699,15 @@ func (v *VirtualLog) wakeLocked() {
 	}
 }
 
-// waitChange waits for ch, at most d, or ctx.
+// waitChange waits for ch, at most d on the log's clock, or ctx.
 func (v *VirtualLog) waitChange(ctx context.Context, ch <-chan struct{}, d time.Duration) error {
-	t := time.NewTimer(d)
+	timeout, t := clock.After(v.clk, d)
 	defer t.Stop()
 	select {
 	case <-ch:
-	case <-t.C:
+	case <-timeout:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	return nil
-}
-
-// trailingNumber splits off the number that ends a URL path.
-var trailingNumber = regexp.MustCompile(`^(.*?)([0-9]+)$`)
-
-// DefaultNextURL names a segment's loglet after the chain version that
-// adds it: the active segment's URL with the number that ends its path
-// replaced by c.Version+1, zero-padded to 8 digits; with "-" and that
-// number appended to the path when it ends in no number; or with path
-// "/seg-" and the number when it has no path. So file:seg-00000000 is
-// followed by file:seg-00000002 when the chain is at version 1, and
-// mem://test by mem://test/seg-00000002. Versions only grow, so the name
-// is new unless an operator picked it by hand. Backends whose URLs do not
-// name loglets by path (a table in the query string, say) must supply
-// their own VirtualOptions.NextURL.
-func DefaultNextURL(c Chain) (string, error) {
-	if c.Empty() {
-		return "", fmt.Errorf("%w: no segment to follow", ErrInvalidChain)
-	}
-	u, err := url.Parse(c.Active().URL)
-	if err != nil {
-		return "", fmt.Errorf("sharedlog: next segment name: %w", err)
-	}
-	n := fmt.Sprintf("%08d", c.Version+1)
-	rename := func(p string) string {
-		if m := trailingNumber.FindStringSubmatch(p); m != nil {
-			return m[1] + n
-		}
-		return p + "-" + n
-	}
-	switch {
-	case u.Opaque != "":
-		u.Opaque = rename(u.Opaque)
-	case u.Path != "":
-		u.Path, u.RawPath = rename(u.Path), ""
-	default:
-		u.Path = "/seg-" + n
-	}
-	next := u.String()
-	if c.Contains(next) {
-		return "", fmt.Errorf("%w: next segment name %q is taken", ErrInvalidChain, next)
-	}
-	return next, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -41,6 +42,8 @@ type memLoglets struct {
 	sealedAppends *progress
 	mu            sync.Mutex
 	logs          map[string]sharedlog.Loglet
+	// unreachable names the URLs whose open fails, see setUnreachable.
+	unreachable map[string]bool
 }
 
 func newMemLoglets() *memLoglets {
@@ -66,9 +69,33 @@ func (m *memLoglets) set(url string, l sharedlog.Loglet) {
 	m.logs[url] = l
 }
 
+// errUnreachable is the error of opening an unreachable loglet.
+var errUnreachable = errors.New("test: loglet unreachable")
+
+// setUnreachable makes opening url fail, or work again, as a network
+// backend's opener fails while its server is down.
+func (m *memLoglets) setUnreachable(url string, down bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unreachable == nil {
+		m.unreachable = make(map[string]bool)
+	}
+	m.unreachable[url] = down
+}
+
 func (m *memLoglets) open(ctx context.Context, url string) (sharedlog.Loglet, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	m.mu.Lock()
+	down := m.unreachable[url]
+	m.mu.Unlock()
+	if down {
+		// A typed nil with the error, as a backend's OpenURL returning
+		// (*Loglet)(nil) gives through an Opener: a VirtualLog must not
+		// take it for a handle.
+		var h *memHandle
+		return h, fmt.Errorf("open %s: %w", url, errUnreachable)
 	}
 	h := &memHandle{l: m.get(url), reg: m, url: url}
 	h.done, h.close = context.WithCancel(context.Background())
@@ -873,8 +900,11 @@ func TestVirtualStalledReconfiguration(t *testing.T) {
 		ctx := testCtx(t)
 		ms, reg := sharedlog.NewMemMetaStore(), newMemLoglets()
 		a := openVirtual(t, ms, reg, testOpts("mem://stall2/0"))
+		// b waits on a clock the test moves: the stall timeout passes
+		// when the test says, not a moment before.
+		clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
 		opts := testOpts("")
-		opts.StallTimeout = 20 * time.Millisecond
+		opts.Clock, opts.StallTimeout, opts.PollInterval = clk, time.Minute, 10*time.Second
 		b := openVirtual(t, ms, reg, opts)
 		mustAppend(t, ctx, a, "a")
 		if err := reg.get("mem://stall2/0").Seal(ctx); err != nil {
@@ -890,12 +920,28 @@ func TestVirtualStalledReconfiguration(t *testing.T) {
 			}
 			waited <- tail
 		}()
-		start := time.Now()
-		if p := mustAppend(t, ctx, b, "b"); p != 1 {
-			t.Fatalf("append at %d, want 1", p)
+		appended := make(chan sharedlog.Pos, 1)
+		go func() {
+			p, err := b.Append(ctx, []byte("b"))
+			if err != nil {
+				t.Errorf("Append: %v", err)
+			}
+			appended <- p
+		}()
+		for start := clk.Now(); clk.Now().Sub(start) < opts.StallTimeout; {
+			// b rereads the chain every PollInterval while it waits.
+			if err := clk.BlockUntil(ctx, 1); err != nil {
+				t.Fatalf("the appender is not waiting on its clock: %v", err)
+			}
+			select {
+			case p := <-appended:
+				t.Fatalf("the appender finished the stall at %d after %v, before the stall timeout", p, clk.Now().Sub(start))
+			default:
+			}
+			clk.Advance(opts.PollInterval)
 		}
-		if d := time.Since(start); d < opts.StallTimeout {
-			t.Fatalf("the appender finished the stall after %v, before the stall timeout", d)
+		if p := <-appended; p != 1 {
+			t.Fatalf("append at %d, want 1", p)
 		}
 		if tail := <-waited; tail != 2 {
 			t.Fatalf("WaitTail across the stall returned %d, want 2", tail)

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/retry"
 )
 
 const (
@@ -43,6 +44,7 @@ const (
 	defaultPutIfAbsentAttempts = 5
 	// putIfAbsentBackoffBase is the first retry's wait; it doubles.
 	putIfAbsentBackoffBase = 20 * time.Millisecond
+	putIfAbsentBackoffMax  = putIfAbsentBackoffBase << 6
 	// maxGetRaceRetries bounds how often Get re-reads after a 416 whose
 	// HEAD shows the object has since grown (it was replaced mid-read).
 	maxGetRaceRetries = 3
@@ -189,12 +191,8 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 	}
 	ambiguous := false
 	var lastErr error
-	for attempt := range s.piaAttempts {
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				return err
-			}
-		}
+	loop := retry.Policy{Attempts: s.piaAttempts, Min: putIfAbsentBackoffBase, Max: putIfAbsentBackoffMax}.Start(ctx, nil)
+	for loop.Next() {
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 			Bucket:        aws.String(s.bucket),
 			Key:           s.fullKey(key),
@@ -234,19 +232,10 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 		}
 		lastErr = err
 	}
-	return wrap("put-if-absent", key, fmt.Errorf("gave up after %d attempts: %w", s.piaAttempts, lastErr))
-}
-
-func backoff(ctx context.Context, attempt int) error {
-	d := putIfAbsentBackoffBase << min(attempt-1, 6)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+	if err := loop.Err(); !errors.Is(err, retry.ErrExhausted) {
+		return err
 	}
+	return wrap("put-if-absent", key, fmt.Errorf("gave up after %d attempts: %w", s.piaAttempts, lastErr))
 }
 
 func (s *Store) Get(ctx context.Context, key string, offset, length int64) ([]byte, error) {

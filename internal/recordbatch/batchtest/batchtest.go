@@ -195,3 +195,18 @@ func Decode(tb testing.TB, batch []byte) (kmsg.RecordBatch, []kmsg.Record) {
 	}
 	return rb, recs
 }
+
+// ProduceRequest is an acks=all Produce request carrying batch to one
+// partition: what a test sends raw to see a broker's own error code,
+// which a client's retries would hide.
+func ProduceRequest(topic string, partition int32, batch []byte, timeoutMillis int32) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, timeoutMillis
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}

@@ -45,6 +45,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog/slotlog"
 )
 
@@ -107,6 +108,8 @@ type Options struct {
 	RetryBackoff time.Duration
 	// TrimGrace: see slotlog.Config. Every handle of a log must agree.
 	TrimGrace time.Duration
+	// Clock: see slotlog.Config. Default clock.Real.
+	Clock clock.Clock
 }
 
 // DB is a connection to one table. Safe for concurrent use.
@@ -256,6 +259,7 @@ func (db *DB) Loglet(logID string, opts Options) (*slotlog.Loglet, error) {
 		PutAttempts:   opts.PutAttempts,
 		RetryBackoff:  opts.RetryBackoff,
 		TrimGrace:     opts.TrimGrace,
+		Clock:         opts.Clock,
 	})
 }
 

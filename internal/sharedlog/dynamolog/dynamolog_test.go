@@ -128,8 +128,8 @@ func TestMaxEntry(t *testing.T) {
 	if p, err := l.Append(ctx, big); err != nil || p != 0 {
 		t.Fatalf("Append of %d bytes = (%d, %v)", len(big), p, err)
 	}
-	if _, err := l.Append(ctx, append(big, 0)); !errors.Is(err, slotlog.ErrEntryTooLarge) {
-		t.Fatalf("Append of one byte more = %v, want ErrEntryTooLarge", err)
+	if _, err := l.Append(ctx, append(big, 0)); !errors.Is(err, slotlog.ErrEntryTooLarge) || !errors.Is(err, sharedlog.ErrRejected) {
+		t.Fatalf("Append of one byte more = %v, want ErrEntryTooLarge, rejected", err)
 	}
 	es, err := l.ReadNext(ctx, 0, maxPos)
 	if err != nil || len(es) != 1 || !bytes.Equal(es[0].Data, big) {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/slotlog"
 )
@@ -22,8 +23,12 @@ const (
 	maxChainItemBytes = 350 << 10
 	// casAttempts bounds a CAS whose outcome stays unknown.
 	casAttempts = 3
-	casBackoff  = 50 * time.Millisecond
 )
+
+// casRetry paces the tries of one CAS: after an unknown outcome the next
+// try, or the read after a failed condition, tells whether the earlier
+// one won.
+var casRetry = retry.Policy{Attempts: casAttempts, Min: 50 * time.Millisecond, Max: time.Second}
 
 // MetaStore is a sharedlog.MetaStore in one item: CAS is a PutItem
 // conditional on the stored version. Safe for concurrent use.
@@ -131,16 +136,8 @@ func (m *MetaStore) CAS(ctx context.Context, expect uint64, next sharedlog.Chain
 	}
 	ambiguous := false
 	var lastErr error
-	for attempt := range casAttempts {
-		if attempt > 0 {
-			t := time.NewTimer(casBackoff << (attempt - 1))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return fmt.Errorf("dynamolog: CAS outcome unknown: %w (after: %w)", ctx.Err(), lastErr)
-			case <-t.C:
-			}
-		}
+	loop := casRetry.Start(ctx, nil)
+	for loop.Next() {
 		_, err := m.db.client.PutItem(ctx, in, noRetry)
 		if err == nil {
 			return nil
@@ -166,6 +163,9 @@ func (m *MetaStore) CAS(ctx context.Context, expect uint64, next sharedlog.Chain
 			return rerr // not applied
 		}
 		ambiguous, lastErr = true, err
+	}
+	if err := loop.Err(); !errors.Is(err, retry.ErrExhausted) {
+		return fmt.Errorf("dynamolog: CAS outcome unknown: %w (after: %w)", err, lastErr)
 	}
 	return fmt.Errorf("dynamolog: CAS outcome unknown after %d attempts: %w", casAttempts, lastErr)
 }

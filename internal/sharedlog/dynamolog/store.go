@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/slotlog"
 )
@@ -31,6 +32,9 @@ const (
 	// 1 MB, so a scan of Window+1 items of 400 KB needs a few.
 	maxScanPages = 64
 )
+
+// unprocessedRetry paces re-sending unprocessed deletes.
+var unprocessedRetry = retry.Policy{Attempts: maxUnprocessedRetries, Min: 20 * time.Millisecond, Max: time.Second}
 
 const (
 	kindEntry = "entry"
@@ -355,10 +359,11 @@ func (s *store) DeleteBelow(ctx context.Context, p sharedlog.Pos) error {
 }
 
 // batchDelete sends one batch, re-sending what the service left
-// unprocessed a bounded number of times.
+// unprocessed a bounded number of times. Deleting is idempotent, so
+// this is a retry the backend may own.
 func (s *store) batchDelete(ctx context.Context, reqs []types.WriteRequest) error {
-	backoff := 20 * time.Millisecond
-	for range maxUnprocessedRetries {
+	loop := unprocessedRetry.Start(ctx, nil)
+	for loop.Next() {
 		out, err := s.db.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
 			RequestItems: map[string][]types.WriteRequest{s.db.table: reqs},
 		})
@@ -368,14 +373,9 @@ func (s *store) batchDelete(ctx context.Context, reqs []types.WriteRequest) erro
 		if reqs = out.UnprocessedItems[s.db.table]; len(reqs) == 0 {
 			return nil
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
+	}
+	if err := loop.Err(); !errors.Is(err, retry.ErrExhausted) {
+		return err
 	}
 	return fmt.Errorf("dynamolog: delete slots: %d still unprocessed after %d tries", len(reqs), maxUnprocessedRetries)
 }

@@ -31,8 +31,14 @@
 // succeeds (the first try did not land), or its else branch shows the
 // first slot holding the batch's id (the first try landed), or another
 // id (it did not, and never will: the slot is taken). A slot is never
-// written twice. If the outcome cannot be learned the Append returns the
-// error, ambiguous as the Loglet contract allows.
+// written twice. If the outcome cannot be learned within
+// MaxResolveAttempts (paced by package retry) the Append returns the
+// error, ambiguous as the Loglet contract allows: resending is how one
+// attempt learns its outcome, and sending the entry again as a new
+// append is left to the caller that deduplicates (the replica). A
+// request etcd refuses for good (malformed, too large, unauthorized)
+// before anything of the batch may have landed is marked
+// sharedlog.ErrRejected, as is an entry over MaxEntryBytes.
 //
 // # Seal and trim
 //
@@ -104,7 +110,7 @@ type Options struct {
 	MaxAppendAttempts int
 	// MaxResolveAttempts bounds how often the writer resends a batch
 	// whose reply was lost before giving up with an ambiguous error.
-	// Default 8, with backoff from 10ms to 1s.
+	// Default 8, paced by package retry from 10ms to 1s.
 	MaxResolveAttempts int
 }
 
@@ -264,7 +270,7 @@ func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error
 		return 0, err
 	}
 	if len(entry) > l.opts.MaxEntryBytes {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes)
+		return 0, sharedlog.Rejected(fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes))
 	}
 	return l.q.Append(ctx, append([]byte(nil), entry...))
 }

@@ -185,8 +185,8 @@ func TestEntryTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, err := l.Append(ctx, make([]byte, 11)); !errors.Is(err, etcdlog.ErrEntryTooLarge) {
-		t.Fatalf("Append of 11 bytes with MaxEntryBytes 10 = %v, want ErrEntryTooLarge", err)
+	if _, err := l.Append(ctx, make([]byte, 11)); !errors.Is(err, etcdlog.ErrEntryTooLarge) || !errors.Is(err, sharedlog.ErrRejected) {
+		t.Fatalf("Append of 11 bytes with MaxEntryBytes 10 = %v, want ErrEntryTooLarge, rejected", err)
 	}
 	if pos, err := l.Append(ctx, make([]byte, 10)); err != nil || pos != 0 {
 		t.Fatalf("Append of 10 bytes = (%d, %v), want (0, nil)", pos, err)

@@ -12,10 +12,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/internal/commitq"
 )
 
+// The backoff of the writer's resends of a batch whose reply was lost,
+// and of the watcher's reconnects.
 const (
 	minBackoff = 10 * time.Millisecond
 	maxBackoff = time.Second
@@ -23,6 +26,15 @@ const (
 
 // commit puts one batch at the tail, following the tail as other writers
 // take it, and answers the batch's appenders.
+//
+// Two loops are the protocol's own and stay here. Following the tail: a
+// transaction that finds its slot taken wrote nothing, and the batch
+// moves to the next free slot (the compare-and-swap that is the append).
+// Resolving a lost reply: the identical transaction, batch id and all,
+// is sent to the same slot again until it lands or its else branch shows
+// whose batch the slot holds; only this writer knows the slot and the
+// id. A batch whose outcome is still unknown after MaxResolveAttempts
+// fails as ambiguous, and sending it again is the caller's decision.
 func (l *Loglet) commit(reqs []*commitq.Request) {
 	var id [batchIDBytes]byte
 	_, _ = rand.Read(id[:])
@@ -33,7 +45,10 @@ func (l *Loglet) commit(reqs []*commitq.Request) {
 	// unknown, so at must not change until it is known.
 	pending := false
 	var lastErr error
-	resolves := 0
+	// resolve paces the resends while pending; its first try is the
+	// first send.
+	resolve := retry.Policy{Attempts: l.opts.MaxResolveAttempts + 1, Min: minBackoff, Max: maxBackoff}.Start(l.life, nil)
+	resolve.Next()
 	for attempt := range l.opts.MaxAppendAttempts {
 		if attempt > 0 && l.life.Err() != nil {
 			break
@@ -41,14 +56,19 @@ func (l *Loglet) commit(reqs []*commitq.Request) {
 		resp, err := l.txn(reqs, id[:], at)
 		if err != nil {
 			if definite(err) {
-				l.finish(reqs, fmt.Errorf("etcdlog: append to %q: %w", l.path, err))
+				if pending {
+					// An earlier send may have landed.
+					l.finish(reqs, fmt.Errorf("etcdlog: append to %q: outcome unknown: %w (after: %w)", l.path, err, lastErr))
+				} else {
+					l.finish(reqs, sharedlog.Rejected(fmt.Errorf("etcdlog: append to %q: %w", l.path, err)))
+				}
 				return
 			}
 			if !pending {
 				l.count(func(s *Stats) { s.Ambiguous++ })
 			}
 			pending, lastErr = true, err
-			if resolves++; resolves > l.opts.MaxResolveAttempts || !l.sleep(backoff(resolves)) {
+			if !resolve.Next() {
 				break
 			}
 			continue
@@ -209,21 +229,6 @@ func (l *Loglet) count(f func(*Stats)) {
 	l.mu.Unlock()
 }
 
-func (l *Loglet) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-l.life.Done():
-		return false
-	}
-}
-
-func backoff(attempt int) time.Duration {
-	return min(minBackoff<<min(attempt-1, 10), maxBackoff)
-}
-
 // changedCh returns a channel closed at the next change, starting the
 // watcher on first use and waiting until its watch is established, so a
 // change after the caller's next read is never missed.
@@ -255,7 +260,9 @@ func (l *Loglet) watch(ready, done chan struct{}) {
 	defer close(done)
 	var next int64 // the first revision not yet seen; 0 until known
 	readyOnce := false
-	for failures := 0; ; {
+	// The watch goes on until Close: without it appends go unseen.
+	loop := retry.Policy{Attempts: retry.Forever, Min: minBackoff, Max: maxBackoff}.Start(l.life, nil)
+	for loop.Next() {
 		opts := []clientv3.OpOption{clientv3.WithRange(l.k.watchTo), clientv3.WithCreatedNotify()}
 		if next > 0 {
 			opts = append(opts, clientv3.WithRev(next))
@@ -268,7 +275,7 @@ func (l *Loglet) watch(ready, done chan struct{}) {
 				}
 				break
 			}
-			failures = 0
+			loop.Reset()
 			if resp.Created && !readyOnce {
 				readyOnce = true
 				close(ready)
@@ -286,12 +293,9 @@ func (l *Loglet) watch(ready, done chan struct{}) {
 		l.mu.Lock()
 		l.wakeLocked()
 		l.mu.Unlock()
-		failures++
-		if !l.sleep(backoff(failures)) {
-			if !readyOnce {
-				close(ready)
-			}
-			return
-		}
+	}
+	// Closed.
+	if !readyOnce {
+		close(ready)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -115,14 +116,8 @@ type loglet struct {
 // return without calling the inner loglet.
 func (l *loglet) before(ctx context.Context, op Op) (Fault, error) {
 	f := l.inj.Fault(op)
-	if f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return f, ctx.Err()
-		}
+	if err := clock.Sleep(ctx, clock.Real, f.Delay); err != nil {
+		return f, err
 	}
 	if f.Mode == FailBefore {
 		return f, fmt.Errorf("%w: %v %v", ErrInjected, op, f.Mode)

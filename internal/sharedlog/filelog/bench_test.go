@@ -2,7 +2,6 @@ package filelog_test
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,10 +19,7 @@ func BenchmarkAppend(b *testing.B) {
 		b.Run(fmt.Sprintf("appenders=%d", appenders), func(b *testing.B) {
 			var syncs atomic.Int64
 			l := open(b, b.TempDir(), filelog.Options{
-				Sync: func(f *os.File) error {
-					syncs.Add(1)
-					return f.Sync()
-				},
+				FS: hookFS{filelog.OS, func(string) { syncs.Add(1) }},
 			})
 			defer l.Close()
 			entry := make([]byte, entryBytes)

@@ -39,12 +39,26 @@
 // # Durability and recovery
 //
 // Append returns once its entry is written and fsynced; entries become
-// visible to ReadNext, CheckTail and WaitTail only then. If a write or
-// fsync fails the loglet stops accepting writes for good and returns
-// ErrFailed: after a failed fsync the kernel may have dropped the dirty
-// pages and a retried fsync can succeed without them, so the only honest
-// recovery is to reopen and scan. Reads of entries acknowledged earlier
-// keep working.
+// visible to ReadNext, CheckTail and WaitTail only then.
+//
+// If a write or fsync fails (a full disk, an I/O error), the writes in
+// flight and every queued request fail with ErrFailed, and the bytes
+// past the last acknowledged entry are in an unknown state: maybe on
+// disk, maybe not, maybe in part. Retrying the fsync would prove nothing
+// (the kernel may have dropped the failed pages and report the next
+// fsync clean), and writing other bytes there at once could leave a
+// crash to find the failed entry at a position since handed to another
+// (DESIGN.md §4: never write different bytes into a slot you may
+// already own). So the next write request first truncates the active
+// segment back to the end of the last acknowledged entry, which an
+// earlier fsync made durable, and fsyncs the truncation; only then does
+// it write. If the cut fails too, the request fails at once with
+// ErrFailed and the next one tries again. The loglet runs no retry loop
+// of its own: its callers' retries (meta's appendWithRetry, the next
+// produce) drive it, so it takes writes again as soon as the file
+// system does, without a reopen. A failed Seal still keeps appends out
+// (ErrSealed) until a Seal succeeds. Reads of acknowledged entries work
+// throughout, and WaitTail keeps waiting.
 //
 // Open scans every segment not wholly trimmed, checking each entry's
 // length and checksum. The active segment may end in a torn or corrupt
@@ -72,10 +86,12 @@ var (
 	// ErrCorrupt: the directory holds data that fails its checks somewhere
 	// a crash cannot explain. Open refuses it rather than guess.
 	ErrCorrupt = errors.New("filelog: corrupt log")
-	// ErrFailed: a write or fsync failed and the loglet accepts no more
-	// writes. Whether the writes in flight are durable is unknown; reopen
-	// the directory to find out.
-	ErrFailed = errors.New("filelog: loglet failed")
+	// ErrFailed: a write or fsync failed, now or in an earlier request
+	// whose damage could not be cut off yet (see the package doc).
+	// Whether an append that got it is durable is unknown, as with any
+	// ambiguous append; the loglet takes writes again once the file
+	// system does.
+	ErrFailed = errors.New("filelog: write failed")
 	// ErrLocked: another Loglet, in this process or another, has the
 	// directory open.
 	ErrLocked = errors.New("filelog: directory is locked by another loglet")
@@ -105,10 +121,9 @@ type Options struct {
 	MaxReadBytes int
 	// Logger receives recovery and failure reports. Default slog.Default().
 	Logger *slog.Logger
-	// Sync makes a file or directory durable. Nil means (*os.File).Sync.
-	// It is a test seam: tests fail it to check the loglet never reports
-	// an unsynced write as durable.
-	Sync func(f *os.File) error
+	// FS is the file system the loglet writes through. Nil means OS. It
+	// is a test seam: tests fail writes and fsyncs through it.
+	FS FS
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -136,8 +151,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Sync == nil {
-		o.Sync = (*os.File).Sync
+	if o.FS == nil {
+		o.FS = OS
 	}
 	return o, nil
 }
@@ -158,7 +173,7 @@ type Loglet struct {
 		queue       []*request
 		queuedBytes int // queue and the group commit in flight
 		// queueFreed is closed and replaced when queuedBytes drops or the
-		// loglet fails or closes, to wake appenders held by backpressure.
+		// loglet closes, to wake appenders held by backpressure.
 		queueFreed chan struct{}
 		// segments is ordered by base; the last is the active one. The
 		// writer goroutine adds and removes segments and publishes their
@@ -169,9 +184,8 @@ type Loglet struct {
 		sealing  bool // Seal was called: Append fails with ErrSealed
 		sealed   bool // the seal is durable
 		closed   bool
-		failed   error // wraps ErrFailed once a write or fsync failed
 		// changed is closed and replaced when the tail moves or the
-		// loglet is sealed, fails or closes, to wake WaitTail callers.
+		// loglet is sealed or closes, to wake WaitTail callers.
 		changed chan struct{}
 	}
 }
@@ -184,7 +198,7 @@ var (
 type segment struct {
 	base sharedlog.Pos
 	path string
-	f    *os.File
+	f    File
 	// Guarded by Loglet.mu.
 	offsets []int64 // file offset of each published entry
 	end     int64   // end of the last published entry
@@ -211,7 +225,7 @@ func Open(dir string, opts Options) (*Loglet, error) {
 		}
 		// The new directory's own entry must be durable before anything
 		// in it can be.
-		if err := syncDir(filepath.Dir(dir), opts.Sync); err != nil {
+		if err := syncDir(filepath.Dir(dir), opts.FS); err != nil {
 			return nil, err
 		}
 	}
@@ -244,7 +258,7 @@ func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error
 		return 0, err
 	}
 	if len(entry) > l.opts.MaxEntryBytes {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes)
+		return 0, sharedlog.Rejected(fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes))
 	}
 	// Encoded here, on the caller's goroutine: the checksums of a group
 	// commit are computed in parallel, and the writer never touches the
@@ -401,13 +415,12 @@ func (l *Loglet) WaitTail(ctx context.Context, after sharedlog.Pos) (sharedlog.P
 			l.mu.Unlock()
 			return 0, sharedlog.ErrClosed
 		}
-		tail, sealed, failed, ch := l.mu.tail, l.mu.sealed, l.mu.failed, l.mu.changed
+		tail, sealed, ch := l.mu.tail, l.mu.sealed, l.mu.changed
 		l.mu.Unlock()
-		switch {
-		case tail > after || sealed:
+		if tail > after || sealed {
+			// A broken loglet is no reason to return: it may take
+			// writes again, and the caller has nothing else to read.
 			return tail, nil
-		case failed != nil:
-			return tail, failed
 		}
 		select {
 		case <-ctx.Done():

@@ -389,162 +389,6 @@ func bases2names(paths []string) []string {
 	return out
 }
 
-var errSyncInjected = errors.New("injected fsync failure")
-
-// failingSync fails every Sync once armed, and counts calls.
-type failingSync struct {
-	armed atomic.Bool
-	match string // fail only files whose name contains this
-	calls atomic.Int64
-}
-
-func (s *failingSync) sync(f *os.File) error {
-	s.calls.Add(1)
-	if s.armed.Load() && strings.Contains(filepath.Base(f.Name()), s.match) {
-		return errSyncInjected
-	}
-	return f.Sync()
-}
-
-// TestFsyncFailure: when fsync fails, the append is not acknowledged, the
-// loglet fails for good without retrying fsync, unsynced entries stay
-// invisible, and acknowledged entries stay readable and survive reopen.
-func TestFsyncFailure(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	fs := &failingSync{match: ".seg"}
-	l := open(t, dir, filelog.Options{Sync: fs.sync})
-	defer l.Close()
-	appendEntries(t, l, 0, 5)
-
-	fs.armed.Store(true)
-	if pos, err := l.Append(ctx, entry(5)); !errors.Is(err, filelog.ErrFailed) || !strings.Contains(err.Error(), errSyncInjected.Error()) {
-		t.Fatalf("Append with failing fsync = (%d, %v), want ErrFailed carrying the cause", pos, err)
-	}
-	fs.armed.Store(false) // a "recovered" disk must not revive the loglet
-	calls := fs.calls.Load()
-	if _, err := l.Append(ctx, entry(5)); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("Append after a failed fsync: %v, want ErrFailed", err)
-	}
-	if err := l.Seal(ctx); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("Seal after a failed fsync: %v, want ErrFailed", err)
-	}
-	if err := l.PrefixTrim(ctx, 3); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("PrefixTrim after a failed fsync: %v, want ErrFailed", err)
-	}
-	if got := fs.calls.Load(); got != calls {
-		t.Fatalf("%d more fsyncs after the failure: a failed loglet must not retry", got-calls)
-	}
-	wantLog(t, l, 0, 5) // the unsynced entry 5 is not visible
-	if tail, err := l.WaitTail(ctx, 5); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("WaitTail on a failed loglet = (%d, %v), want ErrFailed rather than blocking", tail, err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	// The failed write may or may not have reached the disk: either way
-	// the acknowledged prefix is intact and appends carry on after it.
-	l = open(t, dir, filelog.Options{})
-	defer l.Close()
-	tail, _, err := l.CheckTail(ctx)
-	if err != nil || (tail != 5 && tail != 6) {
-		t.Fatalf("CheckTail after reopen = (%d, %v), want 5 or 6", tail, err)
-	}
-	wantLog(t, l, 0, int(tail))
-}
-
-// TestFsyncFailureConcurrent: appenders in flight when fsync fails all get
-// errors; every acknowledged entry is below the tail and survives.
-func TestFsyncFailureConcurrent(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	fs := &failingSync{match: ".seg"}
-	l := open(t, dir, filelog.Options{Sync: fs.sync})
-	defer l.Close()
-	var (
-		mu    sync.Mutex
-		acked = map[sharedlog.Pos][]byte{}
-		wg    sync.WaitGroup
-		armed = make(chan struct{})
-	)
-	var count atomic.Int64
-	for g := range 8 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				data := []byte(fmt.Sprintf("g%d-%d", g, i))
-				pos, err := l.Append(ctx, data)
-				if err != nil {
-					if !errors.Is(err, filelog.ErrFailed) {
-						t.Errorf("Append: %v, want ErrFailed", err)
-					}
-					return
-				}
-				mu.Lock()
-				acked[pos] = data
-				mu.Unlock()
-				if count.Add(1) == 100 {
-					fs.armed.Store(true)
-					close(armed)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	<-armed
-	tail, _, err := l.CheckTail(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int(tail) != len(acked) {
-		t.Fatalf("tail %d but %d acknowledged appends", tail, len(acked))
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l = open(t, dir, filelog.Options{})
-	defer l.Close()
-	for p := sharedlog.Pos(0); p < tail; {
-		es, err := l.ReadNext(ctx, p, tail)
-		if err != nil || len(es) == 0 {
-			t.Fatalf("ReadNext(%d): %d, %v", p, len(es), err)
-		}
-		for _, en := range es {
-			if !bytes.Equal(en.Data, acked[en.Pos]) {
-				t.Fatalf("entry %d = %q, acknowledged %q", en.Pos, en.Data, acked[en.Pos])
-			}
-		}
-		p += sharedlog.Pos(len(es))
-	}
-}
-
-// TestStateFsyncFailure: a Seal whose STATE file cannot be made durable
-// fails, the loglet fails, and after reopening it is not sealed.
-func TestStateFsyncFailure(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	fs := &failingSync{match: "STATE"}
-	l := open(t, dir, filelog.Options{Sync: fs.sync})
-	defer l.Close()
-	appendEntries(t, l, 0, 3)
-	fs.armed.Store(true)
-	if err := l.Seal(ctx); !errors.Is(err, filelog.ErrFailed) {
-		t.Fatalf("Seal with failing fsync: %v, want ErrFailed", err)
-	}
-	if _, sealed, _ := l.CheckTail(ctx); sealed {
-		t.Fatal("CheckTail reports sealed after the seal failed")
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l = open(t, dir, filelog.Options{})
-	defer l.Close()
-	if _, sealed, _ := l.CheckTail(ctx); sealed {
-		t.Fatal("sealed after reopen, though the seal failed")
-	}
-	appendEntries(t, l, 3, 4)
-}
-
 // TestGroupCommitAndBackpressure: while one group commit is in its fsync,
 // appends gather into the next group (one fsync for all of them), and once
 // MaxQueueBytes is reached an append waits outside the queue.
@@ -559,13 +403,12 @@ func TestGroupCommitAndBackpressure(t *testing.T) {
 		)
 		l := open(t, dir, filelog.Options{
 			MaxQueueBytes: 4 << 10,
-			Sync: func(f *os.File) error {
-				if strings.HasSuffix(f.Name(), ".seg") && gating.Load() {
+			FS: hookFS{filelog.OS, func(name string) {
+				if strings.HasSuffix(name, ".seg") && gating.Load() {
 					syncs.Add(1)
 					<-gate
 				}
-				return f.Sync()
-			},
+			}},
 		})
 		defer l.Close()
 		data := make([]byte, 1000) // charged about 1.1 KiB each
@@ -652,8 +495,8 @@ func TestLocked(t *testing.T) {
 func TestEntryTooLarge(t *testing.T) {
 	l := open(t, t.TempDir(), filelog.Options{MaxEntryBytes: 100})
 	defer l.Close()
-	if _, err := l.Append(t.Context(), make([]byte, 101)); !errors.Is(err, filelog.ErrEntryTooLarge) {
-		t.Fatalf("Append of 101 bytes with MaxEntryBytes 100: %v, want ErrEntryTooLarge", err)
+	if _, err := l.Append(t.Context(), make([]byte, 101)); !errors.Is(err, filelog.ErrEntryTooLarge) || !errors.Is(err, sharedlog.ErrRejected) {
+		t.Fatalf("Append of 101 bytes with MaxEntryBytes 100: %v, want ErrEntryTooLarge, rejected", err)
 	}
 	if pos, err := l.Append(t.Context(), make([]byte, 100)); err != nil || pos != 0 {
 		t.Fatalf("Append of 100 bytes = (%d, %v), want (0, nil)", pos, err)

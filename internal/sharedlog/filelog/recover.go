@@ -26,7 +26,7 @@ func (l *Loglet) recover() error {
 		switch {
 		case strings.HasSuffix(name, tmpSuffix):
 			// An interrupted writeFileDurably: the rename never happened.
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+			if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil {
 				return err
 			}
 		case strings.HasSuffix(name, ".seg") && len(name) == 24:
@@ -67,7 +67,7 @@ func (l *Loglet) recover() error {
 	// Finish a trim that crashed between writing STATE and removing files.
 	removed := false
 	for len(bases) > 1 && bases[1] <= st.trimmed {
-		if err := os.Remove(l.segmentPath(bases[0])); err != nil {
+		if err := l.opts.FS.Remove(l.segmentPath(bases[0])); err != nil {
 			return err
 		}
 		bases, removed = bases[1:], true
@@ -116,7 +116,7 @@ func (l *Loglet) openSegment(base sharedlog.Pos, last bool) (*segment, error) {
 	if last {
 		flag = os.O_RDWR
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := l.opts.FS.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (l *Loglet) openSegment(base sharedlog.Pos, last bool) (*segment, error) {
 	return seg, nil
 }
 
-func (l *Loglet) scanOpened(f *os.File, path string, base sharedlog.Pos, last bool) (*segment, error) {
+func (l *Loglet) scanOpened(f File, path string, base sharedlog.Pos, last bool) (*segment, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (l *Loglet) scanOpened(f *os.File, path string, base sharedlog.Pos, last bo
 		if err := f.Truncate(s.end); err != nil {
 			return nil, err
 		}
-		if err := l.opts.Sync(f); err != nil {
+		if err := f.Sync(); err != nil {
 			return nil, err
 		}
 	}

@@ -2,7 +2,9 @@ package filelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,8 +48,18 @@ func (r *request) cost() int {
 // writer is the state only the writer goroutine touches.
 type writer struct {
 	active    *segment
-	activeEnd int64  // bytes written to the active segment
+	activeEnd int64  // end of the last acknowledged entry in the active segment
 	batch     []byte // reused group-commit buffer
+	// broken is the failure that left bytes of unknown state past
+	// activeEnd, until repair cuts them off.
+	broken error
+	// failing is the first failure of a spell of them, until a write
+	// succeeds: a full disk may let the cut through and fail every
+	// write after it, and the spell is reported once, not per write.
+	failing error
+	// rollFailed: a roll failed, maybe after creating the new segment's
+	// file, which the next roll must replace.
+	rollFailed bool
 }
 
 // enqueue queues req for the writer, blocking while the queue is over its
@@ -60,10 +72,6 @@ func (l *Loglet) enqueue(ctx context.Context, req *request) error {
 		case l.mu.closed:
 			l.mu.Unlock()
 			return sharedlog.ErrClosed
-		case l.mu.failed != nil:
-			err := l.mu.failed
-			l.mu.Unlock()
-			return err
 		case req.kind == kindAppend && l.mu.sealing:
 			l.mu.Unlock()
 			return sharedlog.ErrSealed
@@ -116,17 +124,13 @@ func (l *Loglet) writeLoop() {
 
 // nextRequests takes the next group of appends, at most MaxBatchBytes
 // but at least one, or the next control request. stop is set once the
-// loglet is closed or failed; queued requests then get the error.
+// loglet is closed; queued requests then get ErrClosed.
 func (l *Loglet) nextRequests() (reqs []*request, stop bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed || l.mu.failed != nil {
-		err := l.mu.failed
-		if l.mu.closed {
-			err = sharedlog.ErrClosed
-		}
+	if l.mu.closed {
 		for _, r := range l.mu.queue {
-			r.done <- result{err: err}
+			r.done <- result{err: sharedlog.ErrClosed}
 		}
 		l.mu.queue, l.mu.queuedBytes = nil, 0
 		return nil, true
@@ -154,6 +158,10 @@ func (l *Loglet) nextRequests() (reqs []*request, stop bool) {
 // publishes and acknowledges them.
 func (l *Loglet) commit(reqs []*request) {
 	w := &l.w
+	if err := l.repair(); err != nil {
+		l.fail(err, reqs)
+		return
+	}
 	if w.activeEnd >= l.opts.SegmentBytes && w.activeEnd > segmentHeaderBytes {
 		if err := l.roll(); err != nil {
 			l.fail(err, reqs)
@@ -172,7 +180,7 @@ func (l *Loglet) commit(reqs []*request) {
 		l.fail(fmt.Errorf("writing %s: %w", w.active.path, err), reqs)
 		return
 	}
-	if err := l.opts.Sync(w.active.f); err != nil {
+	if err := w.active.f.Sync(); err != nil {
 		l.fail(fmt.Errorf("fsync %s: %w", w.active.path, err), reqs)
 		return
 	}
@@ -194,6 +202,7 @@ func (l *Loglet) commit(reqs []*request) {
 	for i, r := range reqs {
 		r.done <- result{pos: first + sharedlog.Pos(i)}
 	}
+	l.recovered()
 	// Let the appenders just woken queue their next entries before the
 	// next group is cut. Without this, closed-loop appenders split into
 	// two alternating halves, one in the fsync and one queued, and a
@@ -203,21 +212,39 @@ func (l *Loglet) commit(reqs []*request) {
 
 // roll starts a new active segment at the tail.
 func (l *Loglet) roll() error {
+	w := &l.w
 	l.mu.Lock()
 	base := l.mu.tail
 	l.mu.Unlock()
+	if w.rollFailed {
+		// The failed roll may have got as far as renaming the new file
+		// into place. It holds no entry (the active segment never
+		// switched to it) and nothing else creates files in the locked
+		// directory, so it goes.
+		if err := l.opts.FS.Remove(l.segmentPath(base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	w.rollFailed = true
 	seg, err := l.createSegment(base)
 	if err != nil {
 		return err
 	}
+	w.rollFailed = false
 	l.mu.Lock()
 	l.mu.segments = append(l.mu.segments, seg)
 	l.mu.Unlock()
-	l.w.active, l.w.activeEnd = seg, segmentHeaderBytes
+	w.active, w.activeEnd = seg, segmentHeaderBytes
 	return nil
 }
 
 func (l *Loglet) seal(req *request) {
+	// The sealed tail written to STATE must match what Open will scan,
+	// so a failed write's leftovers go first.
+	if err := l.repair(); err != nil {
+		l.fail(err, []*request{req})
+		return
+	}
 	l.mu.Lock()
 	st := state{sealed: true, trimmed: l.mu.trimmed, sealedTail: l.mu.tail}
 	already := l.mu.sealed
@@ -227,6 +254,7 @@ func (l *Loglet) seal(req *request) {
 			l.fail(err, []*request{req})
 			return
 		}
+		l.recovered()
 		l.mu.Lock()
 		l.mu.sealed = true
 		l.wakeLocked()
@@ -236,6 +264,10 @@ func (l *Loglet) seal(req *request) {
 }
 
 func (l *Loglet) trim(req *request) {
+	if err := l.repair(); err != nil {
+		l.fail(err, []*request{req})
+		return
+	}
 	l.mu.Lock()
 	before := min(req.trimTo, l.mu.tail)
 	st := state{sealed: l.mu.sealed, trimmed: before}
@@ -252,6 +284,7 @@ func (l *Loglet) trim(req *request) {
 		l.fail(err, []*request{req})
 		return
 	}
+	l.recovered()
 
 	// Whole segments below the trim point go; the active one stays.
 	l.mu.Lock()
@@ -269,31 +302,73 @@ func (l *Loglet) trim(req *request) {
 	// durable only leaves files that Open deletes again.
 	for _, s := range dead {
 		_ = s.f.Close()
-		if err := os.Remove(s.path); err != nil {
+		if err := l.opts.FS.Remove(s.path); err != nil {
 			l.opts.Logger.Warn("filelog: removing trimmed segment", "path", s.path, "err", err)
 		}
 	}
 	req.done <- result{}
 }
 
-// fail puts the loglet in the failed state for good and answers reqs and
-// everything queued with the error.
+// fail breaks the loglet (see the package doc) if it is not broken yet,
+// and answers reqs and everything queued with the error: queued requests
+// would only meet the same fault, and their callers retry.
 func (l *Loglet) fail(cause error, reqs []*request) {
+	err := fmt.Errorf("%w: %w", ErrFailed, cause)
+	if l.w.broken == nil {
+		l.w.broken = cause
+	}
+	if l.w.failing == nil {
+		l.w.failing = err
+		l.opts.Logger.Error("filelog: write failed; writes fail until the file system takes them again", "dir", l.dir, "err", cause)
+	}
 	l.mu.Lock()
-	if l.mu.failed == nil {
-		l.mu.failed = fmt.Errorf("%w: %v", ErrFailed, cause)
-		l.opts.Logger.Error("filelog: write failed; the loglet accepts no more writes until reopened", "dir", l.dir, "err", cause)
-	}
-	err := l.mu.failed
-	for _, r := range l.mu.queue {
-		r.done <- result{err: err}
-	}
+	queued := l.mu.queue
 	l.mu.queue, l.mu.queuedBytes = nil, 0
 	l.wakeLocked()
 	l.mu.Unlock()
+	for _, r := range queued {
+		r.done <- result{err: err}
+	}
 	for _, r := range reqs {
 		r.done <- result{err: err}
 	}
+}
+
+// repair cuts off what a failed write may have left, as the package doc
+// describes: it truncates the active segment to the end of the last
+// acknowledged entry and fsyncs it. Everything before that end was
+// fsynced before the failure, and nothing past it was acknowledged or
+// published, so cutting it loses nothing and leaves the positions from
+// the tail on free to write. It returns an error while the cut cannot be
+// made durable, and nil at once when the loglet is not broken.
+func (l *Loglet) repair() error {
+	w := &l.w
+	if w.broken == nil {
+		return nil
+	}
+	f := w.active.f
+	err := f.Truncate(w.activeEnd)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("cutting %s back to %d bytes after %v: %w", w.active.path, w.activeEnd, w.broken, err)
+	}
+	w.broken = nil
+	return nil
+}
+
+// recovered ends a spell of failures after a successful write.
+func (l *Loglet) recovered() {
+	if l.w.failing == nil {
+		return
+	}
+	l.mu.Lock()
+	tail := l.mu.tail
+	l.mu.Unlock()
+	l.opts.Logger.Warn("filelog: writes work again; what the failed writes left was cut off",
+		"dir", l.dir, "tail", tail, "failure", l.w.failing)
+	l.w.failing = nil
 }
 
 const (
@@ -317,7 +392,7 @@ func (l *Loglet) createSegment(base sharedlog.Pos) (*segment, error) {
 	if err := l.writeFileDurably(path, encodeSegmentHeader(base), true); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := l.opts.FS.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -334,19 +409,19 @@ func (l *Loglet) writeFileDurably(path string, data []byte, exclusive bool) erro
 		}
 	}
 	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.opts.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("filelog: writing %s: %w", path, err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = l.opts.Sync(f)
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = l.opts.FS.Rename(tmp, path)
 	}
 	if err == nil {
 		err = l.syncDir()
@@ -357,15 +432,15 @@ func (l *Loglet) writeFileDurably(path string, data []byte, exclusive bool) erro
 	return nil
 }
 
-func (l *Loglet) syncDir() error { return syncDir(l.dir, l.opts.Sync) }
+func (l *Loglet) syncDir() error { return syncDir(l.dir, l.opts.FS) }
 
 // syncDir makes dir's entries (creations, renames, removals) durable.
-func syncDir(dir string, sync func(*os.File) error) error {
-	d, err := os.Open(dir)
+func syncDir(dir string, fsys FS) error {
+	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
-	err = sync(d)
+	err = d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}

@@ -49,6 +49,13 @@ const (
 	firstSegment = "seg-00000000"
 )
 
+// Options tune the loglets this package opens. The zero value gives every
+// backend's defaults.
+type Options struct {
+	// File is for file: loglets.
+	File filelog.Options
+}
+
 // Open opens the loglet rawURL names. Relative file: URLs need Opener.
 func Open(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
 	return Opener("")(ctx, rawURL)
@@ -56,7 +63,10 @@ func Open(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
 
 // Opener returns a sharedlog.Opener that resolves relative file: URLs
 // against baseDir (and refuses them when baseDir is empty).
-func Opener(baseDir string) sharedlog.Opener {
+func Opener(baseDir string) sharedlog.Opener { return OpenerWith(baseDir, Options{}) }
+
+// OpenerWith is Opener with loglets tuned by o.
+func OpenerWith(baseDir string, o Options) sharedlog.Opener {
 	return func(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -80,7 +90,7 @@ func Opener(baseDir string) sharedlog.Opener {
 			if err != nil {
 				return nil, err
 			}
-			l, err := filelog.Open(dir, filelog.Options{})
+			l, err := filelog.Open(dir, o.File)
 			if err != nil {
 				return nil, fmt.Errorf("logurl: open %s: %w", rawURL, err)
 			}
@@ -95,8 +105,14 @@ func Opener(baseDir string) sharedlog.Opener {
 // package doc; opts.NextURL defaults to sharedlog.DefaultNextURL, which
 // names the segments it adds seg-<chain version> beside the first.
 func OpenVirtual(ctx context.Context, rawURL string, opts sharedlog.VirtualOptions) (*sharedlog.VirtualLog, error) {
+	return OpenVirtualWith(ctx, rawURL, opts, Options{})
+}
+
+// OpenVirtualWith is OpenVirtual with the loglets of every segment tuned
+// by o.
+func OpenVirtualWith(ctx context.Context, rawURL string, opts sharedlog.VirtualOptions, o Options) (*sharedlog.VirtualLog, error) {
 	if r, ok := remoteFor(rawURL); ok {
-		return openRemoteVirtual(ctx, r, rawURL, opts)
+		return openRemoteVirtual(ctx, r, rawURL, opts, o)
 	}
 	u, err := parse(rawURL)
 	if err != nil {
@@ -113,7 +129,7 @@ func OpenVirtual(ctx context.Context, rawURL string, opts sharedlog.VirtualOptio
 		if err != nil {
 			return nil, err
 		}
-		ms, open, initial = mem.metaStore(name), Opener(""), "mem://"+name+"/"+firstSegment
+		ms, open, initial = mem.metaStore(name), OpenerWith("", o), "mem://"+name+"/"+firstSegment
 	case "file":
 		dir, err := fileDir(u, "")
 		if err != nil {
@@ -123,7 +139,7 @@ func OpenVirtual(ctx context.Context, rawURL string, opts sharedlog.VirtualOptio
 		if err != nil {
 			return nil, err
 		}
-		ms, open, initial = fms, Opener(dir), "file:"+firstSegment
+		ms, open, initial = fms, OpenerWith(dir, o), "file:"+firstSegment
 	default:
 		return nil, fmt.Errorf("%w: unknown scheme in %q", ErrBadURL, rawURL)
 	}

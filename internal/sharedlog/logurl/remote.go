@@ -36,25 +36,45 @@ var remotes = map[string]remote{
 	"postgres":   pgRemote,
 	"postgresql": pgRemote,
 	"etcd": {
-		open: func(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
-			return etcdlog.OpenURL(ctx, rawURL, etcdlog.Options{})
-		},
-		metaStore: func(rawURL string) (sharedlog.MetaStore, error) {
-			return etcdlog.OpenMetaStoreURL(rawURL)
-		},
+		open:         openURL(etcdlog.OpenURL),
+		metaStore:    metaStoreURL(etcdlog.OpenMetaStoreURL),
 		firstSegment: etcdlog.FirstSegmentURL,
 	},
 }
 
 var pgRemote = remote{
-	open: func(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
-		return pglog.OpenURL(ctx, rawURL, pglog.Options{})
-	},
-	metaStore: func(rawURL string) (sharedlog.MetaStore, error) {
-		return pglog.OpenMetaStoreURL(rawURL)
-	},
+	open:         openURL(pglog.OpenURL),
+	metaStore:    metaStoreURL(pglog.OpenMetaStoreURL),
 	firstSegment: pglog.FirstSegmentURL,
 	nextURL:      pglog.NextURL,
+}
+
+// openURL makes a remote's open of a backend's OpenURL, called with its
+// default options. The backend returns its own pointer type; on error
+// the result is a nil Loglet, not that type's nil pointer in the
+// interface, which is not nil and whose Close would panic in whatever
+// cleanup holds it.
+func openURL[L sharedlog.Loglet, O any](open func(context.Context, string, O) (L, error)) func(context.Context, string) (sharedlog.Loglet, error) {
+	return func(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
+		var opts O
+		l, err := open(ctx, rawURL, opts)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+}
+
+// metaStoreURL makes a remote's metaStore of a backend's
+// OpenMetaStoreURL, with openURL's care for its nil pointer.
+func metaStoreURL[S sharedlog.MetaStore](open func(string) (S, error)) func(string) (sharedlog.MetaStore, error) {
+	return func(rawURL string) (sharedlog.MetaStore, error) {
+		ms, err := open(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		return ms, nil
+	}
 }
 
 // remoteFor returns the remote backend rawURL's scheme names, if any.
@@ -69,7 +89,7 @@ func remoteFor(rawURL string) (remote, bool) {
 
 // openRemoteVirtual is OpenVirtual for a remote backend: the chain and
 // the segments both live on it.
-func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts sharedlog.VirtualOptions) (*sharedlog.VirtualLog, error) {
+func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts sharedlog.VirtualOptions, o Options) (*sharedlog.VirtualLog, error) {
 	ms, err := r.metaStore(rawURL)
 	if err != nil {
 		return nil, err
@@ -82,7 +102,7 @@ func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts shared
 	if opts.NextURL == nil {
 		opts.NextURL = NextURL
 	}
-	return sharedlog.OpenVirtual(ctx, ms, Opener(""), opts)
+	return sharedlog.OpenVirtual(ctx, ms, OpenerWith("", o), opts)
 }
 
 // NextURL names the segment that follows chain c in the way of the

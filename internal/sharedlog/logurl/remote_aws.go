@@ -1,9 +1,6 @@
 package logurl
 
 import (
-	"context"
-
-	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/dynamolog"
 	"github.com/strandkafka/strand/internal/sharedlog/s3log"
 )
@@ -21,21 +18,13 @@ import (
 // sharedlog.DefaultNextURL, which keeps the query.
 func init() {
 	remotes["dynamodb"] = remote{
-		open: func(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
-			return dynamolog.OpenURL(ctx, rawURL, dynamolog.Options{})
-		},
-		metaStore: func(rawURL string) (sharedlog.MetaStore, error) {
-			return dynamolog.OpenMetaStoreURL(rawURL)
-		},
+		open:         openURL(dynamolog.OpenURL),
+		metaStore:    metaStoreURL(dynamolog.OpenMetaStoreURL),
 		firstSegment: dynamolog.FirstSegmentURL,
 	}
 	remotes["s3"] = remote{
-		open: func(ctx context.Context, rawURL string) (sharedlog.Loglet, error) {
-			return s3log.OpenURL(ctx, rawURL, s3log.Options{})
-		},
-		metaStore: func(rawURL string) (sharedlog.MetaStore, error) {
-			return s3log.OpenMetaStoreURL(rawURL)
-		},
+		open:         openURL(s3log.OpenURL),
+		metaStore:    metaStoreURL(s3log.OpenMetaStoreURL),
 		firstSegment: s3log.FirstSegmentURL,
 	}
 }

@@ -17,13 +17,11 @@ import (
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
-// proxied opens a loglet whose pool reaches the server through a fault
-// proxy, with one connection so the fault lands on the writer's, and
-// appends a first entry so that connection exists and has its
-// statements prepared.
-func proxied(t *testing.T) (*pglog.Loglet, *faultproxy.Proxy) {
+// viaProxy returns rawURL, a URL of the test server, made to reach it
+// through a new fault proxy.
+func viaProxy(t *testing.T, rawURL string) (string, *faultproxy.Proxy) {
 	t.Helper()
-	u, err := url.Parse(pgtest.URL(t))
+	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +31,17 @@ func proxied(t *testing.T) (*pglog.Loglet, *faultproxy.Proxy) {
 	}
 	t.Cleanup(p.Close)
 	u.Host = p.Addr()
-	cfg, err := pgxpool.ParseConfig(u.String())
+	return u.String(), p
+}
+
+// proxied opens a loglet whose pool reaches the server through a fault
+// proxy, with one connection so the fault lands on the writer's, and
+// appends a first entry so that connection exists and has its
+// statements prepared.
+func proxied(t *testing.T) (*pglog.Loglet, *faultproxy.Proxy) {
+	t.Helper()
+	u, p := viaProxy(t, pgtest.URL(t))
+	cfg, err := pgxpool.ParseConfig(u)
 	if err != nil {
 		t.Fatal(err)
 	}

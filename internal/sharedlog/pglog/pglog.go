@@ -37,6 +37,14 @@
 // be learned (the server stays unreachable), Append returns the error,
 // ambiguous as the Loglet contract allows.
 //
+// Resolving and following the epoch are the protocol's own; retrying is
+// not. An error the server reported means nothing was written, and
+// Append returns it: marked sharedlog.ErrRejected when sending it again
+// cannot pass (a bad statement, a missing privilege), plain when it may
+// (a serialization failure, too many connections, a connection that
+// never opened), for the caller that retries appends (the replica) to
+// decide.
+//
 // # Durability
 //
 // Append returns after COMMIT, so the entries are as durable as the
@@ -105,13 +113,13 @@ type Options struct {
 	// AttemptTimeout bounds one statement of the writer: an append, or
 	// a step of resolving one. Default 10s.
 	AttemptTimeout time.Duration
-	// MaxCommitAttempts bounds how often the writer sends one batch:
-	// after an error the server reported (nothing written), a fence by
-	// another writer, or a resolved lost commit. Default 8.
+	// MaxCommitAttempts bounds how often the writer sends one batch as
+	// the epoch moves under it: a fence by another writer, or its own
+	// while resolving a lost commit. Default 8.
 	MaxCommitAttempts int
 	// MaxResolveAttempts bounds how often the writer tries to learn the
 	// outcome of one lost commit before giving up with an ambiguous
-	// error. Default 8, with backoff from 10ms to 1s.
+	// error. Default 8, paced by package retry from 10ms to 1s.
 	MaxResolveAttempts int
 }
 
@@ -245,7 +253,7 @@ func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error
 		return 0, err
 	}
 	if len(entry) > l.opts.MaxEntryBytes {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes)
+		return 0, sharedlog.Rejected(fmt.Errorf("%w: %d bytes, limit %d", ErrEntryTooLarge, len(entry), l.opts.MaxEntryBytes))
 	}
 	// A non-nil copy: pgx sends a nil slice as NULL.
 	return l.q.Append(ctx, append(make([]byte, 0, len(entry)), entry...))

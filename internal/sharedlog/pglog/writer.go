@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/internal/commitq"
 )
@@ -18,6 +19,7 @@ import (
 // entries: large enough that two batches never share one.
 const batchIDBytes = 16
 
+// The backoff between the steps of resolving a lost commit.
 const (
 	minBackoff = 10 * time.Millisecond
 	maxBackoff = time.Second
@@ -27,8 +29,16 @@ const (
 // loglet is sealed, or fenced at another epoch): nothing was written.
 var errNotApplied = errors.New("pglog: append matched no row")
 
-// commit sends one batch until it lands, is refused for good, or its
-// outcome cannot be learned, and answers its appenders.
+// commit sends one batch until it lands, is refused, or its outcome
+// cannot be learned, and answers its appenders.
+//
+// It sends the batch again only where the protocol itself moved on and
+// nothing of the batch can be in the log: the epoch changed under it
+// (another writer fenced, or this one did while resolving a lost
+// commit), which is the compare-and-swap that is the append. Any other
+// failure is the caller's to retry: an error the server gave (nothing
+// written), marked sharedlog.ErrRejected unless it may pass if sent
+// again, or a lost commit whose outcome resolve could not learn.
 func (l *Loglet) commit(reqs []*commitq.Request) {
 	var id [batchIDBytes]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand panics instead)
@@ -38,8 +48,8 @@ func (l *Loglet) commit(reqs []*commitq.Request) {
 	}
 	n := int64(len(reqs))
 	var lastErr error
-	for attempt := range l.opts.MaxCommitAttempts {
-		if attempt > 0 && !l.sleep(backoff(attempt)) {
+	for range l.opts.MaxCommitAttempts {
+		if l.life.Err() != nil {
 			break
 		}
 		l.mu.Lock()
@@ -68,11 +78,16 @@ func (l *Loglet) commit(reqs []*commitq.Request) {
 			l.count(func(s *Stats) { s.Fenced++ })
 			lastErr = err
 		case definite(err):
-			if !retryable(err) {
-				l.finish(reqs, fmt.Errorf("pglog: append to %q: %w", l.logID, err))
-				return
+			switch {
+			case l.life.Err() != nil:
+				err = fmt.Errorf("pglog: append to %q: %w (%v)", l.logID, sharedlog.ErrClosed, err)
+			case retryable(err):
+				err = fmt.Errorf("pglog: append to %q: not written: %w", l.logID, err)
+			default:
+				err = sharedlog.Rejected(fmt.Errorf("pglog: append to %q: %w", l.logID, err))
 			}
-			lastErr = err
+			l.finish(reqs, err)
+			return
 		default:
 			l.count(func(s *Stats) { s.Ambiguous++ })
 			landed, first, rerr := l.resolve(lowest, id[:], n)
@@ -85,6 +100,8 @@ func (l *Loglet) commit(reqs []*commitq.Request) {
 				l.ack(reqs, first)
 				return
 			}
+			// The fence resolve set makes "not landed" final: send the
+			// batch again at the new epoch.
 			l.count(func(s *Stats) { s.NotLanded++ })
 			lastErr = err
 		}
@@ -157,10 +174,8 @@ func retryable(err error) bool {
 // resolve learns whether the batch id landed, above lowest. It fences the
 // loglet first (see tables.fenceSQL), so "not landed" is final.
 func (l *Loglet) resolve(lowest sharedlog.Pos, id []byte, n int64) (landed bool, first sharedlog.Pos, err error) {
-	for attempt := range l.opts.MaxResolveAttempts {
-		if attempt > 0 && !l.sleep(backoff(attempt)) {
-			break
-		}
+	loop := retry.Policy{Attempts: l.opts.MaxResolveAttempts, Min: minBackoff, Max: maxBackoff}.Start(l.life, nil)
+	for loop.Next() {
 		landed, first, final, aerr := l.resolveOnce(lowest, id, n)
 		if aerr == nil {
 			return landed, first, nil
@@ -250,22 +265,4 @@ func (l *Loglet) count(f func(*Stats)) {
 	l.mu.Lock()
 	f(&l.mu.stats)
 	l.mu.Unlock()
-}
-
-// sleep waits d, or returns false when the loglet closes.
-func (l *Loglet) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-l.life.Done():
-		return false
-	}
-}
-
-// backoff is the wait before the attempt-th retry: doubling from
-// minBackoff, at most maxBackoff.
-func backoff(attempt int) time.Duration {
-	return min(minBackoff<<min(attempt-1, 10), maxBackoff)
 }

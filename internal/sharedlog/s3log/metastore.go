@@ -3,6 +3,7 @@ package s3log
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/strandkafka/strand/internal/objstore/s3obj"
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -19,8 +21,11 @@ const (
 	ChainObject = "chain.json"
 	// casAttempts bounds a CAS against 409s and unknown outcomes.
 	casAttempts = 4
-	casBackoff  = 50 * time.Millisecond
 )
+
+// casRetry paces the tries of one CAS: after an unknown outcome the next
+// read tells whether the earlier try won.
+var casRetry = retry.Policy{Attempts: casAttempts, Min: 50 * time.Millisecond, Max: time.Second}
 
 // MetaStore is a sharedlog.MetaStore in one object. CAS reads the object
 // and replaces it with If-Match on the ETag it read (the first one with
@@ -84,16 +89,8 @@ func (m *MetaStore) CAS(ctx context.Context, expect uint64, next sharedlog.Chain
 	conflict := fmt.Errorf("s3log: CAS expecting version %d: %w", expect, sharedlog.ErrConflict)
 	ambiguous := false
 	var lastErr error
-	for attempt := range casAttempts {
-		if attempt > 0 {
-			t := time.NewTimer(casBackoff << (attempt - 1))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return fmt.Errorf("s3log: CAS outcome unknown: %w (after: %w)", ctx.Err(), lastErr)
-			case <-t.C:
-			}
-		}
+	loop := casRetry.Start(ctx, nil)
+	for loop.Next() {
 		cur, etag, err := m.read(ctx)
 		if err != nil {
 			if ambiguous {
@@ -147,6 +144,9 @@ func (m *MetaStore) CAS(ctx context.Context, expect uint64, next sharedlog.Chain
 			ambiguous = true
 		}
 		lastErr = err
+	}
+	if err := loop.Err(); !errors.Is(err, retry.ErrExhausted) {
+		return fmt.Errorf("s3log: CAS outcome unknown: %w (after: %w)", err, lastErr)
 	}
 	return fmt.Errorf("s3log: CAS outcome unknown after %d attempts: %w", casAttempts, lastErr)
 }

@@ -65,6 +65,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/objstore/s3obj"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/slotlog"
@@ -104,6 +105,8 @@ type Options struct {
 	RetryBackoff time.Duration
 	// TrimGrace: see slotlog.Config. Every handle of a log must agree.
 	TrimGrace time.Duration
+	// Clock: see slotlog.Config. Default clock.Real.
+	Clock clock.Clock
 }
 
 // newClient builds an S3 client from cfg's connection fields, as s3obj
@@ -173,6 +176,7 @@ func Open(ctx context.Context, cfg s3obj.Config, opts Options) (*slotlog.Loglet,
 		PutAttempts:    opts.PutAttempts,
 		RetryBackoff:   opts.RetryBackoff,
 		TrimGrace:      opts.TrimGrace,
+		Clock:          opts.Clock,
 	})
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -32,10 +34,10 @@ type Config struct {
 	MaxEntryBytes int
 	// MaxReadEntries bounds one ReadNext. Default 256.
 	MaxReadEntries int
-	// PutAttempts bounds the tries of one slot write whose outcome stays
-	// unknown. Default 6.
+	// PutAttempts bounds the puts of one slot write whose outcome stays
+	// unknown (see writeSlot). Default 6.
 	PutAttempts int
-	// RetryBackoff is the wait before the second try; it doubles, up to
+	// RetryBackoff is the wait before the second put; it doubles, up to
 	// maxRetryBackoff. Default 20ms.
 	RetryBackoff time.Duration
 	// TrimGrace is how long deletion waits behind a trim point (see the
@@ -43,6 +45,10 @@ type Config struct {
 	// deleted at once, and every acknowledgement and read rereads the
 	// trim point. Every handle of a log must use the same value.
 	TrimGrace time.Duration
+	// Clock measures the trim-grace protocol (when a trim point was read,
+	// when a trim was seen, when a put's reply came) and paces the puts
+	// of a slot write. Default clock.Real.
+	Clock clock.Clock
 }
 
 const (
@@ -70,10 +76,13 @@ const (
 // Loglet is a sharedlog.Loglet over a Store. Safe for concurrent use.
 // Handles on one Store (in one process or many) share the log.
 type Loglet struct {
-	cfg   Config
-	st    Store
-	grace time.Duration // TrimGrace, 0 for none
-	trust time.Duration // how old a trim point read may be: grace/2
+	cfg Config
+	st  Store
+	clk clock.Clock
+	// putRetry paces the puts of one slot write (writeSlot).
+	putRetry retry.Policy
+	grace    time.Duration // TrimGrace, 0 for none
+	trust    time.Duration // how old a trim point read may be: grace/2
 
 	// bg outlives callers: a slot write goes on after its caller gave up,
 	// because later slots wait for it. Close cancels it.
@@ -171,7 +180,9 @@ func New(cfg Config) (*Loglet, error) {
 	if cfg.TrimGrace == 0 {
 		cfg.TrimGrace = DefaultTrimGrace
 	}
-	l := &Loglet{cfg: cfg, st: cfg.Store}
+	cfg.Clock = clock.OrReal(cfg.Clock)
+	l := &Loglet{cfg: cfg, st: cfg.Store, clk: cfg.Clock,
+		putRetry: retry.Policy{Attempts: cfg.PutAttempts, Min: cfg.RetryBackoff, Max: maxRetryBackoff}}
 	if cfg.TrimGrace > 0 {
 		l.grace, l.trust = cfg.TrimGrace, cfg.TrimGrace/2
 	}
@@ -209,7 +220,7 @@ func (l *Loglet) Append(ctx context.Context, entry []byte) (sharedlog.Pos, error
 		return 0, err
 	}
 	if len(entry) > l.cfg.MaxEntryBytes {
-		return 0, l.errorf("%w: %d bytes, at most %d", ErrEntryTooLarge, len(entry), l.cfg.MaxEntryBytes)
+		return 0, sharedlog.Rejected(l.errorf("%w: %d bytes, at most %d", ErrEntryTooLarge, len(entry), l.cfg.MaxEntryBytes))
 	}
 	if err := l.prepare(ctx); err != nil {
 		return 0, err
@@ -249,7 +260,7 @@ func (l *Loglet) prepare(ctx context.Context) error {
 		return sharedlog.ErrSealed
 	}
 	stale := !l.mu.fresh || l.mu.base < l.mu.tp ||
-		(l.trust > 0 && !trusted(l.mu.tpReadAt, time.Now(), l.trust))
+		(l.trust > 0 && !trusted(l.mu.tpReadAt, l.clk.Now(), l.trust))
 	l.mu.Unlock()
 	if !stale {
 		return nil
@@ -361,7 +372,9 @@ func (l *Loglet) rewindLocked(sl *slot) {
 		delete(l.mu.slots, p)
 		if o != sl && (o.out == outPending || o.out == outOurs) {
 			o.out = outFailed
-			o.err = l.errorf("slot %d: the write of slot %d below it failed: %w", o.pos, sl.pos, sl.err)
+			// Not wrapped: this append's outcome is unknown whatever
+			// made the write below it fail, even a rejection.
+			o.err = l.errorf("slot %d: the write of slot %d below it failed: %v", o.pos, sl.pos, sl.err)
 		}
 	}
 	if l.mu.next > sl.pos {
@@ -455,18 +468,21 @@ type result struct {
 }
 
 // writeSlot puts s until the outcome is definite, at most PutAttempts
-// times, always with the same bytes and token.
+// times, always with the same bytes and token to the same slot. This is
+// not a retry of the append: a put whose reply was lost is resolved by
+// putting it again, which either lands (the first did not) or meets the
+// slot's occupant, whose token says whether the first did. Only this
+// handle knows the slot and the token, and the window cannot move past
+// the slot until it knows, so the resolution is the protocol's own. An
+// outcome still unknown after PutAttempts is returned, and the layer
+// that retries appends decides.
 func (l *Loglet) writeSlot(ctx context.Context, s Slot) result {
 	var lastErr error
-	for attempt := range l.cfg.PutAttempts {
-		if attempt > 0 {
-			if err := sleep(ctx, l.backoff(attempt)); err != nil {
-				return result{out: outFailed, err: l.errorf("slot %d: %w (after: %w)", s.Pos, err, lastErr)}
-			}
-		}
+	loop := l.putRetry.Start(ctx, l.clk)
+	for loop.Next() {
 		occ, err := l.st.Put(ctx, s)
 		if err == nil {
-			return result{out: outOurs, done: time.Now()}
+			return result{out: outOurs, done: l.clk.Now()}
 		}
 		if errors.Is(err, ErrTaken) {
 			if occ == nil {
@@ -480,7 +496,7 @@ func (l *Loglet) writeSlot(ctx context.Context, s Slot) result {
 				}
 				occ = &o
 			}
-			done := time.Now()
+			done := l.clk.Now()
 			switch {
 			case occ.Token == s.Token:
 				if occ.Kind != s.Kind {
@@ -499,26 +515,20 @@ func (l *Loglet) writeSlot(ctx context.Context, s Slot) result {
 			return result{out: outFailed, err: l.errorf("slot %d: %w", s.Pos, err)}
 		}
 		if errors.Is(err, ErrRejected) {
-			return result{out: outFailed, err: err}
+			if loop.Attempt() == 1 {
+				// Nothing of ours can be in the slot: the append was
+				// refused for good.
+				return result{out: outFailed, err: sharedlog.Rejected(err)}
+			}
+			// An earlier put may have landed.
+			return result{out: outFailed, err: l.errorf("slot %d: outcome unknown: %v (after: %w)", s.Pos, err, lastErr)}
 		}
 		lastErr = err
 	}
-	return result{out: outFailed, err: l.errorf("slot %d: outcome unknown after %d attempts: %w", s.Pos, l.cfg.PutAttempts, lastErr)}
-}
-
-func (l *Loglet) backoff(attempt int) time.Duration {
-	return min(l.cfg.RetryBackoff<<min(attempt-1, 16), maxRetryBackoff)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := loop.Err(); !errors.Is(err, retry.ErrExhausted) {
+		return result{out: outFailed, err: l.errorf("slot %d: %w (after: %w)", s.Pos, err, lastErr)}
 	}
+	return result{out: outFailed, err: l.errorf("slot %d: outcome unknown after %d attempts: %w", s.Pos, l.cfg.PutAttempts, lastErr)}
 }
 
 // CheckTail implements sharedlog.Loglet. It reads the service unless the
@@ -608,7 +618,7 @@ func (l *Loglet) findFrontier(ctx context.Context, lo sharedlog.Pos) (frontier, 
 		if err != nil {
 			return frontier{}, err
 		}
-		readAt := time.Now()
+		readAt := l.clk.Now()
 		tp, err := l.st.TrimPoint(ctx)
 		if err != nil {
 			return frontier{}, err
@@ -632,7 +642,7 @@ func (l *Loglet) findFrontier(ctx context.Context, lo sharedlog.Pos) (frontier, 
 		if err != nil {
 			return frontier{}, err
 		}
-		readAt := time.Now()
+		readAt := l.clk.Now()
 		tp, err := l.st.TrimPoint(ctx)
 		if err != nil {
 			return frontier{}, err
@@ -750,7 +760,7 @@ func (l *Loglet) trimPointAsOf(ctx context.Context, t time.Time) (sharedlog.Pos,
 		f := &flight{done: make(chan struct{})}
 		l.mu.tpFlight = f
 		l.mu.Unlock()
-		readAt := time.Now()
+		readAt := l.clk.Now()
 		tp, err := l.st.TrimPoint(ctx)
 		l.mu.Lock()
 		l.mu.tpFlight = nil
@@ -800,7 +810,7 @@ func (l *Loglet) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]share
 	}
 	// A slot missing below the tail, or one rewritten by a stale handle,
 	// can only lie below a trim point raised since.
-	if tp, err = l.trimPointAsOf(ctx, time.Now()); err != nil {
+	if tp, err = l.trimPointAsOf(ctx, l.clk.Now()); err != nil {
 		return nil, err
 	}
 	if from < tp {
@@ -904,7 +914,7 @@ func (l *Loglet) PrefixTrim(ctx context.Context, before sharedlog.Pos) error {
 	}
 	l.mu.Lock()
 	l.mu.tp = max(l.mu.tp, before)
-	l.noteReapLocked(reapMark{tp: l.mu.tp, seen: time.Now()})
+	l.noteReapLocked(reapMark{tp: l.mu.tp, seen: l.clk.Now()})
 	l.mu.Unlock()
 	return l.reap(ctx)
 }
@@ -924,7 +934,7 @@ func (l *Loglet) noteReapLocked(m reapMark) {
 // reap deletes the slots below the newest trim point that has waited out
 // the grace period.
 func (l *Loglet) reap(ctx context.Context) error {
-	now := time.Now()
+	now := l.clk.Now()
 	l.mu.Lock()
 	var due sharedlog.Pos
 	keep := l.mu.reap[:0]

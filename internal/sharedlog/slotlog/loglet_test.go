@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/internal/backendtest"
 	"github.com/strandkafka/strand/internal/sharedlog/loglettest"
@@ -387,8 +388,94 @@ func TestEntryTooLarge(t *testing.T) {
 	cfg := testConfig(newMemStore())
 	cfg.MaxEntryBytes = 10
 	l := newLoglet(t, cfg)
-	if _, err := l.Append(testCtx(t), make([]byte, 11)); !errors.Is(err, ErrEntryTooLarge) {
-		t.Fatalf("Append of 11 bytes with MaxEntryBytes 10 = %v, want ErrEntryTooLarge", err)
+	_, err := l.Append(testCtx(t), make([]byte, 11))
+	if !errors.Is(err, ErrEntryTooLarge) || !errors.Is(err, sharedlog.ErrRejected) {
+		t.Fatalf("Append of 11 bytes with MaxEntryBytes 10 = %v, want ErrEntryTooLarge, rejected", err)
+	}
+}
+
+// TestRejectedPut: a put the service refuses at the first try fails the
+// append for good; refused after a try whose reply was lost, the append
+// is ambiguous, since that try may have landed.
+func TestRejectedPut(t *testing.T) {
+	for _, lostFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lost-first=%v", lostFirst), func(t *testing.T) {
+			st := newMemStore()
+			var n atomic.Int64
+			st.setPutFault(func(Slot) fault {
+				if n.Add(1) == 1 && lostFirst {
+					return faultBefore
+				}
+				return faultReject
+			})
+			l := newLoglet(t, testConfig(st))
+			_, err := l.Append(testCtx(t), []byte("x"))
+			if err == nil || errors.Is(err, sharedlog.ErrRejected) == lostFirst {
+				t.Fatalf("Append = %v, want rejected %v", err, !lostFirst)
+			}
+		})
+	}
+}
+
+// TestTrimGraceOnClock drives the trim-grace protocol on a fake clock:
+// trimmed slots are deleted only once TrimGrace has passed since the trim
+// was seen, and a handle rereads the trim point before it acknowledges
+// once its last read is older than TrimGrace/2.
+func TestTrimGraceOnClock(t *testing.T) {
+	ctx := testCtx(t)
+	st := newMemStore()
+	clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
+	cfg := testConfig(st)
+	cfg.Clock, cfg.TrimGrace = clk, time.Minute
+	l := newLoglet(t, cfg)
+	for i := range 6 {
+		if _, err := l.Append(ctx, fmt.Appendf(nil, "e%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.PrefixTrim(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	present := func(p sharedlog.Pos) bool {
+		_, ok := st.slot(p)
+		return ok
+	}
+	if !present(0) {
+		t.Fatal("slot 0 deleted at the trim, before the grace period")
+	}
+	clk.Advance(time.Minute - time.Millisecond)
+	if err := l.PrefixTrim(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	if !present(0) {
+		t.Fatal("slot 0 deleted before the grace period passed")
+	}
+	clk.Advance(time.Millisecond)
+	if err := l.PrefixTrim(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	for p := range sharedlog.Pos(6) {
+		if present(p) != (p >= 4) {
+			t.Fatalf("slot %d present = %v once the grace period passed", p, present(p))
+		}
+	}
+
+	// The PrefixTrim just read the trim point: within TrimGrace/2 an
+	// append trusts that read.
+	reads := st.trimPointReads()
+	clk.Advance(30 * time.Second)
+	if _, err := l.Append(ctx, []byte("trusted")); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.trimPointReads(); got != reads {
+		t.Fatalf("%d trim point reads for an append within the trust period", got-reads)
+	}
+	clk.Advance(time.Millisecond)
+	if _, err := l.Append(ctx, []byte("reread")); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.trimPointReads(); got == reads {
+		t.Fatal("an append past the trust period did not reread the trim point")
 	}
 }
 

@@ -18,6 +18,7 @@ const (
 	faultNone      fault = iota
 	faultBefore          // fail without applying
 	faultLoseReply       // apply, then fail as if the reply was lost
+	faultReject          // refuse as malformed: ErrRejected, not applied
 )
 
 var errInjected = errors.New("memstore: injected fault")
@@ -37,6 +38,8 @@ type memStore struct {
 	putFault func(s Slot) fault
 	// written records every applied put, in order.
 	written []Slot
+	// trimReads counts TrimPoint calls.
+	trimReads int
 }
 
 func newMemStore() *memStore {
@@ -61,8 +64,11 @@ func (m *memStore) Put(ctx context.Context, s Slot) (*Slot, error) {
 	if m.putFault != nil {
 		f = m.putFault(s)
 	}
-	if f == faultBefore {
+	switch f {
+	case faultBefore:
 		return nil, fmt.Errorf("put %d: %w", s.Pos, errInjected)
+	case faultReject:
+		return nil, fmt.Errorf("put %d: %w: %w", s.Pos, ErrRejected, errInjected)
 	}
 	if occ, ok := m.slots[s.Pos]; ok {
 		if f == faultLoseReply {
@@ -151,7 +157,14 @@ func (m *memStore) TrimPoint(ctx context.Context) (sharedlog.Pos, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.trimReads++
 	return m.tp, nil
+}
+
+func (m *memStore) trimPointReads() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.trimReads
 }
 
 func (m *memStore) RaiseTrimPoint(ctx context.Context, p sharedlog.Pos) error {

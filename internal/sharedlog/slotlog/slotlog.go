@@ -38,12 +38,20 @@
 //
 // # Ambiguous writes
 //
-// A put whose reply is lost is retried with identical bytes and token at
-// the same slot until the result is definite: success, or "taken" and
+// A put whose reply is lost is put again with identical bytes and token
+// at the same slot until the result is definite: success, or "taken" and
 // the occupant read back (the service may return it with the failure).
 // The occupant's token tells whether the earlier try won. Never are two
 // different payloads in one slot: the service's conditional put forbids
 // it, and success is claimed only for the token's owner.
+//
+// That repeated put is how one append learns its own outcome, not a
+// retry of the append: it is bounded (PutAttempts, paced by package
+// retry), and an outcome still unknown after it fails the append as
+// ambiguous. Appending the entry again is the caller's decision (the
+// replica's appender, which deduplicates); a refusal the service gives
+// for good (ErrRejected at the first put, ErrEntryTooLarge) is marked
+// sharedlog.ErrRejected so that the caller does not.
 //
 // # Seal
 //
@@ -61,6 +69,12 @@
 // point again before it acknowledges. Only durations measured on each
 // machine's own clock enter; a pause only makes both sides more careful.
 // All handles of one log must use the same TrimGrace.
+//
+// # Time
+//
+// Every reading of the time (when a trim point was read, when a trim was
+// seen, when a put's reply arrived) and every wait between puts comes
+// from Config.Clock, so a test moves the grace period by hand.
 package slotlog
 
 import (

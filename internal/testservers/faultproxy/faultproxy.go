@@ -8,7 +8,8 @@
 //
 // Faults are armed on the connections open at the time of the call; new
 // connections, such as the one a client makes to retry, pass untouched.
-// Two faults are not armed but act at once: DropConns resets every open
+// Three faults are not armed but act at once: Down cuts every connection
+// and refuses new ones until Up, DropConns resets every open
 // connection, and SetDelay slows every connection, open or new, until
 // set back to 0.
 package faultproxy
@@ -37,6 +38,7 @@ type Proxy struct {
 		sync.Mutex
 		links  map[*link]struct{}
 		closed bool
+		down   bool // see Down
 	}
 	wg sync.WaitGroup
 }
@@ -73,17 +75,39 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Close stops accepting and closes every connection.
 func (p *Proxy) Close() {
+	p.cut(func() { p.mu.closed = true })
+	p.ln.Close()
+	p.wg.Wait()
+}
+
+// Down makes the server look stopped: every open connection is cut and
+// every new one closed as soon as it is accepted, until Up. The proxy
+// keeps its port, so the addresses that name it work again after Up, as
+// a restarted server's would.
+func (p *Proxy) Down() {
+	p.cut(func() { p.mu.down = true })
+}
+
+// cut runs set under the lock, so no connection is added after it, and
+// closes every open connection; it returns how many there were.
+func (p *Proxy) cut(set func()) int {
 	p.mu.Lock()
-	p.mu.closed = true
+	set()
 	links := p.mu.links
 	p.mu.links = map[*link]struct{}{}
 	p.mu.Unlock()
-	p.ln.Close()
 	for l := range links {
 		l.client.Close()
 		l.server.Close()
 	}
-	p.wg.Wait()
+	return len(links)
+}
+
+// Up ends Down: new connections reach the server again.
+func (p *Proxy) Up() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.down = false
 }
 
 func (p *Proxy) accept() {
@@ -104,6 +128,12 @@ func (p *Proxy) accept() {
 			c.Close()
 			s.Close()
 			return
+		}
+		if p.mu.down {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			continue
 		}
 		p.mu.links[l] = struct{}{}
 		p.mu.Unlock()
@@ -139,12 +169,7 @@ func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 // network that resets them would, and returns how many there were. New
 // connections pass.
 func (p *Proxy) DropConns() int {
-	links := p.links()
-	for _, l := range links {
-		l.client.Close()
-		l.server.Close()
-	}
-	return len(links)
+	return p.cut(func() {})
 }
 
 // upstream copies client to server, diverting into a Held when armed.

@@ -1,6 +1,7 @@
 package faultproxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -76,6 +77,21 @@ func startServer(t *testing.T) *server {
 	return s
 }
 
+// dial connects to addr, with the deadlock guard as the connection's
+// deadline.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func readFull(t *testing.T, c net.Conn, n int) string {
 	t.Helper()
 	b := make([]byte, n)
@@ -108,7 +124,7 @@ func TestHoldAfterServerTalks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	c := dialProxy(t, p)
+	c := dial(t, p.Addr())
 	// One round trip so the proxy has the connection open.
 	send(t, c, "hello\n")
 	if got := readFull(t, c, len("ack:hello\n")); got != "ack:hello\n" {
@@ -160,7 +176,8 @@ func TestHoldAfterServerTalks(t *testing.T) {
 	}
 }
 
-// startEcho starts a server that echoes every connection's bytes.
+// startEcho starts a server that answers each line on any number of
+// connections with "ack:" and the line, and returns its address.
 func startEcho(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -176,24 +193,55 @@ func startEcho(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				io.Copy(c, c)
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if _, err := io.WriteString(c, "ack:"+line); err != nil {
+						return
+					}
+				}
 			}()
 		}
 	}()
 	return ln.Addr().String()
 }
 
-func dialProxy(t *testing.T, p *faultproxy.Proxy) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", p.Addr())
+// TestDownUp: Down cuts the open connections and turns new ones away on
+// the same port; after Up, connections reach the server again.
+func TestDownUp(t *testing.T) {
+	p, err := faultproxy.Start(startEcho(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.SetDeadline(time.Now().Add(testTimeout)); err != nil {
-		t.Fatal(err)
+	t.Cleanup(p.Close)
+	// roundTrip reports whether a line comes back answered.
+	roundTrip := func(c net.Conn) bool {
+		if _, err := io.WriteString(c, "x\n"); err != nil {
+			return false
+		}
+		b := make([]byte, len("ack:x\n"))
+		_, err := io.ReadFull(c, b)
+		return err == nil && string(b) == "ack:x\n"
 	}
-	return c
+
+	open := dial(t, p.Addr())
+	if !roundTrip(open) {
+		t.Fatal("no answer through the proxy")
+	}
+	p.Down()
+	if roundTrip(open) {
+		t.Fatal("a connection open before Down still gets answers")
+	}
+	if roundTrip(dial(t, p.Addr())) {
+		t.Fatal("a connection made while down gets answers")
+	}
+	p.Up()
+	if !roundTrip(dial(t, p.Addr())) {
+		t.Fatal("no answer after Up")
+	}
 }
 
 // TestDropConns: every open connection is reset; a new one passes.
@@ -203,11 +251,11 @@ func TestDropConns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	a, b := dialProxy(t, p), dialProxy(t, p)
+	a, b := dial(t, p.Addr()), dial(t, p.Addr())
 	for _, c := range []net.Conn{a, b} {
-		send(t, c, "x")
-		if got := readFull(t, c, 1); got != "x" {
-			t.Fatalf("echo %q", got)
+		send(t, c, "x\n")
+		if got := readFull(t, c, len("ack:x\n")); got != "ack:x\n" {
+			t.Fatalf("answer %q", got)
 		}
 	}
 	if n := p.DropConns(); n != 2 {
@@ -218,36 +266,36 @@ func TestDropConns(t *testing.T) {
 			t.Fatal("a dropped connection still delivers bytes")
 		}
 	}
-	c := dialProxy(t, p)
-	send(t, c, "y")
-	if got := readFull(t, c, 1); got != "y" {
-		t.Fatalf("echo after the drop %q", got)
+	c := dial(t, p.Addr())
+	send(t, c, "y\n")
+	if got := readFull(t, c, len("ack:y\n")); got != "ack:y\n" {
+		t.Fatalf("answer after the drop %q", got)
 	}
 }
 
 // TestSetDelay: with a delay each way, a round trip takes at least twice
-// the delay and its bytes arrive intact; after SetDelay(0) the proxy
-// forwards at once again.
+// the delay (a lower bound, which no scheduler can break) and its bytes
+// arrive intact; after SetDelay(0) the proxy forwards at once again.
 func TestSetDelay(t *testing.T) {
 	p, err := faultproxy.Start(startEcho(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	c := dialProxy(t, p)
+	c := dial(t, p.Addr())
 	const d = 50 * time.Millisecond
 	p.SetDelay(d)
 	start := time.Now()
-	send(t, c, "slow")
-	if got := readFull(t, c, 4); got != "slow" {
-		t.Fatalf("echo %q", got)
+	send(t, c, "slow\n")
+	if got := readFull(t, c, len("ack:slow\n")); got != "ack:slow\n" {
+		t.Fatalf("answer %q", got)
 	}
 	if took := time.Since(start); took < 2*d {
 		t.Fatalf("round trip took %v with a delay of %v each way", took, d)
 	}
 	p.SetDelay(0)
-	send(t, c, "fast")
-	if got := readFull(t, c, 4); got != "fast" {
-		t.Fatalf("echo %q", got)
+	send(t, c, "fast\n")
+	if got := readFull(t, c, len("ack:fast\n")); got != "ack:fast\n" {
+		t.Fatalf("answer %q", got)
 	}
 }

@@ -1,0 +1,272 @@
+// `group describe`: a group's state, members and per-partition lag, as a
+// table or as JSON lines (JSONGroup).
+
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// JSONGroup is the shape of one line of `group describe --format json`.
+type JSONGroup struct {
+	Group        string               `json:"group"`
+	Coordinator  int32                `json:"coordinator"`
+	State        string               `json:"state"`
+	ProtocolType string               `json:"protocol_type"`
+	Protocol     string               `json:"protocol"`
+	Members      []JSONGroupMember    `json:"members"`
+	Partitions   []JSONGroupPartition `json:"partitions"`
+	// TotalLag sums the lag of the partitions whose lag is known.
+	TotalLag int64 `json:"total_lag"`
+}
+
+// JSONGroupMember is one member of a described group.
+type JSONGroupMember struct {
+	MemberID   string                `json:"member_id"`
+	InstanceID *string               `json:"instance_id"` // null without static membership
+	ClientID   string                `json:"client_id"`
+	Host       string                `json:"host"`
+	Assigned   []JSONTopicPartitions `json:"assigned"`
+}
+
+// JSONTopicPartitions is a topic and some of its partitions.
+type JSONTopicPartitions struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// JSONGroupPartition is a partition the group consumes or committed to.
+type JSONGroupPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// CurrentOffset is the committed offset, null if the group has none.
+	CurrentOffset  *int64 `json:"current_offset"`
+	LogStartOffset *int64 `json:"log_start_offset"` // null if it could not be listed
+	LogEndOffset   *int64 `json:"log_end_offset"`   // null if it could not be listed
+	// Lag is null when it is unknown; Error then says why.
+	Lag      *int64 `json:"lag"`
+	MemberID string `json:"member_id,omitempty"` // empty if no member is assigned
+	Error    string `json:"error,omitempty"`
+}
+
+func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "describe GROUP...",
+		Short: "Show a group's members, committed offsets and lag per partition",
+		Long: "Show a group's state, members and, per partition, the committed offset, the log\n" +
+			"start and end offsets and the lag. A partition without a committed offset lags by\n" +
+			"everything between its log start and end. --format json prints one object per group\n" +
+			"per line.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != formatText && format != FormatJSON {
+				return fmt.Errorf("%w: --format %q: want text or json", ErrUsage, format)
+			}
+			groups := uniq(args)
+			adm, ctx, done, err := opts.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			// Lag describes the groups, fetches their commits and lists
+			// start and end offsets of every partition they are assigned,
+			// want or committed to.
+			lags, err := adm.Lag(ctx, groups...)
+			if err != nil {
+				return fmt.Errorf("describe groups: %w", err)
+			}
+			w := cmd.OutOrStdout()
+			var errs []error
+			printed := 0
+			for _, g := range groups {
+				l, ok := lags[g]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("describe %s: missing from the broker's response", g))
+					continue
+				case errors.Is(l.DescribeErr, kerr.GroupIDNotFound) || (l.DescribeErr == nil && l.State == stateDead):
+					errs = append(errs, fmt.Errorf("%w: %s", ErrUnknownGroup, g))
+					continue
+				case l.Error() != nil:
+					errs = append(errs, fmt.Errorf("describe %s: %w", g, l.Error()))
+					continue
+				}
+				if format == FormatJSON {
+					b, err := json.Marshal(jsonGroup(l))
+					if err != nil {
+						return err
+					}
+					if _, err := w.Write(append(b, '\n')); err != nil {
+						return err
+					}
+					continue
+				}
+				if printed > 0 {
+					fmt.Fprintln(w)
+				}
+				printed++
+				if err := printGroup(w, l); err != nil {
+					return err
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "format", "f", formatText, "output: text or json (one object per group per line)")
+	return cmd
+}
+
+// assignedCell renders a member's assignment as "t:0,1;u:2", the syntax
+// --topic of reset-offsets takes.
+func assignedCell(m kadm.DescribedGroupMember) string {
+	var parts []string
+	for _, tp := range assignedOf(m) {
+		ps := make([]string, len(tp.Partitions))
+		for i, p := range tp.Partitions {
+			ps[i] = strconv.Itoa(int(p))
+		}
+		parts = append(parts, tp.Topic+":"+strings.Join(ps, ","))
+	}
+	return dash(strings.Join(parts, ";"))
+}
+
+// assignedOf returns a consumer member's assignment sorted by topic and
+// partition; members of other protocol types (connect) have none.
+func assignedOf(m kadm.DescribedGroupMember) []JSONTopicPartitions {
+	out := []JSONTopicPartitions{}
+	a, ok := m.Assigned.AsConsumer()
+	if !ok {
+		return out
+	}
+	for _, t := range a.Topics {
+		if len(t.Partitions) == 0 {
+			continue
+		}
+		ps := slices.Clone(t.Partitions)
+		slices.Sort(ps)
+		out = append(out, JSONTopicPartitions{Topic: t.Topic, Partitions: ps})
+	}
+	slices.SortFunc(out, func(a, b JSONTopicPartitions) int { return strings.Compare(a.Topic, b.Topic) })
+	return out
+}
+
+func printGroup(w io.Writer, l kadm.DescribedGroupLag) error {
+	summary := newTable(w)
+	summary.row("GROUP", l.Group)
+	summary.row("COORDINATOR", l.Coordinator.NodeID)
+	summary.row("STATE", dash(l.State))
+	summary.row("PROTOCOL-TYPE", dash(l.ProtocolType))
+	summary.row("PROTOCOL", dash(l.Protocol))
+	summary.row("MEMBERS", len(l.Members))
+	summary.row("TOTAL-LAG", l.Lag.Total())
+	if err := summary.flush(); err != nil {
+		return err
+	}
+
+	if len(l.Members) > 0 {
+		fmt.Fprintln(w)
+		members := newTable(w, "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNED")
+		for _, m := range l.Members {
+			instance := ""
+			if m.InstanceID != nil {
+				instance = *m.InstanceID
+			}
+			members.row(m.MemberID, dash(instance), dash(m.ClientID), dash(m.ClientHost), assignedCell(m))
+		}
+		if err := members.flush(); err != nil {
+			return err
+		}
+	}
+
+	sorted := l.Lag.Sorted()
+	if len(sorted) == 0 {
+		return nil
+	}
+	headers := []string{"TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBER-ID"}
+	anyErr := slices.ContainsFunc(sorted, func(p kadm.GroupMemberLag) bool { return p.Err != nil })
+	if anyErr {
+		headers = append(headers, "ERROR")
+	}
+	fmt.Fprintln(w)
+	parts := newTable(w, headers...)
+	for _, p := range sorted {
+		j := jsonPartition(p)
+		cells := []any{p.Topic, p.Partition, int64Cell(j.CurrentOffset), int64Cell(j.LogStartOffset),
+			int64Cell(j.LogEndOffset), int64Cell(j.Lag), dash(j.MemberID)}
+		if anyErr {
+			cells = append(cells, dash(j.Error))
+		}
+		parts.row(cells...)
+	}
+	return parts.flush()
+}
+
+func int64Cell(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+func jsonGroup(l kadm.DescribedGroupLag) JSONGroup {
+	j := JSONGroup{
+		Group:        l.Group,
+		Coordinator:  l.Coordinator.NodeID,
+		State:        l.State,
+		ProtocolType: l.ProtocolType,
+		Protocol:     l.Protocol,
+		Members:      []JSONGroupMember{},
+		Partitions:   []JSONGroupPartition{},
+		TotalLag:     l.Lag.Total(),
+	}
+	for _, m := range l.Members {
+		j.Members = append(j.Members, JSONGroupMember{
+			MemberID:   m.MemberID,
+			InstanceID: m.InstanceID,
+			ClientID:   m.ClientID,
+			Host:       m.ClientHost,
+			Assigned:   assignedOf(m),
+		})
+	}
+	for _, p := range l.Lag.Sorted() {
+		j.Partitions = append(j.Partitions, jsonPartition(p))
+	}
+	return j
+}
+
+// jsonPartition is the one place that decides which of a partition's
+// numbers are known, for both output formats.
+func jsonPartition(p kadm.GroupMemberLag) JSONGroupPartition {
+	known := func(v int64, err error) *int64 {
+		if err != nil || v < 0 {
+			return nil
+		}
+		return &v
+	}
+	j := JSONGroupPartition{
+		Topic:          p.Topic,
+		Partition:      p.Partition,
+		CurrentOffset:  known(p.Commit.At, nil),
+		LogStartOffset: known(p.Start.Offset, p.Start.Err),
+		LogEndOffset:   known(p.End.Offset, p.End.Err),
+		Lag:            known(p.Lag, p.Err),
+	}
+	if p.Member != nil {
+		j.MemberID = p.Member.MemberID
+	}
+	if p.Err != nil {
+		j.Error = p.Err.Error()
+	}
+	return j
+}

@@ -1,0 +1,81 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// partitionLists shares the partition entries of Metadata answers across
+// requests and connections. A topic's entries depend only on its id, its
+// partition count and the live agents (which one leads each partition),
+// and kmsg only reads them while encoding, so every answer naming the
+// topic can hold the same slice: a flood of Metadata requests over large
+// topics then allocates per topic, not per partition. Safe for concurrent
+// use; the slices it returns must not be modified.
+type partitionLists struct {
+	// maxEntries bounds the partition entries kept. Entries of deleted
+	// topics stay until the bound is passed, when the whole table is
+	// dropped and rebuilt on demand.
+	maxEntries int64
+	mu         struct {
+		sync.Mutex
+		byTopic map[meta.TopicID]*partitionList
+		entries int64
+	}
+}
+
+// partitionList is one topic's shared entries.
+type partitionList struct {
+	count int32
+	// leaders is the leadersKey the entries were made for.
+	leaders string
+	parts   []kmsg.MetadataResponseTopicPartition
+}
+
+func newPartitionLists(maxEntries int64) *partitionLists {
+	l := &partitionLists{maxEntries: maxEntries}
+	l.mu.byTopic = make(map[meta.TopicID]*partitionList)
+	return l
+}
+
+// get returns t's entries for leaders (a leadersKey), made by build on a
+// miss. Two requests missing at once may both build; one copy is kept.
+func (l *partitionLists) get(t *meta.Topic, leaders string, build func() []kmsg.MetadataResponseTopicPartition) []kmsg.MetadataResponseTopicPartition {
+	l.mu.Lock()
+	pl, ok := l.mu.byTopic[t.ID]
+	l.mu.Unlock()
+	if ok && pl.count == t.Partitions && pl.leaders == leaders {
+		return pl.parts
+	}
+	parts := build()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, ok := l.mu.byTopic[t.ID]; ok {
+		l.mu.entries -= int64(old.count)
+	}
+	if l.mu.entries+int64(t.Partitions) > l.maxEntries {
+		clear(l.mu.byTopic)
+		l.mu.entries = 0
+	}
+	l.mu.byTopic[t.ID] = &partitionList{count: t.Partitions, leaders: leaders, parts: parts}
+	l.mu.entries += int64(t.Partitions)
+	return parts
+}
+
+// leadersKey identifies what partitionLeader's choices depend on: this
+// agent's node id and the node ids of the live agents, in order.
+func (d *Deps) leadersKey(brokers []Broker) string {
+	b := make([]byte, 0, 4*(len(brokers)+1))
+	b = binary.BigEndian.AppendUint32(b, uint32(d.Cluster.NodeID))
+	if len(brokers) < 2 {
+		return string(b)
+	}
+	for _, br := range brokers {
+		b = binary.BigEndian.AppendUint32(b, uint32(br.NodeID))
+	}
+	return string(b)
+}

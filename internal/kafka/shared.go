@@ -1,0 +1,73 @@
+package kafka
+
+import "sync/atomic"
+
+// sharedState is what the handlers of one Server share across
+// connections. New makes it from the Config.
+type sharedState struct {
+	// partitionLists shares Metadata's partition entries.
+	partitionLists *partitionLists
+	// responses is the response memory budget (respbudget.go).
+	responses *respBudget
+	// metadataPacer paces large Metadata answers (metadata_rate.go).
+	metadataPacer *bytePacer
+	// fetchPacer paces Fetch records to Deps.MaxFetchBytesPerSec; nil
+	// when unlimited.
+	fetchRate *bytePacer
+	// partitions counts the partitions being created (partition_limits.go).
+	partitions partitionGate
+	// allTopicsBytes is what the last Metadata answer listing every
+	// topic held of the budget; 0 before the first.
+	allTopicsBytes atomic.Int64
+}
+
+func newSharedState(cfg Config) *sharedState {
+	// Room for twice the partitions the cluster may hold (about 110
+	// bytes each), so deleted topics do not make the table thrash.
+	maxEntries := max(2*cfg.Deps.maxPartitions(), maxPartitionsPerTopic)
+	s := &sharedState{
+		partitionLists: newPartitionLists(maxEntries),
+		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
+		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
+	}
+	if r := cfg.Deps.MaxFetchBytesPerSec; r > 0 {
+		// A burst of a quarter second: one large fetch goes at once.
+		s.fetchRate = newBytePacer(float64(r), float64(max(r/4, maxFetchResponseBytes)))
+	}
+	return s
+}
+
+func (s *sharedState) fetchPacer() *bytePacer {
+	if s == nil {
+		return nil
+	}
+	return s.fetchRate
+}
+
+// lastAllTopicsBytes is what a Metadata answer listing every topic
+// reserves before it is built. Before the first it is the whole budget,
+// so the first such answers are built one at a time.
+func (s *sharedState) lastAllTopicsBytes() int64 {
+	if s == nil {
+		return 0
+	}
+	if n := s.allTopicsBytes.Load(); n > 0 {
+		return n
+	}
+	return s.responses.capBytes
+}
+
+// allTopicsHeld is what the last answer listing every topic held, 0
+// before the first.
+func (s *sharedState) allTopicsHeld() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.allTopicsBytes.Load()
+}
+
+func (s *sharedState) noteAllTopicsBytes(n int64) {
+	if s != nil {
+		s.allTopicsBytes.Store(n)
+	}
+}

@@ -1,0 +1,62 @@
+// Package replica drives the metadata state machine (package meta) over
+// the shared log and Pebble: one Replica is one agent's copy of the
+// metadata database.
+//
+// It owns everything impure about the copy:
+//   - proposing (propose.go): commands queued by Propose, ProposeBatch and
+//     Submit are cut into log entries, one append at a time (group
+//     commit), an ambiguous append retried with identical bytes. This is
+//     the one place an entry is sent again: the log's backends finish
+//     one attempt and return (see sharedlog.Log.Append), and apply drops
+//     a second copy by its writer id, incarnation and sequence;
+//   - playing (replica.go): the log is read from the copy's applied
+//     position and applied by a meta.Applier into a Pebble indexed batch
+//     (pebble.go adapts Pebble to meta's key-value interface), committed
+//     with the applied position; results go back to this copy's
+//     proposers, and a poison entry halts the copy (ErrHalted);
+//   - linearizable reads (sync.go): Sync checks the tail, concurrent
+//     callers sharing checks, and waits until the copy has played to it;
+//     View then reads the local copy;
+//   - fail-stop (failstop.go): a failed write under Pebble ends the
+//     process, which rebuilds the copy from its files and the log;
+//   - snapshots (snapshot.go, manifest.go): Pebble checkpoints to and from
+//     an object store, and trimming the log below them.
+//
+// # Time
+//
+// Config.Clock (package clock) is the only time the replica reads: the
+// timestamp stamped on each entry, which is all the time apply sees; the
+// default incarnation; a snapshot's date; and the waits of the append
+// retries, the player's read retries and the tail polls of a log that is
+// not a sharedlog.TailWaiter. The per-call timeouts of log operations
+// stay on the wall clock: no test needs to move them.
+//
+// The layout of the keys and log entries is package meta's, drawn in its
+// documentation; what this package adds to Pebble is the local key (0xFF)
+// where a copy records the incarnations it used.
+//
+// # Snapshots
+//
+// Replica.Snapshot uploads a Pebble checkpoint to an object store; its
+// position P is the applied position inside the checkpoint. Under the
+// snapshot prefix:
+//
+//	snap/<P, 20 digits>.json   manifest (JSON): format (1), pos, digest (hex View.Digest at P),
+//	                           created_at, writer_id, files: [{name, key, size, sha256}]
+//	sst/<sha256 hex>           an SST or blob file, shared by every snapshot that holds it
+//	aux/<sha256 hex>           any other checkpoint file (MANIFEST, OPTIONS, WAL, markers)
+//
+// Every object is content-addressed, hence immutable; the manifest is
+// written last with PutIfAbsent, so a manifest only ever names objects
+// that are complete. Restore fetches the newest one into an empty
+// directory, checks sizes, checksums and the digest, and drops the 0xFF
+// local keys. TrimLog trims the log below the newest complete snapshot, or
+// below a lower bound the caller gives: an agent passes the lowest applied
+// position of the live agents (View.LowestLiveApplied), so no live copy
+// is trimmed past.
+//
+// Snapshots live here rather than in a package of their own because they
+// are Pebble checkpoints: taking one needs the live store (flush, then a
+// checkpoint with the WAL flushed), and restoring one opens Pebble to drop
+// the local keys and check the digest.
+package replica

@@ -1,0 +1,126 @@
+package replica
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/memlog"
+)
+
+// TestPebbleMatchesMemory: package meta's tests and scenarios run on
+// meta.MemStore, the key-value interface's reference. This replays a
+// workload of every command type, several to an entry, through a Replica
+// on Pebble and the same log through MemStore, and wants the same
+// result for every command and the same final state: Pebble behind the
+// adapters (an indexed batch reading its own writes, its iterators,
+// range deletions) behaves as the reference does.
+func TestPebbleMatchesMemory(t *testing.T) {
+	clk := clock.NewFake(time.UnixMilli(1_000_000))
+	log := memlog.New()
+	r := openReplica(t, log, "", "w", withClock(clk))
+	var got []meta.Result
+	used := map[meta.CommandType]bool{}
+	propose := func(cmds ...meta.Command) []meta.Result {
+		t.Helper()
+		res, err := r.ProposeBatch(testCtx(t), cmds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cmds {
+			used[c.Type()] = true
+		}
+		got = append(got, res...)
+		return res
+	}
+	res := propose(meta.CreateTopic{Name: "a", Partitions: 2}, meta.CreateTopic{Name: "b", Partitions: 1},
+		meta.AllocateProducerID{ProducerID: -1, ProducerEpoch: -1})
+	a0, a1, b0 := partRef{res[0].TopicID, 0}, partRef{res[0].TopicID, 1}, partRef{res[1].TopicID, 0}
+	pid := res[2].ProducerID
+	idem := commitTo(3, a0, b0)
+	idem.Batches[0].ProducerID, idem.Batches[0].ProducerEpoch, idem.Batches[0].BaseSequence = pid, 0, 0
+	retry := idem
+	retry.ObjectKey += "-retry"
+	propose(idem, retry, commitTo(2, a1), meta.CreatePartitions{Name: "a", NewTotal: 3},
+		commitTo(1, partRef{a0.id, 2}), meta.AlterConfigs{Name: "a", Set: map[string]string{"x": "1"}})
+	propose(groupCommit("a", 4), groupCommit("b", 1),
+		meta.GroupState{Group: "g", ProtocolType: "consumer", Protocol: "range", Generation: 1, Leader: "m",
+			SubscribedKnown: true, Subscribed: []string{"a"}, Members: []meta.GroupMember{{MemberID: "m"}}},
+		meta.OffsetDelete{Group: "g", Partitions: []meta.TopicPartition{{Topic: "b"}}},
+		meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Applied: 1})
+	tpid := propose(meta.InitTransactionalProducer{TransactionalID: "tx", TimeoutMs: 1000, ProducerID: -1, ProducerEpoch: -1})[0].ProducerID
+	txnCommit := func(ref partRef, epoch int16, seq int32) meta.CommitObject {
+		c := commitTo(2, ref)
+		c.Batches[0].ProducerID, c.Batches[0].ProducerEpoch, c.Batches[0].BaseSequence = tpid, epoch, seq
+		c.Batches[0].Transactional = true
+		return c
+	}
+	propose(meta.AddPartitionsToTxn{TransactionalID: "tx", ProducerID: tpid, Partitions: []meta.TopicPartition{{Topic: "a"}, {Topic: "b"}}},
+		meta.AddOffsetsToTxn{TransactionalID: "tx", ProducerID: tpid, Group: "g"},
+		txnCommit(a0, 0, 0), txnCommit(b0, 0, 0),
+		meta.TxnOffsetCommit{TransactionalID: "tx", ProducerID: tpid, Group: "g", Generation: -1,
+			Offsets: []meta.OffsetCommitPartition{{Topic: "a", Partition: 1, Offset: 9, LeaderEpoch: -1, CommitTimestamp: -1}}},
+		meta.EndTxn{TransactionalID: "tx", ProducerID: tpid, Commit: true, Seq: 1})
+	propose(meta.AddPartitionsToTxn{TransactionalID: "tx", ProducerID: tpid, Partitions: []meta.TopicPartition{{Topic: "a", Partition: 1}}},
+		txnCommit(a1, 0, 0),
+		meta.EndTxn{TransactionalID: "tx", ProducerID: tpid, Seq: -1, BumpEpoch: true},
+		meta.AddPartitionsToTxn{TransactionalID: "tx", ProducerID: tpid, ProducerEpoch: 1, Partitions: []meta.TopicPartition{{Topic: "b"}}},
+		meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: a0.id, Offset: 4}, {TopicID: a1.id, Partition: 1, Offset: -1}}})
+	clk.Advance(48 * time.Hour)
+	propose(meta.TxnSweep{TransactionalIDs: []string{"tx"}}, meta.ExpireOffsets{RetentionMs: 1000, Groups: []string{"g"}},
+		meta.DeleteGroup{Group: "g"}, meta.DeleteTopic{Name: "b"}, commitTo(1, a0, b0))
+	// Raising the level reads the agent table through the batch; the
+	// heartbeat after it is written at the new level, with its ranges.
+	propose(meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MaxMetadataLevel}}},
+		meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
+	if got := r.Features().MetadataLevel(); got != meta.MaxMetadataLevel {
+		t.Fatalf("replica's metadata level %d after raising it, want %d", got, meta.MaxMetadataLevel)
+	}
+	propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
+
+	for typ := meta.CommandType(1); typ < 256; typ++ {
+		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {
+			t.Errorf("the workload does not propose %v", typ)
+		}
+	}
+	entries := rawEntries(t, log)
+	want, digest := memoryReplay(t, entries)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("results on Pebble\n%+v\non MemStore\n%+v", got, want)
+	}
+	if d := mustDigest(t, r); d != digest {
+		t.Fatalf("digest on Pebble %x, on MemStore %x", d, digest)
+	}
+}
+
+// memoryReplay applies entries, from position 0, to a meta.MemStore in
+// batches of 7 (so the partition cache spans entries, as the player's
+// batches do), and returns every command's result and the digest.
+func memoryReplay(t *testing.T, entries []sharedlog.Entry) ([]meta.Result, [32]byte) {
+	t.Helper()
+	kv := meta.NewMemStore()
+	var results []meta.Result
+	for from := 0; from < len(entries); from += 7 {
+		a := meta.NewApplier(kv)
+		to := min(from+7, len(entries))
+		for _, e := range entries[from:to] {
+			out, err := a.Apply(uint64(e.Pos), e.Data)
+			if err != nil {
+				t.Fatalf("apply at %d: %v", e.Pos, err)
+			}
+			results = append(results, out.Results...)
+		}
+		if err := a.Finish(uint64(to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest, err := meta.NewView(kv.Snapshot()).Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results, digest
+}
