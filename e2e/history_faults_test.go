@@ -123,10 +123,11 @@ func newSchedule(seed uint64, c *histCluster) *schedule {
 	return s
 }
 
-// between draws a duration in [lo, hi), in 100 ms steps.
+// between draws a duration in [lo, hi), in 10 ms steps: fine enough
+// for the delays too (20-200 ms in 100 ms steps drew 20 ms every time).
 func (s *schedule) between(lo, hi time.Duration) time.Duration {
-	steps := int64((hi - lo) / (100 * time.Millisecond))
-	return lo + time.Duration(s.rng.Int64N(steps))*100*time.Millisecond
+	const step = 10 * time.Millisecond
+	return lo + time.Duration(s.rng.Int64N(int64((hi-lo)/step)))*step
 }
 
 func (s *schedule) next() fault {

@@ -33,7 +33,7 @@ import (
 // everything, drain, and hand the recorded history to internal/history.
 //
 //	go test -run '^TestHistory$' -v ./e2e/                            # CI: PostgreSQL, a minute of faults
-//	STRAND_E2E_LONG=1 go test -run '^TestHistory$' -v -timeout 60m ./e2e/   # PostgreSQL, etcd and dynalite, 10 min each
+//	STRAND_E2E_LONG=1 go test -run '^TestHistory$' -v -timeout 90m ./e2e/   # PostgreSQL, etcd, dynalite and file, 10 min each
 //	go test -run '^TestHistory$' -v ./e2e/ -args -history-duration 2m -history-seed 42
 //
 // STRAND_HISTORY_SEED (or -history-seed) replays a run's fault schedule
@@ -67,15 +67,18 @@ type histRun struct {
 
 // TestHistory runs the workload on three agents under the fault schedule
 // and checks the history. CI runs it on PostgreSQL for a minute of faults;
-// STRAND_E2E_LONG=1 runs it on PostgreSQL, etcd and dynalite for 10
-// minutes each (-history-duration sets the length).
+// STRAND_E2E_LONG=1 runs it on PostgreSQL, etcd, dynalite and the file
+// log for 10 minutes each (-history-duration sets the length). The file
+// log belongs to one process, so its cluster is the embedded default:
+// one agent, log and objects in its data dir, faults that spare the
+// (absent) servers.
 func TestHistory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the strand binary and starts a log backend")
 	}
 	backends, d := []string{"postgres"}, time.Minute
 	if os.Getenv("STRAND_E2E_LONG") != "" {
-		backends, d = []string{"postgres", "etcd", "dynalite"}, 10*time.Minute
+		backends, d = []string{"postgres", "etcd", "dynalite", "file"}, 10*time.Minute
 	}
 	if b := os.Getenv("STRAND_HISTORY_BACKENDS"); b != "" {
 		backends = strings.Split(b, ",")
@@ -86,7 +89,11 @@ func TestHistory(t *testing.T) {
 	seed := histSeed(t)
 	for _, b := range backends {
 		t.Run(b, func(t *testing.T) {
-			rep := runHistory(t, histRun{backend: b, agents: 3, duration: d, faults: true, seed: seed, bin: strandBinary(t)})
+			agents := 3
+			if b == "file" {
+				agents = 1
+			}
+			rep := runHistory(t, histRun{backend: b, agents: agents, duration: d, faults: true, seed: seed, bin: strandBinary(t)})
 			if !rep.Valid() {
 				t.Errorf("the checker found anomalies; replay with STRAND_HISTORY_SEED=%d STRAND_HISTORY_BACKENDS=%s", seed, b)
 			}
