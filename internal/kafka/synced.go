@@ -18,14 +18,14 @@ import (
 // consumer can read records through one agent that another has not
 // applied yet. Neither request carries a timeout of its own, so the
 // Sync is bounded as the transaction reads' is; on failure the view is
-// nil and the error is NOT_LEADER_OR_FOLLOWER (this agent is stopping:
-// the client looks for another), REQUEST_TIMED_OUT or
-// UNKNOWN_SERVER_ERROR.
+// nil and the error is NOT_LEADER_OR_FOLLOWER (this agent is stopping,
+// or its copy halted and it exits: the client looks for another),
+// REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR.
 func syncedView(ctx context.Context, db MetaDB) (*meta.View, *kerr.Error) {
 	ctx, cancel := context.WithTimeout(ctx, txn.SyncTimeout)
 	defer cancel()
 	if err := db.Sync(ctx); err != nil {
-		if errors.Is(err, replica.ErrClosed) {
+		if errors.Is(err, replica.ErrClosed) || errors.Is(err, replica.ErrHalted) {
 			return nil, kerr.NotLeaderForPartition
 		}
 		return nil, proposeErrCode(err)
