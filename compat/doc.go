@@ -5,8 +5,9 @@
 //
 // The clients are franz-go (its own pkg/kgo integration suite, copied out
 // of the module cache at the version go.mod pins and pointed at the agent
-// with KGO_SEEDS), kcat (librdkafka), kafka-python, confluent-kafka-python,
-// kafkajs and burrow. Each non-Go client is a script under clients/ that
+// with KGO_SEEDS, and its kadm admin client in process for the admin APIs
+// that suite leaves out), kcat (librdkafka), kafka-python,
+// confluent-kafka-python, kafkajs and burrow. Each non-Go client is a script under clients/ that
 // does its own checks and prints one result line per capability:
 //
 //	COMPAT {"cap":"produce","status":"pass","detail":"...","topic":"t","produced":1000}

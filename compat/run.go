@@ -33,7 +33,8 @@ type Options struct {
 	// Quick runs QuickClients for QuickCaps and the QuickKgoRun tests.
 	Quick bool
 	// Clients selects rows by name ("kcat", "kafka-python",
-	// "confluent-kafka-python", "kafkajs", "burrow", "kgo"); nil: all.
+	// "confluent-kafka-python", "kafkajs", "burrow", "kgo", "kadm"); nil:
+	// all.
 	Clients []string
 	// Caps selects the columns the script clients check; nil: all
 	// (QuickCaps when Quick).
@@ -67,7 +68,7 @@ var (
 )
 
 // ClientNames lists every row RunMatrix can run, in print order.
-var ClientNames = []string{"kgo", "kcat", "kafka-python", "confluent-kafka-python", "kafkajs", "burrow"}
+var ClientNames = []string{"kgo", "kadm", "kcat", "kafka-python", "confluent-kafka-python", "kafkajs", "burrow"}
 
 func (o *Options) setDefaults() {
 	if o.Quick {
@@ -179,6 +180,10 @@ func RunMatrix(ctx context.Context, opts Options) (_ *Matrix, err error) {
 		opts.Logf("running %s", c.name)
 		rows[c.name] = runScript(ctx, c, scriptsDir, env, opts.Caps)
 		opts.Logf("%s done in %v", c.name, rows[c.name].Elapsed.Round(time.Millisecond))
+	}
+	if slices.Contains(opts.Clients, "kadm") && slices.Contains(opts.Caps, Admin) {
+		opts.Logf("running kadm")
+		rows["kadm"] = runKadm(ctx, env)
 	}
 	if slices.Contains(opts.Clients, "burrow") {
 		opts.Logf("running burrow")

@@ -64,6 +64,10 @@ the command line wins.`,
 			if cfg.MaxConnections < 1 {
 				return fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections)
 			}
+			if cfg.SnapshotKeep < 1 {
+				// Config's 0 is "default"; the flag's is a mistake.
+				return fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", cfg.SnapshotKeep)
+			}
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -105,11 +109,12 @@ the command line wins.`,
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
 	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")
+	f.IntVar(&cfg.SnapshotKeep, "snapshot-keep", agent.DefaultSnapshotKeep, "metadata snapshots kept in the object store; after each snapshot, older manifests and the files only they name are deleted")
 	cfg.MemoryBudget = agent.DefaultMemoryBudget
 	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
-	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: unlimited)")
+	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

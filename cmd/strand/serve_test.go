@@ -41,6 +41,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "no connections per IP, no overrides", args: []string{"--max-connections-per-ip", "0"}, wantErr: "admits nobody without max-connections-per-ip-overrides"},
 		{name: "host name override", args: []string{"--max-connections-per-ip-overrides", "kafka.example:5"}, wantErr: `max-connections-per-ip-overrides: "kafka.example:5"`},
 		{name: "connections per IP from env", env: map[string]string{"STRAND_MAX_CONNECTIONS_PER_IP": "-3"}, wantErr: "max-connections-per-ip -3"},
+		{name: "no snapshot kept", args: []string{"--snapshot-keep", "0"}, wantErr: "snapshot-keep 0: must be at least 1"},
+		{name: "snapshot keep from env", env: map[string]string{"STRAND_SNAPSHOT_KEEP": "-2"}, wantErr: "snapshot-keep -2"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
 		{
 			name:    "flag wins over env",

@@ -184,6 +184,11 @@ def main():
             groups = admin.list_groups(timeout=args.timeout_s)
             return "create_topics with a config, list_topics, describe_configs, create_partitions, delete_topics, list_groups (%d groups)" % len(groups), {}
         C.check("admin", adm)
+        missing = [m for m in ("elect_leaders", "alter_partition_reassignments", "list_partition_reassignments")
+                   if not hasattr(admin, m)]
+        if missing:
+            C.note("AdminClient %s (librdkafka %s) has no %s: ElectLeaders and partition reassignments not called"
+                   % (confluent_kafka.version()[0], confluent_kafka.libversion()[0], ", ".join(missing)))
 
 
 if __name__ == "__main__":

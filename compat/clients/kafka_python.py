@@ -163,6 +163,10 @@ def main():
             groups = [g[0] for g in admin.list_consumer_groups()]
             return "create_topics with a config, list_topics, describe_configs, delete_topics, list_consumer_groups (%d groups)" % len(groups), {}
         C.check("admin", adm)
+        missing = [m for m in ("perform_leader_election", "alter_partition_reassignments", "list_partition_reassignments")
+                   if not hasattr(admin, m)]
+        if missing:
+            C.note("KafkaAdminClient %s has no %s: ElectLeaders and partition reassignments not called" % (kafka.__version__, ", ".join(missing)))
 
     if admin is not None:
         admin.close()

@@ -307,13 +307,38 @@ async function main () {
       await admin.createPartitions({ topicPartitions: [{ topic, count: 4 }] })
       const md2 = await admin.fetchTopicMetadata({ topics: [topic] })
       if (md2.topics[0].partitions.length !== 4) throw new CheckFailed('createPartitions to 4 not visible')
+      // A reassignment completes at once (no data moves on shared
+      // storage); one naming a broker twice is refused as Kafka refuses
+      // it. kafkajs has no call to cancel one, nor ElectLeaders.
+      const node = md2.topics[0].partitions[0].leader
+      await admin.alterPartitionReassignments({ topics: [{ topic, partitionAssignment: [{ partition: 3, replicas: [node] }] }] })
+      let refused = null
+      try {
+        await admin.alterPartitionReassignments({ topics: [{ topic, partitionAssignment: [{ partition: 2, replicas: [node, node] }] }] })
+      } catch (e) {
+        refused = e
+      }
+      if (!hasErrorType(refused, 'INVALID_REPLICA_ASSIGNMENT')) throw new CheckFailed(`reassigning to a broker twice: ${refused}, want INVALID_REPLICA_ASSIGNMENT`)
+      const reassigning = await admin.listPartitionReassignments({})
+      if (reassigning.topics.length !== 0) throw new CheckFailed(`listPartitionReassignments: ${JSON.stringify(reassigning.topics)}, want none in progress`)
+      const md3 = await admin.fetchTopicMetadata({ topics: [topic] })
+      const p3 = md3.topics[0].partitions.find(p => p.partitionId === 3)
+      if (!p3 || p3.replicas.length !== 1 || p3.replicas[0] !== node) throw new CheckFailed(`partition 3 replicas ${p3 && p3.replicas} after the reassignment, want [${node}]`)
       await admin.deleteTopics({ topics: [topic] })
       const left = await admin.listTopics()
       if (left.includes(topic)) throw new CheckFailed(`deleted topic ${topic} still listed`)
-      return ['createTopics with a config, fetchTopicMetadata, describeConfigs, createPartitions, deleteTopics, listTopics', {}]
+      return ['createTopics with a config, fetchTopicMetadata, describeConfigs, createPartitions, alterPartitionReassignments (one done, one refused), listPartitionReassignments, deleteTopics, listTopics', {}]
     })
   }
   await admin.disconnect()
+}
+
+// hasErrorType reports whether e, or an error it aggregates or wraps,
+// is a Kafka error of type.
+function hasErrorType (e, type) {
+  if (!e) return false
+  if (e.type === type) return true
+  return (e.errors || []).concat(e.cause || [], e.originalError || []).some(x => hasErrorType(x, type))
 }
 
 main().then(() => process.exit(0), e => {

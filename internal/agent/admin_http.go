@@ -161,8 +161,23 @@ type SnapshotTakenStatus struct {
 	TrimPoint uint64 `json:"trim_point"`
 	// TrimHeldBy is the live agent whose applied position kept the trim
 	// point below the newest snapshot, if one did.
-	TrimHeldBy *AgentLease   `json:"trim_held_by,omitempty"`
+	TrimHeldBy *AgentLease `json:"trim_held_by,omitempty"`
+	// GC is what the snapshot GC after the snapshot deleted.
+	GC SnapshotGCStatus `json:"gc"`
+	// GCError says why the GC stopped, if it failed; the snapshot
+	// stands and the next GC deletes what this one left.
+	GCError    string        `json:"gc_error,omitempty"`
 	DurationNS time.Duration `json:"duration_ns"`
+}
+
+// SnapshotGCStatus is what one snapshot GC did (replica.GCResult).
+type SnapshotGCStatus struct {
+	ManifestsDeleted int   `json:"manifests_deleted"`
+	FilesDeleted     int   `json:"files_deleted"`
+	BytesDeleted     int64 `json:"bytes_deleted"`
+	// Deferred: another agent's snapshot was in progress, so no file
+	// was deleted; the next GC deletes them.
+	Deferred bool `json:"deferred"`
 }
 
 // mountAdmin adds the admin API to mux.
@@ -338,7 +353,16 @@ func (a *Agent) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		UploadedFiles: res.Snapshot.UploadedFiles,
 		UploadedBytes: res.Snapshot.UploadedBytes,
 		TrimPoint:     uint64(res.TrimPoint),
-		DurationNS:    res.Duration,
+		GC: SnapshotGCStatus{
+			ManifestsDeleted: res.GC.ManifestsDeleted,
+			FilesDeleted:     res.GC.FilesDeleted,
+			BytesDeleted:     res.GC.BytesDeleted,
+			Deferred:         res.GC.Deferred,
+		},
+		DurationNS: res.Duration,
+	}
+	if res.GCErr != nil {
+		st.GCError = res.GCErr.Error()
 	}
 	if res.HeldBy != nil {
 		// It was live when the trim was decided.

@@ -213,7 +213,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 	a.registerReplicaMetrics()
-	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, logger.With("component", "snapshot"))
+	a.snapshots = newSnapshotter(a.replica, vlog, a.store, agentID, cfg.SnapshotInterval, cfg.SnapshotKeep, a.metrics, logger.With("component", "snapshot"))
 
 	// The read cache takes the agent's own objects as they are written,
 	// so consumers that keep up never touch the object store.
@@ -271,7 +271,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 
 	a.groups, err = group.New(ctx, group.Config{
-		Store:                     a.replica,
+		Meta:                      a.replica,
 		NodeID:                    cfg.NodeID,
 		Nodes:                     a.members.nodes,
 		InitialRebalanceDelay:     cfg.GroupInitialRebalanceDelay,
@@ -288,7 +288,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
 	a.txns, err = txn.New(txn.Config{
-		Store:     a.replica,
+		Meta:      a.replica,
 		NodeID:    cfg.NodeID,
 		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
 		Clock:     clk,

@@ -116,7 +116,7 @@ func buildIndex(b *testing.B, cfg agent.Config, entries int) int {
 		b.Fatalf("create topic: %v", err)
 	}
 	id := res.TopicID
-	var pending []*replica.Pending
+	var pending []*replica.Proposal
 	n := 0
 	for obj := 0; n < entries; {
 		cmds := make([]meta.Command, 0, benchCommandsPerEntry)

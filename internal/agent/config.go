@@ -89,6 +89,11 @@ type Config struct {
 	// POST /v1/snapshot still does. An agent started on an empty data dir
 	// restores the newest snapshot found there.
 	SnapshotInterval time.Duration
+	// SnapshotKeep is how many of the newest snapshots stay in the
+	// object store; after each snapshot this agent takes, older
+	// manifests are deleted, then the files none of the kept ones (or a
+	// snapshot in progress) names. Zero means DefaultSnapshotKeep.
+	SnapshotKeep int
 	// MemoryBudget is the memory the agent's caches and buffers are
 	// sized from (memory.go); zero means DefaultMemoryBudget.
 	MemoryBudget int64
@@ -98,7 +103,8 @@ type Config struct {
 	MaxPartitionsPerTopic int32
 	MaxPartitions         int64
 	// MaxFetchBytesPerSec paces the record bytes this agent's Fetch
-	// answers carry, all clients together; zero means unlimited.
+	// answers carry, all clients together; zero means no fixed cap
+	// (the adaptive pace of kafka/fetch_yield.go still applies).
 	MaxFetchBytesPerSec int64
 	// Lease is how long this agent stays in the other agents' Metadata
 	// after its last renewal; it renews every Lease/3 through the log.
@@ -132,6 +138,7 @@ const (
 	DefaultPartitions       int32 = 1
 	DefaultShutdownTimeout        = 30 * time.Second
 	DefaultSnapshotInterval       = 10 * time.Minute
+	DefaultSnapshotKeep           = 3
 	DefaultLease                  = 10 * time.Second
 )
 
@@ -167,6 +174,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+	}
+	if c.SnapshotKeep == 0 {
+		c.SnapshotKeep = DefaultSnapshotKeep
 	}
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = DefaultMemoryBudget
@@ -271,6 +281,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPartitions < 1 {
 		errs = append(errs, fmt.Errorf("max-partitions %d: must be at least 1", c.MaxPartitions))
+	}
+	if c.SnapshotKeep < 1 {
+		errs = append(errs, fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", c.SnapshotKeep))
 	}
 	if c.Lease < minLease || c.Lease > maxLease {
 		errs = append(errs, fmt.Errorf("lease %v: must be between %v and %v", c.Lease, minLease, maxLease))

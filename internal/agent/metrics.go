@@ -31,6 +31,10 @@ type metrics struct {
 	flushLatency   prometheus.Histogram
 	logAppend      prometheus.Histogram
 	logAppendErrs  prometheus.Counter
+	// Snapshot GC (snapshot.go): what it deleted.
+	snapGCManifests prometheus.Counter
+	snapGCFiles     prometheus.Counter
+	snapGCBytes     prometheus.Counter
 }
 
 // latencyBuckets spans a local fsync (tens of µs) to an S3 Standard tail
@@ -79,6 +83,19 @@ func newMetrics() *metrics {
 		Name: "strand_log_append_errors_total",
 		Help: "Appends to the shared log that returned an error.",
 	})
+	m.snapGCManifests = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_snapshot_gc_manifests_deleted_total",
+		Help: "Metadata snapshot manifests deleted by this agent's snapshot GC (older than the newest --snapshot-keep).",
+	})
+	m.snapGCFiles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_snapshot_gc_files_deleted_total",
+		Help: "Metadata snapshot files deleted by this agent's snapshot GC because no kept snapshot names them.",
+	})
+	m.snapGCBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "strand_snapshot_gc_bytes_deleted_total",
+		Help: "Bytes of the metadata snapshot files deleted by this agent's snapshot GC.",
+	})
+	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),

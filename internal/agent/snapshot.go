@@ -43,7 +43,12 @@ type SnapshotResult struct {
 	// HeldBy is the live agent whose applied position kept the trim
 	// below the newest snapshot, nil if none did.
 	HeldBy *meta.AgentInfo
-	// Duration covers the snapshot and the trim.
+	// GC is what the snapshot GC after the trim deleted; GCErr is why
+	// it stopped, if it failed (the snapshot stands, and the next GC
+	// deletes what this one left).
+	GC    replica.GCResult
+	GCErr error
+	// Duration covers the snapshot, the trim and the GC.
 	Duration time.Duration
 }
 
@@ -67,7 +72,11 @@ type snapshotter struct {
 	// for the lowest applied position.
 	self     string
 	interval time.Duration // <= 0: no loop, snapshots on request only
-	logger   *slog.Logger
+	// keep is how many of the newest snapshots the GC after each
+	// snapshot leaves in the store.
+	keep    int
+	metrics *metrics
+	logger  *slog.Logger
 
 	// ctx is canceled by stop; it aborts a snapshot in flight.
 	ctx    context.Context
@@ -90,8 +99,8 @@ type snapshotter struct {
 	}
 }
 
-func newSnapshotter(r *replica.Replica, log *sharedlog.VirtualLog, store objstore.Store, self string, interval time.Duration, logger *slog.Logger) *snapshotter {
-	s := &snapshotter{replica: r, log: log, store: store, self: self, interval: interval, logger: logger}
+func newSnapshotter(r *replica.Replica, log *sharedlog.VirtualLog, store objstore.Store, self string, interval time.Duration, keep int, m *metrics, logger *slog.Logger) *snapshotter {
+	s := &snapshotter{replica: r, log: log, store: store, self: self, interval: interval, keep: keep, metrics: m, logger: logger}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.changed = make(chan struct{})
 	if interval > 0 {
@@ -125,7 +134,11 @@ func (s *snapshotter) runLoop() {
 }
 
 // run takes a snapshot and trims the log below the newest snapshot, or
-// below the other live agents' applied positions if one is lower.
+// below the other live agents' applied positions if one is lower. Then
+// it deletes the snapshots older than the newest keep. Every agent
+// collects after its own snapshots: collections may run at once, on any
+// agent, and deleting what is already gone is not an error
+// (replica.CollectSnapshots).
 func (s *snapshotter) run(ctx context.Context) (SnapshotResult, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
@@ -153,13 +166,23 @@ func (s *snapshotter) run(ctx context.Context) (SnapshotResult, error) {
 	if err != nil {
 		return SnapshotResult{}, fmt.Errorf("trim after snapshot at %d: %w", info.Pos, err)
 	}
-	res := SnapshotResult{Snapshot: info, TrimPoint: s.log.Chain().TrimPoint, Duration: time.Since(start)}
+	res := SnapshotResult{Snapshot: info, TrimPoint: s.log.Chain().TrimPoint}
+	res.GC, res.GCErr = s.replica.CollectSnapshots(ctx, s.store, SnapshotPrefix, s.keep)
+	s.metrics.snapGCManifests.Add(float64(res.GC.ManifestsDeleted))
+	s.metrics.snapGCFiles.Add(float64(res.GC.FilesDeleted))
+	s.metrics.snapGCBytes.Add(float64(res.GC.BytesDeleted))
+	res.Duration = time.Since(start)
 	attrs := []any{"pos", info.Pos, "key", info.Key, "files", info.Files, "bytes", info.Bytes,
 		"uploaded_files", info.UploadedFiles, "uploaded_bytes", info.UploadedBytes,
-		"trim_point", res.TrimPoint, "duration", res.Duration}
+		"trim_point", res.TrimPoint, "gc_manifests_deleted", res.GC.ManifestsDeleted,
+		"gc_files_deleted", res.GC.FilesDeleted, "gc_bytes_deleted", res.GC.BytesDeleted,
+		"gc_deferred", res.GC.Deferred, "duration", res.Duration}
 	if held && before < newest.Pos {
 		res.HeldBy = &holder
 		attrs = append(attrs, "held_by_node", holder.NodeID, "held_by_agent", holder.AgentID, "held_at", holder.Applied)
+	}
+	if res.GCErr != nil {
+		s.logger.Warn("snapshot GC failed; the next one deletes what it left", "err", res.GCErr, "keep", s.keep)
 	}
 	s.logger.Info("metadata snapshot taken; log trimmed", attrs...)
 

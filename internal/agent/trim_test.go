@@ -80,7 +80,7 @@ func newTrimCluster(t *testing.T) *trimCluster {
 	lease := trimTestLease.Milliseconds()
 	c.ma = newMembership(c.a, meta.AgentHeartbeat{NodeID: 1, AgentID: "agent-a", LeaseMs: lease}, logger)
 	c.mb = newMembership(c.b, meta.AgentHeartbeat{NodeID: 2, AgentID: "agent-b", LeaseMs: lease}, logger)
-	c.snaps = newSnapshotter(c.a, c.log, memobj.New(), "agent-a", 0, logger)
+	c.snaps = newSnapshotter(c.a, c.log, memobj.New(), "agent-a", 0, DefaultSnapshotKeep, newMetrics(), logger)
 	t.Cleanup(c.snaps.stop)
 	return c
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/objstore"
 )
 
 // Options is one benchmark run. Zero values mean the defaults of
@@ -89,7 +90,20 @@ type Options struct {
 	StressFetchPartitionBytes int32
 	StressBacklogBytes        int64
 
-	codec kgo.CompressionCodec
+	// TopicConfigs are key=value topic configs the topic is created
+	// with (or altered to, if it exists), e.g. retention.ms=60000.
+	TopicConfigs []string
+	// ObjStore is an object store URL to list every StorageEvery while
+	// the load runs (storage.go); with Embedded it defaults to the
+	// agent's. StorageEvery defaults to DefaultStorageEvery when
+	// ObjStore is given; zero otherwise means no sampling.
+	ObjStore     string
+	StorageEvery time.Duration
+
+	codec        kgo.CompressionCodec
+	topicConfigs map[string]*string
+	// store, if set, is listed instead of opening ObjStore (tests).
+	store objstore.Store
 }
 
 // Defaults.
@@ -147,6 +161,9 @@ func (o *Options) SetDefaults() {
 	if o.DiskChunkBytes == 0 {
 		o.DiskChunkBytes = DefaultDiskChunkBytes
 	}
+	if o.ObjStore != "" && o.StorageEvery == 0 {
+		o.StorageEvery = DefaultStorageEvery
+	}
 	o.setStressDefaults()
 }
 
@@ -201,6 +218,24 @@ func (o *Options) Validate() error {
 	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {
 		bad("--disk-bandwidth sizes: want positive, total at least one chunk")
 	}
+	o.topicConfigs = nil
+	for _, kv := range o.TopicConfigs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			bad("--topic-config %q: want key=value", kv)
+			continue
+		}
+		if o.topicConfigs == nil {
+			o.topicConfigs = make(map[string]*string)
+		}
+		o.topicConfigs[k] = &v
+	}
+	if o.StorageEvery < 0 {
+		bad("--storage-every must not be negative")
+	}
+	if o.StorageEvery > 0 && o.ObjStore == "" && !o.Embedded && o.store == nil {
+		bad("--storage-every needs --objstore (or --embedded, which lists the agent's store)")
+	}
 	o.validateStress(bad)
 	return errors.Join(errs...)
 }
@@ -236,6 +271,8 @@ type Report struct {
 	Disk *DiskResult `json:"disk,omitempty"`
 	// Stress is there with --stress; Strand is then the loaded phase.
 	Stress *StressResult `json:"stress,omitempty"`
+	// Storage is there with --storage-every or --objstore.
+	Storage *StorageResult `json:"storage,omitempty"`
 }
 
 // ReportOptions echoes the options that shaped the numbers.
@@ -405,12 +442,32 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		tgt.metricsAddr = a.HTTPAddr()
 		tgt.cpuScope = "bench process: embedded agent plus load generator"
 	}
+	var sampler *storageSampler
+	if o.StorageEvery > 0 {
+		store, name := o.store, o.ObjStore
+		if store == nil {
+			if name == "" {
+				name = embeddedStoreURL(filepath.Join(dataDir, "agent"))
+			}
+			var err error
+			if store, err = openSampledStore(ctx, name); err != nil {
+				if stopAgent != nil {
+					stopAgent()
+				}
+				return nil, err
+			}
+		}
+		sampler = startStorageSampler(ctx, store, name, tgt.metricsAddr, o.StorageEvery, epoch, pw)
+	}
 	var res *PhaseResult
 	var err error
 	if o.Stress != "" {
 		res, rep.Stress, err = runStress(ctx, &o, tgt, pw, epoch)
 	} else {
 		res, err = (&phase{opts: &o, tgt: tgt, stderr: pw, epoch: epoch}).run(ctx)
+	}
+	if sampler != nil {
+		rep.Storage = sampler.finish(ctx)
 	}
 	if stopAgent != nil {
 		stopAgent()
@@ -487,6 +544,14 @@ func kfakeMode(o *Options) string {
 		return "memory"
 	}
 	return "durable (DataDir + SyncWrites)"
+}
+
+// embeddedStoreURL is the object store of an agent started in dir with
+// the defaults.
+func embeddedStoreURL(dir string) string {
+	cfg := agent.Config{DataDir: dir}
+	cfg.SetDefaults()
+	return cfg.ObjStore
 }
 
 // startEmbedded starts an agent in this process on loopback ports chosen

@@ -91,13 +91,7 @@ func TestBenchBrokersKfakeComparisonDiskPlot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two load phases")
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+	c, ctx := newKfake(t)
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "latency.svg")
 	var stdout, stderr bytes.Buffer
@@ -151,6 +145,20 @@ func TestBenchBrokersKfakeComparisonDiskPlot(t *testing.T) {
 	}
 }
 
+// newKfake starts a one-broker kfake cluster as the target of a run, and
+// the run's deadlock guard.
+func newKfake(t *testing.T) (*kfake.Cluster, context.Context) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c, ctx
+}
+
 func TestOptionsValidate(t *testing.T) {
 	ok := func() Options { return Options{Embedded: true} }
 	for _, tc := range []struct {
@@ -169,6 +177,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative rate", func(o *Options) { o.Rate = -1 }, false},
 		{"negative consumers", func(o *Options) { o.Consumers = -1 }, false},
 		{"too many producers", func(o *Options) { o.Producers = maxClients + 1 }, false},
+		{"storage sampling without a store", func(o *Options) {
+			o.Embedded, o.Brokers, o.StorageEvery = false, []string{"h:1"}, time.Second
+		}, false},
+		{"topic config not key=value", func(o *Options) { o.TopicConfigs = []string{"retention.ms"} }, false},
 		{"agent flags without embedded", func(o *Options) {
 			o.Embedded, o.Brokers, o.ObjStoreLatency = false, []string{"h:1"}, "s3-standard"
 		}, false},

@@ -80,5 +80,8 @@ the data directory and prints ingest as a fraction of it.`,
 	f.IntVar(&o.StressConsumers, "stress-consumers", DefaultStressConsumers, StressCatchUp+": consumers reading the backlog from the start, again and again")
 	f.Int32Var(&o.StressFetchPartitionBytes, "stress-fetch-partition-bytes", DefaultStressFetchPartitionBytes, StressCatchUp+": the consumers' per-partition fetch size")
 	f.Int64Var(&o.StressBacklogBytes, "stress-backlog-bytes", DefaultStressBacklogBytes, StressCatchUp+": bytes produced before the consumers start")
+	f.StringArrayVar(&o.TopicConfigs, "topic-config", nil, "topic config key=value the topic is created with, or altered to if it exists (repeatable), e.g. retention.ms=60000")
+	f.StringVar(&o.ObjStore, "objstore", "", "object store URL (or directory) to list while the load runs, printing stored bytes beside the agent's DELETE and LIST rate and CPU (with --embedded: the agent's store)")
+	f.DurationVar(&o.StorageEvery, "storage-every", 0, "how often to list the object store (default 10s with --objstore; 0 without it: no listing)")
 	return cmd
 }

@@ -343,10 +343,13 @@ func (p *phase) setup(ctx context.Context) (int32, map[int32]int64, error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	topic := p.opts.Topic
-	resp, err := adm.CreateTopic(ctx, p.opts.Partitions, 1, nil, topic)
+	resp, err := adm.CreateTopic(ctx, p.opts.Partitions, 1, p.opts.topicConfigs, topic)
 	switch {
 	case err == nil && resp.Err == nil:
 	case errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(resp.Err, kerr.TopicAlreadyExists):
+		if err := p.alterTopicConfigs(ctx, adm); err != nil {
+			return 0, nil, err
+		}
 	case err != nil:
 		return 0, nil, fmt.Errorf("bench: create topic %s: %w", topic, err)
 	default:
@@ -614,4 +617,28 @@ func agentStats(before, after AgentMetrics, secs float64, prod Throughput, cons 
 		a.MeanFlushBytes = (after.FlushBytes - before.FlushBytes) / flushes
 	}
 	return a
+}
+
+// alterTopicConfigs sets --topic-config on a topic that already existed.
+func (p *phase) alterTopicConfigs(ctx context.Context, adm *kadm.Client) error {
+	if len(p.opts.topicConfigs) == 0 {
+		return nil
+	}
+	var alters []kadm.AlterConfig
+	for k, v := range p.opts.topicConfigs {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
+	}
+	resps, err := adm.AlterTopicConfigs(ctx, alters, p.opts.Topic)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		r, err = resps.On(p.opts.Topic, nil)
+		if err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bench: topic %s exists; setting --topic-config: %w", p.opts.Topic, err)
+	}
+	p.stderr.note("topic %s exists; set its --topic-config", p.opts.Topic)
+	return nil
 }

@@ -98,6 +98,7 @@ func writeText(w io.Writer, r *Report) error {
 		b.WriteString("\n")
 	}
 	writeStress(&b, r)
+	writeStorage(&b, r.Storage)
 	if d := r.Disk; d != nil {
 		fmt.Fprintf(&b, "\ndisk: fsync'd sequential writes %.1f MB/s (%d MiB in %d KiB chunks, %.0f fsyncs/s, mean fsync %.2f ms); strand ingest is %.1f%% of it\n",
 			d.BytesPerSec/1e6, d.Bytes>>20, d.ChunkBytes>>10, d.FsyncsPerSec, d.MeanFsyncMs, d.IngestPercent)

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // TestFeatures runs `strand features` against an agent of a new cluster
@@ -24,19 +27,21 @@ func TestFeatures(t *testing.T) {
 		}
 		return r.stdout
 	}
+	maxLevel := strconv.Itoa(int(meta.MaxMetadataLevel))
+	beyond := strconv.Itoa(int(meta.MaxMetadataLevel) + 1)
 	if got, want := rows(describe()), [][]string{
 		{"FEATURE", "SUPPORTED-MIN", "SUPPORTED-MAX", "FINALIZED", "EPOCH"},
 		{"group.version", "0", "1", "1", "1"},
-		{"strand.metadata.version", "1", "2", "2", "1"},
+		{"strand.metadata.version", "1", maxLevel, maxLevel, "1"},
 		{"transaction.version", "0", "2", "2", "1"},
 	}; !equalRows(got, want) {
 		t.Fatalf("describe:\n%v\nwant\n%v", got, want)
 	}
 
-	r := features("upgrade", "--feature", "strand.metadata.version=3")
+	r := features("upgrade", "--feature", "strand.metadata.version="+beyond)
 	if !errors.Is(r.err, ErrPartialFailure) || !strings.Contains(r.stdout,
-		"Could not upgrade strand.metadata.version to 3. INVALID_UPDATE_VERSION") || !strings.Contains(r.stdout, "only supports versions 1-2") {
-		t.Fatalf("upgrade to 3: %v\n%s", r.err, r.stdout)
+		"Could not upgrade strand.metadata.version to "+beyond+". INVALID_UPDATE_VERSION") || !strings.Contains(r.stdout, "only supports versions 1-"+maxLevel) {
+		t.Fatalf("upgrade to %s: %v\n%s", beyond, r.err, r.stdout)
 	}
 	r = features("downgrade", "--feature", "transaction.version=1", "--dry-run")
 	if r.err != nil || r.stdout != "DRY RUN: no change was made.\ntransaction.version can be downgraded to 1.\n" {

@@ -14,13 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// NewTopicCommand returns `topic` with its create, list, describe and
-// delete subcommands.
+// NewTopicCommand returns `topic` with its create, list, describe,
+// delete, alter-config, add-partitions and trim-prefix subcommands.
 func NewTopicCommand() *cobra.Command {
 	var opts ClientOptions
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "Create, list, describe and delete topics",
+		Short: "Create, list, describe, alter and delete topics",
 		Args:  cobra.NoArgs,
 	}
 	opts.Register(cmd.PersistentFlags())
@@ -29,6 +29,9 @@ func NewTopicCommand() *cobra.Command {
 		newTopicListCmd(&opts),
 		newTopicDescribeCmd(&opts),
 		newTopicDeleteCmd(&opts),
+		newTopicAlterConfigCmd(&opts),
+		newTopicAddPartitionsCmd(&opts),
+		newTopicTrimPrefixCmd(&opts),
 	)
 	return cmd
 }

@@ -74,6 +74,11 @@ type Reader struct {
 	store  objstore.Store
 	cache  *Cache
 	damage *DamageLog
+	// slots bounds the answers being copied at once (copy.go).
+	slots copySlots
+	// copying is called while a copy slot is held, waiting when a read
+	// finds none free; both nil but in tests.
+	copying, waiting func()
 }
 
 // NewReader returns a Reader over store. cache may be shared with a
@@ -84,11 +89,11 @@ func NewReader(store objstore.Store, cache *Cache) *Reader {
 	if cache == nil {
 		cache = NewCache(0)
 	}
-	return &Reader{store: store, cache: cache, damage: NewDamageLog(nil)}
+	return &Reader{store: store, cache: cache, damage: NewDamageLog(nil), slots: newCopySlots()}
 }
 
-// WithDamageLog returns a Reader like r (same store and cache) that
-// reports damaged objects to d.
+// WithDamageLog returns a Reader like r (same store, cache and copy
+// slots) that reports damaged objects to d.
 func (r *Reader) WithDamageLog(d *DamageLog) *Reader {
 	c := *r
 	c.damage = d
@@ -147,7 +152,8 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 	if err != nil {
 		return FetchResult{}, err
 	}
-	out := make([]byte, 0, min(int64(maxBytes), planBytes(entries)))
+	// One run per entry, but for entries the read does not reach.
+	a := answer{runs: make([][]byte, 0, len(entries)), bases: make([]int64, 0, len(entries))}
 	// coalesce: read neighbouring entries of one object with one GET.
 	// It turns off after a coalesced range fails its check, since the
 	// damage may lie in other partitions' batches between ours.
@@ -155,7 +161,7 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 	for len(entries) > 0 {
 		var full bool
 		if e := &entries[0]; e.Control {
-			if out, full, err = appendMarker(out, e, int(maxBytes)); err != nil {
+			if full, err = a.addMarker(e, int(maxBytes)); err != nil {
 				return FetchResult{}, err
 			}
 			if full {
@@ -177,19 +183,18 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 				continue
 			}
 			r.damage.Report(entries[0].ObjectKey, topicID, partition, entries[0].BaseOffset, err)
-			if len(out) > 0 {
+			if a.size > 0 {
 				break
 			}
 			return FetchResult{}, fmt.Errorf("fetch: read %s: %w", entries[0].ObjectKey, err)
 		}
 		for i := range entries[:n] {
 			e := &entries[i]
-			pos, before := e.Position-start, len(out)
-			if out, full, err = appendEntry(out, data[pos:pos+e.Length], e, offset, upTo, int(maxBytes)); err != nil {
+			pos := e.Position - start
+			if full, err = a.addEntry(data[pos:pos+e.Length], e, offset, upTo, int(maxBytes)); err != nil {
 				// None of an entry that disagrees with the index.
-				out = out[:before]
 				r.damage.Report(e.ObjectKey, topicID, partition, e.BaseOffset, err)
-				if len(out) > 0 {
+				if a.size > 0 {
 					full = true
 					break
 				}
@@ -204,7 +209,9 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 		}
 		entries = entries[n:]
 	}
-	res.Records = out
+	if res.Records, err = r.join(ctx, &a); err != nil {
+		return FetchResult{}, err
+	}
 	if t, ok := planted.DropAcked(); ok {
 		res.Records = dropPlanted(view, topicID, partition, res.Records, t)
 	}
@@ -286,61 +293,95 @@ func nextRange(entries []meta.IndexEntry) (n int, start, end int64) {
 	return n, start, end
 }
 
-// appendEntry appends the batches of one index entry that hold offsets at
-// or above offset, patching their base offsets, until out would pass
-// maxBytes (the first batch of a read is always taken) or a batch starts
-// at upTo. full reports that the read should stop. It checks the entry's
-// bytes against the index: an offset counted twice or skipped would hand
-// consumers wrong offsets.
-func appendEntry(out, data []byte, e *meta.IndexEntry, offset, upTo int64, maxBytes int) (_ []byte, full bool, err error) {
+// answer is what a read returns, gathered before it is copied: runs of
+// whole batches that are still the checked, shared bytes of the cache,
+// each with the offset its first batch is patched to. Gathering first
+// lets Reader.join copy the answer once, into memory it allocates
+// without zeroing, while holding a copy slot.
+type answer struct {
+	runs [][]byte
+	// bases[i] is the base offset of runs[i]'s first batch; the
+	// batches after it follow on.
+	bases []int64
+	// size is the bytes of runs.
+	size int
+	// markers holds synthesized control batches, which runs refer to.
+	markers []byte
+}
+
+func (a *answer) add(run []byte, base int64) {
+	a.runs = append(a.runs, run)
+	a.bases = append(a.bases, base)
+	a.size += len(run)
+}
+
+// addEntry adds the batches of one index entry that hold offsets at or
+// above offset, until the answer would pass maxBytes (the first batch of
+// a read is always taken) or a batch starts at upTo. full reports that
+// the read should stop. It checks the entry's bytes against the index: an
+// offset counted twice or skipped would hand consumers wrong offsets. An
+// entry that fails the check adds nothing.
+func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, maxBytes int) (full bool, err error) {
 	base := e.BaseOffset
+	// The batches taken are data[from:to], the first at offset first.
+	from, to, first := 0, 0, int64(-1)
+	defer func() {
+		if err == nil && to > from {
+			a.add(data[from:to], first)
+		}
+	}()
 	var batches int32
 	for rest := data; len(rest) > 0; batches++ {
 		if base >= upTo {
 			// An entry may hold several batches; a transaction's
 			// first one can be among them.
-			return out, true, nil
+			return true, nil
 		}
 		batch, next, err := recordbatch.Next(rest)
 		if err != nil {
-			return out, false, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, e.ObjectKey, e.Position, err)
+			return false, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, e.ObjectKey, e.Position, err)
 		}
 		h, err := recordbatch.ParseHeader(batch)
 		if err != nil || h.LastOffsetDelta < 0 {
-			return out, false, fmt.Errorf("%w: %s at %d: batch %d: %v (lastOffsetDelta %d)", ErrCorrupt, e.ObjectKey, e.Position, batches, err, h.LastOffsetDelta)
+			return false, fmt.Errorf("%w: %s at %d: batch %d: %v (lastOffsetDelta %d)", ErrCorrupt, e.ObjectKey, e.Position, batches, err, h.LastOffsetDelta)
 		}
 		last := base + int64(h.LastOffsetDelta)
 		if last >= offset {
-			if len(out) > 0 && len(out)+len(batch) > maxBytes {
-				return out, true, nil
+			size := a.size + to - from
+			if size > 0 && size+len(batch) > maxBytes {
+				return true, nil
 			}
-			at := len(out)
-			out = append(out, batch...)
-			recordbatch.SetBaseOffset(out[at:], base)
+			if first < 0 {
+				from, first = len(data)-len(rest), base
+			}
+			to = len(data) - len(next)
 		}
 		base = last + 1
 		rest = next
 	}
 	if base != e.BaseOffset+int64(e.Records) || batches != e.BatchCount {
-		return out, false, fmt.Errorf("%w: %s at %d: %d batches ending at offset %d, index says %d batches ending at %d",
+		return false, fmt.Errorf("%w: %s at %d: %d batches ending at offset %d, index says %d batches ending at %d",
 			ErrCorrupt, e.ObjectKey, e.Position, batches, base, e.BatchCount, e.BaseOffset+int64(e.Records))
 	}
-	return out, len(out) >= maxBytes, nil
+	return a.size+to-from >= maxBytes, nil
 }
 
-// appendMarker appends the control batch of a transaction marker entry,
-// unless out would pass maxBytes (the first batch of a read is always
+// addMarker adds the control batch of a transaction marker entry, unless
+// the answer would pass maxBytes (the first batch of a read is always
 // taken). full reports that the read should stop.
-func appendMarker(out []byte, e *meta.IndexEntry, maxBytes int) (_ []byte, full bool, err error) {
+func (a *answer) addMarker(e *meta.IndexEntry, maxBytes int) (full bool, err error) {
 	if e.Records != 1 || e.BatchCount != 1 || e.Length != recordbatch.ControlBatchSize {
-		return out, false, fmt.Errorf("%w: marker at offset %d: %d records in %d batches of %d bytes",
+		return false, fmt.Errorf("%w: marker at offset %d: %d records in %d batches of %d bytes",
 			ErrCorrupt, e.BaseOffset, e.Records, e.BatchCount, e.Length)
 	}
-	if len(out) > 0 && len(out)+recordbatch.ControlBatchSize > maxBytes {
-		return out, true, nil
+	if a.size > 0 && a.size+recordbatch.ControlBatchSize > maxBytes {
+		return true, nil
 	}
-	at := len(out)
-	out = recordbatch.AppendControlBatch(out, e.ProducerID, e.ProducerEpoch, e.Commit, e.BaseOffset, e.FirstTimestamp, 0)
-	recordbatch.SetPartitionLeaderEpoch(out[at:], markerLeaderEpoch)
-	return out, len(out) >= maxBytes, nil
+	// Runs keep referring to the bytes appended before markers grows:
+	// growing copies them, and the old array stays as it was.
+	at := len(a.markers)
+	a.markers = recordbatch.AppendControlBatch(a.markers, e.ProducerID, e.ProducerEpoch, e.Commit, e.BaseOffset, e.FirstTimestamp, 0)
+	recordbatch.SetPartitionLeaderEpoch(a.markers[at:], markerLeaderEpoch)
+	a.add(a.markers[at:], e.BaseOffset)
+	return a.size >= maxBytes, nil
 }

@@ -55,7 +55,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 				}
 				b.Cleanup(func() { rep.Close() })
 				cfg := testConfig()
-				cfg.Store = rep
+				cfg.Meta = rep
 				c, err := New(ctx, cfg)
 				if err != nil {
 					b.Fatal(err)

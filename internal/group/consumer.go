@@ -181,7 +181,7 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *ConsumerHeartbeatRequest
 	switch {
 	case g.state == stateDead:
 		return none, nil, kerr.CoordinatorNotAvailable, ""
-	case g.kind != meta.GroupConsumer && (len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty):
+	case g.kind != meta.GroupConsumer && (len(g.members) > 0 || len(g.awaitingJoin) > 0 || g.state != stateEmpty):
 		return none, nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	}
 	if g.kind != meta.GroupConsumer || g.cg == nil {

@@ -16,19 +16,19 @@ import (
 	"github.com/strandkafka/strand/internal/replica"
 )
 
-// Store is what the coordinator needs of the metadata database.
+// Metadata is what the coordinator needs of the metadata database.
 // *replica.Replica implements it.
-type Store interface {
+type Metadata interface {
 	// View is a snapshot of the local copy; the caller closes it.
 	View() *meta.View
 	// Submit queues commands for the log; commands submitted in sequence
 	// apply in that sequence.
-	Submit(ctx context.Context, cmds []meta.Command) (*replica.Pending, error)
+	Submit(ctx context.Context, cmds []meta.Command) (*replica.Proposal, error)
 	// Sync plays the local copy up to the log's tail.
 	Sync(ctx context.Context) error
 }
 
-var _ Store = (*replica.Replica)(nil)
+var _ Metadata = (*replica.Replica)(nil)
 
 // Defaults for Config, Kafka's where Kafka has one.
 const (
@@ -75,8 +75,8 @@ const (
 
 // Config configures a Coordinator.
 type Config struct {
-	// Store is the agent's metadata replica.
-	Store Store
+	// Meta is the agent's metadata replica.
+	Meta Metadata
 	// NodeID is this agent's broker id.
 	NodeID int32
 	// Nodes returns the node ids of the live agents, this one included;
@@ -157,8 +157,8 @@ func (c *Config) setDefaults() {
 func (c Config) Validate() error {
 	c.setDefaults()
 	switch {
-	case c.Store == nil:
-		return errors.New("group: Config.Store is nil")
+	case c.Meta == nil:
+		return errors.New("group: Config.Meta is nil")
 	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
 		return fmt.Errorf("group: session timeout bounds [%v, %v]", c.MinSessionTimeout, c.MaxSessionTimeout)
 	case c.MaxGroupSize < 1 || c.MaxGroupSize > maxStoredMembers:
@@ -191,7 +191,7 @@ type Client struct {
 // phase completes or its ctx ends.
 type Coordinator struct {
 	cfg   Config
-	store Store
+	store Metadata
 	clock clock.Clock
 	log   *slog.Logger
 
@@ -225,7 +225,7 @@ func New(ctx context.Context, cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	c := &Coordinator{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger}
+	c := &Coordinator{cfg: cfg, store: cfg.Meta, clock: cfg.Clock, log: cfg.Logger}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.groups = make(map[string]*group)
 	c.changed.ch = make(chan struct{})

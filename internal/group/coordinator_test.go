@@ -651,7 +651,7 @@ func TestOffsetCommitsShareEntries(t *testing.T) {
 	}
 	t.Cleanup(func() { rep.Close() })
 	cfg := testConfig()
-	cfg.Store, cfg.Clock = rep, clock
+	cfg.Meta, cfg.Clock = rep, clock
 	c, err := New(testCtx(t), cfg)
 	if err != nil {
 		t.Fatal(err)

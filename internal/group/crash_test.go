@@ -172,7 +172,7 @@ func openCrashDirs(ctx context.Context, dir string) (*Coordinator, *replica.Repl
 		return nil, nil, nil, err
 	}
 	cfg := testConfig()
-	cfg.Store = rep
+	cfg.Meta = rep
 	c, err := New(ctx, cfg)
 	if err != nil {
 		rep.Close()

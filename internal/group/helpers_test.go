@@ -74,7 +74,7 @@ func (e *env) open() {
 		t.Fatal(err)
 	}
 	cfg := e.cfg
-	cfg.Store, cfg.Clock = rep, e.clock
+	cfg.Meta, cfg.Clock = rep, e.clock
 	c, err := New(ctx, cfg)
 	if err != nil {
 		rep.Close()
@@ -293,7 +293,7 @@ func (c *Coordinator) snapshot(name string) snap {
 		return snap{}
 	}
 	s := snap{exists: true, state: g.state, generation: g.generation, leader: g.leader,
-		pending: len(g.pending), storing: g.storing}
+		pending: len(g.awaitingJoin), storing: g.storing}
 	for _, m := range g.sortedMembersLocked() {
 		s.members = append(s.members, m.id)
 		if m.join != nil {

@@ -151,7 +151,7 @@ func (j *joinCall) joinLocked() (JoinResult, *joinWait) {
 }
 
 func (j *joinCall) fullLocked() bool {
-	return len(j.g.members)+len(j.g.pending) >= j.g.c.cfg.MaxGroupSize
+	return len(j.g.members)+len(j.g.awaitingJoin) >= j.g.c.cfg.MaxGroupSize
 }
 
 // joinNewLocked handles a join without a member id.
@@ -173,23 +173,23 @@ func (j *joinCall) joinNewLocked() (JoinResult, *joinWait) {
 	if req.RequireKnownMemberID {
 		// KIP-394: hand out the id and count the member as coming, so
 		// a join phase waits for it, until its session timeout.
-		g.pending[id] = g.c.clock.AfterFunc(j.session, func() { g.pendingExpired(id) })
+		g.awaitingJoin[id] = g.c.clock.AfterFunc(j.session, func() { g.joinExpired(id) })
 		return joinError(id, kerr.MemberIDRequired), nil
 	}
 	return JoinResult{}, j.addMemberLocked(id)
 }
 
-func (g *group) pendingExpired(id string) {
+func (g *group) joinExpired(id string) {
 	g.mu.Lock()
 	defer g.c.notify()
 	defer g.mu.Unlock()
 	if g.gone {
 		return
 	}
-	if _, ok := g.pending[id]; !ok {
+	if _, ok := g.awaitingJoin[id]; !ok {
 		return
 	}
-	delete(g.pending, id)
+	delete(g.awaitingJoin, id)
 	g.tryCompleteJoinLocked()
 }
 
@@ -197,9 +197,9 @@ func (g *group) pendingExpired(id string) {
 func (j *joinCall) joinKnownLocked() (JoinResult, *joinWait) {
 	g, req := j.g, j.req
 	id := req.MemberID
-	if t, ok := g.pending[id]; ok {
+	if t, ok := g.awaitingJoin[id]; ok {
 		clock.Stop(t)
-		delete(g.pending, id)
+		delete(g.awaitingJoin, id)
 		return JoinResult{}, j.addMemberLocked(id)
 	}
 	if req.InstanceID != nil {
@@ -646,9 +646,9 @@ func (g *group) leaveOneLocked(l LeaveMember) *kerr.Error {
 		g.removeMemberAndUpdateLocked(m)
 		return errNone
 	}
-	if t, ok := g.pending[l.MemberID]; ok {
+	if t, ok := g.awaitingJoin[l.MemberID]; ok {
 		clock.Stop(t)
-		delete(g.pending, l.MemberID)
+		delete(g.awaitingJoin, l.MemberID)
 		g.tryCompleteJoinLocked()
 		return errNone
 	}

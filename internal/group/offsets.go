@@ -109,7 +109,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req CommitRequest) func(
 	if e != nil {
 		return fail(e)
 	}
-	var p *replica.Pending
+	var p *replica.Proposal
 	var err error
 	if g == nil {
 		// Nothing stored or in memory: only a commit from outside group
@@ -372,7 +372,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, group string, topics []T
 	}
 	var cmd meta.OffsetDelete
 	var cmdCodes []*int16
-	p, err := func() (*replica.Pending, error) {
+	p, err := func() (*replica.Proposal, error) {
 		defer g.mu.Unlock()
 		switch {
 		case g.state == stateDead:

@@ -69,9 +69,9 @@ type group struct {
 	members      map[string]*member
 	// static maps instance ids to member ids (KIP-345).
 	static map[string]string
-	// pending holds member ids handed out with MEMBER_ID_REQUIRED
+	// awaitingJoin holds member ids handed out with MEMBER_ID_REQUIRED
 	// (KIP-394) that have not joined yet, with their expiry timers.
-	pending map[string]clock.Timer
+	awaitingJoin map[string]clock.Timer
 
 	// The join phase: joinTimer ends it; joinSeq tells a stale timer
 	// from the current one. During the initial delay the phase cannot
@@ -151,12 +151,12 @@ func newSyncWait() *syncWait {
 
 func newGroup(c *Coordinator, name string) *group {
 	return &group{
-		c:           c,
-		name:        name,
-		members:     make(map[string]*member),
-		static:      make(map[string]string),
-		pending:     make(map[string]clock.Timer),
-		pendingSync: make(map[string]bool),
+		c:            c,
+		name:         name,
+		members:      make(map[string]*member),
+		static:       make(map[string]string),
+		awaitingJoin: make(map[string]clock.Timer),
+		pendingSync:  make(map[string]bool),
 	}
 }
 
@@ -212,7 +212,7 @@ func (c *Coordinator) loadGroup(s *meta.Group) *group {
 // idleLocked: empty with nothing in flight, so dropping it from memory
 // loses nothing the store does not have.
 func (g *group) idleLocked() bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && g.storing == 0 && g.consumerMembers() == 0
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.awaitingJoin) == 0 && g.storing == 0 && g.consumerMembers() == 0
 }
 
 // activeLocked: the group has members of either kind, or is rebalancing.
@@ -226,7 +226,7 @@ func (g *group) stopTimersLocked() {
 	g.joinTimer, g.syncTimer = nil, nil
 	g.joinSeq++
 	g.syncSeq++
-	for _, t := range g.pending {
+	for _, t := range g.awaitingJoin {
 		clock.Stop(t)
 	}
 	for _, m := range g.members {
@@ -450,7 +450,7 @@ func (g *group) maxRebalanceTimeoutLocked() time.Duration {
 // hasAllMembersJoinedLocked: every member is waiting in JoinGroup and no
 // member id handed out is still to come.
 func (g *group) hasAllMembersJoinedLocked() bool {
-	if len(g.pending) > 0 {
+	if len(g.awaitingJoin) > 0 {
 		return false
 	}
 	for _, m := range g.members {

@@ -87,7 +87,9 @@ import (
 	"github.com/strandkafka/strand/internal/txn"
 )
 
-func init() { regKey(0, 0, 12, handleProduce) }
+const produceKey = 0
+
+func init() { regKey(produceKey, 0, 12, handleProduce) }
 
 // errAcksZeroFailed closes the connection of an acks=0 request that
 // failed, the only way such a producer learns of it.
@@ -542,7 +544,7 @@ type submitted struct {
 // other so their order holds. After a failed call the rest are not
 // submitted, so a later batch never commits ahead of an earlier one that
 // failed; they fail with the same error.
-func submitAll(ctx context.Context, p Producer, batches []produce.Batch) []submitted {
+func submitAll(ctx context.Context, p Appender, batches []produce.Batch) []submitted {
 	var out []submitted
 	var submit func(bs []produce.Batch) error
 	submit = func(bs []produce.Batch) error {

@@ -21,14 +21,19 @@
 //     returns its first batch whole however large. Later partitions get
 //     what fits in the rest; a first batch that does not fit is left out.
 //   - Memory across connections: before each read the answer reserves
-//     its records (twice: the writer's copy) from the response budget
-//     (respbudget.go, Config.MaxHeldResponseBytes) and holds them until
-//     written. Short of budget, a read returns what it got; with none
-//     after waiting MaxWaitMillis, the partitions are answered with their
-//     offsets and no records, and the client asks again.
+//     its records from the response budget (respbudget.go,
+//     Config.MaxHeldResponseBytes) and holds them until written: once,
+//     since the writer splices them into its writes (splice.go), twice
+//     for partitions too small to splice, which it copies. Short of
+//     budget, a read returns what it got; with none after waiting
+//     MaxWaitMillis, the partitions are answered with their offsets and
+//     no records, and the client asks again.
 //   - Deps.MaxFetchBytesPerSec, when set, paces the records of every
 //     answer across the agent (a consumer byte-rate quota all clients
 //     share): an answer waits until the rate allows what it carries.
+//   - While other requests wait for a CPU, answers of 1 MiB or more are
+//     also paced by a rate that adapts to it (fetch_yield.go), off
+//     otherwise.
 //   - Errors, with HighWatermark, LastStableOffset and LogStartOffset -1
 //     as Kafka sends them: UNKNOWN_TOPIC_OR_PARTITION; v13+ topics by id,
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
@@ -79,7 +84,9 @@ import (
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
-func init() { regKey(1, 4, 16, handleFetch) }
+const fetchKey = 1
+
+func init() { regKey(fetchKey, 4, 16, handleFetch) }
 
 const (
 	// maxFetchResponseBytes caps a response's MaxBytes, as Kafka's broker
@@ -165,7 +172,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 			return nil, err
 		}
 		answered = true
-		return f.hold.wrap(resp, f.encodedBytes()), nil
+		return f.hold.wrap(resp, 0), nil
 	}
 
 	n, err := r.Deps.notifier()
@@ -194,7 +201,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	answered = true
-	return f.hold.wrap(resp, f.encodedBytes()), nil
+	return f.hold.wrap(resp, 0), nil
 }
 
 // fetchAnswer answers one Fetch request.
@@ -204,7 +211,7 @@ type fetchAnswer struct {
 	rd    Fetcher
 	parts []fetchPart
 	// hold is the answer's share of the response budget: the skeleton
-	// and twice the records it holds (respbudget.go).
+	// and the records it holds (respbudget.go, splicedBytes).
 	hold *respHold
 }
 
@@ -216,29 +223,22 @@ const (
 	// fetchMinBudgetBytes is the least budget a fetch waits for before
 	// it reads: enough for a useful read, small enough to be free soon.
 	fetchMinBudgetBytes = 1 << 20
-	// fetchRecordCopies is how many copies of its records an answer
-	// holds until written: its own and the writer's encoding.
-	fetchRecordCopies = 2
 )
 
 // pace waits until the agent's fetch rate (Deps.MaxFetchBytesPerSec)
-// allows records bytes more, or the connection ends.
+// and its adaptive pace (fetch_yield.go) allow records bytes more, or
+// the connection ends.
 func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
-	p := f.r.Deps.shared.fetchPacer()
-	if p == nil || records == 0 {
+	sh := f.r.Deps.shared
+	if sh == nil || records == 0 {
 		return nil
 	}
-	return p.take(ctx, records, f.r.draining())
-}
-
-// encodedBytes is about the size of the answer's encoding: its records
-// and, per partition, its fixed fields.
-func (f *fetchAnswer) encodedBytes() int64 {
-	n := int64(len(f.req.Topics)) * 64
-	for i := range f.parts {
-		n += 64 + int64(len(f.parts[i].sp.RecordBatches)) + int64(len(f.parts[i].sp.AbortedTransactions))*16
+	if p := sh.fetchPacer(); p != nil {
+		if err := p.take(ctx, records, f.r.draining()); err != nil {
+			return err
+		}
 	}
-	return n
+	return sh.fetchYield.take(ctx, records, f.r.draining())
 }
 
 func countFetchParts(req *kmsg.FetchRequest) int {
@@ -270,8 +270,13 @@ func (f *fetchAnswer) takeBudget(ctx context.Context, maxWait <-chan time.Time) 
 		// its first batch (KIP-74).
 		return max(want, 0), false
 	}
-	got := f.hold.take(ctx, fetchRecordCopies*want, fetchRecordCopies*fetchMinBudgetBytes, maxWait, f.r.draining())
-	return got / fetchRecordCopies, got == 0
+	// Records are held once when spliced and twice when copied
+	// (splicedBytes); the copied ones are less than spliceMinBytes a
+	// partition, so a read of b record bytes holds at most
+	// b+min(b, copied).
+	copied := int64(countFetchParts(f.req)) * spliceMinBytes
+	got := f.hold.take(ctx, want+min(want, copied), fetchMinBudgetBytes+min(fetchMinBudgetBytes, copied), maxWait, f.r.draining())
+	return max(got-copied, got/2), got == 0
 }
 
 // plan builds the response skeleton in request order and resolves every
@@ -363,8 +368,9 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 	committed := f.req.IsolationLevel == isolationReadCommitted
 	// minOne: the first partition with data takes its first batch
 	// whole, however large (KIP-74), unless the read got no budget.
+	var held int64
 	defer func() {
-		f.hold.resize(int64(len(f.parts))*fetchPartOverheadBytes + fetchRecordCopies*total)
+		f.hold.resize(int64(len(f.parts))*fetchPartOverheadBytes + held)
 	}()
 	for i := range f.parts {
 		p := &f.parts[i]
@@ -424,6 +430,7 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			continue
 		}
 		sp.RecordBatches = res.Records
+		held += splicedBytes(len(res.Records))
 		minOne = false
 		remaining = max(0, remaining-n)
 		total += n

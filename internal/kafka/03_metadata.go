@@ -4,16 +4,19 @@
 //   - Topics: in v0 an empty list means every topic; from v1 a null list
 //     means every topic and an empty one none (MetadataRequest.isAllTopics).
 //     A topic asked for twice is answered once.
-//   - Every partition: leader this agent (Deps.partitionLeader), leader
+//   - Every partition: leader its placement (Deps.partitionLeader), leader
 //     epoch 0 (v7+), replicas and ISR just the leader, no offline replicas
 //     (v5+). Storage is shared: there is nothing to replicate, and any
-//     agent serves any partition.
+//     agent serves any partition. A partition an AlterPartitionReassignments
+//     gave a replica list reports that list, led by its first live agent,
+//     with the others offline (replicas.go).
 //   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION, unless
 //     Deps.AutoCreateTopics is on and the request allows it
 //     (AllowAutoTopicCreation from v4; always below v4): then it is created
-//     with Deps.DefaultPartitions and default configs, and answered in
-//     full. Kafka answers LEADER_NOT_AVAILABLE and lets the client retry;
-//     creation here is done when the proposal returns. A name that cannot
+//     with Deps.DefaultPartitions and default configs. As Kafka, the
+//     answer is LEADER_NOT_AVAILABLE with no partitions (nor id), and the
+//     client asks again; here the topic exists by then, since creation is
+//     done when the proposal returns. A name that cannot
 //     be a topic, or that collides with one ('.' vs '_'), is then
 //     INVALID_TOPIC_EXCEPTION; one the partition limits leave no room for
 //     POLICY_VIOLATION (partition_limits.go).
@@ -80,8 +83,9 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 			return nil, err
 		}
 		view := db.View()
+		defer view.Close()
+		m.lists.view = view
 		ts, err := view.Topics()
-		view.Close()
 		if err != nil {
 			hold.release()
 			// No per-request error code before v13: the client
@@ -159,7 +163,8 @@ func (m *metadataAnswer) takeBudget(ctx context.Context, r *Request, hold *respH
 func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) (*kmsg.MetadataResponse, error) {
 	d := m.d
 	view := db.View()
-	defer func() { view.Close() }() // view is replaced after auto-creation
+	defer view.Close()
+	m.lists.view = view
 
 	allowAuto := d.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	seen := make(map[string]bool, len(req.Topics))
@@ -240,24 +245,13 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 		cmds[i] = meta.CreateTopic{Name: p.name, Partitions: d.defaultPartitions()}
 	}
 	outs := d.proposeCreations(ctx, db, cmds)
-	view.Close()
-	view = db.View()
 	for i, p := range pending {
-		// TOPIC_ALREADY_EXISTS: someone else created it first, which
-		// is as good.
+		// Created, or TOPIC_ALREADY_EXISTS (someone else created it
+		// first, which is as good): LEADER_NOT_AVAILABLE stays, as
+		// Kafka answers, and the client asks again.
 		if e, _ := outs[i].code(); e != nil && e != kerr.TopicAlreadyExists {
 			resp.Topics[p.idx].ErrorCode = e.Code
-			continue
 		}
-		t, ok, err := view.Topic(p.name)
-		switch {
-		case err != nil:
-			resp.Topics[p.idx].ErrorCode = kerr.UnknownServerError.Code
-		case ok:
-			resp.Topics[p.idx] = m.topic(&t)
-		}
-		// Not found: deleted since; LEADER_NOT_AVAILABLE makes the
-		// client ask again.
 	}
 	return resp, nil
 }
@@ -269,6 +263,8 @@ type metadataAnswer struct {
 	includeOps bool
 	// leaders is d.leadersKey(brokers), made on first use.
 	leaders string
+	// lists reads the replica lists reassignments recorded.
+	lists replicaLists
 }
 
 func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
@@ -279,30 +275,59 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	if m.includeOps {
 		rt.AuthorizedOperations = topicAuthorizedOps
 	}
-	build := func() []kmsg.MetadataResponseTopicPartition { return m.partitions(t) }
+	var epoch uint64
+	if m.lists.view != nil {
+		var err error
+		if epoch, err = m.lists.epoch(t.ID); err != nil {
+			rt.ErrorCode = kerr.UnknownServerError.Code
+			return rt
+		}
+	}
+	var listsErr error
+	build := func() []kmsg.MetadataResponseTopicPartition {
+		if epoch == 0 {
+			return m.partitions(t, nil)
+		}
+		lists, err := m.lists.of(t.ID)
+		if err != nil {
+			listsErr = err
+			return nil
+		}
+		return m.partitions(t, lists)
+	}
 	if s := m.d.shared; s != nil {
 		if m.leaders == "" {
 			m.leaders = m.d.leadersKey(m.brokers)
 		}
-		rt.Partitions = s.partitionLists.get(t, m.leaders, build)
+		rt.Partitions = s.partitionLists.get(t, withEpoch(m.leaders, epoch), build)
 	} else {
 		rt.Partitions = build()
+	}
+	if listsErr != nil {
+		rt.ErrorCode, rt.Partitions = kerr.UnknownServerError.Code, nil
 	}
 	return rt
 }
 
-// partitions makes t's partition entries.
-func (m *metadataAnswer) partitions(t *meta.Topic) []kmsg.MetadataResponseTopicPartition {
+// partitions makes t's partition entries; lists are the replica lists
+// reassignments recorded, by partition (nil for none).
+func (m *metadataAnswer) partitions(t *meta.Topic, lists map[int32][]int32) []kmsg.MetadataResponseTopicPartition {
 	n := t.Partitions
 	parts := make([]kmsg.MetadataResponseTopicPartition, n)
 	// One backing array for every partition's one-replica lists.
 	leaders := make([]int32, n)
 	for p := range n {
-		leaders[p] = m.d.partitionLeader(m.brokers, t.ID, p)
 		rp := kmsg.NewMetadataResponseTopicPartition()
 		rp.Partition = p
-		rp.Leader = leaders[p]
 		rp.LeaderEpoch = 0
+		if list, ok := lists[p]; ok {
+			r := m.d.replicasOf(m.brokers, t.ID, p, list)
+			rp.Leader, rp.Replicas, rp.ISR, rp.OfflineReplicas = r.leader, r.replicas, r.isr, r.offline
+			parts[p] = rp
+			continue
+		}
+		leaders[p] = m.d.partitionLeader(m.brokers, t.ID, p)
+		rp.Leader = leaders[p]
 		rp.Replicas = leaders[p : p+1 : p+1]
 		rp.ISR = rp.Replicas
 		rp.OfflineReplicas = leaders[:0:0]

@@ -87,6 +87,23 @@ func adminFuzzSeeds() []kmsg.Request {
 		}
 		reqs = append(reqs, r)
 	}
+	for _, v := range []int16{0, 1, 2} {
+		r := kmsg.NewPtrElectLeadersRequest()
+		r.Version, r.ElectionType = v, int8(v%2)
+		r.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "fuzz", Partitions: []int32{0, 1, 9}}, {Topic: "nope", Partitions: []int32{0}}}
+		reqs = append(reqs, r)
+	}
+	for _, v := range []int16{0, 1} {
+		r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		r.Version = v
+		r.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "fuzz", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{
+			{Partition: 0, Replicas: []int32{testNodeID}}, {Partition: 1}, {Partition: 1, Replicas: []int32{1, 1}},
+		}}}
+		reqs = append(reqs, r)
+	}
+	lpr := kmsg.NewPtrListPartitionReassignmentsRequest()
+	lpr.Topics = []kmsg.ListPartitionReassignmentsRequestTopic{{Topic: "fuzz", Partitions: []int32{0}}}
+	reqs = append(reqs, lpr)
 	for _, v := range []int16{0, 1, 8} {
 		reqs = append(reqs, listOffsetsReq(v, "fuzz", listPart(0, -1, 5, -1), listPart(0, 1000, 5, 0), listPart(1, -3, 5, 0)))
 	}
@@ -104,7 +121,7 @@ func adminFuzzSeeds() []kmsg.Request {
 }
 
 // adminKeys are the keys whose handlers the fuzzer drives.
-var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 32: true, 33: true, 37: true, 44: true, 57: true, 60: true}
+var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 32: true, 33: true, 37: true, 43: true, 44: true, 45: true, 46: true, 57: true, 60: true}
 
 // FuzzAdminHandlers runs the metadata, admin and offset handlers on
 // arbitrary request bodies against a live agent: no panic, no error (these

@@ -31,9 +31,9 @@ const (
 	// which Kafka leaves unbounded).
 	DefaultMaxConns = 10000
 	// DefaultMaxHeldResponseBytes bounds the memory of Fetch and Metadata
-	// responses built and not yet written (respbudget.go): room for two
-	// fetches of Kafka's default fetch.max.bytes (50 MiB of records,
-	// counted twice with the writer's copy) at once.
+	// responses built and not yet written (respbudget.go): room for four
+	// fetches of Kafka's default fetch.max.bytes (50 MiB of records) at
+	// once.
 	DefaultMaxHeldResponseBytes = 200 << 20
 	// DefaultMaxConnsPerIP is max.connections.per.ip. Kafka's default is
 	// unbounded, but Kafka does not bound the total either: with

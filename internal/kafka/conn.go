@@ -50,9 +50,14 @@ type Conn struct {
 	lastClientID *string
 	lastOrder    <-chan struct{}
 
-	// Writer goroutine only.
-	wbuf  []byte
-	batch []written
+	// Writer goroutine only. splices are record bytes written between
+	// the bytes of wbuf (splice.go), spliceBytes their total; iov is
+	// the scratch list of pieces a flush writes.
+	wbuf        []byte
+	splices     []splice
+	spliceBytes int
+	iov         net.Buffers
+	batch       []written
 
 	// commits lets an OffsetFetch wait for the commits sent before it.
 	commits commitsInFlight
@@ -64,8 +69,8 @@ type Conn struct {
 	}
 }
 
-// pending is a request between being read and its response being written.
-type pending struct {
+// call is a request between being read and its response being written.
+type call struct {
 	hdr   Header
 	start time.Time
 
@@ -81,7 +86,7 @@ type pending struct {
 }
 
 type written struct {
-	p     *pending
+	p     *call
 	bytes int
 }
 
@@ -171,7 +176,7 @@ func (s *Server) serve(c *Conn) error {
 	// The queue never blocks the reader: a request is queued only while
 	// holding a slot, and the writer frees the slot only after taking the
 	// request off the queue.
-	queue := make(chan *pending, cap(c.slots))
+	queue := make(chan *call, cap(c.slots))
 	go c.writeLoop(queue)
 	err := c.readLoop(queue)
 	close(queue)
@@ -205,7 +210,7 @@ func (s *Server) serve(c *Conn) error {
 	return reason
 }
 
-func (c *Conn) readLoop(queue chan<- *pending) error {
+func (c *Conn) readLoop(queue chan<- *call) error {
 	for {
 		select {
 		case c.slots <- struct{}{}:
@@ -226,7 +231,7 @@ func (c *Conn) readLoop(queue chan<- *pending) error {
 
 // readRequest reads, checks and decodes one request, and starts its
 // handler.
-func (c *Conn) readRequest() (*pending, error) {
+func (c *Conn) readRequest() (*call, error) {
 	s := c.srv
 	first, err := c.readSize()
 	if err != nil {
@@ -237,7 +242,7 @@ func (c *Conn) readRequest() (*pending, error) {
 		// Kafka: InvalidReceiveException, connection closed.
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, s.cfg.MaxRequestBytes)
 	}
-	p := new(pending)
+	p := new(call)
 	p.share.sizeBytes = int64(size)
 	if err := c.readBody(p, c.frameDeadline(first, size)); err != nil {
 		p.releaseFrame(s)
@@ -252,7 +257,7 @@ func (c *Conn) readRequest() (*pending, error) {
 	return p, nil
 }
 
-func (p *pending) releaseFrame(s *Server) {
+func (p *call) releaseFrame(s *Server) {
 	s.budget.release(&p.share)
 	if p.frame != nil {
 		putFrameBuf(p.frame)
@@ -262,7 +267,7 @@ func (p *pending) releaseFrame(s *Server) {
 
 // dispatch checks the header against the registry, decodes the body and
 // starts the handler. On error nothing was started.
-func (c *Conn) dispatch(p *pending) error {
+func (c *Conn) dispatch(p *call) error {
 	s := c.srv
 	frame := *p.frame
 	h, req, body, err := parseHeader(frame, c.lastClientID)
@@ -296,6 +301,7 @@ func (c *Conn) dispatch(p *pending) error {
 	if err := decodeBody(req, body); err != nil {
 		return err
 	}
+	s.cfg.Deps.shared.noteRequest(h.Key, p.share.sizeBytes)
 	r := &Request{Header: h, Body: req, Conn: c, Deps: &s.cfg.Deps}
 	r.order.prev = c.lastOrder
 	r.order.mine = make(chan struct{})
@@ -306,7 +312,7 @@ func (c *Conn) dispatch(p *pending) error {
 	return nil
 }
 
-func (c *Conn) handle(h Handler, r *Request, p *pending) {
+func (c *Conn) handle(h Handler, r *Request, p *call) {
 	defer c.srv.wg.Done()
 	resp, err := c.call(h, r)
 	p.releaseFrame(c.srv)
@@ -406,7 +412,7 @@ func (c *Conn) frameDeadline(first time.Time, size int32) time.Time {
 // byteBudget); time spent waiting for the budget moves the deadline back,
 // since the client was not the one holding things up. A request already
 // being received is finished even during Shutdown.
-func (c *Conn) readBody(p *pending, deadline time.Time) error {
+func (c *Conn) readBody(p *call, deadline time.Time) error {
 	size := int(p.share.sizeBytes)
 	var buf []byte
 	got := 0
@@ -447,7 +453,7 @@ func (c *Conn) readBody(p *pending, deadline time.Time) error {
 
 // growFrame grows p's share of the budget (to the next rung, see
 // nextShare) and its buffer, which holds the got bytes received so far.
-func (c *Conn) growFrame(p *pending, got int) (time.Duration, error) {
+func (c *Conn) growFrame(p *call, got int) (time.Duration, error) {
 	s := c.srv
 	sh := &p.share
 	want := nextShare(sh.sizeBytes, sh.heldBytes, s.firstShareBytes) - sh.heldBytes
@@ -490,9 +496,9 @@ func isTimeout(err error) bool {
 
 // writeLoop writes responses in request order until the queue is closed
 // and drained.
-func (c *Conn) writeLoop(queue <-chan *pending) {
+func (c *Conn) writeLoop(queue <-chan *call) {
 	defer close(c.writerDone)
-	var next *pending
+	var next *call
 	for {
 		p := next
 		next = nil
@@ -526,7 +532,7 @@ func (c *Conn) writeLoop(queue <-chan *pending) {
 			}
 			c.batch = append(c.batch, written{p: p, bytes: n})
 		}
-		if len(c.wbuf) < maxCoalesceBytes {
+		if len(c.wbuf)+c.spliceBytes < maxCoalesceBytes {
 			select {
 			case n, ok := <-queue:
 				if !ok {
@@ -557,16 +563,47 @@ func isClosed(ch <-chan struct{}) bool {
 // its size. A handler can build a response kmsg cannot encode (a nil
 // pointer where a struct is needed); that closes the connection, not the
 // agent.
-func (c *Conn) appendResponse(p *pending) (n int, err error) {
-	start := len(c.wbuf)
+func (c *Conn) appendResponse(p *call) (n int, err error) {
+	start, spliced, splicedBytes := len(c.wbuf), len(c.splices), c.spliceBytes
 	defer func() {
 		if v := recover(); v != nil {
 			c.wbuf = c.wbuf[:start]
+			clear(c.splices[spliced:])
+			c.splices, c.spliceBytes = c.splices[:spliced], splicedBytes
 			err = fmt.Errorf("%w: encoding key %d v%d response: %v", ErrHandlerPanic, p.hdr.Key, p.hdr.Version, v)
 		}
 	}()
-	c.wbuf = appendResponse(c.wbuf, p.hdr.CorrelationID, p.resp)
-	return len(c.wbuf) - start, nil
+	if f, ok := unwrapResponse(p.resp).(*kmsg.FetchResponse); ok {
+		c.wbuf, c.splices = appendSpliced(c.wbuf, p.hdr.CorrelationID, f, c.splices)
+		for _, s := range c.splices[spliced:] {
+			c.spliceBytes += len(s.data)
+		}
+	} else {
+		c.wbuf = appendResponse(c.wbuf, p.hdr.CorrelationID, p.resp)
+	}
+	return len(c.wbuf) - start + c.spliceBytes - splicedBytes, nil
+}
+
+// write writes the buffered responses: the write buffer, with the
+// spliced records between its pieces.
+func (c *Conn) write() error {
+	if len(c.splices) == 0 {
+		_, err := c.nc.Write(c.wbuf)
+		return err
+	}
+	prev := 0
+	for _, s := range c.splices {
+		c.iov = append(c.iov, c.wbuf[prev:s.at], s.data)
+		prev = s.at
+	}
+	c.iov = append(c.iov, c.wbuf[prev:])
+	// WriteTo consumes its copy of the list; the scratch keeps its
+	// array, cleared so it does not keep the records alive.
+	iov := c.iov
+	_, err := iov.WriteTo(c.nc)
+	clear(c.iov)
+	c.iov = c.iov[:0]
+	return err
 }
 
 func (c *Conn) flush() {
@@ -578,7 +615,7 @@ func (c *Conn) flush() {
 		err = context.Cause(c.ctx)
 	} else {
 		c.nc.SetWriteDeadline(c.deadlineFrom(time.Now()))
-		if _, err = c.nc.Write(c.wbuf); err != nil {
+		if err = c.write(); err != nil {
 			if isTimeout(err) {
 				err = fmt.Errorf("%w: response write stalled: %v", ErrIdleTimeout, err)
 			} else {
@@ -598,6 +635,8 @@ func (c *Conn) flush() {
 		c.batch[i] = written{}
 	}
 	c.batch = c.batch[:0]
+	clear(c.splices)
+	c.splices, c.spliceBytes = c.splices[:0], 0
 	c.wbuf = c.wbuf[:0]
 	if cap(c.wbuf) > maxRetainedWriteBytes {
 		c.wbuf = nil
@@ -606,7 +645,7 @@ func (c *Conn) flush() {
 
 // finish accounts for a request that was answered or dropped and frees its
 // slot.
-func (c *Conn) finish(p *pending, bytesOut int, err error) {
+func (c *Conn) finish(p *call, bytesOut int, err error) {
 	c.srv.obs.RequestDone(c, RequestStats{
 		Key:      p.hdr.Key,
 		Version:  p.hdr.Version,

@@ -16,16 +16,16 @@ import (
 // internal/produce and internal/fetch, held in Deps, so a test can wire a
 // fault-injecting pipeline or reader.
 
-// Producer takes the record batches Produce accepted. *produce.Pipeline
+// Appender takes the record batches Produce accepted. *produce.Pipeline
 // implements it.
-type Producer interface {
+type Appender interface {
 	// Submit buffers batches for one flush and returns without waiting
 	// for the commit; calls are committed in the order Submit returned.
 	// It copies the batches' Data.
 	Submit(ctx context.Context, batches []produce.Batch) (*produce.Ack, error)
 }
 
-var _ Producer = (*produce.Pipeline)(nil)
+var _ Appender = (*produce.Pipeline)(nil)
 
 // Fetcher reads committed record batches, those with offsets below upTo
 // (fetch.NoBound: all); read_committed passes the last stable offset.
@@ -46,7 +46,7 @@ type Notifier interface {
 var _ Notifier = (*replica.Replica)(nil)
 
 // producer returns Deps.Produce, or ErrMissingDeps.
-func (d *Deps) producer() (Producer, error) {
+func (d *Deps) producer() (Appender, error) {
 	if d == nil || d.Produce == nil {
 		return nil, ErrMissingDeps
 	}

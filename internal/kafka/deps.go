@@ -34,7 +34,7 @@ type Deps struct {
 	// auto-created topics and of CreateTopics asking for -1. Zero means 1.
 	DefaultPartitions int32
 	// Produce takes the batches Produce accepts (*produce.Pipeline).
-	Produce Producer
+	Produce Appender
 	// Fetch reads committed batches for Fetch (*fetch.Reader).
 	Fetch Fetcher
 	// Changes wakes long-polling Fetches; nil means Meta, which must then
@@ -67,7 +67,8 @@ type Deps struct {
 	MaxPartitions         int64
 	// MaxFetchBytesPerSec paces the record bytes Fetch answers carry,
 	// across the agent, like a consumer byte-rate quota that every
-	// client shares; zero means unlimited.
+	// client shares; zero means no fixed cap (the adaptive pace of
+	// fetch_yield.go still applies).
 	MaxFetchBytesPerSec int64
 
 	// shared is what handlers share across connections (shared.go), set

@@ -17,7 +17,7 @@ func BenchmarkFirstErrorCodeMetadata(b *testing.B) {
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr("t")
 		m := metadataAnswer{d: &Deps{}}
-		rt.Partitions = m.partitions(&meta.Topic{Partitions: 4096})
+		rt.Partitions = m.partitions(&meta.Topic{Partitions: 4096}, nil)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	b.ReportAllocs()

@@ -80,7 +80,7 @@ type supported = kmsg.ApiVersionsResponseSupportedFeature
 // once levels are finalized.
 func TestAPIVersionsFeatures(t *testing.T) {
 	all := []supported{{Name: "group.version", MinVersion: 0, MaxVersion: 1},
-		{Name: "strand.metadata.version", MinVersion: 1, MaxVersion: 2}, {Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
+		{Name: "strand.metadata.version", MinVersion: 1, MaxVersion: meta.MaxMetadataLevel}, {Name: "transaction.version", MinVersion: 0, MaxVersion: 2}}
 	// KAFKA-17492: below v4, ranges starting at 0 are left out.
 	v3 := all[1:2]
 	a := newTestAgent(t, withDeps(func(d *Deps) { d.TransactionVersion = 1 }))
@@ -199,10 +199,11 @@ func TestUpdateFeatures(t *testing.T) {
 			msg:     prefix + "Invalid update version 1 for feature share.version. Local agent 7 does not support this feature.",
 			levels:  "group.version=1 strand.metadata.version=1 transaction.version=2"},
 		{name: "above this build",
-			updates: []kmsg.UpdateFeaturesRequestFeatureUpdate{update("strand.metadata.version", 3, upgrade)},
+			updates: []kmsg.UpdateFeaturesRequestFeatureUpdate{update("strand.metadata.version", meta.MaxMetadataLevel+1, upgrade)},
 			code:    kerr.InvalidUpdateVersion.Code,
-			msg:     prefix + "Invalid update version 3 for feature strand.metadata.version. Local agent 7 only supports versions 1-2",
-			levels:  "group.version=1 strand.metadata.version=1 transaction.version=2"},
+			msg: fmt.Sprintf("%sInvalid update version %d for feature strand.metadata.version. Local agent 7 only supports versions 1-%d",
+				prefix, meta.MaxMetadataLevel+1, meta.MaxMetadataLevel),
+			levels: "group.version=1 strand.metadata.version=1 transaction.version=2"},
 		{name: "negative", v1Only: true,
 			updates: []kmsg.UpdateFeaturesRequestFeatureUpdate{update("group.version", -1, safe)},
 			code:    kerr.InvalidUpdateVersion.Code,
@@ -327,9 +328,9 @@ func TestFeaturesKadm(t *testing.T) {
 	if err != nil || res.Error() != nil {
 		t.Fatalf("kadm UpdateFeatures: %v, %v", err, res.Error())
 	}
-	res, err = a.Admin.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: meta.FeatureMetadata, MaxVersionLevel: 3, UpgradeType: upgradeTypeUpgrade})
+	res, err = a.Admin.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: meta.FeatureMetadata, MaxVersionLevel: meta.MaxMetadataLevel + 1, UpgradeType: upgradeTypeUpgrade})
 	if err != nil || !errors.Is(res.Error(), kerr.InvalidUpdateVersion) {
-		t.Fatalf("kadm UpdateFeatures to 3: %v, %v; want INVALID_UPDATE_VERSION", err, res.Error())
+		t.Fatalf("kadm UpdateFeatures above this build: %v, %v; want INVALID_UPDATE_VERSION", err, res.Error())
 	}
 	res, err = a.Admin.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: meta.FeatureGroup, MaxVersionLevel: 0, UpgradeType: upgradeTypeSafeDowngrade})
 	if err != nil || res.Error() != nil {

@@ -104,7 +104,7 @@ func strOr(s *string) string {
 // order. Bounded by the connection's requests in flight.
 type commitsInFlight struct {
 	mu      sync.Mutex
-	pending map[chan struct{}]struct{}
+	commits map[chan struct{}]struct{}
 }
 
 // start registers a commit handed to the coordinator; the caller calls
@@ -112,14 +112,14 @@ type commitsInFlight struct {
 func (c *commitsInFlight) start() (finish func()) {
 	done := make(chan struct{})
 	c.mu.Lock()
-	if c.pending == nil {
-		c.pending = make(map[chan struct{}]struct{})
+	if c.commits == nil {
+		c.commits = make(map[chan struct{}]struct{})
 	}
-	c.pending[done] = struct{}{}
+	c.commits[done] = struct{}{}
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
-		delete(c.pending, done)
+		delete(c.commits, done)
 		c.mu.Unlock()
 		close(done)
 	}
@@ -129,8 +129,8 @@ func (c *commitsInFlight) start() (finish func()) {
 func (c *commitsInFlight) snapshot() []chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]chan struct{}, 0, len(c.pending))
-	for done := range c.pending {
+	out := make([]chan struct{}, 0, len(c.commits))
+	for done := range c.commits {
 		out = append(out, done)
 	}
 	return out

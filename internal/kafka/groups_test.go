@@ -27,7 +27,7 @@ const groupGuard = 45 * time.Second
 func withGroups(t testing.TB, out **group.Coordinator, tune func(*group.Config)) agentOption {
 	return func(c *agentConfig) {
 		cfg := group.Config{
-			Store:                        c.Replica,
+			Meta:                         c.Replica,
 			NodeID:                       testNodeID,
 			InitialRebalanceDelay:        -1,
 			MinSessionTimeout:            time.Millisecond,

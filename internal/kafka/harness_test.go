@@ -169,9 +169,9 @@ func startTestAgent(t testing.TB, cfg agentConfig, db MetaDB, opts []agentOption
 // newTestTxns is a transaction coordinator over store, as node
 // testNodeID alone, without a timeout sweep (no handler test waits for
 // one), closed at cleanup.
-func newTestTxns(t testing.TB, store txn.Store, tunes ...func(*txn.Config)) *txn.Coordinator {
+func newTestTxns(t testing.TB, store txn.Metadata, tunes ...func(*txn.Config)) *txn.Coordinator {
 	t.Helper()
-	cfg := txn.Config{Store: store, NodeID: testNodeID, SweepInterval: -1, Logger: discardLogger}
+	cfg := txn.Config{Meta: store, NodeID: testNodeID, SweepInterval: -1, Logger: discardLogger}
 	for _, tune := range tunes {
 		tune(&cfg)
 	}

@@ -57,7 +57,16 @@ func (p *bytePacer) take(ctx context.Context, n int64, abort <-chan struct{}) er
 	if debt <= 0 {
 		return nil
 	}
-	t := time.NewTimer(time.Duration(debt / p.perSec * float64(time.Second)))
+	return waitPaced(ctx, time.Duration(debt/p.perSec*float64(time.Second)), abort)
+}
+
+// waitPaced waits d, or until ctx ends (its cause) or abort is closed
+// (nil: the answer goes out anyway).
+func waitPaced(ctx context.Context, d time.Duration, abort <-chan struct{}) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -159,23 +159,29 @@ func TestMetadataTopicIDs(t *testing.T) {
 	}
 }
 
+// TestMetadataAutoCreate: as Kafka, the Metadata request that creates a
+// topic answers LEADER_NOT_AVAILABLE with no partitions and no id, and
+// the client's next one finds the topic; also for a topic just deleted.
 func TestMetadataAutoCreate(t *testing.T) {
 	on := newTestAgent(t, withAutoCreate(3))
 	off := newTestAgent(t)
 	on.createTopic(t, "a.b", 1, nil)
+	leaderNA := kerr.LeaderNotAvailable
 	tests := []struct {
-		name      string
-		agent     *testAgent
-		version   int16
-		allow     bool
-		topic     string
-		wantCode  *kerr.Error
-		wantParts int32 // in the answer and the database; 0 for none
+		name     string
+		agent    *testAgent
+		version  int16
+		allow    bool
+		topic    string
+		wantCode *kerr.Error
+		// wantParts is what the database holds afterwards (0 for no
+		// topic): the answer itself never has partitions.
+		wantParts int32
 	}{
-		{name: "allowed", agent: on, version: 12, allow: true, topic: "auto-12", wantParts: 3},
+		{name: "allowed", agent: on, version: 12, allow: true, topic: "auto-12", wantCode: leaderNA, wantParts: 3},
 		{name: "not allowed by the request", agent: on, version: 12, topic: "auto-no", wantCode: kerr.UnknownTopicOrPartition},
-		{name: "v3 always allows", agent: on, version: 3, topic: "auto-3", wantParts: 3},
-		{name: "v1 as kafka-python", agent: on, version: 1, topic: "auto-1", wantParts: 3},
+		{name: "v3 always allows", agent: on, version: 3, topic: "auto-3", wantCode: leaderNA, wantParts: 3},
+		{name: "v1 as kafka-python", agent: on, version: 1, topic: "auto-1", wantCode: leaderNA, wantParts: 3},
 		{name: "invalid name", agent: on, version: 12, allow: true, topic: "bad name", wantCode: kerr.InvalidTopicException},
 		{name: "collision", agent: on, version: 12, allow: true, topic: "a_b", wantCode: kerr.InvalidTopicException},
 		{name: "off", agent: off, version: 12, allow: true, topic: "auto-off", wantCode: kerr.UnknownTopicOrPartition},
@@ -191,25 +197,39 @@ func TestMetadataAutoCreate(t *testing.T) {
 				t.Fatalf("answers %+v", resp.Topics)
 			}
 			r := resp.Topics[0]
-			var wantCode int16
-			if tt.wantCode != nil {
-				wantCode = tt.wantCode.Code
-			}
-			if r.ErrorCode != wantCode || int32(len(r.Partitions)) != tt.wantParts {
-				t.Fatalf("code %d with %d partitions, want %d with %d", r.ErrorCode, len(r.Partitions), wantCode, tt.wantParts)
+			if r.ErrorCode != tt.wantCode.Code || len(r.Partitions) != 0 || r.TopicID != [16]byte{} {
+				t.Fatalf("code %d with %d partitions and id %v, want %d with none", r.ErrorCode, len(r.Partitions), r.TopicID, tt.wantCode.Code)
 			}
 			tp, ok := tt.agent.topic(t, tt.topic)
 			if ok != (tt.wantParts > 0) || tp.Partitions != tt.wantParts {
 				t.Fatalf("in the database: %v with %d partitions", ok, tp.Partitions)
 			}
-			if tt.version >= 10 && ok && r.TopicID != [16]byte(tp.ID) {
-				t.Errorf("answered id %v, stored %v", r.TopicID, tp.ID)
-			}
 		})
 	}
 	// Asked again, the topic is simply there.
-	resp := on.rawRequest(t, metadataReq(12, []string{"auto-12"})).(*kmsg.MetadataResponse)
-	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 3 {
-		t.Fatalf("second ask: %+v", resp.Topics)
+	ask := func(topic string) kmsg.MetadataResponseTopic {
+		req := metadataReq(12, []string{topic})
+		req.AllowAutoTopicCreation = true
+		resp := on.rawRequest(t, req).(*kmsg.MetadataResponse)
+		if len(resp.Topics) != 1 {
+			t.Fatalf("answers %+v", resp.Topics)
+		}
+		return resp.Topics[0]
+	}
+	if r := ask("auto-12"); r.ErrorCode != 0 || len(r.Partitions) != 3 || r.TopicID != [16]byte(on.topicID(t, "auto-12")) {
+		t.Fatalf("second ask: %+v", r)
+	}
+	// Deleted, then created again by the next ask: LEADER_NOT_AVAILABLE
+	// again, then the new topic, not the old one's entries.
+	old := on.topicID(t, "auto-12")
+	if _, err := on.Admin.DeleteTopic(on.ctx(t), "auto-12"); err != nil {
+		t.Fatal(err)
+	}
+	if r := ask("auto-12"); r.ErrorCode != leaderNA.Code || len(r.Partitions) != 0 {
+		t.Fatalf("first ask after deletion: %+v", r)
+	}
+	r := ask("auto-12")
+	if id := on.topicID(t, "auto-12"); r.ErrorCode != 0 || len(r.Partitions) != 3 || r.TopicID != [16]byte(id) || id == old {
+		t.Fatalf("second ask after deletion: %+v (old id %v)", r, old)
 	}
 }

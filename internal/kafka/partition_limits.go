@@ -59,9 +59,9 @@ func (d *Deps) maxPartitions() int64 {
 type partitionGate struct {
 	mu struct {
 		sync.Mutex
-		// pending holds the reservations of admitted creations whose
+		// reserved holds the reservations of admitted creations whose
 		// proposals have not returned; bounded by the requests in flight.
-		pending []*reservation
+		reserved []*reservation
 	}
 }
 
@@ -78,7 +78,7 @@ type reservation struct {
 // would refuse creations the limit allows.
 func (g *partitionGate) pendingLocked(view *meta.View) (int64, error) {
 	var n int64
-	for _, r := range g.mu.pending {
+	for _, r := range g.mu.reserved {
 		t, exists, err := view.Topic(r.name)
 		if err != nil {
 			return 0, err
@@ -163,7 +163,7 @@ func (d *Deps) admitCreations(db MetaDB, cmds []meta.Command) ([]outcome, func()
 			continue
 		}
 		r := &reservation{name: name, total: total, added: added}
-		gate.mu.pending = append(gate.mu.pending, r)
+		gate.mu.reserved = append(gate.mu.reserved, r)
 		reserved = append(reserved, r)
 		pending += int64(added)
 	}
@@ -172,7 +172,7 @@ func (d *Deps) admitCreations(db MetaDB, cmds []meta.Command) ([]outcome, func()
 		once.Do(func() {
 			gate.mu.Lock()
 			defer gate.mu.Unlock()
-			gate.mu.pending = slices.DeleteFunc(gate.mu.pending, func(r *reservation) bool {
+			gate.mu.reserved = slices.DeleteFunc(gate.mu.reserved, func(r *reservation) bool {
 				return slices.Contains(reserved, r)
 			})
 		})

@@ -90,3 +90,59 @@ func BenchmarkFetchHandler(b *testing.B) {
 		releaseResponse(resp)
 	}
 }
+
+// BenchmarkFetchServe measures Fetch answers through the whole served
+// path, one at a time over one TCP connection: the handler reading 4
+// partitions of 4 MiB from the read cache, the writer encoding and
+// writing the answer, the client reading it. Bytes are response bytes.
+// This is the per-byte CPU a catching-up consumer costs the agent.
+//
+//	go test -run '^$' -bench BenchmarkFetchServe ./internal/kafka/
+func BenchmarkFetchServe(b *testing.B) {
+	const (
+		partitions = 4
+		partBytes  = 4 << 20
+	)
+	a, _ := newDataAgent(b, nil)
+	id := a.createTopic(b, "bench", partitions, nil)
+	batch := batchtest.Build(b, batchtest.Options{Records: 16, ValueBytes: 4000})
+	var parts []fetchPartReq
+	for p := range int32(partitions) {
+		for range partBytes / len(batch) {
+			resp := a.request(b, produceReq(9, -1, nil, rawPart{"bench", p, batch})).(*kmsg.ProduceResponse)
+			if code := producePartitions(resp)[0].ErrorCode; code != 0 {
+				b.Fatalf("produce: code %d", code)
+			}
+		}
+		parts = append(parts, fetchPartReq{id: id, partition: p, maxBytes: partBytes})
+	}
+	frame := frameFor(1, fetchReq(16, 0, 1, partitions*partBytes, parts...))
+	c := dial(b, a.addr)
+	var buf []byte
+	roundTrip := func() int {
+		if _, err := c.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			b.Fatal(err)
+		}
+		n := int(binary.BigEndian.Uint32(size[:]))
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		if _, err := io.ReadFull(c, buf[:n]); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	n := roundTrip()
+	if n < partitions*(partBytes-len(batch)) {
+		b.Fatalf("answer of %d bytes", n)
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		roundTrip()
+	}
+}

@@ -19,10 +19,10 @@ import (
 // A response reserves its bytes from the budget before it is built and
 // holds them until the writer has written it (or dropped it with its
 // connection): a handler returns a heldResponse, and the writer releases
-// it (releaseHeld). What a response counts is its part that the writer
-// copies: the records of a Fetch twice (the answer's record bytes and the
-// writer's encoded copy), a Metadata answer by the size of its encoding,
-// twice. When the budget is short, Fetch waits at most its MaxWaitMillis
+// it (releaseHeld). What a response counts is what it holds until then:
+// the records of a Fetch once (the writer splices them into its writes,
+// splice.go) and twice where it copies them instead, a Metadata answer by
+// the size of its encoding, twice (its structs and the writer's copy). When the budget is short, Fetch waits at most its MaxWaitMillis
 // and then reads what it got (at least one batch once it has any, as
 // KIP-74 asks, or none); Metadata waits, in turn, for its whole answer.
 
@@ -202,11 +202,11 @@ type heldResponse struct {
 	encodedBytes int64
 }
 
-// AppendTo grows dst to the encoding's size first: appending 50 MiB of
-// records to the writer's empty buffer would otherwise reallocate it a
-// few dozen times, allocating and copying twice the answer. It grows
-// through bytes.Buffer, which does not zero what encoding overwrites
-// (slices.Grow does: a tenth of the agent's CPU under a catch-up load).
+// AppendTo grows dst to the encoding's size first: appending a large
+// answer to the writer's empty buffer would otherwise reallocate it a few
+// dozen times, allocating and copying about twice the answer. (The one
+// allocation is zeroed all the same, through bytes.Buffer as through
+// slices.Grow; Fetch answers avoid both by not being copied at all.)
 func (h heldResponse) AppendTo(dst []byte) []byte {
 	if n := int(min(h.encodedBytes, maxFetchResponseBytes+64<<20)); cap(dst)-len(dst) < n {
 		b := bytes.NewBuffer(dst)
@@ -220,7 +220,7 @@ func (h heldResponse) AppendTo(dst []byte) []byte {
 // returned: the writer calls it when the response was written or
 // dropped. A connection closed while the handler still runs drops the
 // request first; the hold is then given back when the handler returns.
-func releaseHeld(p *pending) {
+func releaseHeld(p *call) {
 	if isClosed(p.done) {
 		releaseResponse(p.resp)
 		return

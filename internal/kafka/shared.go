@@ -1,6 +1,9 @@
 package kafka
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // sharedState is what the handlers of one Server share across
 // connections. New makes it from the Config.
@@ -14,6 +17,9 @@ type sharedState struct {
 	// fetchPacer paces Fetch records to Deps.MaxFetchBytesPerSec; nil
 	// when unlimited.
 	fetchRate *bytePacer
+	// fetchYield paces Fetch records while other requests wait for a
+	// CPU (fetch_yield.go).
+	fetchYield *fetchYield
 	// partitions counts the partitions being created (partition_limits.go).
 	partitions partitionGate
 	// allTopicsBytes is what the last Metadata answer listing every
@@ -29,6 +35,7 @@ func newSharedState(cfg Config) *sharedState {
 		partitionLists: newPartitionLists(maxEntries),
 		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
+		fetchYield:     newFetchYield(time.Now, runtimeSchedWaits()),
 	}
 	if r := cfg.Deps.MaxFetchBytesPerSec; r > 0 {
 		// A burst of a quarter second: one large fetch goes at once.
@@ -69,5 +76,17 @@ func (s *sharedState) allTopicsHeld() int64 {
 func (s *sharedState) noteAllTopicsBytes(n int64) {
 	if s != nil {
 		s.allTopicsBytes.Store(n)
+	}
+}
+
+// noteRequest counts a request the server read, of frameBytes, for
+// fetchYield.
+func (s *sharedState) noteRequest(key int16, frameBytes int64) {
+	if s == nil || key == fetchKey {
+		return
+	}
+	s.fetchYield.others.Add(1)
+	if key == produceKey {
+		s.fetchYield.produced.Add(frameBytes)
 	}
 }

@@ -110,6 +110,8 @@
 //	        topic id (16), partition (u32),            offset, leader epoch, metadata, commit timestamp
 //	        producer id (u64)
 //	0x16    -                                          finalized features: epoch, (name, level) sorted by name
+//	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
+//	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

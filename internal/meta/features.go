@@ -16,6 +16,9 @@ package meta
 //	         table test pins it); a log with no finalized level is at 1
 //	level 2  FinalizeFeatures (levels in the log) and AgentHeartbeat v3
 //	         (each agent's supported ranges in the agent table)
+//	level 3  the data lifecycle: retention, object garbage collection
+//	         and storage accounting (issue "Data lifecycle");
+//	         ReassignPartitions (replica lists, replicas.go)
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up
@@ -53,9 +56,13 @@ const (
 	MetadataLevel1 int16 = 1
 	// MetadataLevel2 adds FinalizeFeatures and AgentHeartbeat v3.
 	MetadataLevel2 int16 = 2
+	// MetadataLevel3 adds the data lifecycle's commands. An older log
+	// keeps every record until an operator raises it (strand features
+	// upgrade).
+	MetadataLevel3 int16 = 3
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.
-	MaxMetadataLevel = MetadataLevel2
+	MaxMetadataLevel = MetadataLevel3
 )
 
 // Limits on features in a command. Like apply's other limits they are

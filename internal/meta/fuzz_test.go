@@ -54,6 +54,8 @@ func seedCommands() []Command {
 		FinalizeFeatures{},
 		AllocateProducerID{ProducerID: -1, ProducerEpoch: -1},
 		AllocateProducerID{ProducerID: 42, ProducerEpoch: 7},
+		ReassignPartitions{Topic: "orders", Partitions: []PartitionReplicas{{Partition: 3, Replicas: []int32{2, 1, 3}}, {Partition: -1}}},
+		ReassignPartitions{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

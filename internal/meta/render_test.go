@@ -60,6 +60,10 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 		labels = partitionLabels(c.Partitions)
 	case AddPartitionsToTxn:
 		labels = partitionLabels(c.Partitions)
+	case ReassignPartitions:
+		for _, p := range c.Partitions {
+			labels = append(labels, fmt.Sprintf("%s/%d", c.Topic, p.Partition))
+		}
 	}
 	label := func(i int) string {
 		if i < len(labels) {
@@ -266,6 +270,14 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		p := int32(binary.BigEndian.Uint32(tail[16:]))
 		po, err := decodePendingTxnOffset(id, p, v)
 		return "txn-offset", fmt.Sprintf("%s %s/%d producer=%d: %d epoch=%d metadata=%q at=%d", rest[2:2+n], s.topicName(id), p, po.ProducerID, po.Offset.Offset, po.Offset.LeaderEpoch, po.Offset.Metadata, po.Offset.CommitTimestamp), err
+	case prefixReplicas:
+		l, err := decodeReplicaList(v)
+		return "replicas", fmt.Sprintf("%s: %v", s.partKey(rest), l), err
+	case prefixReplicaEpoch:
+		var id TopicID
+		copy(id[:], rest)
+		r := recordReader(v)
+		return "replica-epoch", fmt.Sprintf("%s: %d", s.topicName(id), r.uvarint()), r.done()
 	}
 	return "", "", fmt.Errorf("no rendering of prefix %#x", k[0])
 }

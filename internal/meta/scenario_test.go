@@ -442,6 +442,18 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 			f.Set(reflect.ValueOf(strings.Split(val, ",")))
 		}
 		return nil
+	case reflect.TypeFor[[]int32]():
+		for _, n := range strings.Split(val, ",") {
+			if n == "" {
+				continue
+			}
+			i, err := strconv.ParseInt(n, 10, 32)
+			if err != nil {
+				return err
+			}
+			f.Set(reflect.Append(f, reflect.ValueOf(int32(i))))
+		}
+		return nil
 	case reflect.TypeFor[map[string]string]():
 		if val == "" {
 			return nil

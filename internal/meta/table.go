@@ -166,6 +166,10 @@ var commandTable = [...]commandSpec{
 	// Feature levels (features.go).
 	TypeFinalizeFeatures: row("FinalizeFeatures", partitionsNone, (*Applier).finalizeFeatures,
 		version(1, decodeFinalizeFeaturesV1).writtenFrom(MetadataLevel2)),
+
+	// Replica lists (replicas.go).
+	TypeReassignPartitions: row("ReassignPartitions", partitionsNone, (*Applier).reassignPartitions,
+		version(1, decodeReassignPartitionsV1).writtenFrom(MetadataLevel3)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

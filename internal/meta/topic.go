@@ -266,7 +266,7 @@ func (a *Applier) deleteTopic(c DeleteTopic) (Result, error) {
 	if err := a.b.Delete(topicIDKey(t.ID)); err != nil {
 		return Result{}, err
 	}
-	for _, p := range []byte{prefixPartition, prefixIndex, prefixProducerState, prefixOpenTxn, prefixAbortedTxn} {
+	for _, p := range []byte{prefixPartition, prefixIndex, prefixProducerState, prefixOpenTxn, prefixAbortedTxn, prefixReplicas, prefixReplicaEpoch} {
 		start, end := topicSpan(p, t.ID)
 		if err := a.b.DeleteRange(start, end); err != nil {
 			return Result{}, err

@@ -39,9 +39,9 @@ type Pipeline struct {
 		sync.Mutex
 		// open takes new batches; nil until the first Submit after a cut.
 		open *flush
-		// pending holds the flushes cut but not yet taken by the
+		// cut holds the flushes cut but not yet taken by the
 		// committer, in cut order.
-		pending []*flush
+		cut []*flush
 		// uploading counts uploads in flight, at most
 		// MaxConcurrentUploads.
 		uploading int
@@ -293,7 +293,7 @@ func (p *Pipeline) maybeCutLocked() {
 	p.mu.open = nil
 	f.state = stateUploading
 	p.mu.uploading++
-	p.mu.pending = append(p.mu.pending, f)
+	p.mu.cut = append(p.mu.cut, f)
 	p.signalSpaceLocked()
 	go p.upload(f)
 }
@@ -397,7 +397,7 @@ func (p *Pipeline) takeGroup() (group, failed []*flush, ok bool) {
 	for {
 		p.mu.Lock()
 		n, size := 0, 0
-		for _, f := range p.mu.pending {
+		for _, f := range p.mu.cut {
 			if f.state == stateUploading {
 				break
 			}
@@ -414,11 +414,11 @@ func (p *Pipeline) takeGroup() (group, failed []*flush, ok bool) {
 			n++
 		}
 		if n > 0 {
-			p.mu.pending = p.mu.pending[n:]
+			p.mu.cut = p.mu.cut[n:]
 			p.mu.Unlock()
 			return group, failed, true
 		}
-		drained := p.mu.closing && len(p.mu.pending) == 0 && (p.mu.open == nil || len(p.mu.open.batches) == 0)
+		drained := p.mu.closing && len(p.mu.cut) == 0 && (p.mu.open == nil || len(p.mu.open.batches) == 0)
 		p.mu.Unlock()
 		if drained {
 			return nil, nil, false
@@ -528,7 +528,7 @@ type Stats struct {
 func (p *Pipeline) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{BufferedBytes: p.mu.bufferedBytes, Uploading: p.mu.uploading, Pending: len(p.mu.pending)}
+	return Stats{BufferedBytes: p.mu.bufferedBytes, Uploading: p.mu.uploading, Pending: len(p.mu.cut)}
 }
 
 type nopObserver struct{}

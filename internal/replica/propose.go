@@ -112,8 +112,8 @@ func (r *Replica) ProposeBatch(ctx context.Context, cmds []meta.Command) ([]meta
 	return p.Wait(ctx)
 }
 
-// Pending is a batch of commands handed to Submit, on its way to the log.
-type Pending struct {
+// Proposal is a batch of commands handed to Submit, on its way to the log.
+type Proposal struct {
 	r *Replica
 	p *proposal // nil for an empty batch
 }
@@ -127,9 +127,9 @@ type Pending struct {
 // caller can queue under its own lock (fixing the order) and wait after
 // releasing it. The exception is a failed append: its commands fail
 // (Wait returns the error), or after ErrAmbiguous may still land later.
-func (r *Replica) Submit(ctx context.Context, cmds []meta.Command) (*Pending, error) {
+func (r *Replica) Submit(ctx context.Context, cmds []meta.Command) (*Proposal, error) {
 	if len(cmds) == 0 {
-		return &Pending{r: r}, nil
+		return &Proposal{r: r}, nil
 	}
 	p, err := r.newProposal(cmds)
 	if err != nil {
@@ -138,13 +138,13 @@ func (r *Replica) Submit(ctx context.Context, cmds []meta.Command) (*Pending, er
 	if err := r.enqueue(ctx, p); err != nil {
 		return nil, err
 	}
-	return &Pending{r: r, p: p}, nil
+	return &Proposal{r: r, p: p}, nil
 }
 
 // Wait returns the results of the submitted commands once this replica has
 // applied them. The error cases are Propose's: with ErrAmbiguous,
 // ErrClosed or a ctx error the commands may still apply.
-func (pd *Pending) Wait(ctx context.Context) ([]meta.Result, error) {
+func (pd *Proposal) Wait(ctx context.Context) ([]meta.Result, error) {
 	p, r := pd.p, pd.r
 	if p == nil {
 		return nil, nil

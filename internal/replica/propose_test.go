@@ -241,7 +241,7 @@ func TestSubmitOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv(t, entered, "the first append")
-	var pending []*Pending
+	var pending []*Proposal
 	for i := int64(2); i <= 10; i++ {
 		p, err := r.Submit(ctx, []meta.Command{groupCommit("a", i)})
 		if err != nil {
@@ -250,7 +250,7 @@ func TestSubmitOrder(t *testing.T) {
 		pending = append(pending, p)
 	}
 	fl.appendGate.release()
-	for _, p := range append([]*Pending{first}, pending...) {
+	for _, p := range append([]*Proposal{first}, pending...) {
 		res, err := p.Wait(ctx)
 		if err != nil || res[0].Code != 0 {
 			t.Fatalf("Wait = %+v, %v", res, err)

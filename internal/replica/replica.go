@@ -203,6 +203,11 @@ type Replica struct {
 
 	closeOnce sync.Once
 
+	// snapMu serializes Snapshot and CollectSnapshots, so a marker of
+	// this writer found in the store is never of a run in progress
+	// (snapshot_gc.go).
+	snapMu sync.Mutex
+
 	mu struct {
 		sync.Mutex
 		// incarnation is this run's, 0 until Open picked it.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -30,6 +31,9 @@ var (
 	// file it lists is missing or does not match its size, checksum or
 	// the recorded state digest.
 	ErrSnapshotCorrupt = errors.New("replica: snapshot is corrupt")
+	// ErrSnapshotDeleted: the snapshot being restored was deleted by a
+	// snapshot GC midway.
+	ErrSnapshotDeleted = errors.New("replica: snapshot deleted while restoring it")
 	// ErrRestoreDirNotEmpty: Restore only writes into a missing or empty
 	// directory; it never merges into or replaces an existing copy.
 	ErrRestoreDirNotEmpty = errors.New("replica: restore directory is not empty")
@@ -85,6 +89,11 @@ type SnapshotInfo struct {
 // a snapshot at the same position is there already, Snapshot checks that
 // it holds the same digest (ErrDiverged if not) and returns it.
 //
+// Since it names files it finds in the store without uploading them, it
+// must not race a snapshot GC that took them for garbage: it writes an
+// in-progress marker first and waits while another replica's GC runs
+// (CollectSnapshots, snapshot_gc.go).
+//
 // The snapshot is made of SSTs, a MANIFEST and small files; its WAL is
 // empty (see checkpointState).
 //
@@ -100,6 +109,8 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 	if closed {
 		return SnapshotInfo{}, ErrClosed
 	}
+	r.snapMu.Lock()
+	defer r.snapMu.Unlock()
 	tmp, err := os.MkdirTemp(filepath.Dir(r.cfg.Dir), filepath.Base(r.cfg.Dir)+".checkpoint-")
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("replica: snapshot: %w", err)
@@ -131,9 +142,22 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 		// Nothing applied since the last snapshot: skip the uploads.
 		return info, err
 	}
+	// From here on the snapshot may name files it finds in the store,
+	// which a snapshot GC must not delete under it (snapshot_gc.go).
+	start := r.cfg.Clock.Now()
+	defer func() {
+		// A marker left behind holds file GC back until it is stale.
+		deleteMarker(ctx, store, markerKey(prefix, pendingDir, r.cfg.WriterID))
+	}()
+	if err := r.waitForGC(ctx, store, prefix, start); err != nil {
+		return SnapshotInfo{}, err
+	}
 	files, upFiles, upBytes, err := uploadFiles(ctx, store, prefix, ck, names)
 	if err != nil {
 		return SnapshotInfo{}, err
+	}
+	if d := clock.Since(r.cfg.Clock, start); d > maxSnapshotRunTime {
+		return SnapshotInfo{}, fmt.Errorf("%w: snapshot uploads took %v", ErrRunTooLong, d)
 	}
 	m := snapshotManifest{
 		Format:    snapshotFormatV1,
@@ -326,9 +350,30 @@ func LatestSnapshot(ctx context.Context, store objstore.Store, prefix string) (S
 // after a crash. Open on dir then plays the log from the snapshot's
 // position; if the log is already trimmed above it, Open fails with an
 // error matching sharedlog.ErrTrimmed.
+//
+// A snapshot GC may delete the snapshot while Restore reads it (newer ones
+// came meanwhile). Restore then starts over from the newest, up to
+// maxRestoreAttempts times, and fails with ErrSnapshotDeleted only if
+// every attempt lost its snapshot.
 func Restore(ctx context.Context, store objstore.Store, prefix, dir string) (SnapshotInfo, error) {
 	prefix = normalizePrefix(prefix)
 	dir = filepath.Clean(dir)
+	for attempt := 1; ; attempt++ {
+		info, err := restoreNewest(ctx, store, prefix, dir)
+		if !errors.Is(err, ErrSnapshotDeleted) || attempt == maxRestoreAttempts {
+			return info, err
+		}
+		slog.Default().Info("snapshot deleted while restoring it; restoring the newest", "err", err, "attempt", attempt)
+	}
+}
+
+// maxRestoreAttempts bounds Restore's starts over: each needs the GC to
+// delete the newest snapshot, so keep newer ones must come during a
+// single download.
+const maxRestoreAttempts = 5
+
+// restoreNewest is one attempt of Restore.
+func restoreNewest(ctx context.Context, store objstore.Store, prefix, dir string) (SnapshotInfo, error) {
 	if err := checkEmptyDir(dir); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -350,6 +395,11 @@ func Restore(ctx context.Context, store objstore.Store, prefix, dir string) (Sna
 		}
 	}()
 	if err := downloadFiles(ctx, store, prefix, tmp, m.Files); err != nil {
+		// A file is missing because the GC took the snapshot, or the
+		// snapshot is damaged: the manifest tells which.
+		if _, gerr := store.Get(ctx, key, 0, 1); errors.Is(err, ErrSnapshotCorrupt) && errors.Is(gerr, objstore.ErrNotFound) {
+			return SnapshotInfo{}, fmt.Errorf("%w: %s: %v", ErrSnapshotDeleted, key, err)
+		}
 		return SnapshotInfo{}, err
 	}
 	if err := syncDir(tmp); err != nil {

@@ -409,8 +409,13 @@ func TestSnapshotReusesFiles(t *testing.T) {
 	if got, want := delta.Op(objstore.OpPutIfAbsent).Requests, int64(second.UploadedFiles+1); got != want {
 		t.Fatalf("%d PutIfAbsent requests, want %d (uploaded %d files)", got, want, second.UploadedFiles)
 	}
-	if got := delta.Op(objstore.OpPut).Requests; got != 0 {
-		t.Fatalf("%d Put requests: snapshots must never overwrite", got)
+	// The one Put is the in-progress marker (snapshot_gc.go): files and
+	// manifests are never overwritten.
+	if got := delta.Op(objstore.OpPut).Requests; got != 1 {
+		t.Fatalf("%d Put requests, want the marker's alone: snapshots must never overwrite", got)
+	}
+	if got := storeKeys(t, counting); slices.ContainsFunc(got, func(k string) bool { return strings.Contains(k, "/"+pendingDir) }) {
+		t.Fatalf("the in-progress marker outlived the snapshot: %v", got)
 	}
 
 	// Restore picks the newest.

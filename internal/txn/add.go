@@ -66,7 +66,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, req AddPartitionsReques
 // unknownPartitions marks partitions of topics this copy does not know
 // with UNKNOWN_TOPIC_OR_PARTITION and reports whether there were any.
 func (c *Coordinator) unknownPartitions(parts []meta.TopicPartition, codes []int16) bool {
-	view := c.cfg.Store.View()
+	view := c.cfg.Meta.View()
 	defer view.Close()
 	unknown := false
 	for i, p := range parts {
@@ -143,7 +143,7 @@ func (c *Coordinator) AddProduced(ctx context.Context, id string, parts []Produc
 	if len(parts) == 0 {
 		return
 	}
-	view := c.cfg.Store.View()
+	view := c.cfg.Meta.View()
 	s, known, err := view.Txn(id)
 	view.Close()
 	known = known && err == nil && s.Status == meta.TxnOngoing

@@ -14,10 +14,10 @@ import (
 	"github.com/strandkafka/strand/internal/replica"
 )
 
-// Store is what the coordinator needs of the metadata database.
+// Metadata is what the coordinator needs of the metadata database.
 // *replica.Replica implements it over Pebble and the shared log;
 // metatest.DB in memory, for tests.
-type Store interface {
+type Metadata interface {
 	// View (meta.Viewer) is a snapshot of the local copy; the caller
 	// closes it.
 	meta.Viewer
@@ -30,7 +30,7 @@ type Store interface {
 	Sync(ctx context.Context) error
 }
 
-var _ Store = (*replica.Replica)(nil)
+var _ Metadata = (*replica.Replica)(nil)
 
 // Placement says which agent coordinates a transactional id.
 // placement.Ring implements it; it must agree with the FindCoordinator
@@ -53,8 +53,8 @@ const SyncTimeout = 10 * time.Second
 
 // Config configures a Coordinator.
 type Config struct {
-	// Store is the agent's metadata replica.
-	Store Store
+	// Meta is the agent's metadata replica.
+	Meta Metadata
 	// NodeID is this agent's broker id.
 	NodeID int32
 	// Placement maps transactional ids to agents; nil means this agent
@@ -81,8 +81,8 @@ type Coordinator struct {
 
 // New returns a coordinator and starts its sweep. Close stops it.
 func New(cfg Config) (*Coordinator, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("txn: Config.Store is nil")
+	if cfg.Meta == nil {
+		return nil, errors.New("txn: Config.Meta is nil")
 	}
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = DefaultSweepInterval
@@ -101,7 +101,7 @@ func New(cfg Config) (*Coordinator, error) {
 }
 
 // Close stops the sweep and waits for it; a sweep's proposal in flight
-// is cancelled. Close the coordinator before the Store.
+// is cancelled. Close the coordinator before its Meta.
 func (c *Coordinator) Close() error {
 	c.cancel()
 	c.wg.Wait()
@@ -132,7 +132,7 @@ func (c *Coordinator) propose(ctx context.Context, cmd meta.Command) (meta.Resul
 // proposeAll proposes commands in one log entry; on success there is a
 // result per command.
 func (c *Coordinator) proposeAll(ctx context.Context, cmds ...meta.Command) ([]meta.Result, *kerr.Error) {
-	res, err := c.cfg.Store.ProposeBatch(ctx, cmds)
+	res, err := c.cfg.Meta.ProposeBatch(ctx, cmds)
 	switch {
 	case err != nil:
 		return nil, proposeErrCode(err)
@@ -166,7 +166,7 @@ func proposeErrCode(err error) *kerr.Error {
 func (c *Coordinator) syncedView(ctx context.Context, closed *kerr.Error) (*meta.View, int64, *kerr.Error) {
 	ctx, cancel := context.WithTimeout(ctx, SyncTimeout)
 	defer cancel()
-	if err := c.cfg.Store.Sync(ctx); err != nil {
+	if err := c.cfg.Meta.Sync(ctx); err != nil {
 		switch {
 		case errors.Is(err, replica.ErrClosed), errors.Is(err, replica.ErrHalted):
 			return nil, 0, closed
@@ -175,7 +175,7 @@ func (c *Coordinator) syncedView(ctx context.Context, closed *kerr.Error) (*meta
 		}
 		return nil, 0, kerr.UnknownServerError
 	}
-	view := c.cfg.Store.View()
+	view := c.cfg.Meta.View()
 	now, err := view.LogClock()
 	if err != nil {
 		view.Close()

@@ -47,7 +47,7 @@ func newEnv(t *testing.T, tune func(*Config)) *env {
 	e := &env{t: t, now: new(atomic.Int64)}
 	e.now.Store(t0)
 	e.db = metatest.New(e.Now)
-	cfg := Config{Store: e.db, NodeID: 1, SweepInterval: -1, Clock: e, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := Config{Meta: e.db, NodeID: 1, SweepInterval: -1, Clock: e, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -328,7 +328,7 @@ func TestStoreFailures(t *testing.T) {
 		{errors.New("disk on fire"), kerr.UnknownServerError, kerr.UnknownServerError},
 	} {
 		t.Run(c.err.Error(), func(t *testing.T) {
-			e := newEnv(t, func(cfg *Config) { cfg.Store = failingStore{metatest.New(nil), c.err} })
+			e := newEnv(t, func(cfg *Config) { cfg.Meta = failingStore{metatest.New(nil), c.err} })
 			if r := e.c.InitProducerID(e.ctx(), InitRequest{TransactionalID: "tx", ProducerID: -1, ProducerEpoch: -1}); r.Code != c.propose.Code {
 				t.Errorf("init: %v", kerr.ErrorForCode(r.Code))
 			}

@@ -26,7 +26,7 @@ func (c *Coordinator) runSweep(ctx context.Context) {
 // races another agent's, or the producer's own EndTxn, changes nothing
 // twice.
 func (c *Coordinator) Sweep(ctx context.Context) error {
-	view := c.cfg.Store.View()
+	view := c.cfg.Meta.View()
 	now, err := view.LogClock()
 	var due []string
 	if err == nil {
@@ -51,7 +51,7 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 	}
 	for len(mine) > 0 {
 		n := min(len(mine), meta.MaxTxnSweepIDs)
-		res, err := c.cfg.Store.ProposeBatch(ctx, []meta.Command{meta.TxnSweep{TransactionalIDs: mine[:n]}})
+		res, err := c.cfg.Meta.ProposeBatch(ctx, []meta.Command{meta.TxnSweep{TransactionalIDs: mine[:n]}})
 		if err != nil {
 			return err
 		}

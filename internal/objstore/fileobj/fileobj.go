@@ -86,6 +86,29 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("fileobj: open: %w", err)
 	}
+	s, err := OpenShared(root)
+	if err != nil {
+		return nil, err
+	}
+	// The root may have just been created; make its entry durable.
+	if err := syncDir(filepath.Dir(root)); err != nil {
+		return nil, fmt.Errorf("fileobj: open: %w", err)
+	}
+	if err := s.removeTemps(); err != nil {
+		return nil, fmt.Errorf("fileobj: open: removing temporary files: %w", err)
+	}
+	return s, nil
+}
+
+// OpenShared returns a Store over an existing dir without removing
+// temporary files: for a process that reads a store another one writes
+// (a benchmark listing a live agent's store), where temporaries are
+// writes in flight, not a crash's leftovers.
+func OpenShared(dir string) (*Store, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("fileobj: %w", err)
+	}
 	fi, err := os.Stat(root)
 	if err != nil {
 		return nil, fmt.Errorf("fileobj: open: %w", err)
@@ -93,15 +116,7 @@ func Open(dir string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("fileobj: open %s: not a directory", root)
 	}
-	// The root may have just been created; make its entry durable.
-	if err := syncDir(filepath.Dir(root)); err != nil {
-		return nil, fmt.Errorf("fileobj: open: %w", err)
-	}
-	s := &Store{root: root}
-	if err := s.removeTemps(); err != nil {
-		return nil, fmt.Errorf("fileobj: open: removing temporary files: %w", err)
-	}
-	return s, nil
+	return &Store{root: root}, nil
 }
 
 // Dir returns the absolute root directory.

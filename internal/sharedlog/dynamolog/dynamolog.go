@@ -251,7 +251,7 @@ func (db *DB) Loglet(logID string, opts Options) (*slotlog.Loglet, error) {
 		maxEntry = DefaultMaxEntryBytes
 	}
 	return slotlog.New(slotlog.Config{
-		Store:         &store{db: db, pk: "log:" + logID},
+		Slots:         &store{db: db, pk: "log:" + logID},
 		Name:          "dynamodb://" + db.table + "/" + logID,
 		Window:        Window,
 		InFlight:      opts.InFlight,

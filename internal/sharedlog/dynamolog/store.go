@@ -41,13 +41,13 @@ const (
 	kindSeal  = "seal"
 )
 
-// store is a slotlog.Store over the items of one partition key.
+// store is a slotlog.Slots over the items of one partition key.
 type store struct {
 	db *DB
 	pk string
 }
 
-var _ slotlog.Store = (*store)(nil)
+var _ slotlog.Slots = (*store)(nil)
 
 // noRetry turns the SDK's retries off for a conditional write: a retry of
 // a put whose reply was lost would meet its own write, and slotlog must

@@ -166,7 +166,7 @@ func Open(ctx context.Context, cfg s3obj.Config, opts Options) (*slotlog.Loglet,
 		listKeys = 1000
 	}
 	return slotlog.New(slotlog.Config{
-		Store:          &store{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix, listKeys: listKeys},
+		Slots:          &store{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix, listKeys: listKeys},
 		Name:           "s3://" + cfg.Bucket + "/" + cfg.Prefix,
 		Window:         Window,
 		InFlight:       opts.InFlight,

@@ -32,7 +32,7 @@ const (
 	maxTrimObjectBytes = 64
 )
 
-// store is a slotlog.Store over the objects under one prefix.
+// store is a slotlog.Slots over the objects under one prefix.
 type store struct {
 	client   *s3.Client
 	bucket   string
@@ -40,7 +40,7 @@ type store struct {
 	listKeys int32
 }
 
-var _ slotlog.Store = (*store)(nil)
+var _ slotlog.Slots = (*store)(nil)
 
 // noRetry turns the SDK's retries off for a conditional write: a retry of
 // a put whose reply was lost would meet its own write, and slotlog must

@@ -13,10 +13,10 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
-// Config configures a Loglet. Store, Window and MaxEntryBytes are
+// Config configures a Loglet. Slots, Window and MaxEntryBytes are
 // required; the rest have defaults.
 type Config struct {
-	Store Store
+	Slots Slots
 	// Name identifies the loglet in errors.
 	Name string
 	// Window is a property of the backend's format, the same for every
@@ -26,7 +26,7 @@ type Config struct {
 	// InFlight bounds this handle's concurrent slot writes; at most
 	// Window. Default Window.
 	InFlight int
-	// TopOnly: the Store cannot scan upward (S3 lists keys in one order
+	// TopOnly: the Slots cannot scan upward (S3 lists keys in one order
 	// only, and the backend stores them newest first), so the frontier is
 	// found from the top Window+1 slots alone.
 	TopOnly bool
@@ -73,11 +73,11 @@ const (
 	maxReapMarks = 16
 )
 
-// Loglet is a sharedlog.Loglet over a Store. Safe for concurrent use.
-// Handles on one Store (in one process or many) share the log.
+// Loglet is a sharedlog.Loglet over a Slots. Safe for concurrent use.
+// Handles on one Slots (in one process or many) share the log.
 type Loglet struct {
 	cfg Config
-	st  Store
+	st  Slots
 	clk clock.Clock
 	// putRetry paces the puts of one slot write (writeSlot).
 	putRetry retry.Policy
@@ -152,12 +152,12 @@ type reapMark struct {
 	seen time.Time // when tp was known to be stored
 }
 
-// New returns a Loglet over cfg.Store. It does no I/O: the first
+// New returns a Loglet over cfg.Slots. It does no I/O: the first
 // operation finds the tail.
 func New(cfg Config) (*Loglet, error) {
 	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("slotlog: no Store")
+	case cfg.Slots == nil:
+		return nil, errors.New("slotlog: no Slots")
 	case cfg.Window <= 0:
 		return nil, errors.New("slotlog: Window must be positive")
 	case cfg.MaxEntryBytes <= 0:
@@ -181,7 +181,7 @@ func New(cfg Config) (*Loglet, error) {
 		cfg.TrimGrace = DefaultTrimGrace
 	}
 	cfg.Clock = clock.OrReal(cfg.Clock)
-	l := &Loglet{cfg: cfg, st: cfg.Store, clk: cfg.Clock,
+	l := &Loglet{cfg: cfg, st: cfg.Slots, clk: cfg.Clock,
 		putRetry: retry.Policy{Attempts: cfg.PutAttempts, Min: cfg.RetryBackoff, Max: maxRetryBackoff}}
 	if cfg.TrimGrace > 0 {
 		l.grace, l.trust = cfg.TrimGrace, cfg.TrimGrace/2

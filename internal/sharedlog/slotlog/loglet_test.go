@@ -28,9 +28,9 @@ func testCtx(t *testing.T) context.Context {
 
 // testConfig is a small window, so the window arithmetic is exercised
 // with a few entries, and a short backoff.
-func testConfig(st Store) Config {
+func testConfig(st Slots) Config {
 	return Config{
-		Store:         st,
+		Slots:         st,
 		Name:          "test",
 		Window:        4,
 		MaxEntryBytes: 1 << 20,

@@ -23,7 +23,7 @@ const (
 
 var errInjected = errors.New("memstore: injected fault")
 
-// memStore is a Store in memory that behaves like the remote services:
+// memStore is a Slots in memory that behaves like the remote services:
 // conditional puts, deletions that leave empty slots, and injected
 // faults.
 type memStore struct {

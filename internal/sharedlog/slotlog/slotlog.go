@@ -2,7 +2,7 @@
 // offer only a write-once slot with a conditional put and no
 // transactions: DynamoDB (PutItem with attribute_not_exists) and S3
 // (PutObject with If-None-Match). A backend maps slots onto its service
-// with a Store; Loglet does everything else: ordering, ambiguity,
+// with a Slots; Loglet does everything else: ordering, ambiguity,
 // sealing and trimming. Backends: dynamolog, s3log.
 //
 // # The log in slots
@@ -127,7 +127,7 @@ type Slot struct {
 	Pos   sharedlog.Pos
 	Kind  Kind
 	Token Token
-	// Data is the entry; empty for a seal. A Store must not modify or
+	// Data is the entry; empty for a seal. A Slots must not modify or
 	// retain it, and returns a slice the caller owns.
 	Data []byte
 }
@@ -139,7 +139,7 @@ type SlotInfo struct {
 }
 
 var (
-	// ErrTaken: Store.Put found the slot occupied and wrote nothing.
+	// ErrTaken: Slots.Put found the slot occupied and wrote nothing.
 	ErrTaken = errors.New("slotlog: slot is taken")
 	// ErrRejected: the service refused a request as malformed or
 	// unauthorized; it was not applied, and repeating it will not help.
@@ -152,10 +152,10 @@ var (
 	ErrEntryTooLarge = errors.New("slotlog: entry too large")
 )
 
-// Store maps slots onto one service. Methods may be called concurrently.
+// Slots maps slots onto one service. Methods may be called concurrently.
 // Errors other than the sentinels named below are taken as "may or may
-// not have happened"; a Store need not retry, though it may retry reads.
-type Store interface {
+// not have happened"; a Slots need not retry, though it may retry reads.
+type Slots interface {
 	// Put writes s into slot s.Pos if the slot is empty. nil: written.
 	// An error wrapping ErrTaken: the slot was occupied and nothing was
 	// written; occupant is its content (Kind and Token at least) when the
@@ -175,7 +175,7 @@ type Store interface {
 
 	// ScanUp returns the occupied slots at or above from, ascending, at
 	// most limit of them; fewer than limit means there are no more. A
-	// Store that cannot scan upward returns errors.ErrUnsupported and
+	// Slots that cannot scan upward returns errors.ErrUnsupported and
 	// sets Config.TopOnly.
 	ScanUp(ctx context.Context, from sharedlog.Pos, limit int) ([]SlotInfo, error)
 

@@ -1,0 +1,214 @@
+package kafka
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+)
+
+// yieldDriver drives a fetchYield window by window on a fake clock with
+// made-up scheduling waits.
+type yieldDriver struct {
+	t           *testing.T
+	y           *fetchYield
+	now         time.Time
+	waits, slow uint64
+}
+
+func newYieldDriver(t *testing.T) *yieldDriver {
+	d := &yieldDriver{t: t, now: time.Unix(1_700_000_000, 0)}
+	d.y = newFetchYield(func() time.Time { return d.now }, func() (uint64, uint64) {
+		w, s := d.waits, d.slow
+		d.waits, d.slow = 0, 0
+		return w, s
+	})
+	return d
+}
+
+// window sends bytesPerSec of records through the pace for one window,
+// with other requests or not, then ends the window having seen waits of
+// which slow were slow, and returns the new rate.
+func (d *yieldDriver) window(bytesPerSec float64, others bool, waits, slow uint64) float64 {
+	d.y.reserve(int64(bytesPerSec * yieldWindow.Seconds()))
+	if others {
+		d.y.others.Add(1)
+	}
+	d.now = d.now.Add(yieldWindow)
+	d.waits, d.slow = waits, slow
+	d.y.reserve(0)
+	return d.rate()
+}
+
+func (d *yieldDriver) rate() float64 {
+	d.y.mu.Lock()
+	defer d.y.mu.Unlock()
+	return d.y.mu.rate
+}
+
+// TestFetchYieldRate checks how the adaptive fetch pace moves: off while
+// too few waits were seen to judge, while no other request arrives
+// however slow the waits, and while few waits are slow; once others
+// arrive and the share of slow waits passes the target, on at half what
+// fetches carry, halved again while the share stays far above it, never
+// below the floor; then grown by at most yieldMaxIncrease a window once
+// the share is below the target, and off again once it is twice what
+// fetches carry, or when other requests stop.
+func TestFetchYieldRate(t *testing.T) {
+	const carried = 600e6
+	if r := newYieldDriver(t).window(carried, false, 1000, 500); r != 0 {
+		t.Fatalf("slow waits, no other requests: rate %.0f, want off", r)
+	}
+	if r := newYieldDriver(t).window(carried, true, yieldMinWaits/2, yieldMinWaits/2); r != 0 {
+		t.Fatalf("too few waits to judge: rate %.0f, want off", r)
+	}
+	d := newYieldDriver(t)
+	if r := d.window(carried, true, 1000, 1); r != 0 {
+		t.Fatalf("others, 0.1%% slow waits: rate %.0f, want off", r)
+	}
+	r := d.window(carried, true, 1000, 100)
+	if r != carried*yieldMaxDecrease {
+		t.Fatalf("others, 10%% slow waits: rate %.0f, want %.0f", r, carried*yieldMaxDecrease)
+	}
+	for prev := r; prev > yieldFloorBytesPerSec; prev = r {
+		r = d.window(carried, true, 1000, 100)
+		if want := max(yieldFloorBytesPerSec, prev*yieldMaxDecrease); r != want {
+			t.Fatalf("still 10%% slow waits: rate %.0f, want %.0f", r, want)
+		}
+	}
+	// No slow waits: the smoothed share falls below the target, and the
+	// rate grows from then on, by at most yieldMaxIncrease a window.
+	var grew int
+	for range 50 {
+		prev := r
+		if r = d.window(carried, true, 1000, 0); r > prev {
+			grew++
+			if r > prev*yieldMaxIncrease*(1+1e-9) {
+				t.Fatalf("rate grew from %.0f to %.0f in a window", prev, r)
+			}
+		}
+		if r == 0 {
+			t.Fatalf("pace off while fetches carry %.0f", carried)
+		}
+	}
+	if grew < 10 || r < 200e6 {
+		t.Fatalf("rate grew in %d of 50 windows without slow waits, to %.0f", grew, r)
+	}
+	for i := 0; r != 0; i++ {
+		if i == 50 {
+			t.Fatalf("pace still on at %.0f when fetches carry 1 MB/s", r)
+		}
+		r = d.window(1e6, true, 1000, 0)
+	}
+
+	d.window(carried, true, 1000, 100)
+	if d.rate() == 0 {
+		t.Fatal("pace did not engage again")
+	}
+	for range int(yieldIdle / yieldWindow) {
+		if r := d.window(carried, false, 1000, 100); r == 0 {
+			t.Fatal("pace off before others were gone for yieldIdle")
+		}
+	}
+	if r := d.window(carried, false, 1000, 100); r != 0 {
+		t.Fatalf("no other request for %v: rate %.0f, want off", yieldIdle, r)
+	}
+}
+
+// TestFetchYieldKeepsUpWithProducers checks that however contended, the
+// pace stays at twice the rate Produce requests bring bytes in, when that
+// is above the floor, so consumers paced down still keep up.
+func TestFetchYieldKeepsUpWithProducers(t *testing.T) {
+	const produced = 100e6
+	d := newYieldDriver(t)
+	for range 30 {
+		d.y.produced.Add(int64(produced * yieldWindow.Seconds()))
+		d.window(600e6, true, 1000, 100)
+	}
+	d.y.mu.Lock()
+	rate, producedRate := d.y.mu.rate, d.y.mu.producedRate
+	d.y.mu.Unlock()
+	if producedRate < 0.99*produced || producedRate > produced {
+		t.Fatalf("smoothed produce rate %.0f, want about %.0f", producedRate, produced)
+	}
+	if rate != yieldProducedFactor*producedRate {
+		t.Fatalf("contended with producers bringing in %.0f: rate %.0f, want %.0f", producedRate, rate, yieldProducedFactor*producedRate)
+	}
+}
+
+// TestFetchYieldWaits checks what an answer waits while the pace is on:
+// the time the rate takes to pay for it and the answers before it, but
+// nothing for an answer smaller than yieldPacedBytes.
+func TestFetchYieldWaits(t *testing.T) {
+	d := newYieldDriver(t)
+	rate := d.window(400e6, true, 1000, 50)
+	if rate == 0 {
+		t.Fatal("pace did not engage")
+	}
+	if w := d.y.reserve(yieldPacedBytes - 1); w != 0 {
+		t.Fatalf("an answer below yieldPacedBytes waits %v", w)
+	}
+	n := int64(8 << 20)
+	want := time.Duration(float64(n+yieldPacedBytes-1) / rate * float64(time.Second))
+	if w := d.y.reserve(n); w != want {
+		t.Fatalf("an answer of %d bytes after %d waits %v, want %v", n, yieldPacedBytes-1, w, want)
+	}
+	d.now = d.now.Add(want)
+	if w := d.y.reserve(yieldPacedBytes); w != time.Duration(float64(yieldPacedBytes)/rate*float64(time.Second)) {
+		t.Fatalf("after the debt was paid, an answer of %d bytes waits %v", yieldPacedBytes, w)
+	}
+}
+
+// TestFetchYieldWiring checks that the server counts requests other than
+// Fetch for the pace, and Produce request bytes, and that Fetch answers
+// take their records from it: after a Metadata request and a contended
+// window, a fetch of a batch finds the pace on and leaves it owing the
+// batch.
+func TestFetchYieldWiring(t *testing.T) {
+	a, _ := newDataAgent(t, nil)
+	a.createTopic(t, "t", 1, nil)
+	produceBytes(t, a, "t", 100<<10, 100<<10)
+	// Its own clock, and every wait for a CPU slow. (reserve reads
+	// them under the lock.)
+	y := a.Deps.shared.fetchYield
+	now := time.Now()
+	y.mu.Lock()
+	y.now = func() time.Time { return now }
+	y.waits = func() (uint64, uint64) { return 1000, 1000 }
+	y.mu.window = now
+	y.mu.Unlock()
+	others := y.others.Load()
+
+	fetchOnce := func() int {
+		t.Helper()
+		resp := a.rawRequest(t, fetchReq(11, 0, 1, 1<<20, fetchPartReq{topic: "t", maxBytes: 1 << 20})).(*kmsg.FetchResponse)
+		return len(fetchPartitions(resp)[0].RecordBatches)
+	}
+	fetchOnce()
+	if n := y.others.Load() - others; n != 0 {
+		t.Fatalf("%d other requests counted after a Fetch", n)
+	}
+	a.rawRequest(t, metadataReq(12, []string{"t"}))
+	if n := y.others.Load() - others; n != 1 {
+		t.Fatalf("%d other requests counted after a Metadata request, want 1", n)
+	}
+	produced := y.produced.Load()
+	batch := batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 1000})
+	req := produceReq(9, -1, nil, rawPart{"t", 0, batch})
+	a.rawRequest(t, req)
+	if n, want := y.produced.Load()-produced, int64(len(frameFor(1, req))-4); n != want {
+		t.Fatalf("a Produce request of %d bytes counted as %d produced", want, n)
+	}
+	y.mu.Lock()
+	now = now.Add(yieldWindow)
+	y.mu.Unlock()
+	n := fetchOnce()
+	y.mu.Lock()
+	rate, owed := y.mu.rate, -y.mu.tokens
+	y.mu.Unlock()
+	if rate == 0 || owed != float64(n) || n < 100<<10 {
+		t.Fatalf("fetch of %d record bytes: pace rate %.0f, owing %.0f", n, rate, owed)
+	}
+}
