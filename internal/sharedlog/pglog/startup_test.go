@@ -6,13 +6,11 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
-	"github.com/strandkafka/strand/internal/sharedlog/pglog"
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
@@ -61,7 +59,6 @@ func TestAppendWhileServerStartsUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 1
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if down.Load() {
 			addr = fake
@@ -69,19 +66,7 @@ func TestAppendWhileServerStartsUp(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	l, err := pglog.Open(testCtx(t), pool, newID(t), pglog.Options{AttemptTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	if _, err := l.Append(testCtx(t), []byte("first")); err != nil {
-		t.Fatal(err)
-	}
+	l, pool := oneConnLoglet(t, cfg)
 
 	down.Store(true)
 	pool.Reset() // the server "restarted": every connection is new
