@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -92,14 +96,124 @@ func startHistLog(t *testing.T, backend string) *histLog {
 			pause: srv.Pause, resume: srv.Resume, kill: srv.Kill, restart: srv.Restart}
 	case "dynalite":
 		srv := dynalitetest.Start(t)
+		endpoint := shield(t, srv.Endpoint)
+		// Resumed before the shield closes (cleanups run last first),
+		// so its close does not wait on requests to a stopped server.
 		t.Cleanup(srv.Resume)
-		return &histLog{name: backend, url: fmt.Sprintf("dynamodb://strand-history/h?endpoint=%s&region=%s", srv.Endpoint, dynalitetest.Region),
+		return &histLog{name: backend, url: fmt.Sprintf("dynamodb://strand-history/h?endpoint=%s&region=%s", endpoint, dynalitetest.Region),
 			pause: srv.Pause, resume: srv.Resume, died: srv.Exited(), output: srv.Stderr}
 	case "file":
 		return &histLog{name: backend}
 	}
 	t.Fatalf("unknown log backend %q", backend)
 	return nil
+}
+
+// shield serves endpoint's HTTP API on a new loopback address through a
+// proxy that receives each request whole before it forwards it and sees
+// each forwarded request through to its answer, whatever its client
+// does meanwhile. dynalite dies of a client that goes away mid-request
+// (it rethrows the request's "aborted" error, ECONNRESET, uncaught), so
+// one agent killed at the wrong moment ended a run with the log server
+// gone; DynamoDB itself shrugs that off, and so does the server the
+// agents see here.
+func shield(t *testing.T, endpoint string) string {
+	t.Helper()
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(client.CloseIdleConnections)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return // the client went away before its request was whole
+		}
+		u := *target
+		u.Path, u.RawQuery = r.URL.Path, r.URL.RawQuery
+		out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		out.Header, out.Host = r.Header.Clone(), r.Host // as signed
+		resp, err := client.Do(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		maps.Copy(w.Header(), resp.Header)
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestShieldKeepsDynaliteUp: a client that goes away in the middle of a
+// request, as a killed agent does, kills dynalite itself; through the
+// shield the server stays up and answers the next request.
+func TestShieldKeepsDynaliteUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts dynalite")
+	}
+	srv := dynalitetest.Start(t)
+	for _, via := range []string{"shield", "direct"} {
+		endpoint := srv.Endpoint
+		if via == "shield" {
+			endpoint = shield(t, srv.Endpoint)
+		}
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: "+u.Host+"\r\nContent-Length: 100\r\n"+
+			"X-Amz-Target: DynamoDB_20120810.ListTables\r\n\r\n{\"Limit\":"); err != nil {
+			t.Fatal(err)
+		}
+		// Gone with a reset, as a process killed mid-request goes.
+		_ = c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+		if via == "direct" {
+			// How it fails without the shield, so this test notices a
+			// dynalite that no longer needs one.
+			select {
+			case <-srv.Exited():
+				t.Logf("dynalite died of it, as expected without the shield")
+			case <-time.After(opTimeout):
+				t.Log("dynalite survived a client gone mid-request: the shield may no longer be needed")
+			}
+			return
+		}
+		req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=history/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=00")
+		req.Header.Set("X-Amz-Date", "20260101T000000Z")
+		resp, err := (&http.Client{Timeout: opTimeout}).Do(req)
+		select {
+		case <-srv.Exited():
+			t.Fatalf("dynalite died behind the shield:\n%s", srv.Stderr())
+		default:
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "TableNames") {
+			t.Fatalf("ListTables through the shield: %s %s", resp.Status, b)
+		}
+	}
 }
 
 // faultyS3 is an S3 endpoint (gofakes3 on memory) whose handler fails
@@ -420,11 +534,12 @@ func (c *histCluster) restartIfExited(a *histAgent) {
 	if a.killed || time.Now().Before(a.retryAt) {
 		return
 	}
-	// The reason is the last error logged; shutdown lines follow it.
+	// The reason is the last error logged, or the signal that stopped
+	// it; shutdown lines follow it.
 	lines := strings.Split(strings.TrimSpace(testproc.Tail(filepath.Join(a.logDir, a.lastLogTag), 8000)), "\n")
 	why := lines[len(lines)-1]
 	for _, l := range slices.Backward(lines) {
-		if strings.Contains(l, "level=ERROR") {
+		if strings.Contains(l, "level=ERROR") || strings.Contains(l, `msg="strand agent stopping"`) {
 			why = l
 			break
 		}

@@ -96,6 +96,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	var serveErr error
 	select {
 	case <-ctx.Done():
+		// The cause names the signal (signal.NotifyContext), so an
+		// agent stopped by someone else's kill says so.
+		logger.Info("strand agent stopping", "reason", context.Cause(ctx))
 	case serveErr = <-a.serveErr:
 		logger.Error("kafka listener failed", "err", serveErr)
 	case <-a.replica.Halted():
