@@ -1,8 +1,9 @@
 // Package e2e runs whole Strand agents against real clients: franz-go, the
 // strand CLI, kcat (librdkafka) and kafka-python, plus a kill -9 crash
-// loop of the real binary and raw bad input on the wire. It holds tests
-// only. Tests that need a client tool skip when it is missing, except
-// under CI=true, where they fail: scripts/test installs the tools.
+// loop of the real binary, raw bad input on the wire, and the
+// Jepsen-style history tests (history_test.go). It holds tests only.
+// Tests that need a client tool skip when it is missing, except under
+// CI=true, where they fail: scripts/test installs the tools.
 package e2e
 
 import (
@@ -62,7 +63,13 @@ type runFunc func() int
 
 func (f runFunc) Run() int { return f() }
 
-var build struct {
+// builds are the binaries built by this test binary, by file name.
+var builds struct {
+	mu   sync.Mutex
+	done map[string]*build
+}
+
+type build struct {
 	once sync.Once
 	path string
 	err  error
@@ -72,20 +79,37 @@ var build struct {
 // a run of only the in-process tests or benchmarks does not pay for it.
 func strandBinary(t testing.TB) string {
 	t.Helper()
-	build.once.Do(func() {
-		path := filepath.Join(binDir, "strand")
-		cmd := exec.Command("go", "build", "-o", path, "github.com/strandkafka/strand/cmd/strand")
-		out, err := cmd.CombinedOutput()
+	return buildStrand(t, "strand")
+}
+
+// buildStrand builds cmd/strand as binDir/name with the go build flags
+// given, once per test binary.
+func buildStrand(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	builds.mu.Lock()
+	if builds.done == nil {
+		builds.done = make(map[string]*build)
+	}
+	b := builds.done[name]
+	if b == nil {
+		b = new(build)
+		builds.done[name] = b
+	}
+	builds.mu.Unlock()
+	b.once.Do(func() {
+		path := filepath.Join(binDir, name)
+		args := append(append([]string{"build"}, flags...), "-o", path, "github.com/strandkafka/strand/cmd/strand")
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
-			build.err = fmt.Errorf("go build ./cmd/strand: %v\n%s", err, out)
+			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 			return
 		}
-		build.path = path
+		b.path = path
 	})
-	if build.err != nil {
-		t.Fatal(build.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return build.path
+	return b.path
 }
 
 // runStrand runs the strand binary with args and returns its stdout.

@@ -103,8 +103,19 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	var serveErr error
 	select {
 	case <-ctx.Done():
+		// The cause names the signal (signal.NotifyContext), so an
+		// agent stopped by someone else's kill says so.
+		logger.Info("strand agent stopping", "reason", context.Cause(ctx))
 	case serveErr = <-a.serveErr:
 		logger.Error("kafka listener failed", "err", serveErr)
+	case <-a.replica.Halted():
+		// A halted copy serves nothing right again in this process: exit
+		// (fail-stop) rather than limp, up and never ready. A copy that
+		// woke below the log's trim point (this agent was stopped past
+		// its lease while another trimmed) restores the newest snapshot
+		// when started again (Start).
+		serveErr = fmt.Errorf("metadata replica halted; exiting so a restart can recover: %w", a.replica.Err())
+		logger.Error("metadata replica halted; exiting", "err", a.replica.Err())
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

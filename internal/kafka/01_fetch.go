@@ -37,7 +37,9 @@
 //   - Errors, with HighWatermark, LastStableOffset and LogStartOffset -1
 //     as Kafka sends them: UNKNOWN_TOPIC_OR_PARTITION; v13+ topics by id,
 //     UNKNOWN_TOPIC_ID for an id not known; OFFSET_OUT_OF_RANGE below the
-//     log start or above the high watermark; v9+ CurrentLeaderEpoch is
+//     log start or above the high watermark (above the local copy's, the
+//     copy is synced with the log first: another agent may have
+//     acknowledged records this one has not applied yet); v9+ CurrentLeaderEpoch is
 //     fenced against epoch 0 (FENCED_ or UNKNOWN_LEADER_EPOCH); a store
 //     that cannot be read KAFKA_STORAGE_ERROR, damaged bytes (CRC-32C,
 //     framing, or disagreeing with the index) CORRUPT_MESSAGE, a data
@@ -82,6 +84,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/planted"
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
@@ -154,6 +157,18 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	budget, short := f.takeBudget(ctx, maxWait.C)
 	view := db.View()
 	f.plan(view, resp)
+	if f.pastLocalEnd(view) {
+		// Any agent serves any partition, so this copy may not have
+		// applied yet what another agent acknowledged and the consumer
+		// read there: answering OFFSET_OUT_OF_RANGE from it would make
+		// the consumer reset. Past the local end, read what every agent
+		// committed before the request; if the log cannot be reached,
+		// answer from the local copy as before.
+		if synced, e := syncedView(ctx, db); e == nil {
+			view.Close()
+			view = synced
+		}
+	}
 	total, failed, err := f.read(ctx, view, budget, !short)
 	view.Close()
 	if err != nil {
@@ -346,6 +361,21 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 	}
 }
 
+// pastLocalEnd reports whether a partition asks for an offset above its
+// high watermark in view.
+func (f *fetchAnswer) pastLocalEnd(view *meta.View) bool {
+	for i := range f.parts {
+		p := &f.parts[i]
+		if p.failed {
+			continue
+		}
+		if st, ok, err := view.Partition(p.id, p.partition); err == nil && ok && p.offset > st.HighWatermark() {
+			return true
+		}
+	}
+	return false
+}
+
 // noRecords is an empty, non-null record set. Kafka always sends records
 // as bytes, empty when there are none; librdkafka (kcat) fails to parse a
 // null record set ("Protocol parse failure for Fetch v11") and never sees
@@ -426,6 +456,9 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 				sp.ErrorCode = fetchErrCode(aerr).Code
 				failed = true
 				continue
+			}
+			if t, ok := planted.ExposeAborted(); ok {
+				aborted = hidePlanted(view, p, aborted, t)
 			}
 			sp.AbortedTransactions, res.Records = aborted, records
 		}
@@ -523,4 +556,19 @@ func abortedTxns(view *meta.View, p *fetchPart, records []byte, maxTxns int) ([]
 		out = append(out, a)
 	}
 	return out, records, nil
+}
+
+// hidePlanted is the test build's planted bug: see internal/planted.
+func hidePlanted(view *meta.View, p *fetchPart, aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction, t planted.Target) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	topic, ok, err := view.TopicByID(p.id)
+	if err != nil || !ok || topic.Name != t.Topic || p.partition != t.Partition {
+		return aborted
+	}
+	victim, err := view.AbortedTxns(p.id, p.partition, t.Offset, math.MaxInt64, 1)
+	if err != nil || len(victim) == 0 {
+		return aborted
+	}
+	return slices.DeleteFunc(aborted, func(a kmsg.FetchResponseTopicPartitionAbortedTransaction) bool {
+		return a.ProducerID == victim[0].ProducerID && a.FirstOffset == victim[0].FirstOffset
+	})
 }

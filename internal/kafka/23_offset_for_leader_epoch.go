@@ -13,6 +13,13 @@
 //   - v2+: CurrentLeaderEpoch is fenced against epoch 0 (FENCED_ or
 //     UNKNOWN_LEADER_EPOCH). v3+: any ReplicaID gets the same answer, as
 //     with Kafka; there are no followers.
+//   - The answer is read after syncing the local copy with the log (as
+//     the transaction handlers do): any agent serves any partition, and a
+//     copy that has not applied what another agent acknowledged would end
+//     epoch 0 below records the consumer already read, which a client
+//     takes for truncation and rewinds. If the sync fails, every
+//     partition gets REQUEST_TIMED_OUT (NOT_LEADER_OR_FOLLOWER when this
+//     agent is stopping), and the client asks again.
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
 
 package kafka
@@ -25,14 +32,27 @@ import (
 
 func init() { regKey(23, 0, 4, handleOffsetForLeaderEpoch) }
 
-func handleOffsetForLeaderEpoch(_ context.Context, r *Request) (kmsg.Response, error) {
+func handleOffsetForLeaderEpoch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()
 	if err != nil {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	view := db.View()
+	view, syncErr := syncedView(ctx, db)
+	if syncErr != nil {
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, syncErr.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
 	defer view.Close()
 	topics := topicCache{view: view}
 

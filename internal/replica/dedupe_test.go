@@ -331,6 +331,11 @@ func TestHalt(t *testing.T) {
 			log := memlog.New()
 			dir := t.TempDir()
 			r := openReplica(t, log, dir, "w")
+			select {
+			case <-r.Halted():
+				t.Fatal("Halted closed before any halt")
+			default:
+			}
 			ctx := testCtx(t)
 			for _, data := range [][]byte{good(1), tt.entry, good(3)} {
 				if _, err := log.Append(ctx, data); err != nil {
@@ -344,6 +349,11 @@ func TestHalt(t *testing.T) {
 			}
 			if r.NextToApply() != 1 || !errors.Is(r.Err(), ErrHalted) {
 				t.Fatalf("applied %d, Err %v", r.NextToApply(), r.Err())
+			}
+			select {
+			case <-r.Halted():
+			default:
+				t.Fatal("Halted not closed after the halt")
 			}
 			if _, ok, _ := viewOf(t, r).Topic("x"); !ok {
 				t.Fatal("the entry before the bad one was not applied")

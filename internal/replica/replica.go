@@ -201,6 +201,8 @@ type Replica struct {
 	kick chan struct{}
 	// watches are the long polls waiting on partitions (Watch).
 	watches *partwatch.Registry
+	// halted is closed when the replica halts.
+	halted chan struct{}
 
 	closeOnce sync.Once
 
@@ -268,6 +270,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 		log:    cfg.Log,
 		logger: cfg.Logger.With("writer", cfg.WriterID),
 		kick:   make(chan struct{}, 1),
+		halted: make(chan struct{}),
 		stop:   stop,
 
 		watches: partwatch.New(),
@@ -382,6 +385,10 @@ func (r *Replica) Close() error {
 	})
 	return err
 }
+
+// Halted is closed when the replica halts; Err then says why. A halt is
+// for good: nothing in this process brings the copy back.
+func (r *Replica) Halted() <-chan struct{} { return r.halted }
 
 // Err returns the halt error, if the replica halted.
 func (r *Replica) Err() error {
@@ -720,6 +727,7 @@ func (r *Replica) halt(h *HaltError) error {
 	if r.mu.halted == nil {
 		r.mu.halted = h
 		r.logger.Error("replica: replica halted", "pos", h.Pos, "err", h.Cause)
+		close(r.halted)
 	}
 	h = r.mu.halted
 	waiters := r.takeWaitersLocked()

@@ -146,7 +146,9 @@ func (c *Coordinator) proposeAll(ctx context.Context, cmds ...meta.Command) ([]m
 // act on (see the package doc).
 func proposeErrCode(err error) *kerr.Error {
 	switch {
-	case errors.Is(err, replica.ErrClosed):
+	case errors.Is(err, replica.ErrClosed), errors.Is(err, replica.ErrHalted):
+		// This agent is stopping (a halted copy exits, agent.Run): the
+		// client looks for the coordinator again.
 		return kerr.CoordinatorNotAvailable
 	case errors.Is(err, replica.ErrTooLarge):
 		return kerr.InvalidRequest
@@ -166,7 +168,7 @@ func (c *Coordinator) syncedView(ctx context.Context, closed *kerr.Error) (*meta
 	defer cancel()
 	if err := c.cfg.Meta.Sync(ctx); err != nil {
 		switch {
-		case errors.Is(err, replica.ErrClosed):
+		case errors.Is(err, replica.ErrClosed), errors.Is(err, replica.ErrHalted):
 			return nil, 0, closed
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			return nil, 0, kerr.RequestTimedOut

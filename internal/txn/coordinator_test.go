@@ -16,6 +16,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/meta/metatest"
 	"github.com/strandkafka/strand/internal/replica"
+	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
 // These tests run the coordinator on metatest.DB, a copy of the state
@@ -318,6 +319,10 @@ func TestStoreFailures(t *testing.T) {
 		propose, sync *kerr.Error
 	}{
 		{replica.ErrClosed, kerr.CoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+		// Halted for good (here: trimmed out of the log while paused):
+		// the agent exits, so the client must look for another, as
+		// when it is closing, not give up on the transaction.
+		{&replica.HaltError{Pos: 7, Cause: sharedlog.ErrTrimmed}, kerr.CoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 		{replica.ErrAmbiguous, kerr.RequestTimedOut, kerr.UnknownServerError},
 		{context.DeadlineExceeded, kerr.RequestTimedOut, kerr.RequestTimedOut},
 		{errors.New("disk on fire"), kerr.UnknownServerError, kerr.UnknownServerError},

@@ -29,8 +29,9 @@
 // # Proposals that fail
 //
 // A proposal with no result is answered with a retriable code: an agent
-// that is stopping is COORDINATOR_NOT_AVAILABLE (the client looks the
-// coordinator up again), an ambiguous or timed-out proposal
+// that is stopping, or whose copy halted (it exits), is
+// COORDINATOR_NOT_AVAILABLE (the client looks the coordinator up
+// again), an ambiguous or timed-out proposal
 // REQUEST_TIMED_OUT. Retrying an ambiguous command is safe because each
 // command checks the state it finds: a repeated EndTxn succeeds again, a
 // repeated AddPartitionsToTxn adds nothing new.

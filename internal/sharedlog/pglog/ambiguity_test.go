@@ -45,6 +45,15 @@ func proxied(t *testing.T) (*pglog.Loglet, *faultproxy.Proxy) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	l, _ := oneConnLoglet(t, cfg)
+	return l, p
+}
+
+// oneConnLoglet opens a loglet on a pool of one connection made with
+// cfg, and appends a first entry so that connection exists and has its
+// statements prepared.
+func oneConnLoglet(t *testing.T, cfg *pgxpool.Config) (*pglog.Loglet, *pgxpool.Pool) {
+	t.Helper()
 	cfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
@@ -59,7 +68,7 @@ func proxied(t *testing.T) (*pglog.Loglet, *faultproxy.Proxy) {
 	if pos, err := l.Append(testCtx(t), []byte("first")); err != nil || pos != 0 {
 		t.Fatalf("first Append = (%d, %v)", pos, err)
 	}
-	return l, p
+	return l, pool
 }
 
 // wantLog checks the loglet holds exactly want, each entry once.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -165,10 +166,15 @@ func retryable(err error) bool {
 		"40P01", // deadlock_detected
 		"55P03", // lock_not_available
 		"57014", // query_canceled (statement_timeout)
-		"53300": // too_many_connections
+		"53300", // too_many_connections
+		// A server shutting down or still recovering after a restart
+		// refuses connections with these until it is back.
+		"57P01", // admin_shutdown
+		"57P02", // crash_shutdown
+		"57P03": // cannot_connect_now ("the database system is starting up")
 		return true
 	}
-	return false
+	return strings.HasPrefix(pe.Code, "08") // connection_exception
 }
 
 // resolve learns whether the batch id landed, above lowest. It fences the

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,11 +187,18 @@ func launch(cli string) (*Server, error) {
 
 type lockedWriter Server
 
+// maxStderrBytes bounds the stderr a Server keeps: the last of it,
+// where a crash's stack trace is.
+const maxStderrBytes = 64 << 10
+
 func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stderr.Len() < 64<<10 {
-		w.stderr.Write(p)
+	w.stderr.Write(p)
+	if w.stderr.Len() > 2*maxStderrBytes {
+		tail := w.stderr.String()[w.stderr.Len()-maxStderrBytes:]
+		w.stderr.Reset()
+		w.stderr.WriteString(tail)
 	}
 	return len(p), nil
 }
@@ -199,6 +207,31 @@ func (s *Server) stderrText() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stderr.String()
+}
+
+// Exited is closed when a server Start started has exited, on its own
+// or stopped; nil (never ready) for the server EndpointEnv names.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
+
+// Stderr returns the last of what the server wrote to stderr, for a
+// test to show when the server died under it.
+func (s *Server) Stderr() string { return s.stderrText() }
+
+// Pause stops the server with SIGSTOP: connections stay open and no
+// request is answered until Resume. (It keeps its tables in memory, so
+// a test cannot kill and restart it.) A server EndpointEnv names is not
+// ours to pause: both do nothing then.
+func (s *Server) Pause() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Resume continues a paused server.
+func (s *Server) Resume() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // Stop ends the server now rather than at cleanup; later calls do

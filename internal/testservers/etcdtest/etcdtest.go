@@ -161,7 +161,15 @@ func (s *Server) Endpoint() string { return s.endpoint }
 // Crash kills etcd with SIGKILL and starts it again on the same files and
 // ports.
 func (s *Server) Crash() error {
-	s.proc.Kill()
+	s.Kill()
+	return s.Restart()
+}
+
+// Kill kills etcd with SIGKILL and leaves it down; Restart brings it back.
+func (s *Server) Kill() { s.proc.Kill() }
+
+// Restart starts a killed etcd again on the same files and ports.
+func (s *Server) Restart() error {
 	var err error
 	for range startAttempts {
 		var proc *testproc.Proc
@@ -172,6 +180,13 @@ func (s *Server) Crash() error {
 	}
 	return err
 }
+
+// Pause stops etcd with SIGSTOP: connections stay open and no request is
+// answered until Resume.
+func (s *Server) Pause() { s.proc.Pause() }
+
+// Resume continues a paused etcd.
+func (s *Server) Resume() { s.proc.Resume() }
 
 // Stop stops etcd and removes its files.
 func (s *Server) Stop() {

@@ -8,6 +8,10 @@
 //
 // Faults are armed on the connections open at the time of the call; new
 // connections, such as the one a client makes to retry, pass untouched.
+// Three faults are not armed but act at once: Down cuts every connection
+// and refuses new ones until Up, DropConns resets every open
+// connection, and SetDelay slows every connection, open or new, until
+// set back to 0.
 package faultproxy
 
 import (
@@ -15,6 +19,8 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // maxHeldBytes bounds what one held connection buffers.
@@ -24,6 +30,9 @@ const maxHeldBytes = 64 << 20
 type Proxy struct {
 	ln     net.Listener
 	target string
+	// delay is how long each chunk waits before it is forwarded, in
+	// nanoseconds; see SetDelay.
+	delay atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -37,6 +46,9 @@ type Proxy struct {
 // link is one proxied connection.
 type link struct {
 	client, server net.Conn
+	// ended counts the directions that stopped copying; at two the
+	// link is forgotten.
+	ended atomic.Int32
 
 	mu struct {
 		sync.Mutex
@@ -77,8 +89,8 @@ func (p *Proxy) Down() {
 }
 
 // cut runs set under the lock, so no connection is added after it, and
-// closes every open connection.
-func (p *Proxy) cut(set func()) {
+// closes every open connection; it returns how many there were.
+func (p *Proxy) cut(set func()) int {
 	p.mu.Lock()
 	set()
 	links := p.mu.links
@@ -88,6 +100,7 @@ func (p *Proxy) cut(set func()) {
 		l.client.Close()
 		l.server.Close()
 	}
+	return len(links)
 }
 
 // Up ends Down: new connections reach the server again.
@@ -124,9 +137,39 @@ func (p *Proxy) accept() {
 		}
 		p.mu.links[l] = struct{}{}
 		p.mu.Unlock()
-		p.wg.Go(func() { p.upstream(l) })
-		p.wg.Go(func() { p.downstream(l) })
+		p.wg.Go(func() { p.upstream(l); p.ended(l) })
+		p.wg.Go(func() { p.downstream(l); p.ended(l) })
 	}
+}
+
+// ended forgets l once both its directions stopped, so a proxy that
+// sees many connections come and go holds only the open ones. A held
+// request's link stays with its Held.
+func (p *Proxy) ended(l *link) {
+	if l.ended.Add(1) == 2 {
+		p.mu.Lock()
+		delete(p.mu.links, l)
+		p.mu.Unlock()
+	}
+}
+
+// wait sleeps for the delay SetDelay set, if any.
+func (p *Proxy) wait() {
+	if d := time.Duration(p.delay.Load()); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// SetDelay makes every chunk of bytes, either way, on every connection,
+// open or new, wait d before it is forwarded, as a slow or congested
+// network would; 0 ends the delay.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+// DropConns closes both sides of every open connection at once, as a
+// network that resets them would, and returns how many there were. New
+// connections pass.
+func (p *Proxy) DropConns() int {
+	return p.cut(func() {})
 }
 
 // upstream copies client to server, diverting into a Held when armed.
@@ -148,6 +191,7 @@ func (p *Proxy) upstream(l *link) {
 				}
 				continue
 			}
+			p.wait()
 			if _, werr := l.server.Write(buf[:n]); werr != nil {
 				l.client.Close()
 				return
@@ -201,6 +245,7 @@ func (p *Proxy) downstream(l *link) {
 				close(cut)
 				return
 			}
+			p.wait()
 			if _, werr := l.client.Write(buf[:n]); werr != nil {
 				if h != nil && h.owner() == l {
 					// The hold took this link, and closed its client,

@@ -243,3 +243,59 @@ func TestDownUp(t *testing.T) {
 		t.Fatal("no answer after Up")
 	}
 }
+
+// TestDropConns: every open connection is reset; a new one passes.
+func TestDropConns(t *testing.T) {
+	p, err := faultproxy.Start(startEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	a, b := dial(t, p.Addr()), dial(t, p.Addr())
+	for _, c := range []net.Conn{a, b} {
+		send(t, c, "x\n")
+		if got := readFull(t, c, len("ack:x\n")); got != "ack:x\n" {
+			t.Fatalf("answer %q", got)
+		}
+	}
+	if n := p.DropConns(); n != 2 {
+		t.Fatalf("DropConns closed %d connections, want 2", n)
+	}
+	for _, c := range []net.Conn{a, b} {
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatal("a dropped connection still delivers bytes")
+		}
+	}
+	c := dial(t, p.Addr())
+	send(t, c, "y\n")
+	if got := readFull(t, c, len("ack:y\n")); got != "ack:y\n" {
+		t.Fatalf("answer after the drop %q", got)
+	}
+}
+
+// TestSetDelay: with a delay each way, a round trip takes at least twice
+// the delay (a lower bound, which no scheduler can break) and its bytes
+// arrive intact; after SetDelay(0) the proxy forwards at once again.
+func TestSetDelay(t *testing.T) {
+	p, err := faultproxy.Start(startEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c := dial(t, p.Addr())
+	const d = 50 * time.Millisecond
+	p.SetDelay(d)
+	start := time.Now()
+	send(t, c, "slow\n")
+	if got := readFull(t, c, len("ack:slow\n")); got != "ack:slow\n" {
+		t.Fatalf("answer %q", got)
+	}
+	if took := time.Since(start); took < 2*d {
+		t.Fatalf("round trip took %v with a delay of %v each way", took, d)
+	}
+	p.SetDelay(0)
+	send(t, c, "fast\n")
+	if got := readFull(t, c, len("ack:fast\n")); got != "ack:fast\n" {
+		t.Fatalf("answer %q", got)
+	}
+}

@@ -192,7 +192,16 @@ func (s *Server) Stop() {
 // extent fsync=on makes a kill -9 of the server alike), and starts it
 // again on the same files and port, after crash recovery.
 func (s *Server) Crash() error {
-	s.proc.Kill()
+	s.Kill()
+	return s.Restart()
+}
+
+// Kill kills the server and its backends with SIGKILL and leaves it
+// down; Restart brings it back.
+func (s *Server) Kill() { s.proc.Kill() }
+
+// Restart starts a killed server again on the same files and port.
+func (s *Server) Restart() error {
 	var err error
 	// A start can lose the port to a process that grabbed it meanwhile;
 	// try a few times.
@@ -205,6 +214,13 @@ func (s *Server) Crash() error {
 	}
 	return err
 }
+
+// Pause stops the server and its backends with SIGSTOP: connections stay
+// open and no query is answered until Resume.
+func (s *Server) Pause() { s.proc.Pause() }
+
+// Resume continues a paused server.
+func (s *Server) Resume() { s.proc.Resume() }
 
 var shared struct {
 	once sync.Once

@@ -210,6 +210,14 @@ func (p *Proc) Kill() {
 	}
 }
 
+// Pause stops the process and every process in its group with SIGSTOP,
+// as a machine that hangs (or a long GC pause) would: connections stay
+// open and nothing answers. Resume undoes it.
+func (p *Proc) Pause() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP) }
+
+// Resume continues a paused process group with SIGCONT.
+func (p *Proc) Resume() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT) }
+
 // killGroupWait bounds how long Kill waits for the process group to
 // empty: long, since a loaded machine can take seconds to tear down a
 // killed server's processes, and a restart before that fails.
