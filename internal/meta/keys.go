@@ -60,7 +60,15 @@ func partitionKey(id TopicID, partition int32) []byte {
 }
 
 func appendPartitionKey(dst []byte, id TopicID, partition int32) []byte {
-	dst = append(dst, prefixPartition)
+	return appendPartitionPrefix(dst, prefixPartition, id, partition)
+}
+
+// appendPartitionPrefix appends p, the topic id and the partition: the
+// whole key of one-per-partition records (state, storage numbers), and
+// the start of every per-partition key range (index, open and aborted
+// transactions, producer states).
+func appendPartitionPrefix(dst []byte, p byte, id TopicID, partition int32) []byte {
+	dst = append(dst, p)
 	dst = append(dst, id[:]...)
 	return binary.BigEndian.AppendUint32(dst, uint32(partition))
 }
@@ -75,19 +83,13 @@ func topicSpan(p byte, id TopicID) (start, end []byte) {
 // one contiguous range in offset order. Partition and offset are never
 // negative, so big-endian unsigned bytes sort them.
 func indexKey(dst []byte, id TopicID, partition int32, baseOffset int64) []byte {
-	dst = append(dst, prefixIndex)
-	dst = append(dst, id[:]...)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(partition))
+	dst = appendPartitionPrefix(dst, prefixIndex, id, partition)
 	return binary.BigEndian.AppendUint64(dst, uint64(baseOffset))
 }
 
 // indexSpan bounds one partition's index entries.
 func indexSpan(id TopicID, partition int32) (start, end []byte) {
-	start = make([]byte, 0, 1+16+4)
-	start = append(start, prefixIndex)
-	start = append(start, id[:]...)
-	start = binary.BigEndian.AppendUint32(start, uint32(partition))
-	return start, keySuccessor(start)
+	return partitionSpan(prefixIndex, id, partition)
 }
 
 func indexKeyOffset(k []byte) int64 {

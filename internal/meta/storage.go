@@ -39,9 +39,7 @@ type storedPart struct {
 }
 
 func appendPartitionStorageKey(dst []byte, id TopicID, partition int32) []byte {
-	dst = append(dst, prefixPartitionStorage)
-	dst = append(dst, id[:]...)
-	return binary.BigEndian.AppendUint32(dst, uint32(partition))
+	return appendPartitionPrefix(dst, prefixPartitionStorage, id, partition)
 }
 
 func (s PartitionStorage) encode(b []byte) []byte {

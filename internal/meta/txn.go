@@ -201,8 +201,7 @@ func openTxnKey(dst []byte, id TopicID, partition int32, producerID int64) []byt
 }
 
 func partitionSpan(p byte, id TopicID, partition int32) (start, end []byte) {
-	start = append([]byte{p}, id[:]...)
-	start = binary.BigEndian.AppendUint32(start, uint32(partition))
+	start = appendPartitionPrefix(make([]byte, 0, 1+16+4), p, id, partition)
 	return start, keySuccessor(start)
 }
 
