@@ -433,7 +433,7 @@ func produceTopics(ctx context.Context, d *Deps, db MetaDB, req *kmsg.ProduceReq
 	var cmds []meta.Command
 	var names []string
 	for _, name := range missing {
-		if !validTopicName(name) {
+		if !meta.ValidTopicName(name) {
 			out[name] = produceTopic{code: kerr.InvalidTopicException}
 			continue
 		}

@@ -218,7 +218,7 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 		case !allowAuto:
 			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.UnknownTopicOrPartition))
 			continue
-		case !validTopicName(name):
+		case !meta.ValidTopicName(name):
 			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.InvalidTopicException))
 			continue
 		}

@@ -145,7 +145,7 @@ type topicPlanner struct {
 // createTopic returns the command creating rt, or the error to answer.
 func (p *topicPlanner) createTopic(rt *kmsg.CreateTopicsRequestTopic) (meta.CreateTopic, *kerr.Error, string) {
 	name := rt.Topic
-	if !validTopicName(name) {
+	if !meta.ValidTopicName(name) {
 		return meta.CreateTopic{}, kerr.InvalidTopicException, topicNameError(name)
 	}
 	if _, exists, err := p.view.Topic(name); err != nil {

@@ -115,7 +115,7 @@ func handleDescribeConfigs(_ context.Context, r *Request) (kmsg.Response, error)
 
 // topicConfigsOf returns the configs set on topic name.
 func topicConfigsOf(view *meta.View, name string) (map[string]string, *kerr.Error, string) {
-	if !validTopicName(name) {
+	if !meta.ValidTopicName(name) {
 		return nil, kerr.InvalidTopicException, topicNameError(name)
 	}
 	t, ok, err := view.Topic(name)

@@ -38,38 +38,19 @@ const (
 	// maxPartitionsPerTopic mirrors meta's bound, so a validate-only
 	// request gets the answer a real one would.
 	maxPartitionsPerTopic = 1 << 16
-	// maxTopicNameBytes is Kafka's limit.
-	maxTopicNameBytes = 249
 )
 
 // errShortResults: the database returned fewer results than commands, a
 // bug on its side; the affected topics get UNKNOWN_SERVER_ERROR.
 var errShortResults = errors.New("kafka: metadata database returned too few results")
 
-// validTopicName follows Kafka's Topic.validate: 1 to 249 of
-// [a-zA-Z0-9._-], and neither "." nor "..".
-func validTopicName(name string) bool {
-	if name == "" || len(name) > maxTopicNameBytes || name == "." || name == ".." {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // topicNameError explains why name is invalid.
 func topicNameError(name string) string {
 	switch {
 	case name == "":
 		return "topic name is empty"
-	case len(name) > maxTopicNameBytes:
-		return fmt.Sprintf("topic name is %d bytes, at most %d", len(name), maxTopicNameBytes)
+	case len(name) > meta.MaxTopicNameBytes:
+		return fmt.Sprintf("topic name is %d bytes, at most %d", len(name), meta.MaxTopicNameBytes)
 	case name == "." || name == "..":
 		return fmt.Sprintf("topic name cannot be %q", name)
 	}

@@ -16,7 +16,9 @@ import (
 // needs a new command version or a feature level in the log, never a
 // silent edit.
 const (
-	maxTopicNameBytes     = 249
+	// MaxTopicNameBytes is Kafka's limit on a topic name (the kafka
+	// handlers check names against it before proposing).
+	MaxTopicNameBytes     = 249
 	maxPartitionsPerTopic = 1 << 16
 	maxTopicConfigs       = 1024
 	// maxTopicIDAttempts bounds the rehashing when a derived topic id is
@@ -140,10 +142,10 @@ func decodeAlterConfigsV1(p []byte) (AlterConfigs, error) {
 	return c, r.done()
 }
 
-// validTopicName follows Kafka's rules: 1 to 249 of [a-zA-Z0-9._-], and
+// ValidTopicName follows Kafka's rules: 1 to 249 of [a-zA-Z0-9._-], and
 // neither "." nor "..".
-func validTopicName(name string) bool {
-	if name == "" || len(name) > maxTopicNameBytes || name == "." || name == ".." {
+func ValidTopicName(name string) bool {
+	if name == "" || len(name) > MaxTopicNameBytes || name == "." || name == ".." {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
@@ -178,7 +180,7 @@ func (a *Applier) topic(name string) (Topic, bool, error) {
 }
 
 func (a *Applier) createTopic(c CreateTopic) (Result, error) {
-	if !validTopicName(c.Name) {
+	if !ValidTopicName(c.Name) {
 		return failed(kerr.InvalidTopicException, "invalid topic name %q", c.Name), nil
 	}
 	if _, ok, err := a.topic(c.Name); err != nil || ok {
