@@ -373,14 +373,7 @@ func (r *Replica) Close() error {
 		r.wg.Wait()
 		r.mu.Lock()
 		r.mu.closed = true
-		waiters := r.takeWaitersLocked()
-		ch := r.mu.changed
-		r.mu.changed = make(chan struct{})
-		r.mu.Unlock()
-		close(ch)
-		r.watches.NotifyAll()
-		failWaiters(waiters, ErrClosed)
-		failProposals(r.q.drain(), ErrClosed)
+		r.failAllLocked(ErrClosed)
 		err = r.db.Close()
 	})
 	return err
@@ -730,15 +723,22 @@ func (r *Replica) halt(h *HaltError) error {
 		close(r.halted)
 	}
 	h = r.mu.halted
+	r.failAllLocked(h)
+	return h
+}
+
+// failAllLocked ends every wait when the copy stops for good (closed or
+// halted): it wakes Changed and every long poll, and fails the entry
+// waiters and the queued proposals with err. It unlocks r.mu.
+func (r *Replica) failAllLocked(err error) {
 	waiters := r.takeWaitersLocked()
 	ch := r.mu.changed
 	r.mu.changed = make(chan struct{})
 	r.mu.Unlock()
 	close(ch)
 	r.watches.NotifyAll()
-	failWaiters(waiters, h)
-	failProposals(r.q.drain(), h)
-	return h
+	failWaiters(waiters, err)
+	failProposals(r.q.drain(), err)
 }
 
 func (r *Replica) takeWaitersLocked() []*entryWaiter {
