@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/auth"
 )
 
 // Conn is one client connection. Handlers get it through Request.Conn for
@@ -25,6 +27,8 @@ type Conn struct {
 	id  uint64
 	// ip is the client's address, zero for connections that have none.
 	ip netip.Addr
+	// listener is the listener the connection was accepted on.
+	listener Listener
 
 	// ctx is every handler's context on this connection. It is canceled,
 	// with the close reason as cause, when the connection is closed.
@@ -66,6 +70,9 @@ type Conn struct {
 		sync.Mutex
 		softwareName    string
 		softwareVersion string
+		// principal is who the client is: auth.Anonymous until a client
+		// certificate or a SASL exchange says otherwise.
+		principal auth.Principal
 	}
 }
 
@@ -112,16 +119,18 @@ var (
 	errConnClosed   = errors.New("kafka: connection closed")
 )
 
-func newConn(ctx context.Context, s *Server, nc net.Conn) *Conn {
+func newConn(ctx context.Context, s *Server, nc net.Conn, l Listener) *Conn {
 	c := &Conn{
 		srv:        s,
 		nc:         nc,
 		id:         s.nextConnID.Add(1),
 		ip:         remoteIP(nc),
+		listener:   l,
 		slots:      make(chan struct{}, s.cfg.MaxInFlightPerConn),
 		writerDone: make(chan struct{}),
 		lastOrder:  closedChan,
 	}
+	c.mu.principal = auth.Anonymous
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	// The parent ending (Serve's ctx) must also wake a reader blocked in
 	// Read, which only closing the socket does.
@@ -152,6 +161,24 @@ func (c *Conn) setClientSoftware(name, version string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.mu.softwareName, c.mu.softwareVersion = name, version
+}
+
+// Listener is the listener the connection was accepted on.
+func (c *Conn) Listener() Listener { return c.listener }
+
+// Principal is who the client is: auth.Anonymous until it authenticated.
+func (c *Conn) Principal() auth.Principal {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.principal
+}
+
+// SetPrincipal records who the client authenticated as (a client
+// certificate's subject, a SASL exchange's user).
+func (c *Conn) SetPrincipal(p auth.Principal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.principal = p
 }
 
 // closeWith closes the connection; the first call's reason sticks. A nil

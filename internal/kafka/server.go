@@ -140,6 +140,13 @@ const (
 // ctx is the parent of every handler's context: ending it closes ln and
 // every connection it accepted at once; Shutdown is the graceful stop.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.ServeListener(ctx, ln, PlaintextListener)
+}
+
+// ServeListener is Serve for a listener that l describes: its
+// connections carry l (Conn.Listener), which says whether they must
+// authenticate.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener) error {
 	if !s.trackListener(ln) {
 		ln.Close()
 		return ErrServerClosed
@@ -176,7 +183,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		backoff = 0
 		setTCPOptions(nc)
-		c, err := s.track(ctx, nc)
+		c, err := s.track(ctx, nc, l)
 		if err != nil {
 			continue
 		}
@@ -188,7 +195,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // in-process simulations) and returns when it is closed, with the close
 // reason: nil when the client closed it between requests.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
-	c, err := s.track(ctx, nc)
+	return s.ServeConnOn(ctx, nc, PlaintextListener)
+}
+
+// ServeConnOn is ServeConn for a connection accepted on a listener l
+// describes.
+func (s *Server) ServeConnOn(ctx context.Context, nc net.Conn, l Listener) error {
+	c, err := s.track(ctx, nc, l)
 	if err != nil {
 		return err
 	}
@@ -289,8 +302,8 @@ func (s *Server) untrackListener(ln net.Listener) {
 // track registers a new connection, or closes it if the server is closed
 // or full, or its address has all the connections it may have. Like
 // Kafka, the per-address limit is checked first.
-func (s *Server) track(ctx context.Context, nc net.Conn) (*Conn, error) {
-	c := newConn(ctx, s, nc)
+func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, error) {
+	c := newConn(ctx, s, nc, l)
 	s.mu.Lock()
 	var err error
 	switch limit := s.connsPerIP(c.ip); {

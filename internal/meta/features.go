@@ -61,9 +61,12 @@ const (
 	// keeps every record until an operator raises it (strand features
 	// upgrade).
 	MetadataLevel3 int16 = 3
+	// MetadataLevel4 adds compaction's index swaps and the security
+	// records (SCRAM credentials, ACLs, client quotas).
+	MetadataLevel4 int16 = 4
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.
-	MaxMetadataLevel = MetadataLevel3
+	MaxMetadataLevel = MetadataLevel4
 )
 
 // Limits on features in a command. Like apply's other limits they are
