@@ -151,7 +151,9 @@ func runClusterOn(t *testing.T, logURL, objURL string) {
 			})
 		}
 	}()
-	t.Cleanup(func() { stopProducing(); <-prodDone })
+	// A test that fails while the producer's buffer is full leaves the
+	// loop blocked in Produce, which only closing the client ends.
+	t.Cleanup(func() { stopProducing(); producer.Close(); <-prodDone })
 
 	seen := newConsumeLog()
 	members := []string{"c2", "c3"}

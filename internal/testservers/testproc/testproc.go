@@ -213,7 +213,21 @@ func (p *Proc) Kill() {
 // Pause stops the process and every process in its group with SIGSTOP,
 // as a machine that hangs (or a long GC pause) would: connections stay
 // open and nothing answers. Resume undoes it.
-func (p *Proc) Pause() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP) }
+//
+// Pause returns once every thread of the group is stopped: kill(2)
+// only queues SIGSTOP, and a thread running on another core can still
+// answer a request before it takes the signal. The wait is bounded.
+func (p *Proc) Pause() {
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGSTOP)
+	deadline := time.Now().Add(pauseWait)
+	for groupHas(pgid, running) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pauseWait bounds how long Pause waits for the group to stop.
+const pauseWait = 10 * time.Second
 
 // Resume continues a paused process group with SIGCONT.
 func (p *Proc) Resume() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT) }
@@ -229,6 +243,17 @@ func groupAlive(pgid int) bool {
 	if syscall.Kill(-pgid, 0) != nil {
 		return false
 	}
+	return groupHas(pgid, live)
+}
+
+// Thread states of /proc/<pid>/task/<tid>/stat.
+func live(state string) bool    { return state != "Z" && state != "X" }
+func running(state string) bool { return live(state) && state != "T" && state != "t" }
+
+// groupHas reports whether a thread of a process in group pgid is in a
+// state match accepts. Without /proc it answers true: callers wait on it
+// with a bound.
+func groupHas(pgid int, match func(state string) bool) bool {
 	dir, err := os.ReadDir("/proc")
 	if err != nil {
 		return true
@@ -237,22 +262,42 @@ func groupAlive(pgid int) bool {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
+		state, pg, ok := procStat(filepath.Join("/proc", e.Name(), "stat"))
+		if !ok || pg != pgid {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and
-		// parentheses, so read from the last ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+		// Every thread: the process's own line is its main thread's.
+		tasks, _ := os.ReadDir(filepath.Join("/proc", e.Name(), "task"))
+		if len(tasks) == 0 && match(state) {
 			return true
+		}
+		for _, task := range tasks {
+			if st, _, ok := procStat(filepath.Join("/proc", e.Name(), "task", task.Name(), "stat")); ok && match(st) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// procStat reads a stat file's state and process group.
+func procStat(path string) (state string, pgrp int, ok bool) {
+	stat, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid pgrp ...; comm may hold spaces and
+	// parentheses, so read from the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return f[0], pgrp, err == nil
 }
 
 // Tail returns up to the last n bytes of the file at path, for error
