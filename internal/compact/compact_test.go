@@ -1,0 +1,116 @@
+package compact_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/compact"
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// Level-0 objects, each holding every partition, become one object per
+// partition: a fetch returns the same bytes from every offset, the index
+// holds one entry per partition, and the old objects die.
+func TestCompactsLevel0IntoPerPartitionObjects(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.topic("a", 2), e.topic("b", 1)
+	parts := []tp{{a, 0}, {a, 1}, {b, 0}}
+	for i := range 20 {
+		e.produce(uint64(i), 1+i%3, parts...)
+	}
+	before := map[tp][]byte{}
+	for _, p := range parts {
+		before[p] = e.read(nil, p, 0)
+	}
+	c := e.compactor(compact.Config{})
+	if st := e.pass(c); st.Swaps != 0 {
+		t.Fatalf("compacted %d runs of entries younger than MinAge", st.Swaps)
+	}
+	e.advance(compact.DefaultMaxLag)
+	st := e.pass(c)
+	if st.Swaps != len(parts) || st.Lost != 0 {
+		t.Fatalf("pass: %+v, want %d swaps", st, len(parts))
+	}
+	for _, p := range parts {
+		if l0, l1 := e.levels(p); l0 != 0 || l1 != 1 {
+			t.Fatalf("%v: %d level-0 and %d compacted entries, want 0 and 1", p, l0, l1)
+		}
+		mustEqual(t, "read after compaction", e.read(nil, p, 0), before[p])
+		// From an offset inside the compacted entry: the batch holding
+		// it and the rest, as before.
+		mustEqual(t, "read from offset 7", e.read(nil, p, 7), e.readAt(before[p], 7))
+	}
+	if st.BytesWritten <= st.BytesRead {
+		t.Fatalf("wrote %d bytes for %d read: an object's header and footer are missing", st.BytesWritten, st.BytesRead)
+	}
+	// Every level-0 object lost its last entry: all dead, none deleted yet.
+	g := e.gcState()
+	if g.LiveObjects != int64(len(parts)) || g.DeadObjects != 20 {
+		t.Fatalf("gc: %d live and %d dead objects, want %d and 20", g.LiveObjects, g.DeadObjects, len(parts))
+	}
+	if st := e.pass(c); st.Swaps != 0 {
+		t.Fatalf("a second pass swapped %d runs", st.Swaps)
+	}
+}
+
+// A run is at most the target bytes; the next run starts where it
+// stopped, and the index stays in offset order.
+func TestTargetBytesBoundsObjects(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a", 1)
+	p := tp{a, 0}
+	for i := range 30 {
+		e.produce(uint64(i), 2, p)
+	}
+	before := e.read(nil, p, 0)
+	entryBytes := e.entries(p)[0].Length
+	c := e.compactor(compact.Config{TargetBytes: 4 * entryBytes})
+	e.advance(compact.DefaultMinAge)
+	st := e.pass(c)
+	// Full runs are compacted at once; the 2 entries left wait for
+	// MaxLag.
+	if st.Swaps != 7 {
+		t.Fatalf("pass: %+v, want 7 swaps", st)
+	}
+	if l0, l1 := e.levels(p); l0 != 2 || l1 != 7 {
+		t.Fatalf("%d level-0 and %d compacted entries, want 2 and 7", l0, l1)
+	}
+	e.advance(compact.DefaultMaxLag)
+	if st := e.pass(c); st.Swaps != 1 {
+		t.Fatalf("pass after MaxLag: %+v, want the short run", st)
+	}
+	for _, en := range e.entries(p) {
+		if en.Length > 4*entryBytes {
+			t.Fatalf("entry of %d bytes, target %d", en.Length, 4*entryBytes)
+		}
+	}
+	mustEqual(t, "read", e.read(nil, p, 0), before)
+}
+
+func (e *env) gcState() meta.GCState {
+	e.t.Helper()
+	v := e.db.View()
+	defer v.Close()
+	g, ok, err := v.GC()
+	if err != nil || !ok {
+		e.t.Fatalf("GC state: %v, %v", ok, err)
+	}
+	return g
+}
+
+// readAt cuts a whole-partition read down to the batches a read from
+// offset returns: the batch holding offset and those after it.
+func (e *env) readAt(all []byte, offset int64) []byte {
+	e.t.Helper()
+	for rest := all; len(rest) > 0; {
+		one := rest[:len(rest)]
+		next := nextOffset(e.t, firstBatch(e.t, one))
+		if next > offset {
+			return rest
+		}
+		rest = rest[len(firstBatch(e.t, one)):]
+	}
+	return nil
+}
+
+var _ = time.Second
