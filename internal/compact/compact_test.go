@@ -26,8 +26,27 @@ func TestCompactsLevel0IntoPerPartitionObjects(t *testing.T) {
 	if st := e.pass(c); st.Swaps != 0 {
 		t.Fatalf("compacted %d runs of entries younger than MinAge", st.Swaps)
 	}
+	levels := func() []compact.PartitionLevels {
+		v := e.db.View()
+		defer v.Close()
+		tp, _, err := v.Topic("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := compact.Describe(v, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if l := levels(); l[1] != (compact.PartitionLevels{Partition: 1, Entries: 20, Objects: 20, Level0Entries: 20, Level0Objects: 20}) {
+		t.Fatalf("levels before: %+v", l[1])
+	}
 	e.advance(compact.DefaultMaxLag)
 	st := e.pass(c)
+	if l := levels(); l[1] != (compact.PartitionLevels{Partition: 1, Entries: 1, Objects: 1, CompactedEntries: 1, CompactedObjects: 1}) {
+		t.Fatalf("levels after: %+v", l[1])
+	}
 	if st.Swaps != len(parts) || st.Lost != 0 {
 		t.Fatalf("pass: %+v, want %d swaps", st, len(parts))
 	}
