@@ -265,21 +265,34 @@ func runChild(t *testing.T, dir string, stall int, wait time.Duration) (orphan s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(out); sc.Scan(); {
+			lines <- sc.Text()
+		}
+	}()
 	var seen []string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := sc.Text()
-		seen = append(seen, line)
-		if line == "swapped" {
-			swaps++
-		}
-		if k, ok := strings.CutPrefix(line, "uploaded "); ok {
-			orphan = k
-			break
-		}
-		if line == "started" && stall == 0 {
-			time.Sleep(wait)
-			break
+	var killAt <-chan time.Time
+read:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				break read
+			}
+			seen = append(seen, line)
+			switch k, stalled := strings.CutPrefix(line, "uploaded "); {
+			case line == "swapped":
+				swaps++
+			case stalled:
+				orphan = k
+				break read
+			case line == "started" && stall == 0:
+				killAt = time.After(wait)
+			}
+		case <-killAt:
+			break read
 		}
 	}
 	cmd.Process.Kill()
