@@ -35,6 +35,12 @@ const (
 	// DefaultInterval is the pause between passes over the owned
 	// partitions.
 	DefaultInterval = 10 * time.Second
+	// DefaultEntryBytes bounds the batch bytes of one new index entry:
+	// a fetch reads whole entries, so a consumer fetching 1 MiB
+	// (max.partition.fetch.bytes) from a 16 MiB object GETs about what
+	// it asked for, and the entries it plans in one object are read with
+	// one GET (fetch coalesces neighbours).
+	DefaultEntryBytes = 1 << 20
 	// maxRunEntries bounds the index entries one swap replaces: with
 	// each from another level-0 object (its key written once in the
 	// command), a swap of 1000 is about 100 KB, a quarter of the
@@ -69,6 +75,9 @@ type Config struct {
 	KeyTime func() int64
 	// TargetBytes is --compaction-target-bytes.
 	TargetBytes int64
+	// EntryBytes bounds a new index entry's bytes (0:
+	// DefaultEntryBytes); a batch larger than it is an entry alone.
+	EntryBytes int64
 	// MinAge and MaxLag: see DefaultMinAge and DefaultMaxLag.
 	MinAge, MaxLag time.Duration
 	// MaxBytesPerSec is --compaction-max-bytes-per-sec: the bytes read
@@ -87,6 +96,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.TargetBytes == 0 {
 		c.TargetBytes = DefaultTargetBytes
+	}
+	if c.EntryBytes == 0 {
+		c.EntryBytes = DefaultEntryBytes
 	}
 	if c.MinAge == 0 {
 		c.MinAge = DefaultMinAge
@@ -119,6 +131,8 @@ func (c *Config) Validate() error {
 		return errors.New("compact: Config.AgentID is empty")
 	case c.TargetBytes < 1 || c.TargetBytes > segment.MaxObjectBytes/2:
 		return fmt.Errorf("compact: target bytes %d out of range", c.TargetBytes)
+	case c.EntryBytes < 1:
+		return fmt.Errorf("compact: entry bytes %d out of range", c.EntryBytes)
 	case c.MinAge < 0 || c.MaxLag < 0 || c.MaxBytesPerSec < 0 || c.Interval < 0:
 		return errors.New("compact: negative age, lag, rate or interval")
 	}
@@ -373,7 +387,7 @@ func (c *Compactor) compact(ctx context.Context, r *run, st *PassStats) (done bo
 	c.mu.seq++
 	key := segment.ObjectKey(c.cfg.AgentID+keyTag, c.mu.seq, c.cfg.KeyTime())
 	c.mu.Unlock()
-	obj, entries, err := build(r, key, out)
+	obj, entries, err := build(r, key, out, c.cfg.EntryBytes)
 	if err != nil {
 		return false, err
 	}

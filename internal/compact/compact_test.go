@@ -6,6 +6,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/objstore"
 )
 
 // Level-0 objects, each holding every partition, become one object per
@@ -133,3 +134,35 @@ func (e *env) readAt(all []byte, offset int64) []byte {
 }
 
 var _ = time.Second
+
+// One object holds several entries of at most EntryBytes, and a read
+// that wants them all gets them with one GET (fetch coalesces
+// neighbours of one object).
+func TestEntryBytesSplitsEntriesOfOneObject(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a", 1)
+	p := tp{a, 0}
+	for i := range 10 {
+		e.produce(uint64(i), 2, p)
+	}
+	before := e.read(nil, p, 0)
+	c := e.compactor(compact.Config{EntryBytes: 2 * e.entries(p)[0].Length})
+	e.advance(compact.DefaultMaxLag)
+	if st := e.pass(c); st.Swaps != 1 {
+		t.Fatalf("pass: %+v, want one swap", st)
+	}
+	es := e.entries(p)
+	if len(es) != 5 {
+		t.Fatalf("%d entries, want 5 of 2 batches each", len(es))
+	}
+	for _, en := range es {
+		if en.ObjectKey != es[0].ObjectKey || en.BatchCount != 2 {
+			t.Fatalf("entry %+v: want 2 batches in %s", en, es[0].ObjectKey)
+		}
+	}
+	gets := e.store.Snapshot().Op(objstore.OpGet).Requests
+	mustEqual(t, "read", e.read(nil, p, 0), before)
+	if n := e.store.Snapshot().Op(objstore.OpGet).Requests - gets; n != 1 {
+		t.Fatalf("a read of the partition made %d GETs, want 1", n)
+	}
+}

@@ -33,7 +33,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // clock that stamps entries (the log clock follows it) and ages entries
 // for the compactor.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	clk   *clock.Fake
 	db    *metatest.DB
 	mem   *memobj.Store
@@ -41,7 +41,7 @@ type env struct {
 	p     *produce.Pipeline
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	e := &env{t: t, clk: clock.NewFake(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)), mem: memobj.New()}
 	e.store = objstore.WithCounters(e.mem)
 	e.db = metatest.New(e.clk.Now)

@@ -109,9 +109,10 @@ func appendBatches(out []Batch, data []byte, e *meta.IndexEntry) ([]Batch, error
 
 // build writes the rewritten run into one object named key and returns
 // its bytes (nil if it holds no batch) and the new index entries: one
-// per stretch of batches between markers, and the markers as they were.
-// An entry whose batches leave offsets out carries its own offsets.
-func build(r *run, key string, out []Batch) ([]byte, []meta.IndexEntry, error) {
+// per stretch of batches between markers of at most entryBytes, and the
+// markers as they were. An entry whose batches leave offsets out
+// carries its own offsets.
+func build(r *run, key string, out []Batch, entryBytes int64) ([]byte, []meta.IndexEntry, error) {
 	var size int64
 	for i := range out {
 		size += int64(len(out[i].Data))
@@ -134,6 +135,9 @@ func build(r *run, key string, out []Batch) ([]byte, []meta.IndexEntry, error) {
 		ref, err := w.Add(r.topic.ID, r.partition, b.Data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("compact: build %s: %w", key, err)
+		}
+		if cur != nil && cur.Length+ref.Length > entryBytes {
+			cur = nil
 		}
 		if cur == nil {
 			entries = append(entries, meta.IndexEntry{BaseOffset: b.BaseOffset, ObjectKey: key, Position: ref.Offset,
