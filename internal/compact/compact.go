@@ -211,6 +211,7 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 		return st, err
 	}
 	var lag time.Duration
+	var errs []error
 	for _, t := range targets {
 		for {
 			if err := ctx.Err(); err != nil {
@@ -226,7 +227,15 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 			}
 			done, err := c.compact(ctx, r, &st)
 			if err != nil {
-				return st, err
+				// One partition's failure (a damaged object, a
+				// refused swap) must not hold up the others: the
+				// next pass tries it again.
+				if ctx.Err() != nil {
+					return st, err
+				}
+				errs = append(errs, err)
+				lag = max(lag, oldest)
+				break
 			}
 			if !done {
 				break // lost: the next pass plans from a newer View
@@ -234,7 +243,7 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 		}
 	}
 	c.cfg.Metrics.lag.Set(lag.Seconds())
-	return st, nil
+	return st, errors.Join(errs...)
 }
 
 type target struct {
