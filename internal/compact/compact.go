@@ -293,7 +293,7 @@ type run struct {
 }
 
 // plan finds the partition's first due run of level-0 entries: from the
-// first level-0 entry at or after the log start, entries that are
+// first level-0 entry starting at or after the log start, entries that are
 // level-0 data old enough or markers, up to the target bytes or
 // maxRunEntries. It is due when full, or when its first entry is older
 // than MaxLag. nil when none is; oldest is then the age of the oldest
@@ -317,6 +317,11 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 	full := false
 	for it.Next() {
 		e := it.Entry()
+		if e.BaseOffset < st.LogStartOffset {
+			// It straddles the log start: its new entries could end
+			// below it, which apply refuses. Retention takes it.
+			continue
+		}
 		if e.Control {
 			if len(r.old) > 0 {
 				r.old = append(r.old, e)

@@ -255,3 +255,41 @@ func TestOlderViewReadsUntilGrace(t *testing.T) {
 		t.Fatalf("read from the older view after grace: %v, want ErrMissing", err)
 	}
 }
+
+// An entry that straddles the log start (DeleteRecords into its middle)
+// is left alone: a swap of it could put its first batch in a new entry
+// of its own, below the log start, which apply refuses, pass after pass.
+func TestStraddlingEntryIsLeft(t *testing.T) {
+	e := newEnv(t)
+	p := tp{e.topic("a", 1), 0}
+	// One entry of two batches (offsets 0..1 and 2..3), then more.
+	two := append(batchtest.Build(t, batchtest.Options{Records: 2, ValueBytes: 50, Seed: 1}),
+		batchtest.Build(t, batchtest.Options{Records: 2, ValueBytes: 50, Seed: 2})...)
+	b, err := produce.BatchFrom(p.id, 0, two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.p.Produce(testCtx(t), []produce.Batch{b}); err != nil || res[0].Code != 0 {
+		t.Fatalf("produce: %v, %+v", err, res)
+	}
+	for i := range 4 {
+		e.produce(uint64(10+i), 3, p)
+	}
+	before := e.read(nil, p, 2)
+	e.propose(meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: p.id, Offset: 2}}})
+	e.advance(compact.DefaultMaxLag)
+	c := e.compactor(compact.Config{EntryBytes: 1}) // an entry per batch
+	for range 2 {
+		if st := e.pass(c); st.Lost != 0 || st.Swaps != 1 && st.Swaps != 0 {
+			t.Fatalf("pass: %+v, want no lost swap", st)
+		}
+	}
+	es := e.entries(p)
+	if es[0].BaseOffset != 0 || es[0].BatchCount != 2 || compact.Compacted(es[0].ObjectKey) {
+		t.Fatalf("first entry %+v, want the level-0 one at 0", es[0])
+	}
+	if l0, l1 := e.levels(p); l0 != 1 || l1 != 4 {
+		t.Fatalf("%d level-0 and %d compacted entries, want 1 and 4", l0, l1)
+	}
+	mustEqual(t, "read", e.read(nil, p, 2), before)
+}
