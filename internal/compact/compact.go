@@ -76,7 +76,9 @@ type Config struct {
 	// KeyTime is the time (unix ms) a new object's key carries: at
 	// least the writer's view of the log clock (segment.ObjectKey).
 	KeyTime func() int64
-	// TargetBytes is --compaction-target-bytes.
+	// TargetBytes is --compaction-target-bytes. A run's bytes are held
+	// twice while it is compacted (read, then the new object), one run
+	// at a time: the compactor's memory is about 2 x TargetBytes.
 	TargetBytes int64
 	// EntryBytes bounds a new index entry's bytes (0:
 	// DefaultEntryBytes); a batch larger than it is an entry alone.
