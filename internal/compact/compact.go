@@ -49,6 +49,10 @@ const (
 	// command), a swap of 1000 is about 100 KB, a quarter of the
 	// smallest log backend's entry limit.
 	maxRunEntries = 1000
+	// maxRunsPerPass bounds the runs of one partition a pass compacts,
+	// so a partition written faster than it is compacted does not keep
+	// a pass from the others.
+	maxRunsPerPass = 8
 	// readConcurrency bounds the GETs of one run in flight.
 	readConcurrency = 8
 	// keyTag ends the writer part of a compacted object's key: what
@@ -218,7 +222,10 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 	var lag time.Duration
 	var errs []error
 	for _, t := range targets {
-		for {
+		for runs := 0; ; runs++ {
+			if runs == maxRunsPerPass {
+				break // the others' turn; the next pass goes on
+			}
 			if err := ctx.Err(); err != nil {
 				return st, err
 			}
