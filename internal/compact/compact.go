@@ -162,6 +162,12 @@ type Compactor struct {
 		seq uint64
 		// waitLogged: the "waits for level 4" line was logged.
 		waitLogged bool
+		// skip is, per partition, an offset below which the index
+		// holds no level-0 entry: a plan starts there instead of at
+		// the log start, so a partition of millions of compacted
+		// entries is not walked every pass. It only moves forward:
+		// entries become level 0 only when committed, at the end.
+		skip map[partKey]int64
 	}
 }
 
@@ -171,7 +177,9 @@ func New(cfg Config) (*Compactor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Compactor{cfg: cfg, pace: newPacer(cfg.MaxBytesPerSec, cfg.Clock)}, nil
+	c := &Compactor{cfg: cfg, pace: newPacer(cfg.MaxBytesPerSec, cfg.Clock)}
+	c.mu.skip = map[partKey]int64{}
+	return c, nil
 }
 
 // Start runs a pass every Interval until Close.
@@ -219,6 +227,7 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 	if err != nil || len(targets) == 0 {
 		return st, err
 	}
+	c.pruneSkips(targets)
 	var lag time.Duration
 	var errs []error
 	for _, t := range targets {
@@ -261,6 +270,28 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 type target struct {
 	topic     meta.Topic
 	partition int32
+}
+
+// partKey names a partition in Compactor.mu.skip; a topic created again
+// under its name has another id.
+type partKey struct {
+	id        meta.TopicID
+	partition int32
+}
+
+// pruneSkips forgets the partitions no longer owned (or deleted), so
+// the map stays as large as what this agent owns.
+func (c *Compactor) pruneSkips(targets []target) {
+	keep := make(map[partKey]int64, len(targets))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range targets {
+		pk := partKey{t.topic.ID, t.partition}
+		if off, ok := c.mu.skip[pk]; ok {
+			keep[pk] = off
+		}
+	}
+	c.mu.skip = keep
 }
 
 // owned lists the partitions this agent compacts; none below metadata
@@ -317,11 +348,23 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 	if err != nil || !ok {
 		return nil, 0, err
 	}
-	it, err := v.Seek(t.ID, partition, st.LogStartOffset)
+	pk := partKey{t.ID, partition}
+	c.mu.Lock()
+	from := max(st.LogStartOffset, c.mu.skip[pk])
+	c.mu.Unlock()
+	it, err := v.Seek(t.ID, partition, from)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer it.Close()
+	// skipTo is the end of the entries passed before the run's first:
+	// none of them is level 0.
+	skipTo := from
+	defer func() {
+		c.mu.Lock()
+		c.mu.skip[pk] = max(c.mu.skip[pk], skipTo)
+		c.mu.Unlock()
+	}()
 	now := c.cfg.Clock.Now().UnixMilli()
 	minAge, maxLag := c.cfg.MinAge.Milliseconds(), c.cfg.MaxLag.Milliseconds()
 	r := &run{topic: t, partition: partition}
@@ -335,9 +378,11 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 			continue
 		}
 		if e.Control {
-			if len(r.old) > 0 {
-				r.old = append(r.old, e)
+			if len(r.old) == 0 {
+				skipTo = e.BaseOffset + int64(e.Records)
+				continue
 			}
+			r.old = append(r.old, e)
 			if len(r.old) >= maxRunEntries {
 				full = true
 				break
@@ -348,6 +393,7 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 			if len(r.old) > 0 {
 				break
 			}
+			skipTo = e.BaseOffset + int64(e.Records)
 			continue
 		}
 		kt, timed := meta.ObjectKeyTime(e.ObjectKey)
