@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
@@ -129,6 +130,19 @@ type Config struct {
 	// deleted as an orphan. 0 means gc.DefaultGrace; see
 	// meta.DefaultGCGrace for why.
 	GCGrace time.Duration
+	// Compaction turns object compaction on (--compaction-enable;
+	// Config's zero is off, the flag's default on): this agent merges
+	// the level-0 entries of the partitions it owns into per-partition
+	// objects (package compact). CompactionTargetBytes is an object's
+	// batch bytes (0: compact.DefaultTargetBytes),
+	// CompactionMaxBytesPerSec paces its reads (0: unpaced),
+	// CompactionMinAge and CompactionMaxLag bound when a run is taken
+	// (0: the package's defaults).
+	Compaction               bool
+	CompactionTargetBytes    int64
+	CompactionMaxBytesPerSec int64
+	CompactionMinAge         time.Duration
+	CompactionMaxLag         time.Duration
 
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams
@@ -225,6 +239,15 @@ func (c *Config) SetDefaults() {
 	if c.GCGrace == 0 {
 		c.GCGrace = gc.DefaultGrace
 	}
+	if c.CompactionTargetBytes == 0 {
+		c.CompactionTargetBytes = compact.DefaultTargetBytes
+	}
+	if c.CompactionMinAge == 0 {
+		c.CompactionMinAge = compact.DefaultMinAge
+	}
+	if c.CompactionMaxLag == 0 {
+		c.CompactionMaxLag = compact.DefaultMaxLag
+	}
 }
 
 // fileURL turns a local path into a file:// URL, absolute so the URL means
@@ -259,6 +282,15 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval < 0 {
 		errs = append(errs, errors.New("flush-interval must not be negative"))
+	}
+	// A run is held twice while it is compacted, outside the budget's
+	// split: an eighth of the budget keeps that a quarter of it.
+	if c.CompactionTargetBytes < 1<<10 || (c.Compaction && c.CompactionTargetBytes > c.MemoryBudget/8) {
+		errs = append(errs, fmt.Errorf("compaction-target-bytes %d: must be between 1 KiB and an eighth of memory-budget (%s)",
+			c.CompactionTargetBytes, FormatBytes(c.MemoryBudget/8)))
+	}
+	if c.CompactionMaxBytesPerSec < 0 || c.CompactionMinAge < 0 || c.CompactionMaxLag < 0 {
+		errs = append(errs, errors.New("compaction-max-bytes-per-sec, compaction-min-age and compaction-max-lag must not be negative"))
 	}
 	if c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least 1ms", c.GCGrace))

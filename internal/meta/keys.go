@@ -209,6 +209,11 @@ type IndexEntry struct {
 	Transactional bool
 	Control       bool
 	Commit        bool
+	// OwnOffsets (metadata level 4, compacted topics): the batches in
+	// the object carry the offsets apply gave them, and may leave some
+	// out; Records is then the span of offsets the entry covers, not a
+	// count of records in it. Only SwapIndex writes it (compact.go).
+	OwnOffsets bool
 }
 
 // Index entry attribute bits, stored after the other fields only when
@@ -218,7 +223,8 @@ const (
 	indexAttrTransactional = 1 << 0
 	indexAttrControl       = 1 << 1
 	indexAttrCommit        = 1 << 2
-	indexAttrMask          = indexAttrTransactional | indexAttrControl | indexAttrCommit
+	indexAttrOwnOffsets    = 1 << 3
+	indexAttrMask          = indexAttrTransactional | indexAttrControl | indexAttrCommit | indexAttrOwnOffsets
 )
 
 // LastOffset is the offset of the entry's last record.
@@ -248,6 +254,24 @@ func decodeIndexEntry(k, v []byte) (IndexEntry, error) {
 	r := recordReader(v)
 	e := IndexEntry{BaseOffset: indexKeyOffset(k)}
 	e.ObjectKey = r.string()
+	r.indexFields(&e)
+	if r.err == nil && len(r.b) > 0 {
+		attrs := r.uvarint()
+		if attrs == 0 || attrs&^indexAttrMask != 0 {
+			r.fail(errTooMany)
+		}
+		e.setAttrs(attrs)
+	}
+	if err := r.done(); err != nil {
+		return IndexEntry{}, corrupt("index entry", err)
+	}
+	return e, nil
+}
+
+// indexFields reads an index entry's fields after its object key, up to
+// its attributes: as index values (encodeIndexValueAttrs) and SwapIndex
+// (appendIndexFields) store them.
+func (r *reader) indexFields(e *IndexEntry) {
 	e.Position = r.varint()
 	e.Length = r.varint()
 	e.Records = r.int32()
@@ -257,19 +281,19 @@ func decodeIndexEntry(k, v []byte) (IndexEntry, error) {
 	e.ProducerID = r.varint()
 	e.ProducerEpoch = r.int16()
 	e.BaseSequence = r.int32()
-	if r.err == nil && len(r.b) > 0 {
-		attrs := r.uvarint()
-		if attrs == 0 || attrs&^indexAttrMask != 0 {
-			r.fail(errTooMany)
-		}
-		e.Transactional = attrs&indexAttrTransactional != 0
-		e.Control = attrs&indexAttrControl != 0
-		e.Commit = attrs&indexAttrCommit != 0
-	}
-	if err := r.done(); err != nil {
-		return IndexEntry{}, corrupt("index entry", err)
-	}
-	return e, nil
+}
+
+// appendIndexFields writes what indexFields reads.
+func appendIndexFields(b []byte, e *IndexEntry) []byte {
+	b = appendVarint(b, e.Position)
+	b = appendVarint(b, e.Length)
+	b = appendVarint(b, int64(e.Records))
+	b = appendVarint(b, int64(e.BatchCount))
+	b = appendVarint(b, e.FirstTimestamp)
+	b = appendVarint(b, e.MaxTimestamp)
+	b = appendVarint(b, e.ProducerID)
+	b = appendVarint(b, int64(e.ProducerEpoch))
+	return appendVarint(b, int64(e.BaseSequence))
 }
 
 // objectRecord is the value under objectKey: the object was committed, so a
