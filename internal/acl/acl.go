@@ -25,7 +25,6 @@ package acl
 
 import (
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 
@@ -233,11 +232,14 @@ func New(cfg Config, bindings []Binding) *Authorizer {
 	return a
 }
 
-// Request is who asks: the principal and the client's address (zero
-// when unknown, which only "*" hosts match).
+// Request is who asks: the principal and the client's address as
+// netip.Addr.String formats it ("" when unknown, which only "*" hosts
+// match). ACL hosts are stored in the same form (the Kafka layer
+// canonicalizes them at CreateAcls), so comparing strings is comparing
+// addresses, as Kafka compares them.
 type Request struct {
 	Principal auth.Principal
-	Host      netip.Addr
+	Host      string
 }
 
 // Authorize reports whether r may do op on the resource (typ, name).
@@ -282,7 +284,7 @@ func (a *Authorizer) Authorize(r Request, op Operation, typ ResourceType, name s
 
 // matchResult is b's verdict on (principal, host, op): Allow, Deny, or
 // Unknown when b does not match (StandardAuthorizerData.findResult).
-func matchResult(b Binding, principal string, host netip.Addr, op Operation) Permission {
+func matchResult(b Binding, principal, host string, op Operation) Permission {
 	if b.Principal != principal && b.Principal != WildcardPrincipal {
 		return kmsg.ACLPermissionTypeUnknown
 	}
@@ -313,20 +315,9 @@ func implies(have, want Operation) bool {
 	return false
 }
 
-// hostMatches compares an ACL's host with the client's address. Kafka
-// compares strings; parsing both sides makes "::1" and
-// "0:0:0:0:0:0:0:1" the same address.
-func hostMatches(aclHost string, client netip.Addr) bool {
-	if aclHost == Wildcard {
-		return true
-	}
-	if !client.IsValid() {
-		return false
-	}
-	if h, err := netip.ParseAddr(aclHost); err == nil {
-		return h.Unmap() == client.Unmap()
-	}
-	return aclHost == client.String()
+// hostMatches reports whether an ACL's host covers the client's.
+func hostMatches(aclHost, client string) bool {
+	return aclHost == Wildcard || (client != "" && aclHost == client)
 }
 
 // AuthorizeAny reports whether r may do op on some resource of type typ

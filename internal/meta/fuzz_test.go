@@ -5,6 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/acl"
 )
 
 // seedCommands has every command type, with empty and full fields
@@ -64,6 +68,16 @@ func seedCommands() []Command {
 		AlterBrokerConfigs{Resource: "7", Set: map[string]string{"log.retention.ms": "60000"}, Delete: []string{"log.retention.bytes"}},
 		AlterBrokerConfigs{Set: map[string]string{"log.retention.bytes": "-1"}, Replace: true},
 		AlterBrokerConfigs{},
+		CreateACLs{ACLs: []acl.Binding{
+			{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "orders", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+				Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow},
+			{ResourceType: kmsg.ACLResourceTypeGroup, ResourceName: "app-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+				Principal: "User:*", Host: "10.0.0.1", Operation: kmsg.ACLOperationAll, Permission: kmsg.ACLPermissionTypeDeny}}},
+		CreateACLs{},
+		DeleteACLs{Filters: []acl.Filter{{ResourceType: kmsg.ACLResourceTypeAny, ResourceName: kmsg.StringPtr("orders"),
+			PatternType: kmsg.ACLResourcePatternTypeMatch, Principal: kmsg.StringPtr("User:alice"),
+			Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}},
+		DeleteACLs{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }
