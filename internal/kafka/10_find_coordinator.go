@@ -50,9 +50,15 @@ func handleFindCoordinator(_ context.Context, r *Request) (kmsg.Response, error)
 	}
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	brokers := r.Deps.brokers(r.Conn)
+	z := r.authz()
 	find := func(key string) (Broker, *kerr.Error, string) {
-		if coordinator == nil {
+		switch {
+		case coordinator == nil:
 			return Broker{NodeID: -1}, kerr.InvalidRequest, "unknown coordinator key type"
+		case req.CoordinatorType == coordinatorGroup && !z.group(kmsg.ACLOperationDescribe, key):
+			return Broker{NodeID: -1}, kerr.GroupAuthorizationFailed, ""
+		case req.CoordinatorType == coordinatorTransaction && !z.txnID(kmsg.ACLOperationDescribe, key):
+			return Broker{NodeID: -1}, kerr.TransactionalIDAuthorizationFailed, ""
 		}
 		node := coordinator(key)
 		for _, b := range brokers {

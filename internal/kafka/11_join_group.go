@@ -32,6 +32,9 @@ func handleJoinGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.JoinGroupRequest)
+	if code := r.authz().groupCode(kmsg.ACLOperationRead, req.Group); code != 0 {
+		return joinResponse(group.JoinResult{Code: code, Generation: -1}), nil
+	}
 	// In the connection's order (groups.go); the join phase is waited
 	// for outside it.
 	var wait func(context.Context) group.JoinResult

@@ -22,6 +22,9 @@ func handleHeartbeat(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if resp.ErrorCode = r.authz().groupCode(kmsg.ACLOperationRead, req.Group); resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	hr := group.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation}
 	// In the connection's order (groups.go).
 	if err := r.InOrder(ctx, func() { resp.ErrorCode = g.Heartbeat(ctx, hr) }); err != nil {

@@ -26,6 +26,11 @@ func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.SyncGroupRequest)
+	if code := r.authz().groupCode(kmsg.ACLOperationRead, req.Group); code != 0 {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	sr := group.SyncRequest{
 		Group:        req.Group,
 		MemberID:     req.MemberID,

@@ -25,12 +25,18 @@ func handleDescribeGroups(ctx context.Context, r *Request) (kmsg.Response, error
 	}
 	req := r.Body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	z := r.authz()
 	for _, d := range g.DescribeGroups(ctx, req.Groups) {
 		dg := kmsg.NewDescribeGroupsResponseGroup()
 		dg.Group, dg.ErrorCode = d.Group, d.Code
+		if code := z.groupCode(kmsg.ACLOperationDescribe, d.Group); code != 0 {
+			dg.ErrorCode = code
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
 		dg.State, dg.ProtocolType, dg.Protocol = d.State, d.ProtocolType, d.Protocol
 		if req.Version >= 3 && req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = groupAuthorizedOps
+			dg.AuthorizedOperations = z.groupOps(d.Group)
 		}
 		for _, m := range d.Members {
 			dm := kmsg.NewDescribeGroupsResponseGroupMember()

@@ -28,7 +28,14 @@ func handleListGroups(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	listed, code := g.ListGroups(ctx, states)
 	resp.ErrorCode = code
+	// ACLs: Describe on the cluster lists every group; else the groups
+	// the client may Describe.
+	z := r.authz()
+	all := z.cluster(kmsg.ACLOperationDescribe)
 	for _, l := range listed {
+		if !all && !z.group(kmsg.ACLOperationDescribe, l.Group) {
+			continue
+		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group, lg.ProtocolType, lg.GroupState = l.Group, l.ProtocolType, l.State
 		resp.Groups = append(resp.Groups, lg)

@@ -62,6 +62,7 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 		counts[rt.Topic]++
 	}
 	p := topicPlanner{d: r.Deps, view: view, brokers: r.Deps.brokers(r.Conn)}
+	z := r.authz()
 	type planned struct {
 		idx int
 		cmd meta.CreateTopic
@@ -79,6 +80,11 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 				st.ErrorMessage = strPtr("duplicate topic name")
 				resp.Topics = append(resp.Topics, st)
 			}
+			continue
+		}
+		if !z.mayCreateTopic(rt.Topic) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
 			continue
 		}
 		cmd, e, msg := p.createTopic(rt)
@@ -108,6 +114,9 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 			continue
 		}
 		fillCreatedTopic(st, pl.cmd, outs[i].res.TopicID)
+		if !z.topic(kmsg.ACLOperationDescribeConfigs, st.Topic) {
+			st.Configs, st.ConfigErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+		}
 	}
 	return resp, nil
 }

@@ -27,7 +27,10 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 func init() { regKey(23, 0, 4, handleOffsetForLeaderEpoch) }
@@ -55,6 +58,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, r *Request) (kmsg.Response,
 	}
 	defer view.Close()
 	topics := topicCache{view: view}
+	z := r.authz()
 
 	resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
@@ -64,7 +68,13 @@ func handleOffsetForLeaderEpoch(ctx context.Context, r *Request) (kmsg.Response,
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
-			_, ps, e := topics.partition(rt.Topic, rp.Partition)
+			var ps meta.PartitionState
+			var e *kerr.Error
+			if z.topic(kmsg.ACLOperationDescribe, rt.Topic) {
+				_, ps, e = topics.partition(rt.Topic, rp.Partition)
+			} else {
+				e = kerr.TopicAuthorizationFailed
+			}
 			if e == nil && req.Version >= 2 {
 				e = checkCurrentLeaderEpoch(rp.CurrentLeaderEpoch)
 			}

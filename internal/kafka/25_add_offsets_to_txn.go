@@ -27,6 +27,13 @@ func handleAddOffsetsToTxn(ctx context.Context, r *Request) (kmsg.Response, erro
 	}
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	z := r.authz()
+	if resp.ErrorCode = z.txnCode(kmsg.ACLOperationWrite, req.TransactionalID); resp.ErrorCode == 0 {
+		resp.ErrorCode = z.groupCode(kmsg.ACLOperationRead, req.Group)
+	}
+	if resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	code := txns.AddOffsets(ctx, txn.AddOffsetsRequest{
 		TransactionalID: req.TransactionalID,
 		ProducerID:      req.ProducerID,

@@ -39,6 +39,10 @@ func handleEndTxn(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if resp.ErrorCode = r.authz().txnCode(kmsg.ACLOperationWrite, req.TransactionalID); resp.ErrorCode != 0 {
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil
+	}
 	res := txns.EndTxn(ctx, txn.EndRequest{
 		TransactionalID: req.TransactionalID,
 		ProducerID:      req.ProducerID,

@@ -46,7 +46,23 @@ func handleTxnOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, erro
 	if req.Version >= 3 {
 		in.Generation = req.Generation
 	}
+	// ACLs: Write on the transactional id, Read on the group, then Read
+	// on each topic; what fails is not committed.
+	z := r.authz()
+	code := z.txnCode(kmsg.ACLOperationWrite, req.TransactionalID)
+	if code == 0 {
+		code = z.groupCode(kmsg.ACLOperationRead, req.Group)
+	}
+	partCode := func(topic string) int16 {
+		if code != 0 {
+			return code
+		}
+		return z.topicCode(kmsg.ACLOperationRead, topic)
+	}
 	for _, t := range req.Topics {
+		if partCode(t.Topic) != 0 {
+			continue
+		}
 		for _, p := range t.Partitions {
 			in.Offsets = append(in.Offsets, txn.CommitOffset{
 				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
@@ -54,16 +70,23 @@ func handleTxnOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, erro
 			})
 		}
 	}
-	codes := txns.CommitOffsets(ctx, in)
+	var codes []int16
+	if len(in.Offsets) > 0 {
+		codes = txns.CommitOffsets(ctx, in)
+	}
 	i := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		denied := partCode(t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, fencedCode(codes[i], req.Version, 3)
+			rp.Partition = p.Partition
+			if rp.ErrorCode = denied; denied == 0 {
+				rp.ErrorCode = fencedCode(codes[i], req.Version, 3)
+				i++
+			}
 			rt.Partitions = append(rt.Partitions, rp)
-			i++
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
