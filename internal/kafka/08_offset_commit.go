@@ -14,6 +14,9 @@
 //     connections share log entries. An OffsetFetch waits for the commits
 //     its connection sent before it (commitsInFlight).
 //   - Left out: v10 (topic ids, KIP-848's OffsetCommit).
+//   - ACLs (authz.go): Read on the group (else GROUP_AUTHORIZATION_FAILED
+//     for every partition), Read on each topic (else
+//     TOPIC_AUTHORIZATION_FAILED); what fails is not committed.
 
 package kafka
 

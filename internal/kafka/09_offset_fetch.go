@@ -18,6 +18,9 @@
 //     connection, as on a broker that answers a connection's requests in
 //     turn.
 //   - Left out: v10 (topic ids).
+//   - ACLs (authz.go): Describe on the group, else
+//     GROUP_AUTHORIZATION_FAILED; Describe on each topic, else
+//     TOPIC_AUTHORIZATION_FAILED when named and left out when all are asked.
 
 package kafka
 

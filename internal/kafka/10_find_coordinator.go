@@ -12,6 +12,8 @@
 //     COORDINATOR_NOT_AVAILABLE, which clients retry.
 //   - v1-3 ErrorMessage; v4: batched CoordinatorKeys, one answer each.
 //   - Left out: v5-6 (KIP-890 transactions v2, KIP-932 share groups).
+//   - ACLs (authz.go): Describe on the group (GROUP_AUTHORIZATION_FAILED)
+//     or the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 package kafka
 

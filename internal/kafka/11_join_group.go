@@ -13,6 +13,7 @@
 //     a server shutdown ends the wait with NOT_COORDINATOR, which sends the
 //     member to look its coordinator up again.
 //   - Group semantics (states, timeouts, errors): package group.
+//   - ACLs (authz.go): Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 

@@ -2,6 +2,7 @@
 //   - Restarts the member's session. REBALANCE_IN_PROGRESS tells it to
 //     rejoin; NONE while its generation completes its sync.
 //   - v3+ InstanceID for static membership (KIP-345).
+//   - ACLs (authz.go): Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 

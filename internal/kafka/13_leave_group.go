@@ -4,6 +4,7 @@
 //     member leaves for good only this way), each with its own error;
 //     FENCED_INSTANCE_ID when the member id does not own the instance.
 //   - v5 Reason is logged.
+//   - ACLs (authz.go): Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 

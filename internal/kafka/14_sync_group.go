@@ -7,6 +7,7 @@
 //   - REBALANCE_IN_PROGRESS while the group is joining, ILLEGAL_GENERATION
 //     and UNKNOWN_MEMBER_ID as Kafka answers them.
 //   - A server shutdown ends the wait with NOT_COORDINATOR.
+//   - ACLs (authz.go): Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 

@@ -4,9 +4,11 @@
 //     Kafka shows them.
 //   - An unknown group is state "Dead" with no error (v6 would answer
 //     GROUP_ID_NOT_FOUND).
-//   - v3+ authorized operations when asked: READ, DELETE and DESCRIBE,
-//     since there is no authorizer yet. v4+ InstanceID.
+//   - v3+ authorized operations when asked: what the client may do
+//     (READ, DELETE and DESCRIBE with ACLs off). v4+ InstanceID.
 //   - Left out: v6 (KIP-1043).
+//   - ACLs (authz.go): Describe on each group, else
+//     GROUP_AUTHORIZATION_FAILED; authorized operations are the client's.
 
 package kafka
 

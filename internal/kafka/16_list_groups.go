@@ -4,6 +4,8 @@
 //     committed offsets has an empty protocol type, as in Kafka.
 //   - v4: StatesFilter, case-insensitive; GroupState in the answer.
 //   - Left out: v5 (TypesFilter, KIP-848).
+//   - ACLs (authz.go): Describe on the cluster lists every group, else only
+//     the groups the client may Describe.
 
 package kafka
 

@@ -28,6 +28,9 @@
 //   - TimeoutMillis > 0 bounds the wait for the proposal; past it the
 //     answer is REQUEST_TIMED_OUT and the topic may still be created, as
 //     with Kafka.
+//   - ACLs (authz.go): Create on the cluster or the topic, else
+//     TOPIC_AUTHORIZATION_FAILED; without DescribeConfigs on the topic the
+//     configs are left out (TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED).
 
 package kafka
 

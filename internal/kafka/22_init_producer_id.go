@@ -20,6 +20,9 @@
 //   - Proposal failures: REQUEST_TIMED_OUT (ambiguous or timed out) or
 //     COORDINATOR_NOT_AVAILABLE (this agent is stopping), both retriable.
 //   - Left out: v6 (KIP-939 two-phase commit).
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; without one, IdempotentWrite on
+//     the cluster or Write on some topic, else CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 

@@ -21,6 +21,8 @@
 //     partition gets REQUEST_TIMED_OUT (NOT_LEADER_OR_FOLLOWER when this
 //     agent is stopping), and the client asks again.
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+//   - ACLs (authz.go): Describe on each topic, else
+//     TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
 

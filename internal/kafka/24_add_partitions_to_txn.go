@@ -16,6 +16,11 @@
 //     OPERATION_NOT_ATTEMPTED and adds none of them, which apply would
 //     not undo, so the coordinator checks topics first and proposes only
 //     requests whose partitions all exist.
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere; Write on each topic,
+//     else TOPIC_AUTHORIZATION_FAILED and OPERATION_NOT_ATTEMPTED for the
+//     rest, nothing added. v4+ (the brokers' API) needs ClusterAction on the
+//     cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 

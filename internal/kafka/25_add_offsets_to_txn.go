@@ -7,6 +7,9 @@
 //     PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), INVALID_GROUP_ID,
 //     and the retriable proposal failures (REQUEST_TIMED_OUT,
 //     COORDINATOR_NOT_AVAILABLE).
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; Read on the group, else
+//     GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 

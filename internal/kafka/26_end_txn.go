@@ -19,6 +19,8 @@
 //     client's retry); the other way, or with none ongoing, is
 //     INVALID_TXN_STATE. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before
 //     v2.
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 package kafka
 

@@ -15,6 +15,10 @@
 //     the limit OFFSET_METADATA_TOO_LARGE; PRODUCER_FENCED is
 //     INVALID_PRODUCER_EPOCH before v3.
 //   - Left out: v6 (KIP-890 part 2, topic ids).
+//   - ACLs (authz.go): Write on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group
+//     (GROUP_AUTHORIZATION_FAILED), Read on each topic
+//     (TOPIC_AUTHORIZATION_FAILED); what fails is not committed.
 
 package kafka
 

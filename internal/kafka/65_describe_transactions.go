@@ -14,6 +14,9 @@
 //   - An unknown id is TRANSACTIONAL_ID_NOT_FOUND; a failed Sync
 //     COORDINATOR_NOT_AVAILABLE (this agent is stopping) or
 //     REQUEST_TIMED_OUT, both retriable.
+//   - ACLs (authz.go): Describe on each transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Left out: Kafka also hides
+//     partitions of topics the client may not Describe.
 
 package kafka
 
@@ -32,9 +35,14 @@ func handleDescribeTransactions(ctx context.Context, r *Request) (kmsg.Response,
 	}
 	req := r.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	z := r.authz()
 	for i, d := range txns.DescribeTransactions(ctx, req.TransactionalIDs) {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = req.TransactionalIDs[i]
+		if st.ErrorCode = z.txnCode(kmsg.ACLOperationDescribe, st.TransactionalID); st.ErrorCode != 0 {
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		st.ErrorCode, st.State = d.Code, d.State
 		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 		st.TimeoutMillis, st.StartTimestamp = d.TimeoutMs, d.StartMs

@@ -16,6 +16,8 @@
 //   - group.version finalized at 0 (UpdateFeatures) turns the consumer
 //     protocol off: UNSUPPORTED_VERSION, as Kafka answers when its
 //     group.version does not support it.
+//   - ACLs (authz.go): Read on the group (GROUP_AUTHORIZATION_FAILED) and
+//     Describe on every topic subscribed by name (TOPIC_AUTHORIZATION_FAILED).
 
 package kafka
 

@@ -7,6 +7,8 @@
 //     allows.
 //   - group.version finalized at 0: UNSUPPORTED_VERSION for every group,
 //     as Kafka answers without the consumer protocol.
+//   - ACLs (authz.go): Describe on each group, else
+//     GROUP_AUTHORIZATION_FAILED; authorized operations are the client's.
 
 package kafka
 

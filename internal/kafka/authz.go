@@ -221,3 +221,17 @@ func (z authz) deniedTopics(op acl.Operation, names func(yield func(string) bool
 	}
 	return denied
 }
+
+// configErr is the error for op (DescribeConfigs or AlterConfigs) on a
+// config resource: on the topic for a topic, on the cluster for a
+// broker; nil when allowed or the type is not one Strand serves (its
+// handler answers that).
+func (z authz) configErr(op acl.Operation, typ kmsg.ConfigResourceType, name string) *kerr.Error {
+	switch {
+	case typ == kmsg.ConfigResourceTypeTopic && !z.topic(op, name):
+		return kerr.TopicAuthorizationFailed
+	case typ == kmsg.ConfigResourceTypeBroker && !z.cluster(op):
+		return kerr.ClusterAuthorizationFailed
+	}
+	return nil
+}
