@@ -22,7 +22,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 )
 
-func init() { regKey(29, 0, 3, handleDeleteACLs) }
+func init() { regKey(31, 0, 3, handleDeleteACLs) }
 
 func handleDeleteACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()

@@ -18,7 +18,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 )
 
-func init() { regKey(31, 0, 3, handleDescribeACLs) }
+func init() { regKey(29, 0, 3, handleDescribeACLs) }
 
 func handleDescribeACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()
