@@ -135,7 +135,7 @@ func TestACLMatrix(t *testing.T) {
 		topic string
 		// pre is granted before the request is denied, grant after.
 		pre, grant []acl.Binding
-		req   func() kmsg.Request
+		req        func() kmsg.Request
 		// want is the denial's code, after the code once granted (0
 		// unless set; anyOtherCode for anything but want).
 		want, after int16
