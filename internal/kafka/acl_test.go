@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,9 +38,9 @@ type aclAgent struct {
 
 func newACLAgent(t *testing.T, opts ...agentOption) *aclAgent {
 	t.Helper()
-	opts = append(opts, withGroups(t, nil, nil), withDeps(func(d *Deps) {
+	opts = append([]agentOption{withGroups(t, nil, nil), withDeps(func(d *Deps) {
 		d.ACL = ACLConfig{Enabled: true, SuperUsers: []auth.Principal{auth.User("admin")}}
-	}))
+	})}, opts...)
 	a, _ := newDataAgent(t, nil, opts...)
 	finalize(t, a, meta.FeatureLevel{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4})
 	return &aclAgent{
@@ -430,5 +432,188 @@ func TestACLMatrix(t *testing.T) {
 				t.Fatalf("with the ACL: %v, want %v", kerr.ErrorForCode(got), kerr.ErrorForCode(c.after))
 			}
 		})
+	}
+}
+
+// visibleTopics lists the topics a Metadata request for every topic
+// answers cl, sorted.
+func (a *aclAgent) visibleTopics(t *testing.T, cl *kgo.Client) []string {
+	t.Helper()
+	resp := a.as(t, cl, kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse)
+	var names []string
+	for _, rt := range resp.Topics {
+		names = append(names, *rt.Topic)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestACLSemantics drives StandardAuthorizer's rules through the wire
+// with kadm: prefixed patterns, deny before allow, the User:* principal,
+// host filters, super users, authorized operations, and deletes by
+// filter.
+func TestACLSemantics(t *testing.T) {
+	a := newACLAgent(t)
+	adm := kadm.NewClient(a.admin)
+	ctx := a.ctx(t)
+	for _, name := range []string{"pay-1", "pay-2", "other", "hosty"} {
+		if resp := a.as(t, a.admin, createTopicsReq(name, 1, false)).(*kmsg.CreateTopicsResponse); resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("create %s: %v", name, kerr.ErrorForCode(resp.Topics[0].ErrorCode))
+		}
+	}
+	create := func(b *kadm.ACLBuilder) {
+		t.Helper()
+		res, err := adm.CreateACLs(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("CreateACLs: %v %s", r.Err, r.ErrMessage)
+			}
+		}
+	}
+	check := func(who *kgo.Client, want ...string) {
+		t.Helper()
+		if got := a.visibleTopics(t, who); !slices.Equal(got, want) {
+			t.Fatalf("visible topics %v, want %v", got, want)
+		}
+	}
+
+	// Nothing granted: alice sees nothing; the super user sees all.
+	check(a.alice)
+	check(a.admin, "hosty", "other", "pay-1", "pay-2")
+
+	// A prefixed allow of Read (which implies Describe) shows both pay-
+	// topics; a literal deny of Describe on pay-2 wins over it.
+	create(kadm.NewACLs().Allow("User:alice").Topics("pay-").ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpRead))
+	check(a.alice, "pay-1", "pay-2")
+	create(kadm.NewACLs().Deny("User:alice").Topics("pay-2").Operations(kadm.OpDescribe))
+	check(a.alice, "pay-1")
+
+	// Every principal may describe "other".
+	create(kadm.NewACLs().Allow("User:*").Topics("other").Operations(kadm.OpDescribe))
+	check(a.alice, "other", "pay-1")
+
+	// A host filter: an ACL for another address does not apply to a
+	// client on 127.0.0.1, one for that address does.
+	create(kadm.NewACLs().Allow("User:alice").AllowHosts("10.9.9.9").Topics("hosty").Operations(kadm.OpDescribe))
+	check(a.alice, "other", "pay-1")
+	create(kadm.NewACLs().Allow("User:alice").AllowHosts("127.0.0.1").Topics("hosty").Operations(kadm.OpDescribe))
+	check(a.alice, "hosty", "other", "pay-1")
+
+	// Authorized operations are alice's: Read and the Describe it
+	// implies on pay-1.
+	req := kmsg.NewPtrMetadataRequest()
+	req.IncludeTopicAuthorizedOperations = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("pay-1")
+	req.Topics = append(req.Topics, rt)
+	mresp := a.as(t, a.alice, req).(*kmsg.MetadataResponse)
+	if got, want := mresp.Topics[0].AuthorizedOperations, int32(1<<kmsg.ACLOperationRead|1<<kmsg.ACLOperationDescribe); got != want {
+		t.Errorf("pay-1 authorized operations %b, want %b", got, want)
+	}
+
+	// DescribeAcls with a match filter finds the prefixed allow and the
+	// literal deny that apply to pay-2.
+	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Topics("pay-2").ResourcePatternType(kadm.ACLPatternMatch).
+		Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range described {
+		if r.Err != nil {
+			t.Fatalf("DescribeACLs: %v", r.Err)
+		}
+		for _, d := range r.Described {
+			got = append(got, fmt.Sprintf("%s %v %s %v", d.Name, d.Pattern, d.Operation, d.Permission))
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"pay- PREFIXED READ ALLOW", "pay-2 LITERAL DESCRIBE DENY"}; !slices.Equal(got, want) {
+		t.Errorf("described %q, want %q", got, want)
+	}
+
+	// Deleting the deny by filter shows pay-2 again, and reports what
+	// it deleted.
+	deleted, err := adm.DeleteACLs(ctx, kadm.NewACLs().Deny("User:alice").Topics("pay-2").Operations(kadm.OpAny).DenyHosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range deleted {
+		if r.Err != nil {
+			t.Fatalf("DeleteACLs: %v", r.Err)
+		}
+		n += len(r.Deleted)
+	}
+	if n != 1 {
+		t.Fatalf("DeleteACLs deleted %d ACLs, want 1: %+v", n, deleted)
+	}
+	check(a.alice, "hosty", "other", "pay-1", "pay-2")
+
+	// Alice may not manage ACLs.
+	res, err := kadm.NewClient(a.alice).DescribeACLs(ctx, kadm.NewACLs().AnyResource().Operations(kadm.OpAny).Allow().Deny().AllowHosts().DenyHosts())
+	if err != nil || len(res) == 0 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice's DescribeAcls: %+v, %v; want CLUSTER_AUTHORIZATION_FAILED", res, err)
+	}
+}
+
+// TestACLAllowIfNoACL: with allow.everyone.if.no.acl.found, a resource
+// no ACL speaks of is open, and the first ACL on it closes it to others.
+func TestACLAllowIfNoACL(t *testing.T) {
+	a := newACLAgent(t, withDeps(func(d *Deps) { d.ACL.AllowIfNoACL = true }))
+	for _, name := range []string{"open", "closed"} {
+		a.as(t, a.admin, createTopicsReq(name, 1, false))
+	}
+	if got := a.visibleTopics(t, a.alice); !slices.Equal(got, []string{"closed", "open"}) {
+		t.Fatalf("visible topics %v, want both", got)
+	}
+	bob := topicACL("closed", kmsg.ACLOperationDescribe)
+	bob.Principal = "User:bob"
+	a.grant(t, bob)
+	if got := a.visibleTopics(t, a.alice); !slices.Equal(got, []string{"open"}) {
+		t.Fatalf("visible topics %v, want only open", got)
+	}
+}
+
+// TestACLClients: franz-go's producer and group consumer work for a
+// principal with the ACLs Kafka's documentation lists for them (Write
+// and Read on the topic, Read on the group), and the producer fails
+// with TOPIC_AUTHORIZATION_FAILED without them.
+func TestACLClients(t *testing.T) {
+	a := newACLAgent(t)
+	a.as(t, a.admin, createTopicsReq("events", 1, false))
+	producer := a.kgoClient(t, kgo.ClientID("principal:alice"), kgo.DefaultProduceTopic("events"), kgo.RecordRetries(1))
+	ctx := a.ctx(t)
+	if err := producer.ProduceSync(ctx, kgo.StringRecord("denied")).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce without Write: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	a.grant(t, topicACL("events", kmsg.ACLOperationWrite), topicACL("events", kmsg.ACLOperationRead), groupACL("readers", kmsg.ACLOperationRead))
+	producer = a.kgoClient(t, kgo.ClientID("principal:alice"), kgo.DefaultProduceTopic("events"))
+	for _, v := range []string{"a", "b", "c"} {
+		if err := producer.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatalf("produce with Write: %v", err)
+		}
+	}
+	consumer := a.kgoClient(t, kgo.ClientID("principal:alice"), kgo.ConsumerGroup("readers"), kgo.ConsumeTopics("events"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for len(got) < 3 {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %v before the guard", got)
+		}
+		for _, fe := range fs.Errors() {
+			t.Fatalf("fetch %s[%d]: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("consumed %v", got)
+	}
+	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit with Read on group and topic: %v", err)
 	}
 }
