@@ -331,6 +331,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	a.collector.Start()
 	a.metrics.reg.MustRegister(gc.NewMetrics(a.replica))
+	aclCfg, err := cfg.aclConfig()
+	if err != nil {
+		return nil, err
+	}
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -362,6 +366,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Groups:                   a.groups,
 			Now:                      clk.Now,
 			Txns:                     a.txns,
+			ACL:                      aclCfg,
 		},
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
+	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
 // Until SASL or client certificates name a principal, these tests name
@@ -38,11 +41,31 @@ type aclAgent struct {
 
 func newACLAgent(t *testing.T, opts ...agentOption) *aclAgent {
 	t.Helper()
-	opts = append([]agentOption{withGroups(t, nil, nil), withDeps(func(d *Deps) {
+	log := memlog.New()
+	t.Cleanup(func() { log.Close() })
+	a := startACLAgent(t, log, openReplica(t, log, t.TempDir()), opts...)
+	finalize(t, a.testAgent, meta.FeatureLevel{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4})
+	return a
+}
+
+// openReplica opens a copy of log's database in dir.
+func openReplica(t *testing.T, log *memlog.Loglet, dir string) *replica.Replica {
+	t.Helper()
+	rep, err := replica.Open(ctxT(t), replica.Config{Dir: dir, Log: log, WriterID: "agent-" + filepath.Base(dir), Logger: discardLogger})
+	if err != nil {
+		t.Fatalf("replica.Open: %v", err)
+	}
+	t.Cleanup(func() { rep.Close() })
+	return rep
+}
+
+// startACLAgent starts an aclAgent over rep, a copy of log.
+func startACLAgent(t *testing.T, log *memlog.Loglet, rep *replica.Replica, opts ...agentOption) *aclAgent {
+	t.Helper()
+	opts = append([]agentOption{withDataPath(t, &dataPath{}), withGroups(t, nil, nil), withDeps(func(d *Deps) {
 		d.ACL = ACLConfig{Enabled: true, SuperUsers: []auth.Principal{auth.User("admin")}}
 	})}, opts...)
-	a, _ := newDataAgent(t, nil, opts...)
-	finalize(t, a, meta.FeatureLevel{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4})
+	a := startTestAgent(t, agentConfig{Log: log, Replica: rep}, rep, opts)
 	return &aclAgent{
 		testAgent: a,
 		admin:     a.kgoClient(t, kgo.ClientID("principal:admin")),
@@ -615,5 +638,64 @@ func TestACLClients(t *testing.T) {
 	}
 	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatalf("commit with Read on group and topic: %v", err)
+	}
+}
+
+// TestACLsEveryAgentAndRestart: ACLs go through the log, so an ACL
+// created on one agent of three holds on the others once they have
+// applied it, and an agent restarted on its data dir still enforces
+// the ones it applied before and catches up on those made while it was
+// down.
+func TestACLsEveryAgentAndRestart(t *testing.T) {
+	log := memlog.New()
+	t.Cleanup(func() { log.Close() })
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	reps := make([]*replica.Replica, 3)
+	agents := make([]*aclAgent, 3)
+	for i, dir := range dirs {
+		reps[i] = openReplica(t, log, dir)
+		agents[i] = startACLAgent(t, log, reps[i])
+	}
+	finalize(t, agents[0].testAgent, meta.FeatureLevel{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4})
+	agents[0].as(t, agents[0].admin, createTopicsReq("shared", 1, false))
+	agents[0].as(t, agents[0].admin, createTopicsReq("later", 1, false))
+	sees := func(a *aclAgent, rep *replica.Replica, want ...string) {
+		t.Helper()
+		// A linearizable read: the copy has applied everything in
+		// the log, as it will have shortly after any change.
+		if err := rep.Sync(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.visibleTopics(t, a.alice); !slices.Equal(got, want) {
+			t.Fatalf("alice sees %v, want %v", got, want)
+		}
+	}
+	for i := range agents {
+		sees(agents[i], reps[i])
+	}
+
+	// Granted through agent 1, enforced by all three.
+	agents[1].grant(t, topicACL("shared", kmsg.ACLOperationDescribe))
+	for i := range agents {
+		sees(agents[i], reps[i], "shared")
+	}
+
+	// Agent 2 stops; an ACL is granted meanwhile; it restarts on its
+	// data dir and enforces both.
+	if err := reps[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	agents[0].grant(t, topicACL("later", kmsg.ACLOperationRead))
+	reps[2] = openReplica(t, log, dirs[2])
+	agents[2] = startACLAgent(t, log, reps[2])
+	sees(agents[2], reps[2], "later", "shared")
+
+	// A delete through the restarted agent holds on the others.
+	adm := kadm.NewClient(agents[2].admin)
+	if _, err := adm.DeleteACLs(agents[2].ctx(t), kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("shared").Operations()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range agents {
+		sees(agents[i], reps[i], "later")
 	}
 }
