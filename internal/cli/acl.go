@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -195,77 +196,78 @@ func newACLCreateCmd(opts *ClientOptions) *cobra.Command {
 }
 
 func newACLListCmd(opts *ClientOptions) *cobra.Command {
-	var f aclFlags
-	cmd := &cobra.Command{
+	return newACLFilterCmd(opts, &cobra.Command{
 		Use:   "list",
 		Short: "List ACLs, all of them or those the flags select",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := f.filterBuilder()
-			if err != nil {
-				return err
+	}, false, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([][]any, error) {
+		res, err := adm.DescribeACLs(ctx, b)
+		if err != nil {
+			return nil, fmt.Errorf("list ACLs: %w", err)
+		}
+		var rows [][]any
+		for _, r := range res {
+			if r.Err != nil {
+				return nil, fmt.Errorf("list ACLs: %s", errText(r.Err, r.ErrMessage))
 			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
-			if err != nil {
-				return err
+			for _, d := range r.Described {
+				rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
 			}
-			defer done()
-			res, err := adm.DescribeACLs(ctx, b)
-			if err != nil {
-				return fmt.Errorf("list ACLs: %w", err)
-			}
-			var rows [][]any
-			for _, r := range res {
-				if r.Err != nil {
-					return fmt.Errorf("list ACLs: %s", errText(r.Err, r.ErrMessage))
-				}
-				for _, d := range r.Described {
-					rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
-				}
-			}
-			return printACLRows(cmd, rows)
-		},
-	}
-	f.register(cmd.Flags(), false)
-	return cmd
+		}
+		return rows, nil
+	})
 }
 
 func newACLDeleteCmd(opts *ClientOptions) *cobra.Command {
-	var f aclFlags
-	cmd := &cobra.Command{
+	return newACLFilterCmd(opts, &cobra.Command{
 		Use:   "delete",
 		Short: "Delete the ACLs the flags select",
 		Long: "Delete the ACLs the flags select; unset flags match anything, so name at least a\n" +
 			"resource or a principal. Each deleted ACL is printed.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.allow) == 0 && !f.cluster {
-				return fmt.Errorf("%w: name a resource or a --principal; unset flags match every ACL", ErrUsage)
+	}, true, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([][]any, error) {
+		res, err := adm.DeleteACLs(ctx, b)
+		if err != nil {
+			return nil, fmt.Errorf("delete ACLs: %w", err)
+		}
+		var rows [][]any
+		for _, r := range res {
+			if r.Err != nil {
+				return nil, fmt.Errorf("delete ACLs: %s", errText(r.Err, r.ErrMessage))
 			}
-			b, err := f.filterBuilder()
-			if err != nil {
-				return err
+			for _, d := range r.Deleted {
+				rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
 			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer done()
-			res, err := adm.DeleteACLs(ctx, b)
-			if err != nil {
-				return fmt.Errorf("delete ACLs: %w", err)
-			}
-			var rows [][]any
-			for _, r := range res {
-				if r.Err != nil {
-					return fmt.Errorf("delete ACLs: %s", errText(r.Err, r.ErrMessage))
-				}
-				for _, d := range r.Deleted {
-					rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
-				}
-			}
-			return printACLRows(cmd, rows)
-		},
+		}
+		return rows, nil
+	})
+}
+
+// newACLFilterCmd makes cmd a command that sends the filter its flags
+// build through do and prints the ACLs do returns. narrow refuses a
+// filter naming neither a resource nor a principal, which would match
+// every ACL.
+func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
+	do func(context.Context, *kadm.Client, *kadm.ACLBuilder) ([][]any, error),
+) *cobra.Command {
+	var f aclFlags
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.allow) == 0 && !f.cluster {
+			return fmt.Errorf("%w: name a resource or a --principal; unset flags match every ACL", ErrUsage)
+		}
+		b, err := f.filterBuilder()
+		if err != nil {
+			return err
+		}
+		adm, ctx, done, err := opts.admin(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer done()
+		rows, err := do(ctx, adm, b)
+		if err != nil {
+			return err
+		}
+		return printACLRows(cmd, rows)
 	}
 	f.register(cmd.Flags(), false)
 	return cmd

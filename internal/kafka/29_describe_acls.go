@@ -31,14 +31,8 @@ func handleDescribeACLs(ctx context.Context, r *Request) (kmsg.Response, error) 
 		resp.ErrorCode = code
 		return resp, nil
 	}
-	f := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
-		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}
-	if req.Version == 0 {
-		f.PatternType = kmsg.ACLResourcePatternTypeLiteral
-	}
-	if f.Host != nil {
-		f.Host = kmsg.StringPtr(canonicalHost(*f.Host))
-	}
+	f := aclFilter(req.Version, acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
+		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType})
 	if err := f.Validate(); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 		return resp, nil
@@ -74,4 +68,17 @@ func handleDescribeACLs(ctx context.Context, r *Request) (kmsg.Response, error) 
 		resp.Resources[i].ACLs = append(resp.Resources[i].ACLs, a)
 	}
 	return resp, nil
+}
+
+// aclFilter is a DescribeAcls or DeleteAcls filter as the request at
+// version gave it: v0 knows only literal patterns, and a host that is
+// an IP address is compared in the form ACLs store it in.
+func aclFilter(version int16, f acl.Filter) acl.Filter {
+	if version == 0 {
+		f.PatternType = kmsg.ACLResourcePatternTypeLiteral
+	}
+	if f.Host != nil {
+		f.Host = kmsg.StringPtr(canonicalHost(*f.Host))
+	}
+	return f
 }

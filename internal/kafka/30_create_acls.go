@@ -70,28 +70,30 @@ func handleCreateACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if len(slots) == 0 {
 		return resp, nil
 	}
-	out := proposeAll(ctx, db, []meta.Command{cmd})[0]
-	e, msg := aclOutcome(out)
+	res, e, msg := proposeACLs(ctx, db, cmd)
 	for j, i := range slots {
 		rr := &resp.Results[i]
 		switch {
 		case e != nil:
 			rr.ErrorCode, rr.ErrorMessage = e.Code, strPtr(msg)
-		case j < len(out.res.Codes) && out.res.Codes[j] != 0:
-			rr.ErrorCode, rr.ErrorMessage = out.res.Codes[j], kmsg.StringPtr("the cluster holds as many ACLs as it may")
+		case j < len(res.Codes) && res.Codes[j] != 0:
+			rr.ErrorCode, rr.ErrorMessage = res.Codes[j], kmsg.StringPtr("the cluster holds as many ACLs as it may")
 		}
 	}
 	return resp, nil
 }
 
-// aclOutcome is the error of an ACL command as a whole: a metadata
-// level below 4 is UNSUPPORTED_VERSION, as a Kafka whose metadata
-// version lacks a feature answers.
-func aclOutcome(o outcome) (*kerr.Error, string) {
+// proposeACLs proposes an ACL command and returns its result, or the
+// error of the command as a whole: a metadata level below 4 is
+// UNSUPPORTED_VERSION, as a Kafka whose metadata version lacks a
+// feature answers.
+func proposeACLs(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result, *kerr.Error, string) {
+	o := proposeAll(ctx, db, []meta.Command{cmd})[0]
 	if errors.Is(o.err, meta.ErrNotAtLevel) {
-		return kerr.UnsupportedVersion, "ACLs need strand.metadata.version 4 or higher (strand features upgrade)"
+		return o.res, kerr.UnsupportedVersion, "ACLs need strand.metadata.version 4 or higher (strand features upgrade)"
 	}
-	return o.code()
+	e, msg := o.code()
+	return o.res, e, msg
 }
 
 // canonicalHost is an ACL's host as the authorizer compares it: an IP

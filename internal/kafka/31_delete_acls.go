@@ -50,14 +50,8 @@ func handleDeleteACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	var cmd meta.DeleteACLs
 	var slots []int
 	for i, rf := range req.Filters {
-		f := acl.Filter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName, PatternType: rf.ResourcePatternType,
-			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType}
-		if req.Version == 0 {
-			f.PatternType = kmsg.ACLResourcePatternTypeLiteral
-		}
-		if f.Host != nil {
-			f.Host = kmsg.StringPtr(canonicalHost(*f.Host))
-		}
+		f := aclFilter(req.Version, acl.Filter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName, PatternType: rf.ResourcePatternType,
+			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType})
 		if err := f.Validate(); err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 			continue
@@ -68,21 +62,20 @@ func handleDeleteACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if len(slots) == 0 {
 		return resp, nil
 	}
-	out := proposeAll(ctx, db, []meta.Command{cmd})[0]
-	e, msg := aclOutcome(out)
+	res, e, msg := proposeACLs(ctx, db, cmd)
 	for j, i := range slots {
 		rr := &resp.Results[i]
 		if e != nil {
 			rr.ErrorCode, rr.ErrorMessage = e.Code, strPtr(msg)
 			continue
 		}
-		if j < len(out.res.Codes) {
-			rr.ErrorCode = out.res.Codes[j]
+		if j < len(res.Codes) {
+			rr.ErrorCode = res.Codes[j]
 		}
-		if j >= len(out.res.DeletedACLs) {
+		if j >= len(res.DeletedACLs) {
 			continue
 		}
-		for _, b := range out.res.DeletedACLs[j] {
+		for _, b := range res.DeletedACLs[j] {
 			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
 			m.ResourceType, m.ResourceName, m.ResourcePatternType = b.ResourceType, b.ResourceName, b.PatternType
 			m.Principal, m.Host, m.Operation, m.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
