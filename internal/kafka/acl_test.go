@@ -699,3 +699,35 @@ func TestACLsEveryAgentAndRestart(t *testing.T) {
 		sees(agents[i], reps[i], "later")
 	}
 }
+
+// TestACLsNeedLevel4: a cluster below strand.metadata.version 4 cannot
+// hold ACLs: CreateAcls and DeleteAcls answer UNSUPPORTED_VERSION, and
+// DescribeAcls answers the empty set.
+func TestACLsNeedLevel4(t *testing.T) {
+	log := memlog.New()
+	t.Cleanup(func() { log.Close() })
+	a := startACLAgent(t, log, openReplica(t, log, t.TempDir()))
+	create := kmsg.NewPtrCreateACLsRequest()
+	c := kmsg.NewCreateACLsRequestCreation()
+	b := topicACL("t", kmsg.ACLOperationRead)
+	c.ResourceType, c.ResourceName, c.ResourcePatternType = b.ResourceType, b.ResourceName, b.PatternType
+	c.Principal, c.Host, c.Operation, c.PermissionType = b.Principal, b.Host, b.Operation, b.Permission
+	create.Creations = append(create.Creations, c)
+	if got := firstErrorCode(a.as(t, a.admin, create)); got != kerr.UnsupportedVersion.Code {
+		t.Errorf("CreateAcls below level 4: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(got))
+	}
+	del := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	del.Filters = append(del.Filters, f)
+	if got := firstErrorCode(a.as(t, a.admin, del)); got != kerr.UnsupportedVersion.Code {
+		t.Errorf("DeleteAcls below level 4: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(got))
+	}
+	desc := kmsg.NewPtrDescribeACLsRequest()
+	desc.ResourceType, desc.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	desc.Operation, desc.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	if resp := a.as(t, a.admin, desc).(*kmsg.DescribeACLsResponse); resp.ErrorCode != 0 || len(resp.Resources) != 0 {
+		t.Errorf("DescribeAcls below level 4: %v, %d resources", kerr.ErrorForCode(resp.ErrorCode), len(resp.Resources))
+	}
+}
