@@ -15,8 +15,8 @@
 //     COORDINATOR_NOT_AVAILABLE (this agent is stopping) or
 //     REQUEST_TIMED_OUT, both retriable.
 //   - ACLs (authz.go): Describe on each transactional id, else
-//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Left out: Kafka also hides
-//     partitions of topics the client may not Describe.
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; partitions of topics the
+//     client may not Describe are left out.
 
 package kafka
 
@@ -47,6 +47,9 @@ func handleDescribeTransactions(ctx context.Context, r *Request) (kmsg.Response,
 		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 		st.TimeoutMillis, st.StartTimestamp = d.TimeoutMs, d.StartMs
 		for _, t := range d.Topics {
+			if !z.topic(kmsg.ACLOperationDescribe, t.Topic) {
+				continue // as Kafka, hidden from who may not describe it
+			}
 			tt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 			tt.Topic, tt.Partitions = t.Topic, t.Partitions
 			st.Topics = append(st.Topics, tt)

@@ -731,3 +731,36 @@ func TestACLsNeedLevel4(t *testing.T) {
 		t.Errorf("DescribeAcls below level 4: %v, %d resources", kerr.ErrorForCode(resp.ErrorCode), len(resp.Resources))
 	}
 }
+
+// TestACLDescribeTransactionsHidesTopics: DescribeTransactions lists
+// only the partitions of topics the client may describe.
+func TestACLDescribeTransactionsHidesTopics(t *testing.T) {
+	a := newACLAgent(t)
+	for _, name := range []string{"open", "secret"} {
+		a.as(t, a.admin, createTopicsReq(name, 1, false))
+	}
+	ctx := a.ctx(t)
+	tx := a.kgoClient(t, kgo.ClientID("principal:admin"), kgo.TransactionalID("tx-hide"))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"open", "secret"} {
+		if err := tx.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatalf("transactional produce to %s: %v", topic, err)
+		}
+	}
+	a.grant(t, txnACL("tx-hide", kmsg.ACLOperationDescribe), topicACL("open", kmsg.ACLOperationDescribe))
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{"tx-hide"}
+	resp := a.as(t, a.alice, req).(*kmsg.DescribeTransactionsResponse)
+	if len(resp.TransactionStates) != 1 || resp.TransactionStates[0].ErrorCode != 0 {
+		t.Fatalf("DescribeTransactions: %+v", resp.TransactionStates)
+	}
+	var topics []string
+	for _, tt := range resp.TransactionStates[0].Topics {
+		topics = append(topics, tt.Topic)
+	}
+	if !slices.Equal(topics, []string{"open"}) {
+		t.Fatalf("topics of the transaction alice sees: %v, want [open]", topics)
+	}
+}
