@@ -25,7 +25,7 @@ package acl
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -196,38 +196,47 @@ func ParseSuperUsers(s string) ([]auth.Principal, error) {
 type Authorizer struct {
 	cfg   Config
 	super map[string]bool
-	// literal holds literal bindings by resource type and name ("*"
-	// included); prefixed holds prefixed ones by resource type, sorted
-	// by name.
-	literal  map[ResourceType]map[string][]Binding
-	prefixed map[ResourceType][]Binding
+	// literal and prefixed hold the bindings of each pattern type by
+	// resource type and name ("*" included in literal); prefixLens
+	// holds the distinct lengths of the prefixed names by resource type,
+	// ascending, so a check looks up only the prefixes a name can have.
+	literal    map[ResourceType]map[string][]Binding
+	prefixed   map[ResourceType]map[string][]Binding
+	prefixLens map[ResourceType][]int
 }
 
 // New returns an authorizer over bindings.
 func New(cfg Config, bindings []Binding) *Authorizer {
 	a := &Authorizer{
-		cfg:      cfg,
-		super:    make(map[string]bool, len(cfg.SuperUsers)),
-		literal:  make(map[ResourceType]map[string][]Binding),
-		prefixed: make(map[ResourceType][]Binding),
+		cfg:        cfg,
+		super:      make(map[string]bool, len(cfg.SuperUsers)),
+		literal:    make(map[ResourceType]map[string][]Binding),
+		prefixed:   make(map[ResourceType]map[string][]Binding),
+		prefixLens: make(map[ResourceType][]int),
 	}
 	for _, p := range cfg.SuperUsers {
 		a.super[p.String()] = true
 	}
-	for _, b := range bindings {
-		if b.PatternType == kmsg.ACLResourcePatternTypePrefixed {
-			a.prefixed[b.ResourceType] = append(a.prefixed[b.ResourceType], b)
-			continue
-		}
-		m := a.literal[b.ResourceType]
+	add := func(byType map[ResourceType]map[string][]Binding, b Binding) {
+		m := byType[b.ResourceType]
 		if m == nil {
 			m = make(map[string][]Binding)
-			a.literal[b.ResourceType] = m
+			byType[b.ResourceType] = m
 		}
 		m[b.ResourceName] = append(m[b.ResourceName], b)
 	}
-	for _, bs := range a.prefixed {
-		sort.Slice(bs, func(i, j int) bool { return bs[i].ResourceName < bs[j].ResourceName })
+	for _, b := range bindings {
+		if b.PatternType != kmsg.ACLResourcePatternTypePrefixed {
+			add(a.literal, b)
+			continue
+		}
+		add(a.prefixed, b)
+		if lens := a.prefixLens[b.ResourceType]; !slices.Contains(lens, len(b.ResourceName)) {
+			a.prefixLens[b.ResourceType] = append(lens, len(b.ResourceName))
+		}
+	}
+	for _, lens := range a.prefixLens {
+		slices.Sort(lens)
 	}
 	return a
 }
@@ -244,10 +253,10 @@ type Request struct {
 
 // Authorize reports whether r may do op on the resource (typ, name).
 func (a *Authorizer) Authorize(r Request, op Operation, typ ResourceType, name string) bool {
-	if a.super[r.Principal.String()] {
+	principal := r.Principal.String()
+	if a.super[principal] {
 		return true
 	}
-	principal := r.Principal.String()
 	applies, allowed := false, false
 	check := func(bs []Binding) (denied bool) {
 		for _, b := range bs {
@@ -268,11 +277,12 @@ func (a *Authorizer) Authorize(r Request, op Operation, typ ResourceType, name s
 	if name != Wildcard && check(lit[Wildcard]) {
 		return false
 	}
-	for _, b := range a.prefixed[typ] {
-		if b.ResourceName > name {
-			break // sorted: no later prefix can start name
+	pre := a.prefixed[typ]
+	for _, n := range a.prefixLens[typ] {
+		if n > len(name) {
+			break
 		}
-		if strings.HasPrefix(name, b.ResourceName) && check([]Binding{b}) {
+		if check(pre[name[:n]]) {
 			return false
 		}
 	}
@@ -326,10 +336,10 @@ func hostMatches(aclHost, client string) bool {
 // literal or prefixed pattern that no deny of the same principal and host
 // covers, or no ACL of the type at all with allow.everyone.if.no.acl.found.
 func (a *Authorizer) AuthorizeAny(r Request, op Operation, typ ResourceType) bool {
-	if a.super[r.Principal.String()] {
+	principal := r.Principal.String()
+	if a.super[principal] {
 		return true
 	}
-	principal := r.Principal.String()
 	var denyLit, denyPre, allowLit, allowPre []string
 	found := false
 	visit := func(b Binding) {
@@ -355,8 +365,10 @@ func (a *Authorizer) AuthorizeAny(r Request, op Operation, typ ResourceType) boo
 			visit(b)
 		}
 	}
-	for _, b := range a.prefixed[typ] {
-		visit(b)
+	for _, bs := range a.prefixed[typ] {
+		for _, b := range bs {
+			visit(b)
+		}
 	}
 	if !found {
 		return a.cfg.AllowIfNoACL
