@@ -58,7 +58,9 @@ func (c *aclCache) authorizer(cfg ACLConfig, db MetaDB) *acl.Authorizer {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mu.loaded && c.mu.gen == gen {
+	// Generations only grow: a request whose view is older than the
+	// cached set uses the newer one rather than flapping back.
+	if c.mu.loaded && gen <= c.mu.gen {
 		return c.mu.az
 	}
 	bindings, err := view.ACLs()
