@@ -203,6 +203,15 @@ func TestACLSemantics(t *testing.T) {
 		t.Errorf("pay-1 authorized operations %b, want %b", got, want)
 	}
 
+	// Cluster operations likewise: AlterConfigs implies DescribeConfigs.
+	a.grant(t, clusterACL(kmsg.ACLOperationAlterConfigs))
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	dresp := a.as(t, a.alice, dc).(*kmsg.DescribeClusterResponse)
+	if got, want := dresp.ClusterAuthorizedOperations, int32(1<<kmsg.ACLOperationAlterConfigs|1<<kmsg.ACLOperationDescribeConfigs); got != want {
+		t.Errorf("cluster authorized operations %b, want %b", got, want)
+	}
+
 	// DescribeAcls with a match filter finds the prefixed allow and the
 	// literal deny that apply to pay-2.
 	described, err := adm.DescribeACLs(ctx, kadm.NewACLs().Topics("pay-2").ResourcePatternType(kadm.ACLPatternMatch).
