@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -38,19 +39,25 @@ type aclAgent struct {
 	admin, alice *kgo.Client
 }
 
-func newACLAgent(t *testing.T, opts ...agentOption) *aclAgent {
+func newACLAgent(t testing.TB, opts ...agentOption) *aclAgent {
 	t.Helper()
 	log := memlog.New()
 	t.Cleanup(func() { log.Close() })
 	a := startACLAgent(t, log, openReplica(t, log, t.TempDir()), opts...)
-	finalize(t, a.testAgent, meta.FeatureLevel{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4})
+	res, err := a.Replica.Propose(a.ctx(t), meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4}}})
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		t.Fatalf("raising the metadata level to 4: %v", err)
+	}
 	return a
 }
 
 // openReplica opens a copy of log's database in dir.
-func openReplica(t *testing.T, log *memlog.Loglet, dir string) *replica.Replica {
+func openReplica(t testing.TB, log *memlog.Loglet, dir string) *replica.Replica {
 	t.Helper()
-	rep, err := replica.Open(ctxT(t), replica.Config{Dir: dir, Log: log, WriterID: "agent-" + filepath.Base(dir), Logger: discardLogger})
+	rep, err := replica.Open(context.Background(), replica.Config{Dir: dir, Log: log, WriterID: "agent-" + filepath.Base(dir), Logger: discardLogger})
 	if err != nil {
 		t.Fatalf("replica.Open: %v", err)
 	}
@@ -59,7 +66,7 @@ func openReplica(t *testing.T, log *memlog.Loglet, dir string) *replica.Replica 
 }
 
 // startACLAgent starts an aclAgent over rep, a copy of log.
-func startACLAgent(t *testing.T, log *memlog.Loglet, rep *replica.Replica, opts ...agentOption) *aclAgent {
+func startACLAgent(t testing.TB, log *memlog.Loglet, rep *replica.Replica, opts ...agentOption) *aclAgent {
 	t.Helper()
 	opts = append([]agentOption{withDataPath(t, &dataPath{}), withGroups(t, nil, nil), withDeps(func(d *Deps) {
 		d.ACL = ACLConfig{Enabled: true, SuperUsers: []auth.Principal{auth.User("admin")}}
@@ -437,5 +444,26 @@ func TestACLDescribeTransactionsHidesTopics(t *testing.T) {
 	}
 	if !slices.Equal(topics, []string{"open"}) {
 		t.Fatalf("topics of the transaction alice sees: %v, want [open]", topics)
+	}
+}
+
+// BenchmarkAuthz is what authorization adds to a request with ACLs on:
+// reading the ACL generation from a view of the copy, and one check.
+func BenchmarkAuthz(b *testing.B) {
+	a := newACLAgent(b)
+	var bs []acl.Binding
+	for i := range 1000 {
+		bs = append(bs, topicACL(fmt.Sprintf("t%d", i), kmsg.ACLOperationWrite))
+	}
+	if _, err := a.Replica.Propose(a.ctx(b), meta.CreateACLs{ACLs: bs}); err != nil {
+		b.Fatal(err)
+	}
+	r := &Request{Deps: a.Deps, Conn: &Conn{}}
+	r.Conn.mu.principal = auth.User("alice")
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if !r.authz().topic(kmsg.ACLOperationWrite, fmt.Sprintf("t%d", i%1000)) {
+			b.Fatal("denied")
+		}
 	}
 }

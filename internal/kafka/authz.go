@@ -39,36 +39,75 @@ type aclCache struct {
 		loaded bool
 		gen    uint64
 		az     *acl.Authorizer
+		// changed, when the database tells of applies (applyNotifier),
+		// was taken before the view the cached generation was last
+		// read from: until it closes nothing was applied since, so the
+		// authorizer is current without reading a view per request.
+		changed <-chan struct{}
 	}
+}
+
+// applyNotifier is a MetaDB that tells when it applied something
+// (*replica.Replica): Changed returns a channel closed after the next
+// apply batch commits.
+type applyNotifier interface {
+	Changed() <-chan struct{}
 }
 
 // authorizer returns the authorizer for the ACLs db holds now. A copy
 // that cannot be read denies everyone but the super users: failing
 // closed.
 func (c *aclCache) authorizer(cfg ACLConfig, db MetaDB) *acl.Authorizer {
-	acfg := acl.Config{SuperUsers: cfg.SuperUsers, AllowIfNoACL: cfg.AllowIfNoACL}
+	if az := c.current(); az != nil {
+		return az
+	}
+	closed := acl.New(acl.Config{SuperUsers: cfg.SuperUsers}, nil)
 	if db == nil {
-		return acl.New(acl.Config{SuperUsers: cfg.SuperUsers}, nil)
+		return closed
+	}
+	var changed <-chan struct{}
+	if n, ok := db.(applyNotifier); ok {
+		changed = n.Changed() // before the view: see aclCache.mu.changed
 	}
 	view := db.View()
 	defer view.Close()
 	gen, err := view.ACLGeneration()
 	if err != nil {
-		return acl.New(acl.Config{SuperUsers: cfg.SuperUsers}, nil)
+		return closed
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// Generations only grow: a request whose view is older than the
 	// cached set uses the newer one rather than flapping back.
 	if c.mu.loaded && gen <= c.mu.gen {
+		if gen == c.mu.gen {
+			c.mu.changed = changed
+		}
 		return c.mu.az
 	}
 	bindings, err := view.ACLs()
 	if err != nil {
-		return acl.New(acl.Config{SuperUsers: cfg.SuperUsers}, nil)
+		return closed
 	}
-	c.mu.loaded, c.mu.gen, c.mu.az = true, gen, acl.New(acfg, bindings)
+	acfg := acl.Config{SuperUsers: cfg.SuperUsers, AllowIfNoACL: cfg.AllowIfNoACL}
+	c.mu.loaded, c.mu.gen, c.mu.az, c.mu.changed = true, gen, acl.New(acfg, bindings), changed
 	return c.mu.az
+}
+
+// current returns the cached authorizer if nothing was applied since it
+// was known current, else nil.
+func (c *aclCache) current() *acl.Authorizer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.mu.loaded || c.mu.changed == nil {
+		return nil
+	}
+	select {
+	case <-c.mu.changed:
+		return nil
+	default:
+		return c.mu.az
+	}
 }
 
 // testPrincipal, set only by tests (export_test.go), names the principal
