@@ -199,21 +199,13 @@ func newACLListCmd(opts *ClientOptions) *cobra.Command {
 	return newACLFilterCmd(opts, &cobra.Command{
 		Use:   "list",
 		Short: "List ACLs, all of them or those the flags select",
-	}, false, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([][]any, error) {
+	}, false, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
 		res, err := adm.DescribeACLs(ctx, b)
-		if err != nil {
-			return nil, fmt.Errorf("list ACLs: %w", err)
+		out := make([]aclResult, len(res))
+		for i, r := range res {
+			out[i] = aclResult{err: r.Err, msg: r.ErrMessage, acls: r.Described}
 		}
-		var rows [][]any
-		for _, r := range res {
-			if r.Err != nil {
-				return nil, fmt.Errorf("list ACLs: %s", errText(r.Err, r.ErrMessage))
-			}
-			for _, d := range r.Described {
-				rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
-			}
-		}
-		return rows, nil
+		return out, err
 	})
 }
 
@@ -223,30 +215,34 @@ func newACLDeleteCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Delete the ACLs the flags select",
 		Long: "Delete the ACLs the flags select; unset flags match anything, so name at least a\n" +
 			"resource or a principal. Each deleted ACL is printed.",
-	}, true, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([][]any, error) {
+	}, true, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
 		res, err := adm.DeleteACLs(ctx, b)
-		if err != nil {
-			return nil, fmt.Errorf("delete ACLs: %w", err)
-		}
-		var rows [][]any
-		for _, r := range res {
-			if r.Err != nil {
-				return nil, fmt.Errorf("delete ACLs: %s", errText(r.Err, r.ErrMessage))
-			}
+		out := make([]aclResult, len(res))
+		for i, r := range res {
+			out[i] = aclResult{err: r.Err, msg: r.ErrMessage}
 			for _, d := range r.Deleted {
-				rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
+				out[i].acls = append(out[i].acls, kadm.DescribedACL{Principal: d.Principal, Host: d.Host,
+					Type: d.Type, Name: d.Name, Pattern: d.Pattern, Operation: d.Operation, Permission: d.Permission})
 			}
 		}
-		return rows, nil
+		return out, err
 	})
 }
 
+// aclResult is one filter's answer: its error, or the ACLs it listed
+// or deleted.
+type aclResult struct {
+	err  error
+	msg  string
+	acls []kadm.DescribedACL
+}
+
 // newACLFilterCmd makes cmd a command that sends the filter its flags
-// build through do and prints the ACLs do returns. narrow refuses a
+// build through do and prints the ACLs do answers. narrow refuses a
 // filter naming neither a resource nor a principal, which would match
 // every ACL.
 func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
-	do func(context.Context, *kadm.Client, *kadm.ACLBuilder) ([][]any, error),
+	do func(context.Context, *kadm.Client, *kadm.ACLBuilder) ([]aclResult, error),
 ) *cobra.Command {
 	var f aclFlags
 	cmd.Args = cobra.NoArgs
@@ -263,9 +259,18 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 			return err
 		}
 		defer done()
-		rows, err := do(ctx, adm, b)
+		res, err := do(ctx, adm, b)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s ACLs: %w", cmd.Name(), err)
+		}
+		var rows [][]any
+		for _, r := range res {
+			if r.err != nil {
+				return fmt.Errorf("%s ACLs: %s", cmd.Name(), errText(r.err, r.msg))
+			}
+			for _, d := range r.acls {
+				rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
+			}
 		}
 		return printACLRows(cmd, rows)
 	}
