@@ -357,6 +357,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		}
 		a.compactor.Start()
 	}
+	aclCfg, err := cfg.aclConfig()
+	if err != nil {
+		return nil, err
+	}
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -388,6 +392,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Groups:                   a.groups,
 			Now:                      clk.Now,
 			Txns:                     a.txns,
+			ACL:                      aclCfg,
 		},
 	})
 	if err != nil {

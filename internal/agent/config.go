@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/compact"
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
@@ -79,6 +81,15 @@ type Config struct {
 	MaxConnectionsPerIP          int
 	MaxConnectionsPerIPOverrides string
 	ConnectionsMaxIdle           time.Duration
+	// ACLs. Authorizer is authorizer.class.name: "" (the default) checks
+	// nothing, every client may do everything, as before ACLs existed;
+	// "standard" checks every request against the ACLs in the log with
+	// the semantics of Kafka's StandardAuthorizer (its class names are
+	// accepted too). SuperUsers is super.users, "User:admin;User:bob";
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found.
+	Authorizer                string
+	SuperUsers                string
+	AllowEveryoneIfNoACLFound bool
 	// NodeID is this agent's Kafka broker id.
 	NodeID int32
 	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
@@ -343,6 +354,9 @@ func (c *Config) Validate() error {
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))
 	}
+	if _, err := c.aclConfig(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MemoryBudget < minMemoryBudget {
 		errs = append(errs, fmt.Errorf("memory-budget %s: must be at least %s", FormatBytes(c.MemoryBudget), FormatBytes(minMemoryBudget)))
 	}
@@ -421,3 +435,31 @@ func (f snapshotIntervalFlag) Set(s string) error {
 }
 
 func (f snapshotIntervalFlag) Type() string { return "duration" }
+
+// Authorizer names --authorizer accepts for Kafka's StandardAuthorizer:
+// ours and Kafka's class names, so a server.properties value carries
+// over.
+var standardAuthorizerNames = []string{
+	"standard",
+	"StandardAuthorizer",
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+	"kafka.security.authorizer.AclAuthorizer",
+}
+
+// aclConfig is the Kafka server's ACL configuration from c.
+func (c *Config) aclConfig() (kafka.ACLConfig, error) {
+	var ac kafka.ACLConfig
+	switch {
+	case c.Authorizer == "":
+	case slices.Contains(standardAuthorizerNames, c.Authorizer):
+		ac.Enabled = true
+	default:
+		return ac, fmt.Errorf("authorizer %q: want \"\" (none) or \"standard\"", c.Authorizer)
+	}
+	users, err := acl.ParseSuperUsers(c.SuperUsers)
+	if err != nil {
+		return ac, fmt.Errorf("super-users: %w", err)
+	}
+	ac.SuperUsers, ac.AllowIfNoACL = users, c.AllowEveryoneIfNoACLFound
+	return ac, nil
+}

@@ -68,6 +68,10 @@
 //     INVALID_TOPIC_EXCEPTION, as Kafka.
 //   - Left out: v13 (topic ids); ErrorRecords (v8+)
 //     stay empty; ErrorMessage (v8+) explains validation failures.
+//   - ACLs (authz.go): Write on each topic, else TOPIC_AUTHORIZATION_FAILED
+//     (checked before existence; no auto-creation without Create on the
+//     cluster or topic); a request with transactional batches needs Write on
+//     its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for all.
 
 package kafka
 
@@ -148,11 +152,12 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 	default:
 		return failAll(kerr.InvalidRequiredAcks)
 	}
-	if req.TransactionID == nil && hasTransactionalBatch(req) {
+	z := r.authz()
+	if hasTransactionalBatch(req) && (req.TransactionID == nil || !z.txnID(kmsg.ACLOperationWrite, *req.TransactionID)) {
 		return failAll(kerr.TransactionalIDAuthorizationFailed)
 	}
 
-	topics, err := produceTopics(ctx, r.Deps, db, req)
+	topics, err := produceTopics(ctx, r.Deps, z, db, req)
 	if err != nil {
 		return nil, err
 	}
@@ -396,7 +401,7 @@ type produceTopic struct {
 // produceTopics resolves the request's topics from the local copy,
 // auto-creating unknown ones when Deps allows. An error is a local fault
 // that closes the connection.
-func produceTopics(ctx context.Context, d *Deps, db MetaDB, req *kmsg.ProduceRequest) (map[string]produceTopic, error) {
+func produceTopics(ctx context.Context, d *Deps, z authz, db MetaDB, req *kmsg.ProduceRequest) (map[string]produceTopic, error) {
 	out := make(map[string]produceTopic, len(req.Topics))
 	view := db.View()
 	defer func() { view.Close() }() // replaced after auto-creation
@@ -417,8 +422,12 @@ func produceTopics(ctx context.Context, d *Deps, db MetaDB, req *kmsg.ProduceReq
 		if _, done := out[name]; done {
 			continue
 		}
+		if !z.topic(kmsg.ACLOperationWrite, name) {
+			out[name] = produceTopic{code: kerr.TopicAuthorizationFailed}
+			continue
+		}
 		resolve(name)
-		if out[name].code == kerr.UnknownTopicOrPartition {
+		if out[name].code == kerr.UnknownTopicOrPartition && z.mayCreateTopic(name) {
 			missing = append(missing, name)
 		}
 	}

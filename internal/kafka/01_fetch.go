@@ -69,6 +69,8 @@
 //     LastFetchedEpoch (v12+) is not checked for divergence: the only
 //     epoch is 0.
 //   - Left out: v17+ (KIP-853 replica directory ids; KIP-1166).
+//   - ACLs (authz.go): Read on each topic, else TOPIC_AUTHORIZATION_FAILED
+//     (after UNKNOWN_TOPIC_ID for an id no topic has).
 
 package kafka
 
@@ -311,6 +313,7 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 	byID := req.Version >= 13
 	names := topicCache{view: view}
 	ids := make(map[meta.TopicID]cachedTopic)
+	z := f.r.authz()
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -332,6 +335,11 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 			st.Topic = rt.Topic
 			t, ok, err = names.get(rt.Topic)
 		}
+		name := rt.Topic
+		if byID {
+			name = t.Name
+		}
+		denied := !z.topic(kmsg.ACLOperationRead, name)
 		st.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
@@ -347,6 +355,8 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 				e = kerr.UnknownServerError
 			case !ok && byID:
 				e = kerr.UnknownTopicID
+			case denied:
+				e = kerr.TopicAuthorizationFailed
 			case !ok || rp.Partition < 0 || rp.Partition >= t.Partitions:
 				e = kerr.UnknownTopicOrPartition
 			case req.Version >= 9:

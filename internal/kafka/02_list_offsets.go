@@ -36,6 +36,7 @@
 //     latest is [end, start], earliest [start], a timestamp the offsets of
 //     those modified at or before it, newest first, at most MaxNumOffsets.
 //   - Left out: v9+ (-5 latest tiered, TimeoutMillis, -6).
+//   - ACLs (authz.go): Describe on each topic, else TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -92,15 +93,20 @@ func handleListOffsets(ctx context.Context, r *Request) (kmsg.Response, error) {
 		}
 	}
 
+	z := r.authz()
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		st.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, 0, len(rt.Partitions))
+		denied := !z.topic(kmsg.ACLOperationDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if e := listOffset(view, &topics, req, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now, batchesIn(ctx, r, view)); e != nil {
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				sp.OldStyleOffsets, sp.Offset, sp.Timestamp, sp.LeaderEpoch = nil, -1, -1, -1
+			} else if e := listOffset(view, &topics, req, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now, batchesIn(ctx, r, view)); e != nil {
 				sp.ErrorCode = e.Code
 				sp.OldStyleOffsets, sp.Offset, sp.Timestamp, sp.LeaderEpoch = nil, -1, -1, -1
 			}

@@ -28,12 +28,16 @@
 //     null name, when unknown; never auto-created). An id in a v10-11
 //     request is INVALID_REQUEST, as Kafka answers.
 //   - v8+: authorized operations when asked (cluster ones v8-10 only):
-//     everything the resource supports, since there is no authorizer yet;
-//     -2147483648 when not asked.
+//     what the client may do (everything the resource supports with
+//     ACLs off); -2147483648 when not asked.
 //   - IsInternal is true for __consumer_offsets (internal_topics.go),
 //     which the agent creates empty; Strand keeps offsets in its
 //     metadata database.
 //   - Left out: v13 (KIP-1102, top-level error code for rebootstrap).
+//   - ACLs (authz.go): a topic the client may not Describe is left out of
+//     an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named;
+//     auto-creation needs Create on the cluster or the topic, else
+//     TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -66,10 +70,11 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	resp.ClusterID = strPtr(d.Cluster.ClusterID)
 	resp.ControllerID = d.Cluster.NodeID
+	z := r.authz()
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterAuthorizedOps
+		resp.AuthorizedOperations = z.clusterOps()
 	}
-	m := metadataAnswer{d: d, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
+	m := metadataAnswer{d: d, z: z, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
 
 	hold := d.holdResponse()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
@@ -94,7 +99,11 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 		}
 		resp.Topics = make([]kmsg.MetadataResponseTopic, 0, len(ts))
 		for i := range ts {
-			resp.Topics = append(resp.Topics, m.topic(&ts[i]))
+			// Topics the client may not describe are left out, as
+			// Kafka leaves them out.
+			if z.topic(kmsg.ACLOperationDescribe, ts[i].Name) {
+				resp.Topics = append(resp.Topics, m.topic(&ts[i]))
+			}
 		}
 		n := metadataHeldBytes(resp)
 		d.shared.noteAllTopicsBytes(n)
@@ -196,6 +205,8 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 				resp.Topics = append(resp.Topics, errTopic(nil, id, kerr.UnknownServerError))
 			case !ok:
 				resp.Topics = append(resp.Topics, errTopic(nil, id, kerr.UnknownTopicID))
+			case !m.z.topic(kmsg.ACLOperationDescribe, t.Name):
+				resp.Topics = append(resp.Topics, errTopic(nil, id, kerr.TopicAuthorizationFailed))
 			case !seen[t.Name]:
 				seen[t.Name] = true
 				resp.Topics = append(resp.Topics, m.topic(&t))
@@ -207,6 +218,10 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 		}
 		name := *rt.Topic
 		seen[name] = true
+		if !m.z.topic(kmsg.ACLOperationDescribe, name) {
+			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.TopicAuthorizationFailed))
+			continue
+		}
 		t, ok, err := view.Topic(name)
 		switch {
 		case err != nil:
@@ -217,6 +232,9 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 			continue
 		case !allowAuto:
 			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.UnknownTopicOrPartition))
+			continue
+		case !m.z.mayCreateTopic(name):
+			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.TopicAuthorizationFailed))
 			continue
 		case !meta.ValidTopicName(name):
 			resp.Topics = append(resp.Topics, errTopic(&name, meta.TopicID{}, kerr.InvalidTopicException))
@@ -259,6 +277,7 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 // metadataAnswer builds the topic entries of one Metadata response.
 type metadataAnswer struct {
 	d          *Deps
+	z          authz
 	brokers    []Broker
 	includeOps bool
 	// leaders is d.leadersKey(brokers), made on first use.
@@ -273,7 +292,7 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	rt.TopicID = t.ID
 	rt.IsInternal = isInternalTopic(t.Name)
 	if m.includeOps {
-		rt.AuthorizedOperations = topicAuthorizedOps
+		rt.AuthorizedOperations = m.z.topicOps(t.Name)
 	}
 	var epoch uint64
 	if m.lists.view != nil {

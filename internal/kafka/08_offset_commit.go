@@ -14,12 +14,16 @@
 //     connections share log entries. An OffsetFetch waits for the commits
 //     its connection sent before it (commitsInFlight).
 //   - Left out: v10 (topic ids, KIP-848's OffsetCommit).
+//   - ACLs (authz.go): Read on the group (else GROUP_AUTHORIZATION_FAILED
+//     for every partition), Read on each topic (else
+//     TOPIC_AUTHORIZATION_FAILED); what fails is not committed.
 
 package kafka
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
@@ -33,19 +37,40 @@ func handleOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, error) 
 		return nil, err
 	}
 	req := r.Body.(*kmsg.OffsetCommitRequest)
-	cr := commitRequest(req)
-	var wait func(context.Context) []int16
-	finish := func() {}
-	if err := r.InOrder(ctx, func() {
-		wait = g.OffsetCommit(ctx, cr)
-		if r.Conn != nil {
-			finish = r.Conn.commits.start()
+	// ACLs: Read on the group, then Read on each topic; what fails is
+	// not committed.
+	z := r.authz()
+	groupCode := z.groupCode(kmsg.ACLOperationRead, req.Group)
+	denied := z.deniedTopics(kmsg.ACLOperationRead, func(yield func(string) bool) {
+		for _, rt := range req.Topics {
+			if !yield(rt.Topic) {
+				return
+			}
 		}
-	}); err != nil {
-		return nil, err
+	})
+	allowed := *req
+	allowed.Topics = nil
+	for _, rt := range req.Topics {
+		if groupCode == 0 && !denied[rt.Topic] {
+			allowed.Topics = append(allowed.Topics, rt)
+		}
 	}
-	codes := wait(ctx)
-	finish()
+	var codes []int16
+	if len(allowed.Topics) > 0 {
+		cr := commitRequest(&allowed)
+		var wait func(context.Context) []int16
+		finish := func() {}
+		if err := r.InOrder(ctx, func() {
+			wait = g.OffsetCommit(ctx, cr)
+			if r.Conn != nil {
+				finish = r.Conn.commits.start()
+			}
+		}); err != nil {
+			return nil, err
+		}
+		codes = wait(ctx)
+		finish()
+	}
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	k := 0
 	for _, rt := range req.Topics {
@@ -53,8 +78,16 @@ func handleOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, error) 
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, codes[k]
-			k++
+			sp.Partition = rp.Partition
+			switch {
+			case groupCode != 0:
+				sp.ErrorCode = groupCode
+			case denied[rt.Topic]:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
+				sp.ErrorCode = codes[k]
+				k++
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

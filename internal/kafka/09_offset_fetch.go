@@ -18,6 +18,9 @@
 //     connection, as on a broker that answers a connection's requests in
 //     turn.
 //   - Left out: v10 (topic ids).
+//   - ACLs (authz.go): Describe on the group, else
+//     GROUP_AUTHORIZATION_FAILED; Describe on each topic, else
+//     TOPIC_AUTHORIZATION_FAILED when named and left out when all are asked.
 
 package kafka
 
@@ -42,8 +45,14 @@ func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err := r.awaitEarlierCommits(ctx); err != nil {
 		return nil, err
 	}
+	z := r.authz()
+	fetch := func() []group.FetchResult {
+		res := g.OffsetFetch(ctx, offsetFetchRequests(req))
+		authorizeOffsetFetch(z, req, res)
+		return res
+	}
 	if req.Version < 7 || !req.RequireStable {
-		return offsetFetchResponse(req, g.OffsetFetch(ctx, offsetFetchRequests(req))), nil
+		return offsetFetchResponse(req, fetch()), nil
 	}
 	db, err := r.Deps.meta()
 	if err != nil {
@@ -51,7 +60,7 @@ func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	before := db.View()
 	defer before.Close()
-	resp := offsetFetchResponse(req, g.OffsetFetch(ctx, offsetFetchRequests(req)))
+	resp := offsetFetchResponse(req, fetch())
 	after := db.View()
 	defer after.Close()
 
@@ -115,6 +124,41 @@ func offsetFetchRequests(req *kmsg.OffsetFetchRequest) []group.FetchRequest {
 // offsetFetchResponse answers req with res, one result per group asked.
 // Below v2 there is no group-level error code: every partition asked
 // for carries it.
+// authorizeOffsetFetch applies the ACLs to what the coordinator found:
+// a group the client may not Describe is GROUP_AUTHORIZATION_FAILED; a
+// topic it may not Describe is TOPIC_AUTHORIZATION_FAILED when named
+// and left out of an all-topics answer.
+func authorizeOffsetFetch(z authz, req *kmsg.OffsetFetchRequest, res []group.FetchResult) {
+	if z.az == nil {
+		return
+	}
+	for i := range res {
+		name, all := req.Group, req.Topics == nil
+		if req.Version >= 8 {
+			name, all = req.Groups[i].Group, req.Groups[i].Topics == nil
+		}
+		if !z.group(kmsg.ACLOperationDescribe, name) {
+			res[i] = group.FetchResult{Code: kerr.GroupAuthorizationFailed.Code}
+			continue
+		}
+		var kept []group.FetchTopic
+		for _, ft := range res[i].Topics {
+			if !z.topic(kmsg.ACLOperationDescribe, ft.Topic) {
+				if all {
+					continue
+				}
+				parts := make([]group.FetchPartition, len(ft.Partitions))
+				for j, fp := range ft.Partitions {
+					parts[j] = group.FetchPartition{Partition: fp.Partition, Offset: -1, LeaderEpoch: -1, Code: kerr.TopicAuthorizationFailed.Code}
+				}
+				ft.Partitions = parts
+			}
+			kept = append(kept, ft)
+		}
+		res[i].Topics = kept
+	}
+}
+
 func offsetFetchResponse(req *kmsg.OffsetFetchRequest, res []group.FetchResult) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {

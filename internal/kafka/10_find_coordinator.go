@@ -12,6 +12,8 @@
 //     COORDINATOR_NOT_AVAILABLE, which clients retry.
 //   - v1-3 ErrorMessage; v4: batched CoordinatorKeys, one answer each.
 //   - Left out: v5-6 (KIP-890 transactions v2, KIP-932 share groups).
+//   - ACLs (authz.go): Describe on the group (GROUP_AUTHORIZATION_FAILED)
+//     or the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -50,9 +52,15 @@ func handleFindCoordinator(_ context.Context, r *Request) (kmsg.Response, error)
 	}
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	brokers := r.Deps.brokers(r.Conn)
+	z := r.authz()
 	find := func(key string) (Broker, *kerr.Error, string) {
-		if coordinator == nil {
+		switch {
+		case coordinator == nil:
 			return Broker{NodeID: -1}, kerr.InvalidRequest, "unknown coordinator key type"
+		case req.CoordinatorType == coordinatorGroup && !z.group(kmsg.ACLOperationDescribe, key):
+			return Broker{NodeID: -1}, kerr.GroupAuthorizationFailed, ""
+		case req.CoordinatorType == coordinatorTransaction && !z.txnID(kmsg.ACLOperationDescribe, key):
+			return Broker{NodeID: -1}, kerr.TransactionalIDAuthorizationFailed, ""
 		}
 		node := coordinator(key)
 		for _, b := range brokers {

@@ -13,6 +13,7 @@
 //     a server shutdown ends the wait with NOT_COORDINATOR, which sends the
 //     member to look its coordinator up again.
 //   - Group semantics (states, timeouts, errors): package group.
+//   - ACLs (authz.go): Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -32,6 +33,9 @@ func handleJoinGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.JoinGroupRequest)
+	if code := r.authz().groupCode(kmsg.ACLOperationRead, req.Group); code != 0 {
+		return joinResponse(group.JoinResult{Code: code, Generation: -1}), nil
+	}
 	// In the connection's order (groups.go); the join phase is waited
 	// for outside it.
 	var wait func(context.Context) group.JoinResult

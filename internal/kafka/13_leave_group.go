@@ -4,6 +4,7 @@
 //     member leaves for good only this way), each with its own error;
 //     FENCED_INSTANCE_ID when the member id does not own the instance.
 //   - v5 Reason is logged.
+//   - ACLs (authz.go): Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -24,6 +25,9 @@ func handleLeaveGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if resp.ErrorCode = r.authz().groupCode(kmsg.ACLOperationRead, req.Group); resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	// In the connection's order (groups.go): a leave must not overtake
 	// the member's last commit, which it would make UNKNOWN_MEMBER_ID.
 	leave := func(leaving []group.LeaveMember) (res group.LeaveResult, err error) {

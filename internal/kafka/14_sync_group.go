@@ -7,6 +7,7 @@
 //   - REBALANCE_IN_PROGRESS while the group is joining, ILLEGAL_GENERATION
 //     and UNKNOWN_MEMBER_ID as Kafka answers them.
 //   - A server shutdown ends the wait with NOT_COORDINATOR.
+//   - ACLs (authz.go): Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -26,6 +27,11 @@ func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	req := r.Body.(*kmsg.SyncGroupRequest)
+	if code := r.authz().groupCode(kmsg.ACLOperationRead, req.Group); code != 0 {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = code
+		return resp, nil
+	}
 	sr := group.SyncRequest{
 		Group:        req.Group,
 		MemberID:     req.MemberID,

@@ -4,6 +4,8 @@
 //     committed offsets has an empty protocol type, as in Kafka.
 //   - v4: StatesFilter, case-insensitive; GroupState in the answer.
 //   - Left out: v5 (TypesFilter, KIP-848).
+//   - ACLs (authz.go): Describe on the cluster lists every group, else only
+//     the groups the client may Describe.
 
 package kafka
 
@@ -28,7 +30,14 @@ func handleListGroups(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	listed, code := g.ListGroups(ctx, states)
 	resp.ErrorCode = code
+	// ACLs: Describe on the cluster lists every group; else the groups
+	// the client may Describe.
+	z := r.authz()
+	all := z.cluster(kmsg.ACLOperationDescribe)
 	for _, l := range listed {
+		if !all && !z.group(kmsg.ACLOperationDescribe, l.Group) {
+			continue
+		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group, lg.ProtocolType, lg.GroupState = l.Group, l.ProtocolType, l.State
 		resp.Groups = append(resp.Groups, lg)

@@ -28,6 +28,9 @@
 //   - TimeoutMillis > 0 bounds the wait for the proposal; past it the
 //     answer is REQUEST_TIMED_OUT and the topic may still be created, as
 //     with Kafka.
+//   - ACLs (authz.go): Create on the cluster or the topic, else
+//     TOPIC_AUTHORIZATION_FAILED; without DescribeConfigs on the topic the
+//     configs are left out (TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -62,6 +65,7 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 		counts[rt.Topic]++
 	}
 	p := topicPlanner{d: r.Deps, view: view, brokers: r.Deps.brokers(r.Conn)}
+	z := r.authz()
 	type planned struct {
 		idx int
 		cmd meta.CreateTopic
@@ -79,6 +83,11 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 				st.ErrorMessage = strPtr("duplicate topic name")
 				resp.Topics = append(resp.Topics, st)
 			}
+			continue
+		}
+		if !z.mayCreateTopic(rt.Topic) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
 			continue
 		}
 		cmd, e, msg := p.createTopic(rt)
@@ -108,6 +117,9 @@ func handleCreateTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 			continue
 		}
 		fillCreatedTopic(st, pl.cmd, outs[i].res.TopicID)
+		if !z.topic(kmsg.ACLOperationDescribeConfigs, st.Topic) {
+			st.Configs, st.ConfigErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+		}
 	}
 	return resp, nil
 }

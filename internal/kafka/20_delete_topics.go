@@ -13,6 +13,9 @@
 //   - TimeoutMillis > 0 bounds the wait for the proposal; past it the
 //     answer is REQUEST_TIMED_OUT and the deletion may still happen.
 //   - Left out: delete.topic.enable (deletion is always allowed).
+//   - ACLs (authz.go): Delete on the topic, else TOPIC_AUTHORIZATION_FAILED
+//     (checked before existence for a name; an id's name is answered only
+//     to those who may Describe the topic).
 
 package kafka
 
@@ -56,6 +59,7 @@ func handleDeleteTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 	targets := make([]target, len(entries))
 	counts := make(map[string]int, len(entries))
 	view := db.View()
+	z := r.authz()
 	for i, e := range entries {
 		t := &targets[i]
 		id := meta.TopicID(e.TopicID)
@@ -71,6 +75,10 @@ func handleDeleteTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 		var ok bool
 		if e.Topic != nil {
 			t.name = *e.Topic
+			if !z.topic(kmsg.ACLOperationDelete, t.name) {
+				t.err = kerr.TopicAuthorizationFailed
+				continue
+			}
 			tp, ok, err = view.Topic(t.name)
 		} else {
 			t.byID, t.id = true, id
@@ -83,6 +91,12 @@ func handleDeleteTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 			t.err, t.msg = kerr.UnknownTopicID, fmt.Sprintf("no topic with id %v", id)
 		case !ok:
 			t.err, t.msg = kerr.UnknownTopicOrPartition, fmt.Sprintf("no topic %q", t.name)
+		case t.byID && !z.topic(kmsg.ACLOperationDelete, tp.Name):
+			// The name only to those who may describe the topic.
+			if z.topic(kmsg.ACLOperationDescribe, tp.Name) {
+				t.name = tp.Name
+			}
+			t.err = kerr.TopicAuthorizationFailed
 		case isInternalTopic(tp.Name):
 			t.name, t.id = tp.Name, tp.ID
 			t.err, t.msg = kerr.InvalidTopicException, "internal topics cannot be deleted"

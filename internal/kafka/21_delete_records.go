@@ -17,6 +17,7 @@
 //     twice.
 //   - TimeoutMillis > 0 bounds the wait for the proposal; past it the
 //     partitions get REQUEST_TIMED_OUT and the deletion may still apply.
+//   - ACLs (authz.go): Delete on each topic, else TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -45,6 +46,7 @@ func handleDeleteRecords(ctx context.Context, r *Request) (kmsg.Response, error)
 	var proposed []*kmsg.DeleteRecordsResponseTopicPartition
 	view := db.View()
 	topics := topicCache{view: view}
+	z := r.authz()
 	resp.Topics = make([]kmsg.DeleteRecordsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -56,6 +58,10 @@ func handleDeleteRecords(ctx context.Context, r *Request) (kmsg.Response, error)
 			sp := &st.Partitions[j]
 			*sp = kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
+			if !z.topic(kmsg.ACLOperationDelete, rt.Topic) {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			t, _, e := topics.partition(rt.Topic, rp.Partition)
 			if e == nil && !topicconfig.Effective(t.Configs).CleanupPolicy.Delete {
 				e = kerr.PolicyViolation

@@ -20,12 +20,16 @@
 //   - Proposal failures: REQUEST_TIMED_OUT (ambiguous or timed out) or
 //     COORDINATOR_NOT_AVAILABLE (this agent is stopping), both retriable.
 //   - Left out: v6 (KIP-939 two-phase commit).
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; without one, IdempotentWrite on
+//     the cluster or Write on some topic, else CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/txn"
@@ -40,6 +44,19 @@ func handleInitProducerID(ctx context.Context, r *Request) (kmsg.Response, error
 	}
 	req := r.Body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	// ACLs: Write on the transactional id; without one, idempotent
+	// writes (IdempotentWrite on the cluster or Write on some topic).
+	z := r.authz()
+	switch {
+	case req.TransactionalID != nil:
+		resp.ErrorCode = z.txnCode(kmsg.ACLOperationWrite, *req.TransactionalID)
+	case !z.idempotentWrite():
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	}
+	if resp.ErrorCode != 0 {
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil
+	}
 	in := txn.InitRequest{TransactionalID: strOr(req.TransactionalID), TimeoutMs: req.TransactionTimeoutMillis, ProducerID: -1, ProducerEpoch: -1}
 	if req.Version >= 3 {
 		in.ProducerID, in.ProducerEpoch = req.ProducerID, req.ProducerEpoch

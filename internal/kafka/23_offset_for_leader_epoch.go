@@ -21,13 +21,18 @@
 //     partition gets REQUEST_TIMED_OUT (NOT_LEADER_OR_FOLLOWER when this
 //     agent is stopping), and the client asks again.
 //   - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+//   - ACLs (authz.go): Describe on each topic, else
+//     TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 func init() { regKey(23, 0, 4, handleOffsetForLeaderEpoch) }
@@ -55,6 +60,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, r *Request) (kmsg.Response,
 	}
 	defer view.Close()
 	topics := topicCache{view: view}
+	z := r.authz()
 
 	resp.Topics = make([]kmsg.OffsetForLeaderEpochResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
@@ -64,7 +70,13 @@ func handleOffsetForLeaderEpoch(ctx context.Context, r *Request) (kmsg.Response,
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
-			_, ps, e := topics.partition(rt.Topic, rp.Partition)
+			var ps meta.PartitionState
+			var e *kerr.Error
+			if z.topic(kmsg.ACLOperationDescribe, rt.Topic) {
+				_, ps, e = topics.partition(rt.Topic, rp.Partition)
+			} else {
+				e = kerr.TopicAuthorizationFailed
+			}
 			if e == nil && req.Version >= 2 {
 				e = checkCurrentLeaderEpoch(rp.CurrentLeaderEpoch)
 			}

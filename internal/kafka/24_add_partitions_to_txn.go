@@ -16,12 +16,18 @@
 //     OPERATION_NOT_ATTEMPTED and adds none of them, which apply would
 //     not undo, so the coordinator checks topics first and proposes only
 //     requests whose partitions all exist.
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED everywhere; Write on each topic,
+//     else TOPIC_AUTHORIZATION_FAILED and OPERATION_NOT_ATTEMPTED for the
+//     rest, nothing added. v4+ (the brokers' API) needs ClusterAction on the
+//     cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -37,9 +43,10 @@ func handleAddPartitionsToTxn(ctx context.Context, r *Request) (kmsg.Response, e
 	}
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	z := r.authz()
 	if req.Version < 4 {
 		add := txn.AddPartitionsRequest{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}
-		for _, t := range addedTopics(ctx, txns, add, req.Topics, req.Version) {
+		for _, t := range addedTopics(ctx, z, txns, add, req.Topics, req.Version) {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
@@ -51,6 +58,11 @@ func handleAddPartitionsToTxn(ctx context.Context, r *Request) (kmsg.Response, e
 		}
 		return resp, nil
 	}
+	// v4+ is the brokers' verification API: ClusterAction, as Kafka
+	// asks of it.
+	if resp.ErrorCode = z.clusterCode(kmsg.ACLOperationClusterAction); resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	for _, tx := range req.Transactions {
 		add := txn.AddPartitionsRequest{TransactionalID: tx.TransactionalID, ProducerID: tx.ProducerID, ProducerEpoch: tx.ProducerEpoch, VerifyOnly: tx.VerifyOnly}
 		topics := make([]kmsg.AddPartitionsToTxnRequestTopic, 0, len(tx.Topics))
@@ -59,7 +71,7 @@ func handleAddPartitionsToTxn(ctx context.Context, r *Request) (kmsg.Response, e
 		}
 		rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		rtx.TransactionalID = tx.TransactionalID
-		rtx.Topics = addedTopics(ctx, txns, add, topics, req.Version)
+		rtx.Topics = addedTopics(ctx, z, txns, add, topics, req.Version)
 		resp.Transactions = append(resp.Transactions, rtx)
 	}
 	return resp, nil
@@ -67,7 +79,27 @@ func handleAddPartitionsToTxn(ctx context.Context, r *Request) (kmsg.Response, e
 
 // addedTopics adds (or verifies) one transaction's partitions, topics,
 // and answers them in the v4+ layout.
-func addedTopics(ctx context.Context, txns TxnCoordinator, add txn.AddPartitionsRequest, topics []kmsg.AddPartitionsToTxnRequestTopic, version int16) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
+func addedTopics(ctx context.Context, z authz, txns TxnCoordinator, add txn.AddPartitionsRequest, topics []kmsg.AddPartitionsToTxnRequestTopic, version int16) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
+	// ACLs: Write on the transactional id, then on every topic; if any
+	// fails nothing is added, as Kafka answers.
+	if code := z.txnCode(kmsg.ACLOperationWrite, add.TransactionalID); code != 0 {
+		return answerTopics(topics, func(string) int16 { return code })
+	}
+	denied := z.deniedTopics(kmsg.ACLOperationWrite, func(yield func(string) bool) {
+		for _, t := range topics {
+			if !yield(t.Topic) {
+				return
+			}
+		}
+	})
+	if len(denied) > 0 {
+		return answerTopics(topics, func(topic string) int16 {
+			if denied[topic] {
+				return kerr.TopicAuthorizationFailed.Code
+			}
+			return kerr.OperationNotAttempted.Code
+		})
+	}
 	for _, t := range topics {
 		for _, p := range t.Partitions {
 			add.Partitions = append(add.Partitions, meta.TopicPartition{Topic: t.Topic, Partition: p})
@@ -84,6 +116,22 @@ func addedTopics(ctx context.Context, txns TxnCoordinator, add txn.AddPartitions
 			rp.Partition, rp.ErrorCode = p, fencedCode(codes[i], version, 2)
 			rt.Partitions = append(rt.Partitions, rp)
 			i++
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// answerTopics answers every partition of topics with its topic's code.
+func answerTopics(topics []kmsg.AddPartitionsToTxnRequestTopic, code func(topic string) int16) []kmsg.AddPartitionsToTxnResponseTransactionTopic {
+	out := make([]kmsg.AddPartitionsToTxnResponseTransactionTopic, 0, len(topics))
+	for _, t := range topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code(t.Topic)
+			rt.Partitions = append(rt.Partitions, rp)
 		}
 		out = append(out, rt)
 	}

@@ -7,6 +7,9 @@
 //     PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v2), INVALID_GROUP_ID,
 //     and the retriable proposal failures (REQUEST_TIMED_OUT,
 //     COORDINATOR_NOT_AVAILABLE).
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; Read on the group, else
+//     GROUP_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -27,6 +30,13 @@ func handleAddOffsetsToTxn(ctx context.Context, r *Request) (kmsg.Response, erro
 	}
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	z := r.authz()
+	if resp.ErrorCode = z.txnCode(kmsg.ACLOperationWrite, req.TransactionalID); resp.ErrorCode == 0 {
+		resp.ErrorCode = z.groupCode(kmsg.ACLOperationRead, req.Group)
+	}
+	if resp.ErrorCode != 0 {
+		return resp, nil
+	}
 	code := txns.AddOffsets(ctx, txn.AddOffsetsRequest{
 		TransactionalID: req.TransactionalID,
 		ProducerID:      req.ProducerID,

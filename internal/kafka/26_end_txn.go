@@ -19,6 +19,8 @@
 //     client's retry); the other way, or with none ongoing, is
 //     INVALID_TXN_STATE. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before
 //     v2.
+//   - ACLs (authz.go): Write on the transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -39,6 +41,10 @@ func handleEndTxn(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if resp.ErrorCode = r.authz().txnCode(kmsg.ACLOperationWrite, req.TransactionalID); resp.ErrorCode != 0 {
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil
+	}
 	res := txns.EndTxn(ctx, txn.EndRequest{
 		TransactionalID: req.TransactionalID,
 		ProducerID:      req.ProducerID,

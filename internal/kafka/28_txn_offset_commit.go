@@ -15,6 +15,10 @@
 //     the limit OFFSET_METADATA_TOO_LARGE; PRODUCER_FENCED is
 //     INVALID_PRODUCER_EPOCH before v3.
 //   - Left out: v6 (KIP-890 part 2, topic ids).
+//   - ACLs (authz.go): Write on the transactional id
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), Read on the group
+//     (GROUP_AUTHORIZATION_FAILED), Read on each topic
+//     (TOPIC_AUTHORIZATION_FAILED); what fails is not committed.
 
 package kafka
 
@@ -46,7 +50,23 @@ func handleTxnOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, erro
 	if req.Version >= 3 {
 		in.Generation = req.Generation
 	}
+	// ACLs: Write on the transactional id, Read on the group, then Read
+	// on each topic; what fails is not committed.
+	z := r.authz()
+	code := z.txnCode(kmsg.ACLOperationWrite, req.TransactionalID)
+	if code == 0 {
+		code = z.groupCode(kmsg.ACLOperationRead, req.Group)
+	}
+	partCode := func(topic string) int16 {
+		if code != 0 {
+			return code
+		}
+		return z.topicCode(kmsg.ACLOperationRead, topic)
+	}
 	for _, t := range req.Topics {
+		if partCode(t.Topic) != 0 {
+			continue
+		}
 		for _, p := range t.Partitions {
 			in.Offsets = append(in.Offsets, txn.CommitOffset{
 				Topic: t.Topic, Partition: p.Partition, Offset: p.Offset,
@@ -54,16 +74,23 @@ func handleTxnOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, erro
 			})
 		}
 	}
-	codes := txns.CommitOffsets(ctx, in)
+	var codes []int16
+	if len(in.Offsets) > 0 {
+		codes = txns.CommitOffsets(ctx, in)
+	}
 	i := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		denied := partCode(t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, fencedCode(codes[i], req.Version, 3)
+			rp.Partition = p.Partition
+			if rp.ErrorCode = denied; denied == 0 {
+				rp.ErrorCode = fencedCode(codes[i], req.Version, 3)
+				i++
+			}
 			rt.Partitions = append(rt.Partitions, rp)
-			i++
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

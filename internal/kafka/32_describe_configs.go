@@ -28,6 +28,9 @@
 //   - v3+ ConfigType, and Documentation when asked.
 //   - Left out: BROKER_LOGGER, CLIENT_METRICS and GROUP resources
 //     (INVALID_REQUEST).
+//   - ACLs (authz.go): DescribeConfigs on the topic
+//     (TOPIC_AUTHORIZATION_FAILED) or, for a broker, the cluster
+//     (CLUSTER_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -66,9 +69,15 @@ func handleDescribeConfigs(_ context.Context, r *Request) (kmsg.Response, error)
 			view.Close()
 		}
 	}()
+	z := r.authz()
 	for _, rr := range req.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		if e := z.configErr(kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); e != nil {
+			res.ErrorCode = e.Code
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		var e *kerr.Error
 		var msg string
 		switch rr.ResourceType {

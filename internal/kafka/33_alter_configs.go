@@ -16,6 +16,9 @@
 //   - ValidateOnly runs every check and proposes nothing.
 //   - Deprecated by IncrementalAlterConfigs; kept because older tools
 //     still send it.
+//   - ACLs (authz.go): AlterConfigs on the topic
+//     (TOPIC_AUTHORIZATION_FAILED) or, for a broker, the cluster
+//     (CLUSTER_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -40,9 +43,13 @@ func handleAlterConfigs(ctx context.Context, r *Request) (kmsg.Response, error) 
 	req := r.Body.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	res := req.Resources
+	z := r.authz()
 	answers := runAlters(ctx, db, len(res), req.ValidateOnly,
 		func(i int) configResource { return configResource{res[i].ResourceType, res[i].ResourceName} },
 		func(view *meta.View, i int) (meta.Command, *kerr.Error, string) {
+			if e := z.configErr(kmsg.ACLOperationAlterConfigs, res[i].ResourceType, res[i].ResourceName); e != nil {
+				return nil, e, ""
+			}
 			switch res[i].ResourceType {
 			case kmsg.ConfigResourceTypeTopic:
 				return planAlterTopic(view, res[i].ResourceName, res[i].Configs)

@@ -18,6 +18,8 @@
 //     Kafka reports a volume it cannot measure: an object store has no
 //     fixed capacity.
 //   - Left out: v5 (KIP-1066 cordoned log dirs).
+//   - ACLs (authz.go): Describe on the cluster, else no directories and
+//     (v3+) CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -45,6 +47,10 @@ func handleDescribeLogDirs(_ context.Context, r *Request) (kmsg.Response, error)
 	}
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if resp.ErrorCode = r.authz().clusterCode(kmsg.ACLOperationDescribe); resp.ErrorCode != 0 {
+		// Kafka answers no directories (and, from v3, the code).
+		return resp, nil
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = LogDirName
 	dir.TotalBytes, dir.UsableBytes = unknownBytes, unknownBytes

@@ -12,6 +12,7 @@
 //   - New partitions start empty at offset 0. Apply checks the count
 //     again, so of two concurrent growths to the same total one fails.
 //   - TimeoutMillis > 0 bounds the wait for the proposal, as CreateTopics.
+//   - ACLs (authz.go): Alter on the topic, else TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -44,6 +45,7 @@ func handleCreatePartitions(ctx context.Context, r *Request) (kmsg.Response, err
 	var cmdIdx []int
 	dupAnswered := make(map[string]bool)
 	view := db.View()
+	z := r.authz()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := kmsg.NewCreatePartitionsResponseTopic()
@@ -56,7 +58,9 @@ func handleCreatePartitions(ctx context.Context, r *Request) (kmsg.Response, err
 			}
 			continue
 		}
-		if e, msg := checkCreatePartitions(view, rt, brokers); e != nil {
+		if !z.topic(kmsg.ACLOperationAlter, rt.Topic) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if e, msg := checkCreatePartitions(view, rt, brokers); e != nil {
 			st.ErrorCode, st.ErrorMessage = e.Code, strPtr(msg)
 		} else {
 			cmds = append(cmds, meta.CreatePartitions{Name: rt.Topic, NewTotal: rt.Count})

@@ -21,9 +21,26 @@ func handleDeleteGroups(ctx context.Context, r *Request) (kmsg.Response, error) 
 	}
 	req := r.Body.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for i, code := range g.DeleteGroups(ctx, req.Groups) {
+	// ACLs: Delete on each group; the others are not deleted.
+	z := r.authz()
+	var allowed []string
+	for _, name := range req.Groups {
+		if z.group(kmsg.ACLOperationDelete, name) {
+			allowed = append(allowed, name)
+		}
+	}
+	var codes []int16
+	if len(allowed) > 0 {
+		codes = g.DeleteGroups(ctx, allowed)
+	}
+	k := 0
+	for _, name := range req.Groups {
 		dg := kmsg.NewDeleteGroupsResponseGroup()
-		dg.Group, dg.ErrorCode = req.Groups[i], code
+		dg.Group = name
+		if dg.ErrorCode = z.groupCode(kmsg.ACLOperationDelete, name); dg.ErrorCode == 0 {
+			dg.ErrorCode = codes[k]
+			k++
+		}
 		resp.Groups = append(resp.Groups, dg)
 	}
 	return resp, nil

@@ -16,7 +16,8 @@
 //     partitions whose election is needed.
 //   - v0 always elects the preferred replica; v1+ ElectionType 0 or 1,
 //     another is INVALID_REQUEST for the request and each partition.
-//   - Left out: authorization (no authorizer yet).
+//   - ACLs (authz.go): Alter on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED (top level and every partition).
 
 package kafka
 
@@ -56,17 +57,22 @@ func handleElectLeaders(_ context.Context, r *Request) (kmsg.Response, error) {
 	if req.Version == 0 {
 		typ = electPreferred
 	}
-	if typ != electPreferred && typ != electUnclean {
-		msg := fmt.Sprintf("Unknown election type %d", typ)
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	fail := func(e *kerr.Error, msg string) (kmsg.Response, error) {
+		resp.ErrorCode = e.Code
 		for _, rt := range req.Topics {
 			t := electTopic(rt.Topic)
 			for _, p := range rt.Partitions {
-				t.Partitions = append(t.Partitions, electResult(p, kerr.InvalidRequest, msg))
+				t.Partitions = append(t.Partitions, electResult(p, e, msg))
 			}
 			resp.Topics = append(resp.Topics, t)
 		}
 		return resp, nil
+	}
+	if !r.authz().cluster(kmsg.ACLOperationAlter) {
+		return fail(kerr.ClusterAuthorizationFailed, "")
+	}
+	if typ != electPreferred && typ != electUnclean {
+		return fail(kerr.InvalidRequest, fmt.Sprintf("Unknown election type %d", typ))
 	}
 
 	view := db.View()

@@ -19,6 +19,9 @@
 //     is a list). Refusals as in AlterConfigs.
 //   - A resource named twice is INVALID_REQUEST, answered once; other
 //     resource types are INVALID_REQUEST. ValidateOnly proposes nothing.
+//   - ACLs (authz.go): AlterConfigs on the topic
+//     (TOPIC_AUTHORIZATION_FAILED) or, for a broker, the cluster
+//     (CLUSTER_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -43,9 +46,13 @@ func handleIncrementalAlterConfigs(ctx context.Context, r *Request) (kmsg.Respon
 	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	res := req.Resources
+	z := r.authz()
 	answers := runAlters(ctx, db, len(res), req.ValidateOnly,
 		func(i int) configResource { return configResource{res[i].ResourceType, res[i].ResourceName} },
 		func(view *meta.View, i int) (meta.Command, *kerr.Error, string) {
+			if e := z.configErr(kmsg.ACLOperationAlterConfigs, res[i].ResourceType, res[i].ResourceName); e != nil {
+				return nil, e, ""
+			}
 			switch res[i].ResourceType {
 			case kmsg.ConfigResourceTypeTopic:
 				return planIncrementalAlterTopic(view, res[i].ResourceName, res[i].Configs)

@@ -22,7 +22,8 @@
 //     saying so.
 //   - TimeoutMillis > 0 bounds the proposal; past it the answer is
 //     REQUEST_TIMED_OUT (the lists may still change).
-//   - Left out: authorization (no authorizer yet).
+//   - ACLs (authz.go): Alter on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -55,6 +56,9 @@ func handleAlterPartitionAssignments(ctx context.Context, r *Request) (kmsg.Resp
 		resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	}
 	allowRF := req.Version < 1 || req.AllowReplicationFactorChange
+	if resp.ErrorCode = r.authz().clusterCode(kmsg.ACLOperationAlter); resp.ErrorCode != 0 {
+		return resp, nil
+	}
 
 	p := reassignPlanner{allowRF: allowRF}
 	view := db.View()

@@ -5,7 +5,8 @@
 //     known or not, is answered with no topics, as Kafka's controller
 //     answers when nothing is reassigning. The lists reassignments
 //     recorded are the partitions' replicas in Metadata.
-//   - Left out: authorization (no authorizer yet).
+//   - ACLs (authz.go): Describe on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -18,5 +19,7 @@ import (
 func init() { regKey(46, 0, 0, handleListPartitionReassignments) }
 
 func handleListPartitionReassignments(_ context.Context, r *Request) (kmsg.Response, error) {
-	return r.Body.ResponseKind(), nil
+	resp := r.Body.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	resp.ErrorCode = r.authz().clusterCode(kmsg.ACLOperationDescribe)
+	return resp, nil
 }

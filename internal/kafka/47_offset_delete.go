@@ -24,12 +24,22 @@ func handleOffsetDelete(ctx context.Context, r *Request) (kmsg.Response, error) 
 	}
 	req := r.Body.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	topics := make([]group.TopicPartitions, len(req.Topics))
-	for i, rt := range req.Topics {
-		topics[i].Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			topics[i].Partitions = append(topics[i].Partitions, rp.Partition)
+	// ACLs: Delete on the group, then Read on each topic; a topic that
+	// fails keeps its offsets.
+	z := r.authz()
+	if resp.ErrorCode = z.groupCode(kmsg.ACLOperationDelete, req.Group); resp.ErrorCode != 0 {
+		return resp, nil
+	}
+	var topics []group.TopicPartitions
+	for _, rt := range req.Topics {
+		if !z.topic(kmsg.ACLOperationRead, rt.Topic) {
+			continue
 		}
+		tp := group.TopicPartitions{Topic: rt.Topic}
+		for _, rp := range rt.Partitions {
+			tp.Partitions = append(tp.Partitions, rp.Partition)
+		}
+		topics = append(topics, tp)
 	}
 	res := g.OffsetDelete(ctx, req.Group, topics)
 	resp.ErrorCode = res.Code
@@ -42,8 +52,11 @@ func handleOffsetDelete(ctx context.Context, r *Request) (kmsg.Response, error) 
 		st.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, res.Codes[k]
-			k++
+			sp.Partition = rp.Partition
+			if sp.ErrorCode = z.topicCode(kmsg.ACLOperationRead, rt.Topic); sp.ErrorCode == 0 {
+				sp.ErrorCode = res.Codes[k]
+				k++
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -32,7 +32,8 @@
 //     A feature named twice takes its last entry, as Kafka's map does.
 //   - TimeoutMillis > 0 bounds the asking and the proposal; past it the
 //     answer is REQUEST_TIMED_OUT (the levels may still change).
-//   - Left out: authorization (no authorizer yet).
+//   - ACLs (authz.go): Alter on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED.
 
 package kafka
 
@@ -79,6 +80,9 @@ func handleUpdateFeatures(ctx context.Context, r *Request) (kmsg.Response, error
 	fail := func(e *kerr.Error, msg string) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ErrorMessage = e.Code, strPtr(msg)
 		return resp, nil
+	}
+	if !r.authz().cluster(kmsg.ACLOperationAlter) {
+		return fail(kerr.ClusterAuthorizationFailed, "")
 	}
 	ctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
 	defer cancel()

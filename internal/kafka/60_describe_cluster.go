@@ -2,11 +2,13 @@
 //   - Brokers are the live agents, as in Metadata; ControllerID is this
 //     agent (any agent takes admin requests), as a KRaft broker names a
 //     broker rather than a controller.
-//   - Cluster authorized operations when asked: everything the cluster
-//     resource supports, since there is no authorizer yet.
+//   - Cluster authorized operations when asked: what the client may do
+//     (everything the cluster resource supports with ACLs off).
 //   - v1: EndpointType must be 1 (brokers); 2 (controllers) is
 //     MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers.
 //   - Left out: v2 (KIP-1073: IncludeFencedBrokers); no agent is fenced.
+//   - ACLs (authz.go): no check, as Kafka; the authorized operations are
+//     the client's.
 
 package kafka
 
@@ -40,7 +42,7 @@ func handleDescribeCluster(_ context.Context, r *Request) (kmsg.Response, error)
 	resp.ClusterID = d.Cluster.ClusterID
 	resp.ControllerID = d.Cluster.NodeID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
+		resp.ClusterAuthorizedOperations = r.authz().clusterOps()
 	}
 	return resp, nil
 }

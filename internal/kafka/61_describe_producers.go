@@ -15,12 +15,14 @@
 //     unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION; a failed
 //     Sync NOT_LEADER_OR_FOLLOWER (this agent is stopping) or
 //     REQUEST_TIMED_OUT, both retriable.
+//   - ACLs (authz.go): Read on each topic, else TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/txn"
@@ -38,18 +40,29 @@ func handleDescribeProducers(ctx context.Context, r *Request) (kmsg.Response, er
 	}
 	req := r.Body.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	// ACLs: Read on each topic; the others are not looked up.
+	z := r.authz()
 	ask := make([]txn.TopicPartitions, len(req.Topics))
 	for i, rt := range req.Topics {
-		ask[i] = txn.TopicPartitions{Topic: rt.Topic, Partitions: rt.Partitions}
+		ask[i] = txn.TopicPartitions{Topic: rt.Topic}
+		if z.topic(kmsg.ACLOperationRead, rt.Topic) {
+			ask[i].Partitions = rt.Partitions
+		}
 	}
 	described := txns.DescribeProducers(ctx, ask)
 	for i, rt := range req.Topics {
 		t := kmsg.NewDescribeProducersResponseTopic()
 		t.Topic = rt.Topic
 		for j, p := range rt.Partitions {
-			d := described[i][j]
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p, d.Code
+			rp.Partition = p
+			if ask[i].Partitions == nil {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, rp)
+				continue
+			}
+			d := described[i][j]
+			rp.ErrorCode = d.Code
 			for _, pi := range d.Producers {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID = pi.ProducerID

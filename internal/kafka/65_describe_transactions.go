@@ -14,6 +14,9 @@
 //   - An unknown id is TRANSACTIONAL_ID_NOT_FOUND; a failed Sync
 //     COORDINATOR_NOT_AVAILABLE (this agent is stopping) or
 //     REQUEST_TIMED_OUT, both retriable.
+//   - ACLs (authz.go): Describe on each transactional id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; partitions of topics the
+//     client may not Describe are left out.
 
 package kafka
 
@@ -32,13 +35,21 @@ func handleDescribeTransactions(ctx context.Context, r *Request) (kmsg.Response,
 	}
 	req := r.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	z := r.authz()
 	for i, d := range txns.DescribeTransactions(ctx, req.TransactionalIDs) {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = req.TransactionalIDs[i]
+		if st.ErrorCode = z.txnCode(kmsg.ACLOperationDescribe, st.TransactionalID); st.ErrorCode != 0 {
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		st.ErrorCode, st.State = d.Code, d.State
 		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
 		st.TimeoutMillis, st.StartTimestamp = d.TimeoutMs, d.StartMs
 		for _, t := range d.Topics {
+			if !z.topic(kmsg.ACLOperationDescribe, t.Topic) {
+				continue // as Kafka, hidden from who may not describe it
+			}
 			tt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 			tt.Topic, tt.Partitions = t.Topic, t.Partitions
 			st.Topics = append(st.Topics, tt)

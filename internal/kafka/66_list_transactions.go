@@ -19,6 +19,7 @@
 //     INVALID_REGULAR_EXPRESSION.
 //   - A failed Sync is COORDINATOR_NOT_AVAILABLE (this agent is stopping)
 //     or REQUEST_TIMED_OUT, both retriable.
+//   - ACLs (authz.go): only the transactional ids the client may Describe.
 
 package kafka
 
@@ -48,7 +49,11 @@ func handleListTransactions(ctx context.Context, r *Request) (kmsg.Response, err
 	}
 	res := txns.ListTransactions(ctx, in)
 	resp.ErrorCode, resp.UnknownStateFilters = res.Code, res.UnknownStates
+	z := r.authz()
 	for _, l := range res.Txns {
+		if !z.txnID(kmsg.ACLOperationDescribe, l.TransactionalID) {
+			continue
+		}
 		ts := kmsg.NewListTransactionsResponseTransactionState()
 		ts.TransactionalID, ts.ProducerID, ts.TransactionState = l.TransactionalID, l.ProducerID, l.State
 		resp.TransactionStates = append(resp.TransactionStates, ts)

@@ -16,6 +16,8 @@
 //   - group.version finalized at 0 (UpdateFeatures) turns the consumer
 //     protocol off: UNSUPPORTED_VERSION, as Kafka answers when its
 //     group.version does not support it.
+//   - ACLs (authz.go): Read on the group (GROUP_AUTHORIZATION_FAILED) and
+//     Describe on every topic subscribed by name (TOPIC_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -42,6 +44,20 @@ func handleConsumerGroupHeartbeat(ctx context.Context, r *Request) (kmsg.Respons
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		resp.ErrorMessage = strPtr("group.version is 0: the consumer group protocol (KIP-848) is off")
+		return resp, nil
+	}
+	// ACLs: Read on the group, Describe on every topic subscribed by
+	// name.
+	z := r.authz()
+	code := z.groupCode(kmsg.ACLOperationRead, req.Group)
+	for _, t := range req.SubscribedTopicNames {
+		if code == 0 {
+			code = z.topicCode(kmsg.ACLOperationDescribe, t)
+		}
+	}
+	if code != 0 {
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = code
 		return resp, nil
 	}
 	hr := group.ConsumerHeartbeatRequest{

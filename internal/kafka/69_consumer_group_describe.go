@@ -7,6 +7,8 @@
 //     allows.
 //   - group.version finalized at 0: UNSUPPORTED_VERSION for every group,
 //     as Kafka answers without the consumer protocol.
+//   - ACLs (authz.go): Describe on each group, else
+//     GROUP_AUTHORIZATION_FAILED; authorized operations are the client's.
 
 package kafka
 
@@ -37,11 +39,17 @@ func handleConsumerGroupDescribe(ctx context.Context, r *Request) (kmsg.Response
 		}
 		return resp, nil
 	}
+	z := r.authz()
 	for _, d := range g.ConsumerGroupDescribe(ctx, req.Groups) {
 		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		dg.Group, dg.ErrorCode, dg.ErrorMessage = d.Group, d.Code, strPtr(d.Message)
+		if code := z.groupCode(kmsg.ACLOperationDescribe, d.Group); code != 0 {
+			dg.ErrorCode, dg.ErrorMessage = code, nil
+			resp.Groups = append(resp.Groups, dg)
+			continue
+		}
 		if req.IncludeAuthorizedOperations {
-			dg.AuthorizedOperations = groupAuthorizedOps
+			dg.AuthorizedOperations = z.groupOps(d.Group)
 		}
 		dg.State, dg.Epoch, dg.AssignmentEpoch, dg.AssignorName = d.State, d.Epoch, d.AssignmentEpoch, d.Assignor
 		for _, m := range d.Members {

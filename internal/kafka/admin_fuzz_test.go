@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // adminFuzzSeeds are valid requests for the metadata, admin and offset
@@ -117,11 +119,30 @@ func adminFuzzSeeds() []kmsg.Request {
 		r.Topics = append(r.Topics, t)
 		reqs = append(reqs, r)
 	}
+	for _, v := range []int16{0, 3} {
+		c := kmsg.NewPtrCreateACLsRequest()
+		c.Version = v
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceTypeTopic, "fuzz", kmsg.ACLResourcePatternTypePrefixed
+		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:alice", "::ffff:127.0.0.1", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		c.Creations = append(c.Creations, cr)
+		d := kmsg.NewPtrDescribeACLsRequest()
+		d.Version = v
+		d.ResourceType, d.ResourceName, d.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("fuzz-1"), kmsg.ACLResourcePatternTypeMatch
+		d.Operation, d.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		del := kmsg.NewPtrDeleteACLsRequest()
+		del.Version = v
+		df := kmsg.NewDeleteACLsRequestFilter()
+		df.ResourceType, df.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		df.Principal, df.Operation, df.PermissionType = kmsg.StringPtr("User:alice"), kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		del.Filters = append(del.Filters, df)
+		reqs = append(reqs, c, d, del)
+	}
 	return reqs
 }
 
 // adminKeys are the keys whose handlers the fuzzer drives.
-var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 32: true, 33: true, 37: true, 43: true, 44: true, 45: true, 46: true, 57: true, 60: true}
+var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 29: true, 30: true, 31: true, 32: true, 33: true, 37: true, 43: true, 44: true, 45: true, 46: true, 57: true, 60: true}
 
 // FuzzAdminHandlers runs the metadata, admin and offset handlers on
 // arbitrary request bodies against a live agent: no panic, no error (these
@@ -132,6 +153,10 @@ func FuzzAdminHandlers(f *testing.F) {
 		f.Add(req.Key(), req.GetVersion(), req.AppendTo(nil))
 	}
 	a := newTestAgent(f)
+	// Level 4, so the ACL commands apply.
+	if _, err := a.Replica.Propose(a.ctx(f), meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4}}}); err != nil {
+		f.Fatal(err)
+	}
 	a.createTopic(f, "fuzz", 2, nil)
 	a.commit(f, "fuzz", 0, testBatch{records: 3, firstTs: 1000, maxTsMs: 1002})
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {

@@ -75,6 +75,9 @@ type Deps struct {
 	// from --log-retention-ms): DescribeConfigs reports them as
 	// STATIC_BROKER_CONFIG, as Kafka reports server.properties.
 	BrokerDefaults map[string]string
+	// ACL turns authorization on (authz.go); off by default, when every
+	// client may do everything.
+	ACL ACLConfig
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms, shown
 	// by DescribeConfigs; zero is Kafka's default.
 	RetentionCheckIntervalMs int64

@@ -22,6 +22,9 @@ type sharedState struct {
 	fetchYield *fetchYield
 	// partitions counts the partitions being created (partition_limits.go).
 	partitions partitionGate
+	// acls holds the authorizer built from this agent's copy of the
+	// ACLs (authz.go).
+	acls aclCache
 	// allTopicsBytes is what the last Metadata answer listing every
 	// topic held of the budget; 0 before the first.
 	allTopicsBytes atomic.Int64

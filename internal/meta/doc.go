@@ -118,6 +118,9 @@
 //	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
 //	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions
 //	0x1F    resource ("" or node id)                   dynamic broker configs (AlterBrokerConfigs), sorted by name
+//	0x23    0x00                                       ACL counter: generation (changes so far), count (level 4)
+//	0x23    0x01, resource type, pattern type, name,   marker: the ACL binding is held (CreateACLs, DeleteACLs)
+//	        principal, host, operation, permission
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

@@ -5,6 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/acl"
 )
 
 // seedCommands has every command type, with empty and full fields
@@ -76,6 +80,16 @@ func seedCommands() []Command {
 			{BaseOffset: 110, ProducerID: 42, ProducerEpoch: 1, BaseSequence: -1, Records: 1, BatchCount: 1, Length: 61, Control: true, Commit: true},
 		}, Objects: []SwapObject{{Key: "data/0028333334/001700000060000-a-1c-00000000000000000001.strd", Size: 4200}}},
 		SwapIndex{},
+		CreateACLs{ACLs: []acl.Binding{
+			{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "orders", PatternType: kmsg.ACLResourcePatternTypeLiteral,
+				Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow},
+			{ResourceType: kmsg.ACLResourceTypeGroup, ResourceName: "app-", PatternType: kmsg.ACLResourcePatternTypePrefixed,
+				Principal: "User:*", Host: "10.0.0.1", Operation: kmsg.ACLOperationAll, Permission: kmsg.ACLPermissionTypeDeny}}},
+		CreateACLs{},
+		DeleteACLs{Filters: []acl.Filter{{ResourceType: kmsg.ACLResourceTypeAny, ResourceName: kmsg.StringPtr("orders"),
+			PatternType: kmsg.ACLResourcePatternTypeMatch, Principal: kmsg.StringPtr("User:alice"),
+			Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}},
+		DeleteACLs{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

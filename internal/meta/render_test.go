@@ -87,6 +87,11 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 	}
 	for i, code := range res.Codes {
 		fmt.Fprintf(b, "  %s: %s\n", label(i), codeName(code))
+		if i < len(res.DeletedACLs) {
+			for _, a := range res.DeletedACLs[i] {
+				fmt.Fprintf(b, "    deleted %v\n", a)
+			}
+		}
 	}
 }
 
@@ -295,6 +300,14 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 			kv = append(kv, k+"="+m[k])
 		}
 		return "broker-configs", fmt.Sprintf("%q: %s", rest, strings.Join(kv, " ")), err
+	case prefixACL:
+		if rest[0] == 0x00 {
+			c, err := decodeACLCounter(v)
+			return "acl-counter", fmt.Sprintf("generation=%d count=%d", c.Generation, c.Count), err
+		}
+		r := reader{b: rest[1:]}
+		a := r.aclBinding()
+		return "acl", a.String(), r.done()
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strandkafka/strand/internal/acl"
 )
 
 // Result is what applying one command produced. It is a pure function of
@@ -20,9 +22,12 @@ type Result struct {
 	// by DeleteRecords, one per partition in order (Code and
 	// LogStartOffset).
 	Batches []BatchResult
-	// Codes is set by OffsetCommit and OffsetDelete: a Kafka error code
+	// Codes is set by OffsetCommit, OffsetDelete, CreateACLs and DeleteACLs: a Kafka error code
 	// per offset or partition, in order.
 	Codes []int16
+	// DeletedACLs is set by DeleteACLs: per filter, the bindings it
+	// deleted.
+	DeletedACLs [][]acl.Binding
 	// ProducerID and ProducerEpoch are set by AllocateProducerID.
 	ProducerID    int64
 	ProducerEpoch int16

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"errors"
 	"flag"
 	"fmt"
@@ -462,6 +463,9 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 	case reflect.TypeFor[[]byte]():
 		f.SetBytes([]byte(val))
 		return nil
+	case reflect.TypeFor[*string]():
+		f.Set(reflect.ValueOf(&val))
+		return nil
 	case reflect.TypeFor[[]string]():
 		if val != "" {
 			f.Set(reflect.ValueOf(strings.Split(val, ",")))
@@ -489,6 +493,11 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 			m[k] = v
 		}
 		f.Set(reflect.ValueOf(m))
+		return nil
+	}
+	if u, ok := f.Addr().Interface().(encoding.TextUnmarshaler); ok && f.Kind() == reflect.Int8 && u.UnmarshalText([]byte(val)) == nil {
+		// The wire's ACL enums, by name (topic, prefixed, read, allow)
+		// or by number.
 		return nil
 	}
 	switch f.Kind() {

@@ -182,6 +182,11 @@ var commandTable = [...]commandSpec{
 	// Dynamic broker configs (brokerconfig.go).
 	TypeAlterBrokerConfigs: row("AlterBrokerConfigs", partitionsNone, (*Applier).alterBrokerConfigs,
 		version(1, decodeAlterBrokerConfigsV1).writtenFrom(MetadataLevel3)),
+	// ACLs (acl.go).
+	TypeCreateACLs: row("CreateACLs", partitionsNone, (*Applier).createACLs,
+		version(1, decodeCreateACLsV1).writtenFrom(MetadataLevel4)),
+	TypeDeleteACLs: row("DeleteACLs", partitionsNone, (*Applier).deleteACLs,
+		version(1, decodeDeleteACLsV1).writtenFrom(MetadataLevel4)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

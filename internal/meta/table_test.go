@@ -146,6 +146,8 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeGCProgress:         1,
 		TypeAlterBrokerConfigs: 1,
 		TypeSwapIndex:          1,
+		TypeCreateACLs:         1,
+		TypeDeleteACLs:         1,
 	},
 }
 

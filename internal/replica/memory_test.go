@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -131,6 +134,14 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	}
 	clk.Advance(time.Hour)
 	propose(meta.GCProgress{GraceMs: 60_000, Deleted: dead, ReconciledTo: clk.Now().UnixMilli() - 60_000, Orphans: 1, OrphanBytes: 100})
+	// Level 4's ACLs: created, then deleted by a filter apply resolves.
+	binding := func(name string, pt kmsg.ACLResourcePatternType) acl.Binding {
+		return acl.Binding{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: name, PatternType: pt,
+			Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}
+	}
+	propose(meta.CreateACLs{ACLs: []acl.Binding{binding("a", kmsg.ACLResourcePatternTypeLiteral), binding("a", kmsg.ACLResourcePatternTypePrefixed)}},
+		meta.DeleteACLs{Filters: []acl.Filter{{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: kmsg.StringPtr("a"),
+			PatternType: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {

@@ -1,0 +1,300 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// NewACLCommand returns `acl` with its create, list and delete
+// subcommands: Kafka's kafka-acls.sh --add, --list and --remove, through
+// CreateAcls, DescribeAcls and DeleteAcls.
+func NewACLCommand() *cobra.Command {
+	var opts ClientOptions
+	cmd := &cobra.Command{
+		Use:   "acl",
+		Short: "Create, list and delete ACLs",
+		Long: "Create, list and delete ACLs. An agent enforces them only when it runs with\n" +
+			"--authorizer standard; managing them needs Alter (create, delete) or Describe\n" +
+			"(list) on the cluster, or a --super-users principal.",
+		Args: cobra.NoArgs,
+	}
+	opts.Register(cmd.PersistentFlags())
+	cmd.AddCommand(newACLCreateCmd(&opts), newACLListCmd(&opts), newACLDeleteCmd(&opts))
+	return cmd
+}
+
+// aclFlags are the flags that name ACLs, shared by the subcommands.
+type aclFlags struct {
+	topics, groups, txnIDs []string
+	cluster                bool
+	pattern                string
+	operations             []string
+	allow, deny            []string
+	allowHosts, denyHosts  []string
+	// permissions filters list and delete: allow, deny.
+	permissions []string
+}
+
+func (f *aclFlags) register(fs *pflag.FlagSet, create bool) {
+	fs.StringArrayVar(&f.topics, "topic", nil, "topic resource (repeatable)")
+	fs.StringArrayVar(&f.groups, "group", nil, "consumer group resource (repeatable)")
+	fs.StringArrayVar(&f.txnIDs, "transactional-id", nil, "transactional id resource (repeatable)")
+	fs.BoolVar(&f.cluster, "cluster", false, "the cluster resource")
+	fs.StringArrayVar(&f.operations, "operation", nil, "operation: all, read, write, create, delete, alter, describe, cluster-action,\ndescribe-configs, alter-configs or idempotent-write (repeatable)")
+	if create {
+		fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal or prefixed")
+		fs.StringArrayVar(&f.allow, "allow-principal", nil, "principal allowed, as User:alice (repeatable)")
+		fs.StringArrayVar(&f.deny, "deny-principal", nil, "principal denied, as User:alice (repeatable)")
+		fs.StringArrayVar(&f.allowHosts, "allow-host", []string{"*"}, "client address the allows apply to (repeatable)")
+		fs.StringArrayVar(&f.denyHosts, "deny-host", []string{"*"}, "client address the denies apply to (repeatable)")
+		return
+	}
+	fs.StringVar(&f.pattern, "resource-pattern-type", "any", "any, match (every pattern that applies to the named resources), literal or prefixed")
+	fs.StringArrayVar(&f.allow, "principal", nil, "only ACLs of this principal (repeatable)")
+	fs.StringArrayVar(&f.allowHosts, "host", nil, "only ACLs of this client address (repeatable)")
+	fs.StringArrayVar(&f.permissions, "permission", nil, "only allow or deny ACLs")
+}
+
+func (f *aclFlags) ops(create bool) ([]kadm.ACLOperation, error) {
+	if len(f.operations) == 0 {
+		if create {
+			return nil, fmt.Errorf("%w: --operation is required", ErrUsage)
+		}
+		return []kadm.ACLOperation{kadm.OpAny}, nil
+	}
+	var ops []kadm.ACLOperation
+	for _, s := range f.operations {
+		op, err := kmsg.ParseACLOperation(s)
+		if err != nil || op == kmsg.ACLOperationUnknown || (create && op == kmsg.ACLOperationAny) {
+			return nil, fmt.Errorf("%w: --operation %q", ErrUsage, s)
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+// resources adds the named resources to b; false if none was named.
+func (f *aclFlags) resources(b *kadm.ACLBuilder) bool {
+	b.MaybeTopics(f.topics...).MaybeGroups(f.groups...).MaybeTransactionalIDs(f.txnIDs...).MaybeClusters(f.cluster)
+	return len(f.topics)+len(f.groups)+len(f.txnIDs) > 0 || f.cluster
+}
+
+// createBuilder is the builder of `acl create`.
+func (f *aclFlags) createBuilder() (*kadm.ACLBuilder, error) {
+	b := kadm.NewACLs()
+	if !f.resources(b) {
+		return nil, fmt.Errorf("%w: name a resource (--topic, --group, --transactional-id or --cluster)", ErrUsage)
+	}
+	if len(f.allow)+len(f.deny) == 0 {
+		return nil, fmt.Errorf("%w: name a principal (--allow-principal or --deny-principal)", ErrUsage)
+	}
+	ops, err := f.ops(true)
+	if err != nil {
+		return nil, err
+	}
+	pattern, err := kmsg.ParseACLResourcePatternType(f.pattern)
+	if err != nil || (pattern != kadm.ACLPatternLiteral && pattern != kadm.ACLPatternPrefixed) {
+		return nil, fmt.Errorf("%w: --resource-pattern-type %q: want literal or prefixed", ErrUsage, f.pattern)
+	}
+	// Hosts only on a side with principals, as kadm insists.
+	if len(f.allow) > 0 {
+		b.MaybeAllow(f.allow...).MaybeAllowHosts(f.allowHosts...)
+	}
+	if len(f.deny) > 0 {
+		b.MaybeDeny(f.deny...).MaybeDenyHosts(f.denyHosts...)
+	}
+	return b.Operations(ops...).ResourcePatternType(pattern), nil
+}
+
+// filterBuilder is the builder of `acl list` and `acl delete`: unset
+// flags match anything.
+func (f *aclFlags) filterBuilder() (*kadm.ACLBuilder, error) {
+	b := kadm.NewACLs()
+	if !f.resources(b) {
+		b.AnyResource()
+	}
+	ops, err := f.ops(false)
+	if err != nil {
+		return nil, err
+	}
+	pattern, err := kmsg.ParseACLResourcePatternType(f.pattern)
+	if err != nil || pattern == kmsg.ACLResourcePatternTypeUnknown {
+		return nil, fmt.Errorf("%w: --resource-pattern-type %q", ErrUsage, f.pattern)
+	}
+	allow, deny := true, true
+	for _, p := range f.permissions {
+		switch strings.ToLower(p) {
+		case "allow":
+			deny = false
+		case "deny":
+			allow = false
+		default:
+			return nil, fmt.Errorf("%w: --permission %q: want allow or deny", ErrUsage, p)
+		}
+	}
+	// kadm matches any principal or host for a side called with none,
+	// and leaves out a side never called.
+	if allow {
+		b.Allow(f.allow...).AllowHosts(f.allowHosts...)
+	}
+	if deny {
+		b.Deny(f.allow...).DenyHosts(f.allowHosts...)
+	}
+	return b.Operations(ops...).ResourcePatternType(pattern), nil
+}
+
+func newACLCreateCmd(opts *ClientOptions) *cobra.Command {
+	var f aclFlags
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create ACLs",
+		Long: "Create an ACL for every combination of the principals, hosts, resources and\n" +
+			"operations given, e.g.\n" +
+			"  strand acl create --allow-principal User:alice --operation read --topic orders",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := f.createBuilder()
+			if err != nil {
+				return err
+			}
+			adm, ctx, done, err := opts.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := adm.CreateACLs(ctx, b)
+			if err != nil {
+				return fmt.Errorf("create ACLs: %w", err)
+			}
+			t := newTable(cmd.OutOrStdout(), aclHeaders("STATUS")...)
+			failed := 0
+			for _, r := range res {
+				status := "OK"
+				if r.Err != nil {
+					status, failed = errText(r.Err, r.ErrMessage), failed+1
+				}
+				t.row(aclRow(r.Principal, r.Host, r.Type, r.Name, r.Pattern, r.Operation, r.Permission, status)...)
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("%w: %d of %d ACLs not created", ErrPartialFailure, failed, len(res))
+			}
+			return nil
+		},
+	}
+	f.register(cmd.Flags(), true)
+	return cmd
+}
+
+func newACLListCmd(opts *ClientOptions) *cobra.Command {
+	return newACLFilterCmd(opts, &cobra.Command{
+		Use:   "list",
+		Short: "List ACLs, all of them or those the flags select",
+	}, false, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
+		res, err := adm.DescribeACLs(ctx, b)
+		out := make([]aclResult, len(res))
+		for i, r := range res {
+			out[i] = aclResult{err: r.Err, msg: r.ErrMessage, acls: r.Described}
+		}
+		return out, err
+	})
+}
+
+func newACLDeleteCmd(opts *ClientOptions) *cobra.Command {
+	return newACLFilterCmd(opts, &cobra.Command{
+		Use:   "delete",
+		Short: "Delete the ACLs the flags select",
+		Long: "Delete the ACLs the flags select; unset flags match anything, so name at least a\n" +
+			"resource or a principal. Each deleted ACL is printed.",
+	}, true, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
+		res, err := adm.DeleteACLs(ctx, b)
+		out := make([]aclResult, len(res))
+		for i, r := range res {
+			out[i] = aclResult{err: r.Err, msg: r.ErrMessage}
+			for _, d := range r.Deleted {
+				out[i].acls = append(out[i].acls, kadm.DescribedACL{Principal: d.Principal, Host: d.Host,
+					Type: d.Type, Name: d.Name, Pattern: d.Pattern, Operation: d.Operation, Permission: d.Permission})
+			}
+		}
+		return out, err
+	})
+}
+
+// aclResult is one filter's answer: its error, or the ACLs it listed
+// or deleted.
+type aclResult struct {
+	err  error
+	msg  string
+	acls []kadm.DescribedACL
+}
+
+// newACLFilterCmd makes cmd a command that sends the filter its flags
+// build through do and prints the ACLs do answers. narrow refuses a
+// filter naming neither a resource nor a principal, which would match
+// every ACL.
+func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
+	do func(context.Context, *kadm.Client, *kadm.ACLBuilder) ([]aclResult, error),
+) *cobra.Command {
+	var f aclFlags
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.allow) == 0 && !f.cluster {
+			return fmt.Errorf("%w: name a resource or a --principal; unset flags match every ACL", ErrUsage)
+		}
+		b, err := f.filterBuilder()
+		if err != nil {
+			return err
+		}
+		adm, ctx, done, err := opts.admin(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer done()
+		res, err := do(ctx, adm, b)
+		if err != nil {
+			return fmt.Errorf("%s ACLs: %w", cmd.Name(), err)
+		}
+		var rows [][]any
+		for _, r := range res {
+			if r.err != nil {
+				return fmt.Errorf("%s ACLs: %s", cmd.Name(), errText(r.err, r.msg))
+			}
+			for _, d := range r.acls {
+				rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
+			}
+		}
+		return printACLRows(cmd, rows)
+	}
+	f.register(cmd.Flags(), false)
+	return cmd
+}
+
+func aclHeaders(extra ...string) []string {
+	return append([]string{"PRINCIPAL", "HOST", "RESOURCE", "NAME", "PATTERN", "OPERATION", "PERMISSION"}, extra...)
+}
+
+func aclRow(principal, host string, typ kmsg.ACLResourceType, name string, pattern kadm.ACLPattern,
+	op kadm.ACLOperation, perm kmsg.ACLPermissionType, extra ...any,
+) []any {
+	return append([]any{principal, host, typ, name, pattern, op, perm}, extra...)
+}
+
+// printACLRows prints rows sorted, so the output does not depend on the
+// order filters were sent in.
+func printACLRows(cmd *cobra.Command, rows [][]any) error {
+	slices.SortFunc(rows, func(a, b []any) int { return strings.Compare(fmt.Sprint(a...), fmt.Sprint(b...)) })
+	t := newTable(cmd.OutOrStdout(), aclHeaders()...)
+	for _, r := range rows {
+		t.row(r...)
+	}
+	return t.flush()
+}

@@ -1,0 +1,106 @@
+// CreateAcls: v0-3 (v2+ flexible)
+//   - Needs Alter on the cluster: CLUSTER_AUTHORIZATION_FAILED for every
+//     creation otherwise.
+//   - Each creation is checked as Kafka's AclControlManager checks it:
+//     a resource type, a LITERAL or PREFIXED pattern (v0 is always
+//     LITERAL), an operation and a permission that are not ANY or
+//     UNKNOWN, a non-empty name, kafka-cluster for CLUSTER, a
+//     "Type:Name" principal: INVALID_REQUEST otherwise, alone.
+//   - A host that is an IP address is stored as Go formats it
+//     ("::1"), the form the authorizer compares client addresses in.
+//   - The valid ones go into one CreateACLs command; creating one that
+//     exists succeeds. More than meta.MaxACLsPerCommand creations, or
+//     more ACLs than meta.MaxACLs in all: INVALID_REQUEST.
+//   - Below strand.metadata.version 4: UNSUPPORTED_VERSION.
+
+package kafka
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+func init() { regKey(30, 0, 3, handleCreateACLs) }
+
+func handleCreateACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	req := r.Body.(*kmsg.CreateACLsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
+	for i := range resp.Results {
+		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
+	}
+	if code := r.authz().clusterCode(kmsg.ACLOperationAlter); code != 0 {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode = code
+		}
+		return resp, nil
+	}
+	if len(req.Creations) > meta.MaxACLsPerCommand {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("too many ACLs in one request")
+		}
+		return resp, nil
+	}
+	var cmd meta.CreateACLs
+	var slots []int
+	for i, c := range req.Creations {
+		b := acl.Binding{ResourceType: c.ResourceType, ResourceName: c.ResourceName, PatternType: c.ResourcePatternType,
+			Principal: c.Principal, Host: canonicalHost(c.Host), Operation: c.Operation, Permission: c.PermissionType}
+		if req.Version == 0 {
+			b.PatternType = kmsg.ACLResourcePatternTypeLiteral
+		}
+		if err := b.Validate(); err != nil {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+			continue
+		}
+		cmd.ACLs = append(cmd.ACLs, b)
+		slots = append(slots, i)
+	}
+	if len(slots) == 0 {
+		return resp, nil
+	}
+	res, e, msg := proposeACLs(ctx, db, cmd)
+	for j, i := range slots {
+		rr := &resp.Results[i]
+		switch {
+		case e != nil:
+			rr.ErrorCode, rr.ErrorMessage = e.Code, strPtr(msg)
+		case j < len(res.Codes) && res.Codes[j] != 0:
+			rr.ErrorCode, rr.ErrorMessage = res.Codes[j], kmsg.StringPtr("the cluster holds as many ACLs as it may")
+		}
+	}
+	return resp, nil
+}
+
+// proposeACLs proposes an ACL command and returns its result, or the
+// error of the command as a whole: a metadata level below 4 is
+// UNSUPPORTED_VERSION, as a Kafka whose metadata version lacks a
+// feature answers.
+func proposeACLs(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result, *kerr.Error, string) {
+	o := proposeAll(ctx, db, []meta.Command{cmd})[0]
+	if errors.Is(o.err, meta.ErrNotAtLevel) {
+		return o.res, kerr.UnsupportedVersion, "ACLs need strand.metadata.version 4 or higher (strand features upgrade)"
+	}
+	e, msg := o.code()
+	return o.res, e, msg
+}
+
+// canonicalHost is an ACL's host as the authorizer compares it: an IP
+// address in netip's form, anything else as given.
+func canonicalHost(h string) string {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().String()
+	}
+	return h
+}
