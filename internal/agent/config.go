@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
