@@ -64,6 +64,10 @@ func seedCommands() []Command {
 		AlterBrokerConfigs{Resource: "7", Set: map[string]string{"log.retention.ms": "60000"}, Delete: []string{"log.retention.bytes"}},
 		AlterBrokerConfigs{Set: map[string]string{"log.retention.bytes": "-1"}, Replace: true},
 		AlterBrokerConfigs{},
+		AlterClientQuota{Entity: QuotaEntity{User: Named("alice"), ClientID: DefaultQuotaName},
+			Set: map[string]float64{"producer_byte_rate": 1 << 20, "request_percentage": 12.5}, Remove: []string{"consumer_byte_rate"}},
+		AlterClientQuota{Entity: QuotaEntity{ClientID: Named("c")}},
+		AlterClientQuota{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -179,6 +179,9 @@ var commandTable = [...]commandSpec{
 	// Dynamic broker configs (brokerconfig.go).
 	TypeAlterBrokerConfigs: row("AlterBrokerConfigs", partitionsNone, (*Applier).alterBrokerConfigs,
 		version(1, decodeAlterBrokerConfigsV1).writtenFrom(MetadataLevel3)),
+	// Client quotas (quota.go).
+	TypeAlterClientQuota: row("AlterClientQuota", partitionsNone, (*Applier).alterClientQuota,
+		version(1, decodeAlterClientQuotaV1).writtenFrom(MetadataLevel4)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.
