@@ -43,6 +43,10 @@ type Conn struct {
 	// lastWriteNanos is when a response was last written, relative to
 	// srv.epoch, for the idle check.
 	lastWriteNanos atomic.Int64
+	// mutedUntil, relative to srv.epoch, is when a client throttled by a
+	// quota may send again: the reader takes no request before
+	// (quotas.go).
+	mutedUntil atomic.Int64
 
 	closeOnce       sync.Once
 	reason          error // set once, in closeWith
@@ -246,6 +250,10 @@ func (c *Conn) readLoop(queue chan<- *call) error {
 		case <-c.srv.drain:
 			return errDrained
 		}
+		if err := c.waitUnmuted(); err != nil {
+			<-c.slots
+			return err
+		}
 		p, err := c.readRequest()
 		if err != nil {
 			<-c.slots
@@ -342,6 +350,11 @@ func (c *Conn) dispatch(p *call) error {
 func (c *Conn) handle(h Handler, r *Request, p *call) {
 	defer c.srv.wg.Done()
 	resp, err := c.call(h, r)
+	if err == nil {
+		if d := c.enforceQuotas(r, p, resp, time.Since(p.start)); d > 0 {
+			c.delayResponse(d)
+		}
+	}
 	p.releaseFrame(c.srv)
 	p.resp, p.err = resp, err
 	close(p.done)

@@ -22,6 +22,8 @@ type sharedState struct {
 	fetchYield *fetchYield
 	// partitions counts the partitions being created (partition_limits.go).
 	partitions partitionGate
+	// quotas enforces client quotas (quotas.go).
+	quotas *clientQuotas
 	// allTopicsBytes is what the last Metadata answer listing every
 	// topic held of the budget; 0 before the first.
 	allTopicsBytes atomic.Int64
@@ -36,6 +38,7 @@ func newSharedState(cfg Config) *sharedState {
 		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 		fetchYield:     newFetchYield(time.Now, runtimeSchedWaits()),
+		quotas:         newClientQuotas(cfg.Deps.Meta, cfg.Quota, time.Now),
 	}
 	if r := cfg.Deps.MaxFetchBytesPerSec; r > 0 {
 		// A burst of a quarter second: one large fetch goes at once.
