@@ -284,6 +284,12 @@ func (c *Conn) readRequest() (*call, error) {
 		return nil, err
 	}
 	s.budget.received(&p.share)
+	// A request that arrived while the client became throttled waits
+	// out the mute too, as Kafka reads nothing from a muted channel.
+	if err := c.waitUnmuted(); err != nil {
+		p.releaseFrame(s)
+		return nil, err
+	}
 	p.start = time.Now()
 	if err := c.dispatch(p); err != nil {
 		p.releaseFrame(s)
