@@ -76,12 +76,20 @@ func NewManager(cfg Config) *Manager {
 
 func (m *Manager) now() int64 { return int64(m.clock.Now().Sub(m.epoch)) }
 
-// MaxThrottle bounds a throttle time: the whole measured span. A
-// request larger than that span's quota (one produce of 10 MiB against
-// 100 KiB/s) is not held for minutes; its bytes keep the rate over the
+// MaxByteThrottle bounds the throttle of a byte rate. Kafka leaves it
+// unbounded: a request of more than this much quota (100 MiB against
+// 100 KiB/s) is held this long, and its bytes keep the rate over the
 // bound, so the requests after it are throttled in turn.
-func (m *Manager) MaxThrottle() time.Duration {
-	return time.Duration(m.window.Samples) * m.window.Size
+const MaxByteThrottle = 10 * time.Minute
+
+// MaxThrottle bounds the throttle of kind k: MaxByteThrottle for byte
+// rates, one window for request_percentage (Kafka's
+// ClientRequestQuotaManager bounds it so).
+func (m *Manager) MaxThrottle(k Kind) time.Duration {
+	if k == Request {
+		return m.window.Size
+	}
+	return MaxByteThrottle
 }
 
 // Record adds v to what c used of kind k and returns how long c must
@@ -97,7 +105,7 @@ func (m *Manager) Record(k Kind, c Client, bound, v float64) time.Duration {
 	u.last = now
 	value := u.rate.measure(m.window, now)
 	d := u.rate.throttle(m.window, bound, value, now).Round(time.Millisecond)
-	return min(d, m.MaxThrottle())
+	return min(d, m.MaxThrottle(k))
 }
 
 // Unrecord takes v back from what c used of kind k: a Fetch that was

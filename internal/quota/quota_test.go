@@ -40,9 +40,14 @@ func TestThrottleMath(t *testing.T) {
 	if d := m.Record(Produce, c, 1000, 1000); d != 0 {
 		t.Fatalf("throttled %v after the bytes aged, want 0", d)
 	}
-	// A throttle never exceeds the ring's span.
-	if d := m.Record(Produce, c, 1, 1<<30); d != m.MaxThrottle() || d != 11*time.Second {
-		t.Fatalf("huge excess throttled %v, want the cap %v", d, m.MaxThrottle())
+	// A byte throttle is bounded, and far longer than the window.
+	if d := m.Record(Produce, c, 1, 1<<30); d != MaxByteThrottle {
+		t.Fatalf("huge excess throttled %v, want the cap %v", d, MaxByteThrottle)
+	}
+	// A request_percentage throttle is bounded by one window, as in
+	// Kafka: 50 s of handling against 1%.
+	if d := m.Record(Request, c, 1, 5000); d != time.Second {
+		t.Fatalf("request excess throttled %v, want the cap 1s", d)
 	}
 }
 
@@ -77,27 +82,34 @@ func TestUnrecord(t *testing.T) {
 // TestHeldToQuota simulates a producer that sends as fast as the agent
 // answers and honors every throttle, on a fake clock: after the burst an
 // empty history allows (Samples-1 windows of quota, as in Kafka), it
-// gets its quota within 10%, whatever its request size.
+// gets its quota within 10%, whatever its request size, also with
+// several requests in flight, all read before the first is throttled.
 func TestHeldToQuota(t *testing.T) {
-	for _, size := range []float64{1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20} {
-		m, clk := newFakeManager(t, Config{})
-		c := Client{ClientID: "greedy"}
-		const bound = 1 << 20 // 1 MiB/s
-		start := clk.Now()
-		var sent float64
-		var from time.Time
-		for clk.Now().Sub(start) < 80*time.Second {
-			if from.IsZero() && clk.Now().Sub(start) >= 20*time.Second {
-				from, sent = clk.Now(), 0
+	for _, inflight := range []int{1, 5} {
+		for _, size := range []float64{1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20} {
+			m, clk := newFakeManager(t, Config{})
+			c := Client{ClientID: "greedy"}
+			const bound = 1 << 20 // 1 MiB/s
+			start := clk.Now()
+			var sent float64
+			var from time.Time
+			for clk.Now().Sub(start) < 80*time.Second {
+				if from.IsZero() && clk.Now().Sub(start) >= 20*time.Second {
+					from, sent = clk.Now(), 0
+				}
+				var d time.Duration
+				for range inflight {
+					d = max(d, m.Record(Produce, c, bound, size))
+					sent += size
+				}
+				// A millisecond to serve the requests, then the
+				// longest throttle.
+				clk.Advance(time.Millisecond + d)
 			}
-			d := m.Record(Produce, c, bound, size)
-			sent += size
-			// A millisecond to serve the request, then the throttle.
-			clk.Advance(time.Millisecond + d)
-		}
-		got := sent / clk.Now().Sub(from).Seconds()
-		if math.Abs(got-bound)/bound > 0.10 {
-			t.Errorf("%v-byte requests: %.0f B/s against a quota of %d B/s", size, got, bound)
+			got := sent / clk.Now().Sub(from).Seconds()
+			if math.Abs(got-bound)/bound > 0.10 {
+				t.Errorf("%d in flight of %v bytes: %.0f B/s against a quota of %d B/s", inflight, size, got, bound)
+			}
 		}
 	}
 }
