@@ -19,6 +19,7 @@ package kafka
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,15 +41,20 @@ type clientQuotas struct {
 	mgr *quota.Manager
 	now func() time.Time
 
-	mu struct {
-		sync.Mutex
-		set *quota.Set
-		// at and pos are when and at which applied position set was
-		// read; stale forces a reread.
-		at    time.Time
-		pos   sharedlog.Pos
-		stale bool
-	}
+	// loaded is the set every request reads, without a lock; stale
+	// forces a reread (this agent changed the quotas).
+	loaded atomic.Pointer[loadedQuotas]
+	stale  atomic.Bool
+	// reload serializes rereads.
+	reload sync.Mutex
+}
+
+// loadedQuotas is a set and when, at which applied position, it was
+// read.
+type loadedQuotas struct {
+	set *quota.Set
+	at  time.Time
+	pos sharedlog.Pos
 }
 
 // applied is what a MetaDB that knows its applied position offers
@@ -61,7 +67,7 @@ var _ applied = (*replica.Replica)(nil)
 
 func newClientQuotas(db MetaDB, cfg quota.Config, now func() time.Time) *clientQuotas {
 	q := &clientQuotas{db: db, mgr: quota.NewManager(cfg), now: now}
-	q.mu.stale = true
+	q.stale.Store(true)
 	return q
 }
 
@@ -73,39 +79,50 @@ func (q *clientQuotas) set() *quota.Set {
 		return nil
 	}
 	now := q.now()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.mu.stale && now.Sub(q.mu.at) < quotaReloadInterval {
-		return q.mu.set
+	if l := q.loaded.Load(); l != nil && !q.stale.Load() && now.Sub(l.at) < quotaReloadInterval {
+		return l.set
 	}
-	var pos sharedlog.Pos
+	q.reload.Lock()
+	defer q.reload.Unlock()
+	l := q.loaded.Load()
+	stale := q.stale.Load()
+	if l != nil && !stale && now.Sub(l.at) < quotaReloadInterval {
+		return l.set
+	}
+	next := &loadedQuotas{at: now}
 	a, known := q.db.(applied)
 	if known {
-		pos = a.NextToApply()
-		if !q.mu.stale && pos == q.mu.pos {
-			q.mu.at = now
-			return q.mu.set
+		next.pos = a.NextToApply()
+		if l != nil && !stale && next.pos == l.pos {
+			next.set = l.set
+			q.loaded.Store(next)
+			return next.set
 		}
 	}
+	// Cleared before the read: a change made meanwhile marks it again.
+	q.stale.Store(false)
 	view := q.db.View()
 	qs, err := view.ClientQuotas()
 	view.Close()
-	if err == nil {
-		q.mu.set, q.mu.pos, q.mu.stale = quota.NewSet(qs), pos, false
+	switch {
+	case err == nil:
+		next.set = quota.NewSet(qs)
+	case l != nil:
+		next.set = l.set
+		q.stale.Store(true)
+	default:
+		q.stale.Store(true)
 	}
-	q.mu.at = now
-	return q.mu.set
+	q.loaded.Store(next)
+	return next.set
 }
 
 // invalidate makes the next set reread the quotas: this agent changed
 // them.
 func (q *clientQuotas) invalidate() {
-	if q == nil {
-		return
+	if q != nil {
+		q.stale.Store(true)
 	}
-	q.mu.Lock()
-	q.mu.stale = true
-	q.mu.Unlock()
 }
 
 // quotaClient is who r came from, as quotas see it.
