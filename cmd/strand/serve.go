@@ -15,6 +15,7 @@ import (
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/quota"
 )
 
 func newServeCmd() *cobra.Command {
@@ -119,6 +120,8 @@ the command line wins.`,
 	f.IntVar(&cfg.MaxConnections, "max-connections", kafka.DefaultMaxConns, "most open Kafka client connections; one more is closed at accept")
 	f.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", kafka.DefaultMaxConnsPerIP, "most open Kafka connections from one client address (0: only the addresses in --max-connections-per-ip-overrides)")
 	f.StringVar(&cfg.MaxConnectionsPerIPOverrides, "max-connections-per-ip-overrides", "", "per-address exceptions to --max-connections-per-ip, as addr:n,addr:n (IP addresses)")
+	f.IntVar(&cfg.QuotaWindowNum, "quota-window-num", quota.DefaultSamples, "samples a client's byte and request rates are measured over, for quotas (Kafka's quota.window.num)")
+	f.IntVar(&cfg.QuotaWindowSizeSeconds, "quota-window-size-seconds", int(quota.DefaultWindowSize/time.Second), "seconds each quota sample spans (Kafka's quota.window.size.seconds)")
 	f.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", kafka.DefaultIdleTimeout, "close a Kafka connection that has sent nothing and is owed nothing for this long (0: never)")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent; must be unique among the agents sharing one --log")
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")

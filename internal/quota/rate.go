@@ -23,7 +23,7 @@ const (
 )
 
 func (w Window) orDefault() Window {
-	if w.Samples < 2 {
+	if w.Samples < 1 {
 		w.Samples = DefaultSamples
 	}
 	if w.Size <= 0 {
