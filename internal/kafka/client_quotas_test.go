@@ -15,17 +15,6 @@ import (
 	"github.com/strandkafka/strand/internal/quota"
 )
 
-func raiseToLevel4(t *testing.T, a *testAgent) {
-	t.Helper()
-	res, err := a.Replica.Propose(a.ctx(t), meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4}}})
-	if err == nil {
-		err = res.Err()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // quotaEntity builds a kadm entity from "user=alice", "client-id=" (a
 // trailing "=" is <default>).
 func quotaEntity(parts ...string) kadm.ClientQuotaEntity {
@@ -83,7 +72,7 @@ func alterQuotas(t *testing.T, a *testAgent, validate bool, entries ...kadm.Alte
 // validate-only changes nothing.
 func TestClientQuotasRoundTrip(t *testing.T) {
 	a := newTestAgent(t)
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	res := alterQuotas(t, a, false,
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user=alice"), Ops: []kadm.AlterClientQuotaOp{
 			setQuota(quota.KeyProducerByteRate, 1024), setQuota(quota.KeyRequestPercentage, 12.5)}},
@@ -161,7 +150,7 @@ func TestAlterClientQuotasRefused(t *testing.T) {
 	if !errors.Is(res[0].Err, kerr.UnsupportedVersion) {
 		t.Fatalf("below level 4: %v %s, want UNSUPPORTED_VERSION", res[0].Err, res[0].ErrMessage)
 	}
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	entry := func(e kadm.ClientQuotaEntity, ops ...kadm.AlterClientQuotaOp) kadm.AlterClientQuotaEntry {
 		return kadm.AlterClientQuotaEntry{Entity: e, Ops: ops}
 	}
@@ -227,7 +216,7 @@ func TestAlterClientQuotasRefused(t *testing.T) {
 // applies until it is removed, then the next.
 func TestQuotaPrecedenceThroughAdmin(t *testing.T) {
 	a := newTestAgent(t)
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	levels := []kadm.ClientQuotaEntity{
 		quotaEntity("user=alice", "client-id=app"),
 		quotaEntity("user=alice", "client-id="),

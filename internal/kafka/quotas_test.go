@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/auth"
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/quota"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
 )
@@ -59,7 +60,7 @@ func (c quotaConn) roundTrip(t *testing.T, corr int32, req kmsg.Request) kmsg.Re
 // another client on the agent is neither throttled nor muted.
 func TestProduceQuotaMutes(t *testing.T) {
 	a, _ := newDataAgent(t, nil)
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	setQuotas(t, a, quota.KeyProducerByteRate, 1024, quotaEntity("client-id=slow"))
 	// 200 KiB against 1 KiB/s: throttled for over a minute.
 	// Whether the topic exists does not matter: Kafka counts the
@@ -92,7 +93,7 @@ func TestProduceQuotaMutes(t *testing.T) {
 // from v6 it goes at once. Both mute the connection.
 func TestThrottleBeforeKIP219(t *testing.T) {
 	a := newTestAgent(t)
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	setQuotas(t, a, quota.KeyProducerByteRate, 1, quotaEntity("client-id="))
 	for _, v := range []int16{5, 6} {
 		c := &Conn{srv: a.Server}
@@ -121,7 +122,7 @@ func TestThrottleBeforeKIP219(t *testing.T) {
 // ApiVersions is exempt.
 func TestRequestPercentageQuota(t *testing.T) {
 	a := newTestAgent(t)
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	// 10% of a handler: 1 s of handling over the 10 s window.
 	setQuotas(t, a, quota.KeyRequestPercentage, 10, quotaEntity("client-id="))
 	c := &Conn{srv: a.Server}
@@ -153,7 +154,7 @@ func TestRequestPercentageQuota(t *testing.T) {
 // reads the same records.
 func TestFetchQuota(t *testing.T) {
 	a, _ := newDataAgent(t, nil)
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	a.createTopic(t, "f", 1, nil)
 	if err := a.Client.ProduceSync(a.ctx(t), &kgo.Record{Topic: "f", Value: make([]byte, 4096)}).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -188,7 +189,7 @@ func TestUserQuota(t *testing.T) {
 			return ""
 		}
 	}))
-	raiseToLevel4(t, a)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
 	setQuotas(t, a, quota.KeyProducerByteRate, 10_000, quotaEntity("user=alice"))
 	// 60 KB each: alone within 10 s of 10 KB/s, together not.
 	req := produceReq(9, 1, nil, rawPart{topic: "nowhere", records: batchtest.Build(t, batchtest.Options{ValueBytes: 60_000})})
