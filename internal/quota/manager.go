@@ -16,9 +16,10 @@ type Config struct {
 	// nothing for this long (Kafka expires its quota sensors after an
 	// hour); zero means an hour.
 	IdleExpiry time.Duration
-	// MaxClients bounds the clients measured per kind; when a new one
-	// comes with the table full, the one idle longest is forgotten. Zero
-	// means 100000.
+	// MaxClients bounds the clients measured per kind (about 250 bytes
+	// each); when a new one comes with the table full, the one idle
+	// longest is forgotten. Only clients a quota applies to are
+	// measured. Zero means 20000.
 	MaxClients int
 	// Clock is the time source; nil means the wall clock.
 	Clock clock.Clock
@@ -26,7 +27,7 @@ type Config struct {
 
 const (
 	defaultIdleExpiry = time.Hour
-	defaultMaxClients = 100_000
+	defaultMaxClients = 20_000
 )
 
 // Manager measures what clients use, per kind, and says how long one
