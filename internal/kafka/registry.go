@@ -69,11 +69,13 @@ func (r *Request) InOrder(ctx context.Context, fn func()) error {
 	if g.used.Swap(true) {
 		return ErrInOrderTwice
 	}
+	start := time.Now()
 	select {
 	case <-g.prev:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	r.waitedSince(start)
 	fn()
 	g.release()
 	return nil
