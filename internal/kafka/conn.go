@@ -94,6 +94,8 @@ type call struct {
 	done chan struct{}
 	resp kmsg.Response
 	err  error
+	// throttle is how long a quota throttled the client after it.
+	throttle time.Duration
 }
 
 type written struct {
@@ -357,8 +359,10 @@ func (c *Conn) handle(h Handler, r *Request, p *call) {
 	defer c.srv.wg.Done()
 	resp, err := c.call(h, r)
 	if err == nil {
-		if d := c.enforceQuotas(r, p, resp, time.Since(p.start)); d > 0 {
-			c.delayResponse(d)
+		var hold time.Duration
+		p.throttle, hold = c.enforceQuotas(r, p, resp, time.Since(p.start))
+		if hold > 0 {
+			c.delayResponse(hold)
 		}
 	}
 	p.releaseFrame(c.srv)
@@ -698,6 +702,7 @@ func (c *Conn) finish(p *call, bytesOut int, err error) {
 		BytesIn:  4 + int(p.share.sizeBytes),
 		BytesOut: bytesOut,
 		Latency:  time.Since(p.start),
+		Throttle: p.throttle,
 		Err:      err,
 		ErrorCode: func() int16 {
 			if err != nil || p.resp == nil {

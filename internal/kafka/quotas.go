@@ -199,13 +199,14 @@ func (r *Request) waitedSince(start time.Time) {
 }
 
 // enforceQuotas records what the request of p used, sets the throttle
-// time in its response and mutes the connection; for a client that does
-// not throttle itself it returns how long to hold the response.
-func (c *Conn) enforceQuotas(r *Request, p *call, resp kmsg.Response, handled time.Duration) (hold time.Duration) {
+// time in its response and mutes the connection. It returns the
+// throttle time and, for a client that does not throttle itself, how
+// long to hold the response.
+func (c *Conn) enforceQuotas(r *Request, p *call, resp kmsg.Response, handled time.Duration) (throttle, hold time.Duration) {
 	q := r.quotas()
 	set := q.set()
 	if set.Empty(quota.Produce) && set.Empty(quota.Request) && r.throttle == 0 {
-		return 0
+		return 0, 0
 	}
 	client := r.quotaClient()
 	d := r.throttle
@@ -222,22 +223,22 @@ func (c *Conn) enforceQuotas(r *Request, p *call, resp kmsg.Response, handled ti
 		}
 	}
 	if d <= 0 {
-		return 0
+		return 0, 0
 	}
 	c.muteFor(d)
 	resp = unwrapResponse(resp)
 	tr, ok := resp.(kmsg.ThrottleResponse)
 	if !ok {
-		return 0
+		return d, 0
 	}
 	cur, selfThrottles := tr.Throttle()
 	if st, ok := resp.(kmsg.SetThrottleResponse); ok {
 		st.SetThrottle(max(cur, int32(d.Milliseconds())))
 	}
 	if !selfThrottles {
-		return d
+		return d, d
 	}
-	return 0
+	return d, 0
 }
 
 // muteFor stops the reader taking requests from the connection for d

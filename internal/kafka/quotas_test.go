@@ -103,10 +103,10 @@ func TestThrottleBeforeKIP219(t *testing.T) {
 		p := &call{}
 		p.share.sizeBytes = 1000
 		resp := &kmsg.ProduceResponse{Version: v}
-		hold := c.enforceQuotas(r, p, resp, time.Millisecond)
+		throttle, hold := c.enforceQuotas(r, p, resp, time.Millisecond)
 		switch {
-		case resp.ThrottleMillis <= 0:
-			t.Errorf("v%d: throttle_time_ms %d, want > 0", v, resp.ThrottleMillis)
+		case resp.ThrottleMillis <= 0 || throttle != time.Duration(resp.ThrottleMillis)*time.Millisecond:
+			t.Errorf("v%d: throttle_time_ms %d, throttled %v, want the same, > 0", v, resp.ThrottleMillis, throttle)
 		case v < 6 && hold != time.Duration(resp.ThrottleMillis)*time.Millisecond:
 			t.Errorf("v%d: response held %v, want its throttle %d ms", v, hold, resp.ThrottleMillis)
 		case v >= 6 && hold != 0:
