@@ -17,7 +17,7 @@ func raiseToLevel3(t *testing.T, a *testAgent) {
 }
 
 // raiseMetadataLevel finalizes strand.metadata.version at level.
-func raiseMetadataLevel(t *testing.T, a *testAgent, level int16) {
+func raiseMetadataLevel(t testing.TB, a *testAgent, level int16) {
 	t.Helper()
 	res, err := a.Replica.Propose(a.ctx(t), meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: level}}})
 	if err == nil {
