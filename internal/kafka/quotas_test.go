@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/quota"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // setQuotas sets quota key to v for each entity, through kadm.
@@ -201,5 +203,42 @@ func TestUserQuota(t *testing.T) {
 	}
 	if r := dialAs(t, a, "alice-2").roundTrip(t, 1, req).(*kmsg.ProduceResponse); r.ThrottleMillis == 0 {
 		t.Fatal("alice's second client not throttled: the user's quota is not shared")
+	}
+}
+
+// TestQuotaOnEveryAgent: a quota set through one agent is enforced by
+// another agent on the same log once that agent's copy applied it.
+func TestQuotaOnEveryAgent(t *testing.T) {
+	a, _ := newDataAgent(t, nil)
+	raiseMetadataLevel(t, a, meta.MetadataLevel4)
+	r2, err := replica.Open(a.ctx(t), replica.Config{Dir: t.TempDir(), Log: a.Log, WriterID: "agent-2", Logger: discardLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r2.Close() })
+	// b's clock moves only when the test says, so its quota cache's
+	// reread interval is the test's to pass.
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	b, _ := newDataAgent(t, nil, withMetaDB(func(*replica.Replica) MetaDB { return r2 }),
+		withDeps(func(d *Deps) { d.Now = func() time.Time { return time.Unix(0, now.Load()) } }))
+	req := produceReq(9, 1, nil, rawPart{topic: "nowhere", records: batchtest.Build(t, batchtest.Options{ValueBytes: 200 << 10})})
+	// b reads its (empty) quotas before the change, so the change must
+	// reach its cache too.
+	if r := dialAs(t, b, "slow").roundTrip(t, 1, req).(*kmsg.ProduceResponse); r.ThrottleMillis != 0 {
+		t.Fatalf("throttled %d ms before any quota", r.ThrottleMillis)
+	}
+	setQuotas(t, a, quota.KeyProducerByteRate, 1024, quotaEntity("client-id=slow"))
+	if err := r2.Sync(a.ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Within the reread interval b still enforces what it read...
+	if r := dialAs(t, b, "slow").roundTrip(t, 1, req).(*kmsg.ProduceResponse); r.ThrottleMillis != 0 {
+		t.Fatalf("throttled %d ms by a quota read before the interval passed", r.ThrottleMillis)
+	}
+	// ...and once it passed, with its copy moved, what it applied.
+	now.Add(int64(quotaReloadInterval))
+	if r := dialAs(t, b, "slow").roundTrip(t, 1, req).(*kmsg.ProduceResponse); r.ThrottleMillis == 0 {
+		t.Fatal("the other agent did not enforce the quota set through the first")
 	}
 }
