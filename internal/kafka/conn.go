@@ -252,7 +252,7 @@ func (c *Conn) readLoop(queue chan<- *call) error {
 		case <-c.srv.drain:
 			return errDrained
 		}
-		if err := c.waitUnmuted(); err != nil {
+		if _, err := c.waitUnmuted(); err != nil {
 			<-c.slots
 			return err
 		}
@@ -279,6 +279,17 @@ func (c *Conn) readRequest() (*call, error) {
 		// Kafka: InvalidReceiveException, connection closed.
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, s.cfg.MaxRequestBytes)
 	}
+	// A request begun as its client became throttled waits out the mute
+	// before its body is read, holding no memory, as Kafka reads nothing
+	// from a muted channel. The wait is not the client's: the frame's
+	// deadline starts after it.
+	waited, err := c.waitUnmuted()
+	if err != nil {
+		return nil, err
+	}
+	if waited {
+		first = time.Now()
+	}
 	p := new(call)
 	p.share.sizeBytes = int64(size)
 	if err := c.readBody(p, c.frameDeadline(first, size)); err != nil {
@@ -286,12 +297,6 @@ func (c *Conn) readRequest() (*call, error) {
 		return nil, err
 	}
 	s.budget.received(&p.share)
-	// A request that arrived while the client became throttled waits
-	// out the mute too, as Kafka reads nothing from a muted channel.
-	if err := c.waitUnmuted(); err != nil {
-		p.releaseFrame(s)
-		return nil, err
-	}
 	p.start = time.Now()
 	if err := c.dispatch(p); err != nil {
 		p.releaseFrame(s)

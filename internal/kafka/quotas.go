@@ -254,22 +254,23 @@ func (c *Conn) muteFor(d time.Duration) {
 }
 
 // waitUnmuted returns once the connection is not muted, or with the
-// reason the reader stops.
-func (c *Conn) waitUnmuted() error {
+// reason the reader stops; waited says whether it was muted.
+func (c *Conn) waitUnmuted() (waited bool, err error) {
 	for {
 		left := time.Duration(c.mutedUntil.Load()) - time.Since(c.srv.epoch)
 		if left <= 0 {
-			return nil
+			return waited, nil
 		}
+		waited = true
 		t := time.NewTimer(left)
 		select {
 		case <-t.C:
 		case <-c.ctx.Done():
 			t.Stop()
-			return context.Cause(c.ctx)
+			return waited, context.Cause(c.ctx)
 		case <-c.srv.drain:
 			t.Stop()
-			return errDrained
+			return waited, errDrained
 		}
 	}
 }
