@@ -1,16 +1,16 @@
 // DescribeClientQuotas: v0-1 (KIP-546)
 //   - Lists the client quotas this agent's copy holds (meta.ClientQuotas)
-//     that match the filter, as Kafka's controller matches them: each
-//     component names an entity type (user, client-id, ip) and matches
-//     an exact name (EXACT), the <default> entity (DEFAULT, or EXACT
-//     with a null name) or any entity having that type (SPECIFIED); an
-//     entity matches when it has every component's type and name, and,
-//     with Strict, no other type. No components and not Strict lists
-//     everything.
+//     that match the filter, as Kafka matches them: each component names
+//     an entity type (user, client-id, ip) and matches an exact name
+//     (EXACT), the <default> entity (DEFAULT) or any entity having that
+//     type (SPECIFIED); an entity matches when it has every component's
+//     type and name, and, with Strict, no other type. No components and
+//     not Strict lists everything.
 //   - Errors, top-level, with Kafka's messages: an empty entity type or a
 //     type named twice INVALID_REQUEST, an unknown type
 //     UNSUPPORTED_VERSION, ip combined with user or client-id
-//     INVALID_REQUEST, an unknown match type INVALID_REQUEST.
+//     INVALID_REQUEST, EXACT without a name or DEFAULT or SPECIFIED with
+//     one INVALID_REQUEST, an unknown match type INVALID_REQUEST.
 //   - Entries are in key order: by user (none, <default>, names), then
 //     client id. Strand stores no ip quotas, so an ip filter matches
 //     nothing.
@@ -101,14 +101,23 @@ func quotaFilter(req *kmsg.DescribeClientQuotasRequest) ([]quotaMatch, *kerr.Err
 		}
 		seen[c.EntityType] = true
 		m := quotaMatch{typ: c.EntityType}
-		switch {
-		case c.MatchType == kmsg.QuotasMatchTypeExact && c.Match != nil:
+		switch c.MatchType {
+		case kmsg.QuotasMatchTypeExact:
+			if c.Match == nil {
+				return nil, kerr.InvalidRequest, "Request specified MATCH_TYPE_EXACT, but set match string to null."
+			}
 			n := meta.Named(*c.Match)
 			m.match = &n
-		case c.MatchType == kmsg.QuotasMatchTypeExact, c.MatchType == kmsg.QuotasMatchTypeDefault:
+		case kmsg.QuotasMatchTypeDefault:
+			if c.Match != nil {
+				return nil, kerr.InvalidRequest, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
+			}
 			n := meta.DefaultQuotaName
 			m.match = &n
-		case c.MatchType == kmsg.QuotasMatchTypeAny:
+		case kmsg.QuotasMatchTypeAny:
+			if c.Match != nil {
+				return nil, kerr.InvalidRequest, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+			}
 		default:
 			return nil, kerr.InvalidRequest, fmt.Sprintf("Unexpected match type %d", c.MatchType)
 		}

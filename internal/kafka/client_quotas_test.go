@@ -203,6 +203,10 @@ func TestAlterClientQuotasRefused(t *testing.T) {
 		{[]kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: kmsg.QuotasMatchTypeAny}, {Type: "user", MatchType: kmsg.QuotasMatchTypeDefault}}, kerr.InvalidRequest},
 		{[]kadm.DescribeClientQuotaComponent{{Type: "group", MatchType: kmsg.QuotasMatchTypeAny}}, kerr.UnsupportedVersion},
 		{[]kadm.DescribeClientQuotaComponent{{Type: "ip", MatchType: kmsg.QuotasMatchTypeAny}, {Type: "user", MatchType: kmsg.QuotasMatchTypeAny}}, kerr.InvalidRequest},
+		{[]kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: kmsg.QuotasMatchTypeExact}}, kerr.InvalidRequest},
+		{[]kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: kmsg.QuotasMatchTypeDefault, MatchName: new(string)}}, kerr.InvalidRequest},
+		{[]kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: kmsg.QuotasMatchTypeAny, MatchName: new(string)}}, kerr.InvalidRequest},
+		{[]kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: 7}}, kerr.InvalidRequest},
 	} {
 		_, err := a.Admin.DescribeClientQuotas(a.ctx(t), false, tc.comps)
 		if !errors.Is(err, tc.want) {
