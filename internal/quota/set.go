@@ -46,6 +46,9 @@ type Set struct {
 	// has says which kinds any entity bounds; a kind no entity bounds
 	// costs a request nothing.
 	has [numKinds]bool
+	// shapes says which (user part, client id part) kinds any entity
+	// has, so Resolve looks up only levels that can exist.
+	shapes [meta.QuotaNamed + 1][meta.QuotaNamed + 1]bool
 }
 
 // NewSet builds a Set from the database's quotas. It keeps the maps.
@@ -53,6 +56,9 @@ func NewSet(qs []meta.ClientQuota) *Set {
 	s := &Set{byEntity: make(map[meta.QuotaEntity]map[string]float64, len(qs))}
 	for _, q := range qs {
 		s.byEntity[q.Entity] = q.Values
+		if u, c := q.Entity.User.Kind, q.Entity.ClientID.Kind; u <= meta.QuotaNamed && c <= meta.QuotaNamed {
+			s.shapes[u][c] = true
+		}
 		for k := range numKinds {
 			if _, ok := q.Values[k.Key()]; ok {
 				s.has[k] = true
@@ -103,6 +109,9 @@ func (s *Set) Resolve(k Kind, c Client) (bound float64, measured Client, ok bool
 	}
 	key := k.Key()
 	for _, o := range order {
+		if !s.shapes[o.e.User.Kind][o.e.ClientID.Kind] {
+			continue
+		}
 		if v, ok := s.byEntity[o.e][key]; ok {
 			return v, o.measured, true
 		}
