@@ -24,14 +24,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/quota"
-	"github.com/strandkafka/strand/internal/replica"
-	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
-// quotaReloadInterval bounds how often an agent rereads the quotas from
-// its copy while the copy moves; a change made on this agent is read at
-// once (invalidate).
+// quotaReloadInterval is how often an agent checks whether the quotas
+// in its copy changed; a change made on this agent is read at once
+// (invalidate).
 const quotaReloadInterval = 100 * time.Millisecond
 
 // clientQuotas is what an agent knows of quotas: the configured ones,
@@ -49,21 +48,13 @@ type clientQuotas struct {
 	reload sync.Mutex
 }
 
-// loadedQuotas is a set and when, at which applied position, it was
-// read.
+// loadedQuotas is a set, when it was last checked and the quota
+// version (meta.View.ClientQuotaVersion) it was read at.
 type loadedQuotas struct {
-	set *quota.Set
-	at  time.Time
-	pos sharedlog.Pos
+	set     *quota.Set
+	at      time.Time
+	version uint64
 }
-
-// applied is what a MetaDB that knows its applied position offers
-// (*replica.Replica does): the quotas are reread only when it moved.
-type applied interface {
-	NextToApply() sharedlog.Pos
-}
-
-var _ applied = (*replica.Replica)(nil)
 
 func newClientQuotas(db MetaDB, cfg quota.Config, now func() time.Time) *clientQuotas {
 	q := &clientQuotas{db: db, mgr: quota.NewManager(cfg), now: now}
@@ -71,9 +62,10 @@ func newClientQuotas(db MetaDB, cfg quota.Config, now func() time.Time) *clientQ
 	return q
 }
 
-// set returns the quotas to enforce. It rereads them when this agent
-// changed them, or at most every quotaReloadInterval while the copy
-// moves. A read that fails keeps the last set.
+// set returns the quotas to enforce. Every quotaReloadInterval, or at
+// once when this agent changed them, it checks the quota version of its
+// copy and rereads the quotas when that moved. A read that fails keeps
+// the last set.
 func (q *clientQuotas) set() *quota.Set {
 	if q == nil || q.db == nil {
 		return nil
@@ -85,30 +77,30 @@ func (q *clientQuotas) set() *quota.Set {
 	q.reload.Lock()
 	defer q.reload.Unlock()
 	l := q.loaded.Load()
-	stale := q.stale.Load()
-	if l != nil && !stale && now.Sub(l.at) < quotaReloadInterval {
+	if l != nil && !q.stale.Load() && now.Sub(l.at) < quotaReloadInterval {
 		return l.set
-	}
-	next := &loadedQuotas{at: now}
-	a, known := q.db.(applied)
-	if known {
-		next.pos = a.NextToApply()
-		if l != nil && !stale && next.pos == l.pos {
-			next.set = l.set
-			q.loaded.Store(next)
-			return next.set
-		}
 	}
 	// Cleared before the read: a change made meanwhile marks it again.
 	q.stale.Store(false)
 	view := q.db.View()
-	qs, err := view.ClientQuotas()
-	view.Close()
+	defer view.Close()
+	next := &loadedQuotas{at: now}
+	var err error
+	next.version, err = view.ClientQuotaVersion()
+	if err == nil && l != nil && next.version == l.version {
+		next.set = l.set
+		q.loaded.Store(next)
+		return next.set
+	}
+	var qs []meta.ClientQuota
+	if err == nil {
+		qs, err = view.ClientQuotas()
+	}
 	switch {
 	case err == nil:
 		next.set = quota.NewSet(qs)
 	case l != nil:
-		next.set = l.set
+		next.set, next.version = l.set, l.version
 		q.stale.Store(true)
 	default:
 		q.stale.Store(true)

@@ -236,7 +236,7 @@ func TestQuotaOnEveryAgent(t *testing.T) {
 	if r := dialAs(t, b, "slow").roundTrip(t, 1, req).(*kmsg.ProduceResponse); r.ThrottleMillis != 0 {
 		t.Fatalf("throttled %d ms by a quota read before the interval passed", r.ThrottleMillis)
 	}
-	// ...and once it passed, with its copy moved, what it applied.
+	// ...and once it passed, what its copy applied.
 	now.Add(int64(quotaReloadInterval))
 	if r := dialAs(t, b, "slow").roundTrip(t, 1, req).(*kmsg.ProduceResponse); r.ThrottleMillis == 0 {
 		t.Fatal("the other agent did not enforce the quota set through the first")

@@ -19,8 +19,13 @@ import (
 )
 
 // prefixClientQuota keys an entity's client quotas: the entity's user
-// part, then its client id part (appendQuotaName).
+// part, then its client id part (appendQuotaName). The prefix alone keys
+// the quota version, which every change to a quota raises, so an agent
+// learns whether to reread the quotas from one key.
 const prefixClientQuota byte = 0x26
+
+// keyClientQuotaVersion sorts before every entity: an entity has a part.
+var keyClientQuotaVersion = []byte{prefixClientQuota}
 
 // Limits of apply, part of what apply means.
 const (
@@ -67,7 +72,7 @@ var DefaultQuotaName = QuotaName{Kind: QuotaDefault}
 
 // AlterClientQuota sets and removes quota keys of one entity. A key
 // removed that is not set is no change; an entity left with no keys has
-// no record.
+// no record. A change raises the quota version.
 // Result: INVALID_REQUEST, changing nothing, for an entity with neither
 // part, a part with an empty or too long name, an empty key, a key both
 // set and removed, a value that is not a positive finite number, or more
@@ -215,19 +220,69 @@ func (a *Applier) alterClientQuota(c AlterClientQuota) (Result, error) {
 			return Result{}, err
 		}
 	}
+	before := len(next)
+	changed := false
 	for _, k := range c.Remove {
-		delete(next, k)
+		if _, ok := next[k]; ok {
+			delete(next, k)
+			changed = true
+		}
 	}
 	for k, v := range c.Set {
-		next[k] = v
+		if old, ok := next[k]; !ok || math.Float64bits(old) != math.Float64bits(v) {
+			next[k] = v
+			changed = true
+		}
 	}
 	switch {
 	case len(next) > maxClientQuotaKeys:
 		return failed(kerr.InvalidRequest, "%d quota keys, at most %d", len(next), maxClientQuotaKeys), nil
-	case len(next) == 0:
-		return Result{}, a.b.Delete(key)
+	case !changed:
+		return Result{}, nil
+	case len(next) == 0 && before > 0:
+		err = a.b.Delete(key)
+	default:
+		err = a.b.Set(key, appendFloatMap([]byte{recordV1}, next))
 	}
-	return Result{}, a.b.Set(key, appendFloatMap([]byte{recordV1}, next))
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{}, a.bumpClientQuotaVersion()
+}
+
+// bumpClientQuotaVersion raises the quota version by one.
+func (a *Applier) bumpClientQuotaVersion() error {
+	v, ok, err := a.get(keyClientQuotaVersion)
+	if err != nil {
+		return err
+	}
+	var n uint64
+	if ok {
+		if n, err = decodeClientQuotaVersion(v); err != nil {
+			return err
+		}
+	}
+	return a.b.Set(keyClientQuotaVersion, appendUvarint([]byte{recordV1}, n+1))
+}
+
+func decodeClientQuotaVersion(v []byte) (uint64, error) {
+	r := recordReader(v)
+	n := r.uvarint()
+	if err := r.done(); err != nil {
+		return 0, corrupt("client quota version", err)
+	}
+	return n, nil
+}
+
+// ClientQuotaVersion is raised by every change to a client quota: the
+// quotas a reader read at one version are the quotas until the next. 0
+// before the first change.
+func (v *View) ClientQuotaVersion() (uint64, error) {
+	val, ok, err := v.r.Get(keyClientQuotaVersion)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return decodeClientQuotaVersion(val)
 }
 
 func decodeClientQuotaValues(v []byte) (map[string]float64, error) {
@@ -252,7 +307,8 @@ type ClientQuota struct {
 // ClientQuotas returns every entity's quotas, in key order: by user
 // part (absent, <default>, names), then client id part.
 func (v *View) ClientQuotas() ([]ClientQuota, error) {
-	it, err := v.r.NewIter([]byte{prefixClientQuota}, []byte{prefixClientQuota + 1})
+	// Past the version key, which is the prefix alone.
+	it, err := v.r.NewIter([]byte{prefixClientQuota, 0}, []byte{prefixClientQuota + 1})
 	if err != nil {
 		return nil, err
 	}

@@ -294,6 +294,10 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		}
 		return "broker-configs", fmt.Sprintf("%q: %s", rest, strings.Join(kv, " ")), err
 	case prefixClientQuota:
+		if len(rest) == 0 {
+			n, err := decodeClientQuotaVersion(v)
+			return "client-quota-version", fmt.Sprint(n), err
+		}
 		r := &reader{b: rest}
 		e := r.quotaEntity()
 		m, err := decodeClientQuotaValues(v)
