@@ -145,3 +145,83 @@ func TestQuotaHoldsProducer(t *testing.T) {
 		t.Fatal("the run measured nothing")
 	}
 }
+
+// TestQuotaHoldsConsumer is the fetch side: a consumer with a
+// consumer_byte_rate quota of 2 MiB/s reading a topic that holds far
+// more, measured after the start-up burst like the producer above:
+//
+//	STRAND_QUOTA_BENCH=1 go test -count=1 -v -run TestQuotaHoldsConsumer ./e2e/
+func TestQuotaHoldsConsumer(t *testing.T) {
+	mode := os.Getenv("STRAND_QUOTA_BENCH")
+	if mode == "" {
+		t.Skip("a 60 s measurement; set STRAND_QUOTA_BENCH=1 (or off, for no quota)")
+	}
+	const (
+		quota       = 2 << 20
+		recordBytes = 16 << 10
+		topicBytes  = 256 << 20
+		topic       = "quota-read"
+		warmup      = 15 * time.Second
+		measured    = 40 * time.Second
+	)
+	a := startAgent(t, agent.Config{})
+	createTopic(t, a.KafkaAddr(), topic, 4)
+	ctx := context.Background()
+	prod := newClient(t, a.KafkaAddr(), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	pool := make([]byte, 1<<20+recordBytes)
+	rand.Read(pool)
+	for i := 0; i < topicBytes/recordBytes; i++ {
+		off := (i * recordBytes) % (1 << 20)
+		prod.Produce(ctx, &kgo.Record{Value: pool[off : off+recordBytes]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "off" {
+		adm := kadm.NewClient(newClient(t, a.KafkaAddr()))
+		name := "reader"
+		res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+			Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: &name}},
+			Ops:    []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: quota}},
+		}})
+		if err == nil && res[0].Err != nil {
+			err = res[0].Err
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := newClient(t, a.KafkaAddr(), kgo.ClientID("reader"), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	start := time.Now()
+	var read, from int64
+	var fromAt time.Time
+	for {
+		el := time.Since(start)
+		if fromAt.IsZero() && el >= warmup {
+			fromAt, from = time.Now(), read
+		}
+		if el >= warmup+measured || read >= topicBytes {
+			break
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := reader.PollFetches(pctx)
+		cancel()
+		for _, fe := range fs.Errors() {
+			if fe.Err != context.DeadlineExceeded {
+				t.Fatalf("fetch: %v", fe.Err)
+			}
+		}
+		fs.EachRecord(func(r *kgo.Record) { read += int64(len(r.Value)) })
+	}
+	if fromAt.IsZero() || read >= topicBytes {
+		t.Fatalf("read the whole topic (%d bytes) within %v: nothing measured", read, time.Since(start))
+	}
+	rate := float64(read-from) / time.Since(fromAt).Seconds()
+	t.Logf("consumer (quota %s): %.0f B/s read over %v after a %v warm-up, %.1f%% of %d B/s",
+		mode, rate, measured, warmup, 100*rate/quota, quota)
+}
