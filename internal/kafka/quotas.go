@@ -268,12 +268,14 @@ func (c *Conn) waitUnmuted() (waited bool, err error) {
 }
 
 // delayResponse holds a response for a client that does not throttle
-// itself, until d passed or the connection ends.
+// itself, until d passed, the connection ends or the server drains (a
+// graceful shutdown answers what was read).
 func (c *Conn) delayResponse(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-c.ctx.Done():
+	case <-c.srv.drain:
 	}
 }
