@@ -16,6 +16,7 @@ import (
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/quota"
 )
 
 func newServeCmd() *cobra.Command {
@@ -123,6 +124,8 @@ the command line wins.`,
 	f.StringVar(&cfg.Authorizer, "authorizer", "", "authorizer.class.name: \"standard\" checks every request against the ACLs (strand acl); empty (the default) lets every client do everything")
 	f.StringVar(&cfg.SuperUsers, "super-users", "", "principals the authorizer lets do anything, as User:admin;User:bob (super.users)")
 	f.BoolVar(&cfg.AllowEveryoneIfNoACLFound, "allow-everyone-if-no-acl-found", false, "let the authorizer allow what no ACL speaks of (allow.everyone.if.no.acl.found)")
+	f.IntVar(&cfg.QuotaWindowNum, "quota-window-num", quota.DefaultSamples, "samples a client's byte and request rates are measured over, for quotas (Kafka's quota.window.num)")
+	f.IntVar(&cfg.QuotaWindowSizeSeconds, "quota-window-size-seconds", int(quota.DefaultWindowSize/time.Second), "seconds each quota sample spans (Kafka's quota.window.size.seconds)")
 	f.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", kafka.DefaultIdleTimeout, "close a Kafka connection that has sent nothing and is owed nothing for this long (0: never)")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent; must be unique among the agents sharing one --log")
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")

@@ -46,6 +46,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/quota"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/retention"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -375,6 +376,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		MaxRequestBytes:        mem.MaxRequestBytes,
 		MaxQueuedRequestBytes:  mem.QueuedRequestBytes,
 		MaxHeldResponseBytes:   mem.HeldResponses,
+		Quota: quota.Config{
+			Window: quota.Window{Samples: cfg.QuotaWindowNum, Size: time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second},
+			Clock:  clk,
+		},
 		Deps: kafka.Deps{
 			MaxPartitionsPerTopic:    cfg.MaxPartitionsPerTopic,
 			MaxPartitions:            cfg.MaxPartitions,

@@ -90,6 +90,10 @@ type Config struct {
 	Authorizer                string
 	SuperUsers                string
 	AllowEveryoneIfNoACLFound bool
+	// Client quota measurement, Kafka's quota.window.num (samples) and
+	// quota.window.size.seconds; zero means Kafka's 11 and 1.
+	QuotaWindowNum         int
+	QuotaWindowSizeSeconds int
 	// NodeID is this agent's Kafka broker id.
 	NodeID int32
 	// ShutdownTimeout bounds the graceful part of a shutdown: flushing
@@ -356,6 +360,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.aclConfig(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.QuotaWindowNum < 0 {
+		errs = append(errs, fmt.Errorf("quota-window-num %d: must be at least 1", c.QuotaWindowNum))
+	}
+	if c.QuotaWindowSizeSeconds < 0 || c.QuotaWindowSizeSeconds > 3600 {
+		errs = append(errs, fmt.Errorf("quota-window-size-seconds %d: must be between 1 and 3600", c.QuotaWindowSizeSeconds))
 	}
 	if c.MemoryBudget < minMemoryBudget {
 		errs = append(errs, fmt.Errorf("memory-budget %s: must be at least %s", FormatBytes(c.MemoryBudget), FormatBytes(minMemoryBudget)))

@@ -35,6 +35,10 @@ type metrics struct {
 	// (kafka.WaitObserver).
 	fetchWakeups   prometheus.Counter
 	fetchRechecked prometheus.Counter
+	// Client quotas: requests after which a client was throttled, and
+	// for how long (kafka.RequestStats.Throttle).
+	throttled       *prometheus.CounterVec // api
+	throttleSeconds *prometheus.CounterVec // api
 	// Snapshot GC (snapshot.go): what it deleted.
 	snapGCManifests prometheus.Counter
 	snapGCFiles     prometheus.Counter
@@ -95,6 +99,14 @@ func newMetrics() *metrics {
 		Name: "strand_fetch_long_poll_partitions_rechecked_total",
 		Help: "Partitions long-polling Fetches read again on their wake-ups.",
 	})
+	m.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_kafka_quota_throttled_requests_total",
+		Help: "Requests after which a client quota throttled the client, by API.",
+	}, []string{"api"})
+	m.throttleSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_kafka_quota_throttle_seconds_total",
+		Help: "Throttle time client quotas gave clients, by the API of the request that broke the quota.",
+	}, []string{"api"})
 	m.snapGCManifests = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "strand_snapshot_gc_manifests_deleted_total",
 		Help: "Metadata snapshot manifests deleted by this agent's snapshot GC (older than the newest --snapshot-keep).",
@@ -110,7 +122,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
-		m.fetchWakeups, m.fetchRechecked,
+		m.fetchWakeups, m.fetchRechecked, m.throttled, m.throttleSeconds,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_process_resident_memory_peak_bytes",
@@ -141,6 +153,10 @@ func (o kafkaObserver) RequestDone(_ *kafka.Conn, st kafka.RequestStats) {
 	}
 	o.m.requests.WithLabelValues(api, code).Inc()
 	o.m.requestLatency.WithLabelValues(api).Observe(st.Latency.Seconds())
+	if st.Throttle > 0 {
+		o.m.throttled.WithLabelValues(api).Inc()
+		o.m.throttleSeconds.WithLabelValues(api).Add(st.Throttle.Seconds())
+	}
 	switch st.Key {
 	case 0:
 		o.m.produceBytes.Add(float64(st.BytesIn))

@@ -80,6 +80,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -250,7 +251,9 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 		var res []meta.BatchResult
 		err := s.err
 		if err == nil {
+			waitStart := time.Now()
 			res, err = s.ack.Wait(tctx)
+			r.waitedSince(waitStart)
 			if err == nil && len(res) != s.n {
 				err = fmt.Errorf("produce: %d results for %d batches", len(res), s.n)
 			}

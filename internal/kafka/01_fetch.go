@@ -147,6 +147,11 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 		return resp, nil
 	}
 
+	if quotaBytes, ok := r.fetchQuotaCap(); ok && int64(req.MaxBytes) > quotaBytes {
+		// The most one answer may take of the client's
+		// consumer_byte_rate (quotas.go).
+		req.MaxBytes = int32(max(quotaBytes, 1))
+	}
 	f := fetchAnswer{r: r, req: req, rd: rd, hold: r.Deps.holdResponse()}
 	answered := false
 	defer func() {
@@ -156,7 +161,9 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}()
 	maxWait := time.NewTimer(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	defer maxWait.Stop()
+	budgetStart := time.Now()
 	budget, short := f.takeBudget(ctx, maxWait.C)
+	r.waitedSince(budgetStart)
 	view := db.View()
 	f.plan(view, resp)
 	if f.pastLocalEnd(view) {
@@ -179,6 +186,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if req.MaxWaitMillis <= 0 || total >= int64(req.MinBytes) || failed || len(f.parts) == 0 || short {
 		// Short of budget, the fetch has waited its MaxWaitMillis
 		// for it already: the client asks again.
+		total = f.applyQuota(total)
 		if err := f.pace(ctx, total); err != nil {
 			return nil, err
 		}
@@ -194,7 +202,9 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	defer cancel()
 	// A halted replica or the drain ends the wait early; either way the
 	// client gets what the copy holds now.
+	waitStart := time.Now()
 	werr := f.wait(wctx, db, n, time.Duration(req.MaxWaitMillis)*time.Millisecond)
+	r.waitedSince(waitStart)
 	r.reportWaits(f.waits)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
@@ -214,6 +224,7 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	total = f.applyQuota(total)
 	if err := f.pace(ctx, total); err != nil {
 		return nil, err
 	}
@@ -260,6 +271,7 @@ func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
 	if sh == nil || records == 0 {
 		return nil
 	}
+	defer f.r.waitedSince(time.Now())
 	if p := sh.fetchPacer(); p != nil {
 		if err := p.take(ctx, records, f.r.draining()); err != nil {
 			return err
@@ -274,6 +286,22 @@ func countFetchParts(req *kmsg.FetchRequest) int {
 		n += len(req.Topics[i].Partitions)
 	}
 	return n
+}
+
+// applyQuota records the answer's records against the client's
+// consumer_byte_rate and returns the record bytes it keeps: none when
+// that breaks the quota, as Kafka answers a throttled Fetch without
+// records (and does not count them).
+func (f *fetchAnswer) applyQuota(records int64) int64 {
+	if !f.r.recordFetch(records) {
+		return records
+	}
+	for i := range f.parts {
+		sp := f.parts[i].sp
+		sp.RecordBatches, sp.AbortedTransactions = noRecords, nil
+	}
+	f.hold.resize(int64(len(f.parts)) * fetchPartOverheadBytes)
+	return 0
 }
 
 // takeBudget reserves the response budget for one read, waiting for it

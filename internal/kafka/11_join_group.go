@@ -19,6 +19,7 @@ package kafka
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -44,7 +45,10 @@ func handleJoinGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	dctx, cancel := r.untilDrain(ctx)
 	defer cancel()
-	return joinResponse(wait(dctx)), nil
+	start := time.Now()
+	res := wait(dctx)
+	r.waitedSince(start)
+	return joinResponse(res), nil
 }
 
 func joinRequest(req *kmsg.JoinGroupRequest) group.JoinRequest {

@@ -13,6 +13,7 @@ package kafka
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -52,7 +53,9 @@ func handleSyncGroup(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	dctx, cancel := r.untilDrain(ctx)
 	defer cancel()
+	start := time.Now()
 	res := wait(dctx)
+	r.waitedSince(start)
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.ErrorCode = res.Code
 	if res.Code == 0 {

@@ -138,11 +138,27 @@ func adminFuzzSeeds() []kmsg.Request {
 		del.Filters = append(del.Filters, df)
 		reqs = append(reqs, c, d, del)
 	}
+	for _, v := range []int16{0, 1} {
+		d := kmsg.NewPtrDescribeClientQuotasRequest()
+		d.Version = v
+		name := "fuzz"
+		d.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: kmsg.QuotasMatchTypeExact, Match: &name}, {EntityType: "client-id", MatchType: kmsg.QuotasMatchTypeAny}}
+		reqs = append(reqs, d)
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		r.Version = v
+		r.Entries = []kmsg.AlterClientQuotasRequestEntry{
+			{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: &name}, {Type: "client-id"}},
+				Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}, {Key: "request_percentage", Remove: true}}},
+			{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: &name}},
+				Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "consumer_byte_rate", Value: 1.5}}},
+		}
+		reqs = append(reqs, r)
+	}
 	return reqs
 }
 
 // adminKeys are the keys whose handlers the fuzzer drives.
-var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 29: true, 30: true, 31: true, 32: true, 33: true, 37: true, 43: true, 44: true, 45: true, 46: true, 57: true, 60: true}
+var adminKeys = map[int16]bool{2: true, 3: true, 19: true, 20: true, 23: true, 29: true, 30: true, 31: true, 32: true, 33: true, 37: true, 43: true, 44: true, 45: true, 46: true, 48: true, 49: true, 57: true, 60: true}
 
 // FuzzAdminHandlers runs the metadata, admin and offset handlers on
 // arbitrary request bodies against a live agent: no panic, no error (these
@@ -153,10 +169,8 @@ func FuzzAdminHandlers(f *testing.F) {
 		f.Add(req.Key(), req.GetVersion(), req.AppendTo(nil))
 	}
 	a := newTestAgent(f)
-	// Level 4, so the ACL commands apply.
-	if _, err := a.Replica.Propose(a.ctx(f), meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4}}}); err != nil {
-		f.Fatal(err)
-	}
+	// Level 4 stores ACLs and client quotas.
+	raiseMetadataLevel(f, a, meta.MetadataLevel4)
 	a.createTopic(f, "fuzz", 2, nil)
 	a.commit(f, "fuzz", 0, testBatch{records: 3, firstTs: 1000, maxTsMs: 1002})
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/strandkafka/strand/internal/quota"
 )
 
 // Defaults for Config fields left zero. They follow the Java broker's
@@ -113,6 +115,9 @@ type Config struct {
 	// Observer is told about every finished request and closed
 	// connection, for metrics. Nil means none.
 	Observer Observer
+	// Quota is how client quotas are measured (quota.window.num,
+	// quota.window.size.seconds); zero fields are Kafka's defaults.
+	Quota quota.Config
 }
 
 var errInvalidConfig = errors.New("kafka: invalid config")

@@ -43,6 +43,10 @@ type Conn struct {
 	// lastWriteNanos is when a response was last written, relative to
 	// srv.epoch, for the idle check.
 	lastWriteNanos atomic.Int64
+	// mutedUntil, relative to srv.epoch, is when a client throttled by a
+	// quota may send again: the reader takes no request before
+	// (quotas.go).
+	mutedUntil atomic.Int64
 
 	closeOnce       sync.Once
 	reason          error // set once, in closeWith
@@ -90,6 +94,8 @@ type call struct {
 	done chan struct{}
 	resp kmsg.Response
 	err  error
+	// throttle is how long a quota throttled the client after it.
+	throttle time.Duration
 }
 
 type written struct {
@@ -246,6 +252,10 @@ func (c *Conn) readLoop(queue chan<- *call) error {
 		case <-c.srv.drain:
 			return errDrained
 		}
+		if _, err := c.waitUnmuted(); err != nil {
+			<-c.slots
+			return err
+		}
 		p, err := c.readRequest()
 		if err != nil {
 			<-c.slots
@@ -268,6 +278,17 @@ func (c *Conn) readRequest() (*call, error) {
 	if size <= 0 || size > s.cfg.MaxRequestBytes {
 		// Kafka: InvalidReceiveException, connection closed.
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, s.cfg.MaxRequestBytes)
+	}
+	// A request begun as its client became throttled waits out the mute
+	// before its body is read, holding no memory, as Kafka reads nothing
+	// from a muted channel. The wait is not the client's: the frame's
+	// deadline starts after it.
+	waited, err := c.waitUnmuted()
+	if err != nil {
+		return nil, err
+	}
+	if waited {
+		first = time.Now()
 	}
 	p := new(call)
 	p.share.sizeBytes = int64(size)
@@ -342,6 +363,13 @@ func (c *Conn) dispatch(p *call) error {
 func (c *Conn) handle(h Handler, r *Request, p *call) {
 	defer c.srv.wg.Done()
 	resp, err := c.call(h, r)
+	if err == nil {
+		var hold time.Duration
+		p.throttle, hold = c.enforceQuotas(r, p, resp, time.Since(p.start))
+		if hold > 0 {
+			c.delayResponse(hold)
+		}
+	}
 	p.releaseFrame(c.srv)
 	p.resp, p.err = resp, err
 	close(p.done)
@@ -679,6 +707,7 @@ func (c *Conn) finish(p *call, bytesOut int, err error) {
 		BytesIn:  4 + int(p.share.sizeBytes),
 		BytesOut: bytesOut,
 		Latency:  time.Since(p.start),
+		Throttle: p.throttle,
 		Err:      err,
 		ErrorCode: func() int16 {
 			if err != nil || p.resp == nil {

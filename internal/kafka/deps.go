@@ -88,6 +88,9 @@ type Deps struct {
 	// longPollWaiting, a test seam, is called each time a long-polling
 	// Fetch is about to wait: its partitions watched and read.
 	longPollWaiting func()
+	// quotaUser, a test seam until SASL sets principals, names the user
+	// quotas see for a client id; "" keeps the connection's principal.
+	quotaUser func(clientID string) string
 }
 
 // ErrMissingDeps: a handler ran without a dependency it needs in Deps.

@@ -13,7 +13,13 @@ import (
 // keeps the storage numbers DescribeLogDirs reports.
 func raiseToLevel3(t *testing.T, a *testAgent) {
 	t.Helper()
-	res, err := a.Replica.Propose(a.ctx(t), meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel3}}})
+	raiseMetadataLevel(t, a, meta.MetadataLevel3)
+}
+
+// raiseMetadataLevel finalizes strand.metadata.version at level.
+func raiseMetadataLevel(t testing.TB, a *testAgent, level int16) {
+	t.Helper()
+	res, err := a.Replica.Propose(a.ctx(t), meta.FinalizeFeatures{Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: level}}})
 	if err == nil {
 		err = res.Err()
 	}

@@ -38,6 +38,9 @@ type RequestStats struct {
 	// ErrorCode is the first non-zero Kafka error code in the response
 	// (top level first), or 0.
 	ErrorCode int16
+	// Throttle is how long a client quota throttled the client after
+	// this request (quotas.go), 0 if it did not.
+	Throttle time.Duration
 }
 
 // WaitObserver is an Observer also told what each long-polling Fetch

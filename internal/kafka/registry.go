@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,6 +47,11 @@ type Request struct {
 	Deps *Deps
 
 	order orderGate
+	// throttle is how long a quota the handler checked (Fetch's
+	// consumer_byte_rate) throttles the client; waited is how long the
+	// handler was parked (quotas.go). The handler's goroutine only.
+	throttle time.Duration
+	waited   time.Duration
 }
 
 // ErrInOrderTwice is returned by a second InOrder call for one request.
@@ -63,11 +69,13 @@ func (r *Request) InOrder(ctx context.Context, fn func()) error {
 	if g.used.Swap(true) {
 		return ErrInOrderTwice
 	}
+	start := time.Now()
 	select {
 	case <-g.prev:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	r.waitedSince(start)
 	fn()
 	g.release()
 	return nil

@@ -25,6 +25,8 @@ type sharedState struct {
 	// acls holds the authorizer built from this agent's copy of the
 	// ACLs (authz.go).
 	acls aclCache
+	// quotas enforces client quotas (quotas.go).
+	quotas *clientQuotas
 	// allTopicsBytes is what the last Metadata answer listing every
 	// topic held of the budget; 0 before the first.
 	allTopicsBytes atomic.Int64
@@ -39,6 +41,7 @@ func newSharedState(cfg Config) *sharedState {
 		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 		fetchYield:     newFetchYield(time.Now, runtimeSchedWaits()),
+		quotas:         newClientQuotas(cfg.Deps.Meta, cfg.Quota, cfg.Deps.now),
 	}
 	if r := cfg.Deps.MaxFetchBytesPerSec; r > 0 {
 		// A burst of a quarter second: one large fetch goes at once.

@@ -121,6 +121,8 @@
 //	0x23    0x00                                       ACL counter: generation (changes so far), count (level 4)
 //	0x23    0x01, resource type, pattern type, name,   marker: the ACL binding is held (CreateACLs, DeleteACLs)
 //	        principal, host, operation, permission
+//	0x26    -                                          client quota version, raised by every quota change
+//	0x26    user part, client id part (kind, name)     client quotas (AlterClientQuota), sorted by key
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

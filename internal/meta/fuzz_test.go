@@ -90,6 +90,10 @@ func seedCommands() []Command {
 			PatternType: kmsg.ACLResourcePatternTypeMatch, Principal: kmsg.StringPtr("User:alice"),
 			Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}},
 		DeleteACLs{},
+		AlterClientQuota{Entity: QuotaEntity{User: Named("alice"), ClientID: DefaultQuotaName},
+			Set: map[string]float64{"producer_byte_rate": 1 << 20, "request_percentage": 12.5}, Remove: []string{"consumer_byte_rate"}},
+		AlterClientQuota{Entity: QuotaEntity{ClientID: Named("c")}},
+		AlterClientQuota{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -308,6 +309,19 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		r := reader{b: rest[1:]}
 		a := r.aclBinding()
 		return "acl", a.String(), r.done()
+	case prefixClientQuota:
+		if len(rest) == 0 {
+			n, err := decodeClientQuotaVersion(v)
+			return "client-quota-version", fmt.Sprint(n), err
+		}
+		r := &reader{b: rest}
+		e := r.quotaEntity()
+		m, err := decodeClientQuotaValues(v)
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kv = append(kv, fmt.Sprintf("%s=%g", k, m[k]))
+		}
+		return "client-quota", fmt.Sprintf("user=%s client-id=%s: %s", renderQuotaName(e.User), renderQuotaName(e.ClientID), strings.Join(kv, " ")), errors.Join(r.done(), err)
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err
@@ -432,4 +446,14 @@ func (s *scenario) renderView(t *testing.T, d *datadriven.TestData, writer strin
 		return "none\n"
 	}
 	return b.String()
+}
+
+func renderQuotaName(n QuotaName) string {
+	switch n.Kind {
+	case QuotaAbsent:
+		return "-"
+	case QuotaDefault:
+		return "<default>"
+	}
+	return fmt.Sprintf("%q", n.Name)
 }

@@ -421,12 +421,31 @@ func (s *scenario) setFields(v reflect.Value, fields []string) (map[string]bool,
 			}
 			val = uq
 		}
-		i, ok := fieldIndex(v.Type(), key)
-		if !ok {
-			return nil, fmt.Errorf("%s has no field %q", v.Type().Name(), key)
+		// "entity.user" reaches into a struct field.
+		target, top := v, -1
+		for {
+			outer, inner, nested := strings.Cut(key, ".")
+			if !nested {
+				break
+			}
+			i, ok := fieldIndex(target.Type(), outer)
+			if !ok {
+				return nil, fmt.Errorf("%s has no field %q", target.Type().Name(), outer)
+			}
+			if top < 0 {
+				top = i
+			}
+			target, key = target.Field(i), inner
 		}
-		if err := s.setValue(v.Field(i), val); err != nil {
+		i, ok := fieldIndex(target.Type(), key)
+		if !ok {
+			return nil, fmt.Errorf("%s has no field %q", target.Type().Name(), key)
+		}
+		if err := s.setValue(target.Field(i), val); err != nil {
 			return nil, fmt.Errorf("%s: %v", key, err)
+		}
+		if top >= 0 {
+			i = top
 		}
 		given[strings.ToLower(v.Type().Field(i).Name)] = true
 	}
@@ -482,6 +501,26 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 			}
 			f.Set(reflect.Append(f, reflect.ValueOf(int32(i))))
 		}
+		return nil
+	case reflect.TypeFor[QuotaName]():
+		// "<default>", or a name.
+		if val == "<default>" {
+			f.Set(reflect.ValueOf(DefaultQuotaName))
+		} else {
+			f.Set(reflect.ValueOf(Named(val)))
+		}
+		return nil
+	case reflect.TypeFor[map[string]float64]():
+		m := map[string]float64{}
+		for _, kv := range strings.Split(val, ",") {
+			k, v, _ := strings.Cut(kv, ":")
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return err
+			}
+			m[k] = n
+		}
+		f.Set(reflect.ValueOf(m))
 		return nil
 	case reflect.TypeFor[map[string]string]():
 		if val == "" {

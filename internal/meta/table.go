@@ -187,6 +187,9 @@ var commandTable = [...]commandSpec{
 		version(1, decodeCreateACLsV1).writtenFrom(MetadataLevel4)),
 	TypeDeleteACLs: row("DeleteACLs", partitionsNone, (*Applier).deleteACLs,
 		version(1, decodeDeleteACLsV1).writtenFrom(MetadataLevel4)),
+	// Client quotas (quota.go).
+	TypeAlterClientQuota: row("AlterClientQuota", partitionsNone, (*Applier).alterClientQuota,
+		version(1, decodeAlterClientQuotaV1).writtenFrom(MetadataLevel4)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

@@ -148,6 +148,7 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeSwapIndex:          1,
 		TypeCreateACLs:         1,
 		TypeDeleteACLs:         1,
+		TypeAlterClientQuota:   1,
 	},
 }
 

@@ -91,6 +91,11 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		meta.AlterBrokerConfigs{Set: map[string]string{"log.retention.ms": "60000", "log.retention.bytes": "-1"}},
 		meta.AlterBrokerConfigs{Resource: "1", Set: map[string]string{"log.retention.ms": "1000"}},
 		meta.AlterBrokerConfigs{Delete: []string{"log.retention.bytes"}})
+	// Level 4's client quotas.
+	propose(meta.AlterClientQuota{Entity: meta.QuotaEntity{User: meta.Named("u"), ClientID: meta.DefaultQuotaName},
+		Set: map[string]float64{"producer_byte_rate": 1024, "request_percentage": 50}},
+		meta.AlterClientQuota{Entity: meta.QuotaEntity{ClientID: meta.Named("c")}, Set: map[string]float64{"consumer_byte_rate": 2048}},
+		meta.AlterClientQuota{Entity: meta.QuotaEntity{User: meta.Named("u"), ClientID: meta.DefaultQuotaName}, Remove: []string{"request_percentage"}})
 	clk.Advance(time.Hour)
 	propose(commitTo(1, a1), meta.ApplyRetention{DefaultRetentionMs: 60_000, DefaultRetentionBytes: -1,
 		Partitions: []meta.RetentionPartition{{TopicID: a0.id}, {TopicID: a1.id, Partition: 1}}},
