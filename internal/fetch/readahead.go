@@ -1,0 +1,287 @@
+package fetch
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/objstore"
+)
+
+// Read-ahead. A consumer catching up on old data from an agent that did
+// not write it finds nothing in the read cache, and a level-0 object
+// holds only a few tens of KiB of any one partition: read one range at a
+// time, each fetch of a MiB waits for dozens of GETs in turn, and the
+// consumer is limited by the store's first-byte latency, not its
+// bandwidth. So a read that misses the cache becomes a stream: the
+// ranges it needs and those of the next ReadAhead.Bytes of its partition
+// are read with up to ReadAhead.MaxGets GETs at once, ranges of one
+// object that lie close together (maxCoalesceGapBytes) read by one GET
+// of at most maxSpanBytes. The reads themselves then find their bytes
+// cached, or join the GET under way; the check on read is unchanged,
+// since read-ahead goes through the cache, which keeps only bytes that
+// passed it. A read that continues where the stream's last read ended
+// moves the window on; one that hits the cache (a tail reader, served
+// from the objects its agent wrote) starts no stream.
+//
+// Memory: the bytes read ahead and not yet cached are counted against
+// the cache's own bound (Cache.readAhead), and no more than a quarter of
+// it is in flight at once (inFlight), so the read cache's share of the
+// memory budget bounds the cache and its read-ahead together. A stream
+// ends when its consumer's connection does (the read's context): no new
+// GET starts for it; the ones under way finish into the cache, which
+// may still serve another reader.
+
+// ReadAhead configures read-ahead; the zero value turns it off.
+type ReadAhead struct {
+	// Bytes is how far ahead of a sequential reader's position its
+	// partition is read.
+	Bytes int64
+	// MaxGets bounds the read-ahead GETs in flight at once, over all
+	// partitions.
+	MaxGets int
+}
+
+const (
+	// maxSpanBytes bounds one coalesced GET: larger ranges are read by
+	// several GETs at once, and one GET's bytes must fit the in-flight
+	// bound.
+	maxSpanBytes = 8 << 20
+	// minReadAheadBytes is the smallest in-flight bound read-ahead runs
+	// with: below it a cache is too small to keep what it reads.
+	minReadAheadBytes = 1 << 20
+	// maxStreams bounds the streams remembered: the oldest is dropped
+	// (its pending GETs canceled) when a new one would pass it.
+	maxStreams = 1024
+)
+
+// readAhead is a Reader's read-ahead state. Safe for concurrent use.
+type readAhead struct {
+	cfg ReadAhead
+	// spanBytes bounds one GET (maxSpanBytes, or less for a small
+	// cache).
+	spanBytes int64
+	gets      *semaphore.Weighted
+	// inFlight bounds the bytes of read-ahead GETs not yet ended.
+	inFlight *semaphore.Weighted
+
+	mu struct {
+		sync.Mutex
+		// streams are by the offset their next read is expected at;
+		// order holds *stream, oldest first.
+		streams map[streamKey]*list.Element
+		order   list.List
+	}
+}
+
+type streamKey struct {
+	topic     meta.TopicID
+	partition int32
+	next      int64
+}
+
+// stream is one sequential reader of a partition.
+type stream struct {
+	key streamKey
+	// cancel stops the GETs of the stream's last read that have not
+	// started.
+	cancel context.CancelFunc
+}
+
+// newReadAhead returns the read-ahead of a reader over cache, nil if cfg
+// turns it off or the cache is too small for it.
+func newReadAhead(cfg ReadAhead, cache *Cache) *readAhead {
+	budget := cache.maxBytes / 4
+	if cfg.Bytes <= 0 || cfg.MaxGets <= 0 || budget < minReadAheadBytes {
+		return nil
+	}
+	ra := &readAhead{
+		cfg:       cfg,
+		spanBytes: min(maxSpanBytes, budget),
+		gets:      semaphore.NewWeighted(int64(cfg.MaxGets)),
+		inFlight:  semaphore.NewWeighted(budget),
+	}
+	ra.mu.streams = make(map[streamKey]*list.Element)
+	return ra
+}
+
+// WithReadAhead returns a Reader like r (same store, cache, damage log
+// and copy slots) that reads ahead as cfg says. It has read-ahead state
+// of its own.
+func (r *Reader) WithReadAhead(cfg ReadAhead) *Reader {
+	c := *r
+	c.ahead = newReadAhead(cfg, r.cache)
+	return &c
+}
+
+// maxSpan is the most bytes one GET of r reads from one object.
+func (r *Reader) maxSpan() int64 {
+	if r.ahead != nil {
+		return r.ahead.spanBytes
+	}
+	return maxSpanBytes
+}
+
+// startReadAhead is called by a read of entries (the index entries from
+// offset on it planned) before it reads them. If the read continues a
+// stream, or misses the cache, it starts the GETs of the read's ranges
+// and of the ReadAhead.Bytes after them, and returns the stream, which
+// the read hands to endReadAhead; otherwise it returns nil.
+func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID meta.TopicID, partition int32, offset, maxBytes int64, entries []meta.IndexEntry) *stream {
+	ra := r.ahead
+	if ra == nil {
+		return nil
+	}
+	s := ra.take(streamKey{topicID, partition, offset})
+	if s == nil {
+		i := firstData(entries)
+		if i < 0 || r.cache.Covered(entries[i].ObjectKey, entries[i].Position, entries[i].Length) {
+			return nil
+		}
+		s = &stream{}
+	}
+	if s.cancel != nil {
+		// The last read's GETs still waiting are this read's too.
+		s.cancel()
+	}
+	ahead, err := planEntries(view, topicID, partition, offset, maxBytes+ra.cfg.Bytes, NoBound)
+	if err != nil {
+		// Read-ahead is a hint: the read plans, and fails, alone.
+		return s
+	}
+	spans := coalesce(ahead, maxCoalesceGapBytes, ra.spanBytes)
+	if len(spans) == 0 {
+		return s
+	}
+	// The read waits for its first range now: it goes ahead of the
+	// queue if there is room in flight, else the read makes the GET.
+	if first := spans[0]; ra.inFlight.TryAcquire(first.length()) {
+		r.cache.readAhead(ctx, r.store, first.key, first.start, first.length(), checkBatches, func() { ra.inFlight.Release(first.length()) })
+	}
+	var sctx context.Context
+	sctx, s.cancel = context.WithCancel(ctx)
+	go ra.run(sctx, r.cache, r.store, spans[1:])
+	return s
+}
+
+// endReadAhead files s (if not nil) under the offset its next read is
+// expected at.
+func (r *Reader) endReadAhead(s *stream, topicID meta.TopicID, partition int32, next int64) {
+	if s != nil {
+		r.ahead.put(s, streamKey{topicID, partition, next})
+	}
+}
+
+// run starts the GETs of spans in order, as GET slots and in-flight
+// bytes allow, until ctx ends.
+func (ra *readAhead) run(ctx context.Context, cache *Cache, store objstore.Store, spans []span) {
+	for _, sp := range spans {
+		if cache.Covered(sp.key, sp.start, sp.length()) {
+			continue
+		}
+		if ra.gets.Acquire(ctx, 1) != nil {
+			return
+		}
+		n := sp.length()
+		if ra.inFlight.Acquire(ctx, n) != nil {
+			ra.gets.Release(1)
+			return
+		}
+		cache.readAhead(ctx, store, sp.key, sp.start, n, checkBatches, func() {
+			ra.inFlight.Release(n)
+			ra.gets.Release(1)
+		})
+	}
+}
+
+// take removes and returns the stream expecting a read at k, or nil.
+func (ra *readAhead) take(k streamKey) *stream {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	el, ok := ra.mu.streams[k]
+	if !ok {
+		return nil
+	}
+	delete(ra.mu.streams, k)
+	return ra.mu.order.Remove(el).(*stream)
+}
+
+// put files s under k, dropping the oldest stream if there are too many.
+func (ra *readAhead) put(s *stream, k streamKey) {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if old, ok := ra.mu.streams[k]; ok {
+		// Two readers at one offset: they share one stream.
+		ra.dropLocked(old)
+	}
+	s.key = k
+	ra.mu.streams[k] = ra.mu.order.PushBack(s)
+	for ra.mu.order.Len() > maxStreams {
+		ra.dropLocked(ra.mu.order.Front())
+	}
+}
+
+func (ra *readAhead) dropLocked(el *list.Element) {
+	s := ra.mu.order.Remove(el).(*stream)
+	delete(ra.mu.streams, s.key)
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// firstData is the index of the first entry with object bytes, or -1.
+func firstData(entries []meta.IndexEntry) int {
+	for i := range entries {
+		if !entries[i].Control {
+			return i
+		}
+	}
+	return -1
+}
+
+// span is bytes [start, end) of one object, read by one GET.
+type span struct {
+	key        string
+	start, end int64
+}
+
+func (s span) length() int64 { return s.end - s.start }
+
+// coalesce returns the GETs that read the bytes of entries, in order:
+// entries of one object that follow each other at ascending positions,
+// each at most maxGap bytes after the one before, share one span of at
+// most maxSpan bytes (an entry larger than that is a span alone).
+// Markers have no bytes and end a span, as they end a read's range.
+func coalesce(entries []meta.IndexEntry, maxGap, maxSpan int64) []span {
+	var spans []span
+	for i := 0; i < len(entries); {
+		if entries[i].Control {
+			i++
+			continue
+		}
+		n, start, end := nextSpan(entries[i:], maxGap, maxSpan)
+		spans = append(spans, span{entries[i].ObjectKey, start, end})
+		i += n
+	}
+	return spans
+}
+
+// nextSpan groups the leading entries that coalesce puts in one span:
+// n of them, spanning [start, end). entries[0] is not a marker.
+func nextSpan(entries []meta.IndexEntry, maxGap, maxSpan int64) (n int, start, end int64) {
+	first := &entries[0]
+	start, end = first.Position, first.Position+first.Length
+	n = 1
+	for i := 1; i < len(entries); i++ {
+		e := &entries[i]
+		if e.Control || e.ObjectKey != first.ObjectKey || e.Position < end || e.Position-end > maxGap || e.Position+e.Length-start > maxSpan {
+			break
+		}
+		end = e.Position + e.Length
+		n++
+	}
+	return n, start, end
+}

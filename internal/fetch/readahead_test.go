@@ -1,0 +1,359 @@
+package fetch_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/strandkafka/strand/internal/fetch"
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+)
+
+func TestCoalesce(t *testing.T) {
+	at := func(key string, pos, length int64) meta.IndexEntry {
+		return meta.IndexEntry{ObjectKey: key, Position: pos, Length: length}
+	}
+	marker := meta.IndexEntry{Control: true, Length: 78}
+	const gap, maxSpan = 100, 1000
+	for _, tc := range []struct {
+		name    string
+		entries []meta.IndexEntry
+		want    []fetch.Span
+	}{
+		{"none", nil, nil},
+		{"adjacent", []meta.IndexEntry{at("a", 0, 10), at("a", 10, 20), at("a", 30, 5)}, []fetch.Span{{"a", 0, 35}}},
+		{"gap at the threshold", []meta.IndexEntry{at("a", 0, 10), at("a", 110, 10)}, []fetch.Span{{"a", 0, 120}}},
+		{"gap past the threshold", []meta.IndexEntry{at("a", 0, 10), at("a", 111, 10)}, []fetch.Span{{"a", 0, 10}, {"a", 111, 121}}},
+		{"other object", []meta.IndexEntry{at("a", 0, 10), at("b", 10, 10), at("a", 20, 10)},
+			[]fetch.Span{{"a", 0, 10}, {"b", 10, 20}, {"a", 20, 30}}},
+		{"going back", []meta.IndexEntry{at("a", 50, 10), at("a", 0, 10)}, []fetch.Span{{"a", 50, 60}, {"a", 0, 10}}},
+		{"overlapping", []meta.IndexEntry{at("a", 0, 10), at("a", 5, 10)}, []fetch.Span{{"a", 0, 10}, {"a", 5, 15}}},
+		{"a marker ends a span", []meta.IndexEntry{at("a", 0, 10), marker, at("a", 10, 10)}, []fetch.Span{{"a", 0, 10}, {"a", 10, 20}}},
+		{"only markers", []meta.IndexEntry{marker, marker}, nil},
+		{"span bound", []meta.IndexEntry{at("a", 0, 400), at("a", 400, 400), at("a", 800, 200), at("a", 1000, 1)},
+			[]fetch.Span{{"a", 0, 1000}, {"a", 1000, 1001}}},
+		{"entry larger than the bound", []meta.IndexEntry{at("a", 0, 10), at("a", 10, 5000), at("a", 5010, 10)},
+			[]fetch.Span{{"a", 0, 10}, {"a", 10, 5010}, {"a", 5010, 5020}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fetch.Coalesce(tc.entries, gap, maxSpan); !slices.Equal(got, tc.want) {
+				t.Fatalf("Coalesce = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// produceMixed produces, in one call and so one object, perPartition
+// batches for each of partitions 0 to n-1, interleaved as a level-0
+// object holds them when many producers write at once.
+func (e *env) produceMixed(t testing.TB, n int32, perPartition, records, valueBytes int, seed uint64) {
+	t.Helper()
+	var batches []produce.Batch
+	for i := range perPartition {
+		for p := range n {
+			b, err := produce.BatchFrom(e.topic, p, build(t, records, valueBytes, seed+uint64(i)*uint64(n)+uint64(p)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches = append(batches, b)
+		}
+	}
+	res, err := e.p.Produce(testCtx(t), batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Code != 0 {
+			t.Fatalf("batch %d: code %d", i, r.Code)
+		}
+	}
+}
+
+// readAll reads partition from offset 0 to its high watermark with r in
+// fetches of maxBytes, as a consumer catching up does, and returns the
+// concatenated answers.
+func readAll(t testing.TB, r *fetch.Reader, v *meta.View, topic meta.TopicID, partition int32, maxBytes int32) []byte {
+	t.Helper()
+	var out []byte
+	for offset := int64(0); ; {
+		res, err := r.Read(testCtx(t), v, topic, partition, offset, maxBytes)
+		if err != nil || res.Err != 0 {
+			t.Fatalf("Read from %d = %d, %v", offset, res.Err, err)
+		}
+		if len(res.Records) == 0 {
+			return out
+		}
+		out = append(out, res.Records...)
+		bs := parseBatches(t, res.Records)
+		offset = bs[len(bs)-1].last + 1
+	}
+}
+
+var testReadAhead = fetch.ReadAhead{Bytes: 1 << 20, MaxGets: 4}
+
+// TestReadAheadFewerGets catches up on a partition whose batches lie in
+// a few objects among another partition's, fetching a few KiB at a time:
+// without read-ahead each fetch makes its own GET, with it each object's
+// batches of the partition are one GET. The bytes are the same.
+func TestReadAheadFewerGets(t *testing.T) {
+	counting := objstore.WithCounters(memobj.New())
+	e := newEnv(t, counting, 2, nil)
+	const objects = 6
+	for i := range objects {
+		e.produceMixed(t, 2, 32, 4, 200, uint64(i)*100)
+	}
+	if keys := objectKeys(e.entries(t, 0)); len(keys) != objects {
+		t.Fatalf("partition 0 lies in %d objects, want %d", len(keys), objects)
+	}
+	v := e.view(t)
+	const fetchBytes = 4 << 10
+
+	read := func(r *fetch.Reader) ([]byte, objstore.OpCounts) {
+		before := counting.Snapshot()
+		data := readAll(t, r, v, e.topic, 0, fetchBytes)
+		return data, counting.Snapshot().Sub(before).Op(objstore.OpGet)
+	}
+	plain, plainGets := read(fetch.NewReader(counting, fetch.NewCache(64<<20)))
+	ahead := fetch.NewReader(counting, fetch.NewCache(64<<20)).WithReadAhead(testReadAhead)
+	got, aheadGets := read(ahead)
+	if !bytes.Equal(got, plain) {
+		t.Fatalf("read-ahead returned %d bytes unlike the %d without it", len(got), len(plain))
+	}
+	mb := float64(len(plain)) / 1e6
+	t.Logf("%d bytes: %d GETs (%.0f/MB) without read-ahead, %d (%.0f/MB) with it",
+		len(plain), plainGets.Requests, float64(plainGets.Requests)/mb, aheadGets.Requests, float64(aheadGets.Requests)/mb)
+	if aheadGets.Requests > plainGets.Requests/3 || aheadGets.Requests < objects {
+		t.Fatalf("%d GETs with read-ahead, %d without; want at least %d and at most a third", aheadGets.Requests, plainGets.Requests, objects)
+	}
+	if st := ahead.Cache().Stats(); st.ReadAheads == 0 {
+		t.Fatalf("no read-ahead: %+v", st)
+	}
+}
+
+func objectKeys(es []meta.IndexEntry) []string {
+	var keys []string
+	for _, e := range es {
+		if !slices.Contains(keys, e.ObjectKey) {
+			keys = append(keys, e.ObjectKey)
+		}
+	}
+	return keys
+}
+
+// TestReadAheadNotForTail reads objects the reader's own agent wrote
+// (its cache holds them): no read-ahead, no GET.
+func TestReadAheadNotForTail(t *testing.T) {
+	counting := objstore.WithCounters(memobj.New())
+	cache := fetch.NewCache(64 << 20)
+	e := newEnv(t, counting, 2, cache)
+	for i := range 4 {
+		e.produceMixed(t, 2, 8, 4, 200, uint64(i)*100)
+	}
+	v := e.view(t)
+	r := fetch.NewReader(counting, cache).WithReadAhead(testReadAhead)
+	before := counting.Snapshot()
+	if len(readAll(t, r, v, e.topic, 0, 4<<10)) == 0 {
+		t.Fatal("read nothing")
+	}
+	if gets := counting.Snapshot().Sub(before).Op(objstore.OpGet).Requests; gets != 0 {
+		t.Fatalf("%d GETs reading what the cache holds", gets)
+	}
+	if st := cache.Stats(); st.ReadAheads != 0 {
+		t.Fatalf("read ahead of a reader served from the cache: %+v", st)
+	}
+}
+
+// gatedGets holds every Get until release is closed, keeping count of
+// the GETs and bytes it holds.
+type gatedGets struct {
+	objstore.Store
+	release chan struct{}
+	gets    atomic.Int64
+	mu      sync.Mutex
+	held    int
+	bytes   int64
+}
+
+func (g *gatedGets) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	g.gets.Add(1)
+	g.mu.Lock()
+	g.held++
+	g.bytes += n
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.held--
+		g.bytes -= n
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Store.Get(ctx, key, off, n)
+}
+
+func (g *gatedGets) holding() (gets int, bytes int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held, g.bytes
+}
+
+// TestReadAheadParallelBounded holds every GET of a cold read of a
+// partition spread over many objects: the read has several GETs in
+// flight at once, no more than MaxGets beyond its own, and no more bytes
+// than a quarter of the cache; once they are let go it returns the bytes
+// a reader without read-ahead returns.
+func TestReadAheadParallelBounded(t *testing.T) {
+	mem := memobj.New()
+	e := newEnv(t, mem, 1, nil)
+	// 24 objects of one ~100 KB entry each.
+	for i := range 24 {
+		e.produce(t, 0, build(t, 10, 10_000, uint64(i)))
+	}
+	v := e.view(t)
+	want := readAll(t, fetch.NewReader(mem, nil), v, e.topic, 0, 1<<20)
+
+	for _, tc := range []struct {
+		name       string
+		cacheBytes int64
+		cfg        fetch.ReadAhead
+		wantGets   int // held at once
+	}{
+		// Each of 4 GET slots and the read's own first range.
+		{"GET slots bound", 64 << 20, fetch.ReadAhead{Bytes: 8 << 20, MaxGets: 4}, 5},
+		// A quarter of 4 MiB is ten ~100 KB entries.
+		{"bytes bound", 4 << 20, fetch.ReadAhead{Bytes: 8 << 20, MaxGets: 64}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &gatedGets{Store: mem, release: make(chan struct{})}
+				r := fetch.NewReader(store, fetch.NewCache(tc.cacheBytes)).WithReadAhead(tc.cfg)
+				var got []byte
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					res, err := r.Read(context.Background(), v, e.topic, 0, 0, 1<<20)
+					if err != nil || res.Err != 0 {
+						t.Errorf("Read = %d, %v", res.Err, err)
+					}
+					got = res.Records
+				}()
+				synctest.Wait()
+				gets, held := store.holding()
+				if gets != tc.wantGets || held > tc.cacheBytes/4 {
+					t.Errorf("%d GETs of %d bytes held at once; want %d, at most %d bytes", gets, held, tc.wantGets, tc.cacheBytes/4)
+				}
+				close(store.release)
+				<-done
+				if !bytes.HasPrefix(want, got) || len(got) == 0 {
+					t.Fatalf("read %d bytes unlike a reader without read-ahead", len(got))
+				}
+				synctest.Wait()
+			})
+		})
+	}
+}
+
+// TestReadAheadStopsWithConsumer ends a cold read's context while its
+// read-ahead waits for GET slots: no GET starts afterwards.
+func TestReadAheadStopsWithConsumer(t *testing.T) {
+	mem := memobj.New()
+	e := newEnv(t, mem, 1, nil)
+	for i := range 24 {
+		e.produce(t, 0, build(t, 10, 10_000, uint64(i)))
+	}
+	v := e.view(t)
+	synctest.Test(t, func(t *testing.T) {
+		store := &gatedGets{Store: mem, release: make(chan struct{})}
+		r := fetch.NewReader(store, fetch.NewCache(64<<20)).WithReadAhead(fetch.ReadAhead{Bytes: 8 << 20, MaxGets: 2})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := r.Read(ctx, v, e.topic, 0, 0, 1<<20); !errors.Is(err, context.Canceled) {
+				t.Errorf("Read of a gone consumer = %v, want context.Canceled", err)
+			}
+		}()
+		synctest.Wait()
+		started := store.gets.Load()
+		cancel()
+		<-done
+		close(store.release)
+		synctest.Wait()
+		if n := store.gets.Load(); n != started || started != 3 {
+			t.Fatalf("%d GETs started before the consumer went, %d in all; want 3 and no more", started, n)
+		}
+	})
+}
+
+// TestReadAheadChecked damages a batch of partition 0 in an object that
+// only read-ahead reads: the damaged bytes are never cached or returned,
+// the reads before the damage return the good bytes, and the read that
+// reaches it fails with ErrCorrupt as without read-ahead.
+func TestReadAheadChecked(t *testing.T) {
+	mem := memobj.New()
+	e := newEnv(t, mem, 2, nil)
+	opts := func(seed uint64) batchtest.Options {
+		return batchtest.Options{Records: 4, ValueBytes: 200, Seed: seed}
+	}
+	for i := range 4 {
+		e.produceMixed(t, 2, 8, 4, 200, uint64(i)*100)
+	}
+	es := e.entries(t, 0)
+	keys := objectKeys(es)
+	// The first batch of partition 0 in the third object.
+	var bad meta.IndexEntry
+	for _, x := range es {
+		if x.ObjectKey == keys[2] {
+			bad = x
+			break
+		}
+	}
+	damage(t, mem, bad.ObjectKey, func(obj []byte) {
+		// Seed of that batch in produceMixed: object 2, batch 0,
+		// partition 0.
+		flipInside(t, obj, bad.Position, batchtest.Value(opts(200), 1))
+	})
+	v := e.view(t)
+	cache := fetch.NewCache(64 << 20)
+	r := fetch.NewReader(mem, cache).WithReadAhead(testReadAhead)
+	var got []byte
+	offset := int64(0)
+	for {
+		res, err := r.Read(testCtx(t), v, e.topic, 0, offset, 4<<10)
+		if err != nil {
+			if !errors.Is(err, fetch.ErrCorrupt) || offset != bad.BaseOffset {
+				t.Fatalf("Read from %d = %v; want ErrCorrupt from %d", offset, err, bad.BaseOffset)
+			}
+			break
+		}
+		if len(res.Records) == 0 {
+			t.Fatalf("read to the end at %d past the damage at %d", offset, bad.BaseOffset)
+		}
+		got = append(got, res.Records...)
+		bs := parseBatches(t, res.Records)
+		offset = bs[len(bs)-1].last + 1
+	}
+	if cache.Covered(bad.ObjectKey, bad.Position, bad.Length) {
+		t.Fatal("the cache holds the damaged batch")
+	}
+	if st := cache.Stats(); st.ReadAheads == 0 {
+		t.Fatalf("no read-ahead: %+v", st)
+	}
+	plain := fetch.NewReader(mem, nil)
+	res, err := plain.Read(testCtx(t), v, e.topic, 0, 0, int32(len(got)))
+	if err != nil || !bytes.Equal(res.Records, got) {
+		t.Fatalf("read-ahead returned %d bytes before the damage unlike the %d without it (%v)", len(got), len(res.Records), err)
+	}
+}
