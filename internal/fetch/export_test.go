@@ -1,9 +1,11 @@
 package fetch
 
 import (
+	"context"
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/objstore"
 )
 
 // SetDamageClock makes d read the time from now.
@@ -39,4 +41,10 @@ func Coalesce(entries []meta.IndexEntry, maxGap, maxSpan int64) []Span {
 		out = append(out, Span{s.key, s.start, s.end})
 	}
 	return out
+}
+
+// ReadAheadRange starts a read-ahead GET of bytes [pos, pos+length) of
+// key into c, checked by check.
+func ReadAheadRange(ctx context.Context, c *Cache, store objstore.Store, key string, pos, length int64, check Check) bool {
+	return c.readAhead(ctx, store, key, pos, length, check, nil)
 }

@@ -357,3 +357,63 @@ func TestReadAheadChecked(t *testing.T) {
 		t.Fatalf("read-ahead returned %d bytes before the damage unlike the %d without it (%v)", len(got), len(res.Records), err)
 	}
 }
+
+// TestCacheJoinsReadAhead: a miss inside a range being read ahead waits
+// for that GET instead of making its own, and gets its part of the
+// bytes; if the larger GET fails its check (the damage may lie outside
+// the part wanted), the miss reads its part alone.
+func TestCacheJoinsReadAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failWide bool
+		wantGets int64
+	}{
+		{"joins", false, 1},
+		{"reads alone after a failure", true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				mem := memobj.New()
+				obj := make([]byte, 4096)
+				for i := range obj {
+					obj[i] = byte(i)
+				}
+				if err := mem.Put(ctx, "k", obj); err != nil {
+					t.Fatal(err)
+				}
+				store := &gatedGets{Store: mem, release: make(chan struct{})}
+				c := fetch.NewCache(1 << 20)
+				errWide := errors.New("damage outside the part wanted")
+				check := func(data []byte) error {
+					if tc.failWide && len(data) == 4000 {
+						return errWide
+					}
+					return nil
+				}
+				if !fetch.ReadAheadRange(ctx, c, store, "k", 0, 4000, check) {
+					t.Fatal("read-ahead of an empty cache started no GET")
+				}
+				var got []byte
+				var err error
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					got, err = c.Get(ctx, store, "k", 1000, 500, check)
+				}()
+				synctest.Wait()
+				if n := store.gets.Load(); n != 1 {
+					t.Fatalf("%d GETs with a miss inside a read-ahead, want 1", n)
+				}
+				close(store.release)
+				<-done
+				if err != nil || !bytes.Equal(got, obj[1000:1500]) {
+					t.Fatalf("Get = %d bytes, %v", len(got), err)
+				}
+				if n := store.gets.Load(); n != tc.wantGets {
+					t.Fatalf("%d GETs, want %d", n, tc.wantGets)
+				}
+			})
+		})
+	}
+}
