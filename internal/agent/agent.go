@@ -358,7 +358,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			TransactionVersion:       cfg.TransactionVersion,
 			Features:                 featureProber{},
 			Produce:                  a.pipeline,
-			Fetch:                    fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
+			Fetch:                    fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead()),
 			Groups:                   a.groups,
 			Now:                      clk.Now,
 			Txns:                     a.txns,
