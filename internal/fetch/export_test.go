@@ -37,7 +37,7 @@ type Span struct {
 // Coalesce returns the GETs read-ahead makes for entries.
 func Coalesce(entries []meta.IndexEntry, maxGap, maxSpan int64) []Span {
 	var out []Span
-	for _, s := range coalesce(entries, maxGap, maxSpan) {
+	for _, s := range coalesce(entries, maxGap, maxSpan, nil) {
 		out = append(out, Span{s.key, s.start, s.end})
 	}
 	return out

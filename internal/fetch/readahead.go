@@ -138,7 +138,7 @@ func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID me
 	s := ra.take(streamKey{topicID, partition, offset})
 	if s == nil {
 		i := firstData(entries)
-		if i < 0 || r.cache.Covered(entries[i].ObjectKey, entries[i].Position, entries[i].Length) {
+		if i < 0 || r.cached(&entries[i]) {
 			return nil
 		}
 		s = &stream{}
@@ -152,7 +152,7 @@ func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID me
 		// Read-ahead is a hint: the read plans, and fails, alone.
 		return s
 	}
-	spans := coalesce(ahead, maxCoalesceGapBytes, ra.spanBytes)
+	spans := coalesce(ahead, maxCoalesceGapBytes, ra.spanBytes, r.cached)
 	if len(spans) == 0 {
 		return s
 	}
@@ -255,14 +255,16 @@ func (s span) length() int64 { return s.end - s.start }
 // each at most maxGap bytes after the one before, share one span of at
 // most maxSpan bytes (an entry larger than that is a span alone).
 // Markers have no bytes and end a span, as they end a read's range.
-func coalesce(entries []meta.IndexEntry, maxGap, maxSpan int64) []span {
+// Entries that have (skip, if not nil) are in no span, and end one:
+// their bytes are cached or being read already.
+func coalesce(entries []meta.IndexEntry, maxGap, maxSpan int64, have func(*meta.IndexEntry) bool) []span {
 	var spans []span
 	for i := 0; i < len(entries); {
-		if entries[i].Control {
+		if e := &entries[i]; e.Control || have != nil && have(e) {
 			i++
 			continue
 		}
-		n, start, end := nextSpan(entries[i:], maxGap, maxSpan)
+		n, start, end := nextSpan(entries[i:], maxGap, maxSpan, have)
 		spans = append(spans, span{entries[i].ObjectKey, start, end})
 		i += n
 	}
@@ -271,7 +273,7 @@ func coalesce(entries []meta.IndexEntry, maxGap, maxSpan int64) []span {
 
 // nextSpan groups the leading entries that coalesce puts in one span:
 // n of them, spanning [start, end). entries[0] is not a marker.
-func nextSpan(entries []meta.IndexEntry, maxGap, maxSpan int64) (n int, start, end int64) {
+func nextSpan(entries []meta.IndexEntry, maxGap, maxSpan int64, have func(*meta.IndexEntry) bool) (n int, start, end int64) {
 	first := &entries[0]
 	start, end = first.Position, first.Position+first.Length
 	n = 1
@@ -280,8 +282,16 @@ func nextSpan(entries []meta.IndexEntry, maxGap, maxSpan int64) (n int, start, e
 		if e.Control || e.ObjectKey != first.ObjectKey || e.Position < end || e.Position-end > maxGap || e.Position+e.Length-start > maxSpan {
 			break
 		}
+		if have != nil && have(e) {
+			break
+		}
 		end = e.Position + e.Length
 		n++
 	}
 	return n, start, end
+}
+
+// cached reports whether e's bytes are cached or being read.
+func (r *Reader) cached(e *meta.IndexEntry) bool {
+	return r.cache.Covered(e.ObjectKey, e.Position, e.Length)
 }

@@ -417,3 +417,39 @@ func TestCacheJoinsReadAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestReadBytesOnce catches up on a partition fetching a batch and a half
+// at a time, so each fetch plans two entries and returns one: the entry
+// it planned but did not return is cached, and the next fetch does not
+// read it from the store again, with or without read-ahead.
+func TestReadBytesOnce(t *testing.T) {
+	counting := objstore.WithCounters(memobj.New())
+	e := newEnv(t, counting, 1, nil)
+	var datas [][]byte
+	for i := range 40 {
+		datas = append(datas, build(t, 4, 1000, uint64(i)))
+	}
+	e.produce(t, 0, datas...)
+	entries := e.entries(t, 0)
+	if len(entries) != len(datas) || len(objectKeys(entries)) != 1 {
+		t.Fatalf("%d entries in %d objects, want %d in one", len(entries), len(objectKeys(entries)), len(datas))
+	}
+	size := len(datas[0])
+	v := e.view(t)
+	for _, tc := range []struct {
+		name string
+		r    *fetch.Reader
+	}{
+		{"plain", fetch.NewReader(counting, fetch.NewCache(64<<20))},
+		{"read-ahead", fetch.NewReader(counting, fetch.NewCache(64<<20)).WithReadAhead(testReadAhead)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := counting.Snapshot()
+			got := readAll(t, tc.r, v, e.topic, 0, int32(size*3/2))
+			read := counting.Snapshot().Sub(before).Op(objstore.OpGet).Bytes
+			if read != int64(len(got)) {
+				t.Fatalf("read %d bytes from the store for %d bytes of records", read, len(got))
+			}
+		})
+	}
+}

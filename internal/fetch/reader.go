@@ -174,11 +174,11 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 			continue
 		}
 		n, start, end := 1, entries[0].Position, entries[0].Position+entries[0].Length
-		// An entry read ahead is served from the cache (or the GET
-		// under way) entry by entry: a range of several could
-		// straddle two read-ahead GETs and make a third.
-		if coalesce && (ahead == nil || !r.cache.Covered(entries[0].ObjectKey, start, end-start)) {
-			n, start, end = nextSpan(entries, maxCoalesceGapBytes, r.maxSpan())
+		// Entries cached (or being read ahead) are served entry by
+		// entry, and a range of those that are not stops at the next
+		// one that is: a range over both would read bytes again.
+		if coalesce && !r.cached(&entries[0]) {
+			n, start, end = nextSpan(entries, maxCoalesceGapBytes, r.maxSpan(), r.cached)
 		}
 		data, err := r.get(ctx, entries[0].ObjectKey, start, end-start)
 		if err != nil {
