@@ -245,18 +245,20 @@ func TestEmbeddedObjStoreLatency(t *testing.T) {
 // TestColdRead fills two partitions through an embedded agent, restarts
 // it and reads partition 0 back: every record comes back, and the
 // restarted agent read it from the store (its cache started empty), with
-// and without read-ahead.
+// and without read-ahead; the second run finds the topic filled in the
+// same data directory and reads it without filling it again.
 func TestColdRead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents")
 	}
-	for _, ra := range []int64{0, agent.ReadAheadOff} {
+	dir := t.TempDir()
+	for i, ra := range []int64{0, agent.ReadAheadOff} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		t.Cleanup(cancel)
 		var stdout, stderr bytes.Buffer
 		const perPartition = 1 << 20
 		rep, err := Run(ctx, Options{
-			Embedded: true, DataDir: t.TempDir(), ColdRead: true, ColdReadBytes: perPartition,
+			Embedded: true, DataDir: dir, ColdRead: true, ColdReadBytes: perPartition,
 			Partitions: 2, RecordSize: 1024, Linger: time.Millisecond, FetchReadAheadBytes: ra,
 		}, &stdout, &stderr)
 		if err != nil {
@@ -265,6 +267,9 @@ func TestColdRead(t *testing.T) {
 		c := rep.ColdRead
 		if c == nil || c.Records != perPartition/1024 || c.Bytes != perPartition || c.Gets < 1 || c.GetBytes < perPartition {
 			t.Fatalf("read-ahead %d: cold read %+v; want %d records of %d bytes read through GETs", ra, c, perPartition/1024, perPartition)
+		}
+		if c.Reused != (i == 1) {
+			t.Errorf("run %d: reused the fill: %v", i, c.Reused)
 		}
 		if !strings.Contains(stdout.String(), "GETs") {
 			t.Errorf("report:\n%s", stdout.String())

@@ -40,8 +40,10 @@ const (
 // ColdReadResult is a cold read's measurements. MB is 10^6 bytes of
 // record values.
 type ColdReadResult struct {
-	Partitions      int32   `json:"partitions"`
-	FillBytes       int64   `json:"fill_bytes_per_partition"`
+	Partitions int32 `json:"partitions"`
+	FillBytes  int64 `json:"fill_bytes_per_partition"`
+	// Reused: the data directory held the filled topic already.
+	Reused          bool    `json:"reused_fill,omitempty"`
 	FillSeconds     float64 `json:"fill_seconds"`
 	Records         int64   `json:"records"`
 	Bytes           int64   `json:"bytes"`
@@ -95,17 +97,27 @@ func runColdRead(ctx context.Context, o *Options, dir string, pw *progressWriter
 	res := &ColdReadResult{Partitions: o.Partitions, FillBytes: o.ColdReadBytes, FetchBytes: o.ColdReadFetchBytes}
 	before, _ := Scrape(ctx, a.HTTPAddr())
 	start := time.Now()
-	fillErr := fillColdRead(ctx, o, a.KafkaAddr())
+	end, err := partitionEnd(ctx, o.Topic, a.KafkaAddr())
+	filled := err == nil && end >= o.ColdReadBytes/int64(o.RecordSize)
+	var fillErr error
+	if !filled {
+		fillErr = fillColdRead(ctx, o, a.KafkaAddr())
+	}
 	res.FillSeconds = time.Since(start).Seconds()
 	if after, err := Scrape(ctx, a.HTTPAddr()); err == nil {
 		res.Objects = after.Flushes - before.Flushes
 	}
 	stopEmbedded(a, pw)
-	if fillErr != nil {
+	switch {
+	case fillErr != nil:
 		return nil, fillErr
+	case filled:
+		res.Reused = true
+		pw.note("%s in --data-dir holds %d records in partition 0 already: not filling it again; restarting the agent with an empty read cache", o.Topic, end)
+	default:
+		pw.note("filled %d partitions with %d MiB each in %.1f s (%.0f objects); restarting the agent with an empty read cache",
+			o.Partitions, o.ColdReadBytes>>20, res.FillSeconds, res.Objects)
 	}
-	pw.note("filled %d partitions with %d MiB each in %.1f s (%.0f objects); restarting the agent with an empty read cache",
-		o.Partitions, o.ColdReadBytes>>20, res.FillSeconds, res.Objects)
 
 	if a, err = startEmbedded(ctx, o, dir, stderr); err != nil {
 		return nil, err
@@ -203,21 +215,9 @@ func fillColdRead(ctx context.Context, o *Options, addr string) error {
 func readColdPartition(ctx context.Context, o *Options, addr string) (records, bytes int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, coldReadTimeout)
 	defer cancel()
-	adm, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("strand-bench"))
+	end, err := partitionEnd(ctx, o.Topic, addr)
 	if err != nil {
 		return 0, 0, err
-	}
-	offs, err := kadm.NewClient(adm).ListEndOffsets(ctx, o.Topic)
-	adm.Close()
-	if err == nil {
-		err = offs.Error()
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("bench: end offsets of %s: %w", o.Topic, err)
-	}
-	end, ok := offs.Lookup(o.Topic, 0)
-	if !ok {
-		return 0, 0, fmt.Errorf("bench: no end offset for %s[0]", o.Topic)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("strand-bench-cold-read"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: {0: kgo.NewOffset().AtStart()}}),
@@ -226,10 +226,10 @@ func readColdPartition(ctx context.Context, o *Options, addr string) (records, b
 		return 0, 0, err
 	}
 	defer cl.Close()
-	for next := int64(0); next < end.Offset; {
+	for next := int64(0); next < end; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return records, bytes, fmt.Errorf("bench: cold read at offset %d of %d: %w", next, end.Offset, err)
+			return records, bytes, fmt.Errorf("bench: cold read at offset %d of %d: %w", next, end, err)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
@@ -245,10 +245,35 @@ func readColdPartition(ctx context.Context, o *Options, addr string) (records, b
 	return records, bytes, nil
 }
 
+// partitionEnd is the end offset of partition 0 of topic.
+func partitionEnd(ctx context.Context, topic, addr string) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("strand-bench"))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bench: end offsets of %s: %w", topic, err)
+	}
+	end, ok := offs.Lookup(topic, 0)
+	if !ok {
+		return 0, fmt.Errorf("bench: no end offset for %s[0]", topic)
+	}
+	return end.Offset, nil
+}
+
 // writeColdRead prints a cold read's numbers.
 func writeColdRead(b *strings.Builder, c *ColdReadResult, latency string) {
-	fmt.Fprintf(b, "\ncold read of partition 0 of %d (filled with %d MiB each in %.1f s, %.0f objects) from a restarted agent, objstore-latency %s\n",
-		c.Partitions, c.FillBytes>>20, c.FillSeconds, c.Objects, latency)
+	if c.Reused {
+		fmt.Fprintf(b, "\ncold read of partition 0 of a topic filled before, from a restarted agent, objstore-latency %s\n", latency)
+	} else {
+		fmt.Fprintf(b, "\ncold read of partition 0 of %d (filled with %d MiB each in %.1f s, %.0f objects) from a restarted agent, objstore-latency %s\n",
+			c.Partitions, c.FillBytes>>20, c.FillSeconds, c.Objects, latency)
+	}
 	fmt.Fprintf(b, "  read-ahead %d B, %d parallel GETs; %d B per-partition fetches\n", c.ReadAheadBytes, c.MaxParallelGets, c.FetchBytes)
 	fmt.Fprintf(b, "  %d records, %.1f MB in %.2f s: %.1f MB/s; %.0f GETs (%.1f per MB), %.1f MB read from the store\n",
 		c.Records, float64(c.Bytes)/1e6, c.Seconds, c.MBPerSec, c.Gets, c.GetsPerMB, c.GetBytes/1e6)
