@@ -86,7 +86,10 @@ type streamKey struct {
 // stream is one sequential reader of a partition.
 type stream struct {
 	key streamKey
-	// cancel stops the GETs of the stream's last read that have not
+	// planned is the offset after the entries the stream's last plan
+	// covered: read, or handed to run.
+	planned int64
+	// cancel stops the GETs of the stream's last plan that have not
 	// started.
 	cancel context.CancelFunc
 }
@@ -143,18 +146,35 @@ func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID me
 		}
 		s = &stream{}
 	}
-	if s.cancel != nil {
-		// The last read's GETs still waiting are this read's too.
-		s.cancel()
-	}
 	ahead, err := planEntries(view, topicID, partition, offset, maxBytes+ra.cfg.Bytes, NoBound)
-	if err != nil {
+	if err != nil || len(ahead) == 0 {
 		// Read-ahead is a hint: the read plans, and fails, alone.
 		return s
 	}
+	// The window moves on in steps of half of it, not by each read's
+	// few entries: a step of one entry at a time would read a level-0
+	// object's entries of the partition one GET each, since the
+	// window's edge cuts the object's span.
+	if last := entries[len(entries)-1]; s.planned > last.BaseOffset && s.planned > offset {
+		var fresh int64
+		for i := range ahead {
+			if ahead[i].BaseOffset >= s.planned {
+				fresh += ahead[i].Length
+			}
+		}
+		if fresh < ra.cfg.Bytes/2 {
+			return s
+		}
+	}
 	spans := coalesce(ahead, maxCoalesceGapBytes, ra.spanBytes, r.cached)
+	end := &ahead[len(ahead)-1]
+	s.planned = end.BaseOffset + int64(end.Records)
 	if len(spans) == 0 {
 		return s
+	}
+	if s.cancel != nil {
+		// The GETs of the last plan still waiting are in this one.
+		s.cancel()
 	}
 	// The read waits for its first range now: it goes ahead of the
 	// queue if there is room in flight, else the read makes the GET.

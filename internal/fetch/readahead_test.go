@@ -453,3 +453,36 @@ func TestReadBytesOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAheadWindowSteps catches up on a partition longer than the
+// read-ahead window, fetching a little at a time: the window moves on in
+// steps large enough that an object's entries of the partition are read
+// together, not one GET per entry as the window's edge passes them.
+func TestReadAheadWindowSteps(t *testing.T) {
+	counting := objstore.WithCounters(memobj.New())
+	e := newEnv(t, counting, 1, nil)
+	const objects, perObject = 20, 8
+	var datas [][]byte
+	for i := range objects {
+		datas = datas[:0]
+		for j := range perObject {
+			datas = append(datas, build(t, 4, 2500, uint64(i*perObject+j)))
+		}
+		e.produce(t, 0, datas...)
+	}
+	if keys := objectKeys(e.entries(t, 0)); len(keys) != objects {
+		t.Fatalf("%d objects, want %d", len(keys), objects)
+	}
+	v := e.view(t)
+	// About three objects' worth.
+	r := fetch.NewReader(counting, fetch.NewCache(64<<20)).WithReadAhead(fetch.ReadAhead{Bytes: 256 << 10, MaxGets: 4})
+	before := counting.Snapshot()
+	if len(readAll(t, r, v, e.topic, 0, 16<<10)) == 0 {
+		t.Fatal("read nothing")
+	}
+	gets := counting.Snapshot().Sub(before).Op(objstore.OpGet).Requests
+	t.Logf("%d GETs for %d objects of %d entries", gets, objects, perObject)
+	if gets > 2*objects {
+		t.Fatalf("%d GETs for %d objects of %d entries of the partition; want at most %d", gets, objects, perObject, 2*objects)
+	}
+}
