@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -273,18 +274,7 @@ func (c *Cache) load(ctx context.Context, store objstore.Store, fl *flight, chec
 		data = nil
 	}
 	c.mu.Lock()
-	fls := c.mu.flights[rk.key]
-	for i, x := range fls {
-		if x == fl {
-			fls = append(fls[:i], fls[i+1:]...)
-			break
-		}
-	}
-	if len(fls) == 0 {
-		delete(c.mu.flights, rk.key)
-	} else {
-		c.mu.flights[rk.key] = fls
-	}
+	removeFrom(c.mu.flights, rk.key, fl)
 	c.mu.reserved -= reserved
 	if err == nil {
 		c.insertLocked(rk.key, rk.pos, data)
@@ -347,16 +337,18 @@ func (c *Cache) evictLocked() {
 func (c *Cache) removeLocked(el *list.Element) {
 	e := c.mu.lru.Remove(el).(*entry)
 	c.mu.bytes -= int64(len(e.data))
-	els := c.mu.byKey[e.key]
-	for i, x := range els {
-		if x == el {
-			els = append(els[:i], els[i+1:]...)
-			break
-		}
+	removeFrom(c.mu.byKey, e.key, el)
+}
+
+// removeFrom removes x from m[key], and key from m if nothing is left.
+func removeFrom[T comparable](m map[string][]T, key string, x T) {
+	xs := m[key]
+	if i := slices.Index(xs, x); i >= 0 {
+		xs = slices.Delete(xs, i, i+1)
 	}
-	if len(els) == 0 {
-		delete(c.mu.byKey, e.key)
+	if len(xs) == 0 {
+		delete(m, key)
 	} else {
-		c.mu.byKey[e.key] = els
+		m[key] = xs
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -67,15 +65,7 @@ func (e *env) produceMixed(t testing.TB, n int32, perPartition, records, valueBy
 			batches = append(batches, b)
 		}
 	}
-	res, err := e.p.Produce(testCtx(t), batches)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range res {
-		if r.Code != 0 {
-			t.Fatalf("batch %d: code %d", i, r.Code)
-		}
-	}
+	e.produceBatches(t, batches)
 }
 
 // readAll reads partition from offset 0 to its high watermark with r in
@@ -172,41 +162,16 @@ func TestReadAheadNotForTail(t *testing.T) {
 	}
 }
 
-// gatedGets holds every Get until release is closed, keeping count of
-// the GETs and bytes it holds.
-type gatedGets struct {
-	objstore.Store
-	release chan struct{}
-	gets    atomic.Int64
-	mu      sync.Mutex
-	held    int
-	bytes   int64
-}
-
-func (g *gatedGets) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	g.gets.Add(1)
-	g.mu.Lock()
-	g.held++
-	g.bytes += n
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		g.held--
-		g.bytes -= n
-		g.mu.Unlock()
-	}()
-	select {
-	case <-g.release:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// newSpreadEnv writes partition 0 into 24 objects of one ~100 KB entry
+// each.
+func newSpreadEnv(t *testing.T) (*env, *memobj.Store) {
+	t.Helper()
+	mem := memobj.New()
+	e := newEnv(t, mem, 1, nil)
+	for i := range 24 {
+		e.produce(t, 0, build(t, 10, 10_000, uint64(i)))
 	}
-	return g.Store.Get(ctx, key, off, n)
-}
-
-func (g *gatedGets) holding() (gets int, bytes int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.held, g.bytes
+	return e, mem
 }
 
 // TestReadAheadParallelBounded holds every GET of a cold read of a
@@ -215,12 +180,7 @@ func (g *gatedGets) holding() (gets int, bytes int64) {
 // than a quarter of the cache; once they are let go it returns the bytes
 // a reader without read-ahead returns.
 func TestReadAheadParallelBounded(t *testing.T) {
-	mem := memobj.New()
-	e := newEnv(t, mem, 1, nil)
-	// 24 objects of one ~100 KB entry each.
-	for i := range 24 {
-		e.produce(t, 0, build(t, 10, 10_000, uint64(i)))
-	}
+	e, mem := newSpreadEnv(t)
 	v := e.view(t)
 	want := readAll(t, fetch.NewReader(mem, nil), v, e.topic, 0, 1<<20)
 
@@ -237,7 +197,7 @@ func TestReadAheadParallelBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				store := &gatedGets{Store: mem, release: make(chan struct{})}
+				store := &heldGets{Store: mem, release: make(chan struct{})}
 				r := fetch.NewReader(store, fetch.NewCache(tc.cacheBytes)).WithReadAhead(tc.cfg)
 				var got []byte
 				done := make(chan struct{})
@@ -268,14 +228,10 @@ func TestReadAheadParallelBounded(t *testing.T) {
 // TestReadAheadStopsWithConsumer ends a cold read's context while its
 // read-ahead waits for GET slots: no GET starts afterwards.
 func TestReadAheadStopsWithConsumer(t *testing.T) {
-	mem := memobj.New()
-	e := newEnv(t, mem, 1, nil)
-	for i := range 24 {
-		e.produce(t, 0, build(t, 10, 10_000, uint64(i)))
-	}
+	e, mem := newSpreadEnv(t)
 	v := e.view(t)
 	synctest.Test(t, func(t *testing.T) {
-		store := &gatedGets{Store: mem, release: make(chan struct{})}
+		store := &heldGets{Store: mem, release: make(chan struct{})}
 		r := fetch.NewReader(store, fetch.NewCache(64<<20)).WithReadAhead(fetch.ReadAhead{Bytes: 8 << 20, MaxGets: 2})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -382,7 +338,7 @@ func TestCacheJoinsReadAhead(t *testing.T) {
 				if err := mem.Put(ctx, "k", obj); err != nil {
 					t.Fatal(err)
 				}
-				store := &gatedGets{Store: mem, release: make(chan struct{})}
+				store := &heldGets{Store: mem, release: make(chan struct{})}
 				c := fetch.NewCache(1 << 20)
 				errWide := errors.New("damage outside the part wanted")
 				check := func(data []byte) error {
