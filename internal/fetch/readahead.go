@@ -65,8 +65,10 @@ type readAhead struct {
 	// cache).
 	spanBytes int64
 	gets      *semaphore.Weighted
-	// inFlight bounds the bytes of read-ahead GETs not yet ended.
+	// inFlight bounds the bytes of read-ahead GETs not yet ended, at
+	// budget.
 	inFlight *semaphore.Weighted
+	budget   int64
 
 	mu struct {
 		sync.Mutex
@@ -106,6 +108,7 @@ func newReadAhead(cfg ReadAhead, cache *Cache) *readAhead {
 		spanBytes: min(maxSpanBytes, budget),
 		gets:      semaphore.NewWeighted(int64(cfg.MaxGets)),
 		inFlight:  semaphore.NewWeighted(budget),
+		budget:    budget,
 	}
 	ra.mu.streams = make(map[streamKey]*list.Element)
 	return ra
@@ -199,7 +202,9 @@ func (r *Reader) endReadAhead(s *stream, topicID meta.TopicID, partition int32, 
 // bytes allow, until ctx ends.
 func (ra *readAhead) run(ctx context.Context, cache *Cache, store objstore.Store, spans []span) {
 	for _, sp := range spans {
-		if cache.Covered(sp.key, sp.start, sp.length()) {
+		if sp.length() > ra.budget || cache.Covered(sp.key, sp.start, sp.length()) {
+			// An entry larger than what may be in flight is left
+			// to the read that needs it.
 			continue
 		}
 		if ra.gets.Acquire(ctx, 1) != nil {

@@ -442,3 +442,37 @@ func TestReadAheadWindowSteps(t *testing.T) {
 		t.Fatalf("%d GETs for %d objects of %d entries of the partition; want at most %d", gets, objects, perObject, 2*objects)
 	}
 }
+
+// TestReadAheadPassesHugeEntry puts an entry larger than read-ahead may
+// have in flight before others: read-ahead leaves it to the read that
+// needs it and reads the ones after it.
+func TestReadAheadPassesHugeEntry(t *testing.T) {
+	mem := memobj.New()
+	e := newEnv(t, mem, 1, nil)
+	e.produce(t, 0, build(t, 4, 1000, 0))
+	e.produce(t, 0, build(t, 4, 500_000, 1)) // 2 MB: more than a quarter of 4 MiB
+	for i := range 10 {
+		e.produce(t, 0, build(t, 4, 1000, uint64(2+i)))
+	}
+	v := e.view(t)
+	synctest.Test(t, func(t *testing.T) {
+		store := &heldGets{Store: mem, release: make(chan struct{})}
+		r := fetch.NewReader(store, fetch.NewCache(4<<20)).WithReadAhead(fetch.ReadAhead{Bytes: 8 << 20, MaxGets: 4})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if res, err := r.Read(context.Background(), v, e.topic, 0, 0, 1); err != nil || len(res.Records) == 0 {
+				t.Errorf("Read = %d bytes, %v", len(res.Records), err)
+			}
+		}()
+		synctest.Wait()
+		// The read's own range, and four GET slots' worth after the
+		// huge entry.
+		if gets, held := store.holding(); gets != 5 || held > 1<<20 {
+			t.Errorf("%d GETs of %d bytes held; want 5 of small entries", gets, held)
+		}
+		close(store.release)
+		<-done
+		synctest.Wait()
+	})
+}

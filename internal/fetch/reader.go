@@ -157,6 +157,10 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 	// One run per entry, but for entries the read does not reach.
 	a := answer{runs: make([][]byte, 0, len(entries)), bases: make([]int64, 0, len(entries))}
 	ahead := r.startReadAhead(ctx, view, topicID, partition, offset, int64(maxBytes), entries)
+	// A read that fails returns nothing: the consumer asks at offset
+	// again.
+	next := offset
+	defer func() { r.endReadAhead(ahead, topicID, partition, next) }()
 	// coalesce: read neighbouring entries of one object with one GET.
 	// It turns off after a coalesced range fails its check, since the
 	// damage may lie in other partitions' batches between ours.
@@ -215,10 +219,10 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 		}
 		entries = entries[n:]
 	}
-	r.endReadAhead(ahead, topicID, partition, a.next(offset))
 	if res.Records, err = r.join(ctx, &a); err != nil {
 		return FetchResult{}, err
 	}
+	next = a.next(offset)
 	if t, ok := planted.DropAcked(); ok {
 		res.Records = dropPlanted(view, topicID, partition, res.Records, t)
 	}
