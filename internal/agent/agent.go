@@ -231,6 +231,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	cache := fetch.NewCache(mem.ReadCache)
 	a.damage = fetch.NewDamageLog(logger.With("component", "fetch"))
 	a.metrics.reg.MustRegister(newDamageCollector(a.damage))
+	a.metrics.reg.MustRegister(newCacheCollector(cache))
 	a.pipeline, err = produce.New(produce.Config{
 		MaxBufferedBytes: mem.ProduceBuffer,
 		Store:            a.store,
