@@ -138,14 +138,8 @@ func (c *Cache) PutObject(key string, data []byte) {
 // failure may lie outside the range it wants. The result is shared: do
 // not modify it.
 func (c *Cache) Get(ctx context.Context, store objstore.Store, key string, pos, length int64, check Check) ([]byte, error) {
-	data, _, err := c.get(ctx, store, key, pos, length, check)
-	return data, err
-}
-
-// get is Get also reporting whether the bytes were cached already.
-func (c *Cache) get(ctx context.Context, store objstore.Store, key string, pos, length int64, check Check) (_ []byte, hit bool, _ error) {
 	if pos < 0 || length <= 0 {
-		return nil, false, fmt.Errorf("%w: range %d+%d of %s", objstore.ErrInvalidRange, pos, length, key)
+		return nil, fmt.Errorf("%w: range %d+%d of %s", objstore.ErrInvalidRange, pos, length, key)
 	}
 	rk := rangeKey{key, pos, length}
 	for joinCover := true; ; joinCover = false {
@@ -153,7 +147,7 @@ func (c *Cache) get(ctx context.Context, store objstore.Store, key string, pos, 
 		if data, ok := c.lookupLocked(key, pos, length); ok {
 			c.mu.Unlock()
 			c.hits.Add(1)
-			return data, true, nil
+			return data, nil
 		}
 		fl, joined := c.flightLocked(rk, joinCover)
 		if !joined {
@@ -170,14 +164,14 @@ func (c *Cache) get(ctx context.Context, store objstore.Store, key string, pos, 
 		select {
 		case <-fl.done:
 		case <-ctx.Done():
-			return nil, false, ctx.Err()
+			return nil, ctx.Err()
 		}
 		if fl.rangeKey == rk || fl.err == nil {
 			off := pos - fl.pos
 			if fl.err != nil {
-				return nil, false, fl.err
+				return nil, fl.err
 			}
-			return fl.data[off : off+length : off+length], false, nil
+			return fl.data[off : off+length : off+length], nil
 		}
 		// The larger range failed: read ours alone.
 	}

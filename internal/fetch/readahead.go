@@ -24,8 +24,11 @@ import (
 // cached, or join the GET under way; the check on read is unchanged,
 // since read-ahead goes through the cache, which keeps only bytes that
 // passed it. A read that continues where the stream's last read ended
-// moves the window on; one that hits the cache (a tail reader, served
-// from the objects its agent wrote) starts no stream.
+// moves the window on, in steps of half of it so that the window's edge
+// does not cut every object's span; a read that hits the cache (a tail
+// reader, served from the objects its agent wrote) starts no stream. An
+// entry larger than the in-flight bound is left to the read that needs
+// it.
 //
 // Memory: the bytes read ahead and not yet cached are counted against
 // the cache's own bound (Cache.readAhead), and no more than a quarter of
@@ -33,7 +36,10 @@ import (
 // memory budget bounds the cache and its read-ahead together. A stream
 // ends when its consumer's connection does (the read's context): no new
 // GET starts for it; the ones under way finish into the cache, which
-// may still serve another reader.
+// may still serve another reader. Bytes read ahead that the cache
+// evicts before the consumer gets to them (many streams in a small
+// cache) are read again by the read that needs them: a stream wastes at
+// most its window.
 
 // ReadAhead configures read-ahead; the zero value turns it off.
 type ReadAhead struct {

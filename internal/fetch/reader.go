@@ -1,6 +1,7 @@
 // Package fetch owns an agent's read path: it finds a partition's record
 // batches through the local offset index (a meta.View, no remote call),
-// reads their bytes from data objects through a bounded read cache,
+// reads their bytes from data objects through a bounded read cache (and
+// reads ahead of consumers catching up on what it does not hold),
 // patches each batch's baseOffset to the offset apply assigned, and
 // synthesizes the control batches of transaction markers (index entries
 // with no object bytes), so the result is what a Kafka broker returns for
