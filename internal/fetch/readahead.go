@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 
@@ -33,7 +34,9 @@ import (
 // Memory: the bytes read ahead and not yet cached are counted against
 // the cache's own bound (Cache.readAhead), and no more than a quarter of
 // it is in flight at once (inFlight), so the read cache's share of the
-// memory budget bounds the cache and its read-ahead together. A stream
+// memory budget bounds the cache and its read-ahead together. The
+// windows of the streams whose consumers are connected share half the
+// cache, so that what is read ahead is still cached when it is read. A stream
 // ends when its consumer's connection does (the read's context): no new
 // GET starts for it; the ones under way finish into the cache, which
 // may still serve another reader. Bytes read ahead that the cache
@@ -59,6 +62,8 @@ const (
 	// minReadAheadBytes is the smallest in-flight bound read-ahead runs
 	// with: below it a cache is too small to keep what it reads.
 	minReadAheadBytes = 1 << 20
+	// rampReads is a new stream's first window, in reads of its size.
+	rampReads = 4
 	// maxStreams bounds the streams remembered: the oldest is dropped
 	// (its pending GETs canceled) when a new one would pass it.
 	maxStreams = 1024
@@ -75,6 +80,10 @@ type readAhead struct {
 	// budget.
 	inFlight *semaphore.Weighted
 	budget   int64
+	// shareBytes is what the live streams' windows may hold together,
+	// half the cache; live counts the streams whose connection lasts.
+	shareBytes int64
+	live       atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -95,11 +104,17 @@ type streamKey struct {
 type stream struct {
 	key streamKey
 	// planned is the offset after the entries the stream's last plan
-	// covered: read, or handed to run.
+	// covered: read, or handed to run. window is the bytes the next
+	// plan may look ahead, before the shared bound (readAhead.window).
 	planned int64
+	window  int64
 	// cancel stops the GETs of the stream's last plan that have not
 	// started.
 	cancel context.CancelFunc
+	// conn is the context of the connection reading the stream (join);
+	// leave stops counting the stream live, at most once.
+	conn  context.Context
+	leave func()
 }
 
 // newReadAhead returns the read-ahead of a reader over cache, nil if cfg
@@ -110,11 +125,12 @@ func newReadAhead(cfg ReadAhead, cache *Cache) *readAhead {
 		return nil
 	}
 	ra := &readAhead{
-		cfg:       cfg,
-		spanBytes: min(maxSpanBytes, budget),
-		gets:      semaphore.NewWeighted(int64(cfg.MaxGets)),
-		inFlight:  semaphore.NewWeighted(budget),
-		budget:    budget,
+		cfg:        cfg,
+		spanBytes:  min(maxSpanBytes, budget),
+		gets:       semaphore.NewWeighted(int64(cfg.MaxGets)),
+		inFlight:   semaphore.NewWeighted(budget),
+		budget:     budget,
+		shareBytes: cache.maxBytes / 2,
 	}
 	ra.mu.streams = make(map[streamKey]*list.Element)
 	return ra
@@ -155,7 +171,13 @@ func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID me
 		}
 		s = &stream{}
 	}
-	ahead, err := planEntries(view, topicID, partition, offset, maxBytes+ra.cfg.Bytes, NoBound)
+	ra.join(s, ctx)
+	// A new stream starts with a window of a few reads and doubles it
+	// with every plan, as a file system's read-ahead does: streams that
+	// start together do not each take a whole window of the cache
+	// before they have shown they go on.
+	window := min(ra.window(), max(s.window, rampReads*maxBytes))
+	ahead, err := planEntries(view, topicID, partition, offset, maxBytes+window, NoBound)
 	if err != nil || len(ahead) == 0 {
 		// Read-ahead is a hint: the read plans, and fails, alone.
 		return s
@@ -171,13 +193,14 @@ func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID me
 				fresh += ahead[i].Length
 			}
 		}
-		if fresh < ra.cfg.Bytes/2 {
+		if fresh < window/2 {
 			return s
 		}
 	}
 	spans := coalesce(ahead, maxCoalesceGapBytes, ra.spanBytes, r.cached)
 	end := &ahead[len(ahead)-1]
 	s.planned = end.BaseOffset + int64(end.Records)
+	s.window = 2 * window
 	if len(spans) == 0 {
 		return s
 	}
@@ -261,6 +284,36 @@ func (ra *readAhead) dropLocked(el *list.Element) {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	if s.leave != nil {
+		s.leave()
+	}
+}
+
+// join counts s among the live streams while conn, the context of the
+// connection reading it, lasts.
+func (ra *readAhead) join(s *stream, conn context.Context) {
+	if s.conn == conn {
+		return
+	}
+	if s.leave != nil {
+		s.leave()
+	}
+	s.conn = conn
+	ra.live.Add(1)
+	var once sync.Once
+	left := func() { once.Do(func() { ra.live.Add(-1) }) }
+	stop := context.AfterFunc(conn, left)
+	s.leave = func() {
+		stop()
+		left()
+	}
+}
+
+// window is how far each stream reads ahead: ReadAhead.Bytes, or less
+// when the live streams' windows together would pass half the cache,
+// which would evict bytes read ahead before their reads come.
+func (ra *readAhead) window() int64 {
+	return min(ra.cfg.Bytes, ra.shareBytes/max(1, ra.live.Load()))
 }
 
 // firstData is the index of the first entry with object bytes, or -1.

@@ -461,7 +461,7 @@ func TestReadAheadPassesHugeEntry(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if res, err := r.Read(context.Background(), v, e.topic, 0, 0, 1); err != nil || len(res.Records) == 0 {
+			if res, err := r.Read(context.Background(), v, e.topic, 0, 0, 1<<20); err != nil || len(res.Records) == 0 {
 				t.Errorf("Read = %d bytes, %v", len(res.Records), err)
 			}
 		}()
@@ -475,4 +475,47 @@ func TestReadAheadPassesHugeEntry(t *testing.T) {
 		<-done
 		synctest.Wait()
 	})
+}
+
+// TestReadAheadShares has eight consumers catch up on eight partitions
+// at once through a cache smaller than their windows together: what is
+// read ahead stays cached until it is read, so nothing is read from the
+// store twice.
+func TestReadAheadShares(t *testing.T) {
+	counting := objstore.WithCounters(memobj.New())
+	e := newEnv(t, counting, 8, nil)
+	for i := range 40 {
+		e.produceMixed(t, 8, 4, 4, 4000, uint64(i)*100) // ~64 KB per partition per object
+	}
+	v := e.view(t)
+	r := fetch.NewReader(counting, fetch.NewCache(8<<20)).WithReadAhead(fetch.ReadAhead{Bytes: 8 << 20, MaxGets: 8})
+	before := counting.Snapshot()
+	var total int64
+	offsets := make([]int64, 8)
+	// One connection per consumer, for as long as it reads.
+	conns := make([]context.Context, 8)
+	for p := range conns {
+		conns[p] = testCtx(t)
+	}
+	for done := 0; done < 8; {
+		done = 0
+		for p := range int32(8) {
+			res, err := r.Read(conns[p], v, e.topic, p, offsets[p], 32<<10)
+			if err != nil || res.Err != 0 {
+				t.Fatalf("Read(%d, %d) = %d, %v", p, offsets[p], res.Err, err)
+			}
+			if len(res.Records) == 0 {
+				done++
+				continue
+			}
+			total += int64(len(res.Records))
+			bs := parseBatches(t, res.Records)
+			offsets[p] = bs[len(bs)-1].last + 1
+		}
+	}
+	got := counting.Snapshot().Sub(before).Op(objstore.OpGet)
+	t.Logf("%d bytes of records, %d read from the store in %d GETs", total, got.Bytes, got.Requests)
+	if got.Bytes > total+total/20 {
+		t.Fatalf("read %d bytes from the store for %d bytes of records", got.Bytes, total)
+	}
 }
