@@ -62,8 +62,11 @@ const (
 	// minReadAheadBytes is the smallest in-flight bound read-ahead runs
 	// with: below it a cache is too small to keep what it reads.
 	minReadAheadBytes = 1 << 20
-	// rampReads is a new stream's first window, in reads of its size.
-	rampReads = 4
+	// rampReads is a new stream's first window, in reads of its size,
+	// and minWindowBytes its least: a few objects' worth of a level-0
+	// object's share of a partition.
+	rampReads      = 4
+	minWindowBytes = 256 << 10
 	// maxStreams bounds the streams remembered: the oldest is dropped
 	// (its pending GETs canceled) when a new one would pass it.
 	maxStreams = 1024
@@ -108,6 +111,11 @@ type stream struct {
 	// plan may look ahead, before the shared bound (readAhead.window).
 	planned int64
 	window  int64
+	// spans are the GETs of the last plan, by object key: a read that
+	// gets to an entry before run has started its GET makes that GET
+	// itself (spanOf), rather than one of its own that run's would
+	// then read again.
+	spans map[string][]span
 	// cancel stops the GETs of the stream's last plan that have not
 	// started.
 	cancel context.CancelFunc
@@ -176,7 +184,7 @@ func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID me
 	// with every plan, as a file system's read-ahead does: streams that
 	// start together do not each take a whole window of the cache
 	// before they have shown they go on.
-	window := min(ra.window(), max(s.window, rampReads*maxBytes))
+	window := min(ra.window(), max(s.window, rampReads*maxBytes, minWindowBytes))
 	ahead, err := planEntries(view, topicID, partition, offset, maxBytes+window, NoBound)
 	if err != nil || len(ahead) == 0 {
 		// Read-ahead is a hint: the read plans, and fails, alone.
@@ -201,6 +209,10 @@ func (r *Reader) startReadAhead(ctx context.Context, view *meta.View, topicID me
 	end := &ahead[len(ahead)-1]
 	s.planned = end.BaseOffset + int64(end.Records)
 	s.window = 2 * window
+	s.spans = make(map[string][]span, len(spans))
+	for _, sp := range spans {
+		s.spans[sp.key] = append(s.spans[sp.key], sp)
+	}
 	if len(spans) == 0 {
 		return s
 	}
@@ -373,6 +385,33 @@ func nextSpan(entries []meta.IndexEntry, maxGap, maxSpan int64, have func(*meta.
 		n++
 	}
 	return n, start, end
+}
+
+// spanOf returns the span of s's last plan that holds e's bytes.
+func (s *stream) spanOf(e *meta.IndexEntry) (span, bool) {
+	if s == nil {
+		return span{}, false
+	}
+	for _, sp := range s.spans[e.ObjectKey] {
+		if sp.start <= e.Position && e.Position+e.Length <= sp.end {
+			return sp, true
+		}
+	}
+	return span{}, false
+}
+
+// entriesIn is how many of the leading entries sp holds; entries[0] is
+// one.
+func entriesIn(entries []meta.IndexEntry, sp span) int {
+	n := 1
+	for n < len(entries) {
+		e := &entries[n]
+		if e.Control || e.ObjectKey != sp.key || e.Position < sp.start || e.Position+e.Length > sp.end {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // cached reports whether e's bytes are cached or being read.

@@ -183,11 +183,15 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 		// entry, and a range of those that are not stops at the next
 		// one that is: a range over both would read bytes again.
 		if coalesce && !r.cached(&entries[0]) {
-			n, start, end = nextSpan(entries, maxCoalesceGapBytes, r.maxSpan(), r.cached)
+			if sp, ok := ahead.spanOf(&entries[0]); ok {
+				n, start, end = entriesIn(entries, sp), sp.start, sp.end
+			} else {
+				n, start, end = nextSpan(entries, maxCoalesceGapBytes, r.maxSpan(), r.cached)
+			}
 		}
 		data, err := r.get(ctx, entries[0].ObjectKey, start, end-start)
 		if err != nil {
-			if n > 1 && errors.Is(err, ErrCorrupt) {
+			if end-start > entries[0].Length && errors.Is(err, ErrCorrupt) {
 				// Reported by the reads of whichever partition's
 				// batches are damaged, ours or not.
 				coalesce = false
