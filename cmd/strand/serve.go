@@ -68,6 +68,13 @@ the command line wins.`,
 			if cfg.ConnectionsMaxIdle == 0 {
 				cfg.ConnectionsMaxIdle = -1
 			}
+			if cfg.FetchReadAheadBytes == 0 {
+				cfg.FetchReadAheadBytes = agent.ReadAheadOff
+			}
+			if cfg.FetchMaxParallelGets < 1 {
+				// Config's 0 is "default"; the flag's is a mistake.
+				return fmt.Errorf("fetch-max-parallel-gets %d: must be between 1 and %d", cfg.FetchMaxParallelGets, agent.MaxFetchMaxParallelGets)
+			}
 			// 0 in Config means the default: refuse it here rather
 			// than keep 7 days (or everything) for an operator who
 			// asked for nothing.
@@ -137,6 +144,9 @@ the command line wins.`,
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
 	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
+	cfg.FetchReadAheadBytes = agent.DefaultFetchReadAheadBytes
+	f.Var(agent.BytesFlag(&cfg.FetchReadAheadBytes), "fetch-read-ahead-bytes", "how far ahead of a consumer catching up on a partition (reading what the read cache does not hold) to read it, e.g. 16MiB (0: no read-ahead); its bytes in flight come out of the read cache's share of --memory-budget")
+	f.IntVar(&cfg.FetchMaxParallelGets, "fetch-max-parallel-gets", agent.DefaultFetchMaxParallelGets, "most object store GETs read-ahead has in flight at once, over all partitions")
 	f.Int64Var(&cfg.LogRetentionMs, "log-retention-ms", agent.DefaultLogRetentionMs, "how long a topic that sets no retention.ms keeps data, in ms (Kafka's log.retention.ms; -1: no limit)")
 	f.Int64Var(&cfg.LogRetentionBytes, "log-retention-bytes", -1, "bytes a partition of a topic that sets no retention.bytes keeps (Kafka's log.retention.bytes; -1: no limit)")
 	f.Int64Var(&retentionCheckMs, "log-retention-check-interval-ms", agent.DefaultLogRetentionCheckInterval.Milliseconds(), "how often each agent proposes retention for the partitions it owns, in ms (Kafka's log.retention.check.interval.ms)")

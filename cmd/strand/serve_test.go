@@ -36,6 +36,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "topic partition limit above 65536", args: []string{"--max-partitions-per-topic", "70000"}, wantErr: "max-partitions-per-topic"},
 		{name: "cluster partition limit", args: []string{"--max-partitions", "-1"}, wantErr: "max-partitions -1"},
 		{name: "fetch rate not a size", args: []string{"--max-fetch-bytes-per-sec", "fast"}, wantErr: "max-fetch-bytes-per-sec"},
+		{name: "read-ahead not a size", args: []string{"--fetch-read-ahead-bytes", "far"}, wantErr: "fetch-read-ahead-bytes"},
+		{name: "no parallel GETs", args: []string{"--fetch-max-parallel-gets", "0"}, wantErr: "fetch-max-parallel-gets 0: must be between 1"},
 		{name: "no connections", args: []string{"--max-connections", "0"}, wantErr: "max-connections 0: must be at least 1"},
 		{name: "negative connections per IP", args: []string{"--max-connections-per-ip", "-1"}, wantErr: "max-connections-per-ip -1: must not be negative"},
 		{name: "no connections per IP, no overrides", args: []string{"--max-connections-per-ip", "0"}, wantErr: "admits nobody without max-connections-per-ip-overrides"},

@@ -236,6 +236,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	cache := fetch.NewCache(mem.ReadCache)
 	a.damage = fetch.NewDamageLog(logger.With("component", "fetch"))
 	a.metrics.reg.MustRegister(newDamageCollector(a.damage))
+	a.metrics.reg.MustRegister(newCacheCollector(cache))
 	a.pipeline, err = produce.New(produce.Config{
 		MaxBufferedBytes: mem.ProduceBuffer,
 		Store:            a.store,
@@ -393,7 +394,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			TransactionVersion:       cfg.TransactionVersion,
 			Features:                 featureProber{},
 			Produce:                  a.pipeline,
-			Fetch:                    fetch.NewReader(a.store, cache).WithDamageLog(a.damage),
+			Fetch:                    fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead()),
 			Groups:                   a.groups,
 			Now:                      clk.Now,
 			Txns:                     a.txns,

@@ -22,7 +22,9 @@ import (
 //	Pebble memtables    16 MiB, outside the Go heap
 //	runtime slack       10% of the budget: pages not yet returned, the binary
 //	Go heap             the rest, which is the Go memory limit:
-//	  read cache        25%  fetch.Cache: objects just written, ranges read
+//	  read cache        25%  fetch.Cache: objects just written, ranges read,
+//	                         and read-ahead GETs in flight (a quarter of it
+//	                         at most; fetch/readahead.go)
 //	  request bytes     25%  kafka MaxQueuedRequestBytes (queued.max.request.bytes);
 //	                         the largest request (socket.request.max.bytes)
 //	                         is half of it, 100 MiB at most: frames still

@@ -213,6 +213,40 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// cacheCollector exports the read cache's counters: how often reads
+// find their bytes there, and how many of its GETs read ahead of a
+// consumer catching up.
+type cacheCollector struct {
+	c                    *fetch.Cache
+	lookups, bytes, gets *prometheus.Desc
+}
+
+func newCacheCollector(c *fetch.Cache) *cacheCollector {
+	return &cacheCollector{
+		c: c,
+		lookups: prometheus.NewDesc("strand_fetch_cache_lookups_total",
+			"Read cache lookups, by result: hit (cached), miss (one GET) or joined (waited for another read's GET).", []string{"result"}, nil),
+		bytes: prometheus.NewDesc("strand_fetch_cache_bytes", "Bytes the read cache holds.", nil, nil),
+		gets: prometheus.NewDesc("strand_fetch_read_ahead_gets_total",
+			"Object store GETs made to read ahead of consumers catching up on data the read cache did not hold.", nil, nil),
+	}
+}
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.lookups
+	ch <- c.bytes
+	ch <- c.gets
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.c.Stats()
+	ch <- prometheus.MustNewConstMetric(c.lookups, prometheus.CounterValue, float64(st.Hits), "hit")
+	ch <- prometheus.MustNewConstMetric(c.lookups, prometheus.CounterValue, float64(st.Misses-st.ReadAheads), "miss")
+	ch <- prometheus.MustNewConstMetric(c.lookups, prometheus.CounterValue, float64(st.Coalesced), "joined")
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(st.Bytes))
+	ch <- prometheus.MustNewConstMetric(c.gets, prometheus.CounterValue, float64(st.ReadAheads))
+}
+
 // damageCollector exports the fetch path's damaged-object counts.
 type damageCollector struct {
 	d       *fetch.DamageLog

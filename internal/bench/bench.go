@@ -49,6 +49,11 @@ type Options struct {
 	ObjStoreLatency string
 	FlushInterval   time.Duration
 	FlushBytes      int
+	// FetchReadAheadBytes and FetchMaxParallelGets configure the
+	// embedded agent's read-ahead as agent.Config's fields do (0: the
+	// defaults; agent.ReadAheadOff: none).
+	FetchReadAheadBytes  int64
+	FetchMaxParallelGets int
 
 	Producers, Consumers int
 	RecordSize           int
@@ -89,6 +94,14 @@ type Options struct {
 	StressConsumers           int
 	StressFetchPartitionBytes int32
 	StressBacklogBytes        int64
+
+	// ColdRead measures a cold catch-up read of one partition
+	// (coldread.go) instead of a producer run; ColdReadBytes is what
+	// each partition is filled with, ColdReadFetchBytes the consumer's
+	// per-partition fetch size, zero meaning their defaults.
+	ColdRead           bool
+	ColdReadBytes      int64
+	ColdReadFetchBytes int32
 
 	// TopicConfigs are key=value topic configs the topic is created
 	// with (or altered to, if it exists), e.g. retention.ms=60000.
@@ -165,6 +178,7 @@ func (o *Options) SetDefaults() {
 		o.StorageEvery = DefaultStorageEvery
 	}
 	o.setStressDefaults()
+	o.setColdReadDefaults()
 }
 
 // Validate reports every problem with o.
@@ -212,8 +226,8 @@ func (o *Options) Validate() error {
 	if o.Warmup < 0 {
 		bad("--warmup must not be negative")
 	}
-	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0) {
-		bad("--objstore-latency, --flush-interval and --flush-bytes configure --embedded only")
+	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0) {
+		bad("--objstore-latency, --flush-interval, --flush-bytes and the --fetch-* read-ahead flags configure --embedded only")
 	}
 	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {
 		bad("--disk-bandwidth sizes: want positive, total at least one chunk")
@@ -237,6 +251,7 @@ func (o *Options) Validate() error {
 		bad("--storage-every needs --objstore (or --embedded, which lists the agent's store)")
 	}
 	o.validateStress(bad)
+	o.validateColdRead(bad)
 	return errors.Join(errs...)
 }
 
@@ -273,6 +288,8 @@ type Report struct {
 	Stress *StressResult `json:"stress,omitempty"`
 	// Storage is there with --storage-every or --objstore.
 	Storage *StorageResult `json:"storage,omitempty"`
+	// ColdRead is there with --cold-read, and Strand is not.
+	ColdRead *ColdReadResult `json:"cold_read,omitempty"`
 }
 
 // ReportOptions echoes the options that shaped the numbers.
@@ -424,6 +441,18 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		rep.Disk = &d
 	}
 
+	if o.ColdRead {
+		var err error
+		if rep.ColdRead, err = runColdRead(ctx, &o, filepath.Join(dataDir, "agent"), pw, stderr); err != nil {
+			return nil, err
+		}
+		rep.LoadEnd = loadAverage()
+		if o.JSON {
+			return rep, writeJSON(stdout, rep)
+		}
+		return rep, writeText(stdout, rep)
+	}
+
 	tgt := target{name: "strand", brokers: o.Brokers, metricsAddr: o.HTTP, cpuScope: "agent process"}
 	var stopAgent func()
 	if o.Embedded {
@@ -557,21 +586,28 @@ func embeddedStoreURL(dir string) string {
 // startEmbedded starts an agent in this process on loopback ports chosen
 // by the kernel, logging warnings and errors only.
 func startEmbedded(ctx context.Context, o *Options, dir string, stderr io.Writer) (*agent.Agent, error) {
-	cfg := agent.Config{
-		DataDir:          dir,
-		KafkaListen:      "127.0.0.1:0",
-		HTTPListen:       "127.0.0.1:0",
-		ObjStoreLatency:  o.ObjStoreLatency,
-		FlushInterval:    o.FlushInterval,
-		FlushBytes:       o.FlushBytes,
-		AutoCreateTopics: true,
-	}
+	cfg := embeddedConfig(o, dir)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := agent.Start(ctx, cfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("bench: embedded agent: %w", err)
 	}
 	return a, nil
+}
+
+// embeddedConfig is the config of an agent startEmbedded starts in dir.
+func embeddedConfig(o *Options, dir string) agent.Config {
+	return agent.Config{
+		DataDir:              dir,
+		KafkaListen:          "127.0.0.1:0",
+		HTTPListen:           "127.0.0.1:0",
+		ObjStoreLatency:      o.ObjStoreLatency,
+		FlushInterval:        o.FlushInterval,
+		FlushBytes:           o.FlushBytes,
+		AutoCreateTopics:     true,
+		FetchReadAheadBytes:  o.FetchReadAheadBytes,
+		FetchMaxParallelGets: o.FetchMaxParallelGets,
+	}
 }
 
 // runKfake drives an in-process kfake cluster of one broker with the

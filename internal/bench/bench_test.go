@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/objstore"
 )
 
@@ -184,6 +185,14 @@ func TestOptionsValidate(t *testing.T) {
 		{"agent flags without embedded", func(o *Options) {
 			o.Embedded, o.Brokers, o.ObjStoreLatency = false, []string{"h:1"}, "s3-standard"
 		}, false},
+		{"read-ahead without embedded", func(o *Options) {
+			o.Embedded, o.Brokers, o.FetchReadAheadBytes = false, []string{"h:1"}, 1<<20
+		}, false},
+		{"cold read", func(o *Options) { o.ColdRead = true }, true},
+		{"cold read of a running cluster", func(o *Options) {
+			o.ColdRead, o.Embedded, o.Brokers = true, false, []string{"h:1"}
+		}, false},
+		{"cold read under stress", func(o *Options) { o.ColdRead, o.Stress = true, StressCatchUp }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok()
@@ -230,5 +239,40 @@ func TestEmbeddedObjStoreLatency(t *testing.T) {
 	_, err = Run(ctx, Options{Embedded: true, ObjStoreLatency: "s3-glacier", DataDir: t.TempDir(), Duration: time.Second}, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "objstore-latency") {
 		t.Errorf("unknown profile: err = %v", err)
+	}
+}
+
+// TestColdRead fills two partitions through an embedded agent, restarts
+// it and reads partition 0 back: every record comes back, and the
+// restarted agent read it from the store (its cache started empty), with
+// and without read-ahead; the second run finds the topic filled in the
+// same data directory and reads it without filling it again.
+func TestColdRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents")
+	}
+	dir := t.TempDir()
+	for i, ra := range []int64{0, agent.ReadAheadOff} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		t.Cleanup(cancel)
+		var stdout, stderr bytes.Buffer
+		const perPartition = 1 << 20
+		rep, err := Run(ctx, Options{
+			Embedded: true, DataDir: dir, ColdRead: true, ColdReadBytes: perPartition,
+			Partitions: 2, RecordSize: 1024, Linger: time.Millisecond, FetchReadAheadBytes: ra,
+		}, &stdout, &stderr)
+		if err != nil {
+			t.Fatalf("Run: %v\nstderr:\n%s", err, stderr.String())
+		}
+		c := rep.ColdRead
+		if c == nil || c.Records != perPartition/1024 || c.Bytes != perPartition || c.Gets < 1 || c.GetBytes < perPartition {
+			t.Fatalf("read-ahead %d: cold read %+v; want %d records of %d bytes read through GETs", ra, c, perPartition/1024, perPartition)
+		}
+		if c.Reused != (i == 1) {
+			t.Errorf("run %d: reused the fill: %v", i, c.Reused)
+		}
+		if !strings.Contains(stdout.String(), "GETs") {
+			t.Errorf("report:\n%s", stdout.String())
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,9 @@ prints the ratios; --disk-bandwidth measures fsync'd sequential writes in
 the data directory and prints ingest as a fraction of it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f := cmd.Flags().Lookup("fetch-read-ahead-bytes"); f.Changed && o.FetchReadAheadBytes == 0 {
+				o.FetchReadAheadBytes = agent.ReadAheadOff // the flag's 0, as serve's
+			}
 			for s := range strings.SplitSeq(brokers, ",") {
 				if s = strings.TrimSpace(s); s != "" {
 					o.Brokers = append(o.Brokers, s)
@@ -80,6 +84,12 @@ the data directory and prints ingest as a fraction of it.`,
 	f.IntVar(&o.StressConsumers, "stress-consumers", DefaultStressConsumers, StressCatchUp+": consumers reading the backlog from the start, again and again")
 	f.Int32Var(&o.StressFetchPartitionBytes, "stress-fetch-partition-bytes", DefaultStressFetchPartitionBytes, StressCatchUp+": the consumers' per-partition fetch size")
 	f.Int64Var(&o.StressBacklogBytes, "stress-backlog-bytes", DefaultStressBacklogBytes, StressCatchUp+": bytes produced before the consumers start")
+	f.BoolVar(&o.ColdRead, "cold-read", false, "instead of a producer run: fill every partition through an embedded agent (without --objstore-latency), restart it with an empty read cache, and time a consumer reading partition 0 from the start (MB/s, object store GETs per MB)")
+	f.Int64Var(&o.ColdReadBytes, "cold-read-bytes", DefaultColdReadBytes, "--cold-read: bytes of record values each partition is filled with")
+	f.Int32Var(&o.ColdReadFetchBytes, "cold-read-fetch-bytes", DefaultColdReadFetchBytes, "--cold-read: the consumer's per-partition fetch size")
+	readAhead := agent.BytesFlag(&o.FetchReadAheadBytes)
+	f.Var(readAhead, "fetch-read-ahead-bytes", "embedded agent: its --fetch-read-ahead-bytes (0: no read-ahead; default the agent's, "+agent.FormatBytes(agent.DefaultFetchReadAheadBytes)+")")
+	f.IntVar(&o.FetchMaxParallelGets, "fetch-max-parallel-gets", 0, "embedded agent: its --fetch-max-parallel-gets (default the agent's, "+fmt.Sprint(agent.DefaultFetchMaxParallelGets)+")")
 	f.StringArrayVar(&o.TopicConfigs, "topic-config", nil, "topic config key=value the topic is created with, or altered to if it exists (repeatable), e.g. retention.ms=60000")
 	f.StringVar(&o.ObjStore, "objstore", "", "object store URL (or directory) to list while the load runs, printing stored bytes beside the agent's DELETE and LIST rate and CPU (with --embedded: the agent's store)")
 	f.DurationVar(&o.StorageEvery, "storage-every", 0, "how often to list the object store (default 10s with --objstore; 0 without it: no listing)")

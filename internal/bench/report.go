@@ -87,7 +87,11 @@ func writeText(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, "\n  %d producers, %d consumers, topic %s with %d partitions, %d B records, acks=%s, compression %s, linger %s, rate %s, %s after %s warm-up\n",
 		o.Producers, o.Consumers, o.Topic, o.Partitions, o.RecordSize, o.Acks, o.Compression, o.Linger, rate, o.Duration, o.Warmup)
 	fmt.Fprintf(&b, "  %d CPUs; load average %s at start, %s at end\n", r.CPUs, fmtLoad(r.LoadStart), fmtLoad(r.LoadEnd))
-	writePhase(&b, r.Strand, "")
+	if r.ColdRead != nil {
+		writeColdRead(&b, r.ColdRead, o.ObjStoreLatency)
+	} else {
+		writePhase(&b, r.Strand, "")
+	}
 	if r.Kfake != nil {
 		writePhase(&b, r.Kfake, o.KfakeMode)
 		q := r.Ratios

@@ -306,21 +306,41 @@ func TestCache(t *testing.T) {
 	})
 }
 
-// heldGets holds every Get until release is closed.
+// heldGets holds every Get until release is closed, keeping count of
+// the GETs and bytes it holds.
 type heldGets struct {
 	objstore.Store
 	release chan struct{}
 	gets    atomic.Int64
+	mu      sync.Mutex
+	held    int
+	bytes   int64
 }
 
 func (h *heldGets) Get(ctx context.Context, key string, off, n int64) ([]byte, error) {
 	h.gets.Add(1)
+	h.mu.Lock()
+	h.held++
+	h.bytes += n
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.held--
+		h.bytes -= n
+		h.mu.Unlock()
+	}()
 	select {
 	case <-h.release:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	return h.Store.Get(ctx, key, off, n)
+}
+
+func (h *heldGets) holding() (gets int, bytes int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held, h.bytes
 }
 
 func TestCacheCoalescesMisses(t *testing.T) {

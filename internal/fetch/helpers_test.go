@@ -74,6 +74,13 @@ func (e *env) produce(t testing.TB, partition int32, datas ...[]byte) []int64 {
 		}
 		batches = append(batches, b)
 	}
+	return e.produceBatches(t, batches)
+}
+
+// produceBatches produces batches in one call and returns their base
+// offsets.
+func (e *env) produceBatches(t testing.TB, batches []produce.Batch) []int64 {
+	t.Helper()
 	res, err := e.p.Produce(testCtx(t), batches)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package fetch owns an agent's read path: it finds a partition's record
 // batches through the local offset index (a meta.View, no remote call),
-// reads their bytes from data objects through a bounded read cache,
+// reads their bytes from data objects through a bounded read cache (and
+// reads ahead of consumers catching up on what it does not hold),
 // patches each batch's baseOffset to the offset apply assigned, and
 // synthesizes the control batches of transaction markers (index entries
 // with no object bytes), so the result is what a Kafka broker returns for
@@ -76,6 +77,8 @@ type Reader struct {
 	damage *DamageLog
 	// slots bounds the answers being copied at once (copy.go).
 	slots copySlots
+	// ahead is the read-ahead (readahead.go); nil: none.
+	ahead *readAhead
 	// copying is called while a copy slot is held, waiting when a read
 	// finds none free; both nil but in tests.
 	copying, waiting func()
@@ -154,6 +157,11 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 	}
 	// One run per entry, but for entries the read does not reach.
 	a := answer{runs: make([][]byte, 0, len(entries)), bases: make([]int64, 0, len(entries))}
+	ahead := r.startReadAhead(ctx, view, topicID, partition, offset, int64(maxBytes), entries)
+	// A read that fails returns nothing: the consumer asks at offset
+	// again.
+	next := offset
+	defer func() { r.endReadAhead(ahead, topicID, partition, next) }()
 	// coalesce: read neighbouring entries of one object with one GET.
 	// It turns off after a coalesced range fails its check, since the
 	// damage may lie in other partitions' batches between ours.
@@ -171,12 +179,19 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 			continue
 		}
 		n, start, end := 1, entries[0].Position, entries[0].Position+entries[0].Length
-		if coalesce {
-			n, start, end = nextRange(entries)
+		// Entries cached (or being read ahead) are served entry by
+		// entry, and a range of those that are not stops at the next
+		// one that is: a range over both would read bytes again.
+		if coalesce && !r.cached(&entries[0]) {
+			if sp, ok := ahead.spanOf(&entries[0]); ok {
+				n, start, end = entriesIn(entries, sp), sp.start, sp.end
+			} else {
+				n, start, end = nextSpan(entries, maxCoalesceGapBytes, r.maxSpan(), r.cached)
+			}
 		}
 		data, err := r.get(ctx, entries[0].ObjectKey, start, end-start)
 		if err != nil {
-			if n > 1 && errors.Is(err, ErrCorrupt) {
+			if end-start > entries[0].Length && errors.Is(err, ErrCorrupt) {
 				// Reported by the reads of whichever partition's
 				// batches are damaged, ours or not.
 				coalesce = false
@@ -212,6 +227,7 @@ func (r *Reader) ReadUpTo(ctx context.Context, view *meta.View, topicID meta.Top
 	if res.Records, err = r.join(ctx, &a); err != nil {
 		return FetchResult{}, err
 	}
+	next = a.next(offset)
 	if t, ok := planted.DropAcked(); ok {
 		res.Records = dropPlanted(view, topicID, partition, res.Records, t)
 	}
@@ -275,24 +291,6 @@ func planBytes(entries []meta.IndexEntry) int64 {
 	return n
 }
 
-// nextRange groups the leading entries that lie in the same object, in
-// ascending position with small gaps, into one byte range [start, end).
-// entries[0] is not a marker; a marker ends the range (it has no bytes).
-func nextRange(entries []meta.IndexEntry) (n int, start, end int64) {
-	first := &entries[0]
-	start, end = first.Position, first.Position+first.Length
-	n = 1
-	for i := 1; i < len(entries); i++ {
-		e := &entries[i]
-		if e.Control || e.ObjectKey != first.ObjectKey || e.Position < end || e.Position-end > maxCoalesceGapBytes {
-			break
-		}
-		end = e.Position + e.Length
-		n++
-	}
-	return n, start, end
-}
-
 // answer is what a read returns, gathered before it is copied: runs of
 // whole batches that are still the checked, shared bytes of the cache,
 // each with the offset its first batch is patched to. Gathering first
@@ -307,6 +305,16 @@ type answer struct {
 	size int
 	// markers holds synthesized control batches, which runs refer to.
 	markers []byte
+	// end is the offset after the last batch added, 0 before one is.
+	end int64
+}
+
+// next is the offset a consumer reads next after a read from offset.
+func (a *answer) next(offset int64) int64 {
+	if a.size == 0 {
+		return offset
+	}
+	return a.end
 }
 
 func (a *answer) add(run []byte, base int64) {
@@ -327,10 +335,11 @@ func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, m
 	}
 	base := e.BaseOffset
 	// The batches taken are data[from:to], the first at offset first.
-	from, to, first := 0, 0, int64(-1)
+	from, to, first, end := 0, 0, int64(-1), int64(0)
 	defer func() {
 		if err == nil && to > from {
 			a.add(data[from:to], first)
+			a.end = end
 		}
 	}()
 	var batches int32
@@ -357,7 +366,7 @@ func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, m
 			if first < 0 {
 				from, first = len(data)-len(rest), base
 			}
-			to = len(data) - len(next)
+			to, end = len(data)-len(next), last+1
 		}
 		base = last + 1
 		rest = next
@@ -432,5 +441,6 @@ func (a *answer) addMarker(e *meta.IndexEntry, maxBytes int) (full bool, err err
 	a.markers = recordbatch.AppendControlBatch(a.markers, e.ProducerID, e.ProducerEpoch, e.Commit, e.BaseOffset, e.FirstTimestamp, 0)
 	recordbatch.SetPartitionLeaderEpoch(a.markers[at:], markerLeaderEpoch)
 	a.add(a.markers[at:], e.BaseOffset)
+	a.end = e.BaseOffset + 1
 	return a.size >= maxBytes, nil
 }

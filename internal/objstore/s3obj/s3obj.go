@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -38,7 +39,13 @@ import (
 )
 
 const (
-	defaultRegion = "us-east-1"
+	// maxIdleConnsPerHost is the connections kept open to the service
+	// between requests. The SDK keeps 10: fetch read-ahead has up to
+	// --fetch-max-parallel-gets GETs at once (64 by default), besides
+	// uploads, and every request past the idle ones would open (and
+	// then close) a TLS connection of its own.
+	maxIdleConnsPerHost = 256
+	defaultRegion       = "us-east-1"
 	// defaultPutIfAbsentAttempts bounds PutIfAbsent's own retry loop (409
 	// conflicts and ambiguous failures), SDK retries being off for it.
 	defaultPutIfAbsentAttempts = 5
@@ -110,6 +117,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, config.WithHTTPClient(cfg.HTTPClient))
+	} else {
+		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConnsPerHost = maxIdleConnsPerHost
+		})))
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {

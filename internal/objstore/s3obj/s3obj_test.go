@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -304,5 +306,59 @@ func TestNewValidates(t *testing.T) {
 		if _, err := s3obj.New(ctx, cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}
+	}
+}
+
+// TestConnectionsKept makes 64 GETs at once, twice, as fetch read-ahead
+// does: the second wave reuses the first's connections rather than
+// opening its own (the SDK's default transport keeps 10 idle).
+func TestConnectionsKept(t *testing.T) {
+	const wave = 64
+	backend := s3mem.New()
+	if err := backend.CreateBucket(bucket); err != nil {
+		t.Fatalf("CreateBucket: %v", err)
+	}
+	ic := &interceptor{next: gofakes3.New(backend).Server()}
+	srv := httptest.NewUnstartedServer(ic)
+	var opened atomic.Int64
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	s := newStore(t, srv.URL, s3obj.Config{})
+	ctx := context.Background()
+	if err := s.Put(ctx, "k", []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	getWave := func() {
+		// Every GET waits until the whole wave has arrived, so the
+		// wave needs as many connections at once.
+		var arrived atomic.Int64
+		all := make(chan struct{})
+		ic.setHook(func(w http.ResponseWriter, r *http.Request, _ int) bool {
+			if r.Method == http.MethodGet && arrived.Add(1) == wave {
+				close(all)
+			}
+			<-all
+			return false
+		})
+		var wg sync.WaitGroup
+		for range wave {
+			wg.Go(func() {
+				if _, err := s.Get(ctx, "k", 0, -1); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	getWave()
+	first := opened.Load()
+	getWave()
+	if again := opened.Load() - first; first < wave || again != 0 {
+		t.Fatalf("first wave of %d GETs opened %d connections, the second %d more; want none more", wave, first, again)
 	}
 }
