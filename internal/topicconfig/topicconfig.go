@@ -186,6 +186,20 @@ func ValidateAll(m map[string]string) error {
 	return nil
 }
 
+// ValidateCombination checks what no single value shows, as Kafka's
+// LogConfig.validateValues does over a topic's configs with the defaults
+// filled in: min.compaction.lag.ms may not exceed max.compaction.lag.ms.
+// m holds the topic's configs after the change, each already valid; the
+// error wraps ErrInvalid with Kafka's message.
+func ValidateCombination(m map[string]string) error {
+	c := Effective(m)
+	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
+		return fmt.Errorf("%w: conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)",
+			ErrInvalid, c.MinCompactionLagMs, c.MaxCompactionLagMs)
+	}
+	return nil
+}
+
 // Value returns the value of name in m, or its default and false when m
 // does not set it. Unknown names return "", false.
 func Value(m map[string]string, name string) (string, bool) {
