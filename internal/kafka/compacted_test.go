@@ -88,7 +88,9 @@ func TestCompactionLagConflict(t *testing.T) {
 		t.Fatalf("create: %v %v %q", err, resp.Err, resp.ErrMessage)
 	}
 	a.createTopic(t, "lags", 1, map[string]*string{"max.compaction.lag.ms": sp("100")})
-	set := func(name, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: &v} }
+	set := func(name, v string) kadm.AlterConfig {
+		return kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: &v}
+	}
 	check := func(what string, rs kadm.AlterConfigsResponses, err error, want error) {
 		t.Helper()
 		if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, want) || (want == nil) != (rs[0].Err == nil) {
