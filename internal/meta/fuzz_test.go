@@ -64,6 +64,18 @@ func seedCommands() []Command {
 		AlterBrokerConfigs{Resource: "7", Set: map[string]string{"log.retention.ms": "60000"}, Delete: []string{"log.retention.bytes"}},
 		AlterBrokerConfigs{Set: map[string]string{"log.retention.bytes": "-1"}, Replace: true},
 		AlterBrokerConfigs{},
+		SwapIndex{TopicID: id, Partition: 3, Old: []IndexEntry{
+			{BaseOffset: 10, ObjectKey: "data/0028333333/001700000000000-a-1-00000000000000000001.strd", Position: 8, Length: 4096, Records: 100, BatchCount: 2,
+				FirstTimestamp: 1700000000000, MaxTimestamp: 1700000000999, ProducerID: 42, ProducerEpoch: 1, BaseSequence: 7, Transactional: true},
+			{BaseOffset: 110, ProducerID: 42, ProducerEpoch: 1, BaseSequence: -1, Records: 1, BatchCount: 1, Length: 61, Control: true, Commit: true},
+			{BaseOffset: 111, ObjectKey: "data/0028333333/001700000000000-a-1-00000000000000000001.strd", Position: 4104, Length: 100, Records: 1, BatchCount: 1,
+				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		}, New: []IndexEntry{
+			{BaseOffset: 10, ObjectKey: "data/0028333334/001700000060000-a-1c-00000000000000000001.strd", Position: 8, Length: 4096, Records: 100, BatchCount: 2,
+				FirstTimestamp: 1700000000000, MaxTimestamp: 1700000000999, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, OwnOffsets: true},
+			{BaseOffset: 110, ProducerID: 42, ProducerEpoch: 1, BaseSequence: -1, Records: 1, BatchCount: 1, Length: 61, Control: true, Commit: true},
+		}, Objects: []SwapObject{{Key: "data/0028333334/001700000060000-a-1c-00000000000000000001.strd", Size: 4200}}},
+		SwapIndex{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

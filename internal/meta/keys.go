@@ -209,6 +209,11 @@ type IndexEntry struct {
 	Transactional bool
 	Control       bool
 	Commit        bool
+	// OwnOffsets (metadata level 4, compacted topics): the batches in
+	// the object carry the offsets apply gave them, and may leave some
+	// out; Records is then the span of offsets the entry covers, not a
+	// count of records in it. Only SwapIndex writes it (compact.go).
+	OwnOffsets bool
 }
 
 // Index entry attribute bits, stored after the other fields only when
@@ -218,7 +223,8 @@ const (
 	indexAttrTransactional = 1 << 0
 	indexAttrControl       = 1 << 1
 	indexAttrCommit        = 1 << 2
-	indexAttrMask          = indexAttrTransactional | indexAttrControl | indexAttrCommit
+	indexAttrOwnOffsets    = 1 << 3
+	indexAttrMask          = indexAttrTransactional | indexAttrControl | indexAttrCommit | indexAttrOwnOffsets
 )
 
 // LastOffset is the offset of the entry's last record.
@@ -262,9 +268,7 @@ func decodeIndexEntry(k, v []byte) (IndexEntry, error) {
 		if attrs == 0 || attrs&^indexAttrMask != 0 {
 			r.fail(errTooMany)
 		}
-		e.Transactional = attrs&indexAttrTransactional != 0
-		e.Control = attrs&indexAttrControl != 0
-		e.Commit = attrs&indexAttrCommit != 0
+		e.setAttrs(attrs)
 	}
 	if err := r.done(); err != nil {
 		return IndexEntry{}, corrupt("index entry", err)

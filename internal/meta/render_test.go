@@ -185,6 +185,9 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		if e.Transactional {
 			line += " transactional"
 		}
+		if e.OwnOffsets {
+			line += " own-offsets"
+		}
 		return "index", line, err
 	case prefixObject:
 		r := recordReader(v)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,8 +155,8 @@ func (s *scenario) propose(t *testing.T, d *datadriven.TestData, writer string) 
 		head := lines[i]
 		i++
 		var elems []string
-		for i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "-") {
-			elems = append(elems, strings.TrimPrefix(strings.TrimSpace(lines[i]), "-"))
+		for i < len(lines) && (strings.HasPrefix(strings.TrimSpace(lines[i]), "-") || strings.HasPrefix(strings.TrimSpace(lines[i]), "+")) {
+			elems = append(elems, strings.TrimSpace(lines[i]))
 			i++
 		}
 		c, err := s.parseCommand(head, elems)
@@ -246,6 +247,8 @@ func (s *scenario) topicName(id TopicID) string {
 var scenarioDefaults = map[reflect.Type]any{
 	reflect.TypeFor[CommitBatch](): CommitBatch{Length: 100, Records: 1, BatchCount: 1,
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+	reflect.TypeFor[IndexEntry](): IndexEntry{Length: 100, Records: 1, BatchCount: 1,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
 	reflect.TypeFor[OffsetCommit]():              OffsetCommit{Generation: -1, RetentionMs: -1},
 	reflect.TypeFor[OffsetCommitPartition]():     OffsetCommitPartition{LeaderEpoch: -1, CommitTimestamp: -1},
 	reflect.TypeFor[TxnOffsetCommit]():           TxnOffsetCommit{Generation: -1},
@@ -270,13 +273,19 @@ func (s *scenario) parseCommand(head string, elems []string) (Command, error) {
 		return nil, err
 	}
 	if len(elems) > 0 {
-		list, ok := recordList(typ)
-		if !ok {
-			return nil, fmt.Errorf("%s has no list for %d lines", fields[0], len(elems))
-		}
-		lv := v.Field(list)
+		lists := recordLists(typ)
 		for _, line := range elems {
-			ef, err := splitFields(line)
+			// "-" lines go to the command's first list, "+" lines to
+			// its second (SwapIndex: old entries, then new ones).
+			n := 0
+			if line[0] == '+' {
+				n = 1
+			}
+			if n >= len(lists) {
+				return nil, fmt.Errorf("%s has no list %d for %q", fields[0], n+1, line)
+			}
+			lv := v.Field(lists[n])
+			ef, err := splitFields(line[1:])
 			if err != nil {
 				return nil, err
 			}
@@ -289,6 +298,21 @@ func (s *scenario) parseCommand(head string, elems []string) (Command, error) {
 			if co, ok := v.Addr().Interface().(*CommitObject); ok {
 				s.placeBatch(co, egiven)
 			}
+		}
+	}
+	if sw, ok := v.Addr().Interface().(*SwapIndex); ok && !given["objects"] {
+		// The new objects are those the new entries name, each as
+		// large as its last entry's end.
+		for _, e := range sw.New {
+			if e.ObjectKey == "" {
+				continue
+			}
+			i := slices.IndexFunc(sw.Objects, func(o SwapObject) bool { return o.Key == e.ObjectKey })
+			if i < 0 {
+				sw.Objects = append(sw.Objects, SwapObject{Key: e.ObjectKey})
+				i = len(sw.Objects) - 1
+			}
+			sw.Objects[i].Size = max(sw.Objects[i].Size, e.Position+e.Length)
 		}
 	}
 	if co, ok := v.Addr().Interface().(*CommitObject); ok {
@@ -333,14 +357,15 @@ func newDefault(typ reflect.Type) reflect.Value {
 	return v
 }
 
-// recordList is the index of typ's one list of structs.
-func recordList(typ reflect.Type) (int, bool) {
+// recordLists are the indexes of typ's lists of structs, in field order.
+func recordLists(typ reflect.Type) []int {
+	var lists []int
 	for i := range typ.NumField() {
 		if f := typ.Field(i).Type; f.Kind() == reflect.Slice && f.Elem().Kind() == reflect.Struct {
-			return i, true
+			lists = append(lists, i)
 		}
 	}
-	return 0, false
+	return lists
 }
 
 // splitFields splits a line at spaces outside double quotes.

@@ -176,6 +176,9 @@ var commandTable = [...]commandSpec{
 	// Object garbage collection (gc.go).
 	TypeGCProgress: row("GCProgress", partitionsNone, (*Applier).gcProgress,
 		version(1, decodeGCProgressV1).writtenFrom(MetadataLevel3)),
+	// Compaction's index swap (compact.go).
+	TypeSwapIndex: row("SwapIndex", partitionsCached, (*Applier).swapIndex,
+		version(1, decodeSwapIndexV1).writtenFrom(MetadataLevel4)),
 	// Dynamic broker configs (brokerconfig.go).
 	TypeAlterBrokerConfigs: row("AlterBrokerConfigs", partitionsNone, (*Applier).alterBrokerConfigs,
 		version(1, decodeAlterBrokerConfigsV1).writtenFrom(MetadataLevel3)),

@@ -145,6 +145,7 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeReassignPartitions: 1,
 		TypeGCProgress:         1,
 		TypeAlterBrokerConfigs: 1,
+		TypeSwapIndex:          1,
 	},
 }
 

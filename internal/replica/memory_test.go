@@ -92,9 +92,38 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	propose(commitTo(1, a1), meta.ApplyRetention{DefaultRetentionMs: 60_000, DefaultRetentionBytes: -1,
 		Partitions: []meta.RetentionPartition{{TopicID: a0.id}, {TopicID: a1.id, Partition: 1}}},
 		meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: a1.id, Partition: 1, Offset: -1}}})
+	// Level 4: compaction swaps a0's entries (those of the retention
+	// above and two more) for one entry in a new object, and a second
+	// swap of the same entries loses.
+	propose(commitTo(1, a0), commitTo(1, a0))
+	view := r.View()
+	it, err := view.Seek(a0.id, a0.partition, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []meta.IndexEntry
+	var records int32
+	for it.Next() {
+		old = append(old, it.Entry())
+		records += it.Entry().Records
+	}
+	it.Close()
+	view.Close()
+	if len(old) < 2 {
+		t.Fatalf("a0 holds %d index entries, want at least 2", len(old))
+	}
+	swap := func(key string) meta.SwapIndex {
+		return meta.SwapIndex{TopicID: a0.id, Partition: a0.partition, Old: old,
+			New: []meta.IndexEntry{{BaseOffset: old[0].BaseOffset, ObjectKey: key, Length: int64(len(old)) * 100,
+				Records: records, BatchCount: int32(len(old)), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}},
+			Objects: []meta.SwapObject{{Key: key, Size: int64(len(old)) * 100}}}
+	}
+	if res := propose(swap("compacted-1"), swap("compacted-2")); res[0].Code != 0 || !meta.SwapLost(res[1]) {
+		t.Fatalf("swaps: %v, %v; want the first to win and the second to lose", res[0].Err(), res[1].Err())
+	}
 	// The janitor's report: the objects that died above, deleted, and a
 	// reconciler pass.
-	view := r.View()
+	view = r.View()
 	dead, err := view.DeadObjects(math.MaxInt64, 100) // every entry: the bound must not wrap
 	view.Close()
 	if err != nil || len(dead) == 0 {
