@@ -1,0 +1,364 @@
+package cleaner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/fetch"
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/meta/metatest"
+	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/recordbatch"
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/segment"
+	"github.com/strandkafka/strand/internal/topicconfig"
+)
+
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testClock is a clock tests move by hand.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *testClock) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
+
+// roundEnv is one metadata copy in memory at level 4 whose log clock
+// follows clk, a memory store, a produce pipeline and a Cleaner.
+type roundEnv struct {
+	t     *testing.T
+	clk   *testClock
+	db    *metatest.DB
+	p     *produce.Pipeline
+	c     *Cleaner
+	r     *fetch.Reader
+	topic meta.Topic
+}
+
+func newRoundEnv(t *testing.T, configs map[string]string, tune func(*Config)) *roundEnv {
+	e := &roundEnv{t: t, clk: &testClock{t: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)}}
+	store := memobj.New()
+	e.db = metatest.New(e.clk.Now)
+	e.propose(meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4}}})
+	e.propose(meta.CreateTopic{Name: "table", Partitions: 1, Configs: configs})
+	v := e.db.View()
+	e.topic, _, _ = v.Topic("table")
+	v.Close()
+	logger := slog.New(slog.DiscardHandler)
+	var err error
+	e.p, err = produce.New(produce.Config{Store: store, Replica: e.db, AgentID: "agent-1-1", Logger: logger,
+		KeyTime: func() int64 { return e.clk.Now().UnixMilli() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.p.Close(context.Background()) })
+	cfg := Config{Store: store, Meta: e.db, AgentID: "agent-1-1", Clock: e.clk, Logger: logger, TargetBytes: 2 << 10}
+	if tune != nil {
+		tune(&cfg)
+	}
+	if e.c, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.r = fetch.NewReader(store, nil)
+	return e
+}
+
+func (e *roundEnv) propose(c meta.Command) meta.Result {
+	e.t.Helper()
+	res, err := e.db.Propose(testCtx(e.t), c)
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		e.t.Fatalf("%v: %v", c.Type(), err)
+	}
+	return res
+}
+
+// produce commits each batch (built with base offset 0) in its own
+// flush, so each is an index entry of its own, and returns their
+// offsets.
+func (e *roundEnv) produce(batches ...[]byte) []int64 {
+	e.t.Helper()
+	var bases []int64
+	for _, d := range batches {
+		b, err := produce.BatchFrom(e.topic.ID, 0, d)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		res, err := e.p.Produce(testCtx(e.t), []produce.Batch{b})
+		if err != nil || res[0].Code != 0 {
+			e.t.Fatalf("produce: %v %v", err, res)
+		}
+		bases = append(bases, res[0].BaseOffset)
+	}
+	return bases
+}
+
+// clean runs one round at the clock's time.
+func (e *roundEnv) clean() (Plan, RoundStats) {
+	e.t.Helper()
+	var st RoundStats
+	plan, err := e.c.Clean(testCtx(e.t), e.topic, 0, &st)
+	if err != nil {
+		e.t.Fatalf("Clean: %v", err)
+	}
+	return plan, st
+}
+
+// readAll fetches the partition from offset from to its end as a
+// consumer would and returns the records.
+func (e *roundEnv) readAll(from int64) []got {
+	e.t.Helper()
+	var out []got
+	for off := from; ; {
+		v := e.db.View()
+		res, err := e.r.Read(testCtx(e.t), v, e.topic.ID, 0, off, 1<<10)
+		v.Close()
+		if err != nil || res.Err != 0 {
+			e.t.Fatalf("Read at %d: %v %d", off, err, res.Err)
+		}
+		if off >= res.HighWatermark {
+			return out
+		}
+		bs, err := recordbatch.Split(res.Records)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, b := range bs {
+			rb, rs := batchtest.Decode(e.t, b)
+			for _, r := range rs {
+				o := rb.FirstOffset + int64(r.OffsetDelta)
+				if o >= off {
+					out = append(out, got{offset: o, key: string(r.Key), value: string(r.Value), tombstone: r.Value == nil})
+				}
+			}
+			off = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+		}
+	}
+}
+
+// TestRoundEndToEnd: a compacted partition fed keys x updates with
+// tombstones, one flush per batch, cleaned in rounds of several swaps;
+// a read from the beginning through the fetch path returns exactly the
+// newest record of every key (checked against a model), offsets rising
+// with gaps, a read from inside a gap starts at the next record, and
+// tombstones go once delete.retention.ms passed since the round that
+// first kept them. The newest entry (the active one) is never cleaned.
+func TestRoundEndToEnd(t *testing.T) {
+	e := newRoundEnv(t, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "60000", "min.cleanable.dirty.ratio": "0.01"}, nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const keys, batches = 20, 60
+	newest := map[string]got{}
+	var in [][]byte
+	for range batches {
+		n := 1 + rng.IntN(4)
+		s := spec{codec: recordbatch.Compression(rng.IntN(5))}
+		for range n {
+			k := fmt.Sprintf("key-%02d", rng.IntN(keys))
+			r := rec{key: []byte(k), value: fmt.Appendf(nil, "v%d", rng.Uint32())}
+			if rng.IntN(5) == 0 {
+				r.value = nil
+			}
+			s.recs = append(s.recs, r)
+		}
+		in = append(in, build(t, s))
+	}
+	bases := e.produce(in...)
+	for i, b := range in {
+		_, recs := batchtest.Decode(t, b)
+		for j, r := range recs {
+			newest[string(r.Key)] = got{offset: bases[i] + int64(j), key: string(r.Key), value: string(r.Value), tombstone: r.Value == nil}
+		}
+	}
+	// The active entry: never cleaned in this round.
+	active := e.produce(build(t, spec{recs: []rec{{[]byte("key-00"), []byte("active")}}}))[0]
+
+	plan, st := e.clean()
+	if !plan.Due || plan.Ratio != 1 || plan.FirstUncleanable != active || st.Swaps < 2 || st.Lost != 0 {
+		t.Fatalf("plan %+v stats %+v", plan, st)
+	}
+	recs := e.readAll(0)
+	want := map[string]got{}
+	for k, g := range newest {
+		want[k] = g
+	}
+	prev := int64(-1)
+	gaps := 0
+	for _, r := range recs {
+		if r.offset <= prev {
+			t.Fatalf("offset %d after %d", r.offset, prev)
+		}
+		if r.offset > prev+1 {
+			gaps++
+		}
+		prev = r.offset
+		if r.offset == active {
+			continue
+		}
+		if w := want[r.key]; w != r {
+			t.Fatalf("read %+v, newest of its key is %+v", r, w)
+		}
+		delete(want, r.key)
+	}
+	if len(want) != 0 || prev != active || gaps == 0 {
+		t.Fatalf("missing %v, last offset %d (active %d), %d gaps", want, prev, active, gaps)
+	}
+	// A read from inside a gap starts at the next record.
+	for i := 1; i < len(recs); i++ {
+		if recs[i].offset > recs[i-1].offset+1 {
+			gap := recs[i-1].offset + 1
+			if got := e.readAll(gap); len(got) == 0 || got[0] != recs[i] {
+				t.Fatalf("read from the gap at %d: %+v, want %+v first", gap, got, recs[i])
+			}
+			break
+		}
+	}
+	// Nothing dirty is cleanable: no round.
+	if plan, _ := e.clean(); plan.Due || plan.DirtyBytes != 0 {
+		t.Fatalf("second plan %+v", plan)
+	}
+
+	// Before the horizon, a new round keeps the tombstones; after it,
+	// they go. New data makes the rounds due.
+	e.clk.Advance(59 * time.Second)
+	e.produce(build(t, spec{recs: []rec{{[]byte("key-new"), []byte("x")}}}))
+	e.clean()
+	tombs := func() int {
+		n := 0
+		for _, r := range e.readAll(0) {
+			if r.tombstone {
+				n++
+			}
+		}
+		return n
+	}
+	wantTombs := 0
+	for _, g := range newest {
+		if g.tombstone {
+			wantTombs++
+		}
+	}
+	if wantTombs == 0 {
+		t.Fatal("the model holds no tombstone")
+	}
+	if n := tombs(); n != wantTombs {
+		t.Fatalf("before the horizon: %d tombstones, want %d", n, wantTombs)
+	}
+	e.clk.Advance(2 * time.Second)
+	e.produce(build(t, spec{recs: []rec{{[]byte("key-newer"), []byte("y")}}}))
+	_, st = e.clean()
+	if n := tombs(); n != 0 || st.Filter.TombstonesDropped != int64(wantTombs) {
+		t.Fatalf("after the horizon: %d tombstones left, %d dropped", n, st.Filter.TombstonesDropped)
+	}
+}
+
+// A small offset map cleans in prefixes: each round ends at the last
+// entry it mapped whole, and rounds until none is due reach the same
+// result as one round with a big map.
+func TestRoundSmallMap(t *testing.T) {
+	configs := map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}
+	var in [][]byte
+	for i := range 40 {
+		in = append(in, build(t, spec{recs: []rec{{fmt.Appendf(nil, "k%d", i%7), fmt.Appendf(nil, "v%d", i)}, {fmt.Appendf(nil, "j%d", i%5), fmt.Appendf(nil, "w%d", i)}}}))
+	}
+	results := map[string][]got{}
+	for _, mapBytes := range []int64{1 << 20, 5 * EntryBytes} {
+		e := newRoundEnv(t, configs, func(c *Config) { c.MapBytes = mapBytes })
+		e.produce(in...)
+		e.produce(build(t, spec{recs: []rec{{[]byte("end"), []byte("e")}}}))
+		rounds := 0
+		for {
+			plan, _ := e.clean()
+			if !plan.Due {
+				break
+			}
+			if rounds++; rounds > 50 {
+				t.Fatal("rounds do not end")
+			}
+		}
+		if mapBytes < 1<<20 && rounds < 3 {
+			t.Fatalf("small map: %d rounds", rounds)
+		}
+		results[fmt.Sprint(mapBytes)] = e.readAll(0)
+	}
+	big, small := results[fmt.Sprint(1<<20)], results[fmt.Sprint(5*EntryBytes)]
+	if fmt.Sprint(big) != fmt.Sprint(small) || len(big) != 7+5+1 {
+		t.Fatalf("big map %v\nsmall map %v", big, small)
+	}
+}
+
+// PlanOf: the ratio, the active entry, min and max compaction lag.
+func TestPlanOf(t *testing.T) {
+	cleaned := segment.ObjectKey("agent"+CleanTag, 1, 1000)
+	dirty := segment.ObjectKey("agent", 1, 1000)
+	if !Cleaned(cleaned) || Cleaned(dirty) {
+		t.Fatalf("Cleaned(%q) %v, Cleaned(%q) %v", cleaned, Cleaned(cleaned), dirty, Cleaned(dirty))
+	}
+	entries := []meta.IndexEntry{
+		{BaseOffset: 0, Records: 10, Length: 300, ObjectKey: cleaned, FirstTimestamp: 100, MaxTimestamp: 100},
+		{BaseOffset: 10, Records: 1, Length: recordbatch.ControlBatchSize, Control: true},
+		{BaseOffset: 11, Records: 5, Length: 100, ObjectKey: dirty, FirstTimestamp: 200, MaxTimestamp: 250},
+		{BaseOffset: 16, Records: 5, Length: 100, ObjectKey: dirty, FirstTimestamp: 300, MaxTimestamp: 350},
+		{BaseOffset: 21, Records: 5, Length: 100, ObjectKey: dirty, FirstTimestamp: 400, MaxTimestamp: 450},
+	}
+	seq := func(yield func(meta.IndexEntry) bool) {
+		for _, e := range entries {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+	cfg := topicconfig.Effective(map[string]string{"cleanup.policy": "compact"})
+	p := PlanOf(seq, 0, 26, cfg, 1000)
+	if p.FirstDirty != 11 || p.FirstUncleanable != 21 || p.CleanBytes != 300 || p.DirtyBytes != 200 || p.Ratio != 0.4 || p.Due {
+		t.Fatalf("plan %+v", p)
+	}
+	cfg.MinCleanableDirtyRatio = 0.3
+	if p := PlanOf(seq, 0, 26, cfg, 1000); !p.Due {
+		t.Fatalf("ratio 0.4 over 0.3 not due: %+v", p)
+	}
+	cfg.MinCleanableDirtyRatio = 0.5
+	cfg.MaxCompactionLagMs = 700 // the first dirty batch (200) is older than 1000-700
+	if p := PlanOf(seq, 0, 26, cfg, 1000); !p.Due || !p.MaxLagDue {
+		t.Fatalf("max lag: %+v", p)
+	}
+	cfg.MaxCompactionLagMs = 900
+	if p := PlanOf(seq, 0, 26, cfg, 1000); p.Due || p.MaxLagDue {
+		t.Fatalf("max lag not passed: %+v", p)
+	}
+	cfg.MinCompactionLagMs = 700 // entries newer than 300 wait: 16.. stays dirty
+	if p := PlanOf(seq, 0, 26, cfg, 1000); p.FirstUncleanable != 16 || p.DirtyBytes != 100 {
+		t.Fatalf("min lag: %+v", p)
+	}
+	cfg.MinCompactionLagMs = 0
+	if p := PlanOf(seq, 0, 14, cfg, 1000); p.FirstUncleanable != 14 || p.DirtyBytes != 0 {
+		t.Fatalf("an open transaction at 14: %+v", p)
+	}
+}
+
