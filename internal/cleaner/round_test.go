@@ -361,4 +361,3 @@ func TestPlanOf(t *testing.T) {
 		t.Fatalf("an open transaction at 14: %+v", p)
 	}
 }
-
