@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
@@ -129,6 +130,13 @@ type Config struct {
 	// deleted as an orphan. 0 means gc.DefaultGrace; see
 	// meta.DefaultGCGrace for why.
 	GCGrace time.Duration
+	// Key compaction of compacted topics (package cleaner), Kafka's
+	// broker configs of the same names: LogCleanerDedupeBufferSize is
+	// log.cleaner.dedupe.buffer.size, the memory of one round's offset
+	// map; LogCleanerBackoff is log.cleaner.backoff.ms, the pause between
+	// passes. 0 means the default.
+	LogCleanerDedupeBufferSize int64
+	LogCleanerBackoff          time.Duration
 
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams
@@ -225,6 +233,12 @@ func (c *Config) SetDefaults() {
 	if c.GCGrace == 0 {
 		c.GCGrace = gc.DefaultGrace
 	}
+	if c.LogCleanerDedupeBufferSize == 0 {
+		c.LogCleanerDedupeBufferSize = cleaner.DefaultMapBytes
+	}
+	if c.LogCleanerBackoff == 0 {
+		c.LogCleanerBackoff = cleaner.DefaultInterval
+	}
 }
 
 // fileURL turns a local path into a file:// URL, absolute so the URL means
@@ -262,6 +276,12 @@ func (c *Config) Validate() error {
 	}
 	if c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least 1ms", c.GCGrace))
+	}
+	if c.LogCleanerDedupeBufferSize < cleaner.EntryBytes || c.LogCleanerDedupeBufferSize > 1<<40 {
+		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be between %d and 1 TiB", c.LogCleanerDedupeBufferSize, cleaner.EntryBytes))
+	}
+	if c.LogCleanerBackoff < time.Millisecond {
+		errs = append(errs, fmt.Errorf("log-cleaner-backoff-ms %v: must be at least 1ms", c.LogCleanerBackoff))
 	}
 	if c.FlushBytes < 1<<10 || c.FlushBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("flush-bytes %d: must be between 1 KiB and 1 GiB", c.FlushBytes))
