@@ -186,6 +186,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
 	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
+	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.handleTopicCompaction))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers

@@ -187,7 +187,8 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 }
 
 func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
-	return &cobra.Command{
+	var httpAddr string // a compacted topic's cleaner state comes from an agent's admin API
+	cmd := &cobra.Command{
 		Use:   "describe NAME...",
 		Short: "Show a topic's partitions (with start and end offsets and stored bytes) and configs",
 		Args:  cobra.MinimumNArgs(1),
@@ -247,6 +248,9 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 				}
 
 				fmt.Fprintln(w)
+				if err := printCompaction(ctx, w, httpAddr, opts.Timeout, configs, topic); err != nil {
+					return err
+				}
 				if err := printConfigs(w, configs, cfgErr, topic); err != nil {
 					return err
 				}
@@ -254,6 +258,8 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&httpAddr, "http", DefaultAdminHTTP, "an agent's HTTP address, host:port, for a compacted topic's clean and dirty bytes per partition")
+	return cmd
 }
 
 // topicSizes holds the stored bytes of each partition, by topic, summed
