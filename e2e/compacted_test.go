@@ -26,6 +26,9 @@ type compactedRecord struct {
 	Key       string
 	Value     string
 	Tombstone bool
+	// Timestamp is the record's, ms; a cleaned batch's delete horizon
+	// must not change it.
+	Timestamp int64
 }
 
 // compactedPythonScript reads every partition of a topic from offset 0 to
@@ -58,7 +61,8 @@ while len(eof) < partitions:
     eof.discard(msg.partition())
     v = msg.value()
     out["records"].append({"Partition": msg.partition(), "Offset": msg.offset(), "Key": msg.key().decode(),
-                           "Value": "" if v is None else v.decode(), "Tombstone": v is None})
+                           "Value": "" if v is None else v.decode(), "Tombstone": v is None,
+                           "Timestamp": msg.timestamp()[1]})
 c.close()
 print(json.dumps(out))
 sys.exit(1 if out["errors"] else 0)
@@ -88,6 +92,8 @@ func TestCompactedTopicClients(t *testing.T) {
 	}
 	// model[partition][key] is the newest value; nil a tombstone.
 	model := [partitions]map[string][]byte{{}, {}}
+	// stamps[partition][offset] is each produced record's timestamp.
+	stamps := [partitions]map[int64]int64{{}, {}}
 	produce := func(rs ...*kgo.Record) {
 		t.Helper()
 		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
@@ -95,6 +101,7 @@ func TestCompactedTopicClients(t *testing.T) {
 		}
 		for _, r := range rs {
 			model[r.Partition][string(r.Key)] = r.Value
+			stamps[r.Partition][r.Offset] = r.Timestamp.UnixMilli()
 		}
 	}
 	rec := func(key string, value []byte) *kgo.Record {
@@ -125,7 +132,7 @@ func TestCompactedTopicClients(t *testing.T) {
 		t.Fatalf("clean: %+v %v", st, err)
 	}
 	got := readCompacted(t, ctx, addr, adm, topic)
-	checkCompacted(t, got, model, true)
+	checkCompacted(t, got, model, stamps, true)
 
 	// delete.retention.ms (1 ms) passes; new data makes the rounds due.
 	time.Sleep(20 * time.Millisecond)
@@ -134,7 +141,7 @@ func TestCompactedTopicClients(t *testing.T) {
 		t.Fatalf("second clean: %+v %v", st, err)
 	}
 	got = readCompacted(t, ctx, addr, adm, topic)
-	checkCompacted(t, got, model, false)
+	checkCompacted(t, got, model, stamps, false)
 
 	// A Kafka Streams style restore: put on a value, delete on a
 	// tombstone, in offset order per partition.
@@ -165,7 +172,7 @@ func TestCompactedTopicClients(t *testing.T) {
 		msgs := k.consume(t, topic, len(got))
 		var fromKcat []compactedRecord
 		for _, m := range msgs {
-			fromKcat = append(fromKcat, compactedRecord{Partition: m.partition, Offset: m.offset, Key: m.key, Value: m.value})
+			fromKcat = append(fromKcat, compactedRecord{Partition: m.partition, Offset: m.offset, Key: m.key, Value: m.value, Timestamp: m.timestamp})
 		}
 		sortCompacted(fromKcat)
 		if fmt.Sprint(fromKcat) != fmt.Sprint(got) {
@@ -226,7 +233,8 @@ func readCompacted(t *testing.T, ctx context.Context, addr string, adm *kadm.Cli
 			t.Fatal(err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, compactedRecord{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value), Tombstone: r.Value == nil})
+			out = append(out, compactedRecord{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value),
+				Tombstone: r.Value == nil, Timestamp: r.Timestamp.UnixMilli()})
 			if r.Offset+1 >= left[r.Partition] {
 				left[r.Partition] = 0
 			}
@@ -249,7 +257,7 @@ func sortCompacted(rs []compactedRecord) {
 // partition, one record per key but the sentinels (the newest entries),
 // its newest value, tombstones only if withTombstones; offsets rising,
 // with gaps.
-func checkCompacted(t *testing.T, got []compactedRecord, model [2]map[string][]byte, withTombstones bool) {
+func checkCompacted(t *testing.T, got []compactedRecord, model [2]map[string][]byte, stamps [2]map[int64]int64, withTombstones bool) {
 	t.Helper()
 	seen := map[string]bool{}
 	gaps := 0
@@ -261,6 +269,9 @@ func checkCompacted(t *testing.T, got []compactedRecord, model [2]map[string][]b
 			if r.Offset > got[i-1].Offset+1 {
 				gaps++
 			}
+		}
+		if ts := stamps[r.Partition][r.Offset]; ts != r.Timestamp {
+			t.Fatalf("read %+v: produced at %d", r, ts)
 		}
 		if r.Key == "sentinel" {
 			continue

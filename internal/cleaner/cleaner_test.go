@@ -201,7 +201,7 @@ func TestModel(t *testing.T) {
 						r.value = nil
 					}
 					s.recs = append(s.recs, r)
-					newest[k] = got{offset: off + int64(i), key: k, value: string(r.value), tombstone: r.value == nil}
+					newest[k] = got{offset: off + int64(i), key: k, value: string(r.value), tombstone: r.value == nil, ts: 1_700_000_000_000 + int64(i)}
 				}
 				batches = append(batches, build(t, s))
 				off += int64(n)
@@ -228,7 +228,7 @@ func TestModel(t *testing.T) {
 			}
 			for _, r := range recs {
 				w, ok := want[r.key]
-				if !ok || w.offset != r.offset || w.value != r.value || w.tombstone != r.tombstone {
+				if !ok || w != r {
 					t.Fatalf("kept %+v, newest of its key is %+v", r, w)
 				}
 				delete(want, r.key)
