@@ -361,3 +361,79 @@ func TestPlanOf(t *testing.T) {
 		t.Fatalf("an open transaction at 14: %+v", p)
 	}
 }
+
+// racingMeta runs race before the n-th SwapIndex it is asked to
+// propose, as if another agent's command applied first.
+type racingMeta struct {
+	*metatest.DB
+	n, swaps int
+	race     func()
+}
+
+func (m *racingMeta) Propose(ctx context.Context, c meta.Command) (meta.Result, error) {
+	if _, ok := c.(meta.SwapIndex); ok {
+		if m.swaps++; m.swaps == m.n {
+			m.race()
+		}
+	}
+	return m.DB.Propose(ctx, c)
+}
+
+// A round racing DeleteRecords (which trims the index the round read)
+// loses its swap and stops: nothing of the log is lost or doubled, what
+// earlier swaps cleaned stays clean, and the next round finishes the
+// work from the new log start.
+func TestRoundLosesToDeleteRecords(t *testing.T) {
+	var rm *racingMeta
+	e := newRoundEnv(t, map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}, func(c *Config) {
+		rm = &racingMeta{DB: c.Meta.(*metatest.DB), n: 2}
+		c.Meta = rm
+		c.TargetBytes = 512 // chunks of 12 offsets
+	})
+	var in [][]byte
+	for i := range 30 {
+		in = append(in, build(t, spec{recs: []rec{
+			{fmt.Appendf(nil, "k%d", i%6), fmt.Appendf(nil, "v%d", i)},
+			{fmt.Appendf(nil, "u%d", i), fmt.Appendf(nil, "w%d", i)}, // unique: always kept
+		}}))
+	}
+	e.produce(in...)
+	e.produce(build(t, spec{recs: []rec{{[]byte("end"), []byte("e")}}}))
+	const deleteBelow = 16 // inside the second chunk
+	rm.race = func() {
+		e.propose(meta.DeleteRecords{Partitions: []meta.DeleteRecordsPartition{{TopicID: e.topic.ID, Partition: 0, Offset: deleteBelow}}})
+	}
+	_, st := e.clean()
+	if st.Lost != 1 || st.Swaps != 1 {
+		t.Fatalf("stats %+v, want one swap done and one lost", st)
+	}
+	// Every unique key at or above the new log start is there once;
+	// each k has at most its records, in offset order.
+	check := func(exact bool) {
+		t.Helper()
+		recs := e.readAll(deleteBelow)
+		seen := map[string]int{}
+		prev := int64(-1)
+		for _, r := range recs {
+			if r.offset <= prev || r.offset < deleteBelow {
+				t.Fatalf("offset %d after %d (log start %d)", r.offset, prev, deleteBelow)
+			}
+			prev = r.offset
+			seen[r.key]++
+		}
+		for i := deleteBelow / 2; i < 30; i++ { // u<i> is at offset 2i+1
+			if seen[fmt.Sprintf("u%d", i)] != 1 {
+				t.Fatalf("u%d read %d times: %v", i, seen[fmt.Sprintf("u%d", i)], recs)
+			}
+		}
+		for i := range 6 {
+			if n := seen[fmt.Sprintf("k%d", i)]; n == 0 || exact && n != 1 {
+				t.Fatalf("k%d read %d times", i, n)
+			}
+		}
+	}
+	check(false)
+	rm.n = 0 // no more races
+	e.clean()
+	check(true)
+}
