@@ -1,6 +1,7 @@
 package cleaner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +130,10 @@ type RoundStats struct {
 }
 
 // Pass runs a round on every owned compacted partition that is due, and
-// updates the max dirty ratio gauge.
+// updates the max dirty ratio gauge. A partition whose round fails (a
+// damaged object, a map too small for one batch) is logged and passed
+// over, so it does not hold up the others; Pass returns the first such
+// error.
 func (c *Cleaner) Pass(ctx context.Context) (RoundStats, error) {
 	var st RoundStats
 	v := c.cfg.Meta.View()
@@ -144,6 +148,7 @@ func (c *Cleaner) Pass(ctx context.Context) (RoundStats, error) {
 		return st, err
 	}
 	maxRatio := 0.0
+	var first error
 	for _, t := range topics {
 		if !meta.CompactPolicy(t.Configs) {
 			continue
@@ -157,13 +162,17 @@ func (c *Cleaner) Pass(ctx context.Context) (RoundStats, error) {
 			}
 			plan, err := c.Clean(ctx, t, p, &st)
 			if err != nil {
-				return st, err
+				if ctx.Err() != nil {
+					return st, ctx.Err()
+				}
+				c.cfg.Logger.Warn("cleaning round failed", "topic", t.Name, "partition", p, "err", err)
+				first = cmp.Or(first, err)
 			}
 			maxRatio = max(maxRatio, plan.Ratio)
 		}
 	}
 	c.cfg.Metrics.maxDirty.Set(maxRatio)
-	return st, nil
+	return st, first
 }
 
 // PlanPartition plans a partition from view v at log clock now.

@@ -2,6 +2,7 @@ package cleaner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/meta/metatest"
+	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
@@ -61,11 +63,17 @@ type roundEnv struct {
 }
 
 func newRoundEnv(t *testing.T, configs map[string]string, tune func(*Config)) *roundEnv {
+	return newRoundEnvWith(t, 1, nil, configs, tune)
+}
+
+// newRoundEnvWith is newRoundEnv with partitions, and with the cleaner's
+// store faulted by inj (nil: none).
+func newRoundEnvWith(t *testing.T, partitions int32, inj objstore.FaultInjector, configs map[string]string, tune func(*Config)) *roundEnv {
 	e := &roundEnv{t: t, clk: &testClock{t: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)}}
 	store := memobj.New()
 	e.db = metatest.New(e.clk.Now)
 	e.propose(meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4}}})
-	e.propose(meta.CreateTopic{Name: "table", Partitions: 1, Configs: configs})
+	e.propose(meta.CreateTopic{Name: "table", Partitions: partitions, Configs: configs})
 	v := e.db.View()
 	e.topic, _, _ = v.Topic("table")
 	v.Close()
@@ -77,7 +85,11 @@ func newRoundEnv(t *testing.T, configs map[string]string, tune func(*Config)) *r
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.p.Close(context.Background()) })
-	cfg := Config{Store: store, Meta: e.db, AgentID: "agent-1-1", Clock: e.clk, Logger: logger, TargetBytes: 2 << 10}
+	var cleanerStore objstore.Store = store
+	if inj != nil {
+		cleanerStore = objstore.WithFaults(store, inj)
+	}
+	cfg := Config{Store: cleanerStore, Meta: e.db, AgentID: "agent-1-1", Clock: e.clk, Logger: logger, TargetBytes: 2 << 10}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -105,9 +117,15 @@ func (e *roundEnv) propose(c meta.Command) meta.Result {
 // offsets.
 func (e *roundEnv) produce(batches ...[]byte) []int64 {
 	e.t.Helper()
+	return e.produceTo(0, batches...)
+}
+
+// produceTo is produce to partition p.
+func (e *roundEnv) produceTo(p int32, batches ...[]byte) []int64 {
+	e.t.Helper()
 	var bases []int64
 	for _, d := range batches {
-		b, err := produce.BatchFrom(e.topic.ID, 0, d)
+		b, err := produce.BatchFrom(e.topic.ID, p, d)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -436,4 +454,45 @@ func TestRoundLosesToDeleteRecords(t *testing.T) {
 	rm.n = 0 // no more races
 	e.clean()
 	check(true)
+}
+
+// A partition whose round fails (here its objects cannot be read) is
+// logged and passed over: the pass still cleans the others, and returns
+// the failure.
+func TestPassGoesOnAfterAFailedPartition(t *testing.T) {
+	var bad sync.Map // object keys of partition 0
+	inj := objstore.FaultFunc(func(op objstore.Op, key string) objstore.FaultMode {
+		if _, ok := bad.Load(key); ok && op == objstore.OpGet {
+			return objstore.FaultBefore
+		}
+		return objstore.NoFault
+	})
+	e := newRoundEnvWith(t, 2, inj, map[string]string{"cleanup.policy": "compact"}, nil)
+	for p := range int32(2) {
+		for i := range 3 {
+			e.produceTo(p, build(t, spec{recs: []rec{{[]byte("k"), fmt.Appendf(nil, "v%d", i)}}}))
+		}
+	}
+	v := e.db.View()
+	it, err := v.Seek(e.topic.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it.Next() {
+		bad.Store(it.Entry().ObjectKey, true)
+	}
+	it.Close()
+	v.Close()
+	st, err := e.c.Pass(testCtx(t))
+	if !errors.Is(err, objstore.ErrInjected) || st.Rounds != 1 || st.Swaps != 1 {
+		t.Fatalf("pass: %+v %v, want partition 1 cleaned and partition 0's failure", st, err)
+	}
+	v = e.db.View()
+	defer v.Close()
+	for p, wantClean := range []bool{false, true} {
+		plan, err := PlanPartition(v, e.topic, int32(p), 0)
+		if err != nil || (plan.CleanBytes > 0) != wantClean {
+			t.Fatalf("partition %d: %+v %v", p, plan, err)
+		}
+	}
 }
