@@ -61,10 +61,6 @@ func (r *Reader) join(ctx context.Context, a *answer) ([]byte, error) {
 	pos := 0
 	for i, run := range a.runs {
 		base := a.bases[i]
-		if base == ownOffsets {
-			pos += len(run)
-			continue
-		}
 		for rest := out[pos : pos+len(run)]; len(rest) > 0; {
 			// addEntry checked these very bytes: the errors are
 			// for a change that breaks it.

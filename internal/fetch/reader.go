@@ -293,10 +293,6 @@ func nextRange(entries []meta.IndexEntry) (n int, start, end int64) {
 	return n, start, end
 }
 
-// ownOffsets is the base of a run whose batches carry their own base
-// offsets (meta.IndexEntry.OwnOffsets): join copies it unpatched.
-const ownOffsets = -1
-
 // answer is what a read returns, gathered before it is copied: runs of
 // whole batches that are still the checked, shared bytes of the cache,
 // each with the offset its first batch is patched to. Gathering first
@@ -305,8 +301,7 @@ const ownOffsets = -1
 type answer struct {
 	runs [][]byte
 	// bases[i] is the base offset of runs[i]'s first batch; the
-	// batches after it follow on. ownOffsets: the run's batches carry
-	// their own.
+	// batches after it follow on.
 	bases []int64
 	// size is the bytes of runs.
 	size int
@@ -332,9 +327,6 @@ func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, m
 	from, to, first := 0, 0, int64(-1)
 	defer func() {
 		if err == nil && to > from {
-			if e.OwnOffsets {
-				first = ownOffsets
-			}
 			a.add(data[from:to], first)
 		}
 	}()
@@ -353,14 +345,6 @@ func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, m
 		if err != nil || h.LastOffsetDelta < 0 {
 			return false, fmt.Errorf("%w: %s at %d: batch %d: %v (lastOffsetDelta %d)", ErrCorrupt, e.ObjectKey, e.Position, batches, err, h.LastOffsetDelta)
 		}
-		if e.OwnOffsets {
-			// A compacted entry: its batches carry their offsets, with
-			// gaps where the compactor dropped batches.
-			if h.BaseOffset < base {
-				return false, fmt.Errorf("%w: %s at %d: batch %d at offset %d, before %d", ErrCorrupt, e.ObjectKey, e.Position, batches, h.BaseOffset, base)
-			}
-			base = h.BaseOffset
-		}
 		last := base + int64(h.LastOffsetDelta)
 		if last >= offset {
 			size := a.size + to - from
@@ -375,7 +359,7 @@ func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, m
 		base = last + 1
 		rest = next
 	}
-	if end := e.BaseOffset + int64(e.Records); base > end || base != end && !e.OwnOffsets || batches != e.BatchCount {
+	if base != e.BaseOffset+int64(e.Records) || batches != e.BatchCount {
 		return false, fmt.Errorf("%w: %s at %d: %d batches ending at offset %d, index says %d batches ending at %d",
 			ErrCorrupt, e.ObjectKey, e.Position, batches, base, e.BatchCount, e.BaseOffset+int64(e.Records))
 	}

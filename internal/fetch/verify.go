@@ -284,24 +284,16 @@ func checkEntry(data []byte, e *meta.IndexEntry) error {
 	}
 	var batches int32
 	var records int64
-	next := e.BaseOffset // the offset the next batch may start at
 	for rest := data; len(rest) > 0; batches++ {
-		batch, after, _ := recordbatch.Next(rest) // checkBatches framed them
+		batch, next, _ := recordbatch.Next(rest) // checkBatches framed them
 		h, err := recordbatch.ParseHeader(batch)
-		if err != nil || h.LastOffsetDelta < 0 || e.OwnOffsets && h.BaseOffset < next {
+		if err != nil || h.LastOffsetDelta < 0 {
 			return fmt.Errorf("%w: %s at %d: batch %d: %v (lastOffsetDelta %d)", ErrCorrupt, e.ObjectKey, e.Position, batches, err, h.LastOffsetDelta)
 		}
-		if e.OwnOffsets {
-			// Gaps where the compactor dropped batches count as
-			// covered: Records is the span.
-			records += h.BaseOffset - next
-			next = h.BaseOffset
-		}
 		records += int64(h.LastOffsetDelta) + 1
-		next += int64(h.LastOffsetDelta) + 1
-		rest = after
+		rest = next
 	}
-	if batches != e.BatchCount || records > int64(e.Records) || records != int64(e.Records) && !e.OwnOffsets {
+	if batches != e.BatchCount || records != int64(e.Records) {
 		return fmt.Errorf("%w: %s at %d: %d batches of %d records, index says %d batches of %d",
 			ErrCorrupt, e.ObjectKey, e.Position, batches, records, e.BatchCount, e.Records)
 	}
