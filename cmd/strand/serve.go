@@ -13,6 +13,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/cleaner"
+	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
@@ -144,6 +145,12 @@ the command line wins.`,
 	f.Int64Var(&cfg.LogCleanerDedupeBufferSize, "log-cleaner-dedupe-buffer-size", cleaner.DefaultMapBytes, "memory of the key map of one compaction round of a compacted topic, in bytes (Kafka's log.cleaner.dedupe.buffer.size)")
 	f.Int64Var(&cleanerBackoffMs, "log-cleaner-backoff-ms", cleaner.DefaultInterval.Milliseconds(), "pause between passes over the compacted topics' partitions an agent owns, in ms (Kafka's log.cleaner.backoff.ms)")
 	f.DurationVar(&cfg.GCGrace, "gc-grace", gc.DefaultGrace, "how long a data object no index entry points into is kept before deletion (a fetch planned before may still read it), and how old an uploaded but never committed object must be before the reconciler deletes it; must exceed the longest fetch and upload")
+	f.BoolVar(&cfg.Compaction, "compaction-enable", true, "merge the level-0 (multi-partition) objects of the partitions this agent owns into per-partition objects, so a cold read of a partition is a few large GETs")
+	cfg.CompactionTargetBytes = compact.DefaultTargetBytes
+	f.Var(agent.BytesFlag(&cfg.CompactionTargetBytes), "compaction-target-bytes", "record bytes of one per-partition object compaction writes, e.g. 16MiB")
+	f.Var(agent.BytesFlag(&cfg.CompactionMaxBytesPerSec), "compaction-max-bytes-per-sec", "pace the bytes compaction reads, e.g. 50MiB (0: unpaced)")
+	f.DurationVar(&cfg.CompactionMinAge, "compaction-min-age", compact.DefaultMinAge, "how old data must be before compaction merges it")
+	f.DurationVar(&cfg.CompactionMaxLag, "compaction-max-lag", compact.DefaultMaxLag, "how long data smaller than --compaction-target-bytes waits before it is merged anyway")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

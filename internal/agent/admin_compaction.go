@@ -11,16 +11,16 @@ import (
 
 // Key compaction on the admin API:
 //
-//	GET /v1/topics/compaction?topic=NAME  TopicCompaction out
+//	GET /v1/topics/{name}/compaction  TopicCompaction out
 //
 // The agent plans every partition of the topic from its local copy of
 // the index, as its cleaner would now (cleaner.PlanPartition): where the
 // clean section ends, what is cleanable, and the dirty ratio compared
 // with min.cleanable.dirty.ratio. Every agent answers the same (up to
 // how far it has applied the log), not only the one that cleans.
-const PathTopicCompaction = "/v1/topics/compaction"
+const PathTopicCompaction = "/v1/topics/{name}/compaction"
 
-// TopicCompaction is the answer of GET /v1/topics/compaction.
+// TopicCompaction is the answer of GET /v1/topics/{name}/compaction.
 type TopicCompaction struct {
 	Topic string `json:"topic"`
 	// Compacted: cleanup.policy holds compact. The partitions are
@@ -42,7 +42,7 @@ type PartitionCompaction struct {
 }
 
 func (a *Agent) handleTopicCompaction(w http.ResponseWriter, r *http.Request) {
-	name := r.URL.Query().Get("topic")
+	name := r.PathValue("name")
 	v := a.replica.View()
 	defer v.Close()
 	t, ok, err := v.Topic(name)

@@ -29,6 +29,7 @@ import (
 //	                      taken now, and the log trimmed below it (or
 //	                      below a live agent that has not applied that far)
 //	POST /v1/storage/verify  see admin_verify.go
+//	GET  /v1/topics/{name}/storage  see admin_storage.go
 const (
 	PathLogStatus  = "/v1/log/status"
 	PathLogMigrate = "/v1/log/migrate"
@@ -187,6 +188,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
 	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
 	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.handleTopicCompaction))
+	mux.HandleFunc("GET "+PathTopicStorage, a.ifReady(a.handleTopicStorage))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers

@@ -37,6 +37,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
@@ -82,6 +83,9 @@ type Agent struct {
 	// collector deletes dead and orphaned data objects while placement
 	// names this agent the janitor.
 	collector *gc.Collector
+	// compactor merges the level-0 entries of the partitions this agent
+	// owns into per-partition objects; nil when compaction is off.
+	compactor *compact.Compactor
 	// txns is the transaction coordinator; its sweep aborts timed-out
 	// transactions.
 	txns *txn.Coordinator
@@ -352,6 +356,28 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	a.collector.Start()
 	a.metrics.reg.MustRegister(gc.NewMetrics(a.replica))
+	if cfg.Compaction {
+		m := compact.NewMetrics()
+		a.metrics.reg.MustRegister(m.Collectors()...)
+		a.compactor, err = compact.New(compact.Config{
+			Store:          a.store,
+			Meta:           a.replica,
+			Placement:      placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+			AgentID:        agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
+			KeyTime:        func() int64 { return a.keyTime(clk) },
+			TargetBytes:    cfg.CompactionTargetBytes,
+			MaxBytesPerSec: cfg.CompactionMaxBytesPerSec,
+			MinAge:         cfg.CompactionMinAge,
+			MaxLag:         cfg.CompactionMaxLag,
+			Metrics:        m,
+			Clock:          clk,
+			Logger:         logger.With("component", "compact"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("compactor: %w", err)
+		}
+		a.compactor.Start()
+	}
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -515,6 +541,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	}
 	if a.collector != nil {
 		a.collector.Close() // before the replica: a step ends in a proposal
+	}
+	if a.compactor != nil {
+		a.compactor.Close() // before the replica: a run ends in a proposal
 	}
 	if a.groups != nil {
 		a.groups.Close() // after the server: its handlers use it

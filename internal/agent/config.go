@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/cleaner"
+	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
@@ -137,6 +138,19 @@ type Config struct {
 	// passes. 0 means the default.
 	LogCleanerDedupeBufferSize int64
 	LogCleanerBackoff          time.Duration
+	// Compaction turns object compaction on (--compaction-enable;
+	// Config's zero is off, the flag's default on): this agent merges
+	// the level-0 entries of the partitions it owns into per-partition
+	// objects (package compact). CompactionTargetBytes is an object's
+	// batch bytes (0: compact.DefaultTargetBytes),
+	// CompactionMaxBytesPerSec paces its reads (0: unpaced),
+	// CompactionMinAge and CompactionMaxLag bound when a run is taken
+	// (0: the package's defaults).
+	Compaction               bool
+	CompactionTargetBytes    int64
+	CompactionMaxBytesPerSec int64
+	CompactionMinAge         time.Duration
+	CompactionMaxLag         time.Duration
 
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams
@@ -239,6 +253,15 @@ func (c *Config) SetDefaults() {
 	if c.LogCleanerBackoff == 0 {
 		c.LogCleanerBackoff = cleaner.DefaultInterval
 	}
+	if c.CompactionTargetBytes == 0 {
+		c.CompactionTargetBytes = compact.DefaultTargetBytes
+	}
+	if c.CompactionMinAge == 0 {
+		c.CompactionMinAge = compact.DefaultMinAge
+	}
+	if c.CompactionMaxLag == 0 {
+		c.CompactionMaxLag = compact.DefaultMaxLag
+	}
 }
 
 // fileURL turns a local path into a file:// URL, absolute so the URL means
@@ -273,6 +296,12 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushInterval < 0 {
 		errs = append(errs, errors.New("flush-interval must not be negative"))
+	}
+	if c.CompactionTargetBytes < 1<<10 || c.CompactionTargetBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("compaction-target-bytes %d: must be between 1 KiB and 1 GiB", c.CompactionTargetBytes))
+	}
+	if c.CompactionMaxBytesPerSec < 0 || c.CompactionMinAge < 0 || c.CompactionMaxLag < 0 {
+		errs = append(errs, errors.New("compaction-max-bytes-per-sec, compaction-min-age and compaction-max-lag must not be negative"))
 	}
 	if c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least 1ms", c.GCGrace))

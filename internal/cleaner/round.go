@@ -373,7 +373,10 @@ func (c *Cleaner) chunk(ctx context.Context, t meta.Topic, partition int32, from
 
 	c.mu.Lock()
 	c.mu.seq++
-	key := segment.ObjectKey(c.cfg.AgentID+CleanTag, c.mu.seq, c.cfg.Clock.Now().UnixMilli())
+	// The key time is at least the log clock the round began at (f.Now),
+	// so a clock behind the log's does not give the object a key the
+	// garbage collector's orphan horizon already passed.
+	key := segment.ObjectKey(c.cfg.AgentID+CleanTag, c.mu.seq, max(f.Now, c.cfg.Clock.Now().UnixMilli()))
 	c.mu.Unlock()
 	w := segment.NewWriterSize(int(bytes) + segment.HeaderSize + segment.EntrySize + segment.TrailerSize)
 	var entries []meta.IndexEntry

@@ -146,3 +146,34 @@ func TestParseByteRate(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeShowsLevels: with --http, topic describe adds each
+// partition's index entries and objects by compaction level, here all
+// level 0: two flushes into partition 1, none into partition 0.
+func TestDescribeShowsLevels(t *testing.T) {
+	a, _ := startAgentOn(t, t.TempDir())
+	brokers := a.KafkaAddr()
+	mustRun(t, brokers, "", "topic", "create", "lv", "-p", "2")
+	mustRun(t, brokers, "a\nb\n", "produce", "lv", "-p", "1")
+	mustRun(t, brokers, "c\n", "produce", "lv", "-p", "1")
+
+	r := mustRun(t, brokers, "", "topic", "describe", "lv", "--http", a.HTTPAddr())
+	// The table after its header, up to the blank line.
+	var got []string
+	in := false
+	for line := range strings.SplitSeq(r.stdout, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 1 && f[0] == "PARTITION" && f[1] == "ENTRIES":
+			in = true
+		case in && len(f) == 0:
+			in = false
+		case in:
+			got = append(got, strings.Join(f, " "))
+		}
+	}
+	want := []string{"0 0 0 0 entries in 0 objects 0 entries in 0 objects", "1 2 2 2 entries in 2 objects 0 entries in 0 objects"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("storage rows %q, want %q\n%s", got, want, r.stdout)
+	}
+}

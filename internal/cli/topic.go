@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strandkafka/strand/internal/agent"
 )
 
 // NewTopicCommand returns `topic` with its create, list, describe,
@@ -187,11 +192,15 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 }
 
 func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
-	var httpAddr string // a compacted topic's cleaner state comes from an agent's admin API
+	var storage adminOptions
 	cmd := &cobra.Command{
 		Use:   "describe NAME...",
 		Short: "Show a topic's partitions (with start and end offsets and stored bytes) and configs",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Show a topic's partitions (with start and end offsets and stored bytes)
+and configs. With --http (an agent's HTTP address), also each partition's
+offset index entries and the data objects they point into, level 0
+(multi-partition flushes) and compacted (per-partition objects).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
 			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
@@ -247,10 +256,16 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 					return err
 				}
 
-				fmt.Fprintln(w)
-				if err := printCompaction(ctx, w, httpAddr, opts.Timeout, configs, topic); err != nil {
-					return err
+				if storage.HTTP != "" {
+					fmt.Fprintln(w)
+					if err := printStorageLevels(cmd.Context(), w, &storage, topic); err != nil {
+						return err
+					}
+					if err := printCompaction(cmd.Context(), w, &storage, configs, topic); err != nil {
+						return err
+					}
 				}
+				fmt.Fprintln(w)
 				if err := printConfigs(w, configs, cfgErr, topic); err != nil {
 					return err
 				}
@@ -258,8 +273,28 @@ func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&httpAddr, "http", DefaultAdminHTTP, "an agent's HTTP address, host:port, for a compacted topic's clean and dirty bytes per partition")
+	cmd.Flags().StringVar(&storage.HTTP, "http", "", "an agent's HTTP address, host:port: also show index entries and objects by compaction level, and a compacted topic's dirty ratio per partition")
+	cmd.Flags().DurationVar(&storage.Timeout, "http-timeout", 30*time.Second, "bound on the --http request")
 	return cmd
+}
+
+// printStorageLevels prints a topic's index entries and objects per
+// partition, by compaction level, as the agent at o.HTTP holds them; a
+// failed request shows in the output, as the other listings' do.
+func printStorageLevels(ctx context.Context, w io.Writer, o *adminOptions, topic string) error {
+	var st agent.TopicStorage
+	path := strings.Replace(agent.PathTopicStorage, "{name}", url.PathEscape(topic), 1)
+	if err := o.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+		_, werr := fmt.Fprintf(w, "STORAGE  error: %v\n", err)
+		return werr
+	}
+	t := newTable(w, "PARTITION", "ENTRIES", "OBJECTS", "LEVEL0", "COMPACTED")
+	for _, p := range st.Partitions {
+		t.row(p.Partition, p.Entries, p.Objects,
+			fmt.Sprintf("%d entries in %d objects", p.Level0Entries, p.Level0Objects),
+			fmt.Sprintf("%d entries in %d objects", p.CompactedEntries, p.CompactedObjects))
+	}
+	return t.flush()
 }
 
 // topicSizes holds the stored bytes of each partition, by topic, summed

@@ -25,6 +25,11 @@ type Batch struct {
 	// so). A Rewriter that builds a new batch from transactional ones
 	// keeps it.
 	Transactional bool
+	// FirstTimestamp and MaxTimestamp are what the index keeps of the
+	// batch's times (those of the entry it came from, which retention
+	// and timestamp lookups read); the new entries take the least and
+	// the greatest of their batches'.
+	FirstTimestamp, MaxTimestamp int64
 }
 
 // IsMarker reports whether b is a transaction marker.

@@ -322,6 +322,9 @@ func (a *answer) add(run []byte, base int64) {
 // offset counted twice or skipped would hand consumers wrong offsets. An
 // entry that fails the check adds nothing.
 func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, maxBytes int) (full bool, err error) {
+	if e.OwnOffsets {
+		return a.addOwnOffsets(data, e, offset, upTo, maxBytes)
+	}
 	base := e.BaseOffset
 	// The batches taken are data[from:to], the first at offset first.
 	from, to, first := 0, 0, int64(-1)
@@ -364,6 +367,52 @@ func (a *answer) addEntry(data []byte, e *meta.IndexEntry, offset, upTo int64, m
 			ErrCorrupt, e.ObjectKey, e.Position, batches, base, e.BatchCount, e.BaseOffset+int64(e.Records))
 	}
 	return a.size+to-from >= maxBytes, nil
+}
+
+// addOwnOffsets is addEntry for an entry whose batches carry their own
+// offsets (a compacted topic's, meta.IndexEntry.OwnOffsets): they may
+// leave offsets out, so each batch is a run of its own, at the offset
+// its bytes hold, which must rise and stay inside the entry.
+func (a *answer) addOwnOffsets(data []byte, e *meta.IndexEntry, offset, upTo int64, maxBytes int) (full bool, err error) {
+	var runs [][]byte
+	var bases []int64
+	size := a.size
+	defer func() {
+		if err == nil {
+			for i := range runs {
+				a.add(runs[i], bases[i])
+			}
+		}
+	}()
+	next, end := e.BaseOffset, e.BaseOffset+int64(e.Records)
+	var batches int32
+	for rest := data; len(rest) > 0; batches++ {
+		batch, more, err := recordbatch.Next(rest)
+		if err != nil {
+			return false, fmt.Errorf("%w: %s at %d: %w", ErrCorrupt, e.ObjectKey, e.Position, err)
+		}
+		h, err := recordbatch.ParseHeader(batch)
+		if err != nil || h.LastOffsetDelta < 0 || h.BaseOffset < next || h.LastOffset() >= end {
+			return false, fmt.Errorf("%w: %s at %d: batch %d at offsets %d..%d, not in order inside %d..%d (%v)",
+				ErrCorrupt, e.ObjectKey, e.Position, batches, h.BaseOffset, h.LastOffset(), next, end-1, err)
+		}
+		if h.BaseOffset >= upTo {
+			return true, nil
+		}
+		if h.LastOffset() >= offset {
+			if size > 0 && size+len(batch) > maxBytes {
+				return true, nil
+			}
+			runs, bases = append(runs, batch), append(bases, h.BaseOffset)
+			size += len(batch)
+		}
+		next = h.LastOffset() + 1
+		rest = more
+	}
+	if batches != e.BatchCount {
+		return false, fmt.Errorf("%w: %s at %d: %d batches, index says %d", ErrCorrupt, e.ObjectKey, e.Position, batches, e.BatchCount)
+	}
+	return size >= maxBytes, nil
 }
 
 // addMarker adds the control batch of a transaction marker entry, unless

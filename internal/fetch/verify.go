@@ -290,8 +290,22 @@ func checkEntry(data []byte, e *meta.IndexEntry) error {
 		if err != nil || h.LastOffsetDelta < 0 {
 			return fmt.Errorf("%w: %s at %d: batch %d: %v (lastOffsetDelta %d)", ErrCorrupt, e.ObjectKey, e.Position, batches, err, h.LastOffsetDelta)
 		}
+		if e.OwnOffsets {
+			// The batches carry their offsets, with gaps: each must
+			// lie inside the entry, in order.
+			if h.BaseOffset < e.BaseOffset+records || h.LastOffset() >= e.BaseOffset+int64(e.Records) {
+				return fmt.Errorf("%w: %s at %d: batch %d at offsets %d..%d, outside or out of order in the entry's %d..%d",
+					ErrCorrupt, e.ObjectKey, e.Position, batches, h.BaseOffset, h.LastOffset(), e.BaseOffset, e.LastOffset())
+			}
+			records = h.LastOffset() + 1 - e.BaseOffset
+			rest = next
+			continue
+		}
 		records += int64(h.LastOffsetDelta) + 1
 		rest = next
+	}
+	if e.OwnOffsets {
+		records = int64(e.Records) // a span, not a count: checked above
 	}
 	if batches != e.BatchCount || records != int64(e.Records) {
 		return fmt.Errorf("%w: %s at %d: %d batches of %d records, index says %d batches of %d",

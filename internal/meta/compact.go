@@ -137,15 +137,7 @@ func appendSwapEntries(b []byte, es []IndexEntry) []byte {
 		e := &es[i]
 		b = appendVarint(b, e.BaseOffset)
 		b = appendUvarint(b, idx[e.ObjectKey])
-		b = appendVarint(b, e.Position)
-		b = appendVarint(b, e.Length)
-		b = appendVarint(b, int64(e.Records))
-		b = appendVarint(b, int64(e.BatchCount))
-		b = appendVarint(b, e.FirstTimestamp)
-		b = appendVarint(b, e.MaxTimestamp)
-		b = appendVarint(b, e.ProducerID)
-		b = appendVarint(b, int64(e.ProducerEpoch))
-		b = appendVarint(b, int64(e.BaseSequence))
+		b = appendIndexFields(b, e)
 		b = appendUvarint(b, e.attrs())
 	}
 	return b
@@ -185,15 +177,7 @@ func readSwapEntries(r *reader) []IndexEntry {
 		default:
 			r.fail(errRange)
 		}
-		e.Position = r.varint()
-		e.Length = r.varint()
-		e.Records = r.int32()
-		e.BatchCount = r.int32()
-		e.FirstTimestamp = r.varint()
-		e.MaxTimestamp = r.varint()
-		e.ProducerID = r.varint()
-		e.ProducerEpoch = r.int16()
-		e.BaseSequence = r.int32()
+		r.indexFields(e)
 		attrs := r.uvarint()
 		if attrs&^indexAttrMask != 0 {
 			r.fail(errTooMany)
@@ -250,12 +234,16 @@ func (e *IndexEntry) setAttrs(a uint64) {
 }
 
 // encodeIndexValue stores e as an index value (the base offset lives
-// in the key), as CommitObject and EndTxn write theirs.
+// in the key), as CommitObject and EndTxn write theirs
+// (encodeIndexValueAttrs).
 func encodeIndexValue(b []byte, e *IndexEntry) []byte {
-	cb := CommitBatch{Position: e.Position, Length: e.Length, Records: e.Records, BatchCount: e.BatchCount,
-		FirstTimestamp: e.FirstTimestamp, MaxTimestamp: e.MaxTimestamp,
-		ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, BaseSequence: e.BaseSequence}
-	return encodeIndexValueAttrs(b, e.ObjectKey, &cb, e.attrs())
+	b = append(b, recordV1)
+	b = appendString(b, e.ObjectKey)
+	b = appendIndexFields(b, e)
+	if a := e.attrs(); a != 0 {
+		b = appendUvarint(b, a)
+	}
+	return b
 }
 
 // CompactPolicy reports whether a topic's cleanup.policy includes

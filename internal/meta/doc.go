@@ -183,6 +183,16 @@
 // below the new start with one range deletion; the entry straddling the
 // start stays, and readers skip the records below it.
 //
+// Compaction (compact.go, type 22, level 4): SwapIndex replaces a run
+// of a partition's index entries with entries pointing into new
+// objects, only if the index still holds exactly that run (a
+// compare-and-swap), so retention, DeleteRecords, topic deletion and
+// another compactor make it lose instead of losing or duplicating
+// records; offsets never move, and for a topic that is not compacted
+// the new entries must cover the old offsets exactly. An index value's
+// attribute bit 3 (OwnOffsets, only from SwapIndex) marks an entry of a
+// compacted topic whose batches carry their own offsets, with gaps.
+//
 // Retention (retention.go, type 21, level 3): ApplyRetention moves the
 // log start of the partitions it names past the entries Kafka's
 // retention.ms and retention.bytes would delete, by the log clock and the

@@ -5,9 +5,10 @@ package meta
 // janitor (package gc) reports what it deleted.
 //
 // Apply counts, per committed data object, the index entries that point
-// into it (0x19). An entry goes in exactly two places, trimIndex
-// (DeleteRecords, retention) and topic deletion, and both call
-// releaseIndex first. When an object's count reaches zero it joins the
+// into it (0x19). An entry goes in exactly three places, trimIndex
+// (DeleteRecords, retention), topic deletion and a compaction swap
+// (compact.go), and each calls releaseIndex first; the swap's new
+// objects are counted as CommitObject's are. When an object's count reaches zero it joins the
 // dead-object queue (0x1A), keyed by the log clock at its death, so the
 // queue is in death order. The janitor deletes queue entries older than
 // the grace period and proposes GCProgress, whose apply removes them

@@ -254,15 +254,7 @@ func decodeIndexEntry(k, v []byte) (IndexEntry, error) {
 	r := recordReader(v)
 	e := IndexEntry{BaseOffset: indexKeyOffset(k)}
 	e.ObjectKey = r.string()
-	e.Position = r.varint()
-	e.Length = r.varint()
-	e.Records = r.int32()
-	e.BatchCount = r.int32()
-	e.FirstTimestamp = r.varint()
-	e.MaxTimestamp = r.varint()
-	e.ProducerID = r.varint()
-	e.ProducerEpoch = r.int16()
-	e.BaseSequence = r.int32()
+	r.indexFields(&e)
 	if r.err == nil && len(r.b) > 0 {
 		attrs := r.uvarint()
 		if attrs == 0 || attrs&^indexAttrMask != 0 {
@@ -274,6 +266,34 @@ func decodeIndexEntry(k, v []byte) (IndexEntry, error) {
 		return IndexEntry{}, corrupt("index entry", err)
 	}
 	return e, nil
+}
+
+// indexFields reads an index entry's fields after its object key, up to
+// its attributes: as index values (encodeIndexValueAttrs) and SwapIndex
+// (appendIndexFields) store them.
+func (r *reader) indexFields(e *IndexEntry) {
+	e.Position = r.varint()
+	e.Length = r.varint()
+	e.Records = r.int32()
+	e.BatchCount = r.int32()
+	e.FirstTimestamp = r.varint()
+	e.MaxTimestamp = r.varint()
+	e.ProducerID = r.varint()
+	e.ProducerEpoch = r.int16()
+	e.BaseSequence = r.int32()
+}
+
+// appendIndexFields writes what indexFields reads.
+func appendIndexFields(b []byte, e *IndexEntry) []byte {
+	b = appendVarint(b, e.Position)
+	b = appendVarint(b, e.Length)
+	b = appendVarint(b, int64(e.Records))
+	b = appendVarint(b, int64(e.BatchCount))
+	b = appendVarint(b, e.FirstTimestamp)
+	b = appendVarint(b, e.MaxTimestamp)
+	b = appendVarint(b, e.ProducerID)
+	b = appendVarint(b, int64(e.ProducerEpoch))
+	return appendVarint(b, int64(e.BaseSequence))
 }
 
 // objectRecord is the value under objectKey: the object was committed, so a

@@ -5,9 +5,9 @@ package meta
 // metadata level 3 so that retention.bytes, `strand topic describe` and
 // DescribeLogDirs read a number instead of walking an index.
 //
-// The numbers change in exactly two places: CommitObject adds each
-// committed range, and trimIndex (through subtractStored) takes away the
-// entries it removes. Topic deletion drops the records with the topic.
+// The numbers change in exactly three places: CommitObject adds each
+// committed range, trimIndex (through subtractStored) takes away the
+// entries it removes, and a compaction swap (compact.go) does both. Topic deletion drops the records with the topic.
 // Transaction markers are index entries without object bytes (the fetch
 // path synthesizes them) and are counted in neither.
 
