@@ -294,3 +294,60 @@ func checkCompacted(t *testing.T, got []compactedRecord, model [2]map[string][]b
 		t.Fatal("no offset gaps after compaction")
 	}
 }
+
+// A compacted topic with transactions: cleaning removes the aborted
+// transaction's records (Kafka's cleaner does, before they can hide an
+// older committed value of their key) and keeps the markers, so
+// read_committed and read_uncommitted consumers both read the newest
+// committed value of every key.
+func TestCompactedTopicTransactions(t *testing.T) {
+	a := startAgent(t, agent.Config{})
+	addr := a.KafkaAddr()
+	const topic = "txn-table"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*opTimeout)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, addr))
+	if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{
+		"cleanup.policy": kadm.StringPtr("compact"), "min.cleanable.dirty.ratio": kadm.StringPtr("0"),
+	}, topic); err != nil {
+		t.Fatal(err)
+	}
+	p := newClient(t, addr, kgo.TransactionalID("compacted-txn"), kgo.DefaultProduceTopic(topic))
+	txn := func(commit bool, kvs ...string) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(kvs); i += 2 {
+			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn(true, "a", "a1", "b", "b1")
+	txn(false, "a", "a2-aborted", "c", "c2-aborted")
+	txn(true, "b", "b3")
+	txn(true, "d", "d4") // the newest entries: not cleaned
+	if st, err := a.CleanCompacted(ctx); err != nil || st.Filter.AbortedDropped == 0 {
+		t.Fatalf("clean: %+v %v", st, err)
+	}
+	want := "a=a1 b=b3 d=d4"
+	for _, iso := range []kgo.IsolationLevel{kgo.ReadUncommitted(), kgo.ReadCommitted()} {
+		c := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(100*time.Millisecond))
+		var got []string
+		for !slices.Contains(got, "d=d4") {
+			fs := c.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Key)+"="+string(r.Value)) })
+		}
+		if strings.Join(got, " ") != want {
+			t.Fatalf("%v read %v, want %s", iso, got, want)
+		}
+	}
+}
