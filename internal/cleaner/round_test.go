@@ -30,31 +30,11 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// testClock is a clock tests move by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *testClock) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
-
 // roundEnv is one metadata copy in memory at level 4 whose log clock
 // follows clk, a memory store, a produce pipeline and a Cleaner.
 type roundEnv struct {
 	t     *testing.T
-	clk   *testClock
+	clk   *clock.Fake
 	db    *metatest.DB
 	p     *produce.Pipeline
 	c     *Cleaner
@@ -69,7 +49,7 @@ func newRoundEnv(t *testing.T, configs map[string]string, tune func(*Config)) *r
 // newRoundEnvWith is newRoundEnv with partitions, and with the cleaner's
 // store faulted by inj (nil: none).
 func newRoundEnvWith(t *testing.T, partitions int32, inj objstore.FaultInjector, configs map[string]string, tune func(*Config)) *roundEnv {
-	e := &roundEnv{t: t, clk: &testClock{t: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)}}
+	e := &roundEnv{t: t, clk: clock.NewFake(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC))}
 	store := memobj.New()
 	e.db = metatest.New(e.clk.Now)
 	e.propose(meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel4}}})
