@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -52,7 +53,7 @@ func RecordsOf(batch []byte, h Header, maxBytes int) ([]byte, error) {
 		if c > CompressionZstd {
 			return nil, fmt.Errorf("%w: codec %d", ErrCompression, c)
 		}
-		out, err := kgo.DefaultDecompressor().Decompress(raw, kgo.CompressionCodecType(c))
+		out, err := decompressor.Decompress(raw, kgo.CompressionCodecType(c))
 		if err != nil {
 			return nil, fmt.Errorf("%w: decompressing %s: %v", ErrRecords, c, err)
 		}
@@ -173,9 +174,9 @@ type BatchSpec struct {
 func AppendBatch(dst []byte, s BatchSpec, records []byte) ([]byte, error) {
 	codec := s.Compression
 	if codec != CompressionNone && len(records) > 0 {
-		c, err := kgo.DefaultCompressor(kgoCodec(codec))
-		if err != nil || c == nil {
-			return nil, fmt.Errorf("recordbatch: compressor %s: %v", codec, err)
+		c := compressors[codec]()
+		if c == nil {
+			return nil, fmt.Errorf("recordbatch: no compressor for %s", codec)
 		}
 		out, used := c.Compress(new(bytes.Buffer), records)
 		codec = Compression(used)
@@ -213,6 +214,25 @@ func AppendBatch(dst []byte, s BatchSpec, records []byte) ([]byte, error) {
 	be.PutUint32(batch[offCRC:], crc32.Checksum(batch[offAttributes:], castagnoli))
 	return dst, nil
 }
+
+// decompressor and compressors are kgo's, made once: each keeps pools
+// of codec state (a zstd encoder is costly to make) and is safe for
+// concurrent use, as a client's are.
+var (
+	decompressor = kgo.DefaultDecompressor()
+	compressors  = func() (m [CompressionZstd + 1]func() kgo.Compressor) {
+		for c := range m {
+			m[c] = sync.OnceValue(func() kgo.Compressor {
+				cc, err := kgo.DefaultCompressor(kgoCodec(Compression(c)))
+				if err != nil {
+					return nil
+				}
+				return cc
+			})
+		}
+		return m
+	}()
+)
 
 func kgoCodec(c Compression) kgo.CompressionCodec {
 	switch c {
