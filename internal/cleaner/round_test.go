@@ -476,3 +476,65 @@ func TestPassGoesOnAfterAFailedPartition(t *testing.T) {
 		}
 	}
 }
+
+// faultyMeta fails the n-th SwapIndex proposal: before it applies, or
+// after (applied, but the reply lost), as a crash or a lost connection
+// to the log would.
+type faultyMeta struct {
+	*metatest.DB
+	n, swaps int
+	after    bool
+}
+
+var errLostReply = errors.New("test: the log's reply was lost")
+
+func (m *faultyMeta) Propose(ctx context.Context, c meta.Command) (meta.Result, error) {
+	if _, ok := c.(meta.SwapIndex); ok {
+		if m.swaps++; m.swaps == m.n {
+			if m.after {
+				m.DB.Propose(ctx, c)
+			}
+			return meta.Result{}, errLostReply
+		}
+	}
+	return m.DB.Propose(ctx, c)
+}
+
+// A round whose swap proposal fails, applied or not, ends with the
+// error; the next round finishes from where the index stands, and the
+// partition reads as one clean round would have left it.
+func TestRoundSwapFails(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("applied=%v", after), func(t *testing.T) {
+			var fm *faultyMeta
+			e := newRoundEnv(t, map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}, func(c *Config) {
+				fm = &faultyMeta{DB: c.Meta.(*metatest.DB), n: 2, after: after}
+				c.Meta = fm
+				c.TargetBytes = 512
+			})
+			want := map[string]string{}
+			for i := range 30 {
+				k, v := fmt.Sprintf("k%d", i%7), fmt.Sprintf("v%d", i)
+				e.produce(build(t, spec{recs: []rec{{[]byte(k), []byte(v)}}}))
+				want[k] = v
+			}
+			e.produce(build(t, spec{recs: []rec{{[]byte("end"), []byte("e")}}}))
+			var st RoundStats
+			if _, err := e.c.Clean(testCtx(t), e.topic, 0, &st); !errors.Is(err, errLostReply) {
+				t.Fatalf("first round: %v", err)
+			}
+			e.clean()
+			got := map[string]string{}
+			for _, r := range e.readAll(0) {
+				if _, dup := got[r.key]; dup {
+					t.Fatalf("key %s read twice", r.key)
+				}
+				got[r.key] = r.value
+			}
+			want["end"] = "e"
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("read %v, want %v", got, want)
+			}
+		})
+	}
+}
