@@ -77,7 +77,8 @@ sys.exit(1 if out["errors"] else 0)
 // a franz-go consumer rebuilds the key-value table as a Kafka Streams
 // store restore would.
 func TestCompactedTopicClients(t *testing.T) {
-	a := startAgent(t, agent.Config{})
+	// Passes run when the test asks (CleanCompacted), not on their own.
+	a := startAgent(t, agent.Config{HTTPListen: "127.0.0.1:0", LogCleanerBackoff: time.Hour})
 	addr := a.KafkaAddr()
 	const topic, partitions, keys, updates = "table", 2, 40, 10
 	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
@@ -133,6 +134,24 @@ func TestCompactedTopicClients(t *testing.T) {
 	}
 	got := readCompacted(t, ctx, addr, adm, topic)
 	checkCompacted(t, got, model, stamps, true)
+	// The pass planned both partitions wholly dirty, and counted what
+	// it did.
+	ms := scrape(t, a.HTTPAddr())
+	for name, want := range map[string]func(float64) bool{
+		"strand_cleaner_max_dirty_ratio":       func(v float64) bool { return v == 1 },
+		"strand_cleaner_rounds_total":          func(v float64) bool { return v == partitions },
+		"strand_cleaner_dropped_records_total": func(v float64) bool { return v > 0 },
+		"strand_cleaner_written_bytes_total":   func(v float64) bool { return v > 0 },
+	} {
+		f := ms[name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Fatalf("metric %s: %v", name, f)
+		}
+		m := f.GetMetric()[0]
+		if v := m.GetGauge().GetValue() + m.GetCounter().GetValue(); !want(v) {
+			t.Fatalf("metric %s = %v", name, v)
+		}
+	}
 
 	// delete.retention.ms (1 ms) passes; new data makes the rounds due.
 	time.Sleep(20 * time.Millisecond)
@@ -301,7 +320,7 @@ func checkCompacted(t *testing.T, got []compactedRecord, model [2]map[string][]b
 // read_committed and read_uncommitted consumers both read the newest
 // committed value of every key.
 func TestCompactedTopicTransactions(t *testing.T) {
-	a := startAgent(t, agent.Config{})
+	a := startAgent(t, agent.Config{LogCleanerBackoff: time.Hour})
 	addr := a.KafkaAddr()
 	const topic = "txn-table"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*opTimeout)
