@@ -230,10 +230,10 @@ func (c *Cleaner) Clean(ctx context.Context, t meta.Topic, partition int32, st *
 	for i, x := range txns {
 		aborted[i] = AbortedTxn{ProducerID: x.ProducerID, FirstOffset: x.FirstOffset, LastOffset: x.LastOffset}
 	}
+	v.Close()
 	m := NewOffsetMap(c.cfg.MapBytes)
 	ab := NewAborted(aborted)
-	end, err := c.index(ctx, v, t.ID, partition, plan, m, ab)
-	v.Close()
+	end, err := c.index(ctx, t.ID, partition, plan, m, ab)
 	if err != nil {
 		return plan, err
 	}
@@ -277,40 +277,60 @@ func (c *Cleaner) account(f *Filter, st *RoundStats) {
 
 // index maps the dirty entries from plan.FirstDirty, and returns the
 // round's end: the end of the last entry mapped whole (an entry
-// boundary, so every entry a round replaces was read whole).
-func (c *Cleaner) index(ctx context.Context, v *meta.View, id meta.TopicID, partition int32, plan Plan, m *OffsetMap, ab Aborted) (int64, error) {
-	it, err := v.Seek(id, partition, plan.FirstDirty)
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
+// boundary, so every entry a round replaces was read whole). It reads
+// the index indexEntriesPerView entries at a time from a fresh View, so
+// a long read of objects holds no View open.
+func (c *Cleaner) index(ctx context.Context, id meta.TopicID, partition int32, plan Plan, m *OffsetMap, ab Aborted) (int64, error) {
 	end := plan.FirstDirty
-	for it.Next() {
-		e := it.Entry()
-		if e.BaseOffset+int64(e.Records) > plan.FirstUncleanable {
-			break
+	for {
+		entries, err := c.entries(id, partition, end, plan.FirstUncleanable, indexEntriesPerView)
+		if err != nil || len(entries) == 0 {
+			return end, err
 		}
-		if !e.Control {
-			batches, err := c.readEntry(ctx, &e)
-			if err != nil {
-				return 0, err
-			}
-			for _, b := range batches {
-				full, err := Index(m, b, ab)
-				if errors.Is(err, ErrMapTooSmall) {
-					return end, nil
-				}
+		for i := range entries {
+			e := &entries[i]
+			if !e.Control {
+				batches, err := c.readEntry(ctx, e)
 				if err != nil {
 					return 0, err
 				}
-				if full {
-					return end, nil
+				for _, b := range batches {
+					full, err := Index(m, b, ab)
+					if errors.Is(err, ErrMapTooSmall) || full {
+						return end, nil
+					}
+					if err != nil {
+						return 0, err
+					}
 				}
 			}
+			end = e.BaseOffset + int64(e.Records)
 		}
-		end = e.BaseOffset + int64(e.Records)
 	}
-	return end, it.Err()
+}
+
+// indexEntriesPerView bounds the entries index reads from one View.
+const indexEntriesPerView = 256
+
+// entries returns up to n index entries of a partition from offset
+// from that end at or below upTo, read from a fresh View.
+func (c *Cleaner) entries(id meta.TopicID, partition int32, from, upTo int64, n int) ([]meta.IndexEntry, error) {
+	v := c.cfg.Meta.View()
+	defer v.Close()
+	it, err := v.Seek(id, partition, from)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []meta.IndexEntry
+	for len(out) < n && it.Next() {
+		e := it.Entry()
+		if e.BaseOffset+int64(e.Records) > upTo {
+			break
+		}
+		out = append(out, e)
+	}
+	return out, it.Err()
 }
 
 // readEntry reads one data entry's batches, each with its real base
@@ -347,27 +367,17 @@ func (c *Cleaner) readEntry(ctx context.Context, e *meta.IndexEntry) ([][]byte, 
 // next is where the next chunk starts; lost reports a lost swap, which
 // ends the round.
 func (c *Cleaner) chunk(ctx context.Context, t meta.Topic, partition int32, from, end int64, f *Filter, st *RoundStats) (next int64, lost bool, err error) {
-	v := c.cfg.Meta.View()
-	it, err := v.Seek(t.ID, partition, from)
-	if err != nil {
-		v.Close()
-		return 0, false, err
-	}
-	var old []meta.IndexEntry
-	var bytes int64
-	for it.Next() {
-		e := it.Entry()
-		if e.BaseOffset+int64(e.Records) > end || len(old) >= maxChunkEntries || len(old) > 0 && bytes+e.Length > c.cfg.TargetBytes {
-			break
-		}
-		old = append(old, e)
-		bytes += e.Length
-	}
-	err = it.Err()
-	it.Close()
-	v.Close()
+	old, err := c.entries(t.ID, partition, from, end, maxChunkEntries)
 	if err != nil || len(old) == 0 {
 		return end, false, err
+	}
+	var bytes int64
+	for i, e := range old {
+		if i > 0 && bytes+e.Length > c.cfg.TargetBytes {
+			old = old[:i]
+			break
+		}
+		bytes += e.Length
 	}
 	next = old[len(old)-1].BaseOffset + int64(old[len(old)-1].Records)
 
