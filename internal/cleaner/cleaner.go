@@ -51,6 +51,7 @@ import (
 	"slices"
 
 	"github.com/strandkafka/strand/internal/recordbatch"
+	"github.com/strandkafka/strand/internal/recordbatch/codec"
 )
 
 // MaxBatchRecordsBytes bounds the decompressed records of one batch the
@@ -110,7 +111,7 @@ func Index(m *OffsetMap, batch []byte, aborted Aborted) (full bool, err error) {
 		m.latest = max(m.latest, h.LastOffset())
 		return false, nil
 	}
-	raw, err := recordbatch.RecordsOf(batch, h, MaxBatchRecordsBytes)
+	raw, err := codec.RecordsOf(batch, h, MaxBatchRecordsBytes)
 	if err != nil {
 		return false, err
 	}
@@ -207,7 +208,7 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, Outcome, error) {
 		return f.keep(dst, batch, h, Copied)
 	}
 	if !discard {
-		raw, err := recordbatch.RecordsOf(batch, h, MaxBatchRecordsBytes)
+		raw, err := codec.RecordsOf(batch, h, MaxBatchRecordsBytes)
 		if err != nil {
 			return dst, Dropped, err
 		}
@@ -248,7 +249,7 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, Outcome, error) {
 		f.Stats.BytesKept += int64(len(out) - len(dst))
 		return out, Rewritten, nil
 	case retainEmpty:
-		out, err := recordbatch.AppendBatch(dst, recordbatch.BatchSpec{
+		out, err := codec.AppendBatch(dst, recordbatch.BatchSpec{
 			BaseOffset: h.BaseOffset, LastOffsetDelta: h.LastOffsetDelta, PartitionLeaderEpoch: h.PartitionLeaderEpoch,
 			TimestampType: h.TimestampType(), Transactional: h.IsTransactional(),
 			FirstTimestamp: -1, MaxTimestamp: h.MaxTimestamp,
@@ -334,5 +335,5 @@ func (f *Filter) rebuild(dst []byte, h recordbatch.Header, kept []recordbatch.Re
 		}
 		records = recordbatch.AppendRecord(records, r, h.BaseOffset, base)
 	}
-	return recordbatch.AppendBatch(dst, spec, records)
+	return codec.AppendBatch(dst, spec, records)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/recordbatch"
+	"github.com/strandkafka/strand/internal/recordbatch/codec"
 )
 
 // Produce to a compacted topic (cleanup.policy holds compact): every
@@ -32,7 +33,7 @@ func keylessRecords(batch []byte) ([]int32, *kerr.Error, string) {
 	if err != nil {
 		return nil, codeOf(recordbatch.ErrorCode(err)), err.Error()
 	}
-	raw, err := recordbatch.RecordsOf(batch, h, maxDecompressedBatchBytes)
+	raw, err := codec.RecordsOf(batch, h, maxDecompressedBatchBytes)
 	if err != nil {
 		return nil, codeOf(recordbatch.ErrorCode(err)), err.Error()
 	}

@@ -1,20 +1,17 @@
 package recordbatch
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"math"
-	"sync"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Decoding records is needed in two places only: a compacted topic's
 // produce path, which must refuse records without a key as Kafka does,
 // and the key compactor, which reads keys and rewrites batches. The
-// fetch path never decodes.
+// fetch path never decodes. Compression is package codec's: this package
+// stays free of codec libraries (the metadata state machine imports it).
 
 // Record is one decoded v2 record. Key, Value and Headers alias the
 // records' bytes.
@@ -42,28 +39,6 @@ func (h Header) DeleteHorizon() (int64, bool) {
 // attrDeleteHorizon is attribute bit 6: firstTimestamp holds the delete
 // horizon (KIP-534), not the first record's timestamp.
 const attrDeleteHorizon = 0x40
-
-// RecordsOf returns the records section of a whole batch, decompressed
-// with the batch's codec. maxBytes bounds the decompressed size
-// (a batch within max.message.bytes can still decompress to far more);
-// past it the error wraps ErrRecords.
-func RecordsOf(batch []byte, h Header, maxBytes int) ([]byte, error) {
-	raw := batch[HeaderSize:]
-	if c := h.Compression(); c != CompressionNone {
-		if c > CompressionZstd {
-			return nil, fmt.Errorf("%w: codec %d", ErrCompression, c)
-		}
-		out, err := decompressor.Decompress(raw, kgo.CompressionCodecType(c))
-		if err != nil {
-			return nil, fmt.Errorf("%w: decompressing %s: %v", ErrRecords, c, err)
-		}
-		raw = out
-	}
-	if maxBytes > 0 && len(raw) > maxBytes {
-		return nil, fmt.Errorf("%w: %d decompressed bytes, limit %d", ErrRecords, len(raw), maxBytes)
-	}
-	return raw, nil
-}
 
 // EachRecord decodes the n records of raw (a batch's records section,
 // decompressed) and calls fn with each, stopping at fn's first error.
@@ -153,9 +128,11 @@ type BatchSpec struct {
 	BaseOffset           int64
 	LastOffsetDelta      int32
 	PartitionLeaderEpoch int32
-	Compression          Compression
-	TimestampType        TimestampType
-	Transactional        bool
+	// Compression is the codec the records given to AppendBatch are
+	// already compressed with.
+	Compression   Compression
+	TimestampType TimestampType
+	Transactional bool
 	// DeleteHorizon, if set (HasDeleteHorizon), is stored as KIP-534
 	// does: attribute bit 6, and the horizon as the first timestamp.
 	HasDeleteHorizon bool
@@ -169,19 +146,11 @@ type BatchSpec struct {
 }
 
 // AppendBatch appends a whole v2 batch with header s and the records
-// section records (encoded records, uncompressed), compressing them
-// with s.Compression and computing the CRC.
-func AppendBatch(dst []byte, s BatchSpec, records []byte) ([]byte, error) {
+// section records, already compressed with s.Compression (package
+// codec compresses), computing the CRC. It does not allocate beyond
+// dst's growth.
+func AppendBatch(dst []byte, s BatchSpec, records []byte) []byte {
 	codec := s.Compression
-	if codec != CompressionNone && len(records) > 0 {
-		c := compressors[codec]()
-		if c == nil {
-			return nil, fmt.Errorf("recordbatch: no compressor for %s", codec)
-		}
-		out, used := c.Compress(new(bytes.Buffer), records)
-		codec = Compression(used)
-		records = out
-	}
 	attrs := int16(codec)
 	if s.TimestampType == LogAppendTime {
 		attrs |= attrLogAppendTime
@@ -212,38 +181,5 @@ func AppendBatch(dst []byte, s BatchSpec, records []byte) ([]byte, error) {
 	dst = append(dst, records...)
 	batch := dst[start:]
 	be.PutUint32(batch[offCRC:], crc32.Checksum(batch[offAttributes:], castagnoli))
-	return dst, nil
-}
-
-// decompressor and compressors are kgo's, made once: each keeps pools
-// of codec state (a zstd encoder is costly to make) and is safe for
-// concurrent use, as a client's are.
-var (
-	decompressor = kgo.DefaultDecompressor()
-	compressors  = func() (m [CompressionZstd + 1]func() kgo.Compressor) {
-		for c := range m {
-			m[c] = sync.OnceValue(func() kgo.Compressor {
-				cc, err := kgo.DefaultCompressor(kgoCodec(Compression(c)))
-				if err != nil {
-					return nil
-				}
-				return cc
-			})
-		}
-		return m
-	}()
-)
-
-func kgoCodec(c Compression) kgo.CompressionCodec {
-	switch c {
-	case CompressionGzip:
-		return kgo.GzipCompression()
-	case CompressionSnappy:
-		return kgo.SnappyCompression()
-	case CompressionLZ4:
-		return kgo.Lz4Compression()
-	case CompressionZstd:
-		return kgo.ZstdCompression()
-	}
-	return kgo.NoCompression()
+	return dst
 }
