@@ -26,6 +26,7 @@ type spec struct {
 	recs   []rec
 	codec  recordbatch.Compression
 	pid    int64 // 0: not idempotent
+	seq    int32 // added to base for the first sequence
 	txn    bool
 	firstT int64
 }
@@ -71,7 +72,7 @@ func build(t testing.TB, s spec) []byte {
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n), Records: records,
 	}
 	if s.pid != 0 {
-		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = s.pid, 0, int32(s.base)
+		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = s.pid, 0, int32(s.base)+s.seq
 	}
 	if s.txn {
 		rb.Attributes |= 0x10

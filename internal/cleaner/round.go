@@ -230,7 +230,11 @@ func (c *Cleaner) Clean(ctx context.Context, t meta.Topic, partition int32, st *
 	for i, x := range txns {
 		aborted[i] = AbortedTxn{ProducerID: x.ProducerID, FirstOffset: x.FirstOffset, LastOffset: x.LastOffset}
 	}
+	lastOffsets, err := v.ProducerLastOffsets(t.ID, partition, now)
 	v.Close()
+	if err != nil {
+		return plan, err
+	}
 	m := NewOffsetMap(c.cfg.MapBytes)
 	ab := NewAborted(aborted)
 	end, err := c.index(ctx, t.ID, partition, plan, m, ab)
@@ -240,10 +244,12 @@ func (c *Cleaner) Clean(ctx context.Context, t meta.Topic, partition int32, st *
 	if end <= plan.FirstDirty {
 		return plan, fmt.Errorf("cleaner: %s/%d at %d: %w", t.Name, partition, plan.FirstDirty, ErrMapTooSmall)
 	}
-	// Strand's producer state lives in the metadata database, not in
-	// the log, so no batch needs to stay for it (LastDataOffset nil):
-	// only the batch ending the round keeps its header.
-	f := &Filter{Map: m, Now: now, DeleteRetentionMs: cfg.DeleteRetentionMs, Aborted: ab, End: end}
+	// Strand's idempotence reads producer state from the metadata
+	// database, not the log; the header of an active producer's last
+	// batch is kept all the same, as Kafka keeps it, so the log shows
+	// every active producer's last sequence.
+	f := &Filter{Map: m, Now: now, DeleteRetentionMs: cfg.DeleteRetentionMs, Aborted: ab, End: end,
+		LastDataOffset: func(pid int64) (int64, bool) { off, ok := lastOffsets[pid]; return off, ok }}
 	st.Rounds++
 	c.cfg.Metrics.rounds.Inc()
 	for from := plan.LogStart; from < end; {

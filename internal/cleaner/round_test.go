@@ -538,3 +538,37 @@ func TestRoundSwapFails(t *testing.T) {
 		})
 	}
 }
+
+// The last batch of a still-active idempotent producer keeps its header
+// when its records go, as Kafka's cleaner keeps it; its earlier batches
+// go whole.
+func TestRoundKeepsActiveProducersLastBatch(t *testing.T) {
+	e := newRoundEnv(t, map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}, nil)
+	e.propose(meta.AllocateProducerID{ProducerID: -1}) // id 0, which spec takes for none
+	pid := e.propose(meta.AllocateProducerID{ProducerID: -1}).ProducerID
+	e.produce(
+		build(t, spec{recs: []rec{{[]byte("k"), []byte("v1")}}, pid: pid, seq: 0}),
+		build(t, spec{recs: []rec{{[]byte("k"), []byte("v2")}}, pid: pid, seq: 1}),
+		build(t, spec{recs: []rec{{[]byte("k"), []byte("v3")}}}),
+		build(t, spec{recs: []rec{{[]byte("end"), []byte("e")}}}),
+	)
+	e.clean()
+	v := e.db.View()
+	res, err := e.r.Read(testCtx(t), v, e.topic.ID, 0, 0, 1<<20)
+	v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := recordbatch.Split(res.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range bs {
+		h, _ := recordbatch.ParseHeader(b)
+		got = append(got, fmt.Sprintf("%d:%d/%d", h.BaseOffset, h.NumRecords, h.ProducerID))
+	}
+	if want := fmt.Sprintf("[1:0/%d 2:1/-1 3:1/-1]", pid); fmt.Sprint(got) != want {
+		t.Fatalf("batches (base:records/producer) %v, want %s", got, want)
+	}
+}
