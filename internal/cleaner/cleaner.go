@@ -160,6 +160,8 @@ type Stats struct {
 	BatchesRead, RecordsRead, BytesRead          int64
 	BatchesKept, RecordsKept, BytesKept          int64
 	TombstonesDropped, AbortedDropped, Rewritten int64
+	// Emptied counts batches kept as a header only.
+	Emptied int64
 }
 
 // Filter decides, batch by batch, what a round keeps. Set the fields,
@@ -259,6 +261,7 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, Outcome, error) {
 			return dst, Dropped, err
 		}
 		f.Stats.BatchesKept++
+		f.Stats.Emptied++
 		f.Stats.BytesKept += int64(len(out) - len(dst))
 		return out, Emptied, nil
 	}

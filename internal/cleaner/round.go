@@ -278,6 +278,7 @@ func (c *Cleaner) account(f *Filter, st *RoundStats) {
 	st.Filter.TombstonesDropped += f.Stats.TombstonesDropped
 	st.Filter.AbortedDropped += f.Stats.AbortedDropped
 	st.Filter.Rewritten += f.Stats.Rewritten
+	st.Filter.Emptied += f.Stats.Emptied
 	f.Stats = Stats{}
 }
 
