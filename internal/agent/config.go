@@ -297,8 +297,11 @@ func (c *Config) Validate() error {
 	if c.FlushInterval < 0 {
 		errs = append(errs, errors.New("flush-interval must not be negative"))
 	}
-	if c.CompactionTargetBytes < 1<<10 || c.CompactionTargetBytes > 1<<30 {
-		errs = append(errs, fmt.Errorf("compaction-target-bytes %d: must be between 1 KiB and 1 GiB", c.CompactionTargetBytes))
+	// A run is held twice while it is compacted, outside the budget's
+	// split: an eighth of the budget keeps that a quarter of it.
+	if c.CompactionTargetBytes < 1<<10 || (c.Compaction && c.CompactionTargetBytes > c.MemoryBudget/8) {
+		errs = append(errs, fmt.Errorf("compaction-target-bytes %d: must be between 1 KiB and an eighth of memory-budget (%s)",
+			c.CompactionTargetBytes, FormatBytes(c.MemoryBudget/8)))
 	}
 	if c.CompactionMaxBytesPerSec < 0 || c.CompactionMinAge < 0 || c.CompactionMaxLag < 0 {
 		errs = append(errs, errors.New("compaction-max-bytes-per-sec, compaction-min-age and compaction-max-lag must not be negative"))

@@ -13,7 +13,8 @@ import (
 // catching up on one partition from an agent that did not write it (no
 // cache): GET requests per MB of records, and MB/s with S3 Standard's
 // simulated latency, before and after compaction; and the bytes
-// compaction reads and writes per byte produced. 8 partitions share
+// compaction reads and writes per byte produced, and the bytes the
+// catch-up GETs per byte it returns (read-amp). 8 partitions share
 // every flush of about 216 KB (what the issue measured at 10 MB/s), 100
 // flushes; each fetch asks for 1 MiB (max.partition.fetch.bytes). Run it
 // once:
@@ -39,7 +40,8 @@ func BenchmarkColdCatchUp(b *testing.B) {
 
 		bytes, gets, _ := e.catchUp(e.mem, parts[0])
 		_, _, tookSlow := e.catchUp(slow, parts[0])
-		b.ReportMetric(float64(gets)/(float64(bytes)/1e6), "GETs/MB-before")
+		b.ReportMetric(float64(gets.Requests)/(float64(bytes)/1e6), "GETs/MB-before")
+		b.ReportMetric(float64(gets.Bytes)/float64(bytes), "read-amp-before")
 		b.ReportMetric(float64(bytes)/1e6/tookSlow.Seconds(), "MB/s-s3std-before")
 
 		c := e.compactor(compact.Config{})
@@ -53,7 +55,8 @@ func BenchmarkColdCatchUp(b *testing.B) {
 		if after != bytes {
 			b.Fatalf("read %d bytes after compaction, %d before", after, bytes)
 		}
-		b.ReportMetric(float64(gets)/(float64(bytes)/1e6), "GETs/MB-after")
+		b.ReportMetric(float64(gets.Requests)/(float64(bytes)/1e6), "GETs/MB-after")
+		b.ReportMetric(float64(gets.Bytes)/float64(bytes), "read-amp-after")
 		b.ReportMetric(float64(bytes)/1e6/tookSlow.Seconds(), "MB/s-s3std-after")
 		// Write amplification: bytes PUT to the store per byte the
 		// produce path PUT (1 without compaction).
@@ -66,7 +69,7 @@ func BenchmarkColdCatchUp(b *testing.B) {
 // catchUp reads partition p from offset 0 with 1 MiB fetches, cold,
 // through store, and returns the record bytes, the GETs it made and
 // how long it took.
-func (e *env) catchUp(store objstore.Store, p tp) (bytes int64, gets int64, took time.Duration) {
+func (e *env) catchUp(store objstore.Store, p tp) (bytes int64, gets objstore.OpCounts, took time.Duration) {
 	counting := objstore.WithCounters(store)
 	r := fetch.NewReader(counting, nil)
 	v := e.db.View()
@@ -83,5 +86,5 @@ func (e *env) catchUp(store objstore.Store, p tp) (bytes int64, gets int64, took
 		bytes += int64(len(res.Records))
 		off = nextOffset(e.t, res.Records)
 	}
-	return bytes, counting.Snapshot().Op(objstore.OpGet).Requests, time.Since(start)
+	return bytes, counting.Snapshot().Op(objstore.OpGet), time.Since(start)
 }

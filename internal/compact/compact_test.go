@@ -166,3 +166,25 @@ func TestEntryBytesSplitsEntriesOfOneObject(t *testing.T) {
 		t.Fatalf("a read of the partition made %d GETs, want 1", n)
 	}
 }
+
+// A pass compacts at most 8 runs of one partition before the next
+// partition's turn, so one written faster than it is compacted cannot
+// keep the others waiting.
+func TestPassTakesTurns(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a", 2)
+	p0, p1 := tp{a, 0}, tp{a, 1}
+	for i := range 30 {
+		e.produce(uint64(i), 2, p0, p1)
+	}
+	c := e.compactor(compact.Config{TargetBytes: 2 * e.entries(p0)[0].Length})
+	e.advance(compact.DefaultMaxLag)
+	if st := e.pass(c); st.Swaps != 16 {
+		t.Fatalf("pass: %+v, want 8 runs of each partition", st)
+	}
+	for _, p := range []tp{p0, p1} {
+		if _, l1 := e.levels(p); l1 != 8 {
+			t.Fatalf("%v: %d compacted entries after one pass, want 8", p, l1)
+		}
+	}
+}

@@ -17,7 +17,10 @@
 //     Otherwise the wanted record is inside the batch, and the answer is
 //     the batch's base offset with its max timestamp: at most one batch
 //     early, so a consumer starting there misses nothing. No such batch:
-//     offset -1, timestamp -1.
+//     offset -1, timestamp -1. The index keeps timestamps per entry, and
+//     compaction makes entries of many batches: the lookup reads the
+//     headers of the entry it lands in to find the batch (and falls back
+//     to the entry, early, if that read fails).
 //   - Timestamp lookups scan the partition's index from the log start;
 //     a time index replaces the scan when partitions grow long.
 //   - v4+: CurrentLeaderEpoch is fenced against epoch 0 (FENCED_ or
@@ -38,11 +41,13 @@ package kafka
 
 import (
 	"context"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
 func init() { regKey(2, 0, 8, handleListOffsets) }
@@ -64,7 +69,7 @@ var listOffsetsMinVersion = map[int64]int16{
 	listEarliestLocal: 8,
 }
 
-func handleListOffsets(_ context.Context, r *Request) (kmsg.Response, error) {
+func handleListOffsets(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()
 	if err != nil {
 		return nil, err
@@ -95,7 +100,7 @@ func handleListOffsets(_ context.Context, r *Request) (kmsg.Response, error) {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if e := listOffset(view, &topics, req, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now); e != nil {
+			if e := listOffset(view, &topics, req, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now, batchesIn(ctx, r, view)); e != nil {
 				sp.ErrorCode = e.Code
 				sp.OldStyleOffsets, sp.Offset, sp.Timestamp, sp.LeaderEpoch = nil, -1, -1, -1
 			}
@@ -108,7 +113,7 @@ func handleListOffsets(_ context.Context, r *Request) (kmsg.Response, error) {
 
 // listOffset answers one partition into sp, or returns its error.
 func listOffset(view *meta.View, topics *topicCache, req *kmsg.ListOffsetsRequest, topic string, rp *kmsg.ListOffsetsRequestTopicPartition,
-	sp *kmsg.ListOffsetsResponseTopicPartition, dup bool, nowMs int64,
+	sp *kmsg.ListOffsetsResponseTopicPartition, dup bool, nowMs int64, batches entryBatches,
 ) *kerr.Error {
 	version := req.Version
 	ts := rp.Timestamp
@@ -153,10 +158,10 @@ func listOffset(view *meta.View, topics *topicCache, req *kmsg.ListOffsetsReques
 	case ts == listLatest:
 		sp.Offset, found = lastFetchable, true
 	case ts == listMaxTimestamp:
-		sp.Offset, sp.Timestamp, found, err = offsetOfMaxTimestamp(view, t.ID, rp.Partition, ps)
+		sp.Offset, sp.Timestamp, found, err = offsetOfMaxTimestamp(view, t.ID, rp.Partition, ps, batches)
 		found = found && sp.Offset < lastFetchable
 	default:
-		sp.Offset, sp.Timestamp, found, err = offsetForTimestamp(view, t.ID, rp.Partition, ps, ts)
+		sp.Offset, sp.Timestamp, found, err = offsetForTimestamp(view, t.ID, rp.Partition, ps, ts, batches)
 		found = found && sp.Offset < lastFetchable
 	}
 	switch {
@@ -170,9 +175,45 @@ func listOffset(view *meta.View, topics *topicCache, req *kmsg.ListOffsetsReques
 	return nil
 }
 
+// entryBatches returns the headers of the batches of index entry e of a
+// partition (from offset from on), false if it cannot read them.
+type entryBatches func(id meta.TopicID, p int32, e meta.IndexEntry, from int64) ([]recordbatch.Header, bool)
+
+// batchesIn reads entries' batch headers through the Fetch path's
+// reader; nil without one.
+func batchesIn(ctx context.Context, r *Request, view *meta.View) entryBatches {
+	rd, err := r.Deps.fetcher()
+	if err != nil {
+		return nil
+	}
+	return func(id meta.TopicID, p int32, e meta.IndexEntry, from int64) ([]recordbatch.Header, bool) {
+		if e.Control || e.BatchCount < 2 {
+			return nil, false // nothing finer than the entry
+		}
+		res, err := rd.ReadUpTo(ctx, view, id, p, max(e.BaseOffset, from), int32(min(e.Length, math.MaxInt32)), e.BaseOffset+int64(e.Records))
+		if err != nil || res.Err != 0 {
+			return nil, false
+		}
+		var hs []recordbatch.Header
+		for rest := res.Records; len(rest) > 0; {
+			b, next, err := recordbatch.Next(rest)
+			if err != nil {
+				return nil, false
+			}
+			h, err := recordbatch.ParseHeader(b)
+			if err != nil {
+				return nil, false
+			}
+			hs = append(hs, h)
+			rest = next
+		}
+		return hs, len(hs) > 0
+	}
+}
+
 // offsetForTimestamp finds the first batch at or after the log start
 // whose max timestamp reaches ts.
-func offsetForTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.PartitionState, ts int64) (offset, timestamp int64, found bool, err error) {
+func offsetForTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.PartitionState, ts int64, batches entryBatches) (offset, timestamp int64, found bool, err error) {
 	it, err := view.Seek(id, p, ps.LogStartOffset)
 	if err != nil {
 		return 0, 0, false, err
@@ -182,6 +223,17 @@ func offsetForTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.Parti
 		e := it.Entry()
 		if e.MaxTimestamp < ts {
 			continue
+		}
+		if e.FirstTimestamp < ts && batches != nil {
+			// The record is inside the entry: in which batch?
+			if hs, ok := batches(id, p, e, ps.LogStartOffset); ok {
+				for _, h := range hs {
+					if h.MaxTimestamp >= ts {
+						e.BaseOffset, e.FirstTimestamp, e.MaxTimestamp = h.BaseOffset, h.FirstTimestamp, h.MaxTimestamp
+						break
+					}
+				}
+			}
 		}
 		if e.FirstTimestamp >= ts && e.BaseOffset >= ps.LogStartOffset {
 			return e.BaseOffset, e.FirstTimestamp, true, nil
@@ -193,18 +245,29 @@ func offsetForTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.Parti
 
 // offsetOfMaxTimestamp finds the first batch holding the greatest
 // timestamp at or after the log start.
-func offsetOfMaxTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.PartitionState) (offset, timestamp int64, found bool, err error) {
+func offsetOfMaxTimestamp(view *meta.View, id meta.TopicID, p int32, ps meta.PartitionState, batches entryBatches) (offset, timestamp int64, found bool, err error) {
 	it, err := view.Seek(id, p, ps.LogStartOffset)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer it.Close()
+	var best meta.IndexEntry
 	for it.Next() {
 		if e := it.Entry(); !found || e.MaxTimestamp > timestamp {
-			offset, timestamp, found = e.LastOffset(), e.MaxTimestamp, true
+			best, offset, timestamp, found = e, e.LastOffset(), e.MaxTimestamp, true
 		}
 	}
-	return offset, timestamp, found, it.Err()
+	if err := it.Err(); err != nil || !found || batches == nil {
+		return offset, timestamp, found, err
+	}
+	if hs, ok := batches(id, p, best, ps.LogStartOffset); ok {
+		for _, h := range hs {
+			if h.MaxTimestamp >= timestamp {
+				return h.LastOffset(), timestamp, true, nil
+			}
+		}
+	}
+	return offset, timestamp, found, nil
 }
 
 // legacyOffsets answers ListOffsets v0 (Kafka's legacyFetchOffsetsBefore)

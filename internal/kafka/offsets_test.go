@@ -9,6 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
 )
 
 // testNowMs is the agent clock in offset tests.
@@ -305,5 +308,38 @@ func TestListOffsetsMaxTimestampTie(t *testing.T) {
 	got := resp.Topics[0].Partitions[0]
 	if got.ErrorCode != 0 || got.Offset != 1 || got.Timestamp != 3000 {
 		t.Fatalf("code %d offset %d timestamp %d, want offset 1 at 3000", got.ErrorCode, got.Offset, got.Timestamp)
+	}
+}
+
+// An index entry of several batches (what compaction makes): a
+// timestamp lookup and the max-timestamp lookup name the batch inside
+// it, reading its headers, not the entry's first or last offset.
+func TestListOffsetsInsideAnEntry(t *testing.T) {
+	a, dp := newDataAgent(t, nil)
+	a.createTopic(t, "merged", 1, nil)
+	var data []byte
+	for _, ts := range []int64{1000, 5000, 3000} { // offsets 0-1, 2-3, 4-5
+		data = append(data, batchtest.Build(t, batchtest.Options{Records: 2, ValueBytes: 10, FirstTimestamp: ts})...)
+	}
+	b, err := produce.BatchFrom(a.topicID(t, "merged"), 0, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := dp.Pipeline.Produce(a.ctx(t), []produce.Batch{b}); err != nil || res[0].Code != 0 {
+		t.Fatalf("produce: %v, %+v", err, res)
+	}
+	for _, tt := range []struct {
+		ts, offset, timestamp int64
+	}{
+		{ts: 2000, offset: 2, timestamp: 5000}, // the entry says 0
+		{ts: 3000, offset: 2, timestamp: 5000},
+		{ts: 5001, offset: 2, timestamp: 5001},
+		{ts: -3, offset: 3, timestamp: 5001}, // the entry says 5
+	} {
+		resp := a.rawRequest(t, listOffsetsReq(7, "merged", listPart(0, tt.ts, 0, -1))).(*kmsg.ListOffsetsResponse)
+		got := resp.Topics[0].Partitions[0]
+		if got.ErrorCode != 0 || got.Offset != tt.offset || got.Timestamp != tt.timestamp {
+			t.Errorf("timestamp %d: code %d offset %d timestamp %d, want offset %d at %d", tt.ts, got.ErrorCode, got.Offset, got.Timestamp, tt.offset, tt.timestamp)
+		}
 	}
 }

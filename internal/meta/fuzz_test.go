@@ -167,6 +167,9 @@ func checkCommandDecode(t *testing.T, rc RawCommand) {
 	if od, ok := c.(OffsetDelete); ok && cap(od.Partitions)*minTopicPartitionBytes > len(rc.Payload) {
 		t.Fatalf("%d partitions from %d bytes", cap(od.Partitions), len(rc.Payload))
 	}
+	if sw, ok := c.(SwapIndex); ok && (cap(sw.Old)+cap(sw.New))*minSwapEntryBytes+cap(sw.Objects)*minSwapObjectBytes > len(rc.Payload) {
+		t.Fatalf("%d+%d entries and %d objects from %d bytes", cap(sw.Old), cap(sw.New), cap(sw.Objects), len(rc.Payload))
+	}
 	again := EncodeCommand(c)
 	if again.Version != rc.Version {
 		// An older version this build still reads re-encodes as the
