@@ -63,54 +63,64 @@ type Plan struct {
 
 // PlanOf plans a partition whose index entries from logStart on are
 // entries, whose last stable offset is lso, with topic configs cfg, at
-// log clock now (ms).
+// log clock now (ms). It walks the entries once, holding none but the
+// newest: a partition may have many.
+//
+// max.compaction.lag.ms also reaches the newest entry: Kafka rolls an
+// active segment whose first record is older than the lag so it can be
+// cleaned, and here such an entry is cleanable.
 func PlanOf(entries iter.Seq[meta.IndexEntry], logStart, lso int64, cfg topicconfig.Config, now int64) Plan {
 	p := Plan{LogStart: logStart, FirstDirty: -1}
-	activeBase := int64(math.MaxInt64)
-	var dirty []meta.IndexEntry // data entries from FirstDirty, newest excluded later
+	maxLag := cfg.MaxCompactionLagMs < math.MaxInt64
+	// bound is the lowest of lso and the first dirty entry younger than
+	// min.compaction.lag.ms: no dirty entry ending past it is cleanable.
+	bound := lso
+	firstTs := int64(-1)
+	count := func(e *meta.IndexEntry) {
+		if e.BaseOffset+int64(e.Records) > bound {
+			return
+		}
+		if firstTs < 0 {
+			firstTs = e.FirstTimestamp
+		}
+		p.DirtyBytes += e.Length
+		p.FirstUncleanable = e.BaseOffset + int64(e.Records)
+	}
+	var newest meta.IndexEntry // the newest data entry; dirty ones are counted once a newer one shows
+	newestDirty := false
 	end := logStart
 	for e := range entries {
 		end = e.BaseOffset + int64(e.Records)
 		if e.Control {
 			continue
 		}
-		activeBase = e.BaseOffset
 		if p.FirstDirty < 0 && !Cleaned(e.ObjectKey) {
 			p.FirstDirty = e.BaseOffset
+			p.FirstUncleanable = e.BaseOffset
 		}
 		if p.FirstDirty < 0 {
 			p.CleanBytes += e.Length
+			newest = e
 			continue
 		}
-		dirty = append(dirty, e)
+		if newestDirty {
+			count(&newest)
+		}
+		newest, newestDirty = e, true
+		if cfg.MinCompactionLagMs > 0 && e.MaxTimestamp > now-cfg.MinCompactionLagMs {
+			bound = min(bound, e.BaseOffset)
+		}
 	}
 	if p.FirstDirty < 0 {
-		p.FirstDirty = end
+		p.FirstDirty, p.FirstUncleanable = end, end
 	}
-	p.FirstUncleanable = min(lso, activeBase)
-	if cfg.MinCompactionLagMs > 0 {
-		for _, e := range dirty {
-			if e.MaxTimestamp > now-cfg.MinCompactionLagMs {
-				p.FirstUncleanable = min(p.FirstUncleanable, e.BaseOffset)
-				break
-			}
-		}
-	}
-	p.FirstUncleanable = max(p.FirstUncleanable, p.FirstDirty)
-	firstTs := int64(-1)
-	for _, e := range dirty {
-		if e.BaseOffset+int64(e.Records) > p.FirstUncleanable {
-			break
-		}
-		if firstTs < 0 {
-			firstTs = e.FirstTimestamp
-		}
-		p.DirtyBytes += e.Length
+	if newestDirty && maxLag && newest.FirstTimestamp < now-cfg.MaxCompactionLagMs {
+		count(&newest)
 	}
 	if total := p.CleanBytes + p.DirtyBytes; total > 0 {
 		p.Ratio = float64(p.DirtyBytes) / float64(total)
 	}
-	if cfg.MaxCompactionLagMs < math.MaxInt64 && firstTs >= 0 {
+	if maxLag && firstTs >= 0 {
 		p.MaxLagDue = firstTs < now-cfg.MaxCompactionLagMs
 	}
 	p.Due = p.DirtyBytes > 0 && (p.Ratio > cfg.MinCleanableDirtyRatio || p.MaxLagDue)

@@ -355,8 +355,18 @@ func TestPlanOf(t *testing.T) {
 		t.Fatalf("min lag: %+v", p)
 	}
 	cfg.MinCompactionLagMs = 0
-	if p := PlanOf(seq, 0, 14, cfg, 1000); p.FirstUncleanable != 14 || p.DirtyBytes != 0 {
+	if p := PlanOf(seq, 0, 14, cfg, 1000); p.FirstUncleanable != 11 || p.DirtyBytes != 0 {
 		t.Fatalf("an open transaction at 14: %+v", p)
+	}
+	// The newest entry is cleanable once its first record is older than
+	// max.compaction.lag.ms (Kafka rolls such an active segment).
+	cfg.MaxCompactionLagMs = 550
+	if p := PlanOf(seq, 0, 26, cfg, 1000); p.FirstUncleanable != 26 || p.DirtyBytes != 300 || !p.Due {
+		t.Fatalf("max lag passed for the newest entry: %+v", p)
+	}
+	cfg.MaxCompactionLagMs = 650
+	if p := PlanOf(seq, 0, 26, cfg, 1000); p.FirstUncleanable != 21 || p.DirtyBytes != 200 || !p.Due {
+		t.Fatalf("max lag passed for all but the newest entry: %+v", p)
 	}
 }
 
