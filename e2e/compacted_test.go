@@ -225,6 +225,26 @@ func TestCompactedTopicClients(t *testing.T) {
 			t.Fatalf("kcat read\n%v\nfranz-go read\n%v", fromKcat, got)
 		}
 	})
+	t.Run("kcat produce", func(t *testing.T) {
+		// librdkafka's batches, in every codec, decompress for the
+		// key check of a compacted topic.
+		kcat := requireCommand(t, "kcat")
+		k := kcatRunner{t: t, path: kcat, addr: addr}
+		const kt = "table-kcat"
+		if _, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, kt); err != nil {
+			t.Fatal(err)
+		}
+		codecs := []string{"none", "gzip", "snappy", "lz4", "zstd"}
+		for _, z := range codecs {
+			k.produce(t, kt, []keyValue{{"k-" + z, "v1"}, {"k-" + z, "v2"}}, "-z", z)
+		}
+		msgs := k.consume(t, kt, 2*len(codecs))
+		for i, m := range msgs {
+			if m.key != "k-"+codecs[i/2] {
+				t.Fatalf("message %d: %+v", i, m)
+			}
+		}
+	})
 	t.Run("confluent-kafka-python", func(t *testing.T) {
 		requirePythonModule(t, "confluent_kafka", "python3-confluent-kafka")
 		script := filepath.Join(t.TempDir(), "compacted.py")

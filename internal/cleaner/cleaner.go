@@ -54,12 +54,6 @@ import (
 	"github.com/strandkafka/strand/internal/recordbatch/codec"
 )
 
-// MaxBatchRecordsBytes bounds the decompressed records of one batch the
-// cleaner reads: far above any batch a producer can send under
-// max.message.bytes at a sane compression ratio, and a bound on the
-// memory one batch costs.
-const MaxBatchRecordsBytes = 256 << 20
-
 // AbortedTxn is an aborted transaction of the partition: its producer,
 // its first offset and the offset of its abort marker.
 type AbortedTxn struct {
@@ -111,7 +105,7 @@ func Index(m *OffsetMap, batch []byte, aborted Aborted) (full bool, err error) {
 		m.latest = max(m.latest, h.LastOffset())
 		return false, nil
 	}
-	raw, err := codec.RecordsOf(batch, h, MaxBatchRecordsBytes)
+	raw, err := codec.RecordsOf(batch, h)
 	if err != nil {
 		return false, err
 	}
@@ -210,7 +204,7 @@ func (f *Filter) Batch(dst, batch []byte) ([]byte, Outcome, error) {
 		return f.keep(dst, batch, h, Copied)
 	}
 	if !discard {
-		raw, err := codec.RecordsOf(batch, h, MaxBatchRecordsBytes)
+		raw, err := codec.RecordsOf(batch, h)
 		if err != nil {
 			return dst, Dropped, err
 		}

@@ -21,11 +21,6 @@ import (
 // Produce v8 a message and one ErrorRecords entry per keyless record
 // (its index in the batch).
 
-// maxDecompressedBatchBytes bounds the records of one produced batch a
-// compacted topic's key check decompresses; past it the batch is
-// INVALID_RECORD.
-const maxDecompressedBatchBytes = 128 << 20
-
 // keylessRecords returns the indexes of the records without a key in a
 // validated batch, or the batch's error when its records do not decode.
 func keylessRecords(batch []byte) ([]int32, *kerr.Error, string) {
@@ -33,7 +28,7 @@ func keylessRecords(batch []byte) ([]int32, *kerr.Error, string) {
 	if err != nil {
 		return nil, codeOf(recordbatch.ErrorCode(err)), err.Error()
 	}
-	raw, err := codec.RecordsOf(batch, h, maxDecompressedBatchBytes)
+	raw, err := codec.RecordsOf(batch, h)
 	if err != nil {
 		return nil, codeOf(recordbatch.ErrorCode(err)), err.Error()
 	}

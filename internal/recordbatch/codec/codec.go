@@ -15,45 +15,40 @@ import (
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
-// decompressor and compressors are kgo's, made once: each keeps pools of
-// codec state (a zstd encoder is costly to make) and is safe for
-// concurrent use, as a client's are.
-var (
-	decompressor = kgo.DefaultDecompressor()
-	compressors  = func() (m [recordbatch.CompressionZstd + 1]func() kgo.Compressor) {
-		for c := range m {
-			m[c] = sync.OnceValue(func() kgo.Compressor {
-				cc, err := kgo.DefaultCompressor(kgoCodec(recordbatch.Compression(c)))
-				if err != nil {
-					return nil
-				}
-				return cc
-			})
-		}
-		return m
-	}()
-)
+// compressors are kgo's, made once: each keeps pools of codec state (a
+// zstd encoder is costly to make) and is safe for concurrent use, as a
+// client's is.
+var compressors = func() (m [recordbatch.CompressionZstd + 1]func() kgo.Compressor) {
+	for c := range m {
+		m[c] = sync.OnceValue(func() kgo.Compressor {
+			cc, err := kgo.DefaultCompressor(kgoCodec(recordbatch.Compression(c)))
+			if err != nil {
+				return nil
+			}
+			return cc
+		})
+	}
+	return m
+}()
 
 // RecordsOf returns the records section of a whole batch with header h,
-// decompressed with the batch's codec. maxBytes bounds the decompressed
-// size (a batch within max.message.bytes can still decompress to far
-// more); past it the error wraps recordbatch.ErrRecords.
-func RecordsOf(batch []byte, h recordbatch.Header, maxBytes int) ([]byte, error) {
+// decompressed with the batch's codec, at most MaxRecordsBytes (bounded
+// before it allocates: bounded.go); past it, or for records that do not
+// decompress, the error wraps recordbatch.ErrRecords.
+func RecordsOf(batch []byte, h recordbatch.Header) ([]byte, error) {
 	raw := batch[recordbatch.HeaderSize:]
-	if c := h.Compression(); c != recordbatch.CompressionNone {
-		if c > recordbatch.CompressionZstd {
-			return nil, fmt.Errorf("%w: codec %d", recordbatch.ErrCompression, c)
-		}
-		out, err := decompressor.Decompress(raw, kgo.CompressionCodecType(c))
-		if err != nil {
-			return nil, fmt.Errorf("%w: decompressing %s: %v", recordbatch.ErrRecords, c, err)
-		}
-		raw = out
+	c := h.Compression()
+	if c == recordbatch.CompressionNone {
+		return raw, nil
 	}
-	if maxBytes > 0 && len(raw) > maxBytes {
-		return nil, fmt.Errorf("%w: %d decompressed bytes, limit %d", recordbatch.ErrRecords, len(raw), maxBytes)
+	if c > recordbatch.CompressionZstd {
+		return nil, fmt.Errorf("%w: codec %d", recordbatch.ErrCompression, c)
 	}
-	return raw, nil
+	out, err := decompress(c, raw, MaxRecordsBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: decompressing %s: %v", recordbatch.ErrRecords, c, err)
+	}
+	return out, nil
 }
 
 // AppendBatch appends the batch of header s holding the encoded records

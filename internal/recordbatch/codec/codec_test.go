@@ -2,7 +2,11 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"testing"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
@@ -41,7 +45,7 @@ func TestRoundTrip(t *testing.T) {
 			if hz, ok := h.DeleteHorizon(); !ok || hz != horizon {
 				t.Fatalf("DeleteHorizon %d %v", hz, ok)
 			}
-			dec, err := RecordsOf(b, h, 1<<20)
+			dec, err := RecordsOf(b, h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,9 +64,48 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil || i != 2 {
 				t.Fatalf("EachRecord: %v after %d", err, i)
 			}
-			if _, err := RecordsOf(b, h, 1); c != recordbatch.CompressionNone && err == nil {
-				t.Fatal("no error past maxBytes")
+		})
+	}
+}
+
+// Records that decompress past the bound are refused, for every codec,
+// in the framings producers use (snappy raw, as franz-go writes it, and
+// xerial, as the Java producer does); at the bound they decode. The
+// bound here is 1 MiB, MaxRecordsBytes being slow to compress in a test.
+func TestDecompressionBound(t *testing.T) {
+	const max = 1 << 20
+	for c := recordbatch.CompressionGzip; c <= recordbatch.CompressionZstd; c++ {
+		t.Run(c.String(), func(t *testing.T) {
+			for _, n := range []int{max, max + 1} {
+				b, err := AppendBatch(nil, recordbatch.BatchSpec{Compression: c, NumRecords: 1}, make([]byte, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := decompress(c, b[recordbatch.HeaderSize:], max)
+				if n > max && err != errTooLarge || n <= max && (err != nil || len(out) != n) {
+					t.Fatalf("%d bytes: %d out, %v", n, len(out), err)
+				}
 			}
 		})
+	}
+	t.Run("snappy xerial", func(t *testing.T) {
+		src := append(append([]byte{}, xerialPrefix...), 0, 0, 0, 1, 0, 0, 0, 1)
+		chunk := s2.EncodeSnappy(nil, make([]byte, max/2))
+		for range 2 {
+			src = binary.BigEndian.AppendUint32(src, uint32(len(chunk)))
+			src = append(src, chunk...)
+		}
+		if out, err := decompress(recordbatch.CompressionSnappy, src, max); err != nil || len(out) != max {
+			t.Fatalf("at the bound: %d out, %v", len(out), err)
+		}
+		if _, err := decompress(recordbatch.CompressionSnappy, src, max-1); err != errTooLarge {
+			t.Fatalf("past the bound: %v", err)
+		}
+	})
+	// Through RecordsOf, the refusal is ErrRecords (INVALID_RECORD).
+	b, _ := AppendBatch(nil, recordbatch.BatchSpec{Compression: recordbatch.CompressionZstd, NumRecords: 1}, make([]byte, MaxRecordsBytes+1))
+	h, _ := recordbatch.ParseHeader(b)
+	if _, err := RecordsOf(b, h); !errors.Is(err, recordbatch.ErrRecords) {
+		t.Fatalf("RecordsOf past MaxRecordsBytes: %v", err)
 	}
 }
