@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
@@ -26,6 +27,9 @@ func newServeCmd() *cobra.Command {
 		// retentionCheckMs is --log-retention-check-interval-ms, in
 		// Kafka's unit.
 		retentionCheckMs int64
+		// cleanerBackoffMs is --log-cleaner-backoff-ms, in ms as
+		// Kafka's log.cleaner.backoff.ms.
+		cleanerBackoffMs int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -85,6 +89,10 @@ the command line wins.`,
 				return fmt.Errorf("log-retention-check-interval-ms %d: must be positive", retentionCheckMs)
 			}
 			cfg.LogRetentionCheckInterval = time.Duration(retentionCheckMs) * time.Millisecond
+			if cleanerBackoffMs <= 0 {
+				return fmt.Errorf("log-cleaner-backoff-ms %d: must be positive", cleanerBackoffMs)
+			}
+			cfg.LogCleanerBackoff = time.Duration(cleanerBackoffMs) * time.Millisecond
 			if cfg.MaxConnections < 1 {
 				return fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections)
 			}
@@ -150,6 +158,8 @@ the command line wins.`,
 	f.Int64Var(&cfg.LogRetentionMs, "log-retention-ms", agent.DefaultLogRetentionMs, "how long a topic that sets no retention.ms keeps data, in ms (Kafka's log.retention.ms; -1: no limit)")
 	f.Int64Var(&cfg.LogRetentionBytes, "log-retention-bytes", -1, "bytes a partition of a topic that sets no retention.bytes keeps (Kafka's log.retention.bytes; -1: no limit)")
 	f.Int64Var(&retentionCheckMs, "log-retention-check-interval-ms", agent.DefaultLogRetentionCheckInterval.Milliseconds(), "how often each agent proposes retention for the partitions it owns, in ms (Kafka's log.retention.check.interval.ms)")
+	f.Int64Var(&cfg.LogCleanerDedupeBufferSize, "log-cleaner-dedupe-buffer-size", cleaner.DefaultMapBytes, "memory of the key map of one compaction round of a compacted topic, in bytes (Kafka's log.cleaner.dedupe.buffer.size)")
+	f.Int64Var(&cleanerBackoffMs, "log-cleaner-backoff-ms", cleaner.DefaultInterval.Milliseconds(), "pause between passes over the compacted topics' partitions an agent owns, in ms (Kafka's log.cleaner.backoff.ms)")
 	f.DurationVar(&cfg.GCGrace, "gc-grace", gc.DefaultGrace, "how long a data object no index entry points into is kept before deletion (a fetch planned before may still read it), and how old an uploaded but never committed object must be before the reconciler deletes it; must exceed the longest fetch and upload")
 	f.BoolVar(&cfg.Compaction, "compaction-enable", true, "merge the level-0 (multi-partition) objects of the partitions this agent owns into per-partition objects, so a cold read of a partition is a few large GETs")
 	cfg.CompactionTargetBytes = compact.DefaultTargetBytes

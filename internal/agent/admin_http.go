@@ -187,6 +187,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
 	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
+	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.handleTopicCompaction))
 	mux.HandleFunc("GET "+PathTopicStorage, a.ifReady(a.handleTopicStorage))
 }
 

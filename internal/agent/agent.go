@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/fetch"
@@ -91,6 +92,9 @@ type Agent struct {
 	txns *txn.Coordinator
 	// retention proposes retention for the partitions this agent owns.
 	retention *retention.Checker
+	// cleaner compacts the compacted topics' partitions this agent
+	// owns by key.
+	cleaner *cleaner.Cleaner
 	// damage records the damaged data objects reads and storage
 	// verification meet.
 	damage *fetch.DamageLog
@@ -325,6 +329,23 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("retention: %w", err)
 	}
+	cleanerMetrics := cleaner.NewMetrics()
+	a.metrics.reg.MustRegister(cleanerMetrics.Collectors()...)
+	a.cleaner, err = cleaner.New(cleaner.Config{
+		Store:     a.store,
+		Meta:      a.replica,
+		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		AgentID:   agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
+		MapBytes:  cfg.LogCleanerDedupeBufferSize,
+		Interval:  cfg.LogCleanerBackoff,
+		Metrics:   cleanerMetrics,
+		Clock:     clk,
+		Logger:    logger.With("component", "cleaner"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cleaner: %w", err)
+	}
+	a.cleaner.Start()
 	a.collector, err = gc.New(gc.Config{
 		Store:     a.store,
 		Meta:      a.replica,
@@ -483,6 +504,14 @@ func (a *Agent) HTTPAddr() string {
 // Replica is the agent's metadata replica (for tests and tools).
 func (a *Agent) Replica() *replica.Replica { return a.replica }
 
+// CleanCompacted runs a cleaning pass over the compacted topics'
+// partitions this agent owns now, without waiting for the next one
+// (log.cleaner.backoff.ms): for tests and tools that need compaction
+// done at a known point.
+func (a *Agent) CleanCompacted(ctx context.Context) (cleaner.RoundStats, error) {
+	return a.cleaner.Pass(ctx)
+}
+
 // Stop shuts down in the order that loses nothing: stop taking requests
 // and finish those in flight (their produce calls wait for their commits),
 // flush what is still buffered, then close the replica and the log.
@@ -517,6 +546,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	}
 	if a.retention != nil {
 		a.retention.Close() // before the replica: a check is a proposal
+	}
+	if a.cleaner != nil {
+		a.cleaner.Close() // before the replica: a round ends in proposals
 	}
 	if a.collector != nil {
 		a.collector.Close() // before the replica: a step ends in a proposal

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
@@ -155,6 +156,13 @@ type Config struct {
 	// deleted as an orphan. 0 means gc.DefaultGrace; see
 	// meta.DefaultGCGrace for why.
 	GCGrace time.Duration
+	// Key compaction of compacted topics (package cleaner), Kafka's
+	// broker configs of the same names: LogCleanerDedupeBufferSize is
+	// log.cleaner.dedupe.buffer.size, the memory of one round's offset
+	// map; LogCleanerBackoff is log.cleaner.backoff.ms, the pause between
+	// passes. 0 means the default.
+	LogCleanerDedupeBufferSize int64
+	LogCleanerBackoff          time.Duration
 	// Compaction turns object compaction on (--compaction-enable;
 	// Config's zero is off, the flag's default on): this agent merges
 	// the level-0 entries of the partitions it owns into per-partition
@@ -288,6 +296,12 @@ func (c *Config) SetDefaults() {
 	if c.GCGrace == 0 {
 		c.GCGrace = gc.DefaultGrace
 	}
+	if c.LogCleanerDedupeBufferSize == 0 {
+		c.LogCleanerDedupeBufferSize = cleaner.DefaultMapBytes
+	}
+	if c.LogCleanerBackoff == 0 {
+		c.LogCleanerBackoff = cleaner.DefaultInterval
+	}
 	if c.CompactionTargetBytes == 0 {
 		c.CompactionTargetBytes = compact.DefaultTargetBytes
 	}
@@ -343,6 +357,12 @@ func (c *Config) Validate() error {
 	}
 	if c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least 1ms", c.GCGrace))
+	}
+	if c.LogCleanerDedupeBufferSize < cleaner.EntryBytes || c.LogCleanerDedupeBufferSize > 1<<40 {
+		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be between %d and 1 TiB", c.LogCleanerDedupeBufferSize, cleaner.EntryBytes))
+	}
+	if c.LogCleanerBackoff < time.Millisecond {
+		errs = append(errs, fmt.Errorf("log-cleaner-backoff-ms %v: must be at least 1ms", c.LogCleanerBackoff))
 	}
 	if c.FlushBytes < 1<<10 || c.FlushBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("flush-bytes %d: must be between 1 KiB and 1 GiB", c.FlushBytes))

@@ -261,8 +261,10 @@ offset index entries and the data objects they point into, level 0
 					if err := printStorageLevels(cmd.Context(), w, &storage, topic); err != nil {
 						return err
 					}
+					if err := printCompaction(cmd.Context(), w, &storage, configs, topic); err != nil {
+						return err
+					}
 				}
-
 				fmt.Fprintln(w)
 				if err := printConfigs(w, configs, cfgErr, topic); err != nil {
 					return err
@@ -271,7 +273,7 @@ offset index entries and the data objects they point into, level 0
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&storage.HTTP, "http", "", "an agent's HTTP address, host:port: also show index entries and objects by compaction level")
+	cmd.Flags().StringVar(&storage.HTTP, "http", "", "an agent's HTTP address, host:port: also show index entries and objects by compaction level, and a compacted topic's dirty ratio per partition")
 	cmd.Flags().DurationVar(&storage.Timeout, "http-timeout", 30*time.Second, "bound on the --http request")
 	return cmd
 }

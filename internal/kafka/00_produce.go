@@ -64,14 +64,18 @@
 //     transactional batches to the producer's transaction (one proposal
 //     per request, skipped when this copy already shows them added at
 //     the batch's epoch).
+//   - Compacted topics (cleanup.policy holds compact): a batch holding a
+//     record without a key is INVALID_RECORD, with Kafka's message and,
+//     from v8, an ErrorRecords entry per keyless record (compacted.go).
 //   - Internal topics (__consumer_offsets) take no client writes:
 //     INVALID_TOPIC_EXCEPTION, as Kafka.
-//   - Left out: v13 (topic ids); ErrorRecords (v8+)
-//     stay empty; ErrorMessage (v8+) explains validation failures.
 //   - ACLs (authz.go): Write on each topic, else TOPIC_AUTHORIZATION_FAILED
 //     (checked before existence; no auto-creation without Create on the
 //     cluster or topic); a request with transactional batches needs Write on
 //     its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for all.
+//   - Left out: v13 (topic ids); ErrorRecords (v8+) stay empty but for
+//     keyless records on compacted topics; ErrorMessage (v8+) explains
+//     validation failures.
 
 package kafka
 
@@ -193,6 +197,12 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 				continue
 			}
 			b, e, msg := produceBatch(rp.Records, req.Version, tt, rp.Partition, nowMs)
+			if e == nil && tt.cfg.CleanupPolicy.Compact {
+				var keyless []int32
+				if keyless, e, msg = keylessRecords(rp.Records); len(keyless) > 0 {
+					e, msg = kerr.InvalidRecord, refuseKeyless(part.sp, req.Version, keyless, rt.Topic, rp.Partition)
+				}
+			}
 			if e != nil {
 				fail(part.sp, e, msg)
 				continue

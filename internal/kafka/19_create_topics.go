@@ -229,6 +229,9 @@ func (p *topicPlanner) createTopic(rt *kmsg.CreateTopicsRequestTopic) (meta.Crea
 		}
 		configs[c.Name] = *c.Value
 	}
+	if err := topicconfig.ValidateCombination(configs); err != nil {
+		return meta.CreateTopic{}, kerr.InvalidConfig, err.Error()
+	}
 	p.collisions[collisionName(name)] = name
 	return meta.CreateTopic{Name: name, Partitions: partitions, Configs: configs}, nil, ""
 }

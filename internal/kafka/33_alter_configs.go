@@ -87,6 +87,9 @@ func planAlterTopic(view *meta.View, name string, configs []kmsg.AlterConfigsReq
 		}
 		set[c.Name] = *c.Value
 	}
+	if err := topicconfig.ValidateCombination(set); err != nil {
+		return nil, kerr.InvalidConfig, err.Error()
+	}
 	return meta.AlterConfigs{Name: name, Set: set}, nil, ""
 }
 

@@ -28,6 +28,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -124,5 +125,22 @@ func planIncrementalAlterTopic(view *meta.View, name string, ops []kmsg.Incremen
 	if len(cmd.Set) == 0 && len(cmd.Delete) == 0 {
 		return nil, nil, ""
 	}
+	if err := topicconfig.ValidateCombination(alteredConfigs(cur, cmd)); err != nil {
+		return nil, kerr.InvalidConfig, err.Error()
+	}
 	return *cmd, nil, ""
+}
+
+// alteredConfigs is cur with cmd's sets and deletes applied: the configs
+// the topic would have.
+func alteredConfigs(cur map[string]string, cmd *meta.AlterConfigs) map[string]string {
+	m := maps.Clone(cur)
+	if m == nil {
+		m = make(map[string]string, len(cmd.Set))
+	}
+	for _, n := range cmd.Delete {
+		delete(m, n)
+	}
+	maps.Copy(m, cmd.Set)
+	return m
 }

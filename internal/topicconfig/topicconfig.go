@@ -74,8 +74,9 @@ type CleanupPolicy struct {
 }
 
 // Config is a topic's effective configuration: the topic's own values over
-// the defaults. Fields are the configs some part of Strand acts on (or will:
-// retention and compaction); the others are only stored.
+// the defaults. Fields are the configs some part of Strand acts on
+// (produce, fetch, retention, and key compaction in package cleaner); the
+// others are only stored.
 type Config struct {
 	CleanupPolicy CleanupPolicy
 	// CompressionType is compression.type: "producer" keeps the
@@ -108,7 +109,9 @@ type Config struct {
 	// RetentionMs is retention.ms; -1 is no limit.
 	RetentionMs int64
 	// SegmentBytes and SegmentMs are segment.bytes and segment.ms: the
-	// granularity of retention in Kafka, a hint for compaction here.
+	// granularity of retention and cleaning in Kafka. Strand has no
+	// segments to roll: retention goes by index entry, and the cleaner's
+	// "active segment" is a partition's newest flush.
 	SegmentBytes int32
 	SegmentMs    int64
 }
@@ -182,6 +185,20 @@ func ValidateAll(m map[string]string) error {
 		if err := Validate(n, m[n]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// ValidateCombination checks what no single value shows, as Kafka's
+// LogConfig.validateValues does over a topic's configs with the defaults
+// filled in: min.compaction.lag.ms may not exceed max.compaction.lag.ms.
+// m holds the topic's configs after the change, each already valid; the
+// error wraps ErrInvalid with Kafka's message.
+func ValidateCombination(m map[string]string) error {
+	c := Effective(m)
+	if c.MinCompactionLagMs > c.MaxCompactionLagMs {
+		return fmt.Errorf("%w: conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)",
+			ErrInvalid, c.MinCompactionLagMs, c.MaxCompactionLagMs)
 	}
 	return nil
 }

@@ -163,3 +163,20 @@ func TestLists(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateCombination(t *testing.T) {
+	for _, tc := range []struct {
+		m    map[string]string
+		want error
+	}{
+		{nil, nil},
+		{map[string]string{"min.compaction.lag.ms": "5", "max.compaction.lag.ms": "5"}, nil},
+		{map[string]string{"min.compaction.lag.ms": "6", "max.compaction.lag.ms": "5"}, ErrInvalid},
+		{map[string]string{"max.compaction.lag.ms": "1"}, nil},                   // min defaults to 0
+		{map[string]string{"min.compaction.lag.ms": "9223372036854775807"}, nil}, // max defaults to Long.MAX
+	} {
+		if err := ValidateCombination(tc.m); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%v: %v, want %v", tc.m, err, tc.want)
+		}
+	}
+}
