@@ -25,6 +25,27 @@ type Config struct {
 	// Kafka listener actually bound, so port 0 works in tests).
 	KafkaListen string
 	Advertise   string
+	// Listeners is Kafka's listeners, "NAME://host:port,..." (an empty
+	// host binds every interface), in place of KafkaListen; a name is
+	// its security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
+	// unless ListenerSecurityProtocolMap, Kafka's
+	// listener.security.protocol.map ("NAME:PROTOCOL,..."), maps it.
+	// AdvertisedListeners is advertised.listeners, in place of
+	// Advertise: the address each listener is given to clients at
+	// (default: the one it bound). Clients are answered with the
+	// addresses of the listener they connected on (listeners.go).
+	Listeners                   string
+	AdvertisedListeners         string
+	ListenerSecurityProtocolMap string
+	// TLS listeners serve TLSCertFile and TLSKeyFile (PEM, reloaded
+	// when they change) and, per TLSClientAuth (Kafka's
+	// ssl.client.auth: none, requested, required), verify client
+	// certificates against TLSClientCAFile; on an SSL listener a
+	// client certificate's subject is the principal.
+	TLSCertFile     string
+	TLSKeyFile      string
+	TLSClientCAFile string
+	TLSClientAuth   string
 	// HTTPListen serves /healthz, /readyz and /metrics. Empty disables it.
 	HTTPListen string
 	// ObjStore and Log are URLs; see objurl.Open and logurl.
@@ -174,7 +195,7 @@ func (c *Config) SetDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
-	if c.KafkaListen == "" {
+	if c.KafkaListen == "" && c.Listeners == "" {
 		c.KafkaListen = DefaultKafkaListen
 	}
 	if c.ObjStore == "" {
@@ -239,8 +260,13 @@ func fileURL(path string) string {
 // Validate reports the first problem with c.
 func (c *Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.KafkaListen); err != nil {
-		errs = append(errs, fmt.Errorf("kafka-listen %q: %w", c.KafkaListen, err))
+	if c.Listeners == "" {
+		if _, _, err := net.SplitHostPort(c.KafkaListen); err != nil {
+			errs = append(errs, fmt.Errorf("kafka-listen %q: %w", c.KafkaListen, err))
+		}
+	}
+	if err := c.validateListeners(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Advertise != "" {
 		if host, port, err := net.SplitHostPort(c.Advertise); err != nil {
