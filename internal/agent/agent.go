@@ -271,7 +271,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	a.members = newMembership(a.replica, meta.AgentHeartbeat{
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
-		Features: meta.SupportedFeatures(),
+		Features: meta.SupportedFeatures(), Endpoints: a.agentEndpoints(),
 	}, logger.With("component", "membership"))
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // listenerSpec is one entry of Listeners, its protocol resolved.
@@ -303,4 +304,14 @@ func (a *Agent) listenerSummary() string {
 			net.JoinHostPort(l.endpoint.Host, strconv.Itoa(int(l.endpoint.Port))))
 	}
 	return strings.Join(parts, ",")
+}
+
+// agentEndpoints are the advertised listeners as the heartbeat carries
+// them to the other agents (written from metadata level 4).
+func (a *Agent) agentEndpoints() []meta.AgentEndpoint {
+	out := make([]meta.AgentEndpoint, len(a.listeners))
+	for i, l := range a.listeners {
+		out[i] = meta.AgentEndpoint{Listener: l.endpoint.Listener, Host: l.endpoint.Host, Port: l.endpoint.Port}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,6 +123,58 @@ func TestListenerConfigErrors(t *testing.T) {
 		cfg.SetDefaults()
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("%s: Validate accepted %+v", name, cfg)
+		}
+	}
+}
+
+// TestListenersOfEveryAgent: two agents on one log, each with a
+// PLAINTEXT and an SSL listener. Metadata from either listener of
+// either agent names both agents at that listener's addresses, which
+// the heartbeats carried through the log.
+func TestListenersOfEveryAgent(t *testing.T) {
+	ca := certstest.NewCA(t, "ca")
+	server := ca.Server(t, "server")
+	logURL := "mem://" + t.Name()
+	var agents []*agent.Agent
+	for node := range int32(2) {
+		agents = append(agents, startWith(t, agent.Config{
+			DataDir: t.TempDir(), NodeID: node + 1, Log: logURL,
+			Listeners:   "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+			TLSCertFile: server.CertFile, TLSKeyFile: server.KeyFile,
+		}, nil))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for _, a := range agents {
+		if err := a.Replica().Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tlsCfg, err := certs.ClientConfig(certs.ClientFiles{CAFile: ca.CertFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, listener := range []string{"PLAINTEXT", "SSL"} {
+		want := agents[0].ListenerAddr(listener) + "," + agents[1].ListenerAddr(listener)
+		for i, a := range agents {
+			var opts []kgo.Opt
+			if listener == "SSL" {
+				opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+			}
+			resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, client(t, a.ListenerAddr(listener), opts...))
+			if err != nil {
+				t.Fatalf("agent %d %s: Metadata: %v", i+1, listener, err)
+			}
+			var got []string
+			for _, b := range resp.Brokers {
+				got = append(got, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+			}
+			slices.Sort(got)
+			w := strings.Split(want, ",")
+			slices.Sort(w)
+			if !slices.Equal(got, w) {
+				t.Errorf("agent %d's %s listener names brokers %v, want %v", i+1, listener, got, w)
+			}
 		}
 	}
 }
