@@ -86,6 +86,9 @@ the command line wins.`,
 			if cfg.Listeners != "" && !cmd.Flags().Changed("kafka-listen") {
 				cfg.KafkaListen = "" // --listeners replaces its default
 			}
+			// The token itself is never a flag: a command line is
+			// visible to every user of the machine.
+			cfg.AdminToken = os.Getenv("STRAND_ADMIN_TOKEN")
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -110,6 +113,8 @@ the command line wins.`,
 	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file; reloaded when it changes")
 	f.StringVar(&cfg.TLSClientCAFile, "tls-client-ca-file", "", "PEM CAs that client certificates must chain to")
 	f.StringVar(&cfg.TLSClientAuth, "tls-client-auth", "none", "client certificates on TLS listeners (Kafka's ssl.client.auth): none, requested or required; on SSL listeners the certificate's subject is the principal")
+	f.BoolVar(&cfg.HTTPTLS, "http-tls", false, "serve HTTP over TLS with --tls-cert-file and --tls-key-file; a client certificate chaining to --tls-client-ca-file authorizes admin calls")
+	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file holding the bearer token the admin API's mutating calls (log migrate, snapshot, storage verify) need; the token may instead come from STRAND_ADMIN_TOKEN. Without either (or --http-tls client certificates) they are taken only on a loopback --http-listen")
 	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (empty: off)")
 	f.StringVar(&cfg.ObjStore, "objstore", "", "object store URL: file:///dir or s3://bucket/prefix?endpoint=...&region=... (default file://<data-dir>/objects)")
 	f.StringVar(&cfg.Log, "log", "", "shared log URL (default file://<data-dir>/log)")

@@ -552,6 +552,13 @@ func (a *Agent) startHTTP() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	a.mountAdmin(mux)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if a.cfg.HTTPTLS {
+		if err := a.serveHTTPOverTLS(); err != nil {
+			ln.Close()
+			return err
+		}
+		ln = a.httpLn
+	}
 	go func() {
 		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("http server", "err", err)

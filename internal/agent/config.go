@@ -48,6 +48,17 @@ type Config struct {
 	TLSClientAuth   string
 	// HTTPListen serves /healthz, /readyz and /metrics. Empty disables it.
 	HTTPListen string
+	// HTTPTLS serves HTTP over TLS with TLSCertFile and TLSKeyFile,
+	// asking for client certificates that chain to TLSClientCAFile;
+	// such a certificate authorizes the admin API's mutating calls.
+	HTTPTLS bool
+	// AdminToken, or the contents of AdminTokenFile (read at each call,
+	// so it can be rotated), is the bearer token the admin API's
+	// mutating calls must carry (admin_auth.go). With neither, and no
+	// HTTP client certificates, they are taken only on a loopback
+	// HTTPListen.
+	AdminToken     string
+	AdminTokenFile string
 	// ObjStore and Log are URLs; see objurl.Open and logurl.
 	ObjStore string
 	Log      string
@@ -278,6 +289,18 @@ func (c *Config) Validate() error {
 	if c.HTTPListen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPListen); err != nil {
 			errs = append(errs, fmt.Errorf("http-listen %q: %w", c.HTTPListen, err))
+		}
+	}
+	if c.AdminToken != "" && c.AdminTokenFile != "" {
+		errs = append(errs, errors.New("admin-token-file and STRAND_ADMIN_TOKEN: give one"))
+	}
+	if c.HTTPTLS {
+		files, err := c.tlsFiles()
+		if err == nil {
+			err = files.Validate()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("http-tls: %w", err))
 		}
 	}
 	if _, err := c.latencyProfile(); err != nil {

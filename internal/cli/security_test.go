@@ -6,8 +6,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,5 +89,27 @@ func TestSecurityFlagErrors(t *testing.T) {
 		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want usage error mentioning %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestAdminToken: the admin commands send the bearer token of
+// --admin-token-file, or of STRAND_ADMIN_TOKEN.
+func TestAdminToken(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runLog(t, "snapshot", "--http", addr, "--admin-token-file", tokenFile, "--json")
+	t.Setenv("STRAND_ADMIN_TOKEN", "from-env")
+	runLog(t, "snapshot", "--http", addr, "--json")
+	if want := []string{"Bearer from-file", "Bearer from-env"}; !slices.Equal(got, want) {
+		t.Fatalf("Authorization headers %q, want %q", got, want)
 	}
 }
