@@ -1,8 +1,18 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
 	"crypto/x509/pkix"
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"io"
 	"net"
 	"net/http"
@@ -123,4 +133,66 @@ func TestAdminClientCertificate(t *testing.T) {
 			t.Error("plain HTTP was served on the TLS port")
 		}
 	}
+}
+
+// TestLogPasswordStaysOutOfTheChain: a password in the --log URL (or a
+// --log-password-file) opens every segment but is neither stored in the
+// chain nor logged, and a migration to a URL with a password is refused.
+// The test server trusts every password, so the chain is what is checked.
+func TestLogPasswordStaysOutOfTheChain(t *testing.T) {
+	const secret = "hunter2-secret"
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), secret)
+	q := u.Query()
+	q.Set("log", fmt.Sprintf("password-%d", time.Now().UnixNano()))
+	u.RawQuery = q.Encode()
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), Log: u.String(), SnapshotInterval: agent.SnapshotsOff}, logger)
+
+	st := adminOK[agent.LogStatus](t, http.MethodGet, a.HTTPAddr(), agent.PathLogStatus, "")
+	for _, s := range st.Chain.Segments {
+		// RedactURL shows a stored password as xxxxx.
+		if strings.Contains(s.URL, secret) || strings.Contains(s.URL, "xxxxx") {
+			t.Errorf("the chain stores a password: segment %q", s.URL)
+		}
+	}
+
+	to := *u
+	q.Set("log", q.Get("log")+"-next")
+	to.RawQuery = q.Encode()
+	code, body := adminCall(t, http.MethodPost, a.HTTPAddr(), agent.PathLogMigrate, `{"to":"`+to.String()+`"}`)
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "password") || strings.Contains(string(body), secret) {
+		t.Errorf("migrate to a URL with a password: %d %s, want 400 naming the password, not showing it", code, body)
+	}
+	// Without it, the segment opens with the --log URL's password.
+	to.User = url.User(u.User.Username())
+	adminOK[agent.MigrateResult](t, http.MethodPost, a.HTTPAddr(), agent.PathLogMigrate, `{"to":"`+to.String()+`"}`)
+	createTopic(t, a.KafkaAddr(), "after-migrate", 1)
+	produce(t, a.KafkaAddr(), []*kgo.Record{{Topic: "after-migrate", Value: []byte("x")}})
+
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the logs show the password:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the agent's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
