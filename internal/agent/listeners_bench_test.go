@@ -133,3 +133,87 @@ func processCPU(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkFetchByListener reads one topic of 1 KiB records (random,
+// uncompressed, in batches of about 100) from the start through one
+// agent's PLAINTEXT and SSL listeners, taking turns as
+// BenchmarkProduceByListener does. An op is one read of the whole topic
+// by a new consumer.
+//
+//	STRAND_BENCH_ROUNDS=4 go test ./internal/agent -run '^$' -bench FetchByListener -benchtime 3x
+func BenchmarkFetchByListener(b *testing.B) {
+	ca := certstest.NewCA(b, "ca")
+	server := ca.Server(b, "server")
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	a, err := agent.Start(ctx, agent.Config{
+		DataDir:          b.TempDir(),
+		Listeners:        "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+		TLSCertFile:      server.CertFile,
+		TLSKeyFile:       server.KeyFile,
+		SnapshotInterval: agent.SnapshotsOff,
+		Log:              "mem://" + b.Name(),
+	}, quietLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stopAgent(b, a)
+	tlsCfg, err := certs.ClientConfig(certs.ClientFiles{CAFile: ca.CertFile})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const topic, recordBytes, records = "bench-fetch", 1 << 10, 50_000
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(100*recordBytes+1024))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := kadm.NewClient(pcl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		b.Fatal(err)
+	}
+	rs := make([]*kgo.Record, records)
+	for i := range rs {
+		v := make([]byte, recordBytes)
+		rand.Read(v)
+		rs[i] = &kgo.Record{Value: v}
+	}
+	if err := pcl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	pcl.Close()
+
+	rounds := 1
+	if s := os.Getenv("STRAND_BENCH_ROUNDS"); s != "" {
+		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
+			b.Fatalf("STRAND_BENCH_ROUNDS=%q: want a positive number", s)
+		}
+	}
+	for range rounds {
+		for _, tc := range []struct {
+			name string
+			opts []kgo.Opt
+		}{{"PLAINTEXT", nil}, {"SSL", []kgo.Opt{kgo.DialTLSConfig(tlsCfg)}}} {
+			b.Run(tc.name, func(b *testing.B) {
+				b.SetBytes(records * recordBytes)
+				cpu0 := processCPU(b)
+				for range b.N {
+					cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.ListenerAddr(tc.name)),
+						kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})}, tc.opts...)...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for got := 0; got < records; {
+						fs := cl.PollFetches(ctx)
+						if err := fs.Err0(); err != nil {
+							b.Fatal(err)
+						}
+						got += fs.NumRecords()
+					}
+					cl.Close()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
