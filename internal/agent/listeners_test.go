@@ -72,6 +72,26 @@ func TestListenersAnswerWithTheirOwnAddress(t *testing.T) {
 		if strings.Join(got, ",") != tc.want {
 			t.Errorf("%s listener's Metadata names brokers %v, want [%s]", tc.name, got, tc.want)
 		}
+		if tc.name == "INTERNAL" {
+			continue // its advertised host does not resolve: a client would go there next
+		}
+		cl := client(t, tc.addr, tc.opts...)
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKey, fc.CoordinatorKeys = "g", []string{"g"}
+		fcr, err := fc.RequestWith(ctx, cl)
+		if err != nil || len(fcr.Coordinators) != 1 {
+			t.Fatalf("%s: FindCoordinator: %+v, %v", tc.name, fcr, err)
+		}
+		if c := fcr.Coordinators[0]; net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))) != tc.want {
+			t.Errorf("%s listener's FindCoordinator names %s:%d, want %s", tc.name, c.Host, c.Port, tc.want)
+		}
+		dcr, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+		if err != nil || len(dcr.Brokers) != 1 {
+			t.Fatalf("%s: DescribeCluster: %+v, %v", tc.name, dcr, err)
+		}
+		if b := dcr.Brokers[0]; net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) != tc.want {
+			t.Errorf("%s listener's DescribeCluster names %s:%d, want %s", tc.name, b.Host, b.Port, tc.want)
+		}
 	}
 
 	const topic = "over-tls"
