@@ -1,5 +1,7 @@
-"""Produces and consumes over SSL with a client certificate with
-confluent-kafka-python (librdkafka), and prints a JSON verdict."""
+"""Produces and consumes with confluent-kafka-python (librdkafka) over
+--protocol (SSL by default, with a client certificate when --cert is
+given; SASL_SSL or SASL_PLAINTEXT with --mechanism, --user and
+--password) and prints a JSON verdict: {"produced", "consumed", "error"}."""
 import argparse
 import json
 import sys
@@ -7,17 +9,21 @@ import sys
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 p = argparse.ArgumentParser()
-for a in ("bootstrap", "topic", "ca", "cert", "key"):
+for a in ("bootstrap", "topic"):
     p.add_argument("--" + a, required=True)
+for a in ("ca", "cert", "key", "mechanism", "user", "password"):
+    p.add_argument("--" + a)
+p.add_argument("--protocol", default="SSL")
 p.add_argument("--count", type=int, default=100)
 args = p.parse_args()
-conf = {
-    "bootstrap.servers": args.bootstrap,
-    "security.protocol": "SSL",
-    "ssl.ca.location": args.ca,
-    "ssl.certificate.location": args.cert,
-    "ssl.key.location": args.key,
-}
+conf = {"bootstrap.servers": args.bootstrap, "security.protocol": args.protocol}
+if "SSL" in args.protocol:
+    conf["ssl.ca.location"] = args.ca
+    if args.cert:
+        conf["ssl.certificate.location"] = args.cert
+        conf["ssl.key.location"] = args.key
+if args.mechanism:
+    conf.update({"sasl.mechanisms": args.mechanism, "sasl.username": args.user, "sasl.password": args.password})
 res = {"produced": 0, "consumed": 0, "error": ""}
 errors = []
 try:

@@ -1,5 +1,7 @@
-"""Produces and consumes over SSL with a client certificate with
-kafka-python, and prints a JSON verdict: {"produced", "consumed", "error"}."""
+"""Produces and consumes with kafka-python over --protocol (SSL by
+default, with a client certificate when --cert is given; SASL_SSL or
+SASL_PLAINTEXT with --mechanism, --user and --password) and prints a
+JSON verdict: {"produced", "consumed", "error"}."""
 import argparse
 import json
 import sys
@@ -7,11 +9,18 @@ import sys
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 p = argparse.ArgumentParser()
-for a in ("bootstrap", "topic", "ca", "cert", "key"):
+for a in ("bootstrap", "topic"):
     p.add_argument("--" + a, required=True)
+for a in ("ca", "cert", "key", "mechanism", "user", "password"):
+    p.add_argument("--" + a)
+p.add_argument("--protocol", default="SSL")
 p.add_argument("--count", type=int, default=100)
 args = p.parse_args()
-ssl = dict(security_protocol="SSL", ssl_cafile=args.ca, ssl_certfile=args.cert, ssl_keyfile=args.key)
+ssl = dict(security_protocol=args.protocol)
+if "SSL" in args.protocol:
+    ssl.update(ssl_cafile=args.ca, ssl_certfile=args.cert, ssl_keyfile=args.key)
+if args.mechanism:
+    ssl.update(sasl_mechanism=args.mechanism, sasl_plain_username=args.user, sasl_plain_password=args.password)
 res = {"produced": 0, "consumed": 0, "error": ""}
 try:
     prod = KafkaProducer(bootstrap_servers=args.bootstrap, acks="all", **ssl)

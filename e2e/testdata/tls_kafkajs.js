@@ -1,21 +1,29 @@
-// Produces and consumes over SSL with a client certificate with kafkajs,
-// and prints a JSON verdict: {"produced", "consumed", "error"}.
+// Produces and consumes with kafkajs over --protocol (SSL by default,
+// with a client certificate when --cert is given; SASL_SSL or
+// SASL_PLAINTEXT with --mechanism, --user and --password) and prints a
+// JSON verdict: {"produced", "consumed", "error"}.
 const fs = require('fs')
 const { Kafka, logLevel } = require('kafkajs')
 
-const arg = (name) => process.argv[process.argv.indexOf('--' + name) + 1]
+const arg = (name) => {
+  const i = process.argv.indexOf('--' + name)
+  return i < 0 ? undefined : process.argv[i + 1]
+}
 const count = parseInt(arg('count') || '100', 10)
 const topic = arg('topic')
-const kafka = new Kafka({
-  clientId: 'strand-tls-test',
-  brokers: [arg('bootstrap')],
-  logLevel: logLevel.NOTHING,
-  ssl: {
-    ca: [fs.readFileSync(arg('ca'))],
-    cert: fs.readFileSync(arg('cert')),
-    key: fs.readFileSync(arg('key')),
-  },
-})
+const protocol = arg('protocol') || 'SSL'
+const config = { clientId: 'strand-tls-test', brokers: [arg('bootstrap')], logLevel: logLevel.NOTHING }
+if (protocol.includes('SSL')) {
+  config.ssl = { ca: [fs.readFileSync(arg('ca'))] }
+  if (arg('cert')) {
+    config.ssl.cert = fs.readFileSync(arg('cert'))
+    config.ssl.key = fs.readFileSync(arg('key'))
+  }
+}
+if (arg('mechanism')) {
+  config.sasl = { mechanism: arg('mechanism').toLowerCase(), username: arg('user'), password: arg('password') }
+}
+const kafka = new Kafka(config)
 
 async function main () {
   const res = { produced: 0, consumed: 0, error: '' }
