@@ -272,7 +272,9 @@ func TestShutdownDuringTLSHandshake(t *testing.T) {
 	a, b := net.Pipe()
 	defer b.Close()
 	served := make(chan error, 1)
-	go func() { served <- s.ServeConnOn(context.Background(), a, Listener{Name: "SSL", Protocol: auth.SSL, TLS: cs.Config()}) }()
+	go func() {
+		served <- s.ServeConnOn(context.Background(), a, Listener{Name: "SSL", Protocol: auth.SSL, TLS: cs.Config()})
+	}()
 	// Half a ClientHello's record header: the handshake waits for more.
 	if _, err := b.Write([]byte{0x16, 0x03}); err != nil {
 		t.Fatal(err)
