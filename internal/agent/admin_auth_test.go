@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"crypto/x509/pkix"
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"io"
@@ -21,8 +20,6 @@ import (
 	"testing"
 
 	"github.com/strandkafka/strand/internal/agent"
-	"github.com/strandkafka/strand/internal/certs"
-	"github.com/strandkafka/strand/internal/certs/certstest"
 )
 
 // call sends method path to base (http://host:port or https://...)
@@ -102,21 +99,13 @@ func TestAdminRefusesUnauthenticatedOffLoopback(t *testing.T) {
 }
 
 func TestAdminClientCertificate(t *testing.T) {
-	ca := certstest.NewCA(t, "ca")
-	server := ca.Server(t, "server")
-	admin := ca.Client(t, "admin", pkix.Name{CommonName: "admin"})
-	a := startWith(t, agent.Config{DataDir: t.TempDir(), HTTPTLS: true,
-		TLSCertFile: server.CertFile, TLSKeyFile: server.KeyFile, TLSClientCAFile: ca.CertFile}, nil)
+	pki := newTestPKI(t)
+	cfg := pki.serve(agent.Config{DataDir: t.TempDir(), HTTPTLS: true}, true)
+	cfg.TLSClientAuth = "" // for Kafka listeners; HTTP asks for certificates anyway
+	a := startWith(t, cfg, nil)
 	base := "https://" + a.HTTPAddr()
-	client := func(f certs.ClientFiles) *http.Client {
-		cfg, err := certs.ClientConfig(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
-	}
-	withCert := client(certs.ClientFiles{CAFile: ca.CertFile, CertFile: admin.CertFile, KeyFile: admin.KeyFile})
-	noCert := client(certs.ClientFiles{CAFile: ca.CertFile})
+	withCert := &http.Client{Transport: &http.Transport{TLSClientConfig: pki.clientTLS(t, true)}}
+	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: pki.clientTLS(t, false)}}
 	if got := call(t, withCert, http.MethodPost, base, agent.PathSnapshot, nil); got != http.StatusOK {
 		t.Errorf("with a client certificate: %d, want 200", got)
 	}

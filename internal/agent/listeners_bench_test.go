@@ -5,7 +5,6 @@ package agent_test
 import (
 	"context"
 	"crypto/rand"
-	"crypto/x509/pkix"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -17,8 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
-	"github.com/strandkafka/strand/internal/certs"
-	"github.com/strandkafka/strand/internal/certs/certstest"
 )
 
 // BenchmarkProduceByListener produces 1 KiB records through one agent's
@@ -34,27 +31,11 @@ import (
 //
 //	STRAND_BENCH_ROUNDS=6 go test ./internal/agent -run '^$' -bench ProduceByListener -benchtime 200000x
 func BenchmarkProduceByListener(b *testing.B) {
-	ca := certstest.NewCA(b, "ca")
-	server := ca.Server(b, "server")
-	client := ca.Client(b, "client", pkix.Name{CommonName: "bench"})
+	pki := newTestPKI(b)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{
-		DataDir:     b.TempDir(),
-		Listeners:   "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-		TLSCertFile: server.CertFile, TLSKeyFile: server.KeyFile,
-		TLSClientCAFile: ca.CertFile, TLSClientAuth: "required",
-		SnapshotInterval: agent.SnapshotsOff,
-		Log:              "mem://" + b.Name(),
-	}, quietLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stopAgent(b, a)
-	tlsCfg, err := certs.ClientConfig(certs.ClientFiles{CAFile: ca.CertFile, CertFile: client.CertFile, KeyFile: client.KeyFile})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := startListenersAgent(b, pki, true)
+	tlsCfg := pki.clientTLS(b, true)
 	const topic, recordBytes = "bench-listeners", 1 << 10
 	adm, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()))
 	if err != nil {
@@ -66,12 +47,7 @@ func BenchmarkProduceByListener(b *testing.B) {
 	adm.Close()
 	value := make([]byte, recordBytes)
 	rand.Read(value)
-	rounds := 1
-	if s := os.Getenv("STRAND_BENCH_ROUNDS"); s != "" {
-		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
-			b.Fatalf("STRAND_BENCH_ROUNDS=%q: want a positive number", s)
-		}
-	}
+	rounds := benchRounds(b)
 	type listener struct {
 		name string
 		opts []kgo.Opt
@@ -142,26 +118,11 @@ func processCPU(b *testing.B) time.Duration {
 //
 //	STRAND_BENCH_ROUNDS=4 go test ./internal/agent -run '^$' -bench FetchByListener -benchtime 3x
 func BenchmarkFetchByListener(b *testing.B) {
-	ca := certstest.NewCA(b, "ca")
-	server := ca.Server(b, "server")
+	pki := newTestPKI(b)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{
-		DataDir:          b.TempDir(),
-		Listeners:        "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-		TLSCertFile:      server.CertFile,
-		TLSKeyFile:       server.KeyFile,
-		SnapshotInterval: agent.SnapshotsOff,
-		Log:              "mem://" + b.Name(),
-	}, quietLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stopAgent(b, a)
-	tlsCfg, err := certs.ClientConfig(certs.ClientFiles{CAFile: ca.CertFile})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := startListenersAgent(b, pki, false)
+	tlsCfg := pki.clientTLS(b, false)
 	const topic, recordBytes, records = "bench-fetch", 1 << 10, 50_000
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(100*recordBytes+1024))
@@ -182,12 +143,7 @@ func BenchmarkFetchByListener(b *testing.B) {
 	}
 	pcl.Close()
 
-	rounds := 1
-	if s := os.Getenv("STRAND_BENCH_ROUNDS"); s != "" {
-		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
-			b.Fatalf("STRAND_BENCH_ROUNDS=%q: want a positive number", s)
-		}
-	}
+	rounds := benchRounds(b)
 	for range rounds {
 		for _, tc := range []struct {
 			name string
@@ -216,4 +172,37 @@ func BenchmarkFetchByListener(b *testing.B) {
 			})
 		}
 	}
+}
+
+// startListenersAgent starts an agent with a PLAINTEXT and an SSL
+// listener (requiring client certificates when mTLS), its log in
+// memory, stopped when the benchmark ends.
+func startListenersAgent(b *testing.B, pki testPKI, mTLS bool) *agent.Agent {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	a, err := agent.Start(ctx, pki.serve(agent.Config{
+		DataDir:          b.TempDir(),
+		Listeners:        "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+		SnapshotInterval: agent.SnapshotsOff,
+		Log:              "mem://" + b.Name(),
+	}, mTLS), quietLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stopAgent(b, a) })
+	return a
+}
+
+// benchRounds is STRAND_BENCH_ROUNDS, default 1.
+func benchRounds(b *testing.B) int {
+	s := os.Getenv("STRAND_BENCH_ROUNDS")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("STRAND_BENCH_ROUNDS=%q: want a positive number", s)
+	}
+	return n
 }
