@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/agent"
-	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/certs/certstest"
 )
 
@@ -208,14 +207,8 @@ func (p testPKI) serve(cfg agent.Config, mTLS bool) agent.Config {
 // clientTLS is a client configuration trusting the CA, presenting the
 // client certificate when withCert.
 func (p testPKI) clientTLS(tb testing.TB, withCert bool) *tls.Config {
-	tb.Helper()
-	f := certs.ClientFiles{CAFile: p.ca.CertFile}
 	if withCert {
-		f.CertFile, f.KeyFile = p.client.CertFile, p.client.KeyFile
+		return p.ca.ClientTLS(tb, &p.client)
 	}
-	cfg, err := certs.ClientConfig(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return cfg
+	return p.ca.ClientTLS(tb, nil)
 }

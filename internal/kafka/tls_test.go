@@ -68,16 +68,10 @@ func startTLSServer(t testing.TB, cfg Config, fx tlsFixture, l Listener, ca cert
 }
 
 func (fx tlsFixture) clientConfig(t testing.TB, withCert bool) *tls.Config {
-	t.Helper()
-	f := certs.ClientFiles{CAFile: fx.ca.CertFile}
 	if withCert {
-		f.CertFile, f.KeyFile = fx.alice.CertFile, fx.alice.KeyFile
+		return fx.ca.ClientTLS(t, &fx.alice)
 	}
-	cfg, err := certs.ClientConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return fx.ca.ClientTLS(t, nil)
 }
 
 func apiVersionsOver(t *testing.T, addr string, cfg *tls.Config) error {

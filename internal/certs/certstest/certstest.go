@@ -7,6 +7,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -17,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strandkafka/strand/internal/certs"
 )
 
 // CA is a certificate authority whose certificate is at CertFile.
@@ -145,4 +148,19 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ClientTLS is a TLS client configuration (certs.ClientConfig) that
+// trusts ca and presents client, or no certificate when client is nil.
+func (ca *CA) ClientTLS(tb testing.TB, client *Pair) *tls.Config {
+	tb.Helper()
+	f := certs.ClientFiles{CAFile: ca.CertFile}
+	if client != nil {
+		f.CertFile, f.KeyFile = client.CertFile, client.KeyFile
+	}
+	cfg, err := certs.ClientConfig(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
 }
