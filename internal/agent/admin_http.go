@@ -20,7 +20,8 @@ import (
 // The admin API, on the agent's HTTP address beside /healthz, /readyz
 // and /metrics. Bodies are JSON; an error is {"error": "..."} with a
 // 4xx or 5xx status. Before the agent is ready every endpoint answers
-// 503.
+// 503. The POST endpoints need an authenticated caller (admin_auth.go):
+// 401 without one.
 //
 //	GET  /v1/log/status   LogStatus
 //	POST /v1/log/migrate  MigrateRequest in, MigrateResult out, once the
@@ -184,9 +185,10 @@ type SnapshotGCStatus struct {
 // mountAdmin adds the admin API to mux.
 func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.handleLogStatus))
-	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
-	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
-	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
+	// The mutating calls need an authenticated caller (admin_auth.go).
+	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.ifAdmin(a.handleLogMigrate)))
+	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.ifAdmin(a.handleSnapshot)))
+	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.ifAdmin(a.handleStorageVerify)))
 	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.handleTopicCompaction))
 	mux.HandleFunc("GET "+PathTopicStorage, a.ifReady(a.handleTopicStorage))
 }
@@ -285,6 +287,12 @@ func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(req.To) == "" {
 		writeError(w, http.StatusBadRequest, errors.New(`request body: "to" names no loglet URL`))
+		return
+	}
+	if logurl.HasPassword(req.To) {
+		// The chain would keep it, and the other agents could not open
+		// the segment anyway: they read its URL from the chain.
+		writeError(w, http.StatusBadRequest, fmt.Errorf("migrate to %s: the URL carries a password, which the log chain would store; give every agent the password (PGPASSWORD, a password file, or --log-password-file) and the URL without it", RedactURL(req.To)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), migrateTimeout)

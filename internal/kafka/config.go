@@ -52,6 +52,9 @@ const (
 	// raised its own timeout and should get MinFrameRate lowered too.
 	DefaultFrameTimeout = 30 * time.Second
 	DefaultMinFrameRate = 1 << 20
+	// DefaultTLSHandshakeTimeout bounds a TLS handshake: far more than
+	// a handshake takes, little for a connection that sends nothing.
+	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
 
 // NoConnsPerIP as Config.MaxConnsPerIP admits only the addresses
@@ -104,6 +107,10 @@ type Config struct {
 	// MaxQueuedRequestBytes is not counted against the client.
 	FrameTimeout time.Duration
 	MinFrameRate int64
+	// TLSHandshakeTimeout bounds the TLS handshake of a connection on a
+	// TLS listener; one that does not finish in time is closed
+	// (ErrTLSHandshake).
+	TLSHandshakeTimeout time.Duration
 	// Logger receives connection and protocol-violation events. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -153,6 +160,9 @@ func (c Config) withDefaults() Config {
 	if c.MinFrameRate == 0 {
 		c.MinFrameRate = DefaultMinFrameRate
 	}
+	if c.TLSHandshakeTimeout == 0 {
+		c.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -188,6 +198,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: FrameTimeout %v < 0", errInvalidConfig, c.FrameTimeout)
 	case c.MinFrameRate < 0:
 		return fmt.Errorf("%w: MinFrameRate %d < 0", errInvalidConfig, c.MinFrameRate)
+	case c.TLSHandshakeTimeout < 0:
+		return fmt.Errorf("%w: TLSHandshakeTimeout %v < 0", errInvalidConfig, c.TLSHandshakeTimeout)
 	}
 	for a, n := range c.MaxConnsPerIPOverrides {
 		if n < 0 || !a.IsValid() {
