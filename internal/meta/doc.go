@@ -118,6 +118,7 @@
 //	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
 //	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions
 //	0x1F    resource ("" or node id)                   dynamic broker configs (AlterBrokerConfigs), sorted by name
+//	0x22    user, 0, mechanism (1 byte)                SCRAM credential (level 4): iterations, salt, stored key, server key
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

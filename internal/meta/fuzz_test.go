@@ -64,6 +64,10 @@ func seedCommands() []Command {
 		AlterBrokerConfigs{Resource: "7", Set: map[string]string{"log.retention.ms": "60000"}, Delete: []string{"log.retention.bytes"}},
 		AlterBrokerConfigs{Set: map[string]string{"log.retention.bytes": "-1"}, Replace: true},
 		AlterBrokerConfigs{},
+		AlterScramCredential{User: "alice", Mechanism: ScramSHA256, Iterations: 4096, Salt: []byte("salt"),
+			StoredKey: bytes.Repeat([]byte{1}, 32), ServerKey: bytes.Repeat([]byte{2}, 32)},
+		AlterScramCredential{User: "alice", Mechanism: ScramSHA512, Delete: true},
+		AlterScramCredential{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

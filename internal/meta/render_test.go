@@ -292,6 +292,9 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 			kv = append(kv, k+"="+m[k])
 		}
 		return "broker-configs", fmt.Sprintf("%q: %s", rest, strings.Join(kv, " ")), err
+	case prefixScram:
+		c, err := decodeScramCredential(k, v)
+		return "scram", fmt.Sprintf("%s %v: iterations=%d salt=%q stored=%x server=%x", c.User, c.Mechanism, c.Iterations, c.Salt, c.StoredKey[:min(4, len(c.StoredKey))], c.ServerKey[:min(4, len(c.ServerKey))]), err
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err

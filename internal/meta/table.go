@@ -179,6 +179,9 @@ var commandTable = [...]commandSpec{
 	// Dynamic broker configs (brokerconfig.go).
 	TypeAlterBrokerConfigs: row("AlterBrokerConfigs", partitionsNone, (*Applier).alterBrokerConfigs,
 		version(1, decodeAlterBrokerConfigsV1).writtenFrom(MetadataLevel3)),
+	// SCRAM credentials (scram.go).
+	TypeAlterScramCredential: row("AlterScramCredential", partitionsNone, (*Applier).alterScramCredential,
+		version(1, decodeAlterScramCredentialV1).writtenFrom(MetadataLevel4)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

@@ -140,11 +140,12 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 3,
 		TypeAllocateProducerID: 1, TypeInitTransactionalProducer: 1, TypeAddPartitionsToTxn: 1,
 		TypeAddOffsetsToTxn: 1, TypeTxnOffsetCommit: 1, TypeEndTxn: 2, TypeTxnSweep: 1,
-		TypeFinalizeFeatures:   1,
-		TypeApplyRetention:     1,
-		TypeReassignPartitions: 1,
-		TypeGCProgress:         1,
-		TypeAlterBrokerConfigs: 1,
+		TypeFinalizeFeatures:     1,
+		TypeApplyRetention:       1,
+		TypeReassignPartitions:   1,
+		TypeGCProgress:           1,
+		TypeAlterBrokerConfigs:   1,
+		TypeAlterScramCredential: 1,
 	},
 }
 

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"math"
 	"reflect"
 	"strings"
@@ -102,6 +103,12 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	}
 	clk.Advance(time.Hour)
 	propose(meta.GCProgress{GraceMs: 60_000, Deleted: dead, ReconciledTo: clk.Now().UnixMilli() - 60_000, Orphans: 1, OrphanBytes: 100})
+	// Level 4: SCRAM credentials, set, replaced and deleted.
+	key := func(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
+	propose(meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA256, Iterations: 4096, Salt: []byte("s"), StoredKey: key(1, 32), ServerKey: key(2, 32)},
+		meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA512, Iterations: 8192, Salt: []byte("t"), StoredKey: key(3, 64), ServerKey: key(4, 64)},
+		meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA256, Delete: true},
+		meta.AlterScramCredential{User: "bob", Mechanism: meta.ScramSHA256, Delete: true})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {
