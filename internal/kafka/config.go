@@ -113,6 +113,8 @@ type Config struct {
 	// Observer is told about every finished request and closed
 	// connection, for metrics. Nil means none.
 	Observer Observer
+	// SASL configures authentication on SASL listeners (sasl.go).
+	SASL SASLConfig
 }
 
 var errInvalidConfig = errors.New("kafka: invalid config")
@@ -157,6 +159,7 @@ func (c Config) withDefaults() Config {
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
+	c.SASL = c.SASL.withDefaults()
 	return c
 }
 
@@ -183,6 +186,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: FrameTimeout %v < 0", errInvalidConfig, c.FrameTimeout)
 	case c.MinFrameRate < 0:
 		return fmt.Errorf("%w: MinFrameRate %d < 0", errInvalidConfig, c.MinFrameRate)
+	}
+	if err := c.SASL.validate(); err != nil {
+		return err
 	}
 	for a, n := range c.MaxConnsPerIPOverrides {
 		if n < 0 || !a.IsValid() {
