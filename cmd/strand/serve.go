@@ -83,6 +83,12 @@ the command line wins.`,
 				// Config's 0 is "default"; the flag's is a mistake.
 				return fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", cfg.SnapshotKeep)
 			}
+			if cfg.Listeners != "" && !cmd.Flags().Changed("kafka-listen") {
+				cfg.KafkaListen = "" // --listeners replaces its default
+			}
+			// The token itself is never a flag: a command line is
+			// visible to every user of the machine.
+			cfg.AdminToken = os.Getenv("STRAND_ADMIN_TOKEN")
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -100,6 +106,15 @@ the command line wins.`,
 	f.StringVar(&cfg.DataDir, "data-dir", agent.DefaultDataDir, "directory for the local metadata database (and the default object store and log)")
 	f.StringVar(&cfg.KafkaListen, "kafka-listen", agent.DefaultKafkaListen, "address for Kafka clients")
 	f.StringVar(&cfg.Advertise, "advertise", "", "host:port given to clients in Metadata (default: the Kafka listen address)")
+	f.StringVar(&cfg.Listeners, "listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners), e.g. PLAINTEXT://127.0.0.1:9092,SSL://:9093; replaces --kafka-listen")
+	f.StringVar(&cfg.AdvertisedListeners, "advertised-listeners", "", "address given to clients per listener, NAME://host:port,... (Kafka's advertised.listeners; default: each listener's bound address); replaces --advertise")
+	f.StringVar(&cfg.ListenerSecurityProtocolMap, "listener-security-protocol-map", "", "security protocol of listener names that are not protocol names, NAME:PROTOCOL,... (Kafka's listener.security.protocol.map), e.g. INTERNAL:SSL")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "PEM certificate chain of the TLS listeners (SSL, SASL_SSL); reloaded when it changes")
+	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file; reloaded when it changes")
+	f.StringVar(&cfg.TLSClientCAFile, "tls-client-ca-file", "", "PEM CAs that client certificates must chain to")
+	f.StringVar(&cfg.TLSClientAuth, "tls-client-auth", "none", "client certificates on TLS listeners (Kafka's ssl.client.auth): none, requested or required; on SSL listeners the certificate's subject is the principal")
+	f.BoolVar(&cfg.HTTPTLS, "http-tls", false, "serve HTTP over TLS with --tls-cert-file and --tls-key-file; a client certificate chaining to --tls-client-ca-file authorizes admin calls")
+	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file holding the bearer token the admin API's mutating calls (log migrate, snapshot, storage verify) need; the token may instead come from STRAND_ADMIN_TOKEN. Without either (or --http-tls client certificates) they are taken only on a loopback --http-listen")
 	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (empty: off)")
 	f.StringVar(&cfg.ObjStore, "objstore", "", "object store URL: file:///dir or s3://bucket/prefix?endpoint=...&region=... (default file://<data-dir>/objects)")
 	f.StringVar(&cfg.Log, "log", "", "shared log URL (default file://<data-dir>/log)")

@@ -47,6 +47,10 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "retention below -1", args: []string{"--log-retention-bytes", "-5"}, wantErr: "log-retention-bytes -5"},
 		{name: "retention check from env", env: map[string]string{"STRAND_LOG_RETENTION_CHECK_INTERVAL_MS": "0"}, wantErr: "log-retention-check-interval-ms 0"},
 		{name: "env applied", env: map[string]string{"STRAND_DEFAULT_PARTITIONS": "-1"}, wantErr: "default-partitions -1"},
+		{name: "listeners and kafka-listen", args: []string{"--listeners", "PLAINTEXT://127.0.0.1:0"}, wantErr: "listeners and kafka-listen"},
+		{name: "listener without protocol", args: []string{"--kafka-listen", ""}, env: map[string]string{"STRAND_LISTENERS": "CLIENT://127.0.0.1:0"}, wantErr: "listener-security-protocol-map"},
+		{name: "SSL listener without a certificate", args: []string{"--kafka-listen", "", "--listeners", "SSL://127.0.0.1:0"}, wantErr: "tls-cert-file"},
+		{name: "unknown client auth", args: []string{"--tls-client-auth", "maybe"}, wantErr: "tls-client-auth"},
 		{name: "negative gc grace", args: []string{"--gc-grace", "-1s"}, wantErr: "gc-grace -1s"},
 		{name: "gc grace below 1ms from env", env: map[string]string{"STRAND_GC_GRACE": "10us"}, wantErr: "gc-grace 10µs"},
 		{

@@ -20,7 +20,8 @@ import (
 // The admin API, on the agent's HTTP address beside /healthz, /readyz
 // and /metrics. Bodies are JSON; an error is {"error": "..."} with a
 // 4xx or 5xx status. Before the agent is ready every endpoint answers
-// 503.
+// 503. The POST endpoints need an authenticated caller (admin_auth.go):
+// 401 without one.
 //
 //	GET  /v1/log/status   LogStatus
 //	POST /v1/log/migrate  MigrateRequest in, MigrateResult out, once the
@@ -183,9 +184,10 @@ type SnapshotGCStatus struct {
 // mountAdmin adds the admin API to mux.
 func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.handleLogStatus))
-	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.handleLogMigrate))
-	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.handleSnapshot))
-	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.handleStorageVerify))
+	// The mutating calls need an authenticated caller (admin_auth.go).
+	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.ifAdmin(a.handleLogMigrate)))
+	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.ifAdmin(a.handleSnapshot)))
+	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.ifAdmin(a.handleStorageVerify)))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 // loopback ports unless it names them) and a logger.
 func startWith(t *testing.T, cfg agent.Config, logger *slog.Logger) *agent.Agent {
 	t.Helper()
-	if cfg.KafkaListen == "" {
+	if cfg.KafkaListen == "" && cfg.Listeners == "" {
 		cfg.KafkaListen = "127.0.0.1:0"
 	}
 	if cfg.HTTPListen == "" {

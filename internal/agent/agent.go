@@ -68,11 +68,14 @@ type Agent struct {
 	// members keeps this agent's lease in the agent table (cluster.go).
 	members *membership
 
-	kafkaLn  net.Listener
-	httpLn   net.Listener
-	httpSrv  *http.Server
-	serveErr chan error
-	ready    atomic.Bool
+	// listeners are the Kafka listeners (listeners.go), kafkaLn the
+	// first one's socket.
+	listeners []*boundListener
+	kafkaLn   net.Listener
+	httpLn    net.Listener
+	httpSrv   *http.Server
+	serveErr  chan error
+	ready     atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 
@@ -248,11 +251,12 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("produce pipeline: %w", err)
 	}
 
-	a.kafkaLn, err = net.Listen("tcp", cfg.KafkaListen)
-	if err != nil {
-		return nil, fmt.Errorf("kafka listen: %w", err)
+	if err := a.openListeners(); err != nil {
+		return nil, err
 	}
-	host, port, err := advertised(cfg.Advertise, a.kafkaLn.Addr())
+	a.kafkaLn = a.listeners[0].ln
+	host, port := a.listeners[0].endpoint.Host, a.listeners[0].endpoint.Port
+	kafkaListeners, err := a.kafkaListeners(logger.With("component", "tls"))
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +271,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	a.members = newMembership(a.replica, meta.AgentHeartbeat{
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
-		Features: meta.SupportedFeatures(),
+		Features: meta.SupportedFeatures(), Endpoints: a.agentEndpoints(),
 	}, logger.With("component", "membership"))
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
@@ -352,7 +356,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			BrokerDefaults:           brokerDefaults(cfg),
 			RetentionCheckIntervalMs: cfg.LogRetentionCheckInterval.Milliseconds(),
 			Meta:                     a.replica,
-			Cluster:                  kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Brokers: a.members.brokers},
+			Cluster:                  kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Endpoints: a.endpoints(), Brokers: a.members.brokers},
 			AutoCreateTopics:         cfg.AutoCreateTopics,
 			DefaultPartitions:        cfg.DefaultPartitions,
 			TransactionVersion:       cfg.TransactionVersion,
@@ -367,14 +371,20 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, err
 	}
-	go func() {
-		if err := a.server.Serve(context.Background(), a.kafkaLn); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
-			a.serveErr <- err
-		}
-	}()
+	for i, l := range a.listeners {
+		go func() {
+			if err := a.server.ServeListener(context.Background(), l.ln, kafkaListeners[i]); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+				select {
+				case a.serveErr <- fmt.Errorf("listener %s: %w", l.name, err):
+				default: // one failure is enough to stop the agent
+				}
+			}
+		}()
+	}
 	a.ready.Store(true)
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
+		"listeners", a.listenerSummary(),
 		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", cfg.ObjStore, "log", cfg.Log,
 		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
@@ -467,8 +477,10 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("kafka shutdown: %w", err))
 		}
-	} else if a.kafkaLn != nil {
-		a.kafkaLn.Close()
+	} else {
+		for _, l := range a.listeners {
+			l.ln.Close()
+		}
 	}
 	if a.pipeline != nil {
 		if err := a.pipeline.Close(ctx); err != nil {
@@ -540,6 +552,13 @@ func (a *Agent) startHTTP() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	a.mountAdmin(mux)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if a.cfg.HTTPTLS {
+		if err := a.serveHTTPOverTLS(); err != nil {
+			ln.Close()
+			return err
+		}
+		ln = a.httpLn
+	}
 	go func() {
 		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("http server", "err", err)

@@ -150,6 +150,9 @@ func (m *membership) brokers() []kafka.Broker {
 	bs := make([]kafka.Broker, len(as))
 	for i, a := range as {
 		bs[i] = kafka.Broker{NodeID: a.NodeID, Host: a.Host, Port: a.Port, Rack: a.Rack}
+		for _, e := range a.Endpoints {
+			bs[i].Endpoints = append(bs[i].Endpoints, kafka.Endpoint{Listener: e.Listener, Host: e.Host, Port: e.Port})
+		}
 	}
 	return bs
 }

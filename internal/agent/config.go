@@ -25,8 +25,40 @@ type Config struct {
 	// Kafka listener actually bound, so port 0 works in tests).
 	KafkaListen string
 	Advertise   string
+	// Listeners is Kafka's listeners, "NAME://host:port,..." (an empty
+	// host binds every interface), in place of KafkaListen; a name is
+	// its security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
+	// unless ListenerSecurityProtocolMap, Kafka's
+	// listener.security.protocol.map ("NAME:PROTOCOL,..."), maps it.
+	// AdvertisedListeners is advertised.listeners, in place of
+	// Advertise: the address each listener is given to clients at
+	// (default: the one it bound). Clients are answered with the
+	// addresses of the listener they connected on (listeners.go).
+	Listeners                   string
+	AdvertisedListeners         string
+	ListenerSecurityProtocolMap string
+	// TLS listeners serve TLSCertFile and TLSKeyFile (PEM, reloaded
+	// when they change) and, per TLSClientAuth (Kafka's
+	// ssl.client.auth: none, requested, required), verify client
+	// certificates against TLSClientCAFile; on an SSL listener a
+	// client certificate's subject is the principal.
+	TLSCertFile     string
+	TLSKeyFile      string
+	TLSClientCAFile string
+	TLSClientAuth   string
 	// HTTPListen serves /healthz, /readyz and /metrics. Empty disables it.
 	HTTPListen string
+	// HTTPTLS serves HTTP over TLS with TLSCertFile and TLSKeyFile,
+	// asking for client certificates that chain to TLSClientCAFile;
+	// such a certificate authorizes the admin API's mutating calls.
+	HTTPTLS bool
+	// AdminToken, or the contents of AdminTokenFile (read at each call,
+	// so it can be rotated), is the bearer token the admin API's
+	// mutating calls must carry (admin_auth.go). With neither, and no
+	// HTTP client certificates, they are taken only on a loopback
+	// HTTPListen.
+	AdminToken     string
+	AdminTokenFile string
 	// ObjStore and Log are URLs; see objurl.Open and logurl.
 	ObjStore string
 	Log      string
@@ -174,7 +206,7 @@ func (c *Config) SetDefaults() {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
-	if c.KafkaListen == "" {
+	if c.KafkaListen == "" && c.Listeners == "" {
 		c.KafkaListen = DefaultKafkaListen
 	}
 	if c.ObjStore == "" {
@@ -239,8 +271,13 @@ func fileURL(path string) string {
 // Validate reports the first problem with c.
 func (c *Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.KafkaListen); err != nil {
-		errs = append(errs, fmt.Errorf("kafka-listen %q: %w", c.KafkaListen, err))
+	if c.Listeners == "" {
+		if _, _, err := net.SplitHostPort(c.KafkaListen); err != nil {
+			errs = append(errs, fmt.Errorf("kafka-listen %q: %w", c.KafkaListen, err))
+		}
+	}
+	if err := c.validateListeners(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Advertise != "" {
 		if host, port, err := net.SplitHostPort(c.Advertise); err != nil {
@@ -252,6 +289,18 @@ func (c *Config) Validate() error {
 	if c.HTTPListen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPListen); err != nil {
 			errs = append(errs, fmt.Errorf("http-listen %q: %w", c.HTTPListen, err))
+		}
+	}
+	if c.AdminToken != "" && c.AdminTokenFile != "" {
+		errs = append(errs, errors.New("admin-token-file and STRAND_ADMIN_TOKEN: give one"))
+	}
+	if c.HTTPTLS {
+		files, err := c.tlsFiles()
+		if err == nil {
+			err = files.Validate()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("http-tls: %w", err))
 		}
 	}
 	if _, err := c.latencyProfile(); err != nil {

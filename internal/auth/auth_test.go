@@ -1,6 +1,11 @@
 package auth
 
-import "testing"
+import (
+	"crypto/x509/pkix"
+	"testing"
+
+	"github.com/strandkafka/strand/internal/certs/certstest"
+)
 
 func TestParse(t *testing.T) {
 	p, err := ParsePrincipal("User:alice")
@@ -23,5 +28,22 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := ParseSecurityProtocol("SSL_SASL"); err == nil {
 		t.Error("unknown protocol accepted")
+	}
+}
+
+func TestCertificatePrincipal(t *testing.T) {
+	ca := certstest.NewCA(t, "ca")
+	for _, tc := range []struct {
+		subject pkix.Name
+		want    string
+	}{
+		{pkix.Name{CommonName: "alice"}, "User:CN=alice"},
+		{pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Acme, Inc"}, Country: []string{"US"}},
+			`User:CN=alice,OU=eng,O=Acme\, Inc,C=US`},
+	} {
+		p := ca.Client(t, "c", tc.subject)
+		if got := CertificatePrincipal(p.Cert).String(); got != tc.want {
+			t.Errorf("%v: principal %q, want %q", tc.subject, got, tc.want)
+		}
 	}
 }

@@ -68,9 +68,11 @@ type ClientOptions struct {
 	// Timeout bounds each admin request (topic commands, offset listing)
 	// and each produced record's delivery. Zero means no bound.
 	Timeout time.Duration
+	// Security is TLS and SASL (security.go).
+	Security SecurityOptions
 }
 
-// Register adds --brokers and --timeout to fs. The --brokers default is
+// Register adds --brokers, --timeout and the TLS and SASL flags to fs. The --brokers default is
 // read from $STRAND_BROKERS when the command tree is built.
 func (o *ClientOptions) Register(fs *pflag.FlagSet) {
 	def := DefaultBrokers
@@ -79,6 +81,7 @@ func (o *ClientOptions) Register(fs *pflag.FlagSet) {
 	}
 	fs.StringVarP(&o.Brokers, "brokers", "b", def, "comma-separated seed brokers (env "+EnvBrokers+")")
 	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "bound on each admin request and each record's delivery (0: none)")
+	o.Security.Register(fs)
 }
 
 // seeds splits Brokers, dropping blanks so "a:1, b:2," works.
@@ -102,8 +105,12 @@ func (o *ClientOptions) NewClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(clientID)}, extra...)
-	return kgo.NewClient(opts...)
+	security, err := o.Security.Opts()
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(clientID)}, security...)
+	return kgo.NewClient(append(opts, extra...)...)
 }
 
 // requestContext bounds one admin call by --timeout, so a dead broker

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/certs"
 )
 
 // ErrAgent reports that the agent answered an admin request with an
@@ -38,14 +40,24 @@ const (
 // adminOptions are the flags of the commands that talk to one agent's
 // HTTP admin API rather than Kafka.
 type adminOptions struct {
-	// HTTP is the agent's HTTP address, host:port.
+	// HTTP is the agent's HTTP address, host:port, or https://host:port
+	// for an agent serving --http-tls.
 	HTTP    string
 	Timeout time.Duration
 	JSON    bool
+	// TokenFile holds the bearer token of the agent's
+	// --admin-token-file; $STRAND_ADMIN_TOKEN is used when it is empty.
+	TokenFile string
+	// TLS is the CA and client certificate for https://.
+	TLS certs.ClientFiles
 }
 
 func (o *adminOptions) register(fs *pflag.FlagSet, timeout time.Duration) {
-	fs.StringVar(&o.HTTP, "http", DefaultAdminHTTP, "the agent's HTTP address, host:port (its --http-listen)")
+	fs.StringVar(&o.HTTP, "http", DefaultAdminHTTP, "the agent's HTTP address, host:port (its --http-listen), or https://host:port with --http-tls")
+	fs.StringVar(&o.TokenFile, "admin-token-file", envDefault("admin-token-file", ""), "file holding the agent's admin bearer token (default: the token in STRAND_ADMIN_TOKEN)")
+	fs.StringVar(&o.TLS.CAFile, "tls-ca", envDefault("tls-ca", ""), "https: PEM CAs the agent's certificate must chain to (env STRAND_TLS_CA)")
+	fs.StringVar(&o.TLS.CertFile, "tls-cert", envDefault("tls-cert", ""), "https: PEM client certificate (env STRAND_TLS_CERT)")
+	fs.StringVar(&o.TLS.KeyFile, "tls-key", envDefault("tls-key", ""), "https: PEM key of --tls-cert (env STRAND_TLS_KEY)")
 	fs.DurationVar(&o.Timeout, "timeout", timeout, "bound on the request (0: none)")
 	fs.BoolVar(&o.JSON, "json", false, "print the agent's JSON answer")
 }
@@ -68,7 +80,16 @@ func (o *adminOptions) do(ctx context.Context, method, path string, body, out an
 		}
 		rd = bytes.NewReader(b)
 	}
+	client := http.DefaultClient
 	u := "http://" + strings.TrimPrefix(o.HTTP, "http://") + path
+	if rest, ok := strings.CutPrefix(o.HTTP, "https://"); ok {
+		cfg, err := certs.ClientConfig(o.TLS)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		u = "https://" + rest + path
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return fmt.Errorf("%w: --http %q: %v", ErrUsage, o.HTTP, err)
@@ -76,7 +97,14 @@ func (o *adminOptions) do(ctx context.Context, method, path string, body, out an
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	token, err := o.token()
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, u, err)
 	}
@@ -96,6 +124,19 @@ func (o *adminOptions) do(ctx context.Context, method, path string, body, out an
 		return fmt.Errorf("%s %s: decode answer: %w", method, u, err)
 	}
 	return nil
+}
+
+// token is the admin bearer token: --admin-token-file's, else
+// $STRAND_ADMIN_TOKEN, else none.
+func (o *adminOptions) token() (string, error) {
+	if o.TokenFile == "" {
+		return strings.TrimSpace(os.Getenv("STRAND_ADMIN_TOKEN")), nil
+	}
+	b, err := os.ReadFile(o.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: --admin-token-file: %v", ErrUsage, err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // NewLogCommand returns `strand log`: the shared log's status and its

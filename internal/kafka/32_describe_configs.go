@@ -259,7 +259,7 @@ func brokerConfigEntries(r *Request, layers []configLayer, synonyms, docs bool) 
 	}
 	node := strconv.Itoa(int(d.Cluster.NodeID))
 	entries := []entry{
-		static("advertised.listeners", "PLAINTEXT://"+net.JoinHostPort(host, strconv.Itoa(int(port))), kmsg.ConfigTypeString, "Address clients reach this agent at."),
+		static("advertised.listeners", advertisedListeners(d, r.Conn, host, port), kmsg.ConfigTypeString, "Addresses clients reach this agent at, by listener."),
 		static("auto.create.topics.enable", strconv.FormatBool(d.AutoCreateTopics), kmsg.ConfigTypeBoolean, "Metadata creates unknown topics."),
 		static("broker.id", node, kmsg.ConfigTypeInt, "This agent's id."),
 		static("node.id", node, kmsg.ConfigTypeInt, "This agent's id."),
@@ -329,4 +329,27 @@ func filterConfigs(cs []configResourceConfig, names []string) []configResourceCo
 		return cs
 	}
 	return slices.DeleteFunc(cs, func(c configResourceConfig) bool { return !slices.Contains(names, c.Name) })
+}
+
+// advertisedListeners is advertised.listeners as Kafka shows it,
+// "NAME://host:port,...", with the connection's listener at host:port
+// (its address resolved for the client) and the others as configured.
+func advertisedListeners(d *Deps, c *Conn, host string, port int32) string {
+	eps := d.Cluster.Endpoints
+	if len(eps) == 0 {
+		return "PLAINTEXT://" + net.JoinHostPort(host, strconv.Itoa(int(port)))
+	}
+	listener := PlaintextListener.Name
+	if c != nil {
+		listener = c.Listener().Name
+	}
+	parts := make([]string, len(eps))
+	for i, e := range eps {
+		h, p := e.Host, e.Port
+		if e.Listener == listener {
+			h, p = host, port
+		}
+		parts[i] = e.Listener + "://" + net.JoinHostPort(h, strconv.Itoa(int(p)))
+	}
+	return strings.Join(parts, ",")
 }

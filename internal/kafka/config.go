@@ -50,6 +50,9 @@ const (
 	// raised its own timeout and should get MinFrameRate lowered too.
 	DefaultFrameTimeout = 30 * time.Second
 	DefaultMinFrameRate = 1 << 20
+	// DefaultTLSHandshakeTimeout bounds a TLS handshake: far more than
+	// a handshake takes, little for a connection that sends nothing.
+	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
 
 // NoConnsPerIP as Config.MaxConnsPerIP admits only the addresses
@@ -102,6 +105,10 @@ type Config struct {
 	// MaxQueuedRequestBytes is not counted against the client.
 	FrameTimeout time.Duration
 	MinFrameRate int64
+	// TLSHandshakeTimeout bounds the TLS handshake of a connection on a
+	// TLS listener; one that does not finish in time is closed
+	// (ErrTLSHandshake).
+	TLSHandshakeTimeout time.Duration
 	// Logger receives connection and protocol-violation events. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -150,6 +157,9 @@ func (c Config) withDefaults() Config {
 	if c.MinFrameRate == 0 {
 		c.MinFrameRate = DefaultMinFrameRate
 	}
+	if c.TLSHandshakeTimeout == 0 {
+		c.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -186,6 +196,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: FrameTimeout %v < 0", errInvalidConfig, c.FrameTimeout)
 	case c.MinFrameRate < 0:
 		return fmt.Errorf("%w: MinFrameRate %d < 0", errInvalidConfig, c.MinFrameRate)
+	case c.TLSHandshakeTimeout < 0:
+		return fmt.Errorf("%w: TLSHandshakeTimeout %v < 0", errInvalidConfig, c.TLSHandshakeTimeout)
 	}
 	if err := c.SASL.validate(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -128,6 +129,10 @@ var (
 )
 
 func newConn(ctx context.Context, s *Server, nc net.Conn, l Listener) *Conn {
+	if l.TLS != nil {
+		// The handshake runs in serve, on the connection's goroutine.
+		nc = tls.Server(nc, l.TLS)
+	}
 	c := &Conn{
 		srv:        s,
 		nc:         nc,
@@ -207,6 +212,9 @@ func (c *Conn) closeWith(reason error) {
 // serve runs the connection until it closes and returns the close reason.
 func (s *Server) serve(c *Conn) error {
 	defer s.wg.Done()
+	if err := c.handshake(); err != nil {
+		return s.finish(c, err)
+	}
 
 	// The queue never blocks the reader: a request is queued only while
 	// holding a slot, and the writer frees the slot only after taking the
@@ -224,12 +232,18 @@ func (s *Server) serve(c *Conn) error {
 		c.closeWith(err)
 	}
 	<-c.writerDone
-	c.closeWith(ErrServerClosed)
+	return s.finish(c, ErrServerClosed)
+}
+
+// finish closes c (reason, unless it was closed already), stops tracking
+// it, and reports and returns its close reason.
+func (s *Server) finish(c *Conn, reason error) error {
+	c.closeWith(reason)
 	// Before the observer hears of it, so a client that saw the close
 	// reported can connect again at once.
 	s.untrack(c)
 
-	reason := c.reason
+	reason = c.reason
 	lvl := slog.LevelInfo
 	switch {
 	case reason == nil, errors.Is(reason, ErrServerClosed), errors.Is(reason, ErrIdleTimeout):

@@ -122,10 +122,23 @@ type ClusterInfo struct {
 	Port int32
 	// Rack is broker.rack; empty is null.
 	Rack string
+	// Endpoints are this agent's advertised listeners (Kafka's
+	// advertised.listeners), Host and Port being the first one's. A
+	// client is answered with the endpoint of the listener it
+	// connected on (Conn.Listener), defaulted like Host/Port. Empty
+	// means Host/Port serve every listener.
+	Endpoints []Endpoint
 	// Brokers lists the live agents, this one included, sorted by node
 	// id. Nil means this agent alone. An entry with this agent's NodeID gets the same
 	// Host/Port defaulting as above.
 	Brokers func() []Broker
+}
+
+// Endpoint is the address one listener is advertised at.
+type Endpoint struct {
+	Listener string
+	Host     string
+	Port     int32
 }
 
 // Broker is one agent as Metadata and DescribeCluster list it.
@@ -135,6 +148,13 @@ type Broker struct {
 	Port   int32
 	// Rack is empty for null.
 	Rack string
+	// Endpoints are the agent's advertised listeners; brokers resolves
+	// Host and Port from them for each connection's listener. Empty
+	// (an agent that registered without them: a build before
+	// listeners, or a cluster below metadata level 4) means Host/Port
+	// is its first listener's address, taken to be the same listener
+	// as this agent's first.
+	Endpoints []Endpoint
 }
 
 func (d *Deps) now() time.Time {
@@ -166,8 +186,9 @@ func (d *Deps) meta() (MetaDB, error) {
 	return d.Meta, nil
 }
 
-// brokers returns the live agents with this agent's address resolved for
-// the connection c.
+// brokers returns the live agents with their addresses for the listener
+// of connection c, this agent's resolved for c. As in Kafka, an agent
+// without that listener is left out.
 func (d *Deps) brokers(c *Conn) []Broker {
 	var bs []Broker
 	if d.Cluster.Brokers != nil {
@@ -176,8 +197,20 @@ func (d *Deps) brokers(c *Conn) []Broker {
 	if len(bs) == 0 {
 		bs = []Broker{{NodeID: d.Cluster.NodeID, Host: d.Cluster.Host, Port: d.Cluster.Port, Rack: d.Cluster.Rack}}
 	}
-	out := make([]Broker, len(bs))
-	for i, b := range bs {
+	listener := PlaintextListener.Name
+	if c != nil {
+		listener = c.Listener().Name
+	}
+	out := make([]Broker, 0, len(bs))
+	for _, b := range bs {
+		if b.NodeID == d.Cluster.NodeID {
+			// This agent's own listeners are known here, whatever its
+			// registration carries.
+			b.Endpoints = d.Cluster.Endpoints
+		}
+		if !d.selectEndpoint(&b, listener) {
+			continue
+		}
 		if b.NodeID == d.Cluster.NodeID && (b.Host == "" || b.Port == 0) {
 			host, port := localHostPort(c)
 			if b.Host == "" {
@@ -187,9 +220,25 @@ func (d *Deps) brokers(c *Conn) []Broker {
 				b.Port = port
 			}
 		}
-		out[i] = b
+		out = append(out, b)
 	}
 	return out
+}
+
+// selectEndpoint sets b's Host and Port to its endpoint for listener,
+// and reports whether it has one. A broker without endpoints has only
+// its first listener, which is taken to be named as this agent's first.
+func (d *Deps) selectEndpoint(b *Broker, listener string) bool {
+	if len(b.Endpoints) == 0 {
+		return len(d.Cluster.Endpoints) == 0 || d.Cluster.Endpoints[0].Listener == listener
+	}
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			b.Host, b.Port = e.Host, e.Port
+			return true
+		}
+	}
+	return false
 }
 
 // partitionLeader is the broker Metadata names as a partition's leader.

@@ -148,6 +148,7 @@ func CloseReason(err error) string {
 		{ErrFrameTimeout, "frame_timeout"},
 		{ErrHandlerPanic, "handler_panic"},
 		{ErrMissingDeps, "missing_deps"},
+		{ErrTLSHandshake, "tls_handshake"},
 	} {
 		if errors.Is(err, r.err) {
 			return r.label

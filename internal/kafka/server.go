@@ -39,6 +39,10 @@ var (
 	ErrFrameTimeout = errors.New("kafka: request frame not received in time")
 	// ErrHandlerPanic: a handler panicked; the panic was recovered.
 	ErrHandlerPanic = errors.New("kafka: handler panic")
+	// ErrTLSHandshake: a TLS listener's handshake failed (garbage, a
+	// plaintext client, a refused client certificate) or did not finish
+	// within Config.TLSHandshakeTimeout.
+	ErrTLSHandshake = errors.New("kafka: TLS handshake failed")
 )
 
 // Server serves the Kafka protocol. Create it with New; it is safe for
@@ -150,6 +154,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // connections carry l (Conn.Listener), which says whether they must
 // authenticate.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener) error {
+	if err := l.check(); err != nil {
+		ln.Close()
+		return err
+	}
 	if !s.trackListener(ln) {
 		ln.Close()
 		return ErrServerClosed
@@ -158,7 +166,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener)
 	defer s.untrackListener(ln)
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	s.log.Info("kafka: serving", "addr", ln.Addr().String())
+	s.log.Info("kafka: serving", "addr", ln.Addr().String(), "listener", l.Name, "protocol", l.Protocol.String())
 
 	var backoff time.Duration
 	for {
@@ -204,6 +212,10 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 // ServeConnOn is ServeConn for a connection accepted on a listener l
 // describes.
 func (s *Server) ServeConnOn(ctx context.Context, nc net.Conn, l Listener) error {
+	if err := l.check(); err != nil {
+		nc.Close()
+		return err
+	}
 	c, err := s.track(ctx, nc, l)
 	if err != nil {
 		return err
@@ -396,7 +408,7 @@ func isTemporary(err error) bool {
 }
 
 func setTCPOptions(nc net.Conn) {
-	if tc, ok := nc.(*net.TCPConn); ok {
+	if tc, ok := tcpConn(nc); ok {
 		// Responses are written whole; Nagle would only add latency.
 		tc.SetNoDelay(true)
 		tc.SetKeepAlive(true)

@@ -28,6 +28,10 @@ const (
 	// maxAgentLeaseMs bounds a lease to a day: a dead agent must drop out
 	// in a time an operator can wait for.
 	maxAgentLeaseMs = 24 * 60 * 60 * 1000
+	// maxAgentEndpoints and maxListenerNameBytes bound the listeners
+	// one heartbeat carries.
+	maxAgentEndpoints    = 16
+	maxListenerNameBytes = 64
 )
 
 // AgentHeartbeat registers an agent under NodeID, or renews its lease,
@@ -54,15 +58,33 @@ const (
 // ranges stay unknown to the log. INVALID_REQUEST also for more than 64
 // features, an empty or oversized name, or a range with a negative or
 // inverted bound.
+//
+// Endpoints (version 4, written from strand.metadata.version 4) are the
+// agent's advertised Kafka listeners in its configured order, the
+// first being the one Host and Port name, so that Metadata can answer a
+// client with the addresses of the listener it connected on. Below
+// level 4 the agent writes version 3 and other agents know only
+// Host:Port. INVALID_REQUEST also for more than 16 endpoints, a
+// listener name empty, longer than 64 bytes or given twice, an
+// oversized host or a port outside [0, 65535].
 type AgentHeartbeat struct {
-	NodeID   int32
-	AgentID  string
+	NodeID    int32
+	AgentID   string
+	Host      string
+	Port      int32
+	Rack      string
+	LeaseMs   int64
+	Applied   uint64
+	Features  []FeatureRange
+	Endpoints []AgentEndpoint
+}
+
+// AgentEndpoint is the address one of an agent's Kafka listeners is
+// advertised at.
+type AgentEndpoint struct {
+	Listener string
 	Host     string
 	Port     int32
-	Rack     string
-	LeaseMs  int64
-	Applied  uint64
-	Features []FeatureRange
 }
 
 // AgentInfo is a registered agent as a View returns it.
@@ -86,23 +108,60 @@ type AgentInfo struct {
 	// when its newest heartbeat carried none (version 1 or 2: written at
 	// strand.metadata.version 1, or by a build before feature levels).
 	Features []FeatureRange
+	// Endpoints are its advertised listeners, first the one Host:Port
+	// names; nil when its newest heartbeat carried none (below version
+	// 4).
+	Endpoints []AgentEndpoint
 }
 
 func (AgentHeartbeat) Type() CommandType { return TypeAgentHeartbeat }
-func (AgentHeartbeat) version() uint16   { return 3 }
+func (AgentHeartbeat) version() uint16   { return 4 }
 
-// appendPayload writes version 3: version 2's fields, then Features.
+// appendPayload writes version 4: version 3's fields, then Endpoints.
 func (c AgentHeartbeat) appendPayload(b []byte) []byte {
+	return appendAgentEndpoints(c.appendPayloadV3(b), c.Endpoints)
+}
+
+// appendPayloadV3 writes version 2's fields, then Features.
+func (c AgentHeartbeat) appendPayloadV3(b []byte) []byte {
 	return appendFeatureRanges(c.appendPayloadV2(b), c.Features)
 }
 
 // appendPayloadAt writes version 2, without Features, for
-// strand.metadata.version 1.
+// strand.metadata.version 1, and version 3, without Endpoints, for
+// levels 2 and 3.
 func (c AgentHeartbeat) appendPayloadAt(b []byte, v uint16) []byte {
-	if v != 2 {
-		panic(fmt.Sprintf("meta: AgentHeartbeat is not written at version %d", v))
+	switch v {
+	case 2:
+		return c.appendPayloadV2(b)
+	case 3:
+		return c.appendPayloadV3(b)
 	}
-	return c.appendPayloadV2(b)
+	panic(fmt.Sprintf("meta: AgentHeartbeat is not written at version %d", v))
+}
+
+func appendAgentEndpoints(b []byte, eps []AgentEndpoint) []byte {
+	b = appendUvarint(b, uint64(len(eps)))
+	for _, e := range eps {
+		b = appendString(b, e.Listener)
+		b = appendString(b, e.Host)
+		b = appendVarint(b, int64(e.Port))
+	}
+	return b
+}
+
+// agentEndpoints reads what appendAgentEndpoints wrote; nil for none.
+func (r *reader) agentEndpoints() []AgentEndpoint {
+	// Each takes at least three bytes: two string lengths and a port.
+	n := r.count(3)
+	if n == 0 {
+		return nil
+	}
+	eps := make([]AgentEndpoint, 0, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		eps = append(eps, AgentEndpoint{Listener: r.string(), Host: r.string(), Port: r.int32()})
+	}
+	return eps
 }
 
 // appendPayloadV2 writes version 1's fields, then Applied.
@@ -149,6 +208,15 @@ func decodeAgentHeartbeatV3(p []byte) (AgentHeartbeat, error) {
 	return c, r.done()
 }
 
+func decodeAgentHeartbeatV4(p []byte) (AgentHeartbeat, error) {
+	r := &reader{b: p}
+	c := readAgentHeartbeatV1(r)
+	c.Applied = r.uvarint()
+	c.Features = r.featureRanges()
+	c.Endpoints = r.agentEndpoints()
+	return c, r.done()
+}
+
 func agentKey(nodeID int32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{prefixAgent}, uint32(nodeID))
 }
@@ -160,15 +228,20 @@ var keyClusterID = []byte{prefixClusterID}
 // 1 heartbeats builds the same state, and digest, as builds before
 // version 2 did: their snapshots and ours of one position still agree.
 // agentRecordV3 appends Features to version 2 (Applied may then be 0), and
-// likewise only a record with Features uses it.
+// likewise only a record with Features uses it; agentRecordV4 appends
+// Endpoints to version 3 (Applied and Features may then be empty), only
+// for a record with Endpoints.
 const (
 	agentRecordV2 = 2
 	agentRecordV3 = 3
+	agentRecordV4 = 4
 )
 
 func (a *AgentInfo) encode() []byte {
 	version := byte(recordV1)
 	switch {
+	case len(a.Endpoints) > 0:
+		version = agentRecordV4
 	case len(a.Features) > 0:
 		version = agentRecordV3
 	case a.Applied != 0:
@@ -185,8 +258,11 @@ func (a *AgentInfo) encode() []byte {
 	if version >= agentRecordV2 {
 		b = appendUvarint(b, uint64(a.Applied))
 	}
-	if version == agentRecordV3 {
+	if version >= agentRecordV3 {
 		b = appendFeatureRanges(b, a.Features)
+	}
+	if version == agentRecordV4 {
+		b = appendAgentEndpoints(b, a.Endpoints)
 	}
 	return b
 }
@@ -201,7 +277,7 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 		version = v[0]
 	}
 	var r reader
-	if version == agentRecordV2 || version == agentRecordV3 {
+	if version == agentRecordV2 || version == agentRecordV3 || version == agentRecordV4 {
 		r = reader{b: v[1:]}
 	} else {
 		r = recordReader(v)
@@ -216,12 +292,16 @@ func decodeAgentInfo(k, v []byte) (AgentInfo, error) {
 	if version >= agentRecordV2 {
 		a.Applied = r.uvarint()
 	}
-	if version == agentRecordV3 {
+	if version >= agentRecordV3 {
 		a.Features = r.featureRanges()
+	}
+	if version == agentRecordV4 {
+		a.Endpoints = r.agentEndpoints()
 	}
 	// encode writes the lowest version that holds the state: one state,
 	// one encoding.
-	if (version == agentRecordV2 && a.Applied == 0) || (version == agentRecordV3 && len(a.Features) == 0) {
+	if (version == agentRecordV2 && a.Applied == 0) || (version == agentRecordV3 && len(a.Features) == 0) ||
+		(version == agentRecordV4 && len(a.Endpoints) == 0) {
 		r.fail(errRange)
 	}
 	if err := r.done(); err != nil {
@@ -244,6 +324,23 @@ func validHeartbeat(c *AgentHeartbeat) (Result, bool) {
 		return failed(kerr.InvalidRequest, "lease %d ms, want 0 to %d", c.LeaseMs, maxAgentLeaseMs), false
 	case len(c.Features) > maxFeatures:
 		return failed(kerr.InvalidRequest, "%d features, want at most %d", len(c.Features), maxFeatures), false
+	case len(c.Endpoints) > maxAgentEndpoints:
+		return failed(kerr.InvalidRequest, "%d endpoints, want at most %d", len(c.Endpoints), maxAgentEndpoints), false
+	}
+	for i, e := range c.Endpoints {
+		switch {
+		case e.Listener == "" || len(e.Listener) > maxListenerNameBytes:
+			return failed(kerr.InvalidRequest, "listener name of %d bytes, want 1 to %d", len(e.Listener), maxListenerNameBytes), false
+		case len(e.Host) > maxAgentHostBytes:
+			return failed(kerr.InvalidRequest, "listener %s: host too long", e.Listener), false
+		case e.Port < 0 || e.Port > 65535:
+			return failed(kerr.InvalidRequest, "listener %s: port %d out of range", e.Listener, e.Port), false
+		}
+		for _, o := range c.Endpoints[:i] {
+			if o.Listener == e.Listener {
+				return failed(kerr.InvalidRequest, "listener %s given twice", e.Listener), false
+			}
+		}
 	}
 	for _, f := range c.Features {
 		if !validFeatureName(f.Name) || f.Min < 0 || f.Min > f.Max {
@@ -285,8 +382,9 @@ func (a *Applier) agentHeartbeat(c AgentHeartbeat) (Result, error) {
 		LeaseMs: c.LeaseMs, RegisteredAt: a.clock, Expires: satAdd(a.clock, c.LeaseMs),
 		// A proposer cannot have applied its own heartbeat before
 		// proposing it; a larger claim would only let a trim cut it off.
-		Applied:  min(c.Applied, a.pos),
-		Features: c.Features,
+		Applied:   min(c.Applied, a.pos),
+		Features:  c.Features,
+		Endpoints: c.Endpoints,
 	}
 	var res Result
 	if held && prev.AgentID == c.AgentID {

@@ -25,10 +25,12 @@ func liveNodes(t *testing.T, r *testReplica) []int32 {
 
 // TestAgentHeartbeatRoundTrip: at strand.metadata.version 1 a heartbeat
 // is written as version 2, without its features, which builds before
-// feature levels read; from level 2 as version 3.
+// feature levels read; at levels 2 and 3 as version 3, without its
+// endpoints; from level 4 as version 4.
 func TestAgentHeartbeatRoundTrip(t *testing.T) {
 	for _, c := range []AgentHeartbeat{
-		{NodeID: 7, AgentID: "a1", Host: "10.0.0.1", Port: 9092, Rack: "r1", LeaseMs: 10000, Applied: 1 << 40, Features: SupportedFeatures()},
+		{NodeID: 7, AgentID: "a1", Host: "10.0.0.1", Port: 9092, Rack: "r1", LeaseMs: 10000, Applied: 1 << 40, Features: SupportedFeatures(),
+			Endpoints: []AgentEndpoint{{Listener: "PLAINTEXT", Host: "10.0.0.1", Port: 9092}, {Listener: "SSL", Port: 9093}}},
 		{NodeID: 7, AgentID: "a1", LeaseMs: 10000},
 		{},
 	} {
@@ -38,7 +40,9 @@ func TestAgentHeartbeatRoundTrip(t *testing.T) {
 			want    AgentHeartbeat
 		}{
 			{MetadataLevel1, 2, AgentHeartbeat{NodeID: c.NodeID, AgentID: c.AgentID, Host: c.Host, Port: c.Port, Rack: c.Rack, LeaseMs: c.LeaseMs, Applied: c.Applied}},
-			{MetadataLevel2, 3, c},
+			{MetadataLevel2, 3, AgentHeartbeat{NodeID: c.NodeID, AgentID: c.AgentID, Host: c.Host, Port: c.Port, Rack: c.Rack, LeaseMs: c.LeaseMs, Applied: c.Applied, Features: c.Features}},
+			{MetadataLevel3, 3, AgentHeartbeat{NodeID: c.NodeID, AgentID: c.AgentID, Host: c.Host, Port: c.Port, Rack: c.Rack, LeaseMs: c.LeaseMs, Applied: c.Applied, Features: c.Features}},
+			{MetadataLevel4, 4, c},
 		} {
 			rc, err := EncodeCommandAt(c, tc.level)
 			if err != nil || rc.Version != tc.version {
@@ -87,9 +91,9 @@ func TestAgentHeartbeatVersions(t *testing.T) {
 	if _, err := DecodeCommand(rc); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("version 2 without Applied: %v, want ErrCorrupt", err)
 	}
-	rc.Version = 4
+	rc.Version = 5
 	if _, err := DecodeCommand(rc); !errors.Is(err, ErrUnknownCommand) {
-		t.Fatalf("version 4: %v, want ErrUnknownCommand", err)
+		t.Fatalf("version 5: %v, want ErrUnknownCommand", err)
 	}
 }
 
@@ -123,7 +127,14 @@ func TestAgentRecord(t *testing.T) {
 	}
 	both := withApplied
 	both.Features = withFeatures.Features
-	for _, want := range []AgentInfo{base, withApplied, withFeatures, both} {
+	withEndpoints := base
+	withEndpoints.Endpoints = []AgentEndpoint{{Listener: "PLAINTEXT", Host: "h", Port: 1}, {Listener: "SSL", Port: 2}}
+	if enc := withEndpoints.encode(); enc[0] != agentRecordV4 {
+		t.Fatalf("record with endpoints has version %d, want %d", enc[0], agentRecordV4)
+	}
+	all := both
+	all.Endpoints = withEndpoints.Endpoints
+	for _, want := range []AgentInfo{base, withApplied, withFeatures, both, withEndpoints, all} {
 		got, err := decodeAgentInfo(key, want.encode())
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("record round trip: %+v, %v; want %+v", got, err, want)
@@ -133,6 +144,11 @@ func TestAgentRecord(t *testing.T) {
 	noFeatures := append(append([]byte{agentRecordV3}, v1[1:]...), 0, 0)
 	if _, err := decodeAgentInfo(key, noFeatures); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("version 3 record without features: %v, want ErrCorrupt", err)
+	}
+	// Nor is version 4 without endpoints.
+	noEndpoints := append(append([]byte{agentRecordV4}, v1[1:]...), 0, 0, 0)
+	if _, err := decodeAgentInfo(key, noEndpoints); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 4 record without endpoints: %v, want ErrCorrupt", err)
 	}
 	// Version 2 with Applied 0 is not what encode writes.
 	bad := append(append([]byte{agentRecordV2}, v1[1:]...), 0)

@@ -96,6 +96,7 @@
 //	0x0C    node id (u32)                              AgentInfo: agent id, host, port, rack, lease, registered-at, expires,
 //	                                                   and (record version 2, when known) its applied position,
 //	                                                   and (record version 3, when known) its supported feature ranges
+//	                                                   and (record version 4, when known) its advertised listeners
 //	0x0D    -                                          cluster id (fixed by the first AgentHeartbeat)
 //	0x10    -                                          next producer id (AllocateProducerID)
 //	0x11    topic id (16), partition (u32),            producer state: epoch, last write (log clock), latest batches

@@ -61,8 +61,9 @@ const (
 	// keeps every record until an operator raises it (strand features
 	// upgrade).
 	MetadataLevel3 int16 = 3
-	// MetadataLevel4 adds compaction's index swaps and the security
-	// records (SCRAM credentials, ACLs, client quotas).
+	// MetadataLevel4 adds compaction's index swaps, the security
+	// records (SCRAM credentials, ACLs, client quotas) and
+	// AgentHeartbeat v4 (the agent's listeners).
 	MetadataLevel4 int16 = 4
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.

@@ -49,6 +49,8 @@ func seedCommands() []Command {
 		AgentHeartbeat{NodeID: 7, AgentID: "agent-7", Host: "10.0.0.7", Port: 9092, Rack: "r1", LeaseMs: 10000, Applied: 1 << 40,
 			Features: []FeatureRange{{Name: FeatureGroup, Min: 0, Max: 1}, {Name: FeatureMetadata, Min: 1, Max: 2}}},
 		AgentHeartbeat{},
+		AgentHeartbeat{NodeID: 2, AgentID: "agent-2", Host: "10.0.0.2", Port: 9092, LeaseMs: 10000,
+			Endpoints: []AgentEndpoint{{Listener: "PLAINTEXT", Host: "10.0.0.2", Port: 9092}, {Listener: "SASL_SSL", Host: "kafka-2.example", Port: 9093}}},
 		FinalizeFeatures{Features: []FeatureLevel{{Name: FeatureMetadata, Level: 2}, {Name: FeatureTransaction, Level: 2}}},
 		FinalizeFeatures{Features: []FeatureLevel{{Name: FeatureGroup, Level: 0}}, Bootstrap: true},
 		FinalizeFeatures{},

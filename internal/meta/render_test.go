@@ -224,6 +224,9 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 	case prefixAgent:
 		a, err := decodeAgentInfo(k, v)
 		line := fmt.Sprintf("%d: id=%s addr=%s:%d rack=%q lease=%d registered=%d expires=%d applied=%d", a.NodeID, a.AgentID, a.Host, a.Port, a.Rack, a.LeaseMs, a.RegisteredAt, a.Expires, a.Applied)
+		for _, e := range a.Endpoints {
+			line += fmt.Sprintf(" %s://%s:%d", e.Listener, e.Host, e.Port)
+		}
 		for _, f := range a.Features {
 			line += fmt.Sprintf(" %s=%s", f.Name, f)
 		}

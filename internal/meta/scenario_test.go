@@ -454,6 +454,18 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 			f.Set(reflect.Append(f, reflect.ValueOf(int32(i))))
 		}
 		return nil
+	case reflect.TypeFor[[]AgentEndpoint]():
+		// NAME://host:port,... as Kafka writes listeners.
+		for _, item := range strings.Split(val, ",") {
+			name, addr, ok := strings.Cut(item, "://")
+			host, port, ok2 := strings.Cut(addr, ":")
+			n, err := strconv.ParseInt(port, 10, 32)
+			if !ok || !ok2 || err != nil {
+				return fmt.Errorf("endpoint %q is not NAME://host:port", item)
+			}
+			f.Set(reflect.Append(f, reflect.ValueOf(AgentEndpoint{Listener: name, Host: host, Port: int32(n)})))
+		}
+		return nil
 	case reflect.TypeFor[map[string]string]():
 		if val == "" {
 			return nil

@@ -145,7 +145,8 @@ var commandTable = [...]commandSpec{
 		version(1, decodeDeleteRecordsV1).writtenFrom(MetadataLevel1)),
 	TypeAgentHeartbeat: row("AgentHeartbeat", partitionsNone, (*Applier).agentHeartbeat,
 		version(1, decodeAgentHeartbeatV1), version(2, decodeAgentHeartbeatV2).writtenFrom(MetadataLevel1),
-		version(3, decodeAgentHeartbeatV3).writtenFrom(MetadataLevel2)),
+		version(3, decodeAgentHeartbeatV3).writtenFrom(MetadataLevel2),
+		version(4, decodeAgentHeartbeatV4).writtenFrom(MetadataLevel4)),
 	TypeAllocateProducerID: row("AllocateProducerID", partitionsNone, (*Applier).allocateProducerID,
 		version(1, decodeAllocateProducerIDV1).writtenFrom(MetadataLevel1)),
 

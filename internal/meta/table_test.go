@@ -32,6 +32,8 @@ var legacyEncoders = map[CommandType]map[uint16]func(Command) []byte{
 		1: func(c Command) []byte { return heartbeatV1(c.(AgentHeartbeat)).appendPayload(nil) },
 		// Version 2 is still written, at strand.metadata.version 1.
 		2: func(c Command) []byte { return c.(AgentHeartbeat).appendPayloadAt(nil, 2) },
+		// Version 3 is still written, at levels 2 and 3.
+		3: func(c Command) []byte { return c.(AgentHeartbeat).appendPayloadAt(nil, 3) },
 	},
 	TypeEndTxn: {1: func(c Command) []byte {
 		// Version 2 appends BumpEpoch.
@@ -137,7 +139,7 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 	MetadataLevel4: {
 		TypeCreateTopic: 1, TypeDeleteTopic: 1, TypeCreatePartitions: 1, TypeAlterConfigs: 1,
 		TypeCommitObject: 2, TypeOffsetCommit: 1, TypeGroupState: 1, TypeDeleteGroup: 1,
-		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 3,
+		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 4,
 		TypeAllocateProducerID: 1, TypeInitTransactionalProducer: 1, TypeAddPartitionsToTxn: 1,
 		TypeAddOffsetsToTxn: 1, TypeTxnOffsetCommit: 1, TypeEndTxn: 2, TypeTxnSweep: 1,
 		TypeFinalizeFeatures:     1,

@@ -82,7 +82,8 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	if got := r.Features().MetadataLevel(); got != meta.MaxMetadataLevel {
 		t.Fatalf("replica's metadata level %d after raising it, want %d", got, meta.MaxMetadataLevel)
 	}
-	propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures()})
+	propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "w", LeaseMs: 10_000, Features: meta.SupportedFeatures(),
+		Endpoints: []meta.AgentEndpoint{{Listener: "PLAINTEXT", Host: "h", Port: 9092}, {Listener: "SSL", Port: 9093}}})
 	// Level 3's commands, and what its apply keeps beside the older ones
 	// (stored bytes per partition, trimmed producer state).
 	propose(commitTo(2, a0, a1), meta.ReassignPartitions{Topic: "a", Partitions: []meta.PartitionReplicas{{Partition: 1, Replicas: []int32{1}}}},
