@@ -280,6 +280,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := ensureInternalTopics(ctx, a.replica); err != nil {
 		return nil, err
 	}
+	if err := ensureBootstrapUser(ctx, a.replica, &cfg, logger.With("component", "sasl")); err != nil {
+		return nil, err
+	}
 	clusterID, err := a.members.clusterID()
 	if err != nil {
 		return nil, fmt.Errorf("cluster id: %w", err)
@@ -349,6 +352,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		MaxRequestBytes:        mem.MaxRequestBytes,
 		MaxQueuedRequestBytes:  mem.QueuedRequestBytes,
 		MaxHeldResponseBytes:   mem.HeldResponses,
+		SASL:                   cfg.saslConfig(),
 		Deps: kafka.Deps{
 			MaxPartitionsPerTopic:    cfg.MaxPartitionsPerTopic,
 			MaxPartitions:            cfg.MaxPartitions,
