@@ -1,5 +1,5 @@
 // Package cli owns Strand's client tools: the `topic`, `produce`,
-// `consume`, `group` and `features` commands of the strand binary, in the spirit of
+// `consume`, `group`, `features` and `user` commands of the strand binary, in the spirit of
 // Redpanda's rpk and kcat. They speak only the Kafka protocol (through
 // franz-go's kgo and kadm), so they work against any Kafka-compatible
 // cluster, not just Strand. The `log` and `storage` commands are
@@ -53,9 +53,9 @@ const (
 )
 
 // AddCommands adds the client commands (topic, produce, consume, group,
-// features, log, storage) to root.
+// features, user, log, storage) to root.
 func AddCommands(root *cobra.Command) {
-	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand())
+	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
 }
 
