@@ -3,6 +3,11 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha512"
+	"encoding/base64"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,4 +53,71 @@ func FuzzSASLExchange(f *testing.F) {
 			t.Fatalf("%s authenticated %q from %q, %q", name, user, first, second)
 		}
 	})
+}
+
+// TestScramLibrdkafkaNonce: librdkafka (kcat, confluent-kafka) sends a
+// client-final nonce of its own nonce followed by the whole server
+// nonce, and proves over that message; Kafka accepts it, so the agent
+// must, while a wrong proof or a nonce not ending in the server's still
+// fails. Before finalLenient, kcat's SCRAM exchanges failed with
+// "nonce received did not match nonce sent".
+func TestScramLibrdkafkaNonce(t *testing.T) {
+	db := metatest.New(time.Now)
+	c, err := NewScramCredential(saslUser, saslPassword, meta.ScramSHA512, meta.MinScramIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Propose(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	// final builds librdkafka's client-final for a fresh exchange and
+	// returns it with the server signature the client expects.
+	final := func(t *testing.T, ex saslExchange, cnonce string) (c2wop string, proof []byte, serverSig string) {
+		s1, _, _, err := ex.step([]byte("n,,n=" + saslUser + ",r=" + cnonce))
+		if err != nil {
+			t.Fatal(err)
+		}
+		salt, _ := base64.StdEncoding.DecodeString(scramAttr(string(s1), "s"))
+		iters, _ := strconv.Atoi(scramAttr(string(s1), "i"))
+		salted, err := pbkdf2.Key(sha512.New, saslPassword, salt, iters, sha512.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, server := scramKeys(meta.ScramSHA512, salted)
+		mac := hmac.New(sha512.New, salted)
+		mac.Write([]byte("Client Key"))
+		clientKey := mac.Sum(nil)
+		c2wop = "c=biws,r=" + cnonce + scramAttr(string(s1), "r")
+		authMsg := "n=" + saslUser + ",r=" + cnonce + "," + string(s1) + "," + c2wop
+		mac = hmac.New(sha512.New, stored)
+		mac.Write([]byte(authMsg))
+		proof = mac.Sum(nil)
+		for i := range proof {
+			proof[i] ^= clientKey[i]
+		}
+		mac = hmac.New(sha512.New, server)
+		mac.Write([]byte(authMsg))
+		return c2wop, proof, "v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	}
+	b64 := base64.StdEncoding.EncodeToString
+
+	ex := newSASLExchange(MechanismScramSHA512, db)
+	c2wop, proof, want := final(t, ex, "librdkafka-nonce")
+	out, user, done, err := ex.step([]byte(c2wop + ",p=" + b64(proof)))
+	if err != nil || !done || user != saslUser || string(out) != want {
+		t.Fatalf("librdkafka's client-final: %q %q %v %v, want %q", out, user, done, err, want)
+	}
+
+	ex = newSASLExchange(MechanismScramSHA512, db)
+	c2wop, proof, _ = final(t, ex, "librdkafka-nonce")
+	proof[0] ^= 1
+	if _, _, _, err := ex.step([]byte(c2wop + ",p=" + b64(proof))); err == nil {
+		t.Fatal("a wrong proof in librdkafka's form authenticated")
+	}
+
+	ex = newSASLExchange(MechanismScramSHA512, db)
+	c2wop, proof, _ = final(t, ex, "librdkafka-nonce")
+	if _, _, _, err := ex.step([]byte(c2wop + "x,p=" + b64(proof))); err == nil {
+		t.Fatal("a nonce not ending in the server's authenticated")
+	}
 }

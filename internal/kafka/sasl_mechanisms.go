@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash"
@@ -52,11 +53,17 @@ func lookupCredential(db MetaDB, user string, m meta.ScramMechanism) (meta.Scram
 // scramExchange is a SCRAM server conversation: client-first, then
 // client-final.
 type scramExchange struct {
+	mech  meta.ScramMechanism
 	conv  *scram.ServerConversation
 	first bool
+	// What the lenient final check needs: the first two messages and
+	// the credential the conversation looked up.
+	clientFirst, serverFirst string
+	cred                     scram.StoredCredentials
 }
 
 func newScramExchange(m meta.ScramMechanism, db MetaDB) *scramExchange {
+	x := &scramExchange{mech: m, first: true}
 	srv, err := hashOf(m).NewServer(func(user string) (scram.StoredCredentials, error) {
 		c, ok, err := lookupCredential(db, user, m)
 		switch {
@@ -65,17 +72,19 @@ func newScramExchange(m meta.ScramMechanism, db MetaDB) *scramExchange {
 		case !ok:
 			return scram.StoredCredentials{}, errBadCredentials
 		}
-		return scram.StoredCredentials{
+		x.cred = scram.StoredCredentials{
 			KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: int(c.Iterations)},
 			StoredKey:  c.StoredKey,
 			ServerKey:  c.ServerKey,
-		}, nil
+		}
+		return x.cred, nil
 	})
 	if err != nil {
 		// NewServer fails only for a nil lookup.
 		panic(err)
 	}
-	return &scramExchange{conv: srv.NewConversation(), first: true}
+	x.conv = srv.NewConversation()
+	return x
 }
 
 func (x *scramExchange) step(in []byte) (out []byte, user string, done bool, err error) {
@@ -91,6 +100,11 @@ func (x *scramExchange) step(in []byte) (out []byte, user string, done bool, err
 				}
 			}
 		}
+		x.clientFirst = string(in)
+	} else if x.serverFirst != "" {
+		if nonce, ours := scramAttr(string(in), "r"), scramAttr(x.serverFirst, "r"); nonce != ours && strings.HasSuffix(nonce, ours) {
+			return x.finalLenient(string(in))
+		}
 	}
 	resp, err := x.conv.Step(string(in))
 	if err != nil {
@@ -100,6 +114,7 @@ func (x *scramExchange) step(in []byte) (out []byte, user string, done bool, err
 		if a := x.conv.AuthzID(); a != "" && a != x.conv.Username() {
 			return nil, "", false, errors.New("authorization id differs from the user name")
 		}
+		x.serverFirst = resp
 	}
 	if !x.conv.Done() {
 		return []byte(resp), "", false, nil
@@ -108,6 +123,71 @@ func (x *scramExchange) step(in []byte) (out []byte, user string, done bool, err
 		return nil, "", false, errBadCredentials
 	}
 	return []byte(resp), x.conv.Username(), true, nil
+}
+
+// finalLenient checks a client-final message whose nonce is the client's
+// nonce followed by the whole server nonce, as librdkafka (kcat,
+// confluent-kafka) sends it. Kafka accepts that (its ScramSaslServer
+// asks only that the nonce end with the server's); xdg-go/scram wants
+// the server nonce exactly, and the proof covers the message as sent,
+// so the RFC 5802 check runs here: ClientKey = proof XOR
+// HMAC(StoredKey, AuthMessage) must hash to StoredKey.
+func (x *scramExchange) finalLenient(c2 string) (out []byte, user string, done bool, err error) {
+	i := strings.LastIndex(c2, ",p=")
+	if i < 0 {
+		return nil, "", false, errBadCredentials
+	}
+	withoutProof := c2[:i]
+	proof, err := base64.StdEncoding.DecodeString(c2[i+len(",p="):])
+	gs2, bare, ok := splitClientFirst(x.clientFirst)
+	switch {
+	case err != nil, !ok, scramAttr(c2, "c") != base64.StdEncoding.EncodeToString([]byte(gs2)):
+		return nil, "", false, errBadCredentials
+	}
+	h := newHashOf(x.mech)
+	authMsg := []byte(bare + "," + x.serverFirst + "," + withoutProof)
+	mac := hmac.New(h, x.cred.StoredKey)
+	mac.Write(authMsg)
+	sig := mac.Sum(nil)
+	if len(proof) != len(sig) {
+		return nil, "", false, errBadCredentials
+	}
+	for i := range sig {
+		sig[i] ^= proof[i]
+	}
+	sum := h()
+	sum.Write(sig)
+	if !hmac.Equal(sum.Sum(nil), x.cred.StoredKey) {
+		return nil, "", false, errBadCredentials
+	}
+	mac = hmac.New(h, x.cred.ServerKey)
+	mac.Write(authMsg)
+	return []byte("v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))), x.conv.Username(), true, nil
+}
+
+// scramAttr is the value of attribute name in a SCRAM message, "" if
+// it has none.
+func scramAttr(msg, name string) string {
+	for _, f := range strings.Split(msg, ",") {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// splitClientFirst splits a client-first message into its GS2 header
+// ("n,," with the trailing comma) and the bare message.
+func splitClientFirst(c1 string) (gs2, bare string, ok bool) {
+	i := strings.Index(c1, ",")
+	if i < 0 {
+		return "", "", false
+	}
+	j := strings.Index(c1[i+1:], ",")
+	if j < 0 {
+		return "", "", false
+	}
+	return c1[:i+j+2], c1[i+j+2:], true
 }
 
 // plainExchange checks "authzid NUL user NUL password" in one step.
