@@ -192,7 +192,7 @@ func startAgent(t testing.TB, cfg agent.Config) *agent.Agent {
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
-	if cfg.KafkaListen == "" {
+	if cfg.KafkaListen == "" && cfg.Listeners == "" {
 		cfg.KafkaListen = "127.0.0.1:0"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

@@ -62,28 +62,13 @@ func TestSASLClients(t *testing.T) {
 	ca := certstest.NewCA(t, "ca")
 	server := ca.Server(t, "server")
 	env := &saslEnv{caFile: ca.CertFile, password: "matrix-pw-93"}
-	// Not startAgent: it sets KafkaListen, which Listeners replaces.
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{
-		DataDir:               t.TempDir(),
+	env.a = startAgent(t, agent.Config{
 		Listeners:             "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
 		TLSCertFile:           server.CertFile,
 		TLSKeyFile:            server.KeyFile,
 		SASLBootstrapUser:     "admin",
 		SASLBootstrapPassword: env.password,
-	}, testLogger(t))
-	if err != nil {
-		t.Fatalf("agent.Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		defer cancel()
-		if err := a.Stop(ctx); err != nil {
-			t.Errorf("agent.Stop: %v", err)
-		}
 	})
-	env.a = a
 	plainAddr := env.a.ListenerAddr("PLAINTEXT")
 	createTopic(t, plainAddr, "denied", 1)
 

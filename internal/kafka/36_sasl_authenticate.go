@@ -53,8 +53,8 @@ func handleSaslAuthenticate(ctx context.Context, r *Request) (kmsg.Response, err
 		return nil, stepErr
 	}
 	if errors.Is(stepErr, ErrAuthFailed) {
+		// The connection's close reason logs the failure.
 		sleepCtx(ctx, c.srv.authThrottle.failed(c.ip, c.srv.cfg.Deps.now()))
-		c.srv.log.Info("kafka: SASL authentication failed", "conn", c.id, "remote", addrString(c.nc.RemoteAddr()), "err", stepErr)
 	}
 	if r.rawSASL {
 		// Nothing can carry the error: close, as Kafka does.

@@ -331,16 +331,22 @@ func TestSASLHandshakeV0(t *testing.T) {
 	})
 }
 
+// withSessionLifetime sets connections.max.reauth.ms and has the agent
+// tell time by clk.
+func withSessionLifetime(d time.Duration, clk *clock.Fake) agentOption {
+	return func(c *agentConfig) {
+		c.Server.SASL.SessionLifetime = d
+		c.Server.Deps.Now = clk.Now
+	}
+}
+
 // TestSASLReauthentication (KIP-368): SaslAuthenticate v1 reports the
 // session lifetime; a re-authentication on the same connection extends
 // the session; a request past the session's end closes the connection;
 // a re-authentication may not change the user.
 func TestSASLReauthentication(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	a := newSASLAgent(t, func(c *agentConfig) {
-		c.Server.SASL.SessionLifetime = time.Hour
-		c.Server.Deps.Now = clk.Now
-	})
+	a := newSASLAgent(t, withSessionLifetime(time.Hour, clk))
 	a.createUser(t, "bob", "bob-secret")
 
 	c := dial(t, a.saslAddr)
@@ -380,11 +386,7 @@ func TestSASLReauthentication(t *testing.T) {
 // clock stands still, so no session ends, and every produce must go
 // through on a connection that authenticated more than once.
 func TestSASLReauthenticationKgo(t *testing.T) {
-	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-	a := newSASLAgent(t, func(c *agentConfig) {
-		c.Server.SASL.SessionLifetime = time.Second
-		c.Server.Deps.Now = clk.Now
-	})
+	a := newSASLAgent(t, withSessionLifetime(time.Second, clock.NewFake(time.Unix(1_700_000_000, 0))))
 	a.createTopic(t, "reauth", 1, nil)
 	cl := a.client(t, mechanisms(saslUser, saslPassword)[MechanismScramSHA512])
 	for n := range 4 {
