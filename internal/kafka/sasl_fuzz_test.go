@@ -5,11 +5,20 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
+	"crypto/rand"
 	"crypto/sha512"
 	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
 	"strconv"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/meta/metatest"
@@ -120,4 +129,89 @@ func TestScramLibrdkafkaNonce(t *testing.T) {
 	if _, _, _, err := ex.step([]byte(c2wop + "x,p=" + b64(proof))); err == nil {
 		t.Fatal("a nonce not ending in the server's authenticated")
 	}
+}
+
+// saslObserver records the keys of the requests a server answered.
+type saslObserver struct {
+	nopObserver
+	mu   sync.Mutex
+	keys []int16
+}
+
+func (o *saslObserver) RequestDone(_ *Conn, st RequestStats) {
+	o.mu.Lock()
+	o.keys = append(o.keys, st.Key)
+	o.mu.Unlock()
+}
+
+// FuzzSASLConn feeds arbitrary bytes to a connection on a SASL listener
+// after seeds that reach every state (handshake v0 and v1, framed and
+// unframed tokens, requests before and during an exchange). The
+// password is random per run, so no input can authenticate: the server
+// must not panic, and must answer nothing but ApiVersions and the SASL
+// APIs.
+func FuzzSASLConn(f *testing.F) {
+	pw := make([]byte, 16)
+	rand.Read(pw)
+	password := base64.StdEncoding.EncodeToString(pw)
+	db := metatest.New(time.Now)
+	for _, m := range meta.ScramMechanisms {
+		c, err := NewScramCredential(saslUser, password, m, meta.MinScramIterations)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if _, err := db.Propose(context.Background(), c); err != nil {
+			f.Fatal(err)
+		}
+	}
+	hs := func(v int16, mech string) []byte {
+		req := kmsg.NewPtrSASLHandshakeRequest()
+		req.Version, req.Mechanism = v, mech
+		return frameFor(1, req)
+	}
+	auth := func(tok string) []byte {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.Version, req.SASLAuthBytes = 2, []byte(tok)
+		return frameFor(2, req)
+	}
+	raw := func(tok string) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...) }
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	f.Add(cat(hs(1, MechanismPlain), auth("\x00alice\x00guess"), frameFor(3, metadataV1())))
+	f.Add(cat(hs(0, MechanismPlain), raw("\x00alice\x00guess"), frameFor(3, metadataV1())))
+	f.Add(cat(hs(1, MechanismScramSHA256), auth("n,,n=alice,r=abc"), auth("c=biws,r=abc,p=AAAA")))
+	f.Add(cat(hs(0, MechanismScramSHA512), raw("n,,n=alice,r=abc"), raw("c=biws,r=abc,p=AAAA")))
+	f.Add(cat(frameFor(1, kmsg.NewPtrApiVersionsRequest()), frameFor(3, metadataV1())))
+	f.Add(cat(hs(1, "GSSAPI"), hs(1, MechanismPlain)))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		synctest.Test(t, func(t *testing.T) {
+			obs := &saslObserver{}
+			s, err := New(Config{
+				Logger:          discardLogger,
+				MaxRequestBytes: 64 << 10,
+				Observer:        obs,
+				SASL:            SASLConfig{FailedAuthDelay: -1},
+				Deps:            Deps{Meta: db},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			client, server := net.Pipe()
+			served := make(chan error, 1)
+			go func() { served <- s.ServeConnOn(context.Background(), server, saslListener) }()
+			go client.Write(stream)
+			go io.Copy(io.Discard, client)
+			synctest.Wait()
+			client.Close()
+			if reason := <-served; errors.Is(reason, ErrHandlerPanic) || errors.Is(reason, errDecoderPanic) {
+				t.Fatalf("panic serving %q: %v", stream, reason)
+			}
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			for _, k := range obs.keys {
+				if k != apiVersionsKey && k != saslHandshakeKey && k != saslAuthenticateKey {
+					t.Fatalf("key %d answered without authentication, stream %q", k, stream)
+				}
+			}
+		})
+	})
 }
