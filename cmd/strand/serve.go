@@ -132,6 +132,7 @@ the command line wins.`,
 	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (empty: off)")
 	f.StringVar(&cfg.ObjStore, "objstore", "", "object store URL: file:///dir or s3://bucket/prefix?endpoint=...&region=... (default file://<data-dir>/objects)")
 	f.StringVar(&cfg.Log, "log", "", "shared log URL (default file://<data-dir>/log)")
+	f.StringVar(&cfg.LogPasswordFile, "log-password-file", "", "file holding the password of a postgres:// --log, kept out of the URL, the logs and the log chain (default: the URL's, else PGPASSWORD or a password file)")
 	f.StringVar(&cfg.ObjStoreLatency, "objstore-latency", "none", "simulated object store latency: none, s3-express or s3-standard")
 	f.DurationVar(&cfg.FlushInterval, "flush-interval", agent.DefaultFlushInterval, "longest time a produced batch waits before its data object is written")
 	f.IntVar(&cfg.FlushBytes, "flush-bytes", agent.DefaultFlushBytes, "buffered bytes that cut a data object early")

@@ -118,3 +118,19 @@ func (a *Agent) serveHTTPOverTLS() error {
 	a.httpLn = tls.NewListener(a.httpLn, s.Config())
 	return nil
 }
+
+// readSecretFile returns the first line of path, or "" for no path.
+func readSecretFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if line = strings.TrimRight(line, "\r"); line == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return line, nil
+}

@@ -1,8 +1,17 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
-	"crypto/x509/pkix"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"io"
 	"net"
 	"net/http"
@@ -11,8 +20,6 @@ import (
 	"testing"
 
 	"github.com/strandkafka/strand/internal/agent"
-	"github.com/strandkafka/strand/internal/certs"
-	"github.com/strandkafka/strand/internal/certs/certstest"
 )
 
 // call sends method path to base (http://host:port or https://...)
@@ -92,21 +99,13 @@ func TestAdminRefusesUnauthenticatedOffLoopback(t *testing.T) {
 }
 
 func TestAdminClientCertificate(t *testing.T) {
-	ca := certstest.NewCA(t, "ca")
-	server := ca.Server(t, "server")
-	admin := ca.Client(t, "admin", pkix.Name{CommonName: "admin"})
-	a := startWith(t, agent.Config{DataDir: t.TempDir(), HTTPTLS: true,
-		TLSCertFile: server.CertFile, TLSKeyFile: server.KeyFile, TLSClientCAFile: ca.CertFile}, nil)
+	pki := newTestPKI(t)
+	cfg := pki.serve(agent.Config{DataDir: t.TempDir(), HTTPTLS: true}, true)
+	cfg.TLSClientAuth = "" // for Kafka listeners; HTTP asks for certificates anyway
+	a := startWith(t, cfg, nil)
 	base := "https://" + a.HTTPAddr()
-	client := func(f certs.ClientFiles) *http.Client {
-		cfg, err := certs.ClientConfig(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
-	}
-	withCert := client(certs.ClientFiles{CAFile: ca.CertFile, CertFile: admin.CertFile, KeyFile: admin.KeyFile})
-	noCert := client(certs.ClientFiles{CAFile: ca.CertFile})
+	withCert := &http.Client{Transport: &http.Transport{TLSClientConfig: pki.clientTLS(t, true)}}
+	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: pki.clientTLS(t, false)}}
 	if got := call(t, withCert, http.MethodPost, base, agent.PathSnapshot, nil); got != http.StatusOK {
 		t.Errorf("with a client certificate: %d, want 200", got)
 	}
@@ -123,4 +122,66 @@ func TestAdminClientCertificate(t *testing.T) {
 			t.Error("plain HTTP was served on the TLS port")
 		}
 	}
+}
+
+// TestLogPasswordStaysOutOfTheChain: a password in the --log URL (or a
+// --log-password-file) opens every segment but is neither stored in the
+// chain nor logged, and a migration to a URL with a password is refused.
+// The test server trusts every password, so the chain is what is checked.
+func TestLogPasswordStaysOutOfTheChain(t *testing.T) {
+	const secret = "hunter2-secret"
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), secret)
+	q := u.Query()
+	q.Set("log", fmt.Sprintf("password-%d", time.Now().UnixNano()))
+	u.RawQuery = q.Encode()
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), Log: u.String(), SnapshotInterval: agent.SnapshotsOff}, logger)
+
+	st := adminOK[agent.LogStatus](t, http.MethodGet, a.HTTPAddr(), agent.PathLogStatus, "")
+	for _, s := range st.Chain.Segments {
+		// RedactURL shows a stored password as xxxxx.
+		if strings.Contains(s.URL, secret) || strings.Contains(s.URL, "xxxxx") {
+			t.Errorf("the chain stores a password: segment %q", s.URL)
+		}
+	}
+
+	to := *u
+	q.Set("log", q.Get("log")+"-next")
+	to.RawQuery = q.Encode()
+	code, body := adminCall(t, http.MethodPost, a.HTTPAddr(), agent.PathLogMigrate, `{"to":"`+to.String()+`"}`)
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "password") || strings.Contains(string(body), secret) {
+		t.Errorf("migrate to a URL with a password: %d %s, want 400 naming the password, not showing it", code, body)
+	}
+	// Without it, the segment opens with the --log URL's password.
+	to.User = url.User(u.User.Username())
+	adminOK[agent.MigrateResult](t, http.MethodPost, a.HTTPAddr(), agent.PathLogMigrate, `{"to":"`+to.String()+`"}`)
+	createTopic(t, a.KafkaAddr(), "after-migrate", 1)
+	produce(t, a.KafkaAddr(), []*kgo.Record{{Topic: "after-migrate", Value: []byte("x")}})
+
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the logs show the password:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the agent's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

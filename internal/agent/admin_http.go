@@ -286,6 +286,12 @@ func (a *Agent) handleLogMigrate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New(`request body: "to" names no loglet URL`))
 		return
 	}
+	if logurl.HasPassword(req.To) {
+		// The chain would keep it, and the other agents could not open
+		// the segment anyway: they read its URL from the chain.
+		writeError(w, http.StatusBadRequest, fmt.Errorf("migrate to %s: the URL carries a password, which the log chain would store; give every agent the password (PGPASSWORD, a password file, or --log-password-file) and the URL without it", RedactURL(req.To)))
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), migrateTimeout)
 	defer cancel()
 	to := RedactURL(req.To)

@@ -182,11 +182,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 	clk := clock.OrReal(cfg.testing.clock)
+	logPassword, err := readSecretFile(cfg.LogPasswordFile)
+	if err != nil {
+		return nil, fmt.Errorf("log-password-file: %w", err)
+	}
 	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{Clock: clk}, logurl.Options{
-		File: filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
+		File:     filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
+		Password: logPassword,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("shared log %s: %w", cfg.Log, err)
+		return nil, fmt.Errorf("shared log %s: %s", RedactURL(cfg.Log), redactURLsIn(err.Error(), cfg.Log))
 	}
 	a.log = vlog
 	metaDir := filepath.Join(cfg.DataDir, "meta")
@@ -389,7 +394,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"listeners", a.listenerSummary(),
-		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", cfg.ObjStore, "log", cfg.Log,
+		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
 		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),

@@ -78,6 +78,12 @@ type Config struct {
 	// ObjStore and Log are URLs; see objurl.Open and logurl.
 	ObjStore string
 	Log      string
+	// LogPasswordFile holds the password of a postgres:// Log, read at
+	// start, so it need not sit in the URL (where every log line and
+	// ps would show it). The log chain never stores a password
+	// (logurl/secrets.go); without this file or one in the URL, pgx
+	// reads PGPASSWORD or a password file.
+	LogPasswordFile string
 	// ObjStoreLatency adds a simulated request latency in front of the
 	// object store, so the S3 latency floor can be studied on one machine:
 	// "" or "none" adds nothing, "s3-express" and "s3-standard" draw from

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509/pkix"
 	"io"
 	"net"
@@ -24,32 +25,19 @@ import (
 // records produced over one are consumed over the others, and each
 // listener's Metadata names the agent at that listener's address.
 func TestListenersAnswerWithTheirOwnAddress(t *testing.T) {
-	ca := certstest.NewCA(t, "ca")
-	server := ca.Server(t, "server")
-	alice := ca.Client(t, "alice", pkix.Name{CommonName: "alice"})
+	pki := newTestPKI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{
+	a := startWith(t, pki.serve(agent.Config{
 		DataDir:                     t.TempDir(),
 		Listeners:                   "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,internal://127.0.0.1:0",
 		ListenerSecurityProtocolMap: "INTERNAL:PLAINTEXT",
 		AdvertisedListeners:         "INTERNAL://internal.example:19092",
-		TLSCertFile:                 server.CertFile,
-		TLSKeyFile:                  server.KeyFile,
-		TLSClientCAFile:             ca.CertFile,
-		TLSClientAuth:               "required",
-	}, quietLogger())
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { stop(t, a) })
+	}, true), nil)
 	if a.KafkaAddr() != a.ListenerAddr("PLAINTEXT") {
 		t.Errorf("KafkaAddr %s is not the first listener's %s", a.KafkaAddr(), a.ListenerAddr("PLAINTEXT"))
 	}
-	tlsCfg, err := certs.ClientConfig(certs.ClientFiles{CAFile: ca.CertFile, CertFile: alice.CertFile, KeyFile: alice.KeyFile})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tlsCfg := pki.clientTLS(t, true)
 	sslAddr := a.ListenerAddr("SSL")
 
 	for _, tc := range []struct {
@@ -71,6 +59,26 @@ func TestListenersAnswerWithTheirOwnAddress(t *testing.T) {
 		}
 		if strings.Join(got, ",") != tc.want {
 			t.Errorf("%s listener's Metadata names brokers %v, want [%s]", tc.name, got, tc.want)
+		}
+		if tc.name == "INTERNAL" {
+			continue // its advertised host does not resolve: a client would go there next
+		}
+		cl := client(t, tc.addr, tc.opts...)
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.CoordinatorKey, fc.CoordinatorKeys = "g", []string{"g"}
+		fcr, err := fc.RequestWith(ctx, cl)
+		if err != nil || len(fcr.Coordinators) != 1 {
+			t.Fatalf("%s: FindCoordinator: %+v, %v", tc.name, fcr, err)
+		}
+		if c := fcr.Coordinators[0]; net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))) != tc.want {
+			t.Errorf("%s listener's FindCoordinator names %s:%d, want %s", tc.name, c.Host, c.Port, tc.want)
+		}
+		dcr, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+		if err != nil || len(dcr.Brokers) != 1 {
+			t.Fatalf("%s: DescribeCluster: %+v, %v", tc.name, dcr, err)
+		}
+		if b := dcr.Brokers[0]; net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))) != tc.want {
+			t.Errorf("%s listener's DescribeCluster names %s:%d, want %s", tc.name, b.Host, b.Port, tc.want)
 		}
 	}
 
@@ -132,16 +140,14 @@ func TestListenerConfigErrors(t *testing.T) {
 // either agent names both agents at that listener's addresses, which
 // the heartbeats carried through the log.
 func TestListenersOfEveryAgent(t *testing.T) {
-	ca := certstest.NewCA(t, "ca")
-	server := ca.Server(t, "server")
+	pki := newTestPKI(t)
 	logURL := "mem://" + t.Name()
 	var agents []*agent.Agent
 	for node := range int32(2) {
-		agents = append(agents, startWith(t, agent.Config{
+		agents = append(agents, startWith(t, pki.serve(agent.Config{
 			DataDir: t.TempDir(), NodeID: node + 1, Log: logURL,
-			Listeners:   "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-			TLSCertFile: server.CertFile, TLSKeyFile: server.KeyFile,
-		}, nil))
+			Listeners: "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+		}, false), nil))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -150,10 +156,7 @@ func TestListenersOfEveryAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tlsCfg, err := certs.ClientConfig(certs.ClientFiles{CAFile: ca.CertFile})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tlsCfg := pki.clientTLS(t, false)
 	for _, listener := range []string{"PLAINTEXT", "SSL"} {
 		want := agents[0].ListenerAddr(listener) + "," + agents[1].ListenerAddr(listener)
 		for i, a := range agents {
@@ -177,4 +180,42 @@ func TestListenersOfEveryAgent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testPKI is a CA with a server certificate for the agent's TLS
+// listeners and a client certificate (CN=client) for mTLS.
+type testPKI struct {
+	ca             *certstest.CA
+	server, client certstest.Pair
+}
+
+func newTestPKI(tb testing.TB) testPKI {
+	tb.Helper()
+	ca := certstest.NewCA(tb, "ca")
+	return testPKI{ca: ca, server: ca.Server(tb, "server"), client: ca.Client(tb, "client", pkix.Name{CommonName: "client"})}
+}
+
+// serve sets cfg's TLS files to the server certificate, with client
+// certificates required when mTLS.
+func (p testPKI) serve(cfg agent.Config, mTLS bool) agent.Config {
+	cfg.TLSCertFile, cfg.TLSKeyFile = p.server.CertFile, p.server.KeyFile
+	if mTLS {
+		cfg.TLSClientCAFile, cfg.TLSClientAuth = p.ca.CertFile, "required"
+	}
+	return cfg
+}
+
+// clientTLS is a client configuration trusting the CA, presenting the
+// client certificate when withCert.
+func (p testPKI) clientTLS(tb testing.TB, withCert bool) *tls.Config {
+	tb.Helper()
+	f := certs.ClientFiles{CAFile: p.ca.CertFile}
+	if withCert {
+		f.CertFile, f.KeyFile = p.client.CertFile, p.client.KeyFile
+	}
+	cfg, err := certs.ClientConfig(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
 }

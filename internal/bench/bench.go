@@ -35,8 +35,12 @@ import (
 type Options struct {
 	// Brokers is a running cluster's seed list; Embedded starts an agent
 	// in this process instead. Exactly one must be set.
-	Brokers  []string
-	Embedded bool
+	Brokers []string
+	// ClientOpts are the TLS and SASL options of the clients driving
+	// Brokers (the --tls and --sasl flags). The --stress floods speak
+	// plaintext Kafka on raw connections and do not use them.
+	ClientOpts []kgo.Opt
+	Embedded   bool
 	// HTTP is the agent's HTTP address, for /metrics. Embedded knows it.
 	HTTP string
 	// DataDir is the embedded agent's directory (and where the disk
@@ -424,7 +428,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		rep.Disk = &d
 	}
 
-	tgt := target{name: "strand", brokers: o.Brokers, metricsAddr: o.HTTP, cpuScope: "agent process"}
+	tgt := target{name: "strand", brokers: o.Brokers, metricsAddr: o.HTTP, cpuScope: "agent process", security: o.ClientOpts}
 	var stopAgent func()
 	if o.Embedded {
 		a, err := startEmbedded(ctx, &o, filepath.Join(dataDir, "agent"), stderr)

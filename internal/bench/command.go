@@ -6,13 +6,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/cli"
 )
 
 // NewCommand returns `strand bench`.
 func NewCommand() *cobra.Command {
 	var (
-		o       Options
-		brokers string
+		o        Options
+		brokers  string
+		security cli.SecurityOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -42,12 +44,18 @@ the data directory and prints ingest as a fraction of it.`,
 					o.Brokers = append(o.Brokers, s)
 				}
 			}
-			_, err := Run(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			opts, err := security.Opts()
+			if err != nil {
+				return err
+			}
+			o.ClientOpts = opts
+			_, err = Run(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return err
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&brokers, "brokers", "", "seed brokers of a running cluster, comma separated")
+	security.Register(f)
 	f.BoolVar(&o.Embedded, "embedded", false, "start an agent in this process, in --data-dir or a temporary directory")
 	f.StringVar(&o.HTTP, "http", "", "the agent's HTTP address, for /metrics (known with --embedded)")
 	f.StringVar(&o.DataDir, "data-dir", "", "directory for the embedded agent, kfake and the disk test (default: a temporary directory, removed afterwards)")

@@ -42,6 +42,15 @@ type target struct {
 	metricsAddr string
 	// cpuScope says whose CPU and memory the agent metrics describe.
 	cpuScope string
+	// security is the TLS and SASL options of its clients.
+	security []kgo.Opt
+}
+
+// clientOpts are every client's options for t: its seeds, the bench's
+// client id and the target's security, then extra.
+func (t target) clientOpts(extra ...kgo.Opt) []kgo.Opt {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(t.brokers...), kgo.ClientID("strand-bench")}, t.security...)
+	return append(opts, extra...)
 }
 
 // phase drives one target with the load of opts and measures it.
@@ -336,7 +345,7 @@ func ms(ns int64) float64 { return float64(ns) / 1e6 }
 func (p *phase) setup(ctx context.Context) (int32, map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(p.tgt.brokers...), kgo.ClientID("strand-bench"))
+	cl, err := kgo.NewClient(p.tgt.clientOpts()...)
 	if err != nil {
 		return 0, nil, fmt.Errorf("bench: admin client: %w", err)
 	}
@@ -388,16 +397,14 @@ func (p *phase) setup(ctx context.Context) (int32, map[int32]int64, error) {
 
 func (p *phase) producerOpts() []kgo.Opt {
 	o := p.opts
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(p.tgt.brokers...),
-		kgo.ClientID("strand-bench"),
+	opts := p.tgt.clientOpts(
 		kgo.DefaultProduceTopic(o.Topic),
 		kgo.ProducerLinger(o.Linger),
 		kgo.ProducerBatchCompression(o.codec),
 		kgo.MaxBufferedBytes(maxBufferedBytesPerProducer),
 		kgo.MaxBufferedRecords(math.MaxInt32),
 		kgo.RecordDeliveryTimeout(drainTimeout),
-	}
+	)
 	switch o.Acks {
 	case "all":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -488,12 +495,10 @@ func (p *phase) startConsumers(ctx context.Context, partitions int32, ends map[i
 		for _, q := range parts {
 			at[q] = kgo.NewOffset().At(ends[q])
 		}
-		cl, err := kgo.NewClient(
-			kgo.SeedBrokers(p.tgt.brokers...),
-			kgo.ClientID("strand-bench"),
+		cl, err := kgo.NewClient(p.tgt.clientOpts(
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.opts.Topic: at}),
 			kgo.FetchMaxWait(500*time.Millisecond),
-		)
+		)...)
 		if err != nil {
 			return out, fmt.Errorf("bench: consumer client: %w", err)
 		}

@@ -143,7 +143,7 @@ func runStress(ctx context.Context, o *Options, tgt target, pw *progressWriter, 
 func prepareMetadataFlood(ctx context.Context, o *Options, tgt target, pw *progressWriter) (*stressLoad, error) {
 	ctx, cancel := context.WithTimeout(ctx, stressSetupTimeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.brokers...), kgo.ClientID("strand-bench"))
+	cl, err := kgo.NewClient(tgt.clientOpts()...)
 	if err != nil {
 		return nil, err
 	}
@@ -249,9 +249,9 @@ func prepareCatchUp(ctx context.Context, o *Options, tgt target, pw *progressWri
 	ctx, cancel := context.WithTimeout(ctx, stressSetupTimeout)
 	defer cancel()
 	topic := stressTopicPrefix + "backlog"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tgt.brokers...), kgo.ClientID("strand-bench"),
+	cl, err := kgo.NewClient(tgt.clientOpts(
 		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.MaxBufferedBytes(64<<20))
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.MaxBufferedBytes(64<<20))...)
 	if err != nil {
 		return nil, err
 	}

@@ -64,14 +64,15 @@ func TestServerReloadsRotatedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := servedSerial(t, addr, client), first.Cert.SerialNumber.String(); got != want {
-		t.Fatalf("served serial %s, want the first certificate's %s", got, want)
+	wantServed := func(what string, p certstest.Pair) {
+		t.Helper()
+		if got, want := servedSerial(t, addr, client), p.Cert.SerialNumber.String(); got != want {
+			t.Fatalf("%s: served serial %s, want %s", what, got, want)
+		}
 	}
-
+	wantServed("at start", first)
 	second.CopyTo(t, certFile, keyFile)
-	if got, want := servedSerial(t, addr, client), second.Cert.SerialNumber.String(); got != want {
-		t.Fatalf("after rotation: served serial %s, want the second certificate's %s", got, want)
-	}
+	wantServed("after rotation", second)
 
 	// A rotation caught half way (a certificate that does not match
 	// the key) keeps the last good pair in service.
@@ -83,13 +84,9 @@ func TestServerReloadsRotatedFiles(t *testing.T) {
 	if err := os.WriteFile(certFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := servedSerial(t, addr, client), second.Cert.SerialNumber.String(); got != want {
-		t.Fatalf("with a mismatched pair: served serial %s, want the last good %s", got, want)
-	}
+	wantServed("with a mismatched pair", second)
 	third.CopyTo(t, certFile, keyFile)
-	if got, want := servedSerial(t, addr, client), third.Cert.SerialNumber.String(); got != want {
-		t.Fatalf("after the pair was completed: served serial %s, want %s", got, want)
-	}
+	wantServed("after the pair was completed", third)
 }
 
 func TestServerRefusesOldTLSAndBadFiles(t *testing.T) {

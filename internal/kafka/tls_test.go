@@ -255,3 +255,41 @@ func expectClosedAfterAlert(t *testing.T, c net.Conn) {
 		t.Fatalf("read %d bytes, more than an alert, from a connection that should be closed", len(b))
 	}
 }
+
+// TestShutdownDuringTLSHandshake: a client that never finishes its
+// handshake does not hold up a graceful shutdown, and its close reason
+// is the shutdown, not a failed handshake.
+func TestShutdownDuringTLSHandshake(t *testing.T) {
+	fx := newTLSFixture(t)
+	cs, err := certs.NewServer(certs.ServerFiles{CertFile: fx.server.CertFile, KeyFile: fx.server.KeyFile}, discardLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Logger: discardLogger, TLSHandshakeTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer b.Close()
+	served := make(chan error, 1)
+	go func() {
+		served <- s.ServeConnOn(context.Background(), a, Listener{Name: "SSL", Protocol: auth.SSL, TLS: cs.Config()})
+	}()
+	// Half a ClientHello's record header: the handshake waits for more.
+	if _, err := b.Write([]byte{0x16, 0x03}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	select {
+	case err := <-served:
+		if !errors.Is(err, ErrServerClosed) {
+			t.Fatalf("close reason %v, want ErrServerClosed", err)
+		}
+	case <-time.After(guard):
+		t.Fatal("the connection outlived Shutdown")
+	}
+}

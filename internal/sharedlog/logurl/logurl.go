@@ -54,6 +54,11 @@ const (
 type Options struct {
 	// File is for file: loglets.
 	File filelog.Options
+	// Password is put into postgres:// loglet URLs that name a user but
+	// carry no password, as the chain keeps them (secrets.go). Empty:
+	// the --log URL's own password, else pgx's PGPASSWORD or password
+	// file.
+	Password string
 }
 
 // Open opens the loglet rawURL names. Relative file: URLs need Opener.
@@ -72,7 +77,7 @@ func OpenerWith(baseDir string, o Options) sharedlog.Opener {
 			return nil, err
 		}
 		if r, ok := remoteFor(rawURL); ok {
-			return r.open(ctx, rawURL)
+			return r.open(ctx, withPassword(rawURL, o.Password))
 		}
 		u, err := parse(rawURL)
 		if err != nil {

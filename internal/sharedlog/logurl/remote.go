@@ -94,10 +94,15 @@ func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts shared
 	if err != nil {
 		return nil, err
 	}
+	if o.Password == "" {
+		o.Password = urlPassword(rawURL)
+	}
 	if opts.InitialURL == "" {
 		if opts.InitialURL, err = r.firstSegment(rawURL); err != nil {
 			return nil, err
 		}
+		// The chain stores it (secrets.go).
+		opts.InitialURL = StripPassword(opts.InitialURL)
 	}
 	if opts.NextURL == nil {
 		opts.NextURL = NextURL
@@ -112,7 +117,10 @@ func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts shared
 func NextURL(c sharedlog.Chain) (string, error) {
 	if !c.Empty() {
 		if r, ok := remoteFor(c.Active().URL); ok && r.nextURL != nil {
-			return r.nextURL(c)
+			// A chain written before passwords were kept out of it
+			// may still hold one; the next segment does not.
+			next, err := r.nextURL(c)
+			return StripPassword(next), err
 		}
 	}
 	return sharedlog.DefaultNextURL(c)
