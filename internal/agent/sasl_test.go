@@ -1,14 +1,12 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -124,22 +122,4 @@ func TestSASLConfigErrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a log sink the agent's goroutines share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
