@@ -236,6 +236,12 @@ func TestSASLRequestsBeforeAuth(t *testing.T) {
 		write(t, c, frameFor(3, metadataV1()))
 		expectClosed(t, c)
 	})
+	t.Run("large frame", func(t *testing.T) {
+		// sasl.server.max.receive.size: 512 KiB before authentication.
+		c := dial(t, a.saslAddr)
+		write(t, c, binary.BigEndian.AppendUint32(nil, saslMaxReceiveBytes+1))
+		expectClosed(t, c)
+	})
 	t.Run("authenticate first", func(t *testing.T) {
 		c := dial(t, a.saslAddr)
 		req := kmsg.NewPtrSASLAuthenticateRequest()
