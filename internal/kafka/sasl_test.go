@@ -410,7 +410,7 @@ func TestSASLReauthenticationKgo(t *testing.T) {
 }
 
 // newScramClient is xdg-go/scram's client side of an exchange.
-func newScramClient(t *testing.T, m meta.ScramMechanism, user, password string) *xscram.ClientConversation {
+func newScramClient(t testing.TB, m meta.ScramMechanism, user, password string) *xscram.ClientConversation {
 	t.Helper()
 	cl, err := hashOf(m).NewClientUnprepped(user, password, "")
 	if err != nil {
