@@ -30,6 +30,9 @@ func newServeCmd() *cobra.Command {
 		// cleanerBackoffMs is --log-cleaner-backoff-ms, in ms as
 		// Kafka's log.cleaner.backoff.ms.
 		cleanerBackoffMs int64
+		// reauthMs and failedAuthDelayMs are Kafka's ms settings of
+		// the SASL session lifetime and failure delay.
+		reauthMs, failedAuthDelayMs int64
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -106,6 +109,12 @@ the command line wins.`,
 			// The token itself is never a flag: a command line is
 			// visible to every user of the machine.
 			cfg.AdminToken = os.Getenv("STRAND_ADMIN_TOKEN")
+			cfg.SASLBootstrapPassword = os.Getenv("STRAND_SASL_BOOTSTRAP_PASSWORD")
+			cfg.ConnectionsMaxReauth = time.Duration(reauthMs) * time.Millisecond
+			cfg.ConnectionFailedAuthenticationDelay = time.Duration(failedAuthDelayMs) * time.Millisecond
+			if failedAuthDelayMs == 0 {
+				cfg.ConnectionFailedAuthenticationDelay = -1 // the flag's 0 is none
+			}
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -131,6 +140,11 @@ the command line wins.`,
 	f.StringVar(&cfg.TLSClientCAFile, "tls-client-ca-file", "", "PEM CAs that client certificates must chain to")
 	f.StringVar(&cfg.TLSClientAuth, "tls-client-auth", "none", "client certificates on TLS listeners (Kafka's ssl.client.auth): none, requested or required; on SSL listeners the certificate's subject is the principal")
 	f.BoolVar(&cfg.HTTPTLS, "http-tls", false, "serve HTTP over TLS with --tls-cert-file and --tls-key-file; a client certificate chaining to --tls-client-ca-file authorizes admin calls")
+	f.StringVar(&cfg.SASLEnabledMechanisms, "sasl-enabled-mechanisms", strings.Join(kafka.DefaultSASLMechanisms, ","), "SASL mechanisms SASL listeners offer (Kafka's sasl.enabled.mechanisms)")
+	f.Int64Var(&reauthMs, "connections-max-reauth-ms", 0, "SASL session lifetime in ms: a connection that does not re-authenticate within it is closed at its next request (Kafka's connections.max.reauth.ms, KIP-368; 0: never)")
+	f.Int64Var(&failedAuthDelayMs, "connection-failed-authentication-delay-ms", kafka.DefaultFailedAuthDelay.Milliseconds(), "wait before answering a failed SASL attempt and closing the connection, doubled per further failure from the address within a minute, up to 5s (Kafka's connection.failed.authentication.delay.ms)")
+	f.StringVar(&cfg.SASLBootstrapUser, "sasl-bootstrap-user", "", "SCRAM user created at startup if it has no credentials, with the password of STRAND_SASL_BOOTSTRAP_PASSWORD or --sasl-bootstrap-password-file")
+	f.StringVar(&cfg.SASLBootstrapPasswordFile, "sasl-bootstrap-password-file", "", "file holding the --sasl-bootstrap-user password (first line)")
 	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file holding the bearer token the admin API's mutating calls (log migrate, snapshot, storage verify) need; the token may instead come from STRAND_ADMIN_TOKEN. Without either (or --http-tls client certificates) they are taken only on a loopback --http-listen")
 	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (empty: off)")
 	f.StringVar(&cfg.ObjStore, "objstore", "", "object store URL: file:///dir or s3://bucket/prefix?endpoint=...&region=... (default file://<data-dir>/objects)")

@@ -295,6 +295,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := ensureInternalTopics(ctx, a.replica); err != nil {
 		return nil, err
 	}
+	if err := ensureBootstrapUser(ctx, a.replica, &cfg, logger.With("component", "sasl")); err != nil {
+		return nil, err
+	}
 	clusterID, err := a.members.clusterID()
 	if err != nil {
 		return nil, fmt.Errorf("cluster id: %w", err)
@@ -411,6 +414,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Window: quota.Window{Samples: cfg.QuotaWindowNum, Size: time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second},
 			Clock:  clk,
 		},
+		SASL: cfg.saslConfig(),
 		Deps: kafka.Deps{
 			MaxPartitionsPerTopic:    cfg.MaxPartitionsPerTopic,
 			MaxPartitions:            cfg.MaxPartitions,

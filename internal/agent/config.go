@@ -64,6 +64,22 @@ type Config struct {
 	// HTTPListen.
 	AdminToken     string
 	AdminTokenFile string
+	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
+	// of the same names: SASLEnabledMechanisms is
+	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);
+	// ConnectionsMaxReauth is connections.max.reauth.ms (KIP-368; zero:
+	// sessions do not expire); ConnectionFailedAuthenticationDelay is
+	// connection.failed.authentication.delay.ms (zero: the kafka
+	// package's default; negative: none). SASLBootstrapUser is created
+	// at startup with SASLBootstrapPassword (from
+	// STRAND_SASL_BOOTSTRAP_PASSWORD) or the first line of
+	// SASLBootstrapPasswordFile unless it has credentials (sasl.go).
+	SASLEnabledMechanisms               string
+	ConnectionsMaxReauth                time.Duration
+	ConnectionFailedAuthenticationDelay time.Duration
+	SASLBootstrapUser                   string
+	SASLBootstrapPassword               string
+	SASLBootstrapPasswordFile           string
 	// ObjStore and Log are URLs; see objurl.Open and logurl.
 	ObjStore string
 	Log      string
@@ -383,6 +399,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("http-listen %q: %w", c.HTTPListen, err))
 		}
 	}
+	errs = append(errs, c.validateSASL()...)
 	if c.AdminToken != "" && c.AdminTokenFile != "" {
 		errs = append(errs, errors.New("admin-token-file and STRAND_ADMIN_TOKEN: give one"))
 	}

@@ -1,5 +1,5 @@
 // Package cli owns Strand's client tools: the `topic`, `produce`,
-// `consume`, `group`, `features`, `acl` and `quota` commands of the strand binary, in the spirit of
+// `consume`, `group`, `features`, `acl`, `quota` and `user` commands of the strand binary, in the spirit of
 // Redpanda's rpk and kcat. They speak only the Kafka protocol (through
 // franz-go's kgo and kadm), so they work against any Kafka-compatible
 // cluster, not just Strand. The `log` and `storage` commands are
@@ -53,10 +53,10 @@ const (
 )
 
 // AddCommands adds the client commands (topic, produce, consume, group,
-// features, acl, quota, log, storage) to root.
+// features, acl, quota, user, log, storage) to root.
 func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
-		NewQuotaCommand())
+		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
 }
 

@@ -125,6 +125,8 @@ type Config struct {
 	// Quota is how client quotas are measured (quota.window.num,
 	// quota.window.size.seconds); zero fields are Kafka's defaults.
 	Quota quota.Config
+	// SASL configures authentication on SASL listeners (sasl.go).
+	SASL SASLConfig
 }
 
 var errInvalidConfig = errors.New("kafka: invalid config")
@@ -172,6 +174,7 @@ func (c Config) withDefaults() Config {
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
+	c.SASL = c.SASL.withDefaults()
 	return c
 }
 
@@ -200,6 +203,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MinFrameRate %d < 0", errInvalidConfig, c.MinFrameRate)
 	case c.TLSHandshakeTimeout < 0:
 		return fmt.Errorf("%w: TLSHandshakeTimeout %v < 0", errInvalidConfig, c.TLSHandshakeTimeout)
+	}
+	if err := c.SASL.validate(); err != nil {
+		return err
 	}
 	for a, n := range c.MaxConnsPerIPOverrides {
 		if n < 0 || !a.IsValid() {

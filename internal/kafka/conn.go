@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/auth"
@@ -78,6 +79,8 @@ type Conn struct {
 		// principal is who the client is: auth.Anonymous until a client
 		// certificate or a SASL exchange says otherwise.
 		principal auth.Principal
+		// sasl is the connection's SASL progress (sasl.go).
+		sasl saslState
 	}
 }
 
@@ -97,6 +100,11 @@ type call struct {
 	err  error
 	// throttle is how long a quota throttled the client after it.
 	throttle time.Duration
+	// rawSASL: resp is a SaslAuthenticate answer to write as an
+	// unframed token. closeAfter closes the connection once resp is
+	// written.
+	rawSASL    bool
+	closeAfter error
 }
 
 type written struct {
@@ -289,9 +297,9 @@ func (c *Conn) readRequest() (*call, error) {
 		return nil, err
 	}
 	size := int32(binary.BigEndian.Uint32(c.sizeBuf[:]))
-	if size <= 0 || size > s.cfg.MaxRequestBytes {
+	if limit := c.maxFrameBytes(); size <= 0 || size > limit {
 		// Kafka: InvalidReceiveException, connection closed.
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, s.cfg.MaxRequestBytes)
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameSize, size, limit)
 	}
 	// A request begun as its client became throttled waits out the mute
 	// before its body is read, holding no memory, as Kafka reads nothing
@@ -332,6 +340,9 @@ func (p *call) releaseFrame(s *Server) {
 func (c *Conn) dispatch(p *call) error {
 	s := c.srv
 	frame := *p.frame
+	if c.saslRaw() {
+		return c.dispatchRawSASL(p)
+	}
 	h, req, body, err := parseHeader(frame, c.lastClientID)
 	if h.ClientID != nil {
 		c.lastClientID = h.ClientID
@@ -360,18 +371,42 @@ func (c *Conn) dispatch(p *call) error {
 	case err != nil:
 		return err
 	}
+	if err := c.saslAdmit(h.Key); err != nil {
+		return err
+	}
 	if err := decodeBody(req, body); err != nil {
 		return err
 	}
 	s.cfg.Deps.shared.noteRequest(h.Key, p.share.sizeBytes)
-	r := &Request{Header: h, Body: req, Conn: c, Deps: &s.cfg.Deps}
+	c.start(p, e.handler, &Request{Header: h, Body: req, Conn: c, Deps: &s.cfg.Deps})
+	return nil
+}
+
+// dispatchRawSASL starts a frame that is an unframed SASL token as a
+// SaslAuthenticate v0 whose answer is written unframed.
+func (c *Conn) dispatchRawSASL(p *call) error {
+	s := c.srv
+	e := s.reg.lookup(saslAuthenticateKey)
+	if !e.ok {
+		return fmt.Errorf("%w: an unframed SASL token, but SaslAuthenticate is not served", ErrSASLState)
+	}
+	p.hdr = Header{Key: saslAuthenticateKey}
+	p.rawSASL = true
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SASLAuthBytes = *p.frame
+	c.start(p, e.handler, &Request{Header: p.hdr, Body: req, Conn: c, Deps: &s.cfg.Deps, rawSASL: true})
+	return nil
+}
+
+// start runs r's handler h in its turn of the connection's order.
+func (c *Conn) start(p *call, h Handler, r *Request) {
+	s := c.srv
 	r.order.prev = c.lastOrder
 	r.order.mine = make(chan struct{})
 	c.lastOrder = r.order.mine
 	p.done = make(chan struct{})
 	s.wg.Add(1)
-	go c.handle(e.handler, r, p)
-	return nil
+	go c.handle(h, r, p)
 }
 
 func (c *Conn) handle(h Handler, r *Request, p *call) {
@@ -386,6 +421,7 @@ func (c *Conn) handle(h Handler, r *Request, p *call) {
 	}
 	p.releaseFrame(c.srv)
 	p.resp, p.err = resp, err
+	p.closeAfter = r.closeAfter
 	close(p.done)
 	// A request that did not run InOrder passes its turn on, but only
 	// once every earlier request has had its turn.
@@ -600,6 +636,11 @@ func (c *Conn) writeLoop(queue <-chan *call) {
 				continue
 			}
 			c.batch = append(c.batch, written{p: p, bytes: n})
+			if p.closeAfter != nil {
+				c.flush()
+				c.closeWith(p.closeAfter)
+				continue
+			}
 		}
 		if len(c.wbuf)+c.spliceBytes < maxCoalesceBytes {
 			select {
@@ -642,7 +683,10 @@ func (c *Conn) appendResponse(p *call) (n int, err error) {
 			err = fmt.Errorf("%w: encoding key %d v%d response: %v", ErrHandlerPanic, p.hdr.Key, p.hdr.Version, v)
 		}
 	}()
-	if f, ok := unwrapResponse(p.resp).(*kmsg.FetchResponse); ok {
+	if a, ok := p.resp.(*kmsg.SASLAuthenticateResponse); ok && p.rawSASL {
+		c.wbuf = kbin.AppendInt32(c.wbuf, int32(len(a.SASLAuthBytes)))
+		c.wbuf = append(c.wbuf, a.SASLAuthBytes...)
+	} else if f, ok := unwrapResponse(p.resp).(*kmsg.FetchResponse); ok {
 		c.wbuf, c.splices = appendSpliced(c.wbuf, p.hdr.CorrelationID, f, c.splices)
 		for _, s := range c.splices[spliced:] {
 			c.spliceBytes += len(s.data)

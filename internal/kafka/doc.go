@@ -13,9 +13,11 @@
 // A connection accepted on a TLS listener (Listener.TLS, tls.go) first
 // completes its handshake within Config.TLSHandshakeTimeout, or is
 // closed with ErrTLSHandshake before any request is read; on an SSL
-// listener a client certificate names its principal. Then it is served
-// by two goroutines, a reader and a writer, plus one goroutine per
-// request while its handler runs:
+// listener a client certificate names its principal. On a SASL listener
+// the reader admits only ApiVersions and the SASL APIs until the client
+// authenticates, and reads SaslHandshake v0's unframed tokens (sasl.go).
+// Then it is served by two goroutines, a reader and a writer, plus one
+// goroutine per request while its handler runs:
 //
 //	reader: take a slot -> read frame -> parse header -> decode body -> queue -> go handler
 //	writer: take the oldest queued request -> wait for its handler -> write -> free the slot

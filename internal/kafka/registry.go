@@ -52,7 +52,18 @@ type Request struct {
 	// handler was parked (quotas.go). The handler's goroutine only.
 	throttle time.Duration
 	waited   time.Duration
+	// rawSASL marks a SaslAuthenticate made from an unframed token
+	// (after SaslHandshake v0): its answer is written unframed.
+	rawSASL bool
+	// closeAfter, set by closeAfterResponse, closes the connection
+	// once the response is written.
+	closeAfter error
 }
+
+// closeAfterResponse closes the connection, with reason, once this
+// request's response is written: Kafka answers a failed authentication
+// before it closes.
+func (r *Request) closeAfterResponse(reason error) { r.closeAfter = reason }
 
 // ErrInOrderTwice is returned by a second InOrder call for one request.
 var ErrInOrderTwice = errors.New("kafka: InOrder called twice for one request")

@@ -57,6 +57,8 @@ type Server struct {
 	// range; nil if ApiVersions is not served.
 	apiVersionsTooNew *kmsg.ApiVersionsResponse
 	budget            *byteBudget
+	// authThrottle delays answers to failed SASL attempts (sasl.go).
+	authThrottle *authThrottle
 	// firstShareBytes is a frame's share of budget before its bytes
 	// arrive.
 	firstShareBytes int64
@@ -98,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 		firstShareBytes: firstShareBytes(cfg.MaxQueuedRequestBytes, cfg.MaxConns),
 		epoch:           time.Now(),
 		drain:           make(chan struct{}),
+		authThrottle:    newAuthThrottle(cfg.SASL.FailedAuthDelay),
 	}
 	s.cfg.Deps.shared = newSharedState(cfg)
 	s.apiKeys = s.reg.APIVersions()

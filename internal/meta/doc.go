@@ -124,6 +124,7 @@
 //	        principal, host, operation, permission
 //	0x26    -                                          client quota version, raised by every quota change
 //	0x26    user part, client id part (kind, name)     client quotas (AlterClientQuota), sorted by key
+//	0x22    user, 0, mechanism (1 byte)                SCRAM credential (level 4): iterations, salt, stored key, server key
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

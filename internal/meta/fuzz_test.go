@@ -96,6 +96,10 @@ func seedCommands() []Command {
 			Set: map[string]float64{"producer_byte_rate": 1 << 20, "request_percentage": 12.5}, Remove: []string{"consumer_byte_rate"}},
 		AlterClientQuota{Entity: QuotaEntity{ClientID: Named("c")}},
 		AlterClientQuota{},
+		AlterScramCredential{User: "alice", Mechanism: ScramSHA256, Iterations: 4096, Salt: []byte("salt"),
+			StoredKey: bytes.Repeat([]byte{1}, 32), ServerKey: bytes.Repeat([]byte{2}, 32)},
+		AlterScramCredential{User: "alice", Mechanism: ScramSHA512, Delete: true},
+		AlterScramCredential{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -325,6 +325,9 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 			kv = append(kv, fmt.Sprintf("%s=%g", k, m[k]))
 		}
 		return "client-quota", fmt.Sprintf("user=%s client-id=%s: %s", renderQuotaName(e.User), renderQuotaName(e.ClientID), strings.Join(kv, " ")), errors.Join(r.done(), err)
+	case prefixScram:
+		c, err := decodeScramCredential(k, v)
+		return "scram", fmt.Sprintf("%s %v: iterations=%d salt=%q stored=%x server=%x", c.User, c.Mechanism, c.Iterations, c.Salt, c.StoredKey[:min(4, len(c.StoredKey))], c.ServerKey[:min(4, len(c.ServerKey))]), err
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err

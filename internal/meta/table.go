@@ -191,6 +191,9 @@ var commandTable = [...]commandSpec{
 	// Client quotas (quota.go).
 	TypeAlterClientQuota: row("AlterClientQuota", partitionsNone, (*Applier).alterClientQuota,
 		version(1, decodeAlterClientQuotaV1).writtenFrom(MetadataLevel4)),
+	// SCRAM credentials (scram.go).
+	TypeAlterScramCredential: row("AlterScramCredential", partitionsNone, (*Applier).alterScramCredential,
+		version(1, decodeAlterScramCredentialV1).writtenFrom(MetadataLevel4)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"math"
 	"reflect"
 	"strings"
@@ -148,6 +149,12 @@ func TestPebbleMatchesMemory(t *testing.T) {
 	propose(meta.CreateACLs{ACLs: []acl.Binding{binding("a", kmsg.ACLResourcePatternTypeLiteral), binding("a", kmsg.ACLResourcePatternTypePrefixed)}},
 		meta.DeleteACLs{Filters: []acl.Filter{{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: kmsg.StringPtr("a"),
 			PatternType: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}})
+	// Level 4: SCRAM credentials, set, replaced and deleted.
+	key := func(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
+	propose(meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA256, Iterations: 4096, Salt: []byte("s"), StoredKey: key(1, 32), ServerKey: key(2, 32)},
+		meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA512, Iterations: 8192, Salt: []byte("t"), StoredKey: key(3, 64), ServerKey: key(4, 64)},
+		meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA256, Delete: true},
+		meta.AlterScramCredential{User: "bob", Mechanism: meta.ScramSHA256, Delete: true})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {
