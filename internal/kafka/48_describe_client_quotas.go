@@ -14,7 +14,8 @@
 //   - Entries are in key order: by user (none, <default>, names), then
 //     client id. Strand stores no ip quotas, so an ip filter matches
 //     nothing.
-//   - Left out: authorization (DESCRIBE_CONFIGS on the cluster).
+//   - ACLs: DESCRIBE_CONFIGS on the cluster, else
+//     CLUSTER_AUTHORIZATION_FAILED for the whole request, as Kafka.
 
 package kafka
 
@@ -53,6 +54,10 @@ func handleDescribeClientQuotas(ctx context.Context, r *Request) (kmsg.Response,
 	db, err := r.Deps.meta()
 	if err != nil {
 		return nil, err
+	}
+	if code := r.authz().clusterCode(kmsg.ACLOperationDescribeConfigs); code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
 	}
 	matches, e, msg := quotaFilter(req)
 	if e != nil {

@@ -17,7 +17,8 @@
 //   - ValidateOnly checks everything and writes nothing.
 //   - Needs strand.metadata.version 4; below it every entry is
 //     UNSUPPORTED_VERSION.
-//   - Left out: authorization (ALTER_CONFIGS on the cluster).
+//   - ACLs: ALTER_CONFIGS on the cluster, else every entry
+//     CLUSTER_AUTHORIZATION_FAILED, as Kafka.
 
 package kafka
 
@@ -54,7 +55,10 @@ func handleAlterClientQuotas(ctx context.Context, r *Request) (kmsg.Response, er
 	f, ferr := view.Features()
 	view.Close()
 	var levelErr string
+	denied := r.authz().clusterCode(kmsg.ACLOperationAlterConfigs) != 0
 	switch {
+	case denied:
+		levelErr = "Cluster authorization failed."
 	case ferr != nil:
 		levelErr = ferr.Error()
 	case f.MetadataLevel() < meta.MetadataLevel4:
@@ -79,7 +83,9 @@ func handleAlterClientQuotas(ctx context.Context, r *Request) (kmsg.Response, er
 		if e == nil && seen[cmd.Entity] {
 			e, msg = kerr.InvalidRequest, "Ignoring duplicate entity "+quotaEntityString(cmd.Entity)
 		}
-		if e == nil && levelErr != "" {
+		if denied {
+			e, msg = kerr.ClusterAuthorizationFailed, levelErr
+		} else if e == nil && levelErr != "" {
 			e, msg = kerr.UnsupportedVersion, levelErr
 			if ferr != nil {
 				e = kerr.UnknownServerError

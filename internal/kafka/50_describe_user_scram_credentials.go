@@ -4,8 +4,8 @@
 //     every user with a credential, sorted by name.
 //   - Per user, as Kafka answers: DUPLICATE_RESOURCE for a user named
 //     twice, RESOURCE_NOT_FOUND for one without credentials.
-//   - Left out: authorization (DESCRIBE on the cluster), which the ACL
-//     work adds.
+//   - ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+//     for the whole request, as Kafka.
 
 package kafka
 
@@ -26,6 +26,10 @@ func handleDescribeUserScramCredentials(_ context.Context, r *Request) (kmsg.Res
 	db, err := r.Deps.meta()
 	if err != nil {
 		return nil, err
+	}
+	if code := r.authz().clusterCode(kmsg.ACLOperationDescribe); code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
 	}
 	view := db.View()
 	defer view.Close()

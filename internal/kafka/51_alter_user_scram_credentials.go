@@ -16,8 +16,8 @@
 //   - Needs strand.metadata.version 4: below it every user is answered
 //     UNSUPPORTED_VERSION, as Kafka answers below the metadata.version
 //     that holds SCRAM records.
-//   - Left out: authorization (ALTER on the cluster), which the ACL work
-//     adds.
+//   - ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for
+//     every user and nothing changed, as Kafka.
 
 package kafka
 
@@ -99,6 +99,13 @@ func handleAlterUserScramCredentials(ctx context.Context, r *Request) (kmsg.Resp
 		}
 	}
 
+	if r.authz().clusterCode(kmsg.ACLOperationAlter) != 0 {
+		// As Kafka: every user of the request gets the error, nothing
+		// is changed.
+		for _, u := range users {
+			u.err, u.msg, u.cmds = kerr.ClusterAuthorizationFailed, "Cluster authorization failed.", nil
+		}
+	}
 	var cmds []meta.Command
 	for _, u := range users {
 		if u.err == nil {

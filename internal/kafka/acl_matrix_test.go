@@ -291,6 +291,27 @@ func TestACLMatrix(t *testing.T) {
 			req: func() kmsg.Request { return kmsg.NewPtrAlterPartitionAssignmentsRequest() }},
 		{name: "UpdateFeatures", grant: []acl.Binding{clusterACL(alter)}, want: clusterDenied,
 			req: func() kmsg.Request { return kmsg.NewPtrUpdateFeaturesRequest() }},
+		{name: "DescribeClientQuotas", grant: []acl.Binding{clusterACL(kmsg.ACLOperationDescribeConfigs)}, want: clusterDenied,
+			req: func() kmsg.Request { return kmsg.NewPtrDescribeClientQuotasRequest() }},
+		{name: "AlterClientQuotas", grant: []acl.Binding{clusterACL(kmsg.ACLOperationAlterConfigs)}, want: clusterDenied,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrAlterClientQuotasRequest()
+				e := kmsg.NewAlterClientQuotasRequestEntry()
+				e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: kmsg.StringPtr("m-acq")}}
+				e.Ops = []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1 << 20}}
+				req.Entries = append(req.Entries, e)
+				return req
+			}},
+		{name: "DescribeUserScramCredentials", grant: []acl.Binding{clusterACL(describe)}, want: clusterDenied,
+			req: func() kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() }},
+		{name: "AlterUserScramCredentials", grant: []acl.Binding{clusterACL(alter)}, want: clusterDenied, after: kerr.ResourceNotFound.Code,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+				d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+				d.Name, d.Mechanism = "m-nobody", 1
+				req.Deletions = append(req.Deletions, d)
+				return req
+			}},
 		{name: "DescribeAcls", grant: []acl.Binding{clusterACL(describe)}, want: clusterDenied,
 			req: func() kmsg.Request {
 				req := kmsg.NewPtrDescribeACLsRequest()
