@@ -225,3 +225,43 @@ func TestHeldResponseEncoding(t *testing.T) {
 		t.Errorf("buffer grown to %d for %d bytes", cap(got), len(got))
 	}
 }
+
+// TestFirstAllTopicsMetadataBesideOthers checks that the first Metadata
+// listing every topic does not wait for the whole response budget to be
+// free. It once reserved all of it before any such answer had been
+// measured, so it waited behind a long-polling Fetch holding a little
+// (until the Fetch's MaxWaitMillis), and a client that pipelined a named
+// Metadata behind it on one connection waited until it timed out: the
+// named answer held budget the first needed, and could not be written
+// before the first.
+func TestFirstAllTopicsMetadataBesideOthers(t *testing.T) {
+	a, _ := newDataAgent(t, nil)
+	a.createTopic(t, "t", 4, nil)
+	shared := a.Deps.shared
+	budget := shared.responses
+
+	// A long poll on an empty partition: it holds its partitions' slots
+	// of the budget while it waits, for ten minutes.
+	poll := dial(t, a.addr)
+	write(t, poll, frameFor(1, fetchReq(11, 600_000, 1, 50<<20, fetchPartReq{topic: "t", maxBytes: 1 << 20})))
+	for deadline := time.Now().Add(guard); budget.usedBytes() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll never took budget")
+		}
+	}
+
+	shared.allTopicsBytes.Store(0) // no all-topics answer measured yet
+	if resp := a.rawRequest(t, metadataReq(12, nil)).(*kmsg.MetadataResponse); len(resp.Topics) != 1 {
+		t.Fatalf("all-topics Metadata beside a long poll: %d topics, want 1", len(resp.Topics))
+	}
+
+	shared.allTopicsBytes.Store(0)
+	c := dial(t, a.addr)
+	write(t, c, append(frameFor(2, metadataReq(12, nil)), frameFor(3, metadataReq(12, []string{"t"}))...))
+	for corr := int32(2); corr <= 3; corr++ {
+		resp := new(kmsg.MetadataResponse)
+		if got := decodeResponse(t, readFrame(t, c), resp, 12); got != corr || len(resp.Topics) != 1 {
+			t.Fatalf("pipelined Metadata: correlation id %d with %d topics, want %d with 1", got, len(resp.Topics), corr)
+		}
+	}
+}

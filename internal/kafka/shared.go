@@ -58,8 +58,12 @@ func (s *sharedState) fetchPacer() *bytePacer {
 }
 
 // lastAllTopicsBytes is what a Metadata answer listing every topic
-// reserves before it is built. Before the first it is the whole budget,
-// so the first such answers are built one at a time.
+// reserves before it is built. Before the first it is an eighth of the
+// budget, so a few first answers are built at a time. Not the whole
+// budget: that waited for every other response to be written, behind a
+// long-polling Fetch holding a little for its MaxWaitMillis, and for
+// good behind an answer pipelined after it on the same connection,
+// which holds budget and is written only after it.
 func (s *sharedState) lastAllTopicsBytes() int64 {
 	if s == nil {
 		return 0
@@ -67,8 +71,12 @@ func (s *sharedState) lastAllTopicsBytes() int64 {
 	if n := s.allTopicsBytes.Load(); n > 0 {
 		return n
 	}
-	return s.responses.capBytes
+	return s.responses.capBytes / firstAllTopicsShare
 }
+
+// firstAllTopicsShare: the first answers listing every topic reserve
+// 1/firstAllTopicsShare of the response budget each.
+const firstAllTopicsShare = 8
 
 // allTopicsHeld is what the last answer listing every topic held, 0
 // before the first.
