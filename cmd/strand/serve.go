@@ -183,7 +183,7 @@ the command line wins.`,
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
 	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
 	cfg.FetchReadAheadBytes = agent.DefaultFetchReadAheadBytes
-	f.Var(agent.BytesFlag(&cfg.FetchReadAheadBytes), "fetch-read-ahead-bytes", "how far ahead of a consumer catching up on a partition (reading what the read cache does not hold) to read it, e.g. 16MiB (0: no read-ahead); its bytes in flight come out of the read cache's share of --memory-budget")
+	f.Var(agent.BytesFlag(&cfg.FetchReadAheadBytes), "fetch-read-ahead-bytes", "how far ahead of a consumer catching up on a partition (reading what the read cache does not hold) to read it, e.g. 32MiB (0: no read-ahead); its bytes in flight come out of the read cache's share of --memory-budget")
 	f.IntVar(&cfg.FetchMaxParallelGets, "fetch-max-parallel-gets", agent.DefaultFetchMaxParallelGets, "most object store GETs read-ahead has in flight at once, over all partitions")
 	f.Int64Var(&cfg.LogRetentionMs, "log-retention-ms", agent.DefaultLogRetentionMs, "how long a topic that sets no retention.ms keeps data, in ms (Kafka's log.retention.ms; -1: no limit)")
 	f.Int64Var(&cfg.LogRetentionBytes, "log-retention-bytes", -1, "bytes a partition of a topic that sets no retention.bytes keeps (Kafka's log.retention.bytes; -1: no limit)")
