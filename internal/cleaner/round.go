@@ -64,9 +64,8 @@ type Config struct {
 // Cleaner runs cleaning rounds on the compacted partitions its agent
 // owns. Safe for concurrent use; rounds run one at a time.
 type Cleaner struct {
-	cfg    Config
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg  Config
+	loop *clock.Loop
 
 	mu struct {
 		sync.Mutex
@@ -102,25 +101,15 @@ func New(cfg Config) (*Cleaner, error) {
 
 // Start runs a pass every Interval until Close.
 func (c *Cleaner) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel, c.done = cancel, make(chan struct{})
-	go func() {
-		defer close(c.done)
-		for clock.Sleep(ctx, c.cfg.Clock, c.cfg.Interval) == nil {
-			if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
-				c.cfg.Logger.Warn("cleaning pass failed", "err", err)
-			}
+	c.loop = clock.Every(c.cfg.Clock, c.cfg.Interval, func(ctx context.Context) {
+		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("cleaning pass failed", "err", err)
 		}
-	}()
+	})
 }
 
 // Close stops the passes and waits for the one under way.
-func (c *Cleaner) Close() {
-	if c.cancel != nil {
-		c.cancel()
-		<-c.done
-	}
-}
+func (c *Cleaner) Close() { c.loop.Stop() }
 
 // RoundStats is what rounds did.
 type RoundStats struct {

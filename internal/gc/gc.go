@@ -124,9 +124,8 @@ func (c *Config) Validate() error {
 // Collector runs the janitor and the reconciler on the agent placement
 // names. Safe for concurrent use.
 type Collector struct {
-	cfg    Config
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg  Config
+	loop *clock.Loop
 
 	mu struct {
 		sync.Mutex
@@ -159,28 +158,15 @@ func New(cfg Config) (*Collector, error) {
 
 // Start runs a step every Interval until Close.
 func (c *Collector) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel, c.done = cancel, make(chan struct{})
-	go func() {
-		defer close(c.done)
-		for {
-			if _, err := c.Step(ctx); err != nil && ctx.Err() == nil {
-				c.cfg.Logger.Warn("gc: step failed; retrying", "err", err)
-			}
-			if clock.Sleep(ctx, c.cfg.Clock, c.cfg.Interval) != nil {
-				return
-			}
+	c.loop = clock.EveryFromNow(c.cfg.Clock, c.cfg.Interval, func(ctx context.Context) {
+		if _, err := c.Step(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("gc: step failed; retrying", "err", err)
 		}
-	}()
+	})
 }
 
-// Close stops the steps and waits for the one running.
-func (c *Collector) Close() {
-	if c.cancel != nil {
-		c.cancel()
-		<-c.done
-	}
-}
+// Close stops the steps and waits for the one under way.
+func (c *Collector) Close() { c.loop.Stop() }
 
 // Step runs one step if this agent is the janitor: it deletes the dead
 // objects due, lists the key buckets below the orphan horizon that the

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/strandkafka/strand/internal/clock"
@@ -65,10 +64,9 @@ type Config struct {
 
 // Checker proposes retention for the partitions its agent owns.
 type Checker struct {
-	cfg    Config
-	log    *slog.Logger
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg  Config
+	log  *slog.Logger
+	loop *clock.Loop
 	// waitLogged: the "waits for level 3" line was logged.
 	waitLogged bool
 }
@@ -83,30 +81,16 @@ func Start(cfg Config) (*Checker, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	c.wg.Add(1)
-	go c.run(ctx)
+	c.loop = clock.Every(cfg.Clock, cfg.Interval, func(ctx context.Context) {
+		if _, err := c.Check(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("retention check failed", "err", err)
+		}
+	})
 	return c, nil
 }
 
 // Close stops the checks and waits for one under way.
-func (c *Checker) Close() {
-	c.cancel()
-	c.wg.Wait()
-}
-
-func (c *Checker) run(ctx context.Context) {
-	defer c.wg.Done()
-	for {
-		if clock.Sleep(ctx, c.cfg.Clock, c.cfg.Interval) != nil {
-			return
-		}
-		if _, err := c.Check(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("retention check failed", "err", err)
-		}
-	}
-}
+func (c *Checker) Close() { c.loop.Stop() }
 
 // Check proposes ApplyRetention for every partition this agent owns that
 // retention would trim now, and returns how many log starts moved.

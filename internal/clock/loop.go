@@ -1,0 +1,48 @@
+package clock
+
+import (
+	"context"
+	"time"
+)
+
+// Loop is a background pass run on a clock until Stop: compaction, the
+// cleaner, retention and garbage collection each run one.
+type Loop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Every starts a Loop that waits interval on clk, then calls pass, and
+// again, until Stop. pass gets a context Stop cancels.
+func Every(clk Clock, interval time.Duration, pass func(ctx context.Context)) *Loop {
+	return start(clk, interval, false, pass)
+}
+
+// EveryFromNow is Every with a first pass at once.
+func EveryFromNow(clk Clock, interval time.Duration, pass func(ctx context.Context)) *Loop {
+	return start(clk, interval, true, pass)
+}
+
+func start(clk Clock, interval time.Duration, now bool, pass func(ctx context.Context)) *Loop {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Loop{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		if now {
+			pass(ctx)
+		}
+		for Sleep(ctx, clk, interval) == nil {
+			pass(ctx)
+		}
+	}()
+	return l
+}
+
+// Stop ends the loop and waits for a pass under way. Stop of a nil Loop
+// (never started) does nothing.
+func (l *Loop) Stop() {
+	if l != nil {
+		l.cancel()
+		<-l.done
+	}
+}

@@ -1,0 +1,68 @@
+package clock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
+)
+
+// TestLoop checks that a loop passes once per interval of its clock
+// (from now with EveryFromNow), that Stop waits for a pass under way
+// and cancels its context.
+func TestLoop(t *testing.T) {
+	for _, fromNow := range []bool{false, true} {
+		clk := clock.NewFake(time.Unix(1000, 0))
+		passes := make(chan struct{})
+		release := make(chan struct{})
+		var stopped error
+		finished := 0
+		pass := func(ctx context.Context) {
+			passes <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				stopped = ctx.Err()
+			}
+			finished++
+		}
+		start := clock.Every
+		if fromNow {
+			start = clock.EveryFromNow
+		}
+		l := start(clk, time.Second, pass)
+		if fromNow {
+			<-passes
+			release <- struct{}{}
+		}
+		for i := 0; i < 2; i++ {
+			block(t, clk)
+			clk.Advance(time.Second)
+			<-passes
+			release <- struct{}{}
+		}
+		block(t, clk)
+		clk.Advance(time.Second)
+		<-passes
+		// The pass under way ends only when Stop cancels its context.
+		want := finished + 1
+		l.Stop()
+		if finished != want {
+			t.Errorf("Stop returned with %d passes finished, want %d: it did not wait for the one under way", finished, want)
+		}
+		if stopped == nil {
+			t.Error("the pass's context was not canceled by Stop")
+		}
+	}
+	var never *clock.Loop
+	never.Stop()
+}
+
+// block waits until the loop sleeps on clk.
+func block(t *testing.T, clk *clock.Fake) {
+	t.Helper()
+	if err := clk.BlockUntil(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+}
