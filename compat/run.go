@@ -229,7 +229,14 @@ func RunMatrix(ctx context.Context, opts Options) (_ *Matrix, err error) {
 		return nil, fmt.Errorf("kgo suite: %w", kgoErr)
 	}
 	if m.Kgo != nil {
-		rows["kgo"] = m.Kgo.Row()
+		r := m.Kgo.Row()
+		if _, ok := r.Cells[ScramSHA512]; ok {
+			r.Notes = append(r.Notes, "scram-sha-512: the suite's SCRAM tests dial KGO_TEST_SCRAM_SEEDS without TLS, so this cell is SASL_PLAINTEXT, not SASL_SSL")
+		}
+		if slices.Contains(opts.Caps, SASLPlain) {
+			r.Notes = append(r.Notes, "sasl-plain: the suite has no PLAIN test; the kadm row's cell is franz-go over PLAIN")
+		}
+		rows["kgo"] = r
 	}
 	for _, name := range ClientNames {
 		if r, ok := rows[name]; ok {
