@@ -493,6 +493,13 @@ func TestMaskedEnv(t *testing.T) {
 	}
 }
 
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"A=1", "AB=2", "C=3"}, []string{"A=9", "D=4"})
+	if want := []string{"AB=2", "C=3", "A=9", "D=4"}; !slices.Equal(got, want) {
+		t.Errorf("mergeEnv = %q, want %q", got, want)
+	}
+}
+
 func TestListenerRE(t *testing.T) {
 	line := `time=2026-12-02T07:10:00Z level=INFO msg="strand agent serving" kafka=127.0.0.1:40647 advertise=127.0.0.1:40647 ` +
 		`listeners="PLAINTEXT(PLAINTEXT)=127.0.0.1:40647->127.0.0.1:40647,SASL_SSL(SASL_SSL)=127.0.0.1:40169->localhost:40169,` +
