@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Env is what every client run gets.
@@ -215,6 +217,11 @@ func RunMatrix(ctx context.Context, opts Options) (_ *Matrix, err error) {
 		}
 		if slices.Contains(opts.Caps, SASLPlain) {
 			row.set(SASLPlain, kadmSASLPlain(ctx, env, sec))
+		}
+		for cp, mech := range map[Capability]kadm.ScramMechanism{ScramSHA256: kadm.ScramSha256, ScramSHA512: kadm.ScramSha512} {
+			if slices.Contains(opts.Caps, cp) {
+				row.set(cp, kadmSCRAMUser(ctx, env, sec, cp, mech))
+			}
 		}
 		if row.Cells != nil {
 			rows["kadm"] = row

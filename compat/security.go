@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,9 +17,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/certs/certstest"
 )
 
@@ -303,4 +307,71 @@ func kadmSASLPlain(ctx context.Context, env Env, sec *Security) Cell {
 		return Cell{Status: Fail, Detail: fmt.Sprintf("%s: %s has credentials %v, want %v", sc, sec.User, got, want)}
 	}
 	return Cell{Status: Pass, Detail: fmt.Sprintf("%s: DescribeUserScramCredentials lists %s's %s", sc, sec.User, strings.Join(got, " and "))}
+}
+
+// kadmSCRAMUser is the kadm row's cell for a SCRAM mechanism (KIP-554):
+// kadm, as the bootstrap user over SASL_SSL with SCRAM-SHA-512, creates
+// a user with mech's credentials; that user authenticates with mech
+// over SASL_PLAINTEXT; once kadm deletes the credential, it is refused.
+func kadmSCRAMUser(ctx context.Context, env Env, sec *Security, cp Capability, mech kadm.ScramMechanism) Cell {
+	ctx, cancel := context.WithTimeout(ctx, env.StepTimeout)
+	defer cancel()
+	fail := func(format string, args ...any) Cell {
+		return Cell{Status: Fail, Detail: fmt.Sprintf("%v: ", mech) + fmt.Sprintf(format, args...)}
+	}
+	tlsCfg, err := certs.ClientConfig(certs.ClientFiles{CAFile: sec.CAFile, CertFile: sec.Client.CertFile, KeyFile: sec.Client.KeyFile})
+	if err != nil {
+		return fail("%v", err)
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(sec.Addrs["SASL_SSL"]), kgo.DialTLSConfig(tlsCfg),
+		kgo.SASL(scram.Auth{User: sec.User, Pass: sec.Password}.AsSha512Mechanism()))
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	user, password := fmt.Sprintf("%s-kadm-%s", env.Prefix, cp), "pw-"+randomSuffix()
+	if err := alterSCRAM(ctx, adm, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: mech, Iterations: 4096, Password: password}}); err != nil {
+		return fail("AlterUserScramCredentials creating %s over SASL_SSL: %v", user, err)
+	}
+	auth := scram.Auth{User: user, Pass: password}
+	m := auth.AsSha256Mechanism()
+	if mech == kadm.ScramSha512 {
+		m = auth.AsSha512Mechanism()
+	}
+	// With no retries, the first Metadata reports an authentication
+	// failure instead of retrying it until the context ends.
+	metadata := func() error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(sec.Addrs["SASL_PLAINTEXT"]), kgo.SASL(m), kgo.RequestRetries(0))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		_, err = kadm.NewClient(cl).BrokerMetadata(ctx)
+		return err
+	}
+	if err := metadata(); err != nil {
+		return fail("the new user %s over SASL_PLAINTEXT: %v", user, err)
+	}
+	if err := alterSCRAM(ctx, adm, []kadm.DeleteSCRAM{{User: user, Mechanism: mech}}, nil); err != nil {
+		return fail("AlterUserScramCredentials deleting %s: %v", user, err)
+	}
+	if err := metadata(); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		return fail("%s after its credential was deleted: %v, want SASL_AUTHENTICATION_FAILED", user, err)
+	}
+	return Cell{Status: Pass, Detail: fmt.Sprintf("AlterUserScramCredentials over SASL_SSL created %s (%v, 4096 iterations), "+
+		"who then authenticated over SASL_PLAINTEXT; after the deletion, SASL_AUTHENTICATION_FAILED", user, mech)}
+}
+
+func alterSCRAM(ctx context.Context, adm *kadm.Client, del []kadm.DeleteSCRAM, upsert []kadm.UpsertSCRAM) error {
+	res, err := adm.AlterUserSCRAMs(ctx, del, upsert)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return fmt.Errorf("%s: %w %s", r.User, r.Err, r.ErrMessage)
+		}
+	}
+	return nil
 }
