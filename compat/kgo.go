@@ -456,8 +456,8 @@ func RunKgo(ctx context.Context, opts KgoOptions) (*KgoReport, error) {
 	command := func(env, args []string) {
 		commandsMu.Lock()
 		defer commandsMu.Unlock()
-		rep.Commands = append(rep.Commands, fmt.Sprintf("KGO_SEEDS=%s KGO_TEST_RF=1 KGO_TEST_RECORDS=%d %sgo %s",
-			opts.Seeds, opts.Records, maskedEnv(env), strings.Join(args, " ")))
+		base := []string{"KGO_SEEDS=" + opts.Seeds, "KGO_TEST_RF=1", "KGO_TEST_RECORDS=" + strconv.Itoa(opts.Records)}
+		rep.Commands = append(rep.Commands, maskedEnv(mergeEnv(base, env))+"go "+strings.Join(args, " "))
 	}
 	var variants sync.WaitGroup
 	rep.Variants = make([]KgoVariantReport, len(opts.Variants))
