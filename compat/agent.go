@@ -46,8 +46,11 @@ func BuildAgent(ctx context.Context, dir string) (string, error) {
 // the kernel chose, with its own data dir.
 type Agent struct {
 	// Addr is the Kafka listener's host:port.
-	Addr    string
-	DataDir string
+	Addr string
+	// Listeners maps each listener's name to its bound host:port when
+	// the agent was started with --listeners.
+	Listeners map[string]string
+	DataDir   string
 
 	cmd    *exec.Cmd
 	log    *lineTail
@@ -59,16 +62,21 @@ type Agent struct {
 // servingRE finds the Kafka address in the agent's "serving" log line.
 var servingRE = regexp.MustCompile(`msg="strand agent serving".* kafka=(\S+)`)
 
+// listenerRE finds NAME(PROTOCOL)=bound->advertised in the serving
+// line's listeners field.
+var listenerRE = regexp.MustCompile(`([A-Za-z0-9_]+)\([A-Z_]+\)=([^,"]+?)->`)
+
 // StartAgent runs binary as `strand serve` with its data under dataDir
 // and returns once it serves Kafka. Extra args go after the defaults
-// (a later flag wins). The agent is killed if this process dies.
+// (a later flag wins); with --listeners among them, --kafka-listen is
+// left out, as the agent takes one or the other. The agent is killed if
+// this process dies.
 func StartAgent(ctx context.Context, binary, dataDir string, extra ...string) (*Agent, error) {
-	args := append([]string{"serve",
-		"--data-dir", dataDir,
-		"--kafka-listen", "127.0.0.1:0",
-		"--http-listen", "",
-		"--log-level", "info",
-	}, extra...)
+	args := []string{"serve", "--data-dir", dataDir, "--http-listen", "", "--log-level", "info"}
+	if !slices.Contains(extra, "--listeners") {
+		args = append(args, "--kafka-listen", "127.0.0.1:0")
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(binary, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	dieWithParent(cmd.SysProcAttr)
@@ -86,11 +94,12 @@ func StartAgent(ctx context.Context, binary, dataDir string, extra ...string) (*
 	serving := make(chan string, 1)
 	go scanLines(pr, func(line string) {
 		a.log.add(line)
-		if m := servingRE.FindStringSubmatch(line); m != nil {
-			select {
-			case serving <- m[1]:
-			default:
-			}
+		if !servingRE.MatchString(line) {
+			return
+		}
+		select {
+		case serving <- line:
+		default:
 		}
 	})
 	go func() {
@@ -101,7 +110,14 @@ func StartAgent(ctx context.Context, binary, dataDir string, extra ...string) (*
 	timer := time.NewTimer(agentStartTimeout)
 	defer timer.Stop()
 	select {
-	case a.Addr = <-serving:
+	case line := <-serving:
+		a.Addr = servingRE.FindStringSubmatch(line)[1]
+		for _, m := range listenerRE.FindAllStringSubmatch(line, -1) {
+			if a.Listeners == nil {
+				a.Listeners = make(map[string]string)
+			}
+			a.Listeners[m[1]] = m[2]
+		}
 		return a, nil
 	case <-a.exited:
 		return nil, fmt.Errorf("%w before serving (%v):\n%s", ErrAgentExited, a.waitErr, a.log.String())

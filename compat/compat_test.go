@@ -52,7 +52,7 @@ func TestQuickMatrix(t *testing.T) {
 			want := QuickCaps
 			if name == "kgo" {
 				// The quick kgo tests cover these columns (kgoCapTests).
-				want = []Capability{Produce, Consume, Groups, Admin}
+				want = []Capability{Produce, Consume, Groups, Admin, ScramSHA512}
 			}
 			for _, cp := range want {
 				c, ok := r.Cells[cp]
@@ -222,6 +222,7 @@ var newAdmin = func() int { return newTestClient() }
 type consumer struct{}
 func (c *consumer) goRun() { newTestClient() }
 func wait() {}
+var scramSeeds string
 `,
 		"a_test.go": `package kgo
 import "testing"
@@ -229,6 +230,7 @@ func TestDirect(t *testing.T) { newTestClient() }
 func TestViaClosure(t *testing.T) { newAdmin() }
 func TestViaMethod(t *testing.T) { var c consumer; c.goRun() }
 func TestUnit(t *testing.T) { wait() }
+func TestSCRAM(t *testing.T) { if scramSeeds == "" { t.Skip() } }
 func helperNotATest() { getSeedBrokers() }
 `,
 	}
@@ -241,7 +243,7 @@ func helperNotATest() { getSeedBrokers() }
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"TestDirect": true, "TestViaClosure": true, "TestViaMethod": true, "TestUnit": false}
+	want := map[string]bool{"TestDirect": true, "TestViaClosure": true, "TestViaMethod": true, "TestUnit": false, "TestSCRAM": true}
 	if len(got) != len(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
@@ -455,5 +457,64 @@ func TestLineTail(t *testing.T) {
 	}
 	if got := lt.String(); got != "c\nd\ne" {
 		t.Errorf("tail %q, want the last three lines", got)
+	}
+}
+
+// TestKgoVariantCells: a variant's cell passes only if every one of its
+// tests passed; a skip means the suite did not see the environment the
+// runner set, and counts as a failure.
+func TestKgoVariantCells(t *testing.T) {
+	rep := &KgoReport{Version: "v1", Tests: []KgoTest{
+		{Name: "TestSCRAMAuth", Status: KgoPass},
+		{Name: "TestSCRAMAuthBadCredentials", Status: KgoPass},
+	}, Variants: []KgoVariantReport{
+		{Name: "sha256", Cap: ScramSHA256, Tests: []KgoTest{
+			{Name: "TestSCRAMAuth", Status: KgoSkip, Output: []string{"KGO_TEST_SCRAM not set"}},
+			{Name: "TestSCRAMAuthBadCredentials", Status: KgoPass},
+		}},
+		{Name: "tls", Cap: MTLS, Tests: []KgoTest{{Name: "TestPing", Status: KgoPass}}},
+		{Name: "none", Cap: SASLPlain},
+	}}
+	row := rep.Row()
+	for cp, want := range map[Capability]Status{ScramSHA512: Pass, ScramSHA256: Fail, MTLS: Pass, SASLPlain: Fail} {
+		if c := row.Cells[cp]; c.Status != want {
+			t.Errorf("%s: %+v, want %s", cp, c, want)
+		}
+	}
+	if d := row.Cells[ScramSHA256].Detail; !strings.Contains(d, "TestSCRAMAuth skip: KGO_TEST_SCRAM not set") {
+		t.Errorf("scram-sha-256 detail %q does not name the skipped test", d)
+	}
+}
+
+func TestMaskedEnv(t *testing.T) {
+	got := maskedEnv([]string{"KGO_TEST_SCRAM=compat:s3cret:512", "KGO_TEST_SCRAM_SEEDS=127.0.0.1:1"})
+	if want := "KGO_TEST_SCRAM=compat:***:512 KGO_TEST_SCRAM_SEEDS=127.0.0.1:1 "; got != want {
+		t.Errorf("maskedEnv = %q, want %q", got, want)
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"A=1", "AB=2", "C=3"}, []string{"A=9", "D=4"})
+	if want := []string{"AB=2", "C=3", "A=9", "D=4"}; !slices.Equal(got, want) {
+		t.Errorf("mergeEnv = %q, want %q", got, want)
+	}
+}
+
+func TestListenerRE(t *testing.T) {
+	line := `time=2026-12-02T07:10:00Z level=INFO msg="strand agent serving" kafka=127.0.0.1:40647 advertise=127.0.0.1:40647 ` +
+		`listeners="PLAINTEXT(PLAINTEXT)=127.0.0.1:40647->127.0.0.1:40647,SASL_SSL(SASL_SSL)=127.0.0.1:40169->localhost:40169,` +
+		`INTERNAL(SSL)=[::1]:46249->[::1]:46249" http=""`
+	got := map[string]string{}
+	for _, m := range listenerRE.FindAllStringSubmatch(line, -1) {
+		got[m[1]] = m[2]
+	}
+	want := map[string]string{"PLAINTEXT": "127.0.0.1:40647", "SASL_SSL": "127.0.0.1:40169", "INTERNAL": "[::1]:46249"}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
 	}
 }

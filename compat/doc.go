@@ -17,6 +17,12 @@
 // a script that checked nothing cannot pass. A capability a script was
 // asked for and printed no line for is a failure.
 //
+// The agent also has SASL_PLAINTEXT, SASL_SSL and SSL listeners, a
+// throwaway CA and a bootstrap SCRAM user (security.go): each client
+// produces and consumes again over each of them for the security
+// columns, and the kgo suite runs with KGO_TEST_SCRAM, so its SCRAM-gated
+// tests run rather than skip.
+//
 // TestQuickMatrix runs a small subset on every `go test`; the full matrix
 // (the whole kgo suite, every client and capability) is
 // `scripts/compat`, which runs ./compat/cmd/strand-compat.

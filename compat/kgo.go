@@ -53,10 +53,37 @@ type KgoOptions struct {
 	// Isolated tests run each in a process of their own, concurrently
 	// with the rest; nil means DefaultKgoIsolated.
 	Isolated []string
+	// Env is extra environment for every test process, such as
+	// KGO_TEST_SCRAM and KGO_TEST_SCRAM_SEEDS, which un-skip the suite's
+	// SCRAM tests. The commands in the report show it with passwords
+	// masked.
+	Env []string
+	// Variants are extra runs of a few tests with other environment,
+	// alongside the main run.
+	Variants []KgoVariant
 	// WorkDir receives the module copy and the test binary.
 	WorkDir string
 	// Logf, if set, reports progress.
 	Logf func(format string, args ...any)
+}
+
+// KgoVariant is one extra run of some of the suite's tests with its own
+// environment (another SCRAM mechanism, seeds behind TLS): it fills the
+// cell of Cap in the franz-go row.
+type KgoVariant struct {
+	Name  string
+	Cap   Capability
+	Tests []string
+	// Env goes after the main run's environment and Options.Env, so it
+	// may override KGO_SEEDS.
+	Env []string
+}
+
+// KgoVariantReport is how one variant's tests ended.
+type KgoVariantReport struct {
+	Name  string     `json:"name"`
+	Cap   Capability `json:"capability"`
+	Tests []KgoTest  `json:"tests"`
 }
 
 // KgoTestStatus is one test's outcome.
@@ -127,6 +154,8 @@ type KgoReport struct {
 	Unit     KgoCounts     `json:"unit"`
 	Tests    []KgoTest     `json:"tests"`
 	Commands []string      `json:"commands"`
+	// Variants are the extra runs' tests, outside the counts above.
+	Variants []KgoVariantReport `json:"variants,omitempty"`
 }
 
 // Test returns the named test, or nil.
@@ -169,6 +198,24 @@ func (r *KgoReport) WriteSummary(w io.Writer) {
 			fmt.Fprintf(w, "       ... %d more lines\n", t.OutputLines-len(t.Output))
 		}
 	}
+	// The SCRAM-gated tests are named whatever their outcome: that they
+	// ran at all, rather than skipped, is what a reader looks for.
+	for _, n := range kgoSCRAMTests {
+		if t := r.Test(n); t != nil && t.Status != KgoFail {
+			fmt.Fprintf(w, "  %s %s (main run, %.1fs)\n", strings.ToUpper(string(t.Status)), t.Name, t.Elapsed)
+		}
+	}
+	for _, v := range r.Variants {
+		for _, t := range v.Tests {
+			fmt.Fprintf(w, "  %s %s (%s run, %.1fs)\n", strings.ToUpper(string(t.Status)), t.Name, v.Name, t.Elapsed)
+			if t.Status == KgoPass {
+				continue
+			}
+			for _, l := range t.Output {
+				fmt.Fprintf(w, "       %s\n", l)
+			}
+		}
+	}
 }
 
 // kgoCapTests maps capability columns to the broker tests of the suite
@@ -188,7 +235,15 @@ var kgoCapTests = map[Capability][]string{
 	Idempotence:  {"TestGroupETL", "TestClient_Produce"},
 	Transactions: {"TestTxnEtl"},
 	Admin:        {"TestAddRemovePartitions", "TestPing", "TestUnknownGroupOffsetFetchPinned"},
+	// The main run gets KGO_TEST_SCRAM with SHA-512 (RunMatrix); the
+	// other mechanism and TLS are variants.
+	ScramSHA512: kgoSCRAMTests,
 }
+
+// kgoSCRAMTests are the suite's tests gated on KGO_TEST_SCRAM and
+// KGO_TEST_SCRAM_SEEDS: one authenticates and asks for metadata, one
+// must be refused with a wrong password.
+var kgoSCRAMTests = []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials"}
 
 // Row turns the report into the franz-go row: a cell per capability
 // with mapped tests that ran. A cell fails if any of its tests failed.
@@ -225,7 +280,35 @@ func (r *KgoReport) Row() Row {
 			row.set(cp, Cell{Status: NA, Detail: "skipped by the suite" + why})
 		}
 	}
+	for _, v := range r.Variants {
+		row.set(v.Cap, v.cell())
+	}
 	return row
+}
+
+// cell is the variant's verdict: every test must have passed. A variant
+// runs only with the environment its tests need, so a skip is a failure
+// too (the suite did not see what the runner set).
+func (v KgoVariantReport) cell() Cell {
+	var passed, bad []string
+	for _, t := range v.Tests {
+		if t.Status == KgoPass {
+			passed = append(passed, t.Name)
+			continue
+		}
+		why := string(t.Status)
+		if len(t.Output) > 0 {
+			why += ": " + t.Output[0]
+		}
+		bad = append(bad, t.Name+" "+why)
+	}
+	switch {
+	case len(bad) > 0:
+		return Cell{Status: Fail, Detail: v.Name + " run: " + strings.Join(bad, "; ")}
+	case len(passed) == 0:
+		return Cell{Status: Fail, Detail: v.Name + " run: no test ran"}
+	}
+	return Cell{Status: Pass, Detail: v.Name + " run: " + strings.Join(passed, ", ")}
 }
 
 // moduleInfo is what `go list -m -json` says of a module.
@@ -369,6 +452,34 @@ func RunKgo(ctx context.Context, opts KgoOptions) (*KgoReport, error) {
 		wanted = slices.DeleteFunc(slices.Clone(s.tests), func(n string) bool { return !re.MatchString(n) })
 	}
 	rep := &KgoReport{Module: s.mod.Path, Version: s.mod.Version, Records: opts.Records, Run: opts.Run}
+	var commandsMu sync.Mutex
+	command := func(env, args []string) {
+		commandsMu.Lock()
+		defer commandsMu.Unlock()
+		base := []string{"KGO_SEEDS=" + opts.Seeds, "KGO_TEST_RF=1", "KGO_TEST_RECORDS=" + strconv.Itoa(opts.Records)}
+		rep.Commands = append(rep.Commands, maskedEnv(mergeEnv(base, env))+"go "+strings.Join(args, " "))
+	}
+	var variants sync.WaitGroup
+	rep.Variants = make([]KgoVariantReport, len(opts.Variants))
+	for i, v := range opts.Variants {
+		env := mergeEnv(opts.Env, v.Env)
+		args := s.args(v.Tests, opts.Timeout)
+		command(env, args)
+		variants.Go(func() {
+			results := newKgoResults()
+			logf("kgo: running the %s variant", v.Name)
+			err := s.run(ctx, -1-i, args, env, opts, results)
+			logf("kgo: %s variant done (%v)", v.Name, err)
+			vr := KgoVariantReport{Name: v.Name, Cap: v.Cap}
+			for _, n := range v.Tests {
+				t := results.test(n)
+				t.Broker = s.broker[n]
+				vr.Tests = append(vr.Tests, t)
+			}
+			rep.Variants[i] = vr
+		})
+	}
+	defer variants.Wait()
 	results := newKgoResults()
 	pending := wanted
 	proc := 0
@@ -389,14 +500,11 @@ func RunKgo(ctx context.Context, opts KgoOptions) (*KgoReport, error) {
 		for _, g := range groups {
 			proc++
 			proc := proc // each goroutine keeps its own id
-			args := []string{"tool", "test2json", "-t", "-p", "kgo", s.binary,
-				"-test.v=test2json", "-test.count=1", "-test.run", anchored(g),
-				"-test.timeout", opts.Timeout.String()}
-			rep.Commands = append(rep.Commands, fmt.Sprintf("KGO_SEEDS=%s KGO_TEST_RF=1 KGO_TEST_RECORDS=%d go %s",
-				opts.Seeds, opts.Records, strings.Join(args, " ")))
+			args := s.args(g, opts.Timeout)
+			command(opts.Env, args)
 			wg.Go(func() {
 				logf("kgo: running %d tests (pass %d)", len(g), pass+1)
-				err := s.run(ctx, proc, args, opts, results)
+				err := s.run(ctx, proc, args, opts.Env, opts, results)
 				logf("kgo: %d tests done (%v)", len(g), err)
 			})
 		}
@@ -423,8 +531,46 @@ func RunKgo(ctx context.Context, opts KgoOptions) (*KgoReport, error) {
 			rep.Unit.add(t.Status)
 		}
 	}
+	variants.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// args is the go command line running tests under test2json.
+func (s *kgoSuite) args(tests []string, timeout time.Duration) []string {
+	return []string{"tool", "test2json", "-t", "-p", "kgo", s.binary,
+		"-test.v=test2json", "-test.count=1", "-test.run", anchored(tests),
+		"-test.timeout", timeout.String()}
+}
+
+// mergeEnv is base with over's assignments replacing those of the same
+// names, so a printed command sets each variable once.
+func mergeEnv(base, over []string) []string {
+	out := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.ContainsFunc(over, func(o string) bool { return strings.HasPrefix(o, name+"=") })
+	})
+	return append(out, over...)
+}
+
+// maskedEnv prints env as shell assignments followed by a space, with
+// the password of KGO_TEST_SCRAM (user:password:bits) masked: the
+// commands are printed and written to the JSON.
+func maskedEnv(env []string) string {
+	var b strings.Builder
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "KGO_TEST_SCRAM="); ok {
+			if user, rest, ok := strings.Cut(v, ":"); ok {
+				_, bits, _ := strings.Cut(rest, ":")
+				kv = "KGO_TEST_SCRAM=" + user + ":***:" + bits
+			}
+		}
+		b.WriteString(kv + " ")
+	}
+	return b.String()
 }
 
 // anchored is a -test.run pattern matching exactly the top-level names
@@ -439,7 +585,7 @@ func anchored(names []string) string {
 
 // run runs the test binary once under test2json and feeds its events to
 // results.
-func (s *kgoSuite) run(ctx context.Context, proc int, args []string, opts KgoOptions, results *kgoResults) error {
+func (s *kgoSuite) run(ctx context.Context, proc int, args, env []string, opts KgoOptions, results *kgoResults) error {
 	// The process's own timeout ends it; this one only guards a hang
 	// of test2json itself.
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout+time.Minute)
@@ -452,6 +598,7 @@ func (s *kgoSuite) run(ctx context.Context, proc int, args []string, opts KgoOpt
 		"KGO_TEST_RECORDS="+strconv.Itoa(opts.Records),
 		"KGO_LOG_LEVEL=none",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	ownProcessGroup(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// kgoBrokerRoots are the kgo test helpers that hand a client the
-// KGO_SEEDS brokers; a test that reaches one of them, directly or
-// through other helpers, talks to the broker under test.
-var kgoBrokerRoots = []string{"getSeedBrokers"}
+// kgoBrokerRoots are the kgo test helpers and variables that hand a
+// client the broker's address (KGO_SEEDS, or KGO_TEST_SCRAM_SEEDS and
+// KGO_TEST_OAUTH_SEEDS for the SASL tests, which dial it themselves); a
+// test that reaches one of them, directly or through other helpers,
+// talks to the broker under test.
+var kgoBrokerRoots = []string{"getSeedBrokers", "scramSeeds", "oauthSeeds"}
 
 // brokerTests reads the _test.go files in dir and reports, for every
 // top-level Test function, whether it reaches a kgoBrokerRoots helper.

@@ -27,15 +27,29 @@ const (
 	Admin        Capability = "admin"
 	// Lag is consumer lag as a monitoring tool (burrow) reports it.
 	Lag Capability = "lag"
+	// The security columns: a produce and consume (or, for the kgo
+	// suite, its tests for the mechanism) over SASL_PLAINTEXT with
+	// PLAIN, SASL_PLAINTEXT with SCRAM-SHA-256, SASL_SSL with
+	// SCRAM-SHA-512, and SSL with a client certificate (security.go).
+	SASLPlain   Capability = "sasl-plain"
+	ScramSHA256 Capability = "scram-sha-256"
+	ScramSHA512 Capability = "scram-sha-512"
+	MTLS        Capability = "mtls"
 )
 
 // Capabilities lists every column in print order.
-var Capabilities = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, Lag}
+var Capabilities = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, Lag,
+	SASLPlain, ScramSHA256, ScramSHA512, MTLS}
+
+// SecurityCaps are the columns checked over a secured listener rather
+// than by the client scripts' own checks.
+var SecurityCaps = []Capability{SASLPlain, ScramSHA256, ScramSHA512, MTLS}
 
 // Implemented lists the capabilities Strand serves today: a failing cell
 // in one of these columns is a regression, and TestQuickMatrix and
 // strand-compat -strict fail on it.
-var Implemented = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, Lag}
+var Implemented = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, Lag,
+	SASLPlain, ScramSHA256, ScramSHA512, MTLS}
 
 // codecs maps the compression columns to the codec numbers in a record
 // batch's attributes.

@@ -183,7 +183,7 @@ func runScript(ctx context.Context, c scriptClient, scriptsDir string, env Env, 
 		names[i] = string(cp)
 	}
 	argv = append(argv, filepath.Join(scriptsDir, c.script),
-		"--bootstrap", env.Addr,
+		"--bootstrap", env.bootstrap(),
 		"--prefix", env.Prefix,
 		"--caps", strings.Join(names, ","),
 		"--count", strconv.Itoa(env.Records),

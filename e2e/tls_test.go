@@ -158,12 +158,12 @@ func TestClientsOverMTLS(t *testing.T) {
 		requirePythonModule(t, "kafka", "python3-kafka")
 		const topic = "tls-kafka-python"
 		createTopic(t, a.KafkaAddr(), topic, 1)
-		checkTopic(t, topic, runVerdict(t, append([]string{systemPython, "testdata/tls_kafka_python.py", "--topic", topic}, files...), nil))
+		checkTopic(t, topic, runVerdict(t, append([]string{systemPython, "../compat/clients/tls_kafka_python.py", "--topic", topic}, files...), nil))
 
 		// A certificate from another CA is refused.
 		other := certstest.NewCA(t, "other")
 		mallory := other.Client(t, "mallory", pkix.Name{CommonName: "client", OrganizationalUnit: []string{"e2e"}})
-		bad := []string{systemPython, "testdata/tls_kafka_python.py", "--topic", "tls-refused", "--bootstrap", a.ssl,
+		bad := []string{systemPython, "../compat/clients/tls_kafka_python.py", "--topic", "tls-refused", "--bootstrap", a.ssl,
 			"--ca", a.ca.CertFile, "--cert", mallory.CertFile, "--key", mallory.KeyFile, "--count", "1"}
 		if v := runVerdict(t, bad, nil); v.Error == "" || v.Produced != 0 {
 			t.Errorf("kafka-python with an untrusted certificate: %+v, want refused", v)
@@ -174,7 +174,7 @@ func TestClientsOverMTLS(t *testing.T) {
 		requirePythonModule(t, "confluent_kafka", "python3-confluent-kafka")
 		const topic = "tls-confluent"
 		createTopic(t, a.KafkaAddr(), topic, 1)
-		checkTopic(t, topic, runVerdict(t, append([]string{systemPython, "testdata/tls_confluent_kafka.py", "--topic", topic}, files...), nil))
+		checkTopic(t, topic, runVerdict(t, append([]string{systemPython, "../compat/clients/tls_confluent_kafka.py", "--topic", topic}, files...), nil))
 	})
 
 	t.Run("kafkajs", func(t *testing.T) {
@@ -195,6 +195,6 @@ func TestClientsOverMTLS(t *testing.T) {
 		})
 		const topic = "tls-kafkajs"
 		createTopic(t, a.KafkaAddr(), topic, 1)
-		checkTopic(t, topic, runVerdict(t, append([]string{node, "testdata/tls_kafkajs.js", "--topic", topic}, files...), []string{"NODE_PATH=" + modules}))
+		checkTopic(t, topic, runVerdict(t, append([]string{node, "../compat/clients/tls_kafkajs.js", "--topic", topic}, files...), []string{"NODE_PATH=" + modules}))
 	})
 }

@@ -42,7 +42,20 @@ var serial atomic.Int64
 // NewCA makes a CA named name under t.TempDir().
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key := newKey(t)
+	ca, err := NewCAIn(t.TempDir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// NewCAIn makes a CA named name whose files go in dir, for callers that
+// are not tests (the compatibility matrix's runner).
+func NewCAIn(dir, name string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          nextSerial(),
 		Subject:               pkix.Name{CommonName: name, Organization: []string{"Strand tests"}},
@@ -54,16 +67,14 @@ func NewCA(t testing.TB, name string) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	dir := t.TempDir()
 	ca := &CA{Cert: cert, key: key, dir: dir, CertFile: filepath.Join(dir, name+"-ca.pem")}
-	writePEM(t, ca.CertFile, "CERTIFICATE", der)
-	return ca
+	return ca, writePEM(ca.CertFile, "CERTIFICATE", der)
 }
 
 // Server signs a server certificate for localhost, 127.0.0.1 and ::1,
@@ -81,7 +92,22 @@ func (ca *CA) Client(t testing.TB, name string, subject pkix.Name) Pair {
 }
 
 func (ca *CA) sign(t testing.TB, name string, subject pkix.Name, usage x509.ExtKeyUsage) Pair {
-	key := newKey(t)
+	t.Helper()
+	p, err := ca.Sign(name, subject, usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Sign signs a certificate for subject with usage (server certificates
+// also name localhost, 127.0.0.1 and ::1), written as name.pem and
+// name-key.pem beside the CA's.
+func (ca *CA) Sign(name string, subject pkix.Name, usage x509.ExtKeyUsage) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: nextSerial(),
 		Subject:      subject,
@@ -96,20 +122,21 @@ func (ca *CA) sign(t testing.TB, name string, subject pkix.Name, usage x509.ExtK
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
-		t.Fatal(err)
+		return Pair{}, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatal(err)
+		return Pair{}, err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return Pair{}, err
 	}
 	p := Pair{Cert: cert, CertFile: filepath.Join(ca.dir, name+".pem"), KeyFile: filepath.Join(ca.dir, name+"-key.pem")}
-	writePEM(t, p.CertFile, "CERTIFICATE", der)
-	writePEM(t, p.KeyFile, "PRIVATE KEY", keyDER)
-	return p
+	if err := writePEM(p.CertFile, "CERTIFICATE", der); err != nil {
+		return Pair{}, err
+	}
+	return p, writePEM(p.KeyFile, "PRIVATE KEY", keyDER)
 }
 
 // CopyTo writes p's files over certFile and keyFile (a rotation), each
@@ -131,23 +158,12 @@ func (p Pair) CopyTo(t testing.TB, certFile, keyFile string) {
 	}
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
 func nextSerial() *big.Int {
 	return big.NewInt(time.Now().UnixNano() + serial.Add(1))
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }
 
 // ClientTLS is a TLS client configuration (certs.ClientConfig) that
