@@ -313,6 +313,14 @@ func TestMigrateUnderLoad(t *testing.T) {
 			t.Fatalf("migrated onto %+v, want %s from %d", act, tg.to, res.SealedTail)
 		}
 		await(acked + acksPerStep)
+		// Acknowledgements can all be of records committed before the
+		// seal (a large batch answered just after it): the new segment
+		// must hold entries before the next migration seals it.
+		for deadline := time.Now().Add(opTimeout); logStatus(t, httpAddr).Tail <= res.SealedTail; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no entry appended to %s after %v", tg.name, opTimeout)
+			}
+		}
 		p := pause{name: tg.name, took: res.DurationNS, cli: to.Sub(from), ackGap: clock.longestGap(from, to)}
 		pauses = append(pauses, p)
 		t.Logf("migration to %s under load: sealed at %d; agent took %v, the CLI %v; longest gap between acknowledgements around it %v",
