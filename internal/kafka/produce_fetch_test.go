@@ -1058,6 +1058,13 @@ func FuzzProduceFetch(f *testing.F) {
 		fetchReq(12, 0, 1, 10, fetchPartReq{topic: "fuzz", partition: 1, maxBytes: 5}),
 		fetchReq(16, 0, 1, 1<<20, fetchPartReq{id: a.topicID(f, "fuzz"), maxBytes: 1 << 20}),
 	}
+	// Fetch sessions (fetch_session.go): one opened, incremental
+	// fetches with and without a session of that id, forgetting
+	// partitions by name and by id.
+	opened := fetchReq(12, 0, 1, 1<<20, fetchPartReq{topic: "fuzz", maxBytes: 1 << 20}, fetchPartReq{topic: "fuzz", partition: 1, maxBytes: 1 << 20})
+	byName := sessionFetch(12, 1, 1, 0, []fetchPartReq{{topic: "fuzz", offset: 2}}, fetchPartReq{topic: "fuzz", partition: 1})
+	byID := sessionFetch(16, 7, 5, 0, nil, fetchPartReq{id: a.topicID(f, "fuzz"), partition: 1})
+	seeds = append(seeds, opened, byName, byID)
 	for _, req := range seeds {
 		f.Add(req.Key(), req.GetVersion(), req.AppendTo(nil))
 	}
