@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -105,10 +106,18 @@ type fetchSession struct {
 	// The rest is owned by the one request using the session (inUse),
 	// or by open before the session is in the cache.
 	parts map[sessionKey]*sessionPart
-	// order is the order partitions are read in: those that returned
-	// records move to the end, so the response's MaxBytes does not
-	// always go to the same partitions (as Kafka does).
-	order []*sessionPart
+	// all lists the partitions, in no order.
+	all []*sessionPart
+	// dirty lists the partitions to read on the next fetch: every one
+	// with its dirty flag set, and perhaps some no longer set or
+	// removed, dropped when the next fetch lists them, so a fetch
+	// costs what changed, not the session's size.
+	dirty []*sessionPart
+	// nextSeq orders the partitions: a fetch reads them by seq, and
+	// those that returned records take the next ones, moving to the
+	// end, so the response's MaxBytes does not always go to the same
+	// partitions (as Kafka does).
+	nextSeq uint64
 	// watch watches watched, the partitions when it was made.
 	watch   *partwatch.Watch
 	watched []*sessionPart
@@ -138,12 +147,12 @@ type sessionPart struct {
 	// What the client was last told.
 	errorCode          int16
 	hwm, lso, logStart int64
+	// seq is the partition's place in the session's order.
+	seq uint64
 	// dirty: read on the next fetch (named by the client, changed
-	// since, or with something left to send).
+	// since, or with something left to send). Set through mark.
 	dirty   bool
 	removed bool
-	// served: returned records in this answer.
-	served bool
 }
 
 func sessionKeyOf(byID bool, t *kmsg.FetchRequestTopic, partition int32) sessionKey {
@@ -174,9 +183,7 @@ func (c *fetchSessionCache) open(f *fetchAnswer) int32 {
 			k := sessionKeyOf(s.byID, t, rp.Partition)
 			p := s.parts[k]
 			if p == nil {
-				p = &sessionPart{key: k}
-				s.parts[k] = p
-				s.order = append(s.order, p)
+				p = s.add(k)
 			}
 			p.offset, p.maxBytes, p.leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
 			p.topicID = fp.id
@@ -185,7 +192,7 @@ func (c *fetchSessionCache) open(f *fetchAnswer) int32 {
 			// The watch starts after the read: what changed in
 			// between is only seen by reading every partition once
 			// more.
-			p.dirty = true
+			s.mark(p)
 		}
 	}
 	s.watchAgain(n)
@@ -328,13 +335,12 @@ func (s *fetchSession) update(req *kmsg.FetchRequest) {
 			k := sessionKeyOf(s.byID, t, rp.Partition)
 			p := s.parts[k]
 			if p == nil {
-				p = &sessionPart{key: k, topicID: k.id, hwm: -1, lso: -1, logStart: -1}
-				s.parts[k] = p
-				s.order = append(s.order, p)
+				p = s.add(k)
+				p.topicID, p.hwm, p.lso, p.logStart = k.id, -1, -1, -1
 				s.rewatch = true
 			}
 			p.offset, p.maxBytes, p.leaderEpoch = rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch
-			p.dirty = true
+			s.mark(p)
 		}
 	}
 	forgot := false
@@ -351,8 +357,25 @@ func (s *fetchSession) update(req *kmsg.FetchRequest) {
 		}
 	}
 	if forgot {
-		s.order = deleteRemoved(s.order)
+		s.all = deleteRemoved(s.all)
 		s.rewatch = true
+	}
+}
+
+// add adds partition k, last in the order.
+func (s *fetchSession) add(k sessionKey) *sessionPart {
+	p := &sessionPart{key: k, seq: s.nextSeq}
+	s.nextSeq++
+	s.parts[k] = p
+	s.all = append(s.all, p)
+	return p
+}
+
+// mark marks p to be read on the next fetch.
+func (s *fetchSession) mark(p *sessionPart) {
+	if !p.dirty {
+		p.dirty = true
+		s.dirty = append(s.dirty, p)
 	}
 }
 
@@ -371,12 +394,12 @@ func deleteRemoved(parts []*sessionPart) []*sessionPart {
 // The new watch is made before the old one is closed, and what the old
 // one saw is marked, so no change falls between them.
 func (s *fetchSession) watchAgain(n Notifier) {
-	refs := make([]meta.PartitionRef, len(s.order))
-	for i, p := range s.order {
+	refs := make([]meta.PartitionRef, len(s.all))
+	for i, p := range s.all {
 		refs[i] = meta.PartitionRef{TopicID: p.topicID, Partition: p.key.partition}
 	}
 	old, oldParts := s.watch, s.watched
-	s.watch, s.watched = n.Watch(refs), slices.Clone(s.order)
+	s.watch, s.watched = n.Watch(refs), slices.Clone(s.all)
 	s.rewatch = false
 	if old != nil {
 		s.markChanged(old, oldParts)
@@ -391,12 +414,12 @@ func (s *fetchSession) markChanged(w *partwatch.Watch, watched []*sessionPart) b
 	s.changed = changed
 	if all {
 		for _, p := range watched {
-			p.dirty = true
+			s.mark(p)
 		}
 		return len(watched) > 0
 	}
 	for _, k := range changed {
-		watched[k].dirty = true
+		s.mark(watched[k])
 	}
 	return len(changed) > 0
 }
@@ -407,12 +430,14 @@ func (s *fetchSession) markChanged(w *partwatch.Watch, watched []*sessionPart) b
 func (s *fetchSession) request(req *kmsg.FetchRequest, parts []*sessionPart) (*kmsg.FetchRequest, []*sessionPart) {
 	sub := *req
 	sub.Topics, sub.ForgottenTopics = nil, nil
+	// Drop what is no longer dirty, then the duplicates (a partition
+	// cleared and marked again).
+	s.dirty = slices.DeleteFunc(s.dirty, func(p *sessionPart) bool { return !p.dirty || p.removed })
+	slices.SortFunc(s.dirty, func(a, b *sessionPart) int { return cmp.Compare(a.seq, b.seq) })
+	s.dirty = slices.Compact(s.dirty)
 	parts = parts[:0]
 	var last sessionKey
-	for _, p := range s.order {
-		if !p.dirty {
-			continue
-		}
+	for _, p := range s.dirty {
 		if len(sub.Topics) == 0 || p.key.id != last.id || p.key.name != last.name {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = p.key.name, p.key.id
@@ -521,7 +546,6 @@ func waitSession(ctx context.Context, s *fetchSession, maxWait <-chan time.Time)
 func (s *fetchSession) answered(f *fetchAnswer, parts []*sessionPart, resp *kmsg.FetchResponse) {
 	committed := f.req.IsolationLevel == isolationReadCommitted
 	keep := make([]bool, len(f.parts))
-	moved := false
 	for i := range f.parts {
 		fp, p := &f.parts[i], parts[i]
 		sp := fp.sp
@@ -529,7 +553,8 @@ func (s *fetchSession) answered(f *fetchAnswer, parts []*sessionPart, resp *kmsg
 		p.errorCode, p.hwm, p.lso, p.logStart = sp.ErrorCode, sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset
 		// Something left to send (the client's offset is not at
 		// the end, or the partition failed) is read again next time
-		// whether or not it changes.
+		// whether or not it changes. (p is in s.dirty: it was
+		// read.)
 		p.dirty = p.pending(sp, committed)
 		if fp.id != p.topicID && fp.id != (meta.TopicID{}) {
 			// A name that now resolves to another topic: watch
@@ -539,7 +564,10 @@ func (s *fetchSession) answered(f *fetchAnswer, parts []*sessionPart, resp *kmsg
 			p.dirty = true
 		}
 		if len(sp.RecordBatches) > 0 {
-			p.served, moved = true, true
+			// Served: to the end of the order (parts is in
+			// order, so the served keep theirs).
+			p.seq = s.nextSeq
+			s.nextSeq++
 		}
 	}
 	i := 0
@@ -559,9 +587,6 @@ func (s *fetchSession) answered(f *fetchAnswer, parts []*sessionPart, resp *kmsg
 	}
 	clear(resp.Topics[len(topics):])
 	resp.Topics = topics
-	if moved {
-		s.order = servedLast(s.order)
-	}
 }
 
 // news reports whether sp tells the client what it was not told yet:
@@ -590,22 +615,4 @@ func (s *fetchSession) settle(f *fetchAnswer, parts []*sessionPart) {
 			p.dirty = false
 		}
 	}
-}
-
-// servedLast moves the partitions served to the end, keeping the order
-// of each group, and clears served.
-func servedLast(order []*sessionPart) []*sessionPart {
-	out := make([]*sessionPart, 0, len(order))
-	for _, p := range order {
-		if !p.served {
-			out = append(out, p)
-		}
-	}
-	for _, p := range order {
-		if p.served {
-			p.served = false
-			out = append(out, p)
-		}
-	}
-	return out
 }
