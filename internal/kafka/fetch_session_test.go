@@ -255,3 +255,18 @@ func allAtStart(partitions int32) map[int32]kgo.Offset {
 	}
 	return offs
 }
+
+// With NoFetchSessions a full fetch opens no session (SessionID 0), and
+// the client goes on with full fetches.
+func TestFetchSessionNone(t *testing.T) {
+	a, _ := newDataAgent(t, nil, func(c *agentConfig) { c.Server.FetchSessionSlots = NoFetchSessions })
+	a.createTopic(t, "n", 1, nil)
+	resp := a.rawRequest(t, sessionFetch(12, 0, 0, 0, []fetchPartReq{{topic: "n"}})).(*kmsg.FetchResponse)
+	assertAnswered(t, "full", resp, "0:0")
+	if resp.SessionID != 0 {
+		t.Fatalf("opened session %d with no session slots", resp.SessionID)
+	}
+	if resp := a.rawRequest(t, sessionFetch(12, 1, 1, 0, nil)).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("incremental fetch: %v, want FETCH_SESSION_ID_NOT_FOUND", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}

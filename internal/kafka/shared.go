@@ -44,7 +44,9 @@ func newSharedState(cfg Config) *sharedState {
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 		fetchYield:     newFetchYield(time.Now, runtimeSchedWaits()),
 		quotas:         newClientQuotas(cfg.Deps.Meta, cfg.Quota, cfg.Deps.now),
-		sessions:       newFetchSessionCache(cfg.Deps.now, fetchSessionSlots, fetchSessionPartitions),
+	}
+	if cfg.FetchSessionSlots > 0 {
+		s.sessions = newFetchSessionCache(cfg.Deps.now, cfg.FetchSessionSlots, fetchSessionPartitions)
 	}
 	if r := cfg.Deps.MaxFetchBytesPerSec; r > 0 {
 		// A burst of a quarter second: one large fetch goes at once.
