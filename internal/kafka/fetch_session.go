@@ -481,11 +481,18 @@ func handleIncrementalFetch(ctx context.Context, r *Request, db MetaDB, rd Fetch
 		parts []*sessionPart
 		total int64
 		waits WaitStats
+		// waited: the fetch long-polled; waits counts its
+		// wake-ups and the partitions each read again.
+		waited bool
 	)
 	for {
 		s.markChanged(s.watch, s.watched)
 		var sub *kmsg.FetchRequest
 		sub, parts = s.request(req, parts)
+		if waited {
+			waits.Wakeups++
+			waits.PartitionsRechecked += len(parts)
+		}
 		f = &fetchAnswer{r: r, req: sub, rd: rd, hold: r.Deps.holdResponse()}
 		var failed, short bool
 		total, failed, short, err = f.planAndRead(ctx, db, resp, maxWait.C)
@@ -497,6 +504,10 @@ func handleIncrementalFetch(ctx context.Context, r *Request, db MetaDB, rd Fetch
 			break
 		}
 		s.settle(f, parts)
+		waited = true
+		if h := r.Deps.longPollWaiting; h != nil {
+			h()
+		}
 		waitStart := time.Now()
 		woke := waitSession(wctx, s, maxWait.C)
 		r.waitedSince(waitStart)
@@ -507,11 +518,11 @@ func handleIncrementalFetch(ctx context.Context, r *Request, db MetaDB, rd Fetch
 		if !woke {
 			break
 		}
-		waits.Wakeups++
-		waits.PartitionsRechecked += len(parts)
 		f.hold.release()
 	}
-	r.reportWaits(waits)
+	if waited {
+		r.reportWaits(waits)
+	}
 	total = f.applyQuota(total)
 	s.answered(f, parts, resp)
 	if s.rewatch {

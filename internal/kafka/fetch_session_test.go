@@ -270,3 +270,32 @@ func TestFetchSessionNone(t *testing.T) {
 		t.Fatalf("incremental fetch: %v, want FETCH_SESSION_ID_NOT_FOUND", kerr.ErrorForCode(resp.ErrorCode))
 	}
 }
+
+// The long poll of a session caught up on many partitions reads again
+// only the partition that changed, not the session's every partition.
+func TestFetchSessionLongPollReadsChanged(t *testing.T) {
+	const partitions = 100
+	spy := &spyNotifier{calls: make(chan struct{}, 4)}
+	a, _ := newDataAgent(t, nil, withSpy(spy))
+	a.createTopic(t, "lp", partitions, nil)
+	var parts []fetchPartReq
+	for p := range int32(partitions) {
+		parts = append(parts, fetchPartReq{topic: "lp", partition: p})
+	}
+	sid := a.rawRequest(t, sessionFetch(12, 0, 0, 0, parts)).(*kmsg.FetchResponse).SessionID
+	// The first incremental fetch reads every partition once (the
+	// session's watch began after the full fetch read them).
+	assertAnswered(t, "settle", a.rawRequest(t, sessionFetch(12, sid, 1, 0, nil)).(*kmsg.FetchResponse))
+
+	done := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		done <- a.rawRequest(t, sessionFetch(12, sid, 2, int32(guard/time.Millisecond), nil)).(*kmsg.FetchResponse)
+	}()
+	spy.waitCall(t)
+	a.produceRaw(t, "lp", 7, batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 10}))
+	assertAnswered(t, "long poll", <-done, "7:1")
+	st := a.obs.waitFetchWaited(t)
+	if st.Wakeups < 1 || st.PartitionsRechecked > st.Wakeups {
+		t.Fatalf("long poll: %d wake-ups read %d partitions again, want at most one each", st.Wakeups, st.PartitionsRechecked)
+	}
+}
