@@ -299,3 +299,31 @@ func TestFetchSessionLongPollReadsChanged(t *testing.T) {
 		t.Fatalf("long poll: %d wake-ups read %d partitions again, want at most one each", st.Wakeups, st.PartitionsRechecked)
 	}
 }
+
+// A session in use by a long poll is neither used by another fetch
+// (INVALID_FETCH_SESSION_EPOCH: the one in use moves it past that epoch)
+// nor evicted to make room for a new one.
+func TestFetchSessionInUse(t *testing.T) {
+	spy := &spyNotifier{calls: make(chan struct{}, 4)}
+	a, _ := newDataAgent(t, nil, withSpy(spy))
+	a.Server.cfg.Deps.shared.sessions = newFetchSessionCache(a.Server.cfg.Deps.now, 1, 100)
+	a.createTopic(t, "u", 2, nil)
+	sid := a.rawRequest(t, sessionFetch(12, 0, 0, 0, []fetchPartReq{{topic: "u"}})).(*kmsg.FetchResponse).SessionID
+	assertAnswered(t, "settle", a.rawRequest(t, sessionFetch(12, sid, 1, 0, nil)).(*kmsg.FetchResponse))
+
+	done := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		done <- a.rawRequest(t, sessionFetch(12, sid, 2, int32(guard/time.Millisecond), nil)).(*kmsg.FetchResponse)
+	}()
+	spy.waitCall(t)
+	if resp := a.rawRequest(t, sessionFetch(12, sid, 3, 0, nil)).(*kmsg.FetchResponse); resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code {
+		t.Fatalf("fetch of a session in use: %v, want INVALID_FETCH_SESSION_EPOCH", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// Larger, so it would evict the session were it idle.
+	if resp := a.rawRequest(t, sessionFetch(12, 0, 0, 0, []fetchPartReq{{topic: "u"}, {topic: "u", partition: 1}})).(*kmsg.FetchResponse); resp.SessionID != 0 {
+		t.Fatalf("a new session evicted the one in use: opened %d", resp.SessionID)
+	}
+	a.produceRaw(t, "u", 0, batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: 10}))
+	assertAnswered(t, "long poll", <-done, "0:1")
+	assertAnswered(t, "after the long poll", a.rawRequest(t, sessionFetch(12, sid, 3, 0, []fetchPartReq{{topic: "u", offset: 1}})).(*kmsg.FetchResponse))
+}
