@@ -75,6 +75,12 @@ the command line wins.`,
 			if cfg.ConnectionsMaxIdle == 0 {
 				cfg.ConnectionsMaxIdle = -1
 			}
+			switch {
+			case cfg.MaxIncrementalFetchSessionCacheSlots < 0:
+				return fmt.Errorf("max-incremental-fetch-session-cache-slots %d: must not be negative", cfg.MaxIncrementalFetchSessionCacheSlots)
+			case cfg.MaxIncrementalFetchSessionCacheSlots == 0:
+				cfg.MaxIncrementalFetchSessionCacheSlots = kafka.NoFetchSessions
+			}
 			if cfg.FetchReadAheadBytes == 0 {
 				cfg.FetchReadAheadBytes = agent.ReadAheadOff
 			}
@@ -165,6 +171,7 @@ the command line wins.`,
 	f.DurationVar(&cfg.ConsumerGroupHeartbeatInterval, "consumer-group-heartbeat-interval", group.DefaultConsumerHeartbeatInterval, "heartbeat interval of KIP-848 consumer group members")
 	f.IntVar(&cfg.MaxConnections, "max-connections", kafka.DefaultMaxConns, "most open Kafka client connections; one more is closed at accept")
 	f.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", kafka.DefaultMaxConnsPerIP, "most open Kafka connections from one client address (0: only the addresses in --max-connections-per-ip-overrides)")
+	f.IntVar(&cfg.MaxIncrementalFetchSessionCacheSlots, "max-incremental-fetch-session-cache-slots", kafka.DefaultFetchSessionSlots, "most fetch sessions (KIP-227) the agent keeps, each a consumer's partitions and offsets so its fetches send only what changed (0: none, every fetch is a full one)")
 	f.StringVar(&cfg.MaxConnectionsPerIPOverrides, "max-connections-per-ip-overrides", "", "per-address exceptions to --max-connections-per-ip, as addr:n,addr:n (IP addresses)")
 	f.StringVar(&cfg.Authorizer, "authorizer", "", "authorizer.class.name: \"standard\" checks every request against the ACLs (strand acl); empty (the default) lets every client do everything")
 	f.StringVar(&cfg.SuperUsers, "super-users", "", "principals the authorizer lets do anything, as User:admin;User:bob (super.users)")

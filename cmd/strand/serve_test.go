@@ -42,6 +42,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "negative connections per IP", args: []string{"--max-connections-per-ip", "-1"}, wantErr: "max-connections-per-ip -1: must not be negative"},
 		{name: "no connections per IP, no overrides", args: []string{"--max-connections-per-ip", "0"}, wantErr: "admits nobody without max-connections-per-ip-overrides"},
 		{name: "host name override", args: []string{"--max-connections-per-ip-overrides", "kafka.example:5"}, wantErr: `max-connections-per-ip-overrides: "kafka.example:5"`},
+		{name: "negative fetch session slots", args: []string{"--max-incremental-fetch-session-cache-slots", "-2"}, wantErr: "max-incremental-fetch-session-cache-slots -2"},
 		{name: "connections per IP from env", env: map[string]string{"STRAND_MAX_CONNECTIONS_PER_IP": "-3"}, wantErr: "max-connections-per-ip -3"},
 		{name: "no snapshot kept", args: []string{"--snapshot-keep", "0"}, wantErr: "snapshot-keep 0: must be at least 1"},
 		{name: "snapshot keep from env", env: map[string]string{"STRAND_SNAPSHOT_KEEP": "-2"}, wantErr: "snapshot-keep -2"},

@@ -410,6 +410,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		MaxRequestBytes:        mem.MaxRequestBytes,
 		MaxQueuedRequestBytes:  mem.QueuedRequestBytes,
 		MaxHeldResponseBytes:   mem.HeldResponses,
+		FetchSessionSlots:      cfg.MaxIncrementalFetchSessionCacheSlots,
 		Quota: quota.Config{
 			Window: quota.Window{Samples: cfg.QuotaWindowNum, Size: time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second},
 			Clock:  clk,

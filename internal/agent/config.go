@@ -137,6 +137,11 @@ type Config struct {
 	MaxConnectionsPerIP          int
 	MaxConnectionsPerIPOverrides string
 	ConnectionsMaxIdle           time.Duration
+	// MaxIncrementalFetchSessionCacheSlots bounds the fetch sessions
+	// (KIP-227) the agent keeps, Kafka's
+	// max.incremental.fetch.session.cache.slots; zero means
+	// kafka.DefaultFetchSessionSlots, kafka.NoFetchSessions none.
+	MaxIncrementalFetchSessionCacheSlots int
 	// ACLs. Authorizer is authorizer.class.name: "" (the default) checks
 	// nothing, every client may do everything, as before ACLs existed;
 	// "standard" checks every request against the ACLs in the log with
@@ -341,6 +346,9 @@ func (c *Config) SetDefaults() {
 	if c.MaxPartitions == 0 {
 		c.MaxPartitions = kafka.DefaultMaxPartitions
 	}
+	if c.MaxIncrementalFetchSessionCacheSlots == 0 {
+		c.MaxIncrementalFetchSessionCacheSlots = kafka.DefaultFetchSessionSlots
+	}
 	if c.LogRetentionMs == 0 {
 		c.LogRetentionMs = DefaultLogRetentionMs
 	}
@@ -483,6 +491,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max-connections-per-ip %d: must not be negative", c.MaxConnectionsPerIP))
 	case c.MaxConnectionsPerIP == kafka.NoConnsPerIP && err == nil && len(overrides) == 0:
 		errs = append(errs, errors.New("max-connections-per-ip 0: admits nobody without max-connections-per-ip-overrides"))
+	}
+	if c.MaxIncrementalFetchSessionCacheSlots < 0 && c.MaxIncrementalFetchSessionCacheSlots != kafka.NoFetchSessions {
+		errs = append(errs, fmt.Errorf("max-incremental-fetch-session-cache-slots %d: must not be negative", c.MaxIncrementalFetchSessionCacheSlots))
 	}
 	if c.NodeID < 0 {
 		errs = append(errs, fmt.Errorf("node-id %d: must not be negative", c.NodeID))

@@ -57,13 +57,17 @@
 //     that changed since the first read; the others keep the answer of
 //     the first read, when that read answered them in full. No View is
 //     held across the wait.
-//   - Fetch sessions (v7+, KIP-227) are not kept: every fetch is a full
-//     one. A request opening a session (epoch 0) or not using one (epoch
-//     -1) is answered with SessionID 0, which tells the client no session
-//     was created (Kafka's answer when its session cache is full); the
-//     client then sends full fetches, and ForgottenTopics are ignored. An
-//     incremental fetch (any other epoch) is FETCH_SESSION_ID_NOT_FOUND
-//     with no topics, which makes a client reset to a full fetch.
+//   - Fetch sessions (v7+, KIP-227, fetch_session.go): a full fetch
+//     with epoch 0 opens a session on this agent and answers its
+//     SessionID (0 when the cache has no room); an incremental fetch
+//     sends only the partitions whose offset changed and
+//     ForgottenTopics, and is answered only with the partitions that
+//     have records or changed error, high watermark, last stable
+//     offset or log start offset. Errors: FETCH_SESSION_ID_NOT_FOUND
+//     (a session this agent does not hold: evicted, or made on
+//     another agent), INVALID_FETCH_SESSION_EPOCH,
+//     FETCH_SESSION_TOPIC_ID_ERROR (a v13+ fetch of a session opened
+//     by names, or the reverse). Epoch -1 fetches without a session.
 //   - ReplicaID and ReplicaState (v15+) are ignored: there are no
 //     follower fetches, every request is served as a consumer's.
 //     LastFetchedEpoch (v12+) is not checked for divergence: the only
@@ -142,16 +146,31 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.Version >= 7 && req.SessionEpoch != sessionEpochInitial && req.SessionEpoch != sessionEpochFinal {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp, nil
-	}
-
 	if quotaBytes, ok := r.fetchQuotaCap(); ok && int64(req.MaxBytes) > quotaBytes {
 		// The most one answer may take of the client's
 		// consumer_byte_rate (quotas.go).
 		req.MaxBytes = int32(max(quotaBytes, 1))
 	}
+	var sessions *fetchSessionCache
+	if req.Version >= 7 {
+		sessions = r.Deps.shared.fetchSessionCache()
+		if req.SessionID != 0 && (req.SessionEpoch == sessionEpochInitial || req.SessionEpoch == sessionEpochFinal) {
+			// A full fetch closes the session it names (Kafka's
+			// FetchManager.newContext).
+			sessions.remove(req.SessionID)
+		}
+		switch {
+		case req.SessionEpoch == sessionEpochFinal:
+			sessions = nil
+		case req.SessionEpoch == sessionEpochInitial:
+		case sessions == nil:
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil
+		default:
+			return handleIncrementalFetch(ctx, r, db, rd, sessions, req, resp)
+		}
+	}
+
 	f := fetchAnswer{r: r, req: req, rd: rd, hold: r.Deps.holdResponse()}
 	answered := false
 	defer func() {
@@ -161,37 +180,15 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}()
 	maxWait := time.NewTimer(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	defer maxWait.Stop()
-	budgetStart := time.Now()
-	budget, short := f.takeBudget(ctx, maxWait.C)
-	r.waitedSince(budgetStart)
-	view := db.View()
-	f.plan(view, resp)
-	if f.pastLocalEnd(view) {
-		// Any agent serves any partition, so this copy may not have
-		// applied yet what another agent acknowledged and the consumer
-		// read there: answering OFFSET_OUT_OF_RANGE from it would make
-		// the consumer reset. Past the local end, read what every agent
-		// committed before the request; if the log cannot be reached,
-		// answer from the local copy as before.
-		if synced, e := syncedView(ctx, db); e == nil {
-			view.Close()
-			view = synced
-		}
-	}
-	total, failed, err := f.read(ctx, view, budget, !short)
-	view.Close()
+	total, failed, short, err := f.planAndRead(ctx, db, resp, maxWait.C)
 	if err != nil {
 		return nil, err
 	}
 	if req.MaxWaitMillis <= 0 || total >= int64(req.MinBytes) || failed || len(f.parts) == 0 || short {
 		// Short of budget, the fetch has waited its MaxWaitMillis
 		// for it already: the client asks again.
-		total = f.applyQuota(total)
-		if err := f.pace(ctx, total); err != nil {
-			return nil, err
-		}
 		answered = true
-		return f.hold.wrap(resp, 0), nil
+		return f.finish(ctx, resp, total, sessions)
 	}
 
 	n, err := r.Deps.notifier()
@@ -212,23 +209,59 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if werr != nil && !errors.Is(werr, context.Canceled) {
 		r.warn("kafka: fetch long poll ended early", "err", werr)
 	}
-	budget, short = f.takeBudget(ctx, maxWait.C)
+	budget, short := f.takeBudget(ctx, maxWait.C)
 	if short {
 		// No budget: no partition keeps records (takeBudget gave
 		// theirs back).
 		f.reread = nil
 	}
-	view = db.View()
+	view := db.View()
 	total, _, err = f.read(ctx, view, budget, !short)
 	view.Close()
 	if err != nil {
 		return nil, err
 	}
+	answered = true
+	return f.finish(ctx, resp, total, sessions)
+}
+
+// planAndRead takes the budget of the answer's first read, plans it into
+// resp and reads it.
+func (f *fetchAnswer) planAndRead(ctx context.Context, db MetaDB, resp *kmsg.FetchResponse, maxWait <-chan time.Time) (total int64, failed, short bool, err error) {
+	budgetStart := time.Now()
+	budget, short := f.takeBudget(ctx, maxWait)
+	f.r.waitedSince(budgetStart)
+	view := db.View()
+	f.plan(view, resp)
+	if f.pastLocalEnd(view) {
+		// Any agent serves any partition, so this copy may not have
+		// applied yet what another agent acknowledged and the consumer
+		// read there: answering OFFSET_OUT_OF_RANGE from it would make
+		// the consumer reset. Past the local end, read what every agent
+		// committed before the request; if the log cannot be reached,
+		// answer from the local copy as before.
+		if synced, e := syncedView(ctx, db); e == nil {
+			view.Close()
+			view = synced
+		}
+	}
+	total, failed, err = f.read(ctx, view, budget, !short)
+	view.Close()
+	return total, failed, short, err
+}
+
+// finish applies the client's quota and the agent's pace to an answer
+// of total record bytes and returns it holding its budget. A full fetch
+// opening a session (sessions set) opens it from the answer.
+func (f *fetchAnswer) finish(ctx context.Context, resp *kmsg.FetchResponse, total int64, sessions *fetchSessionCache) (kmsg.Response, error) {
 	total = f.applyQuota(total)
+	if sessions != nil {
+		resp.SessionID = sessions.open(f)
+	}
 	if err := f.pace(ctx, total); err != nil {
+		f.hold.release()
 		return nil, err
 	}
-	answered = true
 	return f.hold.wrap(resp, 0), nil
 }
 

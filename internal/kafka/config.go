@@ -57,6 +57,14 @@ const (
 	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
 
+// DefaultFetchSessionSlots is Kafka's
+// max.incremental.fetch.session.cache.slots default.
+const DefaultFetchSessionSlots = fetchSessionSlots
+
+// NoFetchSessions as Config.FetchSessionSlots keeps no fetch session
+// (Kafka's max.incremental.fetch.session.cache.slots=0).
+const NoFetchSessions = -1
+
 // NoConnsPerIP as Config.MaxConnsPerIP admits only the addresses
 // MaxConnsPerIPOverrides names (Kafka's max.connections.per.ip=0).
 const NoConnsPerIP = -1
@@ -92,6 +100,10 @@ type Config struct {
 	// all connections (respbudget.go): a fetch that finds it short waits
 	// at most its MaxWaitMillis and returns less.
 	MaxHeldResponseBytes int64
+	// FetchSessionSlots bounds the fetch sessions (KIP-227) the agent
+	// keeps (max.incremental.fetch.session.cache.slots,
+	// fetch_session.go); NoFetchSessions keeps none.
+	FetchSessionSlots int
 	// MaxConnsPerIP bounds open connections from one client address
 	// (max.connections.per.ip); one more is closed at accept. Connections
 	// without an IP address (net.Pipe) are not counted.
@@ -153,6 +165,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxHeldResponseBytes == 0 {
 		c.MaxHeldResponseBytes = DefaultMaxHeldResponseBytes
 	}
+	if c.FetchSessionSlots == 0 {
+		c.FetchSessionSlots = DefaultFetchSessionSlots
+	}
 	if c.MaxConnsPerIP == 0 {
 		c.MaxConnsPerIP = DefaultMaxConnsPerIP
 	}
@@ -193,6 +208,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxConns %d < 1", errInvalidConfig, c.MaxConns)
 	case c.MaxHeldResponseBytes < minHeldResponseBytes:
 		return fmt.Errorf("%w: MaxHeldResponseBytes %d < %d", errInvalidConfig, c.MaxHeldResponseBytes, minHeldResponseBytes)
+	case c.FetchSessionSlots < 1 && c.FetchSessionSlots != NoFetchSessions:
+		return fmt.Errorf("%w: FetchSessionSlots %d < 1", errInvalidConfig, c.FetchSessionSlots)
 	case c.MaxConnsPerIP < 1 && c.MaxConnsPerIP != NoConnsPerIP:
 		return fmt.Errorf("%w: MaxConnsPerIP %d < 1", errInvalidConfig, c.MaxConnsPerIP)
 	case c.MaxConnsPerIP == NoConnsPerIP && len(c.MaxConnsPerIPOverrides) == 0:

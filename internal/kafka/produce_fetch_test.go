@@ -756,16 +756,16 @@ func TestFetchErrors(t *testing.T) {
 			wantCode  int16
 		}{
 			{0, -1, 0}, // no session wanted
-			{0, 0, 0},  // new session: none created
-			{9, 0, 0},  // close 9, open a new one: none created
+			{0, 0, 0},  // new session (fetch_session_test.go)
+			{9, 0, 0},  // close 9, open a new one
 			{9, 3, kerr.FetchSessionIDNotFound.Code},
 			{0, 1, kerr.FetchSessionIDNotFound.Code},
 		} {
 			req := fetchReq(16, 0, 0, 1<<20, fetchPartReq{id: id, maxBytes: 1 << 20})
 			req.SessionID, req.SessionEpoch = st.id, st.epoch
 			resp := a.rawRequest(t, req).(*kmsg.FetchResponse)
-			if resp.ErrorCode != st.wantCode || resp.SessionID != 0 {
-				t.Fatalf("session %d epoch %d: code %d session %d, want %d and 0", st.id, st.epoch, resp.ErrorCode, resp.SessionID, st.wantCode)
+			if opened := resp.SessionID != 0; resp.ErrorCode != st.wantCode || opened != (st.epoch == 0) {
+				t.Fatalf("session %d epoch %d: code %d session %d, want %d and a session %v", st.id, st.epoch, resp.ErrorCode, resp.SessionID, st.wantCode, st.epoch == 0)
 			}
 			if wantTopics := st.wantCode == 0; (len(resp.Topics) == 1) != wantTopics {
 				t.Fatalf("session %d epoch %d: %d topics", st.id, st.epoch, len(resp.Topics))
@@ -1058,6 +1058,13 @@ func FuzzProduceFetch(f *testing.F) {
 		fetchReq(12, 0, 1, 10, fetchPartReq{topic: "fuzz", partition: 1, maxBytes: 5}),
 		fetchReq(16, 0, 1, 1<<20, fetchPartReq{id: a.topicID(f, "fuzz"), maxBytes: 1 << 20}),
 	}
+	// Fetch sessions (fetch_session.go): one opened, incremental
+	// fetches with and without a session of that id, forgetting
+	// partitions by name and by id.
+	opened := fetchReq(12, 0, 1, 1<<20, fetchPartReq{topic: "fuzz", maxBytes: 1 << 20}, fetchPartReq{topic: "fuzz", partition: 1, maxBytes: 1 << 20})
+	byName := sessionFetch(12, 1, 1, 0, []fetchPartReq{{topic: "fuzz", offset: 2}}, fetchPartReq{topic: "fuzz", partition: 1})
+	byID := sessionFetch(16, 7, 5, 0, nil, fetchPartReq{id: a.topicID(f, "fuzz"), partition: 1})
+	seeds = append(seeds, opened, byName, byID)
 	for _, req := range seeds {
 		f.Add(req.Key(), req.GetVersion(), req.AppendTo(nil))
 	}

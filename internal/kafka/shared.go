@@ -30,6 +30,8 @@ type sharedState struct {
 	// allTopicsBytes is what the last Metadata answer listing every
 	// topic held of the budget; 0 before the first.
 	allTopicsBytes atomic.Int64
+	// sessions holds the fetch sessions (fetch_session.go).
+	sessions *fetchSessionCache
 }
 
 func newSharedState(cfg Config) *sharedState {
@@ -42,6 +44,9 @@ func newSharedState(cfg Config) *sharedState {
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 		fetchYield:     newFetchYield(time.Now, runtimeSchedWaits()),
 		quotas:         newClientQuotas(cfg.Deps.Meta, cfg.Quota, cfg.Deps.now),
+	}
+	if cfg.FetchSessionSlots > 0 {
+		s.sessions = newFetchSessionCache(cfg.Deps.now, cfg.FetchSessionSlots, fetchSessionPartitions)
 	}
 	if r := cfg.Deps.MaxFetchBytesPerSec; r > 0 {
 		// A burst of a quarter second: one large fetch goes at once.
