@@ -116,7 +116,7 @@ type race struct {
 	results chan putResult
 	// failed holds the keys of attempts that failed; runRace's.
 	failed []string
-	mu      struct {
+	mu     struct {
 		sync.Mutex
 		running int
 		// over: a winner was found or every attempt failed; no hedge
