@@ -167,6 +167,23 @@ func (e *env) gcState() meta.GCState {
 	return g
 }
 
+// sweepOrphans runs c's steps until the reconciler has listed every
+// bucket due and checks that it deleted want orphans and left the
+// committed objects alone.
+func (e *env) sweepOrphans(c *gc.Collector, want int, committed []string) {
+	e.t.Helper()
+	var orphans int
+	for range 3 {
+		orphans += e.step(c).Orphans
+	}
+	if orphans != want {
+		e.t.Fatalf("deleted %d orphans, want %d", orphans, want)
+	}
+	if got := e.keys(); !slices.Equal(got, committed) {
+		e.t.Fatalf("store holds %v, want only the committed %v", got, committed)
+	}
+}
+
 // entryKeys returns the object keys the partition's index points at.
 func (e *env) entryKeys(id meta.TopicID) []string {
 	e.t.Helper()
@@ -297,16 +314,7 @@ func TestReconcilerDeletesOrphans(t *testing.T) {
 	}
 	// Past the grace and the end of their minute bucket.
 	e.advance(2 * time.Minute)
-	var orphans int
-	for range 3 {
-		orphans += e.step(c).Orphans
-	}
-	if orphans != 2 {
-		t.Fatalf("deleted %d orphans, want 2", orphans)
-	}
-	if got := e.keys(); !slices.Equal(got, committed) {
-		t.Fatalf("store holds %v, want only the committed %v", got, committed)
-	}
+	e.sweepOrphans(c, 2, committed)
 	if g := e.gcState(); g.Orphans != 2 || g.OrphanBytes == 0 || g.LiveObjects != 1 {
 		t.Fatalf("GC state %+v", g)
 	}
@@ -528,14 +536,5 @@ func TestHedgeLoserCollected(t *testing.T) {
 
 	c := e.collector(1, nil)
 	e.advance(grace + 2*time.Minute)
-	var orphans int
-	for range 3 {
-		orphans += e.step(c).Orphans
-	}
-	if orphans != 1 {
-		t.Fatalf("deleted %d orphans, want the hedge's loser", orphans)
-	}
-	if got := e.keys(); !slices.Equal(got, committed) {
-		t.Fatalf("store holds %v, want only the committed %v", got, committed)
-	}
+	e.sweepOrphans(c, 1, committed) // the hedge's loser
 }

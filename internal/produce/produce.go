@@ -32,7 +32,9 @@
 // # Failures
 //
 // An upload is retried with the same key and bytes (a lost reply is
-// harmless), a bounded number of times; if it still fails, the calls in
+// harmless), a bounded number of times, and may be hedged with a second
+// attempt under a new key (hedge.go): the first to succeed is committed,
+// so a flush commits once whichever wins; if it still fails, the calls in
 // that flush fail with ErrUpload and nothing of it is committed. Later
 // flushes still commit: their callers were acknowledged nothing earlier,
 // and a producer that got the error retries, which Kafka allows for
