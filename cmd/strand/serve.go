@@ -84,6 +84,9 @@ the command line wins.`,
 			if cfg.FetchReadAheadBytes == 0 {
 				cfg.FetchReadAheadBytes = agent.ReadAheadOff
 			}
+			if cfg.ObjStoreHedgePercentile == 0 {
+				cfg.ObjStoreHedgePercentile = agent.HedgeOff
+			}
 			if cfg.FetchMaxParallelGets < 1 {
 				// Config's 0 is "default"; the flag's is a mistake.
 				return fmt.Errorf("fetch-max-parallel-gets %d: must be between 1 and %d", cfg.FetchMaxParallelGets, agent.MaxFetchMaxParallelGets)
@@ -159,6 +162,10 @@ the command line wins.`,
 	f.StringVar(&cfg.ObjStoreLatency, "objstore-latency", "none", "simulated object store latency: none, s3-express or s3-standard")
 	f.DurationVar(&cfg.FlushInterval, "flush-interval", agent.DefaultFlushInterval, "longest time a produced batch waits before its data object is written")
 	f.IntVar(&cfg.FlushBytes, "flush-bytes", agent.DefaultFlushBytes, "buffered bytes that cut a data object early")
+	f.Float64Var(&cfg.ObjStoreHedgePercentile, "objstore-hedge-percentile", agent.DefaultObjStoreHedgePercentile, "hedge a data object upload still running at this percentile (0 to 1) of the agent's recent upload times: a second PUT of the same bytes under a new key, the first to finish is committed (0: no hedging)")
+	f.Float64Var(&cfg.ObjStoreHedgeMaxRatio, "objstore-hedge-max-ratio", agent.DefaultObjStoreHedgeMaxRatio, "hedged PUTs at most this fraction of data object uploads")
+	f.DurationVar(&cfg.ObjStoreHedgeMinDelay, "objstore-hedge-min-delay", agent.DefaultObjStoreHedgeMinDelay, "never hedge an upload sooner than this")
+	f.Float64Var(&cfg.MaxPutsPerSec, "max-puts-per-sec", 0, "budget of data object PUTs a second, hedges included: flushes are paced so objects grow with ingest instead of the PUT rate (0: no budget)")
 	f.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata and Produce requests")
 	f.Int32Var(&cfg.DefaultPartitions, "default-partitions", agent.DefaultPartitions, "partitions of auto-created topics and of CreateTopics with -1")
 	f.Int16Var(&cfg.TransactionVersion, "transaction-version", 2, "transaction.version feature level a new cluster starts at: 2 (KIP-890 part 2, an epoch bump per transaction) or 1; later `strand features` changes it")

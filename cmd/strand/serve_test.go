@@ -23,6 +23,9 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		wantErr string
 	}{
 		{name: "flush bytes too small", args: []string{"--flush-bytes", "1"}, wantErr: "flush-bytes"},
+		{name: "hedge percentile 1", args: []string{"--objstore-hedge-percentile", "1"}, wantErr: "objstore-hedge-percentile 1"},
+		{name: "hedge ratio from env", env: map[string]string{"STRAND_OBJSTORE_HEDGE_MAX_RATIO": "2"}, wantErr: "objstore-hedge-max-ratio 2"},
+		{name: "negative PUT budget from env", env: map[string]string{"STRAND_MAX_PUTS_PER_SEC": "-4"}, wantErr: "max-puts-per-sec -4"},
 		{name: "bad kafka listen", args: []string{"--kafka-listen", "nonsense"}, wantErr: "kafka-listen"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "log-level"},
 		{name: "session timeouts crossed", args: []string{"--group-min-session-timeout", "1m", "--group-max-session-timeout", "10s"}, wantErr: "group-min-session-timeout"},

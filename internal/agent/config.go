@@ -17,6 +17,7 @@ import (
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/produce"
 )
 
 // Config is everything one agent needs to run. Zero values mean the
@@ -98,6 +99,19 @@ type Config struct {
 	// FlushBytes cuts a flush early when this much is buffered.
 	FlushInterval time.Duration
 	FlushBytes    int
+	// ObjStoreHedgePercentile, ObjStoreHedgeMaxRatio and
+	// ObjStoreHedgeMinDelay hedge data object uploads: one still running
+	// at that percentile of the agent's recent upload times (no sooner
+	// than the min delay) gets a second attempt under a new key, at most
+	// max-ratio of uploads (produce/hedge.go). 0 means the defaults;
+	// HedgeOff (any negative percentile) turns hedging off.
+	ObjStoreHedgePercentile float64
+	ObjStoreHedgeMaxRatio   float64
+	ObjStoreHedgeMinDelay   time.Duration
+	// MaxPutsPerSec is the operator's budget of data object PUTs a
+	// second, hedges included: flushes are paced to it, so objects grow
+	// with ingest instead of the request rate (0: no budget).
+	MaxPutsPerSec float64
 	// AutoCreateTopics creates an unknown topic on Metadata or Produce,
 	// with DefaultPartitions partitions.
 	AutoCreateTopics  bool
@@ -247,6 +261,17 @@ const (
 	maxLease = time.Hour
 )
 
+// HedgeOff is the Config.ObjStoreHedgePercentile that turns hedged
+// uploads off.
+const HedgeOff = -1.0
+
+// Hedged upload defaults: produce/hedge.go says why.
+const (
+	DefaultObjStoreHedgePercentile = produce.DefaultHedgePercentile
+	DefaultObjStoreHedgeMaxRatio   = produce.DefaultHedgeMaxRatio
+	DefaultObjStoreHedgeMinDelay   = produce.DefaultHedgeMinDelay
+)
+
 // ReadAheadOff is the Config.FetchReadAheadBytes that turns read-ahead
 // off.
 const ReadAheadOff int64 = -1
@@ -315,6 +340,15 @@ func (c *Config) SetDefaults() {
 	}
 	if c.FlushBytes == 0 {
 		c.FlushBytes = DefaultFlushBytes
+	}
+	if c.ObjStoreHedgePercentile == 0 {
+		c.ObjStoreHedgePercentile = DefaultObjStoreHedgePercentile
+	}
+	if c.ObjStoreHedgeMaxRatio == 0 {
+		c.ObjStoreHedgeMaxRatio = DefaultObjStoreHedgeMaxRatio
+	}
+	if c.ObjStoreHedgeMinDelay == 0 {
+		c.ObjStoreHedgeMinDelay = DefaultObjStoreHedgeMinDelay
 	}
 	if c.DefaultPartitions == 0 {
 		c.DefaultPartitions = DefaultPartitions
@@ -446,6 +480,13 @@ func (c *Config) Validate() error {
 	}
 	if c.LogCleanerBackoff < time.Millisecond {
 		errs = append(errs, fmt.Errorf("log-cleaner-backoff-ms %v: must be at least 1ms", c.LogCleanerBackoff))
+	}
+	if c.ObjStoreHedgePercentile >= 1 || c.ObjStoreHedgeMaxRatio < 0 || c.ObjStoreHedgeMaxRatio > 1 || c.ObjStoreHedgeMinDelay < 0 {
+		errs = append(errs, fmt.Errorf("objstore-hedge-percentile %v must be below 1 (0: off), objstore-hedge-max-ratio %v between 0 and 1, objstore-hedge-min-delay %v not negative",
+			c.ObjStoreHedgePercentile, c.ObjStoreHedgeMaxRatio, c.ObjStoreHedgeMinDelay))
+	}
+	if c.MaxPutsPerSec < 0 {
+		errs = append(errs, fmt.Errorf("max-puts-per-sec %v must not be negative (0: no budget)", c.MaxPutsPerSec))
 	}
 	if c.FlushBytes < 1<<10 || c.FlushBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("flush-bytes %d: must be between 1 KiB and 1 GiB", c.FlushBytes))

@@ -13,6 +13,7 @@ import (
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
 
@@ -29,8 +30,10 @@ type metrics struct {
 	connsClosed    *prometheus.CounterVec // reason
 	flushBytes     prometheus.Histogram
 	flushLatency   prometheus.Histogram
-	logAppend      prometheus.Histogram
-	logAppendErrs  prometheus.Counter
+	// uploadHedges counts hedged data object uploads (produce/hedge.go).
+	uploadHedges  *prometheus.CounterVec // result
+	logAppend     prometheus.Histogram
+	logAppendErrs prometheus.Counter
 	// Long-polling Fetches' wake-ups and the partitions they read again
 	// (kafka.WaitObserver).
 	fetchWakeups   prometheus.Counter
@@ -82,6 +85,10 @@ func newMetrics() *metrics {
 		Help:    "Time from a flush being cut to its commit being applied locally.",
 		Buckets: latencyBuckets,
 	})
+	m.uploadHedges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_produce_upload_hedges_total",
+		Help: "Data object uploads hedged with a second PUT under a new key, by which attempt was committed (won: the hedge's).",
+	}, []string{"result"})
 	m.logAppend = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "strand_log_append_seconds",
 		Help:    "Latency of appends to the shared log.",
@@ -121,7 +128,7 @@ func newMetrics() *metrics {
 	})
 	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
-		m.connsClosed, m.flushBytes, m.flushLatency, m.logAppend, m.logAppendErrs,
+		m.connsClosed, m.flushBytes, m.flushLatency, m.uploadHedges, m.logAppend, m.logAppendErrs,
 		m.fetchWakeups, m.fetchRechecked, m.throttled, m.throttleSeconds,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -310,6 +317,15 @@ func (o produceObserver) CommitDone(objects int, d time.Duration, err error)    
 func (o produceObserver) FlushDone(batchBytes int, d time.Duration, err error) {
 	o.m.flushLatency.Observe(d.Seconds())
 }
+func (o produceObserver) UploadHedged(won bool) {
+	result := "lost"
+	if won {
+		result = "won"
+	}
+	o.m.uploadHedges.WithLabelValues(result).Inc()
+}
+
+var _ produce.HedgeObserver = produceObserver{}
 
 // registerReplicaMetrics exports the applied position and the apply lag.
 func (a *Agent) registerReplicaMetrics() {

@@ -58,6 +58,13 @@ type Options struct {
 	// defaults; agent.ReadAheadOff: none).
 	FetchReadAheadBytes  int64
 	FetchMaxParallelGets int
+	// HedgePercentile, HedgeMaxRatio and MaxPutsPerSec configure the
+	// embedded agent's hedged uploads and PUT budget as agent.Config's
+	// ObjStoreHedge* and MaxPutsPerSec do (0: the defaults;
+	// agent.HedgeOff: no hedging).
+	HedgePercentile float64
+	HedgeMaxRatio   float64
+	MaxPutsPerSec   float64
 
 	Producers, Consumers int
 	RecordSize           int
@@ -230,8 +237,9 @@ func (o *Options) Validate() error {
 	if o.Warmup < 0 {
 		bad("--warmup must not be negative")
 	}
-	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0) {
-		bad("--objstore-latency, --flush-interval, --flush-bytes and the --fetch-* read-ahead flags configure --embedded only")
+	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0 ||
+		o.HedgePercentile != 0 || o.HedgeMaxRatio != 0 || o.MaxPutsPerSec != 0) {
+		bad("--objstore-latency, --flush-interval, --flush-bytes, --objstore-hedge-*, --max-puts-per-sec and the --fetch-* read-ahead flags configure --embedded only")
 	}
 	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {
 		bad("--disk-bandwidth sizes: want positive, total at least one chunk")
@@ -298,10 +306,14 @@ type Report struct {
 
 // ReportOptions echoes the options that shaped the numbers.
 type ReportOptions struct {
-	Target          string  `json:"target"`
-	ObjStoreLatency string  `json:"objstore_latency,omitempty"`
-	FlushInterval   string  `json:"flush_interval,omitempty"`
-	FlushBytes      int     `json:"flush_bytes,omitempty"`
+	Target          string `json:"target"`
+	ObjStoreLatency string `json:"objstore_latency,omitempty"`
+	FlushInterval   string `json:"flush_interval,omitempty"`
+	FlushBytes      int    `json:"flush_bytes,omitempty"`
+	// HedgePercentile is 0 when hedging is off.
+	HedgePercentile float64 `json:"objstore_hedge_percentile,omitempty"`
+	HedgeMaxRatio   float64 `json:"objstore_hedge_max_ratio,omitempty"`
+	MaxPutsPerSec   float64 `json:"max_puts_per_sec,omitempty"`
 	Producers       int     `json:"producers"`
 	Consumers       int     `json:"consumers"`
 	RecordSize      int     `json:"record_size"`
@@ -371,7 +383,10 @@ type AgentStats struct {
 	FlushesPerSec      float64 `json:"flushes_per_sec"`
 	LogAppendsPerFlush float64 `json:"log_appends_per_flush"`
 	MeanFlushBytes     float64 `json:"mean_flush_bytes"`
-	ProduceRequests    float64 `json:"produce_requests"`
+	// Hedges counts uploads hedged, HedgesWon those the hedge won.
+	Hedges          float64 `json:"objstore_hedges"`
+	HedgesWon       float64 `json:"objstore_hedges_won"`
+	ProduceRequests float64 `json:"produce_requests"`
 	// CPUCores is CPU seconds per wall second; CPUScope says whose (the
 	// embedded agent shares its process with the load generator).
 	CPUCores    float64 `json:"cpu_cores"`
@@ -565,6 +580,9 @@ func reportOptions(o *Options) ReportOptions {
 			fb = agent.DefaultFlushBytes
 		}
 		r.FlushInterval, r.FlushBytes = fi.String(), fb
+		cfg := embeddedConfig(o, "")
+		cfg.SetDefaults()
+		r.HedgePercentile, r.HedgeMaxRatio, r.MaxPutsPerSec = max(cfg.ObjStoreHedgePercentile, 0), cfg.ObjStoreHedgeMaxRatio, cfg.MaxPutsPerSec
 	}
 	if o.CompareKfake {
 		r.KfakeMode = kfakeMode(o)
@@ -602,15 +620,18 @@ func startEmbedded(ctx context.Context, o *Options, dir string, stderr io.Writer
 // embeddedConfig is the config of an agent startEmbedded starts in dir.
 func embeddedConfig(o *Options, dir string) agent.Config {
 	return agent.Config{
-		DataDir:              dir,
-		KafkaListen:          "127.0.0.1:0",
-		HTTPListen:           "127.0.0.1:0",
-		ObjStoreLatency:      o.ObjStoreLatency,
-		FlushInterval:        o.FlushInterval,
-		FlushBytes:           o.FlushBytes,
-		AutoCreateTopics:     true,
-		FetchReadAheadBytes:  o.FetchReadAheadBytes,
-		FetchMaxParallelGets: o.FetchMaxParallelGets,
+		DataDir:                 dir,
+		KafkaListen:             "127.0.0.1:0",
+		HTTPListen:              "127.0.0.1:0",
+		ObjStoreLatency:         o.ObjStoreLatency,
+		FlushInterval:           o.FlushInterval,
+		FlushBytes:              o.FlushBytes,
+		ObjStoreHedgePercentile: o.HedgePercentile,
+		ObjStoreHedgeMaxRatio:   o.HedgeMaxRatio,
+		MaxPutsPerSec:           o.MaxPutsPerSec,
+		AutoCreateTopics:        true,
+		FetchReadAheadBytes:     o.FetchReadAheadBytes,
+		FetchMaxParallelGets:    o.FetchMaxParallelGets,
 	}
 }
 

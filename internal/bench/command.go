@@ -43,6 +43,9 @@ the data directory and prints ingest as a fraction of it.`,
 			if f := cmd.Flags().Lookup("fetch-read-ahead-bytes"); f.Changed && o.FetchReadAheadBytes == 0 {
 				o.FetchReadAheadBytes = agent.ReadAheadOff // the flag's 0, as serve's
 			}
+			if f := cmd.Flags().Lookup("objstore-hedge-percentile"); f.Changed && o.HedgePercentile == 0 {
+				o.HedgePercentile = agent.HedgeOff
+			}
 			for s := range strings.SplitSeq(brokers, ",") {
 				if s = strings.TrimSpace(s); s != "" {
 					o.Brokers = append(o.Brokers, s)
@@ -67,6 +70,9 @@ the data directory and prints ingest as a fraction of it.`,
 	f.StringVar(&o.ObjStoreLatency, "objstore-latency", "", "embedded agent: simulated object store latency: none, s3-express or s3-standard")
 	f.DurationVar(&o.FlushInterval, "flush-interval", 0, "embedded agent: flush interval (default "+agent.DefaultFlushInterval.String()+")")
 	f.IntVar(&o.FlushBytes, "flush-bytes", 0, "embedded agent: flush size in bytes (default 4 MiB)")
+	f.Float64Var(&o.HedgePercentile, "objstore-hedge-percentile", 0, fmt.Sprintf("embedded agent: hedge an upload still running at this percentile of recent upload times (default %g; 0: no hedging)", agent.DefaultObjStoreHedgePercentile))
+	f.Float64Var(&o.HedgeMaxRatio, "objstore-hedge-max-ratio", 0, fmt.Sprintf("embedded agent: hedges at most this fraction of uploads (default %g)", agent.DefaultObjStoreHedgeMaxRatio))
+	f.Float64Var(&o.MaxPutsPerSec, "max-puts-per-sec", 0, "embedded agent: budget of data object PUTs a second, hedges included (default: none)")
 	f.IntVar(&o.Producers, "producers", DefaultProducers, "producer clients")
 	f.IntVar(&o.Consumers, "consumers", DefaultConsumers, "consumer clients, each reading its share of the partitions from their end at start")
 	f.IntVar(&o.RecordSize, "record-size", DefaultRecordSize, "bytes per record value (at least 8: the send stamp)")

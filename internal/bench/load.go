@@ -604,6 +604,8 @@ func agentStats(before, after AgentMetrics, secs float64, prod Throughput, cons 
 		RSSBytes:        after.RSSBytes,
 		RSSMaxBytes:     rssMax,
 		RSSPeakBytes:    after.RSSPeakBytes,
+		Hedges:          after.Hedges["won"] + after.Hedges["lost"] - before.Hedges["won"] - before.Hedges["lost"],
+		HedgesWon:       after.Hedges["won"] - before.Hedges["won"],
 	}
 	a.PutsPerSec = puts / secs
 	a.GetsPerSec = gets / secs

@@ -37,6 +37,9 @@ type AgentMetrics struct {
 	RSSBytes   float64
 	// RSSPeakBytes is strand_process_resident_memory_peak_bytes.
 	RSSPeakBytes float64
+	// Hedges is strand_produce_upload_hedges_total by result (won,
+	// lost).
+	Hedges map[string]float64
 }
 
 // Puts counts both kinds of PUT.
@@ -56,7 +59,7 @@ func ParseMetrics(r io.Reader) (AgentMetrics, error) {
 	if err != nil {
 		return AgentMetrics{}, fmt.Errorf("bench: parse metrics: %w", err)
 	}
-	m := AgentMetrics{ObjRequests: map[string]float64{}, ObjBytes: map[string]float64{}}
+	m := AgentMetrics{ObjRequests: map[string]float64{}, ObjBytes: map[string]float64{}, Hedges: map[string]float64{}}
 	found := false
 	byLabel := func(name, label string, into map[string]float64) {
 		f, ok := fams[name]
@@ -70,6 +73,7 @@ func ParseMetrics(r io.Reader) (AgentMetrics, error) {
 	}
 	byLabel("strand_objstore_requests_total", "op", m.ObjRequests)
 	byLabel("strand_objstore_bytes_total", "op", m.ObjBytes)
+	byLabel("strand_produce_upload_hedges_total", "result", m.Hedges)
 	if f, ok := fams["strand_log_append_seconds"]; ok {
 		found = true
 		for _, mm := range f.GetMetric() {

@@ -78,7 +78,8 @@ func writeText(w io.Writer, r *Report) error {
 	o := r.Options
 	fmt.Fprintf(&b, "strand bench: %s", o.Target)
 	if o.Target == "embedded" {
-		fmt.Fprintf(&b, " (objstore-latency %s, flush-interval %s, flush-bytes %d)", o.ObjStoreLatency, o.FlushInterval, o.FlushBytes)
+		fmt.Fprintf(&b, " (objstore-latency %s, flush-interval %s, flush-bytes %d, objstore-hedge-percentile %g, objstore-hedge-max-ratio %g, max-puts-per-sec %g)",
+			o.ObjStoreLatency, o.FlushInterval, o.FlushBytes, o.HedgePercentile, o.HedgeMaxRatio, o.MaxPutsPerSec)
 	}
 	rate := "unlimited"
 	if o.Rate > 0 {
@@ -141,6 +142,10 @@ func writePhase(b *strings.Builder, p *PhaseResult, mode string) {
 	if a := p.Agent; a != nil {
 		fmt.Fprintf(b, "  objstore   PUT %.1f/s (%.3f per MB produced, %.1f MB/s written)  GET %.1f/s (%.3f per MB consumed, %.1f MB/s read)\n",
 			a.PutsPerSec, a.PutsPerMB, a.PutBytes/p.Seconds/1e6, a.GetsPerSec, a.GetsPerMB, a.GetBytes/p.Seconds/1e6)
+		if a.Hedges > 0 {
+			fmt.Fprintf(b, "  hedges     %.0f uploads hedged (%.1f%% of flushes), %.0f won by the hedge\n",
+				a.Hedges, 100*a.Hedges/max(a.Flushes, 1), a.HedgesWon)
+		}
 		fmt.Fprintf(b, "  log        %.1f appends/s, %.1f flushes/s, %.2f appends per flush, mean flush %.1f KB, %.1f produce requests/s\n",
 			a.LogAppendsPerSec, a.FlushesPerSec, a.LogAppendsPerFlush, a.MeanFlushBytes/1e3, a.ProduceRequests/p.Seconds)
 		fmt.Fprintf(b, "  cpu        %.2f cores; RSS %.0f MB (max %.0f MB) [%s]\n",

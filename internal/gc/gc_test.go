@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/meta"
@@ -165,6 +167,23 @@ func (e *env) gcState() meta.GCState {
 	return g
 }
 
+// sweepOrphans runs c's steps until the reconciler has listed every
+// bucket due and checks that it deleted want orphans and left the
+// committed objects alone.
+func (e *env) sweepOrphans(c *gc.Collector, want int, committed []string) {
+	e.t.Helper()
+	var orphans int
+	for range 3 {
+		orphans += e.step(c).Orphans
+	}
+	if orphans != want {
+		e.t.Fatalf("deleted %d orphans, want %d", orphans, want)
+	}
+	if got := e.keys(); !slices.Equal(got, committed) {
+		e.t.Fatalf("store holds %v, want only the committed %v", got, committed)
+	}
+}
+
 // entryKeys returns the object keys the partition's index points at.
 func (e *env) entryKeys(id meta.TopicID) []string {
 	e.t.Helper()
@@ -295,16 +314,7 @@ func TestReconcilerDeletesOrphans(t *testing.T) {
 	}
 	// Past the grace and the end of their minute bucket.
 	e.advance(2 * time.Minute)
-	var orphans int
-	for range 3 {
-		orphans += e.step(c).Orphans
-	}
-	if orphans != 2 {
-		t.Fatalf("deleted %d orphans, want 2", orphans)
-	}
-	if got := e.keys(); !slices.Equal(got, committed) {
-		t.Fatalf("store holds %v, want only the committed %v", got, committed)
-	}
+	e.sweepOrphans(c, 2, committed)
 	if g := e.gcState(); g.Orphans != 2 || g.OrphanBytes == 0 || g.LiveObjects != 1 {
 		t.Fatalf("GC state %+v", g)
 	}
@@ -451,4 +461,80 @@ func TestOrphanDeletedBeforeItsBucketEnds(t *testing.T) {
 	if got := e.keys(); len(got) != 0 {
 		t.Fatalf("store holds %v", got)
 	}
+}
+
+// lateLander holds the first Put made while armed until land is closed,
+// then writes it whatever its context says and reports the context's
+// end: a request the client gave up on that the store still completed.
+type lateLander struct {
+	objstore.Store
+	armed   atomic.Bool
+	held    atomic.Bool
+	entered chan string
+	land    chan struct{}
+}
+
+func (s *lateLander) Put(ctx context.Context, key string, data []byte) error {
+	if !s.armed.Load() || !s.held.CompareAndSwap(false, true) {
+		return s.Store.Put(ctx, key, data)
+	}
+	s.entered <- key
+	<-s.land
+	if err := s.Store.Put(context.Background(), key, data); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// A hedged upload's loser is collected: the hedge wins and is committed,
+// the cancelled primary still lands in the store and the pipeline's
+// delete of it fails, so it is an orphan, and the reconciler deletes it
+// after the grace and leaves the hedge's object.
+func TestHedgeLoserCollected(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a")
+	clk := clock.NewFake(time.UnixMilli(e.now.Load()))
+	lander := &lateLander{Store: e.store, entered: make(chan string, 1), land: make(chan struct{})}
+	noDeletes := objstore.FaultFunc(func(op objstore.Op, _ string) objstore.FaultMode {
+		if op == objstore.OpDelete {
+			return objstore.FaultBefore
+		}
+		return objstore.NoFault
+	})
+	p := e.pipeline(produce.Config{Store: objstore.WithFaults(lander, noDeletes), Clock: clk,
+		HedgePercentile: 0.9, HedgeMaxRatio: 1, HedgeMinDelay: 50 * time.Millisecond})
+	// Registered after the pipeline's Close, so it runs first: a failed
+	// test must not leave the primary held and Close waiting for it.
+	landNow := sync.OnceFunc(func() { close(lander.land) })
+	t.Cleanup(landNow)
+	// Upload times are timed on the fake clock: all 0, so the hedge
+	// delay is the 50ms floor once 16 are known.
+	for i := range 16 {
+		e.produce(p, e.batch(a, uint64(i)))
+	}
+	lander.armed.Store(true)
+	ack, err := p.Submit(testCtx(t), []produce.Batch{e.batch(a, 100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary := <-lander.entered
+	clk.Advance(50 * time.Millisecond) // the hedge starts and wins
+	if _, err := ack.Wait(testCtx(t)); err != nil {
+		t.Fatalf("hedged produce: %v", err)
+	}
+	committed := e.entryKeys(a)
+	if len(committed) != 17 || committed[16] == primary {
+		t.Fatalf("committed %d objects, the last %s; want 17, not the held primary's", len(committed), committed[16])
+	}
+	landNow()
+	if err := p.Close(testCtx(t)); err != nil { // waits for the loser
+		t.Fatal(err)
+	}
+	if got := e.keys(); len(got) != 18 || !slices.Contains(got, primary) {
+		t.Fatalf("store holds %d objects, want the 17 committed and the primary %s that landed late", len(got), primary)
+	}
+
+	c := e.collector(1, nil)
+	e.advance(grace + 2*time.Minute)
+	e.sweepOrphans(c, 1, committed) // the hedge's loser
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
-	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/segment"
 )
 
@@ -59,7 +58,16 @@ type Pipeline struct {
 		// lastObjBytes is the size of the last object uploaded, the
 		// starting capacity of the next new writer.
 		lastObjBytes int
+		// puts times uploads for the hedge delay; hedges and hedgeWins
+		// count hedges started and won.
+		puts              putTimes
+		hedges, hedgeWins int
+		// nextCut is the earliest time the next flush may be cut under
+		// MaxPutsPerSec.
+		nextCut time.Time
 	}
+	// cleanups counts goroutines deleting hedge losers; Close waits.
+	cleanups sync.WaitGroup
 }
 
 type flushState uint8
@@ -86,6 +94,8 @@ type flush struct {
 	// due: FlushInterval passed since the first batch.
 	due   bool
 	timer clock.Timer
+	// paceTimer waits for MaxPutsPerSec to allow the next cut.
+	paceTimer clock.Timer
 
 	// Under Pipeline.mu.
 	state   flushState
@@ -283,12 +293,23 @@ func (p *Pipeline) maybeCutLocked() {
 	if p.mu.uploading >= p.cfg.MaxConcurrentUploads {
 		return
 	}
-	if !(p.mu.uploading == 0 || due || f.full || p.mu.closing ||
+	forced := f.full || p.mu.closing
+	if !forced && p.cfg.MaxPutsPerSec > 0 {
+		if wait := p.mu.nextCut.Sub(p.cfg.Clock.Now()); wait > 0 {
+			if f.paceTimer == nil {
+				f.paceTimer = p.cfg.Clock.AfterFunc(wait, func() { p.pacePassed(f) })
+			}
+			return
+		}
+	}
+	if !(p.mu.uploading == 0 || due || forced ||
 		f.bytes >= p.cfg.FlushBytes || len(f.batches) >= p.cfg.MaxFlushBatches) {
 		return
 	}
-	if f.timer != nil {
-		f.timer.Stop()
+	clock.Stop(f.timer)
+	clock.Stop(f.paceTimer)
+	if p.cfg.MaxPutsPerSec > 0 {
+		p.mu.nextCut = p.cfg.Clock.Now().Add(p.cutSpacing())
 	}
 	p.mu.open = nil
 	f.state = stateUploading
@@ -296,6 +317,25 @@ func (p *Pipeline) maybeCutLocked() {
 	p.mu.cut = append(p.mu.cut, f)
 	p.signalSpaceLocked()
 	go p.upload(f)
+}
+
+// cutSpacing is the least time between two cuts under MaxPutsPerSec,
+// leaving room in the budget for the hedges HedgeMaxRatio allows.
+func (p *Pipeline) cutSpacing() time.Duration {
+	puts := 1.0
+	if p.cfg.HedgePercentile > 0 {
+		puts += p.cfg.HedgeMaxRatio
+	}
+	return time.Duration(puts / p.cfg.MaxPutsPerSec * float64(time.Second))
+}
+
+func (p *Pipeline) pacePassed(f *flush) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.open == f {
+		f.paceTimer = nil
+		p.maybeCutLocked()
+	}
 }
 
 func (p *Pipeline) intervalPassed(f *flush) {
@@ -319,40 +359,26 @@ func (p *Pipeline) kickCommitter() {
 	}
 }
 
-// upload writes f's object, retrying with the same key and bytes.
+// upload writes f's object (hedged: see hedge.go) and hands the flush to
+// the committer.
 func (p *Pipeline) upload(f *flush) {
 	p.obs.FlushCut(f.bytes, len(f.batches), len(f.acks))
 	obj := f.w.Finish()
 	start := p.cfg.Clock.Now()
-	var err error
-	loop := retry.Policy{Attempts: p.cfg.UploadAttempts, Min: uploadBackoffMin, Max: uploadBackoffMax}.Start(p.ctx, p.cfg.Clock)
-	for loop.Next() {
-		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.UploadTimeout)
-		err = p.cfg.Store.Put(ctx, f.key, obj)
-		cancel()
-		if err == nil || p.ctx.Err() != nil {
-			break
-		}
-		if loop.Attempt() < p.cfg.UploadAttempts {
-			p.cfg.Logger.Warn("produce: upload failed; retrying", "key", f.key, "attempt", loop.Attempt(), "err", err)
-		}
-	}
-	attempts := loop.Attempt()
-	if attempts == 0 {
-		// The pipeline's context ended before the first try: nothing
-		// was written, and committing would point the index at an
-		// object that does not exist.
-		err = context.Cause(p.ctx)
-	}
+	win, r := p.runRace(f, obj)
+	// A hedge still running reads obj: the writer's buffer is neither
+	// reused nor given to the cache, which gets a copy.
+	shared := p.finishRace(win, r)
+	err := win.err
 	d := clock.Since(p.cfg.Clock, start)
 	if err == nil && p.cfg.Cache != nil {
 		cached := obj
-		if cap(obj) > 2*len(obj) {
+		if shared || cap(obj) > 2*len(obj) {
 			// The cache counts len, not cap: don't let a small object
 			// pin a buffer sized for a large one.
 			cached = bytes.Clone(obj)
 		}
-		p.cfg.Cache.PutObject(f.key, cached)
+		p.cfg.Cache.PutObject(win.key, cached)
 	}
 
 	p.mu.Lock()
@@ -360,19 +386,21 @@ func (p *Pipeline) upload(f *flush) {
 	p.mu.lastObjBytes = len(obj)
 	if err != nil {
 		f.state = stateFailed
-		f.err = fmt.Errorf("%w: %s after %d attempts: %w", ErrUpload, f.key, attempts, err)
-		p.cfg.Logger.Error("produce: upload failed", "key", f.key, "attempts", attempts, "err", err)
+		f.err = fmt.Errorf("%w: %s after %d attempts: %w", ErrUpload, f.key, win.attempts, err)
+		p.cfg.Logger.Error("produce: upload failed", "key", f.key, "attempts", win.attempts, "err", err)
 	} else {
+		// The committed key is the winner's: the hedge's, if it won.
+		f.key = win.key
 		f.state = stateUploaded
 	}
-	if p.cfg.Cache != nil && err == nil {
-		// The cache owns the bytes now.
+	if shared || (p.cfg.Cache != nil && err == nil) {
+		// The cache (or a running hedge) owns the bytes now.
 		f.w = nil
 	}
 	p.mu.uploading--
 	p.maybeCutLocked()
 	p.mu.Unlock()
-	p.obs.UploadDone(len(obj), attempts, d, err)
+	p.obs.UploadDone(len(obj), win.attempts, d, err)
 	p.kickCommitter()
 }
 
@@ -515,10 +543,12 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	select {
 	case <-p.committerDone:
 		p.cancel()
+		p.cleanups.Wait()
 		return nil
 	case <-ctx.Done():
 		p.cancel()
 		<-p.committerDone
+		p.cleanups.Wait()
 		return ctx.Err()
 	}
 }
@@ -528,13 +558,16 @@ type Stats struct {
 	BufferedBytes int // accepted and not yet answered
 	Uploading     int
 	Pending       int // cut and not yet taken by the committer
+	// Hedges counts uploads hedged, HedgeWins those whose hedge won.
+	Hedges, HedgeWins int
 }
 
 // Stats returns the pipeline's queues as they are now.
 func (p *Pipeline) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{BufferedBytes: p.mu.bufferedBytes, Uploading: p.mu.uploading, Pending: len(p.mu.cut)}
+	return Stats{BufferedBytes: p.mu.bufferedBytes, Uploading: p.mu.uploading, Pending: len(p.mu.cut),
+		Hedges: p.mu.hedges, HedgeWins: p.mu.hedgeWins}
 }
 
 type nopObserver struct{}

@@ -16,6 +16,12 @@
 //     interval bounds the wait behind a running upload, it is not a tick;
 //   - the pipeline is closing.
 //
+// With MaxPutsPerSec set, flushes are also paced: none is cut before
+// the previous cut plus 1/MaxPutsPerSec (stretched to leave room for
+// hedges), unless it is full or the pipeline is closing. At high ingest
+// objects then grow instead of the PUT rate; at low ingest the first
+// batch after a quiet spell still goes out at once.
+//
 // What arrives while uploads run joins the next flush (group commit).
 // Uploads of different flushes run concurrently, up to
 // MaxConcurrentUploads, but one committer proposes them in the order they
@@ -26,7 +32,9 @@
 // # Failures
 //
 // An upload is retried with the same key and bytes (a lost reply is
-// harmless), a bounded number of times; if it still fails, the calls in
+// harmless), a bounded number of times, and may be hedged with a second
+// attempt under a new key (hedge.go): the first to succeed is committed,
+// so a flush commits once whichever wins; if it still fails, the calls in
 // that flush fail with ErrUpload and nothing of it is committed. Later
 // flushes still commit: their callers were acknowledged nothing earlier,
 // and a producer that got the error retries, which Kafka allows for
@@ -197,6 +205,24 @@ type Config struct {
 	UploadAttempts       int
 	UploadTimeout        time.Duration
 
+	// HedgePercentile, if above 0, hedges an upload still running at
+	// that quantile (below 1) of this pipeline's recent upload times, no
+	// sooner than HedgeMinDelay: a second attempt writes the same bytes
+	// under a new key, and the first to succeed is committed (hedge.go).
+	// HedgeMaxRatio caps hedges as a fraction of uploads (default
+	// DefaultHedgeMaxRatio when hedging). Zero values: no hedging, no
+	// floor.
+	HedgePercentile float64
+	HedgeMaxRatio   float64
+	HedgeMinDelay   time.Duration
+	// MaxPutsPerSec, if above 0, is the operator's budget of data object
+	// PUTs a second (hedges included; retries of failed PUTs not): flushes
+	// are cut at most (1+HedgeMaxRatio)/MaxPutsPerSec apart, so objects
+	// grow with ingest instead of the PUT rate. Below the budget a flush
+	// still goes out at once when the store is idle. Only a full flush
+	// (MaxFlushBatches, the object size bound) or Close cuts sooner.
+	MaxPutsPerSec float64
+
 	// Cache, if set, gets every uploaded object.
 	Cache ObjectCache
 	// Clock times the flush interval, the waits between upload tries
@@ -233,6 +259,9 @@ func (c *Config) setDefaults() {
 	if c.UploadTimeout == 0 {
 		c.UploadTimeout = DefaultUploadTimeout
 	}
+	if c.HedgePercentile > 0 && c.HedgeMaxRatio == 0 {
+		c.HedgeMaxRatio = DefaultHedgeMaxRatio
+	}
 	c.Clock = clock.OrReal(c.Clock)
 	if c.KeyTime == nil {
 		clk := c.Clock
@@ -268,6 +297,14 @@ func (c *Config) Validate() error {
 		return errors.New("produce: Config.UploadAttempts must be positive")
 	case c.UploadTimeout < 0:
 		return errors.New("produce: Config.UploadTimeout is negative")
+	case c.HedgePercentile < 0 || c.HedgePercentile >= 1:
+		return fmt.Errorf("produce: Config.HedgePercentile %v must be at least 0 and below 1", c.HedgePercentile)
+	case c.HedgeMaxRatio < 0 || c.HedgeMaxRatio > 1:
+		return fmt.Errorf("produce: Config.HedgeMaxRatio %v must be between 0 and 1", c.HedgeMaxRatio)
+	case c.HedgeMinDelay < 0:
+		return errors.New("produce: Config.HedgeMinDelay is negative")
+	case c.MaxPutsPerSec < 0:
+		return errors.New("produce: Config.MaxPutsPerSec is negative")
 	}
 	return nil
 }
