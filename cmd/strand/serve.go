@@ -84,7 +84,7 @@ the command line wins.`,
 			if cfg.FetchReadAheadBytes == 0 {
 				cfg.FetchReadAheadBytes = agent.ReadAheadOff
 			}
-			if cfg.ObjStoreHedgePercentile == 0 {
+			if cfg.ObjStoreHedgePercentile == 0 && cmd.Flags().Changed("objstore-hedge-percentile") {
 				cfg.ObjStoreHedgePercentile = agent.HedgeOff
 			}
 			if cfg.FetchMaxParallelGets < 1 {
@@ -162,7 +162,7 @@ the command line wins.`,
 	f.StringVar(&cfg.ObjStoreLatency, "objstore-latency", "none", "simulated object store latency: none, s3-express or s3-standard")
 	f.DurationVar(&cfg.FlushInterval, "flush-interval", agent.DefaultFlushInterval, "longest time a produced batch waits before its data object is written")
 	f.IntVar(&cfg.FlushBytes, "flush-bytes", agent.DefaultFlushBytes, "buffered bytes that cut a data object early")
-	f.Float64Var(&cfg.ObjStoreHedgePercentile, "objstore-hedge-percentile", agent.DefaultObjStoreHedgePercentile, "hedge a data object upload still running at this percentile (0 to 1) of the agent's recent upload times: a second PUT of the same bytes under a new key, the first to finish is committed (0: no hedging)")
+	f.Float64Var(&cfg.ObjStoreHedgePercentile, "objstore-hedge-percentile", 0, fmt.Sprintf("hedge a data object upload still running at this percentile (0 to 1) of the agent's recent upload times: a second PUT of the same bytes under a new key, the first to finish is committed (0: no hedging; default %v for an S3 store or with --objstore-latency, none for a local directory)", agent.DefaultObjStoreHedgePercentile))
 	f.Float64Var(&cfg.ObjStoreHedgeMaxRatio, "objstore-hedge-max-ratio", agent.DefaultObjStoreHedgeMaxRatio, "hedged PUTs at most this fraction of data object uploads")
 	f.DurationVar(&cfg.ObjStoreHedgeMinDelay, "objstore-hedge-min-delay", agent.DefaultObjStoreHedgeMinDelay, "never hedge an upload sooner than this")
 	f.Float64Var(&cfg.MaxPutsPerSec, "max-puts-per-sec", 0, "budget of data object PUTs a second, hedges included: flushes are paced so objects grow with ingest instead of the PUT rate (0: no budget)")

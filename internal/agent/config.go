@@ -17,6 +17,7 @@ import (
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
 )
 
@@ -261,6 +262,19 @@ const (
 	maxLease = time.Hour
 )
 
+// hedgedByDefault says whether uploads are hedged when no percentile is
+// set: for an S3 store, or a latency profile that models one, whose
+// upload times have a long tail of their own. A local directory's
+// upload time is its disk's, which a second write of the same bytes
+// only adds to.
+func (c *Config) hedgedByDefault() bool {
+	if c.ObjStoreLatency != "" && c.ObjStoreLatency != "none" {
+		return true
+	}
+	u, err := objurl.Parse(c.ObjStore)
+	return err == nil && u.Kind == objurl.KindS3
+}
+
 // HedgeOff is the Config.ObjStoreHedgePercentile that turns hedged
 // uploads off.
 const HedgeOff = -1.0
@@ -342,7 +356,10 @@ func (c *Config) SetDefaults() {
 		c.FlushBytes = DefaultFlushBytes
 	}
 	if c.ObjStoreHedgePercentile == 0 {
-		c.ObjStoreHedgePercentile = DefaultObjStoreHedgePercentile
+		c.ObjStoreHedgePercentile = HedgeOff
+		if c.hedgedByDefault() {
+			c.ObjStoreHedgePercentile = DefaultObjStoreHedgePercentile
+		}
 	}
 	if c.ObjStoreHedgeMaxRatio == 0 {
 		c.ObjStoreHedgeMaxRatio = DefaultObjStoreHedgeMaxRatio
