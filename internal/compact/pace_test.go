@@ -1,0 +1,96 @@
+package compact_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/compact"
+)
+
+// A pass spreads the bytes due over three quarters of the interval: it
+// waits on the clock between reads instead of compacting everything at
+// once, ends within the interval, and compacts all that was due.
+func TestPassSpreadsItsWorkOverTheInterval(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a", 2)
+	parts := []tp{{a, 0}, {a, 1}}
+	for i := range 24 {
+		e.produce(uint64(i), 1000, parts...) // about 110 KB a partition
+	}
+	const interval = time.Second
+	c := e.compactor(compact.Config{TargetBytes: 1 << 20, Interval: interval})
+	e.advance(compact.DefaultMaxLag)
+
+	st, waited := e.passOnClock(c, time.Millisecond)
+	if st.Swaps == 0 || st.BytesRead < 5<<20 {
+		t.Fatalf("pass: %+v, want all of about 5 MB compacted", st)
+	}
+	for _, p := range parts {
+		if l0, _ := e.levels(p); l0 != 0 {
+			t.Fatalf("%v: %d level-0 entries left", p, l0)
+		}
+	}
+	// Everything was due: the pace is what spreads it over 3/4 of the
+	// interval.
+	if want := int64(float64(st.BytesRead) / (0.75 * interval.Seconds())); st.Pace < want*99/100 || st.Pace > want*101/100 {
+		t.Fatalf("pace %d B/s for %d bytes due, want about %d", st.Pace, st.BytesRead, want)
+	}
+	// The first MiB goes at once (the burst saved up), the last read's
+	// share is paid after it: the rest waited, within the interval.
+	if min := time.Duration(float64(st.BytesRead-2<<20) / float64(st.Pace) * float64(time.Second)); waited < min || waited > 3*interval/4 {
+		t.Fatalf("the pass waited %v on the clock, want between %v and %v", waited, min, 3*interval/4)
+	}
+}
+
+// --compaction-max-bytes-per-sec caps the pace; with nothing due the
+// pace is the floor, and an unpaced compactor reports none.
+func TestPaceCappedAndFloored(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a", 1)
+	for i := range 24 {
+		e.produce(uint64(i), 1000, tp{a, 0})
+	}
+	idle := e.compactor(compact.Config{TargetBytes: 1 << 20})
+	if st := e.pass(idle); st.Swaps != 0 || st.Pace != 4<<20 {
+		t.Fatalf("pass with nothing due: %+v, want no swap at the floor pace of 4 MiB/s", st)
+	}
+	e.advance(compact.DefaultMaxLag)
+	capped := e.compactor(compact.Config{TargetBytes: 1 << 20, Interval: time.Millisecond, MaxBytesPerSec: 5 << 20})
+	st, _ := e.passOnClock(capped, 10*time.Millisecond)
+	if st.Swaps == 0 {
+		t.Fatalf("capped pass: %+v", st)
+	}
+	if st.Pace != 5<<20 {
+		t.Fatalf("pace %d, want the cap %d", st.Pace, 5<<20)
+	}
+	if st := e.pass(e.compactor(compact.Config{Unpaced: true})); st.Pace != 0 {
+		t.Fatalf("unpaced pass: pace %d", st.Pace)
+	}
+}
+
+// passOnClock runs a pass, advancing the clock by step while the pass
+// waits on it, and returns the pass's stats and the time advanced.
+func (e *env) passOnClock(c *compact.Compactor, step time.Duration) (compact.PassStats, time.Duration) {
+	e.t.Helper()
+	ctx := testCtx(e.t)
+	passCtx, passDone := context.WithCancel(ctx)
+	var st compact.PassStats
+	var err error
+	go func() {
+		defer passDone()
+		st, err = c.Pass(ctx)
+	}()
+	var waited time.Duration
+	for e.clk.BlockUntil(passCtx, 1) == nil {
+		e.clk.Advance(step)
+		waited += step
+	}
+	if ctx.Err() != nil {
+		e.t.Fatal("the pass did not end")
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st, waited
+}
