@@ -242,12 +242,14 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 		return st, err
 	}
 	c.pruneSkips(targets)
-	if st.Pace, err = c.setPace(targets); err != nil {
+	budget, err := c.setPace(targets, &st)
+	if err != nil {
 		return st, err
 	}
 	var lag time.Duration
 	var errs []error
-	for _, t := range targets {
+	for i, t := range targets {
+		var spent int64
 		for runs := 0; ; runs++ {
 			if runs == maxRunsPerPass {
 				break // the others' turn; the next pass goes on
@@ -263,6 +265,14 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 				lag = max(lag, oldest)
 				break
 			}
+			if budget != nil && spent >= budget[i] {
+				// Due since the pass began: the next pass's work,
+				// at the pace that one sets. Else a pass paced for
+				// less than ingest would never end.
+				lag = max(lag, oldest)
+				break
+			}
+			spent += r.bytes
 			done, err := c.compact(ctx, r, &st)
 			if err != nil {
 				// One partition's failure (a damaged object, a

@@ -21,7 +21,9 @@ import (
 // So a pass spreads its work over the interval: at its start it sums the
 // bytes due in the partitions it owns (due, plan's rule), and paces its
 // reads at that sum over spreadFraction of the Interval, so it ends
-// before the next pass starts, and passes start every Interval. What is
+// before the next pass starts, and passes start every Interval. A pass
+// compacts only what it counted (what becomes due meanwhile is the next
+// pass's, at the pace that one sets). What is
 // due at a pass is what became due in one interval, so compaction goes
 // at the pace of ingest (1/spreadFraction of it), evenly, never faster
 // than it must to keep up. MaxBytesPerSec caps the pace (compaction then
@@ -42,24 +44,28 @@ const (
 )
 
 // setPace sets the pace of the pass about to compact targets from the
-// bytes due in them. It returns the pace (0: unpaced). Unpaced keeps
-// MaxBytesPerSec as the pace.
-func (c *Compactor) setPace(targets []target) (int64, error) {
+// bytes due in them, and returns those bytes, per target: the pass's
+// budget, what it compacts at most (a run begun within it is finished).
+// Unpaced: no budget, and MaxBytesPerSec as the pace. It sets st.Pace.
+func (c *Compactor) setPace(targets []target, st *PassStats) ([]int64, error) {
 	if c.cfg.Unpaced {
-		return c.cfg.MaxBytesPerSec, nil
+		st.Pace = c.cfg.MaxBytesPerSec
+		return nil, nil
 	}
+	budget := make([]int64, len(targets))
 	var due int64
-	for _, t := range targets {
+	for i, t := range targets {
 		n, err := c.due(t)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
+		budget[i] = n
 		due += n
 	}
-	rate := paceFor(due, c.cfg.Interval, c.cfg.MaxBytesPerSec)
-	c.pace.setRate(rate)
-	c.cfg.Metrics.pace.Set(float64(rate))
-	return rate, nil
+	st.Pace = paceFor(due, c.cfg.Interval, c.cfg.MaxBytesPerSec)
+	c.pace.setRate(st.Pace)
+	c.cfg.Metrics.pace.Set(float64(st.Pace))
+	return budget, nil
 }
 
 // paceFor returns the read rate that spreads due bytes over

@@ -94,3 +94,57 @@ func (e *env) passOnClock(c *compact.Compactor, step time.Duration) (compact.Pas
 	}
 	return st, waited
 }
+
+// A pass compacts what was due when it began, at the pace it set for
+// that: runs that become due while it waits are the next pass's, so a
+// pass paced for less than what keeps arriving still ends.
+func TestPassCompactsOnlyWhatWasDueWhenItBegan(t *testing.T) {
+	e := newEnv(t)
+	a := e.topic("a", 1)
+	p := tp{a, 0}
+	for i := range 24 {
+		e.produce(uint64(i), 1000, p) // about 110 KB each, 2.6 MB in all
+	}
+	var due int64
+	for _, en := range e.entries(p) {
+		due += en.Length
+	}
+	const minAge = time.Millisecond
+	c := e.compactor(compact.Config{TargetBytes: 1 << 20, MinAge: minAge})
+	e.advance(time.Second)
+
+	ctx := testCtx(t)
+	passCtx, passDone := context.WithCancel(ctx)
+	var st compact.PassStats
+	var err error
+	go func() {
+		defer passDone()
+		st, err = c.Pass(ctx)
+	}()
+	// While the pass waits on the clock, the same again arrives and
+	// ages past MinAge.
+	if err := e.clk.BlockUntil(passCtx, 1); err != nil {
+		t.Fatal("the pass did not wait on the clock")
+	}
+	for i := range 24 {
+		e.produce(uint64(100+i), 1000, p)
+	}
+	e.advance(minAge)
+	for e.clk.BlockUntil(passCtx, 1) == nil {
+		e.clk.Advance(10 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the pass did not end")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What was due, and the rest of the run that took its last bytes:
+	// not the more than 4 MiB of full runs due by the end.
+	if st.BytesRead < due || st.BytesRead >= due+1<<20 {
+		t.Fatalf("pass: %+v, want the %d bytes due when it began and at most a run more", st, due)
+	}
+	if st, _ := e.passOnClock(c, 10*time.Millisecond); st.Swaps == 0 {
+		t.Fatal("the next pass compacted nothing")
+	}
+}
