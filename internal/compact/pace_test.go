@@ -22,7 +22,7 @@ func TestPassSpreadsItsWorkOverTheInterval(t *testing.T) {
 	c := e.compactor(compact.Config{TargetBytes: 1 << 20, Interval: interval})
 	e.advance(compact.DefaultMaxLag)
 
-	st, waited := e.passOnClock(c, time.Millisecond)
+	st, waited := e.passOnClock(c, time.Millisecond, nil)
 	if st.Swaps == 0 || st.BytesRead < 5<<20 {
 		t.Fatalf("pass: %+v, want all of about 5 MB compacted", st)
 	}
@@ -57,7 +57,7 @@ func TestPaceCappedAndFloored(t *testing.T) {
 	}
 	e.advance(compact.DefaultMaxLag)
 	capped := e.compactor(compact.Config{TargetBytes: 1 << 20, Interval: time.Millisecond, MaxBytesPerSec: 5 << 20})
-	st, _ := e.passOnClock(capped, 10*time.Millisecond)
+	st, _ := e.passOnClock(capped, 10*time.Millisecond, nil)
 	if st.Swaps == 0 {
 		t.Fatalf("capped pass: %+v", st)
 	}
@@ -71,7 +71,8 @@ func TestPaceCappedAndFloored(t *testing.T) {
 
 // passOnClock runs a pass, advancing the clock by step while the pass
 // waits on it, and returns the pass's stats and the time advanced.
-func (e *env) passOnClock(c *compact.Compactor, step time.Duration) (compact.PassStats, time.Duration) {
+// during, if not nil, runs once the pass first waits.
+func (e *env) passOnClock(c *compact.Compactor, step time.Duration, during func()) (compact.PassStats, time.Duration) {
 	e.t.Helper()
 	ctx := testCtx(e.t)
 	passCtx, passDone := context.WithCancel(ctx)
@@ -83,6 +84,10 @@ func (e *env) passOnClock(c *compact.Compactor, step time.Duration) (compact.Pas
 	}()
 	var waited time.Duration
 	for e.clk.BlockUntil(passCtx, 1) == nil {
+		if during != nil {
+			during()
+			during = nil
+		}
 		e.clk.Advance(step)
 		waited += step
 	}
@@ -113,38 +118,25 @@ func TestPassCompactsOnlyWhatWasDueWhenItBegan(t *testing.T) {
 	c := e.compactor(compact.Config{TargetBytes: 1 << 20, MinAge: minAge})
 	e.advance(time.Second)
 
-	ctx := testCtx(t)
-	passCtx, passDone := context.WithCancel(ctx)
-	var st compact.PassStats
-	var err error
-	go func() {
-		defer passDone()
-		st, err = c.Pass(ctx)
-	}()
 	// While the pass waits on the clock, the same again arrives and
 	// ages past MinAge.
-	if err := e.clk.BlockUntil(passCtx, 1); err != nil {
-		t.Fatal("the pass did not wait on the clock")
-	}
-	for i := range 24 {
-		e.produce(uint64(100+i), 1000, p)
-	}
-	e.advance(minAge)
-	for e.clk.BlockUntil(passCtx, 1) == nil {
-		e.clk.Advance(10 * time.Millisecond)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("the pass did not end")
-	}
-	if err != nil {
-		t.Fatal(err)
+	arrived := false
+	st, _ := e.passOnClock(c, 10*time.Millisecond, func() {
+		arrived = true
+		for i := range 24 {
+			e.produce(uint64(100+i), 1000, p)
+		}
+		e.advance(minAge)
+	})
+	if !arrived {
+		t.Fatal("the pass never waited on the clock")
 	}
 	// What was due, and the rest of the run that took its last bytes:
 	// not the more than 4 MiB of full runs due by the end.
 	if st.BytesRead < due || st.BytesRead >= due+1<<20 {
 		t.Fatalf("pass: %+v, want the %d bytes due when it began and at most a run more", st, due)
 	}
-	if st, _ := e.passOnClock(c, 10*time.Millisecond); st.Swaps == 0 {
+	if st, _ := e.passOnClock(c, 10*time.Millisecond, nil); st.Swaps == 0 {
 		t.Fatal("the next pass compacted nothing")
 	}
 }
