@@ -208,7 +208,7 @@ the command line wins.`,
 	f.BoolVar(&cfg.Compaction, "compaction-enable", true, "merge the level-0 (multi-partition) objects of the partitions this agent owns into per-partition objects, so a cold read of a partition is a few large GETs")
 	cfg.CompactionTargetBytes = compact.DefaultTargetBytes
 	f.Var(agent.BytesFlag(&cfg.CompactionTargetBytes), "compaction-target-bytes", "record bytes of one per-partition object compaction writes, e.g. 16MiB")
-	f.Var(agent.BytesFlag(&cfg.CompactionMaxBytesPerSec), "compaction-max-bytes-per-sec", "pace the bytes compaction reads, e.g. 50MiB (0: unpaced)")
+	f.Var(agent.BytesFlag(&cfg.CompactionMaxBytesPerSec), "compaction-max-bytes-per-sec", "cap the bytes per second compaction reads, e.g. 50MiB (0: no cap; each pass spreads the bytes due over its interval either way)")
 	f.DurationVar(&cfg.CompactionMinAge, "compaction-min-age", compact.DefaultMinAge, "how old data must be before compaction merges it")
 	f.DurationVar(&cfg.CompactionMaxLag, "compaction-max-lag", compact.DefaultMaxLag, "how long data smaller than --compaction-target-bytes waits before it is merged anyway")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

@@ -242,7 +242,8 @@ type Config struct {
 	// the level-0 entries of the partitions it owns into per-partition
 	// objects (package compact). CompactionTargetBytes is an object's
 	// batch bytes (0: compact.DefaultTargetBytes),
-	// CompactionMaxBytesPerSec paces its reads (0: unpaced),
+	// CompactionMaxBytesPerSec caps the pace of its reads (0: no cap;
+	// each pass spreads what is due over its interval either way),
 	// CompactionMinAge and CompactionMaxLag bound when a run is taken
 	// (0: the package's defaults).
 	Compaction               bool

@@ -44,7 +44,7 @@ func BenchmarkColdCatchUp(b *testing.B) {
 		b.ReportMetric(float64(gets.Bytes)/float64(bytes), "read-amp-before")
 		b.ReportMetric(float64(bytes)/1e6/tookSlow.Seconds(), "MB/s-s3std-before")
 
-		c := e.compactor(compact.Config{})
+		c := e.compactor(compact.Config{Unpaced: true})
 		e.advance(compact.DefaultMaxLag)
 		st := e.pass(c)
 		if st.Swaps != len(parts) {

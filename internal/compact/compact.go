@@ -90,9 +90,15 @@ type Config struct {
 	// MinAge and MaxLag: see DefaultMinAge and DefaultMaxLag.
 	MinAge, MaxLag time.Duration
 	// MaxBytesPerSec is --compaction-max-bytes-per-sec: the bytes read
-	// per second at most; 0 is unpaced.
+	// per second at most; 0 leaves the pace to the work due (pace.go).
 	MaxBytesPerSec int64
-	Interval       time.Duration
+	// Interval is the time from the start of one pass to the start of
+	// the next; a pass spreads its work over most of it (pace.go).
+	Interval time.Duration
+	// Unpaced turns the spreading off: a pass goes as fast as
+	// MaxBytesPerSec allows (0: as fast as it can). For tests and
+	// benchmarks that run passes on a fake clock.
+	Unpaced bool
 	// RewriterFor picks a topic's Rewriter; nil, or a nil answer, is
 	// Identity.
 	RewriterFor func(meta.Topic) Rewriter
@@ -177,21 +183,26 @@ func New(cfg Config) (*Compactor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Compactor{cfg: cfg, pace: newPacer(cfg.MaxBytesPerSec, cfg.Clock)}
+	c := &Compactor{cfg: cfg, pace: newPacer(cfg.MaxBytesPerSec, paceBurstBytes, cfg.Clock)}
 	c.mu.skip = map[partKey]int64{}
 	return c, nil
 }
 
-// Start runs a pass every Interval until Close.
+// Start runs a pass every Interval until Close: the next starts an
+// Interval after the one before started (at once if that one took
+// longer), so what a pass finds due is an interval's worth.
 func (c *Compactor) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel, c.done = cancel, make(chan struct{})
 	go func() {
 		defer close(c.done)
-		for clock.Sleep(ctx, c.cfg.Clock, c.cfg.Interval) == nil {
+		var took time.Duration
+		for clock.Sleep(ctx, c.cfg.Clock, c.cfg.Interval-took) == nil {
+			start := c.cfg.Clock.Now()
 			if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
 				c.cfg.Logger.Warn("compaction pass failed", "err", err)
 			}
+			took = clock.Since(c.cfg.Clock, start)
 		}
 	}()
 }
@@ -210,6 +221,9 @@ type PassStats struct {
 	Swaps, Lost int
 	// BytesRead and BytesWritten are batch bytes.
 	BytesRead, BytesWritten int64
+	// Pace is the pass's read pace in bytes per second (pace.go); 0
+	// when unpaced.
+	Pace int64
 }
 
 // Compacted reports whether a data object key names a compactor's
@@ -228,9 +242,14 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 		return st, err
 	}
 	c.pruneSkips(targets)
+	budget, err := c.setPace(targets, &st)
+	if err != nil {
+		return st, err
+	}
 	var lag time.Duration
 	var errs []error
-	for _, t := range targets {
+	for i, t := range targets {
+		var spent int64
 		for runs := 0; ; runs++ {
 			if runs == maxRunsPerPass {
 				break // the others' turn; the next pass goes on
@@ -246,6 +265,14 @@ func (c *Compactor) Pass(ctx context.Context) (PassStats, error) {
 				lag = max(lag, oldest)
 				break
 			}
+			if budget != nil && spent >= budget[i] {
+				// Due since the pass began: the next pass's work,
+				// at the pace that one sets. Else a pass paced for
+				// less than ingest would never end.
+				lag = max(lag, oldest)
+				break
+			}
+			spent += r.bytes
 			done, err := c.compact(ctx, r, &st)
 			if err != nil {
 				// One partition's failure (a damaged object, a

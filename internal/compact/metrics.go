@@ -9,6 +9,7 @@ type Metrics struct {
 	read, written prometheus.Counter
 	swaps         *prometheus.CounterVec
 	lag           prometheus.Gauge
+	pace          prometheus.Gauge
 }
 
 // NewMetrics returns unregistered metrics; Collectors lists them for a
@@ -24,6 +25,8 @@ func NewMetrics() *Metrics {
 			[]string{"result"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strand_compaction_lag_seconds",
 			Help: "Age (by its key time) of the oldest level-0 index entry the last pass left uncompacted in the partitions this agent owns."}),
+		pace: prometheus.NewGauge(prometheus.GaugeOpts{Name: "strand_compaction_pace_bytes_per_second",
+			Help: "The read pace of the last pass: the bytes it found due spread over most of the interval, within the floor and --compaction-max-bytes-per-sec."}),
 	}
 	for _, r := range []string{"done", "lost", "failed"} {
 		m.swaps.WithLabelValues(r)
@@ -33,5 +36,5 @@ func NewMetrics() *Metrics {
 
 // Collectors returns the metrics to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.read, m.written, m.swaps, m.lag}
+	return []prometheus.Collector{m.read, m.written, m.swaps, m.lag, m.pace}
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
-	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/segment"
@@ -159,33 +157,4 @@ func build(r *run, key string, out []Batch, entryBytes int64) ([]byte, []meta.In
 		return nil, entries, nil
 	}
 	return w.Finish(), entries, nil
-}
-
-// pacer spaces reads so they never run ahead of rate bytes per second
-// (0: unpaced). Idle time is not saved up for a burst.
-type pacer struct {
-	rate int64
-	clk  clock.Clock
-	mu   sync.Mutex
-	next time.Time
-}
-
-func newPacer(rate int64, clk clock.Clock) *pacer { return &pacer{rate: rate, clk: clk} }
-
-func (p *pacer) wait(ctx context.Context, n int64) error {
-	if p.rate <= 0 {
-		return ctx.Err()
-	}
-	p.mu.Lock()
-	now := p.clk.Now()
-	start := p.next
-	if start.Before(now) {
-		start = now
-	}
-	p.next = start.Add(time.Duration(float64(n) / float64(p.rate) * float64(time.Second)))
-	p.mu.Unlock()
-	if d := start.Sub(now); d > 0 {
-		return clock.Sleep(ctx, p.clk, d)
-	}
-	return ctx.Err()
 }
