@@ -84,6 +84,9 @@ the command line wins.`,
 			if cfg.FetchReadAheadBytes == 0 {
 				cfg.FetchReadAheadBytes = agent.ReadAheadOff
 			}
+			if !cmd.Flags().Changed("compaction-enable") {
+				cfg.Compaction = cfg.RemoteObjStore()
+			}
 			if cfg.ObjStoreHedgePercentile == 0 && cmd.Flags().Changed("objstore-hedge-percentile") {
 				cfg.ObjStoreHedgePercentile = agent.HedgeOff
 			}
@@ -205,7 +208,7 @@ the command line wins.`,
 	f.Int64Var(&cfg.LogCleanerDedupeBufferSize, "log-cleaner-dedupe-buffer-size", cleaner.DefaultMapBytes, "memory of the key map of one compaction round of a compacted topic, in bytes (Kafka's log.cleaner.dedupe.buffer.size)")
 	f.Int64Var(&cleanerBackoffMs, "log-cleaner-backoff-ms", cleaner.DefaultInterval.Milliseconds(), "pause between passes over the compacted topics' partitions an agent owns, in ms (Kafka's log.cleaner.backoff.ms)")
 	f.DurationVar(&cfg.GCGrace, "gc-grace", gc.DefaultGrace, "how long a data object no index entry points into is kept before deletion (a fetch planned before may still read it), and how old an uploaded but never committed object must be before the reconciler deletes it; must exceed the longest fetch and upload")
-	f.BoolVar(&cfg.Compaction, "compaction-enable", true, "merge the level-0 (multi-partition) objects of the partitions this agent owns into per-partition objects, so a cold read of a partition is a few large GETs")
+	f.BoolVar(&cfg.Compaction, "compaction-enable", false, "merge the level-0 (multi-partition) objects of the partitions this agent owns into per-partition objects, so a cold read of a partition is a few large GETs (default: on for an S3 store or with --objstore-latency, off for a local directory, where its writes delay produce's)")
 	cfg.CompactionTargetBytes = compact.DefaultTargetBytes
 	f.Var(agent.BytesFlag(&cfg.CompactionTargetBytes), "compaction-target-bytes", "record bytes of one per-partition object compaction writes, e.g. 16MiB")
 	f.Var(agent.BytesFlag(&cfg.CompactionMaxBytesPerSec), "compaction-max-bytes-per-sec", "cap the bytes per second compaction reads, e.g. 50MiB (0: no cap; each pass spreads the bytes due over its interval either way)")

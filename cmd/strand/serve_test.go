@@ -191,3 +191,39 @@ func TestServeConnectionsMaxIdle(t *testing.T) {
 		t.Fatalf("read on an idle connection: %d bytes, %v; want EOF", n, err)
 	}
 }
+
+// TestServeRemoteStoreDefaults checks what serve turns on by default
+// for a local directory (neither compaction nor hedged uploads: both
+// only add to its disk's work) and under a latency profile modelling S3
+// (both), and that the flags win.
+func TestServeRemoteStoreDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "compaction=false hedged_uploads=false"},
+		{[]string{"--objstore-latency", "s3-express"}, "compaction=true hedged_uploads=true"},
+		{[]string{"--compaction-enable"}, "compaction=true hedged_uploads=false"},
+		{[]string{"--objstore-latency", "s3-express", "--compaction-enable=false", "--objstore-hedge-percentile", "0"}, "compaction=false hedged_uploads=false"},
+	} {
+		root := newRootCmd()
+		root.SetArgs(append([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", ""}, tt.args...))
+		logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
+		root.SetErr(logs)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- root.ExecuteContext(ctx) }()
+		select {
+		case <-logs.matched:
+		case err := <-done:
+			t.Fatalf("%v: serve returned before serving: %v\n%s", tt.args, err, logs)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: serve not serving after 30s\n%s", tt.args, logs)
+		}
+		cancel()
+		<-done
+		if !strings.Contains(logs.String(), tt.want) {
+			t.Errorf("%v: serving line without %q:\n%s", tt.args, tt.want, logs)
+		}
+	}
+}

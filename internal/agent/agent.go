@@ -461,7 +461,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
-		"response_budget", FormatBytes(mem.HeldResponses))
+		"response_budget", FormatBytes(mem.HeldResponses),
+		"compaction", cfg.Compaction, "hedged_uploads", cfg.ObjStoreHedgePercentile > 0)
 	return a, nil
 }
 

@@ -238,7 +238,7 @@ type Config struct {
 	LogCleanerDedupeBufferSize int64
 	LogCleanerBackoff          time.Duration
 	// Compaction turns object compaction on (--compaction-enable;
-	// Config's zero is off, the flag's default on): this agent merges
+	// Config's zero is off; the flag's default is RemoteObjStore): this agent merges
 	// the level-0 entries of the partitions it owns into per-partition
 	// objects (package compact). CompactionTargetBytes is an object's
 	// batch bytes (0: compact.DefaultTargetBytes),
@@ -263,12 +263,15 @@ const (
 	maxLease = time.Hour
 )
 
-// hedgedByDefault says whether uploads are hedged when no percentile is
-// set: for an S3 store, or a latency profile that models one, whose
-// upload times have a long tail of their own. A local directory's
-// upload time is its disk's, which a second write of the same bytes
-// only adds to.
-func (c *Config) hedgedByDefault() bool {
+// RemoteObjStore says whether the object store is remote: S3, or a
+// latency profile that models it. Uploads are hedged by default only
+// there, since only there do upload times have a long tail of their own
+// (a local directory's is its disk's, which a second write only adds
+// to), and objects are compacted by default only there: compaction
+// saves a remote store's requests and round trips, while on a local
+// disk its large writes and fsyncs delay the produce path's (produce
+// p99 at 20 MB/s 14 ms without it, 60 ms with it, 2-core machine).
+func (c *Config) RemoteObjStore() bool {
 	if c.ObjStoreLatency != "" && c.ObjStoreLatency != "none" {
 		return true
 	}
@@ -358,7 +361,7 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ObjStoreHedgePercentile == 0 {
 		c.ObjStoreHedgePercentile = HedgeOff
-		if c.hedgedByDefault() {
+		if c.RemoteObjStore() {
 			c.ObjStoreHedgePercentile = DefaultObjStoreHedgePercentile
 		}
 	}
