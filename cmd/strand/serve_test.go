@@ -59,7 +59,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "unknown client auth", args: []string{"--tls-client-auth", "maybe"}, wantErr: "tls-client-auth"},
 		{name: "negative gc grace", args: []string{"--gc-grace", "-1s"}, wantErr: "gc-grace -1s"},
 		{name: "compaction target from env", env: map[string]string{"STRAND_COMPACTION_TARGET_BYTES": "100B"}, wantErr: "compaction-target-bytes 100"},
-		{name: "compaction target above the budget's eighth", args: []string{"--compaction-target-bytes", "128MiB"}, wantErr: "compaction-target-bytes 134217728"},
+		{name: "compaction target above the budget's eighth", args: []string{"--compaction-enable", "--compaction-target-bytes", "128MiB"}, wantErr: "compaction-target-bytes 134217728"},
 		{name: "gc grace below 1ms from env", env: map[string]string{"STRAND_GC_GRACE": "10us"}, wantErr: "gc-grace 10µs"},
 		{
 			name:    "flag wins over env",
