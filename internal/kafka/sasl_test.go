@@ -44,7 +44,7 @@ var saslListener = Listener{Name: "SASL_PLAINTEXT", Protocol: auth.SASLPlaintext
 
 func newSASLAgent(t *testing.T, opts ...agentOption) *saslAgent {
 	t.Helper()
-	obs := &principalObserver{testObserver: newTestObserver(), byKey: map[int16]auth.Principal{}, handshakes: map[uint64]int{}}
+	obs := &principalObserver{testObserver: newTestObserver(), byKey: map[int16]auth.Principal{}, handshakes: map[uint64]int{}, recorded: make(chan struct{})}
 	opts = append([]agentOption{func(c *agentConfig) {
 		c.Server.Deps.Cluster.Host, c.Server.Deps.Cluster.Port = "", 0
 		c.Server.Observer = obs
@@ -103,12 +103,16 @@ type principalObserver struct {
 	mu         sync.Mutex
 	byKey      map[int16]auth.Principal
 	handshakes map[uint64]int // by connection
+	// recorded is closed, and replaced, whenever byKey changes.
+	recorded chan struct{}
 }
 
 func (o *principalObserver) RequestDone(c *Conn, st RequestStats) {
 	o.mu.Lock()
 	if c.Listener() == saslListener {
 		o.byKey[st.Key] = c.Principal()
+		close(o.recorded)
+		o.recorded = make(chan struct{})
 	}
 	if st.Key == saslHandshakeKey {
 		o.handshakes[c.ID()]++
@@ -121,6 +125,34 @@ func (o *principalObserver) handshakesPerConn() map[uint64]int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return maps.Clone(o.handshakes)
+}
+
+// forget drops what was recorded for key.
+func (o *principalObserver) forget(key int16) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.byKey, key)
+}
+
+// await returns the principal of key's next request recorded after
+// forget: RequestDone runs once the response is written, so a client
+// can have its answer before the observer has the request.
+func (o *principalObserver) await(t *testing.T, key int16) auth.Principal {
+	t.Helper()
+	for {
+		o.mu.Lock()
+		p, ok := o.byKey[key]
+		ch := o.recorded
+		o.mu.Unlock()
+		if ok {
+			return p
+		}
+		select {
+		case <-ch:
+		case <-t.Context().Done():
+			t.Fatalf("no request of key %d recorded", key)
+		}
+	}
 }
 
 func (o *principalObserver) principal(key int16) auth.Principal {
@@ -147,10 +179,11 @@ func TestSASLProduceConsume(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cl := a.client(t, m, kgo.ConsumeTopics("secured"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 			ctx := a.ctx(t)
+			a.principals.forget(0)
 			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "secured", Value: []byte(name)}).FirstErr(); err != nil {
 				t.Fatalf("produce: %v", err)
 			}
-			if got := a.principals.principal(0); got != auth.User(saslUser) {
+			if got := a.principals.await(t, 0); got != auth.User(saslUser) {
 				t.Fatalf("Produce ran as %v, want User:%s", got, saslUser)
 			}
 			var got []string
