@@ -10,6 +10,11 @@
 // to everything, a halt, Close) wakes every watch with all of its
 // partitions changed (NotifyAll).
 //
+// A fetch session (KIP-227, internal/kafka/fetch_session.go) keeps its
+// Watch between requests, not only while a request waits: the marks
+// collected meanwhile tell the next incremental fetch which partitions
+// it must read again.
+//
 // # Bounds
 //
 // The registry holds one slot per partition of each live watch, and each
