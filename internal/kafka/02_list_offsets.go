@@ -94,6 +94,7 @@ func handleListOffsets(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 
 	z := r.authz()
+	batches := batchesIn(ctx, r, view)
 	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
@@ -106,7 +107,7 @@ func handleListOffsets(ctx context.Context, r *Request) (kmsg.Response, error) {
 			if denied {
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				sp.OldStyleOffsets, sp.Offset, sp.Timestamp, sp.LeaderEpoch = nil, -1, -1, -1
-			} else if e := listOffset(view, &topics, req, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now, batchesIn(ctx, r, view)); e != nil {
+			} else if e := listOffset(view, &topics, req, rt.Topic, &rp, &sp, seen[tp{rt.Topic, rp.Partition}] > 1, now, batches); e != nil {
 				sp.ErrorCode = e.Code
 				sp.OldStyleOffsets, sp.Offset, sp.Timestamp, sp.LeaderEpoch = nil, -1, -1, -1
 			}
