@@ -82,14 +82,7 @@ func newRoundEnvWith(t *testing.T, partitions int32, inj objstore.FaultInjector,
 
 func (e *roundEnv) propose(c meta.Command) meta.Result {
 	e.t.Helper()
-	res, err := e.db.Propose(testCtx(e.t), c)
-	if err == nil {
-		err = res.Err()
-	}
-	if err != nil {
-		e.t.Fatalf("%v: %v", c.Type(), err)
-	}
-	return res
+	return e.db.MustPropose(e.t, c)
 }
 
 // produce commits each batch (built with base offset 0) in its own

@@ -61,14 +61,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) propose(c meta.Command) meta.Result {
 	e.t.Helper()
-	res, err := e.db.Propose(testCtx(e.t), c)
-	if err == nil {
-		err = res.Err()
-	}
-	if err != nil {
-		e.t.Fatalf("%v: %v", c.Type(), err)
-	}
-	return res
+	return e.db.MustPropose(e.t, c)
 }
 
 // advance moves the clock and applies an entry, so the log clock moves.

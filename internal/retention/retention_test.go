@@ -36,14 +36,7 @@ func (r *recorder) ProposeBatch(ctx context.Context, cmds []meta.Command) ([]met
 
 func must(t *testing.T, db *metatest.DB, c meta.Command) meta.Result {
 	t.Helper()
-	res, err := db.Propose(context.Background(), c)
-	if err == nil {
-		err = res.Err()
-	}
-	if err != nil {
-		t.Fatalf("%T: %v", c, err)
-	}
-	return res
+	return db.MustPropose(t, c)
 }
 
 // fixture: a copy at now, a topic of n partitions with retention.ms 1000

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -65,6 +66,20 @@ func (d *DB) Propose(ctx context.Context, c meta.Command) (meta.Result, error) {
 		return meta.Result{}, err
 	}
 	return res[0], nil
+}
+
+// MustPropose proposes c and fails t unless it applied without error,
+// in its result too.
+func (d *DB) MustPropose(t testing.TB, c meta.Command) meta.Result {
+	t.Helper()
+	res, err := d.Propose(context.Background(), c)
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		t.Fatalf("%v: %v", c.Type(), err)
+	}
+	return res
 }
 
 // ProposeBatch applies cmds as one log entry and returns their results,
