@@ -15,15 +15,22 @@ type Loop struct {
 // Every starts a Loop that waits interval on clk, then calls pass, and
 // again, until Stop. pass gets a context Stop cancels.
 func Every(clk Clock, interval time.Duration, pass func(ctx context.Context)) *Loop {
-	return start(clk, interval, false, pass)
+	return start(clk, interval, false, false, pass)
 }
 
 // EveryFromNow is Every with a first pass at once.
 func EveryFromNow(clk Clock, interval time.Duration, pass func(ctx context.Context)) *Loop {
-	return start(clk, interval, true, pass)
+	return start(clk, interval, true, false, pass)
 }
 
-func start(clk Clock, interval time.Duration, now bool, pass func(ctx context.Context)) *Loop {
+// AtRate is Every with passes starting interval apart: the wait after a
+// pass is the interval less the time the pass took (none if it took
+// longer), for a pass that spreads its work over the interval.
+func AtRate(clk Clock, interval time.Duration, pass func(ctx context.Context)) *Loop {
+	return start(clk, interval, false, true, pass)
+}
+
+func start(clk Clock, interval time.Duration, now, atRate bool, pass func(ctx context.Context)) *Loop {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Loop{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -31,8 +38,13 @@ func start(clk Clock, interval time.Duration, now bool, pass func(ctx context.Co
 		if now {
 			pass(ctx)
 		}
-		for Sleep(ctx, clk, interval) == nil {
+		var took time.Duration
+		for Sleep(ctx, clk, interval-took) == nil {
+			began := clk.Now()
 			pass(ctx)
+			if atRate {
+				took = Since(clk, began)
+			}
 		}
 	}()
 	return l

@@ -66,3 +66,40 @@ func block(t *testing.T, clk *clock.Fake) {
 		t.Fatal(err)
 	}
 }
+
+// TestAtRate checks that AtRate starts passes an interval apart: after a
+// pass that took 300 ms of a 1 s interval the loop waits 700 ms, where
+// Every waits the whole second.
+func TestAtRate(t *testing.T) {
+	for _, atRate := range []bool{true, false} {
+		clk := clock.NewFake(time.Unix(1000, 0))
+		passes, release := make(chan struct{}), make(chan struct{})
+		pass := func(ctx context.Context) {
+			passes <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		start := clock.Every
+		if atRate {
+			start = clock.AtRate
+		}
+		l := start(clk, time.Second, pass)
+		block(t, clk)
+		clk.Advance(time.Second)
+		<-passes
+		clk.Advance(300 * time.Millisecond) // the pass's work
+		release <- struct{}{}
+		block(t, clk)
+		clk.Advance(700 * time.Millisecond)
+		if fired := clk.Pending() == 0; fired != atRate {
+			t.Errorf("atRate %v: next pass due 700 ms after a 300 ms pass: %v", atRate, fired)
+		}
+		if !atRate {
+			clk.Advance(300 * time.Millisecond)
+		}
+		<-passes
+		l.Stop()
+	}
+}

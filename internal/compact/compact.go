@@ -157,10 +157,9 @@ func (c *Config) Validate() error {
 // Compactor compacts the level-0 entries of the partitions its agent
 // owns. Safe for concurrent use.
 type Compactor struct {
-	cfg    Config
-	cancel context.CancelFunc
-	done   chan struct{}
-	pace   *pacer
+	cfg  Config
+	loop *clock.Loop
+	pace *pacer
 
 	mu struct {
 		sync.Mutex
@@ -192,28 +191,15 @@ func New(cfg Config) (*Compactor, error) {
 // Interval after the one before started (at once if that one took
 // longer), so what a pass finds due is an interval's worth.
 func (c *Compactor) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel, c.done = cancel, make(chan struct{})
-	go func() {
-		defer close(c.done)
-		var took time.Duration
-		for clock.Sleep(ctx, c.cfg.Clock, c.cfg.Interval-took) == nil {
-			start := c.cfg.Clock.Now()
-			if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
-				c.cfg.Logger.Warn("compaction pass failed", "err", err)
-			}
-			took = clock.Since(c.cfg.Clock, start)
+	c.loop = clock.AtRate(c.cfg.Clock, c.cfg.Interval, func(ctx context.Context) {
+		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("compaction pass failed", "err", err)
 		}
-	}()
+	})
 }
 
 // Close stops the passes and waits for the one under way.
-func (c *Compactor) Close() {
-	if c.cancel != nil {
-		c.cancel()
-		<-c.done
-	}
-}
+func (c *Compactor) Close() { c.loop.Stop() }
 
 // PassStats is what one pass did.
 type PassStats struct {
