@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+)
+
+// Output formats of list and describe commands (--format), as rpk's:
+// text is the aligned table a person reads; json and yaml are the same
+// data for scripts, with stable field names.
+const (
+	OutputText = "text"
+	OutputJSON = "json"
+	OutputYAML = "yaml"
+)
+
+// addOutputFlag registers --format on a list or describe command and
+// returns where its value lands. (consume's --format is its record
+// template and stays that.)
+func addOutputFlag(cmd *cobra.Command) *string {
+	f := new(string)
+	cmd.Flags().StringVar(f, "format", OutputText, "output format: text, json or yaml")
+	return f
+}
+
+// writeOutput writes v in format: text calls text (the command's own
+// table), json and yaml encode v, whose fields should carry json and
+// yaml tags. An unknown format is a usage error, found before anything
+// is written.
+func writeOutput(w io.Writer, format string, v any, text func(io.Writer) error) error {
+	switch format {
+	case OutputText, "":
+		return text(w)
+	case OutputJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case OutputYAML:
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		return enc.Close()
+	default:
+		return fmt.Errorf("%w: --format %q: want text, json or yaml", ErrUsage, format)
+	}
+}
