@@ -426,6 +426,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			MaxFetchBytesPerSec:      cfg.MaxFetchBytesPerSec,
 			BrokerDefaults:           brokerDefaults(cfg),
 			RetentionCheckIntervalMs: cfg.LogRetentionCheckInterval.Milliseconds(),
+			Loggers:                  cfg.LogLevels,
 			Meta:                     a.replica,
 			Cluster:                  kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Endpoints: a.endpoints(), Brokers: a.members.brokers},
 			AutoCreateTopics:         cfg.AutoCreateTopics,

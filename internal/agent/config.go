@@ -16,6 +16,7 @@ import (
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/loglevel"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
@@ -251,6 +252,11 @@ type Config struct {
 	CompactionMaxBytesPerSec int64
 	CompactionMinAge         time.Duration
 	CompactionMaxLag         time.Duration
+
+	// LogLevels are the live levels of the logger Run is given, when its
+	// handler is LogLevels.Handler: the BROKER_LOGGER configs show and
+	// change them. Nil: the agent has no broker loggers.
+	LogLevels *loglevel.Levels
 
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams

@@ -1,0 +1,286 @@
+package kafka
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/loglevel"
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+)
+
+// alterBroker sets (v non-nil) or deletes dynamic broker config name at
+// BROKER resource res through the seed connection, and returns the
+// answer's error.
+func alterBroker(t *testing.T, a *testAgent, typ kmsg.ConfigResourceType, res, name string, v *string) (*kerr.Error, string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = typ, res
+	op := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	op.Name, op.Value, op.Op = name, v, kmsg.IncrementalAlterConfigOpSet
+	if v == nil {
+		op.Op = kmsg.IncrementalAlterConfigOpDelete
+	}
+	rr.Configs = append(rr.Configs, op)
+	req.Resources = append(req.Resources, rr)
+	got := a.request(t, req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+	var msg string
+	if got.ErrorMessage != nil {
+		msg = *got.ErrorMessage
+	}
+	return kerr.TypedErrorForCode(got.ErrorCode), msg
+}
+
+// mustAlterBroker is alterBroker that must succeed.
+func mustAlterBroker(t *testing.T, a *testAgent, res, name string, v *string) {
+	t.Helper()
+	if e, msg := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, res, name, v); e != nil {
+		t.Fatalf("alter %s at %q: %v %s", name, res, e, msg)
+	}
+}
+
+// TestDynamicMessageMaxBytes: message.max.bytes set cluster-wide or per
+// agent with kadm bounds the next Produce to topics that do not set
+// max.message.bytes, with no restart, and DescribeConfigs shows where
+// the value came from.
+func TestDynamicMessageMaxBytes(t *testing.T) {
+	a, _ := newDataAgent(t, nil)
+	raiseToLevel3(t, a)
+	a.createTopic(t, "plain", 1, nil)
+	a.createTopic(t, "own", 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("100000")})
+	c := dial(t, a.addr)
+	corr := int32(0)
+	produce := func(topic string) int16 {
+		t.Helper()
+		corr++
+		batch := batchtest.Build(t, batchtest.Options{ValueBytes: 2000})
+		resp := roundTrip(t, c, corr, produceReq(9, -1, nil, rawPart{topic, 0, batch})).(*kmsg.ProduceResponse)
+		return producePartitions(resp)[0].ErrorCode
+	}
+	const tooLarge = 10 // MESSAGE_TOO_LARGE
+	if code := produce("plain"); code != 0 {
+		t.Fatalf("2000 bytes under the default: code %d", code)
+	}
+	set := func(name, v string) kadm.AlterConfig {
+		return kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: &v}
+	}
+	if rs, err := a.Admin.AlterBrokerConfigs(a.ctx(t), []kadm.AlterConfig{set("message.max.bytes", "1024")}); err != nil || rs[0].Err != nil {
+		t.Fatalf("cluster-wide: %v %+v", err, rs)
+	}
+	if code := produce("plain"); code != tooLarge {
+		t.Fatalf("2000 bytes after message.max.bytes=1024 cluster-wide: code %d, want MESSAGE_TOO_LARGE", code)
+	}
+	if code := produce("own"); code != 0 {
+		t.Fatalf("topic's own max.message.bytes: code %d", code)
+	}
+	if rs, err := a.Admin.AlterBrokerConfigs(a.ctx(t), []kadm.AlterConfig{set("message.max.bytes", "5000")}, testNodeID); err != nil || rs[0].Err != nil {
+		t.Fatalf("per agent: %v %+v", err, rs)
+	}
+	if code := produce("plain"); code != 0 {
+		t.Fatalf("agent's message.max.bytes=5000 over the cluster's 1024: code %d", code)
+	}
+
+	brokers, err := a.Admin.DescribeBrokerConfigs(a.ctx(t), testNodeID)
+	if err != nil || brokers[0].Err != nil {
+		t.Fatalf("describe: %v %+v", err, brokers)
+	}
+	mc := configOf(t, brokers[0], "message.max.bytes")
+	if mc.MaybeValue() != "5000" || mc.Source != kmsg.ConfigSourceDynamicBrokerConfig || len(mc.Synonyms) != 3 ||
+		mc.Synonyms[1].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || *mc.Synonyms[1].Value != "1024" ||
+		mc.Synonyms[2].Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("message.max.bytes %+v", mc)
+	}
+	topics, err := a.Admin.DescribeTopicConfigs(a.ctx(t), "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc := configOf(t, topics[0], "max.message.bytes"); tc.MaybeValue() != "5000" || tc.Source != kmsg.ConfigSourceDynamicBrokerConfig {
+		t.Errorf("topic max.message.bytes %q from %v", tc.MaybeValue(), tc.Source)
+	}
+	if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", "message.max.bytes", kmsg.StringPtr("-1")); e != kerr.InvalidConfig {
+		t.Errorf("message.max.bytes=-1: %v, want INVALID_CONFIG", e)
+	}
+}
+
+// TestDynamicConnectionLimits: max.connections.per.ip changed at runtime
+// refuses the next connection over it, the agent's value wins over the
+// cluster-wide one, and deleting it admits again; DescribeConfigs shows
+// the flag's value as STATIC_BROKER_CONFIG until then.
+func TestDynamicConnectionLimits(t *testing.T) {
+	a := newTestAgent(t, func(c *agentConfig) { c.Server.MaxConnsPerIP = 50 })
+	raiseToLevel3(t, a)
+	self := strconv.Itoa(testNodeID)
+	describe := func() configResourceConfig {
+		t.Helper()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, self
+		rr.ConfigNames = []string{"max.connections.per.ip"}
+		req.Resources = append(req.Resources, rr)
+		req.IncludeSynonyms = true
+		resp := a.request(t, req).(*kmsg.DescribeConfigsResponse)
+		if len(resp.Resources[0].Configs) != 1 {
+			t.Fatalf("configs %+v", resp.Resources[0])
+		}
+		return resp.Resources[0].Configs[0]
+	}
+	if c := describe(); *c.Value != "50" || c.Source != kmsg.ConfigSourceStaticBrokerConfig || c.ReadOnly ||
+		len(c.ConfigSynonyms) != 2 || *c.ConfigSynonyms[1].Value != "1000" {
+		t.Fatalf("before: %q from %v (read-only %v), synonyms %+v", *c.Value, c.Source, c.ReadOnly, c.ConfigSynonyms)
+	}
+	// A fresh address, so the test client's connections do not count.
+	from := netip.MustParseAddr("127.0.0.2")
+	connect := func() net.Conn {
+		t.Helper()
+		d := net.Dialer{Timeout: guard, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(from, 0))}
+		c, err := d.Dial("tcp", a.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	refused := func() {
+		t.Helper()
+		expectClosed(t, connect())
+		if cc := a.obs.waitClose(t); !errors.Is(cc.reason, ErrTooManyConnsPerIP) {
+			t.Fatalf("close reason %v, want ErrTooManyConnsPerIP", cc.reason)
+		}
+	}
+	mustAlterBroker(t, a, "", "max.connections.per.ip", kmsg.StringPtr("3"))
+	mustAlterBroker(t, a, self, "max.connections.per.ip", kmsg.StringPtr("1"))
+	if c := describe(); *c.Value != "1" || c.Source != kmsg.ConfigSourceDynamicBrokerConfig {
+		t.Fatalf("per agent: %q from %v", *c.Value, c.Source)
+	}
+	checkAPIVersions(t, connect(), a.Server)
+	refused()
+	mustAlterBroker(t, a, self, "max.connections.per.ip", nil)
+	if c := describe(); *c.Value != "3" || c.Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig {
+		t.Fatalf("cluster-wide: %q from %v", *c.Value, c.Source)
+	}
+	checkAPIVersions(t, connect(), a.Server)
+	checkAPIVersions(t, connect(), a.Server)
+	refused()
+
+	for _, bad := range []string{"0", "-1", "many"} {
+		if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", "max.connections.per.ip", &bad); e != kerr.InvalidConfig {
+			t.Errorf("max.connections.per.ip=%s: %v, want INVALID_CONFIG", bad, e)
+		}
+	}
+	if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", "max.connections", kmsg.StringPtr("0")); e != kerr.InvalidConfig {
+		t.Errorf("max.connections=0: %v, want INVALID_CONFIG", e)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestBrokerLoggers: DescribeConfigs on the BROKER_LOGGER resource lists
+// the agent's loggers, IncrementalAlterConfigs changes one's level at
+// once (debug lines appear), DELETE returns it to root's, and the
+// refusals are Kafka's.
+func TestBrokerLoggers(t *testing.T) {
+	var out syncBuffer
+	levels := loglevel.New()
+	root := slog.New(levels.Handler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: loglevel.Lowest})))
+	group := root.With("component", "group")
+	a := newTestAgent(t, withDeps(func(d *Deps) { d.Loggers = levels }))
+	self := strconv.Itoa(testNodeID)
+
+	describe := func() map[string]string {
+		t.Helper()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, self
+		req.Resources = append(req.Resources, rr)
+		res := a.request(t, req).(*kmsg.DescribeConfigsResponse).Resources[0]
+		if res.ErrorCode != 0 {
+			t.Fatalf("describe: code %d", res.ErrorCode)
+		}
+		m := map[string]string{}
+		for _, c := range res.Configs {
+			if c.Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig || c.ReadOnly {
+				t.Errorf("%s from %v, read-only %v", c.Name, c.Source, c.ReadOnly)
+			}
+			m[c.Name] = *c.Value
+		}
+		return m
+	}
+	if m := describe(); len(m) != 2 || m["root"] != "INFO" || m["group"] != "INFO" {
+		t.Fatalf("loggers %v", m)
+	}
+	group.Debug("hidden before")
+	if e, msg := alterBroker(t, a, kmsg.ConfigResourceTypeBrokerLogger, self, "group", kmsg.StringPtr("DEBUG")); e != nil {
+		t.Fatalf("set group DEBUG: %v %s", e, msg)
+	}
+	group.Debug("shown after")
+	root.Debug("root stays at info")
+	if m := describe(); m["group"] != "DEBUG" || m["root"] != "INFO" {
+		t.Fatalf("after set: %v", m)
+	}
+	if e, msg := alterBroker(t, a, kmsg.ConfigResourceTypeBrokerLogger, self, "group", nil); e != nil {
+		t.Fatalf("delete group: %v %s", e, msg)
+	}
+	group.Debug("hidden again")
+	if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBrokerLogger, self, "root", kmsg.StringPtr("warn")); e != nil {
+		t.Fatalf("set root WARN: %v", e)
+	}
+	group.Info("hidden under root's warn")
+	group.Warn("shown at warn")
+	logs := out.String()
+	for _, want := range []string{"shown after", "shown at warn"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, not := range []string{"hidden", "root stays"} {
+		if strings.Contains(logs, not) {
+			t.Errorf("log has %q:\n%s", not, logs)
+		}
+	}
+
+	for _, tt := range []struct {
+		res, name string
+		v         *string
+		want      *kerr.Error
+	}{
+		{self, "nope", kmsg.StringPtr("DEBUG"), kerr.InvalidConfig},
+		{self, "group", kmsg.StringPtr("LOUD"), kerr.InvalidConfig},
+		{self, "root", nil, kerr.InvalidRequest},
+		{"99", "group", kmsg.StringPtr("DEBUG"), kerr.InvalidRequest},
+		{"", "group", kmsg.StringPtr("DEBUG"), kerr.InvalidRequest},
+	} {
+		if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBrokerLogger, tt.res, tt.name, tt.v); e != tt.want {
+			t.Errorf("%q %s=%v: %v, want %v", tt.res, tt.name, tt.v, e, tt.want)
+		}
+	}
+	if m := describe(); m["group"] != "WARN" || m["root"] != "WARN" {
+		t.Fatalf("after refusals: %v", m)
+	}
+}
