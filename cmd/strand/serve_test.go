@@ -134,14 +134,25 @@ type notifyWriter struct {
 	once    sync.Once
 	mu      struct {
 		sync.Mutex
-		b strings.Builder
+		b   strings.Builder
+		tee *notifyWriter
 	}
+}
+
+// tee makes w also write to t from now on.
+func (w *notifyWriter) tee(t *notifyWriter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.tee = t
 }
 
 func (w *notifyWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.mu.b.Write(p)
+	if w.mu.tee != nil {
+		w.mu.tee.Write(p)
+	}
 	if strings.Contains(string(p), w.match) {
 		w.once.Do(func() { close(w.matched) })
 	}
