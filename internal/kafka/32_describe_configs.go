@@ -10,7 +10,8 @@
 //     limits, auto-creation, and the topic defaults under their broker
 //     names), read-only but the dynamic ones (broker_configs.go:
 //     log.retention.ms, log.retention.bytes, message.max.bytes,
-//     max.connections, max.connections.per.ip). A dynamic config's value is
+//     max.connections, max.connections.per.ip, log.cleaner.backoff.ms,
+//     log.cleaner.dedupe.buffer.size). A dynamic config's value is
 //     the first of, as Kafka orders them: this agent's dynamic value
 //     (DYNAMIC_BROKER_CONFIG), the cluster-wide one
 //     (DYNAMIC_DEFAULT_BROKER_CONFIG), the agent's flag
@@ -286,18 +287,17 @@ func brokerConfigEntries(r *Request, layers []configLayer, synonyms, docs bool) 
 		def("default.replication.factor", "1", kmsg.ConfigTypeInt, "Replicas shown per partition: storage is shared."),
 		def("delete.topic.enable", "true", kmsg.ConfigTypeBoolean, "Topics can be deleted."),
 	}
-	limit := func(name string, static, def int) entry {
-		chain := limitChain(name, layers, strconv.Itoa(static), strconv.Itoa(def))
-		return entry{name: name, value: chain[0].Value, src: chain[0].Source, typ: kmsg.ConfigTypeInt,
-			doc: limitDocs[name], chain: chain, dynamic: true}
-	}
-	perIP := srv.MaxConnsPerIP
-	if perIP == NoConnsPerIP {
-		perIP = 0
-	}
-	if r.Conn != nil { // a handler test's Deps has no server
-		entries = append(entries, limit("max.connections", srv.MaxConns, DefaultMaxConns),
-			limit("max.connections.per.ip", perIP, DefaultMaxConnsPerIP))
+	for name, l := range limitConfigs {
+		if l.serverSide && r.Conn == nil {
+			continue // a handler test's Deps has no server
+		}
+		static := l.static(d, srv)
+		if static == 0 && !l.serverSide {
+			static = l.def // Deps' zero is the default
+		}
+		chain := limitChain(name, layers, strconv.FormatInt(static, 10), strconv.FormatInt(l.def, 10))
+		entries = append(entries, entry{name: name, value: chain[0].Value, src: chain[0].Source, typ: l.typ,
+			doc: l.doc, chain: chain, dynamic: true})
 	}
 	if rack := d.Cluster.Rack; rack != "" {
 		entries = append(entries, static("broker.rack", rack, kmsg.ConfigTypeString, "This agent's rack."))

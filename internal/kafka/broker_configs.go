@@ -9,7 +9,8 @@ package kafka
 // Strand reads at use time may be set: the retention defaults (read by
 // the retention proposer at every check), message.max.bytes (at every
 // Produce), max.connections and max.connections.per.ip (at every
-// accept). A broker config that
+// accept), log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size
+// (at every cleaner pass). A broker config that
 // exists but is not dynamic is refused as Kafka refuses it
 // (INVALID_REQUEST, "Cannot update these configs dynamically"); a name
 // that is no broker config is INVALID_CONFIG.
@@ -28,39 +29,30 @@ import (
 	"github.com/strandkafka/strand/internal/topicconfig"
 )
 
-// dynamicConfig is a broker config that can be changed at runtime:
-// either the default of a topic config (topic, validated as that
-// config), or one of the agent's own limits (check validates it).
-type dynamicConfig struct {
-	topic string
-	check func(srv Config, v string) error
-}
-
-// dynamicBrokerConfigs are the broker configs that can be changed at
-// runtime, by name.
-var dynamicBrokerConfigs = map[string]dynamicConfig{
-	"log.retention.ms":       {topic: "retention.ms"},
-	"log.retention.bytes":    {topic: "retention.bytes"},
-	"message.max.bytes":      {topic: "max.message.bytes"},
-	"max.connections":        {check: checkMaxConns},
-	"max.connections.per.ip": {check: checkMaxConnsPerIP},
+// topicDefaultConfigs are the dynamic broker configs that are the
+// default of a topic config, with that config's name: validated as it.
+// The other dynamic ones are the agent's own settings (limitConfigs).
+var topicDefaultConfigs = map[string]string{
+	"log.retention.ms":    "retention.ms",
+	"log.retention.bytes": "retention.bytes",
+	"message.max.bytes":   "max.message.bytes",
 }
 
 // isDynamic reports whether broker config name can be changed at
 // runtime.
 func isDynamic(name string) bool {
-	_, ok := dynamicBrokerConfigs[name]
-	return ok
+	_, topic := topicDefaultConfigs[name]
+	_, limit := limitConfigs[name]
+	return topic || limit
 }
 
 // validateDynamic checks value for dynamic broker config name, on an
 // agent serving with srv.
 func validateDynamic(srv Config, name, value string) error {
-	c := dynamicBrokerConfigs[name]
-	if c.topic != "" {
-		return topicconfig.Validate(c.topic, value)
+	if topic, ok := topicDefaultConfigs[name]; ok {
+		return topicconfig.Validate(topic, value)
 	}
-	return c.check(srv, value)
+	return checkLimit(srv, name, value)
 }
 
 // configLayer is one broker-level source of topic config defaults, by
@@ -78,10 +70,11 @@ func brokerLayers(d *Deps, dyn meta.DynamicBrokerConfigs) []configLayer {
 	byTopic := func(m map[string]string) map[string]string {
 		out := make(map[string]string, len(m))
 		for name, v := range m {
-			switch c, ok := dynamicBrokerConfigs[name]; {
-			case c.topic != "":
-				out[c.topic] = v
+			_, limit := limitConfigs[name]
+			switch topic, ok := topicDefaultConfigs[name]; {
 			case ok:
+				out[topic] = v
+			case limit:
 				// The agent's own limits keep their broker
 				// names, which no topic config has.
 				out[name] = v
@@ -110,14 +103,14 @@ func (d *Deps) dynamicConfigsOf(view *meta.View) (meta.DynamicBrokerConfigs, *ke
 func clusterConfigEntries(defaults map[string]string, synonyms, docs bool) []configResourceConfig {
 	out := make([]configResourceConfig, 0, len(defaults))
 	for _, name := range slices.Sorted(maps.Keys(defaults)) {
-		c, ok := dynamicBrokerConfigs[name]
-		if !ok {
+		if !isDynamic(name) {
 			continue
 		}
-		typ, doc := kmsg.ConfigTypeInt, limitDocs[name]
-		if c.topic != "" {
-			k, _ := topicconfig.Lookup(c.topic)
-			typ, doc = kmsg.ConfigType(k.Type), "Default of topic config "+c.topic+"."
+		l := limitConfigs[name]
+		typ, doc := l.typ, l.doc
+		if topic, ok := topicDefaultConfigs[name]; ok {
+			k, _ := topicconfig.Lookup(topic)
+			typ, doc = kmsg.ConfigType(k.Type), "Default of topic config "+topic+"."
 		}
 		v := defaults[name]
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()

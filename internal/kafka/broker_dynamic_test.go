@@ -113,6 +113,51 @@ func TestDynamicMessageMaxBytes(t *testing.T) {
 	}
 }
 
+// describeBrokerConfig describes broker config name of the test agent,
+// with synonyms.
+func describeBrokerConfig(t *testing.T, a *testAgent, name string) configResourceConfig {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(testNodeID)
+	rr.ConfigNames = []string{name}
+	req.Resources = append(req.Resources, rr)
+	req.IncludeSynonyms = true
+	resp := a.request(t, req).(*kmsg.DescribeConfigsResponse)
+	if len(resp.Resources[0].Configs) != 1 {
+		t.Fatalf("configs %+v", resp.Resources[0])
+	}
+	return resp.Resources[0].Configs[0]
+}
+
+// TestDynamicCleanerConfigs: the cleaner's dynamic configs show the
+// flag's value as STATIC_BROKER_CONFIG, Strand's default as
+// DEFAULT_CONFIG, a value set cluster-wide as DYNAMIC_DEFAULT_BROKER_CONFIG
+// (the cleaner's use of them is tested in package cleaner), and values
+// out of range are INVALID_CONFIG.
+func TestDynamicCleanerConfigs(t *testing.T) {
+	a := newTestAgent(t, withDeps(func(d *Deps) { d.LogCleanerBackoffMs = 20000 }))
+	raiseToLevel3(t, a)
+	check := func(name, value string, src kmsg.ConfigSource, synonyms int) {
+		t.Helper()
+		c := describeBrokerConfig(t, a, name)
+		if *c.Value != value || c.Source != src || c.ReadOnly || len(c.ConfigSynonyms) != synonyms {
+			t.Errorf("%s = %q from %v (read-only %v, %d synonyms), want %q from %v", name, *c.Value, c.Source, c.ReadOnly, len(c.ConfigSynonyms), value, src)
+		}
+	}
+	check("log.cleaner.backoff.ms", "20000", kmsg.ConfigSourceStaticBrokerConfig, 2)
+	check("log.cleaner.dedupe.buffer.size", "134217728", kmsg.ConfigSourceDefaultConfig, 1)
+	mustAlterBroker(t, a, "", "log.cleaner.backoff.ms", kmsg.StringPtr("5000"))
+	mustAlterBroker(t, a, "", "log.cleaner.dedupe.buffer.size", kmsg.StringPtr("1048576"))
+	check("log.cleaner.backoff.ms", "5000", kmsg.ConfigSourceDynamicDefaultBrokerConfig, 3)
+	check("log.cleaner.dedupe.buffer.size", "1048576", kmsg.ConfigSourceDynamicDefaultBrokerConfig, 2)
+	for name, bad := range map[string]string{"log.cleaner.backoff.ms": "0", "log.cleaner.dedupe.buffer.size": "10"} {
+		if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", name, &bad); e != kerr.InvalidConfig {
+			t.Errorf("%s=%s: %v, want INVALID_CONFIG", name, bad, e)
+		}
+	}
+}
+
 // TestDynamicConnectionLimits: max.connections.per.ip changed at runtime
 // refuses the next connection over it, the agent's value wins over the
 // cluster-wide one, and deleting it admits again; DescribeConfigs shows
@@ -121,20 +166,7 @@ func TestDynamicConnectionLimits(t *testing.T) {
 	a := newTestAgent(t, func(c *agentConfig) { c.Server.MaxConnsPerIP = 50 })
 	raiseToLevel3(t, a)
 	self := strconv.Itoa(testNodeID)
-	describe := func() configResourceConfig {
-		t.Helper()
-		req := kmsg.NewPtrDescribeConfigsRequest()
-		rr := kmsg.NewDescribeConfigsRequestResource()
-		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, self
-		rr.ConfigNames = []string{"max.connections.per.ip"}
-		req.Resources = append(req.Resources, rr)
-		req.IncludeSynonyms = true
-		resp := a.request(t, req).(*kmsg.DescribeConfigsResponse)
-		if len(resp.Resources[0].Configs) != 1 {
-			t.Fatalf("configs %+v", resp.Resources[0])
-		}
-		return resp.Resources[0].Configs[0]
-	}
+	describe := func() configResourceConfig { return describeBrokerConfig(t, a, "max.connections.per.ip") }
 	if c := describe(); *c.Value != "50" || c.Source != kmsg.ConfigSourceStaticBrokerConfig || c.ReadOnly ||
 		len(c.ConfigSynonyms) != 2 || *c.ConfigSynonyms[1].Value != "1000" {
 		t.Fatalf("before: %q from %v (read-only %v), synonyms %+v", *c.Value, c.Source, c.ReadOnly, c.ConfigSynonyms)

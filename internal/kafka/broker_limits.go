@@ -2,45 +2,69 @@ package kafka
 
 // The dynamic broker configs Strand reads at use time rather than from
 // its flags alone (broker_configs.go has the rest): message.max.bytes at
-// every Produce, through the topic's effective config, and the
-// connection limits at every accept. Each is this agent's dynamic value,
-// else the cluster-wide one, else the flag's.
+// every Produce, through the topic's effective config, the connection
+// limits at every accept, the cleaner's settings at every pass. Each is
+// this agent's dynamic value, else the cluster-wide one, else the
+// flag's.
 
 import (
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/topicconfig"
 )
 
-// limitDocs documents the dynamic broker configs that are no topic
-// config's default.
-var limitDocs = map[string]string{
-	"max.connections":        "Open client connections allowed; checked at accept.",
-	"max.connections.per.ip": "Open client connections allowed from one address (0: only the overrides' addresses); checked at accept.",
+// limitConfig is a dynamic broker config that is no topic config's
+// default: one of the agent's own settings.
+type limitConfig struct {
+	typ kmsg.ConfigType
+	doc string
+	// lo and hi bound a valid value.
+	lo, hi int64
+	// def is Strand's default; static the agent's flag value, from the
+	// server's Config (serverSide) or Deps.
+	def        int64
+	static     func(d *Deps, srv Config) int64
+	serverSide bool
 }
 
-func checkMaxConns(_ Config, v string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-	if err != nil || n < 1 {
-		return fmt.Errorf("must be an integer of at least 1")
-	}
-	return nil
+// limitConfigs are the dynamic broker configs that are the agent's own
+// settings, by name. Each is read at use time: the connection limits at
+// every accept (Server.connLimits), the cleaner's at every pass and
+// round (cleaner/dynamic.go).
+var limitConfigs = map[string]limitConfig{
+	"max.connections": {typ: kmsg.ConfigTypeInt, lo: 1, hi: math.MaxInt32, def: DefaultMaxConns, serverSide: true,
+		doc:    "Open client connections allowed; checked at accept.",
+		static: func(_ *Deps, srv Config) int64 { return int64(srv.MaxConns) }},
+	"max.connections.per.ip": {typ: kmsg.ConfigTypeInt, lo: 0, hi: math.MaxInt32, def: DefaultMaxConnsPerIP, serverSide: true,
+		doc:    "Open client connections allowed from one address (0: only the overrides' addresses); checked at accept.",
+		static: func(_ *Deps, srv Config) int64 { return int64(max(srv.MaxConnsPerIP, 0)) }},
+	cleaner.BackoffConfig: {typ: kmsg.ConfigTypeLong, lo: 1, hi: math.MaxInt64 / int64(time.Millisecond), def: cleaner.DefaultInterval.Milliseconds(),
+		doc:    "Pause between the cleaner's passes over the compacted partitions this agent owns, in ms.",
+		static: func(d *Deps, _ Config) int64 { return d.LogCleanerBackoffMs }},
+	cleaner.DedupeBufferConfig: {typ: kmsg.ConfigTypeLong, lo: cleaner.EntryBytes, hi: cleaner.MaxMapBytes, def: cleaner.DefaultMapBytes,
+		doc:    "Memory of the key map of one compaction round of a compacted topic, in bytes.",
+		static: func(d *Deps, _ Config) int64 { return d.LogCleanerDedupeBufferSize }},
 }
 
-// checkMaxConnsPerIP allows 0, as Kafka does, only where the static
-// overrides admit some address: otherwise it would refuse every client.
-func checkMaxConnsPerIP(srv Config, v string) error {
-	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+// checkLimit checks value for limit name on an agent serving with srv.
+func checkLimit(srv Config, name, value string) error {
+	l := limitConfigs[name]
+	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 	switch {
-	case err != nil || n < 0:
-		return fmt.Errorf("must be a non-negative integer")
-	case n == 0 && len(srv.MaxConnsPerIPOverrides) == 0:
+	case err != nil || n < l.lo || n > l.hi:
+		return fmt.Errorf("must be an integer from %d to %d", l.lo, l.hi)
+	case name == "max.connections.per.ip" && n == 0 && len(srv.MaxConnsPerIPOverrides) == 0:
+		// Kafka's 0 admits only the overrides' addresses: without
+		// any it would refuse every client.
 		return fmt.Errorf("0 admits nobody without max.connections.per.ip.overrides")
 	}
 	return nil
@@ -94,8 +118,8 @@ func (s *Server) connLimits() (conns, perIP int) {
 	if err != nil {
 		return conns, perIP
 	}
-	conns = int(dyn.Int64("max.connections", int64(conns)))
-	switch n := dyn.Int64("max.connections.per.ip", -1); {
+	conns = int(dyn.Int64In("max.connections", 1, math.MaxInt32, int64(conns)))
+	switch n := dyn.Int64In("max.connections.per.ip", 0, math.MaxInt32, -1); {
 	case n == 0:
 		perIP = NoConnsPerIP
 	case n > 0:
