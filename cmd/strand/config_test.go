@@ -200,25 +200,7 @@ http-listen: ""
 log-format: json
 group-initial-rebalance-delay: 0s
 `)
-	root := newRootCmd()
-	root.SetArgs([]string{"serve", "--config", file})
-	logs := &notifyWriter{match: `"msg":"strand agent serving"`, matched: make(chan struct{})}
-	root.SetErr(logs)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	select {
-	case <-logs.matched:
-	case err := <-done:
-		done <- err
-		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("serve not serving after 60s\n%s", logs)
-	}
+	logs := startServe(t, `"msg":"strand agent serving"`, "serve", "--config", file)
 	m := regexp.MustCompile(`"msg":"strand agent serving".*?"kafka":"([^"]+)"`).FindStringSubmatch(logs.String())
 	if m == nil {
 		t.Fatalf("no Kafka address in JSON logs:\n%s", logs)
@@ -235,7 +217,7 @@ group-initial-rebalance-delay: 0s
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	reqCtx, reqCancel := context.WithTimeout(ctx, 60*time.Second)
+	reqCtx, reqCancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer reqCancel()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()

@@ -126,6 +126,32 @@ func TestServeStopsOnCancel(t *testing.T) {
 	}
 }
 
+// startServe runs strand with args until the test ends, and returns its
+// log once a line contains match (the agent serving).
+func startServe(t *testing.T, match string, args ...string) *notifyWriter {
+	t.Helper()
+	root := newRootCmd()
+	root.SetArgs(args)
+	logs := &notifyWriter{match: match, matched: make(chan struct{})}
+	root.SetErr(logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	select {
+	case <-logs.matched:
+	case err := <-done:
+		done <- err // for the cleanup's wait
+		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve not serving after 60s\n%s", logs)
+	}
+	return logs
+}
+
 // notifyWriter keeps what is written and closes matched once a write
 // contains match.
 type notifyWriter struct {
@@ -168,26 +194,8 @@ func (w *notifyWriter) String() string {
 // TestServeConnectionsMaxIdle runs serve with --connections-max-idle and
 // checks an idle Kafka connection is closed.
 func TestServeConnectionsMaxIdle(t *testing.T) {
-	root := newRootCmd()
-	root.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "",
-		"--connections-max-idle", "200ms"})
-	logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
-	root.SetErr(logs)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	select {
-	case <-logs.matched:
-	case err := <-done:
-		done <- err // for the deferred wait
-		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve not serving after 30s\n%s", logs)
-	}
+	logs := startServe(t, `msg="strand agent serving"`, "serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "",
+		"--connections-max-idle", "200ms")
 	m := regexp.MustCompile(`msg="strand agent serving" kafka=(\S+)`).FindStringSubmatch(logs.String())
 	if m == nil {
 		t.Fatalf("no Kafka address logged:\n%s", logs)

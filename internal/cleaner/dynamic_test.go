@@ -1,7 +1,6 @@
 package cleaner
 
 import (
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -14,26 +13,9 @@ import (
 // (cleaning in prefixes, as TestRoundSmallMap's small map does), and
 // this agent's own value wins over it.
 func TestDynamicDedupeBuffer(t *testing.T) {
-	configs := map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}
-	e := newRoundEnv(t, configs, func(c *Config) { c.MapBytes = 1 << 20 })
-	var in [][]byte
-	for i := range 40 {
-		in = append(in, build(t, spec{recs: []rec{{fmt.Appendf(nil, "k%d", i%7), fmt.Appendf(nil, "v%d", i)}, {fmt.Appendf(nil, "j%d", i%5), fmt.Appendf(nil, "w%d", i)}}}))
-	}
-	rounds := func() int {
-		e.produce(in...)
-		e.produce(build(t, spec{recs: []rec{{[]byte("end"), []byte("e")}}}))
-		n := 0
-		for {
-			plan, _ := e.clean()
-			if !plan.Due {
-				return n
-			}
-			if n++; n > 100 {
-				t.Fatal("rounds do not end")
-			}
-		}
-	}
+	e := newRoundEnv(t, compactNow, func(c *Config) { c.MapBytes = 1 << 20 })
+	in := smallMapInput(t)
+	rounds := func() int { return e.roundsToClean(in) }
 	if n := rounds(); n != 1 {
 		t.Fatalf("Config's 1 MiB map: %d rounds, want 1", n)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -215,30 +214,12 @@ func TestDynamicConnectionLimits(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestBrokerLoggers: DescribeConfigs on the BROKER_LOGGER resource lists
 // the agent's loggers, IncrementalAlterConfigs changes one's level at
 // once (debug lines appear), DELETE returns it to root's, and the
 // refusals are Kafka's.
 func TestBrokerLoggers(t *testing.T) {
-	var out syncBuffer
+	var out bytes.Buffer // only this goroutine logs to it
 	levels := loglevel.New()
 	root := slog.New(levels.Handler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: loglevel.Lowest})))
 	group := root.With("component", "group")
