@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.yaml.in/yaml/v3"
@@ -199,6 +200,7 @@ kafka-listen: 127.0.0.1:0
 http-listen: ""
 log-format: json
 group-initial-rebalance-delay: 0s
+message-max-bytes: 2000000
 `)
 	logs := startServe(t, `"msg":"strand agent serving"`, "serve", "--config", file)
 	m := regexp.MustCompile(`"msg":"strand agent serving".*?"kafka":"([^"]+)"`).FindStringSubmatch(logs.String())
@@ -219,6 +221,21 @@ group-initial-rebalance-delay: 0s
 	defer cl.Close()
 	reqCtx, reqCancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer reqCancel()
+	// A setting of the file reaches the agent: DescribeConfigs shows it
+	// as set by the agent's configuration.
+	bc, err := kadm.NewClient(cl).DescribeBrokerConfigs(reqCtx, 0)
+	if err != nil || len(bc) != 1 || bc[0].Err != nil {
+		t.Fatalf("describe broker 0: %v %+v", err, bc)
+	}
+	var mmb kadm.Config
+	for _, c := range bc[0].Configs {
+		if c.Key == "message.max.bytes" {
+			mmb = c
+		}
+	}
+	if mmb.MaybeValue() != "2000000" || mmb.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Errorf("message.max.bytes %q from %v, want 2000000 from the file (STATIC_BROKER_CONFIG)", mmb.MaybeValue(), mmb.Source)
+	}
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "0"

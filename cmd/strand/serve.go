@@ -105,6 +105,9 @@ line wins over the environment, which wins over the file.
 			if cfg.LogRetentionMs == 0 || cfg.LogRetentionBytes == 0 {
 				return fmt.Errorf("log-retention-ms and log-retention-bytes: must be -1 (no limit) or positive")
 			}
+			if cfg.MessageMaxBytes <= 0 {
+				return fmt.Errorf("message-max-bytes %d: must be positive", cfg.MessageMaxBytes)
+			}
 			if retentionCheckMs <= 0 {
 				return fmt.Errorf("log-retention-check-interval-ms %d: must be positive", retentionCheckMs)
 			}
@@ -209,6 +212,7 @@ line wins over the environment, which wins over the file.
 	f.IntVar(&cfg.FetchMaxParallelGets, "fetch-max-parallel-gets", agent.DefaultFetchMaxParallelGets, "most object store GETs read-ahead has in flight at once, over all partitions")
 	f.Int64Var(&cfg.LogRetentionMs, "log-retention-ms", agent.DefaultLogRetentionMs, "how long a topic that sets no retention.ms keeps data, in ms (Kafka's log.retention.ms; -1: no limit)")
 	f.Int64Var(&cfg.LogRetentionBytes, "log-retention-bytes", -1, "bytes a partition of a topic that sets no retention.bytes keeps (Kafka's log.retention.bytes; -1: no limit)")
+	f.Int32Var(&cfg.MessageMaxBytes, "message-max-bytes", agent.DefaultMessageMaxBytes, "largest record batch a producer may send to a topic that sets no max.message.bytes (Kafka's message.max.bytes; also a dynamic broker config)")
 	f.Int64Var(&retentionCheckMs, "log-retention-check-interval-ms", agent.DefaultLogRetentionCheckInterval.Milliseconds(), "how often each agent proposes retention for the partitions it owns, in ms (Kafka's log.retention.check.interval.ms)")
 	f.Int64Var(&cfg.LogCleanerDedupeBufferSize, "log-cleaner-dedupe-buffer-size", cleaner.DefaultMapBytes, "memory of the key map of one compaction round of a compacted topic, in bytes (Kafka's log.cleaner.dedupe.buffer.size)")
 	f.Int64Var(&cleanerBackoffMs, "log-cleaner-backoff-ms", cleaner.DefaultInterval.Milliseconds(), "pause between passes over the compacted topics' partitions an agent owns, in ms (Kafka's log.cleaner.backoff.ms)")

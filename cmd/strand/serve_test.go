@@ -49,6 +49,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "connections per IP from env", env: map[string]string{"STRAND_MAX_CONNECTIONS_PER_IP": "-3"}, wantErr: "max-connections-per-ip -3"},
 		{name: "no snapshot kept", args: []string{"--snapshot-keep", "0"}, wantErr: "snapshot-keep 0: must be at least 1"},
 		{name: "snapshot keep from env", env: map[string]string{"STRAND_SNAPSHOT_KEEP": "-2"}, wantErr: "snapshot-keep -2"},
+		{name: "message max bytes 0", args: []string{"--message-max-bytes", "0"}, wantErr: "message-max-bytes 0: must be positive"},
 		{name: "retention 0 ms", args: []string{"--log-retention-ms", "0"}, wantErr: "log-retention-ms and log-retention-bytes"},
 		{name: "retention below -1", args: []string{"--log-retention-bytes", "-5"}, wantErr: "log-retention-bytes -5"},
 		{name: "retention check from env", env: map[string]string{"STRAND_LOG_RETENTION_CHECK_INTERVAL_MS": "0"}, wantErr: "log-retention-check-interval-ms 0"},

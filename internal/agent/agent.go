@@ -479,6 +479,9 @@ func brokerDefaults(cfg Config) map[string]string {
 	if cfg.LogRetentionBytes != -1 {
 		m["retention.bytes"] = strconv.FormatInt(cfg.LogRetentionBytes, 10)
 	}
+	if cfg.MessageMaxBytes != 0 && cfg.MessageMaxBytes != DefaultMessageMaxBytes {
+		m["max.message.bytes"] = strconv.Itoa(int(cfg.MessageMaxBytes))
+	}
 	return m
 }
 

@@ -49,12 +49,14 @@ func mustAlterBroker(t *testing.T, a *testAgent, res, name string, v *string) {
 	}
 }
 
-// TestDynamicMessageMaxBytes: message.max.bytes set cluster-wide or per
-// agent with kadm bounds the next Produce to topics that do not set
-// max.message.bytes, with no restart, and DescribeConfigs shows where
-// the value came from.
+// TestDynamicMessageMaxBytes: message.max.bytes from the flag, then set
+// cluster-wide and per agent with kadm, bounds the next Produce to
+// topics that do not set max.message.bytes, with no restart, and
+// DescribeConfigs shows where the value came from.
 func TestDynamicMessageMaxBytes(t *testing.T) {
-	a, _ := newDataAgent(t, nil)
+	a, _ := newDataAgent(t, nil, withDeps(func(d *Deps) {
+		d.BrokerDefaults = map[string]string{"max.message.bytes": "1500"} // --message-max-bytes
+	}))
 	raiseToLevel3(t, a)
 	a.createTopic(t, "plain", 1, nil)
 	a.createTopic(t, "own", 1, map[string]*string{"max.message.bytes": kmsg.StringPtr("100000")})
@@ -68,26 +70,26 @@ func TestDynamicMessageMaxBytes(t *testing.T) {
 		return producePartitions(resp)[0].ErrorCode
 	}
 	const tooLarge = 10 // MESSAGE_TOO_LARGE
-	if code := produce("plain"); code != 0 {
-		t.Fatalf("2000 bytes under the default: code %d", code)
+	if code := produce("plain"); code != tooLarge {
+		t.Fatalf("2000 bytes over the flag's 1500: code %d, want MESSAGE_TOO_LARGE", code)
 	}
 	set := func(name, v string) kadm.AlterConfig {
 		return kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: &v}
 	}
-	if rs, err := a.Admin.AlterBrokerConfigs(a.ctx(t), []kadm.AlterConfig{set("message.max.bytes", "1024")}); err != nil || rs[0].Err != nil {
+	if rs, err := a.Admin.AlterBrokerConfigs(a.ctx(t), []kadm.AlterConfig{set("message.max.bytes", "3000")}); err != nil || rs[0].Err != nil {
 		t.Fatalf("cluster-wide: %v %+v", err, rs)
 	}
+	if code := produce("plain"); code != 0 {
+		t.Fatalf("2000 bytes after message.max.bytes=3000 cluster-wide: code %d", code)
+	}
+	if rs, err := a.Admin.AlterBrokerConfigs(a.ctx(t), []kadm.AlterConfig{set("message.max.bytes", "1024")}, testNodeID); err != nil || rs[0].Err != nil {
+		t.Fatalf("per agent: %v %+v", err, rs)
+	}
 	if code := produce("plain"); code != tooLarge {
-		t.Fatalf("2000 bytes after message.max.bytes=1024 cluster-wide: code %d, want MESSAGE_TOO_LARGE", code)
+		t.Fatalf("agent's message.max.bytes=1024 over the cluster's 3000: code %d, want MESSAGE_TOO_LARGE", code)
 	}
 	if code := produce("own"); code != 0 {
 		t.Fatalf("topic's own max.message.bytes: code %d", code)
-	}
-	if rs, err := a.Admin.AlterBrokerConfigs(a.ctx(t), []kadm.AlterConfig{set("message.max.bytes", "5000")}, testNodeID); err != nil || rs[0].Err != nil {
-		t.Fatalf("per agent: %v %+v", err, rs)
-	}
-	if code := produce("plain"); code != 0 {
-		t.Fatalf("agent's message.max.bytes=5000 over the cluster's 1024: code %d", code)
 	}
 
 	brokers, err := a.Admin.DescribeBrokerConfigs(a.ctx(t), testNodeID)
@@ -95,16 +97,19 @@ func TestDynamicMessageMaxBytes(t *testing.T) {
 		t.Fatalf("describe: %v %+v", err, brokers)
 	}
 	mc := configOf(t, brokers[0], "message.max.bytes")
-	if mc.MaybeValue() != "5000" || mc.Source != kmsg.ConfigSourceDynamicBrokerConfig || len(mc.Synonyms) != 3 ||
-		mc.Synonyms[1].Source != kmsg.ConfigSourceDynamicDefaultBrokerConfig || *mc.Synonyms[1].Value != "1024" ||
-		mc.Synonyms[2].Source != kmsg.ConfigSourceDefaultConfig {
-		t.Errorf("message.max.bytes %+v", mc)
+	var chain []string
+	for _, s := range mc.Synonyms {
+		chain = append(chain, *s.Value+" "+s.Source.String())
+	}
+	want := "1024 DYNAMIC_BROKER_CONFIG, 3000 DYNAMIC_DEFAULT_BROKER_CONFIG, 1500 STATIC_BROKER_CONFIG, 1048588 DEFAULT_CONFIG"
+	if mc.MaybeValue() != "1024" || mc.Source != kmsg.ConfigSourceDynamicBrokerConfig || strings.Join(chain, ", ") != want {
+		t.Errorf("message.max.bytes %q from %v, synonyms %v, want %s", mc.MaybeValue(), mc.Source, chain, want)
 	}
 	topics, err := a.Admin.DescribeTopicConfigs(a.ctx(t), "plain")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc := configOf(t, topics[0], "max.message.bytes"); tc.MaybeValue() != "5000" || tc.Source != kmsg.ConfigSourceDynamicBrokerConfig {
+	if tc := configOf(t, topics[0], "max.message.bytes"); tc.MaybeValue() != "1024" || tc.Source != kmsg.ConfigSourceDynamicBrokerConfig {
 		t.Errorf("topic max.message.bytes %q from %v", tc.MaybeValue(), tc.Source)
 	}
 	if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", "message.max.bytes", kmsg.StringPtr("-1")); e != kerr.InvalidConfig {
