@@ -10,7 +10,8 @@
 //     limits, auto-creation, and the topic defaults under their broker
 //     names), read-only but the dynamic ones (broker_configs.go:
 //     log.retention.ms, log.retention.bytes, message.max.bytes,
-//     max.connections, max.connections.per.ip, log.cleaner.backoff.ms,
+//     max.connections, max.connections.per.ip(.overrides),
+//     log.cleaner.backoff.ms,
 //     log.cleaner.dedupe.buffer.size). A dynamic config's value is
 //     the first of, as Kafka orders them: this agent's dynamic value
 //     (DYNAMIC_BROKER_CONFIG), the cluster-wide one
@@ -291,11 +292,7 @@ func brokerConfigEntries(r *Request, layers []configLayer, synonyms, docs bool) 
 		if l.serverSide && r.Conn == nil {
 			continue // a handler test's Deps has no server
 		}
-		static := l.static(d, srv)
-		if static == 0 && !l.serverSide {
-			static = l.def // Deps' zero is the default
-		}
-		chain := limitChain(name, layers, strconv.FormatInt(static, 10), strconv.FormatInt(l.def, 10))
+		chain := limitChain(name, layers, l.static(d, srv), l.def)
 		entries = append(entries, entry{name: name, value: chain[0].Value, src: chain[0].Source, typ: l.typ,
 			doc: l.doc, chain: chain, dynamic: true})
 	}

@@ -15,8 +15,9 @@
 //     same topic can lose one.
 //   - BROKER: "" (cluster-wide) or a broker's id: SET and DELETE change
 //     its dynamic configs (broker_configs.go: the retention defaults,
-//     message.max.bytes, max.connections, max.connections.per.ip); APPEND and SUBTRACT are INVALID_CONFIG (none
-//     is a list). Refusals as in AlterConfigs.
+//     message.max.bytes, the connection limits, the cleaner's); APPEND
+//     and SUBTRACT are INVALID_CONFIG (none is a list). Refusals as in
+//     AlterConfigs.
 //   - BROKER_LOGGER: this agent's id: SET changes a logger's level,
 //     DELETE returns it to root's, on this agent only and not persisted
 //     (broker_loggers.go).

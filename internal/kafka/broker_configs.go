@@ -8,8 +8,8 @@ package kafka
 // and every agent applies them without a restart. Only the configs
 // Strand reads at use time may be set: the retention defaults (read by
 // the retention proposer at every check), message.max.bytes (at every
-// Produce), max.connections and max.connections.per.ip (at every
-// accept), log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size
+// Produce), max.connections, max.connections.per.ip and its overrides
+// (at every accept), log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size
 // (at every cleaner pass). A broker config that
 // exists but is not dynamic is refused as Kafka refuses it
 // (INVALID_REQUEST, "Cannot update these configs dynamically"); a name
@@ -52,7 +52,7 @@ func validateDynamic(srv Config, name, value string) error {
 	if topic, ok := topicDefaultConfigs[name]; ok {
 		return topicconfig.Validate(topic, value)
 	}
-	return checkLimit(srv, name, value)
+	return limitConfigs[name].check(srv, value)
 }
 
 // configLayer is one broker-level source of topic config defaults, by

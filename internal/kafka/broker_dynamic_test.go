@@ -155,7 +155,9 @@ func TestDynamicCleanerConfigs(t *testing.T) {
 	mustAlterBroker(t, a, "", "log.cleaner.dedupe.buffer.size", kmsg.StringPtr("1048576"))
 	check("log.cleaner.backoff.ms", "5000", kmsg.ConfigSourceDynamicDefaultBrokerConfig, 3)
 	check("log.cleaner.dedupe.buffer.size", "1048576", kmsg.ConfigSourceDynamicDefaultBrokerConfig, 2)
-	for name, bad := range map[string]string{"log.cleaner.backoff.ms": "0", "log.cleaner.dedupe.buffer.size": "10"} {
+	// (max.connections.per.ip=0 admits only the overrides' addresses;
+	// this agent has none.)
+	for name, bad := range map[string]string{"log.cleaner.backoff.ms": "0", "log.cleaner.dedupe.buffer.size": "10", "max.connections.per.ip": "0"} {
 		if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", name, &bad); e != kerr.InvalidConfig {
 			t.Errorf("%s=%s: %v, want INVALID_CONFIG", name, bad, e)
 		}
@@ -167,13 +169,19 @@ func TestDynamicCleanerConfigs(t *testing.T) {
 // cluster-wide one, and deleting it admits again; DescribeConfigs shows
 // the flag's value as STATIC_BROKER_CONFIG until then.
 func TestDynamicConnectionLimits(t *testing.T) {
-	a := newTestAgent(t, func(c *agentConfig) { c.Server.MaxConnsPerIP = 50 })
+	a := newTestAgent(t, func(c *agentConfig) {
+		c.Server.MaxConnsPerIP = 50
+		c.Server.MaxConnsPerIPOverrides = map[netip.Addr]int{netip.MustParseAddr("::1"): 9, netip.MustParseAddr("10.0.0.1"): 2}
+	})
 	raiseToLevel3(t, a)
 	self := strconv.Itoa(testNodeID)
 	describe := func() configResourceConfig { return describeBrokerConfig(t, a, "max.connections.per.ip") }
 	if c := describe(); *c.Value != "50" || c.Source != kmsg.ConfigSourceStaticBrokerConfig || c.ReadOnly ||
 		len(c.ConfigSynonyms) != 2 || *c.ConfigSynonyms[1].Value != "1000" {
 		t.Fatalf("before: %q from %v (read-only %v), synonyms %+v", *c.Value, c.Source, c.ReadOnly, c.ConfigSynonyms)
+	}
+	if c := describeBrokerConfig(t, a, perIPOverridesConfig); *c.Value != "10.0.0.1:2,[::1]:9" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+		t.Fatalf("static overrides %q from %v", *c.Value, c.Source)
 	}
 	// A fresh address, so the test client's connections do not count.
 	from := netip.MustParseAddr("127.0.0.2")
@@ -208,8 +216,18 @@ func TestDynamicConnectionLimits(t *testing.T) {
 	checkAPIVersions(t, connect(), a.Server)
 	checkAPIVersions(t, connect(), a.Server)
 	refused()
+	// 127.0.0.2 holds 3; an override lets it have one more.
+	mustAlterBroker(t, a, self, perIPOverridesConfig, kmsg.StringPtr("127.0.0.2:4,[::1]:7"))
+	checkAPIVersions(t, connect(), a.Server)
+	refused()
+	if c := describeBrokerConfig(t, a, perIPOverridesConfig); *c.Value != "127.0.0.2:4,[::1]:7" || c.Source != kmsg.ConfigSourceDynamicBrokerConfig {
+		t.Errorf("overrides %q from %v", *c.Value, c.Source)
+	}
+	if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", perIPOverridesConfig, kmsg.StringPtr("db.example:3")); e != kerr.InvalidConfig {
+		t.Errorf("a host name override: %v, want INVALID_CONFIG", e)
+	}
 
-	for _, bad := range []string{"0", "-1", "many"} {
+	for _, bad := range []string{"-1", "many"} {
 		if e, _ := alterBroker(t, a, kmsg.ConfigResourceTypeBroker, "", "max.connections.per.ip", &bad); e != kerr.InvalidConfig {
 			t.Errorf("max.connections.per.ip=%s: %v, want INVALID_CONFIG", bad, e)
 		}

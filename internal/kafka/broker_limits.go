@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,47 +29,96 @@ import (
 type limitConfig struct {
 	typ kmsg.ConfigType
 	doc string
-	// lo and hi bound a valid value.
-	lo, hi int64
 	// def is Strand's default; static the agent's flag value, from the
 	// server's Config (serverSide) or Deps.
-	def        int64
-	static     func(d *Deps, srv Config) int64
+	def        string
+	static     func(d *Deps, srv Config) string
 	serverSide bool
+	// check validates a value on an agent serving with srv.
+	check func(srv Config, v string) error
 }
+
+// perIPOverridesConfig is max.connections.per.ip.overrides.
+const perIPOverridesConfig = "max.connections.per.ip.overrides"
 
 // limitConfigs are the dynamic broker configs that are the agent's own
 // settings, by name. Each is read at use time: the connection limits at
 // every accept (Server.connLimits), the cleaner's at every pass and
 // round (cleaner/dynamic.go).
 var limitConfigs = map[string]limitConfig{
-	"max.connections": {typ: kmsg.ConfigTypeInt, lo: 1, hi: math.MaxInt32, def: DefaultMaxConns, serverSide: true,
+	"max.connections": {typ: kmsg.ConfigTypeInt, def: strconv.Itoa(DefaultMaxConns), serverSide: true,
 		doc:    "Open client connections allowed; checked at accept.",
-		static: func(_ *Deps, srv Config) int64 { return int64(srv.MaxConns) }},
-	"max.connections.per.ip": {typ: kmsg.ConfigTypeInt, lo: 0, hi: math.MaxInt32, def: DefaultMaxConnsPerIP, serverSide: true,
+		static: func(_ *Deps, srv Config) string { return strconv.Itoa(srv.MaxConns) },
+		check:  intBetween(1, math.MaxInt32)},
+	"max.connections.per.ip": {typ: kmsg.ConfigTypeInt, def: strconv.Itoa(DefaultMaxConnsPerIP), serverSide: true,
 		doc:    "Open client connections allowed from one address (0: only the overrides' addresses); checked at accept.",
-		static: func(_ *Deps, srv Config) int64 { return int64(max(srv.MaxConnsPerIP, 0)) }},
-	cleaner.BackoffConfig: {typ: kmsg.ConfigTypeLong, lo: 1, hi: math.MaxInt64 / int64(time.Millisecond), def: cleaner.DefaultInterval.Milliseconds(),
-		doc:    "Pause between the cleaner's passes over the compacted partitions this agent owns, in ms.",
-		static: func(d *Deps, _ Config) int64 { return d.LogCleanerBackoffMs }},
-	cleaner.DedupeBufferConfig: {typ: kmsg.ConfigTypeLong, lo: cleaner.EntryBytes, hi: cleaner.MaxMapBytes, def: cleaner.DefaultMapBytes,
-		doc:    "Memory of the key map of one compaction round of a compacted topic, in bytes.",
-		static: func(d *Deps, _ Config) int64 { return d.LogCleanerDedupeBufferSize }},
+		static: func(_ *Deps, srv Config) string { return strconv.Itoa(max(srv.MaxConnsPerIP, 0)) },
+		check:  checkConnsPerIP},
+	perIPOverridesConfig: {typ: kmsg.ConfigTypeString, def: "", serverSide: true,
+		doc:    "Per-address exceptions to max.connections.per.ip, as addr:n,addr:n; checked at accept.",
+		static: func(_ *Deps, srv Config) string { return formatConnsPerIPOverrides(srv.MaxConnsPerIPOverrides) },
+		check: func(_ Config, v string) error {
+			_, err := ParseConnsPerIPOverrides(v)
+			return err
+		}},
+	cleaner.BackoffConfig: {typ: kmsg.ConfigTypeLong, def: strconv.FormatInt(cleaner.DefaultInterval.Milliseconds(), 10),
+		doc: "Pause between the cleaner's passes over the compacted partitions this agent owns, in ms.",
+		static: func(d *Deps, _ Config) string {
+			return orDefault(d.LogCleanerBackoffMs, cleaner.DefaultInterval.Milliseconds())
+		},
+		check: intBetween(1, math.MaxInt64/int64(time.Millisecond))},
+	cleaner.DedupeBufferConfig: {typ: kmsg.ConfigTypeLong, def: strconv.Itoa(cleaner.DefaultMapBytes),
+		doc: "Memory of the key map of one compaction round of a compacted topic, in bytes.",
+		static: func(d *Deps, _ Config) string {
+			return orDefault(d.LogCleanerDedupeBufferSize, cleaner.DefaultMapBytes)
+		},
+		check: intBetween(cleaner.EntryBytes, cleaner.MaxMapBytes)},
 }
 
-// checkLimit checks value for limit name on an agent serving with srv.
-func checkLimit(srv Config, name, value string) error {
-	l := limitConfigs[name]
-	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-	switch {
-	case err != nil || n < l.lo || n > l.hi:
-		return fmt.Errorf("must be an integer from %d to %d", l.lo, l.hi)
-	case name == "max.connections.per.ip" && n == 0 && len(srv.MaxConnsPerIPOverrides) == 0:
-		// Kafka's 0 admits only the overrides' addresses: without
-		// any it would refuse every client.
-		return fmt.Errorf("0 admits nobody without max.connections.per.ip.overrides")
+// orDefault is n in decimal, def for Deps' zero.
+func orDefault(n, def int64) string {
+	if n == 0 {
+		n = def
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// intBetween checks for an integer in [lo, hi].
+func intBetween(lo, hi int64) func(Config, string) error {
+	return func(_ Config, v string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("must be an integer from %d to %d", lo, hi)
+		}
+		return nil
+	}
+}
+
+// checkConnsPerIP allows Kafka's 0, which admits only the overrides'
+// addresses, only where the agent has static overrides: without any it
+// would refuse every client.
+func checkConnsPerIP(srv Config, v string) error {
+	if err := intBetween(0, math.MaxInt32)(srv, v); err != nil {
+		return err
+	}
+	if strings.TrimSpace(v) == "0" && len(srv.MaxConnsPerIPOverrides) == 0 {
+		return fmt.Errorf("0 admits nobody without --max-connections-per-ip-overrides")
 	}
 	return nil
+}
+
+// formatConnsPerIPOverrides is overrides as ParseConnsPerIPOverrides
+// reads them, sorted.
+func formatConnsPerIPOverrides(overrides map[netip.Addr]int) string {
+	parts := make([]string, 0, len(overrides))
+	for _, a := range slices.SortedFunc(maps.Keys(overrides), netip.Addr.Compare) {
+		host := a.String()
+		if a.Is6() {
+			host = "[" + host + "]"
+		}
+		parts = append(parts, host+":"+strconv.Itoa(overrides[a]))
+	}
+	return strings.Join(parts, ",")
 }
 
 // withBrokerDefaults is a topic's configs set with, for each topic
@@ -104,19 +155,20 @@ func (d *Deps) liveLayers(view *meta.View) []configLayer {
 	return brokerLayers(d, dyn)
 }
 
-// connLimits are max.connections and max.connections.per.ip as they
-// stand (NoConnsPerIP for 0).
-func (s *Server) connLimits() (conns, perIP int) {
-	conns, perIP = s.cfg.MaxConns, s.cfg.MaxConnsPerIP
+// connLimits are max.connections, max.connections.per.ip (NoConnsPerIP
+// for 0) and its overrides as they stand. The caller must not change
+// overrides.
+func (s *Server) connLimits() (conns, perIP int, overrides map[netip.Addr]int) {
+	conns, perIP, overrides = s.cfg.MaxConns, s.cfg.MaxConnsPerIP, s.cfg.MaxConnsPerIPOverrides
 	db, err := s.cfg.Deps.meta()
 	if err != nil {
-		return conns, perIP
+		return conns, perIP, overrides
 	}
 	view := db.View()
 	defer view.Close()
 	dyn, err := view.DynamicBrokerConfigs(s.cfg.Deps.Cluster.NodeID)
 	if err != nil {
-		return conns, perIP
+		return conns, perIP, overrides
 	}
 	conns = int(dyn.Int64In("max.connections", 1, math.MaxInt32, int64(conns)))
 	switch n := dyn.Int64In("max.connections.per.ip", 0, math.MaxInt32, -1); {
@@ -125,7 +177,16 @@ func (s *Server) connLimits() (conns, perIP int) {
 	case n > 0:
 		perIP = int(n)
 	}
-	return conns, perIP
+	for _, m := range []map[string]string{dyn.Node, dyn.Default} {
+		if v, ok := m[perIPOverridesConfig]; ok {
+			// A value that does not parse (another build's) counts
+			// as unset, as Int64In's do.
+			if o, err := ParseConnsPerIPOverrides(v); err == nil {
+				return conns, perIP, o
+			}
+		}
+	}
+	return conns, perIP, overrides
 }
 
 // limitChain is the synonyms of dynamic broker config name, highest

@@ -319,10 +319,10 @@ func (s *Server) untrackListener(ln net.Listener) {
 // Kafka, the per-address limit is checked first.
 func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, error) {
 	c := newConn(ctx, s, nc, l)
-	maxConns, perIP := s.connLimits() // dynamic (broker_limits.go)
+	maxConns, perIP, overrides := s.connLimits() // dynamic (broker_limits.go)
 	s.mu.Lock()
 	var err error
-	switch limit := s.connsPerIP(c.ip, perIP); {
+	switch limit := connsPerIP(c.ip, perIP, overrides); {
 	case s.mu.closed:
 		err = ErrServerClosed
 	case c.ip.IsValid() && s.mu.perIP[c.ip] >= limit:
@@ -352,9 +352,9 @@ func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, err
 }
 
 // connsPerIP is how many connections ip may have open where
-// max.connections.per.ip is perIP.
-func (s *Server) connsPerIP(ip netip.Addr, perIP int) int {
-	if n, ok := s.cfg.MaxConnsPerIPOverrides[ip]; ok {
+// max.connections.per.ip is perIP with overrides.
+func connsPerIP(ip netip.Addr, perIP int, overrides map[netip.Addr]int) int {
+	if n, ok := overrides[ip]; ok {
 		return n
 	}
 	return max(perIP, 0) // NoConnsPerIP: none
