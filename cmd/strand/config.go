@@ -29,8 +29,12 @@ const (
 	sourceFlag    = "flag"
 )
 
-// configFlag is the flag naming the YAML file; it is no key of the file.
-const configFlag = "config"
+// configFlag is the flag naming the YAML file; it is no key of the
+// file, nor is cobra's help flag.
+const (
+	configFlag = "config"
+	helpFlag   = "help"
+)
 
 // maxConfigFileBytes bounds the file read: a config of every flag is a
 // few kilobytes.
@@ -102,7 +106,7 @@ func applyConfigFile(fs *pflag.FlagSet, path string, src map[string]string) erro
 		fail := func(format string, args ...any) {
 			errs = append(errs, fmt.Sprintf("%s:%d: key %q: %s", path, k.Line, name, fmt.Sprintf(format, args...)))
 		}
-		if fs.Lookup(name) == nil || name == configFlag {
+		if fs.Lookup(name) == nil || name == configFlag || name == helpFlag {
 			fail("unknown key (the keys are the flags of strand serve)")
 			continue
 		}
@@ -208,6 +212,9 @@ serve's flags. Passwords and tokens are not shown.`,
 func configEntries(fs *pflag.FlagSet, src map[string]string) []configEntry {
 	var out []configEntry
 	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == helpFlag {
+			return
+		}
 		s := src[fl.Name]
 		if s == "" {
 			s = sourceDefault

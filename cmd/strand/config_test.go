@@ -164,6 +164,7 @@ func TestConfigFileRejects(t *testing.T) {
 		{"bad value", "data-dir: ./d\nflush-interval: soon\n", nil, `:2: key "flush-interval": invalid argument "soon"`},
 		{"bad value under a flag", "default-partitions: many\n", []string{"--default-partitions", "2"}, `:1: key "default-partitions"`},
 		{"config in config", "config: other.yaml\n", nil, `key "config": unknown key`},
+		{"help", "help: true\n", nil, `key "help": unknown key`},
 		{"nested", "listeners:\n  a: b\n", nil, `:1: key "listeners": want a value or a list`},
 		{"null", "data-dir:\n", nil, `key "data-dir": no value`},
 		{"twice", "snapshot-keep: 2\nsnapshot-keep: 3\n", nil, `:2: key "snapshot-keep": given twice`},
