@@ -28,6 +28,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "negative PUT budget from env", env: map[string]string{"STRAND_MAX_PUTS_PER_SEC": "-4"}, wantErr: "max-puts-per-sec -4"},
 		{name: "bad kafka listen", args: []string{"--kafka-listen", "nonsense"}, wantErr: "kafka-listen"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "log-level"},
+		{name: "bad log format", args: []string{"--log-format", "xml"}, wantErr: `log-format "xml"`},
+		{name: "bad log format from env", env: map[string]string{"STRAND_LOG_FORMAT": "logfmt"}, wantErr: `log-format "logfmt"`},
 		{name: "session timeouts crossed", args: []string{"--group-min-session-timeout", "1m", "--group-max-session-timeout", "10s"}, wantErr: "group-min-session-timeout"},
 		{name: "heartbeat not below session", args: []string{"--consumer-group-heartbeat-interval", "45s"}, wantErr: "consumer-group-heartbeat-interval"},
 		{name: "transaction version", args: []string{"--transaction-version", "3"}, wantErr: "transaction-version"},
