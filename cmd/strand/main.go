@@ -51,6 +51,8 @@ func newRootCmd() *cobra.Command {
 	// --- The agent ---------------------------------------------------
 	// `strand serve` (internal/agent)
 	root.AddCommand(newServeCmd())
+	// `strand config print`: what serve would run with (config.go)
+	root.AddCommand(newConfigCmd())
 
 	// --- Client tools: topic, produce, consume (internal/cli) ---------
 	cli.AddCommands(root)

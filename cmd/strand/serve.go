@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -17,13 +18,15 @@ import (
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/loglevel"
 	"github.com/strandkafka/strand/internal/quota"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
-		cfg      agent.Config
-		logLevel string
+		cfg       agent.Config
+		logLevel  string
+		logFormat string
 		// retentionCheckMs is --log-retention-check-interval-ms, in
 		// Kafka's unit.
 		retentionCheckMs int64
@@ -40,18 +43,20 @@ func newServeCmd() *cobra.Command {
 		Long: `Run an agent. With no flags it serves Kafka on 127.0.0.1:9092 and HTTP
 (/healthz, /readyz, /metrics) on 127.0.0.1:9644, keeping everything under
 ./strand-data. Every flag can also be set by an environment variable
-STRAND_<FLAG_NAME>, e.g. STRAND_DATA_DIR or STRAND_KAFKA_LISTEN; a flag on
-the command line wins.`,
+STRAND_<FLAG_NAME>, e.g. STRAND_DATA_DIR or STRAND_KAFKA_LISTEN, or as a
+key of the YAML file of --config (data-dir: ./d); a flag on the command
+line wins over the environment, which wins over the file.
+` + "`strand config print`" + ` shows what each setting comes to.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if _, err := layerConfig(cmd.Flags()); err != nil {
 				return err
 			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("log-level: %w", err)
+			logger, levels, err := newLogger(cmd.ErrOrStderr(), logFormat, logLevel)
+			if err != nil {
+				return err
 			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			cfg.LogLevels = levels
 			if cfg.GroupInitialRebalanceDelay == 0 {
 				cfg.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none", Config's is "default"
 			}
@@ -99,6 +104,9 @@ the command line wins.`,
 			// asked for nothing.
 			if cfg.LogRetentionMs == 0 || cfg.LogRetentionBytes == 0 {
 				return fmt.Errorf("log-retention-ms and log-retention-bytes: must be -1 (no limit) or positive")
+			}
+			if cfg.MessageMaxBytes <= 0 {
+				return fmt.Errorf("message-max-bytes %d: must be positive", cfg.MessageMaxBytes)
 			}
 			if retentionCheckMs <= 0 {
 				return fmt.Errorf("log-retention-check-interval-ms %d: must be positive", retentionCheckMs)
@@ -204,6 +212,7 @@ the command line wins.`,
 	f.IntVar(&cfg.FetchMaxParallelGets, "fetch-max-parallel-gets", agent.DefaultFetchMaxParallelGets, "most object store GETs read-ahead has in flight at once, over all partitions")
 	f.Int64Var(&cfg.LogRetentionMs, "log-retention-ms", agent.DefaultLogRetentionMs, "how long a topic that sets no retention.ms keeps data, in ms (Kafka's log.retention.ms; -1: no limit)")
 	f.Int64Var(&cfg.LogRetentionBytes, "log-retention-bytes", -1, "bytes a partition of a topic that sets no retention.bytes keeps (Kafka's log.retention.bytes; -1: no limit)")
+	f.Int32Var(&cfg.MessageMaxBytes, "message-max-bytes", agent.DefaultMessageMaxBytes, "largest record batch a producer may send to a topic that sets no max.message.bytes (Kafka's message.max.bytes; also a dynamic broker config)")
 	f.Int64Var(&retentionCheckMs, "log-retention-check-interval-ms", agent.DefaultLogRetentionCheckInterval.Milliseconds(), "how often each agent proposes retention for the partitions it owns, in ms (Kafka's log.retention.check.interval.ms)")
 	f.Int64Var(&cfg.LogCleanerDedupeBufferSize, "log-cleaner-dedupe-buffer-size", cleaner.DefaultMapBytes, "memory of the key map of one compaction round of a compacted topic, in bytes (Kafka's log.cleaner.dedupe.buffer.size)")
 	f.Int64Var(&cleanerBackoffMs, "log-cleaner-backoff-ms", cleaner.DefaultInterval.Milliseconds(), "pause between passes over the compacted topics' partitions an agent owns, in ms (Kafka's log.cleaner.backoff.ms)")
@@ -214,8 +223,31 @@ the command line wins.`,
 	f.Var(agent.BytesFlag(&cfg.CompactionMaxBytesPerSec), "compaction-max-bytes-per-sec", "cap the bytes per second compaction reads, e.g. 50MiB (0: no cap; each pass spreads the bytes due over its interval either way)")
 	f.DurationVar(&cfg.CompactionMinAge, "compaction-min-age", compact.DefaultMinAge, "how old data must be before compaction merges it")
 	f.DurationVar(&cfg.CompactionMaxLag, "compaction-max-lag", compact.DefaultMaxLag, "how long data smaller than --compaction-target-bytes waits before it is merged anyway")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error; changed at runtime through the agent's BROKER_LOGGER configs (kafka-configs.sh --entity-type broker-loggers)")
+	f.StringVar(&logFormat, "log-format", "text", "text (logfmt) or json, one object a line")
+	f.String(configFlag, "", "YAML file of serve settings, its keys the flag names (data-dir: ./d); a flag or STRAND_<FLAG_NAME> wins over it (strand config print shows the result)")
 	return cmd
+}
+
+// newLogger is the agent's logger writing to w in format, at level
+// until the agent's BROKER_LOGGER configs change it.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, *loglevel.Levels, error) {
+	levels := loglevel.New()
+	if err := levels.SetRootText(level); err != nil {
+		return nil, nil, fmt.Errorf("log-level: %w", err)
+	}
+	// The handler passes everything; levels filters.
+	opts := &slog.HandlerOptions{Level: loglevel.Lowest}
+	var h slog.Handler
+	switch format {
+	case "text":
+		h = slog.NewTextHandler(w, opts)
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, nil, fmt.Errorf("log-format %q: want text or json", format)
+	}
+	return slog.New(levels.Handler(h)), levels, nil
 }
 
 // applyEnv sets every flag not given on the command line from

@@ -28,6 +28,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "negative PUT budget from env", env: map[string]string{"STRAND_MAX_PUTS_PER_SEC": "-4"}, wantErr: "max-puts-per-sec -4"},
 		{name: "bad kafka listen", args: []string{"--kafka-listen", "nonsense"}, wantErr: "kafka-listen"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, wantErr: "log-level"},
+		{name: "bad log format", args: []string{"--log-format", "xml"}, wantErr: `log-format "xml"`},
+		{name: "bad log format from env", env: map[string]string{"STRAND_LOG_FORMAT": "logfmt"}, wantErr: `log-format "logfmt"`},
 		{name: "session timeouts crossed", args: []string{"--group-min-session-timeout", "1m", "--group-max-session-timeout", "10s"}, wantErr: "group-min-session-timeout"},
 		{name: "heartbeat not below session", args: []string{"--consumer-group-heartbeat-interval", "45s"}, wantErr: "consumer-group-heartbeat-interval"},
 		{name: "transaction version", args: []string{"--transaction-version", "3"}, wantErr: "transaction-version"},
@@ -49,6 +51,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "connections per IP from env", env: map[string]string{"STRAND_MAX_CONNECTIONS_PER_IP": "-3"}, wantErr: "max-connections-per-ip -3"},
 		{name: "no snapshot kept", args: []string{"--snapshot-keep", "0"}, wantErr: "snapshot-keep 0: must be at least 1"},
 		{name: "snapshot keep from env", env: map[string]string{"STRAND_SNAPSHOT_KEEP": "-2"}, wantErr: "snapshot-keep -2"},
+		{name: "message max bytes 0", args: []string{"--message-max-bytes", "0"}, wantErr: "message-max-bytes 0: must be positive"},
 		{name: "retention 0 ms", args: []string{"--log-retention-ms", "0"}, wantErr: "log-retention-ms and log-retention-bytes"},
 		{name: "retention below -1", args: []string{"--log-retention-bytes", "-5"}, wantErr: "log-retention-bytes -5"},
 		{name: "retention check from env", env: map[string]string{"STRAND_LOG_RETENTION_CHECK_INTERVAL_MS": "0"}, wantErr: "log-retention-check-interval-ms 0"},
@@ -126,6 +129,32 @@ func TestServeStopsOnCancel(t *testing.T) {
 	}
 }
 
+// startServe runs strand with args until the test ends, and returns its
+// log once a line contains match (the agent serving).
+func startServe(t *testing.T, match string, args ...string) *notifyWriter {
+	t.Helper()
+	root := newRootCmd()
+	root.SetArgs(args)
+	logs := &notifyWriter{match: match, matched: make(chan struct{})}
+	root.SetErr(logs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	select {
+	case <-logs.matched:
+	case err := <-done:
+		done <- err // for the cleanup's wait
+		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve not serving after 60s\n%s", logs)
+	}
+	return logs
+}
+
 // notifyWriter keeps what is written and closes matched once a write
 // contains match.
 type notifyWriter struct {
@@ -134,14 +163,25 @@ type notifyWriter struct {
 	once    sync.Once
 	mu      struct {
 		sync.Mutex
-		b strings.Builder
+		b   strings.Builder
+		tee *notifyWriter
 	}
+}
+
+// tee makes w also write to t from now on.
+func (w *notifyWriter) tee(t *notifyWriter) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mu.tee = t
 }
 
 func (w *notifyWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.mu.b.Write(p)
+	if w.mu.tee != nil {
+		w.mu.tee.Write(p)
+	}
 	if strings.Contains(string(p), w.match) {
 		w.once.Do(func() { close(w.matched) })
 	}
@@ -157,26 +197,8 @@ func (w *notifyWriter) String() string {
 // TestServeConnectionsMaxIdle runs serve with --connections-max-idle and
 // checks an idle Kafka connection is closed.
 func TestServeConnectionsMaxIdle(t *testing.T) {
-	root := newRootCmd()
-	root.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "",
-		"--connections-max-idle", "200ms"})
-	logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
-	root.SetErr(logs)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	select {
-	case <-logs.matched:
-	case err := <-done:
-		done <- err // for the deferred wait
-		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve not serving after 30s\n%s", logs)
-	}
+	logs := startServe(t, `msg="strand agent serving"`, "serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "",
+		"--connections-max-idle", "200ms")
 	m := regexp.MustCompile(`msg="strand agent serving" kafka=(\S+)`).FindStringSubmatch(logs.String())
 	if m == nil {
 		t.Fatalf("no Kafka address logged:\n%s", logs)

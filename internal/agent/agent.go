@@ -421,23 +421,26 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		},
 		SASL: cfg.saslConfig(),
 		Deps: kafka.Deps{
-			MaxPartitionsPerTopic:    cfg.MaxPartitionsPerTopic,
-			MaxPartitions:            cfg.MaxPartitions,
-			MaxFetchBytesPerSec:      cfg.MaxFetchBytesPerSec,
-			BrokerDefaults:           brokerDefaults(cfg),
-			RetentionCheckIntervalMs: cfg.LogRetentionCheckInterval.Milliseconds(),
-			Meta:                     a.replica,
-			Cluster:                  kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Endpoints: a.endpoints(), Brokers: a.members.brokers},
-			AutoCreateTopics:         cfg.AutoCreateTopics,
-			DefaultPartitions:        cfg.DefaultPartitions,
-			TransactionVersion:       cfg.TransactionVersion,
-			Features:                 featureProber{},
-			Produce:                  a.pipeline,
-			Fetch:                    fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead()),
-			Groups:                   a.groups,
-			Now:                      clk.Now,
-			Txns:                     a.txns,
-			ACL:                      aclCfg,
+			MaxPartitionsPerTopic:      cfg.MaxPartitionsPerTopic,
+			MaxPartitions:              cfg.MaxPartitions,
+			MaxFetchBytesPerSec:        cfg.MaxFetchBytesPerSec,
+			BrokerDefaults:             brokerDefaults(cfg),
+			RetentionCheckIntervalMs:   cfg.LogRetentionCheckInterval.Milliseconds(),
+			Loggers:                    cfg.LogLevels,
+			LogCleanerBackoffMs:        cfg.LogCleanerBackoff.Milliseconds(),
+			LogCleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
+			Meta:                       a.replica,
+			Cluster:                    kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Endpoints: a.endpoints(), Brokers: a.members.brokers},
+			AutoCreateTopics:           cfg.AutoCreateTopics,
+			DefaultPartitions:          cfg.DefaultPartitions,
+			TransactionVersion:         cfg.TransactionVersion,
+			Features:                   featureProber{},
+			Produce:                    a.pipeline,
+			Fetch:                      fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead()),
+			Groups:                     a.groups,
+			Now:                        clk.Now,
+			Txns:                       a.txns,
+			ACL:                        aclCfg,
 		},
 	})
 	if err != nil {
@@ -475,6 +478,9 @@ func brokerDefaults(cfg Config) map[string]string {
 	}
 	if cfg.LogRetentionBytes != -1 {
 		m["retention.bytes"] = strconv.FormatInt(cfg.LogRetentionBytes, 10)
+	}
+	if cfg.MessageMaxBytes != 0 && cfg.MessageMaxBytes != DefaultMessageMaxBytes {
+		m["max.message.bytes"] = strconv.Itoa(int(cfg.MessageMaxBytes))
 	}
 	return m
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/loglevel"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
@@ -252,6 +253,17 @@ type Config struct {
 	CompactionMinAge         time.Duration
 	CompactionMaxLag         time.Duration
 
+	// MessageMaxBytes is message.max.bytes, the default of a topic's
+	// max.message.bytes: the largest record batch a producer may send
+	// (0: Kafka's default, DefaultMessageMaxBytes). It can also be
+	// changed at runtime as a dynamic broker config.
+	MessageMaxBytes int32
+
+	// LogLevels are the live levels of the logger Run is given, when its
+	// handler is LogLevels.Handler: the BROKER_LOGGER configs show and
+	// change them. Nil: the agent has no broker loggers.
+	LogLevels *loglevel.Levels
+
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams
 }
@@ -329,6 +341,9 @@ const (
 	DefaultLease                  = 10 * time.Second
 	// DefaultLogRetentionMs is Kafka's log.retention.hours of 168.
 	DefaultLogRetentionMs int64 = 7 * 24 * 60 * 60 * 1000
+	// DefaultMessageMaxBytes is Kafka's message.max.bytes: 1 MiB and a
+	// record batch header.
+	DefaultMessageMaxBytes int32 = 1048588
 	// DefaultLogRetentionCheckInterval is Kafka's, 5 minutes. A check
 	// reads only the local copy (a seek per owned partition) and
 	// proposes only what is due, so a shorter one would be cheap; but
@@ -498,6 +513,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogCleanerDedupeBufferSize < cleaner.EntryBytes || c.LogCleanerDedupeBufferSize > 1<<40 {
 		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be between %d and 1 TiB", c.LogCleanerDedupeBufferSize, cleaner.EntryBytes))
+	}
+	if c.MessageMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("message-max-bytes %d: must be positive", c.MessageMaxBytes))
 	}
 	if c.LogCleanerBackoff < time.Millisecond {
 		errs = append(errs, fmt.Errorf("log-cleaner-backoff-ms %v: must be at least 1ms", c.LogCleanerBackoff))

@@ -99,9 +99,10 @@ func New(cfg Config) (*Cleaner, error) {
 	return &Cleaner{cfg: cfg}, nil
 }
 
-// Start runs a pass every Interval until Close.
+// Start runs a pass every Interval (or its dynamic value, dynamic.go)
+// until Close.
 func (c *Cleaner) Start() {
-	c.loop = clock.Every(c.cfg.Clock, c.cfg.Interval, func(ctx context.Context) {
+	c.loop = clock.EveryVar(c.cfg.Clock, c.interval, func(ctx context.Context) {
 		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Warn("cleaning pass failed", "err", err)
 		}
@@ -220,11 +221,12 @@ func (c *Cleaner) Clean(ctx context.Context, t meta.Topic, partition int32, st *
 		aborted[i] = AbortedTxn{ProducerID: x.ProducerID, FirstOffset: x.FirstOffset, LastOffset: x.LastOffset}
 	}
 	lastOffsets, err := v.ProducerLastOffsets(t.ID, partition, now)
+	mapBytes := c.mapBytes(v)
 	v.Close()
 	if err != nil {
 		return plan, err
 	}
-	m := NewOffsetMap(c.cfg.MapBytes)
+	m := NewOffsetMap(mapBytes)
 	ab := NewAborted(aborted)
 	end, err := c.index(ctx, t.ID, partition, plan, m, ab)
 	if err != nil {

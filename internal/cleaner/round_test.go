@@ -273,26 +273,11 @@ func TestRoundEndToEnd(t *testing.T) {
 // entry it mapped whole, and rounds until none is due reach the same
 // result as one round with a big map.
 func TestRoundSmallMap(t *testing.T) {
-	configs := map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}
-	var in [][]byte
-	for i := range 40 {
-		in = append(in, build(t, spec{recs: []rec{{fmt.Appendf(nil, "k%d", i%7), fmt.Appendf(nil, "v%d", i)}, {fmt.Appendf(nil, "j%d", i%5), fmt.Appendf(nil, "w%d", i)}}}))
-	}
+	in := smallMapInput(t)
 	results := map[string][]got{}
 	for _, mapBytes := range []int64{1 << 20, 5 * EntryBytes} {
-		e := newRoundEnv(t, configs, func(c *Config) { c.MapBytes = mapBytes })
-		e.produce(in...)
-		e.produce(build(t, spec{recs: []rec{{[]byte("end"), []byte("e")}}}))
-		rounds := 0
-		for {
-			plan, _ := e.clean()
-			if !plan.Due {
-				break
-			}
-			if rounds++; rounds > 50 {
-				t.Fatal("rounds do not end")
-			}
-		}
+		e := newRoundEnv(t, compactNow, func(c *Config) { c.MapBytes = mapBytes })
+		rounds := e.roundsToClean(in)
 		if mapBytes < 1<<20 && rounds < 3 {
 			t.Fatalf("small map: %d rounds", rounds)
 		}
@@ -301,6 +286,37 @@ func TestRoundSmallMap(t *testing.T) {
 	big, small := results[fmt.Sprint(1<<20)], results[fmt.Sprint(5*EntryBytes)]
 	if fmt.Sprint(big) != fmt.Sprint(small) || len(big) != 7+5+1 {
 		t.Fatalf("big map %v\nsmall map %v", big, small)
+	}
+}
+
+// compactNow are the configs of a topic compacted at every round.
+var compactNow = map[string]string{"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0"}
+
+// smallMapInput is 40 batches of 2 records over 12 keys: more keys than
+// a 5-entry map holds, so such a map cleans them in several rounds.
+func smallMapInput(t *testing.T) [][]byte {
+	var in [][]byte
+	for i := range 40 {
+		in = append(in, build(t, spec{recs: []rec{{fmt.Appendf(nil, "k%d", i%7), fmt.Appendf(nil, "v%d", i)}, {fmt.Appendf(nil, "j%d", i%5), fmt.Appendf(nil, "w%d", i)}}}))
+	}
+	return in
+}
+
+// roundsToClean produces in and one more batch, then runs rounds until
+// none is due, and returns how many ran.
+func (e *roundEnv) roundsToClean(in [][]byte) int {
+	e.t.Helper()
+	e.produce(in...)
+	e.produce(build(e.t, spec{recs: []rec{{[]byte("end"), []byte("e")}}}))
+	rounds := 0
+	for {
+		plan, _ := e.clean()
+		if !plan.Due {
+			return rounds
+		}
+		if rounds++; rounds > 100 {
+			e.t.Fatal("rounds do not end")
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package clock_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,4 +103,34 @@ func TestAtRate(t *testing.T) {
 		<-passes
 		l.Stop()
 	}
+}
+
+// TestEveryVar checks that EveryVar reads its interval before each
+// wait: after the interval grows from 1 s to 3 s, the next pass comes 3 s
+// on, not 1 s.
+func TestEveryVar(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	var interval atomic.Int64
+	interval.Store(int64(time.Second))
+	passes, release := make(chan struct{}), make(chan struct{})
+	l := clock.EveryVar(clk, func() time.Duration { return time.Duration(interval.Load()) }, func(ctx context.Context) {
+		passes <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	})
+	block(t, clk)
+	clk.Advance(time.Second)
+	<-passes
+	interval.Store(int64(3 * time.Second)) // while the pass runs
+	release <- struct{}{}
+	block(t, clk)
+	clk.Advance(time.Second)
+	if clk.Pending() == 0 {
+		t.Fatal("a pass came 1 s after the interval became 3 s")
+	}
+	clk.Advance(2 * time.Second)
+	<-passes
+	l.Stop()
 }

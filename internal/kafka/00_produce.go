@@ -418,6 +418,9 @@ func produceTopics(ctx context.Context, d *Deps, z authz, db MetaDB, req *kmsg.P
 	out := make(map[string]produceTopic, len(req.Topics))
 	view := db.View()
 	defer func() { view.Close() }() // replaced after auto-creation
+	// message.max.bytes and the other broker-level defaults, read per
+	// request so a dynamic change applies at once.
+	layers := d.liveLayers(view)
 	var missing []string
 	resolve := func(name string) {
 		t, ok, err := view.Topic(name)
@@ -427,7 +430,7 @@ func produceTopics(ctx context.Context, d *Deps, z authz, db MetaDB, req *kmsg.P
 		case !ok:
 			out[name] = produceTopic{code: kerr.UnknownTopicOrPartition}
 		default:
-			out[name] = produceTopic{t: t, cfg: topicconfig.Effective(t.Configs)}
+			out[name] = produceTopic{t: t, cfg: topicconfig.Effective(withBrokerDefaults(t.Configs, layers))}
 		}
 	}
 	for i := range req.Topics {

@@ -9,7 +9,10 @@
 //   - BROKER: for this agent's id, a fixed set of broker configs (listener,
 //     limits, auto-creation, and the topic defaults under their broker
 //     names), read-only but the dynamic ones (broker_configs.go:
-//     log.retention.ms, log.retention.bytes). A topic default's value is
+//     log.retention.ms, log.retention.bytes, message.max.bytes,
+//     max.connections, max.connections.per.ip(.overrides),
+//     log.cleaner.backoff.ms,
+//     log.cleaner.dedupe.buffer.size). A dynamic config's value is
 //     the first of, as Kafka orders them: this agent's dynamic value
 //     (DYNAMIC_BROKER_CONFIG), the cluster-wide one
 //     (DYNAMIC_DEFAULT_BROKER_CONFIG), the agent's flag
@@ -26,8 +29,10 @@
 //     Kafka's default. A topic that sets nothing reports the first
 //     broker-level value with its source.
 //   - v3+ ConfigType, and Documentation when asked.
-//   - Left out: BROKER_LOGGER, CLIENT_METRICS and GROUP resources
-//     (INVALID_REQUEST).
+//   - BROKER_LOGGER: for this agent's id, its loggers (root and one per
+//     component) with their levels (DYNAMIC_BROKER_LOGGER_CONFIG), as
+//     broker_loggers.go keeps them.
+//   - Left out: CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
 //   - ACLs (authz.go): DescribeConfigs on the topic
 //     (TOPIC_AUTHORIZATION_FAILED) or, for a broker, the cluster
 //     (CLUSTER_AUTHORIZATION_FAILED).
@@ -108,6 +113,10 @@ func handleDescribeConfigs(_ context.Context, r *Request) (kmsg.Response, error)
 				res.Configs = brokerConfigEntries(r, brokerLayers(r.Deps, dyn), synonyms, docs)
 			} else {
 				res.Configs = clusterConfigEntries(dyn.Default, synonyms, docs)
+			}
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			if e, msg = r.Deps.checkLoggerResource(rr.ResourceName); e == nil {
+				res.Configs = loggerConfigEntries(r.Deps.Loggers, synonyms)
 			}
 		default:
 			e, msg = kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", rr.ResourceType)
@@ -276,9 +285,16 @@ func brokerConfigEntries(r *Request, layers []configLayer, synonyms, docs bool) 
 		static("socket.request.max.bytes", strconv.Itoa(int(srv.MaxRequestBytes)), kmsg.ConfigTypeInt, "Largest request accepted."),
 		static("queued.max.request.bytes", strconv.FormatInt(srv.MaxQueuedRequestBytes, 10), kmsg.ConfigTypeLong, "Request bytes held across all connections."),
 		static("connections.max.idle.ms", strconv.FormatInt(srv.IdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, "Idle connections are closed after this."),
-		static("max.connections", strconv.Itoa(srv.MaxConns), kmsg.ConfigTypeInt, "Open client connections allowed."),
 		def("default.replication.factor", "1", kmsg.ConfigTypeInt, "Replicas shown per partition: storage is shared."),
 		def("delete.topic.enable", "true", kmsg.ConfigTypeBoolean, "Topics can be deleted."),
+	}
+	for name, l := range limitConfigs {
+		if l.serverSide && r.Conn == nil {
+			continue // a handler test's Deps has no server
+		}
+		chain := limitChain(name, layers, l.static(d, srv), l.def)
+		entries = append(entries, entry{name: name, value: chain[0].Value, src: chain[0].Source, typ: l.typ,
+			doc: l.doc, chain: chain, dynamic: true})
 	}
 	if rack := d.Cluster.Rack; rack != "" {
 		entries = append(entries, static("broker.rack", rack, kmsg.ConfigTypeString, "This agent's rack."))
@@ -298,7 +314,7 @@ func brokerConfigEntries(r *Request, layers []configLayer, synonyms, docs bool) 
 		}
 		chain := defaultChain(k, layers)
 		entries = append(entries, entry{name: k.BrokerSynonym, value: chain[0].Value, src: chain[0].Source, typ: kmsg.ConfigType(k.Type),
-			doc: "Default of topic config " + k.Name + ".", chain: chain, dynamic: dynamicBrokerConfigs[k.BrokerSynonym] != ""})
+			doc: "Default of topic config " + k.Name + ".", chain: chain, dynamic: isDynamic(k.BrokerSynonym)})
 	}
 	// Stable, so the agent's own entries win over topic defaults of the
 	// same name.

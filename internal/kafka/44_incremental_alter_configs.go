@@ -14,9 +14,13 @@
 //     new list from the local copy: two at once on the same config of the
 //     same topic can lose one.
 //   - BROKER: "" (cluster-wide) or a broker's id: SET and DELETE change
-//     its dynamic configs (broker_configs.go: log.retention.ms and
-//     log.retention.bytes); APPEND and SUBTRACT are INVALID_CONFIG (none
-//     is a list). Refusals as in AlterConfigs.
+//     its dynamic configs (broker_configs.go: the retention defaults,
+//     message.max.bytes, the connection limits, the cleaner's); APPEND
+//     and SUBTRACT are INVALID_CONFIG (none is a list). Refusals as in
+//     AlterConfigs.
+//   - BROKER_LOGGER: this agent's id: SET changes a logger's level,
+//     DELETE returns it to root's, on this agent only and not persisted
+//     (broker_loggers.go).
 //   - A resource named twice is INVALID_REQUEST, answered once; other
 //     resource types are INVALID_REQUEST. ValidateOnly proposes nothing.
 //   - ACLs (authz.go): AlterConfigs on the topic
@@ -59,6 +63,10 @@ func handleIncrementalAlterConfigs(ctx context.Context, r *Request) (kmsg.Respon
 				return planIncrementalAlterTopic(view, res[i].ResourceName, res[i].Configs)
 			case kmsg.ConfigResourceTypeBroker:
 				return planAlterBroker(r, view, res[i].ResourceName, incrementalBrokerAlter(res[i].Configs))
+			case kmsg.ConfigResourceTypeBrokerLogger:
+				// Applied here, on this agent only (broker_loggers.go).
+				e, msg := r.Deps.alterLoggers(res[i].ResourceName, res[i].Configs, req.ValidateOnly)
+				return nil, e, msg
 			}
 			return nil, kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", res[i].ResourceType)
 		})

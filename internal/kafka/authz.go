@@ -271,7 +271,7 @@ func (z authz) configErr(op acl.Operation, typ kmsg.ConfigResourceType, name str
 	switch {
 	case typ == kmsg.ConfigResourceTypeTopic && !z.topic(op, name):
 		return kerr.TopicAuthorizationFailed
-	case typ == kmsg.ConfigResourceTypeBroker && !z.cluster(op):
+	case (typ == kmsg.ConfigResourceTypeBroker || typ == kmsg.ConfigResourceTypeBrokerLogger) && !z.cluster(op):
 		return kerr.ClusterAuthorizationFailed
 	}
 	return nil

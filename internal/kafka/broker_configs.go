@@ -6,8 +6,11 @@ package kafka
 // one broker (its id); Strand keeps both in the log
 // (meta.AlterBrokerConfigs), so any agent can change any agent's values
 // and every agent applies them without a restart. Only the configs
-// Strand applies at runtime may be set: the retention defaults, which
-// the retention proposer reads at every check. A broker config that
+// Strand reads at use time may be set: the retention defaults (read by
+// the retention proposer at every check), message.max.bytes (at every
+// Produce), max.connections, max.connections.per.ip and its overrides
+// (at every accept), log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size
+// (at every cleaner pass). A broker config that
 // exists but is not dynamic is refused as Kafka refuses it
 // (INVALID_REQUEST, "Cannot update these configs dynamically"); a name
 // that is no broker config is INVALID_CONFIG.
@@ -26,15 +29,35 @@ import (
 	"github.com/strandkafka/strand/internal/topicconfig"
 )
 
-// dynamicBrokerConfigs are the broker configs that can be changed at
-// runtime, each with the topic config it is the default of.
-var dynamicBrokerConfigs = map[string]string{
+// topicDefaultConfigs are the dynamic broker configs that are the
+// default of a topic config, with that config's name: validated as it.
+// The other dynamic ones are the agent's own settings (limitConfigs).
+var topicDefaultConfigs = map[string]string{
 	"log.retention.ms":    "retention.ms",
 	"log.retention.bytes": "retention.bytes",
+	"message.max.bytes":   "max.message.bytes",
+}
+
+// isDynamic reports whether broker config name can be changed at
+// runtime.
+func isDynamic(name string) bool {
+	_, topic := topicDefaultConfigs[name]
+	_, limit := limitConfigs[name]
+	return topic || limit
+}
+
+// validateDynamic checks value for dynamic broker config name, on an
+// agent serving with srv.
+func validateDynamic(srv Config, name, value string) error {
+	if topic, ok := topicDefaultConfigs[name]; ok {
+		return topicconfig.Validate(topic, value)
+	}
+	return limitConfigs[name].check(srv, value)
 }
 
 // configLayer is one broker-level source of topic config defaults, by
-// topic config name.
+// topic config name, and of the dynamic limits (limitDocs), by broker
+// config name.
 type configLayer struct {
 	src    kmsg.ConfigSource
 	values map[string]string
@@ -47,8 +70,14 @@ func brokerLayers(d *Deps, dyn meta.DynamicBrokerConfigs) []configLayer {
 	byTopic := func(m map[string]string) map[string]string {
 		out := make(map[string]string, len(m))
 		for name, v := range m {
-			if topic, ok := dynamicBrokerConfigs[name]; ok {
+			_, limit := limitConfigs[name]
+			switch topic, ok := topicDefaultConfigs[name]; {
+			case ok:
 				out[topic] = v
+			case limit:
+				// The agent's own limits keep their broker
+				// names, which no topic config has.
+				out[name] = v
 			}
 		}
 		return out
@@ -74,16 +103,21 @@ func (d *Deps) dynamicConfigsOf(view *meta.View) (meta.DynamicBrokerConfigs, *ke
 func clusterConfigEntries(defaults map[string]string, synonyms, docs bool) []configResourceConfig {
 	out := make([]configResourceConfig, 0, len(defaults))
 	for _, name := range slices.Sorted(maps.Keys(defaults)) {
-		topic, ok := dynamicBrokerConfigs[name]
-		if !ok {
+		if !isDynamic(name) {
 			continue
 		}
-		k, _ := topicconfig.Lookup(topic)
+		l := limitConfigs[name]
+		typ, doc := l.typ, l.doc
+		if topic, ok := topicDefaultConfigs[name]; ok {
+			k, _ := topicconfig.Lookup(topic)
+			typ, doc = kmsg.ConfigType(k.Type), "Default of topic config "+topic+"."
+		}
 		v := defaults[name]
 		rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-		rc.Name, rc.Value, rc.Source, rc.ConfigType = name, &v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, kmsg.ConfigType(k.Type)
+		rc.Name, rc.Value, rc.Source, rc.ConfigType = name, &v, kmsg.ConfigSourceDynamicDefaultBrokerConfig, typ
+		rc.ReadOnly = false
 		if docs {
-			rc.Documentation = kmsg.StringPtr("Default of topic config " + topic + ".")
+			rc.Documentation = kmsg.StringPtr(doc)
 		}
 		if synonyms {
 			rc.ConfigSynonyms = append(rc.ConfigSynonyms, configSynonym(name, &v, rc.Source))
@@ -119,7 +153,11 @@ func planAlterBroker(r *Request, view *meta.View, name string, alt brokerAlter) 
 		return nil, alt.bad, alt.msg
 	}
 	for _, n := range slices.Sorted(maps.Keys(alt.set)) {
-		if err := topicconfig.Validate(dynamicBrokerConfigs[n], alt.set[n]); err != nil {
+		var srv Config
+		if r.Conn != nil {
+			srv = r.Conn.srv.cfg
+		}
+		if err := validateDynamic(srv, n, alt.set[n]); err != nil {
 			return nil, kerr.InvalidConfig, fmt.Sprintf("Invalid value %s for configuration %s: %v", alt.set[n], n, err)
 		}
 	}
@@ -174,7 +212,7 @@ func checkBrokerNames(r *Request, names []string) (*kerr.Error, string) {
 	var readOnly, unknown []string
 	for _, n := range names {
 		switch {
-		case dynamicBrokerConfigs[n] != "":
+		case isDynamic(n):
 		case known[n]:
 			readOnly = append(readOnly, n)
 		default:

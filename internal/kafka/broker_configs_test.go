@@ -234,7 +234,10 @@ func TestBrokerConfigsKadm(t *testing.T) {
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(testNodeID)
 	req.Resources = append(req.Resources, rr)
 	for _, c := range a.request(t, req).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
-		if dynamic := c.Name == "log.retention.ms" || c.Name == "log.retention.bytes"; c.ReadOnly == dynamic {
+		dynamic := map[string]bool{"log.retention.ms": true, "log.retention.bytes": true, "message.max.bytes": true,
+			"max.connections": true, "max.connections.per.ip": true, "log.cleaner.backoff.ms": true,
+			"log.cleaner.dedupe.buffer.size": true, "max.connections.per.ip.overrides": true}[c.Name]
+		if c.ReadOnly == dynamic {
 			t.Errorf("%s read-only %v", c.Name, c.ReadOnly)
 		}
 	}

@@ -172,7 +172,7 @@ func TestDescribeBrokerConfigs(t *testing.T) {
 	req.Resources = append(req.Resources, rr)
 	resp = a.request(t, req).(*kmsg.DescribeConfigsResponse)
 	for _, c := range resp.Resources[0].Configs {
-		if !c.ReadOnly && dynamicBrokerConfigs[c.Name] == "" {
+		if !c.ReadOnly && !isDynamic(c.Name) {
 			t.Errorf("%s is not read-only", c.Name)
 		}
 	}

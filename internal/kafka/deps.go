@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strandkafka/strand/internal/loglevel"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
 )
@@ -78,6 +79,14 @@ type Deps struct {
 	// ACL turns authorization on (authz.go); off by default, when every
 	// client may do everything.
 	ACL ACLConfig
+	// LogCleanerBackoffMs and LogCleanerDedupeBufferSize are the
+	// cleaner's flag values, shown by DescribeConfigs under their
+	// dynamic configs (broker_limits.go); zero is the default.
+	LogCleanerBackoffMs        int64
+	LogCleanerDedupeBufferSize int64
+	// Loggers are this agent's live log levels, its BROKER_LOGGER
+	// resource (broker_loggers.go); nil: none can be changed.
+	Loggers *loglevel.Levels
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms, shown
 	// by DescribeConfigs; zero is Kafka's default.
 	RetentionCheckIntervalMs int64

@@ -40,9 +40,10 @@
 // many bytes trickle in before it; a connection that misses it is closed
 // (ErrFrameTimeout). At accept, a connection past Config.MaxConns, or past
 // MaxConnsPerIP from its address (max.connections.per.ip and its
-// overrides), is closed (ErrTooManyConns, ErrTooManyConnsPerIP); a
-// connection idle for Config.IdleTimeout (connections.max.idle.ms) is
-// closed too.
+// overrides), is closed (ErrTooManyConns, ErrTooManyConnsPerIP); the
+// three limits may be changed at runtime as dynamic broker configs,
+// read at each accept (broker_limits.go). A connection idle for
+// Config.IdleTimeout (connections.max.idle.ms) is closed too.
 //
 // # Bad input
 //

@@ -319,15 +319,16 @@ func (s *Server) untrackListener(ln net.Listener) {
 // Kafka, the per-address limit is checked first.
 func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, error) {
 	c := newConn(ctx, s, nc, l)
+	maxConns, perIP, overrides := s.connLimits() // dynamic (broker_limits.go)
 	s.mu.Lock()
 	var err error
-	switch limit := s.connsPerIP(c.ip); {
+	switch limit := connsPerIP(c.ip, perIP, overrides); {
 	case s.mu.closed:
 		err = ErrServerClosed
 	case c.ip.IsValid() && s.mu.perIP[c.ip] >= limit:
 		err = fmt.Errorf("%w: %v has %d", ErrTooManyConnsPerIP, c.ip, limit)
-	case len(s.mu.conns) >= s.cfg.MaxConns:
-		err = fmt.Errorf("%w: limit %d", ErrTooManyConns, s.cfg.MaxConns)
+	case len(s.mu.conns) >= maxConns:
+		err = fmt.Errorf("%w: limit %d", ErrTooManyConns, maxConns)
 	default:
 		s.mu.conns[c] = struct{}{}
 		if c.ip.IsValid() {
@@ -350,12 +351,13 @@ func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, err
 	return c, nil
 }
 
-// connsPerIP is how many connections ip may have open.
-func (s *Server) connsPerIP(ip netip.Addr) int {
-	if n, ok := s.cfg.MaxConnsPerIPOverrides[ip]; ok {
+// connsPerIP is how many connections ip may have open where
+// max.connections.per.ip is perIP with overrides.
+func connsPerIP(ip netip.Addr, perIP int, overrides map[netip.Addr]int) int {
+	if n, ok := overrides[ip]; ok {
 		return n
 	}
-	return max(s.cfg.MaxConnsPerIP, 0) // NoConnsPerIP: none
+	return max(perIP, 0) // NoConnsPerIP: none
 }
 
 func (s *Server) untrack(c *Conn) {

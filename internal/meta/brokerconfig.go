@@ -9,6 +9,7 @@ package meta
 // configs; apply checks only the resource name and the limits.
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -162,9 +163,16 @@ func (v *View) DynamicBrokerConfigs(node int32) (DynamicBrokerConfigs, error) {
 // cluster-wide one, else static. A value that does not parse counts as
 // unset.
 func (d DynamicBrokerConfigs) Int64(name string, static int64) int64 {
+	return d.Int64In(name, math.MinInt64, math.MaxInt64, static)
+}
+
+// Int64In is Int64 where a value outside [lo, hi] also counts as unset:
+// the Kafka layer refuses such values, but another build may have
+// written one.
+func (d DynamicBrokerConfigs) Int64In(name string, lo, hi, static int64) int64 {
 	for _, m := range []map[string]string{d.Node, d.Default} {
 		if s, ok := m[name]; ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil && n >= lo && n <= hi {
 				return n
 			}
 		}

@@ -1,0 +1,306 @@
+package main
+
+// Configuration layers of `strand serve`: a flag on the command line
+// wins over STRAND_<FLAG_NAME> in the environment, which wins over the
+// YAML file of --config, which wins over the flag's default. The file's
+// keys are the flag names, found through the flag set, so a flag added
+// to serve is a key without more code here. `strand config print`
+// shows where each value came from.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// Where a serve setting's value came from, as config print names it.
+const (
+	sourceDefault = "default"
+	sourceFile    = "file"
+	sourceEnv     = "env"
+	sourceFlag    = "flag"
+)
+
+// configFlag is the flag naming the YAML file; it is no key of the
+// file, nor is cobra's help flag.
+const (
+	configFlag = "config"
+	helpFlag   = "help"
+)
+
+// maxConfigFileBytes bounds the file read: a config of every flag is a
+// few kilobytes.
+const maxConfigFileBytes = 1 << 20
+
+// layerConfig fills serve's flags from the environment and the --config
+// file below the command line, and returns the source of every flag
+// not at its default, by flag name.
+func layerConfig(fs *pflag.FlagSet) (map[string]string, error) {
+	// Changed, not Visit: config print parses the same flags through
+	// its own flag set, which Visit of this one does not see.
+	src := map[string]string{}
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed {
+			src[fl.Name] = sourceFlag
+		}
+	})
+	if err := applyEnv(fs); err != nil {
+		return nil, err
+	}
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if _, ok := src[fl.Name]; !ok && fl.Changed {
+			src[fl.Name] = sourceEnv
+		}
+	})
+	if fl := fs.Lookup(configFlag); fl != nil && fl.Value.String() != "" {
+		if err := applyConfigFile(fs, fl.Value.String(), src); err != nil {
+			return nil, err
+		}
+	}
+	return src, nil
+}
+
+// applyConfigFile sets from the YAML file at path every flag src has
+// no source for, recording them as file. Every key is checked, those
+// the command line or the environment override too, so a mistake in
+// the file is found the day it is written.
+func applyConfigFile(fs *pflag.FlagSet, path string, src map[string]string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(b) > maxConfigFileBytes {
+		return fmt.Errorf("config %s: larger than %d bytes", path, maxConfigFileBytes)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil // an empty file sets nothing
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return fmt.Errorf("config %s:%d: want a mapping of flag names to values", path, top.Line)
+	}
+	// A scratch flag set checks the values that a higher layer overrides.
+	var scratch *pflag.FlagSet
+	var errs []string
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		name := k.Value
+		fail := func(format string, args ...any) {
+			errs = append(errs, fmt.Sprintf("%s:%d: key %q: %s", path, k.Line, name, fmt.Sprintf(format, args...)))
+		}
+		if fs.Lookup(name) == nil || name == configFlag || name == helpFlag {
+			fail("unknown key (the keys are the flags of strand serve)")
+			continue
+		}
+		if seen[name] {
+			fail("given twice")
+			continue
+		}
+		seen[name] = true
+		val, err := yamlFlagValue(v)
+		if err != nil {
+			fail("%v", err)
+			continue
+		}
+		set := fs
+		if src[name] != "" {
+			if scratch == nil {
+				scratch = newServeCmd().Flags()
+			}
+			set = scratch
+		}
+		if err := set.Set(name, val); err != nil {
+			fail("%v", err)
+			continue
+		}
+		if set == fs {
+			src[name] = sourceFile
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("config %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// yamlFlagValue is a YAML value in a flag's text: a scalar as written, a
+// sequence of scalars as the flag's comma-separated form.
+func yamlFlagValue(v *yaml.Node) (string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		if v.Tag == "!!null" {
+			return "", fmt.Errorf("no value")
+		}
+		return v.Value, nil
+	case yaml.SequenceNode:
+		items := make([]string, len(v.Content))
+		for i, it := range v.Content {
+			if it.Kind != yaml.ScalarNode {
+				return "", fmt.Errorf("line %d: a list item must be a plain value", it.Line)
+			}
+			items[i] = it.Value
+		}
+		return strings.Join(items, ","), nil
+	default:
+		return "", fmt.Errorf("want a value or a list of values")
+	}
+}
+
+// configEntry is one serve setting as config print shows it.
+type configEntry struct {
+	Key    string `json:"key" yaml:"key"`
+	Value  string `json:"value" yaml:"value"`
+	Source string `json:"source" yaml:"source"`
+}
+
+// newConfigCmd is `strand config`.
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Show the configuration strand serve would run with",
+	}
+	serve := newServeCmd()
+	var format string
+	print := &cobra.Command{
+		Use:   "print",
+		Short: "Print every setting of strand serve, its effective value and where it came from (default, file, env or flag)",
+		Long: `Print every setting of strand serve with the value it would run with and
+its source: flag (the command line), env (STRAND_<FLAG_NAME>), file (the
+YAML file of --config) or default, in that order of precedence. It takes
+serve's flags. Passwords and tokens are not shown.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case "text", "json", "yaml":
+			default:
+				return fmt.Errorf("--format %q: want text, json or yaml", format)
+			}
+			src, err := layerConfig(serve.Flags())
+			if err != nil {
+				return err
+			}
+			return writeConfig(cmd.OutOrStdout(), format, configEntries(serve.Flags(), src))
+		},
+	}
+	// The same flags as serve's, so the command line is a layer here too.
+	print.Flags().AddFlagSet(serve.Flags())
+	print.Flags().StringVar(&format, "format", "text", "output format: text, json or yaml")
+	cmd.AddCommand(print)
+	return cmd
+}
+
+// configEntries lists the flags of fs, sorted by name, with their
+// sources and secrets hidden.
+func configEntries(fs *pflag.FlagSet, src map[string]string) []configEntry {
+	var out []configEntry
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == helpFlag {
+			return
+		}
+		s := src[fl.Name]
+		if s == "" {
+			s = sourceDefault
+		}
+		out = append(out, configEntry{Key: fl.Name, Value: redactSecret(fl.Name, fl.Value.String()), Source: s})
+	})
+	return out
+}
+
+func writeConfig(w io.Writer, format string, entries []configEntry) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(entries)
+	case "yaml":
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(entries); err != nil {
+			return err
+		}
+		return enc.Close()
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
+	for _, e := range entries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, e.Value, e.Source)
+	}
+	return tw.Flush()
+}
+
+// redacted replaces a secret in config print.
+const redacted = "REDACTED"
+
+// redactSecret hides what is a secret in flag name's value: the whole
+// value of a flag that holds a password, token or secret itself (not a
+// file of one), and in a URL its user info password and query
+// parameters named like one (a postgres:// --log may carry both).
+func redactSecret(name, v string) string {
+	if v == "" {
+		return v
+	}
+	if secretName(name) && !strings.HasSuffix(name, "-file") {
+		return redacted
+	}
+	if !strings.Contains(v, "://") {
+		return v
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		// Unparsable but URL-like: it may hold anything.
+		if strings.Contains(v, "@") || strings.Contains(v, "?") {
+			return redacted
+		}
+		return v
+	}
+	changed := false
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+			changed = true
+		}
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			if secretName(k) {
+				q.Set(k, redacted)
+				changed = true
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	if !changed {
+		return v // as written: String would lower-case the scheme
+	}
+	return u.String()
+}
+
+// secretName reports whether a flag or parameter name names a secret.
+func secretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"password", "passwd", "token", "secret", "credential"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
