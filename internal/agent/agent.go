@@ -642,6 +642,7 @@ func (a *Agent) startHTTP() error {
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	a.mountAdmin(mux)
+	a.mountPprof(mux)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if a.cfg.HTTPTLS {
 		if err := a.serveHTTPOverTLS(); err != nil {
