@@ -160,6 +160,17 @@ func newMetrics() *metrics {
 		Name: "strand_snapshot_gc_bytes_deleted_total",
 		Help: "Bytes of the metadata snapshot files deleted by this agent's snapshot GC.",
 	})
+	// Series that exist from the start, so a rate over them is 0, not
+	// absent, until the first event (and the metrics reference sees
+	// them): a hedge's outcomes, byte-rate quotas' APIs, a clean close.
+	for _, r := range []string{"won", "lost"} {
+		m.uploadHedges.WithLabelValues(r)
+	}
+	for _, api := range []string{apiName(0), apiName(1)} {
+		m.throttled.WithLabelValues(api)
+		m.throttleSeconds.WithLabelValues(api)
+	}
+	m.connsClosed.WithLabelValues("client")
 	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
 	m.reg.MustRegister(objRequests, objLatency, m.connsOpened, buildInfo())
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
