@@ -159,3 +159,48 @@ func TestMetricsGroupPartitionBound(t *testing.T) {
 		t.Errorf("group g members %v (reported: %v): a group past the bound keeps its members series", got, ok)
 	}
 }
+
+// TestMetricsGroupMembers: a group with a consumer running shows one
+// member, and the lag of the records produced after its commit.
+func TestMetricsGroupMembers(t *testing.T) {
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), GroupInitialRebalanceDelay: -1}, nil)
+	createTopic(t, a.KafkaAddr(), trafficTopic, 1)
+	produce(t, a.KafkaAddr(), []*kgo.Record{{Topic: trafficTopic, Value: []byte("v")}})
+	cl := client(t, a.KafkaAddr(), kgo.ConsumerGroup("live"), kgo.ConsumeTopics(trafficTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var consumed []*kgo.Record
+	for len(consumed) == 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("the group's consumer got no record")
+		}
+		consumed = fs.Records()
+	}
+	if err := cl.CommitRecords(ctx, consumed...); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// Produce acknowledges once this agent's copy holds the records, so
+	// the next scrape's high watermark counts them.
+	produce(t, a.KafkaAddr(), []*kgo.Record{{Topic: trafficTopic, Value: []byte("v2")}, {Topic: trafficTopic, Value: []byte("v3")}})
+	checkMetrics(t, a.HTTPAddr(), []metricCheck{
+		{name: "strand_consumer_group_members", labels: map[string]string{"group": "live"}},
+	})
+	fs := parseScrape(t, scrapeBody(t, a))
+	if got, _ := sample(fs, "strand_consumer_group_members", map[string]string{"group": "live"}); got != 1 {
+		t.Errorf("members %v, want 1", got)
+	}
+	if got, _ := sample(fs, "strand_consumer_group_lag", map[string]string{"group": "live", "topic": trafficTopic, "partition": "0"}); got != 2 {
+		t.Errorf("lag %v, want 2 (3 records, 1 committed)", got)
+	}
+}
+
+func scrapeBody(t *testing.T, a *agent.Agent) string {
+	t.Helper()
+	code, body := get(t, "http://"+a.HTTPAddr()+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	return body
+}
