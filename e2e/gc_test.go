@@ -192,7 +192,7 @@ func TestGCPostgres(t *testing.T) {
 		if (a.nodeID == next) != (deletes > 0) {
 			t.Fatalf("agent %d made %v deletes; the next janitor is agent %d", a.nodeID, deletes, next)
 		}
-		if errs := metricSum(t, a.httpAddr, "strand_objstore_errors_total", "op=delete"); errs != 0 {
+		if errs := metricSum(t, a.httpAddr, "strand_objstore_requests_total", "op=delete", "result=error"); errs != 0 {
 			t.Fatalf("agent %d: %v failed deletes", a.nodeID, errs)
 		}
 		if missing := metricSum(t, a.httpAddr, "strand_fetch_damaged_reads_total", "kind=missing"); missing != 0 {

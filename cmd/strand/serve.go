@@ -202,6 +202,7 @@ line wins over the environment, which wins over the file.
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
 	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")
 	f.IntVar(&cfg.SnapshotKeep, "snapshot-keep", agent.DefaultSnapshotKeep, "metadata snapshots kept in the object store; after each snapshot, older manifests and the files only they name are deleted")
+	f.IntVar(&cfg.MetricsMaxGroupPartitions, "metrics-max-group-partitions", agent.DefaultMetricsMaxGroupPartitions, "most per-partition consumer group series (lag, committed offset) one scrape of /metrics reports; groups past it are left out whole and counted in strand_consumer_group_partitions_omitted (-1: none)")
 	cfg.MemoryBudget = agent.DefaultMemoryBudget
 	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")

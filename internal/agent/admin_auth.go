@@ -1,13 +1,14 @@
 package agent
 
 // Who may call the admin API's mutating endpoints (migrating the shared
-// log, snapshots, storage verification): a client presenting the bearer
+// log, snapshots, storage verification) and the profiles under
+// /debug/pprof/ (pprof.go): a client presenting the bearer
 // token of --admin-token-file or STRAND_ADMIN_TOKEN, or, with
 // --http-tls, a client certificate that chains to --tls-client-ca-file.
-// /healthz, /readyz, /metrics and the GET endpoints stay open. An agent
-// given neither a token nor HTTP client certificates keeps the embedded
-// default: mutating calls are taken on a loopback HTTP address, where
-// only this machine reaches them, and refused on any other.
+// /healthz, /readyz, /metrics and the other GET endpoints stay open. An
+// agent given neither a token nor HTTP client certificates keeps the
+// embedded default: admin calls are taken on a loopback HTTP address,
+// where only this machine reaches them, and refused on any other.
 
 import (
 	"crypto/sha256"

@@ -324,6 +324,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	a.metrics.reg.MustRegister(newGroupCollector(a.replica.View,
+		func(group string) bool { return a.groups.Coordinator(group) == cfg.NodeID },
+		cfg.MetricsMaxGroupPartitions, logger.With("component", "metrics")))
 	a.txns, err = txn.New(txn.Config{
 		Meta:      a.replica,
 		NodeID:    cfg.NodeID,
@@ -446,6 +449,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, err
 	}
+	a.registerConnMetrics()
 	for i, l := range a.listeners {
 		go func() {
 			if err := a.server.ServeListener(context.Background(), l.ln, kafkaListeners[i]); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
@@ -502,7 +506,7 @@ func (a *Agent) openStore(ctx context.Context) error {
 		}
 		store = objstore.WithLatency(store, dist)
 	}
-	a.store = objstore.WithCounters(store)
+	a.store = objstore.WithCounters(objstore.WithTiming(store, a.metrics.objstoreDone))
 	a.metrics.reg.MustRegister(newStoreCollector(a.store))
 	return nil
 }
@@ -644,6 +648,7 @@ func (a *Agent) startHTTP() error {
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	a.mountAdmin(mux)
+	a.mountPprof(mux)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if a.cfg.HTTPTLS {
 		if err := a.serveHTTPOverTLS(); err != nil {

@@ -191,6 +191,12 @@ type Config struct {
 	// MemoryBudget is the memory the agent's caches and buffers are
 	// sized from (memory.go); zero means DefaultMemoryBudget.
 	MemoryBudget int64
+	// MetricsMaxGroupPartitions bounds the per-partition consumer group
+	// series (lag, committed offset) one scrape of /metrics reports:
+	// groups past it are left out whole, and counted in
+	// strand_consumer_group_partitions_omitted. Zero means
+	// DefaultMetricsMaxGroupPartitions; negative, none.
+	MetricsMaxGroupPartitions int
 	// MaxPartitionsPerTopic and MaxPartitions bound the partitions of one
 	// topic and of the cluster that Kafka requests may create (KIP-578's
 	// max.partitions); zero means the kafka package's defaults.
@@ -400,6 +406,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.SnapshotKeep == 0 {
 		c.SnapshotKeep = DefaultSnapshotKeep
+	}
+	if c.MetricsMaxGroupPartitions == 0 {
+		c.MetricsMaxGroupPartitions = DefaultMetricsMaxGroupPartitions
 	}
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = DefaultMemoryBudget

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
@@ -30,3 +31,7 @@ func SetClock(cfg *Config, clk clock.Clock) { cfg.testing.clock = clk }
 
 // ProbeFeatures is the agent's kafka.FeatureProber.
 var ProbeFeatures = featureProber{}.SupportedFeatures
+
+// MetricsRegistry is the agent's Prometheus registry, for the metrics
+// reference (docs/metrics.md) and its test.
+func (a *Agent) MetricsRegistry() *prometheus.Registry { return a.metrics.reg }

@@ -3,15 +3,19 @@ package agent
 import (
 	"context"
 	"errors"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -46,6 +50,17 @@ type metrics struct {
 	snapGCManifests prometheus.Counter
 	snapGCFiles     prometheus.Counter
 	snapGCBytes     prometheus.Counter
+
+	connsOpened *prometheus.CounterVec // listener
+	// topics counts record traffic per topic (metrics_topics.go).
+	topics *topicTraffic
+	// objOps are the object store's request counters and latency
+	// histograms, one set per objstore.Op, resolved once so a request
+	// looks nothing up.
+	objOps [len(objstore.Ops)]struct {
+		ok, failed prometheus.Counter
+		latency    prometheus.Observer
+	}
 }
 
 // latencyBuckets spans a local fsync (tens of µs) to an S3 Standard tail
@@ -53,7 +68,7 @@ type metrics struct {
 var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
 
 func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+	m := &metrics{reg: prometheus.NewRegistry(), topics: newTopicTraffic()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strand_kafka_requests_total",
 		Help: "Kafka requests handled, by API and by the first error code in the response (NONE if none).",
@@ -75,6 +90,25 @@ func newMetrics() *metrics {
 		Name: "strand_kafka_connections_closed_total",
 		Help: "Kafka connections closed, by reason.",
 	}, []string{"reason"})
+	m.connsOpened = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_kafka_connections_opened_total",
+		Help: "Kafka connections taken (past the connection limits), by listener.",
+	}, []string{"listener"})
+	objRequests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_objstore_requests_total",
+		Help: "Object store requests, by operation and result (ok or error; error includes not-found and put-if-absent losing to an existing object).",
+	}, []string{"op", "result"})
+	objLatency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "strand_objstore_request_seconds",
+		Help:    "Latency of object store requests, by operation, failed ones included.",
+		Buckets: latencyBuckets,
+	}, []string{"op"})
+	for i, op := range objstore.Ops {
+		o := &m.objOps[i]
+		o.ok = objRequests.WithLabelValues(op.String(), "ok")
+		o.failed = objRequests.WithLabelValues(op.String(), "error")
+		o.latency = objLatency.WithLabelValues(op.String())
+	}
 	m.flushBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "strand_flush_bytes",
 		Help:    "Size of each data object written by the produce path.",
@@ -126,16 +160,65 @@ func newMetrics() *metrics {
 		Name: "strand_snapshot_gc_bytes_deleted_total",
 		Help: "Bytes of the metadata snapshot files deleted by this agent's snapshot GC.",
 	})
+	// Series that exist from the start, so a rate over them is 0, not
+	// absent, until the first event (and the metrics reference sees
+	// them): a hedge's outcomes, byte-rate quotas' APIs, a clean close.
+	for _, r := range []string{"won", "lost"} {
+		m.uploadHedges.WithLabelValues(r)
+	}
+	for _, api := range []string{apiName(0), apiName(1)} {
+		m.throttled.WithLabelValues(api)
+		m.throttleSeconds.WithLabelValues(api)
+	}
+	m.connsClosed.WithLabelValues("client")
 	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
+	m.reg.MustRegister(objRequests, objLatency, m.connsOpened, buildInfo())
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.uploadHedges, m.logAppend, m.logAppendErrs,
 		m.fetchWakeups, m.fetchRechecked, m.throttled, m.throttleSeconds,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_process_resident_memory_peak_bytes",
 			Help: "Highest resident set size of the process so far (Linux VmHWM; 0 where unknown): what the memory budget bounds.",
 		}, peakRSS))
 	return m
+}
+
+// objstoreDone feeds the object store metrics (objstore.WithTiming).
+func (m *metrics) objstoreDone(op objstore.Op, d time.Duration, err error) {
+	if int(op) < 0 || int(op) >= len(m.objOps) {
+		return
+	}
+	o := &m.objOps[op]
+	if err != nil {
+		o.failed.Inc()
+	} else {
+		o.ok.Inc()
+	}
+	o.latency.Observe(d.Seconds())
+}
+
+// buildInfo is strand_build_info: 1, labelled with the module version
+// and VCS revision the binary was built from ("(devel)" and "" for a
+// test or a plain `go build` outside a module version) and the Go
+// version, so a dashboard can tell which agents run which build.
+func buildInfo() prometheus.Collector {
+	version, revision := "(unknown)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "strand_build_info",
+		Help:        "Always 1; the labels say which build this agent runs: module version, VCS revision, Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
 }
 
 // apiName is the label for an API key: kmsg's name, or the number.
@@ -179,6 +262,23 @@ func (o kafkaObserver) FetchWaited(_ *kafka.Conn, st kafka.WaitStats) {
 	o.m.fetchRechecked.Add(float64(st.PartitionsRechecked))
 }
 
+var (
+	_ kafka.ConnOpenObserver = kafkaObserver{}
+	_ kafka.TopicObserver    = kafkaObserver{}
+)
+
+func (o kafkaObserver) ConnOpened(c *kafka.Conn) {
+	o.m.connsOpened.WithLabelValues(c.Listener().Name).Inc()
+}
+
+func (o kafkaObserver) TopicProduced(id meta.TopicID, bytes, records int64) {
+	o.m.topics.produced(id, bytes, records)
+}
+
+func (o kafkaObserver) TopicFetched(id meta.TopicID, bytes, records int64) {
+	o.m.topics.fetched(id, bytes, records)
+}
+
 func (o kafkaObserver) ConnClosed(_ *kafka.Conn, reason error) {
 	label := "client"
 	if reason != nil {
@@ -187,36 +287,26 @@ func (o kafkaObserver) ConnClosed(_ *kafka.Conn, reason error) {
 	o.m.connsClosed.WithLabelValues(label).Inc()
 }
 
-// storeCollector exports an object store's request counters.
+// storeCollector exports the bytes an object store moved (the request
+// counts and latencies come from objstoreDone).
 type storeCollector struct {
-	c        *objstore.Counting
-	requests *prometheus.Desc
-	errors   *prometheus.Desc
-	bytes    *prometheus.Desc
+	c     *objstore.Counting
+	bytes *prometheus.Desc
 }
 
 func newStoreCollector(c *objstore.Counting) *storeCollector {
 	return &storeCollector{
-		c:        c,
-		requests: prometheus.NewDesc("strand_objstore_requests_total", "Object store requests, by operation.", []string{"op"}, nil),
-		errors:   prometheus.NewDesc("strand_objstore_errors_total", "Object store requests that failed, by operation.", []string{"op"}, nil),
-		bytes:    prometheus.NewDesc("strand_objstore_bytes_total", "Bytes written (put) or read (get) from the object store, by operation.", []string{"op"}, nil),
+		c:     c,
+		bytes: prometheus.NewDesc("strand_objstore_bytes_total", "Bytes written (put) or read (get) from the object store, by operation.", []string{"op"}, nil),
 	}
 }
 
-func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- s.requests
-	ch <- s.errors
-	ch <- s.bytes
-}
+func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- s.bytes }
 
 func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := s.c.Snapshot()
 	for _, op := range objstore.Ops {
-		oc := snap.Op(op)
-		ch <- prometheus.MustNewConstMetric(s.requests, prometheus.CounterValue, float64(oc.Requests), op.String())
-		ch <- prometheus.MustNewConstMetric(s.errors, prometheus.CounterValue, float64(oc.Errors), op.String())
-		ch <- prometheus.MustNewConstMetric(s.bytes, prometheus.CounterValue, float64(oc.Bytes), op.String())
+		ch <- prometheus.MustNewConstMetric(s.bytes, prometheus.CounterValue, float64(snap.Op(op).Bytes), op.String())
 	}
 }
 
@@ -327,8 +417,17 @@ func (o produceObserver) UploadHedged(won bool) {
 
 var _ produce.HedgeObserver = produceObserver{}
 
-// registerReplicaMetrics exports the applied position and the apply lag.
+// registerReplicaMetrics exports the applied position and the apply
+// lag, and the per-topic traffic, whose names the replica resolves.
 func (a *Agent) registerReplicaMetrics() {
+	a.metrics.topics.view = a.replica.View
+	a.metrics.reg.MustRegister(a.metrics.topics)
+	a.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_meta_apply_lag_seconds",
+			Help: "How long this agent's metadata copy has been behind the newest log entry it knows of (0 when caught up), as Kafka's replica lag time.",
+		}, func() float64 { return a.replica.ApplyLag().Seconds() }),
+	)
 	a.metrics.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "strand_meta_applied_position",

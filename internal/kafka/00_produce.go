@@ -240,6 +240,16 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 		subs = []submitted{{n: len(batches), err: err}}
 	}
 	if req.Acks == 0 {
+		// Handed to the pipeline is all an acks=0 producer is told;
+		// the batches after a failed submit were not submitted.
+		submittedOK := 0
+		for _, s := range subs {
+			if s.err != nil {
+				break
+			}
+			submittedOK += s.n
+		}
+		r.reportProduced(batches, func(i int) bool { return i < submittedOK })
 		for _, s := range subs {
 			if s.err != nil {
 				return nil, fmt.Errorf("%w: %w", errAcksZeroFailed, s.err)
@@ -282,6 +292,7 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 			outs = append(outs, o)
 		}
 	}
+	r.reportProduced(batches, func(i int) bool { return outs[i].e == nil })
 	for _, p := range parts {
 		if p.batch < 0 {
 			continue

@@ -262,6 +262,7 @@ func (f *fetchAnswer) finish(ctx context.Context, resp *kmsg.FetchResponse, tota
 		f.hold.release()
 		return nil, err
 	}
+	f.reportFetched()
 	return f.hold.wrap(resp, 0), nil
 }
 

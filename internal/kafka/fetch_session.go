@@ -532,6 +532,7 @@ func handleIncrementalFetch(ctx context.Context, r *Request, db MetaDB, rd Fetch
 		f.hold.release()
 		return nil, err
 	}
+	f.reportFetched()
 	return f.hold.wrap(resp, 0), nil
 }
 

@@ -1,6 +1,10 @@
 package kafka
 
-import "time"
+import (
+	"time"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
 
 // Observer is told what the server did, for metrics (a Prometheus adapter
 // lives with the agent). Calls come from connection goroutines, so an
@@ -57,6 +61,26 @@ type WaitObserver interface {
 type WaitStats struct {
 	Wakeups             int
 	PartitionsRechecked int
+}
+
+// ConnOpenObserver is an Observer also told of each connection the
+// server took (past its connection limits, before any TLS handshake),
+// so connections opened can be counted beside those closed. The server
+// finds it by type assertion.
+type ConnOpenObserver interface {
+	ConnOpened(c *Conn)
+}
+
+// TopicObserver is an Observer also told the record traffic of each
+// topic, as Kafka's BrokerTopicMetrics count it: the record-batch bytes
+// and records of the partitions a Produce wrote (acks=0 ones once
+// handed to the pipeline, others once committed), and of the partitions
+// a Fetch answer carries. Calls come once per topic of a request, from
+// the handler's goroutine, so an implementation must be cheap: no lock
+// shared by all connections. The server finds it by type assertion.
+type TopicObserver interface {
+	TopicProduced(id meta.TopicID, bytes, records int64)
+	TopicFetched(id meta.TopicID, bytes, records int64)
 }
 
 type nopObserver struct{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"sync"
@@ -82,6 +83,8 @@ type Server struct {
 		conns     map[*Conn]struct{}
 		// perIP counts open connections by client address.
 		perIP map[netip.Addr]int
+		// byListener counts open connections by listener name.
+		byListener map[string]int
 	}
 }
 
@@ -110,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*Conn]struct{})
 	s.mu.perIP = make(map[netip.Addr]int)
+	s.mu.byListener = make(map[string]int)
 	return s, nil
 }
 
@@ -122,6 +126,15 @@ func (s *Server) NumConns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.mu.conns)
+}
+
+// ConnsByListener returns the number of open connections by listener
+// name. A listener that has had connections stays in the map at 0; one
+// that never had any is absent.
+func (s *Server) ConnsByListener() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.mu.byListener)
 }
 
 // ListenAndServe listens on Config.Listen and serves until ctx ends or the
@@ -334,6 +347,7 @@ func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, err
 		if c.ip.IsValid() {
 			s.mu.perIP[c.ip]++
 		}
+		s.mu.byListener[l.Name]++
 		s.wg.Add(1)
 	}
 	s.mu.Unlock()
@@ -347,6 +361,9 @@ func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, err
 		}
 		s.obs.ConnClosed(c, err)
 		return nil, err
+	}
+	if o, ok := s.obs.(ConnOpenObserver); ok {
+		o.ConnOpened(c)
 	}
 	return c, nil
 }
@@ -369,6 +386,7 @@ func (s *Server) untrack(c *Conn) {
 			delete(s.mu.perIP, c.ip)
 		}
 	}
+	s.mu.byListener[c.listener.Name]--
 }
 
 // remoteIP is a TCP connection's client address, or the zero Addr for

@@ -27,6 +27,9 @@ func TestWrappersConformance(t *testing.T) {
 		}},
 		{"Latency", func(s objstore.Store) objstore.Store { return objstore.WithLatency(s, objstore.FixedLatency(0)) }},
 		{"Counters", func(s objstore.Store) objstore.Store { return objstore.WithCounters(s) }},
+		{"Timing", func(s objstore.Store) objstore.Store {
+			return objstore.WithTiming(s, func(objstore.Op, time.Duration, error) {})
+		}},
 		{"Stacked", func(s objstore.Store) objstore.Store {
 			return objstore.WithCounters(objstore.WithLatency(objstore.WithFaults(s, objstore.NewFaults(2)), objstore.FixedLatency(0)))
 		}},
@@ -509,5 +512,33 @@ func TestCountingConcurrent(t *testing.T) {
 	}
 	if g := got.Op(objstore.OpGet); g != (objstore.OpCounts{Requests: goroutines * perG, Bytes: goroutines * perG * 3}) {
 		t.Errorf("Get counts = %+v", g)
+	}
+}
+
+// TestTimingReports checks that WithTiming reports every call once, with
+// its operation, the time the store below took (a latency wrapper's, on
+// synctest's fake clock, so exactly) and its error.
+func TestTimingReports(t *testing.T) {
+	const d = 30 * time.Millisecond
+	type report struct {
+		op  objstore.Op
+		d   time.Duration
+		err error
+	}
+	for _, op := range objstore.Ops {
+		t.Run(op.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var got []report
+				s := objstore.WithTiming(objstore.WithLatency(memobj.New(), objstore.FixedLatency(d)),
+					func(op objstore.Op, d time.Duration, err error) { got = append(got, report{op, d, err}) })
+				err := opCall(context.Background(), s, op, "k", []byte("v"))
+				if len(got) != 1 {
+					t.Fatalf("%d reports, want 1: %+v", len(got), got)
+				}
+				if got[0].op != op || got[0].d != d || got[0].err != err {
+					t.Errorf("report %+v, want {%v %v %v}", got[0], op, d, err)
+				}
+			})
+		})
 	}
 }

@@ -188,6 +188,7 @@ type faultLog struct {
 
 	appendGate gate
 	tailGate   gate
+	readGate   gate
 
 	checkTails atomic.Int32
 	readFroms  struct {
@@ -231,6 +232,9 @@ func (f *faultLog) CheckTail(ctx context.Context) (sharedlog.Pos, bool, error) {
 }
 
 func (f *faultLog) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]sharedlog.Entry, error) {
+	if err := f.readGate.pass(ctx); err != nil {
+		return nil, err
+	}
 	f.readFroms.Lock()
 	if !f.readFroms.any || from < f.readFroms.min {
 		f.readFroms.min, f.readFroms.any = from, true

@@ -220,6 +220,10 @@ type Replica struct {
 		applied sharedlog.Pos
 		// knownTail is the highest tail anyone has seen.
 		knownTail sharedlog.Pos
+		// caughtUpAt is when the copy last held every entry it knew
+		// of: when the known tail last moved past a caught-up copy, or
+		// the start of the last read that reached it (ApplyLag).
+		caughtUpAt time.Time
 		// changed is closed and replaced after each apply batch, and on
 		// halt and close.
 		changed chan struct{}
@@ -280,6 +284,7 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.mu.applied = applied
 	r.mu.knownTail = applied
+	r.mu.caughtUpAt = cfg.Clock.Now()
 	r.mu.changed = make(chan struct{})
 	r.mu.waiters = make(map[uint64]*entryWaiter)
 	// Before the player starts, so it alone updates them from here on.
@@ -469,14 +474,45 @@ func (r *Replica) Digest() ([32]byte, error) {
 
 // noteTail records a tail someone saw and wakes a polling player.
 func (r *Replica) noteTail(tail sharedlog.Pos) {
+	now := r.cfg.Clock.Now()
 	r.mu.Lock()
 	if tail > r.mu.knownTail {
+		if r.mu.applied >= r.mu.knownTail {
+			// Caught up until this moment: the lag starts now.
+			r.mu.caughtUpAt = now
+		}
 		r.mu.knownTail = tail
 	}
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
 	default:
+	}
+}
+
+// ApplyLag is how far the copy is behind the newest log entry it knows
+// of, in time: zero when it has applied all of them, else how long ago
+// it last held every entry it knew of, as Kafka's replica lag time
+// measures a follower. Entries appended where this agent has not yet
+// looked count once it learns of them, which with a tailing log
+// (TailWaiter) is at once.
+func (r *Replica) ApplyLag() time.Duration {
+	now := r.cfg.Clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.applied >= r.mu.knownTail {
+		return 0
+	}
+	return max(now.Sub(r.mu.caughtUpAt), 0)
+}
+
+// noteCaughtUp records that a read started at start applied every entry
+// below target, if that is all the copy knew of then.
+func (r *Replica) noteCaughtUp(target sharedlog.Pos, start time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.applied >= target && start.After(r.mu.caughtUpAt) {
+		r.mu.caughtUpAt = start
 	}
 }
 
@@ -506,7 +542,10 @@ func (r *Replica) play(loop *retry.Loop) error {
 		}
 		var err error
 		if applied < target {
-			err = r.playTo(applied, target)
+			start := r.cfg.Clock.Now()
+			if err = r.playTo(applied, target); err == nil {
+				r.noteCaughtUp(target, start)
+			}
 		} else {
 			err = r.waitForTail(applied)
 		}

@@ -1,0 +1,272 @@
+package agent_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strandkafka/strand/internal/agent"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/metrics.md from the agent's registry")
+
+// referencePath is the metrics reference, from this package's directory.
+const referencePath = "../../docs/metrics.md"
+
+// metricSection groups the reference by name prefix; the first section
+// whose prefix a metric has takes it.
+var metricSections = []struct{ title, prefix, intro string }{
+	{"Kafka requests and connections", "strand_kafka_", "Counted by the agent that served the request or held the connection: sum over agents."},
+	{"Topics", "strand_topic_", "Kafka's BrokerTopicMetrics, per topic, internal topics included, counted by the agent that served the Produce or Fetch: sum over agents for the cluster's rate."},
+	{"Consumer groups", "strand_consumer_group_", "Computed at scrape time from the agent's copy of the metadata, and reported only by the agent that coordinates the group, so a sum over agents counts each group once. At most `--metrics-max-group-partitions` (default 10000) partitions' series per scrape; groups past it are left out whole."},
+	{"Produce path", "strand_produce_", "Counted by the agent that took the Produce: sum over agents."},
+	{"Produce path", "strand_flush_", ""},
+	{"Fetch path", "strand_fetch_", "Counted by the agent that served the Fetch: sum over agents."},
+	{"Object store", "strand_objstore_", "Every request the agent made to the object store (produce uploads, fetch reads, garbage collection, compaction, snapshots), as the client saw it."},
+	{"Shared log and metadata", "strand_log_", "Each agent appends to the shared log and applies it to its own metadata copy."},
+	{"Shared log and metadata", "strand_meta_", ""},
+	{"Shared log and metadata", "strand_snapshot_", ""},
+	{"Storage: garbage collection", "strand_gc_", "Read from the replicated state at scrape time: every agent reports the same numbers (its copy's), so take the max over agents, not the sum."},
+	{"Storage: garbage collection", "strand_data_", ""},
+	{"Storage: compaction", "strand_compaction_", "Registered only with compaction on (`--compaction-enable`, or an S3 store); for the partitions each agent owns: sum the byte counters, take the max of the lag."},
+	{"Storage: compacted topics (cleaner)", "strand_cleaner_", "Kafka's log cleaner, for topics with cleanup.policy=compact, over the partitions each agent owns."},
+	{"Process", "strand_", ""},
+}
+
+// operatorUse says what an operator does with each metric: the part of
+// the reference the registry cannot give. A metric without one fails
+// the test, so a new metric is documented when it is added.
+var operatorUse = map[string]string{
+	"strand_kafka_requests_total":                       "Request rate per API (`rate(...[5m])`) and error rate: alert on a rising share of `error!=\"NONE\"`; NOT_COORDINATOR or UNKNOWN_TOPIC_OR_PARTITION bursts follow agents joining or leaving.",
+	"strand_kafka_request_seconds":                      "p99 latency per API (`histogram_quantile(0.99, sum by (api, le) (rate(..._bucket[5m])))`); Produce latency includes the object store upload and the log append, Fetch latency the long-poll wait.",
+	"strand_kafka_connections":                          "Open connections per listener; compare with `--max-connections`; a steady climb is a client leaking connections.",
+	"strand_kafka_connections_opened_total":             "Connection rate; a high rate with few open connections is clients reconnecting in a loop (check their logs and `strand_kafka_connections_closed_total` reasons).",
+	"strand_kafka_connections_closed_total":             "Why connections end: `too_many_conns` and `too_many_conns_per_ip` are the limits refusing clients; `client` and `idle_timeout` are normal; `frame_size`, `frame_timeout`, `malformed_request` and `tls_handshake` are broken, slow or hostile clients.",
+	"strand_kafka_quota_throttled_requests_total":       "Which APIs clients are throttled on; a client hitting its quota all the time needs a bigger quota (`strand quota`) or fewer bytes.",
+	"strand_kafka_quota_throttle_seconds_total":         "Throttle time given per second of wall time: how much quotas slow clients down.",
+	"strand_topic_bytes_in_total":                       "Produce throughput per topic (`sum by (topic) (rate(...[5m]))`); the hottest topics, and what object storage the cluster will write.",
+	"strand_topic_bytes_out_total":                      "Consume throughput per topic; out over in is the topic's fan-out (how many times each byte is read).",
+	"strand_topic_records_in_total":                     "Records per second produced per topic; bytes in over records in is the average record batch size per record.",
+	"strand_topic_records_out_total":                    "Records per second consumed per topic, transaction markers included.",
+	"strand_consumer_group_lag":                         "Consumer lag in records, as Burrow and kafka-lag-exporter report it: alert when `sum by (group) (...)` keeps growing; a lag that only grows on one partition is a stuck consumer.",
+	"strand_consumer_group_committed_offset":            "A committed offset that stops moving while the partition's high watermark moves is a consumer that stopped committing.",
+	"strand_consumer_group_members":                     "Members per group; 0 with a growing lag means no consumer is running; a count that flaps means rebalances (session timeouts too short, slow polls).",
+	"strand_consumer_group_partitions_omitted":          "Above 0: the bound left groups out; raise `--metrics-max-group-partitions` if the scrape can carry them, or use Burrow.",
+	"strand_produce_request_bytes_total":                "Produce request bytes as received, headers and framing included; compare with `strand_topic_bytes_in_total` for the overhead.",
+	"strand_produce_upload_hedges_total":                "Hedged uploads (`--objstore-hedge-percentile`): many hedges mean a slow object store tail; `won` says the hedge was the faster one.",
+	"strand_flush_bytes":                                "Data object sizes: small objects under load cost PUT requests; raise `--flush-interval` or `--flush-bytes` to batch more.",
+	"strand_flush_seconds":                              "Flush latency, upload plus commit: the floor of produce latency with acks=all.",
+	"strand_fetch_response_bytes_total":                 "Fetch response bytes sent, framing included.",
+	"strand_fetch_cache_bytes":                          "Read cache fill; it stays at its share of `--memory-budget` once warm.",
+	"strand_fetch_cache_lookups_total":                  "Read cache hit ratio (`hit` over all): a falling ratio means consumers read from the object store (catch-up reads, or a cache too small for the tail).",
+	"strand_fetch_read_ahead_gets_total":                "GETs made ahead of catching-up consumers; tune with `--fetch-read-ahead-bytes`.",
+	"strand_fetch_long_poll_wakeups_total":              "Long-poll wake-ups; many per Fetch means fetches wake for changes they then find too small (raise fetch.min.bytes on clients).",
+	"strand_fetch_long_poll_partitions_rechecked_total": "Partitions re-read per wake-up: the cost of long polls on wide fetches.",
+	"strand_fetch_damaged_objects_total":                "Any increase is data loss or corruption in the object store: run `strand storage verify` to find every damaged object, and check the bucket (versioning, lifecycle rules, other writers).",
+	"strand_fetch_damaged_reads_total":                  "Consumer reads failing on damaged objects; nonzero means some consumers get errors now.",
+	"strand_objstore_requests_total":                    "Request rate per operation (what the provider bills) and error rate (`result=\"error\"`, which counts not-found answers and put-if-absent losing to an existing object too): alert on a rising put or get error rate.",
+	"strand_objstore_request_seconds":                   "Object store latency per operation; a put p99 rising is the first sign of a slow or throttled bucket, and raises produce latency with it.",
+	"strand_objstore_bytes_total":                       "Bytes written and read: transfer costs, and the read amplification of fetches that miss the cache.",
+	"strand_log_append_seconds":                         "Shared log append latency, part of every produce and metadata change: a slow log (PostgreSQL, etcd, DynamoDB) slows everything.",
+	"strand_log_append_errors_total":                    "Any increase means the shared log refused or lost appends; the agent stops being ready while appends fail.",
+	"strand_meta_applied_position":                      "Applied position per agent; agents far apart are a lagging agent.",
+	"strand_meta_apply_lag_entries":                     "Entries not applied yet (-1: the log could not be reached); a lag that grows means this agent cannot keep up with the log.",
+	"strand_meta_apply_lag_seconds":                     "How stale this agent's metadata is; a few ms is normal, seconds mean the agent serves old metadata (alert above a few seconds).",
+	"strand_snapshot_gc_manifests_deleted_total":        "Snapshot retention at work (`--snapshot-keep`); flat while snapshots are taken means old snapshots pile up.",
+	"strand_snapshot_gc_files_deleted_total":            "Snapshot files deleted; see `strand_snapshot_gc_manifests_deleted_total`.",
+	"strand_snapshot_gc_bytes_deleted_total":            "Bytes of object storage snapshot GC gave back.",
+	"strand_gc_objects":                                 "Live and dead data objects; dead ones wait out the grace period, then the janitor deletes them.",
+	"strand_gc_object_bytes":                            "Live and dead bytes; dead bytes are storage still billed after retention, compaction or topic deletion.",
+	"strand_data_stored_bytes":                          "Object storage the cluster's data takes (what the bucket bills for record data).",
+	"strand_gc_deleted_objects_total":                   "Deletion rate of dead objects.",
+	"strand_gc_deleted_bytes_total":                     "Bytes the janitor gave back.",
+	"strand_gc_orphans_total":                           "Orphans found: uploads never committed (a produce that failed after its PUT); a steady rate means produce failures.",
+	"strand_gc_orphan_bytes_total":                      "Bytes of orphans deleted.",
+	"strand_gc_lag_seconds":                             "How late deletion runs; growing means no janitor is running or it cannot keep up (check its object store errors).",
+	"strand_gc_grace_seconds":                           "The grace period in force (`--gc-grace`), for reading `strand_gc_lag_seconds`.",
+	"strand_gc_reconcile_lag_seconds":                   "How far the orphan sweep trails; growing means orphans are not being cleaned up.",
+	"strand_compaction_read_bytes_total":                "Compaction read rate; with written bytes, the write amplification compaction adds.",
+	"strand_compaction_written_bytes_total":             "Compaction write rate (object store puts).",
+	"strand_compaction_swaps_total":                     "Swaps by result; `failed` rising means compaction cannot commit (check the log and object store errors), `lost` now and then is normal.",
+	"strand_compaction_lag_seconds":                     "Age of the oldest uncompacted data; above `--compaction-max-lag` for long means compaction falls behind (raise `--compaction-max-bytes-per-sec`).",
+	"strand_compaction_pace_bytes_per_second":           "The pace compaction chose; pinned at `--compaction-max-bytes-per-sec` means the cap limits it.",
+	"strand_cleaner_read_bytes_total":                   "Bytes compacted topics' cleaning reads.",
+	"strand_cleaner_written_bytes_total":                "Bytes cleaning writes; with read bytes, how much cleaning shrinks the topics.",
+	"strand_cleaner_dropped_records_total":              "Records cleaning removed (superseded keys, old tombstones).",
+	"strand_cleaner_rounds_total":                       "Cleaning rounds; none while a compacted topic's dirty ratio is high means the cleaner is stuck.",
+	"strand_cleaner_swaps_total":                        "Swaps by result; `failed` rising means cleaning cannot commit.",
+	"strand_cleaner_max_dirty_ratio":                    "Kafka's max-dirty-percent: stays near min.cleanable.dirty.ratio when cleaning keeps up; growing means it does not.",
+	"strand_process_resident_memory_peak_bytes":         "Peak memory; near the container limit means raise the limit or lower `--memory-budget`.",
+	"strand_build_info":                                 "Which build each agent runs (`count by (version, revision) (strand_build_info)`), for rolling upgrades.",
+}
+
+// referenceMetric is one metric family as the reference shows it.
+type referenceMetric struct {
+	name, kind, help string
+	labels           []string
+}
+
+// registryMetrics returns the agent's strand_ families, from a scrape
+// after traffic. Every family the registry describes must have samples
+// in it, or the reference would miss it (initialize its label values).
+func registryMetrics(t *testing.T, a *agent.Agent) []referenceMetric {
+	t.Helper()
+	ch := make(chan *prometheus.Desc, 1024)
+	go func() {
+		a.MetricsRegistry().Describe(ch)
+		close(ch)
+	}()
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	described := map[string]bool{}
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil && strings.HasPrefix(m[1], "strand_") {
+			described[m[1]] = true
+		}
+	}
+	fams, err := a.MetricsRegistry().Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var out []referenceMetric
+	for _, f := range fams {
+		if !strings.HasPrefix(f.GetName(), "strand_") {
+			continue
+		}
+		delete(described, f.GetName())
+		var labels []string
+		for _, m := range f.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if !slices.Contains(labels, lp.GetName()) {
+					labels = append(labels, lp.GetName())
+				}
+			}
+		}
+		slices.Sort(labels)
+		out = append(out, referenceMetric{name: f.GetName(), kind: strings.ToLower(f.GetType().String()), help: f.GetHelp(), labels: labels})
+	}
+	for name := range described {
+		t.Errorf("%s is registered but had no samples after the reference traffic: initialize its label values so the reference lists it", name)
+	}
+	return out
+}
+
+// renderReference writes the reference for ms.
+func renderReference(ms []referenceMetric) string {
+	var b strings.Builder
+	b.WriteString(`# Metrics reference
+
+<!-- Generated from the agent's registry by
+     go test ./internal/agent -run TestMetricsReference -update
+     Do not edit: change a metric's help text in the code, or its "Use" in
+     internal/agent/metrics_reference_test.go, and regenerate. -->
+
+Every agent serves its metrics in the Prometheus text format at
+` + "`GET /metrics`" + ` on its HTTP address (` + "`--http-listen`" + `, default
+127.0.0.1:9644), without authentication. Scrape every agent: each reports
+what it did itself, except where a section says otherwise. Besides the
+` + "`strand_`" + ` metrics below, the Go runtime's ` + "`go_*`" + ` and the process's
+` + "`process_*`" + ` metrics (client_golang's collectors) are served.
+
+The Go runtime's profiles are at ` + "`/debug/pprof/`" + ` on the same address
+(` + "`go tool pprof http://127.0.0.1:9644/debug/pprof/heap`" + `), behind the admin
+authentication: the bearer token of ` + "`--admin-token-file`" + ` or a client
+certificate, and on a loopback address only when neither is configured.
+`)
+	section := func(name string) int {
+		for i, s := range metricSections {
+			if strings.HasPrefix(name, s.prefix) {
+				return i
+			}
+		}
+		return len(metricSections) - 1
+	}
+	// Sections in order, metrics by name within one; sections that share
+	// a title are one.
+	slices.SortStableFunc(ms, func(x, y referenceMetric) int {
+		if sx, sy := metricSections[section(x.name)].title, metricSections[section(y.name)].title; sx != sy {
+			return firstSection(sx) - firstSection(sy)
+		}
+		return strings.Compare(x.name, y.name)
+	})
+	title := ""
+	for _, m := range ms {
+		if s := metricSections[section(m.name)]; s.title != title {
+			title = s.title
+			fmt.Fprintf(&b, "\n## %s\n", title)
+			for _, s2 := range metricSections {
+				if s2.title == title && s2.intro != "" {
+					fmt.Fprintf(&b, "\n%s\n", s2.intro)
+				}
+			}
+		}
+		labels := "none"
+		if len(m.labels) > 0 {
+			labels = "`" + strings.Join(m.labels, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n%s; labels: %s\n\n%s\n\nUse: %s\n", m.name, m.kind, labels, m.help, operatorUse[m.name])
+	}
+	return b.String()
+}
+
+func firstSection(title string) int {
+	return slices.IndexFunc(metricSections, func(s struct{ title, prefix, intro string }) bool { return s.title == title })
+}
+
+// TestMetricsReference checks docs/metrics.md against the registry of
+// an agent that served traffic (compaction on, so its metrics are
+// registered): the same metrics, types, labels and help, and an
+// operator's use for each. -update rewrites it.
+func TestMetricsReference(t *testing.T) {
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true}, nil)
+	scrapeWithTraffic(t, a)
+	ms := registryMetrics(t, a)
+	for _, m := range ms {
+		if operatorUse[m.name] == "" {
+			t.Errorf("%s has no operator use in operatorUse", m.name)
+		}
+	}
+	for name := range operatorUse {
+		if !slices.ContainsFunc(ms, func(m referenceMetric) bool { return m.name == name }) {
+			t.Errorf("operatorUse names %s, which the agent does not register", name)
+		}
+	}
+	got := renderReference(ms)
+	if *update {
+		if err := os.WriteFile(referencePath, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(referencePath)
+	if err != nil {
+		t.Fatalf("%v (go test ./internal/agent -run TestMetricsReference -update writes it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("docs/metrics.md differs from the registry; regenerate it with\n\tgo test ./internal/agent -run TestMetricsReference -update\n%s", firstDiff(string(want), got))
+	}
+}
+
+// firstDiff shows the first line where the file and the registry's
+// reference differ.
+func firstDiff(file, registry string) string {
+	fl, rl := strings.Split(file, "\n"), strings.Split(registry, "\n")
+	for i := range max(len(fl), len(rl)) {
+		var f, r string
+		if i < len(fl) {
+			f = fl[i]
+		}
+		if i < len(rl) {
+			r = rl[i]
+		}
+		if f != r {
+			return fmt.Sprintf("line %d:\n  file:     %q\n  registry: %q", i+1, f, r)
+		}
+	}
+	return ""
+}
