@@ -107,6 +107,16 @@ func dig(v any, path ...any) any {
 	return v
 }
 
+// wantArgs fails t for each of want that args lack.
+func wantArgs(t *testing.T, args []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(args, w) {
+			t.Errorf("args lack %q: %q", w, args)
+		}
+	}
+}
+
 func strs(v any) []string {
 	var out []string
 	for _, e := range v.([]any) {
@@ -177,7 +187,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	}
 	c := dig(sts, "spec", "template", "spec", "containers", 0)
 	args := strs(dig(c, "args"))
-	for _, want := range []string{
+	wantArgs(t, args,
 		"serve",
 		"--node-id-from-hostname",
 		"--objstore=s3://strand-data/cluster-a?region=us-east-1",
@@ -186,11 +196,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 		"--advertised-listeners=PLAINTEXT://$(POD_NAME).rel-strand-headless.$(POD_NAMESPACE).svc.cluster.local:9092",
 		"--http-listen=:9644",
 		"--data-dir=/var/lib/strand",
-	} {
-		if !slices.Contains(args, want) {
-			t.Errorf("args lack %q: %q", want, args)
-		}
-	}
+	)
 	for _, a := range args {
 		if strings.HasPrefix(a, "--tls") || strings.HasPrefix(a, "--sasl") || strings.HasPrefix(a, "--admin-token") {
 			t.Errorf("arg %q without TLS, SASL or an admin token configured", a)
@@ -242,7 +248,7 @@ func TestHelmTemplateSecrets(t *testing.T) {
 		t.Errorf("envFrom secret %v, want strand-s3", s)
 	}
 	args := strs(dig(c, "args"))
-	for _, want := range []string{
+	wantArgs(t, args,
 		"--listeners=SASL_SSL://:9092",
 		"--tls-client-auth=required",
 		"--http-tls",
@@ -250,11 +256,7 @@ func TestHelmTemplateSecrets(t *testing.T) {
 		"--memory-budget=768MiB",
 		"--authorizer=standard",
 		"--super-users=User:admin",
-	} {
-		if !slices.Contains(args, want) {
-			t.Errorf("args lack %q: %q", want, args)
-		}
-	}
+	)
 	// Every file flag names a file in a mounted secret, the right one.
 	secretOf := map[string]string{} // volume name -> secret
 	for _, v := range dig(pod, "volumes").([]any) {
