@@ -12,7 +12,7 @@
 
 ARG GO_VERSION=1.26.8
 
-FROM golang:${GO_VERSION}-bookworm AS build
+FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 # Modules first, so a source change reuses the downloaded modules.
 COPY go.mod go.sum ./

@@ -223,7 +223,7 @@ func TestHelmTemplateSecrets(t *testing.T) {
 		"sasl.enabled=true,sasl.bootstrapUser=admin,sasl.bootstrapPasswordSecret.name=strand-sasl",
 		"adminTokenSecret.name=strand-admin,log.passwordSecret.name=strand-pg,log.passwordSecret.key=pw",
 		"objstore.credentialsSecret=strand-s3",
-		"serviceMonitor.enabled=true,replicaCount=5,memoryBudget=768MiB",
+		"serviceMonitor.enabled=true,serviceMonitor.tlsConfig.serverName=strand,replicaCount=5,memoryBudget=768MiB",
 		"extraArgs[0]=--authorizer=standard,extraArgs[1]=--super-users=User:admin",
 		"resources.limits.memory=2Gi",
 	)
@@ -232,6 +232,9 @@ func TestHelmTemplateSecrets(t *testing.T) {
 	}
 	if s := dig(m["ServiceMonitor"][0], "spec", "endpoints", 0, "scheme"); s != "https" {
 		t.Errorf("ServiceMonitor scheme %v with tls.http, want https", s)
+	}
+	if s := dig(m["ServiceMonitor"][0], "spec", "endpoints", 0, "tlsConfig", "serverName"); s != "strand" {
+		t.Errorf("ServiceMonitor tlsConfig.serverName %v, want strand", s)
 	}
 	pod := dig(m["StatefulSet"][0], "spec", "template", "spec")
 	c := dig(pod, "containers", 0)
