@@ -15,9 +15,6 @@ import (
 	"github.com/strandkafka/strand/internal/cli"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -34,19 +31,25 @@ func main() {
 }
 
 func newRootCmd() *cobra.Command {
+	info := currentBuildInfo()
 	root := &cobra.Command{
 		Use:           "strand",
 		Short:         "Strand: a Kafka-compatible streaming platform on object storage and a shared log",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `strand version` does.
+		Version: info.Version,
 	}
+	root.SetVersionTemplate(info.String())
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version, commit, build time and Go version",
+		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, args []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "strand", version)
+			fmt.Fprint(cmd.OutOrStdout(), info)
 		},
 	})
+	root.AddCommand(newHealthcheckCmd())
 
 	// --- The agent ---------------------------------------------------
 	// `strand serve` (internal/agent)

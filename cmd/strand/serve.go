@@ -36,6 +36,8 @@ func newServeCmd() *cobra.Command {
 		// reauthMs and failedAuthDelayMs are Kafka's ms settings of
 		// the SASL session lifetime and failure delay.
 		reauthMs, failedAuthDelayMs int64
+		// nodeIDFromHost is --node-id-from-hostname (nodeid.go).
+		nodeIDFromHost bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -51,6 +53,18 @@ line wins over the environment, which wins over the file.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := layerConfig(cmd.Flags()); err != nil {
 				return err
+			}
+			if nodeIDFromHost {
+				if cmd.Flags().Changed("node-id") {
+					return fmt.Errorf("node-id-from-hostname and node-id: give one")
+				}
+				host, err := hostname()
+				if err != nil {
+					return fmt.Errorf("node-id-from-hostname: %w", err)
+				}
+				if cfg.NodeID, err = nodeIDFromHostname(host); err != nil {
+					return err
+				}
 			}
 			logger, levels, err := newLogger(cmd.ErrOrStderr(), logFormat, logLevel)
 			if err != nil {
@@ -198,6 +212,7 @@ line wins over the environment, which wins over the file.
 	f.IntVar(&cfg.QuotaWindowSizeSeconds, "quota-window-size-seconds", int(quota.DefaultWindowSize/time.Second), "seconds each quota sample spans (Kafka's quota.window.size.seconds)")
 	f.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", kafka.DefaultIdleTimeout, "close a Kafka connection that has sent nothing and is owed nothing for this long (0: never)")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent; must be unique among the agents sharing one --log")
+	f.BoolVar(&nodeIDFromHost, "node-id-from-hostname", false, "take --node-id from the host name's trailing -N, as a Kubernetes StatefulSet's pod ordinal (strand-2: 2)")
 	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")
 	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")

@@ -465,7 +465,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"listeners", a.listenerSummary(),
 		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
-		"agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
+		"node_id", cfg.NodeID, "agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
 		"response_budget", FormatBytes(mem.HeldResponses),
