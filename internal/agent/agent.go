@@ -45,6 +45,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
+	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/quota"
@@ -103,6 +104,10 @@ type Agent struct {
 	damage *fetch.DamageLog
 	// verify is the running storage verification (admin_verify.go).
 	verify verifyJob
+	// offsets writes the __consumer_offsets records of the offset and
+	// group changes this agent proposes; nil until the produce pipeline
+	// is up (the replica's Applied hook reads it).
+	offsets atomic.Pointer[offsetstopic.Writer]
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -215,6 +220,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		FS:       cfg.testing.metaFS,
 		FailStop: a.failStop,
 		Clock:    clk,
+		Applied: func(results []meta.Result) {
+			if w := a.offsets.Load(); w != nil {
+				w.Note(results)
+			}
+		},
 	}
 	a.replica, err = replica.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
@@ -269,6 +279,19 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("produce pipeline: %w", err)
 	}
+	offsetsMetrics := offsetstopic.NewMetrics()
+	a.metrics.reg.MustRegister(offsetsMetrics.Collectors()...)
+	offsets, err := offsetstopic.New(offsetstopic.Config{
+		Meta:     a.replica,
+		Producer: a.pipeline,
+		Metrics:  offsetsMetrics,
+		Clock:    clk,
+		Logger:   logger.With("component", "offsetstopic"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("__consumer_offsets writer: %w", err)
+	}
+	a.offsets.Store(offsets)
 
 	if err := a.openListeners(); err != nil {
 		return nil, err
@@ -561,6 +584,13 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	} else {
 		for _, l := range a.listeners {
 			l.ln.Close()
+		}
+	}
+	if w := a.offsets.Load(); w != nil {
+		// After the server (no more commits), before the pipeline its
+		// records go through.
+		if err := w.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("__consumer_offsets writer: %w", err))
 		}
 	}
 	if a.pipeline != nil {

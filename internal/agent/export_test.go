@@ -30,3 +30,7 @@ func SetClock(cfg *Config, clk clock.Clock) { cfg.testing.clock = clk }
 
 // ProbeFeatures is the agent's kafka.FeatureProber.
 var ProbeFeatures = featureProber{}.SupportedFeatures
+
+// SyncConsumerOffsets waits until the __consumer_offsets records of every
+// change this agent noted so far are written.
+func (a *Agent) SyncConsumerOffsets(ctx context.Context) error { return a.offsets.Load().Sync(ctx) }
