@@ -108,6 +108,9 @@ type Agent struct {
 	// group changes this agent proposes; nil until the produce pipeline
 	// is up (the replica's Applied hook reads it).
 	offsets atomic.Pointer[offsetstopic.Writer]
+	// offsetsResynced is closed when the writer has rewritten the
+	// records of the groups this agent coordinated at start.
+	offsetsResynced <-chan struct{}
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -281,9 +284,13 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	offsetsMetrics := offsetstopic.NewMetrics()
 	a.metrics.reg.MustRegister(offsetsMetrics.Collectors()...)
+	var offsetsProducer offsetstopic.Producer = a.pipeline
+	if wrap := cfg.testing.offsetsProducer; wrap != nil {
+		offsetsProducer = wrap(offsetsProducer)
+	}
 	offsets, err := offsetstopic.New(offsetstopic.Config{
 		Meta:     a.replica,
-		Producer: a.pipeline,
+		Producer: offsetsProducer,
 		Metrics:  offsetsMetrics,
 		Clock:    clk,
 		Logger:   logger.With("component", "offsetstopic"),
@@ -347,6 +354,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	// Records a crash lost (applied, never written) of the groups this
+	// agent coordinates are written again (offsetstopic.Resync).
+	a.offsetsResynced = offsets.Resync(placement.Ring{Self: cfg.NodeID, Live: a.members.nodes}.Owns)
 	a.txns, err = txn.New(txn.Config{
 		Meta:      a.replica,
 		NodeID:    cfg.NodeID,

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -11,7 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/offsetstopic"
+	producepkg "github.com/strandkafka/strand/internal/produce"
 )
 
 // offsetsRecord is the newest __consumer_offsets record of one key.
@@ -298,4 +301,49 @@ func TestConsumerOffsetsTxn(t *testing.T) {
 	wantOffsetRecord(t, readOffsetsTopic(t, a), "co-g3", topic, 1, 7, "")
 	txn(9, kgo.TryAbort)
 	wantOffsetRecord(t, readOffsetsTopic(t, a), "co-g3", topic, 1, 7, "")
+}
+
+// failingProducer fails every write, as an object store or log outage
+// would.
+type failingProducer struct{}
+
+func (failingProducer) Produce(context.Context, []producepkg.Batch) ([]meta.BatchResult, error) {
+	return nil, errors.New("injected: produce path down")
+}
+
+// TestConsumerOffsetsRestart: a commit whose record was never written
+// (every write failed, as if the agent had crashed after the apply) gets
+// its record when the agent starts again: the agent rewrites the
+// records of the groups it coordinates.
+func TestConsumerOffsetsRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := agent.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"}
+	broken := cfg
+	agent.SetOffsetsProducer(&broken, func(offsetstopic.Producer) offsetstopic.Producer { return failingProducer{} })
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	a, err := agent.Start(ctx, broken, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const topic = "co-restart"
+	createTopic(t, a.KafkaAddr(), topic, 1)
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 4, LeaderEpoch: -1, Metadata: "before the crash"})
+	if cr, err := kadm.NewClient(client(t, a.KafkaAddr())).CommitOffsets(ctx, "co-r", offs); err != nil || cr.Error() != nil {
+		t.Fatalf("commit: %v %v", err, cr.Error())
+	}
+	key := fmt.Sprintf("offset co-r/%s/0", topic)
+	if r, ok := readOffsetsTopic(t, a)[key]; ok {
+		t.Fatalf("a record despite a broken produce path: %+v", r)
+	}
+	stop(t, a)
+
+	a = start(t, dir)
+	select {
+	case <-a.ConsumerOffsetsResynced():
+	case <-ctx.Done():
+		t.Fatal("the agent did not rewrite its groups' records")
+	}
+	wantOffsetRecord(t, readOffsetsTopic(t, a), "co-r", topic, 0, 4, "before the crash")
 }

@@ -39,10 +39,12 @@
 // and logged. At most MaxPending keys wait; a change past that is
 // counted lost (reason="queue_full") rather than blocking apply. A lost
 // record is not re-sent on its own: the next change of the same key
-// (a consumer's next commit) writes the current value again. Close
-// writes what is pending, bounded by its context, so a graceful stop
-// loses nothing; a crash loses the records of changes applied but not
-// yet written, and a restart does not re-emit them.
+// (a consumer's next commit) writes the current value again, and so
+// does the agent's next start. Close writes what is pending, bounded by
+// its context, so a graceful stop loses nothing; a crash loses the
+// records of changes applied but not yet written, and Resync, which the
+// agent runs at start for the groups it coordinates, writes the current
+// value of each of their keys again (resync.go says what it misses).
 package offsetstopic
 
 import (
@@ -137,6 +139,8 @@ type Writer struct {
 	cancel context.CancelFunc
 	kick   chan struct{}
 	done   chan struct{}
+	// wg tracks Resync's goroutines.
+	wg sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -254,6 +258,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done
+	w.wg.Wait()
 	return err
 }
 

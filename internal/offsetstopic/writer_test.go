@@ -212,3 +212,30 @@ func value(t *testing.T, c prometheus.Counter) float64 {
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestResync: Resync writes the current records of the groups owns
+// claims, and none of the others'.
+func TestResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := newDB(t)
+		commit(t, db, "mine", 3)
+		commit(t, db, "mine", 4)
+		commit(t, db, "theirs", 5)
+		p := &faultProducer{records: map[string][]byte{}, parts: map[string]int32{}}
+		w, err := New(Config{Meta: db, Producer: p, Logger: quiet, MaxPending: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close(t.Context())
+		<-w.Resync(func(g string) bool { return g == "mine" })
+		if off, ok := p.offset(t, "mine", "t", 0); !ok || off != 4 {
+			t.Errorf("mine: offset %d (%v), want 4", off, ok)
+		}
+		if _, ok := p.records[string(groupKey("mine"))]; !ok {
+			t.Error("mine: no group record")
+		}
+		if _, ok := p.offset(t, "theirs", "t", 0); ok {
+			t.Error("theirs: rewritten by an agent that does not own it")
+		}
+	})
+}
