@@ -115,6 +115,20 @@ func newDB(t *testing.T) *metatest.DB {
 	return db
 }
 
+// newWriter starts a Writer over db and a faultProducer failing its
+// first fail calls; cfg's Meta, Producer and Logger are filled in.
+func newWriter(t *testing.T, db *metatest.DB, fail int, cfg Config) (*Writer, *faultProducer) {
+	t.Helper()
+	p := &faultProducer{fail: fail, records: map[string][]byte{}, parts: map[string]int32{}}
+	cfg.Meta, cfg.Producer, cfg.Logger = db, p, quiet
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(context.Background()) })
+	return w, p
+}
+
 func commit(t *testing.T, db *metatest.DB, group string, offset int64) meta.Result {
 	t.Helper()
 	return db.MustPropose(t, meta.OffsetCommit{Group: group, Generation: -1, RetentionMs: -1,
@@ -127,13 +141,8 @@ func commit(t *testing.T, db *metatest.DB, group string, offset int64) meta.Resu
 func TestWriterRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		db := newDB(t)
-		p := &faultProducer{fail: 2, records: map[string][]byte{}, parts: map[string]int32{}}
 		m := NewMetrics()
-		w, err := New(Config{Meta: db, Producer: p, Metrics: m, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close(t.Context())
+		w, p := newWriter(t, db, 2, Config{Metrics: m})
 		w.Note([]meta.Result{commit(t, db, "g", 5)})
 		if err := w.Sync(t.Context()); err != nil {
 			t.Fatal(err)
@@ -157,13 +166,8 @@ func TestWriterRetries(t *testing.T) {
 func TestWriterGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		db := newDB(t)
-		p := &faultProducer{fail: 1 << 30, records: map[string][]byte{}, parts: map[string]int32{}}
 		m := NewMetrics()
-		w, err := New(Config{Meta: db, Producer: p, Metrics: m, Logger: quiet, Attempts: 3, MaxPending: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close(t.Context())
+		w, p := newWriter(t, db, 1<<30, Config{Metrics: m, Attempts: 3, MaxPending: 2})
 		w.Note([]meta.Result{commit(t, db, "g", 5)})
 		if err := w.Sync(t.Context()); err != nil {
 			t.Fatal(err)
@@ -221,12 +225,7 @@ func TestResync(t *testing.T) {
 		commit(t, db, "mine", 3)
 		commit(t, db, "mine", 4)
 		commit(t, db, "theirs", 5)
-		p := &faultProducer{records: map[string][]byte{}, parts: map[string]int32{}}
-		w, err := New(Config{Meta: db, Producer: p, Logger: quiet, MaxPending: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Close(t.Context())
+		w, p := newWriter(t, db, 0, Config{MaxPending: 2})
 		<-w.Resync(func(g string) bool { return g == "mine" })
 		if off, ok := p.offset(t, "mine", "t", 0); !ok || off != 4 {
 			t.Errorf("mine: offset %d (%v), want 4", off, ok)
