@@ -9,15 +9,20 @@ import (
 )
 
 // Kafka's record schemas for __consumer_offsets (group-coordinator's
-// OffsetCommitKey/Value and GroupMetadataKey/Value), encoded by kmsg.
-// The versions are the ones Kafka 2.3 and later write for classic
-// groups, which every reader of the topic (Burrow, kafka-consumer-groups'
-// formatter, kcat decoders) knows.
+// OffsetCommitKey/Value and GroupMetadataKey/Value), encoded by kmsg,
+// in the versions Kafka 2.3 and later write for classic groups, but for
+// one: a group without static members gets GroupMetadataValue v1, which
+// is v3 without the state timestamp (v2) and the members' instance ids
+// (v3). Burrow 1.2 (Debian's package) decodes group values up to v1
+// only ("failed to decode ... value version 2"), and then shows no
+// owner or client id for the group's partitions; readers of the topic
+// that know v3 know v1.
 const (
-	offsetKeyVersion   = 1
-	offsetValueVersion = 3
-	groupKeyVersion    = 2
-	groupValueVersion  = 3
+	offsetKeyVersion        = 1
+	offsetValueVersion      = 3
+	groupKeyVersion         = 2
+	groupValueVersion       = 1
+	groupValueVersionStatic = 3
 )
 
 // PartitionFor is the __consumer_offsets partition of group, as Kafka's
@@ -72,6 +77,11 @@ func groupKey(group string) []byte {
 func groupValue(g *meta.Group) []byte {
 	v := kmsg.NewGroupMetadataValue()
 	v.Version = groupValueVersion
+	for _, m := range g.Members {
+		if m.InstanceID != "" {
+			v.Version = groupValueVersionStatic
+		}
+	}
 	v.ProtocolType = g.ProtocolType
 	v.Generation = g.Generation
 	if g.Protocol != "" {

@@ -13,7 +13,8 @@
 // current value of each from its copy and writes it through the agent's
 // own produce path, like any record: a committed offset as an
 // OffsetCommitKey v1 / OffsetCommitValue v3 record, a classic group's
-// state as GroupMetadataKey v2 / GroupMetadataValue v3, and a deleted
+// state as GroupMetadataKey v2 / GroupMetadataValue v1 (v3 with static
+// members: records.go says why), and a deleted
 // one (OffsetDelete, DeleteGroups, expiry, a deleted topic; a KIP-848
 // group's state, which Kafka keeps in other record types) as a
 // tombstone, in the partition Kafka's group coordinator uses for the

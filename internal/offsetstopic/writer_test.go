@@ -238,3 +238,25 @@ func TestResync(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupValueVersion: a group value is v1 (Burrow 1.2 reads no
+// later one) unless a member has an instance id, which needs v3.
+func TestGroupValueVersion(t *testing.T) {
+	for _, c := range []struct {
+		instance string
+		want     int16
+	}{{"", 1}, {"static-1", 3}} {
+		g := meta.Group{Name: "g", ProtocolType: "consumer", Protocol: "range", Generation: 4, Leader: "m",
+			Members: []meta.GroupMember{{MemberID: "m", InstanceID: c.instance, ClientID: "c", Assignment: []byte{1}}}}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(groupValue(&g)); err != nil {
+			t.Fatal(err)
+		}
+		if v.Version != c.want || v.Generation != 4 || *v.Leader != "m" || len(v.Members) != 1 || v.Members[0].ClientID != "c" {
+			t.Errorf("instance id %q: %+v, want version %d", c.instance, v, c.want)
+		}
+		if got := v.Members[0].InstanceID; c.want == 3 && (got == nil || *got != c.instance) {
+			t.Errorf("instance id %q: decoded %v", c.instance, got)
+		}
+	}
+}
