@@ -629,6 +629,21 @@ func (v *View) Groups() ([]Group, error) {
 	return gs, it.Error()
 }
 
+// GroupNames returns the name of every stored group, sorted, without
+// decoding their states (which hold every member's assignment).
+func (v *View) GroupNames() ([]string, error) {
+	it, err := v.r.NewIter([]byte{prefixGroup}, []byte{prefixGroup + 1})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var names []string
+	for ok := it.First(); ok; ok = it.Next() {
+		names = append(names, string(it.Key()[1:]))
+	}
+	return names, it.Error()
+}
+
 // CommittedOffset returns one committed offset of group; Topic is left
 // empty (the caller named the topic).
 func (v *View) CommittedOffset(group string, id TopicID, partition int32) (CommittedOffset, bool, error) {

@@ -68,3 +68,20 @@ func TestOffsetNotesTxn(t *testing.T) {
 		t.Errorf("EndTxn abort: offsets %v groups %v, want none", res.Offsets, res.Groups)
 	}
 }
+
+// TestGroupNames: the names of the stored groups, sorted, and only
+// those.
+func TestGroupNames(t *testing.T) {
+	var ms atomic.Int64
+	ms.Store(1_000_000)
+	r := groupReplica(t, &ms)
+	mustOK(t, r, CreateTopic{Name: "a", Partitions: 1})
+	for _, g := range []string{"b", "a", "ab"} {
+		mustOK(t, r, commitOf(g, -1, off("a", 0, 1)))
+	}
+	mustOK(t, r, DeleteGroup{Group: "b"})
+	names, err := viewOf(t, r).GroupNames()
+	if err != nil || !reflect.DeepEqual(names, []string{"a", "ab"}) {
+		t.Errorf("GroupNames: %q, %v; want [a ab]", names, err)
+	}
+}

@@ -32,7 +32,7 @@ func (w *Writer) Resync(owns func(group string) bool) <-chan struct{} {
 
 func (w *Writer) resync(ctx context.Context, owns func(group string) bool) error {
 	v := w.cfg.Meta.View()
-	groups, err := v.Groups()
+	groups, err := v.GroupNames()
 	v.Close()
 	if err != nil {
 		return err
@@ -40,11 +40,11 @@ func (w *Writer) resync(ctx context.Context, owns func(group string) bool) error
 	budget := max(w.cfg.MaxPending/2, 1)
 	queued, groupsDone := 0, 0
 	for _, g := range groups {
-		if !owns(g.Name) {
+		if !owns(g) {
 			continue
 		}
 		v := w.cfg.Meta.View()
-		offs, err := v.CommittedOffsets(g.Name)
+		offs, err := v.CommittedOffsets(g)
 		v.Close()
 		if err != nil {
 			return err
@@ -55,9 +55,9 @@ func (w *Writer) resync(ctx context.Context, owns func(group string) bool) error
 			}
 			queued = 0
 		}
-		res := meta.Result{Groups: []string{g.Name}, Offsets: make([]meta.OffsetRef, len(offs))}
+		res := meta.Result{Groups: []string{g}, Offsets: make([]meta.OffsetRef, len(offs))}
 		for i, o := range offs {
-			res.Offsets[i] = meta.OffsetRef{Group: g.Name, Topic: o.Topic, Partition: o.Partition}
+			res.Offsets[i] = meta.OffsetRef{Group: g, Topic: o.Topic, Partition: o.Partition}
 		}
 		w.Note([]meta.Result{res})
 		queued += len(offs) + 1
