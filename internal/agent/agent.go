@@ -499,6 +499,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	return a, nil
 }
 
+// offsetsCloseTimeout bounds how long a shutdown waits for the pending
+// __consumer_offsets records (package offsetstopic).
+const offsetsCloseTimeout = 5 * time.Second
+
 // brokerDefaults are the topic config defaults cfg's flags change, by
 // topic config name, for DescribeConfigs.
 func brokerDefaults(cfg Config) map[string]string {
@@ -598,10 +602,14 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	}
 	if w := a.offsets.Load(); w != nil {
 		// After the server (no more commits), before the pipeline its
-		// records go through.
-		if err := w.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("__consumer_offsets writer: %w", err))
+		// records go through; bounded apart, so that a writer stuck in
+		// retries leaves the pipeline the rest of the budget for the
+		// clients' data.
+		wctx, cancel := context.WithTimeout(ctx, offsetsCloseTimeout)
+		if err := w.Close(wctx); err != nil {
+			a.logger.Warn("__consumer_offsets records still pending at shutdown are lost; the next start rewrites this agent's groups", "err", err)
 		}
+		cancel()
 	}
 	if a.pipeline != nil {
 		if err := a.pipeline.Close(ctx); err != nil {

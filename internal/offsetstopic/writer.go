@@ -42,7 +42,8 @@
 // record is not re-sent on its own: the next change of the same key
 // (a consumer's next commit) writes the current value again, and so
 // does the agent's next start. Close writes what is pending, bounded by
-// its context, so a graceful stop loses nothing; a crash loses the
+// its context (the agent gives it 5 s of its shutdown), so a graceful
+// stop with a working produce path loses nothing; a crash loses the
 // records of changes applied but not yet written, and Resync, which the
 // agent runs at start for the groups it coordinates, writes the current
 // value of each of their keys again (resync.go says what it misses).
