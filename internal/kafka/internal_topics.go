@@ -1,6 +1,9 @@
 package kafka
 
-import "github.com/strandkafka/strand/internal/meta"
+import (
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/offsetstopic"
+)
 
 // Kafka's internal topics. Strand keeps offsets and transaction state in
 // its metadata database, but clients and tools expect __consumer_offsets
@@ -10,7 +13,7 @@ import "github.com/strandkafka/strand/internal/meta"
 // as a derived view (package offsetstopic). No client may write to or
 // delete an internal topic, as in Kafka; consumers may read it.
 const (
-	ConsumerOffsetsTopic = "__consumer_offsets"
+	ConsumerOffsetsTopic = offsetstopic.Topic
 	// ConsumerOffsetsPartitions is Kafka's offsets.topic.num.partitions
 	// default.
 	ConsumerOffsetsPartitions = 50
