@@ -14,21 +14,21 @@
 // own produce path, like any record: a committed offset as an
 // OffsetCommitKey v1 / OffsetCommitValue v3 record, a classic group's
 // state as GroupMetadataKey v2 / GroupMetadataValue v1 (v3 with static
-// members: records.go says why), and a deleted
-// one (OffsetDelete, DeleteGroups, expiry, a deleted topic; a KIP-848
-// group's state, which Kafka keeps in other record types) as a
-// tombstone, in the partition Kafka's group coordinator uses for the
-// group (PartitionFor). Offsets committed in a transaction are named
-// by the EndTxn that commits them, so they appear then, and never after
-// an abort.
+// members: records.go says why), and a deleted one (OffsetDelete,
+// DeleteGroups, expiry, a deleted topic; a KIP-848 group's state, which
+// Kafka keeps in other record types) as a tombstone, in the partition
+// Kafka's group coordinator uses for the group (PartitionFor). Offsets
+// committed in a transaction are named by the EndTxn that commits them,
+// so they appear then, and never after an abort.
 //
 // Because each write reads the value current when it runs, writes are
 // idempotent and may coalesce: several changes of one key waiting
 // together give one record, a retry rewrites the newest value, and the
 // last record of a key this agent writes holds the value its copy had
-// after the last change it noted. Two agents write the same key only
-// when a group's coordinator moves; their records may then interleave
-// until the next change of the key.
+// after the last change it noted. Two agents write the same key when a
+// group's coordinator moves, or when another agent ends a transaction
+// holding the group's offsets or deletes a topic it has offsets of;
+// their records may then interleave until the next change of the key.
 //
 // # Failures
 //
