@@ -17,12 +17,22 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandkafka/strand/internal/testservers/testproc"
+	"github.com/strandkafka/strand/internal/testservers/zktest"
 )
 
 // ZooKeeperEnv names a ZooKeeper (host:port) for burrow, which needs one
-// for its own coordination. Without it burrow is started anyway and its
-// cell reports why it stopped.
+// for its own coordination. Without it the cell starts its own
+// (testservers/zktest, Debian's zookeeper package), and reports burrow
+// missing when that cannot run.
 const ZooKeeperEnv = "STRAND_COMPAT_ZOOKEEPER"
+
+// burrowRecommitInterval is how often the cell commits the group's
+// offset again while it waits, as a consumer committing on a timer
+// would: burrow drops a commit it reads before its cluster module has
+// learned the partition, so the first record alone may go unseen.
+const burrowRecommitInterval = 2 * time.Second
 
 // burrowPollInterval is how often burrow's lag endpoint is asked; burrow
 // has no way to announce that it evaluated a group.
@@ -96,13 +106,17 @@ func runBurrow(ctx context.Context, env Env) (row Row) {
 	defer os.RemoveAll(dir)
 	zk := os.Getenv(ZooKeeperEnv)
 	if zk == "" {
-		// A loopback port nobody listens on: burrow is run as it is
-		// packaged, and what it does without ZooKeeper is the finding.
-		zk, err = closedPort()
-		if err != nil {
-			row.set(Lag, Cell{Status: Fail, Detail: err.Error()})
+		srv, err := zktest.Start()
+		if errors.Is(err, testproc.ErrNoBinary) {
+			row.missing([]Capability{Lag}, fmt.Errorf("%w: burrow needs ZooKeeper: %v", ErrClientMissing, err))
 			return row
 		}
+		if err != nil {
+			row.set(Lag, Cell{Status: Fail, Detail: "starting ZooKeeper for burrow: " + err.Error()})
+			return row
+		}
+		defer srv.Stop()
+		zk = srv.Addr()
 	}
 	httpAddr, err := closedPort()
 	if err != nil {
@@ -141,6 +155,8 @@ func runBurrow(ctx context.Context, env Env) (row Row) {
 	url := fmt.Sprintf("http://%s/v3/kafka/strand/consumer/%s/lag", httpAddr, group)
 	tick := time.NewTicker(burrowPollInterval)
 	defer tick.Stop()
+	recommit := time.NewTicker(burrowRecommitInterval)
+	defer recommit.Stop()
 	last := "no answer yet"
 	for {
 		select {
@@ -150,12 +166,7 @@ func runBurrow(ctx context.Context, env Env) (row Row) {
 			if why == "" {
 				why = lastLines(logs.String(), 1)
 			}
-			reason := fmt.Sprintf("burrow exited (%v): %s", err, why)
-			if os.Getenv(ZooKeeperEnv) == "" && strings.Contains(strings.ToLower(reason), "zk") {
-				row.set(Lag, Cell{Status: NA, Detail: "burrow 1.2 cannot run without ZooKeeper (set " + ZooKeeperEnv + "); " + reason})
-			} else {
-				row.set(Lag, Cell{Status: Fail, Detail: reason})
-			}
+			row.set(Lag, Cell{Status: Fail, Detail: fmt.Sprintf("burrow exited (%v): %s", err, why)})
 			return row
 		case <-ctx.Done():
 			detail := fmt.Sprintf("burrow did not report a total lag of %d for %s within %v; last answer: %s",
@@ -165,6 +176,10 @@ func runBurrow(ctx context.Context, env Env) (row Row) {
 			}
 			row.set(Lag, Cell{Status: Fail, Detail: detail})
 			return row
+		case <-recommit.C:
+			if err := commitOffset(ctx, env, topic, group, committed); err != nil {
+				last = "committing again: " + err.Error()
+			}
 		case <-tick.C:
 			lag, answer, err := burrowLag(ctx, url)
 			if err != nil {
@@ -205,9 +220,19 @@ func setUpLag(ctx context.Context, env Env, topic, group string, n, committed in
 	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
 		return fmt.Errorf("produce: %w", err)
 	}
+	return commitOffset(ctx, env, topic, group, committed)
+}
+
+// commitOffset commits offset for group's partition 0 of topic.
+func commitOffset(ctx context.Context, env Env, topic, group string, offset int64) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
 	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: committed, LeaderEpoch: -1})
-	cr, err := adm.CommitOffsets(ctx, group, offs)
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: offset, LeaderEpoch: -1})
+	cr, err := kadm.NewClient(cl).CommitOffsets(ctx, group, offs)
 	if err == nil {
 		err = cr.Error()
 	}

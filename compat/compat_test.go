@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/testservers/testproc"
 )
 
 // quickTimeout bounds TestQuickMatrix: it takes about a minute and a
@@ -517,4 +519,38 @@ func TestListenerRE(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got[k], v)
 		}
 	}
+}
+
+// burrowTimeout bounds TestBurrowLag: building the agent, starting
+// ZooKeeper and burrow, and burrow's first evaluations.
+const burrowTimeout = 4 * time.Minute
+
+// TestBurrowLag: Burrow (Debian's package, with a ZooKeeper the cell
+// starts) reads the committed offsets from __consumer_offsets and
+// reports the group's total lag as the cell knows it. Burrow and
+// ZooKeeper missing skip, except under CI=true.
+func TestBurrowLag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent, ZooKeeper and burrow; not with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), burrowTimeout)
+	defer cancel()
+	m, err := RunMatrix(ctx, Options{Clients: []string{"burrow"}, Caps: []Capability{Lag}, Records: 200, StepTimeout: time.Minute, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("RunMatrix: %v", err)
+	}
+	r := m.Row("burrow")
+	if r == nil {
+		t.Fatal("no burrow row")
+	}
+	c, ok := r.Cells[Lag]
+	switch {
+	case !ok:
+		t.Fatal("no lag cell")
+	case c.Status == NA && errors.Is(missingErr(c), ErrClientMissing) && !testproc.InCI():
+		t.Skip(c.Detail)
+	case c.Status != Pass:
+		t.Fatalf("burrow lag: %s: %s", strings.ToUpper(string(c.Status)), c.Detail)
+	}
+	t.Logf("%s (%v)", c.Detail, r.Elapsed.Round(time.Millisecond))
 }

@@ -23,7 +23,13 @@
 // columns, and the kgo suite runs with KGO_TEST_SCRAM, so its SCRAM-gated
 // tests run rather than skip.
 //
-// TestQuickMatrix runs a small subset on every `go test`; the full matrix
-// (the whole kgo suite, every client and capability) is
-// `scripts/compat`, which runs ./compat/cmd/strand-compat.
+// Burrow (burrow.go) is no script: the runner commits a known lag, starts
+// burrow with a ZooKeeper of its own (testservers/zktest) and asks its
+// HTTP API for the group's total lag, which burrow computes from the
+// records in __consumer_offsets.
+//
+// TestQuickMatrix runs a small subset on every `go test`, and
+// TestBurrowLag the burrow cell; the full matrix (the whole kgo suite,
+// every client and capability) is `scripts/compat`, which runs
+// ./compat/cmd/strand-compat.
 package compat

@@ -45,6 +45,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
+	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/quota"
@@ -103,6 +104,13 @@ type Agent struct {
 	damage *fetch.DamageLog
 	// verify is the running storage verification (admin_verify.go).
 	verify verifyJob
+	// offsets writes the __consumer_offsets records of the offset and
+	// group changes this agent proposes; nil until the produce pipeline
+	// is up (the replica's Applied hook reads it).
+	offsets atomic.Pointer[offsetstopic.Writer]
+	// offsetsResynced is closed when the writer has rewritten the
+	// records of the groups this agent coordinated at start.
+	offsetsResynced <-chan struct{}
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -215,6 +223,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		FS:       cfg.testing.metaFS,
 		FailStop: a.failStop,
 		Clock:    clk,
+		Applied: func(results []meta.Result) {
+			if w := a.offsets.Load(); w != nil {
+				w.Note(results)
+			}
+		},
 	}
 	a.replica, err = replica.Open(ctx, metaCfg)
 	if errors.Is(err, sharedlog.ErrTrimmed) {
@@ -269,6 +282,23 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("produce pipeline: %w", err)
 	}
+	offsetsMetrics := offsetstopic.NewMetrics()
+	a.metrics.reg.MustRegister(offsetsMetrics.Collectors()...)
+	var offsetsProducer offsetstopic.Producer = a.pipeline
+	if wrap := cfg.testing.offsetsProducer; wrap != nil {
+		offsetsProducer = wrap(offsetsProducer)
+	}
+	offsets, err := offsetstopic.New(offsetstopic.Config{
+		Meta:     a.replica,
+		Producer: offsetsProducer,
+		Metrics:  offsetsMetrics,
+		Clock:    clk,
+		Logger:   logger.With("component", "offsetstopic"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("__consumer_offsets writer: %w", err)
+	}
+	a.offsets.Store(offsets)
 
 	if err := a.openListeners(); err != nil {
 		return nil, err
@@ -327,6 +357,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.metrics.reg.MustRegister(newGroupCollector(a.replica.View,
 		func(group string) bool { return a.groups.Coordinator(group) == cfg.NodeID },
 		cfg.MetricsMaxGroupPartitions, logger.With("component", "metrics")))
+	// Records a crash lost (applied, never written) of the groups this
+	// agent coordinates are written again (offsetstopic.Resync).
+	a.offsetsResynced = offsets.Resync(placement.Ring{Self: cfg.NodeID, Live: a.members.nodes}.Owns)
 	a.txns, err = txn.New(txn.Config{
 		Meta:      a.replica,
 		NodeID:    cfg.NodeID,
@@ -473,6 +506,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	return a, nil
 }
 
+// offsetsCloseTimeout bounds how long a shutdown waits for the pending
+// __consumer_offsets records (package offsetstopic).
+const offsetsCloseTimeout = 5 * time.Second
+
 // brokerDefaults are the topic config defaults cfg's flags change, by
 // topic config name, for DescribeConfigs.
 func brokerDefaults(cfg Config) map[string]string {
@@ -572,6 +609,17 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		for _, l := range a.listeners {
 			l.ln.Close()
 		}
+	}
+	if w := a.offsets.Load(); w != nil {
+		// After the server (no more commits), before the pipeline its
+		// records go through; bounded apart, so that a writer stuck in
+		// retries leaves the pipeline the rest of the budget for the
+		// clients' data.
+		wctx, cancel := context.WithTimeout(ctx, offsetsCloseTimeout)
+		if err := w.Close(wctx); err != nil {
+			a.logger.Warn("__consumer_offsets records still pending at shutdown are lost; the next start rewrites this agent's groups", "err", err)
+		}
+		cancel()
 	}
 	if a.pipeline != nil {
 		if err := a.pipeline.Close(ctx); err != nil {

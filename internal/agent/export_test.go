@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -35,3 +36,16 @@ var ProbeFeatures = featureProber{}.SupportedFeatures
 // MetricsRegistry is the agent's Prometheus registry, for the metrics
 // reference (docs/metrics.md) and its test.
 func (a *Agent) MetricsRegistry() *prometheus.Registry { return a.metrics.reg }
+// SyncConsumerOffsets waits until the __consumer_offsets records of every
+// change this agent noted so far are written.
+func (a *Agent) SyncConsumerOffsets(ctx context.Context) error { return a.offsets.Load().Sync(ctx) }
+
+// SetOffsetsProducer wraps the produce path of the __consumer_offsets
+// records.
+func SetOffsetsProducer(cfg *Config, wrap func(offsetstopic.Producer) offsetstopic.Producer) {
+	cfg.testing.offsetsProducer = wrap
+}
+
+// ConsumerOffsetsResynced is closed once the agent rewrote, at start,
+// the __consumer_offsets records of the groups it coordinates.
+func (a *Agent) ConsumerOffsetsResynced() <-chan struct{} { return a.offsetsResynced }

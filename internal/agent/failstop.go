@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
 
@@ -40,6 +41,9 @@ type testSeams struct {
 	metaFS vfs.FS
 	// clock replaces the wall clock of everything the agent starts.
 	clock clock.Clock
+	// offsetsProducer wraps the produce path the __consumer_offsets
+	// records go through, to inject faults.
+	offsetsProducer func(offsetstopic.Producer) offsetstopic.Producer
 }
 
 // failStop ends the process: err made the local state untrustworthy.

@@ -31,8 +31,8 @@
 //     what the client may do (everything the resource supports with
 //     ACLs off); -2147483648 when not asked.
 //   - IsInternal is true for __consumer_offsets (internal_topics.go),
-//     which the agent creates empty; Strand keeps offsets in its
-//     metadata database.
+//     which holds records derived from the committed offsets in the
+//     metadata database (package offsetstopic).
 //   - Left out: v13 (KIP-1102, top-level error code for rebootstrap).
 //   - ACLs (authz.go): a topic the client may not Describe is left out of
 //     an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named;

@@ -1,14 +1,19 @@
 package kafka
 
-import "github.com/strandkafka/strand/internal/meta"
+import (
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/offsetstopic"
+)
 
 // Kafka's internal topics. Strand keeps offsets and transaction state in
-// its metadata database, not in topics, but clients and tools expect
-// __consumer_offsets to exist (Metadata lists it as internal, a KIP-848
-// regex subscription may match it), so the agent creates it, empty. No
-// client may write to or delete an internal topic, as in Kafka.
+// its metadata database, but clients and tools expect __consumer_offsets
+// to exist (Metadata lists it as internal, a KIP-848 regex subscription
+// may match it, Burrow reads committed offsets from it), so the agent
+// creates it and writes every committed offset and group state to it
+// as a derived view (package offsetstopic). No client may write to or
+// delete an internal topic, as in Kafka; consumers may read it.
 const (
-	ConsumerOffsetsTopic = "__consumer_offsets"
+	ConsumerOffsetsTopic = offsetstopic.Topic
 	// ConsumerOffsetsPartitions is Kafka's offsets.topic.num.partitions
 	// default.
 	ConsumerOffsetsPartitions = 50

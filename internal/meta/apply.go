@@ -74,6 +74,10 @@ type Applier struct {
 	// interface escapes to the heap.
 	keyBuf []byte
 	valBuf []byte
+
+	// notes collects what the command being applied changed of
+	// committed offsets and group states (offset_notes.go).
+	notes offsetNotes
 }
 
 type partRef struct {
@@ -268,7 +272,10 @@ func (a *Applier) applyCommand(pos uint64, idx int, c Command) (Result, error) {
 		clear(a.parts)
 	}
 	a.pos, a.idx = pos, idx
-	return s.apply(a, c)
+	a.notes.reset()
+	res, err := s.apply(a, c)
+	a.notes.fill(&res)
+	return res, err
 }
 
 func (a *Applier) part(ref partRef) (*cachedPart, error) {

@@ -192,6 +192,7 @@ func (a *Applier) group(name string) (Group, bool, error) {
 }
 
 func (a *Applier) putGroup(g *Group) error {
+	a.noteGroup(g.Name)
 	a.keyBuf = appendGroupKey(a.keyBuf[:0], g.Name)
 	return a.b.Set(a.keyBuf, g.encode())
 }
@@ -259,9 +260,10 @@ func (l *topicLookup) offset(o *OffsetCommitPartition, expire int64) (TopicID, C
 	return t.ID, co, 0, nil
 }
 
-// storeOffset writes a committed offset and the marker that the group
-// has offsets of the topic.
-func (a *Applier) storeOffset(group string, id TopicID, co *CommittedOffset) error {
+// storeOffset writes a committed offset of topic (named, and by its id)
+// and the marker that the group has offsets of the topic.
+func (a *Applier) storeOffset(group, topic string, id TopicID, co *CommittedOffset) error {
+	a.noteOffset(group, topic, co.Partition)
 	a.valBuf = co.encode(a.valBuf[:0])
 	a.keyBuf = appendGroupOffsetKey(a.keyBuf[:0], group, id, co.Partition)
 	if err := a.b.Set(a.keyBuf, a.valBuf); err != nil {
@@ -298,7 +300,7 @@ func (a *Applier) offsetCommit(c OffsetCommit) (Result, error) {
 		if res.Codes[i] = code; code != 0 {
 			continue
 		}
-		if err := a.storeOffset(c.Group, id, &co); err != nil {
+		if err := a.storeOffset(c.Group, c.Offsets[i].Topic, id, &co); err != nil {
 			return Result{}, err
 		}
 		stored = true
@@ -357,6 +359,7 @@ func (a *Applier) deleteGroup(c DeleteGroup) (Result, error) {
 	if err := a.b.DeleteRange(start, end); err != nil {
 		return Result{}, err
 	}
+	a.noteGroup(c.Group)
 	return Result{}, a.b.Delete(groupKey(c.Group))
 }
 
@@ -382,6 +385,9 @@ func (a *Applier) groupTopics(group string) ([]TopicID, error) {
 }
 
 func (a *Applier) deleteGroupOffsets(group string) error {
+	if err := a.noteGroupOffsets(group, groupOffsetPrefix(group), ""); err != nil {
+		return err
+	}
 	ids, err := a.groupTopics(group)
 	if err != nil {
 		return err
@@ -451,6 +457,7 @@ func (a *Applier) offsetDelete(c OffsetDelete) (Result, error) {
 		if err := a.b.Delete(groupOffsetKey(c.Group, t.ID, tp.Partition)); err != nil {
 			return Result{}, err
 		}
+		a.noteOffset(c.Group, tp.Topic, tp.Partition)
 		touched = append(touched, t.ID)
 	}
 	return res, a.dropEmptyTopicMarkers(c.Group, touched)
@@ -506,20 +513,18 @@ func (a *Applier) expireGroup(name string, retentionMs int64) error {
 			return err
 		}
 		eligible := g.ProtocolType == "" || empty
+		topic, found, err := a.topicNameOf(id, names)
+		if err != nil {
+			it.Close()
+			return err
+		}
 		if !eligible {
-			topic, seen := names[id]
-			if !seen {
-				v, _, err := a.get(topicIDKey(id))
-				if err != nil {
-					it.Close()
-					return err
-				}
-				topic = string(v)
-				names[id] = topic
-			}
 			eligible = !subscribed[topic]
 		}
 		if eligible && offsetExpired(&g, &o, a.clock, retentionMs) {
+			if found {
+				a.noteOffset(name, topic, p)
+			}
 			expired = append(expired, bytes.Clone(it.Key()))
 			touched = append(touched, id)
 			continue
@@ -538,6 +543,7 @@ func (a *Applier) expireGroup(name string, retentionMs int64) error {
 		return err
 	}
 	if remaining == 0 && empty {
+		a.noteGroup(name)
 		return a.b.Delete(groupKey(name))
 	}
 	return nil
@@ -559,7 +565,7 @@ func offsetExpired(g *Group, o *CommittedOffset, now, retentionMs int64) bool {
 
 // deleteTopicOffsets drops every group's committed offsets of topic id,
 // as Kafka does when a topic is deleted.
-func (a *Applier) deleteTopicOffsets(id TopicID) error {
+func (a *Applier) deleteTopicOffsets(topic string, id TopicID) error {
 	start, end := spanOf(append([]byte{prefixTopicGroup}, id[:]...))
 	it, err := a.b.NewIter(start, end)
 	if err != nil {
@@ -573,6 +579,9 @@ func (a *Applier) deleteTopicOffsets(id TopicID) error {
 		return err
 	}
 	for _, g := range groups {
+		if err := a.noteGroupOffsets(g, groupTopicOffsetPrefix(g, id), topic); err != nil {
+			return err
+		}
 		gs, ge := spanOf(groupTopicOffsetPrefix(g, id))
 		if err := a.b.DeleteRange(gs, ge); err != nil {
 			return err
@@ -618,6 +627,21 @@ func (v *View) Groups() ([]Group, error) {
 		gs = append(gs, g)
 	}
 	return gs, it.Error()
+}
+
+// GroupNames returns the name of every stored group, sorted, without
+// decoding their states (which hold every member's assignment).
+func (v *View) GroupNames() ([]string, error) {
+	it, err := v.r.NewIter([]byte{prefixGroup}, []byte{prefixGroup + 1})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var names []string
+	for ok := it.First(); ok; ok = it.Next() {
+		names = append(names, string(it.Key()[1:]))
+	}
+	return names, it.Error()
 }
 
 // CommittedOffset returns one committed offset of group; Topic is left

@@ -31,6 +31,11 @@ type Result struct {
 	// ProducerID and ProducerEpoch are set by AllocateProducerID.
 	ProducerID    int64
 	ProducerEpoch int16
+	// Offsets names every committed offset the command stored or
+	// deleted, and Groups every group whose state it stored or deleted
+	// (offset_notes.go), in apply order.
+	Offsets []OffsetRef
+	Groups  []string
 }
 
 // BatchResult is the outcome of one CommitBatch.

@@ -277,7 +277,7 @@ func (a *Applier) deleteTopic(c DeleteTopic) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := a.deleteTopicOffsets(t.ID); err != nil {
+	if err := a.deleteTopicOffsets(t.Name, t.ID); err != nil {
 		return Result{}, err
 	}
 	return Result{TopicID: t.ID}, nil

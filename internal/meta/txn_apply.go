@@ -458,13 +458,14 @@ func (a *Applier) settleTxnOffsets(group string, pid int64, commit bool) error {
 			continue
 		}
 		o := m.p.Offset
-		if _, ok, err := a.topicByID(o.TopicID); err != nil || !ok {
-			if err != nil {
-				return err
-			}
+		t, ok, err := a.topicByID(o.TopicID)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
-		if err := a.storeOffset(group, o.TopicID, &o); err != nil {
+		if err := a.storeOffset(group, t.Name, o.TopicID, &o); err != nil {
 			return err
 		}
 		stored = true

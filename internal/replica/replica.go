@@ -123,6 +123,12 @@ type Config struct {
 	// the log when the process restarts, so stopping loses nothing. Nil
 	// means log the error and exit with status 1.
 	FailStop func(err error)
+	// Applied, if set, is called after each applied batch with the
+	// results of the commands this run proposed in it (entries of
+	// earlier runs and dropped duplicates left out), in log order, from
+	// the goroutine that applies: it must not block. The agent derives
+	// the __consumer_offsets records from them (package offsetstopic).
+	Applied func(results []meta.Result)
 
 	// applyBatchEntries overrides the constant, for tests that compare
 	// batchings.
@@ -707,6 +713,7 @@ func (r *Replica) publish(next sharedlog.Pos, mine []meta.Outcome, changes meta.
 	var done []*entryWaiter
 	var doneResults [][]meta.Result
 	var fenced []*entryWaiter
+	var applied []meta.Result
 	r.mu.Lock()
 	r.mu.applied = next
 	if next > r.mu.knownTail {
@@ -722,6 +729,9 @@ func (r *Replica) publish(next sharedlog.Pos, mine []meta.Outcome, changes meta.
 			// A newer run with our writer id: it owns the id now.
 			r.mu.fenced = true
 		case h.Incarnation == inc && !out.Dropped:
+			if r.cfg.Applied != nil {
+				applied = append(applied, out.Results...)
+			}
 			if w, ok := r.mu.waiters[h.Seq]; ok {
 				delete(r.mu.waiters, h.Seq)
 				done = append(done, w)
@@ -747,6 +757,11 @@ func (r *Replica) publish(next sharedlog.Pos, mine []meta.Outcome, changes meta.
 	r.mu.Unlock()
 	close(ch)
 	r.watches.Notify(changes)
+	if len(applied) > 0 {
+		// Before the proposers learn their results: whoever they answer
+		// finds the change already noted.
+		r.cfg.Applied(applied)
+	}
 	for i, w := range done {
 		w.complete(doneResults[i])
 	}
