@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/auth"
 )
 
 // Sentinel errors. A connection's close reason (Observer.ConnClosed,
@@ -220,6 +222,29 @@ func (s *Server) ServeConnOn(ctx context.Context, nc net.Conn, l Listener) error
 	if err != nil {
 		return err
 	}
+	return s.serve(c)
+}
+
+// ServeConnAs is ServeConnOn for a client inside this process that
+// needs no authentication: every request on nc runs as principal p.
+// Nothing on the network reaches it; the agent's web console serves its
+// Kafka client through it (a net.Pipe), so the console works whatever
+// security protocols the listeners demand. l must be a PLAINTEXT
+// listener: a SASL one would ask p to authenticate.
+func (s *Server) ServeConnAs(ctx context.Context, nc net.Conn, l Listener, p auth.Principal) error {
+	if l.Protocol != auth.Plaintext {
+		nc.Close()
+		return fmt.Errorf("kafka: in-process connection on listener %s must be PLAINTEXT, not %v", l.Name, l.Protocol)
+	}
+	if err := l.check(); err != nil {
+		nc.Close()
+		return err
+	}
+	c, err := s.track(ctx, nc, l)
+	if err != nil {
+		return err
+	}
+	c.SetPrincipal(p)
 	return s.serve(c)
 }
 
