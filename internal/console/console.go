@@ -159,7 +159,10 @@ func New(cfg Config) (*Console, error) {
 		cfg.Logger = slog.Default()
 	}
 	cl, err := kgo.NewClient(append(cfg.Kafka[:len(cfg.Kafka):len(cfg.Kafka)],
-		kgo.ClientID("strand-console"), kgo.RequestTimeoutOverhead(kafkaTimeout))...)
+		kgo.ClientID("strand-console"), kgo.RequestTimeoutOverhead(kafkaTimeout),
+		// The offsets of a topic created a moment ago must not come
+		// from a cache that says it does not exist.
+		kgo.MetadataMinAge(10*time.Millisecond))...)
 	if err != nil {
 		return nil, fmt.Errorf("console: kafka client: %w", err)
 	}
@@ -250,9 +253,12 @@ func done(w http.ResponseWriter, r *http.Request, to, msg string) {
 	http.Redirect(w, r, to+"?msg="+url.QueryEscape(msg), http.StatusSeeOther)
 }
 
-// kafkaCtx bounds one page's Kafka calls.
+// kafkaCtx bounds one page's Kafka calls. It also makes kadm's topic
+// listings ask the agent rather than kgo's metadata cache (asking for the
+// authorized operations bypasses it), so a page shows a topic the moment
+// a form created or deleted it.
 func kafkaCtx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), kafkaTimeout)
+	return context.WithTimeout(kadm.WithAuthorizedOps(r.Context()), kafkaTimeout)
 }
 
 // pageOf returns the items of page n (from 1) of items, and the number
