@@ -119,9 +119,6 @@ type Snapshot struct {
 // Config configures a Console.
 type Config struct {
 	Cluster Cluster
-	// NodeID is the agent's node id: the one asked for stored sizes
-	// (DescribeLogDirs), which any agent knows for every partition.
-	NodeID int32
 	// Kafka are the options every Kafka client of the console starts
 	// from: seed brokers and the dialer that reaches the agent.
 	Kafka []kgo.Opt
@@ -285,7 +282,7 @@ func (p Pager) Next() int {
 }
 
 var funcs = template.FuncMap{
-	"bytes": formatBytes,
+	"bytes": FormatBytes,
 	"time": func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -297,8 +294,8 @@ var funcs = template.FuncMap{
 	"qe": url.QueryEscape,
 }
 
-// formatBytes shows n in binary units, as the agent's flags are shown.
-func formatBytes(n int64) string {
+// FormatBytes shows n in binary units, as the console's pages do.
+func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return strconv.FormatInt(n, 10) + " B"

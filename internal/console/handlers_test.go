@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandkafka/strand/internal/console"
 )
 
 // Record bytes, header keys and values are shown as text, never as
@@ -153,6 +156,26 @@ func TestConsoleBounds(t *testing.T) {
 		recs[i] = &kgo.Record{Topic: "t00", Value: []byte(fmt.Sprint("v", i))}
 	}
 	produce(t, cl, recs...)
+	// The stored size is the agent's (DescribeLogDirs), not zero.
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{"t00": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	for _, ds := range dirs {
+		if dp, ok := ds.LookupPartition("t00", 0); ok {
+			stored += dp.Size
+		}
+	}
+	if stored == 0 {
+		t.Fatal("DescribeLogDirs says t00 stores nothing")
+	}
+	_, body = get(t, a, "/console/topics/t00")
+	if want := `<td class="n">` + console.FormatBytes(stored) + `</td>`; !strings.Contains(body, want) {
+		t.Errorf("topic page does not show the stored size %s", want)
+	}
 	if code, _ := get(t, a, "/console/topics/t00/records?n=1000"); code != http.StatusBadRequest {
 		t.Errorf("n=1000: status %d, want 400", code)
 	}

@@ -203,23 +203,25 @@ func (c *Console) readRecords(ctx context.Context, d *recordsData) {
 
 func showRecord(rec *kgo.Record, format string) recordRow {
 	row := recordRow{Offset: rec.Offset, Timestamp: rec.Timestamp.UTC(),
-		Key: show(rec.Key, format), Value: show(rec.Value, format), Size: int64(len(rec.Key) + len(rec.Value))}
+		Key: show(rec.Key, format, false), Value: show(rec.Value, format, true), Size: int64(len(rec.Key) + len(rec.Value))}
 	for _, h := range rec.Headers {
-		row.Headers = append(row.Headers, shownHeader{Key: h.Key, Value: show(h.Value, format)})
+		row.Headers = append(row.Headers, shownHeader{Key: h.Key, Value: show(h.Value, format, false)})
 		row.Size += int64(len(h.Key) + len(h.Value))
 	}
 	return row
 }
 
 // show renders b as format asks; html/template escapes the result.
-func show(b []byte, format string) shownBytes {
+// Keys and header values are often plain strings, so only a value that
+// is not JSON when JSON was asked for gets a note saying so.
+func show(b []byte, format string, value bool) shownBytes {
 	if b == nil {
 		return shownBytes{Null: true}
 	}
 	var s shownBytes
 	if len(b) > maxShownBytes {
 		b = b[:maxShownBytes]
-		s.Note = fmt.Sprintf("first %s shown", formatBytes(maxShownBytes))
+		s.Note = fmt.Sprintf("first %s shown", FormatBytes(maxShownBytes))
 	}
 	note := func(n string) {
 		if s.Note != "" {
@@ -239,7 +241,7 @@ func show(b []byte, format string) shownBytes {
 		note("not UTF-8: shown as hex")
 	default:
 		s.Text = string(b)
-		if format == formatJSON {
+		if format == formatJSON && value {
 			note("not JSON: shown as text")
 		}
 	}

@@ -44,7 +44,11 @@ func (c *Console) handleTopics(w http.ResponseWriter, r *http.Request) {
 	names, n, pages := pageOf(all.Names(), r)
 	d := topicsData{Total: len(all), Pager: Pager{n, pages}}
 	if len(names) > 0 {
-		starts, ends, sizes, configs := c.topicStats(r, names)
+		shown := kadm.TopicDetails{}
+		for _, name := range names {
+			shown[name] = all[name]
+		}
+		starts, ends, sizes, configs := c.topicStats(r, shown)
 		for _, name := range names {
 			td := all[name]
 			row := topicRow{Name: name, Internal: td.IsInternal, Partitions: len(td.Partitions)}
@@ -57,9 +61,7 @@ func (c *Console) handleTopics(w http.ResponseWriter, r *http.Request) {
 				if ok1 && ok2 && s.Err == nil && e.Err == nil {
 					row.Records += e.Offset - s.Offset
 				}
-				if lp, ok := sizes.LookupPartition(name, p); ok {
-					row.Bytes += lp.Size
-				}
+				row.Bytes += sizes[name][p]
 			}
 			for _, rc := range configs {
 				if rc.Name != name {
@@ -77,19 +79,33 @@ func (c *Console) handleTopics(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "topics", page{Title: "Topics", Nav: "topics", Data: d})
 }
 
-// topicStats reads the offsets, sizes and configs of topics. A part that
-// fails stays empty: the page shows what it could read.
-func (c *Console) topicStats(r *http.Request, topics []string) (starts, ends kadm.ListedOffsets, sizes kadm.DescribedLogDirs, configs kadm.ResourceConfigs) {
+// topicStats reads the offsets, stored sizes and configs of topics. A
+// part that fails stays empty: the page shows what it could read.
+func (c *Console) topicStats(r *http.Request, topics kadm.TopicDetails) (starts, ends kadm.ListedOffsets, sizes map[string]map[int32]int64, configs kadm.ResourceConfigs) {
 	ctx, cancel := kafkaCtx(r)
 	defer cancel()
-	starts, _ = c.adm.ListStartOffsets(ctx, topics...)
-	ends, _ = c.adm.ListEndOffsets(ctx, topics...)
+	names := topics.Names()
+	starts, _ = c.adm.ListStartOffsets(ctx, names...)
+	ends, _ = c.adm.ListEndOffsets(ctx, names...)
+	// Each agent reports the partitions it leads, so every agent is
+	// asked, for these partitions only.
 	set := kadm.TopicsSet{}
-	for _, t := range topics {
-		set[t] = nil // every partition
+	for _, td := range topics {
+		for p := range td.Partitions {
+			set.Add(td.Topic, p)
+		}
 	}
-	sizes, _ = c.adm.DescribeBrokerLogDirs(ctx, c.cfg.NodeID, set)
-	configs, _ = c.adm.DescribeTopicConfigs(ctx, topics...)
+	sizes = map[string]map[int32]int64{}
+	dirs, _ := c.adm.DescribeAllLogDirs(ctx, set)
+	for _, ds := range dirs {
+		ds.EachPartition(func(dp kadm.DescribedLogDirPartition) {
+			if sizes[dp.Topic] == nil {
+				sizes[dp.Topic] = map[int32]int64{}
+			}
+			sizes[dp.Topic][dp.Partition] = dp.Size
+		})
+	}
+	configs, _ = c.adm.DescribeTopicConfigs(ctx, names...)
 	return
 }
 
@@ -137,7 +153,7 @@ func (c *Console) handleTopic(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, fmt.Errorf("topic %s: %w", name, err))
 		return
 	}
-	starts, ends, sizes, configs := c.topicStats(r, []string{name})
+	starts, ends, sizes, configs := c.topicStats(r, tds)
 	d := topicData{Name: name, Internal: td.IsInternal}
 	for _, p := range td.Partitions.Sorted() {
 		row := partitionRow{Partition: p.Partition, Leader: p.Leader}
@@ -149,9 +165,7 @@ func (c *Console) handleTopic(w http.ResponseWriter, r *http.Request) {
 		} else {
 			row.Records = e.Offset - s.Offset
 		}
-		if lp, ok := sizes.LookupPartition(name, p.Partition); ok {
-			row.Bytes = lp.Size
-		}
+		row.Bytes = sizes[name][p.Partition]
 		d.Records += row.Records
 		d.Bytes += row.Bytes
 		d.Partitions = append(d.Partitions, row)

@@ -1,5 +1,5 @@
 // Live throughput: polls the agent's byte counters every 2 s and draws
-// the rates of the last two minutes as an SVG sparkline. Counters, not
+// the rates of up to the last two minutes as an SVG sparkline. Counters, not
 // rates, come from the server, so a late poll cannot skew a rate.
 (function () {
   "use strict";
@@ -12,10 +12,11 @@
     while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
     return (i === 0 ? n.toFixed(0) : n.toFixed(1)) + " " + u[i];
   }
+  // The history so far spans the width; it holds at most keep polls.
   function points(xs, top) {
-    var step = w / (keep - 1), off = keep - xs.length;
+    var step = w / Math.max(1, xs.length - 1);
     return xs.map(function (v, i) {
-      return ((off + i) * step).toFixed(1) + "," + (h - 4 - (v / top) * (h - 8)).toFixed(1);
+      return (i * step).toFixed(1) + "," + (h - 4 - (v / top) * (h - 8)).toFixed(1);
     }).join(" ");
   }
   function draw() {
