@@ -51,7 +51,6 @@ func (a *Agent) startConsole() error {
 	seed := a.kafkaLn.Addr().String()
 	c, err := console.New(console.Config{
 		Cluster: consoleCluster{a},
-		NodeID:  a.cfg.NodeID,
 		Kafka: []kgo.Opt{
 			kgo.SeedBrokers(seed),
 			kgo.Dialer(a.consoleDial),
