@@ -147,7 +147,8 @@ func TestConsoleInChromium(t *testing.T) {
 	wantText(t, "topics", visibleText(t, ctx, base+"topics"), "orders", "retention.ms=3600000", "__consumer_offsets")
 
 	// A record with a header and a JSON value, browsed by offset.
-	produce(t, cl, &kgo.Record{Topic: "orders", Partition: 1, Key: []byte("order-1"),
+	manual := kafkaClient(t, a, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce(t, manual, &kgo.Record{Topic: "orders", Partition: 1, Key: []byte("order-1"),
 		Value:   []byte(`{"id":1,"item":"tea","qty":2}`),
 		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("abc123")}}})
 	text = visibleText(t, ctx, base+"topics/orders/records?partition=1&offset=0&format=json")
@@ -169,7 +170,7 @@ func TestConsoleInChromium(t *testing.T) {
 	for i := range 10 {
 		recs = append(recs, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte{byte('0' + i)}})
 	}
-	produce(t, kafkaClient(t, a, kgo.RecordPartitioner(kgo.ManualPartitioner())), recs...)
+	produce(t, manual, recs...)
 	consumeAndCommit(t, a, "billing", "orders", 4)
 	wantText(t, "groups", visibleText(t, ctx, base+"groups"), "billing", "Empty")
 	text = visibleText(t, ctx, base+"groups/billing")
