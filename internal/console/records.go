@@ -73,6 +73,10 @@ type recordsData struct {
 	// after the records shown.
 	Cut bool
 	Err string
+	// fromMs, when not -1, is the time asked for: ListOffsets names the
+	// batch that reaches it, whose first records may be older, so those
+	// are skipped.
+	fromMs int64
 }
 
 func (c *Console) handleRecords(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +98,7 @@ func (c *Console) handleRecords(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, fmt.Errorf("topic %s: %v", topic, td.Err))
 		return
 	}
-	d := recordsData{Topic: topic, Partitions: int32(len(td.Partitions)), Q: q, Next: -1}
+	d := recordsData{Topic: topic, Partitions: int32(len(td.Partitions)), Q: q, Next: -1, fromMs: -1}
 	if q.Partition < 0 || q.Partition >= d.Partitions {
 		c.fail(w, r, http.StatusBadRequest, fmt.Errorf("topic %s has partitions 0 to %d", topic, d.Partitions-1))
 		return
@@ -133,7 +137,7 @@ func (c *Console) handleRecords(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// No record at or after the time: the end.
-		d.Q.Offset = o.Offset
+		d.Q.Offset, d.fromMs = o.Offset, ms
 		if o.Offset < 0 {
 			d.Q.Offset = d.End
 		}
@@ -180,6 +184,10 @@ func (c *Console) readRecords(ctx context.Context, d *recordsData) {
 			if len(d.Records) == d.Q.N || rec.Offset >= d.End {
 				break
 			}
+			if d.fromMs >= 0 && len(d.Records) == 0 && rec.Timestamp.UnixMilli() < d.fromMs {
+				next = rec.Offset + 1
+				continue
+			}
 			size := len(rec.Key) + len(rec.Value)
 			for _, h := range rec.Headers {
 				size += len(h.Key) + len(h.Value)
@@ -198,6 +206,9 @@ func (c *Console) readRecords(ctx context.Context, d *recordsData) {
 	}
 	if next < d.End {
 		d.Next = next
+	}
+	if len(d.Records) > 0 {
+		d.Q.Offset = d.Records[0].Offset
 	}
 }
 
