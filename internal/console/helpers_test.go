@@ -24,11 +24,17 @@ const opTimeout = 60 * time.Second
 // with token as its admin token ("" for none), and stops it at cleanup.
 func startAgent(t *testing.T, token string) *agent.Agent {
 	t.Helper()
+	return startAgentWith(t, agent.Config{KafkaListen: "127.0.0.1:0", AdminToken: token})
+}
+
+// startAgentWith starts an agent with cfg, its own data directory and
+// HTTP on a kernel-chosen loopback port, and stops it at cleanup.
+func startAgentWith(t *testing.T, cfg agent.Config) *agent.Agent {
+	t.Helper()
+	cfg.DataDir, cfg.HTTPListen = t.TempDir(), "127.0.0.1:0"
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{
-		DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", AdminToken: token,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := agent.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -2,8 +2,6 @@ package console_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,20 +26,10 @@ func TestConsoleWithSASLAndACLs(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{
-		DataDir: t.TempDir(), Listeners: "SASL_PLAINTEXT://127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+	a := startAgentWith(t, agent.Config{
+		Listeners:         "SASL_PLAINTEXT://127.0.0.1:0",
 		SASLBootstrapUser: "admin", SASLBootstrapPasswordFile: pwFile,
 		Authorizer: "standard", SuperUsers: "User:admin",
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-		defer cancel()
-		a.Stop(ctx)
 	})
 
 	resp, body := post(t, a, "/console/topics", url.Values{"name": {"secure"}, "partitions": {"2"}})
@@ -63,7 +51,7 @@ func TestConsoleWithSASLAndACLs(t *testing.T) {
 
 	// Bob authenticates but has no ACL: the authorizer is on.
 	bob := kafkaClient(t, a, kgo.SASL(plain.Auth{User: "bob", Pass: "x"}.AsMechanism()))
-	ctx, cancel = context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	tds, err := kadm.NewClient(bob).ListTopics(ctx, "secure")
 	if err == nil && tds["secure"].Err == nil {

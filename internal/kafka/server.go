@@ -214,15 +214,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 // ServeConnOn is ServeConn for a connection accepted on a listener l
 // describes.
 func (s *Server) ServeConnOn(ctx context.Context, nc net.Conn, l Listener) error {
-	if err := l.check(); err != nil {
-		nc.Close()
-		return err
-	}
-	c, err := s.track(ctx, nc, l)
-	if err != nil {
-		return err
-	}
-	return s.serve(c)
+	return s.serveConn(ctx, nc, l, nil)
 }
 
 // ServeConnAs is ServeConnOn for a client inside this process that
@@ -236,6 +228,11 @@ func (s *Server) ServeConnAs(ctx context.Context, nc net.Conn, l Listener, p aut
 		nc.Close()
 		return fmt.Errorf("kafka: in-process connection on listener %s must be PLAINTEXT, not %v", l.Name, l.Protocol)
 	}
+	return s.serveConn(ctx, nc, l, &p)
+}
+
+// serveConn serves one connection, as principal p if not nil.
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, l Listener, p *auth.Principal) error {
 	if err := l.check(); err != nil {
 		nc.Close()
 		return err
@@ -244,7 +241,9 @@ func (s *Server) ServeConnAs(ctx context.Context, nc net.Conn, l Listener, p aut
 	if err != nil {
 		return err
 	}
-	c.SetPrincipal(p)
+	if p != nil {
+		c.SetPrincipal(*p)
+	}
 	return s.serve(c)
 }
 
