@@ -9,11 +9,17 @@ package agent
 // the listeners demand (TLS, SASL) and whatever the ACLs say, with no
 // credentials to configure or leak, and no one on the network can open
 // such a connection. Who may use the console's forms is decided as for
-// the admin API (checkAdmin). Addresses of other agents are dialed over
-// TCP as an anonymous client: only groups another agent coordinates need
-// that, and it works when that listener is PLAINTEXT and the authorizer
-// lets anonymous clients describe groups; otherwise the group page shows
-// the error, and the console of the coordinating agent shows the group.
+// the admin API (checkAdmin).
+//
+// Any agent serves any partition, but two things are per agent: a group
+// is coordinated by one agent, and DescribeLogDirs reports the
+// partitions the answering agent leads. So when the other agents are
+// reachable as this console could reach them (the first listener is
+// PLAINTEXT and no authorizer is on), their addresses are dialed over
+// TCP as an anonymous client. Otherwise every address leads to this
+// agent: topics and records all work, while a group another agent
+// coordinates answers NOT_COORDINATOR (the console of that agent shows
+// it) and stored sizes cover the partitions this agent leads.
 
 import (
 	"context"
@@ -67,12 +73,12 @@ func (a *Agent) startConsole() error {
 }
 
 // consoleDial connects the console's Kafka client: in process to this
-// agent, over TCP to any other.
+// agent, over TCP to another when that can work.
 func (a *Agent) consoleDial(ctx context.Context, network, addr string) (net.Conn, error) {
 	first := a.listeners[0]
 	self := addr == a.kafkaLn.Addr().String() ||
 		(first.endpoint.Host != "" && addr == net.JoinHostPort(first.endpoint.Host, strconv.Itoa(int(first.endpoint.Port))))
-	if !self {
+	if !self && first.protocol == auth.Plaintext && a.cfg.Authorizer == "" {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
