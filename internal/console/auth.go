@@ -55,7 +55,7 @@ func (c *Console) admin(h http.HandlerFunc) http.HandlerFunc {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if code, err := c.cfg.Authorize(withCookieToken(r)); err != nil {
 			c.render(w, r, code, "message", page{Title: "Not allowed", Data: messageData{
-				Code: code, Err: err.Error(), Login: code == http.StatusUnauthorized, Next: r.Referer(),
+				Code: code, Err: err.Error(), Login: code == http.StatusUnauthorized, Next: refererPath(r),
 			}})
 			return
 		}
@@ -130,4 +130,14 @@ func safeNext(next string) string {
 		return Prefix
 	}
 	return u.Path
+}
+
+// refererPath is the path of the page r was sent from, for a login to
+// return to; fromSameOrigin has checked it is this console's.
+func refererPath(r *http.Request) string {
+	ref, err := url.Parse(r.Referer())
+	if err != nil {
+		return Prefix
+	}
+	return safeNext(ref.Path)
 }

@@ -208,6 +208,36 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 }
 
+// With an admin token, a form is refused until the user logs in; the
+// login page's cookie then carries the token, and the form goes through.
+func TestConsoleLoginInChromium(t *testing.T) {
+	ctx := browser(t)
+	const token = "browser-token-99"
+	a := startAgent(t, token)
+	base := "http://" + a.HTTPAddr() + "/console/"
+	create := []chromedp.Action[chromedp.Void]{
+		chromedp.SetValue(chromedp.CSS(`input[name=name]`), "guarded"),
+		chromedp.Click(chromedp.CSS(`form[action="/console/topics"] button`)),
+	}
+	run(t, ctx, "open topics", chromedp.Navigate(base+"topics"))
+	// 401: RunResponse wants 200, so wait for the refusal's link.
+	run(t, ctx, "create without logging in", append(create, chromedp.WaitVisible(chromedp.CSS(`main a[href^="/console/login?"]`)))...)
+	wantText(t, "refusal", read(t, ctx, "refusal", chromedp.Text(chromedp.CSS("main"))), "Log in needed", "bearer token")
+	if topicExists(t, kadm.NewClient(kafkaClient(t, a)), "guarded") {
+		t.Fatal("the form created the topic without the token")
+	}
+	submit(t, ctx, "follow the login link", chromedp.Click(chromedp.CSS(`main a[href^="/console/login?"]`)))
+	submit(t, ctx, "log in",
+		chromedp.SetValue(chromedp.CSS(`input[name=token]`), token),
+		chromedp.Click(chromedp.CSS(`form[action="/console/login"] button`)),
+	)
+	if loc := read(t, ctx, "location", chromedp.Location()); !strings.HasPrefix(loc, base+"topics?") {
+		t.Errorf("the login led to %s, want back to the topics page", loc)
+	}
+	submit(t, ctx, "create logged in", create...)
+	wantText(t, "created", read(t, ctx, "created", chromedp.Text(chromedp.CSS("main"))), "topic created", "Topic guarded")
+}
+
 // consumeAndCommit has group consume topic's partition 0 and commit
 // offset n, then leave: the group is then empty with that commit.
 func consumeAndCommit(t *testing.T, a *agent.Agent, group, topic string, n int64) {

@@ -291,7 +291,6 @@ var funcs = template.FuncMap{
 	},
 	"ms": func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") },
 	"pe": url.PathEscape,
-	"qe": url.QueryEscape,
 }
 
 // FormatBytes shows n in binary units, as the console's pages do.
