@@ -151,6 +151,15 @@ func TestConsoleBounds(t *testing.T) {
 		t.Errorf("second topics page lists %d topics, want 11", n)
 	}
 
+	createTopic(t, adm, 120, "wide")
+	_, body = get(t, a, "/console/topics/wide?page=3")
+	if n := strings.Count(body, `/console/topics/wide/records?partition=`); n != 20 {
+		t.Errorf("third partitions page of 120 lists %d partitions, want 20", n)
+	}
+	if !strings.Contains(body, "120 partitions") || !strings.Contains(body, "page 3 of 3") {
+		t.Error("the topic page does not count all 120 partitions or lacks its pager")
+	}
+
 	recs := make([]*kgo.Record, 150)
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: "t00", Value: []byte(fmt.Sprint("v", i))}

@@ -126,13 +126,17 @@ type configRow struct {
 }
 
 type topicData struct {
-	Name       string
-	Internal   bool
-	Partitions []partitionRow
-	Records    int64
-	Bytes      int64
-	Configs    []configRow
-	ConfigErr  string
+	Name     string
+	Internal bool
+	// Partitions are this page's; NumPartitions, Records and Bytes
+	// count them all.
+	Partitions    []partitionRow
+	NumPartitions int
+	Pager
+	Records   int64
+	Bytes     int64
+	Configs   []configRow
+	ConfigErr string
 }
 
 func (c *Console) handleTopic(w http.ResponseWriter, r *http.Request) {
@@ -170,6 +174,8 @@ func (c *Console) handleTopic(w http.ResponseWriter, r *http.Request) {
 		d.Bytes += row.Bytes
 		d.Partitions = append(d.Partitions, row)
 	}
+	d.NumPartitions = len(d.Partitions)
+	d.Partitions, d.Page, d.Pages = pageOf(d.Partitions, r)
 	for _, rc := range configs {
 		if rc.Err != nil {
 			d.ConfigErr = rc.Err.Error()
