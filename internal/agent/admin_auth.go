@@ -49,35 +49,44 @@ func (a *Agent) adminToken() (string, error) {
 // ifAdmin lets h run only for an authenticated caller.
 func (a *Agent) ifAdmin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
-			h(w, r)
-			return
-		}
-		want, err := a.adminToken()
+		code, err := a.checkAdmin(r)
 		if err != nil {
-			a.logger.Error("admin call refused: the token cannot be read", "err", err)
-			writeError(w, http.StatusInternalServerError, errors.New("the agent cannot read its admin token"))
-			return
-		}
-		if want == "" {
-			if a.adminOpenOnLoopback() {
-				h(w, r)
-				return
+			if code == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="strand admin"`)
 			}
-			writeError(w, http.StatusForbidden, errNoAdminAuth)
-			return
-		}
-		got, ok := bearerToken(r)
-		// Hashes first: ConstantTimeCompare returns at once on a length
-		// mismatch, which would tell the token's length.
-		gh, wh := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
-		if !ok || subtle.ConstantTimeCompare(gh[:], wh[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="strand admin"`)
-			writeError(w, http.StatusUnauthorized, errors.New("a valid bearer token is required (Authorization: Bearer <token>)"))
+			writeError(w, code, err)
 			return
 		}
 		h(w, r)
 	}
+}
+
+// checkAdmin decides whether r comes from an authenticated caller: nil,
+// or the HTTP status and error to refuse it with. The web console asks
+// it too (console.Config.Authorize), so both decide alike.
+func (a *Agent) checkAdmin(r *http.Request) (int, error) {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return http.StatusOK, nil
+	}
+	want, err := a.adminToken()
+	if err != nil {
+		a.logger.Error("admin call refused: the token cannot be read", "err", err)
+		return http.StatusInternalServerError, errors.New("the agent cannot read its admin token")
+	}
+	if want == "" {
+		if a.adminOpenOnLoopback() {
+			return http.StatusOK, nil
+		}
+		return http.StatusForbidden, errNoAdminAuth
+	}
+	got, ok := bearerToken(r)
+	// Hashes first: ConstantTimeCompare returns at once on a length
+	// mismatch, which would tell the token's length.
+	gh, wh := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	if !ok || subtle.ConstantTimeCompare(gh[:], wh[:]) != 1 {
+		return http.StatusUnauthorized, errors.New("a valid bearer token is required (Authorization: Bearer <token>)")
+	}
+	return http.StatusOK, nil
 }
 
 // adminOpenOnLoopback reports whether unauthenticated mutating calls

@@ -209,10 +209,20 @@ func (a *Agent) ifReady(h http.HandlerFunc) http.HandlerFunc {
 func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
 	defer cancel()
+	st, code, err := a.logStatus(ctx)
+	if err != nil {
+		writeError(w, code, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// logStatus is GET /v1/log/status's answer, or its error and HTTP
+// status. The web console shows it too (console.go).
+func (a *Agent) logStatus(ctx context.Context) (LogStatus, int, error) {
 	tail, sealed, err := a.log.CheckTail(ctx)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, fmt.Errorf("log tail: %w", err))
-		return
+		return LogStatus{}, http.StatusBadGateway, fmt.Errorf("log tail: %w", err)
 	}
 	// Read after the tail, so the chain is at least as new.
 	c := a.log.Chain()
@@ -228,8 +238,7 @@ func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	if st.Agents, err = a.agentLeases(); err != nil {
-		writeError(w, http.StatusInternalServerError, fmt.Errorf("agent table: %w", err))
-		return
+		return LogStatus{}, http.StatusInternalServerError, fmt.Errorf("agent table: %w", err)
 	}
 	snap, err := replica.LatestSnapshot(ctx, a.store, SnapshotPrefix)
 	switch {
@@ -240,7 +249,7 @@ func (a *Agent) handleLogStatus(w http.ResponseWriter, r *http.Request) {
 		s := snapshotStatus(snap)
 		st.Snapshot = &s
 	}
-	writeJSON(w, http.StatusOK, st)
+	return st, http.StatusOK, nil
 }
 
 // agentLeases reads the agent table from the local copy.

@@ -38,6 +38,7 @@ import (
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/compact"
+	"github.com/strandkafka/strand/internal/console"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
@@ -111,6 +112,8 @@ type Agent struct {
 	// offsetsResynced is closed when the writer has rewritten the
 	// records of the groups this agent coordinated at start.
 	offsetsResynced <-chan struct{}
+	// console is the web console (console.go); nil without HTTP.
+	console *console.Console
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -436,6 +439,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, err
 	}
+	// The web console's in-process connections (console.go).
+	aclCfg.SuperUsers = append(aclCfg.SuperUsers, consolePrincipal)
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
@@ -492,6 +497,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 				}
 			}
 		}()
+	}
+	if a.httpLn != nil {
+		if err := a.startConsole(); err != nil {
+			return nil, err
+		}
 	}
 	a.ready.Store(true)
 	logger.Info("strand agent serving",
@@ -601,6 +611,9 @@ func (a *Agent) Stop(ctx context.Context) error {
 
 func (a *Agent) closeAll(ctx context.Context) error {
 	var errs []error
+	if a.console != nil {
+		a.console.Close() // first: its client would reconnect to the closing server
+	}
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("kafka shutdown: %w", err))
@@ -697,6 +710,7 @@ func (a *Agent) startHTTP() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	a.mountAdmin(mux)
 	a.mountPprof(mux)
+	a.mountConsole(mux)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if a.cfg.HTTPTLS {
 		if err := a.serveHTTPOverTLS(); err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/auth"
 )
 
 // Sentinel errors. A connection's close reason (Observer.ConnClosed,
@@ -225,6 +227,25 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) error {
 // ServeConnOn is ServeConn for a connection accepted on a listener l
 // describes.
 func (s *Server) ServeConnOn(ctx context.Context, nc net.Conn, l Listener) error {
+	return s.serveConn(ctx, nc, l, nil)
+}
+
+// ServeConnAs is ServeConnOn for a client inside this process that
+// needs no authentication: every request on nc runs as principal p.
+// Nothing on the network reaches it; the agent's web console serves its
+// Kafka client through it (a net.Pipe), so the console works whatever
+// security protocols the listeners demand. l must be a PLAINTEXT
+// listener: a SASL one would ask p to authenticate.
+func (s *Server) ServeConnAs(ctx context.Context, nc net.Conn, l Listener, p auth.Principal) error {
+	if l.Protocol != auth.Plaintext {
+		nc.Close()
+		return fmt.Errorf("kafka: in-process connection on listener %s must be PLAINTEXT, not %v", l.Name, l.Protocol)
+	}
+	return s.serveConn(ctx, nc, l, &p)
+}
+
+// serveConn serves one connection, as principal p if not nil.
+func (s *Server) serveConn(ctx context.Context, nc net.Conn, l Listener, p *auth.Principal) error {
 	if err := l.check(); err != nil {
 		nc.Close()
 		return err
@@ -232,6 +253,9 @@ func (s *Server) ServeConnOn(ctx context.Context, nc net.Conn, l Listener) error
 	c, err := s.track(ctx, nc, l)
 	if err != nil {
 		return err
+	}
+	if p != nil {
+		c.SetPrincipal(*p)
 	}
 	return s.serve(c)
 }

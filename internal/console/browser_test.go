@@ -1,0 +1,360 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/agent"
+)
+
+var screenshotDir = flag.String("screenshots", "", "TestConsoleScreenshots writes the README's console screenshots (PNG) into this directory")
+
+// browser starts headless Chromium for the test. Without Chromium the
+// test is skipped, except in CI (CI=true), where it fails: CI installs
+// it (scripts/test).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed; CI must have it (scripts/test installs it)")
+		}
+		t.Skip("chromium is not installed")
+	}
+	// Flags that work as root in a container: no sandbox, no GPU, no
+	// /dev/shm (small in containers).
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.Flag("headless", "new"),
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1200, 800),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	// Start the browser now, so its start-up is not charged to a step.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+// run runs browser steps with a step timeout.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// submit runs steps that end in submitting a form, and waits for the
+// page the form leads to.
+func submit(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, steps...)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if resp.Status != 200 {
+		t.Fatalf("%s: status %d", what, resp.Status)
+	}
+}
+
+// read runs a browser action that reads a value, with a step timeout.
+func read[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// visibleText opens url and returns the page's visible text.
+func visibleText(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	run(t, ctx, "open "+url, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS("main")))
+	return read(t, ctx, "text of "+url, chromedp.Text(chromedp.CSS("main")))
+}
+
+func wantText(t *testing.T, page, text string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s page does not show %q; it shows:\n%s", page, w, text)
+		}
+	}
+}
+
+// TestConsoleInChromium drives the console as a user would: every page
+// renders, a topic created through the form appears, a produced record
+// is shown as JSON and as hex, a group's lag shows once its consumer
+// committed part way, and an offset reset moves the committed offsets.
+func TestConsoleInChromium(t *testing.T) {
+	ctx := browser(t)
+	a := startAgent(t, "")
+	base := "http://" + a.HTTPAddr() + "/console/"
+	cl := kafkaClient(t, a)
+	adm := kadm.NewClient(cl)
+
+	text := visibleText(t, ctx, "http://"+a.HTTPAddr()+"/") // redirects to the console
+	wantText(t, "cluster", text, "Agents", "live", "Shared log chain", "active", "Throughput")
+
+	// Create a topic through the form.
+	run(t, ctx, "open topics", chromedp.Navigate(base+"topics"))
+	submit(t, ctx, "create topic",
+		chromedp.SetValue(chromedp.CSS(`input[name=name]`), "orders"),
+		chromedp.SetValue(chromedp.CSS(`input[name=partitions]`), "3"),
+		chromedp.SetValue(chromedp.CSS(`textarea[name=configs]`), "retention.ms=3600000"),
+		chromedp.Click(chromedp.CSS(`form[action="/console/topics"] button`)),
+	)
+	msg := read(t, ctx, "new topic page", chromedp.Text(chromedp.CSS(`main`)))
+	wantText(t, "new topic", msg, "topic created", "Topic orders", "3 partitions", "retention.ms", "3600000")
+	if !topicExists(t, adm, "orders") {
+		t.Fatal("the form did not create the topic")
+	}
+	wantText(t, "topics", visibleText(t, ctx, base+"topics"), "orders", "retention.ms=3600000", "__consumer_offsets")
+
+	// A record with a header and a JSON value, browsed by offset.
+	manual := kafkaClient(t, a, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce(t, manual, &kgo.Record{Topic: "orders", Partition: 1, Key: []byte("order-1"),
+		Value:   []byte(`{"id":1,"item":"tea","qty":2}`),
+		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("abc123")}}})
+	text = visibleText(t, ctx, base+"topics/orders/records?partition=1&offset=0&format=json")
+	wantText(t, "records as JSON", text, "offset 0", "order-1", "trace-id", "abc123", `"item": "tea"`, `"qty": 2`)
+	submit(t, ctx, "switch to hex",
+		chromedp.SetValue(chromedp.CSS(`select[name=format]`), "hex"),
+		chromedp.Click(chromedp.CSS(`main form button`)),
+	)
+	msg = read(t, ctx, "location", chromedp.Location())
+	hexText := read(t, ctx, "hex page", chromedp.Text(chromedp.CSS(`main`)))
+	if !strings.Contains(msg, "format=hex") {
+		t.Errorf("the format form led to %s", msg)
+	}
+	// `{"id":1,` in hex, as hex.Dump spaces it.
+	wantText(t, "records as hex", hexText, "7b 22 69 64 22 3a 31 2c", "61 62 63 31 32 33")
+
+	// A group that committed 4 of 10 records of partition 0.
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte{byte('0' + i)}})
+	}
+	produce(t, manual, recs...)
+	consumeAndCommit(t, a, "billing", "orders", 4)
+	wantText(t, "groups", visibleText(t, ctx, base+"groups"), "billing", "Empty")
+	text = visibleText(t, ctx, base+"groups/billing")
+	wantText(t, "group", text, "Empty", "Reset offsets")
+	// The rows go by partition: orders/0 first.
+	row := read(t, ctx, "lag row", chromedp.Text(chromedp.CSS(`table.lag tbody tr`)))
+	if f := strings.Fields(row); len(f) < 6 || f[0] != "orders" || f[1] != "0" || f[2] != "4" || f[5] != "6" {
+		t.Errorf("lag row of orders/0 %q, want committed 4 and lag 6 (10 records)", row)
+	}
+	// And the one uncommitted record of orders/1.
+	lag := read(t, ctx, "lag", chromedp.Text(chromedp.CSS(`#total-lag`)))
+	if lag != "7" {
+		t.Errorf("total lag %q, want 7", lag)
+	}
+
+	// Reset to the earliest offsets: the lag becomes the whole topic.
+	submit(t, ctx, "reset offsets",
+		chromedp.SetValue(chromedp.CSS(`form[action$="/reset"] select[name=to]`), "earliest"),
+		chromedp.Click(chromedp.CSS(`form[action$="/reset"] button`)),
+	)
+	msg = read(t, ctx, "notice", chromedp.Text(chromedp.CSS(`p.msg`)))
+	lag = read(t, ctx, "lag", chromedp.Text(chromedp.CSS(`#total-lag`)))
+	wantText(t, "reset", msg, "reset to earliest")
+	if lag != "11" {
+		t.Errorf("total lag after the reset %q, want 11 (every record of orders)", lag)
+	}
+	octx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	offs, err := adm.FetchOffsets(octx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := offs.Lookup("orders", 0); o.At != 0 {
+		t.Errorf("committed offset of orders/0 after the reset: %d, want 0", o.At)
+	}
+}
+
+// With an admin token, a form is refused until the user logs in; the
+// login page's cookie then carries the token, and the form goes through.
+func TestConsoleLoginInChromium(t *testing.T) {
+	ctx := browser(t)
+	const token = "browser-token-99"
+	a := startAgent(t, token)
+	base := "http://" + a.HTTPAddr() + "/console/"
+	create := []chromedp.Action[chromedp.Void]{
+		chromedp.SetValue(chromedp.CSS(`input[name=name]`), "guarded"),
+		chromedp.Click(chromedp.CSS(`form[action="/console/topics"] button`)),
+	}
+	run(t, ctx, "open topics", chromedp.Navigate(base+"topics"))
+	// 401: RunResponse wants 200, so wait for the refusal's link.
+	run(t, ctx, "create without logging in", append(create, chromedp.WaitVisible(chromedp.CSS(`main a[href^="/console/login?"]`)))...)
+	wantText(t, "refusal", read(t, ctx, "refusal", chromedp.Text(chromedp.CSS("main"))), "Log in needed", "bearer token")
+	if topicExists(t, kadm.NewClient(kafkaClient(t, a)), "guarded") {
+		t.Fatal("the form created the topic without the token")
+	}
+	submit(t, ctx, "follow the login link", chromedp.Click(chromedp.CSS(`main a[href^="/console/login?"]`)))
+	submit(t, ctx, "log in",
+		chromedp.SetValue(chromedp.CSS(`input[name=token]`), token),
+		chromedp.Click(chromedp.CSS(`form[action="/console/login"] button`)),
+	)
+	if loc := read(t, ctx, "location", chromedp.Location()); !strings.HasPrefix(loc, base+"topics?") {
+		t.Errorf("the login led to %s, want back to the topics page", loc)
+	}
+	submit(t, ctx, "create logged in", create...)
+	wantText(t, "created", read(t, ctx, "created", chromedp.Text(chromedp.CSS("main"))), "topic created", "Topic guarded")
+}
+
+// consumeAndCommit has group consume topic's partition 0 and commit
+// offset n, then leave: the group is then empty with that commit.
+func consumeAndCommit(t *testing.T, a *agent.Agent, group, topic string, n int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	for got := int64(0); got < n; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consuming: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Partition == 0 {
+				got++
+			}
+		})
+	}
+	var commitErr error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: n}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			commitErr = err
+			for _, tp := range resp.Topics {
+				for _, p := range tp.Partitions {
+					commitErr = errors.Join(commitErr, kerr.ErrorForCode(p.ErrorCode))
+				}
+			}
+		})
+	if commitErr != nil {
+		t.Fatalf("commit: %v", commitErr)
+	}
+}
+
+// TestConsoleScreenshots writes the README's screenshots of the console
+// when -screenshots DIR is given:
+//
+//	go test ./internal/console -run TestConsoleScreenshots -screenshots $PWD/docs/console
+//
+// (go test runs in the package's directory: give an absolute path.)
+func TestConsoleScreenshots(t *testing.T) {
+	if *screenshotDir == "" {
+		t.Skip("no -screenshots DIR")
+	}
+	ctx := browser(t)
+	a := startAgent(t, "")
+	base := "http://" + a.HTTPAddr() + "/console/"
+	cl := kafkaClient(t, a)
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, 6, "orders", "payments")
+	createTopic(t, adm, 3, "audit-log")
+	var recs []*kgo.Record
+	for i := range 300 {
+		recs = append(recs, &kgo.Record{Topic: "orders", Key: []byte("order-" + string(rune('a'+i%26))),
+			Value:   []byte(`{"id":` + strconv.Itoa(i) + `,"item":"tea","qty":2,"customer":{"name":"Ada","tier":"gold"}}`),
+			Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("4bf92f3577b34da6")}, {Key: "content-type", Value: []byte("application/json")}}})
+	}
+	produce(t, cl, recs...)
+	consumeAndCommit(t, a, "billing", "orders", 20)
+
+	// Traffic while the cluster page draws its chart.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			var batch []*kgo.Record
+			for j := range 20 + (i%7)*10 {
+				batch = append(batch, &kgo.Record{Topic: "payments", Value: []byte(strings.Repeat("x", 512+j))})
+			}
+			cl.ProduceSync(ctx, batch...)
+			cancel()
+		}
+	}()
+	// And a consumer reading it, for the outgoing bytes.
+	go func() {
+		reader := kafkaClient(t, a, kgo.ConsumeTopics("payments"))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			reader.PollFetches(ctx)
+			cancel()
+		}
+	}()
+	shoot := func(name, url string, wait time.Duration) {
+		run(t, ctx, "open "+name,
+			chromedp.EmulateViewport(1200, 760),
+			chromedp.Navigate(url),
+			chromedp.WaitReady(chromedp.CSS("main")),
+			chromedp.Sleep(wait), // only for the picture: the chart's polls
+		)
+		png := read(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot())
+		if err := os.WriteFile(filepath.Join(*screenshotDir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(*screenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shoot("cluster", base, 30*time.Second)
+	close(stop)
+	<-done
+	shoot("topic", base+"topics/orders", 0)
+	shoot("records", base+"topics/orders/records?partition=0&offset=0&n=5&format=json", 0)
+	shoot("group", base+"groups/billing", 0)
+}
