@@ -219,7 +219,6 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 }
 
 // TopicDescription is one topic of `topic describe --format json|yaml`.
-// (The --http storage levels are text only.)
 type TopicDescription struct {
 	Name       string                 `json:"name" yaml:"name"`
 	ID         string                 `json:"id" yaml:"id"`
@@ -229,6 +228,27 @@ type TopicDescription struct {
 	Configs    []TopicConfig          `json:"configs" yaml:"configs"`
 	// ConfigsError says why Configs is empty, if it is for an error.
 	ConfigsError string `json:"configs_error,omitempty" yaml:"configs_error,omitempty"`
+	// With --http: the agent's answers as they are (agent.TopicStorage,
+	// and agent.TopicCompaction for a compacted topic), or why not.
+	Storage         any    `json:"storage,omitempty" yaml:"storage,omitempty"`
+	StorageError    string `json:"storage_error,omitempty" yaml:"storage_error,omitempty"`
+	Compaction      any    `json:"compaction,omitempty" yaml:"compaction,omitempty"`
+	CompactionError string `json:"compaction_error,omitempty" yaml:"compaction_error,omitempty"`
+}
+
+// addStorage adds what --http shows: a failed request shows in the
+// output, as the other listings' do.
+func (d *TopicDescription) addStorage(ctx context.Context, o *adminOptions, configs kadm.ResourceConfigs) {
+	if st, err := fetchStorageLevels(ctx, o, d.Name); err != nil {
+		d.StorageError = err.Error()
+	} else {
+		d.Storage = jsonShaped{st}
+	}
+	if tc, err := fetchCompaction(ctx, o, configs, d.Name); err != nil {
+		d.CompactionError = err.Error()
+	} else if tc != nil {
+		d.Compaction = jsonShaped{tc}
+	}
 }
 
 // PartitionDescription is one partition of a described topic. Offsets
@@ -296,7 +316,11 @@ offset index entries and the data objects they point into, level 0
 			if *format != OutputText {
 				descs := make([]TopicDescription, 0, len(topics))
 				for _, topic := range topics {
-					descs = append(descs, describeTopic(details[topic], starts, startErr, ends, endErr, configs, cfgErr, sizes, sizeErr))
+					d := describeTopic(details[topic], starts, startErr, ends, endErr, configs, cfgErr, sizes, sizeErr)
+					if storage.HTTP != "" {
+						d.addStorage(cmd.Context(), &storage, configs)
+					}
+					descs = append(descs, d)
 				}
 				return writeOutput(cmd.OutOrStdout(), *format, descs, nil)
 			}
@@ -400,9 +424,8 @@ func describeTopic(d kadm.TopicDetail, starts kadm.ListedOffsets, startErr error
 // partition, by compaction level, as the agent at o.HTTP holds them; a
 // failed request shows in the output, as the other listings' do.
 func printStorageLevels(ctx context.Context, w io.Writer, o *adminOptions, topic string) error {
-	var st agent.TopicStorage
-	path := strings.Replace(agent.PathTopicStorage, "{name}", url.PathEscape(topic), 1)
-	if err := o.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+	st, err := fetchStorageLevels(ctx, o, topic)
+	if err != nil {
 		_, werr := fmt.Fprintf(w, "STORAGE  error: %v\n", err)
 		return werr
 	}
@@ -413,6 +436,17 @@ func printStorageLevels(ctx context.Context, w io.Writer, o *adminOptions, topic
 			fmt.Sprintf("%d entries in %d objects", p.CompactedEntries, p.CompactedObjects))
 	}
 	return t.flush()
+}
+
+// fetchStorageLevels asks the agent at o.HTTP for a topic's index
+// entries and objects per partition.
+func fetchStorageLevels(ctx context.Context, o *adminOptions, topic string) (*agent.TopicStorage, error) {
+	var st agent.TopicStorage
+	path := strings.Replace(agent.PathTopicStorage, "{name}", url.PathEscape(topic), 1)
+	if err := o.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // topicSizes holds the stored bytes of each partition, by topic, summed
