@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -149,12 +148,7 @@ func TestLogCommands(t *testing.T) {
 func TestLogMigrateUnreachable(t *testing.T) {
 	a := startAgent(t)
 	http := "--http=" + a.HTTPAddr()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := "postgres://strand@" + ln.Addr().String() + "/strand?log=unreachable"
-	ln.Close() // nothing listens there now
+	to := "postgres://strand@" + closedPort(t) + "/strand?log=unreachable"
 
 	r := runLog(t, "migrate", http, "--to", to)
 	if !errors.Is(r.err, ErrAgent) || !strings.Contains(r.err.Error(), "502") || !strings.Contains(r.err.Error(), "connection refused") {
