@@ -56,8 +56,8 @@ func NewProduceCommand() *cobra.Command {
 		Long: "Produce one record per line of stdin (without the newline). With -k SEP, the text\n" +
 			"before the first SEP is the key and the rest the value; a line without SEP has no key.\n" +
 			"With -f LAYOUT, stdin is read as records in rpk's format language instead, e.g.\n" +
-			"  -f '%k %v\\n'                  key, space, value, newline\n" +
-			"  -f '%d %k %H %h{%k=%v }%v\\n'  timestamp, key, headers, value\n" +
+			"  -f '%k %v\\n'                   key, space, value, newline\n" +
+			"  -f '%d %k %H %h{%k=%v }%v\\n'   timestamp, key, headers, value\n" +
 			"  -f '%v{json}'                  one JSON value after another\n" +
 			"A record that names its topic (%t) or partition (%p) goes there. Records are sent\n" +
 			"asynchronously and flushed at EOF; a summary goes to stderr, and if any record failed\n" +
