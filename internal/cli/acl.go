@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -245,8 +246,12 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 	do func(context.Context, *kadm.Client, *kadm.ACLBuilder) ([]aclResult, error),
 ) *cobra.Command {
 	var f aclFlags
+	var format *string
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkOutputFormat(*format); err != nil {
+			return err
+		}
 		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.allow) == 0 && !f.cluster {
 			return fmt.Errorf("%w: name a resource or a --principal; unset flags match every ACL", ErrUsage)
 		}
@@ -264,18 +269,36 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 			return fmt.Errorf("%s ACLs: %w", cmd.Name(), err)
 		}
 		var rows [][]any
+		listing := []ACLListing{}
 		for _, r := range res {
 			if r.err != nil {
 				return fmt.Errorf("%s ACLs: %s", cmd.Name(), errText(r.err, r.msg))
 			}
 			for _, d := range r.acls {
-				rows = append(rows, aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
+				row := aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission)
+				rows = append(rows, row)
+				listing = append(listing, ACLListing{Principal: d.Principal, Host: d.Host, ResourceType: d.Type.String(),
+					ResourceName: d.Name, PatternType: d.Pattern.String(), Operation: d.Operation.String(), Permission: d.Permission.String()})
 			}
 		}
-		return printACLRows(cmd, rows)
+		slices.SortFunc(listing, func(a, b ACLListing) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+		return writeOutput(cmd.OutOrStdout(), *format, listing, func(io.Writer) error { return printACLRows(cmd, rows) })
 	}
 	f.register(cmd.Flags(), false)
+	format = addOutputFlag(cmd)
 	return cmd
+}
+
+// ACLListing is one ACL of `acl list` and `acl delete` with --format
+// json|yaml, named as kafka-acls names the parts.
+type ACLListing struct {
+	Principal    string `json:"principal" yaml:"principal"`
+	Host         string `json:"host" yaml:"host"`
+	ResourceType string `json:"resource_type" yaml:"resource_type"`
+	ResourceName string `json:"resource_name" yaml:"resource_name"`
+	PatternType  string `json:"pattern_type" yaml:"pattern_type"`
+	Operation    string `json:"operation" yaml:"operation"`
+	Permission   string `json:"permission" yaml:"permission"`
 }
 
 func aclHeaders(extra ...string) []string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -347,7 +348,9 @@ func (o *consumeOptions) run(ctx context.Context, topics []string, stdout, stder
 	defer cl.Close()
 
 	out := bufio.NewWriterSize(stdout, outBufBytes)
-	printed, loopErr := o.poll(pollCtx, cl, tracker, format, out)
+	prog := newProgress(stderr, stdout)
+	printed, loopErr := o.poll(pollCtx, cl, tracker, format, out, prog)
+	prog.clear()
 	if err := out.Flush(); err != nil && loopErr == nil {
 		loopErr = fmt.Errorf("write output: %w", err)
 	}
@@ -438,7 +441,7 @@ func (o *consumeOptions) groupOpts(topics []string, spec offsetSpec, bounds part
 
 // poll prints records until -n is reached, the tracker finishes, or ctx
 // is cancelled. It returns how many records it printed.
-func (o *consumeOptions) poll(ctx context.Context, cl *kgo.Client, tracker *endTracker, format recordFormatter, out *bufio.Writer) (int, error) {
+func (o *consumeOptions) poll(ctx context.Context, cl *kgo.Client, tracker *endTracker, format recordFormatter, out *bufio.Writer, prog *progress) (int, error) {
 	var (
 		printed int
 		buf     []byte
@@ -463,36 +466,56 @@ func (o *consumeOptions) poll(ctx context.Context, cl *kgo.Client, tracker *endT
 		if fetchErr != nil {
 			return printed, fetchErr
 		}
-		iter := fetches.RecordIter()
-		for !iter.Done() {
-			r := iter.Next()
-			if o.count > 0 && printed >= o.count {
-				break
-			}
-			if tracker != nil && !tracker.observe(r) {
-				// Past the end as of the start: -e leaves it for the next
-				// run, so it is neither printed nor committed.
-				continue
-			}
-			if !r.Attrs.IsControl() {
-				var err error
-				buf, err = format.appendRecord(buf[:0], r)
-				if err != nil {
-					return printed, fmt.Errorf("format %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+		// By partition rather than fetches.RecordIter, so a layout can
+		// print the partition's watermarks (%[ %| %]).
+	records:
+		for fp := range eachPartition(fetches) {
+			for _, r := range fp.Records {
+				if o.count > 0 && printed >= o.count {
+					break records
 				}
-				if _, err := out.Write(buf); err != nil {
-					return printed, fmt.Errorf("write output: %w", err)
+				if tracker != nil && !tracker.observe(r) {
+					// Past the end as of the start: -e leaves it for the
+					// next run, so it is neither printed nor committed.
+					continue
 				}
-				printed++
-			}
-			if grouped {
-				cl.MarkCommitRecords(r)
+				if !r.Attrs.IsControl() {
+					var err error
+					buf, err = format.appendRecord(buf[:0], fp, r)
+					if err != nil {
+						return printed, fmt.Errorf("format %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+					}
+					if _, err := out.Write(buf); err != nil {
+						return printed, fmt.Errorf("write output: %w", err)
+					}
+					printed++
+				}
+				if grouped {
+					cl.MarkCommitRecords(r)
+				}
 			}
 		}
 		// Flush per fetch, so an interactive consumer sees records as
 		// they arrive rather than when the buffer fills.
 		if err := out.Flush(); err != nil {
 			return printed, fmt.Errorf("write output: %w", err)
+		}
+		prog.update(countLine("consumed", printed, o.count))
+	}
+}
+
+// eachPartition yields every fetched partition in fetch order.
+func eachPartition(fetches kgo.Fetches) iter.Seq[*kgo.FetchPartition] {
+	return func(yield func(*kgo.FetchPartition) bool) {
+		for i := range fetches {
+			for j := range fetches[i].Topics {
+				t := &fetches[i].Topics[j]
+				for k := range t.Partitions {
+					if !yield(&t.Partitions[k]) {
+						return
+					}
+				}
+			}
 		}
 	}
 }

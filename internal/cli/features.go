@@ -11,6 +11,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 
@@ -47,8 +48,26 @@ func NewFeaturesCommand() *cobra.Command {
 	return cmd
 }
 
+// FeaturesDescription is `features describe --format json|yaml`.
+type FeaturesDescription struct {
+	// FinalizedEpoch is the finalized features epoch of the newest answer.
+	FinalizedEpoch int64                `json:"finalized_epoch" yaml:"finalized_epoch"`
+	Features       []FeatureDescription `json:"features" yaml:"features"`
+}
+
+// FeatureDescription is one feature: the range every broker supports
+// (null where one does not support it at all) and the finalized level
+// (0: none).
+type FeatureDescription struct {
+	Name         string `json:"name" yaml:"name"`
+	SupportedMin *int16 `json:"supported_min" yaml:"supported_min"`
+	SupportedMax *int16 `json:"supported_max" yaml:"supported_max"`
+	Finalized    int16  `json:"finalized" yaml:"finalized"`
+}
+
 func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
-	return &cobra.Command{
+	var format *string
+	cmd := &cobra.Command{
 		Use:   "describe",
 		Short: "List each feature's supported range and finalized level",
 		Long: "List each feature with the range every broker supports (\"-\" where one does not\n" +
@@ -57,6 +76,9 @@ func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
 			"before feature levels names no strand.metadata.version: it supports level 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutputFormat(*format); err != nil {
+				return err
+			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
@@ -81,7 +103,7 @@ func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
 			if len(answers) == 0 {
 				return fmt.Errorf("no broker answered ApiVersions with features: %w", errors.Join(errs...))
 			}
-			if err := printFeatures(cmd, answers); err != nil {
+			if err := printFeatures(cmd.OutOrStdout(), *format, answers); err != nil {
 				return err
 			}
 			if len(errs) > 0 {
@@ -90,12 +112,14 @@ func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
 			return nil
 		},
 	}
+	format = addOutputFlag(cmd)
+	return cmd
 }
 
 // printFeatures prints, per feature, the range every answer supports and
 // the finalized level of the answer with the highest epoch (KIP-584:
 // the newest).
-func printFeatures(cmd *cobra.Command, answers []*kmsg.ApiVersionsResponse) error {
+func printFeatures(w io.Writer, format string, answers []*kmsg.ApiVersionsResponse) error {
 	spans := map[string]*featureSpan{}
 	strand := false // some agent names strand.metadata.version
 	for _, a := range answers {
@@ -129,21 +153,30 @@ func printFeatures(cmd *cobra.Command, answers []*kmsg.ApiVersionsResponse) erro
 			spans[f.Name] = &featureSpan{}
 		}
 	}
-	t := newTable(cmd.OutOrStdout(), "FEATURE", "SUPPORTED-MIN", "SUPPORTED-MAX", "FINALIZED", "EPOCH")
 	names := make([]string, 0, len(spans))
 	for n := range spans {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	desc := FeaturesDescription{FinalizedEpoch: newest.FinalizedFeaturesEpoch, Features: []FeatureDescription{}}
 	for _, n := range names {
-		sp := spans[n]
-		lo, hi := "-", "-"
-		if sp.n == len(answers) && sp.min <= sp.max {
-			lo, hi = strconv.Itoa(int(sp.min)), strconv.Itoa(int(sp.max))
+		f := FeatureDescription{Name: n, Finalized: finalized[n]}
+		if sp := spans[n]; sp.n == len(answers) && sp.min <= sp.max {
+			f.SupportedMin, f.SupportedMax = &sp.min, &sp.max
 		}
-		t.row(n, lo, hi, finalized[n], newest.FinalizedFeaturesEpoch)
+		desc.Features = append(desc.Features, f)
 	}
-	return t.flush()
+	return writeOutput(w, format, desc, func(w io.Writer) error {
+		t := newTable(w, "FEATURE", "SUPPORTED-MIN", "SUPPORTED-MAX", "FINALIZED", "EPOCH")
+		for _, f := range desc.Features {
+			lo, hi := "-", "-"
+			if f.SupportedMin != nil {
+				lo, hi = strconv.Itoa(int(*f.SupportedMin)), strconv.Itoa(int(*f.SupportedMax))
+			}
+			t.row(f.Name, lo, hi, f.Finalized, desc.FinalizedEpoch)
+		}
+		return t.flush()
+	})
 }
 
 // featureStrandMetadata is Strand's own feature (meta.FeatureMetadata;

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,7 +40,18 @@ func TestFeatures(t *testing.T) {
 		t.Fatalf("describe:\n%v\nwant\n%v", got, want)
 	}
 
-	r := features("upgrade", "--feature", "strand.metadata.version="+beyond)
+	r := features("describe", "--format", "json")
+	var desc FeaturesDescription
+	if err := json.Unmarshal([]byte(r.stdout), &desc); r.err != nil || err != nil {
+		t.Fatalf("describe --format json: %v %v\n%s", r.err, err, r.stdout)
+	}
+	if i := slices.IndexFunc(desc.Features, func(f FeatureDescription) bool { return f.Name == "strand.metadata.version" }); i < 0 ||
+		desc.FinalizedEpoch != 1 || desc.Features[i].SupportedMax == nil || *desc.Features[i].SupportedMax != meta.MaxMetadataLevel ||
+		desc.Features[i].Finalized != meta.MaxMetadataLevel {
+		t.Fatalf("describe --format json: %s", r.stdout)
+	}
+
+	r = features("upgrade", "--feature", "strand.metadata.version="+beyond)
 	if !errors.Is(r.err, ErrPartialFailure) || !strings.Contains(r.stdout,
 		"Could not upgrade strand.metadata.version to "+beyond+". INVALID_UPDATE_VERSION") || !strings.Contains(r.stdout, "only supports versions 1-"+maxLevel) {
 		t.Fatalf("upgrade to %s: %v\n%s", beyond, r.err, r.stdout)

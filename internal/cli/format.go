@@ -3,137 +3,48 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// FormatJSON selects one JSON object per record instead of a template.
+// FormatJSON selects one JSON object per record (JSONRecord) instead of
+// a layout.
 const FormatJSON = "json"
 
 // DefaultFormat prints each value on its own line.
 const DefaultFormat = `%v\n`
 
-// formatHelp documents the template verbs for --help.
-const formatHelp = `output: "json", or a template with %t topic, %p partition, %o offset, %k key, ` +
-	`%v value, %T timestamp (Unix ms), %h headers (k=v,k=v), %n or \n newline, \t tab, %% percent`
+// formatHelp documents --format of consume; the language is franz-go's
+// kgo.RecordFormatter, the one rpk's -f speaks.
+const formatHelp = `output: "json", or an rpk-style layout (franz-go's RecordFormatter): ` +
+	`%t topic, %p partition, %o offset, %k key, %v value, %d timestamp (%d{go#RFC3339#}), ` +
+	`%H header count, %h{%k=%v } headers, %K/%V sizes, %v{hex|base64}, \n \t escapes`
 
 // recordFormatter renders one record onto dst and returns the extended
-// slice, so the consumer reuses one buffer for a whole fetch.
+// slice, so the consumer reuses one buffer for a whole fetch. p is the
+// record's fetched partition (for %[ %| %]).
 type recordFormatter interface {
-	appendRecord(dst []byte, r *kgo.Record) ([]byte, error)
+	appendRecord(dst []byte, p *kgo.FetchPartition, r *kgo.Record) ([]byte, error)
 }
 
-// parseFormat compiles --format once, so a bad template fails before any
+// parseFormat compiles --format once, so a bad layout fails before any
 // record is fetched.
 func parseFormat(s string) (recordFormatter, error) {
 	if s == FormatJSON {
 		return jsonFormat{}, nil
 	}
-	return parseTemplate(s)
+	f, err := kgo.NewRecordFormatter(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --format %q: %v", ErrUsage, s, err)
+	}
+	return layoutFormat{f}, nil
 }
 
-// templatePiece is either literal text (verb 0) or one % verb.
-type templatePiece struct {
-	lit  []byte
-	verb byte
-}
+// layoutFormat is a kgo.RecordFormatter layout.
+type layoutFormat struct{ f *kgo.RecordFormatter }
 
-type templateFormat []templatePiece
-
-const templateVerbs = "tpokvTh"
-
-func parseTemplate(s string) (templateFormat, error) {
-	var (
-		out templateFormat
-		lit []byte
-	)
-	flushLit := func() {
-		if len(lit) > 0 {
-			out = append(out, templatePiece{lit: lit})
-			lit = nil
-		}
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '%':
-			if i+1 == len(s) {
-				return nil, fmt.Errorf("%w: --format %q: trailing %%", ErrUsage, s)
-			}
-			i++
-			switch v := s[i]; {
-			case v == '%':
-				lit = append(lit, '%')
-			case v == 'n':
-				lit = append(lit, '\n')
-			case containsByte(templateVerbs, v):
-				flushLit()
-				out = append(out, templatePiece{verb: v})
-			default:
-				return nil, fmt.Errorf("%w: --format %q: unknown verb %%%c", ErrUsage, s, v)
-			}
-		case c == '\\' && i+1 < len(s):
-			// Shells pass "\n" as two characters; kcat and rpk read them
-			// as escapes, and so do we. Other escapes stay as typed.
-			switch s[i+1] {
-			case 'n':
-				lit, i = append(lit, '\n'), i+1
-			case 't':
-				lit, i = append(lit, '\t'), i+1
-			case 'r':
-				lit, i = append(lit, '\r'), i+1
-			case '\\':
-				lit, i = append(lit, '\\'), i+1
-			default:
-				lit = append(lit, c)
-			}
-		default:
-			lit = append(lit, c)
-		}
-	}
-	flushLit()
-	return out, nil
-}
-
-func containsByte(s string, b byte) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == b {
-			return true
-		}
-	}
-	return false
-}
-
-func (f templateFormat) appendRecord(dst []byte, r *kgo.Record) ([]byte, error) {
-	for _, p := range f {
-		switch p.verb {
-		case 0:
-			dst = append(dst, p.lit...)
-		case 't':
-			dst = append(dst, r.Topic...)
-		case 'p':
-			dst = strconv.AppendInt(dst, int64(r.Partition), 10)
-		case 'o':
-			dst = strconv.AppendInt(dst, r.Offset, 10)
-		case 'k':
-			dst = append(dst, r.Key...)
-		case 'v':
-			dst = append(dst, r.Value...)
-		case 'T':
-			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
-		case 'h':
-			for i, h := range r.Headers {
-				if i > 0 {
-					dst = append(dst, ',')
-				}
-				dst = append(dst, h.Key...)
-				dst = append(dst, '=')
-				dst = append(dst, h.Value...)
-			}
-		}
-	}
-	return dst, nil
+func (l layoutFormat) appendRecord(dst []byte, p *kgo.FetchPartition, r *kgo.Record) ([]byte, error) {
+	return l.f.AppendPartitionRecord(dst, p, r), nil
 }
 
 // JSONRecord is the shape of one line of `consume --format json`. Key and
@@ -158,7 +69,7 @@ type JSONHeader struct {
 
 type jsonFormat struct{}
 
-func (jsonFormat) appendRecord(dst []byte, r *kgo.Record) ([]byte, error) {
+func (jsonFormat) appendRecord(dst []byte, _ *kgo.FetchPartition, r *kgo.Record) ([]byte, error) {
 	jr := JSONRecord{
 		Topic:     r.Topic,
 		Partition: r.Partition,

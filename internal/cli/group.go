@@ -36,9 +36,6 @@ var groupStates = []string{
 const (
 	stateEmpty = "Empty"
 	stateDead  = "Dead" // what brokers call a group they do not have
-
-	// formatText is the default --format of `group describe`.
-	formatText = "text"
 )
 
 // NewGroupCommand returns `group` with its list, describe, delete and

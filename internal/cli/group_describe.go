@@ -1,10 +1,9 @@
 // `group describe`: a group's state, members and per-partition lag, as a
-// table or as JSON lines (JSONGroup).
+// table, or as a JSON or YAML list of JSONGroup.
 
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,46 +16,46 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// JSONGroup is the shape of one line of `group describe --format json`.
+// JSONGroup is one group of `group describe --format json|yaml`.
 type JSONGroup struct {
-	Group        string               `json:"group"`
-	Coordinator  int32                `json:"coordinator"`
-	State        string               `json:"state"`
-	ProtocolType string               `json:"protocol_type"`
-	Protocol     string               `json:"protocol"`
-	Members      []JSONGroupMember    `json:"members"`
-	Partitions   []JSONGroupPartition `json:"partitions"`
+	Group        string               `json:"group" yaml:"group"`
+	Coordinator  int32                `json:"coordinator" yaml:"coordinator"`
+	State        string               `json:"state" yaml:"state"`
+	ProtocolType string               `json:"protocol_type" yaml:"protocol_type"`
+	Protocol     string               `json:"protocol" yaml:"protocol"`
+	Members      []JSONGroupMember    `json:"members" yaml:"members"`
+	Partitions   []JSONGroupPartition `json:"partitions" yaml:"partitions"`
 	// TotalLag sums the lag of the partitions whose lag is known.
-	TotalLag int64 `json:"total_lag"`
+	TotalLag int64 `json:"total_lag" yaml:"total_lag"`
 }
 
 // JSONGroupMember is one member of a described group.
 type JSONGroupMember struct {
-	MemberID   string                `json:"member_id"`
-	InstanceID *string               `json:"instance_id"` // null without static membership
-	ClientID   string                `json:"client_id"`
-	Host       string                `json:"host"`
-	Assigned   []JSONTopicPartitions `json:"assigned"`
+	MemberID   string                `json:"member_id" yaml:"member_id"`
+	InstanceID *string               `json:"instance_id" yaml:"instance_id"` // null without static membership
+	ClientID   string                `json:"client_id" yaml:"client_id"`
+	Host       string                `json:"host" yaml:"host"`
+	Assigned   []JSONTopicPartitions `json:"assigned" yaml:"assigned"`
 }
 
 // JSONTopicPartitions is a topic and some of its partitions.
 type JSONTopicPartitions struct {
-	Topic      string  `json:"topic"`
-	Partitions []int32 `json:"partitions"`
+	Topic      string  `json:"topic" yaml:"topic"`
+	Partitions []int32 `json:"partitions" yaml:"partitions"`
 }
 
 // JSONGroupPartition is a partition the group consumes or committed to.
 type JSONGroupPartition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
+	Topic     string `json:"topic" yaml:"topic"`
+	Partition int32  `json:"partition" yaml:"partition"`
 	// CurrentOffset is the committed offset, null if the group has none.
-	CurrentOffset  *int64 `json:"current_offset"`
-	LogStartOffset *int64 `json:"log_start_offset"` // null if it could not be listed
-	LogEndOffset   *int64 `json:"log_end_offset"`   // null if it could not be listed
+	CurrentOffset  *int64 `json:"current_offset" yaml:"current_offset"`
+	LogStartOffset *int64 `json:"log_start_offset" yaml:"log_start_offset"` // null if it could not be listed
+	LogEndOffset   *int64 `json:"log_end_offset" yaml:"log_end_offset"`     // null if it could not be listed
 	// Lag is null when it is unknown; Error then says why.
-	Lag      *int64 `json:"lag"`
-	MemberID string `json:"member_id,omitempty"` // empty if no member is assigned
-	Error    string `json:"error,omitempty"`
+	Lag      *int64 `json:"lag" yaml:"lag"`
+	MemberID string `json:"member_id,omitempty" yaml:"member_id,omitempty"` // empty if no member is assigned
+	Error    string `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
 func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
@@ -66,12 +65,12 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Show a group's members, committed offsets and lag per partition",
 		Long: "Show a group's state, members and, per partition, the committed offset, the log\n" +
 			"start and end offsets and the lag. A partition without a committed offset lags by\n" +
-			"everything between its log start and end. --format json prints one object per group\n" +
-			"per line.",
+			"everything between its log start and end. --format json or yaml prints a list with\n" +
+			"one object per group.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != formatText && format != FormatJSON {
-				return fmt.Errorf("%w: --format %q: want text or json", ErrUsage, format)
+			if err := checkOutputFormat(format); err != nil {
+				return err
 			}
 			groups := uniq(args)
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -86,44 +85,43 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("describe groups: %w", err)
 			}
-			w := cmd.OutOrStdout()
 			var errs []error
-			printed := 0
+			described := []kadm.DescribedGroupLag{}
 			for _, g := range groups {
 				l, ok := lags[g]
 				switch {
 				case !ok:
 					errs = append(errs, fmt.Errorf("describe %s: missing from the broker's response", g))
-					continue
 				case errors.Is(l.DescribeErr, kerr.GroupIDNotFound) || (l.DescribeErr == nil && l.State == stateDead):
 					errs = append(errs, fmt.Errorf("%w: %s", ErrUnknownGroup, g))
-					continue
 				case l.Error() != nil:
 					errs = append(errs, fmt.Errorf("describe %s: %w", g, l.Error()))
-					continue
+				default:
+					described = append(described, l)
 				}
-				if format == FormatJSON {
-					b, err := json.Marshal(jsonGroup(l))
-					if err != nil {
+			}
+			js := make([]JSONGroup, 0, len(described))
+			for _, l := range described {
+				js = append(js, jsonGroup(l))
+			}
+			if err := writeOutput(cmd.OutOrStdout(), format, js, func(w io.Writer) error {
+				for i, l := range described {
+					if i > 0 {
+						fmt.Fprintln(w)
+					}
+					if err := printGroup(w, l); err != nil {
 						return err
 					}
-					if _, err := w.Write(append(b, '\n')); err != nil {
-						return err
-					}
-					continue
 				}
-				if printed > 0 {
-					fmt.Fprintln(w)
-				}
-				printed++
-				if err := printGroup(w, l); err != nil {
-					return err
-				}
+				return nil
+			}); err != nil {
+				return err
 			}
 			return errors.Join(errs...)
 		},
 	}
-	cmd.Flags().StringVarP(&format, "format", "f", formatText, "output: text or json (one object per group per line)")
+	// -f as well as --format: describe had it before the shared flag.
+	cmd.Flags().StringVarP(&format, "format", "f", OutputText, "output format: text, json or yaml")
 	return cmd
 }
 

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -26,8 +27,17 @@ func canonicalStates(in []string) ([]string, error) {
 	return out, nil
 }
 
+// GroupListing is one group of `group list --format json|yaml`.
+type GroupListing struct {
+	Group        string `json:"group" yaml:"group"`
+	Coordinator  int32  `json:"coordinator" yaml:"coordinator"`
+	State        string `json:"state" yaml:"state"`
+	ProtocolType string `json:"protocol_type" yaml:"protocol_type"`
+}
+
 func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 	var states []string
+	var format *string
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -38,6 +48,9 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkOutputFormat(*format); err != nil {
+				return err
+			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
@@ -46,11 +59,17 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			// Brokers filter by state (ListGroups v4+); a partial answer
 			// (one broker failed) is still printed before the error.
 			listed, listErr := adm.ListGroups(ctx, filter...)
-			t := newTable(cmd.OutOrStdout(), "GROUP", "STATE", "PROTOCOL-TYPE")
+			listing := []GroupListing{}
 			for _, g := range listed.Sorted() {
-				t.row(g.Group, dash(g.State), dash(g.ProtocolType))
+				listing = append(listing, GroupListing{Group: g.Group, Coordinator: g.Coordinator, State: g.State, ProtocolType: g.ProtocolType})
 			}
-			if err := t.flush(); err != nil {
+			if err := writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+				t := newTable(w, "GROUP", "STATE", "PROTOCOL-TYPE")
+				for _, g := range listing {
+					t.row(g.Group, dash(g.State), dash(g.ProtocolType))
+				}
+				return t.flush()
+			}); err != nil {
 				return err
 			}
 			if listErr != nil {
@@ -59,6 +78,7 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			return nil
 		},
 	}
+	format = addOutputFlag(cmd)
 	cmd.Flags().StringSliceVar(&states, "state", nil, "only groups in these states, comma-separated or repeated ("+strings.Join(groupStates, ", ")+")")
 	return cmd
 }

@@ -161,7 +161,7 @@ func TestGroupUsageErrors(t *testing.T) {
 		args []string
 	}{
 		{"list bad state", []string{"group", "list", "--state", "Sleeping"}},
-		{"describe bad format", []string{"group", "describe", "g", "--format", "yaml"}},
+		{"describe bad format", []string{"group", "describe", "g", "--format", "xml"}},
 		{"reset without target", reset("--topic", "t")},
 		{"reset two targets", reset("--topic", "t", "--to-earliest", "--to-latest")},
 		{"reset offset and shift", reset("--topic", "t", "--to-offset", "1", "--shift-by", "1")},
@@ -307,14 +307,11 @@ func TestGroupLifecycle(t *testing.T) {
 
 	t.Run("describe json", func(t *testing.T) {
 		r := mustRun(t, f.brokers, "", "group", "describe", group, "h", "--format", "json")
-		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-		if len(lines) != 2 {
-			t.Fatalf("want one line per group, got:\n%s", r.stdout)
+		var groups []JSONGroup
+		if err := json.Unmarshal([]byte(r.stdout), &groups); err != nil || len(groups) != 2 {
+			t.Fatalf("want a list of two groups, got %v:\n%s", err, r.stdout)
 		}
-		var g JSONGroup
-		if err := json.Unmarshal([]byte(lines[0]), &g); err != nil {
-			t.Fatal(err)
-		}
+		g := groups[0]
 		if g.Group != group || g.State != "Empty" || g.ProtocolType != "consumer" || len(g.Members) != 0 || g.TotalLag != 6 {
 			t.Errorf("group %+v", g)
 		}
@@ -331,10 +328,7 @@ func TestGroupLifecycle(t *testing.T) {
 				t.Errorf("partition %d: %s, want end %d commit %d (%v) lag %d", p.Partition, mustJSON(p), end, commit, hasCommit, lag)
 			}
 		}
-		var h JSONGroup
-		if err := json.Unmarshal([]byte(lines[1]), &h); err != nil {
-			t.Fatal(err)
-		}
+		h := groups[1]
 		// h committed 1 on partition 0 only; its other partitions lag
 		// by everything.
 		if h.Group != "h" || h.TotalLag != 4+3+2 {

@@ -155,22 +155,32 @@ through Kafka.`,
 
 func newLogStatusCommand() *cobra.Command {
 	var o adminOptions
+	var format *string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the log's chain of segments, tail, trim point, newest snapshot and each agent's applied position",
-		Args:  cobra.NoArgs,
+		Long: "Show the log's chain of segments, tail, trim point, newest snapshot and each agent's\n" +
+			"applied position. --format json (or --json) prints the agent's answer as it is;\n" +
+			"--format yaml prints it with the same field names.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.JSON {
+				*format = OutputJSON
+			}
+			if err := checkOutputFormat(*format); err != nil {
+				return err
+			}
 			var st agent.LogStatus
 			if err := o.do(cmd.Context(), http.MethodGet, agent.PathLogStatus, nil, &st); err != nil {
 				return err
 			}
-			if o.JSON {
-				return printJSON(cmd.OutOrStdout(), st)
-			}
-			return printLogStatus(cmd.OutOrStdout(), st, time.Now())
+			return writeOutput(cmd.OutOrStdout(), *format, jsonShaped{st}, func(w io.Writer) error {
+				return printLogStatus(w, st, time.Now())
+			})
 		},
 	}
 	o.register(cmd.Flags(), defaultTimeout)
+	format = addOutputFlag(cmd)
 	return cmd
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/strandkafka/strand/internal/agent"
 )
@@ -78,6 +78,18 @@ func TestLogCommands(t *testing.T) {
 	if len(st.Agents) != 1 || st.Agents[0].AgentID != st.Agent.WriterID || !st.Agents[0].Live || st.Agents[0].Applied > st.Tail {
 		t.Fatalf("status --json: agents %+v, want this agent alone, live, applied up to the tail %d", st.Agents, st.Tail)
 	}
+	var y struct {
+		Tail   uint64 `yaml:"tail"`
+		Agents []struct {
+			AgentID string `yaml:"agent_id"`
+		} `yaml:"agents"`
+	}
+	if err := yaml.Unmarshal([]byte(mustRunLog(t, "status", http, "--format", "yaml")), &y); err != nil {
+		t.Fatalf("status --format yaml: %v", err)
+	}
+	if y.Tail < st.Tail || len(y.Agents) != 1 || y.Agents[0].AgentID != st.Agent.WriterID {
+		t.Fatalf("status --format yaml: %+v, want the --json answer's agent and a tail from %d", y, st.Tail)
+	}
 	out := mustRunLog(t, "status", http)
 	// The agent's own lease heartbeats are log entries, so the active
 	// segment's end (and entry count) is the tail, not 0. A renewal
@@ -136,12 +148,7 @@ func TestLogCommands(t *testing.T) {
 func TestLogMigrateUnreachable(t *testing.T) {
 	a := startAgent(t)
 	http := "--http=" + a.HTTPAddr()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := "postgres://strand@" + ln.Addr().String() + "/strand?log=unreachable"
-	ln.Close() // nothing listens there now
+	to := "postgres://strand@" + closedPort(t) + "/strand?log=unreachable"
 
 	r := runLog(t, "migrate", http, "--to", to)
 	if !errors.Is(r.err, ErrAgent) || !strings.Contains(r.err.Error(), "502") || !strings.Contains(r.err.Error(), "connection refused") {

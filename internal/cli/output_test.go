@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,33 @@ func TestWriteOutput(t *testing.T) {
 	var b bytes.Buffer
 	if err := writeOutput(&b, "xml", v, text); !errors.Is(err, ErrUsage) || b.Len() != 0 {
 		t.Errorf("xml: err %v, wrote %q; want a usage error and nothing written", err, b.String())
+	}
+}
+
+// TestJSONShapedYAML: a json-tagged value encodes to yaml under its json
+// names, in field order, in block style.
+func TestJSONShapedYAML(t *testing.T) {
+	type inner struct {
+		NodeID int32 `json:"node_id"`
+	}
+	v := struct {
+		TrimPoint uint64  `json:"trim_point"`
+		Agents    []inner `json:"agents"`
+		Note      string  `json:"note"`
+	}{7, []inner{{1}}, "a: b"}
+	var b bytes.Buffer
+	if err := writeOutput(&b, OutputYAML, jsonShaped{v}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "trim_point: 7\nagents:\n  - node_id: 1\nnote: 'a: b'\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	if err := writeOutput(&b, OutputJSON, jsonShaped{v}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"trim_point": 7`) {
+		t.Errorf("json: %s", b.String())
 	}
 }

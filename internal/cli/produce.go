@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,18 +23,16 @@ const (
 	// key, headers and batch framing.
 	batchOverheadBytes = 64 << 10
 	defaultBatchBytes  = 1000012
-	// maxReportedErrors bounds how many delivery errors are printed; the
-	// rest are only counted, so a dead topic does not flood the terminal.
-	maxReportedErrors = 10
 	// flushGrace is how long a flush outlives --timeout.
 	flushGrace = 2 * time.Second
-	// lineQueueLen bounds the lines read ahead of the producer.
-	lineQueueLen = 64
+	// recordQueueLen bounds the records read ahead of the producer.
+	recordQueueLen = 64
 )
 
 type produceOptions struct {
 	client       ClientOptions
 	keySep       string
+	format       string
 	headers      []string
 	partition    int32
 	acks         string
@@ -41,16 +40,28 @@ type produceOptions struct {
 	maxLineBytes int
 }
 
-// NewProduceCommand returns `produce TOPIC`: one record per stdin line.
+// produceFormatHelp documents --format of produce: the reading side of
+// consume's language (franz-go's RecordReader, rpk's -f).
+const produceFormatHelp = `read records from stdin in this rpk-style layout (franz-go's RecordReader) ` +
+	`instead of one value per line: %t topic, %p partition, %k key, %v value, %d timestamp (Unix ms), ` +
+	`%H header count then %h{%k=%v } headers, %K/%V sizes, %v{json} a JSON value, %v{hex|base64}, \n \t escapes`
+
+// NewProduceCommand returns `produce TOPIC`: one record per stdin line,
+// or records in a --format layout.
 func NewProduceCommand() *cobra.Command {
 	var o produceOptions
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
-		Short: "Produce one record per line of stdin",
+		Short: "Produce one record per line of stdin, or records in a --format layout",
 		Long: "Produce one record per line of stdin (without the newline). With -k SEP, the text\n" +
 			"before the first SEP is the key and the rest the value; a line without SEP has no key.\n" +
-			"Records are sent asynchronously and flushed at EOF; a summary goes to stderr and the\n" +
-			"command fails if any record failed.",
+			"With -f LAYOUT, stdin is read as records in rpk's format language instead, e.g.\n" +
+			"  -f '%k %v\\n'                   key, space, value, newline\n" +
+			"  -f '%d %k %H %h{%k=%v }%v\\n'   timestamp, key, headers, value\n" +
+			"  -f '%v{json}'                  one JSON value after another\n" +
+			"A record that names its topic (%t) or partition (%p) goes there. Records are sent\n" +
+			"asynchronously and flushed at EOF; a summary goes to stderr, and if any record failed\n" +
+			"the command fails with one line: how many failed and the first error.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args[0], cmd.InOrStdin(), cmd.ErrOrStderr())
@@ -59,11 +70,12 @@ func NewProduceCommand() *cobra.Command {
 	o.client.Register(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVarP(&o.keySep, "key-separator", "k", "", "split each line at the first SEP into key and value")
+	f.StringVarP(&o.format, "format", "f", "", produceFormatHelp)
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "header key=value added to every record (repeatable)")
 	f.Int32VarP(&o.partition, "partition", "p", -1, "partition to produce to (-1: hash the key, or spread keyless records)")
 	f.StringVar(&o.acks, "acks", "all", "acks: all, 1 or 0 (anything but all disables idempotence)")
 	f.StringVarP(&o.compression, "compression", "z", "none", "batch compression: none, gzip, snappy, lz4, zstd")
-	f.IntVar(&o.maxLineBytes, "max-line-bytes", defaultMaxLineBytes, "longest accepted line, in bytes")
+	f.IntVar(&o.maxLineBytes, "max-line-bytes", defaultMaxLineBytes, "longest accepted line (or --format record), in bytes")
 	return cmd
 }
 
@@ -85,10 +97,15 @@ func (o *produceOptions) kgoOpts() ([]kgo.Opt, []kgo.RecordHeader, error) {
 		return nil, nil, err
 	}
 	opts = append(opts, kgo.ProducerBatchCompression(codec))
-	if o.partition >= 0 {
-		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	} else if o.partition != -1 {
+	switch {
+	case o.partition < -1:
 		return nil, nil, fmt.Errorf("%w: --partition %d", ErrUsage, o.partition)
+	case o.format != "" && o.keySep != "":
+		return nil, nil, fmt.Errorf("%w: -k splits lines; with --format, read the key with %%k", ErrUsage)
+	case readsVerb(o.format, 'p') && o.partition >= 0:
+		return nil, nil, fmt.Errorf("%w: --partition and a --format that reads %%p", ErrUsage)
+	case o.partition >= 0 || readsVerb(o.format, 'p'):
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
 	if o.maxLineBytes <= 0 {
 		return nil, nil, fmt.Errorf("%w: --max-line-bytes must be positive", ErrUsage)
@@ -96,7 +113,10 @@ func (o *produceOptions) kgoOpts() ([]kgo.Opt, []kgo.RecordHeader, error) {
 	if batch := o.maxLineBytes + batchOverheadBytes; batch > defaultBatchBytes {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(min(batch, 1<<30))))
 	}
-	if o.client.Timeout > 0 {
+	// kgo counts a record's delivery timeout from its timestamp, so a
+	// record read with its own (older) timestamp would time out before
+	// it is sent; those are bounded by the flush instead.
+	if o.client.Timeout > 0 && !readsVerb(o.format, 'd') {
 		opts = append(opts, kgo.RecordDeliveryTimeout(o.client.Timeout))
 	}
 	var headers []kgo.RecordHeader
@@ -127,16 +147,17 @@ func parseCompression(name string) (kgo.CompressionCodec, error) {
 }
 
 // produceTally counts delivery results, which arrive on kgo's goroutines.
+// Failures are only counted, with the first error kept: a dead agent
+// fails every record the same way, and one line says so.
 type produceTally struct {
 	mu struct {
 		sync.Mutex
 		ok, failed int
 		firstErr   error
 	}
-	stderr io.Writer // written under mu, so error lines do not interleave
 }
 
-func (t *produceTally) promise(r *kgo.Record, err error) {
+func (t *produceTally) promise(_ *kgo.Record, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err == nil {
@@ -147,40 +168,66 @@ func (t *produceTally) promise(r *kgo.Record, err error) {
 	if t.mu.firstErr == nil {
 		t.mu.firstErr = err
 	}
-	if t.mu.failed <= maxReportedErrors {
-		fmt.Fprintf(t.stderr, "produce: record %q: %v\n", truncate(r.Value, 40), err)
-	}
 }
 
-// summarize prints the one-line summary and returns the failures. It
-// writes under mu because, after a flush that timed out, late promises
-// may still be writing errors.
-func (t *produceTally) summarize(topic string, sent int) (failed int, firstErr error) {
+func (t *produceTally) counts() (ok, failed int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Fprintf(t.stderr, "produced %d records to %s", t.mu.ok, topic)
+	return t.mu.ok, t.mu.failed
+}
+
+// summarize returns the failures as one error, or with none prints the
+// one-line summary to stderr.
+func (t *produceTally) summarize(stderr io.Writer, topic string, sent int, flushErr error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pending := sent - t.mu.ok - t.mu.failed
 	if t.mu.failed > 0 {
-		fmt.Fprintf(t.stderr, ", %d failed", t.mu.failed)
+		return &recordsFailedError{failed: t.mu.failed, produced: t.mu.ok, unconfirmed: pending, first: t.mu.firstErr}
 	}
-	if pending := sent - t.mu.ok - t.mu.failed; pending > 0 {
-		fmt.Fprintf(t.stderr, ", %d unconfirmed", pending)
+	if pending > 0 && flushErr != nil {
+		// Records without a delivery timeout of their own (read with
+		// %d) that the flush bound cut off.
+		return &recordsFailedError{failed: pending, produced: t.mu.ok,
+			first: fmt.Errorf("not delivered within --timeout: %w", flushErr)}
 	}
-	fmt.Fprintln(t.stderr)
-	return t.mu.failed, t.mu.firstErr
+	fmt.Fprintf(stderr, "produced %d records to %s", t.mu.ok, topic)
+	if pending > 0 {
+		fmt.Fprintf(stderr, ", %d unconfirmed", pending)
+	}
+	fmt.Fprintln(stderr)
+	return nil
 }
 
-func truncate(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "..."
+// recordsFailedError is a produce's failed records in one line: how
+// many, and the first error (the others are usually the same).
+type recordsFailedError struct {
+	failed, produced, unconfirmed int
+	first                         error
 }
 
-// run produces every line of in to topic. It stops reading at EOF or when
-// ctx is cancelled; either way the records already handed to the client
-// are flushed (bounded by --timeout) and counted before it returns.
+func (e *recordsFailedError) Error() string {
+	s := fmt.Sprintf("%d records failed", e.failed)
+	if e.produced > 0 || e.unconfirmed > 0 {
+		s += fmt.Sprintf(" (%d produced, %d unconfirmed)", e.produced, e.unconfirmed)
+	}
+	return fmt.Sprintf("%s: %v (first error)", s, e.first)
+}
+
+func (e *recordsFailedError) Is(target error) bool { return target == ErrPartialFailure }
+
+func (e *recordsFailedError) Unwrap() error { return e.first }
+
+// run produces every record of in to topic. It stops reading at EOF or
+// when ctx is cancelled; either way the records already handed to the
+// client are flushed (bounded by --timeout) and counted before it
+// returns.
 func (o *produceOptions) run(ctx context.Context, topic string, in io.Reader, stderr io.Writer) error {
 	opts, headers, err := o.kgoOpts()
+	if err != nil {
+		return err
+	}
+	next, err := o.source(in)
 	if err != nil {
 		return err
 	}
@@ -190,21 +237,17 @@ func (o *produceOptions) run(ctx context.Context, topic string, in io.Reader, st
 	}
 	defer cl.Close()
 
-	tally := &produceTally{stderr: stderr}
+	tally := &produceTally{}
+	prog := newProgress(stderr, nil)
 	// Records must outlive a SIGINT so the flush below can deliver them:
 	// kgo fails a buffered record whose context is cancelled.
 	produceCtx := context.WithoutCancel(ctx)
-	sep := []byte(o.keySep)
 	sent := 0
-	produce := func(line []byte) {
-		r := &kgo.Record{Topic: topic, Value: line, Headers: headers}
-		if o.keySep != "" {
-			// Subslices of line: a key or value that is empty stays
-			// non-nil, so neither becomes null.
-			if k, v, found := bytes.Cut(line, sep); found {
-				r.Key, r.Value = k, v
-			}
+	produce := func(r *kgo.Record) {
+		if r.Topic == "" {
+			r.Topic = topic
 		}
+		r.Headers = append(r.Headers, headers...)
 		if o.partition >= 0 {
 			r.Partition = o.partition
 		}
@@ -212,34 +255,38 @@ func (o *produceOptions) run(ctx context.Context, topic string, in io.Reader, st
 		// full, which is the backpressure on a fast stdin.
 		cl.Produce(produceCtx, r, tally.promise)
 		sent++
+		if prog != nil {
+			ok, failed := tally.counts()
+			prog.update(fmt.Sprintf("%s, %d failed", countLine("produced", ok, 0), failed))
+		}
 	}
 
-	lines, readErr := readLines(ctx, in, o.maxLineBytes)
+	records, readErr := readRecords(ctx, next)
 	interrupted := false
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			interrupted = true
-			// Lines already read are produced too, so "what was read is
+			// Records already read are produced too, so "what was read is
 			// sent" holds; the bound keeps a fast stdin from delaying exit.
-			for range lineQueueLen {
+			for range recordQueueLen {
 				select {
-				case line, ok := <-lines:
+				case r, ok := <-records:
 					if !ok {
 						break loop
 					}
-					produce(line)
+					produce(r)
 				default:
 					break loop
 				}
 			}
 			break loop
-		case line, ok := <-lines:
+		case r, ok := <-records:
 			if !ok {
 				break loop
 			}
-			produce(line)
+			produce(r)
 		}
 	}
 
@@ -254,52 +301,145 @@ loop:
 	}
 	defer cancel()
 	flushErr := cl.Flush(flushCtx)
+	prog.clear()
 
-	failed, firstErr := tally.summarize(topic, sent)
-
+	failedErr := tally.summarize(stderr, topic, sent, flushErr)
 	switch {
 	case interrupted:
 		return ctx.Err()
 	case *readErr != nil:
 		return fmt.Errorf("read stdin: %w", *readErr)
-	case failed > 0:
-		return fmt.Errorf("%w: %d of %d records failed, first: %w", ErrPartialFailure, failed, sent, firstErr)
+	case failedErr != nil:
+		return failedErr
 	case flushErr != nil:
 		return fmt.Errorf("flush: %w", flushErr)
 	}
 	return nil
 }
 
-// readLines reads in on its own goroutine so that a cancelled ctx stops
-// the producer even while stdin blocks. The returned channel is closed at
-// EOF, on a read error (then stored in *err, safe to read after the close)
-// or when ctx is done. A Read blocked on a terminal outlives the call;
-// the process is about to exit then.
-func readLines(ctx context.Context, in io.Reader, maxLineBytes int) (<-chan []byte, *error) {
-	lines := make(chan []byte, lineQueueLen)
+// recordSource returns stdin's next record, io.EOF after the last.
+type recordSource func() (*kgo.Record, error)
+
+// source reads in as lines (split at -k) or, with --format, through a
+// kgo.RecordReader; a bad layout is a usage error found before any
+// connection.
+func (o *produceOptions) source(in io.Reader) (recordSource, error) {
+	if o.format == "" {
+		return o.lineSource(in), nil
+	}
+	// The bound counts what the reader takes from stdin since the last
+	// whole record; its read-ahead buffer is the slack.
+	bounded := &boundedReader{r: in, max: int64(o.maxLineBytes) + batchOverheadBytes}
+	rr, err := kgo.NewRecordReader(bounded, o.format)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --format %q: %v", ErrUsage, o.format, err)
+	}
+	n := 0
+	return func() (*kgo.Record, error) {
+		r, err := rr.ReadRecord()
+		switch {
+		case err == io.EOF:
+			return nil, io.EOF
+		case err != nil:
+			return nil, fmt.Errorf("record %d: %w", n+1, err)
+		}
+		n++
+		bounded.n = 0
+		return r, nil
+	}, nil
+}
+
+// lineSource is one record per line: the default input, bounded by
+// --max-line-bytes.
+func (o *produceOptions) lineSource(in io.Reader) recordSource {
+	sc := bufio.NewScanner(in)
+	// +1: the scanner needs room for the newline after a line of exactly
+	// maxLineBytes.
+	sc.Buffer(make([]byte, 0, min(o.maxLineBytes+1, 64<<10)), o.maxLineBytes+1)
+	sep := []byte(o.keySep)
+	return func() (*kgo.Record, error) {
+		if !sc.Scan() {
+			err := sc.Err()
+			if errors.Is(err, bufio.ErrTooLong) {
+				return nil, fmt.Errorf("%w (raise --max-line-bytes, now %d)", err, o.maxLineBytes)
+			}
+			return nil, cmp.Or(err, io.EOF)
+		}
+		// The scanner reuses its buffer; the record keeps its bytes until
+		// delivery. make, not nil: an empty line is an empty value, not a
+		// null one (a tombstone).
+		line := append(make([]byte, 0, len(sc.Bytes())), sc.Bytes()...)
+		r := &kgo.Record{Value: line}
+		if o.keySep != "" {
+			// Subslices of line: a key or value that is empty stays
+			// non-nil, so neither becomes null.
+			if k, v, found := bytes.Cut(line, sep); found {
+				r.Key, r.Value = k, v
+			}
+		}
+		return r, nil
+	}
+}
+
+// errRecordTooLong reports a --format record longer than --max-line-bytes.
+var errRecordTooLong = errors.New("record too long")
+
+// boundedReader fails once more than max bytes are read without the
+// caller resetting n, so a --format layout that never matches cannot
+// buffer all of stdin.
+type boundedReader struct {
+	r      io.Reader
+	n, max int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.n >= b.max {
+		return 0, fmt.Errorf("%w: more than %d bytes (raise --max-line-bytes)", errRecordTooLong, b.max)
+	}
+	p = p[:min(int64(len(p)), b.max-b.n)]
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+// readsVerb reports whether a --format layout reads the field of verb,
+// e.g. 'p' for %p (a %% is a literal percent).
+func readsVerb(layout string, verb byte) bool {
+	for i := 0; i+1 < len(layout); i++ {
+		if layout[i] == '%' {
+			if layout[i+1] == verb {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+// readRecords reads stdin on its own goroutine so that a cancelled ctx
+// stops the producer even while stdin blocks. The returned channel is
+// closed at EOF, on a read error (then stored in *err, safe to read after
+// the close) or when ctx is done. A Read blocked on a terminal outlives
+// the call; the process is about to exit then.
+func readRecords(ctx context.Context, next recordSource) (<-chan *kgo.Record, *error) {
+	records := make(chan *kgo.Record, recordQueueLen)
 	var err error
 	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(in)
-		// +1: the scanner needs room for the newline after a line of
-		// exactly maxLineBytes.
-		sc.Buffer(make([]byte, 0, min(maxLineBytes+1, 64<<10)), maxLineBytes+1)
-		for sc.Scan() {
-			// The scanner reuses its buffer; the record keeps its bytes
-			// until delivery.
-			// make, not nil: an empty line is an empty value, not a
-			// null one (a tombstone).
-			line := append(make([]byte, 0, len(sc.Bytes())), sc.Bytes()...)
+		defer close(records)
+		for {
+			r, rerr := next()
+			if rerr != nil {
+				if rerr != io.EOF {
+					err = rerr
+				}
+				return
+			}
 			select {
-			case lines <- line:
+			case records <- r:
 			case <-ctx.Done():
 				return
 			}
 		}
-		err = sc.Err()
-		if errors.Is(err, bufio.ErrTooLong) {
-			err = fmt.Errorf("%w (raise --max-line-bytes, now %d)", err, maxLineBytes)
-		}
 	}()
-	return lines, &err
+	return records, &err
 }

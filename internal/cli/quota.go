@@ -9,6 +9,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -67,9 +68,30 @@ func (f *quotaEntityFlags) parts(cmd *cobra.Command) []kadm.ClientQuotaEntityCom
 	return ps
 }
 
+// QuotaListing is one entity of `quota describe --format json|yaml`
+// with its quotas.
+type QuotaListing struct {
+	Entity []QuotaEntityPart `json:"entity" yaml:"entity"`
+	Values []QuotaValue      `json:"values" yaml:"values"`
+}
+
+// QuotaEntityPart is a user or client-id part of an entity; Name is null
+// for the default entity (<default> in text).
+type QuotaEntityPart struct {
+	Type string  `json:"type" yaml:"type"`
+	Name *string `json:"name" yaml:"name"`
+}
+
+// QuotaValue is one quota of an entity.
+type QuotaValue struct {
+	Key   string  `json:"key" yaml:"key"`
+	Value float64 `json:"value" yaml:"value"`
+}
+
 func newQuotaDescribeCmd(opts *ClientOptions) *cobra.Command {
 	var ent quotaEntityFlags
 	var strict bool
+	var format *string
 	cmd := &cobra.Command{
 		Use:   "describe",
 		Short: "List client quotas, all or those of an entity",
@@ -77,6 +99,9 @@ func newQuotaDescribeCmd(opts *ClientOptions) *cobra.Command {
 			"the list to entities with that part; --strict to entities with no other part.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutputFormat(*format); err != nil {
+				return err
+			}
 			var comps []kadm.DescribeClientQuotaComponent
 			for _, p := range ent.parts(cmd) {
 				c := kadm.DescribeClientQuotaComponent{Type: p.Type, MatchName: p.Name, MatchType: kmsg.QuotasMatchTypeExact}
@@ -94,28 +119,42 @@ func newQuotaDescribeCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("describe client quotas: %w", err)
 			}
-			t := newTable(cmd.OutOrStdout(), "USER", "CLIENT-ID", "KEY", "VALUE")
+			listing := make([]QuotaListing, 0, len(qs))
 			for _, q := range qs {
-				user, client := "-", "-"
+				l := QuotaListing{Values: []QuotaValue{}}
 				for _, c := range q.Entity {
-					name := quotaDefaultName
-					if c.Name != nil {
-						name = *c.Name
-					}
-					switch c.Type {
-					case "user":
-						user = name
-					case "client-id":
-						client = name
-					}
+					l.Entity = append(l.Entity, QuotaEntityPart{Type: c.Type, Name: c.Name})
 				}
 				for _, v := range q.Values {
-					t.row(user, client, v.Key, strconv.FormatFloat(v.Value, 'f', -1, 64))
+					l.Values = append(l.Values, QuotaValue{Key: v.Key, Value: v.Value})
 				}
+				listing = append(listing, l)
 			}
-			return t.flush()
+			return writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+				t := newTable(w, "USER", "CLIENT-ID", "KEY", "VALUE")
+				for _, q := range qs {
+					user, client := "-", "-"
+					for _, c := range q.Entity {
+						name := quotaDefaultName
+						if c.Name != nil {
+							name = *c.Name
+						}
+						switch c.Type {
+						case "user":
+							user = name
+						case "client-id":
+							client = name
+						}
+					}
+					for _, v := range q.Values {
+						t.row(user, client, v.Key, strconv.FormatFloat(v.Value, 'f', -1, 64))
+					}
+				}
+				return t.flush()
+			})
 		},
 	}
+	format = addOutputFlag(cmd)
 	ent.register(cmd)
 	cmd.Flags().BoolVar(&strict, "strict", false, "only entities with no parts besides --user and --client-id")
 	return cmd

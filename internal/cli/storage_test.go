@@ -176,4 +176,19 @@ func TestDescribeShowsLevels(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("storage rows %q, want %q\n%s", got, want, r.stdout)
 	}
+
+	// The same answer in json, under the agent's own field names.
+	r = mustRun(t, brokers, "", "topic", "describe", "lv", "--http", a.HTTPAddr(), "--format", "json")
+	var descs []struct {
+		Name       string                 `json:"name"`
+		Storage    *agent.TopicStorage    `json:"storage"`
+		Compaction *agent.TopicCompaction `json:"compaction"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &descs); err != nil || len(descs) != 1 || descs[0].Storage == nil {
+		t.Fatalf("describe --format json --http: %v\n%s", err, r.stdout)
+	}
+	ps := descs[0].Storage.Partitions
+	if len(ps) != 2 || ps[1].Entries != 2 || ps[1].Level0Objects != 2 || ps[0].Entries != 0 || descs[0].Compaction != nil {
+		t.Fatalf("describe --format json --http: %s", r.stdout)
+	}
 }

@@ -154,14 +154,28 @@ func printTopicResults(cmd *cobra.Command, verb string, topics []string, result 
 	return nil
 }
 
+// TopicListing is one topic of `topic list --format json|yaml`.
+type TopicListing struct {
+	Name       string `json:"name" yaml:"name"`
+	Internal   bool   `json:"internal" yaml:"internal"`
+	Partitions int    `json:"partitions" yaml:"partitions"`
+	// SizeBytes is null when the stored bytes could not be listed.
+	SizeBytes *int64 `json:"size_bytes" yaml:"size_bytes"`
+	Error     string `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
 func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 	var internal bool
+	var format *string
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List topics, their partition counts and the bytes they store",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutputFormat(*format); err != nil {
+				return err
+			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
@@ -176,23 +190,91 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 				return fmt.Errorf("list topics: %w", err)
 			}
 			sizes, sizeErr := describeSizes(ctx, adm, nil)
-			t := newTable(cmd.OutOrStdout(), "NAME", "PARTITIONS", "SIZE")
+			listing := []TopicListing{}
 			for _, d := range details.Sorted() {
+				l := TopicListing{Name: d.Topic, Internal: d.IsInternal, Partitions: len(d.Partitions)}
 				if d.Err != nil {
-					t.row(d.Topic, d.Err)
-					continue
+					l.Error = d.Err.Error()
+				} else {
+					l.SizeBytes = sizes.topicBytes(d.Topic, sizeErr)
 				}
-				t.row(d.Topic, len(d.Partitions), sizes.topicCell(d.Topic, sizeErr))
+				listing = append(listing, l)
 			}
-			return t.flush()
+			return writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+				t := newTable(w, "NAME", "PARTITIONS", "SIZE")
+				for _, d := range details.Sorted() {
+					if d.Err != nil {
+						t.row(d.Topic, d.Err)
+						continue
+					}
+					t.row(d.Topic, len(d.Partitions), sizes.topicCell(d.Topic, sizeErr))
+				}
+				return t.flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics")
+	format = addOutputFlag(cmd)
 	return cmd
+}
+
+// TopicDescription is one topic of `topic describe --format json|yaml`.
+type TopicDescription struct {
+	Name       string                 `json:"name" yaml:"name"`
+	ID         string                 `json:"id" yaml:"id"`
+	Internal   bool                   `json:"internal" yaml:"internal"`
+	SizeBytes  *int64                 `json:"size_bytes" yaml:"size_bytes"` // null if unknown
+	Partitions []PartitionDescription `json:"partitions" yaml:"partitions"`
+	Configs    []TopicConfig          `json:"configs" yaml:"configs"`
+	// ConfigsError says why Configs is empty, if it is for an error.
+	ConfigsError string `json:"configs_error,omitempty" yaml:"configs_error,omitempty"`
+	// With --http: the agent's answers as they are (agent.TopicStorage,
+	// and agent.TopicCompaction for a compacted topic), or why not.
+	Storage         any    `json:"storage,omitempty" yaml:"storage,omitempty"`
+	StorageError    string `json:"storage_error,omitempty" yaml:"storage_error,omitempty"`
+	Compaction      any    `json:"compaction,omitempty" yaml:"compaction,omitempty"`
+	CompactionError string `json:"compaction_error,omitempty" yaml:"compaction_error,omitempty"`
+}
+
+// addStorage adds what --http shows: a failed request shows in the
+// output, as the other listings' do.
+func (d *TopicDescription) addStorage(ctx context.Context, o *adminOptions, configs kadm.ResourceConfigs) {
+	if st, err := fetchStorageLevels(ctx, o, d.Name); err != nil {
+		d.StorageError = err.Error()
+	} else {
+		d.Storage = jsonShaped{st}
+	}
+	if tc, err := fetchCompaction(ctx, o, configs, d.Name); err != nil {
+		d.CompactionError = err.Error()
+	} else if tc != nil {
+		d.Compaction = jsonShaped{tc}
+	}
+}
+
+// PartitionDescription is one partition of a described topic. Offsets
+// and size are null when they could not be listed.
+type PartitionDescription struct {
+	Partition   int32   `json:"partition" yaml:"partition"`
+	Leader      int32   `json:"leader" yaml:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch" yaml:"leader_epoch"`
+	Replicas    []int32 `json:"replicas" yaml:"replicas"`
+	StartOffset *int64  `json:"start_offset" yaml:"start_offset"`
+	EndOffset   *int64  `json:"end_offset" yaml:"end_offset"`
+	SizeBytes   *int64  `json:"size_bytes" yaml:"size_bytes"`
+}
+
+// TopicConfig is one config of a described topic; Value is null for a
+// config with no value and for a sensitive one.
+type TopicConfig struct {
+	Name      string  `json:"name" yaml:"name"`
+	Value     *string `json:"value" yaml:"value"`
+	Source    string  `json:"source" yaml:"source"`
+	Sensitive bool    `json:"sensitive" yaml:"sensitive"`
 }
 
 func newTopicDescribeCmd(opts *ClientOptions) *cobra.Command {
 	var storage adminOptions
+	var format *string
 	cmd := &cobra.Command{
 		Use:   "describe NAME...",
 		Short: "Show a topic's partitions (with start and end offsets and stored bytes) and configs",
@@ -202,6 +284,9 @@ offset index entries and the data objects they point into, level 0
 (multi-partition flushes) and compacted (per-partition objects).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
+			if err := checkOutputFormat(*format); err != nil {
+				return err
+			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
@@ -228,6 +313,17 @@ offset index entries and the data objects they point into, level 0
 			configs, cfgErr := adm.DescribeTopicConfigs(ctx, topics...)
 			sizes, sizeErr := describeSizes(ctx, adm, details.TopicsSet())
 
+			if *format != OutputText {
+				descs := make([]TopicDescription, 0, len(topics))
+				for _, topic := range topics {
+					d := describeTopic(details[topic], starts, startErr, ends, endErr, configs, cfgErr, sizes, sizeErr)
+					if storage.HTTP != "" {
+						d.addStorage(cmd.Context(), &storage, configs)
+					}
+					descs = append(descs, d)
+				}
+				return writeOutput(cmd.OutOrStdout(), *format, descs, nil)
+			}
 			w := cmd.OutOrStdout()
 			for i, topic := range topics {
 				if i > 0 {
@@ -275,16 +371,61 @@ offset index entries and the data objects they point into, level 0
 	}
 	cmd.Flags().StringVar(&storage.HTTP, "http", "", "an agent's HTTP address, host:port: also show index entries and objects by compaction level, and a compacted topic's dirty ratio per partition")
 	cmd.Flags().DurationVar(&storage.Timeout, "http-timeout", 30*time.Second, "bound on the --http request")
+	format = addOutputFlag(cmd)
 	return cmd
+}
+
+// describeTopic gathers what `topic describe` lists of one topic for
+// json and yaml; the text tables show the same listings cell by cell.
+func describeTopic(d kadm.TopicDetail, starts kadm.ListedOffsets, startErr error, ends kadm.ListedOffsets, endErr error,
+	configs kadm.ResourceConfigs, cfgErr error, sizes topicSizes, sizeErr error,
+) TopicDescription {
+	desc := TopicDescription{
+		Name:       d.Topic,
+		ID:         d.ID.String(),
+		Internal:   d.IsInternal,
+		SizeBytes:  sizes.topicBytes(d.Topic, sizeErr),
+		Partitions: []PartitionDescription{},
+		Configs:    []TopicConfig{},
+	}
+	listed := func(l kadm.ListedOffsets, p int32) *int64 {
+		if o, ok := l.Lookup(d.Topic, p); ok && o.Err == nil {
+			return &o.Offset
+		}
+		return nil
+	}
+	for _, p := range d.Partitions.Sorted() {
+		pd := PartitionDescription{
+			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas:    append([]int32{}, p.Replicas...),
+			StartOffset: listed(starts, p.Partition),
+			EndOffset:   listed(ends, p.Partition),
+		}
+		if n, ok := sizes[d.Topic][p.Partition]; ok && sizeErr == nil {
+			pd.SizeBytes = &n
+		}
+		desc.Partitions = append(desc.Partitions, pd)
+	}
+	cfgs, err := topicConfigs(configs, cfgErr, d.Topic)
+	if err != nil {
+		desc.ConfigsError = err.Error()
+	}
+	for _, c := range cfgs {
+		tc := TopicConfig{Name: c.Key, Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive}
+		if c.Sensitive {
+			tc.Value = nil
+		}
+		desc.Configs = append(desc.Configs, tc)
+	}
+	return desc
 }
 
 // printStorageLevels prints a topic's index entries and objects per
 // partition, by compaction level, as the agent at o.HTTP holds them; a
 // failed request shows in the output, as the other listings' do.
 func printStorageLevels(ctx context.Context, w io.Writer, o *adminOptions, topic string) error {
-	var st agent.TopicStorage
-	path := strings.Replace(agent.PathTopicStorage, "{name}", url.PathEscape(topic), 1)
-	if err := o.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+	st, err := fetchStorageLevels(ctx, o, topic)
+	if err != nil {
 		_, werr := fmt.Fprintf(w, "STORAGE  error: %v\n", err)
 		return werr
 	}
@@ -295,6 +436,17 @@ func printStorageLevels(ctx context.Context, w io.Writer, o *adminOptions, topic
 			fmt.Sprintf("%d entries in %d objects", p.CompactedEntries, p.CompactedObjects))
 	}
 	return t.flush()
+}
+
+// fetchStorageLevels asks the agent at o.HTTP for a topic's index
+// entries and objects per partition.
+func fetchStorageLevels(ctx context.Context, o *adminOptions, topic string) (*agent.TopicStorage, error) {
+	var st agent.TopicStorage
+	path := strings.Replace(agent.PathTopicStorage, "{name}", url.PathEscape(topic), 1)
+	if err := o.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // topicSizes holds the stored bytes of each partition, by topic, summed
@@ -334,11 +486,19 @@ func (s topicSizes) topicCell(topic string, err error) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
+	return strconv.FormatInt(*s.topicBytes(topic, nil), 10)
+}
+
+// topicBytes is a topic's stored bytes, nil if they could not be listed.
+func (s topicSizes) topicBytes(topic string, err error) *int64 {
+	if err != nil {
+		return nil
+	}
 	var n int64
 	for _, b := range s[topic] {
 		n += b
 	}
-	return strconv.FormatInt(n, 10)
+	return &n
 }
 
 // partitionCell renders a partition's stored bytes; "-" when no broker
@@ -377,7 +537,9 @@ func offsetCell(l kadm.ListedOffsets, listErr error, topic string, partition int
 	}
 }
 
-func printConfigs(w io.Writer, rcs kadm.ResourceConfigs, listErr error, topic string) error {
+// topicConfigs returns a topic's described configs sorted by name, or
+// why they are unavailable.
+func topicConfigs(rcs kadm.ResourceConfigs, listErr error, topic string) ([]kadm.Config, error) {
 	rc, err := rcs.On(topic, nil)
 	if err == nil && rc.Err != nil {
 		err = errors.New(errText(rc.Err, rc.ErrMessage))
@@ -386,11 +548,19 @@ func printConfigs(w io.Writer, rcs kadm.ResourceConfigs, listErr error, topic st
 		if listErr != nil {
 			err = listErr
 		}
-		_, werr := fmt.Fprintf(w, "CONFIGS unavailable: %v\n", err)
-		return werr
+		return nil, err
 	}
 	cfgs := slices.Clone(rc.Configs)
 	slices.SortFunc(cfgs, func(a, b kadm.Config) int { return strings.Compare(a.Key, b.Key) })
+	return cfgs, nil
+}
+
+func printConfigs(w io.Writer, rcs kadm.ResourceConfigs, listErr error, topic string) error {
+	cfgs, err := topicConfigs(rcs, listErr, topic)
+	if err != nil {
+		_, werr := fmt.Fprintf(w, "CONFIGS unavailable: %v\n", err)
+		return werr
+	}
 	t := newTable(w, "CONFIG", "VALUE", "SOURCE")
 	for _, c := range cfgs {
 		v := c.MaybeValue()

@@ -21,9 +21,29 @@ import (
 // API. A topic whose cleanup.policy does not hold compact prints
 // nothing; an agent that cannot answer prints why.
 func printCompaction(ctx context.Context, w io.Writer, o *adminOptions, rcs kadm.ResourceConfigs, topic string) error {
+	tc, err := fetchCompaction(ctx, o, rcs, topic)
+	if err != nil {
+		_, werr := fmt.Fprintf(w, "\nCOMPACTION  error: %v\n", err)
+		return werr
+	}
+	if tc == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "PARTITION", "CLEAN", "DIRTY", "DIRTY-RATIO", "FIRST-DIRTY", "DUE")
+	for _, p := range tc.Partitions {
+		t.row(p.Partition, p.CleanBytes, p.DirtyBytes, strconv.FormatFloat(p.DirtyRatio, 'f', 3, 64), p.FirstDirty, p.Due)
+	}
+	return t.flush()
+}
+
+// fetchCompaction asks the agent at o.HTTP for a compacted topic's
+// compaction state; nil, nil for a topic that is not compacted or whose
+// configs are unknown (printConfigs says why).
+func fetchCompaction(ctx context.Context, o *adminOptions, rcs kadm.ResourceConfigs, topic string) (*agent.TopicCompaction, error) {
 	rc, err := rcs.On(topic, nil)
 	if err != nil || rc.Err != nil {
-		return nil // printConfigs says why
+		return nil, nil
 	}
 	compact := false
 	for _, c := range rc.Configs {
@@ -34,18 +54,12 @@ func printCompaction(ctx context.Context, w io.Writer, o *adminOptions, rcs kadm
 		}
 	}
 	if !compact {
-		return nil
+		return nil, nil
 	}
 	var tc agent.TopicCompaction
 	path := strings.Replace(agent.PathTopicCompaction, "{name}", url.PathEscape(topic), 1)
 	if err := o.do(ctx, http.MethodGet, path, nil, &tc); err != nil {
-		_, werr := fmt.Fprintf(w, "\nCOMPACTION  error: %v\n", err)
-		return werr
+		return nil, err
 	}
-	fmt.Fprintln(w)
-	t := newTable(w, "PARTITION", "CLEAN", "DIRTY", "DIRTY-RATIO", "FIRST-DIRTY", "DUE")
-	for _, p := range tc.Partitions {
-		t.row(p.Partition, p.CleanBytes, p.DirtyBytes, strconv.FormatFloat(p.DirtyRatio, 'f', 3, 64), p.FirstDirty, p.Due)
-	}
-	return t.flush()
+	return &tc, nil
 }

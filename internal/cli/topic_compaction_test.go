@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandkafka/strand/internal/agent"
 )
 
 // compactionRow returns the COMPACTION table's row of partition p.
@@ -58,6 +61,14 @@ func TestTopicDescribeCompaction(t *testing.T) {
 	row = compactionRow(t, describe(), 0)
 	if row[1] == "0" || row[2] != "0" || row[3] != "0.000" || row[5] != "false" {
 		t.Fatalf("after cleaning: %v", row)
+	}
+	var descs []struct {
+		Compaction *agent.TopicCompaction `json:"compaction"`
+	}
+	out := mustRun(t, brokers, "", "topic", "describe", "table", "plain", "--http", a.HTTPAddr(), "--format", "json").stdout
+	if err := json.Unmarshal([]byte(out), &descs); err != nil || len(descs) != 2 || descs[0].Compaction == nil ||
+		len(descs[0].Compaction.Partitions) != 1 || descs[0].Compaction.Partitions[0].DirtyBytes != 0 || descs[1].Compaction != nil {
+		t.Fatalf("describe --format json: %v\n%s", err, out)
 	}
 	if out := mustRun(t, brokers, "", "topic", "describe", "plain", "--http", a.HTTPAddr()).stdout; slices.ContainsFunc(rows(out), func(r []string) bool { return slices.Contains(r, "DIRTY") }) {
 		t.Fatalf("a plain topic shows compaction:\n%s", out)

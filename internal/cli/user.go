@@ -11,6 +11,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -167,12 +168,29 @@ func newUserDeleteCmd(opts *ClientOptions) *cobra.Command {
 	return cmd
 }
 
+// UserListing is one user of `user list --format json|yaml`: its SCRAM
+// credentials' mechanisms and iterations, never a salt or key.
+type UserListing struct {
+	User        string           `json:"user" yaml:"user"`
+	Credentials []UserCredential `json:"credentials" yaml:"credentials"`
+}
+
+// UserCredential is one SCRAM credential of a user.
+type UserCredential struct {
+	Mechanism  string `json:"mechanism" yaml:"mechanism"`
+	Iterations int32  `json:"iterations" yaml:"iterations"`
+}
+
 func newUserListCmd(opts *ClientOptions) *cobra.Command {
-	return &cobra.Command{
+	var format *string
+	cmd := &cobra.Command{
 		Use:     "list [USER...]",
 		Aliases: []string{"ls"},
 		Short:   "List SCRAM users with their mechanisms and iterations (never a salt or key)",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutputFormat(*format); err != nil {
+				return err
+			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
@@ -182,18 +200,28 @@ func newUserListCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("list users: %w", err)
 			}
-			t := newTable(cmd.OutOrStdout(), "USER", "MECHANISM", "ITERATIONS")
+			listing := []UserListing{}
 			var missing []string
 			for _, d := range described.Sorted() {
 				if d.Err != nil {
 					missing = append(missing, d.User)
 					continue
 				}
+				u := UserListing{User: d.User, Credentials: []UserCredential{}}
 				for _, ci := range d.CredInfos {
-					t.row(d.User, ci.Mechanism.String(), ci.Iterations)
+					u.Credentials = append(u.Credentials, UserCredential{Mechanism: ci.Mechanism.String(), Iterations: ci.Iterations})
 				}
+				listing = append(listing, u)
 			}
-			if err := t.flush(); err != nil {
+			if err := writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+				t := newTable(w, "USER", "MECHANISM", "ITERATIONS")
+				for _, u := range listing {
+					for _, c := range u.Credentials {
+						t.row(u.User, c.Mechanism, c.Iterations)
+					}
+				}
+				return t.flush()
+			}); err != nil {
 				return err
 			}
 			if len(missing) > 0 {
@@ -202,6 +230,8 @@ func newUserListCmd(opts *ClientOptions) *cobra.Command {
 			return nil
 		},
 	}
+	format = addOutputFlag(cmd)
+	return cmd
 }
 
 // readPassword is the first line of file, else $STRAND_USER_PASSWORD.

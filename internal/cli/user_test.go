@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +49,12 @@ func TestUser(t *testing.T) {
 	if want := [][]string{{"USER", "MECHANISM", "ITERATIONS"}, {"carol", "SCRAM-SHA-256", "4096"},
 		{"carol", "SCRAM-SHA-512", "4096"}, {"dave", "SCRAM-SHA-512", "8192"}}; r.err != nil || !equalRows(rows(r.stdout), want) {
 		t.Fatalf("list: %v\n%s", r.err, r.stdout)
+	}
+	r = user("list", "--format", "json")
+	var users []UserListing
+	if err := json.Unmarshal([]byte(r.stdout), &users); r.err != nil || err != nil || len(users) != 2 || users[0].User != "carol" ||
+		!slices.Equal(users[1].Credentials, []UserCredential{{Mechanism: "SCRAM-SHA-512", Iterations: 8192}}) {
+		t.Fatalf("list --format json: %v %v\n%s", r.err, err, r.stdout)
 	}
 
 	asCarol := func(mechanism string) result {
