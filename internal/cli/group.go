@@ -56,6 +56,8 @@ func NewGroupCommand() *cobra.Command {
 		newGroupDescribeCmd(&opts),
 		newGroupDeleteCmd(&opts),
 		newGroupResetCmd(&opts),
+		newGroupSeekCmd(&opts),
+		newGroupOffsetDeleteCmd(&opts),
 	)
 	return cmd
 }
