@@ -58,6 +58,7 @@ func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
+	root.AddCommand(NewClusterCommand())
 }
 
 // ClientOptions are the connection flags every client command shares.
