@@ -57,5 +57,10 @@ func newRootCmd() *cobra.Command {
 
 	// `strand bench` (internal/bench)
 	root.AddCommand(bench.NewCommand())
+
+	// Last, so they cover every command above: cobra's `completion`,
+	// and an error for an unknown subcommand of any group.
+	root.InitDefaultCompletionCmd()
+	cli.RequireSubcommands(root)
 	return root
 }

@@ -57,13 +57,17 @@ func clientKeysHelp() string {
 	return b.String()
 }
 
-// unknownKeyError is the usage error for a key -X does not know.
-func unknownKeyError(key string) error {
+func clientKeyNames() string {
 	keys := make([]string, len(clientKeys))
 	for i, k := range clientKeys {
 		keys[i] = k.key
 	}
-	return fmt.Errorf("%w: unknown client option %q; known: %s", ErrUsage, key, strings.Join(keys, ", "))
+	return strings.Join(keys, ", ")
+}
+
+// unknownKeyError is the usage error for a key -X does not know.
+func unknownKeyError(key string) error {
+	return fmt.Errorf("%w: unknown client option %q; known: %s", ErrUsage, key, clientKeyNames())
 }
 
 // setKey sets key's value in o, whose flags are in fs. A flag given on
@@ -138,7 +142,7 @@ type optionFlag struct {
 	seen []string
 }
 
-func (x *optionFlag) String() string { return "[" + strings.Join(x.seen, ",") + "]" }
+func (x *optionFlag) String() string { return strings.Join(x.seen, ",") }
 func (x *optionFlag) Type() string   { return "key=value" }
 
 func (x *optionFlag) Set(kv string) error {
@@ -158,5 +162,6 @@ func (x *optionFlag) Set(kv string) error {
 func (o *ClientOptions) registerOptions(fs *pflag.FlagSet) {
 	o.applyProfile(fs)
 	fs.VarP(&optionFlag{o: o, fs: fs}, "option", "X",
-		"client option key=value (repeatable); precedence: flag > -X > environment > profile > default. Keys:\n"+clientKeysHelp())
+		"client option key=value, repeatable ("+clientKeyNames()+
+			"); precedence: flag > -X > environment > profile > default (strand profile --help)")
 }
