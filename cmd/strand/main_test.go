@@ -18,12 +18,16 @@ func TestRootCommands(t *testing.T) {
 		{[]string{"--help"}, []string{"topic", "produce", "consume", "version"}},
 		{[]string{"topic", "--help"}, []string{"create", "list", "describe", "delete", "--brokers"}},
 		{[]string{"consume", "--help"}, []string{"--from-beginning", "--group", "--exit-at-end", "--format"}},
+		{[]string{"completion", "bash"}, []string{"__start_strand", "__complete"}},
+		{[]string{"completion", "zsh"}, []string{"#compdef strand", "__complete"}},
+		{[]string{"completion", "fish"}, []string{"complete -c strand", "__complete"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			root := newRootCmd()
 			var out bytes.Buffer
 			root.SetOut(&out)
+			addCompletion(root)
 			root.SetArgs(tt.args)
 			if err := root.Execute(); err != nil {
 				t.Fatal(err)
@@ -52,7 +56,7 @@ func TestUnknownSubcommand(t *testing.T) {
 			walk(sub, append(slices.Clone(path), sub.Name()))
 		}
 	}
-	walk(newRootCmd(), nil)
+	walk(addCompletion(newRootCmd()), nil)
 	for _, want := range [][]string{nil, {"topic"}, {"group"}, {"cluster", "config"}, {"completion"}, {"profile"}} {
 		if !slices.ContainsFunc(groups, func(g []string) bool { return slices.Equal(g, want) }) {
 			t.Fatalf("command groups %v lack %v", groups, want)
@@ -71,6 +75,7 @@ func TestUnknownSubcommand(t *testing.T) {
 			var out bytes.Buffer
 			root.SetOut(&out)
 			root.SetErr(&out)
+			addCompletion(root)
 			root.SetArgs(append(slices.Clone(g), "bogus"))
 			err := root.Execute()
 			if err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
@@ -80,6 +85,7 @@ func TestUnknownSubcommand(t *testing.T) {
 			root = newRootCmd()
 			out.Reset()
 			root.SetOut(&out)
+			addCompletion(root)
 			root.SetArgs(g)
 			if err := root.Execute(); err != nil {
 				t.Fatalf("with no subcommand: %v", err)

@@ -60,6 +60,7 @@ func AddCommands(root *cobra.Command) {
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
 	root.AddCommand(NewClusterCommand(), NewProfileCommand())
+	addCompletions(root)
 }
 
 // ClientOptions are the connection flags every client command shares.
