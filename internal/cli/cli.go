@@ -1,10 +1,11 @@
 // Package cli owns Strand's client tools: the `topic`, `produce`,
-// `consume`, `group`, `features`, `acl`, `quota` and `user` commands of the strand binary, in the spirit of
+// `consume`, `group`, `cluster`, `features`, `acl`, `quota` and `user` commands of the strand binary, in the spirit of
 // Redpanda's rpk and kcat. They speak only the Kafka protocol (through
 // franz-go's kgo and kadm), so they work against any Kafka-compatible
 // cluster, not just Strand. The `log` and `storage` commands are
 // Strand's own: they talk to one agent's HTTP admin API (see
-// internal/agent).
+// internal/agent). `profile` keeps named sets of client options
+// (profile.go, options.go); completion.go completes topic and group names.
 //
 // Every command reads and writes through cobra's In/Out/Err streams and
 // honours the context passed to ExecuteContext, so tests run whole commands

@@ -73,7 +73,7 @@ func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
 	var format *string
 	cmd := &cobra.Command{
 		Use:   "info",
-		Short: "Show the cluster id, the controller, the agents (address, rack) and how many topics there are",
+		Short: "Show the cluster id, the controller, the agents (address, rack) and how many topics and partitions there are (internal ones included)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(*format); err != nil {
