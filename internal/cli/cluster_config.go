@@ -119,39 +119,24 @@ func printBrokerConfigs(w io.Writer, format string, cfgs []brokerConfig) error {
 }
 
 func newClusterConfigListCmd(opts *ClientOptions) *cobra.Command {
-	var (
-		r      brokerResource
-		format *string
-	)
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List broker configs: the cluster-wide values set, or every config of --node with its source",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(*format); err != nil {
-				return err
-			}
-			cfgs, err := describeBrokerConfigs(cmd, opts, &r)
-			if err != nil {
-				return err
-			}
-			return printBrokerConfigs(cmd.OutOrStdout(), *format, cfgs)
-		},
-	}
-	r.register(cmd)
-	format = addOutputFlag(cmd)
-	return cmd
+	return newClusterConfigShowCmd(opts, "list", "List broker configs: the cluster-wide values set, or every config of --node with its source", cobra.NoArgs)
 }
 
 func newClusterConfigGetCmd(opts *ClientOptions) *cobra.Command {
+	return newClusterConfigShowCmd(opts, "get KEY...", "Show some broker configs; fails if one is not listed (not set cluster-wide, or unknown)", cobra.MinimumNArgs(1))
+}
+
+// newClusterConfigShowCmd returns list (no arguments: every config) or
+// get (the configs named).
+func newClusterConfigShowCmd(opts *ClientOptions, use, short string, args cobra.PositionalArgs) *cobra.Command {
 	var (
 		r      brokerResource
 		format *string
 	)
 	cmd := &cobra.Command{
-		Use:   "get KEY...",
-		Short: "Show some broker configs; fails if one is not listed (not set cluster-wide, or unknown)",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   use,
+		Short: short,
+		Args:  args,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			if err := checkFormat(*format); err != nil {
 				return err
@@ -159,6 +144,9 @@ func newClusterConfigGetCmd(opts *ClientOptions) *cobra.Command {
 			cfgs, err := describeBrokerConfigs(cmd, opts, &r)
 			if err != nil {
 				return err
+			}
+			if len(names) == 0 {
+				return printBrokerConfigs(cmd.OutOrStdout(), *format, cfgs)
 			}
 			var got []brokerConfig
 			var missing []string

@@ -94,14 +94,11 @@ func (o *ClientOptions) setKey(fs *pflag.FlagSet, key, value string) error {
 	return nil
 }
 
-// envSet reports whether flag's environment variable is set, as
-// Register reads it: it then wins over the profile.
+// envSet reports whether flag's environment variable sets it, and so
+// wins over the profile. A blank one does not: Register reads it as
+// the built-in default.
 func envSet(flag string) bool {
-	v, ok := os.LookupEnv(envName(flag))
-	if flag == "brokers" {
-		return strings.TrimSpace(v) != "" // Register ignores a blank one
-	}
-	return ok
+	return strings.TrimSpace(os.Getenv(envName(flag))) != ""
 }
 
 // applyProfile makes the current profile's values the defaults of the

@@ -209,21 +209,27 @@ func newProfileCreateCmd() *cobra.Command {
 	return cmd
 }
 
+// changeProfile loads the file, fails unless it holds name, applies
+// change and saves the result.
+func changeProfile(name string, change func(pf *profileFile)) error {
+	pf, path, err := loadProfiles()
+	if err != nil {
+		return err
+	}
+	if _, err := pf.get(name); err != nil {
+		return err
+	}
+	change(pf)
+	return pf.save(path)
+}
+
 func newProfileUseCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "use NAME",
 		Short: "Make a profile current",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pf, path, err := loadProfiles()
-			if err != nil {
-				return err
-			}
-			if _, err := pf.get(args[0]); err != nil {
-				return err
-			}
-			pf.Current = args[0]
-			if err := pf.save(path); err != nil {
+			if err := changeProfile(args[0], func(pf *profileFile) { pf.Current = args[0] }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "profile %s is current\n", args[0])
@@ -238,18 +244,13 @@ func newProfileDeleteCmd() *cobra.Command {
 		Short: "Delete a profile (if it was current, none is)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pf, path, err := loadProfiles()
+			err := changeProfile(args[0], func(pf *profileFile) {
+				delete(pf.Profiles, args[0])
+				if pf.Current == args[0] {
+					pf.Current = ""
+				}
+			})
 			if err != nil {
-				return err
-			}
-			if _, err := pf.get(args[0]); err != nil {
-				return err
-			}
-			delete(pf.Profiles, args[0])
-			if pf.Current == args[0] {
-				pf.Current = ""
-			}
-			if err := pf.save(path); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted profile %s\n", args[0])
