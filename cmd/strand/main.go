@@ -24,7 +24,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+	if err := addCompletion(newRootCmd()).ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "strand:", err)
 		os.Exit(1)
 	}
@@ -62,5 +62,18 @@ func newRootCmd() *cobra.Command {
 
 	// `strand bench` (internal/bench)
 	root.AddCommand(bench.NewCommand())
+
+	// Last, so it covers every command above: an error for an unknown
+	// subcommand of any group.
+	cli.RequireSubcommands(root)
+	return root
+}
+
+// addCompletion adds cobra's `completion` command (cobra would add it
+// at Execute, past RequireSubcommands' reach) and holds it to the same
+// rule. It writes to root's output as set when this is called.
+func addCompletion(root *cobra.Command) *cobra.Command {
+	root.InitDefaultCompletionCmd()
+	cli.RequireSubcommands(root)
 	return root
 }

@@ -1,10 +1,11 @@
 // Package cli owns Strand's client tools: the `topic`, `produce`,
-// `consume`, `group`, `features`, `acl`, `quota` and `user` commands of the strand binary, in the spirit of
+// `consume`, `group`, `cluster`, `features`, `acl`, `quota` and `user` commands of the strand binary, in the spirit of
 // Redpanda's rpk and kcat. They speak only the Kafka protocol (through
 // franz-go's kgo and kadm), so they work against any Kafka-compatible
 // cluster, not just Strand. The `log` and `storage` commands are
 // Strand's own: they talk to one agent's HTTP admin API (see
-// internal/agent).
+// internal/agent). `profile` keeps named sets of client options
+// (profile.go, options.go); completion.go completes topic and group names.
 //
 // Every command reads and writes through cobra's In/Out/Err streams and
 // honours the context passed to ExecuteContext, so tests run whole commands
@@ -12,6 +13,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +60,8 @@ func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
+	root.AddCommand(NewClusterCommand(), NewProfileCommand())
+	addCompletions(root)
 }
 
 // ClientOptions are the connection flags every client command shares.
@@ -71,10 +75,17 @@ type ClientOptions struct {
 	Timeout time.Duration
 	// Security is TLS and SASL (security.go).
 	Security SecurityOptions
+	// ClientID is -X client.id (options.go); empty means strand-cli.
+	ClientID string
+
+	// profileErr is why the current profile could not be applied
+	// (profile.go); it fails NewClient.
+	profileErr error
 }
 
-// Register adds --brokers, --timeout and the TLS and SASL flags to fs. The --brokers default is
-// read from $STRAND_BROKERS when the command tree is built.
+// Register adds --brokers, --timeout, the TLS and SASL flags and -X to fs. The --brokers default is
+// read from $STRAND_BROKERS when the command tree is built, and the
+// current profile's values below the environment (options.go).
 func (o *ClientOptions) Register(fs *pflag.FlagSet) {
 	def := DefaultBrokers
 	if env := strings.TrimSpace(os.Getenv(EnvBrokers)); env != "" {
@@ -83,6 +94,7 @@ func (o *ClientOptions) Register(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Brokers, "brokers", "b", def, "comma-separated seed brokers (env "+EnvBrokers+")")
 	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "bound on each admin request and each record's delivery (0: none)")
 	o.Security.Register(fs)
+	o.registerOptions(fs)
 }
 
 // seeds splits Brokers, dropping blanks so "a:1, b:2," works.
@@ -102,6 +114,9 @@ func (o *ClientOptions) seeds() ([]string, error) {
 // NewClient returns a kgo client for the seed brokers with extra options
 // applied after the defaults. The caller closes it.
 func (o *ClientOptions) NewClient(extra ...kgo.Opt) (*kgo.Client, error) {
+	if o.profileErr != nil {
+		return nil, o.profileErr
+	}
 	seeds, err := o.seeds()
 	if err != nil {
 		return nil, err
@@ -110,7 +125,7 @@ func (o *ClientOptions) NewClient(extra ...kgo.Opt) (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(clientID)}, security...)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID(cmp.Or(o.ClientID, clientID))}, security...)
 	return kgo.NewClient(append(opts, extra...)...)
 }
 

@@ -1,7 +1,7 @@
 // The `group` command: the parent command, with what its subcommands
 // share (sentinel errors, group states, cell helpers). Each subcommand
 // has its own file: group_list.go, group_describe.go, group_delete.go,
-// group_reset.go.
+// group_reset.go, group_offsets.go (seek, offset-delete).
 
 package cli
 
@@ -38,13 +38,13 @@ const (
 	stateDead  = "Dead" // what brokers call a group they do not have
 )
 
-// NewGroupCommand returns `group` with its list, describe, delete and
-// reset-offsets subcommands.
+// NewGroupCommand returns `group` with its list, describe, delete,
+// reset-offsets, seek and offset-delete subcommands.
 func NewGroupCommand() *cobra.Command {
 	var opts ClientOptions
 	cmd := &cobra.Command{
 		Use:   "group",
-		Short: "List, describe (with lag), delete consumer groups and reset their offsets",
+		Short: "List, describe (with lag), delete consumer groups; reset, seek and delete their offsets",
 		Args:  cobra.NoArgs,
 	}
 	opts.Register(cmd.PersistentFlags())
@@ -53,6 +53,8 @@ func NewGroupCommand() *cobra.Command {
 		newGroupDescribeCmd(&opts),
 		newGroupDeleteCmd(&opts),
 		newGroupResetCmd(&opts),
+		newGroupSeekCmd(&opts),
+		newGroupOffsetDeleteCmd(&opts),
 	)
 	return cmd
 }

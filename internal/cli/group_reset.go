@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -199,41 +200,13 @@ func (o *resetOptions) run(cmd *cobra.Command, opts *ClientOptions, group string
 	}
 	defer done()
 
-	if err := checkInactive(ctx, adm, group); err != nil {
-		return err
-	}
-	commits, err := adm.FetchOffsets(ctx, group)
-	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		return fmt.Errorf("fetch committed offsets of %s: %w", group, err)
-	}
-	if err := commits.Error(); err != nil {
-		return fmt.Errorf("fetch committed offsets of %s: %w", group, err)
-	}
-	if o.allTopics {
-		specs = nil
-		for _, c := range commits.Sorted() {
-			if len(specs) == 0 || specs[len(specs)-1].topic != c.Topic {
-				specs = append(specs, topicSpec{topic: c.Topic})
-			}
-			last := &specs[len(specs)-1]
-			last.partitions = append(last.partitions, c.Partition)
-		}
-		if len(specs) == 0 {
-			return fmt.Errorf("%w: group %s has no committed offsets for --all-topics; name topics with --topic", ErrNoCommit, group)
-		}
-	}
-
-	plan, err := planReset(ctx, adm, target, specs, commits)
+	plan, err := inactivePlan(ctx, adm, group, target, specs, o.allTopics)
 	if err != nil {
 		return err
 	}
 	w := cmd.OutOrStdout()
 	if !o.execute {
-		t := newTable(w, "TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET")
-		for _, r := range plan {
-			t.row(r.topic, r.partition, oldCell(r.old), r.new)
-		}
-		if err := t.flush(); err != nil {
+		if err := printPlan(w, plan); err != nil {
 			return err
 		}
 		if !o.dryRun {
@@ -241,7 +214,57 @@ func (o *resetOptions) run(cmd *cobra.Command, opts *ClientOptions, group string
 		}
 		return nil
 	}
+	return commitPlan(ctx, adm, group, plan, w, "reset-offsets")
+}
 
+// inactivePlan checks that group is inactive and plans moving its
+// offsets of specs (or, with all, of every partition it has committed
+// to) to target; reset-offsets and seek share it.
+func inactivePlan(ctx context.Context, adm *kadm.Client, group string, target resetTarget, specs []topicSpec, all bool) ([]resetRow, error) {
+	if err := checkInactive(ctx, adm, group); err != nil {
+		return nil, err
+	}
+	commits, err := adm.FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, fmt.Errorf("fetch committed offsets of %s: %w", group, err)
+	}
+	if err := commits.Error(); err != nil {
+		return nil, fmt.Errorf("fetch committed offsets of %s: %w", group, err)
+	}
+	if all {
+		if specs = committedSpecs(commits); len(specs) == 0 {
+			return nil, fmt.Errorf("%w: group %s has no committed offsets; name topics with --topic", ErrNoCommit, group)
+		}
+	}
+	return planReset(ctx, adm, target, specs, commits)
+}
+
+// printPlan writes the offsets a plan would commit.
+func printPlan(w io.Writer, plan []resetRow) error {
+	t := newTable(w, "TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET")
+	for _, r := range plan {
+		t.row(r.topic, r.partition, oldCell(r.old), r.new)
+	}
+	return t.flush()
+}
+
+// committedSpecs lists every partition the group has a committed offset
+// for, by topic.
+func committedSpecs(commits kadm.OffsetResponses) []topicSpec {
+	var specs []topicSpec
+	for _, c := range commits.Sorted() {
+		if len(specs) == 0 || specs[len(specs)-1].topic != c.Topic {
+			specs = append(specs, topicSpec{topic: c.Topic})
+		}
+		last := &specs[len(specs)-1]
+		last.partitions = append(last.partitions, c.Partition)
+	}
+	return specs
+}
+
+// commitPlan commits plan's new offsets for group and prints each
+// partition's status; what names the command in the error.
+func commitPlan(ctx context.Context, adm *kadm.Client, group string, plan []resetRow, w io.Writer, what string) error {
 	offsets := make(kadm.Offsets)
 	for _, r := range plan {
 		// No leader epoch: the new offset need not lie in the epoch of
@@ -273,7 +296,7 @@ func (o *resetOptions) run(cmd *cobra.Command, opts *ClientOptions, group string
 		return err
 	}
 	if failed > 0 {
-		return fmt.Errorf("%w: reset-offsets: %d of %d partitions failed", ErrPartialFailure, failed, len(plan))
+		return fmt.Errorf("%w: %s: %d of %d partitions failed", ErrPartialFailure, what, failed, len(plan))
 	}
 	return nil
 }

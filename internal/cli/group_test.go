@@ -37,8 +37,14 @@ type groupFixture struct {
 // fixtureRecords.
 func newGroupFixture(t *testing.T) *groupFixture {
 	t.Helper()
+	return newGroupFixtureOn(t, newCluster(t))
+}
+
+// newGroupFixtureOn is newGroupFixture on a cluster the caller started.
+func newGroupFixtureOn(t *testing.T, brokers string) *groupFixture {
+	t.Helper()
 	f := &groupFixture{
-		brokers: newCluster(t),
+		brokers: brokers,
 		// Recent, so no retention rule of the broker could touch it.
 		base: time.Now().Add(-time.Hour).Truncate(time.Second),
 	}
@@ -132,6 +138,29 @@ func (f *groupFixture) committed(t *testing.T, group string) map[int32]int64 {
 		}
 	}
 	return got
+}
+
+// baseline puts group's offsets back to what the fixture consumer
+// commits.
+func (f *groupFixture) baseline(t *testing.T, group string) {
+	t.Helper()
+	os := make(kadm.Offsets)
+	for p, at := range fixtureCommits {
+		os.Add(kadm.Offset{Topic: fixtureTopic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	if err := f.adm.CommitAllOffsets(t.Context(), group, os); err != nil {
+		t.Fatal(err)
+	}
+	del, err := f.adm.DeleteOffsets(t.Context(), group, kadm.TopicsSet{fixtureTopic: {2: {}}})
+	if err == nil {
+		err = del.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.committed(t, group); !maps.Equal(got, fixtureCommits) {
+		t.Fatalf("baseline: committed %v, want %v", got, fixtureCommits)
+	}
 }
 
 // section returns the rows of the table whose header starts with first,
@@ -374,27 +403,7 @@ func TestGroupResetOffsets(t *testing.T) {
 	_, stop := f.startConsumer(t, group)
 	stop()
 
-	// baseline puts the group back to what the consumer committed.
-	baseline := func(t *testing.T) {
-		t.Helper()
-		os := make(kadm.Offsets)
-		for p, at := range fixtureCommits {
-			os.Add(kadm.Offset{Topic: fixtureTopic, Partition: p, At: at, LeaderEpoch: -1})
-		}
-		if err := f.adm.CommitAllOffsets(t.Context(), group, os); err != nil {
-			t.Fatal(err)
-		}
-		del, err := f.adm.DeleteOffsets(t.Context(), group, kadm.TopicsSet{fixtureTopic: {2: {}}})
-		if err == nil {
-			err = del.Error()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := f.committed(t, group); !maps.Equal(got, fixtureCommits) {
-			t.Fatalf("baseline: committed %v, want %v", got, fixtureCommits)
-		}
-	}
+	baseline := func(t *testing.T) { t.Helper(); f.baseline(t, group) }
 	ms := func(d time.Duration) string { return strconv.FormatInt(f.base.Add(d).UnixMilli(), 10) }
 
 	// Each plan row is partition, old offset, new offset.

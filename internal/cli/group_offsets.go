@@ -1,0 +1,240 @@
+// `group seek` (rpk's: move an inactive group's offsets to the start,
+// the end, an offset or a time, on reset-offsets' plan) and `group
+// offset-delete` (OffsetDelete, KIP-496: drop a group's committed offsets
+// of some partitions).
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// parseSeekTarget reads seek's --to: start, end, an offset, or a time as
+// @<Unix ms> (the '@' of rpk's and kcat's timestamp offsets) or RFC 3339.
+// A bare number is an offset, never a time, so the two cannot be
+// confused.
+func parseSeekTarget(to string) (resetTarget, error) {
+	switch {
+	case to == "start":
+		return resetTarget{kind: resetEarliest}, nil
+	case to == "end":
+		return resetTarget{kind: resetLatest}, nil
+	case strings.HasPrefix(to, "@"):
+		ms, err := parseTimestamp(to[1:])
+		return resetTarget{kind: resetTimestamp, n: ms}, err
+	}
+	if n, err := strconv.ParseInt(to, 10, 64); err == nil {
+		if n < 0 {
+			return resetTarget{}, fmt.Errorf("%w: --to %d is negative", ErrUsage, n)
+		}
+		return resetTarget{kind: resetOffset, n: n}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, to)
+	if err != nil || t.UnixMilli() < 0 {
+		return resetTarget{}, fmt.Errorf("%w: --to %q: want start, end, an offset, @<Unix ms> or an RFC 3339 time", ErrUsage, to)
+	}
+	return resetTarget{kind: resetTimestamp, n: t.UnixMilli()}, nil
+}
+
+func newGroupSeekCmd(opts *ClientOptions) *cobra.Command {
+	var (
+		to     string
+		topics []string
+		dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "seek GROUP --to start|end|OFFSET|@MS|RFC3339 [--topics T...]",
+		Short: "Commit new offsets for an inactive group: the start, the end, an offset or a time",
+		Long: "Move an inactive group's committed offsets, as rpk group seek does, and commit them\n" +
+			"at once (--dry-run prints what would be committed and commits nothing). A group with\n" +
+			"active members is refused: they would overwrite the offsets with their next commit.\n\n" +
+			"--to is start, end, an offset, or a time: @<Unix milliseconds> or RFC 3339\n" +
+			"(2006-01-02T15:04:05Z), meaning the first offset at or after it. Offsets are clamped\n" +
+			"into [log start, log end]. Without --topics, every partition the group has committed\n" +
+			"to moves; --topics T (repeatable, or comma-separated) moves every partition of T,\n" +
+			"including ones the group never committed to.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return fmt.Errorf("%w: --to is required: start, end, an offset, @<Unix ms> or an RFC 3339 time", ErrUsage)
+			}
+			target, err := parseSeekTarget(to)
+			if err != nil {
+				return err
+			}
+			var specs []topicSpec
+			for _, t := range uniq(topics) {
+				if t == "" {
+					return fmt.Errorf("%w: --topics: empty topic name", ErrUsage)
+				}
+				specs = append(specs, topicSpec{topic: t})
+			}
+			adm, ctx, done, err := opts.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			plan, err := inactivePlan(ctx, adm, args[0], target, specs, len(specs) == 0)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				return printPlan(cmd.OutOrStdout(), plan)
+			}
+			return commitPlan(ctx, adm, args[0], plan, cmd.OutOrStdout(), "seek")
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&to, "to", "", "where to seek: start, end, an offset, @<Unix ms> or an RFC 3339 time")
+	f.StringSliceVar(&topics, "topics", nil, "only these topics, all their partitions (default: every partition the group committed to)")
+	f.BoolVar(&dryRun, "dry-run", false, "print the offsets that would be committed and commit nothing")
+	return cmd
+}
+
+// offsetDeleteRow is one partition's result, in --format json and yaml
+// as in the table.
+type offsetDeleteRow struct {
+	Topic     string `json:"topic" yaml:"topic"`
+	Partition int32  `json:"partition" yaml:"partition"`
+	// Status is OK or the Kafka error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC.
+	Status string `json:"status" yaml:"status"`
+}
+
+func newGroupOffsetDeleteCmd(opts *ClientOptions) *cobra.Command {
+	var (
+		topics     []string
+		partitions []int32
+		format     *string
+	)
+	cmd := &cobra.Command{
+		Use:   "offset-delete GROUP --topic T [-p 0,1]",
+		Short: "Delete a group's committed offsets of some partitions (OffsetDelete, KIP-496)",
+		Long: "Delete a group's committed offsets of some partitions, so the group starts them from\n" +
+			"its reset policy next time. --topic T is repeatable; T:0,1 names partitions of one\n" +
+			"topic, -p those of every --topic named without them; neither means every partition.\n" +
+			"Kafka allows this for an empty group, or for topics no member subscribes to: a\n" +
+			"subscribed topic's partitions fail with GROUP_SUBSCRIBED_TO_TOPIC, and a group that\n" +
+			"is not empty and does not use the consumer protocol fails with NON_EMPTY_GROUP.\n" +
+			"Each partition's result is printed; the command fails if any failed.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			group := args[0]
+			if len(topics) == 0 {
+				return fmt.Errorf("%w: give --topic (repeatable)", ErrUsage)
+			}
+			specs, err := parseTopicSpecs(topics)
+			if err != nil {
+				return err
+			}
+			if err := checkFormat(*format); err != nil {
+				return err
+			}
+			for _, p := range partitions {
+				if p < 0 {
+					return fmt.Errorf("%w: -p: bad partition %d", ErrUsage, p)
+				}
+			}
+			adm, ctx, done, err := opts.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer done()
+			set, err := offsetDeleteSet(ctx, adm, specs, partitions)
+			if err != nil {
+				return err
+			}
+			resps, err := adm.DeleteOffsets(ctx, group, set)
+			if err != nil {
+				// A group-level error: NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND...
+				return fmt.Errorf("offset-delete %s: %w", group, err)
+			}
+			var out []offsetDeleteRow
+			failed := 0
+			for _, tp := range set.Sorted() {
+				topic := tp.Topic
+				for _, p := range tp.Partitions {
+					status := "OK"
+					if perr, ok := resps.Lookup(topic, p); !ok {
+						status = "missing from the broker's response"
+					} else if perr != nil {
+						status = perr.Error()
+					}
+					if status != "OK" {
+						failed++
+					}
+					out = append(out, offsetDeleteRow{Topic: topic, Partition: p, Status: status})
+				}
+			}
+			err = writeOutput(cmd.OutOrStdout(), *format, out, func(w io.Writer) error {
+				t := newTable(w, "TOPIC", "PARTITION", "STATUS")
+				for _, r := range out {
+					t.row(r.Topic, r.Partition, r.Status)
+				}
+				return t.flush()
+			})
+			if err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("%w: offset-delete: %d of %d partitions failed", ErrPartialFailure, failed, len(out))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&topics, "topic", "t", nil, "TOPIC or TOPIC:P1,P2 (repeatable)")
+	f.Int32SliceVarP(&partitions, "partitions", "p", nil, "partitions of each --topic named without its own list (default: all)")
+	format = addOutputFlag(cmd)
+	return cmd
+}
+
+// checkFormat fails on a --format writeOutput would refuse, before any
+// request is sent.
+func checkFormat(format string) error {
+	return writeOutput(io.Discard, format, nil, func(io.Writer) error { return nil })
+}
+
+// offsetDeleteSet resolves specs to partitions: a spec's own list, else
+// -p, else every partition the topic has.
+func offsetDeleteSet(ctx context.Context, adm *kadm.Client, specs []topicSpec, partitions []int32) (kadm.TopicsSet, error) {
+	set := make(kadm.TopicsSet)
+	var all []string
+	for _, s := range specs {
+		switch {
+		case s.partitions != nil:
+			set.Add(s.topic, s.partitions...)
+		case len(partitions) > 0:
+			set.Add(s.topic, partitions...)
+		default:
+			all = append(all, s.topic)
+		}
+	}
+	if len(all) == 0 {
+		return set, nil
+	}
+	details, err := adm.ListTopics(ctx, all...)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	for _, topic := range all {
+		d, ok := details[topic]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+		case d.Err != nil:
+			return nil, fmt.Errorf("describe topic %s: %w", topic, d.Err)
+		}
+		set.Add(topic, d.Partitions.Numbers()...)
+	}
+	return set, nil
+}
