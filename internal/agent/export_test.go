@@ -36,6 +36,7 @@ var ProbeFeatures = featureProber{}.SupportedFeatures
 // MetricsRegistry is the agent's Prometheus registry, for the metrics
 // reference (docs/metrics.md) and its test.
 func (a *Agent) MetricsRegistry() *prometheus.Registry { return a.metrics.reg }
+
 // SyncConsumerOffsets waits until the __consumer_offsets records of every
 // change this agent noted so far are written.
 func (a *Agent) SyncConsumerOffsets(ctx context.Context) error { return a.offsets.Load().Sync(ctx) }
