@@ -76,7 +76,7 @@ func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Show the cluster id, the controller, the agents (address, rack) and how many topics and partitions there are (internal ones included)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := checkOutputFormat(*format); err != nil {
 				return err
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -211,7 +211,7 @@ func newClusterHealthCmd(opts *ClientOptions) *cobra.Command {
 			"non-zero when unhealthy, so it can gate scripts and probes.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := checkOutputFormat(*format); err != nil {
 				return err
 			}
 			// The kgo client itself, not only kadm's, to address each

@@ -138,7 +138,7 @@ func newClusterConfigShowCmd(opts *ClientOptions, use, short string, args cobra.
 		Short: short,
 		Args:  args,
 		RunE: func(cmd *cobra.Command, names []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := checkOutputFormat(*format); err != nil {
 				return err
 			}
 			cfgs, err := describeBrokerConfigs(cmd, opts, &r)

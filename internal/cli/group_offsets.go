@@ -136,7 +136,7 @@ func newGroupOffsetDeleteCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkFormat(*format); err != nil {
+			if err := checkOutputFormat(*format); err != nil {
 				return err
 			}
 			for _, p := range partitions {
@@ -196,12 +196,6 @@ func newGroupOffsetDeleteCmd(opts *ClientOptions) *cobra.Command {
 	f.Int32SliceVarP(&partitions, "partitions", "p", nil, "partitions of each --topic named without its own list (default: all)")
 	format = addOutputFlag(cmd)
 	return cmd
-}
-
-// checkFormat fails on a --format writeOutput would refuse, before any
-// request is sent.
-func checkFormat(format string) error {
-	return writeOutput(io.Discard, format, nil, func(io.Writer) error { return nil })
 }
 
 // offsetDeleteSet resolves specs to partitions: a spec's own list, else

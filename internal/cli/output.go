@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -47,6 +46,6 @@ func writeOutput(w io.Writer, format string, v any, text func(io.Writer) error) 
 		}
 		return enc.Close()
 	default:
-		return fmt.Errorf("%w: --format %q: want text, json or yaml", ErrUsage, format)
+		return checkOutputFormat(format)
 	}
 }

@@ -272,7 +272,7 @@ func newProfileListCmd() *cobra.Command {
 		Short: "List the profiles; the current one is marked *",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := checkOutputFormat(*format); err != nil {
 				return err
 			}
 			pf, _, err := loadProfiles()
@@ -310,7 +310,7 @@ func newProfilePrintCmd() *cobra.Command {
 		Short: "Print a profile's options (default: the current profile), the password redacted",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(*format); err != nil {
+			if err := checkOutputFormat(*format); err != nil {
 				return err
 			}
 			var (
