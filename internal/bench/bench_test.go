@@ -276,3 +276,11 @@ func TestColdRead(t *testing.T) {
 		}
 	}
 }
+
+func TestPacedLinger(t *testing.T) {
+	for puts, want := range map[float64]time.Duration{10: 22 * time.Millisecond, 4: 55 * time.Millisecond} {
+		if got := PacedLinger(puts); got.Round(time.Millisecond) != want {
+			t.Errorf("PacedLinger(%v) = %v, want %v", puts, got, want)
+		}
+	}
+}

@@ -43,6 +43,9 @@ the data directory and prints ingest as a fraction of it.`,
 			if f := cmd.Flags().Lookup("fetch-read-ahead-bytes"); f.Changed && o.FetchReadAheadBytes == 0 {
 				o.FetchReadAheadBytes = agent.ReadAheadOff // the flag's 0, as serve's
 			}
+			if f := cmd.Flags().Lookup("linger"); !f.Changed && o.MaxPutsPerSec > 0 {
+				o.Linger = PacedLinger(o.MaxPutsPerSec)
+			}
 			if f := cmd.Flags().Lookup("objstore-hedge-percentile"); f.Changed && o.HedgePercentile == 0 {
 				o.HedgePercentile = agent.HedgeOff
 			}
@@ -80,7 +83,7 @@ the data directory and prints ingest as a fraction of it.`,
 	f.StringVar(&o.Topic, "topic", DefaultTopic, "topic, created if missing")
 	f.StringVar(&o.Acks, "acks", DefaultAcks, "acks: all, 1 or 0 (anything but all disables idempotence)")
 	f.StringVar(&o.Compression, "compression", DefaultCompression, "batch compression: none, gzip, snappy, lz4, zstd")
-	f.DurationVar(&o.Linger, "linger", DefaultLinger, "producer linger")
+	f.DurationVar(&o.Linger, "linger", DefaultLinger, "producer linger (with --max-puts-per-sec: a fifth of the flush spacing unless given)")
 	f.Float64Var(&o.Rate, "rate", 0, "target records per second over all producers (0: unlimited)")
 	f.DurationVar(&o.Duration, "duration", DefaultDuration, "measured time")
 	f.DurationVar(&o.Warmup, "warmup", DefaultWarmup, "load before measuring starts")
