@@ -133,6 +133,9 @@ type fetchPart struct {
 	// answer stands as long as the partition does not change, whatever
 	// budget a later read gets.
 	complete bool
+	// atEnd: the last read returned records up to the partition's
+	// bound, so the consumer reads at its tail, not catching up.
+	atEnd bool
 }
 
 func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
@@ -311,7 +314,19 @@ func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
 			return err
 		}
 	}
-	return sh.fetchYield.take(ctx, records, f.r.draining())
+	return sh.fetchYield.take(ctx, records, f.atTail(), f.r.draining())
+}
+
+// atTail reports whether every partition with records in the answer was
+// read to its end: a consumer at the tail, which the adaptive pace does
+// not hold (fetch_yield.go).
+func (f *fetchAnswer) atTail() bool {
+	for i := range f.parts {
+		if len(f.parts[i].sp.RecordBatches) > 0 && !f.parts[i].atEnd {
+			return false
+		}
+	}
+	return true
 }
 
 func countFetchParts(req *kmsg.FetchRequest) int {
@@ -487,7 +502,7 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			}
 			continue
 		}
-		p.complete = false
+		p.complete, p.atEnd = false, false
 		sp.ErrorCode, sp.RecordBatches, sp.AbortedTransactions = 0, noRecords, nil
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 		limit := int32(max(0, min(int64(p.maxBytes), remaining)))
@@ -539,7 +554,8 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			p.complete = limit >= p.maxBytes || (n == 0 && p.offset >= bound(sp, committed))
 			continue
 		}
-		p.complete = limit >= p.maxBytes || readAll(res.Records, bound(sp, committed))
+		p.atEnd = readAll(res.Records, bound(sp, committed))
+		p.complete = limit >= p.maxBytes || p.atEnd
 		sp.RecordBatches = res.Records
 		held += splicedBytes(len(res.Records))
 		minOne = false

@@ -37,9 +37,18 @@ import (
 // producers bring in, so catching-up consumers keep moving and consumers
 // keep up with producers however busy the machine is. The pace only
 // delays answers (as a Kafka quota delays responses), never fails them.
-// Answers smaller than yieldPacedBytes are counted but never wait, so
-// consumers at the tail of their partitions are not held behind
-// catching-up ones.
+// Answers smaller than yieldPacedBytes, and answers that read every
+// partition they return records of up to its end (consumers at the tail),
+// are counted but never wait, so consumers at the tail of their
+// partitions are not held behind catching-up ones. The size alone did not
+// do it: the pace is one queue for the whole agent, so a tail consumer
+// that fell behind by a megabyte (20 MB/s produced) waited behind the
+// catching-up answers' debt, seconds of it, fell further behind and never
+// got back to the tail (catch-up stress: 4,000 of 19,500 records/s
+// consumed, end-to-end p50 11.6 s). What tail consumers read is bounded
+// by what producers write, mostly from the read cache, so letting them
+// pass costs the contention little; the catching-up answers pay for
+// their bytes.
 const (
 	yieldWindow = 200 * time.Millisecond
 	// yieldIdle: with no other request for this long, the pace is off.
@@ -117,14 +126,15 @@ func newFetchYield(now func() time.Time, waits schedWaits) *fetchYield {
 
 // take counts n record bytes about to be sent and waits as reserve
 // says, or until ctx ends or abort is closed.
-func (y *fetchYield) take(ctx context.Context, n int64, abort <-chan struct{}) error {
-	return waitPaced(ctx, y.reserve(n), abort)
+func (y *fetchYield) take(ctx context.Context, n int64, tail bool, abort <-chan struct{}) error {
+	return waitPaced(ctx, y.reserve(n, tail), abort)
 }
 
 // reserve counts n record bytes about to be sent and returns how long
 // they wait: while the pace is on, until it has paid for them and those
-// before them, unless n is less than yieldPacedBytes.
-func (y *fetchYield) reserve(n int64) time.Duration {
+// before them, unless n is less than yieldPacedBytes or the answer is at
+// the tail of its partitions (tail).
+func (y *fetchYield) reserve(n int64, tail bool) time.Duration {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	now := y.now()
@@ -138,7 +148,7 @@ func (y *fetchYield) reserve(n int64) time.Duration {
 	y.mu.tokens = min(y.mu.rate*yieldBurst.Seconds(), y.mu.tokens+now.Sub(y.mu.at).Seconds()*y.mu.rate)
 	y.mu.at = now
 	y.mu.tokens -= float64(n)
-	if y.mu.tokens >= 0 || n < yieldPacedBytes {
+	if y.mu.tokens >= 0 || n < yieldPacedBytes || tail {
 		return 0
 	}
 	return time.Duration(-y.mu.tokens / y.mu.rate * float64(time.Second))

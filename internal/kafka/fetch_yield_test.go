@@ -32,13 +32,13 @@ func newYieldDriver(t *testing.T) *yieldDriver {
 // with other requests or not, then ends the window having seen waits of
 // which slow were slow, and returns the new rate.
 func (d *yieldDriver) window(bytesPerSec float64, others bool, waits, slow uint64) float64 {
-	d.y.reserve(int64(bytesPerSec * yieldWindow.Seconds()))
+	d.y.reserve(int64(bytesPerSec*yieldWindow.Seconds()), false)
 	if others {
 		d.y.others.Add(1)
 	}
 	d.now = d.now.Add(yieldWindow)
 	d.waits, d.slow = waits, slow
-	d.y.reserve(0)
+	d.y.reserve(0, false)
 	return d.rate()
 }
 
@@ -140,24 +140,29 @@ func TestFetchYieldKeepsUpWithProducers(t *testing.T) {
 
 // TestFetchYieldWaits checks what an answer waits while the pace is on:
 // the time the rate takes to pay for it and the answers before it, but
-// nothing for an answer smaller than yieldPacedBytes.
+// nothing for an answer smaller than yieldPacedBytes or one at the tail
+// of its partitions, whose bytes the answers after it pay for.
 func TestFetchYieldWaits(t *testing.T) {
 	d := newYieldDriver(t)
 	rate := d.window(400e6, true, 1000, 50)
 	if rate == 0 {
 		t.Fatal("pace did not engage")
 	}
-	if w := d.y.reserve(yieldPacedBytes - 1); w != 0 {
+	if w := d.y.reserve(yieldPacedBytes-1, false); w != 0 {
 		t.Fatalf("an answer below yieldPacedBytes waits %v", w)
 	}
 	n := int64(8 << 20)
 	want := time.Duration(float64(n+yieldPacedBytes-1) / rate * float64(time.Second))
-	if w := d.y.reserve(n); w != want {
+	if w := d.y.reserve(n, false); w != want {
 		t.Fatalf("an answer of %d bytes after %d waits %v, want %v", n, yieldPacedBytes-1, w, want)
 	}
+	// An answer at the tail passes the debt, and adds to it.
+	if w := d.y.reserve(n, true); w != 0 {
+		t.Fatalf("an answer of %d bytes at the tail waits %v", n, w)
+	}
 	d.now = d.now.Add(want)
-	if w := d.y.reserve(yieldPacedBytes); w != time.Duration(float64(yieldPacedBytes)/rate*float64(time.Second)) {
-		t.Fatalf("after the debt was paid, an answer of %d bytes waits %v", yieldPacedBytes, w)
+	if w := d.y.reserve(yieldPacedBytes, false); w != time.Duration(float64(n+yieldPacedBytes)/rate*float64(time.Second)) {
+		t.Fatalf("once the debt before the tail answer was paid, an answer of %d bytes waits %v", yieldPacedBytes, w)
 	}
 }
 
@@ -210,5 +215,40 @@ func TestFetchYieldWiring(t *testing.T) {
 	y.mu.Unlock()
 	if rate == 0 || owed != float64(n) || n < 100<<10 {
 		t.Fatalf("fetch of %d record bytes: pace rate %.0f, owing %.0f", n, rate, owed)
+	}
+}
+
+// TestFetchTailNotPaced checks that the pace does not hold a consumer at
+// the tail of its partitions behind catching-up ones: with the pace an
+// hour in debt (catching-up answers ahead), an answer that reads its
+// partition to the high watermark, more than yieldPacedBytes of it, is
+// sent at once (on the unfixed pace it waited its turn, and the read
+// timed out); its bytes still add to the debt, so the catching-up
+// answers pay for them.
+func TestFetchTailNotPaced(t *testing.T) {
+	a, _ := newDataAgent(t, nil)
+	a.createTopic(t, "t", 1, nil)
+	produceBytes(t, a, "t", 256<<10, 2<<20)
+	y := a.Deps.shared.fetchYield
+	now := time.Now()
+	y.mu.Lock()
+	y.now = func() time.Time { return now }
+	y.mu.window = now
+	y.mu.rate, y.mu.at = yieldFloorBytesPerSec, now
+	y.mu.tokens = -yieldFloorBytesPerSec * time.Hour.Seconds()
+	owed := -y.mu.tokens
+	y.mu.Unlock()
+
+	resp := a.rawRequest(t, fetchReq(11, 0, 1, 50<<20, fetchPartReq{topic: "t", maxBytes: 10 << 20})).(*kmsg.FetchResponse)
+	p := fetchPartitions(resp)[0]
+	n := len(p.RecordBatches)
+	if p.ErrorCode != 0 || n < 2<<20 {
+		t.Fatalf("fetch at the tail: code %d, %d record bytes, want the 2 MiB produced", p.ErrorCode, n)
+	}
+	y.mu.Lock()
+	debt := -y.mu.tokens
+	y.mu.Unlock()
+	if debt != owed+float64(n) {
+		t.Fatalf("an answer of %d bytes at the tail left the pace owing %.0f, want %.0f", n, debt, owed+float64(n))
 	}
 }
