@@ -37,17 +37,18 @@ import (
 // producers bring in, so catching-up consumers keep moving and consumers
 // keep up with producers however busy the machine is. The pace only
 // delays answers (as a Kafka quota delays responses), never fails them.
-// Answers smaller than yieldPacedBytes, and answers that read every
-// partition they return records of up to its end (consumers at the tail),
-// are counted but never wait, so consumers at the tail of their
-// partitions are not held behind catching-up ones. The size alone did not
-// do it: the pace is one queue for the whole agent, so a tail consumer
-// that fell behind by a megabyte (20 MB/s produced) waited behind the
-// catching-up answers' debt, seconds of it, fell further behind and never
-// got back to the tail (catch-up stress: 4,000 of 19,500 records/s
-// consumed, end-to-end p50 11.6 s). What tail consumers read is bounded
-// by what producers write, mostly from the read cache, so letting them
-// pass costs the contention little; the catching-up answers pay for
+// Answers smaller than yieldPacedBytes, and answers that leave their
+// consumer less than yieldTailWindow of what producers bring in behind
+// the ends of its partitions (a consumer at the tail), are counted but
+// never wait, so consumers at the tail of their partitions are not held
+// behind catching-up ones. The size alone did not do it: the pace is one
+// queue for the whole agent, so a tail consumer that fell a megabyte
+// behind waited behind the catching-up answers' debt, seconds of it, fell
+// further behind and never got back (catch-up stress, 20 MB/s produced:
+// 4,000 of 19,500 records/s consumed, end-to-end p50 11.6 s); nor did
+// "read to the end" alone, which one stall of half a second undoes. What
+// tail consumers read is bounded by what producers write, so letting
+// them pass costs the contention little; the catching-up answers pay for
 // their bytes.
 const (
 	yieldWindow = 200 * time.Millisecond
@@ -77,6 +78,12 @@ const (
 	yieldPacedBytes     = 1 << 20
 	// yieldBurst is the time at the rate an answer may take at once.
 	yieldBurst = 50 * time.Millisecond
+	// yieldTailWindow: a consumer less than this much of what producers
+	// bring in behind is at the tail (tailBytes).
+	yieldTailWindow = 3 * time.Second
+	// yieldTailDebt bounds the debt answers at the tail leave the
+	// others, in time at the rate.
+	yieldTailDebt = time.Second
 )
 
 // schedWaits reports, since its last call, how many times goroutines
@@ -147,11 +154,45 @@ func (y *fetchYield) reserve(n int64, tail bool) time.Duration {
 	}
 	y.mu.tokens = min(y.mu.rate*yieldBurst.Seconds(), y.mu.tokens+now.Sub(y.mu.at).Seconds()*y.mu.rate)
 	y.mu.at = now
+	if tail {
+		// Paid for by the answers after it, but at most
+		// yieldTailDebt of them: answers that do not wait must not
+		// dig a debt that holds the others for minutes (answers at
+		// the tail carry what producers write, which is bounded;
+		// catching-up consumers the pace took for tail ones for a
+		// moment are not).
+		y.mu.tokens = max(y.mu.tokens-float64(n), min(y.mu.tokens, -y.mu.rate*yieldTailDebt.Seconds()))
+		return 0
+	}
 	y.mu.tokens -= float64(n)
-	if y.mu.tokens >= 0 || n < yieldPacedBytes || tail {
+	if y.mu.tokens >= 0 || n < yieldPacedBytes {
 		return 0
 	}
 	return time.Duration(-y.mu.tokens / y.mu.rate * float64(time.Second))
+}
+
+// refund gives back n record bytes counted too many: a prepaid answer
+// (fetchAnswer.prepay) that read less than the index promised.
+func (y *fetchYield) refund(n int64) {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	y.mu.carried -= n
+	if y.mu.rate != 0 {
+		y.mu.tokens = min(y.mu.rate*yieldBurst.Seconds(), y.mu.tokens+float64(n))
+	}
+}
+
+// tailBytes is how far behind the ends of its partitions an answer may
+// leave its consumer and still pass the pace as one at the tail:
+// yieldTailWindow of what producers bring in, at least yieldPacedBytes;
+// 0 while the pace is off.
+func (y *fetchYield) tailBytes() int64 {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	if y.mu.rate == 0 {
+		return 0
+	}
+	return max(yieldPacedBytes, int64(y.mu.producedRate*yieldTailWindow.Seconds()))
 }
 
 // adjustLocked ends the window that began at y.mu.window and sets the
