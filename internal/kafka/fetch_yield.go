@@ -37,19 +37,21 @@ import (
 // producers bring in, so catching-up consumers keep moving and consumers
 // keep up with producers however busy the machine is. The pace only
 // delays answers (as a Kafka quota delays responses), never fails them.
-// Answers smaller than yieldPacedBytes, and answers that leave their
-// consumer less than yieldTailWindow of what producers bring in behind
-// the ends of its partitions (a consumer at the tail), are counted but
-// never wait, so consumers at the tail of their partitions are not held
-// behind catching-up ones. The size alone did not do it: the pace is one
-// queue for the whole agent, so a tail consumer that fell a megabyte
-// behind waited behind the catching-up answers' debt, seconds of it, fell
-// further behind and never got back (catch-up stress, 20 MB/s produced:
-// 4,000 of 19,500 records/s consumed, end-to-end p50 11.6 s); nor did
-// "read to the end" alone, which one stall of half a second undoes. What
-// tail consumers read is bounded by what producers write, so letting
-// them pass costs the contention little; the catching-up answers pay for
-// their bytes.
+// Answers smaller than yieldPacedBytes, and answers of consumers at the
+// tail (fetchAnswer.nearTail: less than yieldTailWindow of what
+// producers bring in behind the ends of their partitions, and the
+// records fresh, so consumers re-reading an old backlog to the ends of
+// partitions no one writes to are not taken for them), are counted but
+// never wait; what they carry is bounded by what producers write, and
+// the debt they leave the others by yieldTailDebt. The size alone did
+// not do it: the pace is one queue for the whole agent, so a tail
+// consumer that fell a megabyte behind waited behind the catching-up
+// answers' debt, seconds of it, and never got back (catch-up stress,
+// 20 MB/s produced: 4,000 of 19,500 records/s consumed, end-to-end p50
+// 11.6 s). Fetches that are paced wait before their read, for what the
+// index says they will read (fetchAnswer.prepay), so they hold none of
+// the response budget while they wait: the tail consumer's fetches
+// would wait for it behind them.
 const (
 	yieldWindow = 200 * time.Millisecond
 	// yieldIdle: with no other request for this long, the pace is off.
