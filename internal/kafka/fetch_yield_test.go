@@ -235,13 +235,7 @@ func TestFetchYieldWiring(t *testing.T) {
 // partition 0 of topic until it holds total bytes.
 func produceFresh(t *testing.T, a *testAgent, topic string, batchBytes, total int) {
 	t.Helper()
-	batch := batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: batchBytes, FirstTimestamp: time.Now().UnixMilli()})
-	for n := 0; n < total; n += len(batch) {
-		resp := a.request(t, produceReq(9, -1, nil, rawPart{topic, 0, batch})).(*kmsg.ProduceResponse)
-		if code := producePartitions(resp)[0].ErrorCode; code != 0 {
-			t.Fatalf("produce: code %d", code)
-		}
-	}
+	produceCopies(t, a, topic, batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: batchBytes, FirstTimestamp: time.Now().UnixMilli()}), total)
 }
 
 // pacedBehind puts a's adaptive fetch pace on, on a stopped clock, and an
