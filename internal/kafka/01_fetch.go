@@ -228,11 +228,16 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 // planAndRead takes the budget of the answer's first read, plans it into
 // resp and reads it.
 func (f *fetchAnswer) planAndRead(ctx context.Context, db MetaDB, resp *kmsg.FetchResponse, maxWait <-chan time.Time) (total int64, failed, short bool, err error) {
+	view := db.View()
+	f.plan(view, resp)
+	view.Close()
+	if err := f.prepay(ctx, db); err != nil {
+		return 0, false, false, err
+	}
 	budgetStart := time.Now()
 	budget, short := f.takeBudget(ctx, maxWait)
 	f.r.waitedSince(budgetStart)
-	view := db.View()
-	f.plan(view, resp)
+	view = db.View()
 	if f.pastLocalEnd(view) {
 		// Any agent serves any partition, so this copy may not have
 		// applied yet what another agent acknowledged and the consumer
@@ -281,6 +286,11 @@ type fetchAnswer struct {
 	reread []bool
 	// waits is what the long poll did (WaitObserver).
 	waits WaitStats
+	// tail: the last read left the consumer at the tail of its
+	// partitions (nearTail), so the adaptive pace lets it pass.
+	tail bool
+	// prepaid is what prepay paid the pace for before the read.
+	prepaid int64
 }
 
 // Response budget use of a Fetch (respbudget.go).
@@ -311,7 +321,125 @@ func (f *fetchAnswer) pace(ctx context.Context, records int64) error {
 			return err
 		}
 	}
-	return sh.fetchYield.take(ctx, records, f.r.draining())
+	if records < f.prepaid {
+		sh.fetchYield.refund(f.prepaid - records)
+		return nil
+	}
+	return sh.fetchYield.take(ctx, records-f.prepaid, f.tail, f.r.draining())
+}
+
+// prepay waits in the adaptive pace (fetch_yield.go), before the read
+// takes any of the response budget, for the records the index says the
+// read will return, unless they are few or the consumer reads at the
+// tail (nearTail's rule, judged from the index). Waiting after the read
+// instead held the answer's budget through the wait: twenty catching-up
+// answers paced for seconds held all of it, and a tail consumer's fetch
+// waited for the budget behind them and was answered empty. pace charges
+// the difference once the read is done.
+func (f *fetchAnswer) prepay(ctx context.Context, db MetaDB) error {
+	f.prepaid = 0
+	sh := f.r.Deps.shared
+	if sh == nil {
+		return nil
+	}
+	tailBytes := sh.fetchYield.tailBytes()
+	if tailBytes == 0 {
+		return nil
+	}
+	view := db.View()
+	n, tail := f.estimate(view, tailBytes)
+	view.Close()
+	if n < yieldPacedBytes || tail {
+		return nil
+	}
+	defer f.r.waitedSince(time.Now())
+	f.prepaid = n
+	return sh.fetchYield.take(ctx, n, false, f.r.draining())
+}
+
+// estimate returns about the record bytes a read of the answer's
+// partitions returns now, from the index, and whether it would leave the
+// consumer at the tail: less than tailBytes behind the high watermarks,
+// and the index entries past the read fresh (as nearTail).
+func (f *fetchAnswer) estimate(view *meta.View, tailBytes int64) (n int64, tail bool) {
+	left := int64(max(min(f.req.MaxBytes, maxFetchResponseBytes), 0))
+	freshMs := f.r.Deps.now().Add(-yieldTailWindow).UnixMilli()
+	var behind int64
+	fresh := true
+	for i := range f.parts {
+		p := &f.parts[i]
+		if p.failed {
+			continue
+		}
+		st, ok, err := view.Partition(p.id, p.partition)
+		if err != nil || !ok {
+			continue
+		}
+		read := min(int64(max(p.maxBytes, 0)), left)
+		counted, lastTs, err := indexedSpan(view, p, st.HighWatermark(), read+tailBytes)
+		if err != nil {
+			return 0, false
+		}
+		got := min(counted, read)
+		n, left, behind = n+got, left-got, behind+counted-got
+		if counted > 0 && lastTs < freshMs {
+			fresh = false
+		}
+	}
+	return n, fresh && behind < tailBytes
+}
+
+// nearTail reports whether the answer leaves its consumer at the tail of
+// its partitions, which the adaptive pace does not hold (fetch_yield.go):
+// less than tailBytes behind their ends (their bounds in view), all of
+// them together, and every partition it returns records of returned
+// fresh ones, their last batch's MaxTimestamp within yieldTailWindow of
+// now. Consumers re-reading a backlog from the start reach the ends of
+// partitions no one writes to any more; the freshness tells them apart.
+// Only the index is read, at most tailBytes of it.
+func (f *fetchAnswer) nearTail(view *meta.View, tailBytes int64) bool {
+	committed := f.req.IsolationLevel == isolationReadCommitted
+	freshMs := f.r.Deps.now().Add(-yieldTailWindow).UnixMilli()
+	var behind int64
+	for i := range f.parts {
+		p := &f.parts[i]
+		if p.failed || p.sp.ErrorCode != 0 {
+			continue
+		}
+		rest := *p
+		if len(p.sp.RecordBatches) > 0 {
+			end, maxTs, err := lastBatch(p.sp.RecordBatches)
+			if err != nil || maxTs < freshMs {
+				return false
+			}
+			rest.offset = end
+		}
+		n, err := indexedBytes(view, &rest, bound(p.sp, committed), tailBytes-behind)
+		if err != nil {
+			return false
+		}
+		if behind += n; behind >= tailBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// lastBatch returns the offset after the last batch of records and that
+// batch's MaxTimestamp.
+func lastBatch(records []byte) (end, maxTs int64, err error) {
+	for rest := records; len(rest) > 0; {
+		batch, next, err := recordbatch.Next(rest)
+		if err != nil {
+			return 0, 0, err
+		}
+		h, err := recordbatch.ParseHeader(batch)
+		if err != nil {
+			return 0, 0, err
+		}
+		end, maxTs, rest = h.LastOffset()+1, h.MaxTimestamp, next
+	}
+	return end, maxTs, nil
 }
 
 func countFetchParts(req *kmsg.FetchRequest) int {
@@ -545,6 +673,13 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 		minOne = false
 		remaining = max(0, remaining-n)
 		total += n
+	}
+	// Only answers the pace may hold are judged.
+	f.tail = false
+	if sh := f.r.Deps.shared; sh != nil && total >= yieldPacedBytes {
+		if tailBytes := sh.fetchYield.tailBytes(); tailBytes > 0 {
+			f.tail = f.nearTail(view, tailBytes)
+		}
 	}
 	return total, failed, nil
 }

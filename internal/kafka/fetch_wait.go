@@ -225,18 +225,24 @@ func (lp *longPoll) check1(view *meta.View, k int) bool {
 // may start before the offset; counting it whole overestimates by less
 // than one entry.
 func indexedBytes(view *meta.View, p *fetchPart, end, limit int64) (int64, error) {
+	n, _, err := indexedSpan(view, p, end, limit)
+	return n, err
+}
+
+// indexedSpan is indexedBytes, and also returns the MaxTimestamp of the
+// last entry it counted.
+func indexedSpan(view *meta.View, p *fetchPart, end, limit int64) (n, lastTs int64, err error) {
 	it, err := view.Seek(p.id, p.partition, p.offset)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer it.Close()
-	var n int64
 	for n < limit && it.Next() {
 		e := it.Entry()
 		if e.BaseOffset >= end {
 			break
 		}
-		n += e.Length
+		n, lastTs = n+e.Length, e.MaxTimestamp
 	}
-	return n, it.Err()
+	return n, lastTs, it.Err()
 }

@@ -37,9 +37,21 @@ import (
 // producers bring in, so catching-up consumers keep moving and consumers
 // keep up with producers however busy the machine is. The pace only
 // delays answers (as a Kafka quota delays responses), never fails them.
-// Answers smaller than yieldPacedBytes are counted but never wait, so
-// consumers at the tail of their partitions are not held behind
-// catching-up ones.
+// Answers smaller than yieldPacedBytes, and answers of consumers at the
+// tail (fetchAnswer.nearTail: less than yieldTailWindow of what
+// producers bring in behind the ends of their partitions, and the
+// records fresh, so consumers re-reading an old backlog to the ends of
+// partitions no one writes to are not taken for them), are counted but
+// never wait; what they carry is bounded by what producers write, and
+// the debt they leave the others by yieldTailDebt. The size alone did
+// not do it: the pace is one queue for the whole agent, so a tail
+// consumer that fell a megabyte behind waited behind the catching-up
+// answers' debt, seconds of it, and never got back (catch-up stress,
+// 20 MB/s produced: 4,000 of 19,500 records/s consumed, end-to-end p50
+// 11.6 s). Fetches that are paced wait before their read, for what the
+// index says they will read (fetchAnswer.prepay), so they hold none of
+// the response budget while they wait: the tail consumer's fetches
+// would wait for it behind them.
 const (
 	yieldWindow = 200 * time.Millisecond
 	// yieldIdle: with no other request for this long, the pace is off.
@@ -68,6 +80,12 @@ const (
 	yieldPacedBytes     = 1 << 20
 	// yieldBurst is the time at the rate an answer may take at once.
 	yieldBurst = 50 * time.Millisecond
+	// yieldTailWindow: a consumer less than this much of what producers
+	// bring in behind is at the tail (tailBytes).
+	yieldTailWindow = 3 * time.Second
+	// yieldTailDebt bounds the debt answers at the tail leave the
+	// others, in time at the rate.
+	yieldTailDebt = time.Second
 )
 
 // schedWaits reports, since its last call, how many times goroutines
@@ -117,14 +135,15 @@ func newFetchYield(now func() time.Time, waits schedWaits) *fetchYield {
 
 // take counts n record bytes about to be sent and waits as reserve
 // says, or until ctx ends or abort is closed.
-func (y *fetchYield) take(ctx context.Context, n int64, abort <-chan struct{}) error {
-	return waitPaced(ctx, y.reserve(n), abort)
+func (y *fetchYield) take(ctx context.Context, n int64, tail bool, abort <-chan struct{}) error {
+	return waitPaced(ctx, y.reserve(n, tail), abort)
 }
 
 // reserve counts n record bytes about to be sent and returns how long
 // they wait: while the pace is on, until it has paid for them and those
-// before them, unless n is less than yieldPacedBytes.
-func (y *fetchYield) reserve(n int64) time.Duration {
+// before them, unless n is less than yieldPacedBytes or the answer is at
+// the tail of its partitions (tail).
+func (y *fetchYield) reserve(n int64, tail bool) time.Duration {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	now := y.now()
@@ -137,11 +156,45 @@ func (y *fetchYield) reserve(n int64) time.Duration {
 	}
 	y.mu.tokens = min(y.mu.rate*yieldBurst.Seconds(), y.mu.tokens+now.Sub(y.mu.at).Seconds()*y.mu.rate)
 	y.mu.at = now
+	if tail {
+		// Paid for by the answers after it, but at most
+		// yieldTailDebt of them: answers that do not wait must not
+		// dig a debt that holds the others for minutes (answers at
+		// the tail carry what producers write, which is bounded;
+		// catching-up consumers the pace took for tail ones for a
+		// moment are not).
+		y.mu.tokens = max(y.mu.tokens-float64(n), min(y.mu.tokens, -y.mu.rate*yieldTailDebt.Seconds()))
+		return 0
+	}
 	y.mu.tokens -= float64(n)
 	if y.mu.tokens >= 0 || n < yieldPacedBytes {
 		return 0
 	}
 	return time.Duration(-y.mu.tokens / y.mu.rate * float64(time.Second))
+}
+
+// refund gives back n record bytes counted too many: a prepaid answer
+// (fetchAnswer.prepay) that read less than the index promised.
+func (y *fetchYield) refund(n int64) {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	y.mu.carried -= n
+	if y.mu.rate != 0 {
+		y.mu.tokens = min(y.mu.rate*yieldBurst.Seconds(), y.mu.tokens+float64(n))
+	}
+}
+
+// tailBytes is how far behind the ends of its partitions an answer may
+// leave its consumer and still pass the pace as one at the tail:
+// yieldTailWindow of what producers bring in, at least yieldPacedBytes;
+// 0 while the pace is off.
+func (y *fetchYield) tailBytes() int64 {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	if y.mu.rate == 0 {
+		return 0
+	}
+	return max(yieldPacedBytes, int64(y.mu.producedRate*yieldTailWindow.Seconds()))
 }
 
 // adjustLocked ends the window that began at y.mu.window and sets the

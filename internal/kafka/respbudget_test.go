@@ -89,7 +89,13 @@ func TestRespBudget(t *testing.T) {
 // topic until it holds total bytes.
 func produceBytes(t *testing.T, a *testAgent, topic string, batchBytes, total int) {
 	t.Helper()
-	batch := batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: batchBytes})
+	produceCopies(t, a, topic, batchtest.Build(t, batchtest.Options{Records: 1, ValueBytes: batchBytes}), total)
+}
+
+// produceCopies produces batch to partition 0 of topic until it holds
+// total bytes.
+func produceCopies(t *testing.T, a *testAgent, topic string, batch []byte, total int) {
+	t.Helper()
 	for n := 0; n < total; n += len(batch) {
 		resp := a.request(t, produceReq(9, -1, nil, rawPart{topic, 0, batch})).(*kmsg.ProduceResponse)
 		if code := producePartitions(resp)[0].ErrorCode; code != 0 {
