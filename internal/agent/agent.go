@@ -358,11 +358,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
 	a.metrics.reg.MustRegister(newGroupCollector(a.replica.View,
-		func(group string) bool { return a.groups.Coordinator(group) == cfg.NodeID },
+		a.groups.Owns,
 		cfg.MetricsMaxGroupPartitions, logger.With("component", "metrics")))
 	// Records a crash lost (applied, never written) of the groups this
 	// agent coordinates are written again (offsetstopic.Resync).
-	a.offsetsResynced = offsets.Resync(placement.Ring{Self: cfg.NodeID, Live: a.members.nodes}.Owns)
+	a.offsetsResynced = offsets.Resync(a.groups.Owns)
 	a.txns, err = txn.New(txn.Config{
 		Meta:      a.replica,
 		NodeID:    cfg.NodeID,

@@ -101,7 +101,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, states []string) ([]Listed
 	c.mu.Unlock()
 	for _, g := range groups {
 		g.mu.Lock()
-		if !g.gone && g.state != stateDead && c.owns(g.name) {
+		if !g.gone && g.state != stateDead && c.Owns(g.name) {
 			out = append(out, g.summaryLocked(false))
 		}
 		seen[g.name] = true
@@ -115,7 +115,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, states []string) ([]Listed
 		return nil, kerr.UnknownServerError.Code
 	}
 	for i := range stored {
-		if !seen[stored[i].Name] && c.owns(stored[i].Name) {
+		if !seen[stored[i].Name] && c.Owns(stored[i].Name) {
 			out = append(out, storedSummary(&stored[i]))
 		}
 	}
@@ -135,7 +135,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, states []string) ([]Listed
 func (c *Coordinator) DescribeGroups(ctx context.Context, names []string) []DescribedGroup {
 	out := make([]DescribedGroup, 0, len(names))
 	for _, name := range names {
-		if !c.owns(name) {
+		if !c.Owns(name) {
 			out = append(out, DescribedGroup{Group: name, Code: kerr.NotCoordinator.Code})
 			continue
 		}
@@ -165,7 +165,7 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, names []string) []int16 
 }
 
 func (c *Coordinator) deleteGroup(ctx context.Context, name string) *kerr.Error {
-	if !c.owns(name) {
+	if !c.Owns(name) {
 		return kerr.NotCoordinator
 	}
 	g, e := c.lockGroup(ctx, name, false)

@@ -141,7 +141,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	if e, msg := validateConsumerHeartbeat(&req); e != nil {
 		return fail(e, msg)
 	}
-	if !c.owns(req.Group) {
+	if !c.Owns(req.Group) {
 		return fail(kerr.NotCoordinator, "")
 	}
 	g, e := c.lockGroup(ctx, req.Group, req.MemberEpoch == epochJoin)
@@ -460,7 +460,7 @@ func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, names []string)
 	out := make([]DescribedConsumerGroup, 0, len(names))
 	for _, name := range names {
 		dg := DescribedConsumerGroup{Group: name}
-		if !c.owns(name) {
+		if !c.Owns(name) {
 			dg.Code = kerr.NotCoordinator.Code
 			out = append(out, dg)
 			continue

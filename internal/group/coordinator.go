@@ -255,7 +255,7 @@ func (c *Coordinator) loadOwned(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range gs {
-		if len(gs[i].Members) == 0 || !c.owns(gs[i].Name) {
+		if len(gs[i].Members) == 0 || !c.Owns(gs[i].Name) {
 			continue
 		}
 		c.mu.groups[gs[i].Name] = c.loadGroup(&gs[i])
@@ -296,7 +296,10 @@ func (c *Coordinator) placement() placement.Ring {
 	return placement.Ring{Self: c.cfg.NodeID, Live: c.cfg.Nodes}
 }
 
-func (c *Coordinator) owns(key string) bool { return c.placement().Owns(key) }
+// Owns reports whether this agent coordinates key, by the placement
+// FindCoordinator answers with. The agent's group lag metrics and the
+// __consumer_offsets resync ask it too, so all three agree on the owner.
+func (c *Coordinator) Owns(key string) bool { return c.placement().Owns(key) }
 
 // notify wakes whoever waits for a state change.
 func (c *Coordinator) notify() {
@@ -505,7 +508,7 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) error {
 	var names []string
 	for i := range gs {
 		name := gs[i].Name
-		if !c.owns(name) {
+		if !c.Owns(name) {
 			continue
 		}
 		c.mu.Lock()

@@ -89,7 +89,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, cl Client, req JoinRequest)
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID)
-	case !c.owns(req.Group):
+	case !c.Owns(req.Group):
 		return fail(kerr.NotCoordinator)
 	case session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout:
 		return fail(kerr.InvalidSessionTimeout)
@@ -433,7 +433,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) func(conte
 	switch {
 	case req.Group == "":
 		return fail(kerr.InvalidGroupID)
-	case !c.owns(req.Group):
+	case !c.Owns(req.Group):
 		return fail(kerr.NotCoordinator)
 	}
 	g, e := c.lockGroup(ctx, req.Group, false)
@@ -548,7 +548,7 @@ func (c *Coordinator) heartbeat(ctx context.Context, req *HeartbeatRequest) *ker
 	switch {
 	case req.Group == "":
 		return kerr.InvalidGroupID
-	case !c.owns(req.Group):
+	case !c.Owns(req.Group):
 		return kerr.NotCoordinator
 	}
 	g, e := c.lockGroup(ctx, req.Group, false)
@@ -603,7 +603,7 @@ func (c *Coordinator) leave(ctx context.Context, name string, leaving []LeaveMem
 	switch {
 	case name == "":
 		return kerr.InvalidGroupID, nil
-	case !c.owns(name):
+	case !c.Owns(name):
 		return kerr.NotCoordinator, nil
 	}
 	codes := make([]int16, len(leaving))

@@ -62,7 +62,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req CommitRequest) func(
 		}
 		return done
 	}
-	if !c.owns(req.Group) {
+	if !c.Owns(req.Group) {
 		return failAll(kerr.NotCoordinator)
 	}
 	generation, memberID := req.Generation, req.MemberID
@@ -302,7 +302,7 @@ func askTopic(topic string, partitions []int32) FetchTopic {
 // fetchOffsets answers one group: the asked partitions, or with all every
 // committed offset.
 func (c *Coordinator) fetchOffsets(v *meta.View, group string, ask []FetchTopic, all bool) ([]FetchTopic, *kerr.Error) {
-	if !c.owns(group) {
+	if !c.Owns(group) {
 		return nil, kerr.NotCoordinator
 	}
 	if all {
@@ -357,7 +357,7 @@ type OffsetDeleteResult struct {
 // group that does not run the consumer protocol is NON_EMPTY_GROUP.
 func (c *Coordinator) OffsetDelete(ctx context.Context, group string, topics []TopicPartitions) OffsetDeleteResult {
 	var res OffsetDeleteResult
-	if !c.owns(group) {
+	if !c.Owns(group) {
 		res.Code = kerr.NotCoordinator.Code
 		return res
 	}
