@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestNodeIDFromHostname(t *testing.T) {
@@ -42,7 +41,7 @@ func TestServeNodeIDFromHostname(t *testing.T) {
 
 	hostname = func() (string, error) { return "strand-7", nil }
 	t.Setenv("STRAND_NODE_ID_FROM_HOSTNAME", "true")
-	logs := serveUntilServing(t, base)
+	logs := startServe(t, `msg="strand agent serving"`, base...)
 	if !strings.Contains(logs.String(), " node_id=7 ") {
 		t.Errorf("serving line without node_id=7:\n%s", logs)
 	}
@@ -64,30 +63,4 @@ func TestServeNodeIDFromHostname(t *testing.T) {
 			t.Errorf("serve on host %s %v: %v, want an error with %q", tt.host, tt.args, err, tt.wantErr)
 		}
 	}
-}
-
-// serveUntilServing runs serve with args until it logs that it serves,
-// then stops it and returns its log.
-func serveUntilServing(t *testing.T, args []string) *notifyWriter {
-	t.Helper()
-	root := newRootCmd()
-	root.SetArgs(args)
-	logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
-	root.SetErr(logs)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	select {
-	case <-logs.matched:
-	case err := <-done:
-		done <- err // for the deferred wait
-		t.Fatalf("serve returned before serving: %v\n%s", err, logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve not serving after 30s\n%s", logs)
-	}
-	return logs
 }
