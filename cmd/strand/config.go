@@ -8,7 +8,6 @@ package main
 // shows where each value came from.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -19,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/strandkafka/strand/internal/cli"
 )
 
 // Where a serve setting's value came from, as config print names it.
@@ -188,16 +189,22 @@ YAML file of --config) or default, in that order of precedence. It takes
 serve's flags. Passwords and tokens are not shown.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch format {
-			case "text", "json", "yaml":
-			default:
-				return fmt.Errorf("--format %q: want text, json or yaml", format)
+			if err := cli.CheckOutputFormat(format); err != nil {
+				return err
 			}
 			src, err := layerConfig(serve.Flags())
 			if err != nil {
 				return err
 			}
-			return writeConfig(cmd.OutOrStdout(), format, configEntries(serve.Flags(), src))
+			entries := configEntries(serve.Flags(), src)
+			return cli.WriteOutput(cmd.OutOrStdout(), format, entries, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
+				for _, e := range entries {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, e.Value, e.Source)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	// The same flags as serve's, so the command line is a layer here too.
@@ -222,28 +229,6 @@ func configEntries(fs *pflag.FlagSet, src map[string]string) []configEntry {
 		out = append(out, configEntry{Key: fl.Name, Value: redactSecret(fl.Name, fl.Value.String()), Source: s})
 	})
 	return out
-}
-
-func writeConfig(w io.Writer, format string, entries []configEntry) error {
-	switch format {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(entries)
-	case "yaml":
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(entries); err != nil {
-			return err
-		}
-		return enc.Close()
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
-	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Key, e.Value, e.Source)
-	}
-	return tw.Flush()
 }
 
 // redacted replaces a secret in config print.

@@ -249,7 +249,7 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 	var format *string
 	cmd.Args = cobra.NoArgs
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := checkOutputFormat(*format); err != nil {
+		if err := CheckOutputFormat(*format); err != nil {
 			return err
 		}
 		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.allow) == 0 && !f.cluster {
@@ -282,7 +282,7 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 			}
 		}
 		slices.SortFunc(listing, func(a, b ACLListing) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
-		return writeOutput(cmd.OutOrStdout(), *format, listing, func(io.Writer) error { return printACLRows(cmd, rows) })
+		return WriteOutput(cmd.OutOrStdout(), *format, listing, func(io.Writer) error { return printACLRows(cmd, rows) })
 	}
 	f.register(cmd.Flags(), false)
 	format = addOutputFlag(cmd)

@@ -76,7 +76,7 @@ func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Show the cluster id, the controller, the agents (address, rack) and how many topics and partitions there are (internal ones included)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -92,7 +92,7 @@ func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
 			for _, t := range m.Topics {
 				info.Partitions += len(t.Partitions)
 			}
-			return writeOutput(cmd.OutOrStdout(), *format, info, func(w io.Writer) error {
+			return WriteOutput(cmd.OutOrStdout(), *format, info, func(w io.Writer) error {
 				t := newTable(w)
 				t.row("CLUSTER", dash(info.ClusterID))
 				t.row("CONTROLLER", info.Controller)
@@ -211,7 +211,7 @@ func newClusterHealthCmd(opts *ClientOptions) *cobra.Command {
 			"non-zero when unhealthy, so it can gate scripts and probes.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			// The kgo client itself, not only kadm's, to address each
@@ -232,7 +232,7 @@ func newClusterHealthCmd(opts *ClientOptions) *cobra.Command {
 				probe = min(probe, opts.Timeout)
 			}
 			h := assessHealth(m, probeAgents(ctx, cl, m, probe))
-			err = writeOutput(cmd.OutOrStdout(), *format, h, func(w io.Writer) error {
+			err = WriteOutput(cmd.OutOrStdout(), *format, h, func(w io.Writer) error {
 				t := newTable(w)
 				t.row("HEALTHY", h.Healthy)
 				if !h.Healthy {

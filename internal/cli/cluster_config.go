@@ -102,7 +102,7 @@ func describeBrokerConfigs(cmd *cobra.Command, opts *ClientOptions, r *brokerRes
 }
 
 func printBrokerConfigs(w io.Writer, format string, cfgs []brokerConfig) error {
-	return writeOutput(w, format, cfgs, func(w io.Writer) error {
+	return WriteOutput(w, format, cfgs, func(w io.Writer) error {
 		t := newTable(w, "NAME", "VALUE", "SOURCE")
 		for _, c := range cfgs {
 			v := "-"
@@ -138,7 +138,7 @@ func newClusterConfigShowCmd(opts *ClientOptions, use, short string, args cobra.
 		Short: short,
 		Args:  args,
 		RunE: func(cmd *cobra.Command, names []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			cfgs, err := describeBrokerConfigs(cmd, opts, &r)

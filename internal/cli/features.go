@@ -76,7 +76,7 @@ func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
 			"before feature levels names no strand.metadata.version: it supports level 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -166,7 +166,7 @@ func printFeatures(w io.Writer, format string, answers []*kmsg.ApiVersionsRespon
 		}
 		desc.Features = append(desc.Features, f)
 	}
-	return writeOutput(w, format, desc, func(w io.Writer) error {
+	return WriteOutput(w, format, desc, func(w io.Writer) error {
 		t := newTable(w, "FEATURE", "SUPPORTED-MIN", "SUPPORTED-MAX", "FINALIZED", "EPOCH")
 		for _, f := range desc.Features {
 			lo, hi := "-", "-"

@@ -69,7 +69,7 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 			"one object per group.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(format); err != nil {
+			if err := CheckOutputFormat(format); err != nil {
 				return err
 			}
 			groups := uniq(args)
@@ -104,7 +104,7 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 			for _, l := range described {
 				js = append(js, jsonGroup(l))
 			}
-			if err := writeOutput(cmd.OutOrStdout(), format, js, func(w io.Writer) error {
+			if err := WriteOutput(cmd.OutOrStdout(), format, js, func(w io.Writer) error {
 				for i, l := range described {
 					if i > 0 {
 						fmt.Fprintln(w)

@@ -48,7 +48,7 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -63,7 +63,7 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			for _, g := range listed.Sorted() {
 				listing = append(listing, GroupListing{Group: g.Group, Coordinator: g.Coordinator, State: g.State, ProtocolType: g.ProtocolType})
 			}
-			if err := writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+			if err := WriteOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
 				t := newTable(w, "GROUP", "STATE", "PROTOCOL-TYPE")
 				for _, g := range listing {
 					t.row(g.Group, dash(g.State), dash(g.ProtocolType))

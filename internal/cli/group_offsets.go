@@ -136,7 +136,7 @@ func newGroupOffsetDeleteCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			for _, p := range partitions {
@@ -175,7 +175,7 @@ func newGroupOffsetDeleteCmd(opts *ClientOptions) *cobra.Command {
 					out = append(out, offsetDeleteRow{Topic: topic, Partition: p, Status: status})
 				}
 			}
-			err = writeOutput(cmd.OutOrStdout(), *format, out, func(w io.Writer) error {
+			err = WriteOutput(cmd.OutOrStdout(), *format, out, func(w io.Writer) error {
 				t := newTable(w, "TOPIC", "PARTITION", "STATUS")
 				for _, r := range out {
 					t.row(r.Topic, r.Partition, r.Status)

@@ -167,14 +167,14 @@ func newLogStatusCommand() *cobra.Command {
 			if o.JSON {
 				*format = OutputJSON
 			}
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			var st agent.LogStatus
 			if err := o.do(cmd.Context(), http.MethodGet, agent.PathLogStatus, nil, &st); err != nil {
 				return err
 			}
-			return writeOutput(cmd.OutOrStdout(), *format, jsonShaped{st}, func(w io.Writer) error {
+			return WriteOutput(cmd.OutOrStdout(), *format, jsonShaped{st}, func(w io.Writer) error {
 				return printLogStatus(w, st, time.Now())
 			})
 		},

@@ -26,11 +26,11 @@ func addOutputFlag(cmd *cobra.Command) *string {
 	return f
 }
 
-// writeOutput writes v in format: text calls text (the command's own
+// WriteOutput writes v in format: text calls text (the command's own
 // table), json and yaml encode v, whose fields should carry json and
 // yaml tags. An unknown format is a usage error, found before anything
-// is written.
-func writeOutput(w io.Writer, format string, v any, text func(io.Writer) error) error {
+// is written. strand config print uses it too.
+func WriteOutput(w io.Writer, format string, v any, text func(io.Writer) error) error {
 	switch format {
 	case OutputText, "":
 		return text(w)
@@ -46,6 +46,6 @@ func writeOutput(w io.Writer, format string, v any, text func(io.Writer) error) 
 		}
 		return enc.Close()
 	default:
-		return checkOutputFormat(format)
+		return CheckOutputFormat(format)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// checkOutputFormat refuses an unknown --format before a command sends
+// CheckOutputFormat refuses an unknown --format before a command sends
 // anything, so a typo costs no request.
-func checkOutputFormat(format string) error {
+func CheckOutputFormat(format string) error {
 	switch format {
 	case OutputText, OutputJSON, OutputYAML, "":
 		return nil

@@ -21,7 +21,7 @@ func TestWriteOutput(t *testing.T) {
 		OutputYAML: "- name: orders\n  partitions: 4\n",
 	} {
 		var b bytes.Buffer
-		if err := writeOutput(&b, format, v, text); err != nil {
+		if err := WriteOutput(&b, format, v, text); err != nil {
 			t.Fatalf("%s: %v", format, err)
 		}
 		if b.String() != want {
@@ -29,7 +29,7 @@ func TestWriteOutput(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := writeOutput(&b, "xml", v, text); !errors.Is(err, ErrUsage) || b.Len() != 0 {
+	if err := WriteOutput(&b, "xml", v, text); !errors.Is(err, ErrUsage) || b.Len() != 0 {
 		t.Errorf("xml: err %v, wrote %q; want a usage error and nothing written", err, b.String())
 	}
 }
@@ -46,7 +46,7 @@ func TestJSONShapedYAML(t *testing.T) {
 		Note      string  `json:"note"`
 	}{7, []inner{{1}}, "a: b"}
 	var b bytes.Buffer
-	if err := writeOutput(&b, OutputYAML, jsonShaped{v}, nil); err != nil {
+	if err := WriteOutput(&b, OutputYAML, jsonShaped{v}, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := "trim_point: 7\nagents:\n  - node_id: 1\nnote: 'a: b'\n"
@@ -54,7 +54,7 @@ func TestJSONShapedYAML(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 	b.Reset()
-	if err := writeOutput(&b, OutputJSON, jsonShaped{v}, nil); err != nil {
+	if err := WriteOutput(&b, OutputJSON, jsonShaped{v}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), `"trim_point": 7`) {

@@ -272,7 +272,7 @@ func newProfileListCmd() *cobra.Command {
 		Short: "List the profiles; the current one is marked *",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			pf, _, err := loadProfiles()
@@ -283,7 +283,7 @@ func newProfileListCmd() *cobra.Command {
 			for _, name := range slices.Sorted(maps.Keys(pf.Profiles)) {
 				out = append(out, profileListEntry{Name: name, Current: name == pf.Current})
 			}
-			return writeOutput(cmd.OutOrStdout(), *format, out, func(w io.Writer) error {
+			return WriteOutput(cmd.OutOrStdout(), *format, out, func(w io.Writer) error {
 				t := newTable(w, "NAME", "CURRENT")
 				for _, e := range out {
 					mark := ""
@@ -310,7 +310,7 @@ func newProfilePrintCmd() *cobra.Command {
 		Short: "Print a profile's options (default: the current profile), the password redacted",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			var (
@@ -335,7 +335,7 @@ func newProfilePrintCmd() *cobra.Command {
 			if p.Values == nil {
 				p.Values = map[string]string{}
 			}
-			return writeOutput(cmd.OutOrStdout(), *format, p, func(w io.Writer) error {
+			return WriteOutput(cmd.OutOrStdout(), *format, p, func(w io.Writer) error {
 				t := newTable(w, "KEY", "VALUE")
 				for _, k := range sortedKeys(p.Values) {
 					t.row(k, p.Values[k])

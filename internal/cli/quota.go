@@ -99,7 +99,7 @@ func newQuotaDescribeCmd(opts *ClientOptions) *cobra.Command {
 			"the list to entities with that part; --strict to entities with no other part.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			var comps []kadm.DescribeClientQuotaComponent
@@ -130,7 +130,7 @@ func newQuotaDescribeCmd(opts *ClientOptions) *cobra.Command {
 				}
 				listing = append(listing, l)
 			}
-			return writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+			return WriteOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
 				t := newTable(w, "USER", "CLIENT-ID", "KEY", "VALUE")
 				for _, q := range qs {
 					user, client := "-", "-"

@@ -173,7 +173,7 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 		Short:   "List topics, their partition counts and the bytes they store",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -200,7 +200,7 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 				}
 				listing = append(listing, l)
 			}
-			return writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+			return WriteOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
 				t := newTable(w, "NAME", "PARTITIONS", "SIZE")
 				for _, d := range details.Sorted() {
 					if d.Err != nil {
@@ -284,7 +284,7 @@ offset index entries and the data objects they point into, level 0
 (multi-partition flushes) and compacted (per-partition objects).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -322,7 +322,7 @@ offset index entries and the data objects they point into, level 0
 					}
 					descs = append(descs, d)
 				}
-				return writeOutput(cmd.OutOrStdout(), *format, descs, nil)
+				return WriteOutput(cmd.OutOrStdout(), *format, descs, nil)
 			}
 			w := cmd.OutOrStdout()
 			for i, topic := range topics {

@@ -188,7 +188,7 @@ func newUserListCmd(opts *ClientOptions) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List SCRAM users with their mechanisms and iterations (never a salt or key)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutputFormat(*format); err != nil {
+			if err := CheckOutputFormat(*format); err != nil {
 				return err
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
@@ -213,7 +213,7 @@ func newUserListCmd(opts *ClientOptions) *cobra.Command {
 				}
 				listing = append(listing, u)
 			}
-			if err := writeOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
+			if err := WriteOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
 				t := newTable(w, "USER", "MECHANISM", "ITERATIONS")
 				for _, u := range listing {
 					for _, c := range u.Credentials {
