@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/objstore"
@@ -282,5 +284,48 @@ func TestPacedLinger(t *testing.T) {
 		if got := PacedLinger(puts); got.Round(time.Millisecond) != want {
 			t.Errorf("PacedLinger(%v) = %v, want %v", puts, got, want)
 		}
+	}
+}
+
+// TestCatchUpBacklogIsStored: the catch-up stress reads back a backlog of
+// StressBacklogBytes, so that many bytes must be stored. Its records all
+// carry one value; produced with the client's default compression they
+// were stored at a small fraction of that.
+func TestCatchUpBacklogIsStored(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := Options{Embedded: true, DataDir: t.TempDir(), Stress: StressCatchUp, StressBacklogBytes: 8 << 20}
+	o.SetDefaults()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := startEmbedded(ctx, &o, filepath.Join(o.DataDir, "agent"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop(context.Background())
+	tgt := target{name: "strand", brokers: []string{a.KafkaAddr()}}
+	if _, err := prepareCatchUp(ctx, &o, tgt, newProgressWriter(io.Discard)); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	dirs, err := kadm.NewClient(cl).DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if p.Topic == stressTopicPrefix+"backlog" {
+				stored += p.Size
+			}
+		})
+	})
+	if stored < o.StressBacklogBytes {
+		t.Fatalf("backlog stored in %d bytes, want at least the %d produced", stored, o.StressBacklogBytes)
 	}
 }

@@ -251,6 +251,10 @@ func prepareCatchUp(ctx context.Context, o *Options, tgt target, pw *progressWri
 	topic := stressTopicPrefix + "backlog"
 	cl, err := kgo.NewClient(tgt.clientOpts(
 		kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
+		// Every backlog record has the same value: with the client's
+		// default (snappy) the backlog would be stored, and read back,
+		// at a small fraction of StressBacklogBytes.
+		kgo.ProducerBatchCompression(o.codec),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.MaxBufferedBytes(64<<20))...)
 	if err != nil {
 		return nil, err

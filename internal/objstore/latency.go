@@ -23,13 +23,19 @@ type FixedLatency time.Duration
 
 func (d FixedLatency) Sample(Op, int64) time.Duration { return time.Duration(d) }
 
-// WithLatency returns a Store that delays every operation on s by a delay
-// drawn from d. Puts, Delete and List wait before they run. Get waits
-// after it has read, because its payload size (and so its transfer time)
-// is known only then; the caller sees the same total delay. A delay
-// cut short by ctx returns ctx.Err() and, for the writes, does not run
-// the operation. Delays are wall time: under testing/synctest, the
-// bubble's fake time, which is all the tests that use it need.
+// WithLatency returns a Store that makes every operation on s take a
+// delay drawn from d: the operation runs at once, and the call returns
+// when the delay has passed since it began (or when the operation ends,
+// if that is later). The profile's numbers are a real store's whole
+// request time, and s is only a stand-in for that store: its own time (a
+// local directory's fsync of a large object, say) must not be counted on
+// top of them. Get draws its delay after it has read, because its
+// payload size (and so its transfer time) is known only then. A call
+// whose ctx ends before the operation starts runs nothing; one whose ctx
+// ends during the rest of its delay returns ctx.Err() at once, though its
+// operation ran, as a real store's request may land after its caller gave
+// up. Delays are wall time: under testing/synctest, the bubble's fake
+// time, which is all the tests that use it need.
 func WithLatency(s Store, d LatencyDist) Store {
 	return &latencyStore{s: s, d: d}
 }
@@ -41,43 +47,69 @@ type latencyStore struct {
 
 var _ Store = (*latencyStore)(nil)
 
+// wait sleeps out what is left of delay since start.
+func wait(ctx context.Context, start time.Time, delay time.Duration) error {
+	return clock.Sleep(ctx, clock.Real, delay-clock.Since(clock.Real, start))
+}
+
 func (l *latencyStore) Put(ctx context.Context, key string, data []byte) error {
-	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpPut, int64(len(data)))); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return l.s.Put(ctx, key, data)
+	start := clock.Real.Now()
+	err := l.s.Put(ctx, key, data)
+	if werr := wait(ctx, start, l.d.Sample(OpPut, int64(len(data)))); werr != nil {
+		return werr
+	}
+	return err
 }
 
 func (l *latencyStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpPutIfAbsent, int64(len(data)))); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return l.s.PutIfAbsent(ctx, key, data)
+	start := clock.Real.Now()
+	err := l.s.PutIfAbsent(ctx, key, data)
+	if werr := wait(ctx, start, l.d.Sample(OpPutIfAbsent, int64(len(data)))); werr != nil {
+		return werr
+	}
+	return err
 }
 
 func (l *latencyStore) Get(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	start := clock.Real.Now()
 	out, err := l.s.Get(ctx, key, offset, length)
-	if serr := clock.Sleep(ctx, clock.Real, l.d.Sample(OpGet, int64(len(out)))); serr != nil {
-		return nil, serr
+	if werr := wait(ctx, start, l.d.Sample(OpGet, int64(len(out)))); werr != nil {
+		return nil, werr
 	}
 	return out, err
 }
 
 func (l *latencyStore) Delete(ctx context.Context, key string) error {
-	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpDelete, 0)); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return l.s.Delete(ctx, key)
+	start := clock.Real.Now()
+	err := l.s.Delete(ctx, key)
+	if werr := wait(ctx, start, l.d.Sample(OpDelete, 0)); werr != nil {
+		return werr
+	}
+	return err
 }
 
 func (l *latencyStore) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := clock.Sleep(ctx, clock.Real, l.d.Sample(OpList, 0)); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return l.s.List(ctx, prefix)
+	start := clock.Real.Now()
+	out, err := l.s.List(ctx, prefix)
+	if werr := wait(ctx, start, l.d.Sample(OpList, 0)); werr != nil {
+		return nil, werr
+	}
+	return out, err
 }
 
 // Quantile is one point of a latency table: a fraction Q (0 to 1) of

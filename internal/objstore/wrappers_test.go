@@ -278,6 +278,37 @@ func TestLatencyDelays(t *testing.T) {
 	}
 }
 
+// slowStore takes d of (fake) time for every Put.
+type slowStore struct {
+	objstore.Store
+	d time.Duration
+}
+
+func (s slowStore) Put(ctx context.Context, key string, data []byte) error {
+	time.Sleep(s.d)
+	return s.Store.Put(ctx, key, data)
+}
+
+// TestLatencyCountsBackingTime: the delay is the request's whole time,
+// the backing store's own time included, not added to it.
+func TestLatencyCountsBackingTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct{ backing, delay, want time.Duration }{
+			{30 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond},
+			{80 * time.Millisecond, 50 * time.Millisecond, 80 * time.Millisecond},
+		} {
+			s := objstore.WithLatency(slowStore{memobj.New(), tc.backing}, objstore.FixedLatency(tc.delay))
+			start := time.Now()
+			if err := s.Put(context.Background(), "k", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+			if got := time.Since(start); got != tc.want {
+				t.Fatalf("backing %v, delay %v: Put took %v, want %v", tc.backing, tc.delay, got, tc.want)
+			}
+		}
+	})
+}
+
 func TestLatencyHonoursContext(t *testing.T) {
 	for _, op := range objstore.Ops {
 		t.Run(op.String(), func(t *testing.T) {
@@ -296,10 +327,27 @@ func TestLatencyHonoursContext(t *testing.T) {
 				if waited := time.Since(start); waited != 0 {
 					t.Fatalf("%v returned %v of fake time after cancel, want at once", op, waited)
 				}
-				if _, err := inner.Get(context.Background(), "k", 0, -1); !errors.Is(err, objstore.ErrNotFound) {
-					t.Fatalf("canceled %v changed the store: Get = %v", op, err)
+				// The operation ran before its delay, as a real store's
+				// request may land after its caller gave up: a canceled
+				// Put still wrote.
+				if op == objstore.OpPut || op == objstore.OpPutIfAbsent {
+					if _, err := inner.Get(context.Background(), "k", 0, -1); err != nil {
+						t.Fatalf("%v canceled during its delay did not write: Get = %v", op, err)
+					}
 				}
 			})
+		})
+		t.Run(op.String()+"/before", func(t *testing.T) {
+			inner := memobj.New()
+			s := objstore.WithLatency(inner, objstore.FixedLatency(time.Hour))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := opCall(ctx, s, op, "k", []byte("v")); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%v: %v, want context.Canceled", op, err)
+			}
+			if _, err := inner.Get(context.Background(), "k", 0, -1); !errors.Is(err, objstore.ErrNotFound) {
+				t.Fatalf("%v canceled before it began changed the store: Get = %v", op, err)
+			}
 		})
 	}
 	t.Run("deadline", func(t *testing.T) {
