@@ -146,16 +146,6 @@ const (
 	DefaultDiskChunkBytes = 1 << 20
 )
 
-// PacedLinger is the producer linger for an agent whose flushes are paced
-// by a PUT budget: a fifth of the flush spacing (1.1/puts seconds, room
-// for the default 10% of hedges). An idempotent producer keeps at most
-// five produce requests in flight per broker and each waits for the next
-// paced flush; with a shorter linger the five leave in the first
-// milliseconds of a spacing and later records wait a whole extra spacing.
-func PacedLinger(putsPerSec float64) time.Duration {
-	return time.Duration(1.1 / putsPerSec / 5 * float64(time.Second))
-}
-
 // Bounds on the options: beyond these a run measures the generator.
 const (
 	maxClients    = 1024

@@ -279,14 +279,6 @@ func TestColdRead(t *testing.T) {
 	}
 }
 
-func TestPacedLinger(t *testing.T) {
-	for puts, want := range map[float64]time.Duration{10: 22 * time.Millisecond, 4: 55 * time.Millisecond} {
-		if got := PacedLinger(puts); got.Round(time.Millisecond) != want {
-			t.Errorf("PacedLinger(%v) = %v, want %v", puts, got, want)
-		}
-	}
-}
-
 // TestCatchUpBacklogIsStored: the catch-up stress reads back a backlog of
 // StressBacklogBytes, so that many bytes must be stored. Its records all
 // carry one value; produced with the client's default compression they

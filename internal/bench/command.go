@@ -8,6 +8,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/cli"
+	"github.com/strandkafka/strand/internal/produce"
 )
 
 // NewCommand returns `strand bench`.
@@ -44,7 +45,7 @@ the data directory and prints ingest as a fraction of it.`,
 				o.FetchReadAheadBytes = agent.ReadAheadOff // the flag's 0, as serve's
 			}
 			if f := cmd.Flags().Lookup("linger"); !f.Changed && o.MaxPutsPerSec > 0 {
-				o.Linger = PacedLinger(o.MaxPutsPerSec)
+				o.Linger = produce.PacedLinger(o.MaxPutsPerSec)
 			}
 			if f := cmd.Flags().Lookup("objstore-hedge-percentile"); f.Changed && o.HedgePercentile == 0 {
 				o.HedgePercentile = agent.HedgeOff
