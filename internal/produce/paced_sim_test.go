@@ -30,12 +30,13 @@ import (
 // -sim runs the whole table (at 50 MB/s too) for a longer fake time.
 
 var (
-	simAll     = flag.Bool("sim", false, "TestPacedUploadsSimulated: the whole table, 60 s of fake time each")
-	simLinger  = flag.Duration("sim.linger", 0, "TestPacedUploadsSimulated: producer linger (default: PacedLinger, or 10ms without a budget)")
-	simBuffer  = flag.Int("sim.buffer", 45<<20, "TestPacedUploadsSimulated: MaxBufferedBytes")
-	simUploads = flag.Int("sim.uploads", 0, "TestPacedUploadsSimulated: MaxConcurrentUploads (default the package's)")
-	simHedgeP  = flag.Float64("sim.hedge-percentile", produce.DefaultHedgePercentile, "TestPacedUploadsSimulated: HedgePercentile")
-	simHedgeR  = flag.Float64("sim.hedge-ratio", produce.DefaultHedgeMaxRatio, "TestPacedUploadsSimulated: HedgeMaxRatio")
+	simAll      = flag.Bool("sim", false, "TestPacedUploadsSimulated: the whole table, 60 s of fake time each")
+	simLinger   = flag.Duration("sim.linger", 0, "TestPacedUploadsSimulated: producer linger (default: PacedLinger, or 10ms without a budget)")
+	simBuffer   = flag.Int("sim.buffer", 45<<20, "TestPacedUploadsSimulated: MaxBufferedBytes")
+	simUploads  = flag.Int("sim.uploads", 0, "TestPacedUploadsSimulated: MaxConcurrentUploads (default the package's)")
+	simHedgeP   = flag.Float64("sim.hedge-percentile", produce.DefaultHedgePercentile, "TestPacedUploadsSimulated: HedgePercentile")
+	simInFlight = flag.Int("sim.inflight", 5, "TestPacedUploadsSimulated: produce requests in flight per producer (Kafka's idempotent producers: 5)")
+	simHedgeR   = flag.Float64("sim.hedge-ratio", produce.DefaultHedgeMaxRatio, "TestPacedUploadsSimulated: HedgeMaxRatio")
 )
 
 func TestPacedUploadsSimulated(t *testing.T) {
@@ -81,9 +82,8 @@ const (
 	simRecordBytes = 1000
 	simProducers   = 2
 	// simTick is how often records arrive and producers look at them.
-	simTick     = time.Millisecond
-	simInFlight = 5
-	simWarmup   = 5 * time.Second
+	simTick   = time.Millisecond
+	simWarmup = 5 * time.Second
 )
 
 type simCase struct {
@@ -197,7 +197,7 @@ func (c simCase) run(t *testing.T) simResult {
 	ctx := context.Background()
 	for range simProducers {
 		wg.Go(func() {
-			slots := make(chan struct{}, simInFlight)
+			slots := make(chan struct{}, *simInFlight)
 			var pending []simChunk
 			var acks sync.WaitGroup
 			for now := time.Now(); now.Before(end); now = time.Now() {
