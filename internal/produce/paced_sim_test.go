@@ -55,8 +55,8 @@ func TestPacedUploadsSimulated(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := c.run(t)
 				putRate := float64(r.puts) / float64(c.seconds)
-				t.Logf("%v: %.1f PUT/s (%d hedged), produce p50 %v p99 %v max %v, %d records",
-					c, putRate, r.hedges, r.p50, r.p99, r.max, r.records)
+				t.Logf("%v: %.1f PUT/s (%d hedged), produce p50 %v p99 %v max %v, %d records; requests in the agent p50 %v p99 %v",
+					c, putRate, r.hedges, r.p50, r.p99, r.max, r.records, r.reqP50, r.reqP99)
 				// Hedges saved up in a calm spell (at most two) may
 				// come on top within a window, and one cut at its edge.
 				if limit := c.puts*float64(c.seconds) + 3; c.puts > 0 && float64(r.puts) > limit {
@@ -103,6 +103,9 @@ type simResult struct {
 	puts, hedges  int64
 	records       int64
 	p50, p99, max time.Duration
+	// reqP50 and reqP99 are of produce requests, from Submit to the
+	// answer: the agent's part.
+	reqP50, reqP99 time.Duration
 }
 
 // simChunk is the records one producer got in one tick.
@@ -190,7 +193,7 @@ func (c simCase) run(t *testing.T) simResult {
 
 	start := time.Now()
 	measureFrom, end := start.Add(simWarmup), start.Add(simWarmup+time.Duration(c.seconds)*time.Second)
-	var lat simLatencies
+	var lat, reqLat simLatencies
 	var before, after objstore.Counts
 	var beforeStats, afterStats produce.Stats
 	var wg sync.WaitGroup
@@ -211,6 +214,7 @@ func (c simCase) run(t *testing.T) simResult {
 						for i := range batches {
 							batches[i] = batch
 						}
+						sent := time.Now()
 						a, err := p.Submit(ctx, batches)
 						if err != nil {
 							t.Errorf("Submit: %v", err)
@@ -221,6 +225,9 @@ func (c simCase) run(t *testing.T) simResult {
 								t.Errorf("produce: %v", err)
 							}
 							done := time.Now()
+							if !sent.Before(measureFrom) {
+								reqLat.add(done.Sub(sent), 1)
+							}
 							for _, ch := range req {
 								if !ch.at.Before(measureFrom) {
 									lat.add(done.Sub(ch.at), ch.n)
@@ -253,6 +260,8 @@ func (c simCase) run(t *testing.T) simResult {
 		p50:     lat.quantile(0.5),
 		p99:     lat.quantile(0.99),
 		max:     lat.quantile(1),
+		reqP50:  reqLat.quantile(0.5),
+		reqP99:  reqLat.quantile(0.99),
 	}
 	return r
 }
