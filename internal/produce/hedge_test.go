@@ -295,7 +295,7 @@ func TestHedgeRatioBounded(t *testing.T) {
 
 // With MaxPutsPerSec, a steady stream of batches is cut no more often
 // than the budget allows, hedges' share included; a lone batch after a
-// quiet spell still goes out at once.
+// quiet spell waits only FlushInterval for company.
 func TestPutBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -313,11 +313,11 @@ func TestPutBudget(t *testing.T) {
 				p := e.pipeline(t, tc.cfg)
 				b, _ := e.batch(t, 0, 1, 100, 1)
 
-				// A lone batch goes out at once.
+				// A lone batch goes out after FlushInterval.
 				start := time.Now()
 				waitAck(t, submit(t, p, b))
-				if d := time.Since(start); d != 0 {
-					t.Fatalf("a lone batch waited %v", d)
+				if d := time.Since(start); d != produce.DefaultFlushInterval {
+					t.Fatalf("a lone batch waited %v, want FlushInterval (%v)", d, produce.DefaultFlushInterval)
 				}
 				time.Sleep(time.Second)
 
@@ -338,4 +338,44 @@ func TestPutBudget(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPutBudgetSchedule: under MaxPutsPerSec a flush whose turn came
+// before its first batch waits FlushInterval for the calls arriving with
+// it, and the late cut does not move the schedule. Before, the first
+// call was cut alone at once and the next cut came a whole spacing after
+// it, so the calls arriving with the first waited that long.
+func TestPutBudgetSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const spacing = 100 * time.Millisecond
+		e := newEnv(t, memobj.New(), 1)
+		cuts := &cutLog{}
+		p := e.pipeline(t, produce.Config{MaxPutsPerSec: 10, Observer: cuts})
+		b, _ := e.batch(t, 0, 1, 100, 1)
+		start := time.Now()
+		at := func(d time.Duration) { time.Sleep(time.Until(start.Add(d))) }
+
+		waitAck(t, submit(t, p, b)) // cut at 5ms; the next turn is at 105ms
+		// Late for the turn at 105ms: two calls 2ms apart go in one
+		// flush, FlushInterval after the first.
+		at(150 * time.Millisecond)
+		a1 := submit(t, p, b)
+		at(152 * time.Millisecond)
+		a2 := submit(t, p, b)
+		// After that cut, the next call waits for the turn at 205ms,
+		// not for 255ms.
+		at(160 * time.Millisecond)
+		a3 := submit(t, p, b)
+		for _, a := range []*produce.Ack{a1, a2, a3} {
+			waitAck(t, a)
+		}
+		var got []time.Duration
+		for _, c := range cuts.times() {
+			got = append(got, c.Sub(start))
+		}
+		want := []time.Duration{5 * time.Millisecond, 155 * time.Millisecond, 2*spacing + 5*time.Millisecond}
+		if !slices.Equal(got, want) {
+			t.Fatalf("cuts at %v, want %v", got, want)
+		}
+	})
 }

@@ -294,7 +294,8 @@ func (p *Pipeline) maybeCutLocked() {
 		return
 	}
 	forced := f.full || p.mu.closing
-	if !forced && p.cfg.MaxPutsPerSec > 0 {
+	paced := !forced && p.cfg.MaxPutsPerSec > 0
+	if paced {
 		if wait := p.mu.nextCut.Sub(p.cfg.Clock.Now()); wait > 0 {
 			if f.paceTimer == nil {
 				f.paceTimer = p.cfg.Clock.AfterFunc(wait, func() { p.pacePassed(f) })
@@ -302,14 +303,33 @@ func (p *Pipeline) maybeCutLocked() {
 			return
 		}
 	}
-	if !(p.mu.uploading == 0 || due || forced ||
-		f.bytes >= p.cfg.FlushBytes || len(f.batches) >= p.cfg.MaxFlushBatches) {
+	switch {
+	case due || forced || len(f.batches) >= p.cfg.MaxFlushBatches:
+	case paced:
+		// The pace allows a cut, but the flush's first batch came after
+		// it did: wait FlushInterval for the calls arriving with it.
+		// Under load they come in bursts (producers' requests freed
+		// by one commit), and cut at the first, the rest would wait a
+		// whole spacing for the next flush.
+		return
+	case p.mu.uploading == 0 || f.bytes >= p.cfg.FlushBytes:
+	default:
 		return
 	}
 	clock.Stop(f.timer)
 	clock.Stop(f.paceTimer)
 	if p.cfg.MaxPutsPerSec > 0 {
-		p.mu.nextCut = p.cfg.Clock.Now().Add(p.cutSpacing())
+		// Cuts keep to the schedule: one that came late (no data was
+		// waiting when the pace allowed it) does not push the next one
+		// a whole spacing later, unless the pipeline was idle for a
+		// spacing or more. Over any window cuts stay within the budget
+		// but for one.
+		now, spacing := p.cfg.Clock.Now(), p.cutSpacing()
+		if now.Sub(p.mu.nextCut) < spacing {
+			p.mu.nextCut = p.mu.nextCut.Add(spacing)
+		} else {
+			p.mu.nextCut = now.Add(spacing)
+		}
 	}
 	p.mu.open = nil
 	f.state = stateUploading

@@ -16,11 +16,16 @@
 //     interval bounds the wait behind a running upload, it is not a tick;
 //   - the pipeline is closing.
 //
-// With MaxPutsPerSec set, flushes are also paced: none is cut before
-// the previous cut plus 1/MaxPutsPerSec (stretched to leave room for
-// hedges), unless it is full or the pipeline is closing. At high ingest
-// objects then grow instead of the PUT rate; at low ingest the first
-// batch after a quiet spell still goes out at once.
+// With MaxPutsPerSec set, flushes are also paced: cuts keep to a
+// schedule of one every 1/MaxPutsPerSec (stretched to leave room for
+// hedges), and none is cut before its turn unless it is full or the
+// pipeline is closing. At high ingest objects then grow instead of the
+// PUT rate. A flush whose first batch arrives after its turn has come
+// waits FlushInterval for the calls arriving with it, then goes: under
+// load producers' requests come in bursts, each freed by a commit, and
+// cut at the first, the rest would wait a whole spacing. A cut that came
+// late does not move the schedule unless the pipeline was idle for a
+// spacing, so the flushes that follow keep their size.
 //
 // What arrives while uploads run joins the next flush (group commit).
 // Uploads of different flushes run concurrently, up to
@@ -234,10 +239,10 @@ type Config struct {
 	HedgeMinDelay   time.Duration
 	// MaxPutsPerSec, if above 0, is the operator's budget of data object
 	// PUTs a second (hedges included; retries of failed PUTs not): flushes
-	// are cut at most (1+HedgeMaxRatio)/MaxPutsPerSec apart, so objects
-	// grow with ingest instead of the PUT rate. Below the budget a flush
-	// still goes out at once when the store is idle. Only a full flush
-	// (MaxFlushBatches, the object size bound) or Close cuts sooner.
+	// are cut on a schedule (1+HedgeMaxRatio)/MaxPutsPerSec apart, so
+	// objects grow with ingest instead of the PUT rate; a flush whose
+	// turn has come goes FlushInterval after its first batch. Only a full
+	// flush (MaxFlushBatches, the object size bound) or Close cuts sooner.
 	MaxPutsPerSec float64
 
 	// Cache, if set, gets every uploaded object.
