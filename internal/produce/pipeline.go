@@ -306,11 +306,12 @@ func (p *Pipeline) maybeCutLocked() {
 	switch {
 	case due || forced || len(f.batches) >= p.cfg.MaxFlushBatches:
 	case paced:
-		// The pace allows a cut, but the flush's first batch came after
-		// it did: wait FlushInterval for the calls arriving with it.
-		// Under load they come in bursts (producers' requests freed
-		// by one commit), and cut at the first, the rest would wait a
-		// whole spacing for the next flush.
+		// The pace allows a cut, but the flush's first batch came
+		// less than FlushInterval ago (after its turn, or just before
+		// it): the interval timer cuts it, with the calls arriving
+		// meanwhile. Under load they come in bursts (producers'
+		// requests freed by one commit), and cut at the first, the
+		// rest would wait a whole spacing for the next flush.
 		return
 	case p.mu.uploading == 0 || f.bytes >= p.cfg.FlushBytes:
 	default:
