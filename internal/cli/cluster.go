@@ -76,10 +76,7 @@ func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Show the cluster id, the controller, the agents (address, rack) and how many topics and partitions there are (internal ones included)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := CheckOutputFormat(*format); err != nil {
-				return err
-			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
+			adm, ctx, done, err := opts.adminWithFormat(cmd.Context(), *format)
 			if err != nil {
 				return err
 			}

@@ -76,10 +76,7 @@ func newFeaturesDescribeCmd(opts *ClientOptions) *cobra.Command {
 			"before feature levels names no strand.metadata.version: it supports level 1.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := CheckOutputFormat(*format); err != nil {
-				return err
-			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
+			adm, ctx, done, err := opts.adminWithFormat(cmd.Context(), *format)
 			if err != nil {
 				return err
 			}

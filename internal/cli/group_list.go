@@ -48,10 +48,7 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := CheckOutputFormat(*format); err != nil {
-				return err
-			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
+			adm, ctx, done, err := opts.adminWithFormat(cmd.Context(), *format)
 			if err != nil {
 				return err
 			}

@@ -54,6 +54,15 @@ func (o *ClientOptions) admin(ctx context.Context) (_ *kadm.Client, _ context.Co
 	return adm, ctx, func() { cancel(); adm.Close() }, nil
 }
 
+// adminWithFormat is admin for a command that writes --format output: an
+// unknown format is refused before anything is sent.
+func (o *ClientOptions) adminWithFormat(ctx context.Context, format string) (_ *kadm.Client, _ context.Context, done func(), _ error) {
+	if err := CheckOutputFormat(format); err != nil {
+		return nil, nil, nil, err
+	}
+	return o.admin(ctx)
+}
+
 func newTopicCreateCmd(opts *ClientOptions) *cobra.Command {
 	var (
 		partitions int32
@@ -173,10 +182,7 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 		Short:   "List topics, their partition counts and the bytes they store",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := CheckOutputFormat(*format); err != nil {
-				return err
-			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
+			adm, ctx, done, err := opts.adminWithFormat(cmd.Context(), *format)
 			if err != nil {
 				return err
 			}
@@ -284,10 +290,7 @@ offset index entries and the data objects they point into, level 0
 (multi-partition flushes) and compacted (per-partition objects).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			if err := CheckOutputFormat(*format); err != nil {
-				return err
-			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
+			adm, ctx, done, err := opts.adminWithFormat(cmd.Context(), *format)
 			if err != nil {
 				return err
 			}

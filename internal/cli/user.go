@@ -188,10 +188,7 @@ func newUserListCmd(opts *ClientOptions) *cobra.Command {
 		Aliases: []string{"ls"},
 		Short:   "List SCRAM users with their mechanisms and iterations (never a salt or key)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := CheckOutputFormat(*format); err != nil {
-				return err
-			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
+			adm, ctx, done, err := opts.adminWithFormat(cmd.Context(), *format)
 			if err != nil {
 				return err
 			}
