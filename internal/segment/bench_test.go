@@ -37,6 +37,25 @@ func BenchmarkWriterAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkWriterOutgrown builds objects twice the size their Writer
+// started with, as the produce pipeline's new writers (sized from
+// recent objects) get when load rises: each op is one whole object, so
+// the regrowth and recopying of the buffer is in the numbers.
+func BenchmarkWriterOutgrown(b *testing.B) {
+	batch := batchtest.Build(b, batchtest.Options{Records: 16, ValueBytes: 1024})
+	b.SetBytes(2 * flushBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := segment.NewWriterSize(flushBytes)
+		for i := 0; w.DataLen() < 2*flushBytes; i++ {
+			if _, err := w.Add(topic(1), int32(i%64), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		w.Finish()
+	}
+}
+
 // benchObject is a finished flushBytes object of 16-record, 1 KiB-record
 // batches over 64 partitions.
 func benchObject(b *testing.B) []byte {

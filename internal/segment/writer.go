@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
@@ -76,6 +77,11 @@ func (w *Writer) Add(topicID [16]byte, partition int32, batches []byte) (ChunkRe
 	}
 
 	ref := ChunkRef{Offset: int64(len(w.buf)), Length: int64(len(batches))}
+	if len(w.buf)+len(batches) > cap(w.buf) {
+		// At least double: append grows a large buffer by a
+		// quarter, copying all of it each time.
+		w.buf = slices.Grow(w.buf, max(len(batches), cap(w.buf)))
+	}
 	w.buf = append(w.buf, batches...)
 
 	if n := len(w.chunks); n > 0 {
