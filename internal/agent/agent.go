@@ -64,7 +64,7 @@ type Agent struct {
 	logger *slog.Logger
 
 	metrics  *metrics
-	store    *objstore.Counting
+	store    objstore.Store
 	log      *sharedlog.VirtualLog
 	replica  *replica.Replica
 	pipeline *produce.Pipeline
@@ -553,8 +553,7 @@ func (a *Agent) openStore(ctx context.Context) error {
 		}
 		store = objstore.WithLatency(store, dist)
 	}
-	a.store = objstore.WithCounters(objstore.WithTiming(store, a.metrics.objstoreDone))
-	a.metrics.reg.MustRegister(newStoreCollector(a.store))
+	a.store = objstore.WithTiming(store, a.metrics.objstoreDone)
 	return nil
 }
 

@@ -58,8 +58,8 @@ type metrics struct {
 	// histograms, one set per objstore.Op, resolved once so a request
 	// looks nothing up.
 	objOps [len(objstore.Ops)]struct {
-		ok, failed prometheus.Counter
-		latency    prometheus.Observer
+		ok, failed, bytes prometheus.Counter
+		latency           prometheus.Observer
 	}
 }
 
@@ -103,11 +103,16 @@ func newMetrics() *metrics {
 		Help:    "Latency of object store requests, by operation, failed ones included.",
 		Buckets: latencyBuckets,
 	}, []string{"op"})
+	objBytes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_objstore_bytes_total",
+		Help: "Bytes written (put) or read (get) from the object store, by operation.",
+	}, []string{"op"})
 	for i, op := range objstore.Ops {
 		o := &m.objOps[i]
 		o.ok = objRequests.WithLabelValues(op.String(), "ok")
 		o.failed = objRequests.WithLabelValues(op.String(), "error")
 		o.latency = objLatency.WithLabelValues(op.String())
+		o.bytes = objBytes.WithLabelValues(op.String())
 	}
 	m.flushBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "strand_flush_bytes",
@@ -172,7 +177,7 @@ func newMetrics() *metrics {
 	}
 	m.connsClosed.WithLabelValues("client")
 	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
-	m.reg.MustRegister(objRequests, objLatency, m.connsOpened, buildInfo())
+	m.reg.MustRegister(objRequests, objLatency, objBytes, m.connsOpened, buildInfo())
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
 		m.connsClosed, m.flushBytes, m.flushLatency, m.uploadHedges, m.logAppend, m.logAppendErrs,
 		m.fetchWakeups, m.fetchRechecked, m.throttled, m.throttleSeconds,
@@ -185,7 +190,7 @@ func newMetrics() *metrics {
 }
 
 // objstoreDone feeds the object store metrics (objstore.WithTiming).
-func (m *metrics) objstoreDone(op objstore.Op, d time.Duration, err error) {
+func (m *metrics) objstoreDone(op objstore.Op, d time.Duration, bytes int64, err error) {
 	if int(op) < 0 || int(op) >= len(m.objOps) {
 		return
 	}
@@ -196,6 +201,7 @@ func (m *metrics) objstoreDone(op objstore.Op, d time.Duration, err error) {
 		o.ok.Inc()
 	}
 	o.latency.Observe(d.Seconds())
+	o.bytes.Add(float64(bytes))
 }
 
 // buildInfo is strand_build_info: 1, labelled with the module version
@@ -285,29 +291,6 @@ func (o kafkaObserver) ConnClosed(_ *kafka.Conn, reason error) {
 		label = kafka.CloseReason(reason)
 	}
 	o.m.connsClosed.WithLabelValues(label).Inc()
-}
-
-// storeCollector exports the bytes an object store moved (the request
-// counts and latencies come from objstoreDone).
-type storeCollector struct {
-	c     *objstore.Counting
-	bytes *prometheus.Desc
-}
-
-func newStoreCollector(c *objstore.Counting) *storeCollector {
-	return &storeCollector{
-		c:     c,
-		bytes: prometheus.NewDesc("strand_objstore_bytes_total", "Bytes written (put) or read (get) from the object store, by operation.", []string{"op"}, nil),
-	}
-}
-
-func (s *storeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- s.bytes }
-
-func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	snap := s.c.Snapshot()
-	for _, op := range objstore.Ops {
-		ch <- prometheus.MustNewConstMetric(s.bytes, prometheus.CounterValue, float64(snap.Op(op).Bytes), op.String())
-	}
 }
 
 // cacheCollector exports the read cache's counters: how often reads

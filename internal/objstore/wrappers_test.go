@@ -28,7 +28,7 @@ func TestWrappersConformance(t *testing.T) {
 		{"Latency", func(s objstore.Store) objstore.Store { return objstore.WithLatency(s, objstore.FixedLatency(0)) }},
 		{"Counters", func(s objstore.Store) objstore.Store { return objstore.WithCounters(s) }},
 		{"Timing", func(s objstore.Store) objstore.Store {
-			return objstore.WithTiming(s, func(objstore.Op, time.Duration, error) {})
+			return objstore.WithTiming(s, func(objstore.Op, time.Duration, int64, error) {})
 		}},
 		{"Stacked", func(s objstore.Store) objstore.Store {
 			return objstore.WithCounters(objstore.WithLatency(objstore.WithFaults(s, objstore.NewFaults(2)), objstore.FixedLatency(0)))
@@ -578,7 +578,7 @@ func TestTimingReports(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var got []report
 				s := objstore.WithTiming(objstore.WithLatency(memobj.New(), objstore.FixedLatency(d)),
-					func(op objstore.Op, d time.Duration, err error) { got = append(got, report{op, d, err}) })
+					func(op objstore.Op, d time.Duration, _ int64, err error) { got = append(got, report{op, d, err}) })
 				err := opCall(context.Background(), s, op, "k", []byte("v"))
 				if len(got) != 1 {
 					t.Fatalf("%d reports, want 1: %+v", len(got), got)
@@ -588,5 +588,30 @@ func TestTimingReports(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestTimingBytes checks that WithTiming reports the bytes each call
+// moved as Counting counts them (the agent's strand_objstore_bytes_total
+// comes from it): puts whether or not they succeed, what Get returned.
+func TestTimingBytes(t *testing.T) {
+	ctx := context.Background()
+	c := objstore.WithCounters(memobj.New())
+	var reported [len(objstore.Ops)]int64
+	s := objstore.WithTiming(c, func(op objstore.Op, _ time.Duration, bytes int64, _ error) { reported[op] += bytes })
+	_ = s.Put(ctx, "a", make([]byte, 100))
+	_ = s.PutIfAbsent(ctx, "a", make([]byte, 7)) // ErrExists, bytes still sent
+	_, _ = s.Get(ctx, "a", 10, 20)
+	_, _ = s.Get(ctx, "missing", 0, -1)
+	_ = s.Delete(ctx, "a")
+	_, _ = s.List(ctx, "")
+	counted := c.Snapshot()
+	for _, op := range objstore.Ops {
+		if got, want := reported[op], counted.Op(op).Bytes; got != want {
+			t.Errorf("%v: reported %d bytes, Counting counted %d", op, got, want)
+		}
+	}
+	if reported[objstore.OpPut]+reported[objstore.OpPutIfAbsent] != 107 || reported[objstore.OpGet] != 20 {
+		t.Errorf("reported %v, want 107 bytes put and 20 got", reported)
 	}
 }

@@ -141,7 +141,7 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 		maxInFlight = 16
 	)
 	var putLat latencies
-	store := objstore.WithTiming(fs, func(op objstore.Op, d time.Duration, _ error) {
+	store := objstore.WithTiming(fs, func(op objstore.Op, d time.Duration, _ int64, _ error) {
 		if op == objstore.OpPut {
 			putLat.add(d)
 		}
