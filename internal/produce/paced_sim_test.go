@@ -25,8 +25,11 @@ import (
 // free, so the latencies are those of the policy alone (the flush
 // spacing, the store's latency, the in-flight limit): the floor under
 // what `strand bench --objstore-latency s3-standard` measures on a real
-// machine. Runs differ a little: which upload draws which delay follows
-// the order goroutines run in. The test checks that the budget
+// machine. Runs differ a little: which upload draws which delay, and
+// which batches share a flush, follow the order goroutines run in
+// (drawing each upload's delay from its object key instead did not make
+// runs repeat: flushes still differ in what they hold, and with them the
+// hedges and the spacing; the spread grew). The test checks that the budget
 // holds and every record is answered; -v prints the latencies, and
 // -sim runs the whole table (at 50 MB/s too) for a longer fake time.
 
