@@ -15,6 +15,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore/memobj"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
+	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -30,19 +31,7 @@ func BenchmarkProduce(b *testing.B) {
 		open func(b *testing.B) (objstore.Store, sharedlog.Log)
 	}{
 		{"mem", func(b *testing.B) (objstore.Store, sharedlog.Log) { return memobj.New(), memlog.New() }},
-		{"file", func(b *testing.B) (objstore.Store, sharedlog.Log) {
-			dir := b.TempDir()
-			s, err := fileobj.Open(filepath.Join(dir, "objects"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quietLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { l.Close() })
-			return s, l
-		}},
+		{"file", func(b *testing.B) (objstore.Store, sharedlog.Log) { return openFileBackends(b) }},
 	}
 	for _, be := range backends {
 		for _, producers := range []int{1, 16, 64} {
@@ -50,23 +39,7 @@ func BenchmarkProduce(b *testing.B) {
 				const partitions = 8
 				store, log := be.open(b)
 				counting := objstore.WithCounters(store)
-				r := openReplica(b, log, "bench")
-				topic := createTopic(b, r, "t", partitions)
-				p, err := produce.New(produce.Config{
-					Store: counting, Replica: r, AgentID: fmt.Sprintf("bench-%d", r.Incarnation()), Logger: quietLogger(),
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { p.Close(testCtx(b)) })
-
-				batches := make([]produce.Batch, 64)
-				for i := range batches {
-					data := batchtest.Build(b, batchtest.Options{Records: 16, ValueBytes: 1024, Seed: uint64(i)})
-					if batches[i], err = produce.BatchFrom(topic, int32(i%partitions), data); err != nil {
-						b.Fatal(err)
-					}
-				}
+				r, p, batches := benchPipeline(b, counting, log, partitions)
 				b.SetBytes(int64(len(batches[0].Data)))
 				b.ReportAllocs()
 				ctx := testCtx(b)
@@ -105,23 +78,14 @@ func BenchmarkProduce(b *testing.B) {
 // a load generator: 20 MB/s of 16 KiB calls on a fixed schedule (as
 // producers with linger 0 send them, several in flight) through the
 // pipeline over the local file store and file log, the agent's embedded
-// default. Each op is one call; it reports the calls' latency from
-// start, and the store's PUT and the log's append
-// latency, so what the disk's fsyncs leave of a 5 ms target is plain.
+// default. Each op is one call; it reports the calls' latency from their
+// start, the store's PUT latency and the log's append latency, so what
+// the disk's fsyncs leave of a 5 ms target is plain.
 //
 //	go test -run '^$' -bench BenchmarkProducePaced -benchtime 20000x ./internal/produce/
 func BenchmarkProducePaced(b *testing.B) {
 	b.Run("file", func(b *testing.B) {
-		dir := b.TempDir()
-		fs, err := fileobj.Open(filepath.Join(dir, "objects"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		fl, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quietLogger()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { fl.Close() })
+		fs, fl := openFileBackends(b)
 		var appendLat latencies
 		producePaced(b, fs, timedLog{Log: fl, waiter: fl, lat: &appendLat}, &appendLat)
 	})
@@ -146,20 +110,7 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 			putLat.add(d)
 		}
 	})
-	r := openReplica(b, log, "bench")
-	topic := createTopic(b, r, "t", partitions)
-	p, err := produce.New(produce.Config{Store: store, Replica: r, AgentID: "bench", Logger: quietLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Close(testCtx(b)) })
-	batches := make([]produce.Batch, 64)
-	for i := range batches {
-		data := batchtest.Build(b, batchtest.Options{Records: 16, ValueBytes: 1024, Seed: uint64(i)})
-		if batches[i], err = produce.BatchFrom(topic, int32(i%partitions), data); err != nil {
-			b.Fatal(err)
-		}
-	}
+	_, p, batches := benchPipeline(b, store, log, partitions)
 	spacing := time.Duration(float64(time.Second) * float64(len(batches[0].Data)) / bytesPerSec)
 	b.SetBytes(int64(len(batches[0].Data)))
 	ctx := testCtx(b)
@@ -193,6 +144,45 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 	report(&putLat, "put")
 	report(appendLat, "append")
 	b.ReportMetric(float64(putLat.count())/time.Since(start).Seconds(), "puts/s")
+}
+
+// benchPipeline opens a replica of log holding a topic of partitions, a
+// pipeline over store (closed at cleanup), and 64 batches of 16 records
+// of 1 KiB, round-robin over the partitions.
+func benchPipeline(b *testing.B, store objstore.Store, log sharedlog.Log, partitions int32) (*replica.Replica, *produce.Pipeline, []produce.Batch) {
+	r := openReplica(b, log, "bench")
+	topic := createTopic(b, r, "t", partitions)
+	p, err := produce.New(produce.Config{
+		Store: store, Replica: r, AgentID: fmt.Sprintf("bench-%d", r.Incarnation()), Logger: quietLogger(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close(testCtx(b)) })
+	batches := make([]produce.Batch, 64)
+	for i := range batches {
+		data := batchtest.Build(b, batchtest.Options{Records: 16, ValueBytes: 1024, Seed: uint64(i)})
+		if batches[i], err = produce.BatchFrom(topic, int32(i)%partitions, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r, p, batches
+}
+
+// openFileBackends opens a file store and a file log in a temp dir, the
+// log closed at cleanup.
+func openFileBackends(b *testing.B) (objstore.Store, *filelog.Loglet) {
+	dir := b.TempDir()
+	s, err := fileobj.Open(filepath.Join(dir, "objects"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return s, l
 }
 
 // latencies gathers durations from concurrent goroutines.
