@@ -129,6 +129,34 @@ func TestConsoleResetNeedsEmptyGroup(t *testing.T) {
 	}
 }
 
+// A reset to an offset is clamped into the log, as the CLI's and Kafka's
+// tool's are: past the end a consumer would reset by its own policy.
+func TestConsoleResetClampsOffset(t *testing.T) {
+	a := startAgent(t, "")
+	cl := kafkaClient(t, a)
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, 1, "clamp")
+	produce(t, cl, &kgo.Record{Topic: "clamp", Value: []byte("a")}, &kgo.Record{Topic: "clamp", Value: []byte("b")}, &kgo.Record{Topic: "clamp", Value: []byte("c")})
+	for _, tt := range []struct {
+		offset string
+		want   int64
+	}{{"100", 3}, {"1", 1}} {
+		resp, body := post(t, a, "/console/groups/idle/reset", url.Values{"topic": {"clamp"}, "to": {"offset"}, "offset": {tt.offset}, "partition": {"0"}})
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("reset to %s: status %d: %s", tt.offset, resp.StatusCode, body)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		committed, err := adm.FetchOffsets(ctx, "idle")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := committed.Lookup("clamp", 0); !ok || o.At != tt.want {
+			t.Errorf("reset to %s: committed %+v, want %d", tt.offset, o, tt.want)
+		}
+	}
+}
+
 // The throughput endpoint's counters move with produced and fetched
 // bytes.
 func TestConsoleThroughputCounters(t *testing.T) {

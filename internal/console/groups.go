@@ -152,7 +152,8 @@ func (c *Console) handleGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleResetOffsets commits new offsets for one topic of a group (all
-// its partitions, or one): the earliest, the latest, or a given offset.
+// its partitions, or one): the earliest, the latest, or a given offset
+// (clamped into the log).
 // As Kafka's kafka-consumer-groups --reset-offsets, only for a group
 // without members: a live member would overwrite the reset with its next
 // commit, and the coordinator refuses commits from outside the
@@ -185,23 +186,8 @@ func (c *Console) handleResetOffsets(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	var listed kadm.ListedOffsets
-	switch to {
-	case "earliest":
-		listed, err = c.adm.ListStartOffsets(ctx, topic)
-	case "latest":
-		listed, err = c.adm.ListEndOffsets(ctx, topic)
-	case "offset":
-		listed, err = c.adm.ListEndOffsets(ctx, topic) // for the partitions
-	default:
+	if to != "earliest" && to != "latest" && to != "offset" {
 		c.fail(w, r, http.StatusBadRequest, fmt.Errorf("reset to %q: want earliest, latest or offset", to))
-		return
-	}
-	if err == nil {
-		err = listed.Error()
-	}
-	if err != nil {
-		c.fail(w, r, http.StatusBadGateway, fmt.Errorf("listing offsets of %s: %w", topic, err))
 		return
 	}
 	at := int64(-1)
@@ -211,16 +197,35 @@ func (c *Console) handleResetOffsets(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	starts, err := c.adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	ends, eerr := c.adm.ListEndOffsets(ctx, topic)
+	if eerr == nil {
+		eerr = ends.Error()
+	}
+	if err = errors.Join(err, eerr); err != nil {
+		c.fail(w, r, http.StatusBadGateway, fmt.Errorf("listing offsets of %s: %w", topic, err))
+		return
+	}
 	offsets := kadm.Offsets{}
-	for _, lo := range listed[topic] {
-		if part >= 0 && lo.Partition != int32(part) {
+	for _, end := range ends[topic] {
+		if part >= 0 && end.Partition != int32(part) {
 			continue
 		}
-		o := lo.Offset
-		if at >= 0 {
-			o = at
+		start, _ := starts.Lookup(topic, end.Partition)
+		o := end.Offset
+		switch to {
+		case "earliest":
+			o = start.Offset
+		case "offset":
+			// Into the log, as `strand group reset-offsets` and
+			// Kafka's tool clamp: past its end a consumer would get
+			// OFFSET_OUT_OF_RANGE and reset by its own policy.
+			o = max(start.Offset, min(at, end.Offset))
 		}
-		offsets.Add(kadm.Offset{Topic: topic, Partition: lo.Partition, At: o, LeaderEpoch: -1})
+		offsets.Add(kadm.Offset{Topic: topic, Partition: end.Partition, At: o, LeaderEpoch: -1})
 	}
 	if len(offsets) == 0 {
 		c.fail(w, r, http.StatusBadRequest, fmt.Errorf("topic %s has no partition %d", topic, part))
