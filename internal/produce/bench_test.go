@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,7 +107,7 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 	var putLat latencies
 	store := objstore.WithTiming(fs, func(op objstore.Op, d time.Duration, _ int64, _ error) {
 		if op == objstore.OpPut {
-			putLat.add(d)
+			putLat.add(d, 1)
 		}
 	})
 	_, p, batches := benchPipeline(b, store, log, partitions)
@@ -132,19 +131,19 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 				b.Errorf("Produce: %v, %+v", err, res)
 				return
 			}
-			callLat.add(time.Since(called))
+			callLat.add(time.Since(called), 1)
 		})
 	}
 	wg.Wait()
 	b.StopTimer()
 	report := func(l *latencies, name string) {
-		b.ReportMetric(l.percentile(0.50), name+"-p50-ms")
-		b.ReportMetric(l.percentile(0.99), name+"-p99-ms")
+		b.ReportMetric(float64(l.quantile(0.50))/float64(time.Millisecond), name+"-p50-ms")
+		b.ReportMetric(float64(l.quantile(0.99))/float64(time.Millisecond), name+"-p99-ms")
 	}
 	report(&callLat, "call")
 	report(&putLat, "put")
 	report(appendLat, "append")
-	b.ReportMetric(float64(putLat.count())/time.Since(start).Seconds(), "puts/s")
+	b.ReportMetric(float64(putLat.records)/time.Since(start).Seconds(), "puts/s")
 }
 
 // benchPipeline opens a replica of log holding a topic of partitions, a
@@ -186,35 +185,6 @@ func openFileBackends(b *testing.B) (objstore.Store, *filelog.Loglet) {
 	return s, l
 }
 
-// latencies gathers durations from concurrent goroutines.
-type latencies struct {
-	mu sync.Mutex
-	ds []time.Duration
-}
-
-func (l *latencies) add(d time.Duration) {
-	l.mu.Lock()
-	l.ds = append(l.ds, d)
-	l.mu.Unlock()
-}
-
-func (l *latencies) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.ds)
-}
-
-// percentile returns the q-th percentile in milliseconds, 0 with none.
-func (l *latencies) percentile(q float64) float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.ds) == 0 {
-		return 0
-	}
-	slices.Sort(l.ds)
-	return float64(l.ds[int(q*float64(len(l.ds)-1))]) / float64(time.Millisecond)
-}
-
 // timedLog times the appends to a log, and waits for its tail as the log
 // does (without it the replica's player would poll).
 type timedLog struct {
@@ -230,6 +200,6 @@ func (t timedLog) WaitTail(ctx context.Context, after sharedlog.Pos) (sharedlog.
 func (t timedLog) Append(ctx context.Context, data []byte) (sharedlog.Pos, error) {
 	start := time.Now()
 	pos, err := t.Log.Append(ctx, data)
-	t.lat.add(time.Since(start))
+	t.lat.add(time.Since(start), 1)
 	return pos, err
 }

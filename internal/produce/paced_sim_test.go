@@ -118,15 +118,16 @@ type simChunk struct {
 	n  int
 }
 
-// simLatencies collects record latencies, weighted by records.
-type simLatencies struct {
+// latencies collects latencies from concurrent goroutines, each weighted
+// (the simulation's by the records it covers, the benchmarks' by 1).
+type latencies struct {
 	mu      sync.Mutex
 	lat     []time.Duration
 	weights []int
 	records int64
 }
 
-func (l *simLatencies) add(d time.Duration, n int) {
+func (l *latencies) add(d time.Duration, n int) {
 	l.mu.Lock()
 	l.lat = append(l.lat, d)
 	l.weights = append(l.weights, n)
@@ -134,7 +135,7 @@ func (l *simLatencies) add(d time.Duration, n int) {
 	l.mu.Unlock()
 }
 
-func (l *simLatencies) quantile(q float64) time.Duration {
+func (l *latencies) quantile(q float64) time.Duration {
 	idx := make([]int, len(l.lat))
 	for i := range idx {
 		idx[i] = i
@@ -197,7 +198,7 @@ func (c simCase) run(t *testing.T) simResult {
 
 	start := time.Now()
 	measureFrom, end := start.Add(simWarmup), start.Add(simWarmup+time.Duration(c.seconds)*time.Second)
-	var lat, reqLat simLatencies
+	var lat, reqLat latencies
 	var before, after objstore.Counts
 	var beforeStats, afterStats produce.Stats
 	var wg sync.WaitGroup
