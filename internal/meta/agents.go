@@ -370,6 +370,9 @@ func (a *Applier) agentHeartbeat(c AgentHeartbeat) (Result, error) {
 	}
 	if c.LeaseMs == 0 {
 		if held && prev.AgentID == c.AgentID {
+			if err := a.heartbeatVoice(AgentInfo{}, a.ts, c.AgentID); err != nil {
+				return Result{}, err
+			}
 			return Result{}, a.b.Delete(key)
 		}
 		return Result{}, nil
@@ -387,10 +390,17 @@ func (a *Applier) agentHeartbeat(c AgentHeartbeat) (Result, error) {
 		Endpoints: c.Endpoints,
 	}
 	var res Result
+	left := ""
 	if held && prev.AgentID == c.AgentID {
 		info.RegisteredAt = prev.RegisteredAt
-	} else if held && prev.Expires > a.clock {
-		res = failed(kerr.DuplicateBrokerRegistration, "node id %d taken over from live agent %s", c.NodeID, prev.AgentID)
+	} else if held {
+		left = prev.AgentID
+		if prev.Expires > a.clock {
+			res = failed(kerr.DuplicateBrokerRegistration, "node id %d taken over from live agent %s", c.NodeID, prev.AgentID)
+		}
+	}
+	if err := a.heartbeatVoice(info, a.ts, left); err != nil {
+		return Result{}, err
 	}
 	return res, a.b.Set(key, info.encode())
 }

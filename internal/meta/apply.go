@@ -31,7 +31,17 @@ type Applier struct {
 	changes changeTracker
 
 	clockLoaded bool
-	clock       int64 // unix ms, the max entry timestamp applied so far
+	clock       int64 // unix ms, the log clock (logclock.go)
+	// ts is the timestamp of the entry being applied.
+	ts int64
+
+	// voices caches the clock voices for the batch (logclock.go),
+	// sorted by agent id; voicesDirty when Finish must write them.
+	// reportBuf is scratch for the vote.
+	voices       []clockVoice
+	voicesLoaded bool
+	voicesDirty  bool
+	reportBuf    []int64
 
 	// pos and idx are where the command being applied sits: its entry's
 	// log position and its index in the entry. Apply derives ids from
@@ -114,7 +124,8 @@ func NewApplier(b Batch) *Applier {
 func (a *Applier) Reset(b Batch) {
 	a.changes.reset(b)
 	a.b = &a.changes
-	a.clockLoaded, a.clock = false, 0
+	a.clockLoaded, a.clock, a.ts = false, 0, 0
+	a.voices, a.voicesLoaded, a.voicesDirty = a.voices[:0], false, false
 	a.pos, a.idx = 0, 0
 	a.featuresChanged = false
 	a.levelLoaded = false
@@ -181,7 +192,10 @@ func (a *Applier) Apply(pos uint64, data []byte) (Outcome, error) {
 	if err := a.loadClock(); err != nil {
 		return Outcome{}, err
 	}
-	a.clock = max(a.clock, hdr.Timestamp)
+	a.ts, a.pos = hdr.Timestamp, pos
+	if err := a.advanceClock(hdr.WriterID, hdr.Timestamp); err != nil {
+		return Outcome{}, err
+	}
 
 	out.Results = make([]Result, len(cmds))
 	for i, c := range cmds {
@@ -199,6 +213,9 @@ func (a *Applier) Finish(next uint64) error {
 		return err
 	}
 	if err := a.flushGC(); err != nil {
+		return err
+	}
+	if err := a.flushVoices(); err != nil {
 		return err
 	}
 	for _, id := range sortedKeys(a.writers) {

@@ -39,7 +39,9 @@
 // an ambiguous append with identical bytes, and apply drops an entry whose
 // incarnation is below the writer's newest, or equal with a seq not above
 // the last applied. The timestamp is the proposer's clock; apply's only
-// notion of time is the log clock, the max timestamp applied.
+// notion of time is the log clock: the max timestamp applied below
+// metadata level 5, voted among the live agents from level 5
+// (logclock.go), so that no one agent's clock moves it far.
 //
 // A copy that meets an entry it cannot decode, or a command type or
 // version it does not know, halts before it (Apply's *PoisonError) instead
@@ -119,6 +121,8 @@
 //	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
 //	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions
 //	0x1F    resource ("" or node id)                   dynamic broker configs (AlterBrokerConfigs), sorted by name
+//	0x20    -                                          clock voices (level 5, logclock.go): per live agent, sorted by id:
+//	                                                   newest entry's timestamp and position, quiet time, lease, expiry
 //	0x23    0x00                                       ACL counter: generation (changes so far), count (level 4)
 //	0x23    0x01, resource type, pattern type, name,   marker: the ACL binding is held (CreateACLs, DeleteACLs)
 //	        principal, host, operation, permission
@@ -140,8 +144,8 @@
 //
 // Apply is a pure function of (state, entry, position): it reads no clock,
 // draws no random numbers, does no I/O but its Batch, and never lets map
-// iteration order reach the store. Time is the log clock: the newest
-// entry timestamp applied, stamped by the proposer. Topic ids are derived
+// iteration order reach the store. Time is the log clock, which moves
+// with the timestamps proposers stamp entries with (logclock.go). Topic ids are derived
 // from the name and the command's log position. Validation failures are
 // results (Kafka error codes), identical on every copy; a local fault (the
 // batch failing) is an error the driver must not skip: package replica

@@ -20,6 +20,11 @@ package meta
 //	         and storage accounting (issue "Data lifecycle");
 //	         ReassignPartitions (replica lists, replicas.go);
 //	         AlterBrokerConfigs (dynamic broker configs, brokerconfig.go)
+//	level 4  compaction's index swaps, the security records,
+//	         AgentHeartbeat v4
+//	level 5  no new command versions: apply votes the log clock among
+//	         the live agents (logclock.go), and the janitor waits for
+//	         every live agent to apply past an object's death (gc.go)
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up
@@ -65,9 +70,12 @@ const (
 	// records (SCRAM credentials, ACLs, client quotas) and
 	// AgentHeartbeat v4 (the agent's listeners).
 	MetadataLevel4 int16 = 4
+	// MetadataLevel5 votes the log clock among the live agents
+	// (logclock.go) and waits for them before deleting dead objects.
+	MetadataLevel5 int16 = 5
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.
-	MaxMetadataLevel = MetadataLevel4
+	MaxMetadataLevel = MetadataLevel5
 )
 
 // Limits on features in a command. Like apply's other limits they are

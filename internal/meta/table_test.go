@@ -153,6 +153,25 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeAlterClientQuota:     1,
 		TypeAlterScramCredential: 1,
 	},
+	// Level 5 writes what level 4 does: it changes how apply keeps time
+	// (logclock.go), not what is written.
+	MetadataLevel5: {
+		TypeCreateTopic: 1, TypeDeleteTopic: 1, TypeCreatePartitions: 1, TypeAlterConfigs: 1,
+		TypeCommitObject: 2, TypeOffsetCommit: 1, TypeGroupState: 1, TypeDeleteGroup: 1,
+		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 4,
+		TypeAllocateProducerID: 1, TypeInitTransactionalProducer: 1, TypeAddPartitionsToTxn: 1,
+		TypeAddOffsetsToTxn: 1, TypeTxnOffsetCommit: 1, TypeEndTxn: 2, TypeTxnSweep: 1,
+		TypeFinalizeFeatures:     1,
+		TypeApplyRetention:       1,
+		TypeReassignPartitions:   1,
+		TypeGCProgress:           1,
+		TypeAlterBrokerConfigs:   1,
+		TypeSwapIndex:            1,
+		TypeCreateACLs:           1,
+		TypeDeleteACLs:           1,
+		TypeAlterClientQuota:     1,
+		TypeAlterScramCredential: 1,
+	},
 }
 
 // TestLevelWrites checks the table against frozenWrites, and that

@@ -45,8 +45,8 @@ func NextToApply(r Reader) (uint64, error) {
 	return decodeUint64("applied position", val)
 }
 
-// LogClock is the newest entry timestamp applied (unix ms), the time apply
-// uses.
+// LogClock is the time apply uses (unix ms): the newest entry timestamp
+// applied, as far as the live agents' vote lets it move (logclock.go).
 func (v *View) LogClock() (int64, error) {
 	val, ok, err := v.get(keyClock)
 	if err != nil || !ok {

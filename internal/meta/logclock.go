@@ -1,0 +1,308 @@
+package meta
+
+// The log clock (metadata level 5): the time apply decides by, which no
+// single agent can move far.
+//
+// Apply has no clock of its own; time reaches it as each entry's
+// timestamp, stamped by the proposer's clock. Below level 5 the log
+// clock is the largest timestamp any entry carried, so one agent whose
+// clock runs a day ahead (a VM resumed from suspend, a broken NTP step)
+// moves every copy a day ahead for good: retention deletes what was
+// acknowledged a second ago, transactions time out, leases end, dead
+// objects are deleted at once. From level 5 the live agents vote:
+//
+//   - Each registered agent with a live lease is a voice (0x20). Its
+//     report is the timestamp of its newest entry; between entries the
+//     report ages by the time the other voices' entries measured on
+//     their own clocks (each entry's advance over its writer's previous
+//     one, capped at the writer's lease, shared among the other voices).
+//     Differences of one clock are rates, which skew does not touch, so
+//     an idle voice's report keeps up with the time, and a dead one's
+//     as well, without anyone comparing two clocks.
+//   - The log clock may advance to an entry's timestamp only as far as
+//     ClockLeadMs past the lower median of the live voices' reports.
+//     An agent ahead of the others cannot move it further than that; an
+//     agent behind them cannot hold it back, unless half the voices are
+//     behind (with two agents, the slower one rules: of two clocks that
+//     disagree, apply cannot tell which is right, and running late only
+//     delays deletion).
+//   - A voice quiet for clockQuietLeases of its leases (by that measure)
+//     stops counting before its lease ends, so a dead agent never holds
+//     the clock; an agent whose lease ended is dropped.
+//   - With no voice (a new log before its first registration, or every
+//     agent gone) the entry's timestamp moves the clock as below level 5.
+//
+// The clock never moves back. An agent learns how far its own clock is
+// from the log's by comparing them after its own heartbeat applied; one
+// that differs by more than its bound stops proposing time-based
+// decisions (package agent).
+
+import (
+	"slices"
+)
+
+// prefixClockVoices keys the one record of the live agents' clock
+// reports.
+const prefixClockVoices byte = 0x20
+
+var keyClockVoices = []byte{prefixClockVoices}
+
+// Bounds of the log clock from level 5. Like apply's other limits they
+// are part of what apply means.
+const (
+	// ClockLeadMs is how far the log clock may run ahead of the lower
+	// median of the live agents' clocks: the most one agent ahead of the
+	// others moves it. It is small next to anything the clock decides
+	// (transaction timeouts of seconds to minutes, a GC grace of
+	// minutes, retention of hours), and above the few milliseconds an
+	// idle voice's report lags.
+	ClockLeadMs int64 = 5000
+	// clockQuietLeases is how many of its leases a voice may go without
+	// an entry, as the others measure time, before it stops counting: a
+	// live agent renews every third of a lease.
+	clockQuietLeases = 2
+	// maxClockVoices bounds the voices: node ids are int32, but a
+	// cluster of more agents than this has no use for more voices.
+	maxClockVoices = 1024
+)
+
+// clockVoice is one live agent's say in the log clock.
+type clockVoice struct {
+	AgentID string
+	// T is the timestamp (unix ms, its own clock) of its newest entry.
+	T int64
+	// Pos is the log position of that entry.
+	Pos uint64
+	// QuietMs is the time the other voices measured since that entry:
+	// what passed on their clocks between entries of theirs that came
+	// after it.
+	QuietMs int64
+	// LeaseMs and Expires are its lease, as in AgentInfo.
+	LeaseMs int64
+	Expires int64
+}
+
+// report is what the voice says the time is now.
+func (v *clockVoice) report() int64 { return satAdd(v.T, v.QuietMs) }
+
+// counts reports whether v takes part in the vote at log clock clock.
+func (v *clockVoice) counts(clock int64) bool {
+	return v.Expires > clock && v.QuietMs <= clockQuietLeases*v.LeaseMs
+}
+
+// clockVoicesOn reports whether the log clock is voted (level 5).
+func (a *Applier) clockVoicesOn() (bool, error) {
+	if _, err := a.lifecycleOn(); err != nil {
+		return false, err
+	}
+	return a.level >= MetadataLevel5, nil
+}
+
+// loadVoices reads the voices into the applier's cache, once per batch.
+func (a *Applier) loadVoices() error {
+	if a.voicesLoaded {
+		return nil
+	}
+	v, ok, err := a.get(keyClockVoices)
+	if err != nil {
+		return err
+	}
+	a.voices = a.voices[:0]
+	if ok {
+		if a.voices, err = decodeClockVoices(v, a.voices); err != nil {
+			return err
+		}
+	}
+	a.voicesLoaded = true
+	return nil
+}
+
+// advanceClock moves the log clock for an entry of writer stamped ts.
+func (a *Applier) advanceClock(writer string, ts int64) error {
+	on, err := a.clockVoicesOn()
+	if err != nil {
+		return err
+	}
+	if !on {
+		a.clock = max(a.clock, ts)
+		return nil
+	}
+	if err := a.loadVoices(); err != nil {
+		return err
+	}
+	if w := a.voiceIndex(writer); w >= 0 {
+		v := &a.voices[w]
+		// Its own clock's advance since its last entry: a rate, which
+		// skew does not touch. Capped at a lease, so one clock's jump
+		// (a step, a resume) counts for little.
+		elapsed := min(max(ts-v.T, 0), v.LeaseMs)
+		// Credited to the voices not heard from since its last entry,
+		// which all passed after theirs; a voice that wrote in between
+		// gets nothing, since how much of the time came after its
+		// entry is unknown. So a report only ever understates the time
+		// since. Shared among the other live voices: each of them
+		// writes too, and their advances together measure the time
+		// once.
+		others := int64(0)
+		for i := range a.voices {
+			if i != w && a.voices[i].Expires > a.clock {
+				others++
+			}
+		}
+		elapsed /= max(others, 1)
+		for i := range a.voices {
+			if o := &a.voices[i]; i != w && o.Pos < v.Pos {
+				o.QuietMs = satAdd(o.QuietMs, elapsed)
+			}
+		}
+		v.T, v.QuietMs, v.Pos = ts, 0, a.pos
+		a.voicesDirty = true
+	}
+	reports := a.reportBuf[:0]
+	for i := range a.voices {
+		if a.voices[i].counts(a.clock) {
+			reports = append(reports, a.voices[i].report())
+		}
+	}
+	a.reportBuf = reports
+	if len(reports) == 0 {
+		a.clock = max(a.clock, ts)
+		return nil
+	}
+	slices.Sort(reports)
+	median := reports[(len(reports)-1)/2]
+	a.clock = max(a.clock, min(ts, satAdd(median, ClockLeadMs)))
+	return nil
+}
+
+// voiceIndex is the index of agent's voice, or -1.
+func (a *Applier) voiceIndex(agent string) int {
+	i, ok := slices.BinarySearchFunc(a.voices, agent, func(v clockVoice, id string) int {
+		switch {
+		case v.AgentID < id:
+			return -1
+		case v.AgentID > id:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// heartbeatVoice records an applied AgentHeartbeat: the agent's voice
+// is renewed (or made) with the entry's timestamp ts and the lease info
+// gives; left, when not "", is an agent whose registration ended
+// (it left, or its node id was taken over).
+func (a *Applier) heartbeatVoice(info AgentInfo, ts int64, left string) error {
+	on, err := a.clockVoicesOn()
+	if err != nil || !on {
+		return err
+	}
+	if err := a.loadVoices(); err != nil {
+		return err
+	}
+	a.voicesDirty = true
+	if left != "" {
+		if i := a.voiceIndex(left); i >= 0 {
+			a.voices = slices.Delete(a.voices, i, i+1)
+		}
+	}
+	if info.AgentID == "" {
+		return nil
+	}
+	// Voices whose lease ended go first, so the table holds only what
+	// can still count.
+	a.voices = slices.DeleteFunc(a.voices, func(v clockVoice) bool { return v.Expires <= a.clock })
+	nv := clockVoice{AgentID: info.AgentID, T: ts, Pos: a.pos, LeaseMs: info.LeaseMs, Expires: info.Expires}
+	if i := a.voiceIndex(info.AgentID); i >= 0 {
+		a.voices[i] = nv
+		return nil
+	}
+	if len(a.voices) >= maxClockVoices {
+		return nil // enough voices already: this agent is served, not heard
+	}
+	i, _ := slices.BinarySearchFunc(a.voices, info.AgentID, func(v clockVoice, id string) int {
+		if v.AgentID < id {
+			return -1
+		}
+		return 1
+	})
+	a.voices = slices.Insert(a.voices, i, nv)
+	return nil
+}
+
+// flushVoices writes the voices if they changed.
+func (a *Applier) flushVoices() error {
+	if !a.voicesDirty {
+		return nil
+	}
+	a.voicesDirty = false
+	if len(a.voices) == 0 {
+		return a.b.Delete(keyClockVoices)
+	}
+	return a.b.Set(keyClockVoices, encodeClockVoices(a.voices))
+}
+
+func encodeClockVoices(vs []clockVoice) []byte {
+	b := []byte{recordV1}
+	b = appendUvarint(b, uint64(len(vs)))
+	for _, v := range vs {
+		b = appendString(b, v.AgentID)
+		b = appendVarint(b, v.T)
+		b = appendUvarint(b, v.Pos)
+		b = appendVarint(b, v.QuietMs)
+		b = appendVarint(b, v.LeaseMs)
+		b = appendVarint(b, v.Expires)
+	}
+	return b
+}
+
+// decodeClockVoices appends the voices in v to dst.
+func decodeClockVoices(v []byte, dst []clockVoice) ([]clockVoice, error) {
+	r := recordReader(v)
+	// Each takes at least six bytes: a string length and five varints.
+	n := r.count(6)
+	for i := 0; i < n && r.err == nil; i++ {
+		dst = append(dst, clockVoice{AgentID: r.string(), T: r.varint(), Pos: r.uvarint(), QuietMs: r.varint(), LeaseMs: r.varint(), Expires: r.varint()})
+	}
+	if err := r.done(); err != nil {
+		return nil, corrupt("clock voices", err)
+	}
+	return dst, nil
+}
+
+// ClockVoice is one live agent's report as a View returns it.
+type ClockVoice struct {
+	AgentID string
+	// Report is what the agent's clock says the time is (unix ms): its
+	// newest entry's timestamp plus the time the others measured since.
+	Report int64
+	// Counts: it takes part in the vote (its lease is live and it has
+	// not been quiet for two leases).
+	Counts bool
+}
+
+// ClockVoices returns the agents' reports the log clock is voted from,
+// sorted by agent id; none below level 5.
+func (v *View) ClockVoices() ([]ClockVoice, error) {
+	val, ok, err := v.get(keyClockVoices)
+	if err != nil || !ok {
+		return nil, err
+	}
+	clock, err := v.LogClock()
+	if err != nil {
+		return nil, err
+	}
+	vs, err := decodeClockVoices(val, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClockVoice, len(vs))
+	for i := range vs {
+		out[i] = ClockVoice{AgentID: vs[i].AgentID, Report: vs[i].report(), Counts: vs[i].counts(clock)}
+	}
+	return out, nil
+}
