@@ -72,6 +72,9 @@ type Agent struct {
 	server   *kafka.Server
 	// members keeps this agent's lease in the agent table (cluster.go).
 	members *membership
+	// clock compares this agent's clock with the log's after each
+	// renewal (clockskew.go).
+	clock *clockGuard
 
 	// listeners are the Kafka listeners (listeners.go), kafkaLn the
 	// first one's socket.
@@ -325,6 +328,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
 		Features: meta.SupportedFeatures(), Endpoints: a.agentEndpoints(),
 	}, logger.With("component", "membership"))
+	a.clock = newClockGuard(clk, a.replica.View, cfg.MaxClockSkew, cfg.Lease/3, logger.With("component", "clock"))
+	a.members.renewed = a.clock.check
+	a.registerClockMetrics()
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
 	}
@@ -349,6 +355,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		MaxSessionTimeout:         cfg.GroupMaxSessionTimeout,
 		MaxGroupSize:              cfg.GroupMaxSize,
 		OffsetRetention:           cfg.OffsetsRetention,
+		HoldExpiry:                a.clock.hold,
 		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
 		Logger:                    logger.With("component", "group"),
@@ -367,15 +374,19 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Meta:      a.replica,
 		NodeID:    cfg.NodeID,
 		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Hold:      a.clock.hold,
 		Clock:     clk,
 		Logger:    logger.With("component", "txn"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("transaction coordinator: %w", err)
 	}
+	// What is decided by time is placed on a ring that holds while this
+	// agent's clock disagrees with the log's.
+	timeRing := placement.Ring{Self: cfg.NodeID, Live: a.members.nodes, Hold: a.clock.hold}
 	a.retention, err = retention.Start(retention.Config{
 		Meta:      a.replica,
-		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Placement: timeRing,
 		Interval:  cfg.LogRetentionCheckInterval,
 		DefaultMs: cfg.LogRetentionMs, DefaultBytes: cfg.LogRetentionBytes,
 		Clock:  clk,
@@ -389,7 +400,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.cleaner, err = cleaner.New(cleaner.Config{
 		Store:     a.store,
 		Meta:      a.replica,
-		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Placement: timeRing,
 		AgentID:   agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
 		MapBytes:  cfg.LogCleanerDedupeBufferSize,
 		Interval:  cfg.LogCleanerBackoff,
@@ -404,7 +415,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.collector, err = gc.New(gc.Config{
 		Store:     a.store,
 		Meta:      a.replica,
-		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
+		Placement: timeRing,
 		Grace:     cfg.GCGrace,
 		Logger:    logger.With("component", "gc"),
 	})
@@ -701,6 +712,10 @@ func (a *Agent) startHTTP() error {
 			return
 		}
 		if err := a.appends.failing(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := a.clock.err(); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}

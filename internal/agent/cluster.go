@@ -31,6 +31,8 @@ type membership struct {
 	replica *replica.Replica
 	self    meta.AgentHeartbeat
 	logger  *slog.Logger
+	// renewed, if set, is called after each renewal has applied here.
+	renewed func()
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -65,6 +67,9 @@ func (m *membership) heartbeat(ctx context.Context) error {
 	res, err := m.replica.Propose(ctx, hb)
 	if err != nil {
 		return err
+	}
+	if m.renewed != nil {
+		m.renewed()
 	}
 	conflict := res.Code == kerr.DuplicateBrokerRegistration.Code
 	if !conflict {

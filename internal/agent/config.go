@@ -17,6 +17,7 @@ import (
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/loglevel"
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
@@ -221,6 +222,10 @@ type Config struct {
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error.
 	Lease time.Duration
+	// MaxClockSkew is --max-clock-skew: how far this agent's clock may
+	// be from the log clock before it stops deciding by time and goes
+	// unready (clockskew.go). 0 means DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 	// Retention defaults and pace, Kafka's broker configs of the same
 	// names: LogRetentionMs is log.retention.ms and LogRetentionBytes
 	// log.retention.bytes, what a topic that sets no retention.ms or
@@ -404,6 +409,9 @@ func (c *Config) SetDefaults() {
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
 	}
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = DefaultMaxClockSkew
+	}
 	if c.SnapshotKeep == 0 {
 		c.SnapshotKeep = DefaultSnapshotKeep
 	}
@@ -516,6 +524,10 @@ func (c *Config) Validate() error {
 	}
 	if c.CompactionMaxBytesPerSec < 0 || c.CompactionMinAge < 0 || c.CompactionMaxLag < 0 {
 		errs = append(errs, errors.New("compaction-max-bytes-per-sec, compaction-min-age and compaction-max-lag must not be negative"))
+	}
+	if c.MaxClockSkew < time.Second {
+		errs = append(errs, fmt.Errorf("max-clock-skew %v: must be at least 1s, above the log clock's lead of %v",
+			c.MaxClockSkew, time.Duration(meta.ClockLeadMs)*time.Millisecond))
 	}
 	if c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least 1ms", c.GCGrace))

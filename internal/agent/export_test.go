@@ -50,3 +50,15 @@ func SetOffsetsProducer(cfg *Config, wrap func(offsetstopic.Producer) offsetstop
 // ConsumerOffsetsResynced is closed once the agent rewrote, at start,
 // the __consumer_offsets records of the groups it coordinates.
 func (a *Agent) ConsumerOffsetsResynced() <-chan struct{} { return a.offsetsResynced }
+
+// CheckRetention runs a retention check now.
+func (a *Agent) CheckRetention(ctx context.Context) (int, error) { return a.retention.Check(ctx) }
+
+// SweepTransactions runs the transaction timeout sweep now.
+func (a *Agent) SweepTransactions(ctx context.Context) error { return a.txns.Sweep(ctx) }
+
+// CollectGarbage runs a garbage collection step now.
+func (a *Agent) CollectGarbage(ctx context.Context) error {
+	_, err := a.collector.Step(ctx)
+	return err
+}

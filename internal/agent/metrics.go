@@ -402,6 +402,21 @@ var _ produce.HedgeObserver = produceObserver{}
 
 // registerReplicaMetrics exports the applied position and the apply
 // lag, and the per-topic traffic, whose names the replica resolves.
+// registerClockMetrics registers the clock guard's gauges
+// (clockskew.go).
+func (a *Agent) registerClockMetrics() {
+	a.metrics.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_clock_skew_seconds",
+			Help: "This agent's clock minus the log clock, measured after its newest lease renewal applied.",
+		}, a.clock.skewSeconds),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "strand_clock_skewed",
+			Help: "1 while this agent's clock is further from the log clock than --max-clock-skew: it decides nothing by time and is not ready.",
+		}, a.clock.skewedGauge),
+	)
+}
+
 func (a *Agent) registerReplicaMetrics() {
 	a.metrics.topics.view = a.replica.View
 	a.metrics.reg.MustRegister(a.metrics.topics)

@@ -187,12 +187,13 @@ func PlanPartition(v *meta.View, t meta.Topic, partition int32, now int64) (Plan
 	return p, it.Err()
 }
 
-// now is the log clock, or this agent's clock if it is ahead (the log
-// clock moves only when entries apply).
-func (c *Cleaner) now(v *meta.View) (int64, error) {
-	lc, err := v.LogClock()
-	return max(lc, c.cfg.Clock.Now().UnixMilli()), err
-}
+// now is the log clock. Not this agent's clock, even when it is ahead
+// of an idle log's: what a round drops by time (tombstones past
+// delete.retention.ms, transaction markers) is gone from the data it
+// writes, and apply cannot check that, so a clock running ahead would
+// drop them early. On an idle log this only waits a lease renewal
+// longer.
+func (c *Cleaner) now(v *meta.View) (int64, error) { return v.LogClock() }
 
 // Clean runs one round on a partition if one is due, and returns the
 // plan it judged by.

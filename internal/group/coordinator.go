@@ -101,6 +101,10 @@ type Config struct {
 	// expiry (ExpireOffsets). A negative interval turns the sweep off.
 	OffsetRetention              time.Duration
 	OffsetRetentionCheckInterval time.Duration
+	// HoldExpiry, when set and true, skips offset expiry sweeps: the
+	// agent's clock disagrees with the log's, and expiry is a decision
+	// by time.
+	HoldExpiry func() bool
 	// MaxOffsetMetadataBytes bounds a committed offset's metadata
 	// (OFFSET_METADATA_TOO_LARGE); at most meta.MaxOffsetMetadataBytes.
 	MaxOffsetMetadataBytes int
@@ -486,7 +490,9 @@ func (c *Coordinator) runSweep() {
 
 	ctx, cancel := context.WithTimeout(c.ctx, sweepTimeout)
 	defer cancel()
-	if err := c.ExpireOffsets(ctx); err != nil && c.ctx.Err() == nil {
+	if c.cfg.HoldExpiry != nil && c.cfg.HoldExpiry() {
+		// Skipped: the next sweep looks again.
+	} else if err := c.ExpireOffsets(ctx); err != nil && c.ctx.Err() == nil {
 		c.log.Warn("group: offset expiry", "err", err)
 	}
 	c.mu.Lock()

@@ -36,6 +36,11 @@ type Ring struct {
 	// Live returns the node ids of the live agents, Self included. Nil,
 	// or an empty list, means Self alone.
 	Live func() []int32
+	// Hold, when set and true, makes Self own nothing while others
+	// still place keys on it: the work waits rather than move. The
+	// agent holds what it decides by time while its clock disagrees
+	// with the log's (package agent, clockskew.go).
+	Hold func() bool
 }
 
 // Owner returns the node id of the agent that coordinates key.
@@ -51,4 +56,9 @@ func (r Ring) Owner(key string) int32 {
 }
 
 // Owns reports whether this agent coordinates key.
-func (r Ring) Owns(key string) bool { return r.Owner(key) == r.Self }
+func (r Ring) Owns(key string) bool {
+	if r.Hold != nil && r.Hold() {
+		return false
+	}
+	return r.Owner(key) == r.Self
+}

@@ -41,3 +41,17 @@ func TestRing(t *testing.T) {
 		}
 	}
 }
+
+// A held ring owns nothing, and places keys as before: the others keep
+// naming it, so its work waits instead of moving.
+func TestRingHold(t *testing.T) {
+	held := false
+	r := Ring{Self: 1, Live: func() []int32 { return []int32{1} }, Hold: func() bool { return held }}
+	if !r.Owns("k") {
+		t.Fatal("a lone agent does not own its key")
+	}
+	held = true
+	if r.Owns("k") || r.Owner("k") != 1 {
+		t.Fatalf("held: Owns %v, Owner %d; want false, 1", r.Owns("k"), r.Owner("k"))
+	}
+}

@@ -63,6 +63,9 @@ type Config struct {
 	// SweepInterval is the period of the timeout sweep; zero means
 	// DefaultSweepInterval, negative no sweep (a test calls Sweep).
 	SweepInterval time.Duration
+	// Hold, when set and true, skips the sweep: the agent's clock
+	// disagrees with the log's, and timeouts are decisions by time.
+	Hold func() bool
 	// Clock is the sweep's clock, for its period and for the time it
 	// judges timeouts by; nil means the wall clock.
 	Clock clock.Clock

@@ -24,8 +24,11 @@ func (c *Coordinator) runSweep(ctx context.Context) {
 // coordinates whose transaction timed out (or whose id expired) by the
 // log clock. Apply re-checks every id against the clock, so a sweep that
 // races another agent's, or the producer's own EndTxn, changes nothing
-// twice.
+// twice. Nothing while Config.Hold says so.
 func (c *Coordinator) Sweep(ctx context.Context) error {
+	if c.cfg.Hold != nil && c.cfg.Hold() {
+		return nil
+	}
 	view := c.cfg.Meta.View()
 	now, err := view.LogClock()
 	var due []string
