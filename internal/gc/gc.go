@@ -12,7 +12,9 @@
 //     that planned a read of it from an older View may still be reading:
 //     the janitor deletes it only once the log clock is the grace period
 //     past its death, longer than any fetch holds a plan (see
-//     meta.DefaultGCGrace for the bound).
+//     meta.DefaultGCGrace for the bound), and (from metadata level 5)
+//     once every live agent's heartbeat says it applied the death, so an
+//     agent whose apply stalled still finds what its view names.
 //   - An orphan's key carries its writer's time (package segment). Apply
 //     refuses to commit an object whose key time is below the orphan
 //     horizon (log clock minus grace, never moving back), so the
@@ -197,9 +199,13 @@ func (c *Collector) Step(ctx context.Context) (Step, error) {
 		prog.GraceMs = c.cfg.Grace.Milliseconds()
 	}
 
-	// Dead objects: due grace after their death.
+	// Dead objects: due grace after their death, and once every live
+	// agent has applied it.
 	due, err := v.DeadObjects(now-grace, c.cfg.MaxDeletes)
 	if err != nil {
+		return st, err
+	}
+	if due, err = appliedByAll(v, due); err != nil {
 		return st, err
 	}
 	deleted, derr := c.deleteAll(ctx, due)
@@ -254,6 +260,30 @@ func (c *Collector) Step(ctx context.Context) (Step, error) {
 		}
 	}
 	return st, errors.Join(derr, lerr)
+}
+
+// appliedByAll keeps the objects of due (in death order) whose death
+// every live agent has applied, by the positions their heartbeats
+// carry. A copy that lags the log plans reads from a view in which
+// younger dead objects still live, however long the grace: deleting one
+// before it caught up would turn its reads into missing objects. The
+// queue is in log order, so the first one some agent has not applied
+// ends the list. Objects that died below metadata level 5 carry no
+// position and go by time alone.
+func appliedByAll(v *meta.View, due []meta.DeadObject) ([]meta.DeadObject, error) {
+	if len(due) == 0 || due[len(due)-1].AppliedBy == 0 {
+		return due, nil
+	}
+	low, found, err := v.LowestLiveApplied("")
+	if err != nil || !found {
+		return due, err
+	}
+	for i, d := range due {
+		if d.AppliedBy > low.Applied {
+			return due[:i], nil
+		}
+	}
+	return due, nil
 }
 
 // deleteAll deletes the objects, deleteConcurrency at a time, and

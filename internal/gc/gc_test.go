@@ -50,12 +50,14 @@ type env struct {
 	agents int
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvAt(t, meta.MetadataLevel3) }
+
+func newEnvAt(t *testing.T, level int16) *env {
 	e := &env{t: t, mem: memobj.New()}
 	e.store = e.mem
 	e.now.Store(time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC).UnixMilli())
 	e.db = metatest.New(func() time.Time { return time.UnixMilli(e.now.Load()) })
-	e.propose(meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel3}}})
+	e.propose(meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: level}}})
 	return e
 }
 
@@ -530,4 +532,50 @@ func TestHedgeLoserCollected(t *testing.T) {
 	c := e.collector(1, nil)
 	e.advance(grace + 2*time.Minute)
 	e.sweepOrphans(c, 1, committed) // the hedge's loser
+}
+
+// An agent whose apply stalled keeps renewing its lease with the position
+// it reached, and keeps planning fetches from that view: the janitor
+// waits for it to apply past an object's death, however long past the
+// grace period, and deletes the object once it has (metadata level 5).
+func TestJanitorWaitsForLaggingAgents(t *testing.T) {
+	e := newEnvAt(t, meta.MetadataLevel5)
+	const caughtUp = 1 << 62 // apply clamps it to the heartbeat's position
+	beat := func(node int32, id string, applied uint64) {
+		t.Helper()
+		e.propose(meta.AgentHeartbeat{NodeID: node, AgentID: id, Host: "h", Port: 1, LeaseMs: time.Minute.Milliseconds(), Applied: applied})
+	}
+	// The proposer is metatest's one writer: as the agent "metatest" its
+	// entries are its votes on the log clock.
+	beat(1, "metatest", caughtUp)
+	a := e.topic("a")
+	e.produce(e.pipeline(produce.Config{}), e.batch(a, 1))
+	v := e.db.View()
+	stalled, err := v.NextToApply()
+	v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat(2, "stalled", stalled)
+	r := fetch.NewReader(e.store, fetch.NewCache(0))
+	plan := e.db.View() // the stalled agent's view
+	defer plan.Close()
+
+	e.propose(meta.DeleteTopic{Name: "a"})
+	c := e.collector(1, nil)
+	for range 3 {
+		e.advance(grace)
+		beat(1, "metatest", caughtUp)
+		beat(2, "stalled", stalled)
+		if st := e.step(c); st.Deleted != 0 {
+			t.Fatalf("deleted %d objects that an agent still at position %d plans reads from", st.Deleted, stalled)
+		}
+	}
+	if res, err := r.Read(testCtx(t), plan, a, 0, 0, 1<<20); err != nil || len(res.Records) == 0 {
+		t.Fatalf("the stalled agent's read failed: %v (%d bytes)", err, len(res.Records))
+	}
+	beat(2, "stalled", caughtUp)
+	if st := e.step(c); st.Deleted != 1 {
+		t.Fatalf("deleted %d objects once every agent applied the death, want 1", st.Deleted)
+	}
 }

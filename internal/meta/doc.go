@@ -116,7 +116,7 @@
 //	0x17    topic id (16), partition (u32)             PartitionStorage (level 3): bytes and data index entries
 //	                                                   stored; none while nothing is
 //	0x19    object key                                 index entries pointing into the object, while any do (level 3)
-//	0x1A    log clock at death (u64), object key       dead object waiting for the janitor: size (level 3)
+//	0x1A    log clock at death (u64), object key       dead object waiting for the janitor: size (level 3), position after its death (level 5)
 //	0x1B    -                                          GCState: grace, floor, sweep mark, live/dead/deleted/orphan counts
 //	0x1D    topic id (16), partition (u32)             replica list (ReassignPartitions), preferred leader first
 //	0x1E    topic id (16)                              log position after the topic's last ReassignPartitions

@@ -156,6 +156,10 @@ type DeadObject struct {
 	Key    string
 	// Size is the object's size; GCProgress does not carry it.
 	Size int64
+	// AppliedBy is the log position after the entry its last index
+	// entry went in (from metadata level 5; 0 before): a copy whose next
+	// position to apply is at least this plans no read of it.
+	AppliedBy uint64
 }
 
 func appendDeadObjectKey(dst []byte, deadAt int64, key string) []byte {
@@ -431,13 +435,36 @@ func decodeObjectRefs(v []byte) (int64, error) {
 }
 
 func (a *Applier) queueDead(key string, size int64) error {
+	on5, err := a.level5On()
+	if err != nil {
+		return err
+	}
 	a.gc.DeadObjects++
 	a.gc.DeadBytes += size
 	a.gcDirty = true
 	a.keyBuf = appendDeadObjectKey(a.keyBuf[:0], a.clock, key)
 	a.valBuf = append(a.valBuf[:0], recordV1)
 	a.valBuf = appendVarint(a.valBuf, size)
+	if on5 {
+		// Where it died, so the janitor can wait for every live copy
+		// to apply past it (package gc).
+		a.valBuf = appendUvarint(a.valBuf, a.pos+1)
+	}
 	return a.b.Set(a.keyBuf, a.valBuf)
+}
+
+// decodeDeadObject reads a dead object's value: its size, and from level
+// 5 the position after its death.
+func decodeDeadObject(v []byte) (size int64, appliedBy uint64, err error) {
+	r := recordReader(v)
+	size = r.varint()
+	if len(r.b) > 0 {
+		appliedBy = r.uvarint()
+	}
+	if err := r.done(); err != nil {
+		return 0, 0, corrupt("dead object", err)
+	}
+	return size, appliedBy, nil
 }
 
 func (a *Applier) objectRecord(key string) (objectRecord, error) {
@@ -493,10 +520,9 @@ func (a *Applier) gcProgress(c GCProgress) (Result, error) {
 		if !ok {
 			continue // removed before: another janitor's report
 		}
-		r := recordReader(v)
-		size := r.varint()
-		if err := r.done(); err != nil {
-			return Result{}, corrupt("dead object", err)
+		size, _, err := decodeDeadObject(v)
+		if err != nil {
+			return Result{}, err
 		}
 		if err := a.b.Delete(a.keyBuf); err != nil {
 			return Result{}, err
@@ -573,10 +599,10 @@ func (v *View) DeadObjects(diedBy int64, limit int) ([]DeadObject, error) {
 	var out []DeadObject
 	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
 		k := it.Key()
-		r := recordReader(it.Value())
-		d := DeadObject{DeadAt: int64(binary.BigEndian.Uint64(k[1:9])), Key: string(k[9:]), Size: r.varint()}
-		if err := r.done(); err != nil {
-			return nil, corrupt("dead object", err)
+		d := DeadObject{DeadAt: int64(binary.BigEndian.Uint64(k[1:9])), Key: string(k[9:])}
+		var err error
+		if d.Size, d.AppliedBy, err = decodeDeadObject(it.Value()); err != nil {
+			return nil, err
 		}
 		out = append(out, d)
 	}

@@ -90,8 +90,9 @@ func (v *clockVoice) counts(clock int64) bool {
 	return v.Expires > clock && v.QuietMs <= clockQuietLeases*v.LeaseMs
 }
 
-// clockVoicesOn reports whether the log clock is voted (level 5).
-func (a *Applier) clockVoicesOn() (bool, error) {
+// level5On reports whether the finalized metadata level is 5 or more:
+// the log clock is voted, and dead objects record where they died.
+func (a *Applier) level5On() (bool, error) {
 	if _, err := a.lifecycleOn(); err != nil {
 		return false, err
 	}
@@ -119,7 +120,7 @@ func (a *Applier) loadVoices() error {
 
 // advanceClock moves the log clock for an entry of writer stamped ts.
 func (a *Applier) advanceClock(writer string, ts int64) error {
-	on, err := a.clockVoicesOn()
+	on, err := a.level5On()
 	if err != nil {
 		return err
 	}
@@ -197,7 +198,7 @@ func (a *Applier) voiceIndex(agent string) int {
 // gives; left, when not "", is an agent whose registration ended
 // (it left, or its node id was taken over).
 func (a *Applier) heartbeatVoice(info AgentInfo, ts int64, left string) error {
-	on, err := a.clockVoicesOn()
+	on, err := a.level5On()
 	if err != nil || !on {
 		return err
 	}
