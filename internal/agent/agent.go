@@ -233,6 +233,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			if w := a.offsets.Load(); w != nil {
 				w.Note(results)
 			}
+			if h := cfg.testing.applied; h != nil {
+				h()
+			}
 		},
 	}
 	a.replica, err = replica.Open(ctx, metaCfg)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,26 +14,54 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 )
 
-// skewedCluster starts one agent per clock offset on one log and one
-// store, in order, each with its own clock, checking retention often.
-func skewedCluster(t *testing.T, offsets ...time.Duration) []*agent.Agent {
+// shiftClock is the wall clock moved by an offset the test may change:
+// each agent of a test cluster has its own.
+type shiftClock struct{ off atomic.Int64 }
+
+func (c *shiftClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+func (c *shiftClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real.AfterFunc(d, f)
+}
+
+func (c *shiftClock) shift(d time.Duration) { c.off.Add(int64(d)) }
+
+// clockCluster is agents on one log and one store, each on its own
+// clock.
+type clockCluster struct {
+	agents []*agent.Agent
+	clocks []*shiftClock
+	// storeDir holds the file object store, under objects/.
+	storeDir string
+}
+
+// startClockCluster starts one agent per clock offset, in order,
+// checking retention often; tweak, if set, changes agent i's config.
+func startClockCluster(t *testing.T, offsets []time.Duration, tweak func(i int, cfg *agent.Config)) *clockCluster {
 	t.Helper()
 	shared := t.TempDir()
 	logURL := "mem://" + strings.ReplaceAll(t.Name(), "/", "-")
-	var agents []*agent.Agent
+	c := &clockCluster{storeDir: shared}
 	for i, d := range offsets {
 		cfg := agent.Config{
 			DataDir: t.TempDir(), NodeID: int32(i + 1), Log: logURL,
 			ObjStore:                  "file://" + filepath.ToSlash(filepath.Join(shared, "objects")),
 			LogRetentionCheckInterval: 20 * time.Millisecond,
 		}
-		agent.SetClock(&cfg, aheadClock{d})
-		agents = append(agents, startWith(t, cfg, nil))
+		clk := new(shiftClock)
+		clk.shift(d)
+		agent.SetClock(&cfg, clk)
+		if tweak != nil {
+			tweak(i, &cfg)
+		}
+		c.clocks = append(c.clocks, clk)
+		c.agents = append(c.agents, startWith(t, cfg, nil))
 	}
-	return agents
+	return c
 }
 
 // TestSkewedAgents: of three agents, one runs a day ahead and one a day
@@ -43,7 +72,7 @@ func skewedCluster(t *testing.T, offsets ...time.Duration) []*agent.Agent {
 // before delete.retention.ms; the two skewed agents say so and are not
 // ready, the third is.
 func TestSkewedAgents(t *testing.T) {
-	agents := skewedCluster(t, 0, 24*time.Hour, -24*time.Hour)
+	agents := startClockCluster(t, []time.Duration{0, 24 * time.Hour, -24 * time.Hour}, nil).agents
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 

@@ -62,3 +62,7 @@ func (a *Agent) CollectGarbage(ctx context.Context) error {
 	_, err := a.collector.Step(ctx)
 	return err
 }
+
+// SetAppliedHook runs f in the apply loop after each batch that holds
+// the agent's own entries: blocking in f stalls its apply.
+func SetAppliedHook(cfg *Config, f func()) { cfg.testing.applied = f }

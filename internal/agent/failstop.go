@@ -44,6 +44,9 @@ type testSeams struct {
 	// offsetsProducer wraps the produce path the __consumer_offsets
 	// records go through, to inject faults.
 	offsetsProducer func(offsetstopic.Producer) offsetstopic.Producer
+	// applied runs in the apply loop after each batch holding this
+	// agent's own entries; blocking in it stalls apply.
+	applied func()
 }
 
 // failStop ends the process: err made the local state untrustworthy.
