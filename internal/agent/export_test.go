@@ -66,3 +66,7 @@ func (a *Agent) CollectGarbage(ctx context.Context) error {
 // SetAppliedHook runs f in the apply loop after each batch that holds
 // the agent's own entries: blocking in f stalls its apply.
 func SetAppliedHook(cfg *Config, f func()) { cfg.testing.applied = f }
+
+// ClockHeld reports whether the agent stands aside from decisions by
+// time, its clock disagreeing with the log's (clockskew.go).
+func (a *Agent) ClockHeld() bool { return a.clock.hold() }

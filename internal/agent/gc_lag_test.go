@@ -16,6 +16,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/gc"
+	"github.com/strandkafka/strand/internal/placement"
 )
 
 // TestStalledAgentKeepsItsObjects: an agent whose apply stalls keeps
@@ -31,8 +32,12 @@ func TestStalledAgentKeepsItsObjects(t *testing.T) {
 	// The default lease: a stalled agent's renewal waits out its
 	// timeout (5 s) for an apply that does not come before the next, so
 	// a lease shorter than that would end while it still serves.
+	// A is the janitor: placement names it among nodes 1 and 2.
+	janitor := placement.OwnerOf(gc.JanitorKey, []int32{1, 2})
 	c := startClockCluster(t, []time.Duration{0, 0}, func(i int, cfg *agent.Config) {
+		cfg.NodeID = janitor
 		if i == 1 {
+			cfg.NodeID = 3 - janitor
 			agent.SetAppliedHook(cfg, func() {
 				if armed.CompareAndSwap(true, false) {
 					close(stalled)
@@ -79,6 +84,14 @@ func TestStalledAgentKeepsItsObjects(t *testing.T) {
 	// The log clock passes the grace once both agents' renewals at the
 	// new time have applied on A.
 	waitLogClock(t, a, time.Now().Add(gc.DefaultGrace+time.Minute).UnixMilli())
+	// Until its own renewal at the new time, A's clock looks ahead of
+	// the log's, and it holds its garbage collection.
+	for a.ClockHeld() {
+		if ctx.Err() != nil {
+			t.Fatal("the janitor's clock never agreed with the log's")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for range 3 {
 		for _, ag := range c.agents {
 			if err := ag.CollectGarbage(ctx); err != nil {
@@ -99,7 +112,7 @@ func TestStalledAgentKeepsItsObjects(t *testing.T) {
 	rp.PartitionMaxBytes = 1 << 20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, client(t, b.KafkaAddr()).Broker(2))
+	resp, err := req.RequestWith(ctx, client(t, b.KafkaAddr()).Broker(int(3-janitor)))
 	if err != nil {
 		t.Fatal(err)
 	}
