@@ -48,6 +48,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/placement"
+	"github.com/strandkafka/strand/internal/planted"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/quota"
 	"github.com/strandkafka/strand/internal/replica"
@@ -204,7 +205,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.openStore(ctx); err != nil {
 		return nil, err
 	}
-	clk := clock.OrReal(cfg.testing.clock)
+	// A test build may run the agent on a skewed clock (package
+	// planted); every other build's offset is 0.
+	clk := clock.Shifted(clock.OrReal(cfg.testing.clock), planted.ClockOffset())
 	logPassword, err := readSecretFile(cfg.LogPasswordFile)
 	if err != nil {
 		return nil, fmt.Errorf("log-password-file: %w", err)

@@ -103,3 +103,22 @@ func Stop(t Timer) {
 		t.Stop()
 	}
 }
+
+// Shifted returns c read d later (earlier for a negative d); its timers
+// are c's. Test builds use it to run an agent on a skewed clock
+// (package planted).
+func Shifted(c Clock, d time.Duration) Clock {
+	if d == 0 {
+		return c
+	}
+	return shifted{c, d}
+}
+
+type shifted struct {
+	c Clock
+	d time.Duration
+}
+
+func (s shifted) Now() time.Time { return s.c.Now().Add(s.d) }
+
+func (s shifted) AfterFunc(d time.Duration, f func()) Timer { return s.c.AfterFunc(d, f) }

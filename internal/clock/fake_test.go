@@ -106,3 +106,20 @@ func TestRealAfter(t *testing.T) {
 	default:
 	}
 }
+
+func TestShifted(t *testing.T) {
+	f := clock.NewFake(time.Unix(100, 0))
+	s := clock.Shifted(f, -time.Hour)
+	if got := s.Now(); !got.Equal(time.Unix(100, 0).Add(-time.Hour)) {
+		t.Fatalf("Now %v", got)
+	}
+	fired := false
+	s.AfterFunc(time.Second, func() { fired = true })
+	f.Advance(time.Second)
+	if !fired {
+		t.Fatal("a shifted clock's timer did not follow its base clock")
+	}
+	if clock.Shifted(f, 0) != clock.Clock(f) {
+		t.Fatal("a zero shift is not the clock itself")
+	}
+}

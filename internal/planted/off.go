@@ -2,6 +2,8 @@
 
 package planted
 
+import "time"
+
 // plantedBuild is whether this build has the bugs.
 const plantedBuild = false
 
@@ -10,3 +12,9 @@ func DropAcked() (Target, bool) { return Target{}, false }
 
 // ExposeAborted reports no bug: this build has none planted.
 func ExposeAborted() (Target, bool) { return Target{}, false }
+
+// ClockOffset reports no offset: this build runs on the wall clock.
+func ClockOffset() time.Duration { return 0 }
+
+// GCGraceFloor returns floor: this build keeps the real floor.
+func GCGraceFloor(floor int64) int64 { return floor }

@@ -5,6 +5,7 @@ package planted
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 // bug is the bug STRAND_PLANTED_BUG selects, read once at start; a value
@@ -31,3 +32,40 @@ func DropAcked() (Target, bool) { return target, bug == BugDropAcked }
 // ExposeAborted returns the target of expose-aborted, if it is the bug
 // planted.
 func ExposeAborted() (Target, bool) { return target, bug == BugExposeAborted }
+
+// clockOffset is STRAND_PLANTED_CLOCK_OFFSET, read once at start.
+var clockOffset = func() time.Duration {
+	v := os.Getenv(EnvClockOffset)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", EnvClockOffset, err))
+	}
+	return d
+}()
+
+// ClockOffset is how far this agent's clock runs from the wall clock.
+func ClockOffset() time.Duration { return clockOffset }
+
+// gcGraceFloor is STRAND_PLANTED_GC_GRACE_FLOOR in ms, or -1.
+var gcGraceFloor = func() int64 {
+	v := os.Getenv(EnvGCGraceFloor)
+	if v == "" {
+		return -1
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		panic(fmt.Sprintf("%s: %q: want a duration", EnvGCGraceFloor, v))
+	}
+	return d.Milliseconds()
+}()
+
+// GCGraceFloor is STRAND_PLANTED_GC_GRACE_FLOOR, or floor without it.
+func GCGraceFloor(floor int64) int64 {
+	if gcGraceFloor < 0 {
+		return floor
+	}
+	return gcGraceFloor
+}

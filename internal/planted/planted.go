@@ -16,6 +16,18 @@
 // Every agent of a cluster reads the variable and applies the same
 // rule to the same replicated index, so the bug is the same whichever
 // agent serves a fetch.
+//
+// The same builds take two faults that tests of the real binary need
+// and no production binary may have:
+//
+//	STRAND_PLANTED_CLOCK_OFFSET=DURATION (e.g. 24h, -90s)
+//	    the agent's clock runs this far from the wall clock: the history
+//	    checker's clock-skew runs.
+//	STRAND_PLANTED_GC_GRACE_FLOOR=DURATION
+//	    the smallest garbage collection grace apply and the flags accept
+//	    (meta.MinGCGraceMs otherwise), so the garbage collector's tests of
+//	    the binary finish in seconds. Every agent of the cluster must
+//	    have the same value, as apply reads it.
 package planted
 
 import (
@@ -31,6 +43,13 @@ import (
 
 // EnvBug names the environment variable that selects a bug.
 const EnvBug = "STRAND_PLANTED_BUG"
+
+// EnvClockOffset and EnvGCGraceFloor name the variables of the planted
+// faults (see the package doc).
+const (
+	EnvClockOffset  = "STRAND_PLANTED_CLOCK_OFFSET"
+	EnvGCGraceFloor = "STRAND_PLANTED_GC_GRACE_FLOOR"
+)
 
 // The bugs.
 const (
