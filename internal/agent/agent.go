@@ -59,6 +59,11 @@ import (
 	"github.com/strandkafka/strand/internal/txn"
 )
 
+// A test build may lower the garbage collection grace's floor, for
+// every agent of the process (package planted); every other build keeps
+// meta's.
+func init() { meta.MinGCGraceMs = planted.GCGraceFloor(meta.MinGCGraceMs) }
+
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
 type Agent struct {
 	cfg    Config
@@ -347,6 +352,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := ensureBootstrapUser(ctx, a.replica, &cfg, logger.With("component", "sasl")); err != nil {
 		return nil, err
 	}
+	if err := a.reconcileClusterFlags(ctx); err != nil {
+		return nil, err
+	}
 	clusterID, err := a.members.clusterID()
 	if err != nil {
 		return nil, fmt.Errorf("cluster id: %w", err)
@@ -487,6 +495,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Loggers:                    cfg.LogLevels,
 			LogCleanerBackoffMs:        cfg.LogCleanerBackoff.Milliseconds(),
 			LogCleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
+			GCGraceMs:                  cfg.GCGrace.Milliseconds(),
 			Meta:                       a.replica,
 			Cluster:                    kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Endpoints: a.endpoints(), Brokers: a.members.brokers},
 			AutoCreateTopics:           cfg.AutoCreateTopics,

@@ -240,7 +240,10 @@ type Config struct {
 	// entry goes (by the log clock) it is deleted, and how old an object
 	// the database does not know must be (by the time in its key) to be
 	// deleted as an orphan. 0 means gc.DefaultGrace; see
-	// meta.DefaultGCGrace for why.
+	// meta.DefaultGCGrace for why. At least meta.MinGCGraceMs. From
+	// metadata level 5 it is a cluster-wide config in the log
+	// (meta.GCGraceConfig), which the flag sets only where the log has
+	// none (clusterflags.go).
 	GCGrace time.Duration
 	// Key compaction of compacted topics (package cleaner), Kafka's
 	// broker configs of the same names: LogCleanerDedupeBufferSize is
@@ -529,8 +532,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max-clock-skew %v: must be at least 1s, above the log clock's lead of %v",
 			c.MaxClockSkew, time.Duration(meta.ClockLeadMs)*time.Millisecond))
 	}
-	if c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < time.Millisecond) {
-		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least 1ms", c.GCGrace))
+	if floor := time.Duration(meta.MinGCGraceMs) * time.Millisecond; c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < floor) {
+		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least %v, the longest an upload may take before its commit", c.GCGrace, floor))
 	}
 	if c.LogCleanerDedupeBufferSize < cleaner.EntryBytes || c.LogCleanerDedupeBufferSize > 1<<40 {
 		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be between %d and 1 TiB", c.LogCleanerDedupeBufferSize, cleaner.EntryBytes))

@@ -80,8 +80,9 @@ type Config struct {
 	Meta  Meta
 	// Placement names the janitor: the agent that owns JanitorKey.
 	Placement placement.Ring
-	// Grace is --gc-grace: the owner proposes it into the log, and
-	// waits the longer of it and the log's.
+	// Grace is --gc-grace below metadata level 5: the owner proposes it
+	// into the log, and waits the longer of it and the log's. From level
+	// 5 the log's (meta.GCGraceConfig) alone rules.
 	Grace      time.Duration
 	Interval   time.Duration
 	MaxDeletes int
@@ -193,10 +194,19 @@ func (c *Collector) Step(ctx context.Context) (Step, error) {
 		return Step{}, err
 	}
 	st := Step{Owner: true}
-	grace := max(c.cfg.Grace.Milliseconds(), g.GraceMs)
+	f, err := v.Features()
+	if err != nil {
+		return st, err
+	}
+	grace := g.GraceMs
 	var prog meta.GCProgress
-	if c.cfg.Grace.Milliseconds() != g.GraceMs {
-		prog.GraceMs = c.cfg.Grace.Milliseconds()
+	if f.MetadataLevel() < meta.MetadataLevel5 {
+		// Before the grace was a cluster-wide config, the janitor's
+		// flag set it.
+		grace = max(c.cfg.Grace.Milliseconds(), g.GraceMs)
+		if c.cfg.Grace.Milliseconds() != g.GraceMs {
+			prog.GraceMs = c.cfg.Grace.Milliseconds()
+		}
 	}
 
 	// Dead objects: due grace after their death, and once every live

@@ -10,7 +10,8 @@ package kafka
 // the retention proposer at every check), message.max.bytes (at every
 // Produce), max.connections, max.connections.per.ip and its overrides
 // (at every accept), log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size
-// (at every cleaner pass). A broker config that
+// (at every cleaner pass), and strand.gc.grace.ms (cluster-wide only,
+// read by apply: meta.GCGraceConfig). A broker config that
 // exists but is not dynamic is refused as Kafka refuses it
 // (INVALID_REQUEST, "Cannot update these configs dynamically"); a name
 // that is no broker config is INVALID_CONFIG.

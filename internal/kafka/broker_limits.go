@@ -73,6 +73,16 @@ var limitConfigs = map[string]limitConfig{
 			return orDefault(d.LogCleanerDedupeBufferSize, cleaner.DefaultMapBytes)
 		},
 		check: intBetween(cleaner.EntryBytes, cleaner.MaxMapBytes)},
+	// Cluster-wide only: apply refuses a node's value (meta.alterGrace),
+	// and its floor, read at each check, may be lowered by a test build.
+	meta.GCGraceConfig: {typ: kmsg.ConfigTypeLong, def: strconv.FormatInt(meta.DefaultGCGrace, 10),
+		doc: "How long a data object no index entry points into is kept before deletion, and how old an object no commit names must be to be deleted as an orphan, in ms; cluster-wide only.",
+		static: func(d *Deps, _ Config) string {
+			return orDefault(d.GCGraceMs, meta.DefaultGCGrace)
+		},
+		check: func(srv Config, v string) error {
+			return intBetween(meta.MinGCGraceMs, math.MaxInt64/int64(time.Millisecond))(srv, v)
+		}},
 }
 
 // orDefault is n in decimal, def for Deps' zero.

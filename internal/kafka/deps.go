@@ -84,6 +84,9 @@ type Deps struct {
 	// dynamic configs (broker_limits.go); zero is the default.
 	LogCleanerBackoffMs        int64
 	LogCleanerDedupeBufferSize int64
+	// GCGraceMs is --gc-grace, shown as meta.GCGraceConfig's static
+	// value (0: the default).
+	GCGraceMs int64
 	// Loggers are this agent's live log levels, its BROKER_LOGGER
 	// resource (broker_loggers.go); nil: none can be changed.
 	Loggers *loglevel.Levels

@@ -112,10 +112,47 @@ func (a *Applier) alterBrokerConfigs(c AlterBrokerConfigs) (Result, error) {
 		return failed(kerr.InvalidConfig, "empty config name"), nil
 	case len(next) > maxBrokerConfigs:
 		return failed(kerr.InvalidConfig, "%d configs, at most %d", len(next), maxBrokerConfigs), nil
-	case len(next) == 0:
+	}
+	if res, ok, err := a.alterGrace(c, next); err != nil || !ok {
+		return res, err
+	}
+	if len(next) == 0 {
 		return Result{}, a.b.Delete(key)
 	}
 	return Result{}, a.b.Set(key, appendStringMap([]byte{recordV1}, next))
+}
+
+// alterGrace checks what an AlterBrokerConfigs does to GCGraceConfig
+// (from level 5) and applies it to the GC state; ok false refuses the
+// command. The grace is cluster-wide and has a floor: a node's value
+// and one below MinGCGraceMs are INVALID_CONFIG. Without a value the
+// grace is DefaultGCGrace.
+func (a *Applier) alterGrace(c AlterBrokerConfigs, next map[string]string) (Result, bool, error) {
+	on5, err := a.level5On()
+	if err != nil || !on5 {
+		return Result{}, err == nil, err
+	}
+	v, set := next[GCGraceConfig]
+	if c.Resource != "" {
+		if set {
+			return failed(kerr.InvalidConfig, "%s is cluster-wide: set it on the default broker resource", GCGraceConfig), false, nil
+		}
+		return Result{}, true, nil
+	}
+	grace := DefaultGCGrace
+	if set {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < MinGCGraceMs {
+			return failed(kerr.InvalidConfig, "%s %q: want at least %d ms, the longest an upload may take before its commit", GCGraceConfig, v, MinGCGraceMs), false, nil
+		}
+		grace = n
+	}
+	on, err := a.gcOn()
+	if err != nil || !on {
+		return Result{}, err == nil, err
+	}
+	a.setGrace(grace)
+	return Result{}, true, nil
 }
 
 func decodeBrokerConfigs(v []byte) (map[string]string, error) {

@@ -78,13 +78,29 @@ const (
 // apply stalled) plans from a view in which dead objects still live, and
 // may find them deleted (the fetch path reports them missing).
 //
-// Both bounds also absorb clock skew between agents: the log clock is
-// the largest proposer clock, so an agent whose clock runs ahead shortens
-// the real grace by its lead. 10 minutes is about 4x the longest upload
-// with retries and 10x a slow fetch, with minutes left for skew; what it
-// costs is dead bytes kept 10 minutes longer (at 50 MB/s of expiring
-// data, 30 GB), which is small next to any retention worth setting.
+// Below metadata level 5 both bounds also absorb clock skew between
+// agents: the log clock is the largest proposer clock, so an agent whose
+// clock runs ahead shortens the real grace by its lead. From level 5 the
+// log clock is voted (logclock.go) and runs at most ClockLeadMs ahead.
+// 10 minutes is about 4x the longest upload with retries and 10x a slow
+// fetch; what it costs is dead bytes kept 10 minutes longer (at 50 MB/s
+// of expiring data, 30 GB), which is small next to any retention worth
+// setting.
 const DefaultGCGrace int64 = 10 * 60 * 1000
+
+// GCGraceConfig is the cluster-wide dynamic broker config that sets the
+// grace period from metadata level 5: one record in the log, so no
+// agent's flag can change it behind the others' backs. An agent's
+// --gc-grace sets it when the log has none (package agent).
+const GCGraceConfig = "strand.gc.grace.ms"
+
+// MinGCGraceMs is the smallest grace period apply accepts from level 5
+// (and the agent's flag at start): above the longest an upload may take
+// before its commit (package produce's retry budget, 5 attempts of 30 s
+// and their backoff: about 2.6 minutes), so that no commit of a slow
+// upload is refused, and far above any fetch. A test build's agent
+// lowers it at start (package planted); apply reads no environment.
+var MinGCGraceMs int64 = 3 * 60 * 1000
 
 // orphanLookback is how far before the level-3 upgrade the reconciler
 // starts listing: keys of this layout written before the upgrade (by
@@ -500,13 +516,14 @@ func (a *Applier) gcProgress(c GCProgress) (Result, error) {
 	}
 	g := a.gc
 	a.gcDirty = true
-	if c.GraceMs > 0 && c.GraceMs != g.GraceMs {
-		if c.GraceMs > g.GraceMs {
-			// A longer grace would move the horizon back, below keys
-			// the reconciler may already have judged orphans.
-			g.FloorMs = g.Horizon(a.clock)
-		}
-		g.GraceMs = c.GraceMs
+	on5, err := a.level5On()
+	if err != nil {
+		return Result{}, err
+	}
+	if c.GraceMs > 0 && !on5 {
+		// From level 5 the grace is GCGraceConfig's: the janitor's flag
+		// no longer sets it.
+		a.setGrace(c.GraceMs)
 	}
 	g.ReconciledTo = max(g.ReconciledTo, c.ReconciledTo)
 	g.Orphans += c.Orphans
@@ -536,6 +553,21 @@ func (a *Applier) gcProgress(c GCProgress) (Result, error) {
 		g.DeletedBytes += size
 	}
 	return Result{}, nil
+}
+
+// setGrace makes graceMs the grace period.
+func (a *Applier) setGrace(graceMs int64) {
+	g := a.gc
+	if graceMs == g.GraceMs {
+		return
+	}
+	if graceMs > g.GraceMs {
+		// A longer grace would move the horizon back, below keys the
+		// reconciler may already have judged orphans.
+		g.FloorMs = g.Horizon(a.clock)
+	}
+	g.GraceMs = graceMs
+	a.gcDirty = true
 }
 
 // ObjectKeyTime returns the time (unix ms) a data object key carries:

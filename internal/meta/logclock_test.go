@@ -3,6 +3,8 @@ package meta
 import (
 	"fmt"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // clockCluster is n agents on one log, each proposing with its own
@@ -192,5 +194,50 @@ func TestClockVoicesRecord(t *testing.T) {
 		if _, err := decodeClockVoices(b[:n], nil); err == nil {
 			t.Fatalf("%d of %d bytes decoded", n, len(b))
 		}
+	}
+}
+
+// From level 5 the grace period is one cluster-wide config with a floor:
+// no agent's flag (GCProgress) moves it, a node's value and one below
+// MinGCGraceMs are refused.
+func TestGCGraceConfig(t *testing.T) {
+	r := openReplica(t, newTestLog(), nil, "w")
+	mustOK(t, r, FinalizeFeatures{Bootstrap: true, Features: []FeatureLevel{{Name: FeatureMetadata, Level: MetadataLevel5}}})
+	grace := func() int64 {
+		t.Helper()
+		g, on, err := viewOf(t, r).GC()
+		if err != nil || !on {
+			t.Fatalf("GC state: %v, %v", on, err)
+		}
+		return g.GraceMs
+	}
+	set := func(resource, v string) int16 {
+		t.Helper()
+		return mustPropose(t, r, AlterBrokerConfigs{Resource: resource, Set: map[string]string{GCGraceConfig: v}}).Code
+	}
+	if got := grace(); got != DefaultGCGrace {
+		t.Fatalf("grace %d, want the default %d", got, DefaultGCGrace)
+	}
+	for _, bad := range []string{"1", fmt.Sprint(MinGCGraceMs - 1), "ten minutes", "-1"} {
+		if code := set("", bad); code != kerr.InvalidConfig.Code {
+			t.Errorf("grace %q: code %d, want INVALID_CONFIG", bad, code)
+		}
+	}
+	if code := set("1", fmt.Sprint(MinGCGraceMs)); code != kerr.InvalidConfig.Code {
+		t.Errorf("a node's grace: code %d, want INVALID_CONFIG", code)
+	}
+	mustOK(t, r, GCProgress{GraceMs: 1})
+	if got := grace(); got != DefaultGCGrace {
+		t.Fatalf("after refused values and a janitor's 1 ms: grace %d, want %d", got, DefaultGCGrace)
+	}
+	if code := set("", fmt.Sprint(MinGCGraceMs)); code != 0 {
+		t.Fatalf("the floor refused: code %d", code)
+	}
+	if got := grace(); got != MinGCGraceMs {
+		t.Fatalf("grace %d, want %d", got, MinGCGraceMs)
+	}
+	mustOK(t, r, AlterBrokerConfigs{Delete: []string{GCGraceConfig}})
+	if got := grace(); got != DefaultGCGrace {
+		t.Fatalf("grace %d after the config's deletion, want the default %d", got, DefaultGCGrace)
 	}
 }
