@@ -145,11 +145,13 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 	// From here on the snapshot may name files it finds in the store,
 	// which a snapshot GC must not delete under it (snapshot_gc.go).
 	start := r.cfg.Clock.Now()
+	marker := newMarker(prefix, pendingDir, r.cfg.WriterID, start)
 	defer func() {
-		// A marker left behind holds file GC back until it is stale.
-		deleteMarker(ctx, store, markerKey(prefix, pendingDir, r.cfg.WriterID))
+		// A marker left behind holds file GC back until it is stale,
+		// or until this writer's next GC.
+		deleteMarker(ctx, store, prefix, pendingDir, marker)
 	}()
-	if err := r.waitForGC(ctx, store, prefix, start); err != nil {
+	if err := r.waitForGC(ctx, store, prefix, marker); err != nil {
 		return SnapshotInfo{}, err
 	}
 	files, upFiles, upBytes, err := uploadFiles(ctx, store, prefix, ck, names)
