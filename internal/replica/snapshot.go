@@ -574,9 +574,6 @@ func TrimLog(ctx context.Context, log sharedlog.Log, store objstore.Store, prefi
 	if err != nil {
 		return SnapshotInfo{}, 0, err
 	}
-	if err := checkReachable(ctx, store, prefix, key, &m); err != nil {
-		return SnapshotInfo{}, 0, err
-	}
 	tail, _, err := log.CheckTail(ctx)
 	if err != nil {
 		return SnapshotInfo{}, 0, fmt.Errorf("replica: trim: %w", err)
@@ -585,6 +582,12 @@ func TrimLog(ctx context.Context, log sharedlog.Log, store objstore.Store, prefi
 		// PrefixTrim would trim everything: this is not a snapshot of
 		// this log.
 		return SnapshotInfo{}, 0, fmt.Errorf("replica: trim: snapshot %s is at position %d, past the log's tail %d", key, m.Pos, tail)
+	}
+	// Last before the trim, so that a snapshot a concurrent GC damaged
+	// (any GC: the markers are what keeps one from it) never becomes the
+	// trim point of a log that a wiped agent then cannot restore.
+	if err := checkReachable(ctx, store, prefix, key, &m); err != nil {
+		return SnapshotInfo{}, 0, err
 	}
 	before := min(sharedlog.Pos(m.Pos), bound)
 	if err := log.PrefixTrim(ctx, before); err != nil {

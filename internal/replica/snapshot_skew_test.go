@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
 
@@ -182,5 +185,44 @@ func wantEveryManifestRestores(t *testing.T, store objstore.Store) {
 		if _, err := Restore(ctx, alone, snapPrefix, filepath.Join(t.TempDir(), "restored")); err != nil {
 			t.Errorf("restore %s: %v", key, err)
 		}
+	}
+}
+
+// tailHookLog calls before ahead of every CheckTail it forwards.
+type tailHookLog struct {
+	sharedlog.Log
+	before func()
+}
+
+func (l *tailHookLog) CheckTail(ctx context.Context) (sharedlog.Pos, bool, error) {
+	l.before()
+	return l.Log.CheckTail(ctx)
+}
+
+// TestTrimRechecksAfterConcurrentGC: a file of the newest snapshot goes
+// after TrimLog read its manifest, while it asks the log for its tail
+// (as a GC that raced a snapshot would delete it). The log must not be
+// trimmed to that snapshot.
+func TestTrimRechecksAfterConcurrentGC(t *testing.T) {
+	ctx := testCtx(t)
+	store := memobj.New()
+	log := memlog.New()
+	a := openReplica(t, log, "", "a")
+	setupTopic(t, a, "t", 1)
+	info, err := a.Snapshot(ctx, store, snapPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mustManifest(t, store, info.Key).Files[0]
+	hooked := &tailHookLog{Log: log, before: func() {
+		if err := store.Delete(ctx, snapPrefix+"/"+f.Key); err != nil {
+			t.Error(err)
+		}
+	}}
+	if _, _, err := TrimLog(ctx, hooked, store, snapPrefix, NoTrimBound); !errors.Is(err, ErrSnapshotCorrupt) {
+		t.Fatalf("TrimLog = %v, want ErrSnapshotCorrupt", err)
+	}
+	if _, err := log.ReadNext(ctx, 0, 1); err != nil {
+		t.Fatalf("the log was trimmed to a damaged snapshot: %v", err)
 	}
 }
