@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -435,8 +436,17 @@ func TestSnapshotPastDeadGC(t *testing.T) {
 // the files only it names, which the lagging replica's next snapshot
 // finds in the store or not, depending on the interleaving. Every
 // manifest it writes must be whole, and a last GC leaves exactly the
-// files of the kept snapshots.
+// files of the kept snapshots. The two replicas' clocks disagree by up
+// to 20 minutes either way, which must change nothing.
 func TestSnapshotGCConcurrent(t *testing.T) {
+	for _, skew := range []time.Duration{0, 6 * time.Minute, -6 * time.Minute, 20 * time.Minute, -20 * time.Minute} {
+		t.Run(fmt.Sprintf("lagging%+v", skew), func(t *testing.T) { testSnapshotGCConcurrent(t, skew) })
+	}
+}
+
+// testSnapshotGCConcurrent runs TestSnapshotGCConcurrent with the lagging
+// replica's clock skew ahead of the collecting one's.
+func testSnapshotGCConcurrent(t *testing.T, skew time.Duration) {
 	ctx := testCtx(t)
 	store := memobj.New()
 	log := memlog.New()
@@ -445,9 +455,10 @@ func TestSnapshotGCConcurrent(t *testing.T) {
 	for range 10 {
 		mustOK(t, w, commitTo(1, parts...))
 	}
-	a := openReplica(t, log, "", "a")
+	base := time.Unix(1_700_000_000, 0)
+	a := openReplica(t, log, "", "a", withClock(clock.NewFake(base)))
 	bLog := faultlog.Paused(log)
-	b := openReplica(t, bLog, "", "b")
+	b := openReplica(t, bLog, "", "b", withClock(clock.NewFake(base.Add(skew))))
 	t.Cleanup(bLog.Resume) // before b closes
 	mustSync(t, b)
 	bLog.Pause()
