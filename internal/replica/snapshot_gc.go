@@ -27,27 +27,28 @@ package replica
 // A marker whose writer died stays behind, and must stop holding the
 // other side back some time. Its age is never judged by the time written
 // in it: that compares the writer's clock with the reader's, and agents'
-// clocks disagree by minutes. (A snapshotter 5 minutes ahead once took a
+// clocks disagree by minutes (a snapshotter 6 minutes ahead took a
 // running GC for dead and wrote a manifest naming files the GC then
-// deleted.) Instead a reader remembers when, on its own clock, it first
+// deleted). Instead a reader remembers when, on its own clock, it first
 // listed each marker, and takes a marker for dead once it has listed the
 // same key for staleAfter. Every run writes a new key (<run> is random),
 // so a key that stays is one run that has lasted at least that long in
-// real time, measured by one clock (monotonic, for package time), which
-// only its rate can get wrong. Each side gives up that long before the
-// other could take it for dead: a snapshot writes no manifest
+// real time, measured on one clock (monotonic, for package time), which
+// only a different rate can get wrong. Each side gives up well before
+// the other could take it for dead: a snapshot writes no manifest
 // maxSnapshotRunTime after it began, a GC deletes nothing maxGCRunTime
 // after, both on the writer's own clock, from before its marker was
-// written. The margins (15 of 30 minutes, 4 of 5) absorb a slow last
-// request and clock rates, not offsets.
+// written. The margins, 15 minutes for a snapshot and 4 for a GC,
+// absorb a slow last request and clock rates, never clock readings.
 //
 // The price: a reader that restarts forgets what it saw, so a dead
 // marker holds it back for staleAfter again. A key is never reused, so
-// deleting a dead marker cannot delete a later run's. A writer deletes
-// its own markers of earlier runs when it lists them, since one writer's
-// Snapshot and CollectSnapshots never run at once. Markers of the
-// earlier layout, <dir><writer>.json, are judged the same way, so old
-// and new agents respect each other's during a rolling upgrade.
+// deleting a dead marker cannot delete a later run's. A writer ending a
+// run deletes its marker and any it left from earlier runs, since one
+// writer's Snapshot and CollectSnapshots never run at once. Markers of
+// the earlier layout, <dir><writer>.json, are judged the same way, and
+// agents of that layout read started_at from the new ones, so old and
+// new agents see each other's during a rolling upgrade.
 //
 // Order makes a crash harmless: old manifests are deleted oldest first
 // and before any file, so a GC killed at any point leaves whole
