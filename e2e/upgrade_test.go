@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,16 +33,17 @@ const olderBuildCommit = "c53cb0e88394c0e9cdb62b63ae4541568c9d440c"
 
 // olderBinary builds cmd/strand at olderBuildCommit from this checkout's
 // git history, once per machine: the binary is kept in the user cache
-// dir, keyed by commit and Go version. A checkout without that history
-// (a shallow clone) skips the test, saying how to get it.
+// dir, keyed by commit and Go version. A checkout without that commit (a
+// shallow clone) fetches it from origin; if that fails too the test
+// skips, saying how to get it, or fails under CI=true.
 func olderBinary(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skipf("git is not installed; the older build comes from this checkout's history: %v", err)
-	}
-	if out, err := exec.Command("git", "cat-file", "-e", olderBuildCommit+"^{commit}").CombinedOutput(); err != nil {
-		t.Skipf("commit %s is not in this checkout's history (a shallow clone? git fetch --unshallow): %v %s",
-			olderBuildCommit[:12], err, out)
+	requireCommand(t, "git")
+	if err := haveCommit(olderBuildCommit); err != nil {
+		if ferr := fetchCommit(olderBuildCommit); ferr != nil {
+			skipOrFailInCI(t, "commit %s is not in this checkout's history (%v), and fetching it failed: %v; "+
+				"in a shallow clone, git fetch --unshallow", olderBuildCommit[:12], err, ferr)
+		}
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -71,6 +73,38 @@ func olderBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// haveCommit reports whether the checkout holds commit.
+func haveCommit(commit string) error {
+	if out, err := exec.Command("git", "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
+		return fmt.Errorf("%v %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// gitFetchTimeout bounds fetching the older build's commit, as a hang
+// guard: it is one commit's tree.
+const gitFetchTimeout = 5 * time.Minute
+
+// fetchCommit fetches commit from origin: CI may test a shallow clone,
+// which lacks the history the older build comes from. A shallow clone
+// gets just that commit (depth 1, all git archive needs), so that it
+// stays small; a full one, whatever it lacks.
+func fetchCommit(commit string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), gitFetchTimeout)
+	defer cancel()
+	args := []string{"fetch", "--quiet", "--no-tags"}
+	if out, err := exec.Command("git", "rev-parse", "--is-shallow-repository").Output(); err == nil && strings.TrimSpace(string(out)) == "true" {
+		args = append(args, "--depth=1")
+	}
+	cmd := exec.CommandContext(ctx, "git", append(args, "origin", commit)...)
+	// Never wait for a password nobody will type.
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git %s origin %s: %v %s", strings.Join(args, " "), commit[:12], err, bytes.TrimSpace(out))
+	}
+	return haveCommit(commit)
 }
 
 // extractCommit writes the tree of commit into dir (git archive), without

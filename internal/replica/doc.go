@@ -48,8 +48,8 @@
 //	                           created_at, writer_id, files: [{name, key, size, sha256}]
 //	sst/<sha256 hex>           an SST or blob file, shared by every snapshot that holds it
 //	aux/<sha256 hex>           any other checkpoint file (MANIFEST, OPTIONS, WAL, markers)
-//	pending/<writer>.json      a snapshot in progress: {writer_id, started_at}
-//	gc/<writer>.json           a snapshot GC in progress: {writer_id, started_at}
+//	pending/<writer>/<run>.json  a snapshot in progress: {writer_id, run, started_at}
+//	gc/<writer>/<run>.json       a snapshot GC in progress: {writer_id, run, started_at}
 //
 // Every object is content-addressed, hence immutable; the manifest is
 // written last with PutIfAbsent, so a manifest only ever names objects
@@ -61,7 +61,9 @@
 // is trimmed past. Replica.CollectSnapshots keeps the newest N manifests
 // and deletes the rest, then the files no manifest names; the two
 // markers keep it from deleting a file a snapshot in progress found in
-// the store and chose not to upload (snapshot_gc.go).
+// the store and chose not to upload. A marker's age is how long the
+// reader has seen it, on the reader's clock: agents' clocks are never
+// compared (snapshot_gc.go).
 //
 // Snapshots live here rather than in a package of their own because they
 // are Pebble checkpoints: taking one needs the live store (flush, then a

@@ -216,6 +216,11 @@ type Replica struct {
 	// this writer found in the store is never of a run in progress
 	// (snapshot_gc.go).
 	snapMu sync.Mutex
+	// markerSeen maps the key of another writer's snapshot or GC marker
+	// to when, on this replica's clock, it was first listed: how a
+	// marker's age is told without reading another machine's clock
+	// (snapshot_gc.go). Guarded by snapMu.
+	markerSeen map[string]time.Time
 
 	mu struct {
 		sync.Mutex

@@ -145,11 +145,13 @@ func (r *Replica) Snapshot(ctx context.Context, store objstore.Store, prefix str
 	// From here on the snapshot may name files it finds in the store,
 	// which a snapshot GC must not delete under it (snapshot_gc.go).
 	start := r.cfg.Clock.Now()
+	marker := newMarker(prefix, pendingDir, r.cfg.WriterID, start)
 	defer func() {
-		// A marker left behind holds file GC back until it is stale.
-		deleteMarker(ctx, store, markerKey(prefix, pendingDir, r.cfg.WriterID))
+		// A marker left behind holds file GC back until it is stale,
+		// or until this writer's next GC.
+		deleteMarker(ctx, store, prefix, pendingDir, marker)
 	}()
-	if err := r.waitForGC(ctx, store, prefix, start); err != nil {
+	if err := r.waitForGC(ctx, store, prefix, marker); err != nil {
 		return SnapshotInfo{}, err
 	}
 	files, upFiles, upBytes, err := uploadFiles(ctx, store, prefix, ck, names)
@@ -572,9 +574,6 @@ func TrimLog(ctx context.Context, log sharedlog.Log, store objstore.Store, prefi
 	if err != nil {
 		return SnapshotInfo{}, 0, err
 	}
-	if err := checkReachable(ctx, store, prefix, key, &m); err != nil {
-		return SnapshotInfo{}, 0, err
-	}
 	tail, _, err := log.CheckTail(ctx)
 	if err != nil {
 		return SnapshotInfo{}, 0, fmt.Errorf("replica: trim: %w", err)
@@ -583,6 +582,12 @@ func TrimLog(ctx context.Context, log sharedlog.Log, store objstore.Store, prefi
 		// PrefixTrim would trim everything: this is not a snapshot of
 		// this log.
 		return SnapshotInfo{}, 0, fmt.Errorf("replica: trim: snapshot %s is at position %d, past the log's tail %d", key, m.Pos, tail)
+	}
+	// Last before the trim, so that a snapshot a concurrent GC damaged
+	// (any GC: the markers are what keeps one from it) never becomes the
+	// trim point of a log that a wiped agent then cannot restore.
+	if err := checkReachable(ctx, store, prefix, key, &m); err != nil {
+		return SnapshotInfo{}, 0, err
 	}
 	before := min(sharedlog.Pos(m.Pos), bound)
 	if err := log.PrefixTrim(ctx, before); err != nil {

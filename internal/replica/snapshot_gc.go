@@ -12,21 +12,43 @@ package replica
 // (Dekker's protocol; the stores Strand supports list what was written
 // before, so of two writers at least one sees the other):
 //
-//   - Snapshot writes <prefix>pending/<writer>.json before it lists what
-//     the store holds, then lists <prefix>gc/ and waits while a live GC
-//     is there; it deletes its marker once the manifest is written.
-//   - CollectSnapshots writes <prefix>gc/<writer>.json, then lists
+//   - Snapshot writes <prefix>pending/<writer>/<run>.json before it lists
+//     what the store holds, then lists <prefix>gc/ and waits while a
+//     live GC is there; it deletes its marker once the manifest is
+//     written.
+//   - CollectSnapshots writes <prefix>gc/<writer>/<run>.json, then lists
 //     <prefix>pending/: while a live snapshot is there it deletes no file
 //     this round (old manifests still go). Otherwise it lists the
 //     manifests (after the markers, so a snapshot that finished since is
 //     seen) and deletes the files none of them names.
 //
-// A marker whose writer died stays behind; it is ignored (and deleted)
-// once stale by the reader's clock, and a writer replaces or ignores its
-// own, since Snapshot and CollectSnapshots of one replica never run at
-// once. Each side gives up before its own marker could be thought dead
-// (the max*RunTime bounds), so clocks may disagree by up to the
-// difference between the two bounds of a side.
+// # Dead markers, without comparing clocks
+//
+// A marker whose writer died stays behind, and must stop holding the
+// other side back some time. Its age is never judged by the time written
+// in it: that compares the writer's clock with the reader's, and agents'
+// clocks disagree by minutes (a snapshotter 6 minutes ahead took a
+// running GC for dead and wrote a manifest naming files the GC then
+// deleted). Instead a reader remembers when, on its own clock, it first
+// listed each marker, and takes a marker for dead once it has listed the
+// same key for staleAfter. Every run writes a new key (<run> is random),
+// so a key that stays is one run that has lasted at least that long in
+// real time, measured on one clock (monotonic, for package time), which
+// only a different rate can get wrong. Each side gives up well before
+// the other could take it for dead: a snapshot writes no manifest
+// maxSnapshotRunTime after it began, a GC deletes nothing maxGCRunTime
+// after, both on the writer's own clock, from before its marker was
+// written. The margins, 15 minutes for a snapshot and 4 for a GC,
+// absorb a slow last request and clock rates, never clock readings.
+//
+// The price: a reader that restarts forgets what it saw, so a dead
+// marker holds it back for staleAfter again. A key is never reused, so
+// deleting a dead marker cannot delete a later run's. A writer ending a
+// run deletes its marker and any it left from earlier runs, since one
+// writer's Snapshot and CollectSnapshots never run at once. Markers of
+// the earlier layout, <dir><writer>.json, are judged the same way, and
+// agents of that layout read started_at from the new ones, so old and
+// new agents see each other's during a rolling upgrade.
 //
 // Order makes a crash harmless: old manifests are deleted oldest first
 // and before any file, so a GC killed at any point leaves whole
@@ -34,6 +56,8 @@ package replica
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,22 +80,22 @@ const (
 	// marker is written: past it, the snapshot fails rather than write a
 	// manifest naming files a GC may since have taken for garbage. It is
 	// above the agent's snapshot timeout, so a healthy run never meets
-	// it. A stale snapshot marker only defers file deletion, so the
-	// margin for clocks is generous.
+	// it. A GC takes a snapshot's marker for dead once it has seen it for
+	// snapshotStaleAfter; a stale snapshot marker only defers file
+	// deletion, so the margin is generous.
 	maxSnapshotRunTime = 15 * time.Minute
 	snapshotStaleAfter = 2 * maxSnapshotRunTime
 	// maxGCRunTime bounds a GC's deletes from the moment its marker is
 	// written; the next GC goes on. A GC deletes at most the files of a
 	// few snapshots, seconds of requests. A stale GC marker holds every
 	// other agent's snapshots back, so it goes sooner: an agent killed
-	// mid-GC delays the others' snapshots by at most gcStaleAfter.
+	// mid-GC delays another's snapshots by at most gcStaleAfter after
+	// that agent first sees the marker.
 	maxGCRunTime = time.Minute
 	gcStaleAfter = 5 * time.Minute
 	// gcPollInterval is how often a snapshot waiting for a GC looks
 	// again: a GC deletes at most a few hundred files, seconds of work.
 	gcPollInterval = 250 * time.Millisecond
-	// maxMarkerBytes bounds what reading a marker allocates.
-	maxMarkerBytes = 4 << 10
 )
 
 // ErrRunTooLong: a snapshot or GC ran past its bound and stopped before
@@ -121,14 +145,14 @@ func (r *Replica) CollectSnapshots(ctx context.Context, store objstore.Store, pr
 	}
 
 	start := r.cfg.Clock.Now()
-	marker := markerKey(prefix, gcDir, r.cfg.WriterID)
-	if err := writeMarker(ctx, store, prefix, gcDir, r.cfg.WriterID, start); err != nil {
+	marker := newMarker(prefix, gcDir, r.cfg.WriterID, start)
+	if err := marker.write(ctx, store); err != nil {
 		return res, err
 	}
 	// Left behind on failure, the marker holds snapshots back until it
 	// is stale; try to remove it whatever happened.
 	defer func() {
-		if derr := deleteMarker(ctx, store, marker); derr != nil && err == nil {
+		if derr := deleteMarker(ctx, store, prefix, gcDir, marker); derr != nil && err == nil {
 			err = fmt.Errorf("replica: snapshot GC: delete marker: %w", derr)
 		}
 	}()
@@ -208,62 +232,97 @@ func namedFiles(ctx context.Context, store objstore.Store, prefix string) (map[s
 	return named, nil
 }
 
-// runMarker is the JSON object at <prefix>pending/<writer>.json and
-// <prefix>gc/<writer>.json.
+// runMarker is the JSON object at <prefix>pending/<writer>/<run>.json
+// and <prefix>gc/<writer>/<run>.json. Readers judge a marker by its key
+// alone; what it holds is for people looking at the store, and for
+// agents of the earlier layout, which read started_at.
 type runMarker struct {
 	WriterID  string    `json:"writer_id"`
+	Run       string    `json:"run"`
 	StartedAt time.Time `json:"started_at"`
 }
 
-func markerKey(prefix, dir, writer string) string {
-	return prefix + dir + url.PathEscape(writer) + ".json"
+// marker is one run's marker and where it goes.
+type marker struct {
+	key string
+	runMarker
 }
 
-// writeMarker announces a run of writer started at at.
-func writeMarker(ctx context.Context, store objstore.Store, prefix, dir, writer string, at time.Time) error {
-	data, err := json.Marshal(runMarker{WriterID: writer, StartedAt: at.UTC()})
+// newMarker names a marker for a run of writer started at start, under
+// a key no other run uses.
+func newMarker(prefix, dir, writer string, start time.Time) marker {
+	var b [8]byte
+	rand.Read(b[:])
+	run := hex.EncodeToString(b[:])
+	return marker{
+		key:       writerMarkerPrefix(prefix, dir, writer) + run + ".json",
+		runMarker: runMarker{WriterID: writer, Run: run, StartedAt: start.UTC()},
+	}
+}
+
+// writerMarkerPrefix is where the markers of writer's runs go under dir.
+func writerMarkerPrefix(prefix, dir, writer string) string {
+	return prefix + dir + url.PathEscape(writer) + "/"
+}
+
+func (m marker) write(ctx context.Context, store objstore.Store) error {
+	data, err := json.Marshal(m.runMarker)
 	if err != nil {
 		return err
 	}
-	// Put, not PutIfAbsent: a marker of this writer is its own dead
-	// run's, and this run replaces it.
-	if err := store.Put(ctx, markerKey(prefix, dir, writer), data); err != nil {
-		return fmt.Errorf("replica: write %s marker: %w", strings.TrimSuffix(dir, "/"), err)
+	// The key is this run's alone, so Put: a retried PutIfAbsent could
+	// find its own first attempt.
+	if err := store.Put(ctx, m.key, data); err != nil {
+		return fmt.Errorf("replica: write marker %s: %w", m.key, err)
 	}
 	return nil
 }
 
 // liveMarkers reports whether another writer has a run in progress under
-// dir. It deletes markers of runs that died (older than staleAfter); this replica's own are
-// ignored, as its runs are serialized and so never concurrent with the
-// caller. A marker that does not decode counts as live until stale, so
-// it errs towards keeping files.
+// dir: whether a marker there is one this replica has not yet seen for
+// staleAfter of its own clock. It deletes the others, of runs that
+// died. This writer's own are of its earlier runs, since its runs are
+// serialized, so they are passed over (deleteMarker removes them).
+// The caller holds snapMu.
 func (r *Replica) liveMarkers(ctx context.Context, store objstore.Store, prefix, dir string, staleAfter time.Duration) (bool, error) {
 	objs, err := store.List(ctx, prefix+dir)
 	if err != nil {
 		return false, fmt.Errorf("replica: list %s markers: %w", strings.TrimSuffix(dir, "/"), err)
 	}
-	own := markerKey(prefix, dir, r.cfg.WriterID)
+	now := r.cfg.Clock.Now()
+	own := writerMarkerPrefix(prefix, dir, r.cfg.WriterID)
+	ownLegacy := prefix + dir + url.PathEscape(r.cfg.WriterID) + ".json"
+	if r.markerSeen == nil {
+		r.markerSeen = make(map[string]time.Time)
+	}
+	listed := make(map[string]bool, len(objs))
 	live := false
 	for _, o := range objs {
-		if o.Key == own {
+		if strings.HasPrefix(o.Key, own) || o.Key == ownLegacy {
 			continue
 		}
-		data, err := store.Get(ctx, o.Key, 0, maxMarkerBytes)
-		if errors.Is(err, objstore.ErrNotFound) {
-			continue // the run finished
-		}
-		if err != nil {
-			return false, fmt.Errorf("replica: read marker %s: %w", o.Key, err)
-		}
-		var m runMarker
-		if json.Unmarshal(data, &m) != nil || clock.Since(r.cfg.Clock, m.StartedAt) < staleAfter {
+		listed[o.Key] = true
+		seen, ok := r.markerSeen[o.Key]
+		if !ok {
+			r.markerSeen[o.Key] = now
 			live = true
 			continue
 		}
-		r.logger.Warn("deleting the marker of a snapshot or GC run that died", "key", o.Key, "started_at", m.StartedAt)
+		if now.Sub(seen) < staleAfter {
+			live = true
+			continue
+		}
+		r.logger.Warn("deleting the marker of a snapshot or GC run that died", "key", o.Key, "seen_for", now.Sub(seen))
 		if err := store.Delete(ctx, o.Key); err != nil {
 			return false, fmt.Errorf("replica: delete stale marker %s: %w", o.Key, err)
+		}
+		delete(r.markerSeen, o.Key)
+	}
+	// Forget the markers gone from dir: their runs ended, and the map
+	// stays as small as the runs in progress.
+	for key := range r.markerSeen {
+		if strings.HasPrefix(key, prefix+dir) && !listed[key] {
+			delete(r.markerSeen, key)
 		}
 	}
 	return live, nil
@@ -274,18 +333,38 @@ func (r *Replica) liveMarkers(ctx context.Context, store objstore.Store, prefix,
 // back until it is stale.
 const markerDeleteTimeout = 30 * time.Second
 
-func deleteMarker(ctx context.Context, store objstore.Store, key string) error {
+// deleteMarker removes m once its run is over, then any marker of the
+// same writer under the same directory: those are of its earlier runs
+// that could not remove theirs (runs of one writer are serialized), in
+// the layout of now or of before.
+func deleteMarker(ctx context.Context, store objstore.Store, prefix, dir string, m marker) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markerDeleteTimeout)
 	defer cancel()
-	return store.Delete(ctx, key)
+	if err := store.Delete(ctx, m.key); err != nil {
+		return err
+	}
+	own := writerMarkerPrefix(prefix, dir, m.WriterID)
+	legacy := strings.TrimSuffix(own, "/") + ".json"
+	objs, err := store.List(ctx, strings.TrimSuffix(own, "/"))
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if strings.HasPrefix(o.Key, own) || o.Key == legacy {
+			if err := store.Delete(ctx, o.Key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-// waitForGC writes this writer's pending marker and returns once no other
-// writer's GC is in progress, so that what the store holds from then on
-// stays while the marker does. The caller deletes the marker
-// (markerKey(prefix, pendingDir, WriterID)) when done.
-func (r *Replica) waitForGC(ctx context.Context, store objstore.Store, prefix string, start time.Time) error {
-	if err := writeMarker(ctx, store, prefix, pendingDir, r.cfg.WriterID, start); err != nil {
+// waitForGC writes the snapshot's pending marker m and returns once no
+// other writer's GC is in progress, so that what the store holds from
+// then on stays while the marker does. The caller deletes the marker
+// when done, also if waitForGC fails.
+func (r *Replica) waitForGC(ctx context.Context, store objstore.Store, prefix string, m marker) error {
+	if err := m.write(ctx, store); err != nil {
 		return err
 	}
 	for {
@@ -294,7 +373,8 @@ func (r *Replica) waitForGC(ctx context.Context, store objstore.Store, prefix st
 			return err
 		}
 		// The wall clock, not the replica's: this waits on another
-		// process, which a test's fake clock does not drive.
+		// process, which a test's fake clock does not drive. Whether
+		// the GC's marker is stale is judged on the replica's clock.
 		t := time.NewTimer(gcPollInterval)
 		select {
 		case <-ctx.Done():

@@ -3,12 +3,15 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
 	"github.com/strandkafka/strand/internal/sharedlog"
@@ -303,24 +306,33 @@ func TestSnapshotDuringGC(t *testing.T) {
 }
 
 // TestGCDefersToSnapshot: a GC that finds a snapshot in progress deletes
-// old manifests but no files, since the snapshot may name any of them;
-// a marker left by a snapshot that died long ago does not hold it back.
+// old manifests but no files, since the snapshot may name any of them.
+// A marker left by a snapshot that died holds it back until this
+// replica has seen it for snapshotStaleAfter of its own clock, whatever
+// time the marker holds.
 func TestGCDefersToSnapshot(t *testing.T) {
 	ctx := testCtx(t)
 	store := memobj.New()
-	a := openReplica(t, memlog.New(), "", "a")
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	a := openReplica(t, memlog.New(), "", "a", withClock(clk))
 	parts := setupTopic(t, a, "t", 2)
 	takeSnapshots(t, a, store, parts, 3, nil)
-	if err := writeMarker(ctx, store, snapPrefix+"/", pendingDir, "other", a.cfg.Clock.Now()); err != nil {
+	// Its writer's clock was far behind: by that clock the run began
+	// long before any staleness bound.
+	dead := newMarker(snapPrefix+"/", pendingDir, "other", clk.Now().Add(-2*snapshotStaleAfter))
+	if err := dead.write(ctx, store); err != nil {
 		t.Fatal(err)
 	}
 	res, err := a.CollectSnapshots(ctx, store, snapPrefix, 1)
 	if err != nil || res.ManifestsDeleted != 2 || res.FilesDeleted != 0 || !res.Deferred {
 		t.Fatalf("GC beside a snapshot in progress: %+v, %v; want 2 manifests deleted, files deferred", res, err)
 	}
-	if err := writeMarker(ctx, store, snapPrefix+"/", pendingDir, "other", a.cfg.Clock.Now().Add(-2*snapshotStaleAfter)); err != nil {
-		t.Fatal(err)
+	clk.Advance(snapshotStaleAfter - time.Second)
+	res, err = a.CollectSnapshots(ctx, store, snapPrefix, 1)
+	if err != nil || res.FilesDeleted != 0 || !res.Deferred {
+		t.Fatalf("GC beside a marker seen for less than %v: %+v, %v; want files deferred", snapshotStaleAfter, res, err)
 	}
+	clk.Advance(time.Second)
 	res, err = a.CollectSnapshots(ctx, store, snapPrefix, 1)
 	if err != nil || res.FilesDeleted == 0 || res.Deferred {
 		t.Fatalf("GC beside a dead snapshot's marker: %+v, %v; want files deleted", res, err)
@@ -370,25 +382,51 @@ func TestRestoreLosesManifest(t *testing.T) {
 }
 
 // TestSnapshotPastDeadGC: the marker of a GC whose agent died mid-run
-// holds snapshots back only until it is stale, and a replica's own
-// marker (its previous run's) never does.
+// holds snapshots back only until the snapshotter has seen it for
+// gcStaleAfter of its own clock, even if the marker says the GC began
+// in its future; a replica's own marker (its previous run's) never
+// holds it back, and its next GC removes it.
 func TestSnapshotPastDeadGC(t *testing.T) {
 	ctx := testCtx(t)
 	store := memobj.New()
-	a := openReplica(t, memlog.New(), "", "a")
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	a := openReplica(t, memlog.New(), "", "a", withClock(clk))
 	setupTopic(t, a, "t", 1)
-	now := a.cfg.Clock.Now()
-	if err := writeMarker(ctx, store, snapPrefix+"/", gcDir, "dead", now.Add(-2*gcStaleAfter)); err != nil {
+	dead := newMarker(snapPrefix+"/", gcDir, "dead", clk.Now().Add(time.Hour))
+	own := newMarker(snapPrefix+"/", gcDir, "a", clk.Now())
+	for _, m := range []marker{dead, own} {
+		if err := m.write(ctx, store); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	lists := 0
+	hooked := &hookStore{Store: store, before: func(op objstore.Op, key string) {
+		if op != objstore.OpList || !strings.HasSuffix(key, "/"+gcDir) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// The first look saw the dead GC; time passes before the next.
+		if lists++; lists == 2 {
+			clk.Advance(gcStaleAfter)
+		}
+	}}
+	if _, err := a.Snapshot(ctx, hooked, snapPrefix); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeMarker(ctx, store, snapPrefix+"/", gcDir, "a", now); err != nil {
-		t.Fatal(err)
+	if lists != 2 {
+		t.Fatalf("the snapshot looked for GCs %d times, want 2: it waits for the dead GC until it is stale", lists)
 	}
-	if _, err := a.Snapshot(ctx, store, snapPrefix); err != nil {
-		t.Fatal(err)
-	}
-	if got := storeKeys(t, store); slices.Contains(got, markerKey(snapPrefix+"/", gcDir, "dead")) {
+	if got := storeKeys(t, store); slices.Contains(got, dead.key) {
 		t.Fatalf("the dead GC's marker is still there: %v", got)
+	}
+	// The replica's own goes when its next GC ends.
+	if _, err := a.CollectSnapshots(ctx, store, snapPrefix, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := storeKeys(t, store); slices.Contains(got, own.key) {
+		t.Fatalf("the replica's marker of an earlier GC is still there: %v", got)
 	}
 }
 
@@ -398,8 +436,17 @@ func TestSnapshotPastDeadGC(t *testing.T) {
 // the files only it names, which the lagging replica's next snapshot
 // finds in the store or not, depending on the interleaving. Every
 // manifest it writes must be whole, and a last GC leaves exactly the
-// files of the kept snapshots.
+// files of the kept snapshots. The two replicas' clocks disagree by up
+// to 20 minutes either way, which must change nothing.
 func TestSnapshotGCConcurrent(t *testing.T) {
+	for _, skew := range []time.Duration{0, 6 * time.Minute, -6 * time.Minute, 20 * time.Minute, -20 * time.Minute} {
+		t.Run(fmt.Sprintf("lagging%+v", skew), func(t *testing.T) { testSnapshotGCConcurrent(t, skew) })
+	}
+}
+
+// testSnapshotGCConcurrent runs TestSnapshotGCConcurrent with the lagging
+// replica's clock skew ahead of the collecting one's.
+func testSnapshotGCConcurrent(t *testing.T, skew time.Duration) {
 	ctx := testCtx(t)
 	store := memobj.New()
 	log := memlog.New()
@@ -408,9 +455,10 @@ func TestSnapshotGCConcurrent(t *testing.T) {
 	for range 10 {
 		mustOK(t, w, commitTo(1, parts...))
 	}
-	a := openReplica(t, log, "", "a")
+	base := time.Unix(1_700_000_000, 0)
+	a := openReplica(t, log, "", "a", withClock(clock.NewFake(base)))
 	bLog := faultlog.Paused(log)
-	b := openReplica(t, bLog, "", "b")
+	b := openReplica(t, bLog, "", "b", withClock(clock.NewFake(base.Add(skew))))
 	t.Cleanup(bLog.Resume) // before b closes
 	mustSync(t, b)
 	bLog.Pause()
