@@ -58,15 +58,22 @@ type Config struct {
 	HTTPListen string
 	// HTTPTLS serves HTTP over TLS with TLSCertFile and TLSKeyFile,
 	// asking for client certificates that chain to TLSClientCAFile;
-	// such a certificate authorizes the admin API's mutating calls.
+	// such a certificate is the principal the Kafka SSL listener gives
+	// it, and may do on the HTTP port what that principal may do over
+	// Kafka (admin_auth.go).
 	HTTPTLS bool
 	// AdminToken, or the contents of AdminTokenFile (read at each call,
-	// so it can be rotated), is the bearer token the admin API's
-	// mutating calls must carry (admin_auth.go). With neither, and no
-	// HTTP client certificates, they are taken only on a loopback
-	// HTTPListen.
-	AdminToken     string
-	AdminTokenFile string
+	// so it can be rotated), is the bearer token that makes an HTTP
+	// caller a super user (admin_auth.go). With neither, and no HTTP
+	// client certificates, a loopback-only HTTPListen takes calls
+	// addressed to localhost, a loopback address or one of
+	// HTTPAllowedHosts (comma-separated host names) as a super user's,
+	// and any other HTTPListen takes none.
+	AdminToken       string
+	AdminTokenFile   string
+	HTTPAllowedHosts string
+	// NoConsole turns the web console (console.go) off.
+	NoConsole bool
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is
 	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);

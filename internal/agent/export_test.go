@@ -50,3 +50,6 @@ func SetOffsetsProducer(cfg *Config, wrap func(offsetstopic.Producer) offsetstop
 // ConsumerOffsetsResynced is closed once the agent rewrote, at start,
 // the __consumer_offsets records of the groups it coordinates.
 func (a *Agent) ConsumerOffsetsResynced() <-chan struct{} { return a.offsetsResynced }
+
+// RedactArgs is redactArgs, what /debug/pprof/cmdline shows of os.Args.
+var RedactArgs = redactArgs
