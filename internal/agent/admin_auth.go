@@ -239,6 +239,9 @@ func (a *Agent) callerOf(r *http.Request) (httpCaller, int, error) {
 	if h := forwardedHeader(r); h != "" {
 		return httpCaller{}, http.StatusForbidden, fmt.Errorf("the call came through a proxy (%s): a loopback agent behind a reverse proxy needs --admin-token-file, or it would take every client of the proxy as an admin", h)
 	}
+	if fromOtherSite(r) {
+		return httpCaller{}, http.StatusForbidden, errors.New("a page of another site made this request: a loopback agent without a token takes none")
+	}
 	return httpCaller{principal: loopbackPrincipal, super: true, host: host}, http.StatusOK, nil
 }
 
@@ -274,6 +277,17 @@ func (a *Agent) allowedHost(hostport string) bool {
 		}
 	}
 	return false
+}
+
+// fromOtherSite reports whether a browser says a page of another site
+// made r: a foreign Origin, or Sec-Fetch-Site cross-site for anything
+// but a navigation (a user following a link to the console is fine; an
+// image tag starting a CPU profile is not).
+func fromOtherSite(r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" && o != ownOrigin(r) {
+		return true
+	}
+	return r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") != "navigate"
 }
 
 // forwardedHeader names the first header a reverse proxy adds that r
