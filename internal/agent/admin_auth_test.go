@@ -352,3 +352,20 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestHTTPAllowedHostsValidate: an allowed host with a port or a scheme
+// would match no Host header, so it is refused at start.
+func TestHTTPAllowedHostsValidate(t *testing.T) {
+	for _, bad := range []string{"strand.internal:9644", "http://strand.internal", "a.example,[::1]:9644"} {
+		cfg := agent.Config{DataDir: t.TempDir(), HTTPAllowedHosts: bad}
+		cfg.SetDefaults()
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "http-allowed-hosts") {
+			t.Errorf("http-allowed-hosts %q: %v, want it refused", bad, err)
+		}
+	}
+	cfg := agent.Config{DataDir: t.TempDir(), HTTPAllowedHosts: "strand.internal, 10.0.0.5"}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("host names without ports: %v", err)
+	}
+}

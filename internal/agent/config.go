@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -497,6 +498,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateSASL()...)
+	for _, h := range strings.Split(c.HTTPAllowedHosts, ",") {
+		// A Host header's port is not compared; a name with one, or a
+		// URL, would silently match nothing.
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(h)); err == nil || strings.Contains(h, "/") {
+			errs = append(errs, fmt.Errorf("http-allowed-hosts %q: want host names without scheme or port", h))
+		}
+	}
 	if c.AdminToken != "" && c.AdminTokenFile != "" {
 		errs = append(errs, errors.New("admin-token-file and STRAND_ADMIN_TOKEN: give one"))
 	}
