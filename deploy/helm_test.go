@@ -195,6 +195,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 		"--listeners=PLAINTEXT://:9092",
 		"--advertised-listeners=PLAINTEXT://$(POD_NAME).rel-strand-headless.$(POD_NAMESPACE).svc.cluster.local:9092",
 		"--http-listen=:9644",
+		"--console=false",
 		"--data-dir=/var/lib/strand",
 	)
 	for _, a := range args {
@@ -226,6 +227,7 @@ func TestHelmTemplateSecrets(t *testing.T) {
 		"serviceMonitor.enabled=true,serviceMonitor.tlsConfig.serverName=strand,replicaCount=5,memoryBudget=768MiB",
 		"extraArgs[0]=--authorizer=standard,extraArgs[1]=--super-users=User:admin",
 		"resources.limits.memory=2Gi",
+		"console=true",
 	)
 	if len(m["ServiceMonitor"]) != 1 || len(m["StatefulSet"]) != 1 {
 		t.Fatalf("%d ServiceMonitors and %d StatefulSets, want 1 and 1", len(m["ServiceMonitor"]), len(m["StatefulSet"]))
@@ -259,6 +261,7 @@ func TestHelmTemplateSecrets(t *testing.T) {
 		"--memory-budget=768MiB",
 		"--authorizer=standard",
 		"--super-users=User:admin",
+		"--console=true",
 	)
 	// Every file flag names a file in a mounted secret, the right one.
 	secretOf := map[string]string{} // volume name -> secret

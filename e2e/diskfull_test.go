@@ -91,7 +91,7 @@ func TestDiskFull(t *testing.T) {
 	filler = fillDisk(t, mnt)
 	go func() {
 		// The process exits while it answers; the error is expected.
-		resp, err := http.Post("http://"+httpAddr+agent.PathSnapshot, "", nil)
+		resp, err := http.Post("http://"+httpAddr+agent.PathSnapshot, "application/json", nil)
 		if err == nil {
 			resp.Body.Close()
 		}

@@ -38,6 +38,9 @@ func newServeCmd() *cobra.Command {
 		reauthMs, failedAuthDelayMs int64
 		// nodeIDFromHost is --node-id-from-hostname (nodeid.go).
 		nodeIDFromHost bool
+		// console is --console, Config.NoConsole's opposite, so that
+		// the embedded default serves it and a Config from Go does too.
+		console bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -149,6 +152,7 @@ line wins over the environment, which wins over the file.
 			if failedAuthDelayMs == 0 {
 				cfg.ConnectionFailedAuthenticationDelay = -1 // the flag's 0 is none
 			}
+			cfg.NoConsole = !console
 			cfg.SetDefaults()
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -173,16 +177,18 @@ line wins over the environment, which wins over the file.
 	f.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file; reloaded when it changes")
 	f.StringVar(&cfg.TLSClientCAFile, "tls-client-ca-file", "", "PEM CAs that client certificates must chain to")
 	f.StringVar(&cfg.TLSClientAuth, "tls-client-auth", "none", "client certificates on TLS listeners (Kafka's ssl.client.auth): none, requested or required; on SSL listeners the certificate's subject is the principal")
-	f.BoolVar(&cfg.HTTPTLS, "http-tls", false, "serve HTTP over TLS with --tls-cert-file and --tls-key-file; a client certificate chaining to --tls-client-ca-file authorizes admin calls")
+	f.BoolVar(&cfg.HTTPTLS, "http-tls", false, "serve HTTP over TLS with --tls-cert-file and --tls-key-file; a client certificate chaining to --tls-client-ca-file is the principal the Kafka SSL listener would name it, and may do what that principal may: admin calls and pprof need ALTER on the cluster, the console a super user")
 	f.StringVar(&cfg.SASLEnabledMechanisms, "sasl-enabled-mechanisms", strings.Join(kafka.DefaultSASLMechanisms, ","), "SASL mechanisms SASL listeners offer (Kafka's sasl.enabled.mechanisms)")
 	f.Int64Var(&reauthMs, "connections-max-reauth-ms", 0, "SASL session lifetime in ms: a connection that does not re-authenticate within it is closed at its next request (Kafka's connections.max.reauth.ms, KIP-368; 0: never)")
 	f.Int64Var(&failedAuthDelayMs, "connection-failed-authentication-delay-ms", kafka.DefaultFailedAuthDelay.Milliseconds(), "wait before answering a failed SASL attempt and closing the connection, doubled per further failure from the address within a minute, up to 5s (Kafka's connection.failed.authentication.delay.ms)")
 	f.StringVar(&cfg.SASLBootstrapUser, "sasl-bootstrap-user", "", "SCRAM user created at startup if it has no credentials, with the password of STRAND_SASL_BOOTSTRAP_PASSWORD or --sasl-bootstrap-password-file")
 	f.StringVar(&cfg.SASLBootstrapPasswordFile, "sasl-bootstrap-password-file", "", "file holding the --sasl-bootstrap-user password (first line)")
-	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file holding the bearer token the admin API's mutating calls (log migrate, snapshot, storage verify) need; the token may instead come from STRAND_ADMIN_TOKEN. Without either (or --http-tls client certificates) they are taken only on a loopback --http-listen")
-	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (empty: off)")
+	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file holding the bearer token that makes an HTTP caller (admin API, console, pprof) a super user; the token may instead come from STRAND_ADMIN_TOKEN, never a flag. Without either (or --http-tls client certificates) only a loopback --http-listen takes such calls, and only addressed to localhost, a loopback address or --http-allowed-hosts")
+	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (open to all), the admin API, the console and pprof (empty: off)")
+	f.StringVar(&cfg.HTTPAllowedHosts, "http-allowed-hosts", "", "host names, comma-separated, besides localhost and loopback addresses, that a loopback --http-listen without a token takes calls addressed to (the Host header)")
+	f.BoolVar(&console, "console", true, "serve the web console under /console/ on the HTTP port (super users only)")
 	f.StringVar(&cfg.ObjStore, "objstore", "", "object store URL: file:///dir or s3://bucket/prefix?endpoint=...&region=... (default file://<data-dir>/objects)")
-	f.StringVar(&cfg.Log, "log", "", "shared log URL (default file://<data-dir>/log)")
+	f.StringVar(&cfg.Log, "log", "", "shared log URL (default file://<data-dir>/log); never with a password in it, as a command line is visible to every user of the machine: use --log-password-file or PGPASSWORD")
 	f.StringVar(&cfg.LogPasswordFile, "log-password-file", "", "file holding the password of a postgres:// --log, kept out of the URL, the logs and the log chain (default: the URL's, else PGPASSWORD or a password file)")
 	f.StringVar(&cfg.ObjStoreLatency, "objstore-latency", "none", "simulated object store latency: none, s3-express or s3-standard")
 	f.DurationVar(&cfg.FlushInterval, "flush-interval", agent.DefaultFlushInterval, "longest time a produced batch waits before its data object is written")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -247,6 +248,36 @@ func TestServeRemoteStoreDefaults(t *testing.T) {
 		<-done
 		if !strings.Contains(logs.String(), tt.want) {
 			t.Errorf("%v: serving line without %q:\n%s", tt.args, tt.want, logs)
+		}
+	}
+}
+
+// TestServeConsoleFlag: serve has the console on by default, so the
+// embedded default shows it, and --console=false turns it off.
+func TestServeConsoleFlag(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want int
+	}{{"", http.StatusOK}, {"--console=false", http.StatusNotFound}} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		args := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", addr}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		startServe(t, `msg="strand agent serving"`, args...)
+		c := http.Client{Timeout: 30 * time.Second}
+		resp, err := c.Get("http://" + addr + "/console/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("serve %q: GET /console/ %d, want %d", tc.flag, resp.StatusCode, tc.want)
 		}
 	}
 }

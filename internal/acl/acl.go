@@ -251,6 +251,11 @@ type Request struct {
 	Host      string
 }
 
+// SuperUser reports whether p is one of the super users, who may do
+// anything. The agent's web console runs every Kafka request as a super
+// user, so only a super user may use it.
+func (a *Authorizer) SuperUser(p auth.Principal) bool { return a.super[p.String()] }
+
 // Authorize reports whether r may do op on the resource (typ, name).
 func (a *Authorizer) Authorize(r Request, op Operation, typ ResourceType, name string) bool {
 	principal := r.Principal.String()

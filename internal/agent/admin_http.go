@@ -20,17 +20,20 @@ import (
 // The admin API, on the agent's HTTP address beside /healthz, /readyz
 // and /metrics. Bodies are JSON; an error is {"error": "..."} with a
 // 4xx or 5xx status. Before the agent is ready every endpoint answers
-// 503. The POST endpoints need an authenticated caller (admin_auth.go):
-// 401 without one.
+// 503. Every endpoint needs an authenticated caller with the Kafka
+// permission it names below (admin_auth.go): 401 or 403 without; the
+// POST endpoints also need Content-Type: application/json, body or not.
 //
-//	GET  /v1/log/status   LogStatus
+//	GET  /v1/log/status   LogStatus (DESCRIBE the cluster)
 //	POST /v1/log/migrate  MigrateRequest in, MigrateResult out, once the
 //	                      log has moved (VirtualLog.Reconfigure)
+//	                      (ALTER the cluster, as every POST)
 //	POST /v1/snapshot     SnapshotTakenStatus out: a metadata snapshot
 //	                      taken now, and the log trimmed below it (or
 //	                      below a live agent that has not applied that far)
 //	POST /v1/storage/verify  see admin_verify.go
-//	GET  /v1/topics/{name}/storage  see admin_storage.go
+//	GET  /v1/topics/{name}/storage  see admin_storage.go (DESCRIBE the topic)
+//	GET  /v1/topics/{name}/compaction  see admin_compaction.go (DESCRIBE the topic)
 const (
 	PathLogStatus  = "/v1/log/status"
 	PathLogMigrate = "/v1/log/migrate"
@@ -184,13 +187,15 @@ type SnapshotGCStatus struct {
 
 // mountAdmin adds the admin API to mux.
 func (a *Agent) mountAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.handleLogStatus))
-	// The mutating calls need an authenticated caller (admin_auth.go).
+	// The reads name the cluster's agents and log or a topic's
+	// partitions, so they are no more open than Kafka's Describe* are.
+	clusterDescribe := func(*http.Request) httpNeed { return needClusterDescribe }
+	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.ifAllowed(clusterDescribe, a.handleLogStatus)))
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.ifAdmin(a.handleLogMigrate)))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.ifAdmin(a.handleSnapshot)))
 	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.ifAdmin(a.handleStorageVerify)))
-	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.handleTopicCompaction))
-	mux.HandleFunc("GET "+PathTopicStorage, a.ifReady(a.handleTopicStorage))
+	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.ifAllowed(needTopicDescribe, a.handleTopicCompaction)))
+	mux.HandleFunc("GET "+PathTopicStorage, a.ifReady(a.ifAllowed(needTopicDescribe, a.handleTopicStorage)))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers

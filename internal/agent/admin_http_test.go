@@ -90,6 +90,10 @@ func adminCall(t testing.TB, method, httpAddr, path, body string) (int, []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if method == http.MethodPost {
+		// As the CLI sends every mutating call, body or not.
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

@@ -524,7 +524,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			}
 		}()
 	}
-	if a.httpLn != nil {
+	if a.httpLn != nil && !cfg.NoConsole {
 		if err := a.startConsole(); err != nil {
 			return nil, err
 		}

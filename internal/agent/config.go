@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -59,15 +60,22 @@ type Config struct {
 	HTTPListen string
 	// HTTPTLS serves HTTP over TLS with TLSCertFile and TLSKeyFile,
 	// asking for client certificates that chain to TLSClientCAFile;
-	// such a certificate authorizes the admin API's mutating calls.
+	// such a certificate is the principal the Kafka SSL listener gives
+	// it, and may do on the HTTP port what that principal may do over
+	// Kafka (admin_auth.go).
 	HTTPTLS bool
 	// AdminToken, or the contents of AdminTokenFile (read at each call,
-	// so it can be rotated), is the bearer token the admin API's
-	// mutating calls must carry (admin_auth.go). With neither, and no
-	// HTTP client certificates, they are taken only on a loopback
-	// HTTPListen.
-	AdminToken     string
-	AdminTokenFile string
+	// so it can be rotated), is the bearer token that makes an HTTP
+	// caller a super user (admin_auth.go). With neither, and no HTTP
+	// client certificates, a loopback-only HTTPListen takes calls
+	// addressed to localhost, a loopback address or one of
+	// HTTPAllowedHosts (comma-separated host names) as a super user's,
+	// and any other HTTPListen takes none.
+	AdminToken       string
+	AdminTokenFile   string
+	HTTPAllowedHosts string
+	// NoConsole turns the web console (console.go) off.
+	NoConsole bool
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is
 	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);
@@ -501,6 +509,13 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateSASL()...)
+	for _, h := range strings.Split(c.HTTPAllowedHosts, ",") {
+		// A Host header's port is not compared; a name with one, or a
+		// URL, would silently match nothing.
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(h)); err == nil || strings.Contains(h, "/") {
+			errs = append(errs, fmt.Errorf("http-allowed-hosts %q: want host names without scheme or port", h))
+		}
+	}
 	if c.AdminToken != "" && c.AdminTokenFile != "" {
 		errs = append(errs, errors.New("admin-token-file and STRAND_ADMIN_TOKEN: give one"))
 	}

@@ -8,8 +8,11 @@ package agent
 // Metadata answers with that listener's addresses). That works whatever
 // the listeners demand (TLS, SASL) and whatever the ACLs say, with no
 // credentials to configure or leak, and no one on the network can open
-// such a connection. Who may use the console's forms is decided as for
-// the admin API (checkAdmin).
+// such a connection. Since every page reads as a super user, only a
+// super user may use the console, pages and forms alike (admin_auth.go:
+// the admin token, the loopback default, or a client certificate whose
+// principal is in --super-users); Config.NoConsole (--console=false)
+// turns it off.
 //
 // Any agent serves any partition, but two things are per agent: a group
 // is coordinated by one agent, and DescribeLogDirs reports the
@@ -41,8 +44,11 @@ import (
 // no client can claim it; the authorizer counts it a super user.
 var consolePrincipal = auth.Principal{Type: "Strand", Name: "console"}
 
-// mountConsole serves the console and sends / to it.
+// mountConsole serves the console and sends / to it, unless it is off.
 func (a *Agent) mountConsole(mux *http.ServeMux) {
+	if a.cfg.NoConsole {
+		return
+	}
 	mux.Handle(console.Prefix, a.ifReady(func(w http.ResponseWriter, r *http.Request) {
 		a.console.ServeHTTP(w, r)
 	}))
@@ -61,7 +67,9 @@ func (a *Agent) startConsole() error {
 			kgo.SeedBrokers(seed),
 			kgo.Dialer(a.consoleDial),
 		},
-		Authorize:  a.checkAdmin,
+		Authorize: func(r *http.Request) (int, error) {
+			return a.authorizeHTTP(r, needSuperUser)
+		},
 		Throughput: a.throughput,
 		Logger:     a.logger.With("component", "console"),
 	})

@@ -70,3 +70,6 @@ func SetAppliedHook(cfg *Config, f func()) { cfg.testing.applied = f }
 // ClockHeld reports whether the agent stands aside from decisions by
 // time, its clock disagreeing with the log's (clockskew.go).
 func (a *Agent) ClockHeld() bool { return a.clock.hold() }
+
+// RedactArgs is redactArgs, what /debug/pprof/cmdline shows of os.Args.
+var RedactArgs = redactArgs

@@ -100,6 +100,7 @@ func TestPebbleWriteFailureExits(t *testing.T) {
 	defer cancel()
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.HTTPAddr()+agent.PathSnapshot, nil)
+		req.Header.Set("Content-Type", "application/json")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

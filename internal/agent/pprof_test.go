@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/strandkafka/strand/internal/agent"
@@ -79,5 +80,24 @@ func TestPprofOffLoopbackWithoutAuth(t *testing.T) {
 	_, port, _ := net.SplitHostPort(open.HTTPAddr())
 	if code, _ := fetchBody(t, "http://127.0.0.1:"+port, "/debug/pprof/heap", nil); code != http.StatusForbidden {
 		t.Errorf("/debug/pprof/heap off loopback without auth: %d, want 403", code)
+	}
+}
+
+// TestPprofCmdlineRedactsURLs: /debug/pprof/cmdline shows a URL's
+// password as xxxxx, whether the URL is a --flag=value or an argument
+// of its own, and leaves the other arguments as they are.
+func TestPprofCmdlineRedactsURLs(t *testing.T) {
+	const secret = "hunter2-secret"
+	args := []string{"strand", "serve", "--log=postgres://u:" + secret + "@db:5432/x?log=l",
+		"--objstore", "s3://bucket/p?endpoint=http://minio:9000&secret_key=" + secret, "--node-id=3"}
+	got := agent.RedactArgs(args)
+	if strings.Contains(strings.Join(got, " "), secret) {
+		t.Errorf("the command line shows the secret: %q", got)
+	}
+	if got[0] != "strand" || got[1] != "serve" || got[3] != "--objstore" || got[5] != "--node-id=3" {
+		t.Errorf("arguments without a URL changed: %q", got)
+	}
+	if !strings.HasPrefix(got[2], "--log=postgres://u:xxxxx@db:5432/") {
+		t.Errorf("--log shown as %q, want the URL with its password redacted", got[2])
 	}
 }

@@ -94,7 +94,9 @@ func (o *adminOptions) do(ctx context.Context, method, path string, body, out an
 	if err != nil {
 		return fmt.Errorf("%w: --http %q: %v", ErrUsage, o.HTTP, err)
 	}
-	if body != nil {
+	if body != nil || method == http.MethodPost {
+		// The agent takes a mutating call only as JSON, body or not: a
+		// page of another site cannot send that from a browser.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	token, err := o.token()

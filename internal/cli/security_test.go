@@ -93,11 +93,15 @@ func TestSecurityFlagErrors(t *testing.T) {
 }
 
 // TestAdminToken: the admin commands send the bearer token of
-// --admin-token-file, or of STRAND_ADMIN_TOKEN.
+// --admin-token-file, or of STRAND_ADMIN_TOKEN, and say a POST is JSON
+// even without a body, as the agent wants of every mutating call.
 func TestAdminToken(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Header.Get("Authorization"))
+		if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s %s: Content-Type %q, want application/json", r.Method, r.URL.Path, ct)
+		}
 		w.Write([]byte(`{}`))
 	}))
 	defer srv.Close()

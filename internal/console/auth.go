@@ -48,19 +48,40 @@ func fromSameOrigin(r *http.Request) bool {
 	return ref.Scheme+"://"+ref.Host == own
 }
 
-// admin lets h run only for a same-origin request that Config.Authorize
-// accepts, with the login cookie's token as its bearer token.
+// admin lets h, a form's handler, run only for a same-origin request
+// that Config.Authorize accepts, with the login cookie's token as its
+// bearer token.
 func (c *Console) admin(h http.HandlerFunc) http.HandlerFunc {
 	return c.sameOrigin(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if code, err := c.cfg.Authorize(withCookieToken(r)); err != nil {
-			c.render(w, r, code, "message", page{Title: "Not allowed", Data: messageData{
-				Code: code, Err: err.Error(), Login: code == http.StatusUnauthorized, Next: refererPath(r),
-			}})
+			c.refuse(w, r, code, err, refererPath(r))
 			return
 		}
 		h(w, r)
 	})
+}
+
+// authorized lets h, a page's handler, run only for a request that
+// Config.Authorize accepts, with the login cookie's token as its bearer
+// token: the pages show topics, records, groups and the cluster's
+// layout, which are no one else's to see.
+func (c *Console) authorized(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if code, err := c.cfg.Authorize(withCookieToken(r)); err != nil {
+			c.refuse(w, r, code, err, safeNext(r.URL.Path))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// refuse renders the refusal of a request, with a link to log in and
+// come back to next when a token would do.
+func (c *Console) refuse(w http.ResponseWriter, r *http.Request, code int, err error, next string) {
+	c.render(w, r, code, "message", page{Title: "Not allowed", Data: messageData{
+		Code: code, Err: err.Error(), Login: code == http.StatusUnauthorized, Next: next,
+	}})
 }
 
 // withCookieToken returns r with the login cookie's token as its bearer

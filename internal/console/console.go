@@ -12,12 +12,15 @@
 // agent's own status (Config.Cluster), the one the admin API's
 // /v1/log/status serves.
 //
-// Who may submit a form is what the admin API decides
-// (Config.Authorize): the admin bearer token, which the login page keeps
-// in an HttpOnly, SameSite=Strict cookie; a verified client certificate;
-// or anyone, on a loopback-only agent without a token. Every form also
-// needs the request's Origin (or Referer) to be the console's own, so
-// another site cannot submit it from a logged-in browser.
+// Who may see a page or submit a form is what Config.Authorize decides
+// (the agent asks for a super user, as the pages read as one): the admin
+// bearer token, which the login page keeps in an HttpOnly,
+// SameSite=Strict cookie; a client certificate of a super user; or a
+// request addressed to this machine's own name on a loopback-only agent
+// without a token. Only the login page and the static files are open.
+// Every form also needs the request's Origin (or Referer) to be the
+// console's own, so another site cannot submit it from a logged-in
+// browser.
 package console
 
 import (
@@ -52,6 +55,14 @@ const (
 	maxRecordsPerPage  = 100
 	maxRecordPageBytes = 1 << 20
 	maxShownBytes      = 16 << 10
+	// maxRecordFetchBytes bounds one fetch of a records page (a record
+	// batch larger than it still comes whole, as Kafka sends the first
+	// one anyway); maxRecordReaders bounds the records pages read at
+	// once, each with a client of its own, and recordReaderWait how long
+	// a page waits for its turn.
+	maxRecordFetchBytes = 256 << 10
+	maxRecordReaders    = 4
+	recordReaderWait    = 5 * time.Second
 	// maxLagRows bounds the partitions one group page lists.
 	maxLagRows = 1000
 	// maxFormBytes bounds a form body.
@@ -122,10 +133,10 @@ type Config struct {
 	// Kafka are the options every Kafka client of the console starts
 	// from: seed brokers and the dialer that reaches the agent.
 	Kafka []kgo.Opt
-	// Authorize decides whether r may change anything: nil, or the HTTP
-	// status and the reason to refuse it. It reads the bearer token
-	// from the Authorization header, where the console puts the login
-	// cookie's token.
+	// Authorize decides whether r may see the console's pages and
+	// submit its forms: nil, or the HTTP status and the reason to
+	// refuse it. It reads the bearer token from the Authorization
+	// header, where the console puts the login cookie's token.
 	Authorize func(r *http.Request) (int, error)
 	// Throughput returns the bytes received in Produce requests and
 	// sent in Fetch responses since the agent started.
@@ -144,6 +155,10 @@ type Console struct {
 	adm   *kadm.Client
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	// recordReaders holds a token per records page being read; a page
+	// waits recordReaderWait for one.
+	recordReaders    chan struct{}
+	recordReaderWait time.Duration
 }
 
 // New returns a console; its Kafka client connects lazily, at the first
@@ -163,7 +178,8 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: kafka client: %w", err)
 	}
-	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{}}
+	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
+		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
 	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
@@ -186,16 +202,16 @@ func (c *Console) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
 	m.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
-	m.HandleFunc("GET "+Prefix+"{$}", c.handleCluster)
-	m.HandleFunc("GET "+Prefix+"api/throughput", c.handleThroughput)
-	m.HandleFunc("GET "+Prefix+"topics", c.handleTopics)
+	m.HandleFunc("GET "+Prefix+"{$}", c.authorized(c.handleCluster))
+	m.HandleFunc("GET "+Prefix+"api/throughput", c.authorized(c.handleThroughput))
+	m.HandleFunc("GET "+Prefix+"topics", c.authorized(c.handleTopics))
 	m.HandleFunc("POST "+Prefix+"topics", c.admin(c.handleCreateTopic))
-	m.HandleFunc("GET "+Prefix+"topics/{topic}", c.handleTopic)
+	m.HandleFunc("GET "+Prefix+"topics/{topic}", c.authorized(c.handleTopic))
 	m.HandleFunc("POST "+Prefix+"topics/{topic}/delete", c.admin(c.handleDeleteTopic))
 	m.HandleFunc("POST "+Prefix+"topics/{topic}/config", c.admin(c.handleAlterConfig))
-	m.HandleFunc("GET "+Prefix+"topics/{topic}/records", c.handleRecords)
-	m.HandleFunc("GET "+Prefix+"groups", c.handleGroups)
-	m.HandleFunc("GET "+Prefix+"groups/{group}", c.handleGroup)
+	m.HandleFunc("GET "+Prefix+"topics/{topic}/records", c.authorized(c.handleRecords))
+	m.HandleFunc("GET "+Prefix+"groups", c.authorized(c.handleGroups))
+	m.HandleFunc("GET "+Prefix+"groups/{group}", c.authorized(c.handleGroup))
 	m.HandleFunc("POST "+Prefix+"groups/{group}/reset", c.admin(c.handleResetOffsets))
 	m.HandleFunc("GET "+Prefix+"login", c.handleLoginPage)
 	m.HandleFunc("POST "+Prefix+"login", c.sameOrigin(c.handleLogin))

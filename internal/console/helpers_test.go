@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,10 +29,14 @@ func startAgent(t *testing.T, token string) *agent.Agent {
 }
 
 // startAgentWith starts an agent with cfg, its own data directory and
-// HTTP on a kernel-chosen loopback port, and stops it at cleanup.
+// HTTP on a kernel-chosen loopback port unless cfg names another, and
+// stops it at cleanup.
 func startAgentWith(t *testing.T, cfg agent.Config) *agent.Agent {
 	t.Helper()
-	cfg.DataDir, cfg.HTTPListen = t.TempDir(), "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	if cfg.HTTPListen == "" {
+		cfg.HTTPListen = "127.0.0.1:0"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	a, err := agent.Start(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -87,10 +92,28 @@ var noRedirects = &http.Client{
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
-// get returns the status and body of GET path on a's HTTP port.
-func get(t *testing.T, a *agent.Agent, path string) (int, string) {
+// httpBase is http://host:port of a's HTTP port, on loopback when it
+// listens on every interface.
+func httpBase(a *agent.Agent) string {
+	host, port, _ := net.SplitHostPort(a.HTTPAddr())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// get returns the status and body of GET path on a's HTTP port, with
+// the headers given ("Cookie", "Authorization").
+func get(t *testing.T, a *agent.Agent, path string, headers ...string) (int, string) {
 	t.Helper()
-	resp, err := noRedirects.Get("http://" + a.HTTPAddr() + path)
+	req, err := http.NewRequest(http.MethodGet, httpBase(a)+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,12 +126,12 @@ func get(t *testing.T, a *agent.Agent, path string) (int, string) {
 // same Origin, and the headers given ("Cookie", "Origin" to override).
 func post(t *testing.T, a *agent.Agent, path string, form url.Values, headers ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+a.HTTPAddr()+path, strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, httpBase(a)+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "http://"+a.HTTPAddr())
+	req.Header.Set("Origin", httpBase(a))
 	for i := 0; i+1 < len(headers); i += 2 {
 		if headers[i+1] == "" {
 			req.Header.Del(headers[i])

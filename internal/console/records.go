@@ -79,11 +79,28 @@ type recordsData struct {
 	fromMs int64
 }
 
+// errBusy refuses a records page when maxRecordReaders are being read.
+var errBusy = errors.New("too many record pages are being read at once; try again in a moment")
+
 func (c *Console) handleRecords(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
 	q, err := parseRecordsQuery(r)
 	if err != nil {
 		c.fail(w, r, http.StatusBadRequest, err)
+		return
+	}
+	// Each page reads with a client of its own and its fetch buffers:
+	// without a bound, many requests at once would hold as many.
+	wait := time.NewTimer(c.recordReaderWait)
+	defer wait.Stop()
+	select {
+	case c.recordReaders <- struct{}{}:
+		defer func() { <-c.recordReaders }()
+	case <-wait.C:
+		w.Header().Set("Retry-After", "1")
+		c.fail(w, r, http.StatusServiceUnavailable, errBusy)
+		return
+	case <-r.Context().Done():
 		return
 	}
 	ctx, cancel := kafkaCtx(r)
@@ -160,7 +177,8 @@ func (c *Console) readRecords(ctx context.Context, d *recordsData) {
 	opts := append(c.cfg.Kafka[:len(c.cfg.Kafka):len(c.cfg.Kafka)],
 		kgo.ClientID("strand-console"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{d.Topic: {d.Q.Partition: kgo.NewOffset().At(d.Q.Offset)}}),
-		kgo.FetchMaxBytes(maxRecordPageBytes), kgo.FetchMaxPartitionBytes(maxRecordPageBytes),
+		kgo.FetchMaxBytes(maxRecordFetchBytes), kgo.FetchMaxPartitionBytes(maxRecordFetchBytes),
+		kgo.MaxConcurrentFetches(1),
 		kgo.FetchMaxWait(time.Second))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -16,12 +16,16 @@ import (
 	"github.com/strandkafka/strand/internal/agent"
 )
 
-// The console works on an agent whose only listener needs SASL and whose
-// authorizer denies what no ACL allows: its Kafka client is served in
-// process as a super user, with no credentials configured. A client on
-// the network without an ACL still sees nothing.
+// TestConsoleWithSASLAndACLs: on an agent whose only listener needs
+// SASL, whose authorizer denies what no ACL allows, and whose HTTP port
+// listens on every interface (as the image, the chart and the systemd
+// example have it), the console shows nothing to a caller without
+// credentials: not a page, not a record. With the admin token it works,
+// though it has no Kafka credentials of its own: its Kafka client is
+// served in process as a super user. A Kafka client without an ACL
+// still sees nothing.
 func TestConsoleWithSASLAndACLs(t *testing.T) {
-	const password = "admin-pw-1234"
+	const password, token = "admin-pw-1234", "console-token-5678"
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -30,23 +34,41 @@ func TestConsoleWithSASLAndACLs(t *testing.T) {
 		Listeners:         "SASL_PLAINTEXT://127.0.0.1:0",
 		SASLBootstrapUser: "admin", SASLBootstrapPasswordFile: pwFile,
 		Authorizer: "standard", SuperUsers: "User:admin",
+		HTTPListen: "0.0.0.0:0", AdminToken: token,
 	})
-
-	resp, body := post(t, a, "/console/topics", url.Values{"name": {"secure"}, "partitions": {"2"}})
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("create through the console: status %d: %s", resp.StatusCode, body)
-	}
 	admin := kafkaClient(t, a, kgo.SASL(plain.Auth{User: "admin", Pass: password}.AsMechanism()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, kadm.NewClient(admin), 2, "secure")
 	produce(t, admin, &kgo.Record{Topic: "secure", Partition: 0, Value: []byte("classified")})
 
-	_, body = get(t, a, "/console/topics")
-	if !strings.Contains(body, `href="/console/topics/secure"`) {
-		t.Error("the topics page does not list the topic")
+	for _, path := range []string{"/console/", "/console/topics", "/console/topics/secure",
+		"/console/topics/secure/records?partition=0", "/console/groups", "/console/groups/g", "/console/api/throughput"} {
+		for _, cred := range [][]string{nil, {"Cookie", "strand_console_token=wrong"}, {"Authorization", "Bearer wrong"}} {
+			code, body := get(t, a, path, cred...)
+			if code != http.StatusUnauthorized {
+				t.Errorf("GET %s %v: status %d, want 401", path, cred, code)
+			}
+			if strings.Contains(body, "classified") || strings.Contains(body, "/console/topics/secure") {
+				t.Errorf("GET %s %v: the refusal shows the topic or its record", path, cred)
+			}
+		}
 	}
-	code, body := get(t, a, "/console/topics/secure/records?partition=0")
+	resp, _ := post(t, a, "/console/topics", url.Values{"name": {"sneaky"}, "partitions": {"1"}})
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("create without credentials: status %d, want 401", resp.StatusCode)
+	}
+
+	cookie := []string{"Cookie", "strand_console_token=" + token}
+	if code, body := get(t, a, "/console/topics", cookie...); code != http.StatusOK || !strings.Contains(body, `href="/console/topics/secure"`) {
+		t.Errorf("topics page with the token: status %d, lists the topic %v", code, strings.Contains(body, `href="/console/topics/secure"`))
+	}
+	code, body := get(t, a, "/console/topics/secure/records?partition=0", cookie...)
 	if code != http.StatusOK || !strings.Contains(body, "classified") {
-		t.Errorf("records page: status %d, record shown %v", code, strings.Contains(body, "classified"))
+		t.Errorf("records page with the token: status %d, record shown %v", code, strings.Contains(body, "classified"))
+	}
+	resp, body = post(t, a, "/console/topics", url.Values{"name": {"made-here"}, "partitions": {"1"}}, cookie...)
+	if resp.StatusCode != http.StatusSeeOther || !topicExists(t, kadm.NewClient(admin), "made-here") {
+		t.Errorf("create with the token: status %d: %s", resp.StatusCode, body)
 	}
 
 	// Bob authenticates but has no ACL: the authorizer is on.

@@ -94,6 +94,18 @@ func (c *aclCache) authorizer(cfg ACLConfig, db MetaDB) *acl.Authorizer {
 	return c.mu.az
 }
 
+// Authorizer returns the authorizer requests are checked with now, or
+// nil when authorization is off and every client may do everything.
+// The agent's HTTP port asks it what a caller's principal may do, so an
+// HTTP caller gets what the same principal gets over Kafka.
+func (s *Server) Authorizer() *acl.Authorizer {
+	d := &s.cfg.Deps
+	if !d.ACL.Enabled {
+		return nil
+	}
+	return d.shared.acls.authorizer(d.ACL, d.Meta)
+}
+
 // current returns the cached authorizer if nothing was applied since it
 // was known current, else nil.
 func (c *aclCache) current() *acl.Authorizer {

@@ -217,31 +217,43 @@ func (x *plainExchange) step(in []byte) (out []byte, user string, done bool, err
 	return nil, user, true, nil
 }
 
+// dummyCredential is what checkPassword derives a key with for a user
+// that has no credentials, so that the answer takes as long as for a
+// known user with a wrong password: a quick refusal would tell which
+// user names exist. Its iterations are those `strand user` and the
+// bootstrap user get by default; its stored key matches no password.
+var dummyCredential = meta.ScramCredential{
+	Salt:       []byte("strand-no-such-user-salt"),
+	Iterations: 8192,
+	StoredKey:  make([]byte, sha512.Size),
+}
+
 // checkPassword reports whether password is user's: it derives the
 // stored key from it with the strongest credential's salt and
 // iterations, as a SCRAM client would, and compares in constant time.
 func checkPassword(db MetaDB, user, password string) (bool, error) {
-	for _, m := range []meta.ScramMechanism{meta.ScramSHA512, meta.ScramSHA256} {
-		c, ok, err := lookupCredential(db, user, m)
+	c, m, found := dummyCredential, meta.ScramSHA512, false
+	for _, mech := range []meta.ScramMechanism{meta.ScramSHA512, meta.ScramSHA256} {
+		cred, ok, err := lookupCredential(db, user, mech)
 		if err != nil {
 			return false, err
 		}
-		if !ok {
-			continue
+		if ok {
+			c, m, found = cred, mech, true
+			break
 		}
-		// Unprepped: Kafka's clients and kadm salt the password's UTF-8
-		// bytes without SASLprep, so the stored keys were made that way.
-		cl, err := hashOf(m).NewClientUnprepped(user, password, "")
-		if err != nil {
-			return false, nil
-		}
-		sc, err := cl.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(c.Salt), Iters: int(c.Iterations)})
-		if err != nil {
-			return false, nil
-		}
-		return hmac.Equal(sc.StoredKey, c.StoredKey), nil
 	}
-	return false, nil
+	// Unprepped: Kafka's clients and kadm salt the password's UTF-8
+	// bytes without SASLprep, so the stored keys were made that way.
+	cl, err := hashOf(m).NewClientUnprepped(user, password, "")
+	if err != nil {
+		return false, nil
+	}
+	sc, err := cl.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(c.Salt), Iters: int(c.Iterations)})
+	if err != nil {
+		return false, nil
+	}
+	return hmac.Equal(sc.StoredKey, c.StoredKey) && found, nil
 }
 
 // scramKeys derives the stored and server keys of a salted password
