@@ -15,11 +15,21 @@ import (
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/placement"
+	"github.com/strandkafka/strand/internal/planted"
 	"github.com/strandkafka/strand/internal/segment"
 )
 
-// gcGrace is --gc-grace in these tests: short, so they take seconds.
+// gcGrace is --gc-grace in these tests: short, so they take seconds. It
+// is far below the floor a real agent accepts (meta.MinGCGraceMs), which
+// only a test build lowers (package planted): startGCProcess runs one.
 const gcGrace = time.Second
+
+// startGCProcess is startProcess on the test build, with the grace's
+// floor lowered to gcGrace.
+func startGCProcess(t *testing.T, httpAddr string, args ...string) *agentProcess {
+	t.Helper()
+	return startBinaryEnv(t, plantedBinary(t), []string{planted.EnvGCGraceFloor + "=" + gcGrace.String()}, httpAddr, args...)
+}
 
 // storeKeys lists the data objects in a file object store.
 func storeKeys(t *testing.T, dir string) map[string]bool {
@@ -128,7 +138,7 @@ func TestGCPostgres(t *testing.T) {
 	all := []int32{1, 2, 3}
 	for i := range agents {
 		a := &clusterAgent{nodeID: int32(i + 1), kafka: freeAddr(t), httpAddr: freeAddr(t)}
-		a.proc = startProcess(t, a.httpAddr,
+		a.proc = startGCProcess(t, a.httpAddr,
 			"--data-dir", t.TempDir(), "--node-id", strconv.Itoa(int(a.nodeID)),
 			"--kafka-listen", a.kafka, "--http-listen", a.httpAddr,
 			"--objstore", "file://"+objDir, "--log", logURL,
@@ -241,7 +251,7 @@ func TestGCOrphansAfterKill(t *testing.T) {
 	kafkaAddr, httpAddr := freeAddr(t), freeAddr(t)
 	args := []string{"--data-dir", dataDir, "--kafka-listen", kafkaAddr, "--http-listen", httpAddr,
 		"--objstore", "file://" + objDir, "--gc-grace", gcGrace.String()}
-	proc := startProcess(t, httpAddr, args...)
+	proc := startGCProcess(t, httpAddr, args...)
 	createTopic(t, kafkaAddr, topic, 2)
 
 	// A writer that uploaded and died before committing.
@@ -283,7 +293,7 @@ func TestGCOrphansAfterKill(t *testing.T) {
 			t.Fatalf("run %d: no progress", kill)
 		}
 		proc.kill()
-		proc = startProcess(t, httpAddr, args...)
+		proc = startGCProcess(t, httpAddr, args...)
 	}
 	close(stop)
 	<-done
@@ -328,7 +338,7 @@ func TestGCRetentionFreesObjects(t *testing.T) {
 	}
 	objDir := t.TempDir()
 	kafkaAddr, httpAddr := freeAddr(t), freeAddr(t)
-	startProcess(t, httpAddr, "--data-dir", t.TempDir(), "--kafka-listen", kafkaAddr, "--http-listen", httpAddr,
+	startGCProcess(t, httpAddr, "--data-dir", t.TempDir(), "--kafka-listen", kafkaAddr, "--http-listen", httpAddr,
 		"--objstore", "file://"+objDir, "--gc-grace", gcGrace.String(), "--log-retention-check-interval-ms", "100")
 	adm := kadm.NewClient(newClient(t, kafkaAddr))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)

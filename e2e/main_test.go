@@ -381,8 +381,17 @@ func startProcess(t testing.TB, httpAddr string, args ...string) *agentProcess {
 // build, say).
 func startBinary(t testing.TB, bin, httpAddr string, args ...string) *agentProcess {
 	t.Helper()
+	return startBinaryEnv(t, bin, nil, httpAddr, args...)
+}
+
+// startBinaryEnv is startBinary with env added to the environment.
+func startBinaryEnv(t testing.TB, bin string, env []string, httpAddr string, args ...string) *agentProcess {
+	t.Helper()
 	// The serving line is logged at info, whatever STRAND_LOG_LEVEL says.
 	cmd := exec.Command(bin, append([]string{"serve", "--log-level", "info"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	pr, pw := io.Pipe()
 	p := &agentProcess{cmd: cmd, stderr: new(lockedBuffer), exited: make(chan struct{})}
 	cmd.Stderr = pw

@@ -65,6 +65,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{name: "compaction target from env", env: map[string]string{"STRAND_COMPACTION_TARGET_BYTES": "100B"}, wantErr: "compaction-target-bytes 100"},
 		{name: "compaction target above the budget's eighth", args: []string{"--compaction-enable", "--compaction-target-bytes", "128MiB"}, wantErr: "compaction-target-bytes 134217728"},
 		{name: "gc grace below 1ms from env", env: map[string]string{"STRAND_GC_GRACE": "10us"}, wantErr: "gc-grace 10µs"},
+		{name: "gc grace of 1ms", args: []string{"--gc-grace", "1ms"}, wantErr: "gc-grace 1ms: must be at least 3m0s"},
+		{name: "gc grace below the upload budget", args: []string{"--gc-grace", "2m"}, wantErr: "gc-grace 2m0s: must be at least 3m0s"},
 		{name: "group partition series bound not a number", env: map[string]string{"STRAND_METRICS_MAX_GROUP_PARTITIONS": "lots"}, wantErr: "STRAND_METRICS_MAX_GROUP_PARTITIONS"},
 		{
 			name:    "flag wins over env",

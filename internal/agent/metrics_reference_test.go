@@ -95,7 +95,7 @@ var operatorUse = map[string]string{
 	"strand_gc_orphans_total":                           "Orphans found: uploads never committed (a produce that failed after its PUT); a steady rate means produce failures.",
 	"strand_gc_orphan_bytes_total":                      "Bytes of orphans deleted.",
 	"strand_gc_lag_seconds":                             "How late deletion runs; growing means no janitor is running or it cannot keep up (check its object store errors).",
-	"strand_gc_grace_seconds":                           "The grace period in force (`--gc-grace`), for reading `strand_gc_lag_seconds`.",
+	"strand_gc_grace_seconds":                           "The grace period in force (`strand.gc.grace.ms` in the log, set by the first `--gc-grace`), for reading `strand_gc_lag_seconds`.",
 	"strand_gc_reconcile_lag_seconds":                   "How far the orphan sweep trails; growing means orphans are not being cleaned up.",
 	"strand_compaction_read_bytes_total":                "Compaction read rate; with written bytes, the write amplification compaction adds.",
 	"strand_compaction_written_bytes_total":             "Compaction write rate (object store puts).",
