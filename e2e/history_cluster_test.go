@@ -426,8 +426,10 @@ type histClusterOpts struct {
 	agents int
 	// seed seeds the object store's fault decisions.
 	seed uint64
-	// env is added to each agent's environment.
-	env []string
+	// env is added to each agent's environment, agentEnv to one's (by
+	// node id).
+	env      []string
+	agentEnv map[int32][]string
 	// snapshotInterval is the agents' --snapshot-interval.
 	snapshotInterval time.Duration
 }
@@ -447,7 +449,9 @@ func startHistCluster(t *testing.T, log *histLog, o histClusterOpts) *histCluste
 		c.s3 = startFaultyS3(t, o.seed)
 	}
 	for i := range o.agents {
-		a := &histAgent{id: int32(i + 1), kafka: freeAddr(t), http: freeAddr(t), bin: o.bin, env: o.env, logDir: c.logDir}
+		id := int32(i + 1)
+		env := append(slices.Clone(o.env), o.agentEnv[id]...)
+		a := &histAgent{id: id, kafka: freeAddr(t), http: freeAddr(t), bin: o.bin, env: env, logDir: c.logDir}
 		p, err := faultproxy.Start(a.kafka)
 		if err != nil {
 			t.Fatal(err)

@@ -63,6 +63,13 @@ type histRun struct {
 	seed     uint64
 	bin      string
 	env      []string
+	// agentEnv is added to one agent's environment, by node id.
+	agentEnv map[int32][]string
+	// topicConfigs are the history topics' configs.
+	topicConfigs map[string]*string
+	// atEnd, if set, runs once the workload is drained, with the
+	// cluster still up.
+	atEnd func(c *histCluster)
 }
 
 // TestHistory runs the workload on three agents under the fault schedule
@@ -96,6 +103,51 @@ func TestHistory(t *testing.T) {
 			rep := runHistory(t, histRun{backend: b, agents: agents, duration: d, faults: true, seed: seed, bin: strandBinary(t)})
 			if !rep.Valid() {
 				t.Errorf("the checker found anomalies; replay with STRAND_HISTORY_SEED=%d STRAND_HISTORY_BACKENDS=%s", seed, b)
+			}
+		})
+	}
+}
+
+// TestHistoryClockSkew runs the workload under the fault schedule on
+// three agents of which the third runs on a skewed clock (a test build:
+// package planted), seconds to a day either way, with the history topics
+// kept for an hour: a log clock that followed the skewed agent would
+// trim acknowledged records (lost writes) or time transactions out. The
+// agent skewed beyond --max-clock-skew must end unready. CI runs each
+// offset for 20 s of faults; STRAND_E2E_LONG=1 for 3 minutes.
+func TestHistoryClockSkew(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the strand binary and starts PostgreSQL")
+	}
+	d := 20 * time.Second
+	if os.Getenv("STRAND_E2E_LONG") != "" {
+		d = 3 * time.Minute
+	}
+	if *historyDuration > 0 {
+		d = *historyDuration
+	}
+	seed := histSeed(t)
+	bin := plantedBinary(t)
+	for _, tc := range []struct {
+		offset  time.Duration
+		unready bool
+	}{
+		{24 * time.Hour, true},
+		{-24 * time.Hour, true},
+		{90 * time.Second, true},
+		{-10 * time.Second, false},
+	} {
+		t.Run(tc.offset.String(), func(t *testing.T) {
+			run := histRun{backend: "postgres", agents: 3, duration: d, faults: true, seed: seed, bin: bin,
+				agentEnv:     map[int32][]string{3: {planted.EnvClockOffset + "=" + tc.offset.String()}},
+				topicConfigs: map[string]*string{"retention.ms": kadm.StringPtr("3600000")}}
+			run.atEnd = func(c *histCluster) {
+				if code, body := httpGet(t, "http://"+c.agents[2].http+"/readyz"); (code == 503) != tc.unready {
+					t.Errorf("the agent %v off: /readyz %d %q, want unready %v", tc.offset, code, body, tc.unready)
+				}
+			}
+			if rep := runHistory(t, run); !rep.Valid() {
+				t.Errorf("the checker found anomalies; replay with STRAND_HISTORY_SEED=%d", seed)
 			}
 		})
 	}
@@ -169,10 +221,11 @@ func plantedBinary(t *testing.T) string {
 // summary and returns the checker's report.
 func runHistory(t *testing.T, run histRun) *history.Report {
 	log := startHistLog(t, run.backend)
-	c := startHistCluster(t, log, histClusterOpts{bin: run.bin, agents: run.agents, seed: run.seed, env: run.env, snapshotInterval: 20 * time.Second})
+	c := startHistCluster(t, log, histClusterOpts{bin: run.bin, agents: run.agents, seed: run.seed, env: run.env,
+		agentEnv: run.agentEnv, snapshotInterval: 20 * time.Second})
 	seed := c.seeds()[0]
-	createTopic(t, seed, histPlainTopic, histPartitions)
-	createTopic(t, seed, histTxnTopic, histPartitions)
+	createTopicConfigs(t, seed, histPlainTopic, histPartitions, run.topicConfigs)
+	createTopicConfigs(t, seed, histTxnTopic, histPartitions, run.topicConfigs)
 
 	w := newWorkload(t, c.seeds(), run.seed, histRate)
 	c.setClock(w.rec.now)
@@ -227,6 +280,9 @@ func runHistory(t *testing.T, run histRun) *history.Report {
 		}
 	}
 	w.stopMembers()
+	if run.atEnd != nil {
+		run.atEnd(c)
+	}
 
 	rep := history.Check(w.rec.ops())
 	var s3 string

@@ -235,10 +235,16 @@ func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 // createTopic creates a topic with kadm.
 func createTopic(t testing.TB, addr, topic string, partitions int32) {
 	t.Helper()
+	createTopicConfigs(t, addr, topic, partitions, nil)
+}
+
+// createTopicConfigs is createTopic with the topic's configs.
+func createTopicConfigs(t testing.TB, addr, topic string, partitions int32, configs map[string]*string) {
+	t.Helper()
 	adm := kadm.NewClient(newClient(t, addr))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	resp, err := adm.CreateTopic(ctx, partitions, 1, configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
