@@ -20,7 +20,10 @@ package meta
 //     an idle voice's report keeps up with the time, and a dead one's
 //     as well, without anyone comparing two clocks.
 //   - The log clock may advance to an entry's timestamp only as far as
-//     ClockLeadMs past the lower median of the live voices' reports.
+//     the lead past the lower median of the live voices' reports: at
+//     most ClockLeadMs, and a quarter of the shortest lease among them,
+//     so that running ahead by the lead ends no lease a live agent
+//     renews.
 //     An agent ahead of the others cannot move it further than that; an
 //     agent behind them cannot hold it back, unless half the voices are
 //     behind (with two agents, the slower one rules: of two clocks that
@@ -50,13 +53,18 @@ var keyClockVoices = []byte{prefixClockVoices}
 // Bounds of the log clock from level 5. Like apply's other limits they
 // are part of what apply means.
 const (
-	// ClockLeadMs is how far the log clock may run ahead of the lower
-	// median of the live agents' clocks: the most one agent ahead of the
-	// others moves it. It is small next to anything the clock decides
+	// ClockLeadMs is the most the log clock may run ahead of the lower
+	// median of the live agents' clocks (less with short leases): the
+	// most one agent ahead of the others moves it. It is small next to anything the clock decides
 	// (transaction timeouts of seconds to minutes, a GC grace of
 	// minutes, retention of hours), and above the few milliseconds an
 	// idle voice's report lags.
 	ClockLeadMs int64 = 5000
+	// clockLeadPerLease keeps the lead a quarter of the shortest lease
+	// among the voices: the clock running the lead ahead of the agents'
+	// own time must not end a lease that its agent renews every third
+	// of it.
+	clockLeadPerLease = 4
 	// clockQuietLeases is how many of its leases a voice may go without
 	// an entry, as the others measure time, before it stops counting: a
 	// live agent renews every third of a lease.
@@ -160,9 +168,11 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 		a.voicesDirty = true
 	}
 	reports := a.reportBuf[:0]
+	lead := ClockLeadMs
 	for i := range a.voices {
-		if a.voices[i].counts(a.clock) {
-			reports = append(reports, a.voices[i].report())
+		if v := &a.voices[i]; v.counts(a.clock) {
+			reports = append(reports, v.report())
+			lead = min(lead, v.LeaseMs/clockLeadPerLease)
 		}
 	}
 	a.reportBuf = reports
@@ -172,7 +182,7 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 	}
 	slices.Sort(reports)
 	median := reports[(len(reports)-1)/2]
-	a.clock = max(a.clock, min(ts, satAdd(median, ClockLeadMs)))
+	a.clock = max(a.clock, min(ts, satAdd(median, lead)))
 	return nil
 }
 

@@ -13,6 +13,7 @@ type clockCluster struct {
 	t      *testing.T
 	clocks []*fakeClock
 	reps   []*testReplica
+	lease  int64
 }
 
 const (
@@ -25,8 +26,13 @@ const (
 // level.
 func newClockCluster(t *testing.T, n int, level int16) *clockCluster {
 	t.Helper()
+	return newClockClusterLease(t, n, level, clockLease)
+}
+
+func newClockClusterLease(t *testing.T, n int, level int16, lease int64) *clockCluster {
+	t.Helper()
 	log := newTestLog()
-	c := &clockCluster{t: t}
+	c := &clockCluster{t: t, lease: lease}
 	for i := range n {
 		clk := new(fakeClock)
 		clk.set(clockT0)
@@ -44,16 +50,16 @@ func newClockCluster(t *testing.T, n int, level int16) *clockCluster {
 func (c *clockCluster) beat(i int) {
 	c.t.Helper()
 	id := c.reps[i].WriterID()
-	mustOK(c.t, c.reps[i], AgentHeartbeat{NodeID: int32(i), AgentID: id, Host: "h", Port: 1, LeaseMs: clockLease})
+	mustOK(c.t, c.reps[i], AgentHeartbeat{NodeID: int32(i), AgentID: id, Host: "h", Port: 1, LeaseMs: c.lease})
 }
 
 // run moves every clock in live forward by d in steps of a third of a
 // lease, each live agent renewing at every step.
 func (c *clockCluster) run(d int64, live ...int) {
 	c.t.Helper()
-	for step := int64(0); step < d; step += clockLease / 3 {
+	for step := int64(0); step < d; step += c.lease / 3 {
 		for _, i := range live {
-			c.clocks[i].set(c.clocks[i].now().UnixMilli() + clockLease/3)
+			c.clocks[i].set(c.clocks[i].now().UnixMilli() + c.lease/3)
 			c.beat(i)
 		}
 	}
@@ -104,6 +110,25 @@ func TestLogClockVote(t *testing.T) {
 		// a single agent does.
 		c.run(2*clockLease, 2)
 		c.within("the others dead", clockT0+day, clockT0+2*day)
+	})
+	t.Run("an agent ahead writing between short leases' renewals ends none", func(t *testing.T) {
+		const lease = 900
+		c := newClockClusterLease(t, 3, MetadataLevel5, lease)
+		c.clocks[2].set(clockT0 + day)
+		for range 20 {
+			c.run(lease/3, 0, 1, 2)
+			// A burst of the skewed agent's entries between the
+			// others' renewals (its clock runs at their rate).
+			for range 20 {
+				mustPropose(t, c.reps[2], AlterConfigs{Name: "no-such-topic"})
+			}
+		}
+		now := c.clocks[0].now().UnixMilli()
+		c.within("after the bursts", now-lease, now+lease/4)
+		live, err := viewOf(t, c.reps[0]).LiveAgents()
+		if err != nil || len(live) != 3 {
+			t.Fatalf("live agents %+v, %v: want all three", live, err)
+		}
 	})
 	t.Run("one agent a day behind cannot hold it back", func(t *testing.T) {
 		c := newClockCluster(t, 3, MetadataLevel5)
