@@ -435,6 +435,8 @@ type histClusterOpts struct {
 	// node id).
 	env      []string
 	agentEnv map[int32][]string
+	// args are added to every agent's flags.
+	args []string
 	// snapshotInterval is the agents' --snapshot-interval.
 	snapshotInterval time.Duration
 }
@@ -467,6 +469,7 @@ func startHistCluster(t *testing.T, log *histLog, o histClusterOpts) *histCluste
 			"--kafka-listen", a.kafka, "--advertise", p.Addr(), "--http-listen", a.http,
 			"--lease", histLease.String(), "--snapshot-interval", o.snapshotInterval.String(),
 			"--group-initial-rebalance-delay", "300ms", "--log-level", "info"}
+		a.args = append(a.args, o.args...)
 		if log.url != "" {
 			a.args = append(a.args, "--log", log.url, "--objstore", c.s3.url())
 		}

@@ -65,8 +65,10 @@ type histRun struct {
 	env      []string
 	// agentEnv is added to one agent's environment, by node id.
 	agentEnv map[int32][]string
-	// topicConfigs are the history topics' configs.
+	// topicConfigs are the history topics' configs, args the agents'
+	// extra flags.
 	topicConfigs map[string]*string
+	args         []string
 	// atEnd, if set, runs once the workload is drained, with the
 	// cluster still up.
 	atEnd func(c *histCluster)
@@ -140,7 +142,10 @@ func TestHistoryClockSkew(t *testing.T) {
 		t.Run(tc.offset.String(), func(t *testing.T) {
 			run := histRun{backend: "postgres", agents: 3, duration: d, faults: true, seed: seed, bin: bin,
 				agentEnv:     map[int32][]string{3: {planted.EnvClockOffset + "=" + tc.offset.String()}},
-				topicConfigs: map[string]*string{"retention.ms": kadm.StringPtr("3600000")}}
+				topicConfigs: map[string]*string{"retention.ms": kadm.StringPtr("3600000")},
+				// Retention looks often, so a clock gone wrong would
+				// trim within the run.
+				args: []string{"--log-retention-check-interval-ms", "200"}}
 			run.atEnd = func(c *histCluster) {
 				if code, body := httpGet(t, "http://"+c.agents[2].http+"/readyz"); (code == 503) != tc.unready {
 					t.Errorf("the agent %v off: /readyz %d %q, want unready %v", tc.offset, code, body, tc.unready)
@@ -222,7 +227,7 @@ func plantedBinary(t *testing.T) string {
 func runHistory(t *testing.T, run histRun) *history.Report {
 	log := startHistLog(t, run.backend)
 	c := startHistCluster(t, log, histClusterOpts{bin: run.bin, agents: run.agents, seed: run.seed, env: run.env,
-		agentEnv: run.agentEnv, snapshotInterval: 20 * time.Second})
+		agentEnv: run.agentEnv, args: run.args, snapshotInterval: 20 * time.Second})
 	seed := c.seeds()[0]
 	createTopicConfigs(t, seed, histPlainTopic, histPartitions, run.topicConfigs)
 	createTopicConfigs(t, seed, histTxnTopic, histPartitions, run.topicConfigs)
