@@ -1,6 +1,7 @@
 package produce_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -41,12 +42,17 @@ var (
 	simHedgeP   = flag.Float64("sim.hedge-percentile", produce.DefaultHedgePercentile, "TestPacedUploadsSimulated: HedgePercentile")
 	simInFlight = flag.Int("sim.inflight", 5, "TestPacedUploadsSimulated: produce requests in flight per producer (Kafka's idempotent producers: 5)")
 	simHedgeR   = flag.Float64("sim.hedge-ratio", produce.DefaultHedgeMaxRatio, "TestPacedUploadsSimulated: HedgeMaxRatio")
+	simCutBytes = flag.Int("sim.cut-bytes", 0, "TestPacedUploadsSimulated: PacedCutBytes of the budgeted cases")
 )
 
 func TestPacedUploadsSimulated(t *testing.T) {
 	cases := []simCase{
 		{mbps: 10, puts: 10},
 		{mbps: 10, puts: 4},
+		// The agent's default on an S3 store: an object every 250 ms
+		// or per 8 MiB, whichever comes first.
+		{mbps: 10, puts: 4, cutBytes: 8 << 20},
+		{mbps: 50, puts: 4, cutBytes: 8 << 20},
 	}
 	seconds := 20
 	if *simAll {
@@ -63,8 +69,24 @@ func TestPacedUploadsSimulated(t *testing.T) {
 					c, putRate, r.hedges, r.p50, r.p99, r.max, r.records, r.reqP50, r.reqP99)
 				// Hedges saved up in a calm spell (at most two) may
 				// come on top within a window, and one cut at its edge.
-				if limit := c.puts*float64(c.seconds) + 3; c.puts > 0 && float64(r.puts) > limit {
+				// Cuts by size come on top of the budget's turns, at
+				// most one per cutBytes (and their hedges).
+				limit := c.puts*float64(c.seconds) + 3
+				if c.cutBytes > 0 {
+					limit += 1.1 * c.mbps * 1e6 / float64(c.cutBytes) * float64(c.seconds)
+				}
+				if c.puts > 0 && float64(r.puts) > limit {
 					t.Errorf("%d PUTs in %d s, budget %v a second", r.puts, c.seconds, c.puts)
+				}
+				if c.cutBytes > 0 {
+					// Objects stay near cutBytes at high ingest, and no
+					// record waits for a turn the size cuts pushed away.
+					if perPut := c.mbps * 1e6 * float64(c.seconds) / float64(r.puts); c.mbps*1e6 > c.puts*float64(c.cutBytes) && perPut < float64(c.cutBytes)/2 {
+						t.Errorf("%.1f MB per PUT, want about %d", perPut/1e6, c.cutBytes)
+					}
+					if limit := 3 * time.Second; r.max > limit {
+						t.Errorf("a record waited %v (simulated), want under %v", r.max, limit)
+					}
 				}
 				if want := int64(c.mbps * 1e6 / simRecordBytes * float64(c.seconds) * 0.95); r.records < want {
 					t.Errorf("%d records answered in the measured window, want at least %d", r.records, want)
@@ -91,14 +113,18 @@ const (
 )
 
 type simCase struct {
-	mbps    float64
-	puts    float64 // 0: no budget
-	seconds int
+	mbps     float64
+	puts     float64 // 0: no budget
+	cutBytes int     // PacedCutBytes; 0: sim.cut-bytes
+	seconds  int
 }
 
 func (c simCase) String() string {
-	if c.puts == 0 {
+	switch {
+	case c.puts == 0:
 		return fmt.Sprintf("%vMBps/no-budget", c.mbps)
+	case c.cutBytes > 0:
+		return fmt.Sprintf("%vMBps/%vputs/%vMiB", c.mbps, c.puts, c.cutBytes>>20)
 	}
 	return fmt.Sprintf("%vMBps/%vputs", c.mbps, c.puts)
 }
@@ -177,6 +203,7 @@ func (c simCase) run(t *testing.T) simResult {
 		HedgeMaxRatio:        *simHedgeR,
 		HedgeMinDelay:        produce.DefaultHedgeMinDelay,
 		MaxPutsPerSec:        c.puts,
+		PacedCutBytes:        cmp.Or(c.cutBytes, *simCutBytes),
 		MaxConcurrentUploads: *simUploads,
 		// Default: the agent's share of the default 512 MiB memory
 		// budget.

@@ -298,7 +298,8 @@ func (p *Pipeline) maybeCutLocked() {
 	if p.mu.uploading >= p.cfg.MaxConcurrentUploads {
 		return
 	}
-	forced := f.full || p.mu.closing
+	bytesCut := p.cfg.PacedCutBytes > 0 && f.bytes >= p.cfg.PacedCutBytes
+	forced := f.full || p.mu.closing || bytesCut
 	paced := !forced && p.cfg.MaxPutsPerSec > 0
 	if paced {
 		if wait := p.mu.nextCut.Sub(p.cfg.Clock.Now()); wait > 0 {
@@ -331,9 +332,17 @@ func (p *Pipeline) maybeCutLocked() {
 		// spacing or more. Over any window cuts stay within the budget
 		// but for one.
 		now, spacing := p.cfg.Clock.Now(), p.cutSpacing()
-		if now.Sub(p.mu.nextCut) < spacing {
+		switch {
+		case bytesCut:
+			// Cut by size, not by turn: the next turn is a spacing
+			// from now. Moving the schedule on by a spacing instead
+			// would let size cuts, which come faster than turns at high
+			// ingest, push it further ahead at each one, and a flush
+			// that never fills would wait for a turn seconds away.
+			p.mu.nextCut = now.Add(spacing)
+		case now.Sub(p.mu.nextCut) < spacing:
 			p.mu.nextCut = p.mu.nextCut.Add(spacing)
-		} else {
+		default:
 			p.mu.nextCut = now.Add(spacing)
 		}
 	}

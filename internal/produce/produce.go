@@ -18,8 +18,8 @@
 //
 // With MaxPutsPerSec set, flushes are also paced: cuts keep to a
 // schedule of one every 1/MaxPutsPerSec (stretched to leave room for
-// hedges), and none is cut before its turn unless it is full or the
-// pipeline is closing. At high ingest objects then grow instead of the
+// hedges), and none is cut before its turn unless it is full (or holds
+// PacedCutBytes) or the pipeline is closing. At high ingest objects then grow instead of the
 // PUT rate. A flush whose first batch arrives after its turn has come
 // waits FlushInterval for the calls arriving with it, then goes: under
 // load producers' requests come in bursts, each freed by a commit, and
@@ -242,8 +242,16 @@ type Config struct {
 	// are cut on a schedule (1+HedgeMaxRatio)/MaxPutsPerSec apart, so
 	// objects grow with ingest instead of the PUT rate; a flush whose
 	// turn has come goes FlushInterval after its first batch. Only a full
-	// flush (MaxFlushBatches, the object size bound) or Close cuts sooner.
+	// flush (MaxFlushBatches, the object size bound, PacedCutBytes) or
+	// Close cuts sooner.
 	MaxPutsPerSec float64
+	// PacedCutBytes, if above 0, cuts a paced flush once it holds this
+	// many bytes of batches, before its turn: an object every
+	// 1/MaxPutsPerSec or per PacedCutBytes, whichever comes first. The
+	// budget then bounds PUTs at low ingest and the object size at high
+	// ingest, where a hard budget would grow objects (and each one's
+	// upload time, at a store's per-stream rate) without end.
+	PacedCutBytes int
 
 	// Cache, if set, gets every uploaded object.
 	Cache ObjectCache
@@ -307,6 +315,8 @@ func (c *Config) Validate() error {
 		return errors.New("produce: Config.FlushInterval is negative")
 	case c.FlushBytes < 1:
 		return errors.New("produce: Config.FlushBytes must be positive")
+	case c.PacedCutBytes < 0:
+		return errors.New("produce: Config.PacedCutBytes must not be negative")
 	case c.MaxFlushBatches < 1:
 		return errors.New("produce: Config.MaxFlushBatches must be positive")
 	case c.MaxBufferedBytes < 1:
