@@ -291,6 +291,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		HedgeMaxRatio:    cfg.ObjStoreHedgeMaxRatio,
 		HedgeMinDelay:    cfg.ObjStoreHedgeMinDelay,
 		MaxPutsPerSec:    cfg.MaxPutsPerSec,
+		PacedCutBytes:    cfg.PacedObjectBytes,
 		Cache:            cache,
 		Logger:           logger.With("component", "produce"),
 		Observer:         produceObserver{m: a.metrics},

@@ -28,3 +28,29 @@ func TestHedgeDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestPutBudgetDefault: the flag's default (PutBudgetAuto) paces PUTs on
+// a remote store, where they are billed, and not on a local directory;
+// an explicit value, 0 included, stays.
+func TestPutBudgetDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  agent.Config
+		want float64
+	}{
+		{"local directory", agent.Config{MaxPutsPerSec: agent.PutBudgetAuto}, 0},
+		{"S3", agent.Config{ObjStore: "s3://bucket/prefix", MaxPutsPerSec: agent.PutBudgetAuto}, agent.DefaultRemotePutsPerSec},
+		{"latency profile", agent.Config{ObjStoreLatency: "s3-standard", MaxPutsPerSec: agent.PutBudgetAuto}, agent.DefaultRemotePutsPerSec},
+		{"off on S3", agent.Config{ObjStore: "s3://bucket/prefix", MaxPutsPerSec: 0}, 0},
+		{"set", agent.Config{MaxPutsPerSec: 10}, 10},
+	} {
+		tt.cfg.DataDir = t.TempDir()
+		tt.cfg.SetDefaults()
+		if tt.cfg.MaxPutsPerSec != tt.want || tt.cfg.PacedObjectBytes != agent.DefaultPacedObjectBytes {
+			t.Errorf("%s: budget %v, paced object bytes %d; want %v, %d", tt.name, tt.cfg.MaxPutsPerSec, tt.cfg.PacedObjectBytes, tt.want, agent.DefaultPacedObjectBytes)
+		}
+		if err := tt.cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}

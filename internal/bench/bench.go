@@ -238,7 +238,7 @@ func (o *Options) Validate() error {
 		bad("--warmup must not be negative")
 	}
 	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0 ||
-		o.HedgePercentile != 0 || o.HedgeMaxRatio != 0 || o.MaxPutsPerSec != 0) {
+		o.HedgePercentile != 0 || o.HedgeMaxRatio != 0 || (o.MaxPutsPerSec != 0 && o.MaxPutsPerSec != agent.PutBudgetAuto)) {
 		bad("--objstore-latency, --flush-interval, --flush-bytes, --objstore-hedge-*, --max-puts-per-sec and the --fetch-* read-ahead flags configure --embedded only")
 	}
 	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {

@@ -44,8 +44,14 @@ the data directory and prints ingest as a fraction of it.`,
 			if f := cmd.Flags().Lookup("fetch-read-ahead-bytes"); f.Changed && o.FetchReadAheadBytes == 0 {
 				o.FetchReadAheadBytes = agent.ReadAheadOff // the flag's 0, as serve's
 			}
-			if f := cmd.Flags().Lookup("linger"); !f.Changed && o.MaxPutsPerSec > 0 {
-				o.Linger = produce.PacedLinger(o.MaxPutsPerSec)
+			if f := cmd.Flags().Lookup("linger"); !f.Changed && o.Embedded {
+				// The budget the embedded agent will have, its default
+				// (on a remote store) included.
+				cfg := embeddedConfig(&o, "")
+				cfg.SetDefaults()
+				if cfg.MaxPutsPerSec > 0 {
+					o.Linger = produce.PacedLinger(cfg.MaxPutsPerSec)
+				}
 			}
 			if f := cmd.Flags().Lookup("objstore-hedge-percentile"); f.Changed && o.HedgePercentile == 0 {
 				o.HedgePercentile = agent.HedgeOff
@@ -76,7 +82,7 @@ the data directory and prints ingest as a fraction of it.`,
 	f.IntVar(&o.FlushBytes, "flush-bytes", 0, "embedded agent: flush size in bytes (default 4 MiB)")
 	f.Float64Var(&o.HedgePercentile, "objstore-hedge-percentile", 0, fmt.Sprintf("embedded agent: hedge an upload still running at this percentile of recent upload times (default %g; 0: no hedging)", agent.DefaultObjStoreHedgePercentile))
 	f.Float64Var(&o.HedgeMaxRatio, "objstore-hedge-max-ratio", 0, fmt.Sprintf("embedded agent: hedges at most this fraction of uploads (default %g)", agent.DefaultObjStoreHedgeMaxRatio))
-	f.Float64Var(&o.MaxPutsPerSec, "max-puts-per-sec", 0, "embedded agent: budget of data object PUTs a second, hedges included (default: none)")
+	f.Float64Var(&o.MaxPutsPerSec, "max-puts-per-sec", agent.PutBudgetAuto, "embedded agent: budget of data object PUTs a second, hedges included (0: none; default: serve's, 4 with --objstore-latency)")
 	f.IntVar(&o.Producers, "producers", DefaultProducers, "producer clients")
 	f.IntVar(&o.Consumers, "consumers", DefaultConsumers, "consumer clients, each reading its share of the partitions from their end at start")
 	f.IntVar(&o.RecordSize, "record-size", DefaultRecordSize, "bytes per record value (at least 8: the send stamp)")
