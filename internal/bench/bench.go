@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/cost"
 	"github.com/strandkafka/strand/internal/objstore"
 )
 
@@ -65,6 +66,13 @@ type Options struct {
 	HedgePercentile float64
 	HedgeMaxRatio   float64
 	MaxPutsPerSec   float64
+
+	// Cost prices the run (package cost) with the table in CostPrices
+	// ("" is the shipped list prices) for the workload the Cost* fields
+	// describe.
+	Cost         bool
+	CostPrices   string
+	CostWorkload cost.Workload
 
 	Producers, Consumers int
 	RecordSize           int
@@ -201,6 +209,14 @@ func (o *Options) Validate() error {
 	if o.Embedded == (len(o.Brokers) > 0) {
 		bad("give exactly one of --brokers and --embedded")
 	}
+	if o.Cost {
+		if err := o.CostWorkload.Validate(); err != nil {
+			bad("--cost-*: %v", err)
+		}
+		if _, err := cost.LoadPrices(o.CostPrices); err != nil {
+			bad("--cost-prices: %v", err)
+		}
+	}
 	if o.Producers < 1 || o.Producers > maxClients {
 		bad("--producers %d: want 1 to %d", o.Producers, maxClients)
 	}
@@ -302,6 +318,17 @@ type Report struct {
 	Storage *StorageResult `json:"storage,omitempty"`
 	// ColdRead is there with --cold-read, and Strand is not.
 	ColdRead *ColdReadResult `json:"cold_read,omitempty"`
+	// Cost is there with --cost.
+	Cost *CostResult `json:"cost,omitempty"`
+}
+
+// CostResult is the run priced, beside Kafka RF=3 for its workload.
+type CostResult struct {
+	Region                string        `json:"region"`
+	Workload              cost.Workload `json:"workload"`
+	Strand                cost.Report   `json:"strand"`
+	Kafka                 cost.Report   `json:"kafka"`
+	KafkaFollowerFetching cost.Report   `json:"kafka_follower_fetching"`
 }
 
 // ReportOptions echoes the options that shaped the numbers.
@@ -537,6 +564,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		d.IngestPercent = 100 * res.Produced.MBPerSec * 1e6 / d.BytesPerSec
 	}
 	rep.LoadEnd = loadAverage()
+	if o.Cost {
+		if rep.Cost, err = priceRun(&o, res); err != nil {
+			return nil, err
+		}
+	}
 
 	if o.Plot != "" {
 		if err := writePlot(o.Plot, rep); err != nil {
@@ -549,6 +581,37 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		err = writeText(stdout, rep)
 	}
 	return rep, err
+}
+
+// priceRun prices what the agent counted over the measured window. The
+// bench drives one agent, so nothing crosses zones it could count; the
+// embedded agent's log is the file log, which the machine bills.
+func priceRun(o *Options, res *PhaseResult) (*CostResult, error) {
+	a := res.Agent
+	if a == nil {
+		return nil, errors.New("--cost needs the agent's metrics: give --http")
+	}
+	prices, err := cost.LoadPrices(o.CostPrices)
+	if err != nil {
+		return nil, err
+	}
+	backend := "file"
+	if !o.Embedded {
+		backend = "unknown"
+	}
+	m := cost.Measured{
+		IngestBytes: float64(res.Produced.Bytes), Puts: a.Puts, Gets: a.Gets,
+		LogBackend: backend, LogWrites: a.LogAppends, LogCounter: "strand_log_appends_total",
+	}
+	c := &CostResult{Region: prices.Region, Workload: o.CostWorkload}
+	if c.Strand, err = cost.Strand(prices, o.CostWorkload, m); err != nil {
+		return nil, err
+	}
+	if c.Kafka, err = cost.Kafka(prices, o.CostWorkload, false); err != nil {
+		return nil, err
+	}
+	c.KafkaFollowerFetching, err = cost.Kafka(prices, o.CostWorkload, true)
+	return c, err
 }
 
 func reportOptions(o *Options) ReportOptions {

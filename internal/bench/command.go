@@ -9,14 +9,17 @@ import (
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/cli"
 	"github.com/strandkafka/strand/internal/produce"
+
+	"github.com/strandkafka/strand/internal/cost"
 )
 
 // NewCommand returns `strand bench`.
 func NewCommand() *cobra.Command {
 	var (
-		o        Options
-		brokers  string
-		security cli.SecurityOptions
+		o           Options
+		brokers     string
+		security    cli.SecurityOptions
+		printPrices bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -41,6 +44,10 @@ prints the ratios; --disk-bandwidth measures fsync'd sequential writes in
 the data directory and prints ingest as a fraction of it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if printPrices {
+				_, err := cmd.OutOrStdout().Write(cost.DefaultPricesYAML())
+				return err
+			}
 			if f := cmd.Flags().Lookup("fetch-read-ahead-bytes"); f.Changed && o.FetchReadAheadBytes == 0 {
 				o.FetchReadAheadBytes = agent.ReadAheadOff // the flag's 0, as serve's
 			}
@@ -83,6 +90,12 @@ the data directory and prints ingest as a fraction of it.`,
 	f.Float64Var(&o.HedgePercentile, "objstore-hedge-percentile", 0, fmt.Sprintf("embedded agent: hedge an upload still running at this percentile of recent upload times (default %g; 0: no hedging)", agent.DefaultObjStoreHedgePercentile))
 	f.Float64Var(&o.HedgeMaxRatio, "objstore-hedge-max-ratio", 0, fmt.Sprintf("embedded agent: hedges at most this fraction of uploads (default %g)", agent.DefaultObjStoreHedgeMaxRatio))
 	f.Float64Var(&o.MaxPutsPerSec, "max-puts-per-sec", agent.PutBudgetAuto, "embedded agent: budget of data object PUTs a second, hedges included (0: none; default: serve's, 4 with --objstore-latency)")
+	f.BoolVar(&printPrices, "cost-print-prices", false, "print the shipped price table (YAML, us-east-1 list prices) to edit for --cost-prices, and exit")
+	f.BoolVar(&o.Cost, "cost", false, "price the run: $ per GB ingested from the agent's counters, beside Kafka RF=3 for the same workload")
+	f.StringVar(&o.CostPrices, "cost-prices", "", "with --cost: a price table (YAML; default: list prices, printed by --cost-print-prices)")
+	f.Float64Var(&o.CostWorkload.FanOut, "cost-fan-out", 3, "with --cost: consumer groups reading every byte")
+	f.Float64Var(&o.CostWorkload.RetentionDays, "cost-retention-days", 7, "with --cost: days data is kept")
+	f.IntVar(&o.CostWorkload.Zones, "cost-zones", 3, "with --cost: availability zones")
 	f.IntVar(&o.Producers, "producers", DefaultProducers, "producer clients")
 	f.IntVar(&o.Consumers, "consumers", DefaultConsumers, "consumer clients, each reading its share of the partitions from their end at start")
 	f.IntVar(&o.RecordSize, "record-size", DefaultRecordSize, "bytes per record value (at least 8: the send stamp)")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strandkafka/strand/internal/cost"
 )
 
 // progressWriter prints the once-a-second progress line and notes to
@@ -104,6 +106,13 @@ func writeText(w io.Writer, r *Report) error {
 	}
 	writeStress(&b, r)
 	writeStorage(&b, r.Storage)
+	if c := r.Cost; c != nil {
+		fmt.Fprintf(&b, "\ncost per GB ingested at %s prices: fan-out %g, %g days kept, %d zones\n",
+			c.Region, c.Workload.FanOut, c.Workload.RetentionDays, c.Workload.Zones)
+		for _, rep := range []cost.Report{c.Strand, c.Kafka, c.KafkaFollowerFetching} {
+			b.WriteString(rep.Format())
+		}
+	}
 	if d := r.Disk; d != nil {
 		fmt.Fprintf(&b, "\ndisk: fsync'd sequential writes %.1f MB/s (%d MiB in %d KiB chunks, %.0f fsyncs/s, mean fsync %.2f ms); strand ingest is %.1f%% of it\n",
 			d.BytesPerSec/1e6, d.Bytes>>20, d.ChunkBytes>>10, d.FsyncsPerSec, d.MeanFsyncMs, d.IngestPercent)
