@@ -34,6 +34,8 @@ import (
 //	POST /v1/storage/verify  see admin_verify.go
 //	GET  /v1/topics/{name}/storage  see admin_storage.go (DESCRIBE the topic)
 //	GET  /v1/topics/{name}/compaction  see admin_compaction.go (DESCRIBE the topic)
+//	GET  /v1/cost         CostReport: this agent's counters priced, see
+//	                      admin_cost.go (DESCRIBE the cluster)
 const (
 	PathLogStatus  = "/v1/log/status"
 	PathLogMigrate = "/v1/log/migrate"
@@ -191,6 +193,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	// partitions, so they are no more open than Kafka's Describe* are.
 	clusterDescribe := func(*http.Request) httpNeed { return needClusterDescribe }
 	mux.HandleFunc("GET "+PathLogStatus, a.ifReady(a.ifAllowed(clusterDescribe, a.handleLogStatus)))
+	mux.HandleFunc("GET "+PathCost, a.ifReady(a.ifAllowed(clusterDescribe, a.handleCost)))
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.ifAdmin(a.handleLogMigrate)))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.ifAdmin(a.handleSnapshot)))
 	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.ifAdmin(a.handleStorageVerify)))

@@ -14,6 +14,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/compact"
+	"github.com/strandkafka/strand/internal/cost"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/kafka"
@@ -235,6 +236,9 @@ type Config struct {
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error.
 	Lease time.Duration
+	// CostPrices is --cost-prices: the price table GET /v1/cost uses
+	// (package cost; "" is the shipped list prices).
+	CostPrices string
 	// MaxClockSkew is --max-clock-skew: how far this agent's clock may
 	// be from the log clock before it stops deciding by time and goes
 	// unready (clockskew.go). 0 means DefaultMaxClockSkew.
@@ -570,6 +574,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CompactionMaxBytesPerSec < 0 || c.CompactionMinAge < 0 || c.CompactionMaxLag < 0 {
 		errs = append(errs, errors.New("compaction-max-bytes-per-sec, compaction-min-age and compaction-max-lag must not be negative"))
+	}
+	if _, err := cost.LoadPrices(c.CostPrices); err != nil {
+		errs = append(errs, fmt.Errorf("cost-prices: %w", err))
 	}
 	if c.MaxClockSkew < time.Second {
 		errs = append(errs, fmt.Errorf("max-clock-skew %v: must be at least 1s, above the log clock's lead of %v",
