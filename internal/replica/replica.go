@@ -576,6 +576,19 @@ func (r *Replica) play(loop *retry.Loop) error {
 // inside the log's WaitTail, which on a request-priced backend may poll
 // only every few seconds while nobody is eager.
 func (r *Replica) waitForTail(applied sharedlog.Pos) error {
+	// A kick left by this player's own noteTail would cut the next wait
+	// short, and with it a request in flight: drop it, then look again
+	// at the known tail, which a kicker sets before it kicks.
+	select {
+	case <-r.kick:
+	default:
+	}
+	r.mu.Lock()
+	known := r.mu.knownTail
+	r.mu.Unlock()
+	if known > applied {
+		return nil
+	}
 	if tw, ok := r.log.(sharedlog.TailWaiter); ok {
 		ctx, cancel := context.WithCancel(r.ctx)
 		waited := make(chan struct{})
@@ -590,10 +603,10 @@ func (r *Replica) waitForTail(applied sharedlog.Pos) error {
 		close(waited)
 		kicked := ctx.Err() != nil && r.ctx.Err() == nil
 		cancel()
-		if kicked {
-			return nil // play reads the tail the kicker noted
-		}
 		if err != nil {
+			if kicked {
+				return nil // play reads the tail the kicker noted
+			}
 			return err
 		}
 		if tail > applied {
