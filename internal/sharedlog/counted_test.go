@@ -5,7 +5,9 @@ import (
 	"maps"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
 )
@@ -119,5 +121,47 @@ func TestCountedMetaStore(t *testing.T) {
 	want := map[string]int{sharedlog.OpChainGet: 1, sharedlog.OpChainCAS: 1}
 	if !maps.Equal(c.n, want) {
 		t.Fatalf("counts = %v, want %v", c.n, want)
+	}
+}
+
+// TestWaitTailAfterOwnAppend: a reader of a TailProber waiting past the
+// handle's own append asks the loglet only whether the tail moved: one
+// probe, no CheckTail, before it sleeps.
+func TestWaitTailAfterOwnAppend(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := &opCounts{n: map[string]int{}}
+	ml := memlog.New()
+	open := func(context.Context, string) (sharedlog.Loglet, error) {
+		return sharedlog.Counted(proberOnly{plainLoglet{ml}}, c.count), nil
+	}
+	v, err := sharedlog.OpenVirtual(ctx, sharedlog.NewMemMetaStore(), open, sharedlog.VirtualOptions{InitialURL: "probed", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	p, err := v.Append(ctx, []byte("mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	clear(c.n)
+	c.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		v.WaitTail(ctx, p+1)
+	}()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	got := maps.Clone(c.n)
+	c.mu.Unlock()
+	cancel()
+	<-done
+	if want := map[string]int{sharedlog.OpTailMoved: 1}; !maps.Equal(got, want) {
+		t.Fatalf("before sleeping the reader sent %v, want %v", got, want)
 	}
 }

@@ -154,9 +154,10 @@ type TailWaiter interface {
 // TailProber is an optional power of a Loglet whose CheckTail costs
 // several requests and whose every request is billed (slotlog: S3,
 // DynamoDB). TailMoved answers, in about one request, whether the tail
-// may have moved past tail, a tail this handle returned earlier: false
-// means it had not, nor was the loglet sealed, at some moment during the
-// call; true means call CheckTail. A VirtualLog polls such a loglet with
+// may be past tail, a position at or below the tail (every position
+// below it holds an entry): false means the tail was tail, and the
+// loglet unsealed, at some moment during the call; true means call
+// CheckTail. A VirtualLog polls such a loglet with
 // TailMoved, and only every VirtualOptions.IdlePollInterval while no
 // reader is eager (Eager).
 type TailProber interface {

@@ -160,10 +160,12 @@ type VirtualLog struct {
 	// eager counts the Eager holds: while it is positive, WaitTail
 	// polls a TailProber every PollInterval.
 	eager atomic.Int64
-	// appended is the global tail just past this handle's newest
-	// append: durable and readable, so a polling WaitTail returns it
-	// without asking the backend.
-	appended atomic.Uint64
+	// seen is the highest global tail this handle has learned, from
+	// its appends and tail checks: every position below it is durable
+	// and readable. A polling WaitTail returns it without asking the
+	// backend when it is past after, and asks a TailProber only whether
+	// the tail moved when it is after.
+	seen atomic.Uint64
 
 	// testHooks let tests stop a reconfiguration at a chosen step.
 	testHooks struct {
@@ -295,7 +297,7 @@ func (v *VirtualLog) Append(ctx context.Context, entry []byte) (Pos, error) {
 		}
 		p, err := ll.Append(ctx, entry)
 		if err == nil {
-			v.noteAppended(act.Start + p + 1)
+			v.noteSeen(act.Start + p + 1)
 			v.wake()
 			return act.Start + p, nil
 		}
@@ -317,6 +319,14 @@ func (v *VirtualLog) Append(ctx context.Context, entry []byte) (Pos, error) {
 // reconfigured, in which case the sealed tail is the log's tail: the new
 // segment will start there.
 func (v *VirtualLog) CheckTail(ctx context.Context) (Pos, bool, error) {
+	tail, sealed, err := v.checkTail(ctx)
+	if err == nil {
+		v.noteSeen(tail)
+	}
+	return tail, sealed, err
+}
+
+func (v *VirtualLog) checkTail(ctx context.Context) (Pos, bool, error) {
 	for range maxChainAttempts {
 		c, err := v.current()
 		if err != nil {
@@ -514,7 +524,8 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 // which it answers without asking the backend, for a chain change and
 // for Eager): every PollInterval, except a TailProber, which it asks
 // with TailMoved, and while no reader is eager only every
-// IdlePollInterval.
+// IdlePollInterval. A tail this handle saw past after is returned
+// without asking the backend.
 func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 	// probed is the segment whose loglet-local tail known this call has
 	// checked: from then on a TailProber is asked only whether it moved.
@@ -553,10 +564,16 @@ func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 			// At the tail and not waiting: the loglet is sealed.
 		} else {
 			ch := v.changed()
-			if a := Pos(v.appended.Load()); a > after {
-				return a, nil
+			seen := Pos(v.seen.Load())
+			if seen > after {
+				return seen, nil
 			}
 			prober, _ := ll.(TailProber)
+			if prober != nil && probed != act.URL && after == seen {
+				// Every position below after is in the log, so the
+				// loglet need only say whether its tail is past it.
+				probed, known = act.URL, after-act.Start
+			}
 			if prober != nil && probed == act.URL {
 				moved, err := prober.TailMoved(ctx, known)
 				if v.dropped(err, act.URL) {
@@ -579,7 +596,9 @@ func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 			if err != nil {
 				return 0, err
 			}
-			if tail = act.Start + t; tail > after {
+			tail = act.Start + t
+			v.noteSeen(tail)
+			if tail > after {
 				return tail, nil
 			}
 			if !sealed {
@@ -616,11 +635,11 @@ func (v *VirtualLog) Eager() (release func()) {
 	return func() { once.Do(func() { v.eager.Add(-1) }) }
 }
 
-// noteAppended records that every position below tail is durable.
-func (v *VirtualLog) noteAppended(tail Pos) {
+// noteSeen records that every position below tail is durable.
+func (v *VirtualLog) noteSeen(tail Pos) {
 	for {
-		a := v.appended.Load()
-		if uint64(tail) <= a || v.appended.CompareAndSwap(a, uint64(tail)) {
+		a := v.seen.Load()
+		if uint64(tail) <= a || v.seen.CompareAndSwap(a, uint64(tail)) {
 			return
 		}
 	}
