@@ -67,7 +67,7 @@ type VirtualOptions struct {
 	// of the trim point once per slotlog TrimGrace/2 (a minute by
 	// default); at 12s that is 7 requests in 72s, at most 6 in any
 	// minute. Readers that wait for other agents' appends hold Eager,
-	// so how fresh an idle copy is matters only to nobody. Default 12s.
+	// so a copy that lags while idle keeps nobody waiting. Default 12s.
 	IdlePollInterval time.Duration
 
 	// StallTimeout is how long an appender that found the active loglet
@@ -527,8 +527,9 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 // IdlePollInterval. A tail this handle saw past after is returned
 // without asking the backend.
 func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
-	// probed is the segment whose loglet-local tail known this call has
-	// checked: from then on a TailProber is asked only whether it moved.
+	// known is a loglet-local tail of segment probed, one this call
+	// checked or after itself: from then on a TailProber is asked only
+	// whether its tail moved past it.
 	var (
 		probed string
 		known  Pos
