@@ -122,10 +122,7 @@ type Loglet struct {
 	}
 }
 
-var (
-	_ sharedlog.Loglet     = (*Loglet)(nil)
-	_ sharedlog.TailProber = (*Loglet)(nil)
-)
+var _ sharedlog.Loglet = (*Loglet)(nil)
 
 type outcome uint8
 
