@@ -4,8 +4,9 @@
 //   - Topics: in v0 an empty list means every topic; from v1 a null list
 //     means every topic and an empty one none (MetadataRequest.isAllTopics).
 //     A topic asked for twice is answered once.
-//   - Every partition: leader its placement (Deps.partitionLeader), leader
-//     epoch 0 (v7+), replicas and ISR just the leader, no offline replicas
+//   - Every partition: leader its placement (Deps.partitionLeader) over
+//     the live agents of the client's zone (zones.go), over every live
+//     agent when the zone is unknown or has none; leader epoch 0 (v7+), replicas and ISR just the leader, no offline replicas
 //     (v5+). Storage is shared: there is nothing to replicate, and any
 //     agent serves any partition. A partition an AlterPartitionReassignments
 //     gave a replica list reports that list, led by its first live agent,
@@ -74,7 +75,8 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = z.clusterOps()
 	}
-	m := metadataAnswer{d: d, z: z, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
+	m := metadataAnswer{d: d, z: z, brokers: brokers, placeOn: zoneBrokers(brokers, r.Conn.Zone()),
+		includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
 
 	hold := d.holdResponse()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
@@ -276,11 +278,14 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 
 // metadataAnswer builds the topic entries of one Metadata response.
 type metadataAnswer struct {
-	d          *Deps
-	z          authz
-	brokers    []Broker
+	d       *Deps
+	z       authz
+	brokers []Broker
+	// placeOn are the brokers leaders are placed on: those of the
+	// client's zone, else brokers.
+	placeOn    []Broker
 	includeOps bool
-	// leaders is d.leadersKey(brokers), made on first use.
+	// leaders is d.leadersKey(brokers, placeOn), made on first use.
 	leaders string
 	// lists reads the replica lists reassignments recorded.
 	lists replicaLists
@@ -316,7 +321,7 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	}
 	if s := m.d.shared; s != nil {
 		if m.leaders == "" {
-			m.leaders = m.d.leadersKey(m.brokers)
+			m.leaders = m.d.leadersKey(m.brokers, m.placeOn)
 		}
 		rt.Partitions = s.partitionLists.get(t, withEpoch(m.leaders, epoch), build)
 	} else {
@@ -345,7 +350,7 @@ func (m *metadataAnswer) partitions(t *meta.Topic, lists map[int32][]int32) []km
 			parts[p] = rp
 			continue
 		}
-		leaders[p] = m.d.partitionLeader(m.brokers, t.ID, p)
+		leaders[p] = m.d.partitionLeader(m.placeOn, t.ID, p)
 		rp.Leader = leaders[p]
 		rp.Replicas = leaders[p : p+1 : p+1]
 		rp.ISR = rp.Replicas

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -66,15 +67,18 @@ func (l *partitionLists) get(t *meta.Topic, leaders string, build func() []kmsg.
 	return parts
 }
 
-// leadersKey identifies what partitionLeader's choices depend on: this
-// agent's node id and the node ids of the live agents, in order.
-func (d *Deps) leadersKey(brokers []Broker) string {
-	b := make([]byte, 0, 4*(len(brokers)+1))
+// leadersKey identifies what a topic's partition entries depend on:
+// this agent's node id, the node ids of the live agents (replica lists
+// name them), in order, and those leaders are placed on (a client
+// zone's; partitionLeader), after a separator no node id takes.
+func (d *Deps) leadersKey(brokers, placeOn []Broker) string {
+	b := make([]byte, 0, 4*(len(brokers)+len(placeOn)+2))
 	b = binary.BigEndian.AppendUint32(b, uint32(d.Cluster.NodeID))
-	if len(brokers) < 2 {
-		return string(b)
-	}
 	for _, br := range brokers {
+		b = binary.BigEndian.AppendUint32(b, uint32(br.NodeID))
+	}
+	b = binary.BigEndian.AppendUint32(b, math.MaxUint32)
+	for _, br := range placeOn {
 		b = binary.BigEndian.AppendUint32(b, uint32(br.NodeID))
 	}
 	return string(b)

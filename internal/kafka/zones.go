@@ -1,0 +1,140 @@
+package kafka
+
+import (
+	"strings"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// Zones (DESIGN.md 7b). Cross-zone transfer is most of a cloud Kafka's
+// bill, and any agent serves any partition, so a client whose zone is
+// known is answered with agents of its zone: Metadata's leaders
+// (03_metadata.go) and Fetch's preferred read replica (01_fetch.go).
+// Coordinators (FindCoordinator) stay where placement puts them: group
+// and transaction traffic is small beside records.
+//
+// A connection's zone is learned, first to last, from:
+//   - the listener it connected to (Listener.Zone): per-zone listeners
+//     need nothing of the client;
+//   - client.rack, which Fetch v11+ carries (KIP-392);
+//   - a hint in client.id, a key=value among tokens separated by ',',
+//     ';', '&' or spaces, under zoneHintKeys.
+//
+// Left out: the RackId KIP-1163/1181 add to Metadata, which the kmsg
+// version in use does not decode yet.
+
+// zoneHintKeys are the client.id keys that name a zone: Strand's, and
+// those of other diskless systems, so clients moving over keep working.
+var zoneHintKeys = []string{"strand_zone", "ws_az", "warpstream_az", "automq_az", "diskless_az", "zone"}
+
+// maxZoneBytes bounds a zone a client names; meta bounds an agent's rack
+// at 255 bytes, but zone names are short ("us-east-1a", "use1-az4").
+const maxZoneBytes = 64
+
+// ZoneFromClientID returns the zone a client.id names, or "".
+func ZoneFromClientID(id string) string {
+	for _, tok := range strings.FieldsFunc(id, func(r rune) bool {
+		return r == ',' || r == ';' || r == '&' || r == ' ' || r == '\t'
+	}) {
+		k, v, ok := strings.Cut(tok, "=")
+		if !ok {
+			continue
+		}
+		for _, key := range zoneHintKeys {
+			if strings.EqualFold(k, key) && ValidZone(v) {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// ValidZone keeps a client-named zone to what cloud zone names use, so
+// it is safe in logs and metric labels.
+func ValidZone(z string) bool {
+	if z == "" || len(z) > maxZoneBytes {
+		return false
+	}
+	for i := 0; i < len(z); i++ {
+		c := z[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Zone is the client's zone as this connection learned it, "" while
+// unknown.
+func (c *Conn) Zone() string {
+	if c == nil {
+		return ""
+	}
+	if c.listener.Zone != "" {
+		return c.listener.Zone
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.rack != "" {
+		return c.mu.rack
+	}
+	return c.mu.idZone
+}
+
+// noteRack records the client.rack a request carried.
+func (c *Conn) noteRack(rack string) {
+	if c == nil || !ValidZone(rack) {
+		return
+	}
+	c.mu.Lock()
+	c.mu.rack = rack
+	c.mu.Unlock()
+}
+
+// noteClientID records the zone a new client.id names (reader goroutine).
+func (c *Conn) noteClientID(id string) {
+	z := ZoneFromClientID(id)
+	c.mu.Lock()
+	c.mu.idZone = z
+	c.mu.Unlock()
+}
+
+// zoneBrokers returns the brokers of zone, or all of them when the zone
+// is unknown or has no live agent.
+func zoneBrokers(brokers []Broker, zone string) []Broker {
+	if in := inZone(brokers, zone); len(in) > 0 {
+		return in
+	}
+	return brokers
+}
+
+// inZone returns the brokers of zone, nil for none or an unknown zone.
+func inZone(brokers []Broker, zone string) []Broker {
+	if zone == "" {
+		return nil
+	}
+	var in []Broker
+	for _, b := range brokers {
+		if b.Rack == zone {
+			in = append(in, b)
+		}
+	}
+	return in
+}
+
+// preferredReplica is Fetch's PreferredReadReplica for a partition: the
+// agent of the client's zone Metadata names its leader when this agent
+// is of another zone, else -1 (this agent serves it).
+func (d *Deps) preferredReplica(brokers []Broker, zone string, id meta.TopicID, partition int32) int32 {
+	if zone == "" || zone == d.Cluster.Rack {
+		return -1
+	}
+	in := inZone(brokers, zone)
+	if len(in) == 0 {
+		return -1
+	}
+	if n := d.partitionLeader(in, id, partition); n != d.Cluster.NodeID {
+		return n
+	}
+	return -1
+}
