@@ -83,8 +83,9 @@ type Conn struct {
 		sasl saslState
 		// rack is the client.rack the client last sent, idZone the
 		// zone its client.id names (zones.go).
-		rack   string
-		idZone string
+		rack     string
+		idZone   string
+		clientID string
 	}
 }
 

@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/strandkafka/strand/internal/meta"
 )
@@ -16,7 +18,13 @@ import (
 // A connection's zone is learned, first to last, from:
 //   - the listener it connected to (Listener.Zone): per-zone listeners
 //     need nothing of the client;
-//   - client.rack, which Fetch v11+ carries (KIP-392);
+//   - client.rack, which Fetch v11+ carries (KIP-392), on this
+//     connection or, remembered by client address and client.id
+//     (zoneMemo), on another of the same client to this agent: clients
+//     send it only on Fetch, but Metadata comes on another connection,
+//     and a consumer steered only by preferred read replicas stays on
+//     a dead one (franz-go until RecheckPreferredReplicaInterval);
+//     steered by Metadata, it follows the leaders when an agent goes;
 //   - a hint in client.id, a key=value among tokens separated by ',',
 //     ';', '&' or spaces, under zoneHintKeys.
 //
@@ -74,11 +82,15 @@ func (c *Conn) Zone() string {
 		return c.listener.Zone
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.rack != "" {
-		return c.mu.rack
+	rack, id, idZone := c.mu.rack, c.mu.clientID, c.mu.idZone
+	c.mu.Unlock()
+	if rack != "" {
+		return rack
 	}
-	return c.mu.idZone
+	if z := c.srv.zoneMemo().get(c.ip, id); z != "" {
+		return z
+	}
+	return idZone
 }
 
 // noteRack records the client.rack a request carried.
@@ -88,15 +100,86 @@ func (c *Conn) noteRack(rack string) {
 	}
 	c.mu.Lock()
 	c.mu.rack = rack
+	id := c.mu.clientID
 	c.mu.Unlock()
+	c.srv.zoneMemo().put(c.ip, id, rack)
 }
 
 // noteClientID records the zone a new client.id names (reader goroutine).
 func (c *Conn) noteClientID(id string) {
 	z := ZoneFromClientID(id)
+	if len(id) > maxMemoClientIDBytes {
+		// Too long to remember by; the zone it names still counts.
+		id = ""
+	}
 	c.mu.Lock()
-	c.mu.idZone = z
+	c.mu.clientID, c.mu.idZone = id, z
 	c.mu.Unlock()
+}
+
+// zoneMemo remembers the client.rack clients sent, by client address
+// and client.id, so their other connections to this agent know it.
+// Bounded: past maxZoneMemoEntries it starts over, and clients teach it
+// again with their next Fetch.
+type zoneMemo struct {
+	mu struct {
+		sync.RWMutex
+		zones map[zoneMemoKey]string
+	}
+}
+
+type zoneMemoKey struct {
+	ip       netip.Addr
+	clientID string
+}
+
+const (
+	maxZoneMemoEntries   = 1 << 14
+	maxMemoClientIDBytes = 255
+)
+
+func newZoneMemo() *zoneMemo {
+	m := new(zoneMemo)
+	m.mu.zones = map[zoneMemoKey]string{}
+	return m
+}
+
+// get returns the zone remembered for a client, "" for none. A
+// connection without an address (in-process) is no one's.
+func (m *zoneMemo) get(ip netip.Addr, clientID string) string {
+	if m == nil || !ip.IsValid() {
+		return ""
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.mu.zones[zoneMemoKey{ip, clientID}]
+}
+
+func (m *zoneMemo) put(ip netip.Addr, clientID, zone string) {
+	if m == nil || !ip.IsValid() {
+		return
+	}
+	k := zoneMemoKey{ip, clientID}
+	if m.get(ip, clientID) == zone {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.zones[k] == zone {
+		return
+	}
+	if len(m.mu.zones) >= maxZoneMemoEntries {
+		clear(m.mu.zones)
+	}
+	m.mu.zones[k] = zone
+}
+
+// zoneMemo is the server's, nil for a connection without one.
+func (s *Server) zoneMemo() *zoneMemo {
+	if s == nil || s.cfg.Deps.shared == nil {
+		return nil
+	}
+	return s.cfg.Deps.shared.zones
 }
 
 // zoneBrokers returns the brokers of zone, or all of them when the zone
