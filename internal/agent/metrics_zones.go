@@ -18,7 +18,7 @@ import (
 // "unknown". The label values are bounded whatever clients send.
 type zoneTraffic struct {
 	agentZone string
-	bytes     *prometheus.CounterVec // direction, client_zone, agent_zone
+	bytes     *prometheus.CounterVec // direction, client_zone, agent_zone, crossed
 	requests  *prometheus.CounterVec // result
 	// hit, miss, unaware are requests' series, resolved once.
 	hit, miss, unaware prometheus.Counter
@@ -49,8 +49,8 @@ func newZoneTraffic(rack string, listenerZones []string) *zoneTraffic {
 	}
 	z.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strand_zone_bytes_total",
-		Help: "Bytes of Kafka requests received (in) and responses sent (out), frames whole, by the client's zone (unknown: not learned; other: not a zone of the cluster) and this agent's (its --rack, unknown without one). Bytes whose two zones differ cross zones.",
-	}, []string{"direction", "client_zone", "agent_zone"})
+		Help: "Bytes of Kafka requests received (in) and responses sent (out), frames whole, by the client's zone (unknown: not learned; other: not a zone of the cluster) and this agent's (its --rack, unknown without one); crossed is yes where the two differ, unknown where either is unknown, else no.",
+	}, []string{"direction", "client_zone", "agent_zone", "crossed"})
 	z.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strand_zone_requests_total",
 		Help: "Kafka requests by whether the client's zone is this agent's (hit), another (miss) or not known (unaware).",
@@ -63,8 +63,8 @@ func newZoneTraffic(rack string, listenerZones []string) *zoneTraffic {
 	// The series every agent has from the start, so a ratio over them
 	// is 0 before the first request, not absent.
 	for _, d := range []string{"in", "out"} {
-		z.bytes.WithLabelValues(d, z.agentZone, z.agentZone)
-		z.bytes.WithLabelValues(d, zoneUnknown, z.agentZone)
+		z.bytes.WithLabelValues(d, z.agentZone, z.agentZone, z.crossed(z.agentZone))
+		z.bytes.WithLabelValues(d, zoneUnknown, z.agentZone, z.crossed(zoneUnknown))
 	}
 	return z
 }
@@ -116,10 +116,23 @@ func (z *zoneTraffic) request(zone string, bytesIn, bytesOut int) {
 	default:
 		z.miss.Inc()
 	}
-	z.bytes.WithLabelValues("in", label, z.agentZone).Add(float64(bytesIn))
+	crossed := z.crossed(label)
+	z.bytes.WithLabelValues("in", label, z.agentZone, crossed).Add(float64(bytesIn))
 	if bytesOut > 0 {
-		z.bytes.WithLabelValues("out", label, z.agentZone).Add(float64(bytesOut))
+		z.bytes.WithLabelValues("out", label, z.agentZone, crossed).Add(float64(bytesOut))
 	}
+}
+
+// crossed is the crossed label of bytes of a client of zone label: a
+// label of its own, since PromQL cannot compare two labels.
+func (z *zoneTraffic) crossed(label string) string {
+	switch {
+	case label == zoneUnknown || z.agentZone == zoneUnknown:
+		return "unknown"
+	case label == z.agentZone:
+		return "no"
+	}
+	return "yes"
 }
 
 // registerZones starts counting by zone, for an agent in rack with
