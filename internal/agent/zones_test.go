@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/agent"
 )
@@ -79,6 +81,8 @@ func testZones(t *testing.T, byListener bool) {
 		cfgs = append(cfgs, zoneConfig(t, t.TempDir(), logURL, store, i))
 		agents[i] = startWith(t, cfgs[i], nil)
 	}
+	// The last agent started has applied every registration.
+	checkRacks(t, agents[len(agents)-1].KafkaAddr())
 	var topics []string
 	for _, z := range zoneNames {
 		topics = append(topics, "zone-"+z)
@@ -141,7 +145,21 @@ func testZones(t *testing.T, byListener bool) {
 		before = append(before, scrapeZones(t, a))
 	}
 	cross, crossTopics, bytesIn := crossZone(before)
-	t.Logf("all agents up: %d record bytes produced; crossing zones: %d bytes by the zone metrics (%.4f a byte produced), %d by the per-topic counters (%.4f)",
+	crossRead, read := consumed.crossRead()
+	// Each group read all that was produced; the hook counts batches
+	// without their headers, which the agent counts.
+	if read < 3*bytesIn*9/10 {
+		t.Errorf("the groups' hooks counted %d record bytes, want about %d (each all %d produced)", read, 3*bytesIn, bytesIn)
+	}
+	t.Logf("record bytes produced through another zone's agent (per-topic counters): %d; read from another zone's agent (consumers' fetch hooks): %d of %d read",
+		crossTopics, crossRead, read)
+	crossTopics += crossRead
+	unknown := 0
+	for _, c := range before {
+		unknown += c.bytes[zoneKey{"in", "unknown"}] + c.bytes[zoneKey{"out", "unknown"}]
+	}
+	t.Logf("of the bytes crossing, %d are of clients of unknown zone (admin clients, consumers before their first Fetch)", unknown)
+	t.Logf("all agents up: %d record bytes produced; crossing zones: %d bytes by the zone metrics (%.4f a byte produced), %d of records by the per-topic counters and the consumers (%.4f)",
 		bytesIn, cross, float64(cross)/float64(bytesIn), crossTopics, float64(crossTopics)/float64(bytesIn))
 	if bytesIn == 0 {
 		t.Fatal("no record bytes counted in")
@@ -150,7 +168,7 @@ func testZones(t *testing.T, byListener bool) {
 		t.Errorf("zone metrics: %.4f bytes crossed zones a byte produced, want at most %v; counts: %+v", r, maxCrossPerProduced, before)
 	}
 	if r := float64(crossTopics) / float64(bytesIn); r > maxCrossPerProduced {
-		t.Errorf("per-topic counters: %.4f bytes crossed zones a byte produced, want at most %v; counts: %+v", r, maxCrossPerProduced, before)
+		t.Errorf("per-topic counters and consumers: %.4f record bytes crossed zones a byte produced, want at most %v; counts: %+v", r, maxCrossPerProduced, before)
 	}
 	for i, c := range before {
 		t.Logf("agent of zone %s: requests %v", zoneNames[i], c.requests)
@@ -199,6 +217,9 @@ type zoneConsumers struct {
 	mu struct {
 		sync.Mutex
 		seen map[string]map[string]bool // zone -> value
+		// read are the record bytes each group's client read, by the
+		// zone of the agent that served them (kgo.HookFetchBatchRead).
+		read map[string]map[string]int
 		// changed is closed and replaced when a record comes.
 		changed chan struct{}
 	}
@@ -208,12 +229,14 @@ func newZoneConsumers(t *testing.T, seeds, topics []string, opts []kgo.Opt) *zon
 	t.Helper()
 	c := new(zoneConsumers)
 	c.mu.seen = map[string]map[string]bool{}
+	c.mu.read = map[string]map[string]int{}
 	c.mu.changed = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	for _, z := range zoneNames {
 		c.mu.seen[z] = map[string]bool{}
+		c.mu.read[z] = map[string]int{}
 		// Clients of different zones run on different hosts; here
 		// they share one address, and their client ids tell them
 		// apart (kafka's zoneMemo).
@@ -223,6 +246,7 @@ func newZoneConsumers(t *testing.T, seeds, topics []string, opts []kgo.Opt) *zon
 		// goes back to the leader at once.
 		cl := client(t, "", append([]kgo.Opt{
 			kgo.ClientID("consumer-" + z), kgo.RecheckPreferredReplicaInterval(time.Second),
+			kgo.WithHooks(fetchHook{c, z}),
 			kgo.SeedBrokers(seeds...), kgo.ConsumerGroup("zone-group-" + z), kgo.ConsumeTopics(topics...),
 			kgo.Rack(z), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
 		}, opts...)...)
@@ -240,6 +264,39 @@ func newZoneConsumers(t *testing.T, seeds, topics []string, opts []kgo.Opt) *zon
 		}()
 	}
 	return c
+}
+
+// fetchHook counts the record bytes a zone's group read by the zone of
+// the agent that served them.
+type fetchHook struct {
+	c    *zoneConsumers
+	zone string
+}
+
+func (h fetchHook) OnFetchBatchRead(b kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	from := "unknown"
+	if i := int(b.NodeID) - 1; i >= 0 && i < len(zoneNames) {
+		from = zoneNames[i]
+	}
+	h.c.mu.Lock()
+	h.c.mu.read[h.zone][from] += m.CompressedBytes
+	h.c.mu.Unlock()
+}
+
+// crossRead returns the record bytes groups read from agents of another
+// zone, and all they read.
+func (c *zoneConsumers) crossRead() (cross, total int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for z, by := range c.mu.read {
+		for from, n := range by {
+			total += n
+			if from != z {
+				cross += n
+			}
+		}
+	}
+	return cross, total
 }
 
 // waitAll returns once every group has read every value of want.
@@ -310,9 +367,9 @@ func scrapeZones(t *testing.T, a *agent.Agent) zoneCounts {
 // the record bytes produced. By the zone metrics: every byte whose client
 // zone is not its agent's, unknown zones included. By the per-topic
 // counters: zone z's topic is written only by zone z's producer, so
-// its bytes in at another zone's agent crossed; every group reads every
-// topic once, so an agent serving more than the bytes produced served
-// another zone's group.
+// its bytes in at another zone's agent crossed. (Those counters cannot
+// tell which zone's group a byte out went to: the consumers count that
+// themselves, crossRead.)
 func crossZone(cs []zoneCounts) (cross, crossTopics, produced int) {
 	for _, c := range cs {
 		for k, n := range c.bytes {
@@ -327,9 +384,6 @@ func crossZone(cs []zoneCounts) (cross, crossTopics, produced int) {
 			}
 		}
 	}
-	for _, c := range cs {
-		crossTopics += max(0, c.topicOut-produced)
-	}
 	return cross, crossTopics, produced
 }
 
@@ -339,4 +393,45 @@ func labelMap(ls []*dto.LabelPair) map[string]string {
 		m[l.GetName()] = l.GetValue()
 	}
 	return m
+}
+
+// checkRacks checks that Metadata and DescribeCluster give each agent
+// its rack.
+func checkRacks(t *testing.T, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cl := client(t, addr)
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, b := range md.Brokers {
+		got["Metadata"] = append(got["Metadata"], fmt.Sprintf("%d:%s", b.NodeID, deref(b.Rack)))
+	}
+	for _, b := range dc.Brokers {
+		got["DescribeCluster"] = append(got["DescribeCluster"], fmt.Sprintf("%d:%s", b.NodeID, deref(b.Rack)))
+	}
+	want := []string{"1:a", "2:b", "3:c"}
+	for api, racks := range got {
+		slices.Sort(racks)
+		if !slices.Equal(racks, want) {
+			t.Errorf("%s: agents %v, want %v", api, racks, want)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("brokers listed by %v, want Metadata and DescribeCluster", got)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
