@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
 // zoneNames are the zones of TestZones' agents, one agent each.
@@ -40,14 +42,29 @@ const recordBytes = 1024
 // by the zone metrics and by the per-topic byte counters, stay under
 // maxCrossPerProduced per byte produced. Then the agent of zone b stops:
 // its clients are served by the others and nothing is lost; it comes
-// back, and so do they.
+// back, and so do they. The runs share an in-memory log but one, whose
+// log is PostgreSQL's.
 func TestZones(t *testing.T) {
-	for _, byListener := range []bool{true, false} {
-		name := "client.id"
-		if byListener {
-			name = "listener"
-		}
-		t.Run(name, func(t *testing.T) { testZones(t, byListener) })
+	memLog := func(t *testing.T) string { return "mem://" + strings.ReplaceAll(t.Name(), "/", "-") }
+	for _, tc := range []struct {
+		name       string
+		byListener bool
+		log        func(t *testing.T) string
+	}{
+		{"listener", true, memLog},
+		{"client.id", false, memLog},
+		{"postgres", true, func(t *testing.T) string {
+			u, err := url.Parse(pgtest.URL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := u.Query()
+			q.Set("log", fmt.Sprintf("agent-zones-%d", time.Now().UnixNano()))
+			u.RawQuery = q.Encode()
+			return u.String()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testZones(t, tc.byListener, tc.log(t)) })
 	}
 }
 
@@ -71,9 +88,8 @@ func zoneConfig(t *testing.T, dir, logURL, store string, i int) agent.Config {
 
 func zoneListener(zone string) string { return "CLIENT_" + strings.ToUpper(zone) }
 
-func testZones(t *testing.T, byListener bool) {
+func testZones(t *testing.T, byListener bool, logURL string) {
 	shared := t.TempDir()
-	logURL := "mem://" + strings.ReplaceAll(t.Name(), "/", "-")
 	store := "file://" + filepath.ToSlash(filepath.Join(shared, "objects"))
 	var cfgs []agent.Config
 	agents := make([]*agent.Agent, len(zoneNames))
