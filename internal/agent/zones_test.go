@@ -417,12 +417,13 @@ func checkRacks(t *testing.T, addr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cl := client(t, addr)
-	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	// A client's first request goes to its seed, the only agent it
+	// knows; later ones to any agent it learned.
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, client(t, addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, client(t, addr))
 	if err != nil {
 		t.Fatal(err)
 	}
