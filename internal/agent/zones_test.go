@@ -45,7 +45,11 @@ const recordBytes = 1024
 // back, and so do they. The runs share an in-memory log but one, whose
 // log is PostgreSQL's.
 func TestZones(t *testing.T) {
-	memLog := func(t *testing.T) string { return "mem://" + strings.ReplaceAll(t.Name(), "/", "-") }
+	// mem:// logs live as long as the process: a name of its own each
+	// run, so -count=N starts afresh.
+	memLog := func(t *testing.T) string {
+		return fmt.Sprintf("mem://%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
+	}
 	for _, tc := range []struct {
 		name       string
 		byListener bool
