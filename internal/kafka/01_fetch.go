@@ -514,10 +514,10 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 	d := f.r.Deps
 	// The preferred replica needs the live agents: only read for a
 	// client of a known zone other than this agent's.
-	var zoneBrokers []Broker
+	var brokers []Broker
 	zone := f.r.Conn.Zone()
 	if f.r.Version >= 11 && zone != "" && zone != d.Cluster.Rack {
-		zoneBrokers = d.brokers(f.r.Conn)
+		brokers = d.brokers(f.r.Conn)
 	}
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i := range req.Topics {
@@ -570,8 +570,8 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 			if e != nil {
 				sp.ErrorCode = e.Code
 				part.failed = true
-			} else if zoneBrokers != nil {
-				if n := d.preferredReplica(zoneBrokers, zone, t.ID, rp.Partition); n >= 0 {
+			} else if brokers != nil {
+				if n := d.preferredReplica(brokers, zone, t.ID, rp.Partition); n >= 0 {
 					// Not read here: the answer goes at once,
 					// and the client moves.
 					sp.PreferredReadReplica = n

@@ -75,8 +75,8 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = z.clusterOps()
 	}
-	m := metadataAnswer{d: d, z: z, brokers: brokers, placeOn: zoneBrokers(brokers, r.Conn.Zone()),
-		includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
+	m := metadataAnswer{d: d, z: z, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
+	m.placeOn, m.zone = placeLeaders(brokers, r.Conn.Zone())
 
 	hold := d.holdResponse()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
@@ -282,8 +282,9 @@ type metadataAnswer struct {
 	z       authz
 	brokers []Broker
 	// placeOn are the brokers leaders are placed on: those of the
-	// client's zone, else brokers.
+	// client's zone, else brokers; zone is that zone, "" for brokers.
 	placeOn    []Broker
+	zone       string
 	includeOps bool
 	// leaders is d.leadersKey(brokers, placeOn), made on first use.
 	leaders string
@@ -323,7 +324,7 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 		if m.leaders == "" {
 			m.leaders = m.d.leadersKey(m.brokers, m.placeOn)
 		}
-		rt.Partitions = s.partitionLists.get(t, withEpoch(m.leaders, epoch), build)
+		rt.Partitions = s.partitionLists.get(t, m.zone, withEpoch(m.leaders, epoch), build)
 	} else {
 		rt.Partitions = build()
 	}

@@ -12,8 +12,9 @@ import (
 
 // partitionLists shares the partition entries of Metadata answers across
 // requests and connections. A topic's entries depend only on its id, its
-// partition count and the live agents (which one leads each partition),
-// and kmsg only reads them while encoding, so every answer naming the
+// partition count, the live agents (which one leads each partition) and
+// the client's zone, whose agents lead (zones.go): one list per topic
+// and zone. kmsg only reads them while encoding, so every answer naming the
 // topic can hold the same slice: a flood of Metadata requests over large
 // topics then allocates per topic, not per partition. Safe for concurrent
 // use; the slices it returns must not be modified.
@@ -24,9 +25,16 @@ type partitionLists struct {
 	maxEntries int64
 	mu         struct {
 		sync.Mutex
-		byTopic map[meta.TopicID]*partitionList
+		byTopic map[partitionListKey]*partitionList
 		entries int64
 	}
+}
+
+// partitionListKey is a topic and the zone its leaders are placed in,
+// "" for all agents.
+type partitionListKey struct {
+	id   meta.TopicID
+	zone string
 }
 
 // partitionList is one topic's shared entries.
@@ -39,15 +47,17 @@ type partitionList struct {
 
 func newPartitionLists(maxEntries int64) *partitionLists {
 	l := &partitionLists{maxEntries: maxEntries}
-	l.mu.byTopic = make(map[meta.TopicID]*partitionList)
+	l.mu.byTopic = make(map[partitionListKey]*partitionList)
 	return l
 }
 
-// get returns t's entries for leaders (a leadersKey), made by build on a
-// miss. Two requests missing at once may both build; one copy is kept.
-func (l *partitionLists) get(t *meta.Topic, leaders string, build func() []kmsg.MetadataResponseTopicPartition) []kmsg.MetadataResponseTopicPartition {
+// get returns t's entries for clients of zone ("" for leaders placed on
+// all agents) and leaders (a leadersKey), made by build on a miss. Two
+// requests missing at once may both build; one copy is kept.
+func (l *partitionLists) get(t *meta.Topic, zone, leaders string, build func() []kmsg.MetadataResponseTopicPartition) []kmsg.MetadataResponseTopicPartition {
+	k := partitionListKey{t.ID, zone}
 	l.mu.Lock()
-	pl, ok := l.mu.byTopic[t.ID]
+	pl, ok := l.mu.byTopic[k]
 	l.mu.Unlock()
 	if ok && pl.count == t.Partitions && pl.leaders == leaders {
 		return pl.parts
@@ -55,14 +65,14 @@ func (l *partitionLists) get(t *meta.Topic, leaders string, build func() []kmsg.
 	parts := build()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if old, ok := l.mu.byTopic[t.ID]; ok {
+	if old, ok := l.mu.byTopic[k]; ok {
 		l.mu.entries -= int64(old.count)
 	}
 	if l.mu.entries+int64(t.Partitions) > l.maxEntries {
 		clear(l.mu.byTopic)
 		l.mu.entries = 0
 	}
-	l.mu.byTopic[t.ID] = &partitionList{count: t.Partitions, leaders: leaders, parts: parts}
+	l.mu.byTopic[k] = &partitionList{count: t.Partitions, leaders: leaders, parts: parts}
 	l.mu.entries += int64(t.Partitions)
 	return parts
 }

@@ -182,13 +182,14 @@ func (s *Server) zoneMemo() *zoneMemo {
 	return s.cfg.Deps.shared.zones
 }
 
-// zoneBrokers returns the brokers of zone, or all of them when the zone
-// is unknown or has no live agent.
-func zoneBrokers(brokers []Broker, zone string) []Broker {
+// placeLeaders returns the brokers leaders are placed on for a client of
+// zone: those of the zone, or all of them when the zone is unknown or
+// has no live agent; and the zone they are of, "" for all.
+func placeLeaders(brokers []Broker, zone string) (placeOn []Broker, of string) {
 	if in := inZone(brokers, zone); len(in) > 0 {
-		return in
+		return in, zone
 	}
-	return brokers
+	return brokers, ""
 }
 
 // inZone returns the brokers of zone, nil for none or an unknown zone.

@@ -53,7 +53,8 @@ func TestZonePlacement(t *testing.T) {
 				var leader int32 = -1
 				for _, self := range brokers {
 					d := &Deps{Cluster: ClusterInfo{NodeID: self.NodeID, Rack: self.Rack}}
-					l := d.partitionLeader(zoneBrokers(brokers, tc.zone), id, p)
+					placeOn, _ := placeLeaders(brokers, tc.zone)
+					l := d.partitionLeader(placeOn, id, p)
 					if leader != -1 && l != leader {
 						t.Fatalf("partition %d: agent %d names leader %d, another %d", p, self.NodeID, l, leader)
 					}
