@@ -3,6 +3,7 @@ package kafka
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -103,4 +104,18 @@ func TestZoneMemoBound(t *testing.T) {
 	if n > maxZoneMemoEntries {
 		t.Fatalf("%d entries, bound %d", n, maxZoneMemoEntries)
 	}
+}
+
+// FuzzZoneFromClientID: any client.id gives no zone or a valid one that
+// it contains.
+func FuzzZoneFromClientID(f *testing.F) {
+	for _, s := range []string{"", "ws_az=a", "app,zone=b;x", "zone==", "strand_zone=\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		z := ZoneFromClientID(id)
+		if z != "" && (!ValidZone(z) || !strings.Contains(id, "="+z)) {
+			t.Fatalf("ZoneFromClientID(%q) = %q", id, z)
+		}
+	})
 }
