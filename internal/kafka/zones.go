@@ -18,7 +18,8 @@ import (
 // A connection's zone is learned, first to last, from:
 //   - the listener it connected to (Listener.Zone): per-zone listeners
 //     need nothing of the client;
-//   - client.rack, which Fetch v11+ carries (KIP-392), on this
+//   - client.rack, which Fetch v11+ (KIP-392) and ConsumerGroupHeartbeat
+//     (KIP-848) carry, on this
 //     connection or, remembered by client address and client.id
 //     (zoneMemo), on another of the same client to this agent: clients
 //     send it only on Fetch, but Metadata comes on another connection,

@@ -3,8 +3,12 @@ package kafka
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
 )
@@ -118,4 +122,83 @@ func FuzzZoneFromClientID(f *testing.F) {
 			t.Fatalf("ZoneFromClientID(%q) = %q", id, z)
 		}
 	})
+}
+
+// TestZoneLearned: over real connections, Metadata places leaders on the
+// zone a client.id names; a Fetch naming client.rack gets preferred read
+// replicas of that zone, and the same client's Metadata on another
+// connection then leads from that zone too.
+func TestZoneLearned(t *testing.T) {
+	brokers := []Broker{{NodeID: testNodeID, Rack: "a"}, {NodeID: testNodeID + 1, Rack: "b"}, {NodeID: testNodeID + 2, Rack: "c"}}
+	a := newTestAgent(t, withDataPath(t, new(dataPath)), withDeps(func(d *Deps) {
+		d.Cluster.Rack = "a"
+		brokers[0].Host, brokers[0].Port = d.Cluster.Host, d.Cluster.Port
+		for i := 1; i < len(brokers); i++ {
+			brokers[i].Host, brokers[i].Port = "127.0.0.1", 1
+		}
+		d.Cluster.Brokers = func() []Broker { return slices.Clone(brokers) }
+	}))
+	const partitions = 6
+	id := a.createTopic(t, "zoned", partitions, nil)
+	send := func(clientID string, req kmsg.Request) kmsg.Response {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(a.addr), kgo.ClientID(clientID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		resp, err := cl.SeedBrokers()[0].Request(a.ctx(t), req)
+		if err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+		return resp
+	}
+	leaders := func(clientID string) []int32 {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("zoned")
+		req.Topics = append(req.Topics, rt)
+		resp := send(clientID, req).(*kmsg.MetadataResponse)
+		var ls []int32
+		for _, p := range resp.Topics[0].Partitions {
+			ls = append(ls, p.Leader)
+		}
+		return ls
+	}
+	all := func(ls []int32, node int32) bool {
+		return len(ls) == partitions && !slices.ContainsFunc(ls, func(n int32) bool { return n != node })
+	}
+
+	if ls := leaders("app,ws_az=b"); !all(ls, testNodeID+1) {
+		t.Errorf("client.id in zone b: leaders %v, want all %d", ls, testNodeID+1)
+	}
+	if ls := leaders("consumer"); all(ls, testNodeID+2) {
+		t.Errorf("a client of no zone: leaders %v, want them spread", ls)
+	}
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Rack = "c"
+	fetch.SessionEpoch = -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "zoned", id
+	for p := range int32(partitions) {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = p, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	fetch.Topics = append(fetch.Topics, ft)
+	resp := send("consumer", fetch).(*kmsg.FetchResponse)
+	for _, p := range resp.Topics[0].Partitions {
+		if p.PreferredReadReplica != testNodeID+2 {
+			t.Errorf("fetch of rack c at the agent of rack a: partition %d preferred replica %d, want %d", p.Partition, p.PreferredReadReplica, testNodeID+2)
+		}
+	}
+	if ls := leaders("consumer"); !all(ls, testNodeID+2) {
+		t.Errorf("after its Fetch named rack c, the client's leaders %v, want all %d", ls, testNodeID+2)
+	}
+	// The zone of c going away: back to every agent.
+	brokers = brokers[:2]
+	if ls := leaders("consumer"); all(ls, testNodeID) || all(ls, testNodeID+1) {
+		t.Errorf("zone c without agents: leaders %v, want them spread over a and b", ls)
+	}
 }
