@@ -19,13 +19,13 @@ import (
 //   - the listener it connected to (Listener.Zone): per-zone listeners
 //     need nothing of the client;
 //   - client.rack, which Fetch v11+ (KIP-392) and ConsumerGroupHeartbeat
-//     (KIP-848) carry, on this
-//     connection or, remembered by client address and client.id
-//     (zoneMemo), on another of the same client to this agent: clients
-//     send it only on Fetch, but Metadata comes on another connection,
-//     and a consumer steered only by preferred read replicas stays on
-//     a dead one (franz-go until RecheckPreferredReplicaInterval);
-//     steered by Metadata, it follows the leaders when an agent goes;
+//     (KIP-848) carry, on this connection or, remembered by client
+//     address and client.id (zoneMemo), on another of the same client
+//     to this agent. Clients send it on those requests only, but their
+//     Metadata comes on another connection; and a consumer steered only
+//     by preferred read replicas stays on one that went away (franz-go
+//     until RecheckPreferredReplicaInterval), while one whose Metadata
+//     leaders are in its zone follows them when an agent goes;
 //   - a hint in client.id, a key=value among tokens separated by ',',
 //     ';', '&' or spaces, under zoneHintKeys.
 //
