@@ -9,8 +9,9 @@
 //     agent when the zone is unknown or has none; leader epoch 0 (v7+), replicas and ISR just the leader, no offline replicas
 //     (v5+). Storage is shared: there is nothing to replicate, and any
 //     agent serves any partition. A partition an AlterPartitionReassignments
-//     gave a replica list reports that list, led by its first live agent,
-//     with the others offline (replicas.go).
+//     gave a replica list reports that list, led by its first live agent
+//     (its first live agent of the client's zone, if any), with the
+//     others offline (replicas.go).
 //   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION, unless
 //     Deps.AutoCreateTopics is on and the request allows it
 //     (AllowAutoTopicCreation from v4; always below v4): then it is created
@@ -45,6 +46,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -347,6 +349,13 @@ func (m *metadataAnswer) partitions(t *meta.Topic, lists map[int32][]int32) []km
 		rp.LeaderEpoch = 0
 		if list, ok := lists[p]; ok {
 			r := m.d.replicasOf(m.brokers, t.ID, p, list)
+			if m.zone != "" {
+				// The operator chose the agents; of them, a client's
+				// zone's leads for it.
+				if i := slices.IndexFunc(r.isr, func(n int32) bool { return live(m.placeOn, n) }); i >= 0 {
+					r.leader = r.isr[i]
+				}
+			}
 			rp.Leader, rp.Replicas, rp.ISR, rp.OfflineReplicas = r.leader, r.replicas, r.isr, r.offline
 			parts[p] = rp
 			continue

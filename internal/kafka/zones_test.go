@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -196,6 +197,23 @@ func TestZoneLearned(t *testing.T) {
 	if ls := leaders("consumer"); !all(ls, testNodeID+2) {
 		t.Errorf("after its Fetch named rack c, the client's leaders %v, want all %d", ls, testNodeID+2)
 	}
+	// A replica list the operator gave: its agent of the client's zone
+	// leads for the client, its first for a client of no zone.
+	finalize(t, a, meta.FeatureLevel{Name: meta.FeatureMetadata, Level: meta.MetadataLevel3})
+	var ra kadm.AlterPartitionAssignmentsReq
+	ra.Assign("zoned", 0, []int32{testNodeID, testNodeID + 1, testNodeID + 2})
+	if res, err := a.Admin.AlterPartitionAssignments(a.ctx(t), ra); err != nil {
+		t.Fatal(err)
+	} else if err := res.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if ls := leaders("ws_az=b"); ls[0] != testNodeID+1 {
+		t.Errorf("replica list [%d %d %d], client of zone b: leader %d, want %d", testNodeID, testNodeID+1, testNodeID+2, ls[0], testNodeID+1)
+	}
+	if ls := leaders("no-zone"); ls[0] != testNodeID {
+		t.Errorf("replica list [%d %d %d], client of no zone: leader %d, want %d", testNodeID, testNodeID+1, testNodeID+2, ls[0], testNodeID)
+	}
+
 	// The zone of c going away: back to every agent.
 	brokers = brokers[:2]
 	if ls := leaders("consumer"); all(ls, testNodeID) || all(ls, testNodeID+1) {
