@@ -32,6 +32,7 @@ var dashboardMetrics = []string{
 	"strand_topic_records_in_total", "strand_topic_records_out_total",
 	"strand_kafka_requests_total", "strand_kafka_request_seconds_bucket",
 	"strand_kafka_connections", "strand_kafka_connections_opened_total", "strand_kafka_connections_closed_total",
+	"strand_zone_bytes_total", "strand_zone_requests_total",
 	"strand_kafka_quota_throttled_requests_total", "strand_kafka_quota_throttle_seconds_total",
 	"strand_consumer_group_lag", "strand_consumer_group_committed_offset", "strand_consumer_group_members",
 	"strand_objstore_request_seconds_bucket", "strand_objstore_requests_total",

@@ -169,6 +169,8 @@ line wins over the environment, which wins over the file.
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data-dir", agent.DefaultDataDir, "directory for the local metadata database (and the default object store and log)")
 	f.StringVar(&cfg.KafkaListen, "kafka-listen", agent.DefaultKafkaListen, "address for Kafka clients")
+	f.StringVar(&cfg.Rack, "rack", "", "zone of this agent (Kafka's broker.rack), e.g. us-east-1a: clients of a known zone are served by agents of theirs")
+	f.StringVar(&cfg.ListenerRacks, "listener-racks", "", "per-zone listeners as NAME:zone,...: every client of a named listener is in that zone, e.g. CLIENT_A:us-east-1a,CLIENT_B:us-east-1b")
 	f.StringVar(&cfg.Advertise, "advertise", "", "host:port given to clients in Metadata (default: the Kafka listen address)")
 	f.StringVar(&cfg.Listeners, "listeners", "", "Kafka listeners as NAME://host:port,... (Kafka's listeners), e.g. PLAINTEXT://127.0.0.1:9092,SSL://:9093; replaces --kafka-listen")
 	f.StringVar(&cfg.AdvertisedListeners, "advertised-listeners", "", "address given to clients per listener, NAME://host:port,... (Kafka's advertised.listeners; default: each listener's bound address); replaces --advertise")

@@ -199,6 +199,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.ifAdmin(a.handleStorageVerify)))
 	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.ifAllowed(needTopicDescribe, a.handleTopicCompaction)))
 	mux.HandleFunc("GET "+PathTopicStorage, a.ifReady(a.ifAllowed(needTopicDescribe, a.handleTopicStorage)))
+	mux.HandleFunc("GET "+PathZones, a.ifReady(a.ifAllowed(clusterDescribe, a.handleZones)))
 }
 
 // ifReady answers 503 until Start has opened everything: the handlers

@@ -318,6 +318,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	a.offsets.Store(offsets)
 
+	a.metrics.registerZones(cfg.Rack, a.cfg.listenerZones())
 	if err := a.openListeners(); err != nil {
 		return nil, err
 	}
@@ -337,11 +338,14 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 	a.members = newMembership(a.replica, meta.AgentHeartbeat{
-		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, LeaseMs: cfg.Lease.Milliseconds(),
+		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, Rack: cfg.Rack, LeaseMs: cfg.Lease.Milliseconds(),
 		Features: meta.SupportedFeatures(), Endpoints: a.agentEndpoints(),
 	}, logger.With("component", "membership"))
 	a.clock = newClockGuard(clk, a.replica.View, cfg.MaxClockSkew, cfg.Lease/3, logger.With("component", "clock"))
-	a.members.renewed = a.clock.check
+	a.members.renewed = func() {
+		a.clock.check()
+		a.metrics.zones.learn(a.members.racks())
+	}
 	a.registerClockMetrics()
 	if err := a.members.register(ctx); err != nil {
 		return nil, fmt.Errorf("registering in the agent table: %w", err)
@@ -498,7 +502,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			LogCleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
 			GCGraceMs:                  cfg.GCGrace.Milliseconds(),
 			Meta:                       a.replica,
-			Cluster:                    kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Endpoints: a.endpoints(), Brokers: a.members.brokers},
+			Cluster:                    kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, Endpoints: a.endpoints(), Brokers: a.members.brokers},
 			AutoCreateTopics:           cfg.AutoCreateTopics,
 			DefaultPartitions:          cfg.DefaultPartitions,
 			TransactionVersion:         cfg.TransactionVersion,

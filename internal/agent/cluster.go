@@ -179,3 +179,15 @@ func (m *membership) clusterID() (string, error) {
 	defer v.Close()
 	return v.ClusterID()
 }
+
+// racks are the racks of the live agents, for the zone metrics' labels.
+func (m *membership) racks() []string {
+	as := m.live()
+	out := make([]string, 0, len(as))
+	for _, a := range as {
+		if a.Rack != "" {
+			out = append(out, a.Rack)
+		}
+	}
+	return out
+}

@@ -48,6 +48,13 @@ type Config struct {
 	Listeners                   string
 	AdvertisedListeners         string
 	ListenerSecurityProtocolMap string
+	// Rack is Kafka's broker.rack: the zone this agent runs in, carried
+	// in its heartbeat, shown by Metadata and DescribeCluster, and
+	// what clients of the same zone are steered to (kafka/zones.go).
+	// ListenerRacks, "NAME:zone,...", makes listeners per-zone: every
+	// client of a named listener is taken to be in that zone.
+	Rack          string
+	ListenerRacks string
 	// TLS listeners serve TLSCertFile and TLSKeyFile (PEM, reloaded
 	// when they change) and, per TLSClientAuth (Kafka's
 	// ssl.client.auth: none, requested, required), verify client
@@ -527,6 +534,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateListeners(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Rack != "" && !kafka.ValidZone(c.Rack) {
+		errs = append(errs, fmt.Errorf("rack %q: 1-64 letters, digits, '-', '_' or '.'", c.Rack))
 	}
 	if c.Advertise != "" {
 		if host, port, err := net.SplitHostPort(c.Advertise); err != nil {

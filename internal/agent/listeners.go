@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,9 @@ type listenerSpec struct {
 	name     string
 	protocol auth.SecurityProtocol
 	addr     string // host:port to bind
+	// zone is the zone of this listener's clients (ListenerRacks),
+	// "" when they say theirs.
+	zone string
 }
 
 // boundListener is a listener spec with its socket and advertised
@@ -45,12 +49,27 @@ func (c *Config) listenerSpecs() ([]listenerSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	zones, err := parseListenerRacks(c.ListenerRacks)
+	if err != nil {
+		return nil, err
+	}
 	if c.Listeners == "" {
-		return []listenerSpec{{name: kafka.PlaintextListener.Name, protocol: auth.Plaintext, addr: c.KafkaListen}}, nil
+		name := kafka.PlaintextListener.Name
+		for z := range zones {
+			if z != name {
+				return nil, fmt.Errorf("listener-racks: no listener %s", z)
+			}
+		}
+		return []listenerSpec{{name: name, protocol: auth.Plaintext, addr: c.KafkaListen, zone: zones[name]}}, nil
 	}
 	named, err := parseListenerList("listeners", c.Listeners)
 	if err != nil {
 		return nil, err
+	}
+	for z := range zones {
+		if !slices.ContainsFunc(named, func(n namedAddr) bool { return n.name == z }) {
+			return nil, fmt.Errorf("listener-racks: no listener %s", z)
+		}
 	}
 	specs := make([]listenerSpec, 0, len(named))
 	ports := map[string]string{}
@@ -65,7 +84,7 @@ func (c *Config) listenerSpecs() ([]listenerSpec, error) {
 			}
 			ports[port] = n.name
 		}
-		specs = append(specs, listenerSpec{name: n.name, protocol: p, addr: n.addr})
+		specs = append(specs, listenerSpec{name: n.name, protocol: p, addr: n.addr, zone: zones[n.name]})
 	}
 	return specs, nil
 }
@@ -258,7 +277,7 @@ func (a *Agent) kafkaListeners(logger *slog.Logger) ([]kafka.Listener, error) {
 	var tlsServer *certs.Server
 	out := make([]kafka.Listener, len(a.listeners))
 	for i, l := range a.listeners {
-		out[i] = kafka.Listener{Name: l.name, Protocol: l.protocol}
+		out[i] = kafka.Listener{Name: l.name, Protocol: l.protocol, Zone: l.zone}
 		if !l.protocol.TLS() {
 			continue
 		}
@@ -312,6 +331,40 @@ func (a *Agent) agentEndpoints() []meta.AgentEndpoint {
 	out := make([]meta.AgentEndpoint, len(a.listeners))
 	for i, l := range a.listeners {
 		out[i] = meta.AgentEndpoint{Listener: l.endpoint.Listener, Host: l.endpoint.Host, Port: l.endpoint.Port}
+	}
+	return out
+}
+
+// parseListenerRacks parses ListenerRacks, "NAME:zone,...": the zone of
+// every client of each named listener (per-zone listeners), so clients
+// need no setting of their own to be served in their zone.
+func parseListenerRacks(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, e := range strings.Split(s, ",") {
+		name, zone, ok := strings.Cut(strings.TrimSpace(e), ":")
+		switch {
+		case !ok || !validListenerName(name):
+			return nil, fmt.Errorf("listener-racks %q: want NAME:zone", e)
+		case !kafka.ValidZone(zone):
+			return nil, fmt.Errorf("listener-racks %q: a zone is 1-64 letters, digits, '-', '_' or '.'", e)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("listener-racks: %s given twice", name)
+		}
+		out[name] = zone
+	}
+	return out, nil
+}
+
+// listenerZones are the zones of the per-zone listeners.
+func (c *Config) listenerZones() []string {
+	zones, _ := parseListenerRacks(c.ListenerRacks)
+	out := make([]string, 0, len(zones))
+	for _, z := range zones {
+		out = append(out, z)
 	}
 	return out
 }

@@ -54,6 +54,9 @@ type metrics struct {
 	connsOpened *prometheus.CounterVec // listener
 	// topics counts record traffic per topic (metrics_topics.go).
 	topics *topicTraffic
+	// zones counts traffic by client and agent zone (metrics_zones.go);
+	// nil until registerZones.
+	zones *zoneTraffic
 	// objOps are the object store's request counters and latency
 	// histograms, one set per objstore.Op, resolved once so a request
 	// looks nothing up.
@@ -238,7 +241,7 @@ func apiName(key int16) string {
 // kafkaObserver feeds request and connection metrics.
 type kafkaObserver struct{ m *metrics }
 
-func (o kafkaObserver) RequestDone(_ *kafka.Conn, st kafka.RequestStats) {
+func (o kafkaObserver) RequestDone(c *kafka.Conn, st kafka.RequestStats) {
 	api := apiName(st.Key)
 	code := "NONE"
 	switch {
@@ -248,6 +251,9 @@ func (o kafkaObserver) RequestDone(_ *kafka.Conn, st kafka.RequestStats) {
 		code = errorName(st.ErrorCode)
 	}
 	o.m.requests.WithLabelValues(api, code).Inc()
+	if o.m.zones != nil {
+		o.m.zones.request(c.Zone(), st.BytesIn, st.BytesOut)
+	}
 	o.m.requestLatency.WithLabelValues(api).Observe(st.Latency.Seconds())
 	if st.Throttle > 0 {
 		o.m.throttled.WithLabelValues(api).Inc()

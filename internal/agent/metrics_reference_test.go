@@ -55,6 +55,8 @@ var operatorUse = map[string]string{
 	"strand_topic_bytes_out_total":                      "Consume throughput per topic; out over in is the topic's fan-out (how many times each byte is read).",
 	"strand_topic_records_in_total":                     "Records per second produced per topic; bytes in over records in is the average record batch size per record.",
 	"strand_topic_records_out_total":                    "Records per second consumed per topic, transaction markers included.",
+	"strand_zone_bytes_total":                           "Cross-zone transfer, what the cloud bills: `sum(rate(...{crossed!=\"no\"}[5m]))` over `sum(rate(strand_topic_bytes_in_total[5m]))` is bytes crossing per byte produced (a few hundredths when clients say their zone); much `unknown` means clients that give no zone (set `--listener-racks`, `client.rack` or a zone in `client.id`), `other` ones naming a zone no agent runs in.",
+	"strand_zone_requests_total":                        "Whether clients reach an agent of their zone: misses beyond a trickle mean a zone has no live agent or clients steered elsewhere; unaware ones give no zone.",
 	"strand_consumer_group_lag":                         "Consumer lag in records, as Burrow and kafka-lag-exporter report it: alert when `sum by (group) (...)` keeps growing; a lag that only grows on one partition is a stuck consumer.",
 	"strand_consumer_group_committed_offset":            "A committed offset that stops moving while the partition's high watermark moves is a consumer that stopped committing.",
 	"strand_consumer_group_members":                     "Members per group; 0 with a growing lag means no consumer is running; a count that flaps means rebalances (session timeouts too short, slow polls).",

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/agent"
 )
 
 // ErrUnhealthy reports that `cluster health` found the cluster
@@ -40,11 +44,13 @@ func NewClusterCommand() *cobra.Command {
 	return cmd
 }
 
-// clusterAgent is one agent (broker) as Metadata lists it.
+// clusterAgent is one agent (broker) as Metadata lists it, with what it
+// counted by zone when --http reached it.
 type clusterAgent struct {
-	NodeID int32  `json:"node_id" yaml:"node_id"`
-	Addr   string `json:"addr" yaml:"addr"`
-	Rack   string `json:"rack,omitempty" yaml:"rack,omitempty"`
+	NodeID int32              `json:"node_id" yaml:"node_id"`
+	Addr   string             `json:"addr" yaml:"addr"`
+	Rack   string             `json:"rack,omitempty" yaml:"rack,omitempty"`
+	Zones  *agent.ZoneTraffic `json:"zone_traffic,omitempty" yaml:"zone_traffic,omitempty"`
 }
 
 // clusterInfo is `cluster info`'s output.
@@ -70,10 +76,14 @@ func agentsOf(m kadm.Metadata) []clusterAgent {
 }
 
 func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
-	var format *string
+	var (
+		format *string
+		https  []string
+		admin  adminOptions
+	)
 	cmd := &cobra.Command{
 		Use:   "info",
-		Short: "Show the cluster id, the controller, the agents (address, rack) and how many topics and partitions there are (internal ones included)",
+		Short: "Show the cluster id, the controller, the agents (address, rack) and how many topics and partitions there are (internal ones included); with --http, what each agent counted by zone",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, ctx, done, err := opts.adminWithFormat(cmd.Context(), *format)
@@ -89,6 +99,9 @@ func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
 			for _, t := range m.Topics {
 				info.Partitions += len(t.Partitions)
 			}
+			if err := addZoneTraffic(ctx, &info, https, admin); err != nil {
+				return err
+			}
 			return WriteOutput(cmd.OutOrStdout(), *format, info, func(w io.Writer) error {
 				t := newTable(w)
 				t.row("CLUSTER", dash(info.ClusterID))
@@ -103,12 +116,101 @@ func newClusterInfoCmd(opts *ClientOptions) *cobra.Command {
 				for _, a := range info.Agents {
 					t.row(a.NodeID, a.Addr, dash(a.Rack))
 				}
-				return t.flush()
+				if err := t.flush(); err != nil {
+					return err
+				}
+				return writeZoneTraffic(w, info.Agents)
 			})
 		},
 	}
 	format = addOutputFlag(cmd)
+	cmd.Flags().StringSliceVar(&https, "http", nil, "agents' HTTP addresses (their --http-listen), host:port or https://host:port, comma-separated: show what each counted by zone since it started")
+	cmd.Flags().StringVar(&admin.TokenFile, "admin-token-file", envDefault("admin-token-file", ""), "file holding the agents' admin bearer token for --http (default: the token in STRAND_ADMIN_TOKEN)")
 	return cmd
+}
+
+// addZoneTraffic asks each agent at https for its zone counters and
+// adds them to the agent of info they name.
+func addZoneTraffic(ctx context.Context, info *clusterInfo, https []string, admin adminOptions) error {
+	for _, h := range https {
+		o := admin
+		o.HTTP = strings.TrimSpace(h)
+		var zt agent.ZoneTraffic
+		if err := o.do(ctx, http.MethodGet, agent.PathZones, nil, &zt); err != nil {
+			return fmt.Errorf("--http %s: %w", o.HTTP, err)
+		}
+		i := slices.IndexFunc(info.Agents, func(a clusterAgent) bool { return a.NodeID == zt.NodeID })
+		if i < 0 {
+			return fmt.Errorf("--http %s: agent %d is not live in this cluster", o.HTTP, zt.NodeID)
+		}
+		info.Agents[i].Zones = &zt
+	}
+	return nil
+}
+
+// writeZoneTraffic writes, for the agents --http reached, the share of
+// requests from clients of their zone, of another and of none known,
+// and their bytes by whether they crossed zones, then by client zone.
+func writeZoneTraffic(w io.Writer, agents []clusterAgent) error {
+	if !slices.ContainsFunc(agents, func(a clusterAgent) bool { return a.Zones != nil }) {
+		return nil
+	}
+	pct := func(n, total int64) string {
+		if total == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "AGENT", "RACK", "HIT", "MISS", "UNAWARE", "BYTES", "CROSSED", "UNKNOWN")
+	for _, a := range agents {
+		z := a.Zones
+		if z == nil {
+			continue
+		}
+		r := z.Requests
+		reqs := r.Hit + r.Miss + r.Unaware
+		var total, crossed, unknown int64
+		for _, b := range z.Bytes {
+			total += b.Bytes
+			switch b.Crossed {
+			case "yes":
+				crossed += b.Bytes
+			case "unknown":
+				unknown += b.Bytes
+			}
+		}
+		t.row(a.NodeID, dash(z.Rack), pct(r.Hit, reqs), pct(r.Miss, reqs), pct(r.Unaware, reqs),
+			total, pct(crossed, total), pct(unknown, total))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newTable(w, "AGENT", "CLIENT ZONE", "BYTES IN", "BYTES OUT")
+	for _, a := range agents {
+		if a.Zones == nil {
+			continue
+		}
+		in, out := map[string]int64{}, map[string]int64{}
+		var zones []string
+		for _, b := range a.Zones.Bytes {
+			if _, ok := in[b.ClientZone]; !ok {
+				zones = append(zones, b.ClientZone)
+				in[b.ClientZone] = 0
+			}
+			if b.Direction == "in" {
+				in[b.ClientZone] += b.Bytes
+			} else {
+				out[b.ClientZone] += b.Bytes
+			}
+		}
+		slices.Sort(zones)
+		for _, z := range zones {
+			t.row(a.NodeID, z, in[z], out[z])
+		}
+	}
+	return t.flush()
 }
 
 // clusterHealth is `cluster health`'s output. Partitions are named

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/strandkafka/strand/internal/agent"
 )
 
 // TestClusterInfo runs `cluster info` against a real agent, in each
@@ -244,5 +250,65 @@ func TestClusterConfig(t *testing.T) {
 		if r := run(t, "127.0.0.1:1", "", append([]string{"cluster", "config"}, bad...)...); !errors.Is(r.err, ErrUsage) {
 			t.Errorf("config %v: err = %v, want ErrUsage", bad, r.err)
 		}
+	}
+}
+
+// TestClusterInfoZones: with --http, `cluster info` shows what the agent
+// counted by zone: a request of a client naming the agent's zone in its
+// client.id is a hit, the CLI's own requests (no zone) unaware.
+func TestClusterInfoZones(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), commandDeadline)
+	defer cancel()
+	a, err := agent.Start(ctx, agent.Config{
+		DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+		SnapshotInterval: agent.SnapshotsOff, Rack: "zone-a",
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Stop(context.Background()) })
+	brokers := a.KafkaAddr()
+	mustRun(t, brokers, "", "topic", "create", "z", "-p", "1")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ClientID("app,ws_az=zone-a"), kgo.DefaultProduceTopic("z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("v")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := mustRun(t, brokers, "", "cluster", "info", "--http", a.HTTPAddr())
+	rs := rows(r.stdout)
+	if got := findRow(rs, "AGENT"); !slices.Equal(got, []string{"AGENT", "ADDRESS", "RACK"}) {
+		t.Errorf("agents header %v:\n%s", got, r.stdout)
+	}
+	var hitRow []string
+	for _, row := range rs {
+		if len(row) == 8 && row[1] == "zone-a" {
+			hitRow = row
+		}
+	}
+	if hitRow == nil || hitRow[2] == "0.0%" || hitRow[4] == "0.0%" {
+		t.Errorf("want a zone row of zone-a with hits and unaware requests, got %v:\n%s", hitRow, r.stdout)
+	}
+
+	var info clusterInfo
+	r = mustRun(t, brokers, "", "cluster", "info", "--http", a.HTTPAddr(), "--format", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+		t.Fatalf("json: %v\n%s", err, r.stdout)
+	}
+	if len(info.Agents) != 1 || info.Agents[0].Rack != "zone-a" || info.Agents[0].Zones == nil {
+		t.Fatalf("agents %+v, want one of rack zone-a with zone traffic", info.Agents)
+	}
+	z := info.Agents[0].Zones
+	var hitBytes int64
+	for _, b := range z.Bytes {
+		if b.ClientZone == "zone-a" && b.Crossed == "no" && b.Direction == "in" {
+			hitBytes += b.Bytes
+		}
+	}
+	if z.Requests.Hit == 0 || z.Requests.Unaware == 0 || hitBytes == 0 {
+		t.Errorf("zone traffic %+v: want hits, unaware requests and bytes in from zone-a", z)
 	}
 }

@@ -3,8 +3,12 @@
 //     index and the object store: HighWatermark and LogStartOffset are the
 //     partition's, LastStableOffset its last stable offset (the first
 //     offset of its oldest open transaction, else the high watermark)
-//     under either isolation level. PreferredReadReplica (v11+) is -1:
-//     any agent serves any partition.
+//     under either isolation level. PreferredReadReplica (v11+): any
+//     agent serves any partition, so it is -1 unless the consumer's zone
+//     (zones.go; client.rack, Rack, is one way it is learned) is known,
+//     is not this agent's and has a live agent: then it is the agent
+//     Metadata names that zone's leader, and the partition is answered
+//     without records (as Kafka does; clients fetch from that agent).
 //   - Transaction markers are index entries; the fetch path synthesizes
 //     their control batches in offset order with the data.
 //   - IsolationLevel read_committed returns no batch at or above the last
@@ -146,6 +150,9 @@ func handleFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.Version >= 11 && req.Rack != "" {
+		r.Conn.noteRack(req.Rack)
+	}
 	if quotaBytes, ok := r.fetchQuotaCap(); ok && int64(req.MaxBytes) > quotaBytes {
 		// The most one answer may take of the client's
 		// consumer_byte_rate (quotas.go).
@@ -504,6 +511,14 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 	names := topicCache{view: view}
 	ids := make(map[meta.TopicID]cachedTopic)
 	z := f.r.authz()
+	d := f.r.Deps
+	// The preferred replica needs the live agents: only read for a
+	// client of a known zone other than this agent's.
+	var brokers []Broker
+	zone := f.r.Conn.Zone()
+	if f.r.Version >= 11 && zone != "" && zone != d.Cluster.Rack {
+		brokers = d.brokers(f.r.Conn)
+	}
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -555,6 +570,13 @@ func (f *fetchAnswer) plan(view *meta.View, resp *kmsg.FetchResponse) {
 			if e != nil {
 				sp.ErrorCode = e.Code
 				part.failed = true
+			} else if brokers != nil {
+				if n := d.preferredReplica(brokers, zone, t.ID, rp.Partition); n >= 0 {
+					// Not read here: the answer goes at once,
+					// and the client moves.
+					sp.PreferredReadReplica = n
+					part.failed = true
+				}
 			}
 			f.parts = append(f.parts, part)
 		}

@@ -4,12 +4,14 @@
 //   - Topics: in v0 an empty list means every topic; from v1 a null list
 //     means every topic and an empty one none (MetadataRequest.isAllTopics).
 //     A topic asked for twice is answered once.
-//   - Every partition: leader its placement (Deps.partitionLeader), leader
-//     epoch 0 (v7+), replicas and ISR just the leader, no offline replicas
+//   - Every partition: leader its placement (Deps.partitionLeader) over
+//     the live agents of the client's zone (zones.go), over every live
+//     agent when the zone is unknown or has none; leader epoch 0 (v7+), replicas and ISR just the leader, no offline replicas
 //     (v5+). Storage is shared: there is nothing to replicate, and any
 //     agent serves any partition. A partition an AlterPartitionReassignments
-//     gave a replica list reports that list, led by its first live agent,
-//     with the others offline (replicas.go).
+//     gave a replica list reports that list, led by its first live agent
+//     (its first live agent of the client's zone, if any), with the
+//     others offline (replicas.go).
 //   - An unknown topic is UNKNOWN_TOPIC_OR_PARTITION, unless
 //     Deps.AutoCreateTopics is on and the request allows it
 //     (AllowAutoTopicCreation from v4; always below v4): then it is created
@@ -44,6 +46,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -75,6 +78,7 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 		resp.AuthorizedOperations = z.clusterOps()
 	}
 	m := metadataAnswer{d: d, z: z, brokers: brokers, includeOps: req.Version >= 8 && req.IncludeTopicAuthorizedOperations}
+	m.placeOn, m.zone = placeLeaders(brokers, r.Conn.Zone())
 
 	hold := d.holdResponse()
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
@@ -276,11 +280,15 @@ func (m *metadataAnswer) topics(ctx context.Context, db MetaDB, req *kmsg.Metada
 
 // metadataAnswer builds the topic entries of one Metadata response.
 type metadataAnswer struct {
-	d          *Deps
-	z          authz
-	brokers    []Broker
+	d       *Deps
+	z       authz
+	brokers []Broker
+	// placeOn are the brokers leaders are placed on: those of the
+	// client's zone, else brokers; zone is that zone, "" for brokers.
+	placeOn    []Broker
+	zone       string
 	includeOps bool
-	// leaders is d.leadersKey(brokers), made on first use.
+	// leaders is d.leadersKey(brokers, placeOn), made on first use.
 	leaders string
 	// lists reads the replica lists reassignments recorded.
 	lists replicaLists
@@ -316,9 +324,9 @@ func (m *metadataAnswer) topic(t *meta.Topic) kmsg.MetadataResponseTopic {
 	}
 	if s := m.d.shared; s != nil {
 		if m.leaders == "" {
-			m.leaders = m.d.leadersKey(m.brokers)
+			m.leaders = m.d.leadersKey(m.brokers, m.placeOn)
 		}
-		rt.Partitions = s.partitionLists.get(t, withEpoch(m.leaders, epoch), build)
+		rt.Partitions = s.partitionLists.get(t, m.zone, withEpoch(m.leaders, epoch), build)
 	} else {
 		rt.Partitions = build()
 	}
@@ -341,11 +349,18 @@ func (m *metadataAnswer) partitions(t *meta.Topic, lists map[int32][]int32) []km
 		rp.LeaderEpoch = 0
 		if list, ok := lists[p]; ok {
 			r := m.d.replicasOf(m.brokers, t.ID, p, list)
+			if m.zone != "" {
+				// The operator chose the agents; of them, a client's
+				// zone's leads for it.
+				if i := slices.IndexFunc(r.isr, func(n int32) bool { return live(m.placeOn, n) }); i >= 0 {
+					r.leader = r.isr[i]
+				}
+			}
 			rp.Leader, rp.Replicas, rp.ISR, rp.OfflineReplicas = r.leader, r.replicas, r.isr, r.offline
 			parts[p] = rp
 			continue
 		}
-		leaders[p] = m.d.partitionLeader(m.brokers, t.ID, p)
+		leaders[p] = m.d.partitionLeader(m.placeOn, t.ID, p)
 		rp.Leader = leaders[p]
 		rp.Replicas = leaders[p : p+1 : p+1]
 		rp.ISR = rp.Replicas

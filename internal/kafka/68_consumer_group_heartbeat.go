@@ -13,6 +13,8 @@
 //   - Heartbeats reach the coordinator in the connection's request order
 //     (groups.go): one never overtakes a commit the member sent first.
 //   - Group semantics: package group (consumer.go, reconcile.go).
+//   - RackId is the member's client.rack: the connection learns its zone
+//     from it as from Fetch's (zones.go).
 //   - group.version finalized at 0 (UpdateFeatures) turns the consumer
 //     protocol off: UNSUPPORTED_VERSION, as Kafka answers when its
 //     group.version does not support it.
@@ -40,6 +42,9 @@ func handleConsumerGroupHeartbeat(ctx context.Context, r *Request) (kmsg.Respons
 		return nil, err
 	}
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if req.RackID != nil {
+		r.Conn.noteRack(*req.RackID)
+	}
 	if !r.Deps.groupProtocolEnabled() {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = kerr.UnsupportedVersion.Code

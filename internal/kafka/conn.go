@@ -81,6 +81,11 @@ type Conn struct {
 		principal auth.Principal
 		// sasl is the connection's SASL progress (sasl.go).
 		sasl saslState
+		// rack is the client.rack the client last sent, idZone the
+		// zone its client.id names (zones.go).
+		rack     string
+		idZone   string
+		clientID string
 	}
 }
 
@@ -345,6 +350,9 @@ func (c *Conn) dispatch(p *call) error {
 	}
 	h, req, body, err := parseHeader(frame, c.lastClientID)
 	if h.ClientID != nil {
+		if c.lastClientID == nil || *c.lastClientID != *h.ClientID {
+			c.noteClientID(*h.ClientID)
+		}
 		c.lastClientID = h.ClientID
 	}
 	p.hdr = h

@@ -265,8 +265,12 @@ func (d *Deps) selectEndpoint(b *Broker, listener string) bool {
 // topic's partition 0 does not land on one agent. brokers must be sorted
 // by node id (ClusterInfo.Brokers) for every agent to name the same one.
 func (d *Deps) partitionLeader(brokers []Broker, id meta.TopicID, partition int32) int32 {
-	if len(brokers) < 2 {
+	switch len(brokers) {
+	case 0:
 		return d.Cluster.NodeID
+	case 1:
+		// Not always this agent: a client's zone may hold one other.
+		return brokers[0].NodeID
 	}
 	// Topic ids are hashes, so four of their bytes spread well.
 	h := uint64(binary.BigEndian.Uint32(id[:4]))

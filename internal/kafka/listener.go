@@ -21,6 +21,10 @@ type Listener struct {
 	// client certificate's subject becomes the principal
 	// (auth.CertificatePrincipal).
 	TLS *tls.Config
+	// Zone, when set, is the zone of every client of this listener
+	// (per-zone listeners, zones.go): it wins over what the client
+	// says.
+	Zone string
 }
 
 // check reports a listener whose TLS does not match its protocol.

@@ -32,6 +32,8 @@ type sharedState struct {
 	allTopicsBytes atomic.Int64
 	// sessions holds the fetch sessions (fetch_session.go).
 	sessions *fetchSessionCache
+	// zones remembers clients' client.rack (zones.go).
+	zones *zoneMemo
 }
 
 func newSharedState(cfg Config) *sharedState {
@@ -44,6 +46,7 @@ func newSharedState(cfg Config) *sharedState {
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 		fetchYield:     newFetchYield(time.Now, runtimeSchedWaits()),
 		quotas:         newClientQuotas(cfg.Deps.Meta, cfg.Quota, cfg.Deps.now),
+		zones:          newZoneMemo(),
 	}
 	if cfg.FetchSessionSlots > 0 {
 		s.sessions = newFetchSessionCache(cfg.Deps.now, cfg.FetchSessionSlots, fetchSessionPartitions)
