@@ -104,6 +104,11 @@ func (a *Agent) measuredCost() (cost.Measured, error) {
 				m.Puts += sumMetric(f, map[string]string{"op": op.String()})
 			}
 			m.Gets = sumMetric(f, map[string]string{"op": objstore.OpGet.String()})
+		case "strand_zone_bytes_total":
+			// What crossed zones both ways; bytes of clients whose
+			// zone was never learned count only where they did cross.
+			m.CrossZoneBytes = sumMetric(f, map[string]string{"crossed": "yes"})
+			m.CrossZoneCounter = `strand_zone_bytes_total{crossed="yes"}`
 		case "strand_log_append_seconds":
 			for _, s := range f.GetMetric() {
 				m.LogWrites += float64(s.GetHistogram().GetSampleCount())
