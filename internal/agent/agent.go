@@ -220,6 +220,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	vlog, err := logurl.OpenVirtualWith(ctx, cfg.Log, sharedlog.VirtualOptions{Clock: clk}, logurl.Options{
 		File:     filelog.Options{Logger: logger.With("component", "log"), FS: cfg.testing.logFS},
 		Password: logPassword,
+		Count:    a.metrics.countLogRequest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shared log %s: %s", RedactURL(cfg.Log), redactURLsIn(err.Error(), cfg.Log))

@@ -38,6 +38,7 @@ type metrics struct {
 	uploadHedges  *prometheus.CounterVec // result
 	logAppend     prometheus.Histogram
 	logAppendErrs prometheus.Counter
+	logRequests   *prometheus.CounterVec
 	// Long-polling Fetches' wake-ups and the partitions they read again
 	// (kafka.WaitObserver).
 	fetchWakeups   prometheus.Counter
@@ -140,6 +141,10 @@ func newMetrics() *metrics {
 		Name: "strand_log_append_errors_total",
 		Help: "Appends to the shared log that returned an error.",
 	})
+	m.logRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "strand_log_requests_total",
+		Help: "Operations this agent sent the shared log's backends, by backend (the segment's URL scheme: file, postgres, etcd, dynamodb, s3) and op (append, check_tail, read_next, tail_moved, wait_tail, seal, prefix_trim, chain_get, chain_cas). On s3 a check_tail is a LIST and a GET, a read_next a LIST and a GET per entry, a tail_moved one GET; on dynamodb each is about one request.",
+	}, []string{"backend", "op"})
 	m.fetchWakeups = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "strand_fetch_long_poll_wakeups_total",
 		Help: "Times apply woke a long-polling Fetch because one of its partitions changed.",
@@ -182,7 +187,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.snapGCManifests, m.snapGCFiles, m.snapGCBytes)
 	m.reg.MustRegister(objRequests, objLatency, objBytes, m.connsOpened, buildInfo())
 	m.reg.MustRegister(m.requests, m.requestLatency, m.produceBytes, m.fetchBytes,
-		m.connsClosed, m.flushBytes, m.flushLatency, m.uploadHedges, m.logAppend, m.logAppendErrs,
+		m.connsClosed, m.flushBytes, m.flushLatency, m.uploadHedges, m.logAppend, m.logAppendErrs, m.logRequests,
 		m.fetchWakeups, m.fetchRechecked, m.throttled, m.throttleSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -363,6 +368,12 @@ func (c *damageCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.objects, prometheus.CounterValue, float64(st.Objects[k]), k.String())
 		ch <- prometheus.MustNewConstMetric(c.reads, prometheus.CounterValue, float64(st.Reads[k]), k.String())
 	}
+}
+
+// countLogRequest counts one operation sent to a shared log backend
+// (logurl.Options.Count).
+func (m *metrics) countLogRequest(backend, op string) {
+	m.logRequests.WithLabelValues(backend, op).Inc()
 }
 
 // timedLog measures appends to the shared log and tells appendHealth how

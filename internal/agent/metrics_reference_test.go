@@ -80,6 +80,7 @@ var operatorUse = map[string]string{
 	"strand_objstore_request_seconds":                   "Object store latency per operation; a put p99 rising is the first sign of a slow or throttled bucket, and raises produce latency with it.",
 	"strand_objstore_bytes_total":                       "Bytes written and read: transfer costs, and the read amplification of fetches that miss the cache.",
 	"strand_log_append_seconds":                         "Shared log append latency, part of every produce and metadata change: a slow log (PostgreSQL, etcd, DynamoDB) slows everything.",
+	"strand_log_requests_total":                         "What the shared log costs: `sum by (backend, op) (rate(...[5m]))`. On s3 and dynamodb every request is billed. Following the log costs one tail_moved every 12s while no fetch waits, and a poll every 20ms while one does; each lease renewal (every `--lease`/3, per agent) is an append that every agent then reads. A steady high tail_moved rate with no consumer waiting means something keeps the log eager.",
 	"strand_log_append_errors_total":                    "Any increase means the shared log refused or lost appends; the agent stops being ready while appends fail.",
 	"strand_meta_applied_position":                      "Applied position per agent; agents far apart are a lagging agent.",
 	"strand_meta_apply_lag_entries":                     "Entries not applied yet (-1: the log could not be reached); a lag that grows means this agent cannot keep up with the log.",

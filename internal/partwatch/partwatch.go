@@ -62,6 +62,9 @@ type Registry struct {
 		// changes.
 		watches map[*Watch]struct{}
 	}
+	// busy, if set, is told when the first watch registers and when the
+	// last one closes (OnBusy).
+	busy func(busy bool)
 }
 
 type shard struct {
@@ -110,6 +113,14 @@ func New() *Registry {
 	return r
 }
 
+// OnBusy sets f to be called with true when the registry goes from no
+// live watch to one, and with false when the last live watch closes, in
+// that order and never twice in a row with one value: the replica makes
+// a log that polls poll quickly while some fetch waits. f is called with
+// the registry's lock held and must not block or call back. OnBusy must
+// be called before the first Watch.
+func (r *Registry) OnBusy(f func(busy bool)) { r.busy = f }
+
 func (r *Registry) shardOf(id meta.TopicID) *shard {
 	// Topic ids are random.
 	return &r.shards[binary.LittleEndian.Uint32(id[:4])%shards]
@@ -151,6 +162,9 @@ func (r *Registry) Watch(parts []meta.PartitionRef) *Watch {
 	}
 	r.mu.Lock()
 	r.mu.watches[w] = struct{}{}
+	if r.busy != nil && len(r.mu.watches) == 1 {
+		r.busy(true)
+	}
 	r.mu.Unlock()
 	w.eachTopicRun(func(s *shard, id meta.TopicID, from, to int) {
 		ts := s.topics[id]
@@ -409,5 +423,8 @@ func (w *Watch) Close() {
 	})
 	w.reg.mu.Lock()
 	delete(w.reg.mu.watches, w)
+	if w.reg.busy != nil && len(w.reg.mu.watches) == 0 {
+		w.reg.busy(false)
+	}
 	w.reg.mu.Unlock()
 }

@@ -209,3 +209,24 @@ func TestIdleTopicsBounded(t *testing.T) {
 		t.Fatalf("%d idle topics kept, at most %d", n, shards*maxIdleTopicsPerShard)
 	}
 }
+
+// TestOnBusy: the hook hears the first registration and the last close,
+// once each, however the watches overlap and however often one closes.
+func TestOnBusy(t *testing.T) {
+	r := New()
+	var got []bool
+	r.OnBusy(func(busy bool) { got = append(got, busy) })
+	w1 := r.Watch(nil)
+	w2 := r.Watch(nil)
+	w1.Close()
+	w1.Close()
+	w3 := r.Watch(nil)
+	w2.Close()
+	w3.Close()
+	w4 := r.Watch(nil)
+	w4.Close()
+	want := []bool{true, false, true, false}
+	if !slices.Equal(got, want) {
+		t.Fatalf("OnBusy calls = %v, want %v", got, want)
+	}
+}

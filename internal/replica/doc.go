@@ -18,8 +18,9 @@
 //     changed (meta.Changes) wake the watches on them (package
 //     partwatch); a halt and Close wake them all;
 //   - linearizable reads (sync.go): Sync checks the tail, concurrent
-//     callers sharing checks, and waits until the copy has played to it;
-//     View then reads the local copy;
+//     callers sharing checks, and waits until the copy has played to it
+//     (cutting short the player's wait in the log); View then reads the
+//     local copy;
 //   - fail-stop (failstop.go): a failed write under Pebble ends the
 //     process, which rebuilds the copy from its files and the log;
 //   - snapshots (snapshot.go, manifest.go): Pebble checkpoints to and from
@@ -33,6 +34,20 @@
 // retries, the player's read retries and the tail polls of a log that is
 // not a sharedlog.TailWaiter. The per-call timeouts of log operations
 // stay on the wall clock: no test needs to move them.
+//
+// # Idle polling
+//
+// On a log whose backend bills every request (S3, DynamoDB) the
+// VirtualLog polls for other agents' appends only every few seconds
+// unless a reader is eager (sharedlog.Eager). The copy is eager while a
+// partition watch is live (a long-polling Fetch, or a fetch session
+// between requests): that is when a client waits for what another agent
+// appends, and the log then polls every PollInterval and at once when
+// the first watch registers. An agent with no such client costs a
+// request every IdlePollInterval; one serving a waiting consumer sees
+// another agent's commit within a poll interval. Everything else that
+// must see the newest entries asks for them: Sync checks the tail and
+// wakes the player, and this copy's own appends wake it too.
 //
 // The layout of the keys and log entries is package meta's, drawn in its
 // documentation; what this package adds to Pebble is the local key (0xFF)

@@ -104,7 +104,8 @@ type Config struct {
 	MaxPendingCommands int
 	MaxPendingBytes    int
 	// PollInterval is how often the tail is checked when Log is not a
-	// sharedlog.TailWaiter.
+	// sharedlog.TailWaiter. A VirtualLog is one: it polls on its own
+	// (sharedlog.VirtualOptions).
 	PollInterval time.Duration
 	// Clock is the proposer clock stamped on entries (apply reads time
 	// only from there); it also picks the default incarnation, dates
@@ -305,6 +306,9 @@ func Open(ctx context.Context, cfg Config) (*Replica, error) {
 	}
 	r.tails.init(r)
 	r.q.init()
+	if e, ok := cfg.Log.(sharedlog.Eager); ok {
+		r.watches.OnBusy(eagerWhileBusy(e))
+	}
 	stop.setHalt(func(err error) { r.halt(&HaltError{Pos: r.NextToApply(), Cause: err}) })
 
 	r.wg.Add(1)
@@ -568,10 +572,41 @@ func (r *Replica) play(loop *retry.Loop) error {
 }
 
 // waitForTail returns once the known tail may have moved past applied.
+// A kick (a Sync learned of a newer tail) ends the wait at once, even
+// inside the log's WaitTail, which on a request-priced backend may poll
+// only every few seconds while nobody is eager.
 func (r *Replica) waitForTail(applied sharedlog.Pos) error {
+	// A kick left by this player's own noteTail would cut the next wait
+	// short, and with it a request in flight: drop it, then look again
+	// at the known tail, which a kicker sets before it kicks.
+	select {
+	case <-r.kick:
+	default:
+	}
+	r.mu.Lock()
+	known := r.mu.knownTail
+	r.mu.Unlock()
+	if known > applied {
+		return nil
+	}
 	if tw, ok := r.log.(sharedlog.TailWaiter); ok {
-		tail, err := tw.WaitTail(r.ctx, applied)
+		ctx, cancel := context.WithCancel(r.ctx)
+		waited := make(chan struct{})
+		go func() {
+			select {
+			case <-r.kick:
+				cancel()
+			case <-waited:
+			}
+		}()
+		tail, err := tw.WaitTail(ctx, applied)
+		close(waited)
+		kicked := ctx.Err() != nil && r.ctx.Err() == nil
+		cancel()
 		if err != nil {
+			if kicked {
+				return nil // play reads the tail the kicker noted
+			}
 			return err
 		}
 		if tail > applied {
@@ -597,6 +632,25 @@ func (r *Replica) waitForTail(applied sharedlog.Pos) error {
 	}
 	r.noteTail(tail)
 	return nil
+}
+
+// eagerWhileBusy returns a partwatch busy hook that holds e's Eager while
+// any watch is live: a long-polling Fetch waits for appends other agents
+// make, which this copy learns of only by polling, so the log polls
+// quickly while one waits and rarely otherwise (see Idle polling in the
+// package doc).
+func eagerWhileBusy(e sharedlog.Eager) func(busy bool) {
+	var release func()
+	return func(busy bool) {
+		// partwatch calls this under its lock, alternating true and
+		// false: release is never raced.
+		if busy {
+			release = e.Eager()
+		} else if release != nil {
+			release()
+			release = nil
+		}
+	}
 }
 
 // playTo reads entries in [from, to) and applies them.

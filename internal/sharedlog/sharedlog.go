@@ -15,6 +15,19 @@
 // only the steps their own protocol takes with package retry. The
 // VirtualLog's waits (another client's reconfiguration, polling a loglet
 // that is not a TailWaiter) run on VirtualOptions.Clock.
+//
+// # Following the log for nothing
+//
+// A reader learns of other clients' appends from the backend: a
+// TailWaiter is told (memory, file, etcd watches); the others are
+// polled. On a service that bills each request (S3, DynamoDB) a 20ms
+// poll would cost an idle agent millions of requests a month, so such a
+// loglet is a TailProber, asked in one request whether its tail moved,
+// and the VirtualLog asks it only every IdlePollInterval (12s) unless a
+// reader holds Eager: a reader that waits for other agents' appends (a
+// long-polling Fetch) makes the log poll every PollInterval, and at once,
+// while it waits. What nobody waits for may be seen late; a reader that
+// must see every acknowledged append asks CheckTail (replica.Sync).
 package sharedlog
 
 import (
@@ -136,4 +149,27 @@ type Loglet interface {
 // so readers need not poll; for the others, readers poll CheckTail.
 type TailWaiter interface {
 	WaitTail(ctx context.Context, after Pos) (Pos, error)
+}
+
+// TailProber is an optional power of a Loglet whose CheckTail costs
+// several requests and whose every request is billed (slotlog: S3,
+// DynamoDB). TailMoved answers, in about one request, whether the tail
+// may be past tail, a position at or below the tail (every position
+// below it holds an entry): false means the tail was tail, and the
+// loglet unsealed, at some moment during the call; true means call
+// CheckTail. A VirtualLog polls such a loglet with
+// TailMoved, and only every VirtualOptions.IdlePollInterval while no
+// reader is eager (Eager).
+type TailProber interface {
+	TailMoved(ctx context.Context, tail Pos) (bool, error)
+}
+
+// Eager is an optional power of a Log whose WaitTail polls: Eager makes
+// WaitTail poll at its shortest interval, at once and until release is
+// called. A reader that waits for other clients' appends (a long-polling
+// Fetch) holds it, so the log polls quickly only while someone waits
+// and an idle reader costs next to nothing. Holds nest; release may be
+// called more than once.
+type Eager interface {
+	Eager() (release func())
 }

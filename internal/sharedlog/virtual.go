@@ -56,8 +56,19 @@ type VirtualOptions struct {
 
 	// PollInterval is how often the log rereads the MetaStore while it
 	// waits for another client's reconfiguration, and how often WaitTail
-	// polls a loglet that is not a TailWaiter. Default 20ms.
+	// polls a loglet that is not a TailWaiter: always one that is not a
+	// TailProber either (PostgreSQL), and a TailProber while a reader
+	// is eager (Eager). Default 20ms.
 	PollInterval time.Duration
+
+	// IdlePollInterval is how often WaitTail polls a TailProber (a
+	// loglet on a service that bills every request: S3, DynamoDB) while
+	// no reader is eager. Its polls cost one request each, plus a read
+	// of the trim point once per slotlog TrimGrace/2 (a minute by
+	// default); at 12s that is 7 requests in 72s, at most 6 in any
+	// minute. Readers that wait for other agents' appends hold Eager,
+	// so a copy that lags while idle keeps nobody waiting. Default 12s.
+	IdlePollInterval time.Duration
 
 	// StallTimeout is how long an appender that found the active loglet
 	// sealed waits for the sealing client to extend the chain before it
@@ -81,8 +92,9 @@ type VirtualOptions struct {
 }
 
 const (
-	defaultPollInterval = 20 * time.Millisecond
-	defaultStallTimeout = 2 * time.Second
+	defaultPollInterval     = 20 * time.Millisecond
+	defaultIdlePollInterval = 12 * time.Second
+	defaultStallTimeout     = 2 * time.Second
 	// defaultTargetCheckTimeout is long enough for a remote backend's
 	// first connection (TLS, authentication, a DynamoDB table check) and
 	// short enough that a wrong URL is reported while the operator waits.
@@ -134,7 +146,7 @@ type VirtualLog struct {
 		loglets map[string]Loglet
 		closed  bool
 		// changed, when a waiter made it, is closed on a chain install,
-		// a local append or Close, and then cleared.
+		// a local append, an Eager hold or Close, and then cleared.
 		changed chan struct{}
 		// moving is the flight getting this handle off a sealed active
 		// segment; appenders that meet the seal together share it.
@@ -145,6 +157,15 @@ type VirtualLog struct {
 	// nobody waits. A waiter sets it before it checks the tail, so an
 	// append that finds it unset is seen by that check.
 	waiting atomic.Bool
+	// eager counts the Eager holds: while it is positive, WaitTail
+	// polls a TailProber every PollInterval.
+	eager atomic.Int64
+	// seen is the highest global tail this handle has learned, from
+	// its appends and tail checks: every position below it is durable
+	// and readable. A polling WaitTail returns it without asking the
+	// backend when it is past after, and asks a TailProber only whether
+	// the tail moved when it is after.
+	seen atomic.Uint64
 
 	// testHooks let tests stop a reconfiguration at a chosen step.
 	testHooks struct {
@@ -161,6 +182,7 @@ type flight struct {
 var (
 	_ Log        = (*VirtualLog)(nil)
 	_ TailWaiter = (*VirtualLog)(nil)
+	_ Eager      = (*VirtualLog)(nil)
 )
 
 // OpenVirtual opens the log whose chain ms holds, opening segments with
@@ -175,6 +197,9 @@ func OpenVirtual(ctx context.Context, ms MetaStore, open Opener, opts VirtualOpt
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = defaultPollInterval
+	}
+	if opts.IdlePollInterval <= 0 {
+		opts.IdlePollInterval = defaultIdlePollInterval
 	}
 	if opts.StallTimeout == 0 {
 		opts.StallTimeout = defaultStallTimeout
@@ -272,6 +297,7 @@ func (v *VirtualLog) Append(ctx context.Context, entry []byte) (Pos, error) {
 		}
 		p, err := ll.Append(ctx, entry)
 		if err == nil {
+			v.noteSeen(act.Start + p + 1)
 			v.wake()
 			return act.Start + p, nil
 		}
@@ -293,6 +319,14 @@ func (v *VirtualLog) Append(ctx context.Context, entry []byte) (Pos, error) {
 // reconfigured, in which case the sealed tail is the log's tail: the new
 // segment will start there.
 func (v *VirtualLog) CheckTail(ctx context.Context) (Pos, bool, error) {
+	tail, sealed, err := v.checkTail(ctx)
+	if err == nil {
+		v.noteSeen(tail)
+	}
+	return tail, sealed, err
+}
+
+func (v *VirtualLog) checkTail(ctx context.Context) (Pos, bool, error) {
 	for range maxChainAttempts {
 		c, err := v.current()
 		if err != nil {
@@ -486,9 +520,20 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 
 // WaitTail blocks until the tail passes after, the log is sealed, or ctx
 // is done. It waits on the active loglet when that is a TailWaiter, and
-// otherwise polls CheckTail every PollInterval (waking early for appends
-// made through this handle).
+// otherwise polls it (waking early for appends made through this handle,
+// which it answers without asking the backend, for a chain change and
+// for Eager): every PollInterval, except a TailProber, which it asks
+// with TailMoved, and while no reader is eager only every
+// IdlePollInterval. A tail this handle saw past after is returned
+// without asking the backend.
 func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
+	// known is a loglet-local tail of segment probed, one this call
+	// checked or after itself: from then on a TailProber is asked only
+	// whether its tail moved past it.
+	var (
+		probed string
+		known  Pos
+	)
 	for {
 		c, err := v.current()
 		if err != nil {
@@ -520,6 +565,31 @@ func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 			// At the tail and not waiting: the loglet is sealed.
 		} else {
 			ch := v.changed()
+			seen := Pos(v.seen.Load())
+			if seen > after {
+				return seen, nil
+			}
+			prober, _ := ll.(TailProber)
+			if prober != nil && probed != act.URL && after == seen {
+				// Every position below after is in the log, so the
+				// loglet need only say whether its tail is past it.
+				probed, known = act.URL, after-act.Start
+			}
+			if prober != nil && probed == act.URL {
+				moved, err := prober.TailMoved(ctx, known)
+				if v.dropped(err, act.URL) {
+					continue
+				}
+				if err != nil {
+					return act.Start + known, err
+				}
+				if !moved {
+					if err := v.waitChange(ctx, ch, v.pollWait(prober)); err != nil {
+						return act.Start + known, err
+					}
+					continue
+				}
+			}
 			t, sealed, err := ll.CheckTail(ctx)
 			if v.dropped(err, act.URL) {
 				continue
@@ -527,11 +597,14 @@ func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 			if err != nil {
 				return 0, err
 			}
-			if tail = act.Start + t; tail > after {
+			tail = act.Start + t
+			v.noteSeen(tail)
+			if tail > after {
 				return tail, nil
 			}
 			if !sealed {
-				if err := v.waitChange(ctx, ch, v.opts.PollInterval); err != nil {
+				probed, known = act.URL, t
+				if err := v.waitChange(ctx, ch, v.pollWait(prober)); err != nil {
 					return tail, err
 				}
 				continue
@@ -539,6 +612,36 @@ func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 		}
 		if err := v.awaitMoveOff(ctx, act.URL, -1); err != nil {
 			return tail, err
+		}
+	}
+}
+
+// pollWait is how long WaitTail waits between polls of a loglet that is
+// not a TailWaiter; prober is the loglet as a TailProber, or nil.
+func (v *VirtualLog) pollWait(prober TailProber) time.Duration {
+	if prober == nil || v.eager.Load() > 0 {
+		return v.opts.PollInterval
+	}
+	return v.opts.IdlePollInterval
+}
+
+// Eager implements the Eager power: while a hold lasts, WaitTail polls
+// every PollInterval; taking one wakes a waiter to poll at once.
+func (v *VirtualLog) Eager() (release func()) {
+	v.eager.Add(1)
+	v.mu.Lock()
+	v.wakeLocked()
+	v.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { v.eager.Add(-1) }) }
+}
+
+// noteSeen records that every position below tail is durable.
+func (v *VirtualLog) noteSeen(tail Pos) {
+	for {
+		a := v.seen.Load()
+		if uint64(tail) <= a || v.seen.CompareAndSwap(a, uint64(tail)) {
+			return
 		}
 	}
 }
@@ -670,7 +773,7 @@ func (v *VirtualLog) loglet(ctx context.Context, url string) (Loglet, error) {
 }
 
 // changed returns a channel closed at the next chain install, local
-// append or Close. Take it before checking the condition waited for.
+// append, Eager hold or Close. Take it before checking the condition waited for.
 func (v *VirtualLog) changed() <-chan struct{} {
 	v.mu.Lock()
 	defer v.mu.Unlock()

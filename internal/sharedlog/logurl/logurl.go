@@ -59,6 +59,38 @@ type Options struct {
 	// the --log URL's own password, else pgx's PGPASSWORD or password
 	// file.
 	Password string
+	// Count, if set, is told of every operation the loglets and the
+	// MetaStore opened through these Options send their backend, with
+	// the backend's URL scheme (see sharedlog.Counted). It must be safe
+	// for concurrent use and must not block.
+	Count func(backend, op string)
+}
+
+// counted wraps ll in o.Count's counter for the scheme of rawURL.
+func (o Options) counted(rawURL string, ll sharedlog.Loglet) sharedlog.Loglet {
+	if o.Count == nil {
+		return ll
+	}
+	backend := scheme(rawURL)
+	return sharedlog.Counted(ll, func(op string) { o.Count(backend, op) })
+}
+
+// countedMetaStore wraps ms as counted wraps a loglet.
+func (o Options) countedMetaStore(rawURL string, ms sharedlog.MetaStore) sharedlog.MetaStore {
+	if o.Count == nil {
+		return ms
+	}
+	backend := scheme(rawURL)
+	return sharedlog.CountedMetaStore(ms, func(op string) { o.Count(backend, op) })
+}
+
+// scheme is rawURL's scheme in lower case, or "unknown".
+func scheme(rawURL string) string {
+	s, _, ok := strings.Cut(rawURL, ":")
+	if !ok || s == "" {
+		return "unknown"
+	}
+	return strings.ToLower(s)
 }
 
 // Open opens the loglet rawURL names. Relative file: URLs need Opener.
@@ -76,33 +108,41 @@ func OpenerWith(baseDir string, o Options) sharedlog.Opener {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if r, ok := remoteFor(rawURL); ok {
-			return r.open(ctx, withPassword(rawURL, o.Password))
-		}
-		u, err := parse(rawURL)
+		ll, err := o.open(ctx, baseDir, rawURL)
 		if err != nil {
 			return nil, err
 		}
-		switch u.Scheme {
-		case "mem":
-			name, err := memName(u)
-			if err != nil {
-				return nil, err
-			}
-			return mem.open(name), nil
-		case "file":
-			dir, err := fileDir(u, baseDir)
-			if err != nil {
-				return nil, err
-			}
-			l, err := filelog.Open(dir, o.File)
-			if err != nil {
-				return nil, fmt.Errorf("logurl: open %s: %w", rawURL, err)
-			}
-			return l, nil
-		}
-		return nil, fmt.Errorf("%w: unknown scheme in %q", ErrBadURL, rawURL)
+		return o.counted(rawURL, ll), nil
 	}
+}
+
+func (o Options) open(ctx context.Context, baseDir, rawURL string) (sharedlog.Loglet, error) {
+	if r, ok := remoteFor(rawURL); ok {
+		return r.open(ctx, withPassword(rawURL, o.Password))
+	}
+	u, err := parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	switch u.Scheme {
+	case "mem":
+		name, err := memName(u)
+		if err != nil {
+			return nil, err
+		}
+		return mem.open(name), nil
+	case "file":
+		dir, err := fileDir(u, baseDir)
+		if err != nil {
+			return nil, err
+		}
+		l, err := filelog.Open(dir, o.File)
+		if err != nil {
+			return nil, fmt.Errorf("logurl: open %s: %w", rawURL, err)
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("%w: unknown scheme in %q", ErrBadURL, rawURL)
 }
 
 // OpenVirtual opens the VirtualLog rawURL names, creating it if it is
@@ -154,7 +194,7 @@ func OpenVirtualWith(ctx context.Context, rawURL string, opts sharedlog.VirtualO
 	if opts.NextURL == nil {
 		opts.NextURL = NextURL // the log may move to a remote backend
 	}
-	return sharedlog.OpenVirtual(ctx, ms, open, opts)
+	return sharedlog.OpenVirtual(ctx, o.countedMetaStore(rawURL, ms), open, opts)
 }
 
 func parse(rawURL string) (*url.URL, error) {

@@ -107,7 +107,7 @@ func openRemoteVirtual(ctx context.Context, r remote, rawURL string, opts shared
 	if opts.NextURL == nil {
 		opts.NextURL = NextURL
 	}
-	return sharedlog.OpenVirtual(ctx, ms, OpenerWith("", o), opts)
+	return sharedlog.OpenVirtual(ctx, o.countedMetaStore(rawURL, ms), OpenerWith("", o), opts)
 }
 
 // NextURL names the segment that follows chain c in the way of the

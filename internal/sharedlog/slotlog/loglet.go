@@ -122,7 +122,10 @@ type Loglet struct {
 	}
 }
 
-var _ sharedlog.Loglet = (*Loglet)(nil)
+var (
+	_ sharedlog.Loglet     = (*Loglet)(nil)
+	_ sharedlog.TailProber = (*Loglet)(nil)
+)
 
 type outcome uint8
 

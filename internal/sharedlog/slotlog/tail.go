@@ -254,3 +254,30 @@ func (l *Loglet) trimPointAsOf(ctx context.Context, t time.Time) (sharedlog.Pos,
 		return tp, err
 	}
 }
+
+// TailMoved implements sharedlog.TailProber with one Probe of slot tail:
+// an empty frontier slot means nothing was appended there, nor a seal.
+// Unless the slot was written, trimmed and deleted meanwhile: the trim
+// point, read after the probe or trusted as of its end, rules that out,
+// as it does for an append (see Trim and the grace period). So the read
+// costs a second request once per trust period, not on every probe.
+func (l *Loglet) TailMoved(ctx context.Context, tail sharedlog.Pos) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	known := l.mu.sealed || l.mu.base > tail
+	l.mu.Unlock()
+	if known {
+		return true, nil
+	}
+	_, occupied, err := l.st.Probe(ctx, tail)
+	if err != nil || occupied {
+		return occupied, err
+	}
+	tp, err := l.trimPointAsOf(ctx, l.clk.Now())
+	if err != nil {
+		return false, err
+	}
+	return tp > tail, nil
+}
