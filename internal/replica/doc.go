@@ -19,8 +19,9 @@
 //     partwatch); a halt and Close wake them all;
 //   - linearizable reads (sync.go): Sync checks the tail, concurrent
 //     callers sharing checks, and waits until the copy has played to it
-//     (cutting short the player's wait in the log); View then reads the
-//     local copy;
+//     (the check, made through the log, wakes the player between polls
+//     but never cancels a request it has in flight); View then reads
+//     the local copy;
 //   - fail-stop (failstop.go): a failed write under Pebble ends the
 //     process, which rebuilds the copy from its files and the log;
 //   - snapshots (snapshot.go, manifest.go): Pebble checkpoints to and from
@@ -47,7 +48,10 @@
 // request every IdlePollInterval; one serving a waiting consumer sees
 // another agent's commit within a poll interval. Everything else that
 // must see the newest entries asks for them: Sync checks the tail and
-// wakes the player, and this copy's own appends wake it too.
+// wakes the player, and this copy's own appends wake it too. A wake-up
+// ends the wait between polls, never a request in flight: a cancelled
+// request is billed all the same, and dynalite dies of a burst of them.
+// The player's wait in the log therefore has no context of its own.
 //
 // The layout of the keys and log entries is package meta's, drawn in its
 // documentation; what this package adds to Pebble is the local key (0xFF)

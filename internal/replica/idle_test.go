@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,4 +102,95 @@ func TestIdleWatchMakesEager(t *testing.T) {
 	if err := b.WaitApplied(stuckCtx(t), tail); err != nil {
 		t.Fatalf("the watched copy did not play to %d: %v", tail, err)
 	}
+}
+
+// gatedProber holds the first TailMoved after arm until release, and
+// records whether its context was cancelled meanwhile.
+type gatedProber struct {
+	probedLoglet
+	armed     atomic.Bool
+	entered   chan struct{}
+	release   chan struct{}
+	cancelled atomic.Bool
+}
+
+func (g *gatedProber) TailMoved(ctx context.Context, tail sharedlog.Pos) (bool, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			g.cancelled.Store(true)
+			return false, ctx.Err()
+		}
+	}
+	return g.probedLoglet.TailMoved(ctx, tail)
+}
+
+// TestProposeLeavesPollInFlight: a Propose while the player's log has a
+// probe in flight does not cancel it. Every Propose tells the player of
+// its entry, and under a producer's load a player that cancelled its
+// wait on each such kick sent a stream of requests abandoned mid-flight,
+// billed all the same; dynalite died of them. The append wakes the log's
+// waiter instead, once the probe has answered.
+func TestProposeLeavesPollInFlight(t *testing.T) {
+	ctx := testCtx(t)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ms, ml := sharedlog.NewMemMetaStore(), memlog.New()
+	g := &gatedProber{probedLoglet: probedLoglet{ml}, entered: make(chan struct{}), release: make(chan struct{})}
+	open := func(context.Context, string) (sharedlog.Loglet, error) { return g, nil }
+	v, err := sharedlog.OpenVirtual(ctx, ms, open, sharedlog.VirtualOptions{InitialURL: "gated", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	r := openReplica(t, v, "", "a", withClock(clk))
+	if err := clk.BlockUntil(ctx, 1); err != nil { // the player's idle poll
+		t.Fatal(err)
+	}
+	// A watch makes the log eager, which wakes the player to probe.
+	g.armed.Store(true)
+	w := r.Watch(nil)
+	defer w.Close()
+	select {
+	case <-g.entered:
+	case <-stuckCtx(t).Done():
+		t.Fatal("the player did not probe the log")
+	}
+
+	before, _, err := ml.CheckTail(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Propose(ctx, meta.CreateTopic{Name: "t", Partitions: 1})
+		done <- err
+	}()
+	for {
+		tail, _, err := ml.CheckTail(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tail > before {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The proposer tells the player of its entry right after the append:
+	// give a kick that would cancel the probe the time to land.
+	time.Sleep(100 * time.Millisecond)
+	close(g.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Propose: %v", err)
+		}
+	case <-stuckCtx(t).Done():
+		t.Fatal("the Propose did not apply once the probe answered")
+	}
+	if g.cancelled.Load() {
+		t.Fatal("the Propose cancelled the player's probe in flight")
+	}
+	topicID(t, r, "t")
 }

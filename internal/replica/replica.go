@@ -572,41 +572,15 @@ func (r *Replica) play(loop *retry.Loop) error {
 }
 
 // waitForTail returns once the known tail may have moved past applied.
-// A kick (a Sync learned of a newer tail) ends the wait at once, even
-// inside the log's WaitTail, which on a request-priced backend may poll
-// only every few seconds while nobody is eager.
+// A TailWaiter is waited on under the replica's context alone: a kick
+// must not cancel it, for that would cut off a request in flight, billed
+// all the same and, in bursts (a kick per Propose), enough to kill
+// dynalite. A VirtualLog wakes its waiter itself for what a kick tells:
+// an append or a CheckTail (Sync) made through it.
 func (r *Replica) waitForTail(applied sharedlog.Pos) error {
-	// A kick left by this player's own noteTail would cut the next wait
-	// short, and with it a request in flight: drop it, then look again
-	// at the known tail, which a kicker sets before it kicks.
-	select {
-	case <-r.kick:
-	default:
-	}
-	r.mu.Lock()
-	known := r.mu.knownTail
-	r.mu.Unlock()
-	if known > applied {
-		return nil
-	}
 	if tw, ok := r.log.(sharedlog.TailWaiter); ok {
-		ctx, cancel := context.WithCancel(r.ctx)
-		waited := make(chan struct{})
-		go func() {
-			select {
-			case <-r.kick:
-				cancel()
-			case <-waited:
-			}
-		}()
-		tail, err := tw.WaitTail(ctx, applied)
-		close(waited)
-		kicked := ctx.Err() != nil && r.ctx.Err() == nil
-		cancel()
+		tail, err := tw.WaitTail(r.ctx, applied)
 		if err != nil {
-			if kicked {
-				return nil // play reads the tail the kicker noted
-			}
 			return err
 		}
 		if tail > applied {

@@ -146,7 +146,8 @@ type VirtualLog struct {
 		loglets map[string]Loglet
 		closed  bool
 		// changed, when a waiter made it, is closed on a chain install,
-		// a local append, an Eager hold or Close, and then cleared.
+		// a local append, a CheckTail that raised seen, an Eager hold or
+		// Close, and then cleared.
 		changed chan struct{}
 		// moving is the flight getting this handle off a sealed active
 		// segment; appenders that meet the seal together share it.
@@ -320,8 +321,11 @@ func (v *VirtualLog) Append(ctx context.Context, entry []byte) (Pos, error) {
 // segment will start there.
 func (v *VirtualLog) CheckTail(ctx context.Context) (Pos, bool, error) {
 	tail, sealed, err := v.checkTail(ctx)
-	if err == nil {
-		v.noteSeen(tail)
+	if err == nil && v.noteSeen(tail) {
+		// A waiter asleep between polls returns this tail now. It is
+		// woken, never cancelled: a request cut off mid-flight is billed
+		// all the same, and a burst of them kills dynalite.
+		v.wake()
 	}
 	return tail, sealed, err
 }
@@ -520,11 +524,11 @@ func (v *VirtualLog) PrefixTrim(ctx context.Context, before Pos) error {
 
 // WaitTail blocks until the tail passes after, the log is sealed, or ctx
 // is done. It waits on the active loglet when that is a TailWaiter, and
-// otherwise polls it (waking early for appends made through this handle,
-// which it answers without asking the backend, for a chain change and
-// for Eager): every PollInterval, except a TailProber, which it asks
-// with TailMoved, and while no reader is eager only every
-// IdlePollInterval. A tail this handle saw past after is returned
+// otherwise polls it (waking early for appends and CheckTails made
+// through this handle, which it answers without asking the backend, for
+// a chain change and for Eager): every PollInterval, except a
+// TailProber, which it asks with TailMoved, and while no reader is
+// eager only every IdlePollInterval. A tail this handle saw past after is returned
 // without asking the backend.
 func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 	// known is a loglet-local tail of segment probed, one this call
@@ -636,12 +640,16 @@ func (v *VirtualLog) Eager() (release func()) {
 	return func() { once.Do(func() { v.eager.Add(-1) }) }
 }
 
-// noteSeen records that every position below tail is durable.
-func (v *VirtualLog) noteSeen(tail Pos) {
+// noteSeen records that every position below tail is durable, and
+// reports whether that raised seen.
+func (v *VirtualLog) noteSeen(tail Pos) bool {
 	for {
 		a := v.seen.Load()
-		if uint64(tail) <= a || v.seen.CompareAndSwap(a, uint64(tail)) {
-			return
+		if uint64(tail) <= a {
+			return false
+		}
+		if v.seen.CompareAndSwap(a, uint64(tail)) {
+			return true
 		}
 	}
 }
@@ -773,7 +781,8 @@ func (v *VirtualLog) loglet(ctx context.Context, url string) (Loglet, error) {
 }
 
 // changed returns a channel closed at the next chain install, local
-// append, Eager hold or Close. Take it before checking the condition waited for.
+// append, CheckTail that saw a newer tail, Eager hold or Close. Take it
+// before checking the condition waited for.
 func (v *VirtualLog) changed() <-chan struct{} {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -784,7 +793,8 @@ func (v *VirtualLog) changed() <-chan struct{} {
 	return v.mu.changed
 }
 
-// wake wakes waiters after a local append.
+// wake wakes waiters after a local append or a CheckTail that raised
+// seen.
 func (v *VirtualLog) wake() {
 	if !v.waiting.Load() {
 		return
