@@ -394,7 +394,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Meta:      a.replica,
 		NodeID:    cfg.NodeID,
 		Placement: placement.Ring{Self: cfg.NodeID, Live: a.members.nodes},
-		Hold:      a.clock.hold,
+		ClockOff:  a.clock.hold,
 		Clock:     clk,
 		Logger:    logger.With("component", "txn"),
 	})

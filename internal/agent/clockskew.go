@@ -13,7 +13,12 @@ package agent
 // the agent compares its clock with its copy's log clock. Beyond
 // --max-clock-skew it says so (a log line, strand_clock_skewed), answers
 // /readyz with 503, and owns none of that work until the two agree
-// again; other work (serving clients, coordinating groups) goes on.
+// again (retention, garbage collection, offset expiry and the cleaner
+// wait, which only keeps data longer), but for transaction timeouts,
+// which it judges by the log clock alone: the transactions it
+// coordinates must not stay open, holding back every read_committed
+// consumer of their partitions. Other work (serving clients,
+// coordinating groups) goes on.
 //
 // Measuring right after its own renewal keeps the comparison honest: the
 // copy has just applied an entry this agent stamped, so its log clock
@@ -71,8 +76,8 @@ func (g *clockGuard) check() {
 	}
 	if off {
 		g.logger.Error("this agent's clock disagrees with the log clock: it stops proposing retention, garbage collection, "+
-			"transaction timeouts, offset expiry and compaction of tombstones, and /readyz answers 503, until they agree; "+
-			"fix the machine's time (NTP)",
+			"offset expiry and compaction of tombstones, judges transaction timeouts by the log clock alone, and /readyz "+
+			"answers 503, until they agree; fix the machine's time (NTP)",
 			"skew", time.Duration(skew)*time.Millisecond, "max_clock_skew", g.behind)
 		return
 	}

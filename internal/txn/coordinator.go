@@ -63,9 +63,12 @@ type Config struct {
 	// SweepInterval is the period of the timeout sweep; zero means
 	// DefaultSweepInterval, negative no sweep (a test calls Sweep).
 	SweepInterval time.Duration
-	// Hold, when set and true, skips the sweep: the agent's clock
-	// disagrees with the log's, and timeouts are decisions by time.
-	Hold func() bool
+	// ClockOff, when set and true, says this agent's clock disagrees
+	// with the log's: the sweep then judges timeouts by the log clock
+	// alone. It must not stop: the transactions this agent coordinates
+	// would stay open, and hold every read_committed consumer of their
+	// partitions, until the clock was fixed.
+	ClockOff func() bool
 	// Clock is the sweep's clock, for its period and for the time it
 	// judges timeouts by; nil means the wall clock.
 	Clock clock.Clock

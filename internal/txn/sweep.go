@@ -24,11 +24,9 @@ func (c *Coordinator) runSweep(ctx context.Context) {
 // coordinates whose transaction timed out (or whose id expired) by the
 // log clock. Apply re-checks every id against the clock, so a sweep that
 // races another agent's, or the producer's own EndTxn, changes nothing
-// twice. Nothing while Config.Hold says so.
+// twice. While Config.ClockOff says this agent's clock is off, by the log
+// clock alone.
 func (c *Coordinator) Sweep(ctx context.Context) error {
-	if c.cfg.Hold != nil && c.cfg.Hold() {
-		return nil
-	}
 	view := c.cfg.Meta.View()
 	now, err := view.LogClock()
 	var due []string
@@ -40,7 +38,10 @@ func (c *Coordinator) Sweep(ctx context.Context) error {
 		// by the later of the two aborts a transaction about a sweep
 		// interval after its timeout, and apply still decides by the
 		// log alone.
-		due, err = view.TxnsDue(max(now, c.cfg.Clock.Now().UnixMilli()))
+		if c.cfg.ClockOff == nil || !c.cfg.ClockOff() {
+			now = max(now, c.cfg.Clock.Now().UnixMilli())
+		}
+		due, err = view.TxnsDue(now)
 	}
 	view.Close()
 	if err != nil {
