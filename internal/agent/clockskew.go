@@ -48,9 +48,8 @@ type clockGuard struct {
 	behind, ahead time.Duration
 	logger        *slog.Logger
 
-	skewMs  atomic.Int64
-	skewed  atomic.Bool
-	checked atomic.Bool
+	skewMs atomic.Int64
+	skewed atomic.Bool
 }
 
 // newClockGuard bounds the skew by max each way, plus lag on the ahead
@@ -69,7 +68,6 @@ func (g *clockGuard) check() {
 	}
 	skew := g.clk.Now().UnixMilli() - lc
 	g.skewMs.Store(skew)
-	g.checked.Store(true)
 	off := skew > g.ahead.Milliseconds() || -skew > g.behind.Milliseconds()
 	if g.skewed.Swap(off) == off {
 		return

@@ -8,9 +8,9 @@ package agent
 // in the log as cluster-wide dynamic broker configs (Kafka's <default>
 // entity), and an agent's flag only sets one the log does not have yet:
 // the first agent started with it decides, and a change afterwards goes
-// through the log (kafka-configs --entity-default, strand config). An
-// agent whose flag differs from the log's value says so at start and
-// goes by the log's.
+// through the log (strand cluster config set, kafka-configs
+// --entity-default). An agent whose flag differs from the log's value
+// says so at start and goes by the log's.
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func (a *Agent) reconcileClusterFlags(ctx context.Context) error {
 			set[cf.config] = cf.value
 		case cur != cf.value:
 			a.logger.Warn("a flag differs from the cluster-wide value in the log, which rules every agent; "+
-				"change that with kafka-configs --entity-type brokers --entity-default, or drop the flag",
+				"change that with strand cluster config set (kafka-configs --entity-type brokers --entity-default), or drop the flag",
 				"flag", cf.flag, "config", cf.config, "flag_value", cf.value, "cluster_value", cur)
 		}
 	}

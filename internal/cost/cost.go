@@ -10,6 +10,7 @@
 package cost
 
 import (
+	"bytes"
 	"cmp"
 	_ "embed"
 	"errors"
@@ -79,7 +80,7 @@ func LoadPrices(path string) (Prices, error) {
 // would otherwise price something at 0) and negative prices.
 func ParsePrices(b []byte) (Prices, error) {
 	var p Prices
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil {
 		return Prices{}, fmt.Errorf("price table: %w", err)

@@ -42,6 +42,7 @@ package meta
 
 import (
 	"slices"
+	"strings"
 )
 
 // prefixClockVoices keys the one record of the live agents' clock
@@ -186,21 +187,20 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 	return nil
 }
 
+// findVoice is where agent's voice is in the sorted voices, or would
+// be, and whether it is there.
+func (a *Applier) findVoice(agent string) (int, bool) {
+	return slices.BinarySearchFunc(a.voices, agent, func(v clockVoice, id string) int {
+		return strings.Compare(v.AgentID, id)
+	})
+}
+
 // voiceIndex is the index of agent's voice, or -1.
 func (a *Applier) voiceIndex(agent string) int {
-	i, ok := slices.BinarySearchFunc(a.voices, agent, func(v clockVoice, id string) int {
-		switch {
-		case v.AgentID < id:
-			return -1
-		case v.AgentID > id:
-			return 1
-		}
-		return 0
-	})
-	if !ok {
-		return -1
+	if i, ok := a.findVoice(agent); ok {
+		return i
 	}
-	return i
+	return -1
 }
 
 // heartbeatVoice records an applied AgentHeartbeat: the agent's voice
@@ -228,20 +228,14 @@ func (a *Applier) heartbeatVoice(info AgentInfo, ts int64, left string) error {
 	// can still count.
 	a.voices = slices.DeleteFunc(a.voices, func(v clockVoice) bool { return v.Expires <= a.clock })
 	nv := clockVoice{AgentID: info.AgentID, T: ts, Pos: a.pos, LeaseMs: info.LeaseMs, Expires: info.Expires}
-	if i := a.voiceIndex(info.AgentID); i >= 0 {
+	i, found := a.findVoice(info.AgentID)
+	switch {
+	case found:
 		a.voices[i] = nv
-		return nil
+	case len(a.voices) < maxClockVoices:
+		a.voices = slices.Insert(a.voices, i, nv)
 	}
-	if len(a.voices) >= maxClockVoices {
-		return nil // enough voices already: this agent is served, not heard
-	}
-	i, _ := slices.BinarySearchFunc(a.voices, info.AgentID, func(v clockVoice, id string) int {
-		if v.AgentID < id {
-			return -1
-		}
-		return 1
-	})
-	a.voices = slices.Insert(a.voices, i, nv)
+	// Past maxClockVoices a new agent is served, not heard.
 	return nil
 }
 
