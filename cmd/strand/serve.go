@@ -222,7 +222,7 @@ line wins over the environment, which wins over the file.
 	f.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", kafka.DefaultIdleTimeout, "close a Kafka connection that has sent nothing and is owed nothing for this long (0: never)")
 	f.Int32Var(&cfg.NodeID, "node-id", 0, "Kafka broker id of this agent; must be unique among the agents sharing one --log")
 	f.BoolVar(&nodeIDFromHost, "node-id-from-hostname", false, "take --node-id from the host name's trailing -N, as a Kubernetes StatefulSet's pod ordinal (strand-2: 2)")
-	f.DurationVar(&cfg.Lease, "lease", agent.DefaultLease, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3")
+	f.DurationVar(&cfg.Lease, "lease", 0, "how long a silent agent stays in the others' Metadata; renewed through the log every lease/3 (default 10s, or 36s on an s3:// or dynamodb:// --log, where every renewal is billed)")
 	f.StringVar(&cfg.CostPrices, "cost-prices", "", "price table (YAML) of GET /v1/cost; default: the shipped us-east-1 list prices (strand bench --cost-print-prices prints them)")
 	f.DurationVar(&cfg.MaxClockSkew, "max-clock-skew", agent.DefaultMaxClockSkew, "how far this agent's clock may be from the log clock (the live agents' vote) before it stops deciding by time (retention, GC, transaction timeouts, offset expiry, tombstones) and /readyz answers 503")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", agent.DefaultShutdownTimeout, "bound on flushing and finishing commits at shutdown")

@@ -47,7 +47,7 @@ func startWith(t *testing.T, cfg agent.Config, logger *slog.Logger) *agent.Agent
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() {
-		if !stopped[a] {
+		if !wasStopped(a) {
 			stop(t, a)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,20 +150,38 @@ func start(t *testing.T, dir string) *agent.Agent {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() {
-		if !stopped[a] {
+		if !wasStopped(a) {
 			stop(t, a)
 		}
 	})
 	return a
 }
 
-// stopped records the agents a test stopped itself. Tests in this
-// package do not run in parallel.
-var stopped = make(map[*agent.Agent]bool)
+// stopped records the agents a test stopped itself, so cleanup does not
+// stop them again. Locked: a few tests run their subtests in parallel.
+var stopped struct {
+	sync.Mutex
+	m map[*agent.Agent]bool
+}
+
+func markStopped(a *agent.Agent) {
+	stopped.Lock()
+	defer stopped.Unlock()
+	if stopped.m == nil {
+		stopped.m = make(map[*agent.Agent]bool)
+	}
+	stopped.m[a] = true
+}
+
+func wasStopped(a *agent.Agent) bool {
+	stopped.Lock()
+	defer stopped.Unlock()
+	return stopped.m[a]
+}
 
 func stop(t *testing.T, a *agent.Agent) {
 	t.Helper()
-	stopped[a] = true
+	markStopped(a)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if err := a.Stop(ctx); err != nil {

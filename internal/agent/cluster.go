@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -92,23 +93,36 @@ func (m *membership) heartbeat(ctx context.Context) error {
 	return nil
 }
 
-// start renews the lease every lease/3 until stop.
+// start renews the lease every lease/3 until stop, the first time after
+// a random part of that: agents started together (a StatefulSet's pods)
+// would otherwise renew at the same instants for good, and on a slot
+// log (S3, DynamoDB) every renewal in such a burst loses its slot to
+// the others and pays a failed put and a read for each. The period
+// stays fixed after, so an idle agent's renewals are counted: 5 a
+// minute on such a log.
 func (m *membership) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel, m.done = cancel, make(chan struct{})
 	every := time.Duration(m.self.LeaseMs) * time.Millisecond / 3
 	go func() {
 		defer close(m.done)
+		first := time.NewTimer(every/2 + rand.N(every/2+1))
+		defer first.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-first.C:
+		}
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
+			if err := m.heartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				m.logger.Warn("lease renewal failed; retrying at the next tick", "err", err)
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-			}
-			if err := m.heartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				m.logger.Warn("lease renewal failed; retrying at the next tick", "err", err)
 			}
 		}
 	}()

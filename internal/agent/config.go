@@ -241,7 +241,9 @@ type Config struct {
 	// after its last renewal; it renews every Lease/3 through the log.
 	// A killed agent drops out within about Lease. NodeID must be unique
 	// among the agents of one log: two agents with one node id take it
-	// from each other at every renewal and log an error.
+	// from each other at every renewal and log an error. Zero means
+	// DefaultLease, or DefaultBilledLogLease on a log whose service
+	// bills every request (BilledLog).
 	Lease time.Duration
 	// CostPrices is --cost-prices: the price table GET /v1/cost uses
 	// (package cost; "" is the shipped list prices).
@@ -312,6 +314,14 @@ const (
 	minLease = 300 * time.Millisecond
 	maxLease = time.Hour
 )
+
+// BilledLog says whether the shared log is on a service that bills
+// every request (s3, dynamodb), where an idle agent's renewals are most
+// of what it costs.
+func (c *Config) BilledLog() bool {
+	scheme, _, _ := strings.Cut(c.Log, "://")
+	return scheme == "s3" || scheme == "dynamodb"
+}
 
 // RemoteObjStore says whether the object store is remote: S3, or a
 // latency profile that models it. Uploads are hedged by default only
@@ -391,6 +401,12 @@ const (
 	DefaultSnapshotInterval       = 10 * time.Minute
 	DefaultSnapshotKeep           = 3
 	DefaultLease                  = 10 * time.Second
+	// DefaultBilledLogLease is the lease on an s3 or dynamodb log: a
+	// renewal every 12s, the idle log's poll period, which it replaces
+	// (an append tells the tail as a probe does), so an idle agent
+	// sends 5 renewals and at most one trim point read a minute. A
+	// killed agent drops out within 36s instead of 10s.
+	DefaultBilledLogLease = 36 * time.Second
 	// DefaultLogRetentionMs is Kafka's log.retention.hours of 168.
 	DefaultLogRetentionMs int64 = 7 * 24 * 60 * 60 * 1000
 	// DefaultMessageMaxBytes is Kafka's message.max.bytes: 1 MiB and a
@@ -458,6 +474,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+		if c.BilledLog() {
+			c.Lease = DefaultBilledLogLease
+		}
 	}
 	if c.MaxClockSkew == 0 {
 		c.MaxClockSkew = DefaultMaxClockSkew

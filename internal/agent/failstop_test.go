@@ -91,7 +91,7 @@ func TestPebbleWriteFailureExits(t *testing.T) {
 	agent.SetMetaFS(&cfg, diskFullFS(filepath.Join(dir, "meta"), &full))
 	var logs logBuffer
 	a := startWith(t, cfg, logs.logger())
-	stopped[a] = true
+	markStopped(a)
 	createTopic(t, a.KafkaAddr(), "t", 1)
 	produce(t, a.KafkaAddr(), records("t", 1, 10, "before"))
 

@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/strandkafka/strand/internal/agent"
@@ -51,6 +53,29 @@ func TestPutBudgetDefault(t *testing.T) {
 		}
 		if err := tt.cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}
+
+// TestLeaseDefault: on a log that bills every request the default lease
+// is DefaultBilledLogLease (a renewal every 12s), elsewhere
+// DefaultLease; a lease given stays.
+func TestLeaseDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  agent.Config
+		want time.Duration
+	}{
+		{"file", agent.Config{}, agent.DefaultLease},
+		{"postgres", agent.Config{Log: "postgres://strand@127.0.0.1/strand?log=main"}, agent.DefaultLease},
+		{"s3", agent.Config{Log: "s3://bucket/log?region=us-east-1"}, agent.DefaultBilledLogLease},
+		{"dynamodb", agent.Config{Log: "dynamodb://strand/log?region=us-east-1"}, agent.DefaultBilledLogLease},
+		{"set on s3", agent.Config{Log: "s3://bucket/log", Lease: 10 * time.Second}, 10 * time.Second},
+	} {
+		tt.cfg.DataDir = t.TempDir()
+		tt.cfg.SetDefaults()
+		if tt.cfg.Lease != tt.want {
+			t.Errorf("%s: lease %v, want %v", tt.name, tt.cfg.Lease, tt.want)
 		}
 	}
 }

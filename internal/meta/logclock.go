@@ -15,7 +15,7 @@ package meta
 //     report is the timestamp of its newest entry; between entries the
 //     report ages by the time the other voices' entries measured on
 //     their own clocks (each entry's advance over its writer's previous
-//     one, capped at the writer's lease, shared among the other voices).
+//     one, capped at a quarter of a lease, shared among the other voices).
 //     Differences of one clock are rates, which skew does not touch, so
 //     an idle voice's report keeps up with the time, and a dead one's
 //     as well, without anyone comparing two clocks.
@@ -66,6 +66,11 @@ const (
 	// own time must not end a lease that its agent renews every third
 	// of it.
 	clockLeadPerLease = 4
+	// clockCreditPerLease caps what one entry credits to the other
+	// voices' reports at a quarter of a lease (the writer's, and the
+	// credited voice's): with the lead, a jump and a third of a lease
+	// between renewals stay short of the lease.
+	clockCreditPerLease = 4
 	// clockQuietLeases is how many of its leases a voice may go without
 	// an entry, as the others measure time, before it stops counting: a
 	// live agent renews every third of a lease.
@@ -143,9 +148,16 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 	if w := a.voiceIndex(writer); w >= 0 {
 		v := &a.voices[w]
 		// Its own clock's advance since its last entry: a rate, which
-		// skew does not touch. Capped at a lease, so one clock's jump
-		// (a step, a resume) counts for little.
-		elapsed := min(max(ts-v.T, 0), v.LeaseMs)
+		// skew does not touch. Capped at a quarter of its lease, so one
+		// clock's jump (a step, a resume) counts for little: no more
+		// than an honest writer renewing every third of a lease
+		// measures, nearly, and so little that a voice renewing every
+		// third of its own lease, credited the jump on top of the time
+		// since and led by the lead (another quarter), is not ended by
+		// it (credits are capped at that voice's quarter too). A cap
+		// of a whole lease let one agent's resume end the others'
+		// leases.
+		elapsed := min(max(ts-v.T, 0), v.LeaseMs/clockCreditPerLease)
 		// Credited to the voices not heard from since its last entry,
 		// which all passed after theirs; a voice that wrote in between
 		// gets nothing, since how much of the time came after its
@@ -162,7 +174,7 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 		elapsed /= max(others, 1)
 		for i := range a.voices {
 			if o := &a.voices[i]; i != w && o.Pos < v.Pos {
-				o.QuietMs = satAdd(o.QuietMs, elapsed)
+				o.QuietMs = satAdd(o.QuietMs, min(elapsed, o.LeaseMs/clockCreditPerLease))
 			}
 		}
 		v.T, v.QuietMs, v.Pos = ts, 0, a.pos

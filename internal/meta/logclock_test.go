@@ -130,6 +130,29 @@ func TestLogClockVote(t *testing.T) {
 			t.Fatalf("live agents %+v, %v: want all three", live, err)
 		}
 	})
+	t.Run("an agent whose clock jumps ends no lease the others renew", func(t *testing.T) {
+		// Two agents: the lower median is the slower. b renews; a's
+		// clock jumps eleven minutes (a resume, an NTP step) and it
+		// writes at once, and then at every renewal of its own. b's
+		// report may age by what a's entries measured, but never so
+		// far that its lease, renewed every third of it, ends.
+		c := newClockCluster(t, 2, MetadataLevel5)
+		for range 6 {
+			c.run(clockLease/3, 1, 0) // b renews before a
+			// a's entry after b's, then its jump: b is credited for
+			// what the jump measured.
+			mustPropose(t, c.reps[0], AlterConfigs{Name: "no-such-topic"})
+			c.clocks[0].set(c.clocks[0].now().UnixMilli() + 11*60_000)
+			c.beat(0)
+			for range 3 {
+				mustPropose(t, c.reps[0], AlterConfigs{Name: "no-such-topic"})
+			}
+			live, err := viewOf(t, c.reps[0]).LiveAgents()
+			if err != nil || len(live) != 2 {
+				t.Fatalf("live agents %+v, %v: want both", live, err)
+			}
+		}
+	})
 	t.Run("one agent a day behind cannot hold it back", func(t *testing.T) {
 		c := newClockCluster(t, 3, MetadataLevel5)
 		c.clocks[0].set(clockT0 - day)

@@ -125,8 +125,10 @@ func TestCountedMetaStore(t *testing.T) {
 }
 
 // TestWaitTailAfterOwnAppend: a reader of a TailProber waiting past the
-// handle's own append asks the loglet only whether the tail moved: one
-// probe, no CheckTail, before it sleeps.
+// handle's own append knows the tail as of the append: it sends nothing
+// for a poll period, then asks the loglet only whether the tail moved
+// (one probe, no CheckTail) before it sleeps again. An idle agent's
+// lease renewal thereby doubles as its probe.
 func TestWaitTailAfterOwnAppend(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -136,7 +138,9 @@ func TestWaitTailAfterOwnAppend(t *testing.T) {
 	open := func(context.Context, string) (sharedlog.Loglet, error) {
 		return sharedlog.Counted(proberOnly{plainLoglet{ml}}, c.count), nil
 	}
-	v, err := sharedlog.OpenVirtual(ctx, sharedlog.NewMemMetaStore(), open, sharedlog.VirtualOptions{InitialURL: "probed", Clock: clk})
+	const idle = 12 * time.Second
+	v, err := sharedlog.OpenVirtual(ctx, sharedlog.NewMemMetaStore(), open,
+		sharedlog.VirtualOptions{InitialURL: "probed", Clock: clk, IdlePollInterval: idle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +148,11 @@ func TestWaitTailAfterOwnAppend(t *testing.T) {
 	p, err := v.Append(ctx, []byte("mine"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	counts := func() map[string]int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return maps.Clone(c.n)
 	}
 	c.mu.Lock()
 	clear(c.n)
@@ -156,12 +165,17 @@ func TestWaitTailAfterOwnAppend(t *testing.T) {
 	if err := clk.BlockUntil(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	got := maps.Clone(c.n)
-	c.mu.Unlock()
+	if got := counts(); len(got) != 0 {
+		t.Fatalf("right after its own append the reader sent %v, want nothing", got)
+	}
+	clk.Advance(idle)
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	got := counts()
 	cancel()
 	<-done
 	if want := map[string]int{sharedlog.OpTailMoved: 1}; !maps.Equal(got, want) {
-		t.Fatalf("before sleeping the reader sent %v, want %v", got, want)
+		t.Fatalf("a poll period after the append the reader sent %v, want %v", got, want)
 	}
 }

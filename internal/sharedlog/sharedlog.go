@@ -23,8 +23,9 @@
 // polled. On a service that bills each request (S3, DynamoDB) a 20ms
 // poll would cost an idle agent millions of requests a month, so such a
 // loglet is a TailProber, asked in one request whether its tail moved,
-// and the VirtualLog asks it only every IdlePollInterval (12s) unless a
-// reader holds Eager: a reader that waits for other agents' appends (a
+// and the VirtualLog asks it only every IdlePollInterval (15s, counted
+// from the tail the handle last learned, so an agent's own appends, its
+// lease renewals, stand in for probes) unless a reader holds Eager: a reader that waits for other agents' appends (a
 // long-polling Fetch) makes the log poll every PollInterval, and at once,
 // while it waits. What nobody waits for may be seen late; a reader that
 // must see every acknowledged append asks CheckTail (replica.Sync).

@@ -63,11 +63,15 @@ type VirtualOptions struct {
 
 	// IdlePollInterval is how often WaitTail polls a TailProber (a
 	// loglet on a service that bills every request: S3, DynamoDB) while
-	// no reader is eager. Its polls cost one request each, plus a read
-	// of the trim point once per slotlog TrimGrace/2 (a minute by
-	// default); at 12s that is 7 requests in 72s, at most 6 in any
-	// minute. Readers that wait for other agents' appends hold Eager,
-	// so a copy that lags while idle keeps nobody waiting. Default 12s.
+	// no reader is eager, counted from the last time the handle learned
+	// the tail: an append through it tells the tail as a probe would.
+	// Its polls cost one request each, plus a read of the trim point
+	// once per slotlog TrimGrace/2 (a minute by default): at most 5 in
+	// a minute. An agent whose lease renewals come more often (every
+	// 12s on such a log by default) sends no probes at all: 5 renewals
+	// and that read. Readers that wait for other agents' appends hold
+	// Eager, so a copy that lags while idle keeps nobody waiting.
+	// Default 15s.
 	IdlePollInterval time.Duration
 
 	// StallTimeout is how long an appender that found the active loglet
@@ -93,7 +97,7 @@ type VirtualOptions struct {
 
 const (
 	defaultPollInterval     = 20 * time.Millisecond
-	defaultIdlePollInterval = 12 * time.Second
+	defaultIdlePollInterval = 15 * time.Second
 	defaultStallTimeout     = 2 * time.Second
 	// defaultTargetCheckTimeout is long enough for a remote backend's
 	// first connection (TLS, authentication, a DynamoDB table check) and
@@ -167,6 +171,10 @@ type VirtualLog struct {
 	// backend when it is past after, and asks a TailProber only whether
 	// the tail moved when it is after.
 	seen atomic.Uint64
+	// seenAt is when seen was last raised or confirmed (UnixNano on
+	// clk): WaitTail's first probe of a TailProber waits a poll period
+	// from it.
+	seenAt atomic.Int64
 
 	// testHooks let tests stop a reconfiguration at a chosen step.
 	testHooks struct {
@@ -580,6 +588,20 @@ func (v *VirtualLog) WaitTail(ctx context.Context, after Pos) (Pos, error) {
 				probed, known = act.URL, after-act.Start
 			}
 			if prober != nil && probed == act.URL {
+				if after == seen && v.eager.Load() == 0 {
+					// seen is the tail as of seenAt (an append, most
+					// likely this agent's renewal): an idle probe
+					// sooner than a poll period after it is a request
+					// spent on what the handle knows. An eager reader
+					// probes at once, as Eager promises.
+					wait := v.opts.IdlePollInterval - clock.Since(v.clk, time.Unix(0, v.seenAt.Load()))
+					if wait > 0 {
+						if err := v.waitChange(ctx, ch, wait); err != nil {
+							return act.Start + known, err
+						}
+						continue
+					}
+				}
 				moved, err := prober.TailMoved(ctx, known)
 				if v.dropped(err, act.URL) {
 					continue
@@ -645,10 +667,15 @@ func (v *VirtualLog) Eager() (release func()) {
 func (v *VirtualLog) noteSeen(tail Pos) bool {
 	for {
 		a := v.seen.Load()
-		if uint64(tail) <= a {
+		if uint64(tail) < a {
+			return false
+		}
+		if uint64(tail) == a {
+			v.seenAt.Store(v.clk.Now().UnixNano())
 			return false
 		}
 		if v.seen.CompareAndSwap(a, uint64(tail)) {
+			v.seenAt.Store(v.clk.Now().UnixNano())
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,7 +120,100 @@ type Loglet struct {
 		deleted sharedlog.Pos
 		// changed is closed and replaced on every change waiters watch.
 		changed chan struct{}
+		// known holds this handle's newest acknowledged entries, so
+		// that reading them back (a replica applies what it proposed)
+		// costs no request.
+		known knownEntries
 	}
+}
+
+// knownEntries is a bounded set of entries by position. A slot is
+// written once, so an entry whose token came back ours is the slot's
+// content for good, and serving it from memory is serving the log
+// (ReadNext checks the trim point as for a read); what falls out is
+// read from the service as any other entry. (The occupants a put meets
+// are not kept: a Slots may return them without their data.)
+type knownEntries struct {
+	data  map[sharedlog.Pos][]byte
+	order []sharedlog.Pos // insertion order, oldest first
+	bytes int
+}
+
+// Bounds on knownEntries: a reader applies its own appends within
+// moments, so a few hundred entries cover the gap between
+// acknowledgement and read even under load.
+const (
+	maxKnownEntries = 256
+	maxKnownBytes   = 4 << 20
+)
+
+func (o *knownEntries) add(p sharedlog.Pos, data []byte) {
+	if len(data) > maxKnownBytes {
+		return
+	}
+	if o.data == nil {
+		o.data = make(map[sharedlog.Pos][]byte)
+	}
+	for len(o.order) > 0 && (len(o.data) >= maxKnownEntries || o.bytes+len(data) > maxKnownBytes) {
+		o.drop(o.order[0])
+		o.order = o.order[1:]
+	}
+	o.data[p] = data
+	o.order = append(o.order, p)
+	o.bytes += len(data)
+}
+
+func (o *knownEntries) drop(p sharedlog.Pos) {
+	if d, ok := o.data[p]; ok {
+		o.bytes -= len(d)
+		delete(o.data, p)
+	}
+}
+
+// take returns the entries held for [from, end), stopping at the first
+// one not held, and forgets them: each is read back once.
+func (o *knownEntries) take(from, end sharedlog.Pos) []sharedlog.Entry {
+	var out []sharedlog.Entry
+	for p := from; p < end; p++ {
+		d, ok := o.data[p]
+		if !ok {
+			break
+		}
+		out = append(out, sharedlog.Entry{Pos: p, Data: d})
+		o.drop(p)
+	}
+	if len(out) > 0 {
+		o.compact()
+	}
+	return out
+}
+
+// before returns the lowest position held in (from, end), or end.
+func (o *knownEntries) before(from, end sharedlog.Pos) sharedlog.Pos {
+	for p := range o.data {
+		if p > from && p < end {
+			end = p
+		}
+	}
+	return end
+}
+
+// forgetBelow drops the entries below p: read from the service already.
+func (o *knownEntries) forgetBelow(p sharedlog.Pos) {
+	if len(o.data) == 0 {
+		return
+	}
+	for q := range o.data {
+		if q < p {
+			o.drop(q)
+		}
+	}
+	o.compact()
+}
+
+// compact drops from order the positions no longer held.
+func (o *knownEntries) compact() {
+	o.order = slices.DeleteFunc(o.order, func(p sharedlog.Pos) bool { _, ok := o.data[p]; return !ok })
 }
 
 var (
@@ -262,11 +356,28 @@ func (l *Loglet) prepare(ctx context.Context) error {
 		l.mu.Unlock()
 		return sharedlog.ErrSealed
 	}
-	stale := !l.mu.fresh || l.mu.base < l.mu.tp ||
-		(l.trust > 0 && !trusted(l.mu.tpReadAt, l.clk.Now(), l.trust))
+	stale := !l.mu.fresh || l.mu.base < l.mu.tp
+	untrusted := l.trust > 0 && !trusted(l.mu.tpReadAt, l.clk.Now(), l.trust)
 	l.mu.Unlock()
-	if !stale {
+	if !stale && !untrusted {
 		return nil
+	}
+	if !stale {
+		// Only the trim point is too old to trust: if it is still at or
+		// below base, nothing this handle knows was trimmed, and one
+		// read of it (which the write's check then trusts) does instead
+		// of a frontier search. An idle agent's renewals pay this once
+		// per trust period.
+		tp, err := l.trimPointAsOf(ctx, l.clk.Now())
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		stale = !l.mu.fresh || l.mu.base < tp
+		l.mu.Unlock()
+		if !stale {
+			return nil
+		}
 	}
 	_, sealed, err := l.refresh(ctx)
 	if err != nil {
@@ -349,6 +460,9 @@ func (l *Loglet) write(sl *slot, s Slot) {
 	switch out {
 	case outOurs:
 		l.mu.lost = 0
+		if s.Kind == KindEntry {
+			l.mu.known.add(s.Pos, s.Data)
+		}
 	case outForeign:
 		l.mu.lost++
 	case outSeal:
@@ -562,6 +676,24 @@ func (l *Loglet) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]share
 		return nil, nil
 	}
 	end := min(max, tail, from+sharedlog.Pos(l.cfg.MaxReadEntries))
+	l.mu.Lock()
+	known := l.mu.known.take(from, end)
+	l.mu.Unlock()
+	if len(known) > 0 {
+		// As for a read: a trim point raised since may lie above it.
+		tp, err := l.trimPointAsOf(ctx, l.clk.Now())
+		if err != nil {
+			return nil, err
+		}
+		if from < tp {
+			return nil, sharedlog.ErrTrimmed
+		}
+		return known, nil
+	}
+	// Read up to the first entry held, which the next call serves.
+	l.mu.Lock()
+	end = l.mu.known.before(from, end)
+	l.mu.Unlock()
 	slots, err := l.st.Read(ctx, from, end)
 	if err != nil {
 		return nil, err
@@ -588,6 +720,9 @@ func (l *Loglet) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]share
 	if len(out) == 0 {
 		return nil, l.errorf("%w: slot %d below the tail %d is missing", ErrCorrupt, from, tail)
 	}
+	l.mu.Lock()
+	l.mu.known.forgetBelow(from + sharedlog.Pos(len(out)))
+	l.mu.Unlock()
 	return out, nil
 }
 

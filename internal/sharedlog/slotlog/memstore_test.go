@@ -38,8 +38,9 @@ type memStore struct {
 	putFault func(s Slot) fault
 	// written records every applied put, in order.
 	written []Slot
-	// trimReads counts TrimPoint calls.
+	// trimReads counts TrimPoint calls; reads, Read calls.
 	trimReads int
+	reads     int
 }
 
 func newMemStore() *memStore {
@@ -104,6 +105,7 @@ func (m *memStore) Read(ctx context.Context, from, to sharedlog.Pos) ([]Slot, er
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reads++
 	var out []Slot
 	for _, p := range m.sortedLocked() {
 		if p >= from && p < to {

@@ -89,3 +89,105 @@ func TestTailMovedReadsTrimPointOncePerTrust(t *testing.T) {
 		t.Fatalf("%d trim point reads past the trust period, want 1", got)
 	}
 }
+
+// TestReadOwnAppendsFromMemory: a handle reads its own acknowledged
+// entries back without a request (a replica applies what it proposed),
+// another handle's from the service; the entries it holds are bounded,
+// and those it let go are read from the service, unchanged.
+func TestReadOwnAppendsFromMemory(t *testing.T) {
+	ctx := testCtx(t)
+	st := newMemStore()
+	cfg := testConfig(st)
+	a, b := newLoglet(t, cfg), newLoglet(t, cfg)
+	reads := func() int {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.reads
+	}
+	read := func(l *Loglet, from, to sharedlog.Pos) []sharedlog.Entry {
+		t.Helper()
+		var out []sharedlog.Entry
+		for from < to {
+			es, err := l.ReadNext(ctx, from, to)
+			if err != nil || len(es) == 0 {
+				t.Fatalf("ReadNext(%d, %d) = %d entries, %v", from, to, len(es), err)
+			}
+			out = append(out, es...)
+			from += sharedlog.Pos(len(es))
+		}
+		return out
+	}
+	appendN := func(l *Loglet, prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			if _, err := l.Append(ctx, fmt.Appendf(nil, "%s%d", prefix, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(es []sharedlog.Entry, from sharedlog.Pos, prefix string) {
+		t.Helper()
+		for i, e := range es {
+			if want := fmt.Sprintf("%s%d", prefix, i); e.Pos != from+sharedlog.Pos(i) || string(e.Data) != want {
+				t.Fatalf("entry %d = %d %q, want %d %q", i, e.Pos, e.Data, from+sharedlog.Pos(i), want)
+			}
+		}
+	}
+
+	appendN(a, "a", 3)
+	before := reads()
+	check(read(a, 0, 3), 0, "a")
+	if n := reads() - before; n != 0 {
+		t.Fatalf("reading its own 3 appends sent %d reads, want 0", n)
+	}
+	appendN(b, "b", 2)
+	if _, _, err := a.CheckTail(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before = reads()
+	check(read(a, 3, 5), 3, "b")
+	if n := reads() - before; n == 0 {
+		t.Fatal("another handle's appends were read without a request")
+	}
+
+	n := maxKnownEntries + 10
+	appendN(a, "c", n)
+	before = reads()
+	check(read(a, 5, 5+sharedlog.Pos(n)), 5, "c")
+	if r := reads() - before; r == 0 {
+		t.Fatalf("%d own appends, more than the %d held, were all read from memory", n, maxKnownEntries)
+	}
+	a.mu.Lock()
+	held := len(a.mu.known.data)
+	a.mu.Unlock()
+	if held != 0 {
+		t.Fatalf("%d own entries still held after they were read", held)
+	}
+}
+
+// TestReadStopsAtOwnEntry: reading past another handle's entries up to
+// this handle's own, the service is asked for the others' only.
+func TestReadStopsAtOwnEntry(t *testing.T) {
+	ctx := testCtx(t)
+	st := newMemStore()
+	cfg := testConfig(st)
+	a, b := newLoglet(t, cfg), newLoglet(t, cfg)
+	for _, l := range []*Loglet{b, b, a} {
+		if _, err := l.Append(ctx, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := a.ReadNext(ctx, 0, 3)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("ReadNext(0, 3) = %d entries, %v; want b's 2", len(es), err)
+	}
+	a.mu.Lock()
+	_, held := a.mu.known.data[2]
+	a.mu.Unlock()
+	if !held {
+		t.Fatal("a's own entry at 2 was read from the service")
+	}
+	if es, err = a.ReadNext(ctx, 2, 3); err != nil || len(es) != 1 || es[0].Pos != 2 {
+		t.Fatalf("ReadNext(2, 3) = %v, %v", es, err)
+	}
+}
