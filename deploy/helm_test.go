@@ -299,3 +299,46 @@ func TestHelmTemplateSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmTemplateRack: rack gives every agent of the release that zone;
+// rackFromTopologyLabel gives each pod its own, from its zone label
+// through the downward API; neither, no --rack.
+func TestHelmTemplateRack(t *testing.T) {
+	helm := findHelm(t)
+	container := func(sets ...string) any {
+		t.Helper()
+		m := render(t, helm, sets...)
+		if len(m["StatefulSet"]) != 1 {
+			t.Fatalf("%d StatefulSets, want 1", len(m["StatefulSet"]))
+		}
+		return dig(m["StatefulSet"][0], "spec", "template", "spec", "containers", 0)
+	}
+	rackArgs := func(c any) []string {
+		var out []string
+		for _, a := range strs(dig(c, "args")) {
+			if strings.HasPrefix(a, "--rack") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if got := rackArgs(container()); len(got) != 0 {
+		t.Errorf("rack args %q by default, want none", got)
+	}
+	if got := rackArgs(container("rack=us-east-1a")); !slices.Equal(got, []string{"--rack=us-east-1a"}) {
+		t.Errorf("rack args %q, want --rack=us-east-1a", got)
+	}
+	c := container("rackFromTopologyLabel=true")
+	if got := rackArgs(c); !slices.Equal(got, []string{"--rack=$(STRAND_RACK)"}) {
+		t.Errorf("rack args %q, want --rack=$(STRAND_RACK)", got)
+	}
+	var from any
+	for _, e := range dig(c, "env").([]any) {
+		if dig(e, "name") == "STRAND_RACK" {
+			from = dig(e, "valueFrom", "fieldRef", "fieldPath")
+		}
+	}
+	if from != "metadata.labels['topology.kubernetes.io/zone']" {
+		t.Errorf("STRAND_RACK comes from %v, want the pod's zone label", from)
+	}
+}
