@@ -15,7 +15,7 @@ package meta
 //     report is the timestamp of its newest entry; between entries the
 //     report ages by the time the other voices' entries measured on
 //     their own clocks (each entry's advance over its writer's previous
-//     one, capped at a quarter of a lease, shared among the other voices).
+//     one, capped at a third of a lease, shared among the other voices).
 //     Differences of one clock are rates, which skew does not touch, so
 //     an idle voice's report keeps up with the time, and a dead one's
 //     as well, without anyone comparing two clocks.
@@ -29,6 +29,10 @@ package meta
 //     behind (with two agents, the slower one rules: of two clocks that
 //     disagree, apply cannot tell which is right, and running late only
 //     delays deletion).
+//   - Any entry of an agent renews its voice (not its lease), so after
+//     the log was down for longer than the leases the first entries,
+//     which move the clock past every lease renewed before, leave the
+//     voices of the agents that wrote counting.
 //   - A voice quiet for clockQuietLeases of its leases (by that measure)
 //     stops counting before its lease ends, so a dead agent never holds
 //     the clock; an agent whose lease ended is dropped.
@@ -67,10 +71,10 @@ const (
 	// of it.
 	clockLeadPerLease = 4
 	// clockCreditPerLease caps what one entry credits to the other
-	// voices' reports at a quarter of a lease (the writer's, and the
-	// credited voice's): with the lead, a jump and a third of a lease
-	// between renewals stay short of the lease.
-	clockCreditPerLease = 4
+	// voices' reports at a third of a lease (the writer's, and the
+	// credited voice's): a jump, a third of a lease between renewals and
+	// the lead (a quarter) stay short of the lease.
+	clockCreditPerLease = 3
 	// clockQuietLeases is how many of its leases a voice may go without
 	// an entry, as the others measure time, before it stops counting: a
 	// live agent renews every third of a lease.
@@ -148,15 +152,14 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 	if w := a.voiceIndex(writer); w >= 0 {
 		v := &a.voices[w]
 		// Its own clock's advance since its last entry: a rate, which
-		// skew does not touch. Capped at a quarter of its lease, so one
-		// clock's jump (a step, a resume) counts for little: no more
-		// than an honest writer renewing every third of a lease
-		// measures, nearly, and so little that a voice renewing every
-		// third of its own lease, credited the jump on top of the time
-		// since and led by the lead (another quarter), is not ended by
-		// it (credits are capped at that voice's quarter too). A cap
-		// of a whole lease let one agent's resume end the others'
-		// leases.
+		// skew does not touch. Capped at a third of its lease (what a
+		// writer renewing on time measures between renewals), so one
+		// clock's jump (a step, a resume) counts for little: a voice
+		// renewing every third of its own lease, credited the jump on
+		// top of the time since and led by the lead (a quarter), stays
+		// short of its lease's end (credits are capped at that voice's
+		// third too). A cap of a whole lease let one agent's resume end
+		// the others' leases.
 		elapsed := min(max(ts-v.T, 0), v.LeaseMs/clockCreditPerLease)
 		// Credited to the voices not heard from since its last entry,
 		// which all passed after theirs; a voice that wrote in between
@@ -180,10 +183,12 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 		v.T, v.QuietMs, v.Pos = ts, 0, a.pos
 		a.voicesDirty = true
 	}
+	w := a.voiceIndex(writer)
 	reports := a.reportBuf[:0]
 	lead := ClockLeadMs
 	for i := range a.voices {
-		if v := &a.voices[i]; v.counts(a.clock) {
+		// The writer counts whatever its lease says: it is writing.
+		if v := &a.voices[i]; v.counts(a.clock) || i == w {
 			reports = append(reports, v.report())
 			lead = min(lead, v.LeaseMs/clockLeadPerLease)
 		}
@@ -196,6 +201,17 @@ func (a *Applier) advanceClock(writer string, ts int64) error {
 	slices.Sort(reports)
 	median := reports[(len(reports)-1)/2]
 	a.clock = max(a.clock, min(ts, satAdd(median, lead)))
+	if w >= 0 {
+		// Any entry renews its writer's voice (not its lease: that is
+		// the agent table's). After the log was down for longer than
+		// the leases, the first entries move the clock past every
+		// lease renewed before; without this, a voice whose agent
+		// wrote since would stop counting until its renewal landed,
+		// and an agent ahead of the rest, alone, would take the clock.
+		v := &a.voices[w]
+		v.Expires = max(v.Expires, satAdd(a.clock, v.LeaseMs))
+		a.voicesDirty = true
+	}
 	return nil
 }
 

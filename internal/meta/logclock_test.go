@@ -153,6 +153,29 @@ func TestLogClockVote(t *testing.T) {
 			}
 		}
 	})
+	t.Run("after a log outage longer than the leases an agent ahead does not take it", func(t *testing.T) {
+		// Nothing is written for two leases (the log was down). The
+		// first entry after is one of an agent's own (not a renewal):
+		// it moves the clock to its time, past every lease renewed
+		// before the outage, its own included. The agent ahead must
+		// not then be the only voice left.
+		c := newClockCluster(t, 3, MetadataLevel5)
+		c.clocks[2].set(clockT0 + day)
+		c.run(clockLease, 0, 1, 2)
+		for i := range c.clocks {
+			c.clocks[i].set(c.clocks[i].now().UnixMilli() + 2*clockLease)
+		}
+		mustPropose(t, c.reps[0], AlterConfigs{Name: "no-such-topic"})
+		mustPropose(t, c.reps[1], AlterConfigs{Name: "no-such-topic"})
+		for range 3 {
+			mustPropose(t, c.reps[2], AlterConfigs{Name: "no-such-topic"})
+		}
+		now := c.clocks[0].now().UnixMilli()
+		c.within("after the outage", now-clockLease, now+ClockLeadMs)
+		c.run(clockLease, 0, 1, 2)
+		now = c.clocks[0].now().UnixMilli()
+		c.within("renewing again", now-clockLease, now+ClockLeadMs)
+	})
 	t.Run("one agent a day behind cannot hold it back", func(t *testing.T) {
 		c := newClockCluster(t, 3, MetadataLevel5)
 		c.clocks[0].set(clockT0 - day)
