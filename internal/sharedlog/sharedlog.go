@@ -19,16 +19,18 @@
 // # Following the log for nothing
 //
 // A reader learns of other clients' appends from the backend: a
-// TailWaiter is told (memory, file, etcd watches); the others are
-// polled. On a service that bills each request (S3, DynamoDB) a 20ms
-// poll would cost an idle agent millions of requests a month, so such a
-// loglet is a TailProber, asked in one request whether its tail moved,
-// and the VirtualLog asks it only every IdlePollInterval (15s, counted
-// from the tail the handle last learned, so an agent's own appends, its
-// lease renewals, stand in for probes) unless a reader holds Eager: a reader that waits for other agents' appends (a
-// long-polling Fetch) makes the log poll every PollInterval, and at once,
-// while it waits. What nobody waits for may be seen late; a reader that
-// must see every acknowledged append asks CheckTail (replica.Sync).
+// TailWaiter is told (memory, file, etcd watches, PostgreSQL
+// LISTEN/NOTIFY); the others are polled. On a service that bills each
+// request (S3, DynamoDB) a 20ms poll would cost an idle agent millions
+// of requests a month, so such a loglet is a TailProber, asked in one
+// request whether its tail moved, and the VirtualLog asks it only every
+// IdlePollInterval (15s, counted from the tail the handle last learned,
+// so an agent's own appends, its lease renewals, stand in for probes)
+// unless a reader holds Eager: a reader that waits for other agents'
+// appends (a long-polling Fetch) makes the log poll every PollInterval,
+// and at once, while it waits. What nobody waits for may be seen late;
+// a reader that must see every acknowledged append asks CheckTail
+// (replica.Sync).
 package sharedlog
 
 import (
@@ -146,8 +148,9 @@ type Loglet interface {
 
 // TailWaiter is an optional power of a Log: WaitTail blocks until the tail
 // is past after, the log is sealed, or ctx is done, and returns the tail it
-// saw. Backends that learn of appends locally (memory, file) implement it
-// so readers need not poll; for the others, readers poll CheckTail.
+// saw. Backends that learn of appends locally (memory, file) or are told
+// of them (etcd, PostgreSQL) implement it so readers need not poll; for
+// the others, readers poll CheckTail.
 type TailWaiter interface {
 	WaitTail(ctx context.Context, after Pos) (Pos, error)
 }

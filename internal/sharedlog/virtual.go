@@ -57,8 +57,9 @@ type VirtualOptions struct {
 	// PollInterval is how often the log rereads the MetaStore while it
 	// waits for another client's reconfiguration, and how often WaitTail
 	// polls a loglet that is not a TailWaiter: always one that is not a
-	// TailProber either (PostgreSQL), and a TailProber while a reader
-	// is eager (Eager). Default 20ms.
+	// TailProber either (every backend is one or the other; only a
+	// wrapper that hides both, as tests use, is polled so), and a
+	// TailProber while a reader is eager (Eager). Default 20ms.
 	PollInterval time.Duration
 
 	// IdlePollInterval is how often WaitTail polls a TailProber (a

@@ -51,7 +51,31 @@
 // server makes commits: synchronous_commit must not be off (OpenURL
 // sets it to on unless the URL names a setting).
 //
-// Tailing readers poll CheckTail: the Loglet is not a TailWaiter.
+// # Following the tail
+//
+// The Loglet is a TailWaiter, told of other handles' appends by LISTEN
+// and NOTIFY. Every statement that moves the tail (an append batch, a
+// seal) calls pg_notify on the loglet's channel (see tables.channel), in
+// its own transaction, so the notification goes out only on commit: one
+// per batch, not per entry. The first WaitTail starts a listener: one
+// connection per handle, opened with the pool's config, that LISTENs and
+// wakes the handle's waiters on every notification; they read the tail
+// again with CheckTail. The payload (the new tail) is for people
+// watching the channel; the code trusts only what CheckTail reads.
+//
+// Notifications sent while the listener is not connected are lost, so
+// each time it starts listening it wakes the waiters to read the tail
+// again, and a waiter reads it every Options.WaitRecheckInterval anyway,
+// a safety net for what no notification says (a connection that died
+// without the client noticing). The listener reconnects until Close, or
+// until the loglet is seen sealed: its tail is final, and a sealed
+// segment of a long chain holds no connection.
+//
+// NOTIFY costs an append a little: at commit a notifying transaction
+// takes a lock on the database's notification queue that serializes it
+// with other notifying commits, and the queue keeps each notification
+// until every listener of the database has read it. The listener only
+// reads, so it never holds the queue back for long.
 package pglog
 
 import (
@@ -121,11 +145,16 @@ type Options struct {
 	// outcome of one lost commit before giving up with an ambiguous
 	// error. Default 8, paced by package retry from 10ms to 1s.
 	MaxResolveAttempts int
+	// WaitRecheckInterval is how often a WaitTail caller reads the tail
+	// though no notification woke it: the bound on how late it learns
+	// of an append whose notification was lost. Default 5s.
+	WaitRecheckInterval time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxEntryBytes < 0 || o.MaxBatchEntries < 0 || o.MaxBatchBytes < 0 || o.MaxQueueBytes < 0 ||
-		o.MaxReadEntries < 0 || o.MaxReadBytes < 0 || o.AttemptTimeout < 0 || o.MaxCommitAttempts < 0 || o.MaxResolveAttempts < 0 {
+		o.MaxReadEntries < 0 || o.MaxReadBytes < 0 || o.AttemptTimeout < 0 || o.MaxCommitAttempts < 0 || o.MaxResolveAttempts < 0 ||
+		o.WaitRecheckInterval < 0 {
 		return o, fmt.Errorf("%w: negative limit in %+v", ErrBadOptions, o)
 	}
 	def := func(v *int, d int) {
@@ -143,6 +172,9 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.MaxResolveAttempts, 8)
 	if o.AttemptTimeout == 0 {
 		o.AttemptTimeout = 10 * time.Second
+	}
+	if o.WaitRecheckInterval == 0 {
+		o.WaitRecheckInterval = 5 * time.Second
 	}
 	// PostgreSQL stores at most 1 GB in a field; leave room for a batch.
 	if o.MaxEntryBytes > 256<<20 {
@@ -173,6 +205,11 @@ type Loglet struct {
 	logID   string
 	opts    Options
 	t       *tables
+	channel string // the loglet's NOTIFY channel
+
+	// waitBlocked, if set, is called each time a WaitTail caller starts
+	// to wait for a wake-up: a test seam (export_test.go).
+	waitBlocked func()
 
 	// life is canceled by Close, stopping the writer's statements.
 	life context.Context
@@ -188,10 +225,27 @@ type Loglet struct {
 		sealed    bool  // seen sealed: appends fail without a round trip
 		closed    bool
 		stats     Stats
+
+		// changed is closed and replaced to wake WaitTail callers: on a
+		// notification, when the listener starts listening, when this
+		// handle learns the tail moved or the seal, and on Close.
+		changed chan struct{}
+		// listening: the listener was started; it is never started
+		// again. listenStop ends it, and listenDone is closed when it
+		// has closed its connection.
+		listening  bool
+		listenStop context.CancelFunc
+		listenDone chan struct{}
+		// listenPID is the server process of the listener's connection
+		// while it listens, 0 otherwise: tests kill it.
+		listenPID uint32
 	}
 }
 
-var _ sharedlog.Loglet = (*Loglet)(nil)
+var (
+	_ sharedlog.Loglet     = (*Loglet)(nil)
+	_ sharedlog.TailWaiter = (*Loglet)(nil)
+)
 
 // Open opens the loglet logID in the database pool reaches, creating the
 // tables and the loglet if they do not exist. The Loglet does not own
@@ -224,7 +278,9 @@ func open(ctx context.Context, pool *pgxpool.Pool, ownPool bool, logID string, o
 		logID:   logID,
 		opts:    opts,
 		t:       t,
+		channel: t.channel(logID),
 	}
+	l.mu.changed = make(chan struct{})
 	l.life, l.stop = context.WithCancel(context.Background())
 	if _, err := l.readState(ctx); err != nil {
 		l.stop()
@@ -364,7 +420,7 @@ func (l *Loglet) Seal(ctx context.Context) error {
 	// The UPDATE waits for the row lock, so for every append committing
 	// now; once it commits, no append can commit, and the tail is final.
 	var next int64
-	if err := l.pool.QueryRow(ctx, l.t.sealSQL, l.logID).Scan(&next); err != nil {
+	if err := l.pool.QueryRow(ctx, l.t.sealSQL, l.logID, l.channel).Scan(&next, nil); err != nil {
 		return l.queryErr(ctx, "seal", err)
 	}
 	l.learn(sharedlog.Pos(next), true)
@@ -389,10 +445,11 @@ func (l *Loglet) PrefixTrim(ctx context.Context, before sharedlog.Pos) error {
 	return nil
 }
 
-// Close stops the writer, failing queued appends with ErrClosed, and
-// closes the pool if OpenURL made it. An append whose batch is being
-// committed gets an error that wraps ErrClosed; it may have landed. It
-// does not seal. Later calls return nil.
+// Close stops the writer, failing queued appends with ErrClosed, stops
+// the listener, waking WaitTail callers, and closes the pool if OpenURL
+// made it. An append whose batch is being committed gets an error that
+// wraps ErrClosed; it may have landed. It does not seal. Later calls
+// return nil.
 func (l *Loglet) Close() error {
 	l.mu.Lock()
 	if l.mu.closed {
@@ -400,8 +457,14 @@ func (l *Loglet) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	l.wakeLocked()
+	listenDone := l.mu.listenDone
 	l.mu.Unlock()
+	// Canceling life stops the listener too.
 	l.q.Close(l.stop)
+	if listenDone != nil {
+		<-listenDone
+	}
 	if l.ownPool {
 		l.pool.Close()
 	}
@@ -444,8 +507,40 @@ func (l *Loglet) queryErr(ctx context.Context, op string, err error) error {
 func (l *Loglet) learn(tail sharedlog.Pos, sealed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.knownTail = max(l.mu.knownTail, tail)
-	l.mu.sealed = l.mu.sealed || sealed
+	l.learnTailLocked(tail)
+	if sealed {
+		l.sealedLocked()
+	}
+}
+
+// learnTailLocked records a tail, waking waiters if it is news: this
+// handle's own appends wake its waiters without a notification's round
+// trip.
+func (l *Loglet) learnTailLocked(tail sharedlog.Pos) {
+	if tail > l.mu.knownTail {
+		l.mu.knownTail = tail
+		l.wakeLocked()
+	}
+}
+
+// sealedLocked records that the loglet is sealed. Its tail is final, so
+// the listener has nothing left to hear and gives its connection back;
+// waiters wake to find the seal.
+func (l *Loglet) sealedLocked() {
+	if l.mu.sealed {
+		return
+	}
+	l.mu.sealed = true
+	if l.mu.listenStop != nil {
+		l.mu.listenStop()
+	}
+	l.wakeLocked()
+}
+
+// wakeLocked wakes WaitTail callers.
+func (l *Loglet) wakeLocked() {
+	close(l.mu.changed)
+	l.mu.changed = make(chan struct{})
 }
 
 // state is a tails row.
@@ -470,7 +565,9 @@ func (l *Loglet) readState(ctx context.Context) (state, error) {
 func (l *Loglet) learnState(st state) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.knownTail = max(l.mu.knownTail, st.next)
-	l.mu.sealed = l.mu.sealed || st.sealed
+	l.learnTailLocked(st.next)
+	if st.sealed {
+		l.sealedLocked()
+	}
 	l.mu.epoch = max(l.mu.epoch, st.epoch)
 }

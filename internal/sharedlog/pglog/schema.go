@@ -2,9 +2,12 @@ package pglog
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -23,6 +26,9 @@ type tables struct {
 	// (CREATE TABLE IF NOT EXISTS is not safe under concurrency).
 	lockKey int64
 	schema  string // quoted, "" for the search path
+	// name is schema.prefix unquoted (prefix alone for the search
+	// path): what the loglets' NOTIFY channels start with.
+	name string
 
 	appendSQL, stateSQL, tailSQL, readSQL string
 	fenceSQL, findBatchSQL                string
@@ -54,8 +60,10 @@ func newTables(schema, prefix string) (*tables, error) {
 		chains:  name("_chains"),
 		lockKey: int64(h.Sum64()),
 	}
+	t.name = prefix
 	if schema != "" {
 		t.schema = pgx.Identifier{schema}.Sanitize()
+		t.name = schema + "." + prefix
 	}
 	t.buildSQL()
 	return t, nil
@@ -105,7 +113,9 @@ func (t *tables) buildSQL() {
 	// lock, READ COMMITTED re-reads the row it waited for, so it numbers
 	// from the newest next and re-checks sealed and epoch. Zero rows back
 	// means the row is sealed or the epoch moved on (a fence, see
-	// fenceSQL): nothing was written.
+	// fenceSQL): nothing was written, and nobody is notified. The
+	// notification (the second column, void) goes out when the
+	// transaction commits, once per batch.
 	t.appendSQL = `WITH t AS (
 			UPDATE ` + t.tails + ` SET next = next + $2
 			WHERE log_id = $1 AND NOT sealed AND epoch = $3
@@ -115,7 +125,7 @@ func (t *tables) buildSQL() {
 			SELECT $1, t.first + e.ord - 1, $4, e.data
 			FROM t, unnest($5::bytea[]) WITH ORDINALITY AS e(data, ord)
 		)
-		SELECT first FROM t`
+		SELECT first, pg_notify($6, (first + $2)::text) FROM t`
 	t.stateSQL = `SELECT next, trimmed, sealed, epoch FROM ` + t.tails + ` WHERE log_id = $1`
 	t.tailSQL = `SELECT next, sealed FROM ` + t.tails + ` WHERE log_id = $1`
 	// One statement, so one snapshot: the tail and the entries agree.
@@ -146,10 +156,36 @@ func (t *tables) buildSQL() {
 	// tells for certain whether the batch landed.
 	t.fenceSQL = `UPDATE ` + t.tails + ` SET epoch = epoch + 1 WHERE log_id = $1 RETURNING next, trimmed, sealed, epoch`
 	t.findBatchSQL = `SELECT count(*), COALESCE(min(pos), 0) FROM ` + t.entries + ` WHERE log_id = $1 AND pos >= $2 AND batch = $3`
-	t.sealSQL = `UPDATE ` + t.tails + ` SET sealed = true WHERE log_id = $1 RETURNING next`
+	t.sealSQL = `UPDATE ` + t.tails + ` SET sealed = true WHERE log_id = $1 RETURNING next, pg_notify($2, next || ' sealed')`
 	t.trimSQL = `UPDATE ` + t.tails + ` SET trimmed = GREATEST(trimmed, LEAST($2::bigint, next)) WHERE log_id = $1 RETURNING trimmed`
 	t.deleteSQL = `DELETE FROM ` + t.entries + ` WHERE log_id = $1 AND pos < $2`
 	t.createTailSQL = `INSERT INTO ` + t.tails + ` (log_id) VALUES ($1) ON CONFLICT (log_id) DO NOTHING`
+}
+
+// maxChannelBytes is the longest NOTIFY channel: a channel is an
+// identifier, at most NAMEDATALEN-1 bytes, and pg_notify refuses a
+// longer one.
+const maxChannelBytes = 63
+
+// channel names a loglet's NOTIFY channel: the tables' name and the log
+// id, "strand_log/agents/seg-00000001". Channels are per database, so
+// the name keeps apart loglets of other tables. One over 63 bytes keeps
+// its start, for people reading it, and ends in a hash of the whole. Two
+// loglets whose channels collide only wake each other's waiters for
+// nothing: a notification is a hint to read the tail.
+func (t *tables) channel(logID string) string {
+	name := t.name + "/" + logID
+	if len(name) <= maxChannelBytes {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := "#" + hex.EncodeToString(sum[:8])
+	keep := name[:maxChannelBytes-len(suffix)]
+	// Not a character cut in two: the server checks the encoding.
+	for len(keep) > 0 && !utf8.ValidString(keep) {
+		keep = keep[:len(keep)-1]
+	}
+	return keep + suffix
 }
 
 // querier is what schema setup needs of a pool or a connection.

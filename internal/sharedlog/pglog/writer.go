@@ -124,7 +124,7 @@ func (l *Loglet) insert(epoch int64, id []byte, n int64, datas [][]byte) (shared
 	}
 	defer conn.Release()
 	var first int64
-	err = conn.QueryRow(ctx, l.t.appendSQL, l.logID, n, epoch, id, datas).Scan(&first)
+	err = conn.QueryRow(ctx, l.t.appendSQL, l.logID, n, epoch, id, datas, l.channel).Scan(&first, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, errNotApplied
 	}
@@ -250,7 +250,7 @@ func (l *Loglet) readStateAttempt() (state, error) {
 func (l *Loglet) ack(reqs []*commitq.Request, first sharedlog.Pos) {
 	n := sharedlog.Pos(len(reqs))
 	l.mu.Lock()
-	l.mu.knownTail = max(l.mu.knownTail, first+n)
+	l.learnTailLocked(first + n)
 	l.mu.stats.Batches++
 	l.mu.stats.Entries += int64(n)
 	l.mu.Unlock()
@@ -261,7 +261,7 @@ func (l *Loglet) ack(reqs []*commitq.Request, first sharedlog.Pos) {
 func (l *Loglet) finish(reqs []*commitq.Request, err error) {
 	if errors.Is(err, sharedlog.ErrSealed) {
 		l.mu.Lock()
-		l.mu.sealed = true
+		l.sealedLocked()
 		l.mu.Unlock()
 	}
 	l.q.Fail(reqs, err)
