@@ -50,9 +50,9 @@ func TestPacedUploadsSimulated(t *testing.T) {
 		{mbps: 10, puts: 10},
 		{mbps: 10, puts: 4},
 		// The agent's default on an S3 store: an object every 250 ms
-		// or per 8 MiB, whichever comes first.
-		{mbps: 10, puts: 4, cutBytes: 8 << 20},
-		{mbps: 50, puts: 4, cutBytes: 8 << 20},
+		// or per 5 MiB, whichever comes first.
+		{mbps: 10, puts: 4, cutBytes: 5 << 20},
+		{mbps: 50, puts: 4, cutBytes: 5 << 20},
 	}
 	seconds := 20
 	if *simAll {
