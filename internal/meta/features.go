@@ -25,6 +25,7 @@ package meta
 //	level 5  no new command versions: apply votes the log clock among
 //	         the live agents (logclock.go), and the janitor waits for
 //	         every live agent to apply past an object's death (gc.go)
+//	level 6  the schema registry's records (schemas.go)
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up
@@ -73,9 +74,11 @@ const (
 	// MetadataLevel5 votes the log clock among the live agents
 	// (logclock.go) and waits for them before deleting dead objects.
 	MetadataLevel5 int16 = 5
+	// MetadataLevel6 adds the schema registry's records.
+	MetadataLevel6 int16 = 6
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.
-	MaxMetadataLevel = MetadataLevel5
+	MaxMetadataLevel = MetadataLevel6
 )
 
 // Limits on features in a command. Like apply's other limits they are

@@ -100,6 +100,14 @@ func seedCommands() []Command {
 			StoredKey: bytes.Repeat([]byte{1}, 32), ServerKey: bytes.Repeat([]byte{2}, 32)},
 		AlterScramCredential{User: "alice", Mechanism: ScramSHA512, Delete: true},
 		AlterScramCredential{},
+		RegisterSchema{Subject: "orders-value", SchemaType: "AVRO", Schema: `{"type":"string"}`,
+			References: []SchemaReference{{Name: "com.acme.Id", Subject: "ids", Version: 2}}, Expect: 3, ID: 7, Version: 4},
+		RegisterSchema{},
+		DeleteSchemas{Subject: "orders-value", Version: 2, Permanent: true},
+		DeleteSchemas{},
+		SchemaConfig{Subject: "orders-value", Compatibility: "FULL", Mode: "IMPORT", Force: true},
+		SchemaConfig{Global: true, DeleteCompat: true, DeleteMode: true},
+		SchemaConfig{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -328,6 +328,25 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 	case prefixScram:
 		c, err := decodeScramCredential(k, v)
 		return "scram", fmt.Sprintf("%s %v: iterations=%d salt=%q stored=%x server=%x", c.User, c.Mechanism, c.Iterations, c.Salt, c.StoredKey[:min(4, len(c.StoredKey))], c.ServerKey[:min(4, len(c.ServerKey))]), err
+	case prefixSchema:
+		id := int32(binary.BigEndian.Uint32(rest))
+		sc, err := decodeStoredSchema(id, v)
+		return "schema", fmt.Sprintf("id=%d %s %s refs=%v", id, sc.SchemaType, sc.Schema, sc.References), err
+	case prefixSchemaContent:
+		return "schema-content", fmt.Sprintf("%x: id=%d", rest[:4], binary.BigEndian.Uint32(v)), nil
+	case prefixSchemaSubject:
+		ver := int32(binary.BigEndian.Uint32(rest[len(rest)-4:]))
+		sv, err := decodeSchemaVersion(ver, v)
+		return "schema-version", fmt.Sprintf("%q v%d: id=%d deleted=%v", rest[:len(rest)-5], ver, sv.ID, sv.Deleted), err
+	case prefixSchemaConfig:
+		c, err := decodeSchemaConfig(v)
+		name := "<global>"
+		if rest[0] == 1 {
+			name = fmt.Sprintf("%q", rest[1:])
+		}
+		return "schema-config", fmt.Sprintf("%s: compatibility=%q mode=%q", name, c.Compatibility, c.Mode), err
+	case prefixSchemaNextID:
+		return "schema-next-id", fmt.Sprint(binary.BigEndian.Uint32(v)), nil
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err

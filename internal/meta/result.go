@@ -36,6 +36,13 @@ type Result struct {
 	// (offset_notes.go), in apply order.
 	Offsets []OffsetRef
 	Groups  []string
+	// SchemaID and SchemaVersion are set by RegisterSchema,
+	// SchemaVersions by DeleteSchemas; SchemaError is Confluent's error
+	// code of a schema command's refusal (schemas.go).
+	SchemaID       int32
+	SchemaVersion  int32
+	SchemaVersions []int32
+	SchemaError    int32
 }
 
 // BatchResult is the outcome of one CommitBatch.

@@ -194,6 +194,13 @@ var commandTable = [...]commandSpec{
 	// SCRAM credentials (scram.go).
 	TypeAlterScramCredential: row("AlterScramCredential", partitionsNone, (*Applier).alterScramCredential,
 		version(1, decodeAlterScramCredentialV1).writtenFrom(MetadataLevel4)),
+
+	TypeRegisterSchema: row("RegisterSchema", partitionsNone, (*Applier).registerSchema,
+		version(1, decodeRegisterSchemaV1).writtenFrom(MetadataLevel6)),
+	TypeDeleteSchemas: row("DeleteSchemas", partitionsNone, (*Applier).deleteSchemas,
+		version(1, decodeDeleteSchemasV1).writtenFrom(MetadataLevel6)),
+	TypeSchemaConfig: row("SchemaConfig", partitionsNone, (*Applier).schemaConfig,
+		version(1, decodeSchemaConfigV1).writtenFrom(MetadataLevel6)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.
