@@ -1,0 +1,339 @@
+package schemareg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// Metadata is what the registry reads and writes: an agent's copy of
+// the metadata (replica.Replica; metatest.DB in tests).
+type Metadata interface {
+	View() *meta.View
+	Propose(ctx context.Context, c meta.Command) (meta.Result, error)
+}
+
+// Error is a refusal as Confluent's API gives it: an HTTP status, an
+// error code (40401, 42201, ...) and a message.
+type Error struct {
+	Status  int
+	Code    int32
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("schema registry %d: %s", e.Code, e.Message) }
+
+func newError(status int, code int32, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// statusOf is the HTTP status of one of Confluent's error codes: the
+// first three digits, but 409 itself and 50xxx as 500.
+func statusOf(code int32) int {
+	switch {
+	case code < 1000:
+		return int(code)
+	case code >= 50000:
+		return http.StatusInternalServerError
+	}
+	return int(code / 100)
+}
+
+// Registry is the schema registry's operations over the metadata:
+// reads from the local copy, writes proposed through the log. The REST
+// API (to come) is a thin layer over it.
+type Registry struct {
+	md      Metadata
+	formats map[Type]Format
+}
+
+// New returns a registry over md with the given formats.
+func New(md Metadata, formats ...Format) *Registry {
+	r := &Registry{md: md, formats: map[Type]Format{}}
+	for _, f := range formats {
+		r.formats[f.Type()] = f
+	}
+	return r
+}
+
+// RegisterRequest is POST /subjects/{subject}/versions's body.
+type RegisterRequest struct {
+	Schema     string      `json:"schema"`
+	SchemaType Type        `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	// ID and Version import a schema (IMPORT mode).
+	ID      int32 `json:"id,omitempty"`
+	Version int32 `json:"version,omitempty"`
+}
+
+// maxRegisterAttempts bounds how often Register checks again after
+// another agent registered under the subject first.
+const maxRegisterAttempts = 8
+
+// Register registers a schema under subject and returns its id: the
+// existing one if the subject holds the schema already. The schema is
+// checked against the subject's versions at its compatibility level
+// first (409 with the reasons), then proposed with the version it was
+// checked against, and checked again if another registration won.
+func (r *Registry) Register(ctx context.Context, subject string, req RegisterRequest, normalize bool) (int32, error) {
+	f, err := r.format(req.SchemaType)
+	if err != nil {
+		return 0, err
+	}
+	for range maxRegisterAttempts {
+		id, moved, err := r.registerOnce(ctx, f, subject, req, normalize)
+		if !moved {
+			return id, err
+		}
+	}
+	return 0, newError(http.StatusInternalServerError, meta.SchemaErrSubjectMovedSinceCheck,
+		"subject %q kept changing while this schema was checked", subject)
+}
+
+func (r *Registry) registerOnce(ctx context.Context, f Format, subject string, req RegisterRequest, normalize bool) (id int32, moved bool, err error) {
+	v := r.md.View()
+	resolved, err := resolve(v, req.References)
+	if err != nil {
+		v.Close()
+		return 0, false, err
+	}
+	s, err := f.Parse(req.Schema, resolved)
+	if err != nil {
+		v.Close()
+		return 0, false, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema %s", err)
+	}
+	refs := metaRefs(req.References)
+	text := s.Canonical(normalize)
+	versions, err := v.SchemaVersions(subject)
+	if err != nil {
+		v.Close()
+		return 0, false, err
+	}
+	var latest int32
+	var live []Schema
+	for _, sv := range versions {
+		if sv.Deleted {
+			continue
+		}
+		latest = sv.Version
+		old, err := r.parseStored(v, sv.ID)
+		if err != nil {
+			v.Close()
+			return 0, false, err
+		}
+		live = append(live, old)
+	}
+	level, err := r.levelOf(v, subject)
+	v.Close()
+	if err != nil {
+		return 0, false, err
+	}
+	if req.ID == 0 {
+		if msgs := Check(f, level, s, live); len(msgs) > 0 {
+			return 0, false, newError(http.StatusConflict, meta.SchemaErrIncompatible,
+				"Schema being registered is incompatible with an earlier schema for subject %q, details: [%s]", subject, strings.Join(msgs, ", "))
+		}
+	}
+	res, err := r.md.Propose(ctx, meta.RegisterSchema{Subject: subject, SchemaType: string(f.Type()), Schema: text,
+		References: refs, Expect: latest, ID: req.ID, Version: req.Version})
+	if err != nil {
+		return 0, false, err
+	}
+	switch res.SchemaError {
+	case 0:
+		if res.Code != 0 {
+			return 0, false, res.Err()
+		}
+		return res.SchemaID, false, nil
+	case meta.SchemaErrSubjectMovedSinceCheck:
+		return 0, true, nil
+	}
+	return 0, false, newError(statusOf(res.SchemaError), res.SchemaError, "%s", res.Message)
+}
+
+// format is the format of type t ("" is AVRO).
+func (r *Registry) format(t Type) (Format, error) {
+	if t == "" {
+		t = TypeAvro
+	}
+	f, ok := r.formats[t]
+	if !ok {
+		return nil, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema type %s", t)
+	}
+	return f, nil
+}
+
+// levelOf is subject's compatibility level: its own, the global one,
+// or the default.
+func (r *Registry) levelOf(v *meta.View, subject string) (Level, error) {
+	for _, global := range []bool{false, true} {
+		c, err := v.SchemaConfigOf(subject, global)
+		if err != nil {
+			return "", err
+		}
+		if c.Compatibility != "" {
+			return Level(c.Compatibility), nil
+		}
+	}
+	return DefaultLevel, nil
+}
+
+// parseStored parses the schema stored under id, with its references.
+func (r *Registry) parseStored(v *meta.View, id int32) (Schema, error) {
+	st, ok, err := v.SchemaByID(id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("schemareg: a version names schema %d, which is not stored", id)
+	}
+	f, err := r.format(Type(st.SchemaType))
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := resolve(v, schemaRefs(st.References))
+	if err != nil {
+		return nil, err
+	}
+	return f.Parse(st.Schema, resolved)
+}
+
+// maxReferenceDepth bounds how deep references are followed: the log
+// refuses references to what does not exist, so a cycle cannot be
+// registered, but a chain can be long.
+const maxReferenceDepth = 32
+
+// resolve reads the schemas refs name, and theirs, by reference name.
+func resolve(v *meta.View, refs []Reference) (Resolved, error) {
+	out := Resolved{}
+	var walk func(refs []Reference, depth int) error
+	walk = func(refs []Reference, depth int) error {
+		if depth > maxReferenceDepth {
+			return newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "references nested deeper than %d", maxReferenceDepth)
+		}
+		for _, ref := range refs {
+			if _, done := out[ref.Name]; done {
+				continue
+			}
+			sv, err := versionOf(v, ref.Subject, int32(ref.Version), false)
+			if err != nil {
+				return newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema reference %q: %v", ref.Name, err)
+			}
+			st, ok, err := v.SchemaByID(sv.ID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("schemareg: reference %q names schema %d, which is not stored", ref.Name, sv.ID)
+			}
+			out[ref.Name] = st.Schema
+			if err := walk(schemaRefs(st.References), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(refs, 0)
+}
+
+// versionOf finds subject's version (-1: the latest live), with
+// deleted ones only if asked.
+func versionOf(v *meta.View, subject string, version int32, deleted bool) (meta.SchemaVersion, error) {
+	vs, err := v.SchemaVersions(subject)
+	if err != nil {
+		return meta.SchemaVersion{}, err
+	}
+	var live []meta.SchemaVersion
+	for _, sv := range vs {
+		if deleted || !sv.Deleted {
+			live = append(live, sv)
+		}
+	}
+	if len(live) == 0 {
+		return meta.SchemaVersion{}, newError(http.StatusNotFound, meta.SchemaErrSubjectNotFound, "Subject '%s' not found.", subject)
+	}
+	if version == -1 {
+		return live[len(live)-1], nil
+	}
+	for _, sv := range live {
+		if sv.Version == version {
+			return sv, nil
+		}
+	}
+	return meta.SchemaVersion{}, newError(http.StatusNotFound, meta.SchemaErrVersionNotFound, "Version %d not found.", version)
+}
+
+func metaRefs(refs []Reference) []meta.SchemaReference {
+	var out []meta.SchemaReference
+	for _, r := range refs {
+		out = append(out, meta.SchemaReference{Name: r.Name, Subject: r.Subject, Version: int32(r.Version)})
+	}
+	return out
+}
+
+func schemaRefs(refs []meta.SchemaReference) []Reference {
+	var out []Reference
+	for _, r := range refs {
+		out = append(out, Reference{Name: r.Name, Subject: r.Subject, Version: int(r.Version)})
+	}
+	return out
+}
+
+// Registered is a subject's version as GET /subjects/{s}/versions/{v}
+// returns it.
+type Registered struct {
+	Subject    string      `json:"subject"`
+	Version    int32       `json:"version"`
+	ID         int32       `json:"id"`
+	SchemaType Type        `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	Schema     string      `json:"schema"`
+}
+
+// Version returns subject's version (-1: the latest), deleted ones too
+// when asked.
+func (r *Registry) Version(subject string, version int32, deleted bool) (Registered, error) {
+	v := r.md.View()
+	defer v.Close()
+	sv, err := versionOf(v, subject, version, deleted)
+	if err != nil {
+		return Registered{}, err
+	}
+	st, ok, err := v.SchemaByID(sv.ID)
+	if err != nil {
+		return Registered{}, err
+	}
+	if !ok {
+		return Registered{}, fmt.Errorf("schemareg: version %d of %q names schema %d, which is not stored", sv.Version, subject, sv.ID)
+	}
+	reg := Registered{Subject: subject, Version: sv.Version, ID: sv.ID, Schema: st.Schema, References: schemaRefs(st.References)}
+	if t := Type(st.SchemaType); t != TypeAvro {
+		reg.SchemaType = t // Confluent leaves AVRO out
+	}
+	return reg, nil
+}
+
+// ByID returns the schema registered with id (40403 if none).
+func (r *Registry) ByID(id int32) (meta.StoredSchema, error) {
+	v := r.md.View()
+	defer v.Close()
+	st, ok, err := v.SchemaByID(id)
+	if err != nil {
+		return meta.StoredSchema{}, err
+	}
+	if !ok {
+		return meta.StoredSchema{}, newError(http.StatusNotFound, 40403, "Schema %d not found", id)
+	}
+	return st, nil
+}
+
+// IsRegistryError reports whether err is a refusal to answer as is.
+func IsRegistryError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
