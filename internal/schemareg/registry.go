@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -336,4 +337,182 @@ func IsRegistryError(err error) (*Error, bool) {
 	var e *Error
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// Lookup returns the version of subject that holds the schema (40403 if
+// none does, 40401 if the subject has no version).
+func (r *Registry) Lookup(subject string, req RegisterRequest, normalize, deleted bool) (Registered, error) {
+	f, err := r.format(req.SchemaType)
+	if err != nil {
+		return Registered{}, err
+	}
+	v := r.md.View()
+	defer v.Close()
+	resolved, err := resolve(v, req.References)
+	if err != nil {
+		return Registered{}, err
+	}
+	s, err := f.Parse(req.Schema, resolved)
+	if err != nil {
+		return Registered{}, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema %s", err)
+	}
+	versions, err := v.SchemaVersions(subject)
+	if err != nil {
+		return Registered{}, err
+	}
+	if !slices.ContainsFunc(versions, func(sv meta.SchemaVersion) bool { return deleted || !sv.Deleted }) {
+		return Registered{}, newError(http.StatusNotFound, meta.SchemaErrSubjectNotFound, "Subject '%s' not found.", subject)
+	}
+	id, ok, err := v.SchemaIDOf(string(f.Type()), s.Canonical(normalize), metaRefs(req.References))
+	if err != nil {
+		return Registered{}, err
+	}
+	if ok {
+		for i := len(versions) - 1; i >= 0; i-- {
+			if sv := versions[i]; sv.ID == id && (deleted || !sv.Deleted) {
+				reg := Registered{Subject: subject, Version: sv.Version, ID: id, Schema: s.Canonical(normalize), References: req.References}
+				if f.Type() != TypeAvro {
+					reg.SchemaType = f.Type()
+				}
+				return reg, nil
+			}
+		}
+	}
+	return Registered{}, newError(http.StatusNotFound, 40403, "Schema not found")
+}
+
+// Delete deletes subject's version (0: all of them), soft or permanent,
+// and returns the versions deleted.
+func (r *Registry) Delete(ctx context.Context, subject string, version int32, permanent bool) ([]int32, error) {
+	res, err := r.md.Propose(ctx, meta.DeleteSchemas{Subject: subject, Version: version, Permanent: permanent})
+	switch {
+	case err != nil:
+		return nil, err
+	case res.SchemaError != 0:
+		return nil, newError(statusOf(res.SchemaError), res.SchemaError, "%s", res.Message)
+	case res.Code != 0:
+		return nil, res.Err()
+	}
+	return res.SchemaVersions, nil
+}
+
+// SubjectVersion names one subject's version.
+type SubjectVersion struct {
+	Subject string `json:"subject"`
+	Version int32  `json:"version"`
+}
+
+// VersionsOf returns the subjects' versions that name schema id.
+func (r *Registry) VersionsOf(id int32, deleted bool) ([]SubjectVersion, error) {
+	v := r.md.View()
+	defer v.Close()
+	subjects, _, err := v.SchemaSubjects()
+	if err != nil {
+		return nil, err
+	}
+	out := []SubjectVersion{}
+	for _, s := range subjects {
+		vs, err := v.SchemaVersions(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, sv := range vs {
+			if sv.ID == id && (deleted || !sv.Deleted) {
+				out = append(out, SubjectVersion{Subject: s, Version: sv.Version})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Compatible checks a schema against subject's version (-1: the latest)
+// alone, at the subject's level's direction, and returns why it is not
+// compatible (nil: it is), as POST /compatibility does. A subject with
+// no version is compatible.
+func (r *Registry) Compatible(subject string, version int32, req RegisterRequest, normalize bool) ([]string, error) {
+	f, err := r.format(req.SchemaType)
+	if err != nil {
+		return nil, err
+	}
+	v := r.md.View()
+	defer v.Close()
+	resolved, err := resolve(v, req.References)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.Parse(req.Schema, resolved)
+	if err != nil {
+		return nil, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema %s", err)
+	}
+	level, err := r.levelOf(v, subject)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := v.SchemaVersions(subject)
+	if err != nil {
+		return nil, err
+	}
+	var against []Schema
+	for _, sv := range vs {
+		if sv.Deleted || (version != -1 && sv.Version != version) {
+			continue
+		}
+		old, err := r.parseStored(v, sv.ID)
+		if err != nil {
+			return nil, err
+		}
+		against = append(against, old)
+	}
+	if version != -1 && len(against) == 0 && len(vs) > 0 {
+		return nil, newError(http.StatusNotFound, meta.SchemaErrVersionNotFound, "Version %d not found.", version)
+	}
+	if version == -1 && !level.transitive() && len(against) > 1 {
+		against = against[len(against)-1:]
+	}
+	return Check(f, level, s, against), nil
+}
+
+// ConfigOf returns subject's compatibility level, or the global one
+// (global), falling back to the global one and the default when the
+// subject has none and defaultToGlobal (40408 when not).
+func (r *Registry) ConfigOf(subject string, global, defaultToGlobal bool) (Level, error) {
+	v := r.md.View()
+	defer v.Close()
+	if global || defaultToGlobal {
+		if !global {
+			c, err := v.SchemaConfigOf(subject, false)
+			if err != nil || c.Compatibility != "" {
+				return Level(c.Compatibility), err
+			}
+		}
+		c, err := v.SchemaConfigOf("", true)
+		if err != nil || c.Compatibility != "" {
+			return Level(c.Compatibility), err
+		}
+		return DefaultLevel, nil
+	}
+	c, err := v.SchemaConfigOf(subject, false)
+	if err != nil {
+		return "", err
+	}
+	if c.Compatibility == "" {
+		return "", newError(http.StatusNotFound, 40408, "Subject '%s' does not have subject-level compatibility configured", subject)
+	}
+	return Level(c.Compatibility), nil
+}
+
+// ModeOf returns subject's mode (or the global one), READWRITE unset.
+func (r *Registry) ModeOf(subject string, global bool) (string, error) {
+	v := r.md.View()
+	defer v.Close()
+	for _, g := range []bool{global, true} {
+		c, err := v.SchemaConfigOf(subject, g)
+		if err != nil {
+			return "", err
+		}
+		if c.Mode != "" {
+			return c.Mode, nil
+		}
+	}
+	return "READWRITE", nil
 }

@@ -1,0 +1,504 @@
+package schemareg
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// Op is what a request does to a subject (or, with subject "", to the
+// registry), for authorization: reading needs READ, registering WRITE,
+// deleting DELETE, config and mode changes ALTER.
+type Op int
+
+const (
+	OpRead Op = iota
+	OpWrite
+	OpDelete
+	OpAlter
+)
+
+// Authorize says whether the request's caller may do op on subject ("":
+// the registry as a whole); a non-nil error is the refusal (its *Error
+// if it is one, else 403). The agent authenticates the caller (HTTP
+// basic auth against the SASL users, or a certificate) and asks its
+// authorizer.
+type Authorize func(r *http.Request, op Op, subject string) error
+
+// ContentType is the media type Confluent's API answers with.
+const ContentType = "application/vnd.schemaregistry.v1+json"
+
+// maxBodyBytes bounds a request body: a schema and some JSON around it.
+const maxBodyBytes = meta.MaxSchemaBytes + 64<<10
+
+// Handler serves Confluent Schema Registry's REST API over reg: every
+// request authorized by authz first.
+func Handler(reg *Registry, authz Authorize) http.Handler {
+	a := &api{reg: reg, authz: authz}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /subjects", a.subjects)
+	mux.HandleFunc("GET /subjects/{subject}/versions", a.versions)
+	mux.HandleFunc("GET /subjects/{subject}/versions/{version}", a.version)
+	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/schema", a.versionSchema)
+	mux.HandleFunc("POST /subjects/{subject}/versions", a.register)
+	mux.HandleFunc("POST /subjects/{subject}", a.lookup)
+	mux.HandleFunc("DELETE /subjects/{subject}", a.deleteSubject)
+	mux.HandleFunc("DELETE /subjects/{subject}/versions/{version}", a.deleteVersion)
+	mux.HandleFunc("GET /schemas/ids/{id}", a.byID)
+	mux.HandleFunc("GET /schemas/ids/{id}/schema", a.byIDSchema)
+	mux.HandleFunc("GET /schemas/ids/{id}/versions", a.idVersions)
+	mux.HandleFunc("GET /schemas/types", a.types)
+	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions/{version}", a.compatibility)
+	mux.HandleFunc("GET /config", a.getConfig)
+	mux.HandleFunc("PUT /config", a.putConfig)
+	mux.HandleFunc("GET /config/{subject}", a.getConfig)
+	mux.HandleFunc("PUT /config/{subject}", a.putConfig)
+	mux.HandleFunc("DELETE /config/{subject}", a.deleteConfig)
+	mux.HandleFunc("GET /mode", a.getMode)
+	mux.HandleFunc("PUT /mode", a.putMode)
+	mux.HandleFunc("GET /mode/{subject}", a.getMode)
+	mux.HandleFunc("PUT /mode/{subject}", a.putMode)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { a.reply(w, map[string]any{}) })
+	return mux
+}
+
+type api struct {
+	reg   *Registry
+	authz Authorize
+}
+
+func (a *api) reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", ContentType)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// fail answers err as Confluent does: its code and message, or 500.
+func (a *api) fail(w http.ResponseWriter, err error) {
+	e, ok := IsRegistryError(err)
+	if !ok {
+		e = &Error{Status: http.StatusInternalServerError, Code: 50001, Message: err.Error()}
+	}
+	w.Header().Set("Content-Type", ContentType)
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error_code": e.Code, "message": e.Message})
+}
+
+// allowed authorizes the request, answering the refusal itself.
+func (a *api) allowed(w http.ResponseWriter, r *http.Request, op Op, subject string) bool {
+	err := a.authz(r, op, subject)
+	if err == nil {
+		return true
+	}
+	if _, ok := IsRegistryError(err); !ok {
+		err = &Error{Status: http.StatusForbidden, Code: 40301, Message: err.Error()}
+	}
+	a.fail(w, err)
+	return false
+}
+
+func flag(r *http.Request, name string) bool {
+	v, _ := strconv.ParseBool(r.URL.Query().Get(name))
+	return v
+}
+
+// versionParam reads {version}: a positive number, or "latest" (-1).
+func versionParam(r *http.Request) (int32, error) {
+	s := r.PathValue("version")
+	if s == "latest" || s == "-1" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidVersion,
+			"The specified version '%s' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"", s)
+	}
+	return int32(n), nil
+}
+
+// decode reads a JSON body into v.
+func decode(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > maxBodyBytes {
+		return newError(http.StatusRequestEntityTooLarge, 41301, "request body over %d bytes", maxBodyBytes)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return newError(http.StatusUnprocessableEntity, 42201, "Invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+func (a *api) subjects(w http.ResponseWriter, r *http.Request) {
+	if !a.allowed(w, r, OpRead, "") {
+		return
+	}
+	v := a.reg.md.View()
+	subjects, live, err := v.SchemaSubjects()
+	v.Close()
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	deleted := flag(r, "deleted")
+	prefix := r.URL.Query().Get("subjectPrefix")
+	out := []string{}
+	for i, s := range subjects {
+		if (live[i] || deleted) && strings.HasPrefix(s, prefix) && a.authz(r, OpRead, s) == nil {
+			out = append(out, s)
+		}
+	}
+	a.reply(w, out)
+}
+
+func (a *api) versions(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpRead, subject) {
+		return
+	}
+	v := a.reg.md.View()
+	vs, err := v.SchemaVersions(subject)
+	v.Close()
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	deleted := flag(r, "deleted")
+	out := []int32{}
+	for _, sv := range vs {
+		if deleted || !sv.Deleted {
+			out = append(out, sv.Version)
+		}
+	}
+	if len(out) == 0 {
+		a.fail(w, newError(http.StatusNotFound, meta.SchemaErrSubjectNotFound, "Subject '%s' not found.", subject))
+		return
+	}
+	a.reply(w, out)
+}
+
+func (a *api) getVersion(w http.ResponseWriter, r *http.Request) (Registered, bool) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpRead, subject) {
+		return Registered{}, false
+	}
+	n, err := versionParam(r)
+	if err == nil {
+		var reg Registered
+		if reg, err = a.reg.Version(subject, n, flag(r, "deleted")); err == nil {
+			return reg, true
+		}
+	}
+	a.fail(w, err)
+	return Registered{}, false
+}
+
+func (a *api) version(w http.ResponseWriter, r *http.Request) {
+	if reg, ok := a.getVersion(w, r); ok {
+		a.reply(w, reg)
+	}
+}
+
+func (a *api) versionSchema(w http.ResponseWriter, r *http.Request) {
+	if reg, ok := a.getVersion(w, r); ok {
+		w.Header().Set("Content-Type", ContentType)
+		_, _ = io.WriteString(w, reg.Schema)
+	}
+}
+
+func (a *api) register(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpWrite, subject) {
+		return
+	}
+	var req RegisterRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, err)
+		return
+	}
+	id, err := a.reg.Register(r.Context(), subject, req, flag(r, "normalize"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, map[string]int32{"id": id})
+}
+
+// lookup is POST /subjects/{subject}: the version of subject holding
+// the schema, if one does.
+func (a *api) lookup(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpRead, subject) {
+		return
+	}
+	var req RegisterRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, err)
+		return
+	}
+	reg, err := a.reg.Lookup(subject, req, flag(r, "normalize"), flag(r, "deleted"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, reg)
+}
+
+func (a *api) deleteSubject(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpDelete, subject) {
+		return
+	}
+	vs, err := a.reg.Delete(r.Context(), subject, 0, flag(r, "permanent"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, vs)
+}
+
+func (a *api) deleteVersion(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpDelete, subject) {
+		return
+	}
+	n, err := versionParam(r)
+	if err == nil && n == -1 {
+		var reg Registered
+		if reg, err = a.reg.Version(subject, -1, false); err == nil {
+			n = reg.Version
+		}
+	}
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	vs, err := a.reg.Delete(r.Context(), subject, n, flag(r, "permanent"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, vs[0])
+}
+
+// idParam reads {id}: a positive number.
+func idParam(r *http.Request) (int32, error) {
+	n, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil || n <= 0 {
+		return 0, newError(http.StatusNotFound, 40403, "Schema %s not found", r.PathValue("id"))
+	}
+	return int32(n), nil
+}
+
+// schemaByID is GET /schemas/ids/{id}'s body.
+type schemaByID struct {
+	Schema     string      `json:"schema"`
+	SchemaType Type        `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+}
+
+func (a *api) getByID(w http.ResponseWriter, r *http.Request) (meta.StoredSchema, bool) {
+	// Any caller who may read the registry may read a schema by id:
+	// Confluent's serializers look ids up without naming a subject.
+	if !a.allowed(w, r, OpRead, "") {
+		return meta.StoredSchema{}, false
+	}
+	id, err := idParam(r)
+	if err == nil {
+		var st meta.StoredSchema
+		if st, err = a.reg.ByID(id); err == nil {
+			return st, true
+		}
+	}
+	a.fail(w, err)
+	return meta.StoredSchema{}, false
+}
+
+func (a *api) byID(w http.ResponseWriter, r *http.Request) {
+	st, ok := a.getByID(w, r)
+	if !ok {
+		return
+	}
+	out := schemaByID{Schema: st.Schema, References: schemaRefs(st.References)}
+	if t := Type(st.SchemaType); t != TypeAvro {
+		out.SchemaType = t
+	}
+	a.reply(w, out)
+}
+
+func (a *api) byIDSchema(w http.ResponseWriter, r *http.Request) {
+	if st, ok := a.getByID(w, r); ok {
+		w.Header().Set("Content-Type", ContentType)
+		_, _ = io.WriteString(w, st.Schema)
+	}
+}
+
+func (a *api) idVersions(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.getByID(w, r); !ok {
+		return
+	}
+	id, _ := idParam(r)
+	out, err := a.reg.VersionsOf(id, flag(r, "deleted"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	visible := out[:0]
+	for _, sv := range out {
+		if a.authz(r, OpRead, sv.Subject) == nil {
+			visible = append(visible, sv)
+		}
+	}
+	a.reply(w, visible)
+}
+
+func (a *api) types(w http.ResponseWriter, r *http.Request) {
+	if !a.allowed(w, r, OpRead, "") {
+		return
+	}
+	var out []string
+	for t := range a.reg.formats {
+		out = append(out, string(t))
+	}
+	slices.Sort(out)
+	a.reply(w, out)
+}
+
+func (a *api) compatibility(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpRead, subject) {
+		return
+	}
+	n, err := versionParam(r)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	var req RegisterRequest
+	if err := decode(r, &req); err != nil {
+		a.fail(w, err)
+		return
+	}
+	msgs, err := a.reg.Compatible(subject, n, req, flag(r, "normalize"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	out := map[string]any{"is_compatible": len(msgs) == 0}
+	if flag(r, "verbose") {
+		out["messages"] = append([]string{}, msgs...)
+	}
+	a.reply(w, out)
+}
+
+// subjectOrGlobal is the {subject} of a config or mode path, "" for the
+// global one.
+func subjectOrGlobal(r *http.Request) (string, bool) {
+	s := r.PathValue("subject")
+	return s, s == ""
+}
+
+func (a *api) getConfig(w http.ResponseWriter, r *http.Request) {
+	subject, global := subjectOrGlobal(r)
+	if !a.allowed(w, r, OpRead, subject) {
+		return
+	}
+	level, err := a.reg.ConfigOf(subject, global, flag(r, "defaultToGlobal"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, map[string]string{"compatibilityLevel": string(level)})
+}
+
+func (a *api) putConfig(w http.ResponseWriter, r *http.Request) {
+	subject, global := subjectOrGlobal(r)
+	if !a.allowed(w, r, OpAlter, subject) {
+		return
+	}
+	var req struct {
+		Compatibility string `json:"compatibility"`
+	}
+	if err := decode(r, &req); err != nil {
+		a.fail(w, err)
+		return
+	}
+	level, err := ParseLevel(req.Compatibility)
+	if err != nil {
+		a.fail(w, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidCompatibility, "%v", err))
+		return
+	}
+	if err := a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, Compatibility: string(level)}); err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, map[string]string{"compatibility": string(level)})
+}
+
+func (a *api) deleteConfig(w http.ResponseWriter, r *http.Request) {
+	subject, _ := subjectOrGlobal(r)
+	if !a.allowed(w, r, OpAlter, subject) {
+		return
+	}
+	level, err := a.reg.ConfigOf(subject, false, false)
+	if err == nil {
+		err = a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, DeleteCompat: true})
+	}
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, map[string]string{"compatibilityLevel": string(level)})
+}
+
+func (a *api) getMode(w http.ResponseWriter, r *http.Request) {
+	subject, global := subjectOrGlobal(r)
+	if !a.allowed(w, r, OpRead, subject) {
+		return
+	}
+	mode, err := a.reg.ModeOf(subject, global)
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, map[string]string{"mode": mode})
+}
+
+func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
+	subject, global := subjectOrGlobal(r)
+	if !a.allowed(w, r, OpAlter, subject) {
+		return
+	}
+	var req struct {
+		Mode string `json:"mode"`
+	}
+	if err := decode(r, &req); err != nil {
+		a.fail(w, err)
+		return
+	}
+	mode := strings.ToUpper(req.Mode)
+	if err := a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, Mode: mode, Force: flag(r, "force")}); err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, map[string]string{"mode": mode})
+}
+
+// propose proposes a schema command, turning a refusal into its Error.
+func (r *Registry) propose(ctx context.Context, c meta.Command) error {
+	res, err := r.md.Propose(ctx, c)
+	switch {
+	case err != nil:
+		return err
+	case res.SchemaError != 0:
+		return newError(statusOf(res.SchemaError), res.SchemaError, "%s", res.Message)
+	}
+	return res.Err()
+}
