@@ -155,6 +155,17 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA512, Iterations: 8192, Salt: []byte("t"), StoredKey: key(3, 64), ServerKey: key(4, 64)},
 		meta.AlterScramCredential{User: "alice", Mechanism: meta.ScramSHA256, Delete: true},
 		meta.AlterScramCredential{User: "bob", Mechanism: meta.ScramSHA256, Delete: true})
+	// Level 6: the schema registry: ids, a reuse, a refusal, configs,
+	// a soft and a permanent delete.
+	propose(meta.RegisterSchema{Subject: "s", SchemaType: "AVRO", Schema: `"string"`},
+		meta.RegisterSchema{Subject: "s", SchemaType: "AVRO", Schema: `"long"`, Expect: 1},
+		meta.RegisterSchema{Subject: "t", SchemaType: "AVRO", Schema: `"string"`},
+		meta.RegisterSchema{Subject: "s", SchemaType: "AVRO", Schema: `"int"`, Expect: 1},
+		meta.SchemaConfig{Global: true, Compatibility: "FULL"},
+		meta.SchemaConfig{Subject: "s", Mode: "READONLY"},
+		meta.SchemaConfig{Subject: "s", DeleteMode: true},
+		meta.DeleteSchemas{Subject: "t"},
+		meta.DeleteSchemas{Subject: "t", Permanent: true})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {
