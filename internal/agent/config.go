@@ -23,6 +23,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
 // Config is everything one agent needs to run. Zero values mean the
@@ -243,7 +244,7 @@ type Config struct {
 	// among the agents of one log: two agents with one node id take it
 	// from each other at every renewal and log an error. Zero means
 	// DefaultLease, or DefaultBilledLogLease on a log whose service
-	// bills every request (BilledLog).
+	// bills every request (logurl.BilledPerRequest).
 	Lease time.Duration
 	// CostPrices is --cost-prices: the price table GET /v1/cost uses
 	// (package cost; "" is the shipped list prices).
@@ -314,14 +315,6 @@ const (
 	minLease = 300 * time.Millisecond
 	maxLease = time.Hour
 )
-
-// BilledLog says whether the shared log is on a service that bills
-// every request (s3, dynamodb), where an idle agent's renewals are most
-// of what it costs.
-func (c *Config) BilledLog() bool {
-	scheme, _, _ := strings.Cut(c.Log, "://")
-	return scheme == "s3" || scheme == "dynamodb"
-}
 
 // RemoteObjStore says whether the object store is remote: S3, or a
 // latency profile that models it. Uploads are hedged by default only
@@ -477,7 +470,7 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
-		if c.BilledLog() {
+		if logurl.BilledPerRequest(c.Log) {
 			c.Lease = DefaultBilledLogLease
 		}
 	}

@@ -423,3 +423,22 @@ func TestVirtualFileCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestBilledPerRequest: the logs whose every request is billed, by
+// scheme in any case; the others and what is no log URL are not.
+func TestBilledPerRequest(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"s3://bucket/log?region=us-east-1": true,
+		"S3://bucket/log":                  true,
+		"dynamodb://table/log":             true,
+		"postgres://u@h/db?log=main":       false,
+		"etcd://127.0.0.1:2379/strand":     false,
+		"file:///var/lib/strand/log":       false,
+		"mem://x":                          false,
+		"not a url":                        false,
+	} {
+		if got := logurl.BilledPerRequest(raw); got != want {
+			t.Errorf("BilledPerRequest(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}

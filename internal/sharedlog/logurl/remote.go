@@ -21,6 +21,9 @@ type remote struct {
 	// nextURL names the segment after a chain whose active segment is on
 	// this backend; nil means sharedlog.DefaultNextURL.
 	nextURL func(c sharedlog.Chain) (string, error)
+	// billed: the service bills every request (S3, DynamoDB), so an
+	// agent spends as few as it can (BilledPerRequest).
+	billed bool
 }
 
 // remotes maps a URL scheme to its backend:
@@ -85,6 +88,14 @@ func remoteFor(rawURL string) (remote, bool) {
 	}
 	r, ok := remotes[strings.ToLower(scheme)]
 	return r, ok
+}
+
+// BilledPerRequest reports whether the log rawURL names is on a service
+// that bills every request (s3, dynamodb), where an idle agent's lease
+// renewals are most of what it costs.
+func BilledPerRequest(rawURL string) bool {
+	r, ok := remoteFor(rawURL)
+	return ok && r.billed
 }
 
 // openRemoteVirtual is OpenVirtual for a remote backend: the chain and

@@ -21,10 +21,12 @@ func init() {
 		open:         openURL(dynamolog.OpenURL),
 		metaStore:    metaStoreURL(dynamolog.OpenMetaStoreURL),
 		firstSegment: dynamolog.FirstSegmentURL,
+		billed:       true,
 	}
 	remotes["s3"] = remote{
 		open:         openURL(s3log.OpenURL),
 		metaStore:    metaStoreURL(s3log.OpenMetaStoreURL),
 		firstSegment: s3log.FirstSegmentURL,
+		billed:       true,
 	}
 }
