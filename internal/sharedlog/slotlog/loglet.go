@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -135,13 +134,13 @@ type Loglet struct {
 // are not kept: a Slots may return them without their data.)
 type knownEntries struct {
 	data  map[sharedlog.Pos][]byte
-	order []sharedlog.Pos // insertion order, oldest first
 	bytes int
 }
 
 // Bounds on knownEntries: a reader applies its own appends within
 // moments, so a few hundred entries cover the gap between
-// acknowledgement and read even under load.
+// acknowledgement and read even under load. Past them the lowest
+// positions, the oldest appends, go first.
 const (
 	maxKnownEntries = 256
 	maxKnownBytes   = 4 << 20
@@ -154,12 +153,17 @@ func (o *knownEntries) add(p sharedlog.Pos, data []byte) {
 	if o.data == nil {
 		o.data = make(map[sharedlog.Pos][]byte)
 	}
-	for len(o.order) > 0 && (len(o.data) >= maxKnownEntries || o.bytes+len(data) > maxKnownBytes) {
-		o.drop(o.order[0])
-		o.order = o.order[1:]
+	o.drop(p) // a position rewritten by a rewind counts once
+	for len(o.data) > 0 && (len(o.data) >= maxKnownEntries || o.bytes+len(data) > maxKnownBytes) {
+		first, lowest := true, sharedlog.Pos(0)
+		for q := range o.data {
+			if first || q < lowest {
+				first, lowest = false, q
+			}
+		}
+		o.drop(lowest)
 	}
 	o.data[p] = data
-	o.order = append(o.order, p)
 	o.bytes += len(data)
 }
 
@@ -171,8 +175,11 @@ func (o *knownEntries) drop(p sharedlog.Pos) {
 }
 
 // take returns the entries held for [from, end), stopping at the first
-// one not held, and forgets them: each is read back once.
-func (o *knownEntries) take(from, end sharedlog.Pos) []sharedlog.Entry {
+// one not held, and forgets them: each is read back once. With none
+// held at from, it returns the lowest position held in (from, end), or
+// end: how far a read from the service should go, the next call
+// serving the rest.
+func (o *knownEntries) take(from, end sharedlog.Pos) ([]sharedlog.Entry, sharedlog.Pos) {
 	var out []sharedlog.Entry
 	for p := from; p < end; p++ {
 		d, ok := o.data[p]
@@ -182,38 +189,23 @@ func (o *knownEntries) take(from, end sharedlog.Pos) []sharedlog.Entry {
 		out = append(out, sharedlog.Entry{Pos: p, Data: d})
 		o.drop(p)
 	}
-	if len(out) > 0 {
-		o.compact()
-	}
-	return out
-}
-
-// before returns the lowest position held in (from, end), or end.
-func (o *knownEntries) before(from, end sharedlog.Pos) sharedlog.Pos {
-	for p := range o.data {
-		if p > from && p < end {
-			end = p
+	if len(out) == 0 {
+		for p := range o.data {
+			if p > from && p < end {
+				end = p
+			}
 		}
 	}
-	return end
+	return out, end
 }
 
 // forgetBelow drops the entries below p: read from the service already.
 func (o *knownEntries) forgetBelow(p sharedlog.Pos) {
-	if len(o.data) == 0 {
-		return
-	}
 	for q := range o.data {
 		if q < p {
 			o.drop(q)
 		}
 	}
-	o.compact()
-}
-
-// compact drops from order the positions no longer held.
-func (o *knownEntries) compact() {
-	o.order = slices.DeleteFunc(o.order, func(p sharedlog.Pos) bool { _, ok := o.data[p]; return !ok })
 }
 
 var (
@@ -677,7 +669,7 @@ func (l *Loglet) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]share
 	}
 	end := min(max, tail, from+sharedlog.Pos(l.cfg.MaxReadEntries))
 	l.mu.Lock()
-	known := l.mu.known.take(from, end)
+	known, end := l.mu.known.take(from, end)
 	l.mu.Unlock()
 	if len(known) > 0 {
 		// As for a read: a trim point raised since may lie above it.
@@ -690,10 +682,6 @@ func (l *Loglet) ReadNext(ctx context.Context, from, max sharedlog.Pos) ([]share
 		}
 		return known, nil
 	}
-	// Read up to the first entry held, which the next call serves.
-	l.mu.Lock()
-	end = l.mu.known.before(from, end)
-	l.mu.Unlock()
 	slots, err := l.st.Read(ctx, from, end)
 	if err != nil {
 		return nil, err
