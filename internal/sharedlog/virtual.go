@@ -663,21 +663,18 @@ func (v *VirtualLog) Eager() (release func()) {
 	return func() { once.Do(func() { v.eager.Add(-1) }) }
 }
 
-// noteSeen records that every position below tail is durable, and
-// reports whether that raised seen.
+// noteSeen records that every position below tail is durable (and when
+// it was learned: seenAt), and reports whether that raised seen.
 func (v *VirtualLog) noteSeen(tail Pos) bool {
 	for {
 		a := v.seen.Load()
 		if uint64(tail) < a {
 			return false
 		}
-		if uint64(tail) == a {
+		raised := uint64(tail) > a
+		if !raised || v.seen.CompareAndSwap(a, uint64(tail)) {
 			v.seenAt.Store(v.clk.Now().UnixNano())
-			return false
-		}
-		if v.seen.CompareAndSwap(a, uint64(tail)) {
-			v.seenAt.Store(v.clk.Now().UnixNano())
-			return true
+			return raised
 		}
 	}
 }
