@@ -21,7 +21,6 @@ package meta
 // the REST API returns as is.
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"slices"
@@ -358,19 +357,9 @@ func validSubject(subject string) string {
 	return ""
 }
 
-// kvGetter reads one key, from the applier's batch or a view.
-type kvGetter interface {
-	Get(key []byte) ([]byte, bool, error)
-}
-
-type applierGetter struct{ a *Applier }
-
-func (g applierGetter) Get(key []byte) ([]byte, bool, error) { return g.a.get(key) }
-
 // schemaVersions lists a subject's versions, ascending.
 func (a *Applier) schemaVersions(subject string) ([]SchemaVersion, error) {
-	lo := schemaSubjectPrefix(subject)
-	hi := append(bytes.Clone(lo[:len(lo)-1]), 1)
+	lo, hi := spanOf(schemaSubjectPrefix(subject))
 	it, err := a.b.NewIter(lo, hi)
 	if err != nil {
 		return nil, err
@@ -379,15 +368,7 @@ func (a *Applier) schemaVersions(subject string) ([]SchemaVersion, error) {
 	return collectSchemaVersions(it, len(lo))
 }
 
-type kvIter interface {
-	First() bool
-	Next() bool
-	Key() []byte
-	Value() []byte
-	Error() error
-}
-
-func collectSchemaVersions(it kvIter, prefixLen int) ([]SchemaVersion, error) {
+func collectSchemaVersions(it Iterator, prefixLen int) ([]SchemaVersion, error) {
 	var out []SchemaVersion
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
@@ -405,9 +386,9 @@ func collectSchemaVersions(it kvIter, prefixLen int) ([]SchemaVersion, error) {
 
 // schemaMode is the mode in force for subject: its own, else global,
 // else READWRITE.
-func schemaModeOf(g kvGetter, subject string) (string, error) {
+func (a *Applier) schemaMode(subject string) (string, error) {
 	for _, k := range [][]byte{schemaConfigKey(subject, false), schemaConfigKey("", true)} {
-		v, ok, err := g.Get(k)
+		v, ok, err := a.get(k)
 		if err != nil {
 			return "", err
 		}
@@ -455,7 +436,7 @@ func (a *Applier) registerSchema(c RegisterSchema) (Result, error) {
 			return schemaFailed(SchemaErrInvalidSchema, "reference %q: version %d of subject %q is deleted", ref.Name, ref.Version, ref.Subject), nil
 		}
 	}
-	mode, err := schemaModeOf(applierGetter{a}, c.Subject)
+	mode, err := a.schemaMode(c.Subject)
 	if err != nil {
 		return Result{}, err
 	}
@@ -561,7 +542,7 @@ func (a *Applier) deleteSchemas(c DeleteSchemas) (Result, error) {
 	if c.Version < 0 {
 		return schemaFailed(SchemaErrInvalidVersion, "version %d", c.Version), nil
 	}
-	mode, err := schemaModeOf(applierGetter{a}, c.Subject)
+	mode, err := a.schemaMode(c.Subject)
 	if err != nil {
 		return Result{}, err
 	}
@@ -703,10 +684,9 @@ func (a *Applier) schemaConfig(c SchemaConfig) (Result, error) {
 	if c.Mode == "IMPORT" && !c.Force {
 		// Confluent refuses IMPORT over schemas: imported ids could
 		// clash with assigned ones.
-		lo, hi := []byte{prefixSchemaSubject}, []byte{prefixSchemaSubject + 1}
+		lo, hi := spanOf([]byte{prefixSchemaSubject})
 		if !c.Global {
-			lo = schemaSubjectPrefix(c.Subject)
-			hi = append(bytes.Clone(lo[:len(lo)-1]), 1)
+			lo, hi = spanOf(schemaSubjectPrefix(c.Subject))
 		}
 		it, err := a.b.NewIter(lo, hi)
 		if err != nil {
@@ -777,8 +757,7 @@ func (v *View) SchemaIDOf(schemaType, schema string, refs []SchemaReference) (in
 // SchemaVersions returns a subject's versions, ascending, soft-deleted
 // ones included (Deleted).
 func (v *View) SchemaVersions(subject string) ([]SchemaVersion, error) {
-	lo := schemaSubjectPrefix(subject)
-	hi := append(bytes.Clone(lo[:len(lo)-1]), 1)
+	lo, hi := spanOf(schemaSubjectPrefix(subject))
 	it, err := v.r.NewIter(lo, hi)
 	if err != nil {
 		return nil, err
