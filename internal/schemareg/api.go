@@ -1,7 +1,6 @@
 package schemareg
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -435,7 +434,7 @@ func (a *api) putConfig(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidCompatibility, "%v", err))
 		return
 	}
-	if err := a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, Compatibility: string(level)}); err != nil {
+	if _, err := a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, Compatibility: string(level)}); err != nil {
 		a.fail(w, err)
 		return
 	}
@@ -449,7 +448,7 @@ func (a *api) deleteConfig(w http.ResponseWriter, r *http.Request) {
 	}
 	level, err := a.reg.ConfigOf(subject, false, false)
 	if err == nil {
-		err = a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, DeleteCompat: true})
+		_, err = a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, DeleteCompat: true})
 	}
 	if err != nil {
 		a.fail(w, err)
@@ -484,21 +483,9 @@ func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mode := strings.ToUpper(req.Mode)
-	if err := a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, Mode: mode, Force: flag(r, "force")}); err != nil {
+	if _, err := a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, Mode: mode, Force: flag(r, "force")}); err != nil {
 		a.fail(w, err)
 		return
 	}
 	a.reply(w, map[string]string{"mode": mode})
-}
-
-// propose proposes a schema command, turning a refusal into its Error.
-func (r *Registry) propose(ctx context.Context, c meta.Command) error {
-	res, err := r.md.Propose(ctx, c)
-	switch {
-	case err != nil:
-		return err
-	case res.SchemaError != 0:
-		return newError(statusOf(res.SchemaError), res.SchemaError, "%s", res.Message)
-	}
-	return res.Err()
 }

@@ -96,23 +96,32 @@ func (r *Registry) Register(ctx context.Context, subject string, req RegisterReq
 }
 
 func (r *Registry) registerOnce(ctx context.Context, f Format, subject string, req RegisterRequest, normalize bool) (id int32, moved bool, err error) {
-	v := r.md.View()
-	resolved, err := resolve(v, req.References)
+	text, latest, err := r.checked(f, subject, req, normalize)
 	if err != nil {
-		v.Close()
 		return 0, false, err
 	}
-	s, err := f.Parse(req.Schema, resolved)
-	if err != nil {
-		v.Close()
-		return 0, false, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema %s", err)
+	res, err := r.propose(ctx, meta.RegisterSchema{Subject: subject, SchemaType: string(f.Type()), Schema: text,
+		References: metaRefs(req.References), Expect: latest, ID: req.ID, Version: req.Version})
+	if e, ok := IsRegistryError(err); ok && e.Code == meta.SchemaErrSubjectMovedSinceCheck {
+		return 0, true, nil
 	}
-	refs := metaRefs(req.References)
-	text := s.Canonical(normalize)
+	return res.SchemaID, false, err
+}
+
+// checked parses a registration and checks it against subject's live
+// versions at the subject's level (an import is not checked), as of
+// one view: it returns the text to store and the latest live version
+// it was checked against.
+func (r *Registry) checked(f Format, subject string, req RegisterRequest, normalize bool) (string, int32, error) {
+	v := r.md.View()
+	defer v.Close()
+	s, err := parseRequest(v, f, req)
+	if err != nil {
+		return "", 0, err
+	}
 	versions, err := v.SchemaVersions(subject)
 	if err != nil {
-		v.Close()
-		return 0, false, err
+		return "", 0, err
 	}
 	var latest int32
 	var live []Schema
@@ -123,37 +132,47 @@ func (r *Registry) registerOnce(ctx context.Context, f Format, subject string, r
 		latest = sv.Version
 		old, err := r.parseStored(v, sv.ID)
 		if err != nil {
-			v.Close()
-			return 0, false, err
+			return "", 0, err
 		}
 		live = append(live, old)
 	}
 	level, err := r.levelOf(v, subject)
-	v.Close()
 	if err != nil {
-		return 0, false, err
+		return "", 0, err
 	}
 	if req.ID == 0 {
 		if msgs := Check(f, level, s, live); len(msgs) > 0 {
-			return 0, false, newError(http.StatusConflict, meta.SchemaErrIncompatible,
+			return "", 0, newError(http.StatusConflict, meta.SchemaErrIncompatible,
 				"Schema being registered is incompatible with an earlier schema for subject %q, details: [%s]", subject, strings.Join(msgs, ", "))
 		}
 	}
-	res, err := r.md.Propose(ctx, meta.RegisterSchema{Subject: subject, SchemaType: string(f.Type()), Schema: text,
-		References: refs, Expect: latest, ID: req.ID, Version: req.Version})
+	return s.Canonical(normalize), latest, nil
+}
+
+// parseRequest parses a request's schema with its references as v
+// holds them (42201 if it does not parse).
+func parseRequest(v *meta.View, f Format, req RegisterRequest) (Schema, error) {
+	resolved, err := resolve(v, req.References)
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
-	switch res.SchemaError {
-	case 0:
-		if res.Code != 0 {
-			return 0, false, res.Err()
-		}
-		return res.SchemaID, false, nil
-	case meta.SchemaErrSubjectMovedSinceCheck:
-		return 0, true, nil
+	s, err := f.Parse(req.Schema, resolved)
+	if err != nil {
+		return nil, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema %s", err)
 	}
-	return 0, false, newError(statusOf(res.SchemaError), res.SchemaError, "%s", res.Message)
+	return s, nil
+}
+
+// propose proposes a schema command, turning a refusal into its Error.
+func (r *Registry) propose(ctx context.Context, c meta.Command) (meta.Result, error) {
+	res, err := r.md.Propose(ctx, c)
+	switch {
+	case err != nil:
+		return meta.Result{}, err
+	case res.SchemaError != 0:
+		return meta.Result{}, newError(statusOf(res.SchemaError), res.SchemaError, "%s", res.Message)
+	}
+	return res, res.Err()
 }
 
 // format is the format of type t ("" is AVRO).
@@ -348,13 +367,9 @@ func (r *Registry) Lookup(subject string, req RegisterRequest, normalize, delete
 	}
 	v := r.md.View()
 	defer v.Close()
-	resolved, err := resolve(v, req.References)
+	s, err := parseRequest(v, f, req)
 	if err != nil {
 		return Registered{}, err
-	}
-	s, err := f.Parse(req.Schema, resolved)
-	if err != nil {
-		return Registered{}, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema %s", err)
 	}
 	versions, err := v.SchemaVersions(subject)
 	if err != nil {
@@ -384,16 +399,8 @@ func (r *Registry) Lookup(subject string, req RegisterRequest, normalize, delete
 // Delete deletes subject's version (0: all of them), soft or permanent,
 // and returns the versions deleted.
 func (r *Registry) Delete(ctx context.Context, subject string, version int32, permanent bool) ([]int32, error) {
-	res, err := r.md.Propose(ctx, meta.DeleteSchemas{Subject: subject, Version: version, Permanent: permanent})
-	switch {
-	case err != nil:
-		return nil, err
-	case res.SchemaError != 0:
-		return nil, newError(statusOf(res.SchemaError), res.SchemaError, "%s", res.Message)
-	case res.Code != 0:
-		return nil, res.Err()
-	}
-	return res.SchemaVersions, nil
+	res, err := r.propose(ctx, meta.DeleteSchemas{Subject: subject, Version: version, Permanent: permanent})
+	return res.SchemaVersions, err
 }
 
 // SubjectVersion names one subject's version.
@@ -436,13 +443,9 @@ func (r *Registry) Compatible(subject string, version int32, req RegisterRequest
 	}
 	v := r.md.View()
 	defer v.Close()
-	resolved, err := resolve(v, req.References)
+	s, err := parseRequest(v, f, req)
 	if err != nil {
 		return nil, err
-	}
-	s, err := f.Parse(req.Schema, resolved)
-	if err != nil {
-		return nil, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema, "Invalid schema %s", err)
 	}
 	level, err := r.levelOf(v, subject)
 	if err != nil {
@@ -479,17 +482,10 @@ func (r *Registry) ConfigOf(subject string, global, defaultToGlobal bool) (Level
 	v := r.md.View()
 	defer v.Close()
 	if global || defaultToGlobal {
-		if !global {
-			c, err := v.SchemaConfigOf(subject, false)
-			if err != nil || c.Compatibility != "" {
-				return Level(c.Compatibility), err
-			}
+		if global {
+			subject = "" // no subject has that name: the global level, or the default
 		}
-		c, err := v.SchemaConfigOf("", true)
-		if err != nil || c.Compatibility != "" {
-			return Level(c.Compatibility), err
-		}
-		return DefaultLevel, nil
+		return r.levelOf(v, subject)
 	}
 	c, err := v.SchemaConfigOf(subject, false)
 	if err != nil {
