@@ -65,7 +65,8 @@ const (
 	maxSchemaReferences = 256
 )
 
-// Confluent's error codes that apply returns (Result.SchemaError).
+// Confluent's error codes, the ones apply returns (Result.SchemaError)
+// and those the registry answers itself (40408, 40409).
 const (
 	SchemaErrSubjectNotFound        int32 = 40401
 	SchemaErrVersionNotFound        int32 = 40402
@@ -73,6 +74,8 @@ const (
 	SchemaErrSubjectNotSoftDeleted  int32 = 40405
 	SchemaErrVersionSoftDeleted     int32 = 40406
 	SchemaErrVersionNotSoftDeleted  int32 = 40407
+	SchemaErrCompatNotConfigured    int32 = 40408
+	SchemaErrModeNotConfigured      int32 = 40409
 	SchemaErrIncompatible           int32 = 409
 	SchemaErrInvalidSchema          int32 = 42201
 	SchemaErrInvalidVersion         int32 = 42202
@@ -82,6 +85,7 @@ const (
 	SchemaErrReferenceExists        int32 = 42206
 	SchemaErrIDInUse                int32 = 42207
 	SchemaErrInvalidSubject         int32 = 42208
+	SchemaErrSchemaTooLarge         int32 = 42209
 	SchemaErrSubjectMovedSinceCheck int32 = 50003
 )
 
@@ -97,12 +101,15 @@ type SchemaReference struct {
 // version naming the schema's id, a new version unless the subject
 // already holds the schema (then its version, unchanged). Expect is the
 // subject's latest live version the proposer checked compatibility
-// against (0: none); ID and Version, both or neither, are an import's
-// (the subject or the registry in IMPORT mode).
+// against (0: none); ID is an import's (the subject or the registry in
+// IMPORT mode), with the Version to import it as (0: the one after the
+// subject's highest), which may come before versions the subject has,
+// as an import replays a registry's history in any order.
 // Result: SchemaID and SchemaVersion; or SchemaError 42201 (bad
-// subject, type, text or reference), 42205 (READONLY, or an id outside
-// IMPORT), 42207 (the id names another schema), 42202 (an imported
-// version at or below one the subject has), 50003 (the subject moved).
+// subject, type, text or reference), 42209 (too large), 42205
+// (READONLY, an id outside IMPORT, or an id naming another schema),
+// 42207 (the schema has another id), 42202 (an imported version the
+// subject holds with another schema), 50003 (the subject moved).
 type RegisterSchema struct {
 	Subject    string
 	SchemaType string
@@ -115,12 +122,17 @@ type RegisterSchema struct {
 
 // DeleteSchemas deletes a subject's version (Version > 0) or all its
 // versions (0): soft (they stay, marked deleted: lookups by id still
-// find the schema) or Permanent (only what was soft-deleted first). A
-// version another schema references cannot be deleted.
+// find the schema) or Permanent (only what was soft-deleted first; a
+// schema no version names any more goes with it, and so do the
+// subject's config and mode with its last version). A version that
+// another schema references cannot be deleted: softly while a live
+// version names the referrer, permanently while any version does (a
+// soft delete can be undone by registering again); deleting a whole
+// subject ignores its references to itself.
 // Result: SchemaVersions, the versions deleted; or SchemaError 40401,
 // 40402, 40404/40406 (soft-deleting what is), 40405/40407 (permanently
 // deleting what was not soft-deleted), 42206 (referenced), 42205
-// (READONLY).
+// (READONLY or READONLY_OVERRIDE).
 type DeleteSchemas struct {
 	Subject   string
 	Version   int32
@@ -129,9 +141,13 @@ type DeleteSchemas struct {
 
 // SchemaConfig sets or deletes the compatibility level and the mode of
 // a subject, or the global ones (Global). Empty values change nothing.
-// IMPORT needs an empty subject (or registry) unless Force.
+// IMPORT needs a subject (or registry) without live versions unless
+// Force or already importing; the compatibility level cannot change
+// while the mode in force is READONLY (the mode can: it is the way
+// out).
 // Result: SchemaError 42203 or 42204 for an unknown level or mode,
-// 42205 for IMPORT over versions without Force.
+// 42205 for IMPORT over live versions without Force, or a level
+// changed under READONLY.
 type SchemaConfig struct {
 	Subject       string
 	Global        bool
@@ -412,12 +428,14 @@ func (a *Applier) registerSchema(c RegisterSchema) (Result, error) {
 	switch {
 	case !slices.Contains(schemaTypes, c.SchemaType):
 		return schemaFailed(SchemaErrInvalidSchema, "unknown schema type %q", c.SchemaType), nil
-	case c.Schema == "" || len(c.Schema) > MaxSchemaBytes:
-		return schemaFailed(SchemaErrInvalidSchema, "schema of %d bytes: 1 to %d", len(c.Schema), MaxSchemaBytes), nil
+	case c.Schema == "":
+		return schemaFailed(SchemaErrInvalidSchema, "Empty schema"), nil
+	case len(c.Schema) > MaxSchemaBytes:
+		return schemaFailed(SchemaErrSchemaTooLarge, "schema of %d bytes, at most %d", len(c.Schema), MaxSchemaBytes), nil
 	case len(c.References) > maxSchemaReferences:
 		return schemaFailed(SchemaErrInvalidSchema, "%d references, at most %d", len(c.References), maxSchemaReferences), nil
-	case (c.ID == 0) != (c.Version == 0) || c.ID < 0 || c.Version < 0:
-		return schemaFailed(SchemaErrInvalidSchema, "an import names both an id and a version, positive"), nil
+	case c.ID < 0 || c.Version < 0 || (c.ID == 0 && c.Version != 0):
+		return schemaFailed(SchemaErrInvalidSchema, "an import names a positive id, and a positive version or none"), nil
 	}
 	for _, ref := range c.References {
 		if ref.Name == "" || validSubject(ref.Subject) != "" || ref.Version <= 0 {
@@ -466,13 +484,17 @@ func (a *Applier) registerSchema(c RegisterSchema) (Result, error) {
 		return Result{}, err
 	}
 	latest, highest := int32(0), int32(0)
-	for _, sv := range versions {
-		if known && sv.ID == id && !sv.Deleted {
+	var taken *SchemaVersion // the version an import names, if the subject has it
+	for i, sv := range versions {
+		if known && sv.ID == id && !sv.Deleted && (c.Version == 0 || c.Version == sv.Version) {
 			// The subject holds the schema: nothing to register.
 			return Result{SchemaID: id, SchemaVersion: sv.Version}, nil
 		}
 		if !sv.Deleted {
 			latest = sv.Version
+		}
+		if sv.Version == c.Version {
+			taken = &versions[i]
 		}
 		highest = sv.Version
 	}
@@ -487,19 +509,24 @@ func (a *Applier) registerSchema(c RegisterSchema) (Result, error) {
 	version := highest + 1
 	if c.ID != 0 {
 		if known && id != c.ID {
-			return schemaFailed(SchemaErrIDInUse, "the schema is registered with id %d, not %d", id, c.ID), nil
+			return schemaFailed(SchemaErrIDInUse, "The ID of an imported schema does not match the existing ID: the schema is registered with id %d, not %d", id, c.ID), nil
 		}
 		if !known {
-			if _, taken, err := a.get(schemaKey(c.ID)); err != nil {
+			if _, inUse, err := a.get(schemaKey(c.ID)); err != nil {
 				return Result{}, err
-			} else if taken {
-				return schemaFailed(SchemaErrIDInUse, "id %d names another schema", c.ID), nil
+			} else if inUse {
+				return schemaFailed(SchemaErrOperationNotPermitted, "Overwrite new schema with id %d is not permitted.", c.ID), nil
 			}
 		}
-		if c.Version <= highest {
-			return schemaFailed(SchemaErrInvalidVersion, "version %d: subject %q has version %d", c.Version, c.Subject, highest), nil
+		if taken != nil {
+			// Confluent's import overwrites the version; refusing keeps
+			// what a reader of that version was given.
+			return schemaFailed(SchemaErrInvalidVersion, "version %d of subject %q names schema %d: an import does not overwrite a version", c.Version, c.Subject, taken.ID), nil
 		}
-		id, version = c.ID, c.Version
+		id = c.ID
+		if c.Version != 0 {
+			version = c.Version
+		}
 		next = max(next, id+1)
 	} else if !known {
 		id = next
@@ -546,8 +573,8 @@ func (a *Applier) deleteSchemas(c DeleteSchemas) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if mode == "READONLY" {
-		return schemaFailed(SchemaErrOperationNotPermitted, "subject %q is in READONLY mode", c.Subject), nil
+	if mode == "READONLY" || mode == "READONLY_OVERRIDE" {
+		return schemaFailed(SchemaErrOperationNotPermitted, "subject %q is in %s mode", c.Subject, mode), nil
 	}
 	versions, err := a.schemaVersions(c.Subject)
 	if err != nil {
@@ -587,9 +614,13 @@ func (a *Applier) deleteSchemas(c DeleteSchemas) (Result, error) {
 		}
 		targets = versions[i : i+1]
 	}
-	// A version another live schema references stays.
+	// A version another schema references stays.
+	except := ""
+	if c.Version == 0 {
+		except = c.Subject
+	}
 	for _, sv := range targets {
-		ref, err := a.schemaReferencedBy(c.Subject, sv.Version)
+		ref, err := a.schemaReferencedBy(c.Subject, sv.Version, c.Permanent, except)
 		if err != nil {
 			return Result{}, err
 		}
@@ -611,19 +642,66 @@ func (a *Applier) deleteSchemas(c DeleteSchemas) (Result, error) {
 		}
 		res.SchemaVersions = append(res.SchemaVersions, sv.Version)
 	}
-	if c.Permanent && c.Version == 0 {
-		// The subject is gone: its config goes with it, as Confluent's.
+	if !c.Permanent {
+		return res, nil
+	}
+	if len(targets) == len(versions) {
+		// The subject is gone: its config and mode go with it, as
+		// Confluent's.
 		if err := a.b.Delete(schemaConfigKey(c.Subject, false)); err != nil {
+			return Result{}, err
+		}
+	}
+	for _, sv := range targets {
+		if err := a.dropSchemaIfUnnamed(sv.ID); err != nil {
 			return Result{}, err
 		}
 	}
 	return res, nil
 }
 
-// schemaReferencedBy returns the id of a schema, named by a live
-// version of some subject, that references subject's version, or 0.
-// It reads every schema: references are rare, and deletions rarer.
-func (a *Applier) schemaReferencedBy(subject string, version int32) (int32, error) {
+// dropSchemaIfUnnamed deletes schema id, and its content index entry,
+// when no version of any subject names it any more: a hard-deleted
+// schema's id is not found again (nor reused: the next id stays). It
+// reads every version, in the batch, so versions this command deleted
+// are gone: deletions for good are rare.
+func (a *Applier) dropSchemaIfUnnamed(id int32) error {
+	it, err := a.b.NewIter([]byte{prefixSchemaSubject}, []byte{prefixSchemaSubject + 1})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		sv, err := decodeSchemaVersion(0, it.Value())
+		if err != nil {
+			return err
+		}
+		if sv.ID == id {
+			return nil
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	v, ok, err := a.get(schemaKey(id))
+	if err != nil || !ok {
+		return err
+	}
+	s, err := decodeStoredSchema(id, v)
+	if err != nil {
+		return err
+	}
+	if err := a.b.Delete(schemaContentKey(s.SchemaType, s.Schema, s.References)); err != nil {
+		return err
+	}
+	return a.b.Delete(schemaKey(id))
+}
+
+// schemaReferencedBy returns the id of a schema that references
+// subject's version and that a version of some subject other than
+// except names (a live one unless deleted), or 0. It reads every
+// schema: references are rare, and deletions rarer.
+func (a *Applier) schemaReferencedBy(subject string, version int32, deleted bool, except string) (int32, error) {
 	it, err := a.b.NewIter([]byte{prefixSchema}, []byte{prefixSchema + 1})
 	if err != nil {
 		return 0, err
@@ -647,7 +725,7 @@ func (a *Applier) schemaReferencedBy(subject string, version int32) (int32, erro
 	if err := it.Error(); err != nil || len(referring) == 0 {
 		return 0, err
 	}
-	// Referenced only by schemas no live version names any more: free.
+	// Referenced only by schemas no (live) version names any more: free.
 	sit, err := a.b.NewIter([]byte{prefixSchemaSubject}, []byte{prefixSchemaSubject + 1})
 	if err != nil {
 		return 0, err
@@ -662,7 +740,7 @@ func (a *Applier) schemaReferencedBy(subject string, version int32) (int32, erro
 		if err != nil {
 			return 0, err
 		}
-		if !sv.Deleted && slices.Contains(referring, sv.ID) {
+		if (deleted || !sv.Deleted) && string(k[1:len(k)-5]) != except && slices.Contains(referring, sv.ID) {
 			return sv.ID, nil
 		}
 	}
@@ -681,24 +759,29 @@ func (a *Applier) schemaConfig(c SchemaConfig) (Result, error) {
 	if c.Mode != "" && !slices.Contains(schemaModes, c.Mode) {
 		return schemaFailed(SchemaErrInvalidMode, "Invalid mode. Valid values are READWRITE, READONLY, READONLY_OVERRIDE, IMPORT"), nil
 	}
-	if c.Mode == "IMPORT" && !c.Force {
-		// Confluent refuses IMPORT over schemas: imported ids could
-		// clash with assigned ones.
+	subject := c.Subject
+	if c.Global {
+		subject = "" // no subject's name: the global mode
+	}
+	mode, err := a.schemaMode(subject)
+	if err != nil {
+		return Result{}, err
+	}
+	if (c.Compatibility != "" || c.DeleteCompat) && (mode == "READONLY" || mode == "READONLY_OVERRIDE") {
+		return schemaFailed(SchemaErrOperationNotPermitted, "Subject %s is in read-only mode", subject), nil
+	}
+	if c.Mode == "IMPORT" && mode != "IMPORT" && !c.Force {
+		// Confluent refuses IMPORT over live schemas: imported ids
+		// could clash with assigned ones.
 		lo, hi := spanOf([]byte{prefixSchemaSubject})
 		if !c.Global {
 			lo, hi = spanOf(schemaSubjectPrefix(c.Subject))
 		}
-		it, err := a.b.NewIter(lo, hi)
+		live, err := a.anyLiveSchemaVersion(lo, hi)
 		if err != nil {
 			return Result{}, err
 		}
-		found := it.First()
-		err = it.Error()
-		it.Close()
-		if err != nil {
-			return Result{}, err
-		}
-		if found {
+		if live {
 			return schemaFailed(SchemaErrOperationNotPermitted, "Cannot import since found existing subjects"), nil
 		}
 	}
@@ -729,6 +812,25 @@ func (a *Applier) schemaConfig(c SchemaConfig) (Result, error) {
 		return Result{}, a.b.Delete(key)
 	}
 	return Result{}, a.b.Set(key, encodeSchemaConfig(cur))
+}
+
+// anyLiveSchemaVersion reports whether a version in [lo, hi) is live.
+func (a *Applier) anyLiveSchemaVersion(lo, hi []byte) (bool, error) {
+	it, err := a.b.NewIter(lo, hi)
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		sv, err := decodeSchemaVersion(0, it.Value())
+		if err != nil {
+			return false, err
+		}
+		if !sv.Deleted {
+			return true, nil
+		}
+	}
+	return false, it.Error()
 }
 
 // SchemaByID returns the schema registered with id.
@@ -791,6 +893,19 @@ func (v *View) SchemaSubjects() (subjects []string, live []bool, err error) {
 		live[len(live)-1] = live[len(live)-1] || !sv.Deleted
 	}
 	return subjects, live, it.Error()
+}
+
+// SchemaMaxID returns the highest schema id assigned so far (0: none),
+// as Confluent's fetchMaxId reports it.
+func (v *View) SchemaMaxID() (int32, error) {
+	val, ok, err := v.r.Get(keySchemaNextID)
+	if err != nil || !ok {
+		return 0, err
+	}
+	if len(val) != 4 {
+		return 0, corrupt("schema next id", errShort)
+	}
+	return int32(binary.BigEndian.Uint32(val)) - 1, nil
 }
 
 // SchemaConfigOf returns a subject's config, or the global one.

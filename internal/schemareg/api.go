@@ -45,6 +45,7 @@ func Handler(reg *Registry, authz Authorize) http.Handler {
 	mux.HandleFunc("GET /subjects/{subject}/versions", a.versions)
 	mux.HandleFunc("GET /subjects/{subject}/versions/{version}", a.version)
 	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/schema", a.versionSchema)
+	mux.HandleFunc("GET /subjects/{subject}/versions/{version}/referencedby", a.referencedBy)
 	mux.HandleFunc("POST /subjects/{subject}/versions", a.register)
 	mux.HandleFunc("POST /subjects/{subject}", a.lookup)
 	mux.HandleFunc("DELETE /subjects/{subject}", a.deleteSubject)
@@ -52,10 +53,13 @@ func Handler(reg *Registry, authz Authorize) http.Handler {
 	mux.HandleFunc("GET /schemas/ids/{id}", a.byID)
 	mux.HandleFunc("GET /schemas/ids/{id}/schema", a.byIDSchema)
 	mux.HandleFunc("GET /schemas/ids/{id}/versions", a.idVersions)
+	mux.HandleFunc("GET /schemas/ids/{id}/subjects", a.idSubjects)
 	mux.HandleFunc("GET /schemas/types", a.types)
 	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions/{version}", a.compatibility)
+	mux.HandleFunc("POST /compatibility/subjects/{subject}/versions", a.compatibility)
 	mux.HandleFunc("GET /config", a.getConfig)
 	mux.HandleFunc("PUT /config", a.putConfig)
+	mux.HandleFunc("DELETE /config", a.deleteConfig)
 	mux.HandleFunc("GET /config/{subject}", a.getConfig)
 	mux.HandleFunc("PUT /config/{subject}", a.putConfig)
 	mux.HandleFunc("DELETE /config/{subject}", a.deleteConfig)
@@ -63,7 +67,14 @@ func Handler(reg *Registry, authz Authorize) http.Handler {
 	mux.HandleFunc("PUT /mode", a.putMode)
 	mux.HandleFunc("GET /mode/{subject}", a.getMode)
 	mux.HandleFunc("PUT /mode/{subject}", a.putMode)
+	mux.HandleFunc("DELETE /mode", a.deleteMode)
+	mux.HandleFunc("DELETE /mode/{subject}", a.deleteMode)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { a.reply(w, map[string]any{}) })
+	// Anything else is answered in JSON, as Confluent's server does, so
+	// a client decodes the refusal like any other.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		a.fail(w, newError(http.StatusNotFound, http.StatusNotFound, "HTTP 404 Not Found"))
+	})
 	return mux
 }
 
@@ -106,6 +117,18 @@ func flag(r *http.Request, name string) bool {
 	return v
 }
 
+// deletedFilter reads deleted and deletedOnly: which of live and
+// deleted things a list shows (deletedOnly wins, as Confluent's).
+func deletedFilter(r *http.Request) func(deleted bool) bool {
+	switch {
+	case flag(r, "deletedOnly"):
+		return func(deleted bool) bool { return deleted }
+	case flag(r, "deleted"):
+		return func(bool) bool { return true }
+	}
+	return func(deleted bool) bool { return !deleted }
+}
+
 // versionParam reads {version}: a positive number, or "latest" (-1).
 func versionParam(r *http.Request) (int32, error) {
 	s := r.PathValue("version")
@@ -146,11 +169,12 @@ func (a *api) subjects(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	deleted := flag(r, "deleted")
+	want := deletedFilter(r)
 	prefix := r.URL.Query().Get("subjectPrefix")
 	out := []string{}
 	for i, s := range subjects {
-		if (live[i] || deleted) && strings.HasPrefix(s, prefix) && a.authz(r, OpRead, s) == nil {
+		// A subject is deleted when none of its versions is live.
+		if want(!live[i]) && strings.HasPrefix(s, prefix) && a.authz(r, OpRead, s) == nil {
 			out = append(out, s)
 		}
 	}
@@ -169,10 +193,10 @@ func (a *api) versions(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	deleted := flag(r, "deleted")
+	want := deletedFilter(r)
 	out := []int32{}
 	for _, sv := range vs {
-		if deleted || !sv.Deleted {
+		if want(sv.Deleted) {
 			out = append(out, sv.Version)
 		}
 	}
@@ -222,6 +246,7 @@ func (a *api) register(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
+	req.Force = flag(r, "force")
 	id, err := a.reg.Register(r.Context(), subject, req, flag(r, "normalize"))
 	if err != nil {
 		a.fail(w, err)
@@ -301,6 +326,7 @@ type schemaByID struct {
 	Schema     string      `json:"schema"`
 	SchemaType Type        `json:"schemaType,omitempty"`
 	References []Reference `json:"references,omitempty"`
+	MaxID      int32       `json:"maxId,omitempty"`
 }
 
 func (a *api) getByID(w http.ResponseWriter, r *http.Request) (meta.StoredSchema, bool) {
@@ -328,6 +354,13 @@ func (a *api) byID(w http.ResponseWriter, r *http.Request) {
 	out := schemaByID{Schema: st.Schema, References: schemaRefs(st.References)}
 	if t := Type(st.SchemaType); t != TypeAvro {
 		out.SchemaType = t
+	}
+	if flag(r, "fetchMaxId") {
+		var err error
+		if out.MaxID, err = a.reg.MaxID(); err != nil {
+			a.fail(w, err)
+			return
+		}
 	}
 	a.reply(w, out)
 }
@@ -358,6 +391,46 @@ func (a *api) idVersions(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, visible)
 }
 
+// idSubjects is GET /schemas/ids/{id}/subjects: the subjects with a
+// version naming the schema.
+func (a *api) idSubjects(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.getByID(w, r); !ok {
+		return
+	}
+	id, _ := idParam(r)
+	vs, err := a.reg.VersionsOf(id, flag(r, "deleted"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	out := []string{}
+	for _, sv := range vs {
+		if !slices.Contains(out, sv.Subject) && a.authz(r, OpRead, sv.Subject) == nil {
+			out = append(out, sv.Subject)
+		}
+	}
+	a.reply(w, out)
+}
+
+// referencedBy is GET /subjects/{subject}/versions/{version}/referencedby:
+// the ids of schemas that reference the version.
+func (a *api) referencedBy(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	if !a.allowed(w, r, OpRead, subject) {
+		return
+	}
+	n, err := versionParam(r)
+	var ids []int32
+	if err == nil {
+		ids, err = a.reg.ReferencedBy(subject, n, flag(r, "deleted"))
+	}
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, ids)
+}
+
 func (a *api) types(w http.ResponseWriter, r *http.Request) {
 	if !a.allowed(w, r, OpRead, "") {
 		return
@@ -375,23 +448,32 @@ func (a *api) compatibility(w http.ResponseWriter, r *http.Request) {
 	if !a.allowed(w, r, OpRead, subject) {
 		return
 	}
-	n, err := versionParam(r)
-	if err != nil {
-		a.fail(w, err)
-		return
+	var n int32 // no {version}: every version the level names
+	if r.PathValue("version") != "" {
+		var err error
+		if n, err = versionParam(r); err != nil {
+			a.fail(w, err)
+			return
+		}
 	}
 	var req RegisterRequest
 	if err := decode(r, &req); err != nil {
 		a.fail(w, err)
 		return
 	}
+	verbose := flag(r, "verbose")
 	msgs, err := a.reg.Compatible(subject, n, req, flag(r, "normalize"))
+	if e, ok := IsRegistryError(err); ok && e.Code == meta.SchemaErrInvalidSchema && verbose {
+		// Verbose, Confluent answers a schema that does not parse as
+		// incompatible, with the reason.
+		msgs, err = []string{e.Message}, nil
+	}
 	if err != nil {
 		a.fail(w, err)
 		return
 	}
 	out := map[string]any{"is_compatible": len(msgs) == 0}
-	if flag(r, "verbose") {
+	if verbose {
 		out["messages"] = append([]string{}, msgs...)
 	}
 	a.reply(w, out)
@@ -441,14 +523,20 @@ func (a *api) putConfig(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, map[string]string{"compatibility": string(level)})
 }
 
+// deleteConfig is DELETE /config/{subject}, answering the level it
+// deleted (40401 when the subject has none, as Confluent's), and
+// DELETE /config, which puts the global level back to the default.
 func (a *api) deleteConfig(w http.ResponseWriter, r *http.Request) {
-	subject, _ := subjectOrGlobal(r)
+	subject, global := subjectOrGlobal(r)
 	if !a.allowed(w, r, OpAlter, subject) {
 		return
 	}
-	level, err := a.reg.ConfigOf(subject, false, false)
+	level, err := a.reg.ConfigOf(subject, global, false)
+	if e, ok := IsRegistryError(err); ok && e.Code == meta.SchemaErrCompatNotConfigured {
+		err = newError(http.StatusNotFound, meta.SchemaErrSubjectNotFound, "Subject '%s' not found.", subject)
+	}
 	if err == nil {
-		_, err = a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, DeleteCompat: true})
+		_, err = a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, DeleteCompat: true})
 	}
 	if err != nil {
 		a.fail(w, err)
@@ -462,7 +550,29 @@ func (a *api) getMode(w http.ResponseWriter, r *http.Request) {
 	if !a.allowed(w, r, OpRead, subject) {
 		return
 	}
-	mode, err := a.reg.ModeOf(subject, global)
+	mode, err := a.reg.ModeOf(subject, global, flag(r, "defaultToGlobal"))
+	if err != nil {
+		a.fail(w, err)
+		return
+	}
+	a.reply(w, map[string]string{"mode": mode})
+}
+
+// deleteMode is DELETE /mode/{subject}, answering the mode it deleted
+// (40401 when the subject has none, as Confluent's), and DELETE /mode,
+// which puts the global mode back to READWRITE.
+func (a *api) deleteMode(w http.ResponseWriter, r *http.Request) {
+	subject, global := subjectOrGlobal(r)
+	if !a.allowed(w, r, OpAlter, subject) {
+		return
+	}
+	mode, err := a.reg.ModeOf(subject, global, false)
+	if e, ok := IsRegistryError(err); ok && e.Code == meta.SchemaErrModeNotConfigured {
+		err = newError(http.StatusNotFound, meta.SchemaErrSubjectNotFound, "Subject '%s' not found.", subject)
+	}
+	if err == nil {
+		_, err = a.reg.propose(r.Context(), meta.SchemaConfig{Subject: subject, Global: global, DeleteMode: true})
+	}
 	if err != nil {
 		a.fail(w, err)
 		return

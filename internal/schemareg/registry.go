@@ -66,9 +66,13 @@ type RegisterRequest struct {
 	Schema     string      `json:"schema"`
 	SchemaType Type        `json:"schemaType,omitempty"`
 	References []Reference `json:"references,omitempty"`
-	// ID and Version import a schema (IMPORT mode).
+	// ID imports a schema (IMPORT mode), as Version (0: the next one).
+	// Outside IMPORT a Version must be the next one.
 	ID      int32 `json:"id,omitempty"`
 	Version int32 `json:"version,omitempty"`
+	// Force registers without checking compatibility (the query's
+	// force=true).
+	Force bool `json:"-"`
 }
 
 // maxRegisterAttempts bounds how often Register checks again after
@@ -100,8 +104,12 @@ func (r *Registry) registerOnce(ctx context.Context, f Format, subject string, r
 	if err != nil {
 		return 0, false, err
 	}
+	version := req.Version
+	if req.ID == 0 {
+		version = 0 // checked: the next one
+	}
 	res, err := r.propose(ctx, meta.RegisterSchema{Subject: subject, SchemaType: string(f.Type()), Schema: text,
-		References: metaRefs(req.References), Expect: latest, ID: req.ID, Version: req.Version})
+		References: metaRefs(req.References), Expect: latest, ID: req.ID, Version: version})
 	if e, ok := IsRegistryError(err); ok && e.Code == meta.SchemaErrSubjectMovedSinceCheck {
 		return 0, true, nil
 	}
@@ -123,9 +131,10 @@ func (r *Registry) checked(f Format, subject string, req RegisterRequest, normal
 	if err != nil {
 		return "", 0, err
 	}
-	var latest int32
+	var latest, highest int32
 	var live []Schema
 	for _, sv := range versions {
+		highest = sv.Version
 		if sv.Deleted {
 			continue
 		}
@@ -136,17 +145,31 @@ func (r *Registry) checked(f Format, subject string, req RegisterRequest, normal
 		}
 		live = append(live, old)
 	}
+	if req.ID == 0 && req.Version != 0 && req.Version != highest+1 {
+		return "", 0, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema,
+			"Version is not one more than previous version: %d after %d", req.Version, highest)
+	}
 	level, err := r.levelOf(v, subject)
 	if err != nil {
 		return "", 0, err
 	}
-	if req.ID == 0 {
-		if msgs := Check(f, level, s, live); len(msgs) > 0 {
+	if req.ID == 0 && !req.Force {
+		if msgs := checkMessages(f, level, s, live); len(msgs) > 0 {
 			return "", 0, newError(http.StatusConflict, meta.SchemaErrIncompatible,
 				"Schema being registered is incompatible with an earlier schema for subject %q, details: [%s]", subject, strings.Join(msgs, ", "))
 		}
 	}
 	return s.Canonical(normalize), latest, nil
+}
+
+// checkMessages is Check's answer as Confluent words it: the reasons,
+// then the level they were found at (nil: compatible).
+func checkMessages(f Format, level Level, s Schema, existing []Schema) []string {
+	msgs := Check(f, level, s, existing)
+	if len(msgs) == 0 {
+		return nil
+	}
+	return append(msgs, fmt.Sprintf("{validateFields: 'false', compatibility: '%s'}", level))
 }
 
 // parseRequest parses a request's schema with its references as v
@@ -432,10 +455,11 @@ func (r *Registry) VersionsOf(id int32, deleted bool) ([]SubjectVersion, error) 
 	return out, nil
 }
 
-// Compatible checks a schema against subject's version (-1: the latest)
-// alone, at the subject's level's direction, and returns why it is not
-// compatible (nil: it is), as POST /compatibility does. A subject with
-// no version is compatible.
+// Compatible checks a schema against subject's version (-1: the latest
+// live one) alone, at the subject's level's direction, or (version 0)
+// against its live versions as registering would, and returns why it
+// is not compatible (nil: it is), as POST /compatibility does. A
+// subject with no version is compatible; a version it lacks is 40402.
 func (r *Registry) Compatible(subject string, version int32, req RegisterRequest, normalize bool) ([]string, error) {
 	f, err := r.format(req.SchemaType)
 	if err != nil {
@@ -457,7 +481,7 @@ func (r *Registry) Compatible(subject string, version int32, req RegisterRequest
 	}
 	var against []Schema
 	for _, sv := range vs {
-		if sv.Deleted || (version != -1 && sv.Version != version) {
+		if sv.Deleted || (version > 0 && sv.Version != version) {
 			continue
 		}
 		old, err := r.parseStored(v, sv.ID)
@@ -466,13 +490,13 @@ func (r *Registry) Compatible(subject string, version int32, req RegisterRequest
 		}
 		against = append(against, old)
 	}
-	if version != -1 && len(against) == 0 && len(vs) > 0 {
+	if version > 0 && len(against) == 0 {
 		return nil, newError(http.StatusNotFound, meta.SchemaErrVersionNotFound, "Version %d not found.", version)
 	}
-	if version == -1 && !level.transitive() && len(against) > 1 {
-		against = against[len(against)-1:]
+	if version == -1 && len(against) > 1 {
+		against = against[len(against)-1:] // latest alone, at any level
 	}
-	return Check(f, level, s, against), nil
+	return checkMessages(f, level, s, against), nil
 }
 
 // ConfigOf returns subject's compatibility level, or the global one
@@ -492,13 +516,15 @@ func (r *Registry) ConfigOf(subject string, global, defaultToGlobal bool) (Level
 		return "", err
 	}
 	if c.Compatibility == "" {
-		return "", newError(http.StatusNotFound, 40408, "Subject '%s' does not have subject-level compatibility configured", subject)
+		return "", newError(http.StatusNotFound, meta.SchemaErrCompatNotConfigured, "Subject '%s' does not have subject-level compatibility configured", subject)
 	}
 	return Level(c.Compatibility), nil
 }
 
-// ModeOf returns subject's mode (or the global one), READWRITE unset.
-func (r *Registry) ModeOf(subject string, global bool) (string, error) {
+// ModeOf returns subject's mode, or the global one (global), falling
+// back to the global one when the subject has none and defaultToGlobal
+// (40409 when not); the global mode is READWRITE unset.
+func (r *Registry) ModeOf(subject string, global, defaultToGlobal bool) (string, error) {
 	v := r.md.View()
 	defer v.Close()
 	for _, g := range []bool{global, true} {
@@ -509,6 +535,55 @@ func (r *Registry) ModeOf(subject string, global bool) (string, error) {
 		if c.Mode != "" {
 			return c.Mode, nil
 		}
+		if !g && !defaultToGlobal {
+			return "", newError(http.StatusNotFound, meta.SchemaErrModeNotConfigured, "Subject '%s' does not have subject-level mode configured", subject)
+		}
 	}
 	return "READWRITE", nil
+}
+
+// MaxID returns the highest schema id assigned so far (0: none).
+func (r *Registry) MaxID() (int32, error) {
+	v := r.md.View()
+	defer v.Close()
+	return v.SchemaMaxID()
+}
+
+// ReferencedBy returns the ids of the schemas, named by a live version
+// of some subject (any version, with deleted), that reference subject's
+// version (-1: the latest live one), ascending.
+func (r *Registry) ReferencedBy(subject string, version int32, deleted bool) ([]int32, error) {
+	v := r.md.View()
+	defer v.Close()
+	target, err := versionOf(v, subject, version, version != -1)
+	if err != nil {
+		return nil, err
+	}
+	subjects, _, err := v.SchemaSubjects()
+	if err != nil {
+		return nil, err
+	}
+	out := []int32{}
+	for _, s := range subjects {
+		vs, err := v.SchemaVersions(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, sv := range vs {
+			if (sv.Deleted && !deleted) || slices.Contains(out, sv.ID) {
+				continue
+			}
+			st, ok, err := v.SchemaByID(sv.ID)
+			if err != nil {
+				return nil, err
+			}
+			if ok && slices.ContainsFunc(st.References, func(ref meta.SchemaReference) bool {
+				return ref.Subject == subject && ref.Version == target.Version
+			}) {
+				out = append(out, sv.ID)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
