@@ -99,7 +99,8 @@ type SchemaReference struct {
 
 // RegisterSchema registers a schema under a subject: the subject's
 // version naming the schema's id, a new version unless the subject
-// already holds the schema (then its version, unchanged). Expect is the
+// already holds the schema live (then its version, unchanged; a
+// soft-deleted version of it is replaced by the new one). Expect is the
 // subject's latest live version the proposer checked compatibility
 // against (0: none); ID is an import's (the subject or the registry in
 // IMPORT mode), with the Version to import it as (0: the one after the
@@ -464,7 +465,7 @@ func (a *Applier) registerSchema(c RegisterSchema) (Result, error) {
 	case c.ID != 0 && mode != "IMPORT":
 		return schemaFailed(SchemaErrOperationNotPermitted, "a schema with an id is registered only in IMPORT mode, not %s", mode), nil
 	case c.ID == 0 && mode == "IMPORT":
-		return schemaFailed(SchemaErrOperationNotPermitted, "subject %q is in IMPORT mode: a registration names its id and version", c.Subject), nil
+		return schemaFailed(SchemaErrOperationNotPermitted, "subject %q is in IMPORT mode: a registration names its id", c.Subject), nil
 	}
 
 	contentKey := schemaContentKey(c.SchemaType, c.Schema, c.References)
@@ -546,6 +547,23 @@ func (a *Applier) registerSchema(c RegisterSchema) (Result, error) {
 	}
 	if err := a.b.Set(schemaSubjectKey(c.Subject, version), encodeSchemaVersion(SchemaVersion{ID: id})); err != nil {
 		return Result{}, err
+	}
+	// The schema registered again replaces its soft-deleted versions
+	// below the new one, as Confluent's does, but for a version a
+	// reference still names.
+	for _, sv := range versions {
+		if !known || !sv.Deleted || sv.ID != id || sv.Version >= version {
+			continue
+		}
+		ref, err := a.schemaReferencedBy(c.Subject, sv.Version, true, "")
+		if err != nil {
+			return Result{}, err
+		}
+		if ref == 0 {
+			if err := a.b.Delete(schemaSubjectKey(c.Subject, sv.Version)); err != nil {
+				return Result{}, err
+			}
+		}
 	}
 	return Result{SchemaID: id, SchemaVersion: version}, nil
 }

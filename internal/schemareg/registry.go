@@ -153,7 +153,14 @@ func (r *Registry) checked(f Format, subject string, req RegisterRequest, normal
 	if err != nil {
 		return "", 0, err
 	}
-	if req.ID == 0 && !req.Force {
+	mode, err := modeOf(v, subject)
+	if err != nil {
+		return "", 0, err
+	}
+	// Only READWRITE registers after a check; in other modes the log
+	// refuses the registration (READONLY, IMPORT without an id), or
+	// imports it unchecked.
+	if req.ID == 0 && !req.Force && mode == "READWRITE" {
 		if msgs := checkMessages(f, level, s, live); len(msgs) > 0 {
 			return "", 0, newError(http.StatusConflict, meta.SchemaErrIncompatible,
 				"Schema being registered is incompatible with an earlier schema for subject %q, details: [%s]", subject, strings.Join(msgs, ", "))
@@ -223,6 +230,21 @@ func (r *Registry) levelOf(v *meta.View, subject string) (Level, error) {
 		}
 	}
 	return DefaultLevel, nil
+}
+
+// modeOf is the mode in force for subject: its own, the global one,
+// or READWRITE.
+func modeOf(v *meta.View, subject string) (string, error) {
+	for _, global := range []bool{false, true} {
+		c, err := v.SchemaConfigOf(subject, global)
+		if err != nil {
+			return "", err
+		}
+		if c.Mode != "" {
+			return c.Mode, nil
+		}
+	}
+	return "READWRITE", nil
 }
 
 // parseStored parses the schema stored under id, with its references.
