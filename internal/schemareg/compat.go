@@ -50,6 +50,16 @@ func (l Level) transitive() bool {
 // forward the other way, full both. Nil: it can be registered. Each
 // message names the version it conflicts with.
 func Check(f Format, level Level, schema Schema, existing []Schema) []string {
+	versions := make([]int32, len(existing))
+	for i := range versions {
+		versions[i] = int32(i + 1)
+	}
+	return check(f, level, schema, existing, versions)
+}
+
+// check is Check with the subject's numbers of the existing versions
+// (deleted ones leave gaps), for the messages.
+func check(f Format, level Level, schema Schema, existing []Schema, versions []int32) []string {
 	if level == None || len(existing) == 0 {
 		return nil
 	}
@@ -59,7 +69,7 @@ func Check(f Format, level Level, schema Schema, existing []Schema) []string {
 	}
 	var out []string
 	for i, old := range against {
-		v := len(existing) - len(against) + i + 1 // 1-based, oldest first
+		v := versions[len(existing)-len(against)+i]
 		if level.backward() {
 			for _, m := range f.Compatible(schema, old) {
 				out = append(out, fmt.Sprintf("version %d: %s", v, m))

@@ -133,6 +133,7 @@ func (r *Registry) checked(f Format, subject string, req RegisterRequest, normal
 	}
 	var latest, highest int32
 	var live []Schema
+	var liveVersions []int32
 	for _, sv := range versions {
 		highest = sv.Version
 		if sv.Deleted {
@@ -144,6 +145,7 @@ func (r *Registry) checked(f Format, subject string, req RegisterRequest, normal
 			return "", 0, err
 		}
 		live = append(live, old)
+		liveVersions = append(liveVersions, sv.Version)
 	}
 	if req.ID == 0 && req.Version != 0 && req.Version != highest+1 {
 		return "", 0, newError(http.StatusUnprocessableEntity, meta.SchemaErrInvalidSchema,
@@ -161,7 +163,7 @@ func (r *Registry) checked(f Format, subject string, req RegisterRequest, normal
 	// refuses the registration (READONLY, IMPORT without an id), or
 	// imports it unchecked.
 	if req.ID == 0 && !req.Force && mode == "READWRITE" {
-		if msgs := checkMessages(f, level, s, live); len(msgs) > 0 {
+		if msgs := checkMessages(f, level, s, live, liveVersions); len(msgs) > 0 {
 			return "", 0, newError(http.StatusConflict, meta.SchemaErrIncompatible,
 				"Schema being registered is incompatible with an earlier schema for subject %q, details: [%s]", subject, strings.Join(msgs, ", "))
 		}
@@ -171,8 +173,8 @@ func (r *Registry) checked(f Format, subject string, req RegisterRequest, normal
 
 // checkMessages is Check's answer as Confluent words it: the reasons,
 // then the level they were found at (nil: compatible).
-func checkMessages(f Format, level Level, s Schema, existing []Schema) []string {
-	msgs := Check(f, level, s, existing)
+func checkMessages(f Format, level Level, s Schema, existing []Schema, versions []int32) []string {
+	msgs := check(f, level, s, existing, versions)
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -502,6 +504,7 @@ func (r *Registry) Compatible(subject string, version int32, req RegisterRequest
 		return nil, err
 	}
 	var against []Schema
+	var versions []int32
 	for _, sv := range vs {
 		if sv.Deleted || (version > 0 && sv.Version != version) {
 			continue
@@ -511,14 +514,16 @@ func (r *Registry) Compatible(subject string, version int32, req RegisterRequest
 			return nil, err
 		}
 		against = append(against, old)
+		versions = append(versions, sv.Version)
 	}
 	if version > 0 && len(against) == 0 {
 		return nil, newError(http.StatusNotFound, meta.SchemaErrVersionNotFound, "Version %d not found.", version)
 	}
 	if version == -1 && len(against) > 1 {
-		against = against[len(against)-1:] // latest alone, at any level
+		// latest alone, at any level
+		against, versions = against[len(against)-1:], versions[len(versions)-1:]
 	}
-	return checkMessages(f, level, s, against), nil
+	return checkMessages(f, level, s, against, versions), nil
 }
 
 // ConfigOf returns subject's compatibility level, or the global one
