@@ -46,7 +46,7 @@ func statusOf(code int32) int {
 
 // Registry is the schema registry's operations over the metadata:
 // reads from the local copy, writes proposed through the log. The REST
-// API (to come) is a thin layer over it.
+// API (api.go) is a thin layer over it.
 type Registry struct {
 	md      Metadata
 	formats map[Type]Format
