@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/schemareg"
 )
 
 var (
@@ -304,18 +304,8 @@ func printRegistrySchema(w io.Writer, s RegistrySchema) error {
 	if s.Schema == "" {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "\n%s\n", strings.TrimRight(indentJSON(s.Schema), "\n"))
+	_, err := fmt.Fprintf(w, "\n%s\n", strings.TrimRight(schemareg.Indent(s.Schema), "\n"))
 	return err
-}
-
-// indentJSON indents an Avro or JSON Schema (stored compact) for a
-// person; other text is returned as it is.
-func indentJSON(s string) string {
-	var b bytes.Buffer
-	if json.Indent(&b, []byte(s), "", "  ") != nil {
-		return s
-	}
-	return b.String()
 }
 
 func newRegistrySubjectListCmd(o *registryOptions) *cobra.Command {
