@@ -217,6 +217,16 @@ func TestRegistrySubjects(t *testing.T) {
 	}
 	r = runRegistry(t, u, "subject", "get", "orders-value")
 	wantRegistryError(t, r.err, 40401, "Subject 'orders-value' not found.")
+
+	// One version, permanently: it must be soft-deleted first.
+	wantRegistryError(t, runRegistry(t, u, "subject", "delete", "payments-value", "--version", "1", "--permanent").err, 40407, "")
+	mustRunRegistry(t, u, "subject", "delete", "payments-value", "--version", "1")
+	if out := mustRunRegistry(t, u, "subject", "delete", "payments-value", "--version", "1", "--permanent"); out != "permanently deleted payments-value versions 1\n" {
+		t.Errorf("permanent delete of a version printed %q", out)
+	}
+	if _, err := reg.Version("payments-value", 1, true); err == nil {
+		t.Error("a permanently deleted version is still there")
+	}
 }
 
 // TestRegistrySchemaTypes registers Protobuf (the type from the file's
