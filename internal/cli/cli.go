@@ -4,7 +4,8 @@
 // franz-go's kgo and kadm), so they work against any Kafka-compatible
 // cluster, not just Strand. The `log` and `storage` commands are
 // Strand's own: they talk to one agent's HTTP admin API (see
-// internal/agent). `profile` keeps named sets of client options
+// internal/agent). `registry` speaks Confluent Schema Registry's REST
+// API (registry.go). `profile` keeps named sets of client options
 // (profile.go, options.go); completion.go completes topic and group names.
 //
 // Every command reads and writes through cobra's In/Out/Err streams and
@@ -55,11 +56,12 @@ const (
 )
 
 // AddCommands adds the client commands (topic, produce, consume, group,
-// features, acl, quota, user, log, storage) to root.
+// features, acl, quota, user, log, storage, registry) to root.
 func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
+	root.AddCommand(NewRegistryCommand())
 	root.AddCommand(NewClusterCommand(), NewProfileCommand())
 	addCompletions(root)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/schemareg"
 )
 
 var screenshotDir = flag.String("screenshots", "", "TestConsoleScreenshots writes the README's console screenshots (PNG) into this directory")
@@ -360,4 +361,42 @@ func TestConsoleScreenshots(t *testing.T) {
 	shoot("topic", base+"topics/orders", 0)
 	shoot("records", base+"topics/orders/records?partition=0&offset=0&n=5&format=json", 0)
 	shoot("group", base+"groups/billing", 0)
+}
+
+// TestConsoleSchemasInChromium: a schema whose doc holds a script is
+// shown as text and the script does not run; the subject page's diff
+// form leads to the diff of the two versions chosen.
+func TestConsoleSchemasInChromium(t *testing.T) {
+	ctx := browser(t)
+	reg := newRegistry(t)
+	const pwn = `<script>window.pwned=1</script><img src=x onerror="window.pwned=2">`
+	inJSON := strings.ReplaceAll(pwn, `"`, `\"`)
+	v1 := strings.Replace(orderV1, `<script>alert('v1')</script>`, inJSON, 1)
+	v2 := strings.Replace(orderV2, `<script>alert('v1')</script>`, inJSON, 1)
+	register(t, reg, "orders-value", schemareg.RegisterRequest{Schema: v1})
+	register(t, reg, "orders-value", schemareg.RegisterRequest{Schema: v2})
+	base := schemaConsole(t, reg, allowAll) + "/console/"
+
+	wantText(t, "schemas", visibleText(t, ctx, base+"schemas"), "orders-value", "AVRO", "BACKWARD")
+	submit(t, ctx, "open the subject", chromedp.Click(chromedp.CSS(`main a[href="/console/schemas/orders-value"]`)))
+	shown := read(t, ctx, "schema text", chromedp.Text(chromedp.CSS(`#schema`)))
+	if !strings.Contains(shown, inJSON) {
+		t.Errorf("the schema is not shown as text; it shows:\n%s", shown)
+	}
+	if got := read(t, ctx, "pwned", chromedp.Evaluate[string](`typeof window.pwned`)); got != "undefined" {
+		t.Errorf("the schema's markup ran: window.pwned is %s", got)
+	}
+	submit(t, ctx, "diff",
+		chromedp.SetValue(chromedp.CSS(`input[name=from]`), "1"),
+		chromedp.SetValue(chromedp.CSS(`input[name=to]`), "2"),
+		chromedp.Click(chromedp.CSS(`form[action$="/diff"] button`)),
+	)
+	wantText(t, "diff", read(t, ctx, "diff", chromedp.Text(chromedp.CSS("main"))), "version 1 → 2", "+3", "−3", `"name": "note"`, `"name": "old"`)
+	added := read(t, ctx, "added lines", chromedp.Text(chromedp.CSS(`table.diff tr.add`)))
+	if !strings.Contains(added, `"name": "note"`) {
+		t.Errorf("the first added line is %q, want note's", added)
+	}
+	if got := read(t, ctx, "pwned", chromedp.Evaluate[string](`typeof window.pwned`)); got != "undefined" {
+		t.Errorf("the diff page's markup ran: window.pwned is %s", got)
+	}
 }

@@ -2,7 +2,8 @@
 // under /console/ on the agent's HTTP port showing the cluster (agents,
 // the shared log's chain, snapshots), topics, a partition's records,
 // consumer groups and live throughput, with forms that create, delete
-// and reconfigure topics and reset a group's offsets.
+// and reconfigure topics and reset a group's offsets; and the schema
+// registry's subjects, versions and diffs of them (schemas.go).
 //
 // Topic, record and group data come through Kafka, as any Kafka UI gets
 // them: kadm and kgo clients whose connections Config.Kafka routes (the
@@ -39,6 +40,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandkafka/strand/internal/schemareg"
 )
 
 // Prefix is where the console lives on the HTTP port.
@@ -141,7 +144,10 @@ type Config struct {
 	// Throughput returns the bytes received in Produce requests and
 	// sent in Fetch responses since the agent started.
 	Throughput func() (in, out uint64)
-	Logger     *slog.Logger
+	// Registry is the agent's schema registry, which the Schemas pages
+	// read; nil (the agent serves none): they say the registry is off.
+	Registry *schemareg.Registry
+	Logger   *slog.Logger
 }
 
 //go:embed templates static
@@ -180,7 +186,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
 		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "login", "message"} {
+	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()
@@ -213,6 +219,9 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"groups", c.authorized(c.handleGroups))
 	m.HandleFunc("GET "+Prefix+"groups/{group}", c.authorized(c.handleGroup))
 	m.HandleFunc("POST "+Prefix+"groups/{group}/reset", c.admin(c.handleResetOffsets))
+	m.HandleFunc("GET "+Prefix+"schemas", c.authorized(c.handleSchemas))
+	m.HandleFunc("GET "+Prefix+"schemas/{subject}", c.authorized(c.handleSubject))
+	m.HandleFunc("GET "+Prefix+"schemas/{subject}/diff", c.authorized(c.handleSchemaDiff))
 	m.HandleFunc("GET "+Prefix+"login", c.handleLoginPage)
 	m.HandleFunc("POST "+Prefix+"login", c.sameOrigin(c.handleLogin))
 	m.HandleFunc("POST "+Prefix+"logout", c.sameOrigin(c.handleLogout))
