@@ -890,6 +890,9 @@ func newRegistryModeGetCmd(o *registryOptions) *cobra.Command {
 			var out RegistryMode
 			if len(args) == 1 {
 				out.Subject = args[0]
+				// A subject without a mode of its own shows the global
+				// one, as its help says, rather than 40409.
+				ctx = sr.WithParams(ctx, sr.DefaultToGlobal)
 			}
 			if err := cl.Do(ctx, http.MethodGet, modePath(out.Subject), nil, &out); err != nil {
 				return registryErr(err)

@@ -317,7 +317,7 @@ func TestRegistryConfigAndMode(t *testing.T) {
 	// A schema the levels accept, so that only the mode refuses it.
 	mustRunRegistry(t, u, "config", "set", "--level", "NONE")
 	mustRunRegistry(t, u, "mode", "set", "orders-value", "--mode", "readonly")
-	if m, err := reg.ModeOf("orders-value", false); err != nil || m != "READONLY" {
+	if m, err := reg.ModeOf("orders-value", false, false); err != nil || m != "READONLY" {
 		t.Fatalf("mode %q, %v; want READONLY", m, err)
 	}
 	m := decodeAs[RegistryMode](t, OutputJSON, mustRunRegistry(t, u, "mode", "get", "orders-value", "--format", "json"))
@@ -330,13 +330,13 @@ func TestRegistryConfigAndMode(t *testing.T) {
 	r := runRegistry(t, u, "subject", "register", "orders-value", "--schema-file", schemaFile(t, "v3.avsc", orderV2))
 	wantRegistryError(t, r.err, 42205, "")
 	mustRunRegistry(t, u, "mode", "set", "orders-value", "--mode", "READONLY_OVERRIDE")
-	if m, _ := reg.ModeOf("orders-value", false); m != "READONLY_OVERRIDE" {
+	if m, _ := reg.ModeOf("orders-value", false, false); m != "READONLY_OVERRIDE" {
 		t.Errorf("mode %q, want READONLY_OVERRIDE", m)
 	}
 	// IMPORT over a subject with versions needs --force.
 	wantRegistryError(t, runRegistry(t, u, "mode", "set", "orders-value", "--mode", "IMPORT").err, 42205, "")
 	mustRunRegistry(t, u, "mode", "set", "orders-value", "--mode", "IMPORT", "--force")
-	if m, _ := reg.ModeOf("orders-value", false); m != "IMPORT" {
+	if m, _ := reg.ModeOf("orders-value", false, false); m != "IMPORT" {
 		t.Errorf("mode %q after --force, want IMPORT", m)
 	}
 }

@@ -190,7 +190,7 @@ func (c *Console) handleSubject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Level, d.GlobalLevel = string(level), global
-	if d.Mode, err = reg.ModeOf(name, false); err != nil {
+	if d.Mode, err = reg.ModeOf(name, false, true); err != nil {
 		c.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
