@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/hamba/avro/v2"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -17,7 +16,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/meta/metatest"
 	"github.com/strandkafka/strand/internal/recordbatch"
-	"github.com/strandkafka/strand/internal/recordbatch/codec"
+	"github.com/strandkafka/strand/internal/recordbatch/batchtest"
 	"github.com/strandkafka/strand/internal/schemareg"
 	"github.com/strandkafka/strand/internal/schemareg/avroschema"
 	"github.com/strandkafka/strand/internal/schemareg/jsonschema"
@@ -110,24 +109,15 @@ func jsonOrder(t testing.TB, id int, doc any) []byte {
 
 type kv struct{ key, value []byte }
 
-// batchOf is a record batch holding kvs, compressed with c, encoded
-// with kmsg's record encoder.
+// batchOf is a record batch holding kvs, compressed with c, as
+// franz-go's encoders build it.
 func batchOf(t testing.TB, c recordbatch.Compression, kvs ...kv) []byte {
 	t.Helper()
-	var raw []byte
-	for i, r := range kvs {
-		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value}
-		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
-		raw = rec.AppendTo(raw)
+	o := batchtest.Options{Compression: c}
+	for _, r := range kvs {
+		o.Keys, o.Values = append(o.Keys, r.key), append(o.Values, r.value)
 	}
-	b, err := codec.AppendBatch(nil, recordbatch.BatchSpec{
-		LastOffsetDelta: int32(len(kvs) - 1), Compression: c, NumRecords: int32(len(kvs)),
-		FirstTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-	}, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return batchtest.Build(t, o)
 }
 
 func value(v []byte) kv { return kv{value: v} }
