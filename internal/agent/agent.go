@@ -53,6 +53,11 @@ import (
 	"github.com/strandkafka/strand/internal/quota"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/retention"
+	"github.com/strandkafka/strand/internal/schemareg"
+	"github.com/strandkafka/strand/internal/schemareg/avroschema"
+	"github.com/strandkafka/strand/internal/schemareg/jsonschema"
+	"github.com/strandkafka/strand/internal/schemareg/protoschema"
+	"github.com/strandkafka/strand/internal/schemareg/validate"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -513,7 +518,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Groups:                     a.groups,
 			Now:                        clk.Now,
 			Txns:                       a.txns,
-			ACL:                        aclCfg,
+			// Schema validation on produce reads the registry's
+			// schemas from this replica.
+			Schemas: validate.New(a.replica, schemareg.New(a.replica, avroschema.Format{}, protoschema.Format{}, jsonschema.Format{}), 0, 0),
+			ACL:     aclCfg,
 		},
 	})
 	if err != nil {

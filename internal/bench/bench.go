@@ -122,6 +122,12 @@ type Options struct {
 	ColdReadBytes      int64
 	ColdReadFetchBytes int32
 
+	// ValueFormat is FormatRaw ("" too) or FormatAvro (format.go): Avro
+	// values need a schema registered at SchemaRegistry, the registry's
+	// REST URL (DefaultSchemaRegistry when empty).
+	ValueFormat    string
+	SchemaRegistry string
+
 	// TopicConfigs are key=value topic configs the topic is created
 	// with (or altered to, if it exists), e.g. retention.ms=60000.
 	TopicConfigs []string
@@ -132,7 +138,9 @@ type Options struct {
 	ObjStore     string
 	StorageEvery time.Duration
 
-	codec        kgo.CompressionCodec
+	codec kgo.CompressionCodec
+	// stampAt is where the send stamp sits in a value (format.go).
+	stampAt      int
 	topicConfigs map[string]*string
 	// store, if set, is listed instead of opening ObjStore (tests).
 	store objstore.Store
@@ -226,6 +234,19 @@ func (o *Options) Validate() error {
 	if o.RecordSize < stampBytes || o.RecordSize > maxRecordSize {
 		bad("--record-size %d: want %d to %d", o.RecordSize, stampBytes, maxRecordSize)
 	}
+	switch o.ValueFormat {
+	case "", FormatRaw:
+	case FormatAvro:
+		if o.RecordSize < minAvroRecordSize {
+			bad("--record-size %d: Avro values need at least %d", o.RecordSize, minAvroRecordSize)
+		}
+		if o.SchemaRegistry == "" {
+			o.SchemaRegistry = DefaultSchemaRegistry
+		}
+	default:
+		bad("--value-format %q: want %s or %s", o.ValueFormat, FormatRaw, FormatAvro)
+	}
+	o.stampAt = stampAt(o.ValueFormat)
 	if o.Partitions < 1 || o.Partitions > maxPartitions {
 		bad("--partitions %d: want 1 to %d", o.Partitions, maxPartitions)
 	}

@@ -127,6 +127,8 @@ the data directory and prints ingest as a fraction of it.`,
 	readAhead := agent.BytesFlag(&o.FetchReadAheadBytes)
 	f.Var(readAhead, "fetch-read-ahead-bytes", "embedded agent: its --fetch-read-ahead-bytes (0: no read-ahead; default the agent's, "+agent.FormatBytes(agent.DefaultFetchReadAheadBytes)+")")
 	f.IntVar(&o.FetchMaxParallelGets, "fetch-max-parallel-gets", 0, "embedded agent: its --fetch-max-parallel-gets (default the agent's, "+fmt.Sprint(agent.DefaultFetchMaxParallelGets)+")")
+	f.StringVar(&o.ValueFormat, "value-format", FormatRaw, "record values: "+FormatRaw+" (the send stamp and filler) or "+FormatAvro+" (an Avro record in the schema registry's wire format, its schema registered under <topic>-value at --schema-registry)")
+	f.StringVar(&o.SchemaRegistry, "schema-registry", DefaultSchemaRegistry, "--value-format avro: the schema registry's URL")
 	f.StringArrayVar(&o.TopicConfigs, "topic-config", nil, "topic config key=value the topic is created with, or altered to if it exists (repeatable), e.g. retention.ms=60000")
 	f.StringVar(&o.ObjStore, "objstore", "", "object store URL (or directory) to list while the load runs, printing stored bytes beside the agent's DELETE and LIST rate and CPU (with --embedded: the agent's store)")
 	f.DurationVar(&o.StorageEvery, "storage-every", 0, "how often to list the object store (default 10s with --objstore; 0 without it: no listing)")

@@ -159,6 +159,17 @@ func (p *phase) run(ctx context.Context) (*PhaseResult, error) {
 
 	payload := make([]byte, o.RecordSize)
 	fillPayload(payload)
+	if o.ValueFormat == FormatAvro {
+		sctx, cancel := context.WithTimeout(ctx, setupTimeout)
+		id, err := registerBenchSchema(sctx, o.SchemaRegistry, o.Topic)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if payload, err = avroValue(id, o.RecordSize); err != nil {
+			return nil, err
+		}
+	}
 	var prodWG sync.WaitGroup
 	start := time.Now()
 	for _, cl := range producers {
@@ -440,7 +451,7 @@ func (p *phase) produce(ctx context.Context, cl *kgo.Client, payload []byte, sta
 	}}
 	promise := func(r *kgo.Record, err error) {
 		now := p.now()
-		sent := int64(binary.BigEndian.Uint64(r.Value))
+		sent := int64(binary.BigEndian.Uint64(r.Value[o.stampAt:]))
 		if err != nil {
 			p.produceErrs.Add(1)
 			p.noteErr(fmt.Errorf("produce: %w", err))
@@ -468,7 +479,7 @@ func (p *phase) produce(ctx context.Context, cl *kgo.Client, payload []byte, sta
 			}
 		}
 		r := pool.Get().(*kgo.Record)
-		binary.BigEndian.PutUint64(r.Value, uint64(p.now()))
+		binary.BigEndian.PutUint64(r.Value[o.stampAt:], uint64(p.now()))
 		cl.Produce(ctx, r, promise)
 		sent++
 	}
@@ -526,8 +537,8 @@ func (p *phase) consume(ctx context.Context, c *consumer) {
 		fetches.EachRecord(func(r *kgo.Record) {
 			n++
 			bytes += int64(len(r.Value))
-			if len(r.Value) >= stampBytes {
-				sent := int64(binary.BigEndian.Uint64(r.Value))
+			if at := p.opts.stampAt; len(r.Value) >= at+stampBytes {
+				sent := int64(binary.BigEndian.Uint64(r.Value[at:]))
 				p.e2eLat.record(now-sent, sent >= from)
 			}
 			if int(r.Partition) < len(c.read) {

@@ -67,6 +67,12 @@
 //   - Compacted topics (cleanup.policy holds compact): a batch holding a
 //     record without a key is INVALID_RECORD, with Kafka's message and,
 //     from v8, an ErrorRecords entry per keyless record (compacted.go).
+//   - Topics with confluent.key.schema.validation or
+//     confluent.value.schema.validation: each key (value) must be in the
+//     schema registry's wire format, with a schema id registered under
+//     the subject confluent.*.subject.name.strategy names, and decode
+//     with it; else INVALID_RECORD with an ErrorRecords entry per refused
+//     record (schema_validation.go).
 //   - Internal topics (__consumer_offsets) take no client writes:
 //     INVALID_TOPIC_EXCEPTION, as Kafka.
 //   - ACLs (authz.go): Write on each topic, else TOPIC_AUTHORIZATION_FAILED
@@ -74,8 +80,8 @@
 //     cluster or topic); a request with transactional batches needs Write on
 //     its transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for all.
 //   - Left out: v13 (topic ids); ErrorRecords (v8+) stay empty but for
-//     keyless records on compacted topics; ErrorMessage (v8+) explains
-//     validation failures.
+//     keyless records on compacted topics and records refused by schema
+//     validation; ErrorMessage (v8+) explains validation failures.
 
 package kafka
 
@@ -201,6 +207,11 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 				var keyless []int32
 				if keyless, e, msg = keylessRecords(rp.Records); len(keyless) > 0 {
 					e, msg = kerr.InvalidRecord, refuseKeyless(part.sp, req.Version, keyless, rt.Topic, rp.Partition)
+				}
+			}
+			if e == nil {
+				if e, msg, err = checkSchemas(ctx, r.Deps, part.sp, req.Version, rt.Topic, tt, rp.Records); err != nil {
+					return nil, err
 				}
 			}
 			if e != nil {

@@ -13,7 +13,9 @@
 //     means nothing here.
 //   - Configs must be known topic configs (internal/topicconfig) with
 //     valid, non-null values, else INVALID_CONFIG; a name given twice is
-//     INVALID_REQUEST.
+//     INVALID_REQUEST. The confluent.* schema validation configs need
+//     strand.metadata.version 6 (schema_validation.go), else
+//     INVALID_CONFIG.
 //   - A topic named twice in one request gets one INVALID_REQUEST entry.
 //     An invalid name, or one colliding with another topic ('.' vs '_'),
 //     is INVALID_TOPIC_EXCEPTION; an existing topic TOPIC_ALREADY_EXISTS.
@@ -231,6 +233,9 @@ func (p *topicPlanner) createTopic(rt *kmsg.CreateTopicsRequestTopic) (meta.Crea
 	}
 	if err := topicconfig.ValidateCombination(configs); err != nil {
 		return meta.CreateTopic{}, kerr.InvalidConfig, err.Error()
+	}
+	if e, msg := checkSchemaConfigLevel(p.view, configs); e != nil {
+		return meta.CreateTopic{}, e, msg
 	}
 	p.collisions[collisionName(name)] = name
 	return meta.CreateTopic{Name: name, Partitions: partitions, Configs: configs}, nil, ""

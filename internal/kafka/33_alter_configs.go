@@ -2,9 +2,10 @@
 //   - TOPIC: the topic's configs become exactly the ones given; the rest
 //     go back to their defaults. Each must be a known topic config
 //     (internal/topicconfig) with a valid, non-null value, else
-//     INVALID_CONFIG; a name given twice is INVALID_REQUEST. An invalid
-//     topic name is INVALID_TOPIC_EXCEPTION, an unknown topic
-//     UNKNOWN_TOPIC_OR_PARTITION.
+//     INVALID_CONFIG (the confluent.* schema validation configs also
+//     below strand.metadata.version 6); a name given twice is
+//     INVALID_REQUEST. An invalid topic name is INVALID_TOPIC_EXCEPTION,
+//     an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER: "" (cluster-wide) or a broker's id: its dynamic configs
 //     (broker_configs.go) become exactly the ones given. A read-only
 //     broker config is INVALID_REQUEST ("Cannot update these configs
@@ -89,6 +90,9 @@ func planAlterTopic(view *meta.View, name string, configs []kmsg.AlterConfigsReq
 	}
 	if err := topicconfig.ValidateCombination(set); err != nil {
 		return nil, kerr.InvalidConfig, err.Error()
+	}
+	if e, msg := checkSchemaConfigLevel(view, set); e != nil {
+		return nil, e, msg
 	}
 	return meta.AlterConfigs{Name: name, Set: set}, nil, ""
 }

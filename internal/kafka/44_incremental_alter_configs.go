@@ -136,6 +136,9 @@ func planIncrementalAlterTopic(view *meta.View, name string, ops []kmsg.Incremen
 	if err := topicconfig.ValidateCombination(alteredConfigs(cur, cmd)); err != nil {
 		return nil, kerr.InvalidConfig, err.Error()
 	}
+	if e, msg := checkSchemaConfigLevel(view, cmd.Set); e != nil {
+		return nil, e, msg
+	}
 	return *cmd, nil, ""
 }
 

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,17 +49,9 @@ func keylessRecords(batch []byte) ([]int32, *kerr.Error, string) {
 // Kafka's words.
 func refuseKeyless(sp *kmsg.ProduceResponseTopicPartition, version int16, keyless []int32, topic string, partition int32) string {
 	perRecord := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d.", topic, partition)
-	if version >= 8 {
-		for _, i := range keyless {
-			er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-			er.RelativeOffset, er.ErrorMessage = i, kmsg.StringPtr(perRecord)
-			sp.ErrorRecords = append(sp.ErrorRecords, er)
-		}
+	errs := make([]recordError, len(keyless))
+	for i, idx := range keyless {
+		errs[i] = recordError{index: idx, message: perRecord}
 	}
-	shown := make([]string, 0, 3)
-	for _, i := range keyless[:min(len(keyless), 3)] {
-		shown = append(shown, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", i, perRecord))
-	}
-	return fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]",
-		len(keyless), strings.Join(shown, ", "))
+	return refuseRecords(sp, version, errs)
 }

@@ -44,6 +44,9 @@ type Deps struct {
 	// Groups is the group coordinator (*group.Coordinator); the group
 	// API handlers and FindCoordinator need it.
 	Groups GroupCoordinator
+	// Schemas checks the records of batches produced to topics with
+	// schema validation on (schema_validation.go; *validate.Validator).
+	Schemas SchemaValidator
 	// Txns is the transaction coordinator (*txn.Coordinator); the
 	// transaction API handlers, FindCoordinator and Produce v12 need it.
 	Txns TxnCoordinator

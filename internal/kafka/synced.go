@@ -25,10 +25,15 @@ func syncedView(ctx context.Context, db MetaDB) (*meta.View, *kerr.Error) {
 	ctx, cancel := context.WithTimeout(ctx, txn.SyncTimeout)
 	defer cancel()
 	if err := db.Sync(ctx); err != nil {
-		if errors.Is(err, replica.ErrClosed) || errors.Is(err, replica.ErrHalted) {
-			return nil, kerr.NotLeaderForPartition
-		}
-		return nil, proposeErrCode(err)
+		return nil, syncErrCode(err)
 	}
 	return db.View(), nil
+}
+
+// syncErrCode is the code of a failed Sync (see syncedView).
+func syncErrCode(err error) *kerr.Error {
+	if errors.Is(err, replica.ErrClosed) || errors.Is(err, replica.ErrHalted) {
+		return kerr.NotLeaderForPartition
+	}
+	return proposeErrCode(err)
 }

@@ -16,6 +16,14 @@
 // Configs Kafka removed in 4.0 (message.format.version,
 // message.downconversion.enable, message.timestamp.difference.max.ms) are
 // unknown here.
+//
+// Four configs are Confluent Server's, not Apache Kafka's: schema
+// validation on produce (confluent.key.schema.validation,
+// confluent.value.schema.validation) and the subject each record's
+// schema id must be registered under
+// (confluent.key.subject.name.strategy,
+// confluent.value.subject.name.strategy), taking Confluent's strategy
+// class names.
 package topicconfig
 
 import (
@@ -114,7 +122,76 @@ type Config struct {
 	// "active segment" is a partition's newest flush.
 	SegmentBytes int32
 	SegmentMs    int64
+	// KeySchemaValidation and ValueSchemaValidation are Confluent's
+	// confluent.key.schema.validation and
+	// confluent.value.schema.validation: produce refuses a batch whose
+	// keys (values) are not in the schema registry's wire format with a
+	// schema id registered under the subject the strategy names.
+	KeySchemaValidation   bool
+	ValueSchemaValidation bool
+	// KeySubjectNameStrategy and ValueSubjectNameStrategy are
+	// confluent.key.subject.name.strategy and
+	// confluent.value.subject.name.strategy.
+	KeySubjectNameStrategy   SubjectNameStrategy
+	ValueSubjectNameStrategy SubjectNameStrategy
 }
+
+// SubjectNameStrategy is how a record's subject in the schema registry
+// is named (Confluent's SubjectNameStrategy classes).
+type SubjectNameStrategy int8
+
+const (
+	// TopicNameStrategy: <topic>-key or <topic>-value.
+	TopicNameStrategy SubjectNameStrategy = iota
+	// RecordNameStrategy: the record's fully-qualified name.
+	RecordNameStrategy
+	// TopicRecordNameStrategy: <topic>-<fully-qualified name>.
+	TopicRecordNameStrategy
+)
+
+// subjectStrategyPackage is where Confluent's strategy classes live;
+// the configs take their full class names.
+const subjectStrategyPackage = "io.confluent.kafka.serializers.subject."
+
+var strategyNames = [...]string{
+	TopicNameStrategy:       "TopicNameStrategy",
+	RecordNameStrategy:      "RecordNameStrategy",
+	TopicRecordNameStrategy: "TopicRecordNameStrategy",
+}
+
+// String is the strategy's class name without its package.
+func (s SubjectNameStrategy) String() string {
+	if int(s) < len(strategyNames) {
+		return strategyNames[s]
+	}
+	return fmt.Sprintf("SubjectNameStrategy(%d)", s)
+}
+
+// ClassName is the strategy's Confluent class name, the config's value.
+func (s SubjectNameStrategy) ClassName() string { return subjectStrategyPackage + s.String() }
+
+func parseStrategy(v string) SubjectNameStrategy {
+	for s, name := range strategyNames {
+		if v == subjectStrategyPackage+name {
+			return SubjectNameStrategy(s)
+		}
+	}
+	return TopicNameStrategy
+}
+
+// checkStrategy accepts Confluent's three strategy class names. A class
+// of one's own, which Confluent Server would load, cannot be run here.
+func checkStrategy(v string) error {
+	for _, name := range strategyNames {
+		if v == subjectStrategyPackage+name {
+			return nil
+		}
+	}
+	return fmt.Errorf("not a subject name strategy Strand knows: one of %s%s, %s%s or %s%s",
+		subjectStrategyPackage, strategyNames[0], subjectStrategyPackage, strategyNames[1], subjectStrategyPackage, strategyNames[2])
+}
+
+func parseBool(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
 
 // Key describes one topic config.
 type Key struct {
@@ -426,6 +503,28 @@ var keys = []Key{
 		Name: "compression.zstd.level", Type: TypeInt, Default: "3", BrokerSynonym: "compression.zstd.level",
 		Doc:   "Level used when compression.type is zstd.",
 		check: between(-131072, 22),
+	},
+	{
+		Name: "confluent.key.schema.validation", Type: TypeBoolean, Default: "false",
+		Doc: "Refuse produced records whose key does not carry a schema id registered under the key's subject, or does not decode with it.",
+		set: func(c *Config, v string) { c.KeySchemaValidation = parseBool(v) },
+	},
+	{
+		Name: "confluent.key.subject.name.strategy", Type: TypeString, Default: TopicNameStrategy.ClassName(),
+		Doc:   "How the subject of a key's schema is named when confluent.key.schema.validation is on.",
+		check: checkStrategy,
+		set:   func(c *Config, v string) { c.KeySubjectNameStrategy = parseStrategy(v) },
+	},
+	{
+		Name: "confluent.value.schema.validation", Type: TypeBoolean, Default: "false",
+		Doc: "Refuse produced records whose value does not carry a schema id registered under the value's subject, or does not decode with it.",
+		set: func(c *Config, v string) { c.ValueSchemaValidation = parseBool(v) },
+	},
+	{
+		Name: "confluent.value.subject.name.strategy", Type: TypeString, Default: TopicNameStrategy.ClassName(),
+		Doc:   "How the subject of a value's schema is named when confluent.value.schema.validation is on.",
+		check: checkStrategy,
+		set:   func(c *Config, v string) { c.ValueSubjectNameStrategy = parseStrategy(v) },
 	},
 	{
 		Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", BrokerSynonym: "log.cleaner.delete.retention.ms",

@@ -71,6 +71,12 @@ func TestValidate(t *testing.T) {
 		{"leader.replication.throttled.replicas", "0-1", ErrInvalid},
 		{"no.such.config", "1", ErrUnknown},
 		{"message.format.version", "2.8", ErrUnknown}, // removed in Kafka 4.0
+		{"confluent.value.schema.validation", "true", nil},
+		{"confluent.key.schema.validation", "on", ErrInvalid},
+		{"confluent.value.subject.name.strategy", "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy", nil},
+		{"confluent.key.subject.name.strategy", "io.confluent.kafka.serializers.subject.RecordNameStrategy", nil},
+		{"confluent.value.subject.name.strategy", "RecordNameStrategy", ErrInvalid}, // the class name, in full
+		{"confluent.value.subject.name.strategy", "com.example.MyStrategy", ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -123,6 +129,31 @@ func TestEffective(t *testing.T) {
 	}
 	if got := Effective(map[string]string{"cleanup.policy": "compact"}).CleanupPolicy; got != (CleanupPolicy{Compact: true}) {
 		t.Fatalf("compact alone: %+v", got)
+	}
+}
+
+func TestSchemaValidationConfigs(t *testing.T) {
+	d := Defaults()
+	if d.KeySchemaValidation || d.ValueSchemaValidation || d.KeySubjectNameStrategy != TopicNameStrategy || d.ValueSubjectNameStrategy != TopicNameStrategy {
+		t.Fatalf("defaults %+v: validation must be off, TopicNameStrategy", d)
+	}
+	c := Effective(map[string]string{
+		"confluent.key.schema.validation":       "TRUE",
+		"confluent.value.schema.validation":     "false",
+		"confluent.key.subject.name.strategy":   "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+		"confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy",
+	})
+	if !c.KeySchemaValidation || c.ValueSchemaValidation || c.KeySubjectNameStrategy != RecordNameStrategy || c.ValueSubjectNameStrategy != TopicRecordNameStrategy {
+		t.Fatalf("Effective = %+v", c)
+	}
+	err := Validate("confluent.value.subject.name.strategy", "x.Y")
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy") {
+		t.Fatalf("a foreign strategy: %v, want ErrInvalid naming the accepted classes", err)
+	}
+	for _, s := range []SubjectNameStrategy{TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy} {
+		if err := Validate("confluent.key.subject.name.strategy", s.ClassName()); err != nil {
+			t.Errorf("%v: %v", s, err)
+		}
 	}
 }
 

@@ -41,6 +41,11 @@ type Options struct {
 
 	// Seed varies the keys' and values' contents between batches.
 	Seed uint64
+
+	// Values and Keys, when Values is set, are the records' values and
+	// keys as given (nil: null; Keys may be shorter), instead of
+	// Records, KeyBytes and ValueBytes.
+	Values, Keys [][]byte
 }
 
 // DefaultTimestamp is the first record's timestamp when Options leave it 0.
@@ -84,6 +89,9 @@ func fill(n int, seed, i uint64, tag byte) []byte {
 
 func build(o Options) ([]byte, error) {
 	n := max(o.Records, 1)
+	if len(o.Values) > 0 {
+		n = len(o.Values)
+	}
 	ts := o.FirstTimestamp
 	if ts == 0 {
 		ts = DefaultTimestamp
@@ -95,6 +103,12 @@ func build(o Options) ([]byte, error) {
 			OffsetDelta:      int32(i),
 			Key:              Key(o, i),
 			Value:            Value(o, i),
+		}
+		if len(o.Values) > 0 {
+			r.Key, r.Value = nil, o.Values[i]
+			if i < len(o.Keys) {
+				r.Key = o.Keys[i]
+			}
 		}
 		for h := range o.Headers {
 			r.Headers = append(r.Headers, kmsg.Header{Key: fmt.Sprintf("h%d", h), Value: []byte("header-value")})
