@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/compact"
@@ -53,6 +54,7 @@ import (
 	"github.com/strandkafka/strand/internal/quota"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/retention"
+	"github.com/strandkafka/strand/internal/schemareg"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -88,8 +90,11 @@ type Agent struct {
 	kafkaLn   net.Listener
 	httpLn    net.Listener
 	httpSrv   *http.Server
-	serveErr  chan error
-	ready     atomic.Bool
+	// httpTLS serves the HTTP port's and the registry's certificate
+	// with --http-tls (httpTLSConfig).
+	httpTLS  *certs.Server
+	serveErr chan error
+	ready    atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 
@@ -123,6 +128,11 @@ type Agent struct {
 	offsetsResynced <-chan struct{}
 	// console is the web console (console.go); nil without HTTP.
 	console *console.Console
+	// registry is the schema registry over the replica, served on
+	// registryLn by registrySrv (registry.go); nil when it is off.
+	registry    *schemareg.Registry
+	registryLn  net.Listener
+	registrySrv *http.Server
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -535,11 +545,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			return nil, err
 		}
 	}
+	if cfg.SchemaRegistryListen != "" {
+		if err := a.startRegistry(); err != nil {
+			return nil, err
+		}
+	}
 	a.ready.Store(true)
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"listeners", a.listenerSummary(),
-		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
+		"http", a.HTTPAddr(), "schema_registry", a.RegistryAddr(), "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
 		"node_id", cfg.NodeID, "agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
@@ -644,6 +659,12 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	var errs []error
 	if a.console != nil {
 		a.console.Close() // first: its client would reconnect to the closing server
+	}
+	if a.registrySrv != nil {
+		// Before the replica: a registration in flight is a proposal.
+		if err := a.registrySrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("schema registry shutdown: %w", err))
+		}
 	}
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {
