@@ -133,6 +133,8 @@ type Agent struct {
 	registry    *schemareg.Registry
 	registryLn  net.Listener
 	registrySrv *http.Server
+	// registryPasswords are the basic-auth passwords verified lately.
+	registryPasswords verifiedPasswords
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down

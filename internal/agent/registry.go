@@ -38,6 +38,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -46,6 +48,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,6 +56,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/kafka"
+	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/schemareg"
 	"github.com/strandkafka/strand/internal/schemareg/avroschema"
 	"github.com/strandkafka/strand/internal/schemareg/jsonschema"
@@ -205,7 +209,7 @@ func (a *Agent) registryCaller(r *http.Request) (httpCaller, int, error) {
 		}
 		return c, status, err
 	}
-	ok, err := kafka.CheckPassword(a.replica, user, password)
+	ok, err := a.registryPasswords.check(a.replica, user, password)
 	if err != nil {
 		a.logger.Error("schema registry: checking a password", "err", err)
 		return httpCaller{}, http.StatusInternalServerError, errors.New("the agent cannot check passwords now")
@@ -219,6 +223,65 @@ func (a *Agent) registryCaller(r *http.Request) (httpCaller, int, error) {
 		host = ap.Addr().Unmap().String()
 	}
 	return httpCaller{principal: auth.User(user), host: host}, http.StatusOK, nil
+}
+
+// maxVerifiedPasswords bounds verifiedPasswords: one entry per user.
+const maxVerifiedPasswords = 1024
+
+// verifiedPasswords remembers, per user, a password a request proved
+// (kafka.CheckPassword) against the user's credentials as they were, so
+// that the next request with it costs a hash instead of a SCRAM key
+// derivation (thousands of HMACs, ~4ms: BenchmarkRegistryRead). Basic
+// auth sends the password with every request, where SASL checks it
+// once per connection. An entry is SHA-256 of the user's credentials
+// (salts, iterations, stored keys) and the password: a changed or
+// deleted credential no longer matches it. When full, an arbitrary
+// entry makes room. Safe for concurrent use.
+type verifiedPasswords struct {
+	mu struct {
+		sync.Mutex
+		m map[string][sha256.Size]byte
+	}
+}
+
+// check reports whether password is user's, from the cache or by
+// kafka.CheckPassword.
+func (vp *verifiedPasswords) check(db meta.Viewer, user, password string) (bool, error) {
+	v := db.View()
+	creds, err := v.ScramCredentials(user)
+	v.Close()
+	if err != nil {
+		return false, err
+	}
+	h := sha256.New()
+	for _, c := range creds {
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%x\x00%x\x00", c.User, c.Mechanism, c.Iterations, c.Salt, c.StoredKey)
+	}
+	h.Write([]byte(password))
+	var digest [sha256.Size]byte
+	h.Sum(digest[:0])
+	vp.mu.Lock()
+	known, ok := vp.mu.m[user]
+	vp.mu.Unlock()
+	if ok && len(creds) > 0 && subtle.ConstantTimeCompare(known[:], digest[:]) == 1 {
+		return true, nil
+	}
+	if ok, err := kafka.CheckPassword(db, user, password); !ok || err != nil {
+		return false, err
+	}
+	vp.mu.Lock()
+	defer vp.mu.Unlock()
+	if vp.mu.m == nil {
+		vp.mu.m = make(map[string][sha256.Size]byte)
+	}
+	if _, held := vp.mu.m[user]; !held && len(vp.mu.m) >= maxVerifiedPasswords {
+		for u := range vp.mu.m {
+			delete(vp.mu.m, u)
+			break
+		}
+	}
+	vp.mu.m[user] = digest
+	return true, nil
 }
 
 // authorizeRegistry is the registry's schemareg.Authorize: what op on

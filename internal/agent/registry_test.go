@@ -60,7 +60,7 @@ func (a regAnswer) errorCode() int {
 	return e.Code
 }
 
-func regDo(t *testing.T, c *http.Client, base string, q regReq) regAnswer {
+func regDo(t testing.TB, c *http.Client, base string, q regReq) regAnswer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -188,7 +188,7 @@ type securedRegistry struct {
 
 const registryToken = "reg-token-1234"
 
-func startSecuredRegistry(t *testing.T) securedRegistry {
+func startSecuredRegistry(t testing.TB) securedRegistry {
 	t.Helper()
 	dir := t.TempDir()
 	pwFile, tokenFile := filepath.Join(dir, "pw"), filepath.Join(dir, "token")
@@ -198,19 +198,29 @@ func startSecuredRegistry(t *testing.T) securedRegistry {
 	if err := os.WriteFile(tokenFile, []byte(registryToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := startWith(t, agent.Config{
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	a, err := agent.Start(ctx, agent.Config{
 		DataDir:                   filepath.Join(dir, "data"),
 		Listeners:                 "SASL_PLAINTEXT://127.0.0.1:0",
+		HTTPListen:                "127.0.0.1:0",
 		SASLBootstrapUser:         "admin",
 		SASLBootstrapPasswordFile: pwFile,
 		Authorizer:                "standard",
 		SuperUsers:                "User:admin",
 		AdminTokenFile:            tokenFile,
 		SchemaRegistryListen:      "127.0.0.1:0",
-	}, nil)
-	admin := client(t, a.ListenerAddr("SASL_PLAINTEXT"), kgo.SASL(scram.Auth{User: "admin", Pass: "admin-pw-1234"}.AsSha512Mechanism()))
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
+	}, quietLogger())
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { a.Stop(context.Background()) })
+	admin, err := kgo.NewClient(kgo.SeedBrokers(a.ListenerAddr("SASL_PLAINTEXT")),
+		kgo.SASL(scram.Auth{User: "admin", Pass: "admin-pw-1234"}.AsSha512Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
 	var ups []kadm.UpsertSCRAM
 	for _, u := range []string{"alice", "bob", "carol"} {
 		ups = append(ups, kadm.UpsertSCRAM{User: u, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: u + "-pw"})
@@ -269,6 +279,35 @@ func TestRegistryAuthentication(t *testing.T) {
 	if subjects, err := cl.Subjects(context.Background()); err != nil || !slices.Equal(subjects, []string{"orders-value", "payments-value"}) {
 		t.Fatalf("Subjects as admin = %v, %v", subjects, err)
 	}
+	// A verified password is remembered, but only for the credential
+	// it was verified against: a changed password or a deleted user
+	// is refused at the next request.
+	alice := regReq{method: "GET", path: "/subjects", user: "alice", pass: "alice-pw"}
+	for range 2 {
+		if got := regDo(t, c, s.base, alice); got.status != 200 {
+			t.Fatalf("alice: %d %s", got.status, got.body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	adm := kadm.NewClient(s.admin)
+	if res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-new"}}); err != nil || res["alice"].Err != nil {
+		t.Fatalf("changing alice's password: %v %v", err, res["alice"].Err)
+	}
+	if got := regDo(t, c, s.base, alice); got.status != 401 {
+		t.Errorf("alice's old password after the change: %d, want 401", got.status)
+	}
+	alice.pass = "alice-new"
+	if got := regDo(t, c, s.base, alice); got.status != 200 {
+		t.Errorf("alice's new password: %d %s", got.status, got.body)
+	}
+	if res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha256}}, nil); err != nil || res["alice"].Err != nil {
+		t.Fatalf("deleting alice: %v %v", err, res["alice"].Err)
+	}
+	if got := regDo(t, c, s.base, alice); got.status != 401 {
+		t.Errorf("alice after her deletion: %d, want 401", got.status)
+	}
+
 	wrong, err := sr.NewClient(sr.URLs(s.base), sr.BasicAuth("admin", "wrong"))
 	if err != nil {
 		t.Fatal(err)
@@ -570,5 +609,32 @@ func TestRegistryOffByDefault(t *testing.T) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "schema-registry-listen") {
 		t.Fatalf("schema-registry-listen 8081: %v, want refused", err)
+	}
+}
+
+// BenchmarkRegistryRead: a read of a subject's latest version, by the
+// loopback default and by basic auth (a SCRAM key derivation per
+// request, as SASL PLAIN pays per connection).
+func BenchmarkRegistryRead(b *testing.B) {
+	s := startSecuredRegistry(b)
+	c := &http.Client{}
+	if got := regDo(b, c, s.base, regReq{method: "POST", path: "/subjects/bench-value/versions", body: registerBody(orderV1), user: "admin", pass: "admin-pw-1234"}); got.status != 200 {
+		b.Fatalf("register: %d %s", got.status, got.body)
+	}
+	for _, bc := range []struct {
+		name string
+		q    regReq
+	}{
+		{"token", regReq{method: "GET", path: "/subjects/bench-value/versions/latest", header: map[string]string{"Authorization": "Bearer " + registryToken}}},
+		{"basic-auth", regReq{method: "GET", path: "/subjects/bench-value/versions/latest", user: "admin", pass: "admin-pw-1234"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := regDo(b, c, s.base, bc.q); got.status != 200 {
+					b.Fatalf("%d %s", got.status, got.body)
+				}
+			}
+		})
 	}
 }
