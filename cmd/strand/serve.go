@@ -46,8 +46,8 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run an agent: a Kafka-compatible broker on the embedded defaults or shared backends",
 		Long: `Run an agent. With no flags it serves Kafka on 127.0.0.1:9092 and HTTP
-(/healthz, /readyz, /metrics) on 127.0.0.1:9644, keeping everything under
-./strand-data. Every flag can also be set by an environment variable
+(/healthz, /readyz, /metrics) on 127.0.0.1:9644 and the schema registry on
+127.0.0.1:8081, keeping everything under ./strand-data. Every flag can also be set by an environment variable
 STRAND_<FLAG_NAME>, e.g. STRAND_DATA_DIR or STRAND_KAFKA_LISTEN, or as a
 key of the YAML file of --config (data-dir: ./d); a flag on the command
 line wins over the environment, which wins over the file.
@@ -188,6 +188,7 @@ line wins over the environment, which wins over the file.
 	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file holding the bearer token that makes an HTTP caller (admin API, console, pprof) a super user; the token may instead come from STRAND_ADMIN_TOKEN, never a flag. Without either (or --http-tls client certificates) only a loopback --http-listen takes such calls, and only addressed to localhost, a loopback address or --http-allowed-hosts")
 	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (open to all), the admin API, the console and pprof (empty: off)")
 	f.StringVar(&cfg.HTTPAllowedHosts, "http-allowed-hosts", "", "host names, comma-separated, besides localhost and loopback addresses, that a loopback --http-listen without a token takes calls addressed to (the Host header)")
+	f.StringVar(&cfg.SchemaRegistryListen, "schema-registry-listen", agent.DefaultSchemaRegistryListen, "address of the schema registry, Confluent Schema Registry's REST API (empty: off); TLS with --http-tls. Callers: HTTP basic auth as a SASL (SCRAM) user, the admin token, a client certificate, or on a loopback address without those, this machine's own programs as a super user. With --authorizer, subjects need ACLs of resource type SUBJECT (strand acl create --subject): READ to read, WRITE to register, DELETE to delete, ALTER for a subject's config and mode; global config and mode need ALTER on the cluster")
 	f.BoolVar(&console, "console", true, "serve the web console under /console/ on the HTTP port (super users only)")
 	f.StringVar(&cfg.ObjStore, "objstore", "", "object store URL: file:///dir or s3://bucket/prefix?endpoint=...&region=... (default file://<data-dir>/objects)")
 	f.StringVar(&cfg.Log, "log", "", "shared log URL (default file://<data-dir>/log); never with a password in it, as a command line is visible to every user of the machine: use --log-password-file or PGPASSWORD")

@@ -18,6 +18,30 @@
 //     else, when no ACL at all applies to the resource, the answer is
 //     allow.everyone.if.no.acl.found (default false); else deny.
 //
+// # Subjects: a Strand extension
+//
+// Kafka's resource types have no schema registry subject, so Strand adds
+// one, ResourceTypeSubject (64, far above Kafka's enum so a future Kafka
+// type cannot take its number), which CreateAcls, DescribeAcls and
+// DeleteAcls carry like any other type from strand.metadata.version 6
+// (apply refuses it below, as it always did). The schema registry each
+// agent serves (package agent, registry.go) asks of a caller:
+//
+//   - READ on the subject to read its versions, schemas, config, mode,
+//     to look a schema up under it or to test compatibility against it
+//     (Confluent's Subject:Read); GET /subjects lists only the subjects
+//     the caller may READ, as Kafka's Metadata lists only the topics it
+//     may describe, and GET /schemas/ids/{id} needs READ on some subject
+//     holding the id;
+//   - WRITE on the subject to register a schema under it;
+//   - DELETE on the subject to delete it or one of its versions;
+//   - ALTER on the subject to change its compatibility level or mode;
+//   - ALTER on the cluster to change the global level or mode.
+//
+// The implications hold as for Kafka's types (READ, WRITE, DELETE and
+// ALTER imply DESCRIBE), and literal, prefixed and "*" patterns apply
+// alike.
+//
 // The package is pure: no I/O, no clock, no locks. The ACLs themselves
 // live in the replicated metadata database (package meta), and the Kafka
 // server builds an Authorizer from its copy.
@@ -52,6 +76,25 @@ type (
 	Permission   = kmsg.ACLPermissionType
 )
 
+// ResourceTypeSubject is a schema registry subject (see the package
+// doc): Strand's, not Kafka's.
+const ResourceTypeSubject ResourceType = 64
+
+// ResourceTypeName names t as kafka-acls.sh does, SUBJECT for
+// ResourceTypeSubject (kmsg's String knows only Kafka's types).
+func ResourceTypeName(t ResourceType) string {
+	if t == ResourceTypeSubject {
+		return "SUBJECT"
+	}
+	return t.String()
+}
+
+// knownType reports whether t names one kind of resource: Kafka's
+// TOPIC to USER, or a subject.
+func knownType(t ResourceType) bool {
+	return t > kmsg.ACLResourceTypeAny && t <= kmsg.ACLResourceTypeUser || t == ResourceTypeSubject
+}
+
 // Binding is one ACL: Kafka's AclBinding.
 type Binding struct {
 	ResourceType ResourceType
@@ -68,16 +111,17 @@ type Binding struct {
 
 // String formats b as kafka-acls.sh lists one.
 func (b Binding) String() string {
-	return fmt.Sprintf("(%v:%v:%s, %s from %s %v %v)", b.ResourceType, b.PatternType, b.ResourceName,
+	return fmt.Sprintf("(%s:%v:%s, %s from %s %v %v)", ResourceTypeName(b.ResourceType), b.PatternType, b.ResourceName,
 		b.Principal, b.Host, b.Permission, b.Operation)
 }
 
 // Validate reports why b cannot be created, with Kafka's messages
 // (AclControlManager.validateNewAcl and the CreateAcls handler); nil if
-// it can. Every such error is INVALID_REQUEST on the wire.
+// it can. Every such error is INVALID_REQUEST on the wire. A subject
+// is valid here; apply refuses it below strand.metadata.version 6.
 func (b Binding) Validate() error {
 	switch {
-	case b.ResourceType <= kmsg.ACLResourceTypeAny || b.ResourceType > kmsg.ACLResourceTypeUser:
+	case !knownType(b.ResourceType):
 		return fmt.Errorf("invalid resource type %v", b.ResourceType)
 	case b.PatternType != kmsg.ACLResourcePatternTypeLiteral && b.PatternType != kmsg.ACLResourcePatternTypePrefixed:
 		return fmt.Errorf("invalid pattern type %v", b.PatternType)
@@ -112,10 +156,11 @@ type Filter struct {
 }
 
 // Validate reports why f is not a usable filter (an unknown enum value),
-// nil if it is. On the wire that is INVALID_REQUEST.
+// nil if it is. On the wire that is INVALID_REQUEST. A subject is
+// valid here; apply refuses it below strand.metadata.version 6.
 func (f Filter) Validate() error {
 	switch {
-	case f.ResourceType <= kmsg.ACLResourceTypeUnknown || f.ResourceType > kmsg.ACLResourceTypeUser:
+	case f.ResourceType != kmsg.ACLResourceTypeAny && !knownType(f.ResourceType):
 		return fmt.Errorf("unknown resource type %v in filter", f.ResourceType)
 	case f.PatternType <= kmsg.ACLResourcePatternTypeUnknown || f.PatternType > kmsg.ACLResourcePatternTypePrefixed:
 		return fmt.Errorf("unknown pattern type %v in filter", f.PatternType)

@@ -182,3 +182,59 @@ func BenchmarkAuthorize(b *testing.B) {
 		a.Authorize(r, desc, topic, fmt.Sprintf("topic-%d", i%10_000))
 	}
 }
+
+// TestSubjects: the subject type validates as a binding and a filter,
+// names itself SUBJECT, and is decided as Kafka's types are (prefixes,
+// deny first, implications), apart from a topic of the same name.
+func TestSubjects(t *testing.T) {
+	subject := ResourceTypeSubject
+	b := bind(subject, "orders-value", lit, "User:alice", "*", write, allow)
+	if err := b.Validate(); err != nil {
+		t.Fatalf("subject binding: %v", err)
+	}
+	if got, want := b.String(), "(SUBJECT:LITERAL:orders-value, User:alice from * ALLOW WRITE)"; got != want {
+		t.Errorf("String = %s, want %s", got, want)
+	}
+	for _, bad := range []ResourceType{63, 65, -64} {
+		if bind(bad, "x", lit, "User:a", "*", read, allow).Validate() == nil {
+			t.Errorf("resource type %d validated", bad)
+		}
+		if (Filter{ResourceType: bad, PatternType: lit, Operation: read, Permission: allow}).Validate() == nil {
+			t.Errorf("filter of resource type %d validated", bad)
+		}
+	}
+	f := Filter{ResourceType: subject, PatternType: kmsg.ACLResourcePatternTypeMatch, ResourceName: kmsg.StringPtr("orders-value-x"),
+		Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}
+	if err := f.Validate(); err != nil {
+		t.Fatalf("subject filter: %v", err)
+	}
+	a := New(Config{}, []Binding{
+		b,
+		bind(subject, "orders-", pre, "User:bob", "*", read, allow),
+		bind(subject, "orders-secret", lit, "User:bob", "*", read, deny),
+		bind(topic, "orders-value", lit, "User:carol", "*", all, allow),
+	})
+	alice, bob, carol := Request{Principal: auth.User("alice")}, Request{Principal: auth.User("bob")}, Request{Principal: auth.User("carol")}
+	for _, c := range []struct {
+		name string
+		r    Request
+		op   Operation
+		res  string
+		want bool
+	}{
+		{"literal write", alice, write, "orders-value", true},
+		{"write implies describe", alice, desc, "orders-value", true},
+		{"write is not read", alice, read, "orders-value", false},
+		{"prefixed read", bob, read, "orders-key", true},
+		{"deny beats prefixed allow", bob, read, "orders-secret", false},
+		{"outside the prefix", bob, read, "payments-value", false},
+		{"a topic's ACL is not the subject's", carol, read, "orders-value", false},
+	} {
+		if got := a.Authorize(c.r, c.op, subject, c.res); got != c.want {
+			t.Errorf("%s: Authorize = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !f.Matches(bind(subject, "orders-", pre, "User:bob", "*", read, allow)) || f.Matches(bind(topic, "orders-", pre, "User:bob", "*", read, allow)) {
+		t.Error("a match filter on a subject selects by type and prefix")
+	}
+}

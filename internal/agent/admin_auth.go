@@ -32,6 +32,10 @@ package agent
 // from a browser without the agent's consent (which it never gives, as
 // it answers no CORS preflight): Content-Type application/json, and no
 // Origin but the request's own.
+//
+// The schema registry's listener (registry.go) names its callers by the
+// same rules (callerOn, with its own address deciding the loopback
+// default), and also takes HTTP basic auth as a SASL user.
 
 import (
 	"crypto/sha256"
@@ -97,7 +101,7 @@ func (n httpNeed) String() string {
 	if n.typ == kmsg.ACLResourceTypeCluster {
 		return n.op.String() + " the cluster"
 	}
-	return fmt.Sprintf("%v %v %s", n.op, n.typ, n.name)
+	return fmt.Sprintf("%v %s %s", n.op, acl.ResourceTypeName(n.typ), n.name)
 }
 
 // needTopicDescribe is the need of the GET endpoints that name a topic
@@ -181,6 +185,12 @@ func (a *Agent) authorizeHTTP(r *http.Request, need httpNeed) (int, error) {
 	if err != nil {
 		return code, err
 	}
+	return a.permits(c, need)
+}
+
+// permits decides whether c has need: nil, or the HTTP status and
+// error to refuse it with.
+func (a *Agent) permits(c httpCaller, need httpNeed) (int, error) {
 	if c.super {
 		return http.StatusOK, nil
 	}
@@ -202,9 +212,13 @@ func (a *Agent) authorizeHTTP(r *http.Request, need httpNeed) (int, error) {
 	return http.StatusForbidden, fmt.Errorf("%v may not %v", c.principal, need)
 }
 
-// callerOf names r's caller, or the HTTP status and error to refuse r
-// with when it has none.
-func (a *Agent) callerOf(r *http.Request) (httpCaller, int, error) {
+// callerOf names the caller of r, a request to the HTTP port, or the
+// HTTP status and error to refuse r with when it has none.
+func (a *Agent) callerOf(r *http.Request) (httpCaller, int, error) { return a.callerOn(a.httpLn, r) }
+
+// callerOn is callerOf for a request that came in on ln, whose address
+// decides whether the loopback default applies.
+func (a *Agent) callerOn(ln net.Listener, r *http.Request) (httpCaller, int, error) {
 	host := ""
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		host = ap.Addr().Unmap().String()
@@ -230,7 +244,7 @@ func (a *Agent) callerOf(r *http.Request) (httpCaller, int, error) {
 	if want != "" {
 		return httpCaller{}, http.StatusUnauthorized, errors.New("a valid bearer token is required (Authorization: Bearer <token>)")
 	}
-	if !a.adminOpenOnLoopback() {
+	if !a.openOnLoopback(ln) {
 		return httpCaller{}, http.StatusForbidden, errNoAdminAuth
 	}
 	if !a.allowedHost(r.Host) {
@@ -245,14 +259,14 @@ func (a *Agent) callerOf(r *http.Request) (httpCaller, int, error) {
 	return httpCaller{principal: loopbackPrincipal, super: true, host: host}, http.StatusOK, nil
 }
 
-// adminOpenOnLoopback reports whether the loopback default applies: no
-// token and no HTTP client certificates are configured, and HTTP
-// listens on a loopback address only.
-func (a *Agent) adminOpenOnLoopback() bool {
-	if a.httpLn == nil || (a.cfg.HTTPTLS && a.cfg.TLSClientCAFile != "") {
+// openOnLoopback reports whether the loopback default applies to
+// requests on ln: no HTTP client certificates are configured (the
+// caller checked the token), and ln listens on a loopback address only.
+func (a *Agent) openOnLoopback(ln net.Listener) bool {
+	if ln == nil || (a.cfg.HTTPTLS && a.cfg.TLSClientCAFile != "") {
 		return false
 	}
-	tcp, ok := a.httpLn.Addr().(*net.TCPAddr)
+	tcp, ok := ln.Addr().(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
 }
 
@@ -309,25 +323,39 @@ func bearerToken(r *http.Request) (string, bool) {
 	return strings.TrimSpace(tok), true
 }
 
-// serveHTTPOverTLS wraps the HTTP listener in TLS with the agent's
-// certificate, asking for (not requiring: /healthz and /metrics stay
-// open to probes without one) a client certificate.
+// serveHTTPOverTLS wraps the HTTP listener in TLS (httpTLSConfig).
 func (a *Agent) serveHTTPOverTLS() error {
-	files, err := a.cfg.tlsFiles()
+	cfg, err := a.httpTLSConfig()
 	if err != nil {
 		return err
 	}
-	if files.ClientCAFile != "" {
-		files.ClientAuth = certs.ClientAuthRequested
-	} else {
-		files.ClientAuth = certs.ClientAuthNone
-	}
-	s, err := certs.NewServer(files, a.logger.With("component", "http-tls"))
-	if err != nil {
-		return fmt.Errorf("http-tls: %w", err)
-	}
-	a.httpLn = tls.NewListener(a.httpLn, s.Config())
+	a.httpLn = tls.NewListener(a.httpLn, cfg)
 	return nil
+}
+
+// httpTLSConfig is the TLS configuration of the HTTP port and of the
+// schema registry's (registry.go): the agent's certificate, asking for
+// (not requiring: /healthz and /metrics stay open to probes without
+// one, and registry clients may use basic auth) a client certificate.
+// One reloading certs.Server serves both.
+func (a *Agent) httpTLSConfig() (*tls.Config, error) {
+	if a.httpTLS == nil {
+		files, err := a.cfg.tlsFiles()
+		if err != nil {
+			return nil, err
+		}
+		if files.ClientCAFile != "" {
+			files.ClientAuth = certs.ClientAuthRequested
+		} else {
+			files.ClientAuth = certs.ClientAuthNone
+		}
+		s, err := certs.NewServer(files, a.logger.With("component", "http-tls"))
+		if err != nil {
+			return nil, fmt.Errorf("http-tls: %w", err)
+		}
+		a.httpTLS = s
+	}
+	return a.httpTLS.Config(), nil
 }
 
 // readSecretFile returns the first line of path, or "" for no path.

@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/compact"
@@ -93,8 +94,11 @@ type Agent struct {
 	kafkaLn   net.Listener
 	httpLn    net.Listener
 	httpSrv   *http.Server
-	serveErr  chan error
-	ready     atomic.Bool
+	// httpTLS serves the HTTP port's and the registry's certificate
+	// with --http-tls (httpTLSConfig).
+	httpTLS  *certs.Server
+	serveErr chan error
+	ready    atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 
@@ -128,6 +132,14 @@ type Agent struct {
 	offsetsResynced <-chan struct{}
 	// console is the web console (console.go); nil without HTTP.
 	console *console.Console
+	// registry is the schema registry over the replica, served on
+	// registryLn by registrySrv (registry.go) when --schema-registry-listen
+	// names an address, and read by the console and validation on produce.
+	registry    *schemareg.Registry
+	registryLn  net.Listener
+	registrySrv *http.Server
+	// registryPasswords are the basic-auth passwords verified lately.
+	registryPasswords verifiedPasswords
 }
 
 // Run starts an agent and serves until ctx is done, then shuts down
@@ -481,6 +493,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)
 	}
+	// One schema registry over the replica: served on
+	// --schema-registry-listen (registry.go), shown by the console and
+	// read by validation on produce, whether or not it is served.
+	a.registry = schemareg.New(a.replica, avroschema.Format{}, protoschema.Format{}, jsonschema.Format{})
 	a.server, err = kafka.New(kafka.Config{
 		Logger:                 logger.With("component", "kafka"),
 		Observer:               kafkaObserver{m: a.metrics},
@@ -520,7 +536,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Txns:                       a.txns,
 			// Schema validation on produce reads the registry's
 			// schemas from this replica.
-			Schemas: validate.New(a.replica, schemareg.New(a.replica, avroschema.Format{}, protoschema.Format{}, jsonschema.Format{}), 0, 0),
+			Schemas: validate.New(a.replica, a.registry, 0, 0),
 			ACL:     aclCfg,
 		},
 	})
@@ -543,11 +559,16 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			return nil, err
 		}
 	}
+	if cfg.SchemaRegistryListen != "" {
+		if err := a.startRegistry(); err != nil {
+			return nil, err
+		}
+	}
 	a.ready.Store(true)
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"listeners", a.listenerSummary(),
-		"http", cfg.HTTPListen, "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
+		"http", a.HTTPAddr(), "schema_registry", a.RegistryAddr(), "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
 		"node_id", cfg.NodeID, "agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
@@ -652,6 +673,12 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	var errs []error
 	if a.console != nil {
 		a.console.Close() // first: its client would reconnect to the closing server
+	}
+	if a.registrySrv != nil {
+		// Before the replica: a registration in flight is a proposal.
+		if err := a.registrySrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("schema registry shutdown: %w", err))
+		}
 	}
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {

@@ -85,6 +85,10 @@ type Config struct {
 	HTTPAllowedHosts string
 	// NoConsole turns the web console (console.go) off.
 	NoConsole bool
+	// SchemaRegistryListen serves the schema registry, Confluent's REST
+	// API, at this address (registry.go); empty, the zero value, is
+	// off. `strand serve` defaults it to DefaultSchemaRegistryListen.
+	SchemaRegistryListen string
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is
 	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);
@@ -563,6 +567,11 @@ func (c *Config) Validate() error {
 	if c.HTTPListen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPListen); err != nil {
 			errs = append(errs, fmt.Errorf("http-listen %q: %w", c.HTTPListen, err))
+		}
+	}
+	if c.SchemaRegistryListen != "" {
+		if _, _, err := net.SplitHostPort(c.SchemaRegistryListen); err != nil {
+			errs = append(errs, fmt.Errorf("schema-registry-listen %q: %w", c.SchemaRegistryListen, err))
 		}
 	}
 	errs = append(errs, c.validateSASL()...)

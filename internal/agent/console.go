@@ -71,6 +71,7 @@ func (a *Agent) startConsole() error {
 			return a.authorizeHTTP(r, needSuperUser)
 		},
 		Throughput: a.throughput,
+		Registry:   a.registry,
 		Logger:     a.logger.With("component", "console"),
 	})
 	if err != nil {

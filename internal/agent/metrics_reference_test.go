@@ -3,6 +3,7 @@ package agent_test
 import (
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -37,6 +38,7 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Storage: garbage collection", "strand_data_", ""},
 	{"Storage: compaction", "strand_compaction_", "Registered only with compaction on (`--compaction-enable`, or an S3 store); for the partitions each agent owns: sum the byte counters, take the max of the lag."},
 	{"Storage: compacted topics (cleaner)", "strand_cleaner_", "Kafka's log cleaner, for topics with cleanup.policy=compact, over the partitions each agent owns."},
+	{"Schema registry", "strand_schema_registry_", "Registered only while the agent serves the schema registry (`--schema-registry-listen`). Requests are counted by the agent that served them (sum over agents); subjects and schemas are read from each agent's copy at scrape time (take the max)."},
 	{"Process", "strand_", ""},
 }
 
@@ -111,6 +113,10 @@ var operatorUse = map[string]string{
 	"strand_cleaner_rounds_total":                       "Cleaning rounds; none while a compacted topic's dirty ratio is high means the cleaner is stuck.",
 	"strand_cleaner_swaps_total":                        "Swaps by result; `failed` rising means cleaning cannot commit.",
 	"strand_cleaner_max_dirty_ratio":                    "Kafka's max-dirty-percent: stays near min.cleanable.dirty.ratio when cleaning keeps up; growing means it does not.",
+	"strand_schema_registry_requests_total":             "Registry traffic per endpoint; 401 and 403 rising are clients with wrong credentials or missing SUBJECT ACLs, 409 schemas refused as incompatible, 5xx the log or the metadata level (below 6 the registry cannot write).",
+	"strand_schema_registry_request_seconds":            "Registry latency per endpoint: reads come from the local copy (sub-millisecond), registrations wait for the log; a slow `POST /subjects/{subject}/versions` is a slow log.",
+	"strand_schema_registry_subjects":                   "Subjects in use; compare across agents: one behind is an agent whose copy lags.",
+	"strand_schema_registry_schemas":                    "Distinct schemas live versions name; a steady climb on one subject is a producer registering a new schema on every deploy.",
 	"strand_process_resident_memory_peak_bytes":         "Peak memory; near the container limit means raise the limit or lower `--memory-budget`.",
 	"strand_build_info":                                 "Which build each agent runs (`count by (version, revision) (strand_build_info)`), for rolling upgrades.",
 }
@@ -232,7 +238,12 @@ func firstSection(title string) int {
 // registered): the same metrics, types, labels and help, and an
 // operator's use for each. -update rewrites it.
 func TestMetricsReference(t *testing.T) {
-	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true}, nil)
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0"}, nil)
+	if got := regDo(t, http.DefaultClient, "http://"+a.RegistryAddr(), regReq{method: "GET", path: "/subjects"}); got.status != http.StatusOK {
+		t.Fatalf("GET /subjects: %d %s", got.status, got.body)
+	}
+	// Counted after the answer is written: wait for it.
+	checkMetrics(t, a.HTTPAddr(), []metricCheck{{name: "strand_schema_registry_requests_total"}})
 	scrapeWithTraffic(t, a)
 	ms := registryMetrics(t, a)
 	for _, m := range ms {

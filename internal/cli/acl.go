@@ -10,7 +10,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/acl"
 )
 
 // NewACLCommand returns `acl` with its create, list and delete
@@ -23,7 +26,9 @@ func NewACLCommand() *cobra.Command {
 		Short: "Create, list and delete ACLs",
 		Long: "Create, list and delete ACLs. An agent enforces them only when it runs with\n" +
 			"--authorizer standard; managing them needs Alter (create, delete) or Describe\n" +
-			"(list) on the cluster, or a --super-users principal.",
+			"(list) on the cluster, or a --super-users principal. --subject names a schema\n" +
+			"registry subject (Strand's SUBJECT type, from strand.metadata.version 6): READ\n" +
+			"reads it, WRITE registers under it, DELETE deletes, ALTER changes its config.",
 		Args: cobra.NoArgs,
 	}
 	opts.Register(cmd.PersistentFlags())
@@ -34,11 +39,13 @@ func NewACLCommand() *cobra.Command {
 // aclFlags are the flags that name ACLs, shared by the subcommands.
 type aclFlags struct {
 	topics, groups, txnIDs []string
-	cluster                bool
-	pattern                string
-	operations             []string
-	allow, deny            []string
-	allowHosts, denyHosts  []string
+	// subjects are SUBJECT resources (acl_subject.go).
+	subjects              []string
+	cluster               bool
+	pattern               string
+	operations            []string
+	allow, deny           []string
+	allowHosts, denyHosts []string
 	// permissions filters list and delete: allow, deny.
 	permissions []string
 }
@@ -48,6 +55,7 @@ func (f *aclFlags) register(fs *pflag.FlagSet, create bool) {
 	fs.StringArrayVar(&f.groups, "group", nil, "consumer group resource (repeatable)")
 	fs.StringArrayVar(&f.txnIDs, "transactional-id", nil, "transactional id resource (repeatable)")
 	fs.BoolVar(&f.cluster, "cluster", false, "the cluster resource")
+	fs.StringArrayVar(&f.subjects, "subject", nil, "schema registry subject resource (repeatable)")
 	fs.StringArrayVar(&f.operations, "operation", nil, "operation: all, read, write, create, delete, alter, describe, cluster-action,\ndescribe-configs, alter-configs or idempotent-write (repeatable)")
 	if create {
 		fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal or prefixed")
@@ -87,22 +95,32 @@ func (f *aclFlags) resources(b *kadm.ACLBuilder) bool {
 	return len(f.topics)+len(f.groups)+len(f.txnIDs) > 0 || f.cluster
 }
 
+// aclCreation is what `acl create` sends: kadm's builder for Kafka's
+// resource types (when kafka), and the SUBJECT ones from the flags.
+type aclCreation struct {
+	b       *kadm.ACLBuilder
+	kafka   bool
+	ops     []kadm.ACLOperation
+	pattern kadm.ACLPattern
+}
+
 // createBuilder is the builder of `acl create`.
-func (f *aclFlags) createBuilder() (*kadm.ACLBuilder, error) {
+func (f *aclFlags) createBuilder() (aclCreation, error) {
 	b := kadm.NewACLs()
-	if !f.resources(b) {
-		return nil, fmt.Errorf("%w: name a resource (--topic, --group, --transactional-id or --cluster)", ErrUsage)
+	kafkaTypes := f.resources(b)
+	if !kafkaTypes && len(f.subjects) == 0 {
+		return aclCreation{}, fmt.Errorf("%w: name a resource (--topic, --group, --transactional-id, --cluster or --subject)", ErrUsage)
 	}
 	if len(f.allow)+len(f.deny) == 0 {
-		return nil, fmt.Errorf("%w: name a principal (--allow-principal or --deny-principal)", ErrUsage)
+		return aclCreation{}, fmt.Errorf("%w: name a principal (--allow-principal or --deny-principal)", ErrUsage)
 	}
 	ops, err := f.ops(true)
 	if err != nil {
-		return nil, err
+		return aclCreation{}, err
 	}
 	pattern, err := kmsg.ParseACLResourcePatternType(f.pattern)
 	if err != nil || (pattern != kadm.ACLPatternLiteral && pattern != kadm.ACLPatternPrefixed) {
-		return nil, fmt.Errorf("%w: --resource-pattern-type %q: want literal or prefixed", ErrUsage, f.pattern)
+		return aclCreation{}, fmt.Errorf("%w: --resource-pattern-type %q: want literal or prefixed", ErrUsage, f.pattern)
 	}
 	// Hosts only on a side with principals, as kadm insists.
 	if len(f.allow) > 0 {
@@ -111,23 +129,34 @@ func (f *aclFlags) createBuilder() (*kadm.ACLBuilder, error) {
 	if len(f.deny) > 0 {
 		b.MaybeDeny(f.deny...).MaybeDenyHosts(f.denyHosts...)
 	}
-	return b.Operations(ops...).ResourcePatternType(pattern), nil
+	return aclCreation{b: b.Operations(ops...).ResourcePatternType(pattern), kafka: kafkaTypes, ops: ops, pattern: pattern}, nil
+}
+
+// aclFilters are what `acl list` and `acl delete` send: kadm's builder
+// for Kafka's resource types (nil when only subjects are named), and
+// the SUBJECT filters.
+type aclFilters struct {
+	b        *kadm.ACLBuilder
+	subjects []acl.Filter
 }
 
 // filterBuilder is the builder of `acl list` and `acl delete`: unset
-// flags match anything.
-func (f *aclFlags) filterBuilder() (*kadm.ACLBuilder, error) {
+// flags match anything (every type, SUBJECT included, when no resource
+// is named).
+func (f *aclFlags) filterBuilder() (aclFilters, error) {
 	b := kadm.NewACLs()
-	if !f.resources(b) {
+	kafkaTypes := f.resources(b)
+	if !kafkaTypes && len(f.subjects) == 0 {
 		b.AnyResource()
+		kafkaTypes = true
 	}
 	ops, err := f.ops(false)
 	if err != nil {
-		return nil, err
+		return aclFilters{}, err
 	}
 	pattern, err := kmsg.ParseACLResourcePatternType(f.pattern)
 	if err != nil || pattern == kmsg.ACLResourcePatternTypeUnknown {
-		return nil, fmt.Errorf("%w: --resource-pattern-type %q", ErrUsage, f.pattern)
+		return aclFilters{}, fmt.Errorf("%w: --resource-pattern-type %q", ErrUsage, f.pattern)
 	}
 	allow, deny := true, true
 	for _, p := range f.permissions {
@@ -137,8 +166,12 @@ func (f *aclFlags) filterBuilder() (*kadm.ACLBuilder, error) {
 		case "deny":
 			allow = false
 		default:
-			return nil, fmt.Errorf("%w: --permission %q: want allow or deny", ErrUsage, p)
+			return aclFilters{}, fmt.Errorf("%w: --permission %q: want allow or deny", ErrUsage, p)
 		}
+	}
+	out := aclFilters{subjects: f.subjectFilters(ops, pattern, allow, deny)}
+	if !kafkaTypes {
+		return out, nil
 	}
 	// kadm matches any principal or host for a side called with none,
 	// and leaves out a side never called.
@@ -148,7 +181,8 @@ func (f *aclFlags) filterBuilder() (*kadm.ACLBuilder, error) {
 	if deny {
 		b.Deny(f.allow...).DenyHosts(f.allowHosts...)
 	}
-	return b.Operations(ops...).ResourcePatternType(pattern), nil
+	out.b = b.Operations(ops...).ResourcePatternType(pattern)
+	return out, nil
 }
 
 func newACLCreateCmd(opts *ClientOptions) *cobra.Command {
@@ -161,18 +195,27 @@ func newACLCreateCmd(opts *ClientOptions) *cobra.Command {
 			"  strand acl create --allow-principal User:alice --operation read --topic orders",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := f.createBuilder()
+			c, err := f.createBuilder()
 			if err != nil {
 				return err
 			}
-			adm, ctx, done, err := opts.admin(cmd.Context())
+			adm, cl, ctx, done, err := opts.aclClients(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			res, err := adm.CreateACLs(ctx, b)
-			if err != nil {
-				return fmt.Errorf("create ACLs: %w", err)
+			var res kadm.CreateACLsResults
+			if c.kafka {
+				if res, err = adm.CreateACLs(ctx, c.b); err != nil {
+					return fmt.Errorf("create ACLs: %w", err)
+				}
+			}
+			if len(f.subjects) > 0 {
+				sres, err := f.createSubjectACLs(ctx, cl, c.ops, c.pattern)
+				if err != nil {
+					return fmt.Errorf("create SUBJECT ACLs: %w", err)
+				}
+				res = append(res, sres...)
 			}
 			t := newTable(cmd.OutOrStdout(), aclHeaders("STATUS")...)
 			failed := 0
@@ -200,7 +243,7 @@ func newACLListCmd(opts *ClientOptions) *cobra.Command {
 	return newACLFilterCmd(opts, &cobra.Command{
 		Use:   "list",
 		Short: "List ACLs, all of them or those the flags select",
-	}, false, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
+	}, false, describeSubjectACLs, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
 		res, err := adm.DescribeACLs(ctx, b)
 		out := make([]aclResult, len(res))
 		for i, r := range res {
@@ -216,7 +259,7 @@ func newACLDeleteCmd(opts *ClientOptions) *cobra.Command {
 		Short: "Delete the ACLs the flags select",
 		Long: "Delete the ACLs the flags select; unset flags match anything, so name at least a\n" +
 			"resource or a principal. Each deleted ACL is printed.",
-	}, true, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
+	}, true, deleteSubjectACLs, func(ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) ([]aclResult, error) {
 		res, err := adm.DeleteACLs(ctx, b)
 		out := make([]aclResult, len(res))
 		for i, r := range res {
@@ -239,10 +282,11 @@ type aclResult struct {
 }
 
 // newACLFilterCmd makes cmd a command that sends the filter its flags
-// build through do and prints the ACLs do answers. narrow refuses a
-// filter naming neither a resource nor a principal, which would match
-// every ACL.
+// build through do (the SUBJECT filters through subjects) and prints
+// the ACLs they answer. narrow refuses a filter naming neither a
+// resource nor a principal, which would match every ACL.
 func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
+	subjects func(context.Context, *kgo.Client, []acl.Filter) ([]aclResult, error),
 	do func(context.Context, *kadm.Client, *kadm.ACLBuilder) ([]aclResult, error),
 ) *cobra.Command {
 	var f aclFlags
@@ -252,21 +296,30 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 		if err := CheckOutputFormat(*format); err != nil {
 			return err
 		}
-		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.allow) == 0 && !f.cluster {
+		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.subjects)+len(f.allow) == 0 && !f.cluster {
 			return fmt.Errorf("%w: name a resource or a --principal; unset flags match every ACL", ErrUsage)
 		}
-		b, err := f.filterBuilder()
+		filters, err := f.filterBuilder()
 		if err != nil {
 			return err
 		}
-		adm, ctx, done, err := opts.admin(cmd.Context())
+		adm, cl, ctx, done, err := opts.aclClients(cmd.Context())
 		if err != nil {
 			return err
 		}
 		defer done()
-		res, err := do(ctx, adm, b)
-		if err != nil {
-			return fmt.Errorf("%s ACLs: %w", cmd.Name(), err)
+		var res []aclResult
+		if filters.b != nil {
+			if res, err = do(ctx, adm, filters.b); err != nil {
+				return fmt.Errorf("%s ACLs: %w", cmd.Name(), err)
+			}
+		}
+		if len(filters.subjects) > 0 {
+			sres, err := subjects(ctx, cl, filters.subjects)
+			if err != nil {
+				return fmt.Errorf("%s SUBJECT ACLs: %w", cmd.Name(), err)
+			}
+			res = append(res, sres...)
 		}
 		var rows [][]any
 		listing := []ACLListing{}
@@ -277,7 +330,7 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 			for _, d := range r.acls {
 				row := aclRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission)
 				rows = append(rows, row)
-				listing = append(listing, ACLListing{Principal: d.Principal, Host: d.Host, ResourceType: d.Type.String(),
+				listing = append(listing, ACLListing{Principal: d.Principal, Host: d.Host, ResourceType: acl.ResourceTypeName(d.Type),
 					ResourceName: d.Name, PatternType: d.Pattern.String(), Operation: d.Operation.String(), Permission: d.Permission.String()})
 			}
 		}
@@ -308,7 +361,7 @@ func aclHeaders(extra ...string) []string {
 func aclRow(principal, host string, typ kmsg.ACLResourceType, name string, pattern kadm.ACLPattern,
 	op kadm.ACLOperation, perm kmsg.ACLPermissionType, extra ...any,
 ) []any {
-	return append([]any{principal, host, typ, name, pattern, op, perm}, extra...)
+	return append([]any{principal, host, acl.ResourceTypeName(typ), name, pattern, op, perm}, extra...)
 }
 
 // printACLRows prints rows sorted, so the output does not depend on the

@@ -1,10 +1,19 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/agent"
 )
 
 // TestACLCommands creates, lists and deletes ACLs through `strand acl`
@@ -70,5 +79,77 @@ func TestACLUsageErrors(t *testing.T) {
 		if r := run(t, brokers, "", args...); !errors.Is(r.err, ErrUsage) {
 			t.Errorf("strand %s: %v, want a usage error", strings.Join(args, " "), r.err)
 		}
+	}
+}
+
+// TestACLSubjects creates, lists and deletes SUBJECT ACLs (the schema
+// registry's, which kadm's builder cannot name) through `strand acl
+// --subject` against an agent, beside a topic's, and reads them back
+// with a raw DescribeAcls as an independent check.
+func TestACLSubjects(t *testing.T) {
+	a, err := agent.Start(t.Context(), agent.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", SnapshotInterval: agent.SnapshotsOff},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("agent.Start: %v", err)
+	}
+	t.Cleanup(func() { a.Stop(t.Context()) })
+	brokers := a.KafkaAddr()
+	r := mustRun(t, brokers, "", "acl", "create", "--allow-principal", "User:alice", "--operation", "read",
+		"--operation", "write", "--subject", "orders-value")
+	if got := rows(r.stdout); len(got) != 3 || strings.Join(got[1], " ") != "User:alice * SUBJECT orders-value LITERAL READ ALLOW OK" {
+		t.Fatalf("create printed:\n%s", r.stdout)
+	}
+	mustRun(t, brokers, "", "acl", "create", "--deny-principal", "User:bob", "--operation", "all",
+		"--subject", "orders-", "--topic", "orders-", "--resource-pattern-type", "prefixed")
+
+	list := func(args ...string) []string {
+		t.Helper()
+		r := mustRun(t, brokers, "", append([]string{"acl", "list"}, args...)...)
+		var out []string
+		for _, row := range rows(r.stdout)[1:] {
+			out = append(out, strings.Join(row, " "))
+		}
+		return out
+	}
+	all := []string{
+		"User:alice * SUBJECT orders-value LITERAL READ ALLOW",
+		"User:alice * SUBJECT orders-value LITERAL WRITE ALLOW",
+		"User:bob * SUBJECT orders- PREFIXED ALL DENY",
+		"User:bob * TOPIC orders- PREFIXED ALL DENY",
+	}
+	if got := list(); !slices.Equal(got, all) {
+		t.Fatalf("list:\n%q\nwant\n%q", got, all)
+	}
+	if got := list("--subject", "orders-value", "--resource-pattern-type", "match"); !slices.Equal(got, all[:3]) {
+		t.Fatalf("list of the patterns matching subject orders-value: %q", got)
+	}
+	if got := list("--subject", "orders-value", "--operation", "write", "--principal", "User:alice"); !slices.Equal(got, all[1:2]) {
+		t.Fatalf("list of alice's writes on orders-value: %q", got)
+	}
+	r = mustRun(t, brokers, "", "acl", "list", "--subject", "orders-value", "--format", "json")
+	var listing []ACLListing
+	if err := json.Unmarshal([]byte(r.stdout), &listing); err != nil || len(listing) != 2 || listing[0].ResourceType != "SUBJECT" {
+		t.Fatalf("list --format json: %v\n%s", err, r.stdout)
+	}
+
+	r = mustRun(t, brokers, "", "acl", "delete", "--subject", "orders-", "--resource-pattern-type", "prefixed")
+	if got := rows(r.stdout); len(got) != 2 || strings.Join(got[1], " ") != all[2] {
+		t.Fatalf("delete printed:\n%s", r.stdout)
+	}
+	// Independently: the agent holds what is left.
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType = acl.ResourceTypeSubject, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil || resp.ErrorCode != 0 || len(resp.Resources) != 1 || resp.Resources[0].ResourceName != "orders-value" || len(resp.Resources[0].ACLs) != 2 {
+		t.Fatalf("DescribeAcls of SUBJECT after the delete: %+v, %v", resp, err)
+	}
+	if got := list(); !slices.Equal(got, []string{all[0], all[1], all[3]}) {
+		t.Fatalf("list after delete: %q", got)
 	}
 }

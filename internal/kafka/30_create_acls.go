@@ -12,6 +12,9 @@
 //     exists succeeds. More than meta.MaxACLsPerCommand creations, or
 //     more ACLs than meta.MaxACLs in all: INVALID_REQUEST.
 //   - Below strand.metadata.version 4: UNSUPPORTED_VERSION.
+//   - SUBJECT (acl.ResourceTypeSubject, Strand's type for the schema
+//     registry) is accepted from strand.metadata.version 6; below it the
+//     creation is INVALID_REQUEST, alone.
 
 package kafka
 
@@ -52,6 +55,10 @@ func handleCreateACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
+	subjects, err := subjectACLsOn(db)
+	if err != nil {
+		return nil, err
+	}
 	var cmd meta.CreateACLs
 	var slots []int
 	for i, c := range req.Creations {
@@ -62,6 +69,10 @@ func handleCreateACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 		}
 		if err := b.Validate(); err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+			continue
+		}
+		if b.ResourceType == acl.ResourceTypeSubject && !subjects {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(errSubjectACLsLevel)
 			continue
 		}
 		cmd.ACLs = append(cmd.ACLs, b)
@@ -94,6 +105,19 @@ func proposeACLs(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result,
 	}
 	e, msg := o.code()
 	return o.res, e, msg
+}
+
+// errSubjectACLsLevel refuses a SUBJECT binding or filter below
+// metadata level 6, where apply would refuse it without saying why.
+const errSubjectACLsLevel = "SUBJECT ACLs need strand.metadata.version 6 or higher (strand features upgrade)"
+
+// subjectACLsOn reports whether the local copy's metadata level takes
+// SUBJECT ACLs. Apply decides; this only names the reason first.
+func subjectACLsOn(db MetaDB) (bool, error) {
+	v := db.View()
+	defer v.Close()
+	f, err := v.Features()
+	return f.MetadataLevel() >= meta.MetadataLevel6, err
 }
 
 // canonicalHost is an ACL's host as the authorizer compares it: an IP

@@ -9,6 +9,8 @@
 //     deleted, one two filters select under the first.
 //   - More than meta.MaxACLsPerCommand filters: INVALID_REQUEST. Below
 //     strand.metadata.version 4: UNSUPPORTED_VERSION.
+//   - A SUBJECT filter (Strand's type) below strand.metadata.version 6:
+//     INVALID_REQUEST, alone.
 
 package kafka
 
@@ -47,6 +49,10 @@ func handleDeleteACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if len(req.Filters) > meta.MaxACLsPerCommand {
 		return fail(kerr.InvalidRequest.Code, "too many ACL filters in one request")
 	}
+	subjects, err := subjectACLsOn(db)
+	if err != nil {
+		return nil, err
+	}
 	var cmd meta.DeleteACLs
 	var slots []int
 	for i, rf := range req.Filters {
@@ -54,6 +60,10 @@ func handleDeleteACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType})
 		if err := f.Validate(); err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+			continue
+		}
+		if f.ResourceType == acl.ResourceTypeSubject && !subjects {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(errSubjectACLsLevel)
 			continue
 		}
 		cmd.Filters = append(cmd.Filters, f)

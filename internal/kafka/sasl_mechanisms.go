@@ -41,7 +41,7 @@ func newHashOf(m meta.ScramMechanism) func() hash.Hash {
 }
 
 // lookupCredential reads user's credential for m from db's local copy.
-func lookupCredential(db MetaDB, user string, m meta.ScramMechanism) (meta.ScramCredential, bool, error) {
+func lookupCredential(db meta.Viewer, user string, m meta.ScramMechanism) (meta.ScramCredential, bool, error) {
 	if db == nil {
 		return meta.ScramCredential{}, false, ErrMissingDeps
 	}
@@ -207,7 +207,7 @@ func (x *plainExchange) step(in []byte) (out []byte, user string, done bool, err
 	case authz != "" && authz != user:
 		return nil, "", false, errors.New("authorization id differs from the user name")
 	}
-	ok, err := checkPassword(x.db, user, password)
+	ok, err := CheckPassword(x.db, user, password)
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -217,7 +217,7 @@ func (x *plainExchange) step(in []byte) (out []byte, user string, done bool, err
 	return nil, user, true, nil
 }
 
-// dummyCredential is what checkPassword derives a key with for a user
+// dummyCredential is what CheckPassword derives a key with for a user
 // that has no credentials, so that the answer takes as long as for a
 // known user with a wrong password: a quick refusal would tell which
 // user names exist. Its iterations are those `strand user` and the
@@ -228,10 +228,13 @@ var dummyCredential = meta.ScramCredential{
 	StoredKey:  make([]byte, sha512.Size),
 }
 
-// checkPassword reports whether password is user's: it derives the
-// stored key from it with the strongest credential's salt and
-// iterations, as a SCRAM client would, and compares in constant time.
-func checkPassword(db MetaDB, user, password string) (bool, error) {
+// CheckPassword reports whether password is user's, by the SCRAM
+// credentials in db's local copy: it derives the stored key from it
+// with the strongest credential's salt and iterations, as a SCRAM
+// client would, and compares in constant time. SASL PLAIN checks with
+// it, and so does the schema registry's HTTP basic authentication
+// (package agent), so both take the same users.
+func CheckPassword(db meta.Viewer, user, password string) (bool, error) {
 	c, m, found := dummyCredential, meta.ScramSHA512, false
 	for _, mech := range []meta.ScramMechanism{meta.ScramSHA512, meta.ScramSHA256} {
 		cred, ok, err := lookupCredential(db, user, mech)

@@ -9,6 +9,11 @@ package meta
 // carries filters, not bindings: which bindings they select is decided
 // at apply, so every copy deletes the same ones whatever it held when
 // the command was proposed.
+//
+// A subject binding or filter (acl.ResourceTypeSubject, for the schema
+// registry) is INVALID_REQUEST below metadata level 6, as builds before
+// it found the type invalid, so every copy of such a log applies it
+// alike whatever its build.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -216,10 +221,14 @@ func (a *Applier) createACLs(c CreateACLs) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	subjects, err := a.subjectACLsOn()
+	if err != nil {
+		return Result{}, err
+	}
 	res := Result{Codes: make([]int16, len(c.ACLs))}
 	changed := false
 	for i, b := range c.ACLs {
-		if b.Validate() != nil {
+		if b.Validate() != nil || (b.ResourceType == acl.ResourceTypeSubject && !subjects) {
 			res.Codes[i] = kerr.InvalidRequest.Code
 			continue
 		}
@@ -261,11 +270,15 @@ func (a *Applier) deleteACLs(c DeleteACLs) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	subjects, err := a.subjectACLsOn()
+	if err != nil {
+		return Result{}, err
+	}
 	res := Result{Codes: make([]int16, len(c.Filters)), DeletedACLs: make([][]acl.Binding, len(c.Filters))}
 	gone := make([]bool, len(held))
 	changed := false
 	for i, f := range c.Filters {
-		if f.Validate() != nil {
+		if f.Validate() != nil || (f.ResourceType == acl.ResourceTypeSubject && !subjects) {
 			res.Codes[i] = kerr.InvalidRequest.Code
 			continue
 		}
@@ -289,6 +302,13 @@ func (a *Applier) deleteACLs(c DeleteACLs) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// subjectACLsOn reports whether apply takes subject bindings and
+// filters: from metadata level 6.
+func (a *Applier) subjectACLsOn() (bool, error) {
+	level, err := a.metadataLevel()
+	return level >= MetadataLevel6, err
 }
 
 // readACLs returns every binding r holds, in key order.

@@ -68,14 +68,21 @@ func decodePartitionStorage(v []byte) (PartitionStorage, error) {
 // its build. The level is read once per batch, and again after a
 // FinalizeFeatures changed it.
 func (a *Applier) lifecycleOn() (bool, error) {
+	level, err := a.metadataLevel()
+	return level >= MetadataLevel3, err
+}
+
+// metadataLevel is the finalized strand.metadata.version, read once per
+// batch, and again after a FinalizeFeatures changed it.
+func (a *Applier) metadataLevel() (int16, error) {
 	if !a.levelLoaded || a.featuresChanged {
 		f, err := ReadFeatures(a.b)
 		if err != nil {
-			return false, err
+			return 0, err
 		}
 		a.level, a.levelLoaded = f.MetadataLevel(), true
 	}
-	return a.level >= MetadataLevel3, nil
+	return a.level, nil
 }
 
 // storedOf returns cp's storage numbers, read on first use.

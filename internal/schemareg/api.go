@@ -101,7 +101,12 @@ func (a *api) fail(w http.ResponseWriter, err error) {
 
 // allowed authorizes the request, answering the refusal itself.
 func (a *api) allowed(w http.ResponseWriter, r *http.Request, op Op, subject string) bool {
-	err := a.authz(r, op, subject)
+	return a.permitted(w, a.authz(r, op, subject))
+}
+
+// permitted answers an authorization's refusal (403 unless it is an
+// *Error) and reports whether there was none.
+func (a *api) permitted(w http.ResponseWriter, err error) bool {
 	if err == nil {
 		return true
 	}
@@ -330,20 +335,40 @@ type schemaByID struct {
 }
 
 func (a *api) getByID(w http.ResponseWriter, r *http.Request) (meta.StoredSchema, bool) {
-	// Any caller who may read the registry may read a schema by id:
-	// Confluent's serializers look ids up without naming a subject.
 	if !a.allowed(w, r, OpRead, "") {
 		return meta.StoredSchema{}, false
 	}
 	id, err := idParam(r)
+	var st meta.StoredSchema
 	if err == nil {
-		var st meta.StoredSchema
-		if st, err = a.reg.ByID(id); err == nil {
-			return st, true
+		st, err = a.reg.ByID(id)
+	}
+	if err != nil {
+		a.fail(w, err)
+		return meta.StoredSchema{}, false
+	}
+	return st, a.permitted(w, a.readableByID(r, id))
+}
+
+// readableByID authorizes reading schema id: Confluent's deserializers
+// look ids up without naming a subject, so a caller may read it if it
+// may READ some subject holding it, soft-deleted versions included
+// (records written with them are still read). An id no subject holds
+// any more is for those who may ALTER the registry.
+func (a *api) readableByID(r *http.Request, id int32) error {
+	svs, err := a.reg.VersionsOf(id, true)
+	if err != nil {
+		return &Error{Status: http.StatusInternalServerError, Code: 50001, Message: err.Error()}
+	}
+	if len(svs) == 0 {
+		return a.authz(r, OpAlter, "")
+	}
+	for _, sv := range svs {
+		if err = a.authz(r, OpRead, sv.Subject); err == nil {
+			return nil
 		}
 	}
-	a.fail(w, err)
-	return meta.StoredSchema{}, false
+	return err
 }
 
 func (a *api) byID(w http.ResponseWriter, r *http.Request) {

@@ -196,9 +196,16 @@ func parseRequest(v *meta.View, f Format, req RegisterRequest) (Schema, error) {
 }
 
 // propose proposes a schema command, turning a refusal into its Error.
+// A log below metadata level 6 (agents of older builds may still read
+// it) cannot take the registry's commands at all: nothing is written,
+// and the caller is told what to raise.
 func (r *Registry) propose(ctx context.Context, c meta.Command) (meta.Result, error) {
 	res, err := r.md.Propose(ctx, c)
 	switch {
+	case errors.Is(err, meta.ErrNotAtLevel):
+		return meta.Result{}, newError(http.StatusInternalServerError, 50001,
+			"the schema registry needs %s %d or higher: raise it (strand features upgrade --feature %s=%d) once every agent runs a build that supports it",
+			meta.FeatureMetadata, meta.MetadataLevel6, meta.FeatureMetadata, meta.MetadataLevel6)
 	case err != nil:
 		return meta.Result{}, err
 	case res.SchemaError != 0:
