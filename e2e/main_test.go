@@ -52,11 +52,6 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	binDir = dir
-	// `strand serve` serves the schema registry on 127.0.0.1:8081 by
-	// default, which the many agents these tests start at once cannot
-	// all bind: they inherit this and start without it; the registry's
-	// tests (registry_test.go) give --schema-registry-listen, which wins.
-	os.Setenv("STRAND_SCHEMA_REGISTRY_LISTEN", "")
 	// Stops the PostgreSQL and etcd servers that tests start on first use.
 	code := pgtest.Run(runFunc(func() int { return etcdtest.Run(m) }))
 	os.RemoveAll(dir)
