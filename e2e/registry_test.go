@@ -77,6 +77,19 @@ func registryClient(t *testing.T, url string) *sr.Client {
 // fails the test.
 func clientScript(t *testing.T, argv, env []string, out any) {
 	t.Helper()
+	line, failure := runClientScript(t, argv, env)
+	if failure != "" {
+		t.Fatal(failure)
+	}
+	if err := json.Unmarshal([]byte(line), out); err != nil {
+		t.Fatalf("%s: result %q: %v", strings.Join(argv, " "), line, err)
+	}
+}
+
+// runClientScript runs a script and returns its last line, or why it
+// failed.
+func runClientScript(t *testing.T, argv, env []string) (line, failure string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -84,7 +97,7 @@ func clientScript(t *testing.T, argv, env []string, out any) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
-	line := strings.TrimSpace(string(stdout))
+	line = strings.TrimSpace(string(stdout))
 	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
 		line = line[i+1:]
 	}
@@ -93,11 +106,19 @@ func clientScript(t *testing.T, argv, env []string, out any) {
 	}
 	_ = json.Unmarshal([]byte(line), &e)
 	if err != nil || e.Error != "" {
-		t.Fatalf("%s: %v %s\nstdout: %s\nstderr: %s", strings.Join(argv, " "), err, e.Error, stdout, stderr.String())
+		return line, fmt.Sprintf("%s: %v %s\nstdout: %s\nstderr: %s", strings.Join(argv, " "), err, e.Error, stdout, stderr.String())
 	}
-	if err := json.Unmarshal([]byte(line), out); err != nil {
-		t.Fatalf("%s: result %q: %v", strings.Join(argv, " "), line, err)
-	}
+	return line, ""
+}
+
+// createValidatedTopic creates a topic whose values the agent checks
+// against the registry (confluent.value.schema.validation): every
+// record the clients write must be in Confluent's wire format, with a
+// schema registered under <topic>-value, and decode with it.
+func createValidatedTopic(t *testing.T, addr, topic string) {
+	t.Helper()
+	on := "true"
+	createTopicConfigs(t, addr, topic, 1, map[string]*string{"confluent.value.schema.validation": &on})
 }
 
 // registryClients finds node with kafkajs and
@@ -170,7 +191,7 @@ func TestRegistryClients(t *testing.T) {
 		t.Skip("builds the strand binary and runs node and python clients")
 	}
 	node, python, nodeEnv := registryClients(t)
-	a := startRegistryAgent(t)
+	a := startRegistryAgent(t, "--data-dir", t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl := registryClient(t, a.url())
@@ -201,7 +222,7 @@ func TestRegistryClients(t *testing.T) {
 
 	t.Run("kafkajs avro to franz-go", func(t *testing.T) {
 		topic := "reg-kafkajs-avro"
-		createTopic(t, a.kafka, topic, 1)
+		createValidatedTopic(t, a.kafka, topic)
 		var p produced
 		clientScript(t, append(append(node, "produce", "--topic", topic, "--format", "avro"), common...), nodeEnv, &p)
 		// The id kafkajs got is the one franz-go's client finds for the
@@ -221,7 +242,7 @@ func TestRegistryClients(t *testing.T) {
 
 	t.Run("franz-go avro to kafkajs", func(t *testing.T) {
 		topic := "reg-franz-avro"
-		createTopic(t, a.kafka, topic, 1)
+		createValidatedTopic(t, a.kafka, topic)
 		s, err := cl.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: orderAvro})
 		if err != nil {
 			t.Fatal(err)
@@ -238,7 +259,7 @@ func TestRegistryClients(t *testing.T) {
 
 	t.Run("python json to franz-go and kafkajs", func(t *testing.T) {
 		topic := "reg-python-json"
-		createTopic(t, a.kafka, topic, 1)
+		createValidatedTopic(t, a.kafka, topic)
 		var p produced
 		clientScript(t, append(append(python, "produce", "--topic", topic), common...), nil, &p)
 		s, err := cl.SchemaByID(ctx, p.ID)
@@ -266,7 +287,7 @@ func TestRegistryClients(t *testing.T) {
 
 	t.Run("kafkajs json and franz-go json to python", func(t *testing.T) {
 		topic := "reg-json-python"
-		createTopic(t, a.kafka, topic, 1)
+		createValidatedTopic(t, a.kafka, topic)
 		var p produced
 		clientScript(t, append(append(node, "produce", "--topic", topic, "--format", "json"), common...), nodeEnv, &p)
 		var c consumed
@@ -276,7 +297,7 @@ func TestRegistryClients(t *testing.T) {
 		}
 
 		topic = "reg-franz-json"
-		createTopic(t, a.kafka, topic, 1)
+		createValidatedTopic(t, a.kafka, topic)
 		s, err := cl.CreateSchema(ctx, topic+"-value", sr.Schema{Type: sr.TypeJSON,
 			Schema: `{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}},"required":["id","name"]}`})
 		if err != nil {
@@ -301,17 +322,24 @@ func TestRegistryClients(t *testing.T) {
 		if err != nil || s.Type != sr.TypeProtobuf || !strings.Contains(s.Schema, "message Order") {
 			t.Fatalf("SchemaByID(%d) of kafkajs's Protobuf registration = %+v, %v", p.ID, s, err)
 		}
-		// franz-go reads the framing: the id and the message index of
-		// the first message of the file (Confluent's [0] shorthand).
+		// franz-go reads the framing's schema id. (Not the message
+		// indexes: this library writes none, against Confluent's wire
+		// format, and strips leading zero bytes when it decodes; so its
+		// Protobuf records are for its own readers only, and a topic
+		// validating schemas refuses them.)
 		var serde sr.Serde
 		for i, v := range consumeValues(t, a.kafka, topic, n) {
-			id, rest, err := serde.DecodeID(v)
-			if err != nil || id != p.ID {
+			if id, _, err := serde.DecodeID(v); err != nil || id != p.ID {
 				t.Fatalf("record %d: schema id %d, %v; want %d", i, id, err, p.ID)
 			}
-			if idx, _, err := serde.DecodeIndex(rest, 8); err != nil || !slices.Equal(idx, []int{0}) {
-				t.Fatalf("record %d: message index %v, %v; want [0]", i, idx, err)
-			}
+		}
+		// A topic validating schemas refuses them: the payload is read
+		// as message indexes first and does not decode.
+		refused := "reg-kafkajs-proto-validated"
+		createValidatedTopic(t, a.kafka, refused)
+		line, failure := runClientScript(t, append(append(node, "produce", "--topic", refused, "--format", "protobuf"), common...), nodeEnv)
+		if failure == "" || !strings.Contains(failure, "validation") {
+			t.Fatalf("kafkajs's Protobuf records to a validating topic: %s %s; want the broker's refusal (INVALID_RECORD)", line, failure)
 		}
 		// kafkajs decodes with the schema our registry returns by id.
 		var c consumed

@@ -25,7 +25,9 @@ const topic = arg('topic')
 const count = parseInt(arg('count') || '10', 10)
 const format = arg('format') || 'avro'
 
-const { Kafka, logLevel } = require('kafkajs')
+const { Kafka, logLevel, CompressionTypes, CompressionCodecs } = require('kafkajs')
+// franz-go compresses with snappy by default; kafkajs ships no codec.
+CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy')
 const { SchemaRegistry, SchemaType } = require('@kafkajs/confluent-schema-registry')
 
 const registryArgs = { host: arg('registry') }
@@ -79,6 +81,13 @@ async function consume () {
   let failed
   await new Promise((resolve) => {
     const timer = setTimeout(resolve, 60000)
+    // A consumer that cannot read (a codec missing, say) crashes
+    // quietly at this log level: say why instead of timing out.
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      failed = failed || payload.error
+      clearTimeout(timer)
+      resolve()
+    })
     consumer.run({
       eachMessage: async ({ message }) => {
         try {
