@@ -5,7 +5,12 @@
 #
 #   docker build -t strand --build-arg VERSION=$(git describe --tags --always) \
 #       --build-arg COMMIT=$(git rev-parse HEAD) --build-arg BUILD_TIME=$(date -u +%FT%TZ) .
-#   docker run -p 9092:9092 -p 9644:9644 strand
+#   docker run -p 9092:9092 -p 9644:9644 -p 8081:8081 strand
+#
+# Published, the HTTP port (9644) and the schema registry (8081) take no
+# caller without credentials beyond /healthz, /readyz and /metrics: give
+# the agent --admin-token-file (or --http-tls with client certificates),
+# and registry clients may also use HTTP basic auth as a SASL user.
 #
 # deploy/docker_test.go runs this file's go build command and checks the
 # binary is static, and checks the USER, EXPOSE and HEALTHCHECK below.
@@ -41,8 +46,9 @@ USER 65532:65532
 # that `docker run strand serve --objstore ...` keeps them.
 ENV STRAND_KAFKA_LISTEN=:9092 \
     STRAND_HTTP_LISTEN=:9644 \
+    STRAND_SCHEMA_REGISTRY_LISTEN=:8081 \
     STRAND_DATA_DIR=/var/lib/strand
-EXPOSE 9092 9644
+EXPOSE 9092 9644 8081
 # strand healthcheck asks /readyz on STRAND_HTTP_LISTEN; no shell needed.
 # The start period covers replaying the log at start.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=2m --retries=3 \

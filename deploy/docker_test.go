@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func parseDockerfile(t *testing.T, path string) [][]instruction {
 }
 
 // TestDockerfile checks what the final image promises: a numeric non-root
-// USER, the Kafka and HTTP ports, a HEALTHCHECK in exec form (the image
+// USER, the Kafka, HTTP and schema registry ports, a HEALTHCHECK in exec form (the image
 // has no shell) running strand healthcheck, and serve as the default.
 // No Docker daemon is needed; TestDockerBuildIsStatic runs the build.
 func TestDockerfile(t *testing.T) {
@@ -90,7 +91,7 @@ func TestDockerfile(t *testing.T) {
 			ports[p] = true
 		}
 	}
-	for _, p := range []string{"9092", "9644"} {
+	for _, p := range []string{"9092", "9644", "8081"} {
 		if !ports[p] {
 			t.Errorf("EXPOSE lacks %s (have %v)", p, final["EXPOSE"])
 		}
@@ -116,9 +117,29 @@ func TestDockerfile(t *testing.T) {
 	}
 	// Loopback, serve's default, is unreachable from outside a container.
 	env := strings.Join(final["ENV"], " ")
-	for _, want := range []string{"STRAND_KAFKA_LISTEN=:9092", "STRAND_HTTP_LISTEN=:9644"} {
+	for _, want := range []string{"STRAND_KAFKA_LISTEN=:9092", "STRAND_HTTP_LISTEN=:9644", "STRAND_SCHEMA_REGISTRY_LISTEN=:8081"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("final stage ENV lacks %s: %q", want, env)
+		}
+	}
+	// Every port the image listens on is exposed, and the docker run
+	// the header shows publishes every exposed port.
+	for _, m := range regexp.MustCompile(`STRAND_\w+_LISTEN=:(\d+)`).FindAllStringSubmatch(env, -1) {
+		if !ports[m[1]] {
+			t.Errorf("ENV listens on %s, which EXPOSE lacks (have %v)", m[1], final["EXPOSE"])
+		}
+	}
+	dockerfile, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := regexp.MustCompile(`(?m)^#\s+docker run .*$`).Find(dockerfile)
+	if run == nil {
+		t.Error("the Dockerfile's header shows no docker run")
+	}
+	for p := range ports {
+		if !strings.Contains(string(run), " -p "+p+":"+p+" ") {
+			t.Errorf("the header's %q does not publish port %s", run, p)
 		}
 	}
 
