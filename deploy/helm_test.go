@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,7 @@ func TestHelmLint(t *testing.T) {
 	for _, sets := range [][]string{
 		nil,
 		{"tls.enabled=true,tls.secretName=strand-tls,tls.http=true,sasl.enabled=true,serviceMonitor.enabled=true"},
+		{"service.schemaRegistryPort=0"},
 	} {
 		args := []string{"lint", "--strict", chart, "-f", chart + "/ci/test-values.yaml"}
 		for _, s := range sets {
@@ -195,6 +197,7 @@ func TestHelmTemplateDefaults(t *testing.T) {
 		"--listeners=PLAINTEXT://:9092",
 		"--advertised-listeners=PLAINTEXT://$(POD_NAME).rel-strand-headless.$(POD_NAMESPACE).svc.cluster.local:9092",
 		"--http-listen=:9644",
+		"--schema-registry-listen=:8081",
 		"--console=false",
 		"--data-dir=/var/lib/strand",
 	)
@@ -211,6 +214,71 @@ func TestHelmTemplateDefaults(t *testing.T) {
 	}
 	if dig(c, "readinessProbe", "httpGet", "path") != "/readyz" {
 		t.Errorf("readiness probe %v, want GET /readyz", dig(c, "readinessProbe"))
+	}
+	wantPorts(t, m, map[string]int{"kafka": 9092, "http": 9644, "schema-registry": 8081})
+}
+
+// wantPorts fails t unless the agent container and both Services have
+// exactly the named ports want, each Service port targeting the
+// container's port of its name.
+func wantPorts(t *testing.T, m manifests, want map[string]int) {
+	t.Helper()
+	if len(m["StatefulSet"]) != 1 {
+		t.Fatalf("%d StatefulSets, want 1", len(m["StatefulSet"]))
+	}
+	container := map[string]int{}
+	for _, p := range dig(m["StatefulSet"][0], "spec", "template", "spec", "containers", 0, "ports").([]any) {
+		n, _ := dig(p, "containerPort").(int)
+		container[fmt.Sprint(dig(p, "name"))] = n
+	}
+	if !maps.Equal(container, want) {
+		t.Errorf("container ports %v, want %v", container, want)
+	}
+	if len(m["Service"]) != 2 {
+		t.Fatalf("%d Services, want 2", len(m["Service"]))
+	}
+	for _, svc := range m["Service"] {
+		got := map[string]int{}
+		for _, p := range dig(svc, "spec", "ports").([]any) {
+			name := fmt.Sprint(dig(p, "name"))
+			if target := fmt.Sprint(dig(p, "targetPort")); target != name {
+				t.Errorf("Service %v port %s targets %s", dig(svc, "metadata", "name"), name, target)
+			}
+			got[name], _ = dig(p, "port").(int)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("Service %v ports %v, want %v", dig(svc, "metadata", "name"), got, want)
+		}
+	}
+}
+
+// TestHelmTemplateSchemaRegistry: service.schemaRegistryPort moves the
+// registry's port, and 0 or empty turns the registry off, which takes an
+// explicit empty --schema-registry-listen: the image listens on :8081.
+func TestHelmTemplateSchemaRegistry(t *testing.T) {
+	helm := findHelm(t)
+	for _, tt := range []struct {
+		set   string
+		arg   string
+		ports map[string]int
+	}{
+		{"service.schemaRegistryPort=18081", "--schema-registry-listen=:18081", map[string]int{"kafka": 9092, "http": 9644, "schema-registry": 18081}},
+		{"service.schemaRegistryPort=0", "--schema-registry-listen=", map[string]int{"kafka": 9092, "http": 9644}},
+		{"service.schemaRegistryPort=", "--schema-registry-listen=", map[string]int{"kafka": 9092, "http": 9644}},
+	} {
+		t.Run(tt.set, func(t *testing.T) {
+			m := render(t, helm, tt.set)
+			wantPorts(t, m, tt.ports)
+			var got []string
+			for _, a := range strs(dig(m["StatefulSet"][0], "spec", "template", "spec", "containers", 0, "args")) {
+				if strings.HasPrefix(a, "--schema-registry-listen") {
+					got = append(got, a)
+				}
+			}
+			if !slices.Equal(got, []string{tt.arg}) {
+				t.Errorf("registry args %q, want %q", got, tt.arg)
+			}
+		})
 	}
 }
 
