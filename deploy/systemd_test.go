@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,39 @@ func unitForAnalysis(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestSystemdUnitListeners: the unit's example settings listen on every
+// interface on the ports the image does (the Dockerfile's ENV), so that
+// a port documented for one is documented for the other.
+func TestSystemdUnitListeners(t *testing.T) {
+	listen := regexp.MustCompile(`(STRAND_\w+_LISTEN)=(:\d+)`)
+	found := func(text string) map[string]string {
+		got := map[string]string{}
+		for _, m := range listen.FindAllStringSubmatch(text, -1) {
+			got[m[1]] = m[2]
+		}
+		return got
+	}
+	unit, err := os.ReadFile(unitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, stage := range parseDockerfile(t, "../Dockerfile") {
+		for _, in := range stage {
+			if in.cmd == "ENV" {
+				env = append(env, in.args)
+			}
+		}
+	}
+	image := found(strings.Join(env, " "))
+	if len(image) < 3 {
+		t.Fatalf("the Dockerfile's ENV listens on %v, want the Kafka, HTTP and schema registry ports", image)
+	}
+	if got := found(string(unit)); !maps.Equal(got, image) {
+		t.Errorf("%s's example settings listen on %v, the image on %v", unitPath, got, image)
+	}
 }
 
 func systemdAnalyze(t *testing.T) string {
