@@ -45,7 +45,9 @@ func newUsers(t *testing.T, method pgwire.AuthMethod, passwords map[string]strin
 	return u
 }
 
-func (u *users) Method() (pgwire.AuthMethod, string) { return u.method, "no authentication is configured" }
+func (u *users) Method() (pgwire.AuthMethod, string) {
+	return u.method, "no authentication is configured"
+}
 func (u *users) Credential(user string) (pgwire.Credential, bool, error) {
 	c, ok := u.creds[user]
 	return c, ok, nil
