@@ -186,6 +186,8 @@ line wins over the environment, which wins over the file.
 	f.StringVar(&cfg.SASLBootstrapUser, "sasl-bootstrap-user", "", "SCRAM user created at startup if it has no credentials, with the password of STRAND_SASL_BOOTSTRAP_PASSWORD or --sasl-bootstrap-password-file")
 	f.StringVar(&cfg.SASLBootstrapPasswordFile, "sasl-bootstrap-password-file", "", "file holding the --sasl-bootstrap-user password (first line)")
 	f.StringVar(&cfg.AdminTokenFile, "admin-token-file", "", "file holding the bearer token that makes an HTTP caller (admin API, console, pprof) a super user; the token may instead come from STRAND_ADMIN_TOKEN, never a flag. Without either (or --http-tls client certificates) only a loopback --http-listen takes such calls, and only addressed to localhost, a loopback address or --http-allowed-hosts")
+	f.StringVar(&cfg.SQLListen, "sql-listen", "", "address for the SQL endpoint, PostgreSQL's wire protocol (psql, pgx, JDBC); empty: off. Port 6875 by convention. Clients log in as a SCRAM user when SASL is on or any user exists; with no authentication configured only a loopback address takes connections")
+	f.BoolVar(&cfg.SQLTLS, "sql-tls", false, "serve the SQL endpoint's SSLRequest with TLS on --tls-cert-file and --tls-key-file")
 	f.StringVar(&cfg.HTTPListen, "http-listen", agent.DefaultHTTPListen, "address for /healthz, /readyz and /metrics (open to all), the admin API, the console and pprof (empty: off)")
 	f.StringVar(&cfg.HTTPAllowedHosts, "http-allowed-hosts", "", "host names, comma-separated, besides localhost and loopback addresses, that a loopback --http-listen without a token takes calls addressed to (the Host header)")
 	f.BoolVar(&console, "console", true, "serve the web console under /console/ on the HTTP port (super users only)")

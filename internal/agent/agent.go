@@ -61,6 +61,7 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/txn"
 )
 
@@ -93,6 +94,8 @@ type Agent struct {
 	kafkaLn   net.Listener
 	httpLn    net.Listener
 	httpSrv   *http.Server
+	sqlLn     net.Listener
+	sqlSrv    *pgwire.Server
 	serveErr  chan error
 	ready     atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
@@ -326,6 +329,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 
 	a.metrics.registerZones(cfg.Rack, a.cfg.listenerZones())
 	if err := a.openListeners(); err != nil {
+		return nil, err
+	}
+	if err := a.startSQL(); err != nil {
 		return nil, err
 	}
 	a.kafkaLn = a.listeners[0].ln
@@ -653,6 +659,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 	if a.console != nil {
 		a.console.Close() // first: its client would reconnect to the closing server
 	}
+	a.stopSQL()
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("kafka shutdown: %w", err))

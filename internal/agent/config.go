@@ -85,6 +85,10 @@ type Config struct {
 	HTTPAllowedHosts string
 	// NoConsole turns the web console (console.go) off.
 	NoConsole bool
+	// SQLListen serves PostgreSQL's wire protocol (sql.go); empty: off.
+	// SQLTLS serves it TLS on TLSCertFile and TLSKeyFile.
+	SQLListen string
+	SQLTLS    bool
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is
 	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);
@@ -566,6 +570,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateSASL()...)
+	errs = append(errs, c.validateSQL()...)
 	for _, h := range strings.Split(c.HTTPAllowedHosts, ",") {
 		// A Host header's port is not compared; a name with one, or a
 		// URL, would silently match nothing.
