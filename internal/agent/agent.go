@@ -62,6 +62,7 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/txn"
 )
 
@@ -97,6 +98,8 @@ type Agent struct {
 	// httpTLS serves the HTTP port's and the registry's certificate
 	// with --http-tls (httpTLSConfig).
 	httpTLS  *certs.Server
+	sqlLn    net.Listener
+	sqlSrv   *pgwire.Server
 	serveErr chan error
 	ready    atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
@@ -338,6 +341,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 
 	a.metrics.registerZones(cfg.Rack, a.cfg.listenerZones())
 	if err := a.openListeners(); err != nil {
+		return nil, err
+	}
+	if err := a.startSQL(); err != nil {
 		return nil, err
 	}
 	a.kafkaLn = a.listeners[0].ln
@@ -680,6 +686,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("schema registry shutdown: %w", err))
 		}
 	}
+	a.stopSQL()
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("kafka shutdown: %w", err))

@@ -89,6 +89,10 @@ type Config struct {
 	// API, at this address (registry.go); empty, the zero value, is
 	// off. `strand serve` defaults it to DefaultSchemaRegistryListen.
 	SchemaRegistryListen string
+	// SQLListen serves PostgreSQL's wire protocol (sql.go); empty: off.
+	// SQLTLS serves it TLS on TLSCertFile and TLSKeyFile.
+	SQLListen string
+	SQLTLS    bool
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is
 	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);
@@ -575,6 +579,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateSASL()...)
+	errs = append(errs, c.validateSQL()...)
 	for _, h := range strings.Split(c.HTTPAllowedHosts, ",") {
 		// A Host header's port is not compared; a name with one, or a
 		// URL, would silently match nothing.

@@ -1,0 +1,147 @@
+package agent
+
+// The SQL endpoint: PostgreSQL's wire protocol (package sql/pgwire) on
+// --sql-listen, off unless given. 6875 is the port to give it, the one
+// Materialize and RisingWave's docs use for the same job, kept apart
+// from PostgreSQL's 5432 so a real PostgreSQL beside the agent does not
+// collide; it becomes the loopback default once views exist to serve.
+//
+// Who may connect follows the HTTP port's rule (admin_auth.go):
+//
+//   - when any listener speaks SASL or any SCRAM user exists, a client
+//     authenticates with SCRAM-SHA-256 as one of the agent's SCRAM users
+//     (the SCRAM-SHA-256 credentials Kafka's SASL uses, read from the
+//     replicated metadata at each login, so a user made or changed with
+//     `strand user` or AlterUserScramCredentials takes effect at once);
+//   - otherwise (no authentication configured at all) a loopback
+//     --sql-listen trusts the user name the client gives, as the
+//     embedded default's Kafka and HTTP ports do, and any other address
+//     refuses every connection with 28000.
+//
+// With --sql-tls the endpoint answers SSLRequest with TLS on the
+// agent's certificate (--tls-cert-file, --tls-key-file, reloaded as
+// they change).
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+
+	"github.com/strandkafka/strand/internal/certs"
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sql/engine"
+	"github.com/strandkafka/strand/internal/sql/pgwire"
+)
+
+// validateSQL reports the SQL endpoint's setting mistakes.
+func (c *Config) validateSQL() []error {
+	var errs []error
+	if c.SQLListen != "" {
+		if _, _, err := net.SplitHostPort(c.SQLListen); err != nil {
+			errs = append(errs, fmt.Errorf("sql-listen %q: %w", c.SQLListen, err))
+		}
+	}
+	if c.SQLTLS {
+		files, err := c.tlsFiles()
+		if err == nil {
+			err = files.Validate()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sql-tls: %w", err))
+		}
+	}
+	return errs
+}
+
+// startSQL opens the SQL endpoint when --sql-listen is set.
+func (a *Agent) startSQL() error {
+	if a.cfg.SQLListen == "" {
+		return nil
+	}
+	var tlsCfg *tls.Config
+	if a.cfg.SQLTLS {
+		files, err := a.cfg.tlsFiles()
+		if err != nil {
+			return fmt.Errorf("sql-tls: %w", err)
+		}
+		files.ClientAuth = certs.ClientAuthNone
+		s, err := certs.NewServer(files, a.logger.With("component", "sql-tls"))
+		if err != nil {
+			return fmt.Errorf("sql-tls: %w", err)
+		}
+		tlsCfg = s.Config()
+	}
+	ln, err := net.Listen("tcp", a.cfg.SQLListen)
+	if err != nil {
+		return fmt.Errorf("sql-listen: %w", err)
+	}
+	tcp, _ := ln.Addr().(*net.TCPAddr)
+	srv, err := pgwire.NewServer(pgwire.Config{
+		Engine: engine.New(nil, ""),
+		Auth:   &sqlAuth{a: a, loopback: tcp != nil && tcp.IP.IsLoopback()},
+		TLS:    tlsCfg,
+		Logger: a.logger.With("component", "sql"),
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	a.sqlLn, a.sqlSrv = ln, srv
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			a.logger.Error("sql listener", "err", err)
+		}
+	}()
+	a.logger.Info("sql endpoint listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
+	return nil
+}
+
+// stopSQL closes the SQL endpoint and its sessions.
+func (a *Agent) stopSQL() {
+	if a.sqlSrv != nil {
+		a.sqlSrv.Close()
+	}
+}
+
+// SQLAddr is the address the SQL endpoint listens on, "" when off.
+func (a *Agent) SQLAddr() string {
+	if a.sqlLn == nil {
+		return ""
+	}
+	return a.sqlLn.Addr().String()
+}
+
+// sqlAuth is pgwire.Auth over the agent's SCRAM users.
+type sqlAuth struct {
+	a        *Agent
+	loopback bool
+}
+
+func (s *sqlAuth) Method() (pgwire.AuthMethod, string) {
+	for _, l := range s.a.listeners {
+		if l.protocol.SASL() {
+			return pgwire.AuthSCRAM, ""
+		}
+	}
+	v := s.a.replica.View()
+	creds, err := v.ScramCredentials("")
+	v.Close()
+	if err != nil || len(creds) > 0 {
+		// A copy that cannot be read is no reason to trust anyone.
+		return pgwire.AuthSCRAM, ""
+	}
+	if s.loopback {
+		return pgwire.AuthTrust, ""
+	}
+	return pgwire.AuthRefuse, "no SCRAM users exist and SASL is off, so this non-loopback SQL endpoint takes no connection: create a user with `strand user`"
+}
+
+func (s *sqlAuth) Credential(user string) (pgwire.Credential, bool, error) {
+	v := s.a.replica.View()
+	defer v.Close()
+	c, ok, err := v.ScramCredential(user, meta.ScramSHA256)
+	if err != nil || !ok {
+		return pgwire.Credential{}, false, err
+	}
+	return pgwire.Credential{Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true, nil
+}
