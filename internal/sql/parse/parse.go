@@ -73,6 +73,9 @@ type Stmt struct {
 	Node *pg.Node
 	// Text is the statement's own text, without the separating ';'.
 	Text string
+	// Offset is where Text starts in the parsed string (bytes from 0),
+	// to move an error position inside Text to one in the string.
+	Offset int
 }
 
 // Error is a syntax error: PostgreSQL's message, and the byte offset into
@@ -104,17 +107,25 @@ func Parse(sql string) (stmts []Stmt, err error) {
 			stmts, err = nil, fmt.Errorf("parser failed: %v", r)
 		}
 	}()
-	res, err := pgquery.Parse(sql)
+	return parseLocked(sql, sql)
+}
+
+// parseLocked parses grammar, a text of sql's length with the same
+// statement bounds, and cuts each statement's Text out of sql: the
+// dialect (strand.go) hands the grammar a rewritten text and keeps the
+// user's. The caller holds the gate.
+func parseLocked(sql, grammar string) ([]Stmt, error) {
+	res, err := pgquery.Parse(grammar)
 	if err != nil {
 		return nil, syntaxError(err)
 	}
-	stmts = make([]Stmt, 0, len(res.Stmts))
+	stmts := make([]Stmt, 0, len(res.Stmts))
 	for _, s := range res.Stmts {
 		text, err := stmtText(sql, s)
 		if err != nil {
 			return nil, err
 		}
-		stmts = append(stmts, Stmt{Node: s.Stmt, Text: text})
+		stmts = append(stmts, Stmt{Node: s.Stmt, Text: text, Offset: int(s.StmtLocation)})
 	}
 	return stmts, nil
 }
