@@ -129,6 +129,11 @@
 //	0x26    -                                          client quota version, raised by every quota change
 //	0x26    user part, client id part (kind, name)     client quotas (AlterClientQuota), sorted by key
 //	0x22    user, 0, mechanism (1 byte)                SCRAM credential (level 4): iterations, salt, stored key, server key
+//	0x2C    relation name                              relation id (u64) (level 7, sql.go)
+//	0x2D    relation id (u64)                          Relation: kind, name, SQL text, columns (name, type OID, typmod),
+//	                                                   options, topic, format, query, dependencies (ids), owner
+//	0x2E    relation id read (u64), reader id (u64)    marker: the reader depends on the relation
+//	0x2F    -                                          relation counter: next id, count
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

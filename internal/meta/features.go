@@ -26,6 +26,7 @@ package meta
 //	         the live agents (logclock.go), and the janitor waits for
 //	         every live agent to apply past an object's death (gc.go)
 //	level 6  the schema registry's records (schemas.go)
+//	level 7  the SQL catalog's records (sql.go), and RELATION ACLs
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up
@@ -76,9 +77,12 @@ const (
 	MetadataLevel5 int16 = 5
 	// MetadataLevel6 adds the schema registry's records.
 	MetadataLevel6 int16 = 6
+	// MetadataLevel7 adds the SQL catalog's records (sources, views,
+	// sinks) and ACLs on them (acl.ResourceTypeRelation).
+	MetadataLevel7 int16 = 7
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.
-	MaxMetadataLevel = MetadataLevel6
+	MaxMetadataLevel = MetadataLevel7
 )
 
 // Limits on features in a command. Like apply's other limits they are

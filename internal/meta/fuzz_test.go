@@ -108,6 +108,16 @@ func seedCommands() []Command {
 		SchemaConfig{Subject: "orders-value", Compatibility: "FULL", Mode: "IMPORT", Force: true},
 		SchemaConfig{Global: true, DeleteCompat: true, DeleteMode: true},
 		SchemaConfig{},
+		CreateRelation{Kind: RelationSource, Name: "orders", IfNotExists: true,
+			SQL:     "CREATE SOURCE orders (id int8, _key text) WITH (topic = 'orders', format = 'json')",
+			Columns: []RelationColumn{{Name: "id", Type: 20, TypeMod: -1}, {Name: "_key", Type: 25, TypeMod: -1}},
+			Options: []RelationOption{{Key: "format", Value: "json"}, {Key: "topic", Value: "orders"}},
+			Topic:   "orders", Format: "json", Owner: "User:alice"},
+		CreateRelation{Kind: RelationView, Name: "totals", SQL: "CREATE MATERIALIZED VIEW totals AS SELECT count(*) FROM orders",
+			Columns: []RelationColumn{{Name: "count", Type: 20, TypeMod: -1}}, Query: "SELECT count(*) FROM orders", DependsOn: []uint64{1, 7}},
+		CreateRelation{},
+		DropRelation{Kind: RelationView, Names: []string{"totals", "x"}, IfExists: true, Cascade: true},
+		DropRelation{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

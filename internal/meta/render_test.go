@@ -40,6 +40,20 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 		if res.Code == 0 {
 			fmt.Fprintf(b, " producer=%d epoch=%d", res.ProducerID, res.ProducerEpoch)
 		}
+	case CreateRelation:
+		if res.Code == 0 {
+			fmt.Fprintf(b, " id=%d", res.RelationID)
+		}
+	case DropRelation:
+		if res.Code == 0 {
+			fmt.Fprintf(b, " dropped=%v", res.RelationIDs)
+		}
+	}
+	if res.SQLState != "" {
+		fmt.Fprintf(b, " sqlstate=%s", res.SQLState)
+	}
+	if len(res.RelationSkipped) > 0 {
+		fmt.Fprintf(b, " skipped=%v", res.RelationSkipped)
 	}
 	b.WriteByte('\n')
 	// Per-item answers, labelled by what the command named.
@@ -347,6 +361,18 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		return "schema-config", fmt.Sprintf("%s: compatibility=%q mode=%q", name, c.Compatibility, c.Mode), err
 	case prefixSchemaNextID:
 		return "schema-next-id", fmt.Sprint(binary.BigEndian.Uint32(v)), nil
+	case prefixRelationName:
+		return "relation-name", fmt.Sprintf("%q: id=%d", rest, binary.BigEndian.Uint64(v)), nil
+	case prefixRelation:
+		id := binary.BigEndian.Uint64(rest)
+		rel, err := decodeRelation(id, v)
+		return "relation", fmt.Sprintf("id=%d %v %q cols=%v topic=%q format=%q options=%v query=%q deps=%v owner=%q sql=%q",
+			id, rel.Kind, rel.Name, rel.Columns, rel.Topic, rel.Format, rel.Options, rel.Query, rel.DependsOn, rel.Owner, rel.SQL), err
+	case prefixRelationDep:
+		return "relation-dep", fmt.Sprintf("%d read by %d", binary.BigEndian.Uint64(rest[:8]), binary.BigEndian.Uint64(rest[8:])), nil
+	case prefixRelationCounter:
+		c, err := decodeRelationCounter(v)
+		return "relation-counter", fmt.Sprintf("next=%d count=%d", c.Next, c.Count), err
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err

@@ -43,6 +43,15 @@ type Result struct {
 	SchemaVersion  int32
 	SchemaVersions []int32
 	SchemaError    int32
+	// RelationID is set by CreateRelation (the existing relation's
+	// under IfNotExists), RelationIDs by DropRelation (what it dropped,
+	// dependents first), RelationSkipped by both (names IF [NOT] EXISTS
+	// skipped); SQLState is PostgreSQL's SQLSTATE of a catalog
+	// command's refusal, or of the notice a skip gives (sql.go).
+	RelationID      uint64
+	RelationIDs     []uint64
+	RelationSkipped []string
+	SQLState        string
 }
 
 // BatchResult is the outcome of one CommitBatch.

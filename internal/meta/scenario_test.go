@@ -502,6 +502,28 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 			f.Set(reflect.Append(f, reflect.ValueOf(int32(i))))
 		}
 		return nil
+	case reflect.TypeFor[[]uint64]():
+		for _, n := range strings.Split(val, ",") {
+			if n == "" {
+				continue
+			}
+			i, err := strconv.ParseUint(n, 10, 64)
+			if err != nil {
+				return err
+			}
+			f.Set(reflect.Append(f, reflect.ValueOf(i)))
+		}
+		return nil
+	case reflect.TypeFor[RelationKind]():
+		for k := RelationSource; k <= RelationSink; k++ {
+			if strings.ReplaceAll(k.String(), " ", "") == val {
+				f.Set(reflect.ValueOf(k))
+				return nil
+			}
+		}
+		n, err := strconv.ParseUint(val, 10, 8)
+		f.SetUint(n)
+		return err
 	case reflect.TypeFor[QuotaName]():
 		// "<default>", or a name.
 		if val == "<default>" {

@@ -201,6 +201,12 @@ var commandTable = [...]commandSpec{
 		version(1, decodeDeleteSchemasV1).writtenFrom(MetadataLevel6)),
 	TypeSchemaConfig: row("SchemaConfig", partitionsNone, (*Applier).schemaConfig,
 		version(1, decodeSchemaConfigV1).writtenFrom(MetadataLevel6)),
+
+	// The SQL catalog (sql.go).
+	TypeCreateRelation: row("CreateRelation", partitionsNone, (*Applier).createRelation,
+		version(1, decodeCreateRelationV1).writtenFrom(MetadataLevel7)),
+	TypeDropRelation: row("DropRelation", partitionsNone, (*Applier).dropRelation,
+		version(1, decodeDropRelationV1).writtenFrom(MetadataLevel7)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

@@ -192,6 +192,28 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeDeleteSchemas:        1,
 		TypeSchemaConfig:         1,
 	},
+	MetadataLevel7: {
+		TypeCreateTopic: 1, TypeDeleteTopic: 1, TypeCreatePartitions: 1, TypeAlterConfigs: 1,
+		TypeCommitObject: 2, TypeOffsetCommit: 1, TypeGroupState: 1, TypeDeleteGroup: 1,
+		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 4,
+		TypeAllocateProducerID: 1, TypeInitTransactionalProducer: 1, TypeAddPartitionsToTxn: 1,
+		TypeAddOffsetsToTxn: 1, TypeTxnOffsetCommit: 1, TypeEndTxn: 2, TypeTxnSweep: 1,
+		TypeFinalizeFeatures:     1,
+		TypeApplyRetention:       1,
+		TypeReassignPartitions:   1,
+		TypeGCProgress:           1,
+		TypeAlterBrokerConfigs:   1,
+		TypeSwapIndex:            1,
+		TypeCreateACLs:           1,
+		TypeDeleteACLs:           1,
+		TypeAlterClientQuota:     1,
+		TypeAlterScramCredential: 1,
+		TypeRegisterSchema:       1,
+		TypeDeleteSchemas:        1,
+		TypeSchemaConfig:         1,
+		TypeCreateRelation:       1,
+		TypeDropRelation:         1,
+	},
 }
 
 // TestLevelWrites checks the table against frozenWrites, and that

@@ -166,6 +166,23 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		meta.SchemaConfig{Subject: "s", DeleteMode: true},
 		meta.DeleteSchemas{Subject: "t"},
 		meta.DeleteSchemas{Subject: "t", Permanent: true})
+	// Level 7: the SQL catalog: a source over topic a, a view over it,
+	// a refused drop, a refused duplicate, then a cascade.
+	col := func(name string, oid uint32) meta.RelationColumn {
+		return meta.RelationColumn{Name: name, Type: oid, TypeMod: -1}
+	}
+	rel := propose(meta.CreateRelation{Kind: meta.RelationSource, Name: "src", SQL: "CREATE SOURCE src (v text) WITH (topic = 'a')",
+		Columns: []meta.RelationColumn{col("v", 25), col("_offset", 20)}, Options: []meta.RelationOption{{Key: "format", Value: "text"}, {Key: "topic", Value: "a"}},
+		Topic: "a", Format: "text", Owner: "User:alice"},
+		meta.CreateRelation{Kind: meta.RelationView, Name: "v", SQL: "CREATE MATERIALIZED VIEW v AS SELECT count(*) FROM src",
+			Columns: []meta.RelationColumn{col("count", 20)}, Query: "SELECT count(*) FROM src", DependsOn: []uint64{1}},
+		meta.CreateRelation{Kind: meta.RelationView, Name: "src", SQL: "x", Query: "SELECT 1"},
+		meta.DropRelation{Kind: meta.RelationSource, Names: []string{"src"}},
+		meta.DropRelation{Kind: meta.RelationSource, Names: []string{"src", "gone"}, IfExists: true, Cascade: true})
+	if rel[0].RelationID != 1 || rel[1].RelationID != 2 || rel[2].SQLState != meta.SQLStateDuplicateTable ||
+		rel[3].SQLState != meta.SQLStateDependentObjectsExist || !reflect.DeepEqual(rel[4].RelationIDs, []uint64{2, 1}) {
+		t.Fatalf("catalog results: %+v", rel)
+	}
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {
