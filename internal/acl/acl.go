@@ -42,6 +42,35 @@
 // ALTER imply DESCRIBE), and literal, prefixed and "*" patterns apply
 // alike.
 //
+// # Relations: a Strand extension
+//
+// The SQL endpoint's relations (sources, materialized views, sinks, one
+// namespace) are ResourceTypeRelation (65), carried like SUBJECT from
+// strand.metadata.version 7. A session's principal is its SQL user,
+// User:<name>, the same principal the user's SASL login has, so one set
+// of ACLs rules both ports. The endpoint (package sql/catalog) asks, as
+// Kafka's CreateTopics, DeleteTopics and Metadata ask of topics:
+//
+//   - CREATE on the cluster or on the relation's name to create a
+//     source, a materialized view or a sink (either is enough, as for
+//     CreateTopics);
+//   - READ on the topic to create a source over it (nobody reads a topic
+//     through SQL who could not consume it), WRITE on the topic to
+//     create a sink into it;
+//   - READ on every relation a view's or sink's query reads (nobody
+//     exposes through a view what they could not read);
+//   - READ on a relation to SELECT from it or SUBSCRIBE to it;
+//   - DELETE on a relation to drop it, as DeleteTopics asks DELETE on a
+//     topic. DROP ... CASCADE asks it of the relations named, not of
+//     their dependents, as PostgreSQL asks ownership of the named
+//     objects only;
+//   - DESCRIBE (or anything implying it) on a relation to see it listed
+//     by SHOW SOURCES, SHOW MATERIALIZED VIEWS or SHOW SINKS, as
+//     Metadata lists only the topics a client may describe.
+//
+// A relation's owner (recorded at creation) gets no implicit rights,
+// as a topic's creator gets none in Kafka.
+//
 // The package is pure: no I/O, no clock, no locks. The ACLs themselves
 // live in the replicated metadata database (package meta), and the Kafka
 // server builds an Authorizer from its copy.
@@ -80,19 +109,26 @@ type (
 // doc): Strand's, not Kafka's.
 const ResourceTypeSubject ResourceType = 64
 
-// ResourceTypeName names t as kafka-acls.sh does, SUBJECT for
-// ResourceTypeSubject (kmsg's String knows only Kafka's types).
+// ResourceTypeRelation is a SQL relation: a source, a materialized view
+// or a sink (see the package doc). Strand's, not Kafka's.
+const ResourceTypeRelation ResourceType = 65
+
+// ResourceTypeName names t as kafka-acls.sh does, SUBJECT and RELATION
+// for Strand's types (kmsg's String knows only Kafka's types).
 func ResourceTypeName(t ResourceType) string {
-	if t == ResourceTypeSubject {
+	switch t {
+	case ResourceTypeSubject:
 		return "SUBJECT"
+	case ResourceTypeRelation:
+		return "RELATION"
 	}
 	return t.String()
 }
 
 // knownType reports whether t names one kind of resource: Kafka's
-// TOPIC to USER, or a subject.
+// TOPIC to USER, or one of Strand's.
 func knownType(t ResourceType) bool {
-	return t > kmsg.ACLResourceTypeAny && t <= kmsg.ACLResourceTypeUser || t == ResourceTypeSubject
+	return t > kmsg.ACLResourceTypeAny && t <= kmsg.ACLResourceTypeUser || t == ResourceTypeSubject || t == ResourceTypeRelation
 }
 
 // Binding is one ACL: Kafka's AclBinding.
@@ -118,7 +154,8 @@ func (b Binding) String() string {
 // Validate reports why b cannot be created, with Kafka's messages
 // (AclControlManager.validateNewAcl and the CreateAcls handler); nil if
 // it can. Every such error is INVALID_REQUEST on the wire. A subject
-// is valid here; apply refuses it below strand.metadata.version 6.
+// or a relation is valid here; apply refuses a subject below
+// strand.metadata.version 6, a relation below 7.
 func (b Binding) Validate() error {
 	switch {
 	case !knownType(b.ResourceType):

@@ -28,7 +28,10 @@ func NewACLCommand() *cobra.Command {
 			"--authorizer standard; managing them needs Alter (create, delete) or Describe\n" +
 			"(list) on the cluster, or a --super-users principal. --subject names a schema\n" +
 			"registry subject (Strand's SUBJECT type, from strand.metadata.version 6): READ\n" +
-			"reads it, WRITE registers under it, DELETE deletes, ALTER changes its config.",
+			"reads it, WRITE registers under it, DELETE deletes, ALTER changes its config.\n" +
+			"--relation names a SQL source, materialized view or sink (Strand's RELATION type,\n" +
+			"from strand.metadata.version 7): CREATE creates it (or CREATE on --cluster), READ\n" +
+			"selects from or subscribes to it, DELETE drops it.",
 		Args: cobra.NoArgs,
 	}
 	opts.Register(cmd.PersistentFlags())
@@ -39,8 +42,9 @@ func NewACLCommand() *cobra.Command {
 // aclFlags are the flags that name ACLs, shared by the subcommands.
 type aclFlags struct {
 	topics, groups, txnIDs []string
-	// subjects are SUBJECT resources (acl_subject.go).
-	subjects              []string
+	// subjects are SUBJECT resources, relations RELATION resources
+	// (acl_subject.go).
+	subjects, relations   []string
 	cluster               bool
 	pattern               string
 	operations            []string
@@ -56,6 +60,7 @@ func (f *aclFlags) register(fs *pflag.FlagSet, create bool) {
 	fs.StringArrayVar(&f.txnIDs, "transactional-id", nil, "transactional id resource (repeatable)")
 	fs.BoolVar(&f.cluster, "cluster", false, "the cluster resource")
 	fs.StringArrayVar(&f.subjects, "subject", nil, "schema registry subject resource (repeatable)")
+	fs.StringArrayVar(&f.relations, "relation", nil, "SQL relation resource: a source, materialized view or sink (repeatable)")
 	fs.StringArrayVar(&f.operations, "operation", nil, "operation: all, read, write, create, delete, alter, describe, cluster-action,\ndescribe-configs, alter-configs or idempotent-write (repeatable)")
 	if create {
 		fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal or prefixed")
@@ -108,8 +113,8 @@ type aclCreation struct {
 func (f *aclFlags) createBuilder() (aclCreation, error) {
 	b := kadm.NewACLs()
 	kafkaTypes := f.resources(b)
-	if !kafkaTypes && len(f.subjects) == 0 {
-		return aclCreation{}, fmt.Errorf("%w: name a resource (--topic, --group, --transactional-id, --cluster or --subject)", ErrUsage)
+	if !kafkaTypes && f.strandNamed() == 0 {
+		return aclCreation{}, fmt.Errorf("%w: name a resource (--topic, --group, --transactional-id, --cluster, --subject or --relation)", ErrUsage)
 	}
 	if len(f.allow)+len(f.deny) == 0 {
 		return aclCreation{}, fmt.Errorf("%w: name a principal (--allow-principal or --deny-principal)", ErrUsage)
@@ -146,7 +151,7 @@ type aclFilters struct {
 func (f *aclFlags) filterBuilder() (aclFilters, error) {
 	b := kadm.NewACLs()
 	kafkaTypes := f.resources(b)
-	if !kafkaTypes && len(f.subjects) == 0 {
+	if !kafkaTypes && f.strandNamed() == 0 {
 		b.AnyResource()
 		kafkaTypes = true
 	}
@@ -210,10 +215,10 @@ func newACLCreateCmd(opts *ClientOptions) *cobra.Command {
 					return fmt.Errorf("create ACLs: %w", err)
 				}
 			}
-			if len(f.subjects) > 0 {
+			if f.strandNamed() > 0 {
 				sres, err := f.createSubjectACLs(ctx, cl, c.ops, c.pattern)
 				if err != nil {
-					return fmt.Errorf("create SUBJECT ACLs: %w", err)
+					return fmt.Errorf("create SUBJECT/RELATION ACLs: %w", err)
 				}
 				res = append(res, sres...)
 			}
@@ -296,7 +301,7 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 		if err := CheckOutputFormat(*format); err != nil {
 			return err
 		}
-		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+len(f.subjects)+len(f.allow) == 0 && !f.cluster {
+		if narrow && len(f.topics)+len(f.groups)+len(f.txnIDs)+f.strandNamed()+len(f.allow) == 0 && !f.cluster {
 			return fmt.Errorf("%w: name a resource or a --principal; unset flags match every ACL", ErrUsage)
 		}
 		filters, err := f.filterBuilder()
@@ -317,7 +322,7 @@ func newACLFilterCmd(opts *ClientOptions, cmd *cobra.Command, narrow bool,
 		if len(filters.subjects) > 0 {
 			sres, err := subjects(ctx, cl, filters.subjects)
 			if err != nil {
-				return fmt.Errorf("%s SUBJECT ACLs: %w", cmd.Name(), err)
+				return fmt.Errorf("%s SUBJECT/RELATION ACLs: %w", cmd.Name(), err)
 			}
 			res = append(res, sres...)
 		}

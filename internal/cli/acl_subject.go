@@ -1,10 +1,11 @@
 package cli
 
-// SUBJECT ACLs (`strand acl ... --subject NAME`): schema registry
-// subjects, Strand's resource type (acl.ResourceTypeSubject), which
-// kadm's builder cannot name. They go over the same CreateAcls,
-// DescribeAcls and DeleteAcls as raw kmsg requests, built from the same
-// flags as kadm builds the others from.
+// SUBJECT and RELATION ACLs (`strand acl ... --subject NAME`,
+// `--relation NAME`): schema registry subjects and SQL relations,
+// Strand's resource types (acl.ResourceTypeSubject,
+// acl.ResourceTypeRelation), which kadm's builder cannot name. They go
+// over the same CreateAcls, DescribeAcls and DeleteAcls as raw kmsg
+// requests, built from the same flags as kadm builds the others from.
 
 import (
 	"context"
@@ -29,22 +30,39 @@ func (o *ClientOptions) aclClients(ctx context.Context) (*kadm.Client, *kgo.Clie
 	return adm, cl, ctx, func() { cancel(); adm.Close() }, nil
 }
 
-// createSubjectACLs creates an ACL for every subject, operation and
-// principal with its hosts, as kadm does for the other types.
+// strandResource is the names given for one of Strand's types.
+type strandResource struct {
+	typ   acl.ResourceType
+	names []string
+}
+
+// strandResources are the SUBJECT and RELATION resources named.
+func (f *aclFlags) strandResources() []strandResource {
+	return []strandResource{{acl.ResourceTypeSubject, f.subjects}, {acl.ResourceTypeRelation, f.relations}}
+}
+
+// strandNamed counts the SUBJECT and RELATION resources named.
+func (f *aclFlags) strandNamed() int { return len(f.subjects) + len(f.relations) }
+
+// createSubjectACLs creates an ACL for every subject or relation,
+// operation and principal with its hosts, as kadm does for the other
+// types.
 func (f *aclFlags) createSubjectACLs(ctx context.Context, cl *kgo.Client, ops []kadm.ACLOperation, pattern kadm.ACLPattern) (kadm.CreateACLsResults, error) {
 	req := kmsg.NewPtrCreateACLsRequest()
 	for _, side := range []struct {
 		principals, hosts []string
 		perm              kmsg.ACLPermissionType
 	}{{f.allow, f.allowHosts, kmsg.ACLPermissionTypeAllow}, {f.deny, f.denyHosts, kmsg.ACLPermissionTypeDeny}} {
-		for _, subject := range f.subjects {
-			for _, op := range ops {
-				for _, p := range side.principals {
-					for _, h := range side.hosts {
-						c := kmsg.NewCreateACLsRequestCreation()
-						c.ResourceType, c.ResourceName, c.ResourcePatternType = acl.ResourceTypeSubject, subject, pattern
-						c.Principal, c.Host, c.Operation, c.PermissionType = p, h, op, side.perm
-						req.Creations = append(req.Creations, c)
+		for _, r := range f.strandResources() {
+			for _, name := range r.names {
+				for _, op := range ops {
+					for _, p := range side.principals {
+						for _, h := range side.hosts {
+							c := kmsg.NewCreateACLsRequestCreation()
+							c.ResourceType, c.ResourceName, c.ResourcePatternType = r.typ, name, pattern
+							c.Principal, c.Host, c.Operation, c.PermissionType = p, h, op, side.perm
+							req.Creations = append(req.Creations, c)
+						}
 					}
 				}
 			}
@@ -70,7 +88,7 @@ func (f *aclFlags) createSubjectACLs(ctx context.Context, cl *kgo.Client, ops []
 }
 
 // subjectFilters are the filters of `acl list` and `acl delete` for the
-// named subjects: unset flags match anything.
+// named subjects and relations: unset flags match anything.
 func (f *aclFlags) subjectFilters(ops []kadm.ACLOperation, pattern kadm.ACLPattern, allow, deny bool) []acl.Filter {
 	perm := kmsg.ACLPermissionTypeAny
 	switch {
@@ -81,12 +99,14 @@ func (f *aclFlags) subjectFilters(ops []kadm.ACLOperation, pattern kadm.ACLPatte
 	}
 	principals, hosts := optionals(f.allow), optionals(f.allowHosts)
 	var out []acl.Filter
-	for _, subject := range f.subjects {
-		for _, op := range ops {
-			for _, p := range principals {
-				for _, h := range hosts {
-					out = append(out, acl.Filter{ResourceType: acl.ResourceTypeSubject, ResourceName: kmsg.StringPtr(subject),
-						PatternType: pattern, Principal: p, Host: h, Operation: op, Permission: perm})
+	for _, r := range f.strandResources() {
+		for _, name := range r.names {
+			for _, op := range ops {
+				for _, p := range principals {
+					for _, h := range hosts {
+						out = append(out, acl.Filter{ResourceType: r.typ, ResourceName: kmsg.StringPtr(name),
+							PatternType: pattern, Principal: p, Host: h, Operation: op, Permission: perm})
+					}
 				}
 			}
 		}

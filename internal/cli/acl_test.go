@@ -153,3 +153,39 @@ func TestACLSubjects(t *testing.T) {
 		t.Fatalf("list after delete: %q", got)
 	}
 }
+
+// TestACLRelations creates, lists and deletes RELATION ACLs (the SQL
+// catalog's) through `strand acl --relation` against an agent, and
+// reads them back with a raw DescribeAcls as an independent check.
+func TestACLRelations(t *testing.T) {
+	a, err := agent.Start(t.Context(), agent.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", SnapshotInterval: agent.SnapshotsOff},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("agent.Start: %v", err)
+	}
+	t.Cleanup(func() { a.Stop(t.Context()) })
+	brokers := a.KafkaAddr()
+	r := mustRun(t, brokers, "", "acl", "create", "--allow-principal", "User:alice", "--operation", "create",
+		"--operation", "read", "--relation", "alice_", "--resource-pattern-type", "prefixed")
+	if got := rows(r.stdout); len(got) != 3 || strings.Join(got[1], " ") != "User:alice * RELATION alice_ PREFIXED CREATE ALLOW OK" {
+		t.Fatalf("create printed:\n%s", r.stdout)
+	}
+	r = mustRun(t, brokers, "", "acl", "list", "--relation", "alice_totals", "--resource-pattern-type", "match")
+	if got := rows(r.stdout); len(got) != 3 || strings.Join(got[2], " ") != "User:alice * RELATION alice_ PREFIXED READ ALLOW" {
+		t.Fatalf("list printed:\n%s", r.stdout)
+	}
+	mustRun(t, brokers, "", "acl", "delete", "--relation", "alice_", "--resource-pattern-type", "prefixed", "--operation", "create")
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType, req.ResourcePatternType = acl.ResourceTypeRelation, kmsg.ACLResourcePatternTypeAny
+	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil || resp.ErrorCode != 0 || len(resp.Resources) != 1 || len(resp.Resources[0].ACLs) != 1 ||
+		resp.Resources[0].ACLs[0].Operation != kmsg.ACLOperationRead {
+		t.Fatalf("DescribeAcls of RELATION after the delete: %+v, %v", resp, err)
+	}
+}

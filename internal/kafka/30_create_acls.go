@@ -13,7 +13,8 @@
 //     more ACLs than meta.MaxACLs in all: INVALID_REQUEST.
 //   - Below strand.metadata.version 4: UNSUPPORTED_VERSION.
 //   - SUBJECT (acl.ResourceTypeSubject, Strand's type for the schema
-//     registry) is accepted from strand.metadata.version 6; below it the
+//     registry) is accepted from strand.metadata.version 6, RELATION
+//     (acl.ResourceTypeRelation, the SQL catalog's) from 7; below it the
 //     creation is INVALID_REQUEST, alone.
 
 package kafka
@@ -21,6 +22,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,7 +57,7 @@ func handleCreateACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 		}
 		return resp, nil
 	}
-	subjects, err := subjectACLsOn(db)
+	level, err := metadataLevel(db)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +73,8 @@ func handleCreateACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 			continue
 		}
-		if b.ResourceType == acl.ResourceTypeSubject && !subjects {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(errSubjectACLsLevel)
+		if why := aclTypeRefusal(level, b.ResourceType); why != "" {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(why)
 			continue
 		}
 		cmd.ACLs = append(cmd.ACLs, b)
@@ -107,17 +109,25 @@ func proposeACLs(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result,
 	return o.res, e, msg
 }
 
-// errSubjectACLsLevel refuses a SUBJECT binding or filter below
-// metadata level 6, where apply would refuse it without saying why.
-const errSubjectACLsLevel = "SUBJECT ACLs need strand.metadata.version 6 or higher (strand features upgrade)"
+// aclTypeRefusal says why a binding or filter of Strand's resource
+// type t (SUBJECT below metadata level 6, RELATION below 7) is refused
+// at level, where apply would refuse it without saying why; "" when
+// it is not.
+func aclTypeRefusal(level int16, t acl.ResourceType) string {
+	need := meta.ACLTypeLevel(t)
+	if level >= need {
+		return ""
+	}
+	return fmt.Sprintf("%s ACLs need strand.metadata.version %d or higher (strand features upgrade)", acl.ResourceTypeName(t), need)
+}
 
-// subjectACLsOn reports whether the local copy's metadata level takes
-// SUBJECT ACLs. Apply decides; this only names the reason first.
-func subjectACLsOn(db MetaDB) (bool, error) {
+// metadataLevel is the local copy's metadata level. Apply decides what
+// it takes; this only names the reason first.
+func metadataLevel(db MetaDB) (int16, error) {
 	v := db.View()
 	defer v.Close()
 	f, err := v.Features()
-	return f.MetadataLevel() >= meta.MetadataLevel6, err
+	return f.MetadataLevel(), err
 }
 
 // canonicalHost is an ACL's host as the authorizer compares it: an IP

@@ -9,7 +9,8 @@
 //     deleted, one two filters select under the first.
 //   - More than meta.MaxACLsPerCommand filters: INVALID_REQUEST. Below
 //     strand.metadata.version 4: UNSUPPORTED_VERSION.
-//   - A SUBJECT filter (Strand's type) below strand.metadata.version 6:
+//   - A SUBJECT filter (Strand's type) below strand.metadata.version 6, a
+//     RELATION filter below 7:
 //     INVALID_REQUEST, alone.
 
 package kafka
@@ -49,7 +50,7 @@ func handleDeleteACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	if len(req.Filters) > meta.MaxACLsPerCommand {
 		return fail(kerr.InvalidRequest.Code, "too many ACL filters in one request")
 	}
-	subjects, err := subjectACLsOn(db)
+	level, err := metadataLevel(db)
 	if err != nil {
 		return nil, err
 	}
@@ -62,8 +63,8 @@ func handleDeleteACLs(ctx context.Context, r *Request) (kmsg.Response, error) {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
 			continue
 		}
-		if f.ResourceType == acl.ResourceTypeSubject && !subjects {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(errSubjectACLsLevel)
+		if why := aclTypeRefusal(level, f.ResourceType); why != "" {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(why)
 			continue
 		}
 		cmd.Filters = append(cmd.Filters, f)

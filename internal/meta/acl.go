@@ -13,7 +13,9 @@ package meta
 // A subject binding or filter (acl.ResourceTypeSubject, for the schema
 // registry) is INVALID_REQUEST below metadata level 6, as builds before
 // it found the type invalid, so every copy of such a log applies it
-// alike whatever its build.
+// alike whatever its build. A relation binding or filter
+// (acl.ResourceTypeRelation, for the SQL catalog) is, likewise, below
+// level 7.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -221,14 +223,14 @@ func (a *Applier) createACLs(c CreateACLs) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	subjects, err := a.subjectACLsOn()
+	level, err := a.metadataLevel()
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Codes: make([]int16, len(c.ACLs))}
 	changed := false
 	for i, b := range c.ACLs {
-		if b.Validate() != nil || (b.ResourceType == acl.ResourceTypeSubject && !subjects) {
+		if b.Validate() != nil || level < ACLTypeLevel(b.ResourceType) {
 			res.Codes[i] = kerr.InvalidRequest.Code
 			continue
 		}
@@ -270,7 +272,7 @@ func (a *Applier) deleteACLs(c DeleteACLs) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	subjects, err := a.subjectACLsOn()
+	level, err := a.metadataLevel()
 	if err != nil {
 		return Result{}, err
 	}
@@ -278,7 +280,7 @@ func (a *Applier) deleteACLs(c DeleteACLs) (Result, error) {
 	gone := make([]bool, len(held))
 	changed := false
 	for i, f := range c.Filters {
-		if f.Validate() != nil || (f.ResourceType == acl.ResourceTypeSubject && !subjects) {
+		if f.Validate() != nil || level < ACLTypeLevel(f.ResourceType) {
 			res.Codes[i] = kerr.InvalidRequest.Code
 			continue
 		}
@@ -304,11 +306,17 @@ func (a *Applier) deleteACLs(c DeleteACLs) (Result, error) {
 	return res, nil
 }
 
-// subjectACLsOn reports whether apply takes subject bindings and
-// filters: from metadata level 6.
-func (a *Applier) subjectACLsOn() (bool, error) {
-	level, err := a.metadataLevel()
-	return level >= MetadataLevel6, err
+// ACLTypeLevel is the metadata level from which apply takes bindings
+// and filters of resource type t: Strand's own types from the level
+// that added them (SUBJECT 6, RELATION 7), Kafka's from 1.
+func ACLTypeLevel(t acl.ResourceType) int16 {
+	switch t {
+	case acl.ResourceTypeSubject:
+		return MetadataLevel6
+	case acl.ResourceTypeRelation:
+		return MetadataLevel7
+	}
+	return MetadataLevel1
 }
 
 // readACLs returns every binding r holds, in key order.
