@@ -21,14 +21,22 @@ package agent
 // With --sql-tls the endpoint answers SSLRequest with TLS on the
 // agent's certificate (--tls-cert-file, --tls-key-file, reloaded as
 // they change).
+//
+// Statements go through the catalog (package sql/catalog: the DDL of
+// sources, materialized views and sinks, proposed through this agent's
+// replica, and SHOW), then the minimal engine. A session's principal is
+// User:<its SQL user>, authorized as on the Kafka port (authorizeSQL).
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sql/catalog"
 	"github.com/strandkafka/strand/internal/sql/engine"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 )
@@ -76,8 +84,12 @@ func (a *Agent) startSQL() error {
 		return fmt.Errorf("sql-listen: %w", err)
 	}
 	tcp, _ := ln.Addr().(*net.TCPAddr)
+	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Next: engine.New(nil, "")})
+	if err != nil {
+		return err
+	}
 	srv, err := pgwire.NewServer(pgwire.Config{
-		Engine: engine.New(nil, ""),
+		Engine: cat,
 		Auth:   &sqlAuth{a: a, loopback: tcp != nil && tcp.IP.IsLoopback()},
 		TLS:    tlsCfg,
 		Logger: a.logger.With("component", "sql"),
@@ -94,6 +106,21 @@ func (a *Agent) startSQL() error {
 	}()
 	a.logger.Info("sql endpoint listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil)
 	return nil
+}
+
+// authorizeSQL decides a SQL session's ACLs with the Kafka server's
+// authorizer, so a SQL user may do what the same principal may over
+// Kafka: everything with authorization off, what the ACLs allow with it
+// on (package acl's doc maps statements to operations).
+func (a *Agent) authorizeSQL(r acl.Request, op acl.Operation, typ acl.ResourceType, name string) (bool, error) {
+	if !a.ready.Load() {
+		return false, errors.New("agent not ready: its authorizer is not up yet")
+	}
+	az := a.server.Authorizer()
+	if az == nil {
+		return true, nil
+	}
+	return az.Authorize(r, op, typ, name), nil
 }
 
 // stopSQL closes the SQL endpoint and its sessions.

@@ -219,3 +219,17 @@ func SubscribeTarget(s Statement) *pg.RangeVar {
 	}
 	return sel.FromClause[0].GetRangeVar()
 }
+
+// Deparse prints a statement or query tree back as SQL, PostgreSQL's
+// own way (pg_query's deparser): the catalog keeps a view's query in
+// this normalized form, free of the CREATE around it.
+func Deparse(n *pg.Node) (sql string, err error) {
+	gate <- struct{}{}
+	defer func() { <-gate }()
+	defer func() {
+		if r := recover(); r != nil {
+			sql, err = "", fmt.Errorf("deparser failed: %v", r)
+		}
+	}()
+	return pgquery.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: n}}})
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -210,8 +211,13 @@ func (c *conn) startup() error {
 	if err != nil {
 		return c.fatal(asError(nil, err))
 	}
+	host := ""
+	if ap, err := netip.ParseAddrPort(c.nc.RemoteAddr().String()); err == nil {
+		host = ap.Addr().Unmap().String()
+	}
 	sess, err := c.srv.cfg.Engine.NewSession(c.ctx, SessionInfo{
 		User:     c.user,
+		Host:     host,
 		Database: orDefault(sm.Parameters["database"], c.user),
 		Options:  opts,
 		Client:   c,

@@ -25,6 +25,9 @@ type Engine interface {
 type SessionInfo struct {
 	// User is the authenticated user; Database the database asked for.
 	User, Database string
+	// Host is the client's address as netip.Addr.String formats it (the
+	// form ACL hosts take), "" when it is not an IP connection.
+	Host string
 	// Options are the StartupMessage's other parameters
 	// (application_name, client_encoding, ...) and the "-c name=value"
 	// settings of its options parameter, to apply as SET would.
