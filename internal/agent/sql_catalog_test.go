@@ -17,6 +17,9 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
+	"github.com/strandkafka/strand/internal/sharedlog"
+	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
 // TestSQLCatalog: the catalog's DDL through pgx against two agents
@@ -165,4 +168,53 @@ func relationsOf(t *testing.T, a *agent.Agent) []meta.Relation {
 		t.Fatal(err)
 	}
 	return rels
+}
+
+// TestSQLCatalogUpgrade: on a log at metadata level 6 (written by an
+// older build) the catalog takes no DDL and says what to raise; after
+// `strand features upgrade` (UpdateFeatures) to 7 it does.
+func TestSQLCatalogUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	logURL := "file://" + filepath.ToSlash(filepath.Join(dir, "log"))
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	vlog, err := logurl.OpenVirtual(ctx, logURL, sharedlog.VirtualOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := replica.Open(ctx, replica.Config{Dir: filepath.Join(dir, "old-meta"), Log: vlog, WriterID: "old", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Propose(ctx, meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{
+		{Name: meta.FeatureMetadata, Level: meta.MetadataLevel6}}}); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	vlog.Close()
+
+	a := startWith(t, agent.Config{DataDir: filepath.Join(dir, "agent"), Log: logURL, SQLListen: "127.0.0.1:0"}, nil)
+	createTopic(t, a.KafkaAddr(), "orders", 1)
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://anyone@%s/strand?sslmode=disable", a.SQLAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	const create = "CREATE SOURCE orders (v text) WITH (topic = 'orders', format = 'text')"
+	_, err = conn.Exec(ctx, create)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "55000" || !strings.Contains(pe.Hint, "strand features upgrade --feature strand.metadata.version=7") {
+		t.Fatalf("CREATE SOURCE at level 6: %v, want 55000 naming the upgrade", err)
+	}
+	res, err := kadm.NewClient(client(t, a.KafkaAddr())).UpdateFeatures(ctx, false,
+		kadm.FeatureUpdate{Feature: meta.FeatureMetadata, MaxVersionLevel: meta.MetadataLevel7, UpgradeType: 1})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("raising strand.metadata.version to 7: %v, %v", err, res.Error())
+	}
+	if tag, err := conn.Exec(ctx, create); err != nil || tag.String() != "CREATE SOURCE" {
+		t.Fatalf("CREATE SOURCE at level 7: %q, %v", tag, err)
+	}
+	if rels := relationsOf(t, a); len(rels) != 1 || rels[0].Name != "orders" {
+		t.Fatalf("the catalog holds %+v", rels)
+	}
 }
