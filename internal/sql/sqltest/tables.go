@@ -142,7 +142,8 @@ func SmallChanges(seed uint64, n int) []Change {
 		out = append(out, Change{Table: table, Key: id, Row: newRow(table, id)})
 		live[table] = append(live[table], id)
 	}
-	// The seed rows: 25 customers, 12 products, 60% of the orders.
+	// The seed rows: 25 customers and 12 products; orders come with
+	// the history.
 	for range 25 {
 		insert("customers", next["customers"])
 		next["customers"]++
