@@ -1,0 +1,733 @@
+package flow
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
+	"github.com/strandkafka/strand/internal/sql/types"
+)
+
+// AggKind is an aggregate function.
+type AggKind uint8
+
+const (
+	CountStar     AggKind = iota // COUNT(*): int8
+	Count                        // COUNT(x): int8, non-NULL x
+	Sum                          // SUM(x): int8 of int2/int4, numeric of int8/numeric, float4/8 of float4/8
+	Avg                          // AVG(x): numeric of integers and numeric, float8 of floats
+	Min                          // MIN(x)
+	Max                          // MAX(x)
+	CountDistinct                // COUNT(DISTINCT x): int8
+	BoolAnd                      // bool_and(x)
+	BoolOr                       // bool_or(x)
+)
+
+// AggCall is one aggregate over input column Col (ignored for
+// CountStar).
+type AggCall struct {
+	Kind AggKind
+	Col  int
+}
+
+// maxAggs bounds an aggregate's calls: the call's number is a byte of
+// its set keys.
+const maxAggs = 255
+
+// WindowPolicy makes an Aggregate windowed on event time: its first
+// group column (GroupBy[0]) is a window start (from Tumble or Hop) and
+// windows last Size. A window closes when the watermark reaches its end
+// plus Lateness; a record for a closed window is late: dropped and
+// counted (Context.Late, NodeStats.Late), as is a record without a
+// window (a NULL time). A closed window's state is freed. With
+// EmitOnClose the window's rows are held until it closes and emitted
+// once, final; otherwise they are emitted as they change (and stay in
+// the view after it closes).
+type WindowPolicy struct {
+	Size        time.Duration
+	Lateness    time.Duration
+	EmitOnClose bool
+}
+
+// Aggregate is a hash aggregate (GROUP BY GroupBy) with retractable
+// aggregates. Its output row is the group's values then each call's
+// result. Per epoch it emits, for each group whose result changed, the
+// old row retracted and the new one inserted; a group whose rows all
+// went away is retracted. Without GroupBy it is a global aggregate: one
+// row always, over no input COUNT 0 and the others NULL, as SQL's.
+// HAVING is a Filter on its output.
+//
+// Retractions are exact: COUNT, SUM and AVG keep sums and counts (the
+// infinities and NaNs of floats and numerics counted apart, so that
+// retracting an infinity restores a finite sum); MIN and MAX keep the
+// multiset of the group's values in order, so retracting the minimum
+// finds the next one; COUNT(DISTINCT) keeps each value's count.
+// Float sums are float64 sums: retraction is exact up to float
+// rounding, and a group whose non-NULL count returns to zero restarts
+// from an exact zero.
+//
+// State:
+//
+//	'g' key(group)                         -> uvarint calls, varint rows,
+//	                                          group values (types.AppendRow),
+//	                                          each call's accumulator (see accumulator.append)
+//	'x' call(1 byte) key(group) key(value) -> count, [value]
+//	                                          (MIN/MAX multisets, COUNT(DISTINCT) sets)
+type Aggregate struct {
+	GroupBy []int
+	Aggs    []AggCall
+	Window  *WindowPolicy
+}
+
+func (a *Aggregate) Arity() int { return 1 }
+
+func (a *Aggregate) validate() error {
+	if len(a.Aggs) > maxAggs {
+		return fmt.Errorf("flow: %d aggregates, at most %d", len(a.Aggs), maxAggs)
+	}
+	if a.Window != nil {
+		if len(a.GroupBy) == 0 {
+			return fmt.Errorf("flow: a windowed aggregate groups by its window start first")
+		}
+		if a.Window.Size <= 0 || a.Window.Lateness < 0 {
+			return fmt.Errorf("flow: window size %v and lateness %v", a.Window.Size, a.Window.Lateness)
+		}
+	}
+	return nil
+}
+
+// usesSet reports whether a call keeps values under 'x'.
+func (k AggKind) usesSet() bool { return k == Min || k == Max || k == CountDistinct }
+
+// accumulator is one call's state in one group. Which fields a kind
+// uses: n is the non-NULL count (COUNT, SUM, AVG, MIN, MAX) or the
+// distinct count (COUNT(DISTINCT)); t and f count true and false
+// (bool_and, bool_or); sum is the finite sum (int64, or *apd.Decimal
+// once an int64 overflows or for numeric input, or float64) and pinf,
+// ninf, nan count the non-finite values; in is the input's kind.
+type accumulator struct {
+	n, t, f         int64
+	pinf, ninf, nan int64
+	in              inputKind
+	sum             any
+}
+
+type inputKind byte
+
+const (
+	inNone   inputKind = iota
+	inInt              // int2, int4: SUM int8, AVG numeric
+	inInt8             // SUM, AVG numeric
+	inFloat4           // SUM float4, AVG float8
+	inFloat8
+	inNumeric
+)
+
+func (acc *accumulator) append(b []byte) []byte {
+	for _, v := range []int64{acc.n, acc.t, acc.f, acc.pinf, acc.ninf, acc.nan} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = append(b, byte(acc.in))
+	return types.AppendValue(b, acc.sum)
+}
+
+func (acc *accumulator) decode(b []byte) ([]byte, error) {
+	for _, p := range []*int64{&acc.n, &acc.t, &acc.f, &acc.pinf, &acc.ninf, &acc.nan} {
+		v, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("flow: %w: accumulator", types.ErrCorrupt)
+		}
+		*p, b = v, b[k:]
+	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("flow: %w: accumulator", types.ErrCorrupt)
+	}
+	acc.in = inputKind(b[0])
+	var err error
+	acc.sum, b, err = types.DecodeValue(b[1:])
+	return b, err
+}
+
+// group is a group's state while an epoch changes it.
+type group struct {
+	key    []byte // key(group), without the 'g'
+	vals   types.Row
+	rows   int64
+	accs   []accumulator
+	old    types.Row // the result before the epoch; nil if none
+	exists bool      // had state before the epoch
+}
+
+func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
+	global := len(a.GroupBy) == 0
+	if len(ins[0]) == 0 && !(global && ctx.First) && a.Window == nil {
+		return nil, nil
+	}
+	st := ctx.State
+	groups := map[string]*group{}
+	var order []*group
+	var kbuf, xbuf []byte
+	load := func(key []byte, row types.Row) (*group, error) {
+		if g, ok := groups[string(key)]; ok {
+			return g, nil
+		}
+		g := &group{key: append([]byte(nil), key...), accs: make([]accumulator, len(a.Aggs))}
+		v, ok, err := st.Get(append([]byte{'g'}, key...))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if err := a.decodeGroup(g, v); err != nil {
+				return nil, err
+			}
+			g.exists = true
+		} else {
+			g.vals = make(types.Row, len(a.GroupBy))
+			for i, c := range a.GroupBy {
+				g.vals[i] = row[c]
+			}
+		}
+		if g.exists || (global && !ctx.First) {
+			if g.old, err = a.result(st, g); err != nil {
+				return nil, err
+			}
+		}
+		groups[string(key)] = g
+		order = append(order, g)
+		return g, nil
+	}
+	if global && ctx.First {
+		if _, err := load(nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range ins[0] {
+		if a.Window != nil && a.late(ctx, c.Row) {
+			ctx.Late += abs64(c.Diff)
+			continue
+		}
+		kbuf = appendKeyCols(kbuf[:0], c.Row, a.GroupBy)
+		g, err := load(kbuf, c.Row)
+		if err != nil {
+			return nil, err
+		}
+		g.rows += c.Diff
+		for i, call := range a.Aggs {
+			if call.Kind == CountStar {
+				continue
+			}
+			v := c.Row[call.Col]
+			if v == nil {
+				continue
+			}
+			acc := &g.accs[i]
+			if call.Kind.usesSet() {
+				xbuf = types.AppendKey(append(append(xbuf[:0], 'x', byte(i)), g.key...), v)
+				before, err := getCount(st, xbuf)
+				if err != nil {
+					return nil, err
+				}
+				after, err := addCounted(st, xbuf, types.Row{v}, c.Diff)
+				if err != nil {
+					return nil, err
+				}
+				if call.Kind == CountDistinct {
+					if before == 0 && after > 0 {
+						acc.n++
+					} else if before > 0 && after == 0 {
+						acc.n--
+					}
+					continue
+				}
+			}
+			if err := acc.add(call.Kind, v, c.Diff); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []types.Change
+	for _, g := range order {
+		if g.rows < 0 {
+			return nil, fmt.Errorf("flow: aggregate: %w", ErrNegative)
+		}
+		gk := append([]byte{'g'}, g.key...)
+		var nw types.Row
+		if g.rows == 0 && !global {
+			if err := st.Delete(gk); err != nil {
+				return nil, err
+			}
+		} else {
+			if err := st.Set(gk, a.encodeGroup(g)); err != nil {
+				return nil, err
+			}
+			var err error
+			if nw, err = a.result(st, g); err != nil {
+				return nil, err
+			}
+		}
+		if a.Window != nil && a.Window.EmitOnClose {
+			continue
+		}
+		if g.old != nil && nw != nil && types.CompareRows(g.old, nw) == 0 {
+			continue
+		}
+		if g.old != nil {
+			out = append(out, types.Change{Row: g.old, Diff: -1})
+		}
+		if nw != nil {
+			out = append(out, types.Change{Row: nw, Diff: 1})
+		}
+	}
+	if a.Window != nil {
+		closed, err := a.closeWindows(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, closed...)
+	}
+	return out, nil
+}
+
+// late reports whether row belongs to no window or to a closed one.
+func (a *Aggregate) late(ctx *Context, row types.Row) bool {
+	start, ok := row[a.GroupBy[0]].(time.Time)
+	if !ok {
+		return true
+	}
+	return !start.Add(a.Window.Size + a.Window.Lateness).After(ctx.Watermark)
+}
+
+// closeWindows frees the state of every window the watermark closed,
+// emitting their rows first in EmitOnClose mode. Group keys begin with
+// the window start, so the closed windows are a prefix of the 'g' keys.
+func (a *Aggregate) closeWindows(ctx *Context) ([]types.Change, error) {
+	if ctx.Watermark.IsZero() {
+		return nil, nil
+	}
+	st := ctx.State
+	bound := ctx.Watermark.Add(-a.Window.Size - a.Window.Lateness)
+	upper := prefixEnd(types.AppendKey([]byte{'g'}, bound))
+	var closed []*group
+	err := st.Scan([]byte{'g'}, upper, false, func(k, v []byte) (bool, error) {
+		if start, _, err := types.DecodeKey(k[1:], types.Timestamp); err != nil {
+			return false, err
+		} else if t, ok := start.(time.Time); !ok || t.After(bound) {
+			return true, nil
+		}
+		g := &group{key: append([]byte(nil), k[1:]...), accs: make([]accumulator, len(a.Aggs))}
+		if err := a.decodeGroup(g, v); err != nil {
+			return false, err
+		}
+		closed = append(closed, g)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []types.Change
+	for _, g := range closed {
+		if a.Window.EmitOnClose && g.rows > 0 {
+			row, err := a.result(st, g)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, types.Change{Row: row, Diff: 1})
+		}
+		if err := st.Delete(append([]byte{'g'}, g.key...)); err != nil {
+			return nil, err
+		}
+		for i, call := range a.Aggs {
+			if !call.Kind.usesSet() {
+				continue
+			}
+			var keys [][]byte
+			err := scanPrefix(st, append([]byte{'x', byte(i)}, g.key...), false, func(k, _ []byte) (bool, error) {
+				keys = append(keys, append([]byte(nil), k...))
+				return true, nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range keys {
+				if err := st.Delete(k); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (a *Aggregate) encodeGroup(g *group) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(a.Aggs)))
+	b = binary.AppendVarint(b, g.rows)
+	b = types.AppendRow(b, g.vals)
+	for i := range g.accs {
+		b = g.accs[i].append(b)
+	}
+	return b
+}
+
+func (a *Aggregate) decodeGroup(g *group, b []byte) error {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n != uint64(len(a.Aggs)) {
+		return fmt.Errorf("flow: %w: aggregate group of %d calls, want %d", types.ErrCorrupt, n, len(a.Aggs))
+	}
+	b = b[k:]
+	rows, k := binary.Varint(b)
+	if k <= 0 {
+		return fmt.Errorf("flow: %w: group rows", types.ErrCorrupt)
+	}
+	g.rows = rows
+	var err error
+	if g.vals, b, err = types.DecodeRow(b[k:]); err != nil {
+		return err
+	}
+	for i := range g.accs {
+		if b, err = g.accs[i].decode(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// result is the group's output row: its values, then each call's.
+func (a *Aggregate) result(st Reader, g *group) (types.Row, error) {
+	row := make(types.Row, 0, len(g.vals)+len(a.Aggs))
+	row = append(row, g.vals...)
+	for i, call := range a.Aggs {
+		acc := &g.accs[i]
+		var v any
+		var err error
+		switch call.Kind {
+		case CountStar:
+			v = g.rows
+		case Count, CountDistinct:
+			v = acc.n
+		case Sum:
+			v, err = acc.sumResult()
+		case Avg:
+			v, err = acc.avgResult()
+		case Min, Max:
+			v, err = extreme(st, byte(i), g.key, call.Kind == Max)
+		case BoolAnd:
+			if acc.t+acc.f > 0 {
+				v = acc.f == 0
+			}
+		case BoolOr:
+			if acc.t+acc.f > 0 {
+				v = acc.t > 0
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		row = append(row, v)
+	}
+	return row, nil
+}
+
+// extreme is the first (MIN) or last (MAX) value of a call's multiset.
+func extreme(st Reader, call byte, gkey []byte, last bool) (any, error) {
+	var v any
+	err := scanPrefix(st, append([]byte{'x', call}, gkey...), last, func(_, val []byte) (bool, error) {
+		_, row, err := decodeCounted(val)
+		if err != nil {
+			return false, err
+		}
+		if len(row) != 1 {
+			return false, fmt.Errorf("flow: %w: aggregate value", types.ErrCorrupt)
+		}
+		v = row[0]
+		return false, nil
+	})
+	return v, err
+}
+
+func abs64(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// decimalCtx adds and multiplies numerics exactly (precision 0 means no
+// rounding for those operations).
+var decimalCtx = apd.BaseContext
+
+// add adds d copies of the non-NULL v to the accumulator.
+func (acc *accumulator) add(kind AggKind, v any, d int64) error {
+	switch kind {
+	case Count, Min, Max:
+		acc.n += d
+		return nil
+	case BoolAnd, BoolOr:
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("flow: bool_and/bool_or of a %T", v)
+		}
+		if b {
+			acc.t += d
+		} else {
+			acc.f += d
+		}
+		return nil
+	case Sum, Avg:
+	default:
+		return nil
+	}
+	acc.n += d
+	defer func() {
+		if acc.n == 0 {
+			// Nothing left: restart exactly, whatever rounding the
+			// retractions left behind.
+			*acc = accumulator{}
+		}
+	}()
+	switch x := v.(type) {
+	case int16, int32, int64:
+		var i int64
+		switch x := x.(type) {
+		case int16:
+			i, acc.in = int64(x), inInt
+		case int32:
+			i, acc.in = int64(x), inInt
+		case int64:
+			i, acc.in = x, inInt8
+		}
+		if s, ok := acc.sum.(int64); ok || acc.sum == nil {
+			if p, ok := mulInt64(i, d); ok {
+				if r, ok := addInt64(s, p); ok {
+					acc.sum = r
+					return nil
+				}
+			}
+		}
+		return acc.addDecimal(apd.New(i, 0), d)
+	case float32:
+		acc.in = inFloat4
+		return acc.addFloat(float64(x), d)
+	case float64:
+		if acc.in != inFloat4 {
+			acc.in = inFloat8
+		}
+		return acc.addFloat(x, d)
+	case *apd.Decimal:
+		acc.in = inNumeric
+		switch {
+		case x.Form == apd.NaN || x.Form == apd.NaNSignaling:
+			acc.nan += d
+			return nil
+		case x.Form == apd.Infinite && x.Negative:
+			acc.ninf += d
+			return nil
+		case x.Form == apd.Infinite:
+			acc.pinf += d
+			return nil
+		}
+		return acc.addDecimal(x, d)
+	}
+	return fmt.Errorf("flow: SUM/AVG of a %T", v)
+}
+
+func (acc *accumulator) addFloat(f float64, d int64) error {
+	switch {
+	case math.IsNaN(f):
+		acc.nan += d
+	case math.IsInf(f, 1):
+		acc.pinf += d
+	case math.IsInf(f, -1):
+		acc.ninf += d
+	default:
+		s, _ := acc.sum.(float64)
+		acc.sum = s + f*float64(d)
+	}
+	return nil
+}
+
+func (acc *accumulator) addDecimal(x *apd.Decimal, d int64) error {
+	var s apd.Decimal
+	switch cur := acc.sum.(type) {
+	case int64:
+		s.SetInt64(cur)
+	case *apd.Decimal:
+		s.Set(cur)
+	}
+	var p apd.Decimal
+	if _, err := decimalCtx.Mul(&p, x, apd.New(d, 0)); err != nil {
+		return err
+	}
+	r := new(apd.Decimal)
+	if _, err := decimalCtx.Add(r, &s, &p); err != nil {
+		return err
+	}
+	acc.sum = r
+	return nil
+}
+
+func mulInt64(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	r := a * b
+	if r/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+		return 0, false
+	}
+	return r, true
+}
+
+func addInt64(a, b int64) (int64, bool) {
+	r := a + b
+	return r, (a >= 0) != (b >= 0) || (r >= 0) == (a >= 0)
+}
+
+// nonFinite is the sum's value if a NaN or infinity is in it.
+func (acc *accumulator) nonFinite() (float64, bool) {
+	switch {
+	case acc.nan > 0 || (acc.pinf > 0 && acc.ninf > 0):
+		return math.NaN(), true
+	case acc.pinf > 0:
+		return math.Inf(1), true
+	case acc.ninf > 0:
+		return math.Inf(-1), true
+	}
+	return 0, false
+}
+
+func (acc *accumulator) decimalSum() *apd.Decimal {
+	switch s := acc.sum.(type) {
+	case int64:
+		return apd.New(s, 0)
+	case *apd.Decimal:
+		return s
+	}
+	return apd.New(0, 0)
+}
+
+func decimalOf(f float64) *apd.Decimal {
+	switch {
+	case math.IsNaN(f):
+		return &apd.Decimal{Form: apd.NaN}
+	case math.IsInf(f, 1):
+		return &apd.Decimal{Form: apd.Infinite}
+	}
+	return &apd.Decimal{Form: apd.Infinite, Negative: true}
+}
+
+func (acc *accumulator) sumResult() (any, error) {
+	if acc.n == 0 {
+		return nil, nil
+	}
+	nf, isNF := acc.nonFinite()
+	switch acc.in {
+	case inInt:
+		s, ok := acc.sum.(int64)
+		if !ok {
+			return nil, sqlerr.Errorf(sqlerr.NumericValueOutOfRange, "bigint out of range")
+		}
+		return s, nil
+	case inFloat4:
+		if isNF {
+			return float32(nf), nil
+		}
+		s, _ := acc.sum.(float64)
+		return float32(s), nil
+	case inFloat8:
+		if isNF {
+			return nf, nil
+		}
+		s, _ := acc.sum.(float64)
+		return s, nil
+	}
+	if isNF {
+		return decimalOf(nf), nil
+	}
+	return acc.decimalSum(), nil
+}
+
+func (acc *accumulator) avgResult() (any, error) {
+	if acc.n == 0 {
+		return nil, nil
+	}
+	nf, isNF := acc.nonFinite()
+	switch acc.in {
+	case inFloat4, inFloat8:
+		if isNF {
+			return nf, nil
+		}
+		s, _ := acc.sum.(float64)
+		return s / float64(acc.n), nil
+	}
+	if isNF {
+		return decimalOf(nf), nil
+	}
+	return divNumeric(acc.decimalSum(), acc.n)
+}
+
+// divNumeric is x / n as PostgreSQL's numeric division gives it: the
+// result scale select_div_scale picks (at least 16 significant digits,
+// at least the operands' scales), rounded half away from zero.
+func divNumeric(x *apd.Decimal, n int64) (*apd.Decimal, error) {
+	y := apd.New(n, 0)
+	w1, f1 := pgWeight(x)
+	w2, f2 := pgWeight(y)
+	qweight := w1 - w2
+	if f1 <= f2 {
+		qweight--
+	}
+	rscale := 16 - qweight*4
+	rscale = max(rscale, dscale(x), 0)
+	rscale = min(rscale, 1000)
+	// Truncate to more digits than needed, then round half up once:
+	// rounding twice could round a tie the wrong way.
+	intDigits := int64(x.NumDigits()) + int64(x.Exponent)
+	prec := max(intDigits, 1) + int64(rscale) + 2
+	qctx := apd.Context{Precision: uint32(prec), MaxExponent: apd.MaxExponent, MinExponent: apd.MinExponent, Traps: apd.DefaultTraps, Rounding: apd.RoundDown}
+	q := new(apd.Decimal)
+	if _, err := qctx.Quo(q, x, y); err != nil {
+		return nil, err
+	}
+	rctx := qctx
+	rctx.Rounding = apd.RoundHalfUp
+	rctx.Precision = uint32(prec + 2)
+	r := new(apd.Decimal)
+	if _, err := rctx.Quantize(r, q, -int32(rscale)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// pgWeight is PostgreSQL's weight (the power of 10000 of the first
+// base-10000 digit) and that digit, for a finite x; 0, 0 for zero.
+func pgWeight(x *apd.Decimal) (int32, int64) {
+	if x.IsZero() {
+		return 0, 0
+	}
+	digits := x.Coeff.String()
+	p := int32(len(digits)) + x.Exponent - 1 // 10^p <= |x| < 10^(p+1)
+	w := p / 4
+	if p < 0 && p%4 != 0 {
+		w-- // floor
+	}
+	lead := int(p - 4*w + 1) // digits in the first base-10000 digit
+	var first int64
+	for i := 0; i < lead; i++ {
+		first *= 10
+		if i < len(digits) {
+			first += int64(digits[i] - '0')
+		}
+	}
+	return w, first
+}
+
+// dscale is x's digits after the point.
+func dscale(x *apd.Decimal) int32 {
+	if x.Exponent < 0 {
+		return -x.Exponent
+	}
+	return 0
+}

@@ -1,0 +1,151 @@
+package flow
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/strandkafka/strand/internal/sql/types"
+)
+
+// appendKeyCols appends the key encoding of row's columns cols: a tuple
+// whose bytes order as the values do.
+func appendKeyCols(b []byte, row types.Row, cols []int) []byte {
+	for _, c := range cols {
+		b = types.AppendKey(b, row[c])
+	}
+	return b
+}
+
+// appendRowKey appends the key encoding of every column: a row's
+// identity, equal for rows equal column by column.
+func appendRowKey(b []byte, row types.Row) []byte {
+	for _, v := range row {
+		b = types.AppendKey(b, v)
+	}
+	return b
+}
+
+// hasNull reports whether any of row's columns cols is NULL: such a row
+// joins nothing.
+func hasNull(row types.Row, cols []int) bool {
+	for _, c := range cols {
+		if row[c] == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// A counted row is stored as a zigzag varint count then the row's value
+// encoding (types.AppendRow), lossless.
+func appendCounted(b []byte, n int64, row types.Row) []byte {
+	return types.AppendRow(binary.AppendVarint(b, n), row)
+}
+
+func decodeCounted(b []byte) (int64, types.Row, error) {
+	n, k := binary.Varint(b)
+	if k <= 0 {
+		return 0, nil, fmt.Errorf("flow: %w: count", types.ErrCorrupt)
+	}
+	row, _, err := types.DecodeRow(b[k:])
+	return n, row, err
+}
+
+func decodeCount(b []byte) (int64, error) {
+	n, k := binary.Varint(b)
+	if k <= 0 {
+		return 0, fmt.Errorf("flow: %w: count", types.ErrCorrupt)
+	}
+	return n, nil
+}
+
+// getCount reads a count key; a missing key is 0.
+func getCount(s Reader, key []byte) (int64, error) {
+	v, ok, err := s.Get(key)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return decodeCount(v)
+}
+
+// addCount adds d to a count key, deleting it at 0, and returns the
+// count before and after. A count below zero is a retraction of what
+// was never there: an upstream bug or corrupt state, refused.
+func addCount(s Store, key []byte, d int64) (before, after int64, err error) {
+	if before, err = getCount(s, key); err != nil {
+		return 0, 0, err
+	}
+	after = before + d
+	switch {
+	case after < 0:
+		return before, after, fmt.Errorf("flow: %w", ErrNegative)
+	case after == 0:
+		err = s.Delete(key)
+	default:
+		err = s.Set(key, binary.AppendVarint(nil, after))
+	}
+	return before, after, err
+}
+
+// addCounted adds d copies of row under key (a counted row), deleting
+// it at 0; it returns the count after.
+func addCounted(s Store, key []byte, row types.Row, d int64) (int64, error) {
+	v, ok, err := s.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if ok {
+		if n, err = decodeCount(v); err != nil {
+			return 0, err
+		}
+	}
+	n += d
+	switch {
+	case n < 0:
+		return n, fmt.Errorf("flow: %w", ErrNegative)
+	case n == 0:
+		return 0, s.Delete(key)
+	}
+	// The first copy's encoding stays: values equal but written
+	// differently (1.50 and 1.5) are one row, shown as first seen.
+	if ok {
+		_, stored, err := decodeCounted(v)
+		if err != nil {
+			return 0, err
+		}
+		row = stored
+	}
+	return n, s.Set(key, appendCounted(nil, n, row))
+}
+
+// consolidate sums the diffs of equal rows and drops those summing to
+// zero, keeping first-appearance order (so outputs are deterministic).
+func consolidate(changes []types.Change) []types.Change {
+	if len(changes) <= 1 {
+		if len(changes) == 1 && changes[0].Diff == 0 {
+			return nil
+		}
+		return changes
+	}
+	idx := make(map[string]int, len(changes))
+	out := make([]types.Change, 0, len(changes))
+	var buf []byte
+	for _, c := range changes {
+		buf = appendRowKey(buf[:0], c.Row)
+		if i, ok := idx[string(buf)]; ok {
+			out[i].Diff += c.Diff
+			continue
+		}
+		idx[string(buf)] = len(out)
+		out = append(out, c)
+	}
+	n := 0
+	for _, c := range out {
+		if c.Diff != 0 {
+			out[n] = c
+			n++
+		}
+	}
+	return out[:n]
+}

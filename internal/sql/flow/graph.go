@@ -1,0 +1,324 @@
+package flow
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strandkafka/strand/internal/sql/types"
+)
+
+// ErrNegative: a retraction of a row the state does not hold. Inputs
+// must be consistent Z-sets over time (an upsert source retracts only
+// what it inserted); the epoch that would go below zero is refused.
+var ErrNegative = errors.New("retraction of a row not present")
+
+// Operator is one node of a dataflow. Step is called once per epoch,
+// in topological order, with the epoch's changes on each of its inputs
+// (ins[i] for input i, possibly empty), and returns its output changes
+// for the epoch. Its state lives in ctx.State only (a namespace of its
+// own, written in the epoch's batch): an operator keeps nothing in
+// memory between epochs, so a restarted driver continues from the
+// store alone.
+type Operator interface {
+	// Arity is the number of inputs.
+	Arity() int
+	Step(ctx *Context, ins [][]types.Change) ([]types.Change, error)
+}
+
+// Context is what an operator's Step may use.
+type Context struct {
+	// State is the operator's namespace of the dataflow's store.
+	State Store
+	// Watermark is the event time below which the inputs promise no
+	// more records (the zero Time before any). It only grows.
+	Watermark time.Time
+	// Late counts records an operator dropped as later than the
+	// watermark allows (see WindowPolicy); the driver accumulates it
+	// in NodeStats.
+	Late int64
+	// First is set in the first epoch a dataflow ever runs (the store
+	// was empty), for operators that emit without input (a global
+	// aggregate's row over nothing).
+	First bool
+}
+
+// Node names a node of a Graph.
+type Node int
+
+type node struct {
+	name string
+	op   Operator // nil for an input
+	ins  []Node
+}
+
+// Graph is a dataflow: inputs, operators over earlier nodes (so it is
+// a DAG in the order built), one output. Node numbers are its state
+// namespaces, so a graph must be built in the same order each time it
+// is run over the same store.
+type Graph struct {
+	nodes  []node
+	inputs []Node
+	output Node
+	hasOut bool
+}
+
+// maxNodes bounds a graph: node numbers are two bytes of every state key.
+const maxNodes = 1 << 16
+
+// Input adds an input: the changes of a source (or another view).
+func (g *Graph) Input(name string) Node {
+	g.nodes = append(g.nodes, node{name: name})
+	n := Node(len(g.nodes) - 1)
+	g.inputs = append(g.inputs, n)
+	return n
+}
+
+// Add adds op over ins (as many as op.Arity(), each an existing node).
+func (g *Graph) Add(name string, op Operator, ins ...Node) Node {
+	g.nodes = append(g.nodes, node{name: name, op: op, ins: ins})
+	return Node(len(g.nodes) - 1)
+}
+
+// SetOutput names the node whose changes are the view's.
+func (g *Graph) SetOutput(n Node) { g.output, g.hasOut = n, true }
+
+func (g *Graph) validate() error {
+	if len(g.nodes) > maxNodes {
+		return fmt.Errorf("flow: %d nodes, at most %d", len(g.nodes), maxNodes)
+	}
+	if !g.hasOut || int(g.output) < 0 || int(g.output) >= len(g.nodes) {
+		return errors.New("flow: graph has no output")
+	}
+	for i, n := range g.nodes {
+		if n.op == nil {
+			continue
+		}
+		if v, ok := n.op.(validator); ok {
+			if err := v.validate(); err != nil {
+				return fmt.Errorf("flow: node %d (%s): %w", i, n.name, err)
+			}
+		}
+		if len(n.ins) != n.op.Arity() {
+			return fmt.Errorf("flow: node %d (%s) has %d inputs, its operator takes %d", i, n.name, len(n.ins), n.op.Arity())
+		}
+		for _, in := range n.ins {
+			if in < 0 || int(in) >= i {
+				return fmt.Errorf("flow: node %d (%s) reads node %d, not an earlier one", i, n.name, in)
+			}
+		}
+	}
+	return nil
+}
+
+// The store's top-level layout:
+//
+//	'm' 'e'              epoch number of the last commit, uvarint
+//	'm' 'w'              watermark, unix microseconds, varint
+//	'm' 'c'              the caller's checkpoint (e.g. input offsets)
+//	'n' node(2 bytes BE) the node's operator state (see each operator)
+//	'v'                  the view's index (see Index)
+var (
+	metaEpoch      = []byte("me")
+	metaWatermark  = []byte("mw")
+	metaCheckpoint = []byte("mc")
+	indexPrefix    = []byte("v")
+)
+
+func nodePrefix(i int) []byte { return []byte{'n', byte(i >> 8), byte(i)} }
+
+// Options tune a Driver.
+type Options struct {
+	// Index says how the view's contents are indexed (nil: by the whole
+	// row, with a count).
+	Index *IndexSpec
+	// MaxEpochChanges bounds the input changes of one epoch
+	// (DefaultMaxEpochChanges if 0): an epoch's working set is in
+	// memory. An operator's fan-out (a join's matches) is not bounded
+	// by it.
+	MaxEpochChanges int
+}
+
+// DefaultMaxEpochChanges is Options.MaxEpochChanges' default.
+const DefaultMaxEpochChanges = 1 << 20
+
+// Epoch is one step's input.
+type Epoch struct {
+	// Inputs are the changes on each of the graph's inputs, in the
+	// order Input was called; missing trailing ones are empty.
+	Inputs [][]types.Change
+	// Watermark raises the dataflow's watermark (a lower one is
+	// ignored: it only grows).
+	Watermark time.Time
+	// Checkpoint, when not nil, is stored with the epoch's state in one
+	// commit: the input positions the epoch consumed, so a restart
+	// resumes after them, neither losing nor repeating a change.
+	Checkpoint []byte
+}
+
+// NodeStats are a node's counters since the driver was made.
+type NodeStats struct {
+	Name    string
+	In, Out int64 // changes
+	Late    int64 // records dropped as late
+}
+
+// Driver runs a Graph over a Store, one epoch per Step: the operators'
+// state, the view's index and the checkpoint advance in one commit. A
+// Driver is used by one goroutine; its View may be read by others.
+type Driver struct {
+	g         *Graph
+	st        Store
+	opts      Options
+	ctxs      []Context
+	stats     []NodeStats
+	index     *Index
+	epoch     uint64
+	watermark time.Time
+}
+
+// NewDriver returns a driver of g over st, resuming from st's last
+// committed epoch.
+func NewDriver(g *Graph, st Store, opts Options) (*Driver, error) {
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
+	if opts.MaxEpochChanges <= 0 {
+		opts.MaxEpochChanges = DefaultMaxEpochChanges
+	}
+	spec := IndexSpec{}
+	if opts.Index != nil {
+		spec = *opts.Index
+	}
+	d := &Driver{g: g, st: st, opts: opts, ctxs: make([]Context, len(g.nodes)), stats: make([]NodeStats, len(g.nodes))}
+	for i, n := range g.nodes {
+		d.ctxs[i].State = &prefixed{s: st, prefix: nodePrefix(i)}
+		d.stats[i].Name = n.name
+	}
+	d.index = &Index{spec: spec, st: &prefixed{s: st, prefix: indexPrefix}}
+	v, ok, err := st.Get(metaEpoch)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		e, k := binary.Uvarint(v)
+		if k <= 0 {
+			return nil, fmt.Errorf("flow: %w: epoch", types.ErrCorrupt)
+		}
+		d.epoch = e
+	}
+	if v, ok, err = st.Get(metaWatermark); err != nil {
+		return nil, err
+	} else if ok {
+		us, k := binary.Varint(v)
+		if k <= 0 {
+			return nil, fmt.Errorf("flow: %w: watermark", types.ErrCorrupt)
+		}
+		d.watermark = time.UnixMicro(us).UTC()
+	}
+	return d, nil
+}
+
+// Epoch is the number of committed epochs.
+func (d *Driver) Epoch() uint64 { return d.epoch }
+
+// Watermark is the dataflow's watermark.
+func (d *Driver) Watermark() time.Time { return d.watermark }
+
+// Checkpoint returns the checkpoint committed with the last epoch that
+// had one.
+func (d *Driver) Checkpoint() ([]byte, bool, error) { return d.st.Committed().Get(metaCheckpoint) }
+
+// View reads the view's committed contents.
+func (d *Driver) View() *View { return &View{spec: d.index.spec, r: d.st.Committed()} }
+
+// Stats returns each node's counters, in node order.
+func (d *Driver) Stats() []NodeStats { return append([]NodeStats(nil), d.stats...) }
+
+// Step runs one epoch: every node in order, the output into the index,
+// then one commit. It returns the view's changes for the epoch,
+// consolidated. On an error nothing of the epoch is kept (the store is
+// rolled back) and the driver is as before.
+func (d *Driver) Step(e Epoch) ([]types.Change, error) {
+	if len(e.Inputs) > len(d.g.inputs) {
+		return nil, fmt.Errorf("flow: %d inputs given, the graph has %d", len(e.Inputs), len(d.g.inputs))
+	}
+	total := 0
+	for _, in := range e.Inputs {
+		total += len(in)
+	}
+	if total > d.opts.MaxEpochChanges {
+		return nil, fmt.Errorf("flow: epoch of %d changes, at most %d", total, d.opts.MaxEpochChanges)
+	}
+	out, late, err := d.step(e)
+	if err != nil {
+		if rerr := d.st.Rollback(); rerr != nil {
+			return nil, errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	for i, n := range late {
+		d.stats[i].Late += n
+	}
+	return out, nil
+}
+
+func (d *Driver) step(e Epoch) ([]types.Change, []int64, error) {
+	wm := d.watermark
+	if e.Watermark.After(wm) {
+		wm = e.Watermark
+	}
+	outs := make([][]types.Change, len(d.g.nodes))
+	for i, in := range d.g.inputs {
+		if i < len(e.Inputs) {
+			outs[in] = e.Inputs[i]
+		}
+	}
+	late := make([]int64, len(d.g.nodes))
+	ins := make([][]types.Change, 0, 2)
+	for i, n := range d.g.nodes {
+		if n.op == nil {
+			d.stats[i].In += int64(len(outs[i]))
+			d.stats[i].Out += int64(len(outs[i]))
+			continue
+		}
+		ins = ins[:0]
+		for _, in := range n.ins {
+			ins = append(ins, outs[in])
+			d.stats[i].In += int64(len(outs[in]))
+		}
+		ctx := &d.ctxs[i]
+		ctx.Watermark, ctx.Late, ctx.First = wm, 0, d.epoch == 0
+		out, err := n.op.Step(ctx, ins)
+		if err != nil {
+			return nil, nil, fmt.Errorf("flow: node %d (%s): %w", i, n.name, err)
+		}
+		late[i] = ctx.Late
+		outs[i] = out
+		d.stats[i].Out += int64(len(out))
+	}
+	out := consolidate(outs[d.g.output])
+	if err := d.index.apply(out); err != nil {
+		return nil, nil, err
+	}
+	if err := d.st.Set(metaEpoch, binary.AppendUvarint(nil, d.epoch+1)); err != nil {
+		return nil, nil, err
+	}
+	if !wm.IsZero() {
+		if err := d.st.Set(metaWatermark, binary.AppendVarint(nil, wm.UnixMicro())); err != nil {
+			return nil, nil, err
+		}
+	}
+	if e.Checkpoint != nil {
+		if err := d.st.Set(metaCheckpoint, e.Checkpoint); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := d.st.Commit(); err != nil {
+		return nil, nil, err
+	}
+	d.epoch++
+	d.watermark = wm
+	return out, late, nil
+}

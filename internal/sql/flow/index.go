@@ -1,0 +1,126 @@
+package flow
+
+import (
+	"fmt"
+
+	"github.com/strandkafka/strand/internal/sql/types"
+)
+
+// IndexSpec says how a view's contents are kept for reads.
+//
+// Layout, under the store's 'v' prefix:
+//
+//	Unique:  key(KeyCols)            -> count, row   (count is 1)
+//	else:    key(KeyCols) key(row)   -> count, row
+//
+// where key(...) is the types key encoding of those values in order
+// and count, row a counted row (zigzag varint, types.AppendRow). A
+// lookup by the key columns (or a prefix of them) is a prefix scan.
+type IndexSpec struct {
+	// KeyCols are the columns the view is read by: an aggregate's
+	// group key, a top-N's partition key. Empty: the whole row.
+	KeyCols []int
+	// Unique: at most one row per key (a GROUP BY's output by its group
+	// key), so the row is not part of the store key. A second row for
+	// a key is an error.
+	Unique bool
+}
+
+// Index is the consolidated output of a dataflow: the view's contents.
+type Index struct {
+	spec IndexSpec
+	st   Store
+}
+
+func (x *Index) storeKey(b []byte, row types.Row) []byte {
+	if len(x.spec.KeyCols) == 0 {
+		return appendRowKey(b, row)
+	}
+	b = appendKeyCols(b, row, x.spec.KeyCols)
+	if !x.spec.Unique {
+		b = appendRowKey(b, row)
+	}
+	return b
+}
+
+// apply writes the epoch's consolidated output. Retractions go first,
+// so a unique key's -old +new replaces its row.
+func (x *Index) apply(out []types.Change) error {
+	var buf []byte
+	for pass := 0; pass < 2; pass++ {
+		for _, c := range out {
+			if (c.Diff < 0) != (pass == 0) {
+				continue
+			}
+			buf = x.storeKey(buf[:0], c.Row)
+			if x.spec.Unique && c.Diff > 0 {
+				if _, ok, err := x.st.Get(buf); err != nil {
+					return err
+				} else if ok || c.Diff > 1 {
+					return fmt.Errorf("flow: view's key %v is not unique", keyVals(c.Row, x.spec.KeyCols))
+				}
+			}
+			if _, err := addCounted(x.st, buf, c.Row, c.Diff); err != nil {
+				return fmt.Errorf("flow: view index: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func keyVals(row types.Row, cols []int) []string {
+	s := make([]string, len(cols))
+	for i, c := range cols {
+		s[i] = types.Format(row[c])
+	}
+	return s
+}
+
+// View reads a view's committed contents, safe for use concurrently
+// with the driver.
+type View struct {
+	spec IndexSpec
+	r    Reader
+}
+
+// Lookup calls fn for each row whose key columns equal key, with its
+// count, in index order.
+func (v *View) Lookup(key types.Row, fn func(row types.Row, count int64) bool) error {
+	if len(v.spec.KeyCols) > 0 && len(key) != len(v.spec.KeyCols) {
+		return fmt.Errorf("flow: lookup by %d values, the key has %d columns", len(key), len(v.spec.KeyCols))
+	}
+	return v.Scan(key, fn)
+}
+
+// Scan calls fn for each row whose first key columns equal prefix (all
+// rows for an empty prefix), in the order of the key columns' values,
+// with its count. fn returns false to stop.
+func (v *View) Scan(prefix types.Row, fn func(row types.Row, count int64) bool) error {
+	if len(v.spec.KeyCols) > 0 && len(prefix) > len(v.spec.KeyCols) {
+		return fmt.Errorf("flow: scan by %d values, the key has %d columns", len(prefix), len(v.spec.KeyCols))
+	}
+	var p []byte
+	p = append(p, indexPrefix...)
+	for _, val := range prefix {
+		p = types.AppendKey(p, val)
+	}
+	return scanPrefix(v.r, p, false, func(_, val []byte) (bool, error) {
+		n, row, err := decodeCounted(val)
+		if err != nil {
+			return false, err
+		}
+		return fn(row, n), nil
+	})
+}
+
+// Rows returns the view's contents, each row repeated by its count.
+func (v *View) Rows() ([]types.Row, error) {
+	var rows []types.Row
+	err := v.Scan(nil, func(row types.Row, n int64) bool {
+		for range n {
+			rows = append(rows, row)
+		}
+		return true
+	})
+	return rows, err
+}
