@@ -43,7 +43,8 @@ const maxAggs = 255
 // windows last Size. A window closes when the watermark reaches its end
 // plus Lateness; a record for a closed window is late: dropped and
 // counted (Context.Late, NodeStats.Late), as is a record without a
-// window (a NULL time). A closed window's state is freed. With
+// window (a NULL time). An epoch's records are judged against the
+// watermark before the epoch (Context.InputWatermark). A closed window's state is freed. With
 // EmitOnClose the window's rows are held until it closes and emitted
 // once, final; otherwise they are emitted as they change (and stay in
 // the view after it closes).
@@ -298,7 +299,7 @@ func (a *Aggregate) late(ctx *Context, row types.Row) bool {
 	if !ok {
 		return true
 	}
-	return !start.Add(a.Window.Size + a.Window.Lateness).After(ctx.Watermark)
+	return !start.Add(a.Window.Size + a.Window.Lateness).After(ctx.InputWatermark)
 }
 
 // closeWindows frees the state of every window the watermark closed,

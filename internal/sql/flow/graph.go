@@ -32,8 +32,13 @@ type Context struct {
 	// State is the operator's namespace of the dataflow's store.
 	State Store
 	// Watermark is the event time below which the inputs promise no
-	// more records (the zero Time before any). It only grows.
+	// more records, as of the epoch's end (the zero Time before any):
+	// windows it passes close. It only grows.
 	Watermark time.Time
+	// InputWatermark is the watermark before the epoch: the epoch's
+	// records are judged late against it, since they were read before
+	// the promise the epoch's new watermark makes.
+	InputWatermark time.Time
 	// Late counts records an operator dropped as later than the
 	// watermark allows (see WindowPolicy); the driver accumulates it
 	// in NodeStats.
@@ -148,8 +153,9 @@ type Epoch struct {
 	// Inputs are the changes on each of the graph's inputs, in the
 	// order Input was called; missing trailing ones are empty.
 	Inputs [][]types.Change
-	// Watermark raises the dataflow's watermark (a lower one is
-	// ignored: it only grows).
+	// Watermark raises the dataflow's watermark at the epoch's end (a
+	// lower one is ignored: it only grows). The epoch's own records are
+	// judged late against the watermark before it.
 	Watermark time.Time
 	// Checkpoint, when not nil, is stored with the epoch's state in one
 	// commit: the input positions the epoch consumed, so a restart
@@ -251,20 +257,24 @@ func (d *Driver) Step(e Epoch) ([]types.Change, error) {
 	if total > d.opts.MaxEpochChanges {
 		return nil, fmt.Errorf("flow: epoch of %d changes, at most %d", total, d.opts.MaxEpochChanges)
 	}
-	out, late, err := d.step(e)
+	out, delta, err := d.step(e)
 	if err != nil {
 		if rerr := d.st.Rollback(); rerr != nil {
 			return nil, errors.Join(err, rerr)
 		}
 		return nil, err
 	}
-	for i, n := range late {
-		d.stats[i].Late += n
+	for i, n := range delta {
+		d.stats[i].In += n.In
+		d.stats[i].Out += n.Out
+		d.stats[i].Late += n.Late
 	}
 	return out, nil
 }
 
-func (d *Driver) step(e Epoch) ([]types.Change, []int64, error) {
+// step runs the epoch and returns its output and its counters, which
+// Step adds to the stats only once the epoch commits.
+func (d *Driver) step(e Epoch) ([]types.Change, []NodeStats, error) {
 	wm := d.watermark
 	if e.Watermark.After(wm) {
 		wm = e.Watermark
@@ -275,28 +285,28 @@ func (d *Driver) step(e Epoch) ([]types.Change, []int64, error) {
 			outs[in] = e.Inputs[i]
 		}
 	}
-	late := make([]int64, len(d.g.nodes))
+	delta := make([]NodeStats, len(d.g.nodes))
 	ins := make([][]types.Change, 0, 2)
 	for i, n := range d.g.nodes {
 		if n.op == nil {
-			d.stats[i].In += int64(len(outs[i]))
-			d.stats[i].Out += int64(len(outs[i]))
+			delta[i].In = int64(len(outs[i]))
+			delta[i].Out = int64(len(outs[i]))
 			continue
 		}
 		ins = ins[:0]
 		for _, in := range n.ins {
 			ins = append(ins, outs[in])
-			d.stats[i].In += int64(len(outs[in]))
+			delta[i].In += int64(len(outs[in]))
 		}
 		ctx := &d.ctxs[i]
-		ctx.Watermark, ctx.Late, ctx.First = wm, 0, d.epoch == 0
+		ctx.Watermark, ctx.InputWatermark, ctx.Late, ctx.First = wm, d.watermark, 0, d.epoch == 0
 		out, err := n.op.Step(ctx, ins)
 		if err != nil {
 			return nil, nil, fmt.Errorf("flow: node %d (%s): %w", i, n.name, err)
 		}
-		late[i] = ctx.Late
+		delta[i].Late = ctx.Late
+		delta[i].Out = int64(len(out))
 		outs[i] = out
-		d.stats[i].Out += int64(len(out))
 	}
 	out := consolidate(outs[d.g.output])
 	if err := d.index.apply(out); err != nil {
@@ -320,5 +330,5 @@ func (d *Driver) step(e Epoch) ([]types.Change, []int64, error) {
 	}
 	d.epoch++
 	d.watermark = wm
-	return out, late, nil
+	return out, delta, nil
 }
