@@ -22,7 +22,9 @@ var stores = []struct {
 	open func(t testing.TB) Store
 }{
 	{"mem", func(testing.TB) Store { return NewMemStore() }},
-	{"pebble", func(t testing.TB) Store { return NewPebbleStore(openPebble(t, vfs.NewMem(), ""), []byte("view1/"), false) }},
+	{"pebble", func(t testing.TB) Store {
+		return NewPebbleStore(openPebble(t, vfs.NewMem(), ""), []byte("view1/"), false)
+	}},
 }
 
 func openPebble(t testing.TB, fs vfs.FS, dir string) *pebble.DB {
