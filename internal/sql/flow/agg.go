@@ -77,7 +77,9 @@ type WindowPolicy struct {
 //	                                          group values (types.AppendRow),
 //	                                          each call's accumulator (see accumulator.append)
 //	'x' call(1 byte) key(group) key(value) -> count, [value]
-//	                                          (MIN/MAX multisets, COUNT(DISTINCT) sets)
+//	                                          (MIN/MAX multisets, COUNT(DISTINCT) sets;
+//	                                          MIN and MAX of one column share the
+//	                                          first one's)
 type Aggregate struct {
 	GroupBy []int
 	Aggs    []AggCall
@@ -85,6 +87,21 @@ type Aggregate struct {
 }
 
 func (a *Aggregate) Arity() int { return 1 }
+
+// setOf is the call whose multiset call i uses: MIN and MAX of one
+// column share one (the first such call's), so it is kept once.
+func (a *Aggregate) setOf(i int) int {
+	call := a.Aggs[i]
+	if call.Kind != Min && call.Kind != Max {
+		return i
+	}
+	for j, c := range a.Aggs[:i] {
+		if (c.Kind == Min || c.Kind == Max) && c.Col == call.Col {
+			return j
+		}
+	}
+	return i
+}
 
 func (a *Aggregate) validate() error {
 	if len(a.Aggs) > maxAggs {
@@ -107,8 +124,9 @@ func (k AggKind) usesSet() bool { return k == Min || k == Max || k == CountDisti
 // accumulator is one call's state in one group. Which fields a kind
 // uses: n is the non-NULL count (COUNT, SUM, AVG, MIN, MAX) or the
 // distinct count (COUNT(DISTINCT)); t and f count true and false
-// (bool_and, bool_or); sum is the finite sum (int64, or *apd.Decimal
-// once an int64 overflows or for numeric input, or float64) and pinf,
+// (bool_and, bool_or); sum is the current extreme (MIN, MAX) or the
+// finite sum (int64, or *apd.Decimal once an int64 overflows or for
+// numeric input, or float64) and pinf,
 // ninf, nan count the non-finite values; in is the input's kind.
 type accumulator struct {
 	n, t, f         int64
@@ -161,6 +179,9 @@ type group struct {
 	accs   []accumulator
 	old    types.Row // the result before the epoch; nil if none
 	exists bool      // had state before the epoch
+	// rescan marks MIN/MAX calls whose extreme was retracted: the next
+	// one is read from the multiset.
+	rescan []bool
 }
 
 func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
@@ -176,7 +197,7 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 		if g, ok := groups[string(key)]; ok {
 			return g, nil
 		}
-		g := &group{key: append([]byte(nil), key...), accs: make([]accumulator, len(a.Aggs))}
+		g := &group{key: append([]byte(nil), key...), accs: make([]accumulator, len(a.Aggs)), rescan: make([]bool, len(a.Aggs))}
 		v, ok, err := st.Get(append([]byte{'g'}, key...))
 		if err != nil {
 			return nil, err
@@ -226,6 +247,14 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 				continue
 			}
 			acc := &g.accs[i]
+			if call.Kind == Min || call.Kind == Max {
+				if acc.extreme(call.Kind, v, c.Diff) {
+					g.rescan[i] = true
+				}
+				if a.setOf(i) != i {
+					continue // the shared multiset was updated for an earlier call
+				}
+			}
 			if call.Kind.usesSet() {
 				xbuf = types.AppendKey(append(append(xbuf[:0], 'x', byte(i)), g.key...), v)
 				before, err := getCount(st, xbuf)
@@ -262,11 +291,13 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 				return nil, err
 			}
 		} else {
-			if err := st.Set(gk, a.encodeGroup(g)); err != nil {
-				return nil, err
-			}
+			// The result first: it settles rescanned extremes, which
+			// the state keeps.
 			var err error
 			if nw, err = a.result(st, g); err != nil {
+				return nil, err
+			}
+			if err := st.Set(gk, a.encodeGroup(g)); err != nil {
 				return nil, err
 			}
 		}
@@ -342,7 +373,7 @@ func (a *Aggregate) closeWindows(ctx *Context) ([]types.Change, error) {
 			return nil, err
 		}
 		for i, call := range a.Aggs {
-			if !call.Kind.usesSet() {
+			if !call.Kind.usesSet() || a.setOf(i) != i {
 				continue
 			}
 			var keys [][]byte
@@ -414,7 +445,11 @@ func (a *Aggregate) result(st Reader, g *group) (types.Row, error) {
 		case Avg:
 			v, err = acc.avgResult()
 		case Min, Max:
-			v, err = extreme(st, byte(i), g.key, call.Kind == Max)
+			if g.rescan != nil && g.rescan[i] {
+				acc.sum, err = extreme(st, byte(a.setOf(i)), g.key, call.Kind == Max)
+				g.rescan[i] = false
+			}
+			v = acc.sum
 		case BoolAnd:
 			if acc.t+acc.f > 0 {
 				v = acc.f == 0
@@ -460,10 +495,30 @@ func abs64(n int64) int64 {
 // rounding for those operations).
 var decimalCtx = apd.BaseContext
 
+// extreme updates a MIN or MAX call's current extreme (kept in sum)
+// with d copies of v, and reports whether the extreme was retracted, so
+// that the next one must be read from the multiset. Only that case
+// reads the multiset: an insert compares with the extreme.
+func (acc *accumulator) extreme(kind AggKind, v any, d int64) (rescan bool) {
+	acc.n += d
+	if d < 0 {
+		return acc.sum != nil && types.Compare(v, acc.sum) == 0
+	}
+	if acc.sum == nil {
+		acc.sum = v
+		return false
+	}
+	c := types.Compare(v, acc.sum)
+	if (kind == Min && c < 0) || (kind == Max && c > 0) {
+		acc.sum = v
+	}
+	return false
+}
+
 // add adds d copies of the non-NULL v to the accumulator.
 func (acc *accumulator) add(kind AggKind, v any, d int64) error {
 	switch kind {
-	case Count, Min, Max:
+	case Count:
 		acc.n += d
 		return nil
 	case BoolAnd, BoolOr:
