@@ -272,6 +272,11 @@ func avroNative(s avro.Schema, v any) (any, error) {
 	}
 	switch s := s.(type) {
 	case *avro.UnionSchema:
+		// A nullable union decodes to its branch's value; any other to
+		// {"branch name": value}.
+		if nullable, bt := nullableBranch(s); nullable {
+			return avroNative(bt, v)
+		}
 		m, ok := v.(map[string]any)
 		if !ok || len(m) != 1 {
 			return nil, fmt.Errorf("Avro union value %T", v)
@@ -314,6 +319,21 @@ func avroNative(s avro.Schema, v any) (any, error) {
 		return nil, err
 	}
 	return types.ParseJSON(string(b))
+}
+
+// nullableBranch is the other branch of a union of null and one type.
+func nullableBranch(u *avro.UnionSchema) (bool, avro.Schema) {
+	ts := u.Types()
+	if len(ts) != 2 {
+		return false, nil
+	}
+	switch {
+	case ts[0].Type() == avro.Null:
+		return true, ts[1]
+	case ts[1].Type() == avro.Null:
+		return true, ts[0]
+	}
+	return false, nil
 }
 
 // unionName is the key hamba's generic decoder gives a union branch.
@@ -429,6 +449,10 @@ func protoNative(fd protoreflect.FieldDescriptor, v protoreflect.Value) (any, er
 		var err error
 		opts := protojson.MarshalOptions{UseProtoNames: true}
 		switch {
+		case fd.IsList() && v.List().Len() == 0:
+			return types.MakeJSONArray(nil), nil
+		case fd.IsMap() && v.Map().Len() == 0:
+			return types.MakeJSONObject(nil, nil), nil
 		case fd.IsList() || fd.IsMap():
 			// Marshal the field alone in a message of its own kind, then
 			// take the field back out.
