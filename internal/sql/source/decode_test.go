@@ -301,10 +301,10 @@ func TestDefOptions(t *testing.T) {
 		code string
 	}{
 		{opt("envelope", "upsert", "watermark.column", "ts", "watermark.delay", "5 seconds"), ""},
-		{opt("bad.records", "dead-letter", "dead.letter.topic", "dlq"), ""},
+		{opt("bad.records", "dead-letter", "deadletter.topic", "dlq"), ""},
 		{opt("bad.records", "dead-letter"), "42P17"},
-		{opt("dead.letter.topic", "dlq"), "42P17"},
-		{opt("bad.records", "dead-letter", "dead.letter.topic", "t"), "42P17"},
+		{opt("deadletter.topic", "dlq"), "42P17"},
+		{opt("bad.records", "dead-letter", "deadletter.topic", "t"), "42P17"},
 		{opt("bad.records", "retry"), "22023"},
 		{opt("envelope", "debezium"), "22023"},
 		{opt("watermark.column", "n"), "42804"},

@@ -55,9 +55,11 @@ const (
 )
 
 // Options are the WITH options a source takes, as CREATE SOURCE accepts
-// them (catalog), sorted.
+// them (catalog), sorted. Each has at most one dot, which PostgreSQL's
+// grammar reads unquoted in a WITH list (as toast.fillfactor); the
+// dead-letter topic's name echoes Kafka Connect's deadletterqueue.
 var Options = []string{
-	"bad.records", "dead.letter.topic", "envelope", "format",
+	"bad.records", "deadletter.topic", "envelope", "format",
 	"scan.startup", "topic", "watermark.column", "watermark.delay",
 }
 
@@ -122,7 +124,11 @@ const maxWatermarkDelay = 366 * 24 * time.Hour
 // what the catalog checked when it was created and what only this
 // package knows: the option values, the column types the engine
 // computes with. Errors carry PostgreSQL's SQLSTATEs.
-func DefOf(rel meta.Relation) (*Def, error) {
+func DefOf(rel meta.Relation) (*Def, error) { return defOf(rel, true) }
+
+// defOf is DefOf; without strictTypes a column of a type the engine
+// does not compute with yet is read as text, for Check.
+func defOf(rel meta.Relation, strictTypes bool) (*Def, error) {
 	if rel.Kind != meta.RelationSource {
 		return nil, sqlerr.Errorf(sqlerr.WrongObjectType, "%q is a %s, not a source", rel.Name, rel.Kind)
 	}
@@ -138,6 +144,9 @@ func DefOf(rel meta.Relation) (*Def, error) {
 	}
 	for _, c := range rel.Columns {
 		t, err := columnType(c)
+		if err != nil && !strictTypes {
+			t, err = types.Text, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -191,12 +200,12 @@ func (d *Def) options(rel meta.Relation) error {
 	if startup != "" {
 		d.Startup = Startup(startup)
 	}
-	dlt, hasDLT := rel.Option("dead.letter.topic")
+	dlt, hasDLT := rel.Option("deadletter.topic")
 	switch {
 	case d.BadRecords == DeadLetter && dlt == "":
-		return sqlerr.Errorf(invalidObjectDefinition, "bad.records = 'dead-letter' needs dead.letter.topic")
+		return sqlerr.Errorf(invalidObjectDefinition, "bad.records = 'dead-letter' needs deadletter.topic")
 	case hasDLT && d.BadRecords != DeadLetter:
-		return sqlerr.Errorf(invalidObjectDefinition, "dead.letter.topic is used only with bad.records = 'dead-letter'")
+		return sqlerr.Errorf(invalidObjectDefinition, "deadletter.topic is used only with bad.records = 'dead-letter'")
 	case dlt != "" && dlt == d.Topic:
 		return sqlerr.Errorf(invalidObjectDefinition, "the dead-letter topic cannot be the source's own topic")
 	}
@@ -252,11 +261,12 @@ func columnType(c meta.RelationColumn) (types.Type, error) {
 	return t, nil
 }
 
-// Check checks a CREATE SOURCE's columns and options as DefOf will read
-// them, for the catalog to refuse at creation what a reader could not
-// run.
+// Check checks a CREATE SOURCE's options as DefOf will read them, for
+// the catalog to refuse at creation what a reader could not run. Column
+// types the catalog accepts and the engine does not compute with yet
+// (char, time, uuid) are DefOf's to refuse, when a reader starts.
 func Check(name, topic, format string, cols []meta.RelationColumn, opts []meta.RelationOption) error {
-	_, err := DefOf(meta.Relation{Kind: meta.RelationSource, Name: name, Topic: topic, Format: format, Columns: cols, Options: opts})
+	_, err := defOf(meta.Relation{Kind: meta.RelationSource, Name: name, Topic: topic, Format: format, Columns: cols, Options: opts}, false)
 	return err
 }
 
