@@ -189,16 +189,22 @@ func (r *Reader) rebuildFrom(p int32, start, logStart int64) (int64, error) {
 	return logStart, nil
 }
 
-// Close stops reading.
+// Close stops reading; closing again does nothing.
 func (r *Reader) Close() {
 	if r.cl != nil {
 		r.cl.Close()
+		r.cl = nil
 	}
 	if r.dlq != nil {
 		r.dlq.Close()
+		r.dlq = nil
 	}
 	if r.store != nil {
 		_ = r.store.close()
+		r.store = nil
+	}
+	if r.failed == nil {
+		r.failed = errors.New("source: reader closed")
 	}
 }
 

@@ -36,11 +36,21 @@ func openUpsertStore(dir string) (*upsertStore, error) {
 	}
 	cache := pebble.NewCache(upsertCacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: 16 << 20})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, MemTableSize: 16 << 20, Logger: quietLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("source: upsert state: %w", err)
 	}
 	return &upsertStore{db: db}, nil
+}
+
+// quietLogger keeps Pebble's routine messages (WAL replays) out of the
+// agent's log; what fails reaches the Reader as an error.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("source: upsert state: "+format, args...))
 }
 
 func (s *upsertStore) close() error { return s.db.Close() }
