@@ -335,3 +335,52 @@ func TestDefOptions(t *testing.T) {
 		t.Fatalf("watermark: column %d delay %v", d.WatermarkColumn, d.WatermarkDelay)
 	}
 }
+
+// FuzzDecode: no value makes the decoder panic, and a value it decodes
+// holds values of its columns' types only (their text reads back).
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"i": 1, "s": "x", "j": {"a": [1]}, "t": "2024-01-02T03:04:05Z"}`, `[]`, `{"n": 1e400}`, `{"s": "\u0000"}`, "\xff"} {
+		f.Add([]byte(s))
+	}
+	def := defOf(f, "json", "i int4, s varchar(4), n numeric(6,2), j jsonb, t timestamptz, b bytea, iv interval, f float4")
+	dec, err := source.NewDecoder(def, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		row, err := dec.Decode(context.Background(), &kgo.Record{Value: value})
+		var br *source.BadRecord
+		if err != nil && !errors.As(err, &br) {
+			t.Fatalf("not a bad record: %v", err)
+		}
+		for i, v := range row {
+			if v == nil {
+				continue
+			}
+			typ := def.Columns[i].Type
+			back, err := types.Parse(typ, types.FormatTyped(typ, v))
+			if err != nil || !types.Equal(back, v) {
+				t.Fatalf("column %s: %v does not read back as %s: %v %v", def.Columns[i].Name, v, typ, back, err)
+			}
+		}
+	})
+}
+
+// BenchmarkDecodeJSON decodes a six-column order record.
+//
+//	go test -run '^$' -bench BenchmarkDecodeJSON ./internal/sql/source/
+func BenchmarkDecodeJSON(b *testing.B) {
+	def := defOf(b, "json", "id int8, qty int4, price numeric(10,2), note text, at timestamptz, tags jsonb")
+	dec, err := source.NewDecoder(def, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &kgo.Record{Value: []byte(`{"id": 123456, "qty": 3, "price": 19.99, "note": "fragile, this side up", "at": "2024-01-02T03:04:05.123Z", "tags": {"a": 1, "b": [true, null]}, "extra": "ignored"}`)}
+	b.SetBytes(int64(len(r.Value)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := dec.Decode(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
