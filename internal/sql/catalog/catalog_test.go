@@ -171,6 +171,12 @@ func TestDDL(t *testing.T) {
 		{"CREATE SOURCE s (a text) WITH (format = 'text')", "42P17", ""},
 		{"CREATE SOURCE s (a text) WITH (topic = 'orders', format = 'text', colour = 'red')", "22023", "colour"},
 		{"CREATE SOURCE s (a text) WITH (topic = 'orders', format = 'text', envelope = 'sideways')", "22023", ""},
+		{"CREATE SOURCE s (a timestamptz) WITH (topic = 'orders', format = 'json', watermark.column = 'b')", "42703", ""},
+		{"CREATE SOURCE s (a text) WITH (topic = 'orders', format = 'json', watermark.column = 'a')", "42804", ""},
+		{"CREATE SOURCE s (a timestamptz) WITH (topic = 'orders', format = 'json', watermark.column = 'a', watermark.delay = '1 month')", "22023", ""},
+		{"CREATE SOURCE s (a text) WITH (topic = 'orders', format = 'json', bad.records = 'dead-letter')", "42P17", ""},
+		{"CREATE SOURCE s (a text) WITH (topic = 'orders', format = 'json', bad.records = 'dead-letter', deadletter.topic = 'nope')", "42704", ""},
+		{"CREATE SOURCE s (a text) WITH (topic = 'orders', format = 'json', scan.startup = 'middle')", "22023", ""},
 		{"CREATE SOURCE s (a money) WITH (topic = 'orders', format = 'json')", "42704", "money"},
 		{"CREATE SOURCE s (a int4, _offset text) WITH (topic = 'orders', format = 'json')", "42804", "_offset"},
 		{"CREATE SOURCE s (a int4, _key int4) WITH (topic = 'orders', format = 'json')", "42804", "_key"},
@@ -229,6 +235,27 @@ func TestDDL(t *testing.T) {
 	v.Close()
 	if err != nil || len(after) != 0 {
 		t.Fatalf("after DROP ... CASCADE: %+v, %v", after, err)
+	}
+}
+
+// TestSourceOptions: a source's reading options, written as PostgreSQL's
+// grammar reads a one-dot name (namespace.name), stored as package
+// source reads them: lower-case names, closed values lower case.
+func TestSourceOptions(t *testing.T) {
+	s := startServer(t, meta.MetadataLevel7, nil)
+	conn := s.connect(t, "alice")
+	mustExec(t, conn, "CREATE SOURCE clicks (at timestamptz, n int4) WITH (topic = 'orders', format = 'json', envelope = 'UPSERT', Bad.Records = 'Dead-Letter', deadletter.topic = 'out', watermark.column = 'at', watermark.delay = '5 seconds', scan.startup = 'latest')", "CREATE SOURCE")
+	v := s.db.View()
+	defer v.Close()
+	rel, ok, err := v.Relation("clicks")
+	if err != nil || !ok {
+		t.Fatalf("clicks: %v %v", ok, err)
+	}
+	want := []meta.RelationOption{{Key: "bad.records", Value: "dead-letter"}, {Key: "deadletter.topic", Value: "out"}, {Key: "envelope", Value: "upsert"},
+		{Key: "format", Value: "json"}, {Key: "scan.startup", Value: "latest"}, {Key: "topic", Value: "orders"},
+		{Key: "watermark.column", Value: "at"}, {Key: "watermark.delay", Value: "5 seconds"}}
+	if !slices.Equal(rel.Options, want) {
+		t.Fatalf("options %v\nwant %v", rel.Options, want)
 	}
 }
 

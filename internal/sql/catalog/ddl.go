@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/source"
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
 )
 
 // Formats a source reads and a sink writes. Avro and Protobuf take the
@@ -27,7 +30,8 @@ var (
 
 // The WITH options each kind takes, and the values of the closed ones.
 var (
-	sourceOptions = []string{"envelope", "format", "topic"}
+	// A source's options are package source's, which reads them.
+	sourceOptions = source.Options
 	sinkOptions   = []string{"envelope", "format", "topic"}
 	envelopes     = map[meta.RelationKind][]string{
 		// append: every record is a row; upsert: the newest value per
@@ -134,8 +138,13 @@ func options(defs []*pg.Node, known []string) ([]meta.RelationOption, error) {
 			return nil, pgwire.Errorf(pgwire.CodeSyntaxError, "a WITH option is name = value")
 		}
 		name := strings.ToLower(de.Defname)
+		if de.Defnamespace != "" {
+			// The grammar reads one dot unquoted: a.b is namespace a,
+			// name b.
+			name = strings.ToLower(de.Defnamespace) + "." + name
+		}
 		pos := de.Location + 1
-		if de.Defnamespace != "" || !slices.Contains(known, name) {
+		if !slices.Contains(known, name) {
 			return nil, &pgwire.Error{Code: pgwire.CodeInvalidParameterValue, Message: fmt.Sprintf("unrecognized parameter %q", de.Defname), Position: pos,
 				Hint: "the options are " + strings.Join(known, ", ")}
 		}
@@ -218,7 +227,8 @@ func topicOptions(v *meta.View, kind meta.RelationKind, opts []meta.RelationOpti
 // lowerOptions stores the format and envelope as checked: lower case.
 func lowerOptions(opts []meta.RelationOption) {
 	for i := range opts {
-		if opts[i].Key == "format" || opts[i].Key == "envelope" {
+		switch opts[i].Key {
+		case "format", "envelope", "bad.records", "scan.startup":
 			opts[i].Value = strings.ToLower(opts[i].Value)
 		}
 	}
@@ -260,6 +270,26 @@ func (s *session) createSource(ctx context.Context, st parse.Statement) error {
 	}
 	if err := payloadColumns(v, format, topic, cols); err != nil {
 		return err
+	}
+	// What the source's reader will refuse, refused now: option values,
+	// the watermark column, types the engine does not compute with.
+	if err := source.Check(name, topic, format, cols, opts); err != nil {
+		var se *sqlerr.Error
+		if errors.As(err, &se) {
+			return &pgwire.Error{Code: se.Code, Message: se.Message, Detail: se.Detail, Hint: se.Hint}
+		}
+		return err
+	}
+	if dlt := optionOf(opts, "deadletter.topic"); dlt != "" {
+		if _, ok, err := v.Topic(dlt); err != nil {
+			return err
+		} else if !ok {
+			return pgwire.Errorf(pgwire.CodeUndefinedObject, "dead-letter topic %q does not exist", dlt)
+		}
+		// The source writes bad records there for its creator.
+		if err := s.require(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, dlt, "topic "+dlt); err != nil {
+			return err
+		}
 	}
 	if err := s.mayCreate(meta.RelationSource, name); err != nil {
 		return err
