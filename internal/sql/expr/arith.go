@@ -588,3 +588,17 @@ func scaleInterval(iv types.IntervalValue, f float64, divide bool) (any, error) 
 	}
 	return types.IntervalValue{Months: months, Days: days, Micros: int64(us)}, nil
 }
+
+// NumericDivide is numeric division with PostgreSQL's result scale
+// (select_div_scale), for avg.
+func NumericDivide(x, y *apd.Decimal) (*apd.Decimal, error) {
+	if y.IsZero() {
+		return nil, errDivZero
+	}
+	return numericDiv(x, y, divScale(x, y))
+}
+
+// ScaleInterval is interval / float8, for avg(interval).
+func ScaleInterval(iv types.IntervalValue, by float64) (any, error) {
+	return scaleInterval(iv, by, true)
+}

@@ -155,8 +155,8 @@ func init() {
 			sig(tNum, func(_ *Env, a []any) (any, error) { return sqrtNumeric(a[0].(*apd.Decimal)) }, tNum),
 		},
 
-		"now":               {sig(tTSTZ, func(env *Env, _ []any) (any, error) { return statementTime(env), nil })},
-		"statement_timestamp": {sig(tTSTZ, func(env *Env, _ []any) (any, error) { return statementTime(env), nil })},
+		"now":                   {sig(tTSTZ, func(env *Env, _ []any) (any, error) { return statementTime(env), nil })},
+		"statement_timestamp":   {sig(tTSTZ, func(env *Env, _ []any) (any, error) { return statementTime(env), nil })},
 		"transaction_timestamp": {sig(tTSTZ, func(env *Env, _ []any) (any, error) { return statementTime(env), nil })},
 		"date_trunc": {
 			sig(tTS, dateTrunc, tText, tTS),
