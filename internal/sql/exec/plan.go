@@ -168,6 +168,13 @@ func (p *planner) hook(c *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error) {
 }
 
 func (p *planner) planSelect(st *pg.SelectStmt) (node, []Column, error) {
+	return p.planSelectKeep(st, false)
+}
+
+// planSelectKeep plans st; keepUnknown leaves untyped literals in its
+// select list untyped, for a set operation above to type them, as
+// PostgreSQL does (SELECT 1 UNION SELECT 'x' reads 'x' as an integer).
+func (p *planner) planSelectKeep(st *pg.SelectStmt, keepUnknown bool) (node, []Column, error) {
 	if st.WithClause != nil {
 		if st.WithClause.Recursive {
 			return nil, nil, sqlerr.NotSupported("WITH RECURSIVE is not supported yet")
@@ -199,6 +206,7 @@ func (p *planner) planSelect(st *pg.SelectStmt) (node, []Column, error) {
 		}
 	}
 	if st.Op != pg.SetOperation_SETOP_NONE && st.Op != pg.SetOperation_SET_OPERATION_UNDEFINED {
+		// CommonType makes an all-unknown column text.
 		return p.planSetOp(st)
 	}
 	if len(st.ValuesLists) > 0 {
@@ -240,10 +248,11 @@ func (p *planner) planSelect(st *pg.SelectStmt) (node, []Column, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if cond, err = p.comp.Coerce(cond, types.Bool, false); err != nil {
-			return nil, nil, sqlerr.Errorf(sqlerr.DatatypeMismatch, "argument of WHERE must be type boolean, not type %s", cond.Type.Name())
+		b, err := p.comp.Coerce(cond, types.Bool, false)
+		if err != nil {
+			return nil, nil, boolArgError("WHERE", cond, err)
 		}
-		in = &filterNode{in: in, cond: cond}
+		in = &filterNode{in: in, cond: b}
 	}
 	targets, err := p.expandTargets(st.TargetList, sc)
 	if err != nil {
@@ -268,7 +277,11 @@ func (p *planner) planSelect(st *pg.SelectStmt) (node, []Column, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		e = p.comp.ResolveUnknown(e)
+		if !keepUnknown {
+			// A set operation's branches keep unknown literals for
+			// the set operation to type, as PostgreSQL does.
+			e = p.comp.ResolveUnknown(e)
+		}
 		exprs = append(exprs, e)
 		cols = append(cols, Column{Name: t.name, Type: e.Type})
 	}
@@ -277,9 +290,11 @@ func (p *planner) planSelect(st *pg.SelectStmt) (node, []Column, error) {
 		if having, err = p.compile(st.HavingClause, outScope); err != nil {
 			return nil, nil, err
 		}
-		if having, err = p.comp.Coerce(having, types.Bool, false); err != nil {
-			return nil, nil, sqlerr.Errorf(sqlerr.DatatypeMismatch, "argument of HAVING must be type boolean, not type %s", having.Type.Name())
+		b, err := p.comp.Coerce(having, types.Bool, false)
+		if err != nil {
+			return nil, nil, boolArgError("HAVING", having, err)
 		}
+		having = b
 	}
 	// ORDER BY keys: output columns, or hidden extra ones.
 	var keys []sortKey
@@ -404,10 +419,14 @@ func (p *planner) limit(st *pg.SelectStmt, in node) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e, err = p.comp.Coerce(e, types.Int8, false); err != nil {
+		b, err := p.comp.Coerce(e, types.Int8, false)
+		if err != nil {
+			if sqlerr.Code(err) != sqlerr.DatatypeMismatch {
+				return nil, err
+			}
 			return nil, sqlerr.Errorf(sqlerr.DatatypeMismatch, "argument of %s must be type bigint, not type %s", c.what, e.Type.Name())
 		}
-		*c.dst = e
+		*c.dst = b
 	}
 	return l, nil
 }
@@ -685,10 +704,11 @@ func (p *planner) planJoin(j *pg.JoinExpr) (node, *scope, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if e, err = p.comp.Coerce(e, types.Bool, false); err != nil {
-			return nil, nil, sqlerr.Errorf(sqlerr.DatatypeMismatch, "argument of JOIN/ON must be type boolean, not type %s", e.Type.Name())
+		b, err := p.comp.Coerce(e, types.Bool, false)
+		if err != nil {
+			return nil, nil, boolArgError("JOIN/ON", e, err)
 		}
-		residual = append(residual, e)
+		residual = append(residual, b)
 	}
 	if len(residual) > 0 {
 		all := residual
@@ -905,11 +925,11 @@ func (p *planner) planValues(lists []*pg.Node) (node, []Column, error) {
 }
 
 func (p *planner) planSetOp(st *pg.SelectStmt) (node, []Column, error) {
-	ln, lcols, err := p.planSelect(st.Larg)
+	ln, lcols, err := p.planSelectKeep(st.Larg, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	rn, rcols, err := p.planSelect(st.Rarg)
+	rn, rcols, err := p.planSelectKeep(st.Rarg, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1040,4 +1060,13 @@ func (p *planner) subLink(s *pg.SubLink) (*expr.Expr, error) {
 		}), nil
 	}
 	return nil, sqlerr.NotSupported("this kind of subquery (%s) is not supported yet", s.SubLinkType).At(s.Location)
+}
+
+// boolArgError is the error for a clause whose expression is not a
+// boolean; a literal that fails to read as one keeps its own error.
+func boolArgError(clause string, e *expr.Expr, err error) error {
+	if sqlerr.Code(err) != sqlerr.DatatypeMismatch {
+		return err
+	}
+	return sqlerr.Errorf(sqlerr.DatatypeMismatch, "argument of %s must be type boolean, not type %s", clause, e.Type.Name())
 }

@@ -42,10 +42,10 @@ func (c *Compiler) arith(op string, l, r *Expr, loc int32) (*Expr, error) {
 		return nil, noOperator(op, lt, rt, loc)
 	}
 	if l, err = c.Coerce(l, t, false); err != nil {
-		return nil, noOperator(op, lt, rt, loc)
+		return nil, opCoerceError(err, op, lt, rt, loc)
 	}
 	if r, err = c.Coerce(r, t, false); err != nil {
-		return nil, noOperator(op, lt, rt, loc)
+		return nil, opCoerceError(err, op, lt, rt, loc)
 	}
 	return strict2(t, l, r, func(a, b any) (any, error) { return arithValues(op, t, a, b) }), nil
 }
@@ -408,18 +408,40 @@ func roundNumeric(d *apd.Decimal, scale int64) (*apd.Decimal, error) {
 }
 
 func numericPow(x, y *apd.Decimal) (any, error) {
-	// Integer exponents are exact in PostgreSQL; other powers go
-	// through float8 here, which PostgreSQL computes to more digits.
-	if x.IsZero() && y.Negative {
-		return nil, sqlerr.Errorf(sqlerr.InvalidArgumentForPower, "zero raised to a negative power is undefined")
+	if x.Form != apd.Finite || y.Form != apd.Finite {
+		return nil, sqlerr.NotSupported("power of infinite or NaN numerics")
 	}
-	fx, _ := x.Float64()
+	if x.IsZero() {
+		if y.Negative {
+			return nil, sqlerr.Errorf(sqlerr.InvalidArgumentForPower, "zero raised to a negative power is undefined")
+		}
+		if y.IsZero() {
+			return apd.New(1, -numericMinSigDigits+15), nil
+		}
+		return roundNumeric(apd.New(0, 0), max(dscale(x), dscale(y), numericMinSigDigits-15))
+	}
+	var frac apd.Decimal
+	var integ apd.Decimal
+	y.Modf(&integ, &frac)
+	if x.Negative && !frac.IsZero() {
+		return nil, sqlerr.Errorf(sqlerr.InvalidArgumentForPower, "a negative number raised to a non-integer power yields a complex result")
+	}
+	// power_var's result scale: NUMERIC_MIN_SIG_DIGITS significant
+	// digits by the estimated decimal weight of the result.
+	fx, _ := new(apd.Decimal).Abs(x).Float64()
 	fy, _ := y.Float64()
-	z, err := powFloat(fx, fy)
-	if err != nil {
-		return nil, err
+	val := math.Log10(fx) * fy
+	if math.IsInf(val, 0) || math.Abs(val) > 130000 {
+		return nil, sqlerr.Errorf(sqlerr.NumericValueOutOfRange, "value overflows numeric format")
 	}
-	return floatToNumeric(z, 15)
+	rscale := max(int64(numericMinSigDigits)-int64(val), dscale(x), dscale(y), 0)
+	rscale = min(rscale, 1000)
+	c := apd.BaseContext.WithPrecision(uint32(max(int64(val), 0) + rscale + 10))
+	z := new(apd.Decimal)
+	if _, err := c.Pow(z, x, y); err != nil {
+		return nil, sqlerr.Errorf(sqlerr.NumericValueOutOfRange, "value overflows numeric format")
+	}
+	return roundNumeric(z, rscale)
 }
 
 // datetimeArith compiles + and - where a date, time or interval takes
@@ -601,4 +623,13 @@ func NumericDivide(x, y *apd.Decimal) (*apd.Decimal, error) {
 // ScaleInterval is interval / float8, for avg(interval).
 func ScaleInterval(iv types.IntervalValue, by float64) (any, error) {
 	return scaleInterval(iv, by, true)
+}
+
+// opCoerceError keeps a literal's own error ('a' is no integer) and
+// otherwise says the operator does not exist.
+func opCoerceError(err error, op string, lt, rt types.Type, loc int32) error {
+	if c := sqlerr.Code(err); c != sqlerr.DatatypeMismatch && c != sqlerr.CannotCoerce {
+		return err
+	}
+	return noOperator(op, lt, rt, loc)
 }

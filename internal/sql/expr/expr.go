@@ -238,8 +238,13 @@ func compileConst(k *pg.A_Const) (*Expr, error) {
 	case k.GetFval() != nil:
 		// The grammar makes a float of any number with a point or an
 		// exponent, and of an integer too large for int4.
+		// An integer that fits int4 (-2147483648 after the grammar's
+		// negation) is int4, one that fits int8 int8, as make_const has it.
 		s := k.GetFval().Fval
 		if v, err := types.Parse(types.Int8, s); err == nil && !strings.ContainsAny(s, ".eE") {
+			if n := v.(int64); n == int64(int32(n)) {
+				return Constant(types.Int4, int32(n)), nil
+			}
 			return Constant(types.Int8, v), nil
 		}
 		d, err := types.ParseDecimal(s)
@@ -411,6 +416,8 @@ func (c *Compiler) compileBoolTest(b *pg.BooleanTest) (*Expr, error) {
 func CommonType(ts []types.Type, context string) (types.Type, error) {
 	var out types.Type
 	found := false
+	// A type modifier survives only if every input has the same one.
+	sameMod := true
 	for _, t := range ts {
 		if t.OID == types.OIDUnknown {
 			continue
@@ -419,10 +426,10 @@ func CommonType(ts []types.Type, context string) (types.Type, error) {
 			out, found = t, true
 			continue
 		}
+		if t != out {
+			sameMod = false
+		}
 		if t.Base() == out.Base() {
-			if t != out {
-				out = out.Base()
-			}
 			continue
 		}
 		if t.Category() != out.Category() {
@@ -434,6 +441,9 @@ func CommonType(ts []types.Type, context string) (types.Type, error) {
 	}
 	if !found {
 		return types.Text, nil
+	}
+	if !sameMod {
+		out = out.Base()
 	}
 	return out, nil
 }
@@ -513,6 +523,9 @@ func (c *Compiler) unify(es []*Expr, context string) (types.Type, error) {
 	}
 	for i, e := range es {
 		if es[i], err = c.Coerce(e, t, false); err != nil {
+			if sqlerr.Code(err) != sqlerr.DatatypeMismatch {
+				return t, err
+			}
 			return t, sqlerr.Errorf(sqlerr.DatatypeMismatch, "%s types %s and %s cannot be matched", context, t.Name(), e.Type.Name())
 		}
 	}
@@ -625,10 +638,6 @@ func figure(n *pg.Node) (string, int) {
 		}
 		names := x.TypeCast.TypeName.Names
 		return names[len(names)-1].GetString_().GetSval(), 1
-	case *pg.Node_AConst:
-		if x.AConst.GetBoolval() != nil {
-			return "bool", 1
-		}
 	case *pg.Node_CaseExpr:
 		if x.CaseExpr.Defresult != nil {
 			if name, s := figure(x.CaseExpr.Defresult); s == 2 {

@@ -167,7 +167,7 @@ func init() {
 			sig(tF8, datePartF8, tText, tTSTZ), sig(tF8, datePartF8, tText, tTS), sig(tF8, datePartF8, tText, tDate), sig(tF8, datePartF8, tText, tIv),
 		},
 		"extract": {
-			sig(tNum, extractNumeric, tText, tTSTZ), sig(tNum, extractNumeric, tText, tTS), sig(tNum, extractNumeric, tText, tDate), sig(tNum, extractNumeric, tText, tIv),
+			sig(tNum, extractNumeric, tText, tTSTZ), sig(tNum, extractNumeric, tText, tTS), sig(tNum, extractDate, tText, tDate), sig(tNum, extractNumeric, tText, tIv),
 		},
 		"to_timestamp": {sig(tTSTZ, toTimestamp, tF8)},
 
@@ -219,13 +219,13 @@ func (c *Compiler) Call(name string, args []*Expr, loc int32) (*Expr, error) {
 	if !ok {
 		return nil, undefinedFunction(name, args, loc)
 	}
-	if len(ovs) == 1 && ovs[0].variadic {
+	if len(ovs) == 1 && ovs[0].variadic && len(args) > 0 {
 		return c.callConcat(args), nil
 	}
 	best, bestScore := -1, [2]int{-1, -1}
 	ambiguous := false
 	for i, ov := range ovs {
-		if len(ov.args) != len(args) {
+		if len(ov.args) != len(args) || ov.variadic {
 			continue
 		}
 		score, ok := [2]int{}, true
@@ -646,4 +646,17 @@ func toTimestamp(_ *Env, a []any) (any, error) {
 	}
 	us := math.RoundToEven(f * 1e6)
 	return time.UnixMicro(int64(us)).UTC(), nil
+}
+
+// extractDate is EXTRACT from a date: whole numbers, and no time
+// fields.
+func extractDate(env *Env, a []any) (any, error) {
+	field := strings.ToLower(a[0].(string))
+	switch field {
+	case "hour", "minute", "second", "milliseconds", "microseconds", "timezone":
+		return nil, sqlerr.Errorf(sqlerr.FeatureNotSupported, "unit %q not supported for type date", field)
+	case "epoch":
+		return apd.New(a[1].(time.Time).Unix(), 0), nil
+	}
+	return extractNumeric(env, a)
 }

@@ -146,13 +146,20 @@ func numRank(t types.Type) int {
 // same-type arithmetic operator) are cast to; OID 0 when none.
 func (c *Compiler) binaryType(l, r *Expr) (types.Type, error) {
 	lu, ru := l.Type.OID == types.OIDUnknown, r.Type.OID == types.OIDUnknown
+	// varchar has no operators of its own: text's serve it.
+	base := func(t types.Type) types.Type {
+		if t.OID == types.OIDVarchar {
+			return types.Text
+		}
+		return t.Base()
+	}
 	switch {
 	case lu && ru:
 		return types.Text, nil
 	case lu:
-		return r.Type.Base(), nil
+		return base(r.Type), nil
 	case ru:
-		return l.Type.Base(), nil
+		return base(l.Type), nil
 	}
 	lt, rt := l.Type.Base(), r.Type.Base()
 	if lt == rt {
@@ -316,7 +323,7 @@ func (c *Compiler) concat(l, r *Expr, loc int32) (*Expr, error) {
 	l, r = c.textTyped(l), c.textTyped(r)
 	ltyp, rtyp := l.Type, r.Type
 	return strict2(types.Text, l, r, func(a, b any) (any, error) {
-		return types.FormatTyped(ltyp, a) + types.FormatTyped(rtyp, b), nil
+		return types.CastText(ltyp, a) + types.CastText(rtyp, b), nil
 	}), nil
 }
 
@@ -540,7 +547,9 @@ func likeRegexp(pattern, escape string, fold bool) (*regexp.Regexp, error) {
 		switch {
 		case escape != "" && rs[i] == esc:
 			if i+1 >= len(rs) {
-				return nil, sqlerr.Errorf(sqlerr.InvalidEscapeSequence, "LIKE pattern must not end with escape character")
+				// PostgreSQL takes a trailing escape as itself.
+				b.WriteString(regexp.QuoteMeta(string(rs[i])))
+				continue
 			}
 			i++
 			b.WriteString(regexp.QuoteMeta(string(rs[i])))
@@ -655,6 +664,11 @@ func (c *Compiler) jsonAccess(op string, l, r *Expr, loc int32) (*Expr, error) {
 		}
 		return strict2(rt, l, r, func(a, b any) (any, error) {
 			j, ok := a.(types.JSON).Elem(int(b.(int32)))
+			if k := a.(types.JSON).Kind(); k != types.JSONArray && k != types.JSONObject && (b.(int32) == 0 || b.(int32) == -1) {
+				// jsonb keeps a top-level scalar as a one-element array,
+				// and -> 0 reads it.
+				j, ok = a.(types.JSON), true
+			}
 			if !ok {
 				return nil, nil
 			}
