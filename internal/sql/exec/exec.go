@@ -142,7 +142,7 @@ func (q *Query) Params() []types.Type { return q.params }
 // types) and the statement's timestamp.
 func (q *Query) Run(ctx context.Context, params []any, now time.Time) (RowIter, error) {
 	r := &run{ctx: ctx, budget: &budget{limit: q.budget}}
-	r.env = &expr.Env{Params: params, Now: now, Exec: r}
+	r.env = &expr.Env{Ctx: ctx, Params: params, Now: now, Exec: r}
 	it, err := q.root.open(r)
 	if err != nil {
 		return nil, err

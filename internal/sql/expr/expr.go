@@ -9,6 +9,7 @@
 package expr
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -23,6 +24,9 @@ import (
 // parameters and its timestamp (now(), which is fixed for a statement
 // as PostgreSQL's statement_timestamp-based transaction time is).
 type Env struct {
+	// Ctx is the running statement's context: a function that waits
+	// (pg_sleep) stops when it is canceled.
+	Ctx    context.Context
 	Params []any
 	Now    time.Time
 	// Exec is the executor's state for this run (subqueries run
