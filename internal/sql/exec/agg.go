@@ -51,6 +51,10 @@ func aggResultType(name string, arg types.Type) (types.Type, bool) {
 			return types.Interval, true
 		}
 	case "min", "max":
+		if arg.OID == types.OIDVarchar {
+			// varchar has no max of its own: text's serves it.
+			return types.Text, true
+		}
 		if arg.Category() != types.CatUser || arg.OID == types.OIDBytea {
 			return arg.Base(), true
 		}

@@ -115,15 +115,15 @@ func init() {
 		},
 		"floor": {
 			sig(tF8, func(_ *Env, a []any) (any, error) { return math.Floor(a[0].(float64)), nil }, tF8),
-			sig(tNum, func(_ *Env, a []any) (any, error) { return integral(a[0].(*apd.Decimal), apd.RoundFloor) }, tNum),
+			sig(tNum, func(_ *Env, a []any) (any, error) { return integral(a[0].(*apd.Decimal), false) }, tNum),
 		},
 		"ceil": {
 			sig(tF8, func(_ *Env, a []any) (any, error) { return math.Ceil(a[0].(float64)), nil }, tF8),
-			sig(tNum, func(_ *Env, a []any) (any, error) { return integral(a[0].(*apd.Decimal), apd.RoundCeiling) }, tNum),
+			sig(tNum, func(_ *Env, a []any) (any, error) { return integral(a[0].(*apd.Decimal), true) }, tNum),
 		},
 		"ceiling": {
 			sig(tF8, func(_ *Env, a []any) (any, error) { return math.Ceil(a[0].(float64)), nil }, tF8),
-			sig(tNum, func(_ *Env, a []any) (any, error) { return integral(a[0].(*apd.Decimal), apd.RoundCeiling) }, tNum),
+			sig(tNum, func(_ *Env, a []any) (any, error) { return integral(a[0].(*apd.Decimal), true) }, tNum),
 		},
 		"sign": {
 			sig(tF8, func(_ *Env, a []any) (any, error) {
@@ -448,19 +448,25 @@ func truncNumeric(d *apd.Decimal, s int64) (any, error) {
 	return z, nil
 }
 
-func integral(d *apd.Decimal, mode apd.Rounder) (any, error) {
-	if d.Form != apd.Finite {
+// integral is floor (down false) or ceil (up) of a numeric. It works
+// on the coefficient itself: apd's Quantize rounds 0.001 up to 0 when
+// every digit is dropped.
+func integral(d *apd.Decimal, up bool) (any, error) {
+	if d.Form != apd.Finite || d.Exponent >= 0 {
 		return d, nil
 	}
-	z := new(apd.Decimal)
-	c := apd.BaseContext.WithPrecision(uint32(max(int64(d.NumDigits())+int64(d.Exponent)+2, 2)))
-	c.Rounding = mode
-	if _, err := c.Quantize(z, d, 0); err != nil {
-		return nil, outOfRange(types.Numeric)
+	var pow, q, r apd.BigInt
+	pow.Exp(apd.NewBigInt(10), apd.NewBigInt(int64(-d.Exponent)), nil)
+	var mag apd.BigInt
+	mag.Abs(&d.Coeff)
+	q.QuoRem(&mag, &pow, &r)
+	// Away from zero when the remainder is not zero and the direction
+	// points away: ceil of a positive, floor of a negative.
+	if r.Sign() != 0 && up != d.Negative {
+		q.Add(&q, apd.NewBigInt(1))
 	}
-	if z.IsZero() {
-		z.Negative = false
-	}
+	z := apd.NewWithBigInt(&q, 0)
+	z.Negative = d.Negative && !z.IsZero()
 	return z, nil
 }
 

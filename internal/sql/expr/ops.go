@@ -58,14 +58,29 @@ func (c *Compiler) compileAExpr(a *pg.A_Expr) (*Expr, error) {
 			return (types.Compare(lv, rv) != 0) == distinct, nil
 		}), nil
 	case pg.A_Expr_Kind_AEXPR_NULLIF:
-		l, r, err := c.comparable(a.Lexpr, a.Rexpr, "=", a.Location)
+		l0, err := c.Compile(a.Lexpr)
 		if err != nil {
 			return nil, err
 		}
-		return New(l.Type, func(env *Env, row types.Row) (any, error) {
+		r0, err := c.Compile(a.Rexpr)
+		if err != nil {
+			return nil, err
+		}
+		l, r, err := c.comparableExprs(l0, r0, "=", a.Location)
+		if err != nil {
+			return nil, err
+		}
+		// The result is the first argument as it was: PostgreSQL's
+		// cross-type = (int2 = int4) leaves it uncast; an unknown
+		// literal takes the comparison's type.
+		out := l0
+		if out.Type.OID == types.OIDUnknown {
+			out = l
+		}
+		return New(out.Type, func(env *Env, row types.Row) (any, error) {
 			lv, err := l.eval(env, row)
 			if err != nil || lv == nil {
-				return lv, err
+				return nil, err
 			}
 			rv, err := r.eval(env, row)
 			if err != nil {
@@ -73,6 +88,9 @@ func (c *Compiler) compileAExpr(a *pg.A_Expr) (*Expr, error) {
 			}
 			if rv != nil && types.Compare(lv, rv) == 0 {
 				return nil, nil
+			}
+			if out != l {
+				return out.eval(env, row)
 			}
 			return lv, nil
 		}), nil
