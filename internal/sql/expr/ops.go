@@ -70,12 +70,12 @@ func (c *Compiler) compileAExpr(a *pg.A_Expr) (*Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The result is the first argument as it was: PostgreSQL's
-		// cross-type = (int2 = int4) leaves it uncast; an unknown
-		// literal takes the comparison's type.
-		out := l0
-		if out.Type.OID == types.OIDUnknown {
-			out = l
+		// The result is the first argument as = took it: uncast where
+		// PostgreSQL has a cross-type operator (int2 = int4), cast
+		// otherwise (varchar to text, int4 to numeric).
+		out := l
+		if crossTypeFamily(l0.Type) != 0 && crossTypeFamily(l0.Type) == crossTypeFamily(r0.Type) {
+			out = l0
 		}
 		return New(out.Type, func(env *Env, row types.Row) (any, error) {
 			lv, err := l.eval(env, row)
@@ -777,3 +777,17 @@ func parseTextArray(s string) ([]*string, error) {
 }
 
 var _ = apd.New
+
+// crossTypeFamily groups the types between which PostgreSQL has
+// cross-type comparison operators (0: none).
+func crossTypeFamily(t types.Type) int {
+	switch t.OID {
+	case types.OIDInt2, types.OIDInt4, types.OIDInt8:
+		return 1
+	case types.OIDFloat4, types.OIDFloat8:
+		return 2
+	case types.OIDDate, types.OIDTimestamp, types.OIDTimestampTZ:
+		return 3
+	}
+	return 0
+}
