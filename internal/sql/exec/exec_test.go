@@ -11,7 +11,7 @@ import (
 	"github.com/strandkafka/strand/internal/sql/types"
 )
 
-func plan(t *testing.T, cat Catalog, sql string, opts Options, params ...uint32) (*Query, error) {
+func plan(t testing.TB, cat Catalog, sql string, opts Options, params ...uint32) (*Query, error) {
 	t.Helper()
 	stmts, err := parse.Parse(sql)
 	if err != nil {
