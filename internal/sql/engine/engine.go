@@ -1,9 +1,9 @@
-// Package engine is the minimal SQL engine behind the PostgreSQL
-// endpoint until the planner over sources and views replaces it: enough
-// for drivers and psql to connect and for the statements they send on
-// connect. It serves SELECT of constant expressions (literals,
-// parameters, casts, arithmetic, version(), current_setting(),
-// pg_sleep()), SHOW and SHOW ALL, SET/RESET of session settings (with
+// Package engine is the SQL engine behind the PostgreSQL endpoint: the
+// session (settings, transaction status) and the statements that are
+// not queries. It serves SELECT through the planner and executor
+// (package exec, expressions from package expr) over the catalog it is
+// given, with version(), current_setting() and pg_sleep() of its own;
+// SHOW and SHOW ALL, SET/RESET of session settings (with
 // ParameterStatus for the reported ones), BEGIN/COMMIT/ROLLBACK (the
 // transaction status only: there is no data yet for a transaction to
 // isolate) and DISCARD ALL. Every other statement is refused with
@@ -21,8 +21,10 @@ import (
 	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/sql/exec"
 	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/types"
 )
 
 // Engine is the minimal engine. The zero value is not usable; use New.
@@ -30,6 +32,8 @@ type Engine struct {
 	clock clock.Clock
 	// version is the text of SELECT version().
 	version string
+	// catalog is what FROM reads.
+	catalog exec.Catalog
 }
 
 // New returns an engine; clk times pg_sleep (nil: the wall clock), and
@@ -39,8 +43,12 @@ func New(clk clock.Clock, build string) *Engine {
 	if build != "" {
 		v = "PostgreSQL 16.0 (Strand " + build + ")"
 	}
-	return &Engine{clock: clock.OrReal(clk), version: v}
+	return &Engine{clock: clock.OrReal(clk), version: v, catalog: systemCatalog{}}
 }
+
+// SetCatalog sets the relations SELECT reads (sources, views, and for
+// tests an exec.MemCatalog). Call it before the first session.
+func (e *Engine) SetCatalog(c exec.Catalog) { e.catalog = systemCatalog{inner: c} }
 
 // NewSession implements pgwire.Engine.
 func (e *Engine) NewSession(_ context.Context, info pgwire.SessionInfo) (pgwire.Session, error) {
@@ -218,7 +226,7 @@ func selectTag(n int) string { return fmt.Sprintf("SELECT %d", n) }
 
 // textColumn describes a text column.
 func textColumn(name string) pgwire.Column {
-	return pgwire.Column{Name: name, Type: oidText, TypeSize: -1, TypeMod: -1}
+	return pgwire.Column{Name: name, Type: types.OIDText, TypeSize: -1, TypeMod: -1}
 }
 
 func (s *session) prepareShow(name string) (pgwire.Statement, error) {
