@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -234,7 +235,10 @@ func (d *Driver) Watermark() time.Time { return d.watermark }
 
 // Checkpoint returns the checkpoint committed with the last epoch that
 // had one.
-func (d *Driver) Checkpoint() ([]byte, bool, error) { return d.st.Committed().Get(metaCheckpoint) }
+func (d *Driver) Checkpoint() ([]byte, bool, error) {
+	v, ok, err := d.st.Committed().Get(metaCheckpoint)
+	return bytes.Clone(v), ok, err
+}
 
 // View reads the view's committed contents.
 func (d *Driver) View() *View { return &View{spec: d.index.spec, r: d.st.Committed()} }
