@@ -149,3 +149,62 @@ func consolidate(changes []types.Change) []types.Change {
 	}
 	return out[:n]
 }
+
+// addCounted1 adds d copies of the one-column row (v) under key, as
+// addCounted, encoding into *buf, and returns the count before and
+// after: one read and one write of the key.
+func addCounted1(s Store, key []byte, v any, d int64, buf *[]byte) (before, after int64, err error) {
+	old, ok, err := s.Get(key)
+	if err != nil {
+		return 0, 0, err
+	}
+	rest := old
+	if ok {
+		n, k := binary.Varint(old)
+		if k <= 0 {
+			return 0, 0, fmt.Errorf("flow: %w: count", types.ErrCorrupt)
+		}
+		before, rest = n, old[k:]
+	}
+	after = before + d
+	switch {
+	case after < 0:
+		return before, after, fmt.Errorf("flow: %w", ErrNegative)
+	case after == 0:
+		return before, 0, s.Delete(key)
+	}
+	b := binary.AppendVarint((*buf)[:0], after)
+	if ok {
+		// The first copy's encoding stays (see addCounted), copied
+		// without decoding it.
+		b = append(b, rest...)
+	} else {
+		b = types.AppendValue(binary.AppendUvarint(b, 1), v)
+	}
+	*buf = b
+	return before, after, s.Set(key, b)
+}
+
+// rowSlab hands out rows carved from larger allocations: an epoch's
+// output rows are made together and live about as long, so one
+// allocation serves many.
+type rowSlab struct {
+	buf []any
+}
+
+// rowSlabValues is the values one slab allocation holds.
+const rowSlabValues = 1024
+
+// row returns a zeroed row of n columns (its capacity n, so appending
+// to it never writes into the next row). A nil slab allocates.
+func (s *rowSlab) row(n int) types.Row {
+	if s == nil || n > rowSlabValues/4 {
+		return make(types.Row, n)
+	}
+	if len(s.buf)+n > cap(s.buf) {
+		s.buf = make([]any, 0, rowSlabValues)
+	}
+	r := s.buf[len(s.buf) : len(s.buf)+n : len(s.buf)+n]
+	s.buf = s.buf[:len(s.buf)+n]
+	return r
+}

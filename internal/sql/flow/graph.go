@@ -48,6 +48,10 @@ type Context struct {
 	// was empty), for operators that emit without input (a global
 	// aggregate's row over nothing).
 	First bool
+	// scratch is the operator's memory reused from epoch to epoch
+	// (maps, buffers, slabs), never its state: an operator clears it
+	// at each epoch's start. It is per driver, as the Context is.
+	scratch any
 }
 
 // Node names a node of a Graph.
