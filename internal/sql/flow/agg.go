@@ -201,8 +201,8 @@ type setDelta struct {
 type aggScratch struct {
 	index  map[string]int // group key -> index in groups
 	groups []group
-	accs   []accumulator // slab of the groups' accumulators
-	rescan []bool        // slab of the groups' rescan flags
+	accs   []accumulator  // slab of the groups' accumulators
+	rescan []bool         // slab of the groups' rescan flags
 	setIdx map[string]int // 'x' key -> index in sets
 	sets   []setDelta
 	rows   rowSlab
