@@ -208,6 +208,7 @@ type aggScratch struct {
 	rows   rowSlab
 	kbuf   []byte
 	vbuf   []byte
+	row1   [1]any // a multiset's value as a row
 }
 
 func (a *Aggregate) scratch(ctx *Context) *aggScratch {
@@ -327,7 +328,8 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 			continue
 		}
 		s.kbuf = append(s.kbuf[:0], x.key...)
-		before, after, err := addCounted1(st, s.kbuf, x.v, x.d, &s.vbuf)
+		s.row1[0] = x.v
+		before, after, err := addCounted(st, s.kbuf, s.row1[:], x.d, &s.vbuf)
 		if err != nil {
 			return nil, err
 		}

@@ -88,35 +88,39 @@ func addCount(s Store, key []byte, d int64) (before, after int64, err error) {
 }
 
 // addCounted adds d copies of row under key (a counted row), deleting
-// it at 0; it returns the count after.
-func addCounted(s Store, key []byte, row types.Row, d int64) (int64, error) {
-	v, ok, err := s.Get(key)
+// it at 0, encoding into *buf; it returns the count before and after.
+// One read and one write of the key.
+func addCounted(s Store, key []byte, row types.Row, d int64, buf *[]byte) (before, after int64, err error) {
+	old, ok, err := s.Get(key)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
+	var rest []byte
 	if ok {
-		if n, err = decodeCount(v); err != nil {
-			return 0, err
+		n, k := binary.Varint(old)
+		if k <= 0 {
+			return 0, 0, fmt.Errorf("flow: %w: count", types.ErrCorrupt)
 		}
+		before, rest = n, old[k:]
 	}
-	n += d
+	after = before + d
 	switch {
-	case n < 0:
-		return n, fmt.Errorf("flow: %w", ErrNegative)
-	case n == 0:
-		return 0, s.Delete(key)
+	case after < 0:
+		return before, after, fmt.Errorf("flow: %w", ErrNegative)
+	case after == 0:
+		return before, 0, s.Delete(key)
 	}
-	// The first copy's encoding stays: values equal but written
-	// differently (1.50 and 1.5) are one row, shown as first seen.
+	b := binary.AppendVarint((*buf)[:0], after)
 	if ok {
-		_, stored, err := decodeCounted(v)
-		if err != nil {
-			return 0, err
-		}
-		row = stored
+		// The first copy's encoding stays: values equal but written
+		// differently (1.50 and 1.5) are one row, shown as first seen.
+		// Its bytes are kept as they are, not decoded.
+		b = append(b, rest...)
+	} else {
+		b = types.AppendRow(b, row)
 	}
-	return n, s.Set(key, appendCounted(nil, n, row))
+	*buf = b
+	return before, after, s.Set(key, b)
 }
 
 // consolidate sums the diffs of equal rows and drops those summing to
@@ -148,41 +152,6 @@ func consolidate(changes []types.Change) []types.Change {
 		}
 	}
 	return out[:n]
-}
-
-// addCounted1 adds d copies of the one-column row (v) under key, as
-// addCounted, encoding into *buf, and returns the count before and
-// after: one read and one write of the key.
-func addCounted1(s Store, key []byte, v any, d int64, buf *[]byte) (before, after int64, err error) {
-	old, ok, err := s.Get(key)
-	if err != nil {
-		return 0, 0, err
-	}
-	rest := old
-	if ok {
-		n, k := binary.Varint(old)
-		if k <= 0 {
-			return 0, 0, fmt.Errorf("flow: %w: count", types.ErrCorrupt)
-		}
-		before, rest = n, old[k:]
-	}
-	after = before + d
-	switch {
-	case after < 0:
-		return before, after, fmt.Errorf("flow: %w", ErrNegative)
-	case after == 0:
-		return before, 0, s.Delete(key)
-	}
-	b := binary.AppendVarint((*buf)[:0], after)
-	if ok {
-		// The first copy's encoding stays (see addCounted), copied
-		// without decoding it.
-		b = append(b, rest...)
-	} else {
-		b = types.AppendValue(binary.AppendUvarint(b, 1), v)
-	}
-	*buf = b
-	return before, after, s.Set(key, b)
 }
 
 // rowSlab hands out rows carved from larger allocations: an epoch's
