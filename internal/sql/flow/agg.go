@@ -213,7 +213,7 @@ type aggScratch struct {
 
 func (a *Aggregate) scratch(ctx *Context) *aggScratch {
 	s, ok := ctx.scratch.(*aggScratch)
-	if !ok {
+	if !ok || cap(s.groups) > maxKeptScratch || cap(s.sets) > maxKeptScratch || cap(s.accs) > maxKeptScratch {
 		s = &aggScratch{index: map[string]int{}, setIdx: map[string]int{}}
 		ctx.scratch = s
 	}

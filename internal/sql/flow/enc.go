@@ -126,22 +126,48 @@ func addCounted(s Store, key []byte, row types.Row, d int64, buf *[]byte) (befor
 // consolidate sums the diffs of equal rows and drops those summing to
 // zero, keeping first-appearance order (so outputs are deterministic).
 func consolidate(changes []types.Change) []types.Change {
+	var k consolidator
+	return k.consolidate(changes)
+}
+
+// maxKeptScratch bounds the entries of the maps and slabs an operator
+// keeps from one epoch to the next: a larger epoch's (up to
+// MaxEpochChanges) are made for it and dropped after.
+const maxKeptScratch = 1 << 14
+
+// consolidator consolidates change lists, keeping its map and buffer
+// from one call to the next.
+type consolidator struct {
+	idx map[string]int
+	buf []byte
+}
+
+// consolidate is consolidate's work; the returned slice is the
+// caller's (a new one, or changes itself when it has one change).
+func (k *consolidator) consolidate(changes []types.Change) []types.Change {
 	if len(changes) <= 1 {
 		if len(changes) == 1 && changes[0].Diff == 0 {
 			return nil
 		}
 		return changes
 	}
-	idx := make(map[string]int, len(changes))
+	if k.idx == nil || len(changes) > maxKeptScratch {
+		k.idx = make(map[string]int, len(changes))
+	}
+	defer func() {
+		if len(k.idx) > maxKeptScratch {
+			k.idx = nil // a rare large epoch's map is not kept
+		}
+		clear(k.idx)
+	}()
 	out := make([]types.Change, 0, len(changes))
-	var buf []byte
 	for _, c := range changes {
-		buf = appendRowKey(buf[:0], c.Row)
-		if i, ok := idx[string(buf)]; ok {
+		k.buf = appendRowKey(k.buf[:0], c.Row)
+		if i, ok := k.idx[string(k.buf)]; ok {
 			out[i].Diff += c.Diff
 			continue
 		}
-		idx[string(buf)] = len(out)
+		k.idx[string(k.buf)] = len(out)
 		out = append(out, c)
 	}
 	n := 0

@@ -187,6 +187,7 @@ type Driver struct {
 	index     *Index
 	epoch     uint64
 	watermark time.Time
+	cons      consolidator
 }
 
 // NewDriver returns a driver of g over st, resuming from st's last
@@ -316,7 +317,7 @@ func (d *Driver) step(e Epoch) ([]types.Change, []NodeStats, error) {
 		delta[i].Out = int64(len(out))
 		outs[i] = out
 	}
-	out := consolidate(outs[d.g.output])
+	out := d.cons.consolidate(outs[d.g.output])
 	if err := d.index.apply(out); err != nil {
 		return nil, nil, err
 	}

@@ -33,7 +33,10 @@ func (k JoinKind) keeps(side int) bool {
 //
 // Within an epoch the left changes are joined with the right state as
 // it was, then the right changes with the left state as updated:
-// (L+dL)(R+dR) - LR = dL·R + (L+dL)·dR.
+// (L+dL)(R+dR) - LR = dL·R + (L+dL)·dR. Each side's changes are
+// consolidated and taken join key by join key, so a key's state is
+// read once per side per epoch, and a padded row is emitted or
+// retracted only for a net change of the key's match count.
 //
 // State (side is 0 left, 1 right):
 //
@@ -65,6 +68,7 @@ type joinScratch struct {
 	rows    rowSlab
 	kbuf    []byte
 	vbuf    []byte
+	cons    consolidator
 }
 
 // joinKey is the changes of one side with one join key in an epoch.
@@ -75,14 +79,14 @@ type joinKey struct {
 
 func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
 	s, ok := ctx.scratch.(*joinScratch)
-	if !ok {
+	if !ok || cap(s.next) > maxKeptScratch || cap(s.matches) > maxKeptScratch {
 		s = &joinScratch{keyIdx: map[string]int{}}
 		ctx.scratch = s
 	}
 	var out []types.Change
 	for side := 0; side < 2; side++ {
 		var err error
-		if out, err = j.side(ctx.State, s, side, consolidate(ins[side]), out); err != nil {
+		if out, err = j.side(ctx.State, s, side, s.cons.consolidate(ins[side]), out); err != nil {
 			return nil, err
 		}
 	}
