@@ -173,7 +173,7 @@ func (acc *accumulator) decode(b []byte) ([]byte, error) {
 
 // group is a group's state while an epoch changes it.
 type group struct {
-	key    []byte // key(group), without the 'g'
+	key    string // key(group), without the 'g'
 	vals   types.Row
 	rows   int64
 	accs   []accumulator
@@ -184,59 +184,107 @@ type group struct {
 	rescan []bool
 }
 
+// setDelta is an epoch's net change to one value's count in a call's
+// multiset ('x' key), applied to the state once, after the epoch's
+// changes are summed: a value inserted and deleted in one epoch never
+// touches the state.
+type setDelta struct {
+	key  string // the whole 'x' key
+	grp  int    // index of the group in aggScratch.groups
+	call int
+	v    any
+	d    int64
+}
+
+// aggScratch is an Aggregate's per-epoch memory, kept in its Context
+// so that an epoch allocates no maps, slabs or buffers anew.
+type aggScratch struct {
+	index  map[string]int // group key -> index in groups
+	groups []group
+	accs   []accumulator  // slab of the groups' accumulators
+	rescan []bool         // slab of the groups' rescan flags
+	setIdx map[string]int // 'x' key -> index in sets
+	sets   []setDelta
+	rows   rowSlab
+	kbuf   []byte
+	vbuf   []byte
+	row1   [1]any // a multiset's value as a row
+}
+
+func (a *Aggregate) scratch(ctx *Context) *aggScratch {
+	s, ok := ctx.scratch.(*aggScratch)
+	if !ok || cap(s.groups) > maxKeptScratch || cap(s.sets) > maxKeptScratch || cap(s.accs) > maxKeptScratch {
+		s = &aggScratch{index: map[string]int{}, setIdx: map[string]int{}}
+		ctx.scratch = s
+	}
+	clear(s.index)
+	clear(s.setIdx)
+	clear(s.groups) // drop the last epoch's rows for the collector
+	clear(s.sets)
+	s.groups, s.accs, s.rescan, s.sets = s.groups[:0], s.accs[:0], s.rescan[:0], s.sets[:0]
+	return s
+}
+
 func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
 	global := len(a.GroupBy) == 0
 	if len(ins[0]) == 0 && !(global && ctx.First) && a.Window == nil {
 		return nil, nil
 	}
 	st := ctx.State
-	groups := map[string]*group{}
-	var order []*group
-	var kbuf, xbuf []byte
-	load := func(key []byte, row types.Row) (*group, error) {
-		if g, ok := groups[string(key)]; ok {
-			return g, nil
+	s := a.scratch(ctx)
+	// load returns the index of the group of key (its state read once
+	// per epoch, the first time the epoch touches it).
+	load := func(key []byte, row types.Row) (int, error) {
+		if i, ok := s.index[string(key)]; ok {
+			return i, nil
 		}
-		g := &group{key: append([]byte(nil), key...), accs: make([]accumulator, len(a.Aggs)), rescan: make([]bool, len(a.Aggs))}
-		v, ok, err := st.Get(append([]byte{'g'}, key...))
+		n := len(a.Aggs)
+		s.accs = append(s.accs, make([]accumulator, n)...)
+		s.rescan = append(s.rescan, make([]bool, n)...)
+		s.groups = append(s.groups, group{key: string(key), accs: s.accs[len(s.accs)-n:], rescan: s.rescan[len(s.rescan)-n:]})
+		i := len(s.groups) - 1
+		g := &s.groups[i]
+		s.kbuf = append(append(s.kbuf[:0], 'g'), key...)
+		v, ok, err := st.Get(s.kbuf)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if ok {
 			if err := a.decodeGroup(g, v); err != nil {
-				return nil, err
+				return 0, err
 			}
 			g.exists = true
 		} else {
-			g.vals = make(types.Row, len(a.GroupBy))
-			for i, c := range a.GroupBy {
-				g.vals[i] = row[c]
+			g.vals = s.rows.row(len(a.GroupBy))
+			for j, c := range a.GroupBy {
+				g.vals[j] = row[c]
 			}
 		}
 		if g.exists || (global && !ctx.First) {
-			if g.old, err = a.result(st, g); err != nil {
-				return nil, err
+			if g.old, err = a.result(st, g, &s.rows); err != nil {
+				return 0, err
 			}
 		}
-		groups[string(key)] = g
-		order = append(order, g)
-		return g, nil
+		s.index[g.key] = i
+		return i, nil
 	}
 	if global && ctx.First {
 		if _, err := load(nil, nil); err != nil {
 			return nil, err
 		}
 	}
+	var key []byte
 	for _, c := range ins[0] {
 		if a.Window != nil && a.late(ctx, c.Row) {
 			ctx.Late += abs64(c.Diff)
 			continue
 		}
-		kbuf = appendKeyCols(kbuf[:0], c.Row, a.GroupBy)
-		g, err := load(kbuf, c.Row)
+		key = appendKeyCols(key[:0], c.Row, a.GroupBy)
+		gi, err := load(key, c.Row)
 		if err != nil {
 			return nil, err
 		}
+		g := &s.groups[gi]
 		g.rows += c.Diff
 		for i, call := range a.Aggs {
 			if call.Kind == CountStar {
@@ -256,22 +304,15 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 				}
 			}
 			if call.Kind.usesSet() {
-				xbuf = types.AppendKey(append(append(xbuf[:0], 'x', byte(i)), g.key...), v)
-				before, err := getCount(st, xbuf)
-				if err != nil {
-					return nil, err
-				}
-				after, err := addCounted(st, xbuf, types.Row{v}, c.Diff)
-				if err != nil {
-					return nil, err
+				s.kbuf = types.AppendKey(append(append(s.kbuf[:0], 'x', byte(i)), g.key...), v)
+				if j, ok := s.setIdx[string(s.kbuf)]; ok {
+					s.sets[j].d += c.Diff
+				} else {
+					s.sets = append(s.sets, setDelta{key: string(s.kbuf), grp: gi, call: i, v: v, d: c.Diff})
+					s.setIdx[s.sets[len(s.sets)-1].key] = len(s.sets) - 1
 				}
 				if call.Kind == CountDistinct {
-					if before == 0 && after > 0 {
-						acc.n++
-					} else if before > 0 && after == 0 {
-						acc.n--
-					}
-					continue
+					continue // counted as the multiset changes, below
 				}
 			}
 			if err := acc.add(call.Kind, v, c.Diff); err != nil {
@@ -279,25 +320,49 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 			}
 		}
 	}
+	// The multisets' net changes, before any result: a retracted
+	// extreme's successor is read from them.
+	for i := range s.sets {
+		x := &s.sets[i]
+		if x.d == 0 {
+			continue
+		}
+		s.kbuf = append(s.kbuf[:0], x.key...)
+		s.row1[0] = x.v
+		before, after, err := addCounted(st, s.kbuf, s.row1[:], x.d, &s.vbuf)
+		if err != nil {
+			return nil, err
+		}
+		if a.Aggs[x.call].Kind == CountDistinct {
+			acc := &s.groups[x.grp].accs[x.call]
+			if before == 0 && after > 0 {
+				acc.n++
+			} else if before > 0 && after == 0 {
+				acc.n--
+			}
+		}
+	}
 	var out []types.Change
-	for _, g := range order {
+	for gi := range s.groups {
+		g := &s.groups[gi]
 		if g.rows < 0 {
 			return nil, fmt.Errorf("flow: aggregate: %w", ErrNegative)
 		}
-		gk := append([]byte{'g'}, g.key...)
+		s.kbuf = append(append(s.kbuf[:0], 'g'), g.key...)
 		var nw types.Row
 		if g.rows == 0 && !global {
-			if err := st.Delete(gk); err != nil {
+			if err := st.Delete(s.kbuf); err != nil {
 				return nil, err
 			}
 		} else {
 			// The result first: it settles rescanned extremes, which
 			// the state keeps.
 			var err error
-			if nw, err = a.result(st, g); err != nil {
+			if nw, err = a.result(st, g, &s.rows); err != nil {
 				return nil, err
 			}
-			if err := st.Set(gk, a.encodeGroup(g)); err != nil {
+			s.vbuf = a.appendGroup(s.vbuf[:0], g)
+			if err := st.Set(s.kbuf, s.vbuf); err != nil {
 				return nil, err
 			}
 		}
@@ -350,7 +415,7 @@ func (a *Aggregate) closeWindows(ctx *Context) ([]types.Change, error) {
 		} else if t, ok := start.(time.Time); !ok || t.After(bound) {
 			return true, nil
 		}
-		g := &group{key: append([]byte(nil), k[1:]...), accs: make([]accumulator, len(a.Aggs))}
+		g := &group{key: string(k[1:]), accs: make([]accumulator, len(a.Aggs))}
 		if err := a.decodeGroup(g, v); err != nil {
 			return false, err
 		}
@@ -363,7 +428,7 @@ func (a *Aggregate) closeWindows(ctx *Context) ([]types.Change, error) {
 	var out []types.Change
 	for _, g := range closed {
 		if a.Window.EmitOnClose && g.rows > 0 {
-			row, err := a.result(st, g)
+			row, err := a.result(st, g, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -394,8 +459,8 @@ func (a *Aggregate) closeWindows(ctx *Context) ([]types.Change, error) {
 	return out, nil
 }
 
-func (a *Aggregate) encodeGroup(g *group) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(a.Aggs)))
+func (a *Aggregate) appendGroup(b []byte, g *group) []byte {
+	b = binary.AppendUvarint(b, uint64(len(a.Aggs)))
 	b = binary.AppendVarint(b, g.rows)
 	b = types.AppendRow(b, g.vals)
 	for i := range g.accs {
@@ -428,8 +493,8 @@ func (a *Aggregate) decodeGroup(g *group, b []byte) error {
 }
 
 // result is the group's output row: its values, then each call's.
-func (a *Aggregate) result(st Reader, g *group) (types.Row, error) {
-	row := make(types.Row, 0, len(g.vals)+len(a.Aggs))
+func (a *Aggregate) result(st Reader, g *group, rows *rowSlab) (types.Row, error) {
+	row := rows.row(len(g.vals) + len(a.Aggs))[:0]
 	row = append(row, g.vals...)
 	for i, call := range a.Aggs {
 		acc := &g.accs[i]
@@ -468,7 +533,7 @@ func (a *Aggregate) result(st Reader, g *group) (types.Row, error) {
 }
 
 // extreme is the first (MIN) or last (MAX) value of a call's multiset.
-func extreme(st Reader, call byte, gkey []byte, last bool) (any, error) {
+func extreme(st Reader, call byte, gkey string, last bool) (any, error) {
 	var v any
 	err := scanPrefix(st, append([]byte{'x', call}, gkey...), last, func(_, val []byte) (bool, error) {
 		_, row, err := decodeCounted(val)

@@ -42,8 +42,13 @@
 //
 // A Store is an ordered key-value store with epoch batches: MemStore
 // (in memory, for tests) and PebbleStore (on disk, larger than memory;
-// Pebble's caches bound what it holds in memory). Operators keep no
-// state in memory between epochs, only what one epoch touches. Keys are
+// Pebble's caches and the store's own bounded write-through cache of
+// hot values bound what it holds in memory). Operators keep no state
+// in memory between epochs, only what one epoch touches (and reusable
+// scratch memory, bounded, in their Context). Within an epoch an
+// operator sums the changes of a key before touching the state (a
+// Z-set consolidation: +1 and -1 of one row cancel unread), so each
+// key is read and written once per epoch. Keys are
 // types.AppendKey encodings (byte order is SQL order), values
 // types.AppendValue/AppendRow encodings (lossless). The layout, which
 // snapshots and changelogs ship:

@@ -88,56 +88,86 @@ func addCount(s Store, key []byte, d int64) (before, after int64, err error) {
 }
 
 // addCounted adds d copies of row under key (a counted row), deleting
-// it at 0; it returns the count after.
-func addCounted(s Store, key []byte, row types.Row, d int64) (int64, error) {
-	v, ok, err := s.Get(key)
+// it at 0, encoding into *buf; it returns the count before and after.
+// One read and one write of the key.
+func addCounted(s Store, key []byte, row types.Row, d int64, buf *[]byte) (before, after int64, err error) {
+	old, ok, err := s.Get(key)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
+	var rest []byte
 	if ok {
-		if n, err = decodeCount(v); err != nil {
-			return 0, err
+		n, k := binary.Varint(old)
+		if k <= 0 {
+			return 0, 0, fmt.Errorf("flow: %w: count", types.ErrCorrupt)
 		}
+		before, rest = n, old[k:]
 	}
-	n += d
+	after = before + d
 	switch {
-	case n < 0:
-		return n, fmt.Errorf("flow: %w", ErrNegative)
-	case n == 0:
-		return 0, s.Delete(key)
+	case after < 0:
+		return before, after, fmt.Errorf("flow: %w", ErrNegative)
+	case after == 0:
+		return before, 0, s.Delete(key)
 	}
-	// The first copy's encoding stays: values equal but written
-	// differently (1.50 and 1.5) are one row, shown as first seen.
+	b := binary.AppendVarint((*buf)[:0], after)
 	if ok {
-		_, stored, err := decodeCounted(v)
-		if err != nil {
-			return 0, err
-		}
-		row = stored
+		// The first copy's encoding stays: values equal but written
+		// differently (1.50 and 1.5) are one row, shown as first seen.
+		// Its bytes are kept as they are, not decoded.
+		b = append(b, rest...)
+	} else {
+		b = types.AppendRow(b, row)
 	}
-	return n, s.Set(key, appendCounted(nil, n, row))
+	*buf = b
+	return before, after, s.Set(key, b)
 }
 
 // consolidate sums the diffs of equal rows and drops those summing to
 // zero, keeping first-appearance order (so outputs are deterministic).
 func consolidate(changes []types.Change) []types.Change {
+	var k consolidator
+	return k.consolidate(changes)
+}
+
+// maxKeptScratch bounds the entries of the maps and slabs an operator
+// keeps from one epoch to the next: a larger epoch's (up to
+// MaxEpochChanges) are made for it and dropped after.
+const maxKeptScratch = 1 << 14
+
+// consolidator consolidates change lists, keeping its map and buffer
+// from one call to the next.
+type consolidator struct {
+	idx map[string]int
+	buf []byte
+}
+
+// consolidate is consolidate's work; the returned slice is the
+// caller's (a new one, or changes itself when it has one change).
+func (k *consolidator) consolidate(changes []types.Change) []types.Change {
 	if len(changes) <= 1 {
 		if len(changes) == 1 && changes[0].Diff == 0 {
 			return nil
 		}
 		return changes
 	}
-	idx := make(map[string]int, len(changes))
+	if k.idx == nil || len(changes) > maxKeptScratch {
+		k.idx = make(map[string]int, len(changes))
+	}
+	defer func() {
+		if len(k.idx) > maxKeptScratch {
+			k.idx = nil // a rare large epoch's map is not kept
+		}
+		clear(k.idx)
+	}()
 	out := make([]types.Change, 0, len(changes))
-	var buf []byte
 	for _, c := range changes {
-		buf = appendRowKey(buf[:0], c.Row)
-		if i, ok := idx[string(buf)]; ok {
+		k.buf = appendRowKey(k.buf[:0], c.Row)
+		if i, ok := k.idx[string(k.buf)]; ok {
 			out[i].Diff += c.Diff
 			continue
 		}
-		idx[string(buf)] = len(out)
+		k.idx[string(k.buf)] = len(out)
 		out = append(out, c)
 	}
 	n := 0
@@ -148,4 +178,28 @@ func consolidate(changes []types.Change) []types.Change {
 		}
 	}
 	return out[:n]
+}
+
+// rowSlab hands out rows carved from larger allocations: an epoch's
+// output rows are made together and live about as long, so one
+// allocation serves many.
+type rowSlab struct {
+	buf []any
+}
+
+// rowSlabValues is the values one slab allocation holds.
+const rowSlabValues = 1024
+
+// row returns a zeroed row of n columns (its capacity n, so appending
+// to it never writes into the next row). A nil slab allocates.
+func (s *rowSlab) row(n int) types.Row {
+	if s == nil || n > rowSlabValues/4 {
+		return make(types.Row, n)
+	}
+	if len(s.buf)+n > cap(s.buf) {
+		s.buf = make([]any, 0, rowSlabValues)
+	}
+	r := s.buf[len(s.buf) : len(s.buf)+n : len(s.buf)+n]
+	s.buf = s.buf[:len(s.buf)+n]
+	return r
 }

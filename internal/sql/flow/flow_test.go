@@ -25,6 +25,13 @@ var stores = []struct {
 	{"pebble", func(t testing.TB) Store {
 		return NewPebbleStore(openPebble(t, vfs.NewMem(), ""), []byte("view1/"), false)
 	}},
+	// A cache of a few entries: most reads miss and entries are evicted
+	// while epochs write them, so the cache's coherence is exercised.
+	{"pebble-tinycache", func(t testing.TB) Store {
+		s := NewPebbleStore(openPebble(t, vfs.NewMem(), ""), []byte("view1/"), false)
+		s.SetCacheBytes(4 * cacheEntryOverhead)
+		return s
+	}},
 }
 
 func openPebble(t testing.TB, fs vfs.FS, dir string) *pebble.DB {

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,6 +48,10 @@ type Context struct {
 	// was empty), for operators that emit without input (a global
 	// aggregate's row over nothing).
 	First bool
+	// scratch is the operator's memory reused from epoch to epoch
+	// (maps, buffers, slabs), never its state: an operator clears it
+	// at each epoch's start. It is per driver, as the Context is.
+	scratch any
 }
 
 // Node names a node of a Graph.
@@ -182,6 +187,7 @@ type Driver struct {
 	index     *Index
 	epoch     uint64
 	watermark time.Time
+	cons      consolidator
 }
 
 // NewDriver returns a driver of g over st, resuming from st's last
@@ -234,7 +240,10 @@ func (d *Driver) Watermark() time.Time { return d.watermark }
 
 // Checkpoint returns the checkpoint committed with the last epoch that
 // had one.
-func (d *Driver) Checkpoint() ([]byte, bool, error) { return d.st.Committed().Get(metaCheckpoint) }
+func (d *Driver) Checkpoint() ([]byte, bool, error) {
+	v, ok, err := d.st.Committed().Get(metaCheckpoint)
+	return bytes.Clone(v), ok, err
+}
 
 // View reads the view's committed contents.
 func (d *Driver) View() *View { return &View{spec: d.index.spec, r: d.st.Committed()} }
@@ -308,7 +317,7 @@ func (d *Driver) step(e Epoch) ([]types.Change, []NodeStats, error) {
 		delta[i].Out = int64(len(out))
 		outs[i] = out
 	}
-	out := consolidate(outs[d.g.output])
+	out := d.cons.consolidate(outs[d.g.output])
 	if err := d.index.apply(out); err != nil {
 		return nil, nil, err
 	}

@@ -46,22 +46,20 @@ func (x *Index) storeKey(b []byte, row types.Row) []byte {
 // apply writes the epoch's consolidated output. Retractions go first,
 // so a unique key's -old +new replaces its row.
 func (x *Index) apply(out []types.Change) error {
-	var buf []byte
+	var buf, vbuf []byte
 	for pass := 0; pass < 2; pass++ {
 		for _, c := range out {
 			if (c.Diff < 0) != (pass == 0) {
 				continue
 			}
 			buf = x.storeKey(buf[:0], c.Row)
-			if x.spec.Unique && c.Diff > 0 {
-				if _, ok, err := x.st.Get(buf); err != nil {
-					return err
-				} else if ok || c.Diff > 1 {
-					return fmt.Errorf("flow: view's key %v is not unique", keyVals(c.Row, x.spec.KeyCols))
-				}
-			}
-			if _, err := addCounted(x.st, buf, c.Row, c.Diff); err != nil {
+			before, _, err := addCounted(x.st, buf, c.Row, c.Diff, &vbuf)
+			if err != nil {
 				return fmt.Errorf("flow: view index: %w", err)
+			}
+			if x.spec.Unique && c.Diff > 0 && (before > 0 || c.Diff > 1) {
+				// The epoch fails, so the write above is not kept.
+				return fmt.Errorf("flow: view's key %v is not unique", keyVals(c.Row, x.spec.KeyCols))
 			}
 		}
 	}

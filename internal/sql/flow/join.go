@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/strandkafka/strand/internal/sql/types"
@@ -32,7 +33,10 @@ func (k JoinKind) keeps(side int) bool {
 //
 // Within an epoch the left changes are joined with the right state as
 // it was, then the right changes with the left state as updated:
-// (L+dL)(R+dR) - LR = dL·R + (L+dL)·dR.
+// (L+dL)(R+dR) - LR = dL·R + (L+dL)·dR. Each side's changes are
+// consolidated and taken join key by join key, so a key's state is
+// read once per side per epoch, and a padded row is emitted or
+// retracted only for a net change of the key's match count.
 //
 // State (side is 0 left, 1 right):
 //
@@ -55,22 +59,44 @@ func (j *Join) validate() error {
 	return nil
 }
 
+// joinScratch is a Join's per-epoch memory, kept in its Context.
+type joinScratch struct {
+	keyIdx  map[string]int // join key -> index in keys
+	keys    []joinKey
+	next    []int // the changes of a key, chained: next[i] is the key's change after change i, or -1
+	matches []types.Change
+	rows    rowSlab
+	kbuf    []byte
+	vbuf    []byte
+	cons    consolidator
+}
+
+// joinKey is the changes of one side with one join key in an epoch.
+type joinKey struct {
+	jk          string
+	first, last int // indexes of its first and last change
+}
+
 func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
+	s, ok := ctx.scratch.(*joinScratch)
+	if !ok || cap(s.next) > maxKeptScratch || cap(s.matches) > maxKeptScratch {
+		s = &joinScratch{keyIdx: map[string]int{}}
+		ctx.scratch = s
+	}
 	var out []types.Change
 	for side := 0; side < 2; side++ {
-		for _, c := range consolidate(ins[side]) {
-			var err error
-			if out, err = j.change(ctx.State, side, c, out); err != nil {
-				return nil, err
-			}
+		var err error
+		if out, err = j.side(ctx.State, s, side, s.cons.consolidate(ins[side]), out); err != nil {
+			return nil, err
 		}
 	}
+	clear(s.matches)
 	return out, nil
 }
 
 // joined is the output row of a left and a right row (nil: NULLs).
-func (j *Join) joined(side int, row, other types.Row) types.Row {
-	out := make(types.Row, j.LeftWidth+j.RightWidth)
+func (j *Join) joined(rows *rowSlab, side int, row, other types.Row) types.Row {
+	out := rows.row(j.LeftWidth + j.RightWidth)
 	l, r := row, other
 	if side == 1 {
 		l, r = other, row
@@ -80,70 +106,118 @@ func (j *Join) joined(side int, row, other types.Row) types.Row {
 	return out
 }
 
-func (j *Join) change(st Store, side int, c types.Change, out []types.Change) ([]types.Change, error) {
+// side joins one side's consolidated changes with the other side's
+// state and adds them to the side's state. The changes are taken key
+// by key, so each join key's state (the other side's count and rows,
+// this side's count) is read once, and this side's count written once.
+func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, out []types.Change) ([]types.Change, error) {
 	keyCols, width := j.LeftKey, j.LeftWidth
 	if side == 1 {
 		keyCols, width = j.RightKey, j.RightWidth
 	}
-	if len(c.Row) != width {
-		return nil, fmt.Errorf("flow: join input %d row of %d columns, want %d", side, len(c.Row), width)
-	}
 	other := 1 - side
-	if hasNull(c.Row, keyCols) {
-		if j.Kind.keeps(side) {
-			out = append(out, types.Change{Row: j.joined(side, c.Row, nil), Diff: c.Diff})
+	clear(s.keyIdx)
+	s.keys = s.keys[:0]
+	s.next = s.next[:0]
+	for i, c := range changes {
+		s.next = append(s.next, -1)
+		if len(c.Row) != width {
+			return nil, fmt.Errorf("flow: join input %d row of %d columns, want %d", side, len(c.Row), width)
 		}
-		return out, nil
-	}
-	jk := appendKeyCols(nil, c.Row, keyCols)
-	otherCount, err := getCount(st, countKey(other, jk))
-	if err != nil {
-		return nil, err
-	}
-	// The other side's rows with this key, read once: they pair with
-	// this change, and may lose or gain their NULL-padded row.
-	var matches []types.Change
-	if otherCount > 0 {
-		err := scanPrefix(st, rowsPrefix(other, jk), false, func(_, v []byte) (bool, error) {
-			n, row, err := decodeCounted(v)
-			if err != nil {
-				return false, err
+		if hasNull(c.Row, keyCols) {
+			// A NULL key matches nothing and is not stored.
+			if j.Kind.keeps(side) {
+				out = append(out, types.Change{Row: j.joined(&s.rows, side, c.Row, nil), Diff: c.Diff})
 			}
-			matches = append(matches, types.Change{Row: row, Diff: n})
-			return true, nil
-		})
+			continue
+		}
+		s.kbuf = appendKeyCols(s.kbuf[:0], c.Row, keyCols)
+		if k, ok := s.keyIdx[string(s.kbuf)]; ok {
+			s.next[s.keys[k].last] = i
+			s.keys[k].last = i
+			continue
+		}
+		s.keys = append(s.keys, joinKey{jk: string(s.kbuf), first: i, last: i})
+		s.keyIdx[s.keys[len(s.keys)-1].jk] = len(s.keys) - 1
+	}
+	for _, k := range s.keys {
+		otherCount, err := getCount(st, countKey(&s.kbuf, other, k.jk))
 		if err != nil {
 			return nil, err
 		}
-	}
-	for _, m := range matches {
-		out = append(out, types.Change{Row: j.joined(side, c.Row, m.Row), Diff: c.Diff * m.Diff})
-	}
-	if otherCount == 0 && j.Kind.keeps(side) {
-		out = append(out, types.Change{Row: j.joined(side, c.Row, nil), Diff: c.Diff})
-	}
-	before, after, err := addCount(st, countKey(side, jk), c.Diff)
-	if err != nil {
-		return nil, fmt.Errorf("flow: join: %w", err)
-	}
-	if j.Kind.keeps(other) && (before == 0) != (after == 0) {
-		// The other side's rows with this key lose their padded row
-		// (first match) or get it back (last match gone).
-		sign := int64(-1)
-		if after == 0 {
-			sign = 1
+		// The other side's rows with this key, read once: they pair
+		// with this key's changes, and may lose or gain their
+		// NULL-padded row.
+		s.matches = s.matches[:0]
+		if otherCount > 0 {
+			err := scanPrefix(st, rowsPrefix(&s.kbuf, other, k.jk), false, func(_, v []byte) (bool, error) {
+				n, row, err := decodeCounted(v)
+				if err != nil {
+					return false, err
+				}
+				s.matches = append(s.matches, types.Change{Row: row, Diff: n})
+				return true, nil
+			})
+			if err != nil {
+				return nil, err
+			}
 		}
-		for _, m := range matches {
-			out = append(out, types.Change{Row: j.joined(other, m.Row, nil), Diff: sign * m.Diff})
+		before, err := getCount(st, countKey(&s.kbuf, side, k.jk))
+		if err != nil {
+			return nil, err
 		}
-	}
-	if _, err := addCounted(st, appendRowKey(rowsPrefix(side, jk), c.Row), c.Row, c.Diff); err != nil {
-		return nil, fmt.Errorf("flow: join: %w", err)
+		after := before
+		for i := k.first; i >= 0; i = s.next[i] {
+			c := changes[i]
+			for _, m := range s.matches {
+				out = append(out, types.Change{Row: j.joined(&s.rows, side, c.Row, m.Row), Diff: c.Diff * m.Diff})
+			}
+			if otherCount == 0 && j.Kind.keeps(side) {
+				out = append(out, types.Change{Row: j.joined(&s.rows, side, c.Row, nil), Diff: c.Diff})
+			}
+			after += c.Diff
+			s.kbuf = appendRowKey(rowsPrefix(&s.kbuf, side, k.jk), c.Row)
+			if _, _, err := addCounted(st, s.kbuf, c.Row, c.Diff, &s.vbuf); err != nil {
+				return nil, fmt.Errorf("flow: join: %w", err)
+			}
+		}
+		if after < 0 {
+			return nil, fmt.Errorf("flow: join: %w", ErrNegative)
+		}
+		if after != before {
+			key := countKey(&s.kbuf, side, k.jk)
+			if after == 0 {
+				err = st.Delete(key)
+			} else {
+				s.vbuf = binary.AppendVarint(s.vbuf[:0], after)
+				err = st.Set(key, s.vbuf)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if j.Kind.keeps(other) && (before == 0) != (after == 0) {
+			// The other side's rows with this key lose their padded
+			// row (first match) or get it back (last match gone).
+			sign := int64(-1)
+			if after == 0 {
+				sign = 1
+			}
+			for _, m := range s.matches {
+				out = append(out, types.Change{Row: j.joined(&s.rows, other, m.Row, nil), Diff: sign * m.Diff})
+			}
+		}
 	}
 	return out, nil
 }
 
-func countKey(side int, jk []byte) []byte { return append([]byte{'c', byte(side)}, jk...) }
-func rowsPrefix(side int, jk []byte) []byte {
-	return append(append(make([]byte, 0, 2+len(jk)+32), 'r', byte(side)), jk...)
+// countKey and rowsPrefix build a side's keys for join key jk in *buf.
+func countKey(buf *[]byte, side int, jk string) []byte {
+	*buf = append(append((*buf)[:0], 'c', byte(side)), jk...)
+	return *buf
+}
+
+func rowsPrefix(buf *[]byte, side int, jk string) []byte {
+	*buf = append(append((*buf)[:0], 'r', byte(side)), jk...)
+	return *buf
 }

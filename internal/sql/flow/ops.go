@@ -211,14 +211,10 @@ func (*Distinct) Arity() int { return 1 }
 
 func (*Distinct) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
 	var out []types.Change
-	var key []byte
+	var key, vbuf []byte
 	for _, c := range consolidate(ins[0]) {
 		key = appendRowKey(key[:0], c.Row)
-		before, err := getCount(ctx.State, key)
-		if err != nil {
-			return nil, err
-		}
-		after, err := addCounted(ctx.State, key, c.Row, c.Diff)
+		before, after, err := addCounted(ctx.State, key, c.Row, c.Diff, &vbuf)
 		if err != nil {
 			return nil, err
 		}

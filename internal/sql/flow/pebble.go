@@ -11,22 +11,50 @@ import (
 // current epoch is an indexed batch: reads see its writes, Commit
 // applies it atomically (synced when Sync), so after a crash the state
 // is the last committed epoch's. Memory is bounded by Pebble's block
-// cache and memtables (the caller's pebble.Options) plus one epoch's
-// batch: state larger than memory stays on disk.
+// cache and memtables (the caller's pebble.Options), one epoch's batch,
+// and the store's own cache of hot values (CacheBytes): state larger
+// than memory stays on disk.
+//
+// The cache holds the current values of recently read or written keys,
+// and the absence of recently missed ones, so an operator's state read
+// every epoch (a group's accumulators, a join key's count) costs a map
+// lookup instead of a Pebble read through the batch, memtables and
+// levels. It is write-through: a write goes to the batch and the cache
+// at once, so Commit has nothing more to write, and a Rollback, which
+// discards the batch, drops the cache.
 type PebbleStore struct {
 	db     *pebble.DB
 	prefix []byte
 	sync   bool
 	batch  *pebble.Batch
 	buf    []byte
+	cache  valueCache
+	// iter is the epoch's iterator over the batch, made at the first
+	// scan and repositioned (its view of the batch refreshed) for each
+	// later one, since making an iterator is most of a short scan's
+	// cost; closed at the epoch's end, so it pins no memtable for long.
+	iter     *pebble.Iterator
+	scanning bool
+	bounds   [2][]byte // alternate bound buffers: Pebble keeps the last bounds until the next are set
+	boundsI  int
 }
+
+// DefaultCacheBytes is the cache of hot values a PebbleStore keeps by
+// default: the working set of a view's groups and join keys.
+const DefaultCacheBytes = 32 << 20
 
 // NewPebbleStore returns a Store over db's keys beginning with prefix.
 // sync makes each Commit wait for the write-ahead log's fsync; a
 // dataflow whose input offsets commit elsewhere first may go without.
+// It caches DefaultCacheBytes of hot values (see SetCacheBytes).
 func NewPebbleStore(db *pebble.DB, prefix []byte, sync bool) *PebbleStore {
-	return &PebbleStore{db: db, prefix: bytes.Clone(prefix), sync: sync, batch: db.NewIndexedBatch()}
+	s := &PebbleStore{db: db, prefix: bytes.Clone(prefix), sync: sync, batch: db.NewIndexedBatch()}
+	s.cache.init(DefaultCacheBytes)
+	return s
 }
+
+// SetCacheBytes bounds the store's cache of hot values (0: no cache).
+func (s *PebbleStore) SetCacheBytes(n int) { s.cache.init(n) }
 
 func (s *PebbleStore) key(k []byte) []byte {
 	s.buf = append(append(s.buf[:0], s.prefix...), k...)
@@ -34,7 +62,14 @@ func (s *PebbleStore) key(k []byte) []byte {
 }
 
 func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
-	return pebbleGet(s.batch.Get(s.key(key)))
+	if v, ok, hit := s.cache.get(key); hit {
+		return v, ok, nil
+	}
+	v, ok, err := pebbleGet(s.batch.Get(s.key(key)))
+	if err == nil {
+		s.cache.put(key, v, ok)
+	}
+	return v, ok, err
 }
 
 func pebbleGet(v []byte, closer interface{ Close() error }, err error) ([]byte, bool, error) {
@@ -49,7 +84,38 @@ func pebbleGet(v []byte, closer interface{ Close() error }, err error) ([]byte, 
 }
 
 func (s *PebbleStore) Scan(lower, upper []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {
-	return pebbleScan(s.batch.NewIter, s.prefix, lower, upper, reverse, fn)
+	if s.scanning {
+		// A scan inside a scan's callback: the shared iterator is busy.
+		return pebbleScan(s.batch.NewIter, s.prefix, lower, upper, reverse, fn)
+	}
+	s.scanning = true
+	defer func() { s.scanning = false }()
+	b := append(append(s.bounds[s.boundsI][:0], s.prefix...), lower...)
+	lo := len(b)
+	unbounded := false
+	if upper != nil {
+		b = append(append(b, s.prefix...), upper...)
+	} else if end := prefixEnd(s.prefix); end != nil {
+		b = append(b, end...)
+	} else {
+		unbounded = true
+	}
+	s.bounds[s.boundsI] = b
+	s.boundsI ^= 1
+	opts := pebble.IterOptions{LowerBound: b[:lo:lo], UpperBound: b[lo:]}
+	if unbounded {
+		opts.UpperBound = nil
+	}
+	if s.iter == nil {
+		it, err := s.batch.NewIter(&opts)
+		if err != nil {
+			return err
+		}
+		s.iter = it
+	} else {
+		s.iter.SetOptions(&opts)
+	}
+	return iterate(s.iter, len(s.prefix), reverse, fn)
 }
 
 func pebbleScan(newIter func(*pebble.IterOptions) (*pebble.Iterator, error), prefix, lower, upper []byte, reverse bool, fn func(key, value []byte) (bool, error)) (err error) {
@@ -68,7 +134,12 @@ func pebbleScan(newIter func(*pebble.IterOptions) (*pebble.Iterator, error), pre
 			err = cerr
 		}
 	}()
-	n := len(prefix)
+	return iterate(it, len(prefix), reverse, fn)
+}
+
+// iterate runs fn over it's keys (without their first n bytes, the
+// store's prefix) from its first or last.
+func iterate(it *pebble.Iterator, n int, reverse bool, fn func(key, value []byte) (bool, error)) error {
 	valid := it.First()
 	if reverse {
 		valid = it.Last()
@@ -93,33 +164,64 @@ func advance(it *pebble.Iterator, reverse bool) bool {
 	return it.Next()
 }
 
-func (s *PebbleStore) Set(key, value []byte) error { return s.batch.Set(s.key(key), value, nil) }
-func (s *PebbleStore) Delete(key []byte) error     { return s.batch.Delete(s.key(key), nil) }
-
-func (s *PebbleStore) Commit() error {
-	opts := pebble.NoSync
-	if s.sync {
-		opts = pebble.Sync
-	}
-	if err := s.batch.Commit(opts); err != nil {
+func (s *PebbleStore) Set(key, value []byte) error {
+	if err := s.batch.Set(s.key(key), value, nil); err != nil {
 		return err
 	}
-	if err := s.batch.Close(); err != nil {
-		return err
-	}
-	s.batch = s.db.NewIndexedBatch()
+	s.cache.put(key, bytes.Clone(value), true)
 	return nil
 }
 
-func (s *PebbleStore) Rollback() error {
-	err := s.batch.Close()
+func (s *PebbleStore) Delete(key []byte) error {
+	if err := s.batch.Delete(s.key(key), nil); err != nil {
+		return err
+	}
+	s.cache.put(key, nil, false)
+	return nil
+}
+
+// endEpoch closes the epoch's iterator and batch and starts the next.
+func (s *PebbleStore) endEpoch(commit bool) error {
+	var err error
+	if s.iter != nil {
+		err = s.iter.Close()
+		s.iter = nil
+	}
+	if commit && err == nil {
+		opts := pebble.NoSync
+		if s.sync {
+			opts = pebble.Sync
+		}
+		err = s.batch.Commit(opts)
+	}
+	if !commit || err != nil {
+		// The batch's writes are gone, and the cache has them.
+		s.cache.clear()
+	}
+	if cerr := s.batch.Close(); err == nil {
+		err = cerr
+	}
 	s.batch = s.db.NewIndexedBatch()
 	return err
 }
 
+func (s *PebbleStore) Commit() error   { return s.endEpoch(true) }
+func (s *PebbleStore) Rollback() error { return s.endEpoch(false) }
+
 // Close discards an uncommitted epoch; the database stays open (it is
 // the caller's).
-func (s *PebbleStore) Close() error { return s.batch.Close() }
+func (s *PebbleStore) Close() error {
+	var err error
+	if s.iter != nil {
+		err = s.iter.Close()
+		s.iter = nil
+	}
+	s.cache.clear()
+	if cerr := s.batch.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 func (s *PebbleStore) Committed() Reader { return pebbleCommitted{s.db, s.prefix} }
 

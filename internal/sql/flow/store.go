@@ -11,7 +11,9 @@ import (
 
 // Reader reads an ordered key-value state. Keys order as bytes.Compare.
 type Reader interface {
-	// Get returns key's value; the caller owns the returned slice.
+	// Get returns key's value. The caller must not modify the returned
+	// slice; it stays valid (a store never writes into a slice it
+	// returned), so stores can return cached values without a copy.
 	Get(key []byte) (value []byte, ok bool, err error)
 	// Scan calls fn for each key in [lower, upper) in ascending order,
 	// or descending when reverse; a nil upper is no bound. key and value
@@ -137,11 +139,10 @@ func (r *memReader) Scan(lower, upper []byte, reverse bool, fn func(key, value [
 }
 
 func memGet(t *btreemap.BTreeMap[[]byte, []byte], key []byte) ([]byte, bool, error) {
+	// Set stores a copy and replaces it whole, never writing into a
+	// stored value, so it can be returned as is.
 	_, v, ok := t.Get(key)
-	if !ok {
-		return nil, false, nil
-	}
-	return bytes.Clone(v), true, nil
+	return v, ok, nil
 }
 
 func memScan(t *btreemap.BTreeMap[[]byte, []byte], lower, upper []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {

@@ -99,7 +99,7 @@ func (t *TopN) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 	}
 	parts := map[string]*part{}
 	var order []*part
-	var key []byte
+	var key, vbuf []byte
 	for _, c := range consolidate(ins[0]) {
 		key = appendKeyCols(key[:0], c.Row, t.PartitionBy)
 		p, ok := parts[string(key)]
@@ -113,7 +113,7 @@ func (t *TopN) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 			order = append(order, p)
 		}
 		key = appendRowKey(appendSortKey(key, c.Row, t.OrderBy), c.Row)
-		if _, err := addCounted(st, key, c.Row, c.Diff); err != nil {
+		if _, _, err := addCounted(st, key, c.Row, c.Diff, &vbuf); err != nil {
 			return nil, fmt.Errorf("flow: top-n: %w", err)
 		}
 	}
