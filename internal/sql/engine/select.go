@@ -99,7 +99,7 @@ func wireError(err error) error {
 }
 
 func (s *session) prepareSelect(st *pg.SelectStmt, paramTypes []uint32) (pgwire.Statement, error) {
-	plan, err := exec.Plan(s.eng.catalog, st, paramTypes, exec.Options{Hook: s.hook})
+	plan, err := exec.Plan(s.eng.catalogFor(s), st, paramTypes, exec.Options{Hook: s.hook})
 	if err != nil {
 		return nil, wireError(err)
 	}
@@ -167,19 +167,20 @@ func (s *session) hook(c *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error) {
 	return nil, false, nil
 }
 
-// systemCatalog answers for the schemas PostgreSQL's clients look into,
-// which are not served yet, and passes the rest to the engine's catalog.
+// systemCatalog answers for the schemas PostgreSQL's clients look into
+// when the engine was given no catalog, and passes everything to the
+// catalog it was given, which serves them (or not) itself.
 type systemCatalog struct {
 	inner exec.Catalog
 }
 
 func (c systemCatalog) Relation(schema, name string) (exec.Relation, bool, error) {
+	if c.inner != nil {
+		return c.inner.Relation(schema, name)
+	}
 	switch strings.ToLower(schema) {
 	case "pg_catalog", "information_schema":
-		return nil, false, sqlerr.NotSupported("the system catalog (%s.%s) is not served yet: it comes with sources and views", schema, name)
+		return nil, false, sqlerr.NotSupported("the system catalog (%s.%s) is not served by this engine", schema, name)
 	}
-	if c.inner == nil {
-		return nil, false, nil
-	}
-	return c.inner.Relation(schema, name)
+	return nil, false, nil
 }

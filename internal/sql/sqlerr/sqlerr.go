@@ -22,6 +22,7 @@ const (
 	DivisionByZero            = "22012"
 	InvalidEscapeSequence     = "22025"
 	InvalidParameterValue     = "22023"
+	InvalidRegularExpression  = "2201B"
 	InvalidArgumentForLog     = "2201E"
 	InvalidArgumentForPower   = "2201F"
 	InvalidTextRepresentation = "22P02"
