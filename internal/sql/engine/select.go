@@ -99,7 +99,20 @@ func wireError(err error) error {
 }
 
 func (s *session) prepareSelect(st *pg.SelectStmt, paramTypes []uint32) (pgwire.Statement, error) {
-	plan, err := exec.Plan(s.eng.catalogFor(s), st, paramTypes, exec.Options{Hook: s.hook})
+	cat := s.eng.catalogFor(s)
+	hook := s.hook
+	if sc, ok := cat.(systemCatalog); !ok {
+	} else if f, ok := sc.inner.(Functions); ok {
+		if h := f.Functions(); h != nil {
+			hook = func(c *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error) {
+				if e, ok, err := h(c, n); ok || err != nil {
+					return e, ok, err
+				}
+				return s.hook(c, n)
+			}
+		}
+	}
+	plan, err := exec.Plan(cat, st, paramTypes, exec.Options{Hook: hook})
 	if err != nil {
 		return nil, wireError(err)
 	}
@@ -165,6 +178,13 @@ func (s *session) hook(c *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error) {
 		}), true, nil
 	}
 	return nil, false, nil
+}
+
+// Functions is a catalog's optional power: the system functions it
+// serves (pg_catalog's, which read the catalog), compiled before the
+// engine's own.
+type Functions interface {
+	Functions() expr.Hook
 }
 
 // systemCatalog answers for the schemas PostgreSQL's clients look into

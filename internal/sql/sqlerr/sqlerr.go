@@ -41,6 +41,7 @@ const (
 	GroupingError             = "42803"
 	DatatypeMismatch          = "42804"
 	WrongObjectType           = "42809"
+	InsufficientPrivilege     = "42501"
 	CannotCoerce              = "42846"
 	IndeterminateDatatype     = "42P18"
 	InvalidColumnReference    = "42P10"
