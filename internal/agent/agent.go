@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,7 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/txn"
 )
 
@@ -97,11 +99,16 @@ type Agent struct {
 	httpSrv   *http.Server
 	// httpTLS serves the HTTP port's and the registry's certificate
 	// with --http-tls (httpTLSConfig).
-	httpTLS  *certs.Server
-	sqlLn    net.Listener
-	sqlSrv   *pgwire.Server
-	serveErr chan error
-	ready    atomic.Bool
+	httpTLS *certs.Server
+	sqlLn   net.Listener
+	// sqlSchemaCache is the SQL endpoint's schema cache (sqlSchemas).
+	sqlSchemaOnce  sync.Once
+	sqlSchemaCache *source.Schemas
+	// sqlSourceMetrics count what the SQL endpoint's scans read.
+	sqlSourceMetrics *source.Metrics
+	sqlSrv           *pgwire.Server
+	serveErr         chan error
+	ready            atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 
@@ -494,7 +501,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		return nil, err
 	}
 	// The web console's in-process connections (console.go).
-	aclCfg.SuperUsers = append(aclCfg.SuperUsers, consolePrincipal)
+	aclCfg.SuperUsers = append(aclCfg.SuperUsers, consolePrincipal, sqlPrincipal)
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)

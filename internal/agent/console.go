@@ -84,6 +84,13 @@ func (a *Agent) startConsole() error {
 // consoleDial connects the console's Kafka client: in process to this
 // agent, over TCP to another when that can work.
 func (a *Agent) consoleDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return a.inProcessDial(ctx, network, addr, consolePrincipal)
+}
+
+// inProcessDial connects an agent's own Kafka client as principal (a
+// super user): in process to this agent, over TCP to another when that
+// can work.
+func (a *Agent) inProcessDial(ctx context.Context, network, addr string, principal auth.Principal) (net.Conn, error) {
 	first := a.listeners[0]
 	self := addr == a.kafkaLn.Addr().String() ||
 		(first.endpoint.Host != "" && addr == net.JoinHostPort(first.endpoint.Host, strconv.Itoa(int(first.endpoint.Port))))
@@ -93,7 +100,7 @@ func (a *Agent) consoleDial(ctx context.Context, network, addr string) (net.Conn
 	}
 	client, server := net.Pipe()
 	l := kafka.Listener{Name: first.name, Protocol: auth.Plaintext}
-	go a.server.ServeConnAs(context.Background(), pipeAt{server, a.kafkaLn.Addr()}, l, consolePrincipal)
+	go a.server.ServeConnAs(context.Background(), pipeAt{server, a.kafkaLn.Addr()}, l, principal)
 	return client, nil
 }
 

@@ -24,21 +24,31 @@ package agent
 //
 // Statements go through the catalog (package sql/catalog: the DDL of
 // sources, materialized views and sinks, proposed through this agent's
-// replica, and SHOW), then the minimal engine. A session's principal is
-// User:<its SQL user>, authorized as on the Kafka port (authorizeSQL).
+// replica, and SHOW), then the engine, whose SELECTs read the catalog's
+// sources and the system catalog (catalog.Relations). A session's
+// principal is User:<its SQL user>, authorized as on the Kafka port
+// (authorizeSQL); a source's topic is read by an in-process Kafka
+// client as sqlPrincipal, a super user, once the session's READ on the
+// source has been checked (the source, not its topic, is what a SQL
+// user is granted).
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/catalog"
 	"github.com/strandkafka/strand/internal/sql/engine"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/source"
 )
 
 // validateSQL reports the SQL endpoint's setting mistakes.
@@ -84,10 +94,13 @@ func (a *Agent) startSQL() error {
 		return fmt.Errorf("sql-listen: %w", err)
 	}
 	tcp, _ := ln.Addr().(*net.TCPAddr)
-	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Next: engine.New(nil, "")})
+	eng := engine.New(nil, "")
+	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Next: eng,
+		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics})
 	if err != nil {
 		return err
 	}
+	eng.SetCatalogFor(cat.Relations)
 	srv, err := pgwire.NewServer(pgwire.Config{
 		Engine: cat,
 		Auth:   &sqlAuth{a: a, loopback: tcp != nil && tcp.IP.IsLoopback()},
@@ -121,6 +134,31 @@ func (a *Agent) authorizeSQL(r acl.Request, op acl.Operation, typ acl.ResourceTy
 		return true, nil
 	}
 	return az.Authorize(r, op, typ, name), nil
+}
+
+// sqlPrincipal is who the SQL endpoint's source scans read topics as;
+// like consolePrincipal, of a type no client can claim.
+var sqlPrincipal = auth.Principal{Type: "Strand", Name: "sql"}
+
+// sqlKafka is catalog.Config.Kafka: a client of this agent, in process.
+// Called per scan, after the Kafka listener is up (sessions start after
+// the agent is ready).
+func (a *Agent) sqlKafka() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(a.kafkaLn.Addr().String()),
+		kgo.Dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return a.inProcessDial(ctx, network, addr, sqlPrincipal)
+		}),
+	}
+}
+
+// sqlSchemas is catalog.Config.Schemas: the registry's schemas, one
+// bounded cache for the endpoint's scans.
+func (a *Agent) sqlSchemas() *source.Schemas {
+	a.sqlSchemaOnce.Do(func() {
+		a.sqlSchemaCache = source.NewSchemas(a.replica, a.registry, 0, 0)
+	})
+	return a.sqlSchemaCache
 }
 
 // stopSQL closes the SQL endpoint and its sessions.

@@ -15,9 +15,10 @@
 // the next engine's session, which keeps the session's settings and
 // transaction status. Typing a view's SELECT is the planner's: the
 // catalog records what the SELECT reads (its RangeVars) and the
-// SELECT's normalized text, not its columns. Until the planner serves
-// reads, a SELECT or SUBSCRIBE naming a relation is checked for READ and
-// answered 0A000.
+// SELECT's normalized text, not its columns. A SELECT naming relations
+// is checked for READ on each, then planned by the next engine over
+// Relations (sources are scanned; materialized views answer 0A000 until
+// the dataflow maintains them); SUBSCRIBE is checked and answered 0A000.
 package catalog
 
 import (
@@ -25,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/acl"
@@ -32,6 +34,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/source"
 )
 
 // Store is the agent's copy of the metadata: replica.Replica, or
@@ -59,6 +62,16 @@ type Config struct {
 	Authorize Authorize
 	// Next runs every statement that is not the catalog's.
 	Next pgwire.Engine
+	// Kafka gives the options of a client reading a source's topic
+	// (Relations' scans): in process, as a principal that may read
+	// every topic, since the SQL user's READ on the source is what is
+	// checked. Nil: sources cannot be read.
+	Kafka func() []kgo.Opt
+	// Schemas are the registry's schemas, for Avro and Protobuf
+	// sources; nil (or returning nil) leaves those unreadable.
+	Schemas func() *source.Schemas
+	// SourceMetrics count what scans read; may be nil.
+	SourceMetrics *source.Metrics
 }
 
 // Engine is the catalog in front of Config.Next.
@@ -115,6 +128,19 @@ func (s *session) Prepare(ctx context.Context, sql string, paramTypes []uint32) 
 	}
 	out := make([]pgwire.Statement, 0, len(stmts))
 	for i, st := range stmts {
+		if ours[i] && st.Kind == parse.KindOther && st.Node.GetSelectStmt() != nil {
+			// A SELECT over the catalog's relations: checked here,
+			// planned and run by the next engine over Relations.
+			if err := s.checkRead(st); err != nil {
+				return nil, atOffset(err, st.Offset)
+			}
+			ps, err := s.next.Prepare(ctx, st.Text, paramTypes)
+			if err != nil {
+				return nil, atOffset(err, st.Offset)
+			}
+			out = append(out, ps...)
+			continue
+		}
 		if ours[i] {
 			p, err := s.prepare(st)
 			if err != nil {

@@ -70,10 +70,21 @@ func (s *session) prepare(st parse.Statement) (pgwire.Statement, error) {
 	return nil, pgwire.NotSupported("%s statements of this form are not supported", st.Kind)
 }
 
-// prepareRead checks READ on the relations a SELECT or SUBSCRIBE names.
-// Reading them is the planner's and the dataflow's, which do not serve
-// yet: a permitted read is 0A000, saying so.
+// prepareRead checks READ on the relation SUBSCRIBE names. Streaming
+// its changes is the dataflow's, which does not serve yet: a permitted
+// SUBSCRIBE is 0A000, saying so.
 func (s *session) prepareRead(st parse.Statement) (pgwire.Statement, error) {
+	if err := s.checkRead(st); err != nil {
+		return nil, err
+	}
+	rv := parse.SubscribeTarget(st)
+	return nil, pgwire.NotSupported("SUBSCRIBE to %q is not served yet: it waits for the dataflow", rv.Relname)
+}
+
+// checkRead checks READ on the relations a SELECT or SUBSCRIBE names,
+// refusing sinks (nothing reads them) and materialized views (not
+// maintained yet).
+func (s *session) checkRead(st parse.Statement) error {
 	var rels []meta.Relation
 	if st.Kind == parse.KindSubscribe {
 		rv := parse.SubscribeTarget(st)
@@ -83,9 +94,9 @@ func (s *session) prepareRead(st parse.Statement) (pgwire.Statement, error) {
 		v.Close()
 		switch {
 		case err != nil:
-			return nil, err
+			return err
 		case !ok:
-			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", rv.Relname), Position: rv.Location + 1}
+			return &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", rv.Relname), Position: rv.Location + 1}
 		}
 		rels = append(rels, rel)
 	} else {
@@ -93,14 +104,21 @@ func (s *session) prepareRead(st parse.Statement) (pgwire.Statement, error) {
 	}
 	for _, rel := range rels {
 		if rel.Kind == meta.RelationSink {
-			return nil, pgwire.Errorf(pgwire.CodeWrongObjectType, "%q is a sink: a sink writes to a topic and cannot be read", rel.Name)
+			return pgwire.Errorf(pgwire.CodeWrongObjectType, "%q is a sink: a sink writes to a topic and cannot be read", rel.Name)
 		}
 		if err := s.require(kmsg.ACLOperationRead, acl.ResourceTypeRelation, rel.Name, fmt.Sprintf("%s %s", rel.Kind, rel.Name)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return nil, &pgwire.Error{Code: pgwire.CodeFeatureNotSupported,
-		Message: fmt.Sprintf("%s %q is defined but not maintained yet: reading it waits for the dataflow", rels[0].Kind, rels[0].Name)}
+	if st.Kind == parse.KindSubscribe {
+		return nil
+	}
+	for _, rel := range rels {
+		if rel.Kind == meta.RelationView {
+			return wireErr(notMaintained(rel))
+		}
+	}
+	return nil
 }
 
 // ddl is a statement that changes the catalog: no rows, its tag.

@@ -32,8 +32,20 @@ type Engine struct {
 	clock clock.Clock
 	// version is the text of SELECT version().
 	version string
-	// catalog is what FROM reads.
-	catalog exec.Catalog
+	// catalogFor makes what FROM reads, per statement, from the
+	// session planning it.
+	catalogFor func(State) exec.Catalog
+}
+
+// State is what a catalog may read of the session planning a
+// statement: who it is and its settings (a source scan's limits).
+type State interface {
+	// User is the session's user; Host the client's address ("" when
+	// not an IP connection).
+	User() string
+	Host() string
+	// Setting is a setting's current value, as SHOW gives it.
+	Setting(name string) (string, error)
 }
 
 // New returns an engine; clk times pg_sleep (nil: the wall clock), and
@@ -43,16 +55,27 @@ func New(clk clock.Clock, build string) *Engine {
 	if build != "" {
 		v = "PostgreSQL 16.0 (Strand " + build + ")"
 	}
-	return &Engine{clock: clock.OrReal(clk), version: v, catalog: systemCatalog{}}
+	return &Engine{clock: clock.OrReal(clk), version: v, catalogFor: func(State) exec.Catalog { return systemCatalog{} }}
 }
 
-// SetCatalog sets the relations SELECT reads (sources, views, and for
-// tests an exec.MemCatalog). Call it before the first session.
-func (e *Engine) SetCatalog(c exec.Catalog) { e.catalog = systemCatalog{inner: c} }
+// SetCatalog sets the relations SELECT reads, the same for every
+// session (for tests an exec.MemCatalog). Call it before the first
+// session.
+func (e *Engine) SetCatalog(c exec.Catalog) {
+	e.SetCatalogFor(func(State) exec.Catalog { return c })
+}
+
+// SetCatalogFor sets how a statement's relations are found: f is called
+// as each SELECT is planned, with the planning session, so relations
+// may depend on the user (what pg_class shows) and on settings (a
+// scan's limits). Call it before the first session.
+func (e *Engine) SetCatalogFor(f func(State) exec.Catalog) {
+	e.catalogFor = func(s State) exec.Catalog { return systemCatalog{inner: f(s)} }
+}
 
 // NewSession implements pgwire.Engine.
 func (e *Engine) NewSession(_ context.Context, info pgwire.SessionInfo) (pgwire.Session, error) {
-	s := &session{eng: e, vals: newValues(info.User, info.Client), status: 'I'}
+	s := &session{eng: e, vals: newValues(info.User, info.Client), status: 'I', user: info.User, host: info.Host}
 	for name, value := range info.Options {
 		if err := s.vals.set(name, value, false); err != nil {
 			return nil, err
@@ -67,6 +90,15 @@ type session struct {
 	vals *values
 	// status is the transaction status: 'I', 'T' or 'E'.
 	status byte
+	// user and host are the session's, for State.
+	user, host string
+}
+
+func (s *session) User() string { return s.user }
+func (s *session) Host() string { return s.host }
+func (s *session) Setting(name string) (string, error) {
+	v, _, err := s.vals.get(name)
+	return v, err
 }
 
 func (s *session) TxStatus() byte { return s.status }

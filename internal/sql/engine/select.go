@@ -99,7 +99,20 @@ func wireError(err error) error {
 }
 
 func (s *session) prepareSelect(st *pg.SelectStmt, paramTypes []uint32) (pgwire.Statement, error) {
-	plan, err := exec.Plan(s.eng.catalog, st, paramTypes, exec.Options{Hook: s.hook})
+	cat := s.eng.catalogFor(s)
+	hook := s.hook
+	if sc, ok := cat.(systemCatalog); !ok {
+	} else if f, ok := sc.inner.(Functions); ok {
+		if h := f.Functions(); h != nil {
+			hook = func(c *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error) {
+				if e, ok, err := h(c, n); ok || err != nil {
+					return e, ok, err
+				}
+				return s.hook(c, n)
+			}
+		}
+	}
+	plan, err := exec.Plan(cat, st, paramTypes, exec.Options{Hook: hook})
 	if err != nil {
 		return nil, wireError(err)
 	}
@@ -167,19 +180,27 @@ func (s *session) hook(c *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error) {
 	return nil, false, nil
 }
 
-// systemCatalog answers for the schemas PostgreSQL's clients look into,
-// which are not served yet, and passes the rest to the engine's catalog.
+// Functions is a catalog's optional power: the system functions it
+// serves (pg_catalog's, which read the catalog), compiled before the
+// engine's own.
+type Functions interface {
+	Functions() expr.Hook
+}
+
+// systemCatalog answers for the schemas PostgreSQL's clients look into
+// when the engine was given no catalog, and passes everything to the
+// catalog it was given, which serves them (or not) itself.
 type systemCatalog struct {
 	inner exec.Catalog
 }
 
 func (c systemCatalog) Relation(schema, name string) (exec.Relation, bool, error) {
+	if c.inner != nil {
+		return c.inner.Relation(schema, name)
+	}
 	switch strings.ToLower(schema) {
 	case "pg_catalog", "information_schema":
-		return nil, false, sqlerr.NotSupported("the system catalog (%s.%s) is not served yet: it comes with sources and views", schema, name)
+		return nil, false, sqlerr.NotSupported("the system catalog (%s.%s) is not served by this engine", schema, name)
 	}
-	if c.inner == nil {
-		return nil, false, nil
-	}
-	return c.inner.Relation(schema, name)
+	return nil, false, nil
 }

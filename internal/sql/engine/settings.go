@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/source"
 )
 
 // ServerVersion is what server_version reports: a PostgreSQL version
@@ -45,6 +46,10 @@ var settings = []setting{
 	{name: "server_version_num", def: "160000", readOnly: true, desc: "Shows the server version as an integer."},
 	{name: "session_authorization", reported: true, readOnly: true, desc: "Sets the session user name."},
 	{name: "standard_conforming_strings", def: "on", reported: true, check: checkOnly("on"), desc: "Causes '...' strings to treat backslashes literally."},
+	// A source scan's limits (package source's ScanConfig): a SELECT
+	// over a source reading more fails with 53400.
+	{name: "strand.scan_max_bytes", def: strconv.Itoa(source.DefaultScanMaxBytes), check: checkInt(1, 1<<40), desc: "Sets the most bytes (keys and values) a SELECT may read from one source."},
+	{name: "strand.scan_max_rows", def: strconv.Itoa(source.DefaultScanMaxRows), check: checkInt(1, 1<<30), desc: "Sets the most records a SELECT may read from one source (rows kept, for an upsert source)."},
 	{name: "TimeZone", def: "UTC", reported: true, check: checkTimeZone, desc: "Sets the time zone for displaying and interpreting time stamps."},
 	{name: "transaction_isolation", def: "read committed", readOnly: true, desc: "Sets the current transaction's isolation level."},
 }

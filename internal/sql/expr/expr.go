@@ -184,6 +184,8 @@ func (c *Compiler) Compile(n *pg.Node) (*Expr, error) {
 		return c.compileSQLValueFunction(x.SqlvalueFunction)
 	case *pg.Node_SubLink:
 		return nil, sqlerr.NotSupported("subqueries are not supported here").At(x.SubLink.Location)
+	case *pg.Node_CollateClause:
+		return c.compileCollate(x.CollateClause)
 	}
 	return nil, sqlerr.NotSupported("expression %s is not supported yet", nodeName(n))
 }
@@ -684,4 +686,31 @@ func figure(n *pg.Node) (string, int) {
 		}
 	}
 	return "", 0
+}
+
+// compileCollate accepts the collations that mean what Strand does,
+// comparing text by its bytes (PostgreSQL's "C"): psql writes COLLATE
+// pg_catalog.default after its name patterns.
+func (c *Compiler) compileCollate(k *pg.CollateClause) (*Expr, error) {
+	var parts []string
+	for _, n := range k.Collname {
+		parts = append(parts, n.GetString_().GetSval())
+	}
+	name := parts[len(parts)-1]
+	if len(parts) > 2 || len(parts) == 2 && parts[0] != "pg_catalog" {
+		name = ""
+	}
+	switch name {
+	case "default", "C", "POSIX", "ucs_basic":
+	default:
+		return nil, sqlerr.NotSupported("collation %q is not supported: text compares by its bytes, as collation \"C\" does", strings.Join(parts, ".")).At(k.Location)
+	}
+	e, err := c.Compile(k.Arg)
+	if err != nil {
+		return nil, err
+	}
+	if e.Type.OID != types.OIDUnknown && e.Type.Category() != types.CatString {
+		return nil, sqlerr.Errorf(sqlerr.DatatypeMismatch, "collations are not supported by type %s", e.Type.Name()).At(k.Location)
+	}
+	return e, nil
 }

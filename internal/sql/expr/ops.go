@@ -218,8 +218,63 @@ func (c *Compiler) Binary(op string, l, r *Expr, loc int32) (*Expr, error) {
 		return c.jsonAccess(op, l, r, loc)
 	case "~~", "!~~", "~~*", "!~~*":
 		return c.like(op, l, r, nil, loc)
+	case "~", "!~", "~*", "!~*":
+		return c.regexMatch(op, l, r, loc)
 	}
 	return nil, noOperator(op, l.Type, r.Type, loc)
+}
+
+// regexMatch is POSIX regular-expression matching (~, ~*, !~, !~*),
+// psql's name patterns among its uses. The pattern is Go's RE2 syntax,
+// which agrees with PostgreSQL's ARE for the common subset (anchors,
+// classes, alternation, repetition); what RE2 refuses (backreferences,
+// lookahead) fails with 2201B.
+func (c *Compiler) regexMatch(op string, l, r *Expr, loc int32) (*Expr, error) {
+	l, r = c.textTyped(l), c.textTyped(r)
+	if l.Type.Category() != types.CatString || r.Type.Category() != types.CatString {
+		return nil, noOperator(op, l.Type, r.Type, loc)
+	}
+	fold := strings.Contains(op, "*")
+	not := strings.HasPrefix(op, "!")
+	compile := func(p string) (*regexp.Regexp, *sqlerr.Error) {
+		if fold {
+			p = "(?i)" + p
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, sqlerr.Errorf(sqlerr.InvalidRegularExpression, "invalid regular expression: %v", err)
+		}
+		return re, nil
+	}
+	var cached *regexp.Regexp
+	if r.Const {
+		if p, _ := r.eval(&Env{}, nil); p != nil {
+			re, err := compile(p.(string))
+			if err != nil {
+				return nil, errAt(err, loc)
+			}
+			cached = re
+		}
+	}
+	return New(types.Bool, func(env *Env, row types.Row) (any, error) {
+		s, err := l.eval(env, row)
+		if err != nil || s == nil {
+			return nil, err
+		}
+		re := cached
+		if re == nil {
+			p, err := r.eval(env, row)
+			if err != nil || p == nil {
+				return nil, err
+			}
+			re, cerr := compile(p.(string))
+			if cerr != nil {
+				return nil, cerr
+			}
+			return re.MatchString(s.(string)) != not, nil
+		}
+		return re.MatchString(s.(string)) != not, nil
+	}), nil
 }
 
 func (c *Compiler) compareExprs(op string, l *Expr, rn *pg.Node, loc int32) (*Expr, error) {
