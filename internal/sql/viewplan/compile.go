@@ -134,6 +134,7 @@ type compiler struct {
 	frames  []map[string]string
 	memo    map[*exec.Logical]built
 	notices []string
+	semis   int // semi- and anti-joins made, for their names
 }
 
 // derivedPrefix names the relations the compiler makes of WITH
@@ -357,8 +358,18 @@ func (c *compiler) rewrite(st *pg.SelectStmt) error {
 		}
 		st.FromClause[i] = n
 	}
+	var anti []antiJoin
+	if st.WhereClause != nil && len(st.FromClause) > 0 {
+		var err error
+		if anti, err = c.decorrelate(st); err != nil {
+			return err
+		}
+	}
 	if len(st.FromClause) > 1 {
 		c.joinList(st)
+	}
+	if len(anti) > 0 {
+		applyAnti(st, anti)
 	}
 	return nil
 }

@@ -20,6 +20,10 @@
 //     sides): flow.Join on the ON clause's equalities, the other ON terms
 //     a filter after an inner join. A cross join with a constant
 //     relation (generate_series, VALUES) repeats each row.
+//   - Semi- and anti-joins: x IN (SELECT y ...) and [NOT] EXISTS
+//     (SELECT ... WHERE inner = outer ...) as WHERE terms: a join with
+//     (a left join keeping the unmatched rows of) the subquery's
+//     distinct keys (semijoin.go).
 //   - Top-N: ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn in a
 //     subquery in FROM, bounded by rn <= N (or < N, = N, BETWEEN) in the
 //     WHERE over it, and ORDER BY ... LIMIT [OFFSET]: flow.TopN.
@@ -32,7 +36,8 @@
 //     its changes are an input like a source's.
 //
 // Refused with 0A000 (feature_not_supported), naming the construct:
-// subqueries in expressions (IN, EXISTS, scalar, correlated or not),
+// other subqueries in expressions (scalar ones, NOT IN, correlation
+// other than by equalities),
 // other window functions, joins without an equality between the sides
 // (cross and non-equi joins, except with a constant relation), outer
 // joins with other ON terms, INTERSECT and EXCEPT, LIMIT without ORDER
