@@ -61,7 +61,14 @@ type Expr struct {
 	// ParamIndex is n-1 for a bare $n, else -1.
 	ParamIndex int
 	eval       func(env *Env, row types.Row) (any, error)
+	// column is i+1 for Column(i), else 0: a planner compiling the plan
+	// into a dataflow tells a column it can pass through (and index
+	// by) from a computed value.
+	column int
 }
+
+// ColumnIndex reports whether e is Column(i) and which.
+func (e *Expr) ColumnIndex() (int, bool) { return e.column - 1, e.column > 0 }
 
 // Eval computes e over row.
 func (e *Expr) Eval(env *Env, row types.Row) (any, error) { return e.eval(env, row) }
@@ -74,7 +81,9 @@ func New(t types.Type, f func(env *Env, row types.Row) (any, error)) *Expr {
 
 // Column is a reference to the input row's column i.
 func Column(i int, t types.Type) *Expr {
-	return New(t, func(_ *Env, row types.Row) (any, error) { return row[i], nil })
+	e := New(t, func(_ *Env, row types.Row) (any, error) { return row[i], nil })
+	e.column = i + 1
+	return e
 }
 
 // Constant is a literal of type t.
