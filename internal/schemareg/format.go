@@ -4,9 +4,11 @@
 // subpackages, one each (avroschema, protoschema, jsonschema), behind
 // Format; this package holds what they share.
 //
-// Work in progress (issue 31): the formats and their compatibility
-// rules come first; the REST API, replication through the metadata log
-// and validation on produce follow.
+// The registry's state is metadata (internal/meta/schemas.go): every
+// agent answers reads from its own copy, registrations are proposed
+// through the log (registry.go), the REST API is api.go, served by the
+// agent (internal/agent/registry.go), and validation on produce is
+// subpackage validate.
 package schemareg
 
 import "errors"
