@@ -160,7 +160,7 @@ func walk(s avro.Schema, fn func(avro.NamedSchema)) {
 	seen := make(map[avro.NamedSchema]bool)
 	var visit func(avro.Schema)
 	visit = func(s avro.Schema) {
-		s = deref(s)
+		s = Deref(s)
 		if n, ok := s.(avro.NamedSchema); ok {
 			if seen[n] {
 				return
@@ -186,8 +186,9 @@ func walk(s avro.Schema, fn func(avro.NamedSchema)) {
 	visit(s)
 }
 
-// deref is the named type a reference to one stands for.
-func deref(s avro.Schema) avro.Schema {
+// Deref is the named type a reference to one stands for (s itself when
+// it is no reference): what a decoder of a schema's values looks at.
+func Deref(s avro.Schema) avro.Schema {
 	if r, ok := s.(*avro.RefSchema); ok {
 		return r.Schema()
 	}

@@ -113,7 +113,7 @@ type checker struct {
 // step into this pair ("" at a root).
 func (c *checker) check(token string, reader, writer avro.Schema, location []string) []incompatibility {
 	location = append(location[:len(location):len(location)], token)
-	reader, writer = deref(reader), deref(writer)
+	reader, writer = Deref(reader), Deref(writer)
 	key := schemaPair{reader, writer}
 	if e, ok := c.memo[key]; ok {
 		// In progress: a recursive type is compatible with itself
@@ -302,13 +302,13 @@ func (c *checker) writerField(writer *avro.RecordSchema, rf *avro.Field) (*avro.
 }
 
 func isEnumWithDefault(s avro.Schema) bool {
-	e, ok := deref(s).(*avro.EnumSchema)
+	e, ok := Deref(s).(*avro.EnumSchema)
 	return ok && e.HasDefault()
 }
 
 // typeName is the type as Avro Java's Schema.Type prints it.
 func typeName(s avro.Schema) string {
-	return strings.ToUpper(string(deref(s).Type()))
+	return strings.ToUpper(string(Deref(s).Type()))
 }
 
 // pointer is location, and then more, as a JSON pointer; the first

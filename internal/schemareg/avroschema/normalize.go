@@ -37,7 +37,7 @@ func normalizedString(s avro.Schema, refNames map[string]avro.NamedSchema) strin
 }
 
 func writeNormalized(b *strings.Builder, env map[string]bool, s avro.Schema) {
-	s = deref(s)
+	s = Deref(s)
 	switch s := s.(type) {
 	case *avro.UnionSchema:
 		b.WriteByte('[')

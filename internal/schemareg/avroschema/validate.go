@@ -74,7 +74,7 @@ func (s *Schema) PayloadChecker() (schemareg.PayloadChecker, error) {
 	return &payloadChecker{
 		schema:    s.parsed,
 		decoder:   decoders.DecoderOf(s.parsed, anyType),
-		recursive: isRecursive(s.parsed),
+		recursive: IsRecursive(s.parsed),
 	}, nil
 }
 
@@ -85,7 +85,7 @@ func (c *payloadChecker) RecordName(index []int) (string, error) {
 	if len(index) > 0 {
 		return "", fmt.Errorf("%w: Avro payloads carry no message indexes", schemareg.ErrInvalidPayload)
 	}
-	if n, ok := deref(c.schema).(avro.NamedSchema); ok {
+	if n, ok := Deref(c.schema).(avro.NamedSchema); ok {
 		return n.FullName(), nil
 	}
 	return string(c.schema.Type()), nil
@@ -119,13 +119,14 @@ func (c *payloadChecker) Check(index []int, data []byte) error {
 	return nil
 }
 
-// isRecursive reports whether a named type of s contains itself.
-func isRecursive(s avro.Schema) bool {
+// IsRecursive reports whether a named type of s contains itself: a
+// decoder of such a schema recurses as deep as the payload nests.
+func IsRecursive(s avro.Schema) bool {
 	onPath := map[string]bool{}
 	done := map[string]bool{}
 	var visit func(avro.Schema) bool
 	visit = func(s avro.Schema) bool {
-		s = deref(s)
+		s = Deref(s)
 		var name string
 		if n, ok := s.(avro.NamedSchema); ok {
 			name = n.FullName()

@@ -145,7 +145,7 @@ func (s *Schemas) parse(id int32) (*parsedSchema, bool, error) {
 	switch x := sc.(type) {
 	case *avroschema.Schema:
 		p.avro = x.Avro()
-		p.recursive = isRecursive(p.avro)
+		p.recursive = avroschema.IsRecursive(p.avro)
 	case *protoschema.Schema:
 		p.proto = x.Descriptor()
 	default:
@@ -222,7 +222,7 @@ func (d *Decoder) avro(ctx context.Context, v []byte, row types.Row) error {
 	if r.Peek(); r.Error == nil {
 		return badf(ReasonPayload, sqlerr.InvalidParameterValue, "bytes left after the Avro %s", p.avro.Type())
 	}
-	rs, ok := deref(p.avro).(*avro.RecordSchema)
+	rs, ok := avroschema.Deref(p.avro).(*avro.RecordSchema)
 	m, ok2 := val.(map[string]any)
 	if !ok || !ok2 {
 		return badf(ReasonPayload, sqlerr.InvalidParameterValue, "the Avro value is a %s, not a record", p.avro.Type())
@@ -255,18 +255,11 @@ func fieldOf(rs *avro.RecordSchema, name string) *avro.Field {
 	return nil
 }
 
-func deref(s avro.Schema) avro.Schema {
-	if r, ok := s.(*avro.RefSchema); ok {
-		return r.Schema()
-	}
-	return s
-}
-
 // avroNative unwraps what hamba's generic decoder gave for schema s to
 // a value fromNative takes: a union's branch, a decimal as a numeric, a
 // fixed as bytes, records, maps and arrays as JSON.
 func avroNative(s avro.Schema, v any) (any, error) {
-	s = deref(s)
+	s = avroschema.Deref(s)
 	if v == nil {
 		return nil, nil
 	}
@@ -338,7 +331,7 @@ func nullableBranch(u *avro.UnionSchema) (bool, avro.Schema) {
 
 // unionName is the key hamba's generic decoder gives a union branch.
 func unionName(s avro.Schema) string {
-	s = deref(s)
+	s = avroschema.Deref(s)
 	if n, ok := s.(avro.NamedSchema); ok {
 		return n.FullName()
 	}
@@ -346,46 +339,6 @@ func unionName(s avro.Schema) string {
 		return string(s.Type()) + "." + string(ls.Logical().Type())
 	}
 	return string(s.Type())
-}
-
-// isRecursive reports whether a named type of s contains itself.
-func isRecursive(s avro.Schema) bool {
-	onPath, done := map[string]bool{}, map[string]bool{}
-	var visit func(avro.Schema) bool
-	visit = func(s avro.Schema) bool {
-		s = deref(s)
-		if n, ok := s.(avro.NamedSchema); ok {
-			name := n.FullName()
-			if onPath[name] {
-				return true
-			}
-			if done[name] {
-				return false
-			}
-			onPath[name] = true
-			defer func() { onPath[name], done[name] = false, true }()
-		}
-		switch s := s.(type) {
-		case *avro.RecordSchema:
-			for _, f := range s.Fields() {
-				if visit(f.Type()) {
-					return true
-				}
-			}
-		case *avro.ArraySchema:
-			return visit(s.Items())
-		case *avro.MapSchema:
-			return visit(s.Values())
-		case *avro.UnionSchema:
-			for _, t := range s.Types() {
-				if visit(t) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return visit(s)
 }
 
 func (d *Decoder) protobuf(ctx context.Context, v []byte, row types.Row) error {
