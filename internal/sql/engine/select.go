@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -54,14 +53,14 @@ func (q *query) startPlan(ctx context.Context, args []any) (pgwire.Rows, error) 
 		}
 		v, err := types.FromWire(t, args[i])
 		if err != nil {
-			return nil, wireError(err)
+			return nil, err
 		}
 		vals[i] = v
 	}
 	// now() is the statement's start, from the engine's clock.
 	it, err := q.plan.Run(ctx, vals, q.sess.eng.clock.Now())
 	if err != nil {
-		return nil, wireError(err)
+		return nil, err
 	}
 	return &planRows{it: it}, nil
 }
@@ -76,7 +75,7 @@ type planRows struct {
 func (r *planRows) Next(ctx context.Context) ([]any, bool, error) {
 	row, ok, err := r.it.Next(ctx)
 	if err != nil || !ok {
-		return nil, false, wireError(err)
+		return nil, false, err
 	}
 	out := make([]any, len(row))
 	for i, v := range row {
@@ -88,15 +87,6 @@ func (r *planRows) Next(ctx context.Context) ([]any, bool, error) {
 
 func (r *planRows) Tag() string { return selectTag(r.n) }
 func (r *planRows) Close()      { r.it.Close() }
-
-// wireError turns the engine packages' SQLSTATE errors into the wire's.
-func wireError(err error) error {
-	var e *sqlerr.Error
-	if errors.As(err, &e) {
-		return &pgwire.Error{Code: e.Code, Message: e.Message, Detail: e.Detail, Hint: e.Hint, Position: e.Position}
-	}
-	return err
-}
 
 func (s *session) prepareSelect(st *pg.SelectStmt, paramTypes []uint32) (pgwire.Statement, error) {
 	cat := s.eng.catalogFor(s)
@@ -114,7 +104,7 @@ func (s *session) prepareSelect(st *pg.SelectStmt, paramTypes []uint32) (pgwire.
 	}
 	plan, err := exec.Plan(cat, st, paramTypes, exec.Options{Hook: hook})
 	if err != nil {
-		return nil, wireError(err)
+		return nil, err
 	}
 	q := &query{sess: s, plan: plan}
 	for _, t := range plan.Params() {

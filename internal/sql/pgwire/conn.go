@@ -135,7 +135,7 @@ func (c *conn) serve() {
 
 // fatal sends e as a FATAL error and flushes; the caller then closes.
 func (c *conn) fatal(e *Error) error {
-	c.be.Send(e.response(true))
+	c.be.Send(response(e, true))
 	c.be.Flush()
 	return e
 }
@@ -390,7 +390,7 @@ func (c *conn) readyForQuery() {
 
 // sendError sends err as an ErrorResponse and fails an open transaction.
 func (c *conn) sendError(ctx context.Context, err error) {
-	c.be.Send(asError(ctx, err).response(false))
+	c.be.Send(response(asError(ctx, err), false))
 	c.sess.Fail()
 }
 

@@ -3,11 +3,11 @@ package pgwire
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/strandkafka/strand/internal/sql/parse"
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
 )
 
 // The SQLSTATEs this server and the engines behind it answer with,
@@ -53,28 +53,17 @@ const (
 
 // Error is an error the client sees as PostgreSQL's ErrorResponse: a
 // SQLSTATE, a message, and optionally a detail, a hint, and the 1-based
-// character position in the statement it points at. Engines return it
-// for every error a client should be able to tell apart; anything else
-// reaches the client as XX000 internal_error.
-type Error struct {
-	Code     string
-	Message  string
-	Detail   string
-	Hint     string
-	Position int32
-}
-
-func (e *Error) Error() string { return e.Message + " (SQLSTATE " + e.Code + ")" }
+// character position in the statement it points at. It is the engine
+// packages' sqlerr.Error, so an error from types, expr or exec reaches
+// the client with its SQLSTATE unconverted; anything else reaches the
+// client as XX000 internal_error.
+type Error = sqlerr.Error
 
 // Errorf makes an Error with code and a formatted message.
-func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
+func Errorf(code, format string, args ...any) *Error { return sqlerr.Errorf(code, format, args...) }
 
 // NotSupported is feature_not_supported naming what is not, yet.
-func NotSupported(format string, args ...any) *Error {
-	return Errorf(CodeFeatureNotSupported, format, args...)
-}
+func NotSupported(format string, args ...any) *Error { return sqlerr.NotSupported(format, args...) }
 
 // errQueryCanceled is the cause a CancelRequest gives the running
 // statement's context.
@@ -101,7 +90,7 @@ func asError(ctx context.Context, err error) *Error {
 }
 
 // response is e as the message; fatal ones end the connection.
-func (e *Error) response(fatal bool) *pgproto3.ErrorResponse {
+func response(e *Error, fatal bool) *pgproto3.ErrorResponse {
 	sev := "ERROR"
 	if fatal {
 		sev = "FATAL"
