@@ -115,7 +115,7 @@ func (s *session) checkRead(st parse.Statement) error {
 	}
 	for _, rel := range rels {
 		if rel.Kind == meta.RelationView {
-			return wireErr(notMaintained(rel))
+			return notMaintained(rel)
 		}
 	}
 	return nil

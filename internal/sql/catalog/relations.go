@@ -16,7 +16,6 @@ import (
 	"github.com/strandkafka/strand/internal/sql/exec"
 	"github.com/strandkafka/strand/internal/sql/expr"
 	"github.com/strandkafka/strand/internal/sql/pgcatalog"
-	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
@@ -249,12 +248,3 @@ func (it *scanIter) Next(ctx context.Context) (types.Row, bool, error) {
 }
 
 func (it *scanIter) Close() { it.s.Close() }
-
-// wireErr is a package sqlerr error as the wire's.
-func wireErr(err error) error {
-	var e *sqlerr.Error
-	if errors.As(err, &e) {
-		return &pgwire.Error{Code: e.Code, Message: e.Message, Detail: e.Detail, Hint: e.Hint, Position: e.Position}
-	}
-	return err
-}
