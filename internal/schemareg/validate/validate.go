@@ -100,7 +100,7 @@ type RecordError struct {
 type Validator struct {
 	md     Metadata
 	reg    *schemareg.Registry
-	cache  *cache
+	cache  *schemareg.IDCache[*checker]
 	parses singleflight.Group
 }
 
@@ -114,7 +114,7 @@ func New(md Metadata, reg *schemareg.Registry, maxSchemas int, maxBytes int64) *
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxCachedSchemaBytes
 	}
-	return &Validator{md: md, reg: reg, cache: newCache(maxSchemas, maxBytes)}
+	return &Validator{md: md, reg: reg, cache: schemareg.NewIDCache[*checker](maxSchemas, maxBytes)}
 }
 
 // Batch checks the records of batch, a whole record batch that passed
@@ -249,7 +249,7 @@ func (b *batchCheck) subject(what string, strategy topicconfig.SubjectNameStrate
 // checker returns id's checker: cached, or parsed from the view, which
 // is synced first if it does not hold id.
 func (b *batchCheck) checker(id int32) (*checker, bool, error) {
-	if c, ok := b.v.cache.get(id); ok {
+	if c, ok := b.v.cache.Get(id); ok {
 		return c, true, nil
 	}
 	b.open()
@@ -339,7 +339,7 @@ func (v *Validator) parse(view *meta.View, id int32, shared bool) (*checker, boo
 }
 
 func (v *Validator) parseNow(view *meta.View, id int32) (*checker, error) {
-	if c, ok := v.cache.get(id); ok {
+	if c, ok := v.cache.Get(id); ok {
 		return c, nil
 	}
 	st, ok, err := view.SchemaByID(id)
@@ -363,7 +363,7 @@ func (v *Validator) parseNow(view *meta.View, id int32) (*checker, error) {
 		}
 	}
 	if c.payload != nil {
-		v.cache.put(id, c)
+		v.cache.Put(id, c, c.weight)
 	}
 	return c, nil
 }

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,17 +53,9 @@ const (
 // recently used out. A schema never changes under its id, so entries
 // are never stale. Safe for concurrent use.
 type Schemas struct {
-	md         Metadata
-	reg        *schemareg.Registry
-	maxEntries int
-	maxBytes   int64
-
-	mu struct {
-		sync.Mutex
-		lru    list.List // of *schemaEntry, most recent first
-		byID   map[int32]*list.Element
-		weight int64
-	}
+	md    Metadata
+	reg   *schemareg.Registry
+	cache *schemareg.IDCache[*parsedSchema]
 }
 
 // parsedSchema is one id's schema, as decoding needs it.
@@ -85,28 +76,18 @@ func NewSchemas(md Metadata, reg *schemareg.Registry, maxEntries int, maxBytes i
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxCachedSchemaBytes
 	}
-	s := &Schemas{md: md, reg: reg, maxEntries: maxEntries, maxBytes: maxBytes}
-	s.mu.byID = map[int32]*list.Element{}
-	return s
+	return &Schemas{md: md, reg: reg, cache: schemareg.NewIDCache[*parsedSchema](maxEntries, maxBytes)}
 }
 
 // Len is how many schemas are cached.
-func (s *Schemas) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.lru.Len()
-}
+func (s *Schemas) Len() int { return s.cache.Len() }
 
 // get returns id's schema; a *BadRecord when the registry holds no such
 // id, even after syncing, or one that does not parse.
 func (s *Schemas) get(ctx context.Context, id int32) (*parsedSchema, error) {
-	s.mu.Lock()
-	if e, ok := s.mu.byID[id]; ok {
-		s.mu.lru.MoveToFront(e)
-		s.mu.Unlock()
-		return e.Value.(*parsedSchema), nil
+	if p, ok := s.cache.Get(id); ok {
+		return p, nil
 	}
-	s.mu.Unlock()
 	p, ok, err := s.parse(id)
 	if err == nil && !ok {
 		sctx, cancel := context.WithTimeout(ctx, syncTimeout)
@@ -123,7 +104,7 @@ func (s *Schemas) get(ctx context.Context, id int32) (*parsedSchema, error) {
 	case !ok:
 		return nil, badf(ReasonUnknownSchema, sqlerr.InvalidParameterValue, "the value names schema id %d, which is not registered", id)
 	}
-	s.put(p)
+	s.cache.Put(p.id, p, p.weight)
 	return p, nil
 }
 
@@ -152,26 +133,6 @@ func (s *Schemas) parse(id int32) (*parsedSchema, bool, error) {
 		return nil, false, badf(ReasonUnknownSchema, sqlerr.InvalidParameterValue, "schema id %d is a %s schema", id, st.SchemaType)
 	}
 	return p, true, nil
-}
-
-func (s *Schemas) put(p *parsedSchema) {
-	if p.weight > s.maxBytes {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.mu.byID[p.id]; ok {
-		return
-	}
-	s.mu.byID[p.id] = s.mu.lru.PushFront(p)
-	s.mu.weight += p.weight
-	for s.mu.lru.Len() > s.maxEntries || s.mu.weight > s.maxBytes {
-		last := s.mu.lru.Back()
-		e := last.Value.(*parsedSchema)
-		s.mu.lru.Remove(last)
-		delete(s.mu.byID, e.id)
-		s.mu.weight -= e.weight
-	}
 }
 
 // Avro payloads are decoded with hamba/avro's generic decoder, as
