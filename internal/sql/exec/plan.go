@@ -681,11 +681,12 @@ func (p *planner) planJoin(j *pg.JoinExpr) (node, *scope, error) {
 		}
 		l := expr.Column(lc.idx, lc.typ)
 		r := expr.Column(rc.idx+ls.width, rc.typ)
-		eq, err := p.comp.Binary("=", l, r, -1)
-		if err != nil {
+		// USING needs an = between the columns' types (42883 when
+		// there is none, as PostgreSQL answers); the join compares the
+		// operands equalOperands casts to one type.
+		if _, err := p.comp.Binary("=", l, r, -1); err != nil {
 			return nil, nil, err
 		}
-		_ = eq
 		le, re, err := p.equalOperands(l, r, -1)
 		if err != nil {
 			return nil, nil, err
