@@ -61,7 +61,7 @@ func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
-	root.AddCommand(NewRegistryCommand())
+	root.AddCommand(NewRegistryCommand(), NewSQLCommand())
 	root.AddCommand(NewClusterCommand(), NewProfileCommand())
 	addCompletions(root)
 }
