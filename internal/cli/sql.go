@@ -166,7 +166,7 @@ func runSQL(cmd *cobra.Command, o *sqlOptions) error {
 	}
 	in := cmd.InOrStdin()
 	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return s.interactive(ctx, f)
+		return s.interactive(ctx, newTerminalLines(f, s.out))
 	}
 	text, err := readScript(in, "-")
 	if err != nil {
@@ -322,27 +322,32 @@ func caret(q string, pos int) string {
 	return fmt.Sprintf("%s%s\n%s^\n", prefix, text, strings.Repeat(" ", len(prefix)+at-start))
 }
 
+// lineReader is the prompt: x/term's line editor on a terminal, a fake
+// in tests. ReadLine returns io.EOF at the end of input (Ctrl-D).
+type lineReader interface {
+	SetPrompt(prompt string)
+	ReadLine() (string, error)
+}
+
+// Prompts, as psql's: a new statement, and a statement going on.
+const (
+	promptNew  = "strand=> "
+	promptMore = "strand-> "
+)
+
 // interactive reads statements at a prompt until \q or end of input,
-// running each as soon as a line ends it with ';'. The terminal is raw
-// only while a line is read (x/term's line editor, with its history),
-// so Ctrl-C during a statement is the process's signal, which cancels
-// the command's context.
-func (s *sqlSession) interactive(ctx context.Context, f *os.File) error {
+// running each as soon as a line ends it with ';'.
+func (s *sqlSession) interactive(ctx context.Context, lr lineReader) error {
 	// Compile the scanner while the user types the first statement.
 	go splitSQL(";")
-	rw := struct {
-		io.Reader
-		io.Writer
-	}{f, s.out}
-	t := term.NewTerminal(rw, "strand=> ")
 	var buf strings.Builder
 	for ctx.Err() == nil {
 		if buf.Len() == 0 {
-			t.SetPrompt("strand=> ")
+			lr.SetPrompt(promptNew)
 		} else {
-			t.SetPrompt("strand-> ")
+			lr.SetPrompt(promptMore)
 		}
-		line, err := readLine(f, t)
+		line, err := lr.ReadLine()
 		if errors.Is(err, io.EOF) {
 			fmt.Fprintln(s.out)
 			return nil
@@ -367,11 +372,12 @@ func (s *sqlSession) interactive(ctx context.Context, f *os.File) error {
 		}
 		stmts, tail, _ := splitSQL(buf.String())
 		buf.Reset()
-		buf.WriteString(tail)
 		if tail != "" {
+			buf.WriteString(tail)
 			buf.WriteString("\n")
 		}
 		for _, q := range stmts {
+			// A refused statement was printed; the session goes on.
 			if err := s.run(ctx, q); err != nil && !isStatementError(err) {
 				return err
 			}
@@ -380,12 +386,30 @@ func (s *sqlSession) interactive(ctx context.Context, f *os.File) error {
 	return ctx.Err()
 }
 
-// readLine reads one line with the terminal in raw mode.
-func readLine(f *os.File, t *term.Terminal) (string, error) {
-	old, err := term.MakeRaw(int(f.Fd()))
+// terminalLines reads lines with x/term's line editor (and its
+// history). The terminal is raw only while a line is read, so Ctrl-C
+// during a statement is the process's signal, which cancels the
+// command's context and ends the session.
+type terminalLines struct {
+	f *os.File
+	t *term.Terminal
+}
+
+func newTerminalLines(f *os.File, out io.Writer) *terminalLines {
+	rw := struct {
+		io.Reader
+		io.Writer
+	}{f, out}
+	return &terminalLines{f: f, t: term.NewTerminal(rw, promptNew)}
+}
+
+func (l *terminalLines) SetPrompt(p string) { l.t.SetPrompt(p) }
+
+func (l *terminalLines) ReadLine() (string, error) {
+	old, err := term.MakeRaw(int(l.f.Fd()))
 	if err != nil {
 		return "", err
 	}
-	defer term.Restore(int(f.Fd()), old)
-	return t.ReadLine()
+	defer term.Restore(int(l.f.Fd()), old)
+	return l.t.ReadLine()
 }

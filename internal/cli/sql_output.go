@@ -84,7 +84,9 @@ func (t *textResult) row(values [][]byte) error {
 	}
 	for i, c := range cells {
 		if i < len(t.widths) {
-			t.widths[i] = max(t.widths[i], width(c))
+			for part := range strings.SplitSeq(c, "\n") {
+				t.widths[i] = max(t.widths[i], width(part))
+			}
 		}
 	}
 	t.rows = append(t.rows, cells)
@@ -127,31 +129,47 @@ func (t *textResult) flush() error {
 }
 
 // line writes a row as psql does: no padding after the last column
-// when it is left-aligned, a right-aligned one ends at its value.
+// when it is left-aligned, a right-aligned one ends at its value; a
+// value holding newlines takes several lines, each but its last marked
+// with '+' where the column's closing space would be.
 func (t *textResult) line(cells []string) error {
-	var b strings.Builder
+	parts := make([][]string, len(cells))
+	lines := 1
 	for i, c := range cells {
-		if i > 0 {
-			b.WriteString("|")
-		}
-		pad := ""
-		if i < len(t.widths) {
-			pad = strings.Repeat(" ", max(0, t.widths[i]-width(c)))
-		}
-		last := i == len(cells)-1
-		switch {
-		case i < len(t.fields) && numericOID(t.fields[i].DataTypeOID):
-			b.WriteString(" " + pad + c)
-			if !last {
-				b.WriteString(" ")
-			}
-		case last:
-			b.WriteString(" " + c)
-		default:
-			b.WriteString(" " + c + pad + " ")
-		}
+		parts[i] = strings.Split(c, "\n")
+		lines = max(lines, len(parts[i]))
 	}
-	b.WriteString("\n")
+	var b strings.Builder
+	for k := range lines {
+		for i := range cells {
+			if i > 0 {
+				b.WriteString("|")
+			}
+			part, more := "", k < len(parts[i])-1
+			if k < len(parts[i]) {
+				part = parts[i][k]
+			}
+			pad := ""
+			if i < len(t.widths) {
+				pad = strings.Repeat(" ", max(0, t.widths[i]-width(part)))
+			}
+			end := " "
+			switch {
+			case more:
+				end = "+"
+			case i == len(cells)-1:
+				end = ""
+			}
+			if i < len(t.fields) && numericOID(t.fields[i].DataTypeOID) {
+				b.WriteString(" " + pad + part + end)
+			} else if end == "" {
+				b.WriteString(" " + part)
+			} else {
+				b.WriteString(" " + part + pad + end)
+			}
+		}
+		b.WriteString("\n")
+	}
 	_, err := io.WriteString(t.w, b.String())
 	return err
 }
@@ -173,7 +191,7 @@ func (t *textResult) end(tag pgconn.CommandTag) error {
 	return err
 }
 
-// width is the columns a cell takes: one per rune (wide East Asian
+// width is the columns a line of a cell takes: one per rune (wide East Asian
 // characters are counted as one; psql counts them as two).
 func width(s string) int { return utf8.RuneCountInString(s) }
 

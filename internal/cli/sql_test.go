@@ -95,6 +95,7 @@ func TestSQLTextMatchesPsql(t *testing.T) {
 		"SELECT 1 WHERE false",
 		"SELECT 1 AS a; SELECT 'b' AS b, NULL::int AS c",
 		"SET search_path = public",
+		"SELECT E'one\\ntwo' AS a, 10 AS n, E'x\\ny\\nlonger z' AS last UNION ALL SELECT 'p', 2, 'q'",
 	} {
 		want, _ := psql(t, url, "-c", q)
 		got := runSQLCmd(t, "", "--url", url, "-e", q)
@@ -322,5 +323,68 @@ func TestSQLAgent(t *testing.T) {
 	got = runSQLCmd(t, "", "--url", url, "--user", "anyone", "-e", "SELECT * FROM nosuch")
 	if !errors.Is(got.err, ErrSQLFailed) || !strings.HasPrefix(got.stderr, "ERROR:  42P01: ") {
 		t.Errorf("unknown relation: %v, %q", got.err, got.stderr)
+	}
+}
+
+// fakeLines is a prompt fed from a list, recording the prompts shown.
+type fakeLines struct {
+	lines   []string
+	prompts []string
+}
+
+func (f *fakeLines) SetPrompt(p string) { f.prompts = append(f.prompts, p) }
+
+func (f *fakeLines) ReadLine() (string, error) {
+	if len(f.lines) == 0 {
+		return "", io.EOF
+	}
+	l := f.lines[0]
+	f.lines = f.lines[1:]
+	return l, nil
+}
+
+// TestSQLInteractive: at the prompt a statement runs when a line ends
+// it, goes on over lines (and inside a string) until then, and prints
+// what psql -f prints for the same text; a refused statement does not
+// end the session, \q does.
+func TestSQLInteractive(t *testing.T) {
+	url := pgtest.URL(t)
+	lines := []string{
+		"SELECT 'a;",
+		"b' AS x",
+		"  ;",
+		"",
+		"SELECT 1 AS n; SELECT",
+		"2 AS m; -- the end;",
+		"SELEC 3;",
+		"SELECT $$;$$ AS d;",
+		`\q`,
+		"SELECT 'not run';",
+	}
+	// psql -f stops nothing on an error either; its stderr differs
+	// only by the SQLSTATE and "psql:FILE:LINE: " prefix, so only
+	// stdout is compared with it.
+	file := filepath.Join(t.TempDir(), "typed.sql")
+	if err := os.WriteFile(file, []byte(strings.Join(lines[:8], "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := psql(t, url, "-f", file)
+
+	conn := pgConnect(t, url)
+	var out, errOut bytes.Buffer
+	s := &sqlSession{conn: conn.PgConn(), out: &out, errOut: &errOut, opts: &sqlOptions{Format: sqlFormatText, OnError: "continue"}}
+	lr := &fakeLines{lines: lines}
+	if err := s.interactive(t.Context(), lr); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want {
+		t.Errorf("stdout:\n%s\npsql -f:\n%s", out.String(), want)
+	}
+	if !strings.HasPrefix(errOut.String(), "ERROR:  42601: syntax error at or near \"SELEC\"\nLINE 1: SELEC 3\n        ^\n") {
+		t.Errorf("stderr: %q", errOut.String())
+	}
+	wantPrompts := []string{promptNew, promptMore, promptMore, promptNew, promptNew, promptMore, promptNew, promptNew, promptNew}
+	if !slices.Equal(lr.prompts, wantPrompts) || len(lr.lines) != 1 {
+		t.Errorf("prompts %q (%d lines left), want %q and the line after \\q left", lr.prompts, len(lr.lines), wantPrompts)
 	}
 }
