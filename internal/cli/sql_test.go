@@ -19,8 +19,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/certs/certstest"
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
@@ -291,14 +294,18 @@ func TestSQLUsage(t *testing.T) {
 	}
 }
 
-// TestSQLAgent runs strand sql against an agent's --sql-listen: the
-// answers are PostgreSQL's for the same statements, Strand's own
-// statements work, and the agent's refusals carry their SQLSTATE.
+// TestSQLAgent runs strand sql against an agent's --sql-listen over
+// TLS as a SCRAM user: the answers are PostgreSQL's for the same
+// statements, Strand's own statements work, the agent's refusals carry
+// their SQLSTATE, and the TLS flags make TLS required and verified.
 func TestSQLAgent(t *testing.T) {
+	ca := certstest.NewCA(t, "sql")
+	pair := ca.Server(t, "agent")
 	ctx, cancel := context.WithTimeout(t.Context(), commandDeadline)
 	defer cancel()
 	a, err := agent.Start(ctx, agent.Config{
-		DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0",
+		DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+		SQLListen: "127.0.0.1:0", SQLTLS: true, TLSCertFile: pair.CertFile, TLSKeyFile: pair.KeyFile,
 		SnapshotInterval: agent.SnapshotsOff,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -309,20 +316,55 @@ func TestSQLAgent(t *testing.T) {
 		defer cancel()
 		a.Stop(ctx)
 	})
-	url := fmt.Sprintf("postgres://%s/strand?sslmode=disable", a.SQLAddr())
+	kcl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kcl.Close()
+	res, err := kadm.NewClient(kcl).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-pw"}})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("alice-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("postgres://%s/strand", a.SQLAddr())
+	alice := []string{"--url", url, "--user", "alice", "--password-file", pwFile, "--tls-ca", ca.CertFile}
+
 	const q = "SELECT 1 AS one, 'two' AS two, NULL::int AS three"
 	want := runSQLCmd(t, "", "--url", pgtest.URL(t), "-e", q)
-	got := runSQLCmd(t, "", "--url", url, "--user", "anyone", "-e", q)
+	got := runSQLCmd(t, "", append(alice, "-e", q)...)
 	if got.err != nil || got.stdout != want.stdout {
 		t.Errorf("agent: %v\n%s%s\nPostgreSQL:\n%s", got.err, got.stdout, got.stderr, want.stdout)
 	}
-	got = runSQLCmd(t, "", "--url", url, "--user", "anyone", "-e", "SHOW SOURCES")
+	got = runSQLCmd(t, "", append(alice, "-e", "SHOW SOURCES")...)
 	if got.err != nil || !strings.HasSuffix(got.stdout, "(0 rows)\n\n") {
 		t.Errorf("SHOW SOURCES: %v\n%s%s", got.err, got.stdout, got.stderr)
 	}
-	got = runSQLCmd(t, "", "--url", url, "--user", "anyone", "-e", "SELECT * FROM nosuch")
+	got = runSQLCmd(t, "", append(alice, "-e", "SELECT * FROM nosuch")...)
 	if !errors.Is(got.err, ErrSQLFailed) || !strings.HasPrefix(got.stderr, "ERROR:  42P01: ") {
 		t.Errorf("unknown relation: %v, %q", got.err, got.stderr)
+	}
+
+	// The password from the environment; a wrong one is 28P01.
+	t.Setenv("STRAND_SQL_PASSWORD", "alice-pw")
+	if got := runSQLCmd(t, "", "--url", url, "--user", "alice", "--tls-ca", ca.CertFile, "-e", "SELECT 1"); got.err != nil {
+		t.Errorf("password from STRAND_SQL_PASSWORD: %v", got.err)
+	}
+	t.Setenv("STRAND_SQL_PASSWORD", "wrong")
+	var pe *pgconn.PgError
+	if got := runSQLCmd(t, "", "--url", url, "--user", "alice", "--tls-ca", ca.CertFile, "-e", "SELECT 1"); !errors.As(got.err, &pe) || pe.Code != "28P01" {
+		t.Errorf("wrong password: %v, want 28P01", got.err)
+	}
+	// A certificate from another CA is refused: --tls-ca leaves no
+	// plaintext or unverified fallback.
+	other := certstest.NewCA(t, "other")
+	if got := runSQLCmd(t, "", append(alice, "--tls-ca", other.CertFile, "-e", "SELECT 1")...); got.err == nil || !strings.Contains(got.err.Error(), "certificate") {
+		t.Errorf("another CA: %v, want a certificate error", got.err)
 	}
 }
 
