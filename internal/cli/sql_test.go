@@ -98,6 +98,9 @@ func TestSQLTextMatchesPsql(t *testing.T) {
 		"SELECT 1 WHERE false",
 		"SELECT 1 AS a; SELECT 'b' AS b, NULL::int AS c",
 		"SET search_path = public",
+		// More rows than the text format holds to align them: the rest
+		// stream in the widths measured.
+		fmt.Sprintf("SELECT n, 'row ' || n AS label FROM generate_series(1, %d) n", maxAlignedRows+5),
 		"SELECT E'one\\ntwo' AS a, 10 AS n, E'x\\ny\\nlonger z' AS last UNION ALL SELECT 'p', 2, 'q'",
 	} {
 		want, _ := psql(t, url, "-c", q)
