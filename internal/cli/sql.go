@@ -88,6 +88,8 @@ statement makes the exit status non-zero.`,
 	fs.StringVar(&o.Format, "format", sqlFormatText, "output format: text (aligned, as psql's), json or csv")
 	fs.StringVar(&o.Null, "null", "", "how text and csv show NULL")
 	fs.StringVar(&o.OnError, "on-error", "stop", "after a failed statement of -e or -f: stop or continue")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{sqlFormatText, sqlFormatJSON, sqlFormatCSV}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("on-error", cobra.FixedCompletions([]string{"stop", "continue"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
