@@ -5,7 +5,8 @@
 // cluster, not just Strand. The `log` and `storage` commands are
 // Strand's own: they talk to one agent's HTTP admin API (see
 // internal/agent). `registry` speaks Confluent Schema Registry's REST
-// API (registry.go). `profile` keeps named sets of client options
+// API (registry.go). `sql` is a SQL session with an agent's PostgreSQL
+// wire endpoint through pgx (sql.go). `profile` keeps named sets of client options
 // (profile.go, options.go); completion.go completes topic and group names.
 //
 // Every command reads and writes through cobra's In/Out/Err streams and
@@ -56,12 +57,12 @@ const (
 )
 
 // AddCommands adds the client commands (topic, produce, consume, group,
-// features, acl, quota, user, log, storage, registry) to root.
+// features, acl, quota, user, log, storage, registry, sql) to root.
 func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
-	root.AddCommand(NewRegistryCommand())
+	root.AddCommand(NewRegistryCommand(), NewSQLCommand())
 	root.AddCommand(NewClusterCommand(), NewProfileCommand())
 	addCompletions(root)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
 // TestMain keeps the tests off the profiles of whoever runs them: a
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv(EnvConfigDir, dir)
 	os.Unsetenv(EnvProfile)
-	code := m.Run()
+	code := pgtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
