@@ -32,6 +32,8 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sql/exec"
+	"github.com/strandkafka/strand/internal/sql/flow"
 	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
@@ -72,6 +74,16 @@ type Config struct {
 	Schemas func() *source.Schemas
 	// SourceMetrics count what scans read; may be nil.
 	SourceMetrics *source.Metrics
+	// Views are the materialized views this agent maintains (package
+	// views' Runner); nil: reading a view answers 0A000.
+	Views Views
+}
+
+// Views reads the materialized views maintained locally.
+type Views interface {
+	// Read returns the view's columns and its committed contents, or
+	// an error with a SQLSTATE (the view is starting or failed).
+	Read(id uint64) ([]exec.Column, *flow.View, error)
 }
 
 // Engine is the catalog in front of Config.Next.
