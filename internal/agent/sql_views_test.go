@@ -19,7 +19,7 @@ import (
 // TestSQLViews: materialized views maintained by the agent from its
 // topics, read with SELECT and compared with what a real PostgreSQL
 // computes over the same rows: an aggregate and a join with an upsert
-// source, then after more records (upsert updates and a tombstone),
+// source and a view over the aggregate, then after more records (upsert updates and a tombstone),
 // then after a restart on the same data directory and more records
 // (no change lost or counted twice); DROP deletes a view's local state.
 func TestSQLViews(t *testing.T) {
@@ -92,6 +92,11 @@ func TestSQLViews(t *testing.T) {
 	views := []struct{ name, query string }{
 		{"totals", "SELECT customer, count(*) AS n, sum(amount) AS total, min(amount) AS lo, max(qty) AS hi FROM orders GROUP BY customer"},
 		{"joined", "SELECT o.id, c.name, c.city, o.amount * o.qty AS value FROM orders o JOIN customers c ON c._key = o.customer"},
+		// A view over a view (PostgreSQL's oracle reads its view totals).
+		{"sizes", "SELECT n, count(*) AS customers, sum(total) AS total FROM totals WHERE hi > 1 GROUP BY n"},
+	}
+	if _, err := pgConn.Exec(ctx, "CREATE VIEW totals AS "+views[0].query); err != nil {
+		t.Fatal(err)
 	}
 	// check polls each view until it equals PostgreSQL's answer to its
 	// query (a view catching up answers a prefix of its inputs).
@@ -176,17 +181,17 @@ func TestSQLViews(t *testing.T) {
 		}
 		return names
 	}
-	if got := stateDirs(); len(got) != 2 {
-		t.Fatalf("view state directories %v, want 2", got)
+	if got := stateDirs(); len(got) != 3 {
+		t.Fatalf("view state directories %v, want 3", got)
 	}
-	if _, err := conn.Exec(ctx, "DROP MATERIALIZED VIEW totals"); err != nil {
+	if _, err := conn.Exec(ctx, "DROP MATERIALIZED VIEW joined"); err != nil {
 		t.Fatal(err)
 	}
-	views = views[1:]
+	views = append(views[:1], views[2:]...)
 	deadline := time.Now().Add(10 * time.Second)
-	for len(stateDirs()) != 1 {
+	for len(stateDirs()) != 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("view state directories %v after DROP, want 1", stateDirs())
+			t.Fatalf("view state directories %v after DROP, want 2", stateDirs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -36,8 +36,17 @@
 // column through the catalog), and retries from its last checkpoint
 // after a backoff.
 //
-// Not yet: views over other views (refused with an error state: the
-// downstream view would be fed from the upstream's output per epoch),
-// and lag in records behind (the gauges export offsets consumed and
-// the last epoch's time).
+// # Views over views
+//
+// A view reading other views compiles their queries in as WITH
+// queries: one dataflow per dependency chain, reading only sources.
+// Feeding a downstream driver from the upstream's output per epoch
+// would keep the upstream's state once, but couple two tasks'
+// checkpoints (the downstream's input positions would be the
+// upstream's epochs, which differ per agent and restart); inlining
+// keeps each view's exactly-once its own, at the cost of keeping an
+// upstream's operator state again in each view over it.
+//
+// Not yet: lag in records behind the topics' ends (the gauges export
+// the offsets consumed, and the last epoch's time).
 package views

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/exec"
 	"github.com/strandkafka/strand/internal/sql/flow"
+	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
@@ -546,13 +548,23 @@ func sortedKeys[V any](m map[int32]V) []int32 {
 // compile compiles the view over the catalog's sources as they were
 // when the task started (a relation's definition never changes; a
 // dropped input drops its dependents first).
+//
+// A view over other views reads their queries inlined as WITH queries
+// (inline): one graph per dependency chain, reading the sources, so a
+// view's exactly-once is its own checkpoint's alone and no task waits
+// on another's output epochs. The price is state: an upstream view's
+// operators are kept again in each view reading it.
 func (t *task) compile() (*viewplan.View, []*source.Def, error) {
-	cat := &compileCatalog{rels: t.rels, defs: map[string]*source.Def{}}
-	q := t.rel.Query
-	if q == "" {
-		q = t.rel.SQL
+	byID := make(map[uint64]meta.Relation, len(t.rels))
+	for _, rel := range t.rels {
+		byID[rel.ID] = rel
 	}
-	vw, err := viewplan.Compile(q, cat)
+	st, err := inline(t.rel, byID, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat := &compileCatalog{rels: t.rels, defs: map[string]*source.Def{}}
+	vw, err := viewplan.CompileSelect(st, cat)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -560,11 +572,68 @@ func (t *task) compile() (*viewplan.View, []*source.Def, error) {
 	for i, name := range vw.Inputs {
 		d, ok := cat.defs[name]
 		if !ok {
-			return nil, nil, sqlerr.NotSupported("materialized view %q reads %q, which is not a source: views over views are not maintained yet", t.rel.Name, name)
+			return nil, nil, sqlerr.Errorf(sqlerr.InternalError, "materialized view %q reads %q, which is not a source", t.rel.Name, name)
 		}
 		defs[i] = d
 	}
 	return vw, defs, nil
+}
+
+// maxViewDepth bounds a chain of views over views.
+const maxViewDepth = 16
+
+// inline returns rel's SELECT with each view it reads (its DependsOn)
+// prepended as a WITH query of the view's name, itself inlined.
+func inline(rel meta.Relation, byID map[uint64]meta.Relation, depth int) (*pg.SelectStmt, error) {
+	if depth > maxViewDepth {
+		return nil, sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "materialized view %q: views over views nested deeper than %d", rel.Name, maxViewDepth)
+	}
+	q := rel.Query
+	if q == "" {
+		q = rel.SQL
+	}
+	stmts, err := parse.Parse(q)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "a view is one statement, not %d", len(stmts))
+	}
+	n := stmts[0].Node
+	if ctas := n.GetCreateTableAsStmt(); ctas != nil {
+		n = ctas.Query
+	}
+	st := n.GetSelectStmt()
+	if st == nil {
+		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "a view's query must be a SELECT")
+	}
+	var ctes []*pg.Node
+	for _, id := range rel.DependsOn {
+		up, ok := byID[id]
+		if !ok || up.Kind != meta.RelationView {
+			continue
+		}
+		if st.WithClause != nil {
+			for _, c := range st.WithClause.Ctes {
+				if c.GetCommonTableExpr().GetCtename() == up.Name {
+					return nil, sqlerr.NotSupported("materialized view %q names a WITH query %q like the view it reads", rel.Name, up.Name)
+				}
+			}
+		}
+		ust, err := inline(up, byID, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		ctes = append(ctes, &pg.Node{Node: &pg.Node_CommonTableExpr{CommonTableExpr: &pg.CommonTableExpr{
+			Ctename: up.Name, Ctequery: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: ust}}}}})
+	}
+	if len(ctes) > 0 {
+		if st.WithClause == nil {
+			st.WithClause = &pg.WithClause{}
+		}
+		st.WithClause.Ctes = append(ctes, st.WithClause.Ctes...)
+	}
+	return st, nil
 }
 
 // compileCatalog is viewplan.Catalog over the catalog's sources.
@@ -582,7 +651,7 @@ func (c *compileCatalog) Relation(schema, name string) (*viewplan.Relation, bool
 			continue
 		}
 		if rel.Kind != meta.RelationSource {
-			return nil, false, sqlerr.NotSupported("materialized view reads %s %q: views over views are not maintained yet", rel.Kind, rel.Name)
+			return nil, false, sqlerr.Errorf(sqlerr.WrongObjectType, "%s %q cannot be read by a materialized view", rel.Kind, rel.Name)
 		}
 		def, err := source.DefOf(rel)
 		if err != nil {
