@@ -2,13 +2,17 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
@@ -196,4 +200,50 @@ func TestSQLViews(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	check(conn, "after drop")
+
+	// A view that cannot run (its topic deleted) shows as failed, is
+	// refused with 55000, and stops nothing else.
+	createTopic(t, a.KafkaAddr(), "gone", 1)
+	for _, ddl := range []string{
+		"CREATE SOURCE gone (x int4) WITH (topic = 'gone', format = 'json')",
+		"CREATE MATERIALIZED VIEW broken AS SELECT x, count(*) FROM gone GROUP BY x",
+	} {
+		if _, err := conn.Exec(ctx, ddl); err != nil {
+			t.Fatalf("%s: %v", ddl, err)
+		}
+	}
+	if _, err := kadm.NewClient(client(t, a.KafkaAddr())).DeleteTopics(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	status := func() map[string]string {
+		rows, err := conn.Query(ctx, "SHOW MATERIALIZED VIEWS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := sqltest.Collect(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, r := range res.Rows {
+			out[r[0].(string)] = r[len(r)-1].(string)
+		}
+		return out
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for !strings.HasPrefix(status()["broken"], "failed: ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("SHOW MATERIALIZED VIEWS: %v, want broken failed", status())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var pe *pgconn.PgError
+	if _, err := conn.Exec(ctx, "SELECT * FROM broken"); !errors.As(err, &pe) || pe.Code != "55000" {
+		t.Fatalf("SELECT from a failed view: %v, want 55000", err)
+	}
+	if got := status(); got["totals"] != "running" || got["sizes"] != "running" {
+		t.Fatalf("SHOW MATERIALIZED VIEWS: %v, want totals and sizes running", got)
+	}
+	produce(a, []int{18, 19}, nil)
+	check(conn, "beside a failed view")
 }

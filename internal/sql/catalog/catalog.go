@@ -84,6 +84,9 @@ type Views interface {
 	// Read returns the view's columns and its committed contents, or
 	// an error with a SQLSTATE (the view is starting or failed).
 	Read(id uint64) ([]exec.Column, *flow.View, error)
+	// Status is the view's state on this agent (starting, running,
+	// failed) and its last error, "" for none.
+	Status(id uint64) (state, err string)
 }
 
 // Engine is the catalog in front of Config.Next.

@@ -209,8 +209,18 @@ func (r *Runner) Dir(id uint64) string {
 	return filepath.Join(r.cfg.Dir, strconv.FormatUint(id, 10))
 }
 
-// Status reports the view's state; ok false if no task runs it.
-func (r *Runner) Status(id uint64) (Status, bool) {
+// Status is the view's state and its last error, as SHOW MATERIALIZED
+// VIEWS lists them (catalog.Views).
+func (r *Runner) Status(id uint64) (state, err string) {
+	st, ok := r.ViewStatus(id)
+	if !ok {
+		return "not maintained yet", ""
+	}
+	return st.State, st.Err
+}
+
+// ViewStatus reports the view's state; ok false if no task runs it.
+func (r *Runner) ViewStatus(id uint64) (Status, bool) {
 	r.mu.Lock()
 	t, ok := r.mu.tasks[id]
 	r.mu.Unlock()
