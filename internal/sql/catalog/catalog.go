@@ -81,9 +81,13 @@ type Config struct {
 
 // Views reads the materialized views maintained locally.
 type Views interface {
-	// Read returns the view's columns and its committed contents, or
-	// an error with a SQLSTATE (the view is starting or failed).
-	Read(id uint64) ([]exec.Column, *flow.View, error)
+	// Columns returns the view's columns, or an error with a SQLSTATE
+	// (the view is starting or failed).
+	Columns(id uint64) ([]exec.Column, error)
+	// Open returns the view's committed contents for one read; the
+	// caller calls release when done reading (the state stays open
+	// until then).
+	Open(id uint64) (view *flow.View, release func(), err error)
 	// Status is the view's state on this agent (starting, running,
 	// failed) and its last error, "" for none.
 	Status(id uint64) (state, err string)

@@ -17,7 +17,6 @@ import (
 	"github.com/strandkafka/strand/internal/sql/engine"
 	"github.com/strandkafka/strand/internal/sql/exec"
 	"github.com/strandkafka/strand/internal/sql/expr"
-	"github.com/strandkafka/strand/internal/sql/flow"
 	"github.com/strandkafka/strand/internal/sql/pgcatalog"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
@@ -92,11 +91,11 @@ func (r *relations) Relation(schema, name string) (exec.Relation, bool, error) {
 		if r.e.cfg.Views == nil {
 			return nil, false, notMaintained(rel)
 		}
-		cols, view, err := r.e.cfg.Views.Read(rel.ID)
+		cols, err := r.e.cfg.Views.Columns(rel.ID)
 		if err != nil {
 			return nil, false, err
 		}
-		return &viewRelation{cols: cols, view: view}, true, nil
+		return &viewRelation{views: r.e.cfg.Views, id: rel.ID, cols: cols}, true, nil
 	}
 	def, err := source.DefOf(rel)
 	if err != nil {
@@ -266,18 +265,23 @@ func (it *scanIter) Close() { it.s.Close() }
 // read reflects a prefix of the view's inputs; the scan reads one
 // Pebble iterator, so it sees one epoch (see flow.View).
 type viewRelation struct {
-	cols []exec.Column
-	view *flow.View
+	views Views
+	id    uint64
+	cols  []exec.Column
 }
 
 func (v *viewRelation) Columns() []exec.Column { return v.cols }
 
 func (v *viewRelation) Scan(ctx context.Context) (exec.RowIter, error) {
+	view, release, err := v.views.Open(v.id)
+	if err != nil {
+		return nil, err
+	}
 	var scanErr error
 	next, stop := iter.Pull2(func(yield func(types.Row, int64) bool) {
-		scanErr = v.view.Scan(nil, func(row types.Row, n int64) bool { return yield(row, n) })
+		scanErr = view.Scan(nil, func(row types.Row, n int64) bool { return yield(row, n) })
 	})
-	return &viewIter{next: next, stop: stop, err: &scanErr}, nil
+	return &viewIter{next: next, stop: func() { stop(); release() }, err: &scanErr}, nil
 }
 
 // viewIter repeats each row of the view's index by its count.

@@ -230,26 +230,59 @@ func (r *Runner) ViewStatus(id uint64) (Status, bool) {
 	return t.status(), true
 }
 
-// Read returns the view's columns and its committed contents. A view
-// whose task has not opened its state yet, or failed to compile,
-// answers an error with a SQLSTATE.
-func (r *Runner) Read(id uint64) ([]exec.Column, *flow.View, error) {
+// Columns returns the view's columns. A view whose task has not opened
+// its state yet, or failed, answers 55000.
+func (r *Runner) Columns(id uint64) ([]exec.Column, error) {
+	t, err := r.ready(id)
+	if err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	return t.mu.cols, nil
+}
+
+// Open returns the view's committed contents for one read; release
+// must be called when the read is done: until then the view's state
+// stays open (a failing or dropped view's task waits for its readers
+// before closing its database).
+func (r *Runner) Open(id uint64) (view *flow.View, release func(), err error) {
+	t, err := r.ready(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer t.mu.Unlock()
+	t.mu.readers++
+	var once sync.Once
+	return t.mu.view, func() {
+		once.Do(func() {
+			t.mu.Lock()
+			t.mu.readers--
+			if t.mu.readers == 0 {
+				t.mu.idle.Broadcast()
+			}
+			t.mu.Unlock()
+		})
+	}, nil
+}
+
+// ready returns the view's task, locked, if its state is open.
+func (r *Runner) ready(id uint64) (*task, error) {
 	r.mu.Lock()
 	t, ok := r.mu.tasks[id]
 	r.mu.Unlock()
 	if !ok {
-		return nil, nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %d is not maintained on this agent yet", id)
+		return nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %d is not maintained on this agent yet", id)
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.mu.view == nil {
 		msg := "is starting"
 		if t.mu.err != "" {
 			msg = "failed: " + t.mu.err
 		}
-		return nil, nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %q %s", t.rel.Name, msg)
+		t.mu.Unlock()
+		return nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %q %s", t.rel.Name, msg)
 	}
-	return t.mu.cols, t.mu.view, nil
+	return t, nil
 }
 
 // task maintains one view.
@@ -268,7 +301,12 @@ type task struct {
 		epochs    uint64
 		lastEpoch time.Time
 		cols      []exec.Column
-		view      *flow.View
+		// view is the open state's reader, nil while none is open;
+		// readers count the reads of it in progress (Open), idle is
+		// signalled when they reach 0.
+		view    *flow.View
+		readers int
+		idle    *sync.Cond
 	}
 }
 
@@ -276,6 +314,7 @@ func (r *Runner) newTask(ctx context.Context, rel meta.Relation, rels []meta.Rel
 	t := &task{r: r, rel: rel, rels: rels, dir: r.Dir(rel.ID), done: make(chan struct{})}
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.mu.state = "starting"
+	t.mu.idle = sync.NewCond(&t.mu.Mutex)
 	return t
 }
 
@@ -302,7 +341,7 @@ func (t *task) run() {
 		}
 		t.r.cfg.Logger.Error("materialized view failed; retrying from its checkpoint", "view", t.rel.Name, "err", err, "retry_in", backoff)
 		t.mu.Lock()
-		t.mu.state, t.mu.err, t.mu.view = "failed", err.Error(), nil
+		t.mu.state, t.mu.err = "failed", err.Error()
 		t.mu.Unlock()
 		t.r.metrics.failures.WithLabelValues(t.rel.Name).Inc()
 		if clock.Sleep(t.ctx, t.r.cfg.Clock, backoff) != nil {
@@ -347,6 +386,16 @@ func (t *task) runOnce() error {
 	defer db.Close()
 	st := flow.NewPebbleStore(db, nil, false)
 	defer st.Close()
+	// Before the database closes: no new reads, and the reads in
+	// progress finish.
+	defer func() {
+		t.mu.Lock()
+		t.mu.view = nil
+		for t.mu.readers > 0 {
+			t.mu.idle.Wait()
+		}
+		t.mu.Unlock()
+	}()
 	drv, err := flow.NewDriver(vw.Graph(), st, flow.Options{Index: &vw.Index, MaxEpochChanges: t.r.cfg.MaxEpochChanges})
 	if err != nil {
 		return err
