@@ -32,7 +32,9 @@ func TestSQLViews(t *testing.T) {
 	cfg := agent.Config{DataDir: dir, SQLListen: "127.0.0.1:0"}
 	a := startWith(t, cfg, nil)
 	createTopic(t, a.KafkaAddr(), "orders", 2)
-	createTopic(t, a.KafkaAddr(), "customers", 1)
+	// customers' partition 1 has records only after the restart: a
+	// partition the checkpoint has not seen yet is read too.
+	createTopic(t, a.KafkaAddr(), "customers", 2)
 
 	// The oracle: PostgreSQL, in a schema of this test's own.
 	pgConn, err := pgx.Connect(ctx, pgtest.URL(t))
@@ -68,6 +70,9 @@ func TestSQLViews(t *testing.T) {
 		}
 		for _, c := range customers {
 			r := &kgo.Record{Topic: "customers", Key: []byte(c.key)}
+			if c.key == "c5" {
+				r.Partition = 1
+			}
 			if _, err := pgConn.Exec(ctx, "DELETE FROM customers WHERE _key = $1", c.key); err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +165,7 @@ func TestSQLViews(t *testing.T) {
 
 	// Upsert updates and a tombstone retract the join's rows.
 	produce(a, []int{9, 10, 11, 12, 13}, []struct{ key, value string }{
-		{"c1", `{"name": "ann", "city": "kyiv"}`}, {"c3", ""}, {"c5", `{"name": "eve", "city": "baku"}`},
+		{"c1", `{"name": "ann", "city": "kyiv"}`}, {"c3", ""},
 	})
 	check(conn, "updated")
 
@@ -170,7 +175,7 @@ func TestSQLViews(t *testing.T) {
 	a = startWith(t, cfg, nil)
 	conn = connect(a)
 	check(conn, "restarted")
-	produce(a, []int{14, 15, 16, 17}, []struct{ key, value string }{{"c3", `{"name": "cy", "city": "pisa"}`}, {"c2", ""}})
+	produce(a, []int{14, 15, 16, 17}, []struct{ key, value string }{{"c3", `{"name": "cy", "city": "pisa"}`}, {"c2", ""}, {"c5", `{"name": "eve", "city": "baku"}`}})
 	check(conn, "after restart")
 
 	// DROP deletes the view's local state.

@@ -47,6 +47,11 @@
 // keeps each view's exactly-once its own, at the cost of keeping an
 // upstream's operator state again in each view over it.
 //
-// Not yet: lag in records behind the topics' ends (the gauges export
-// the offsets consumed, and the last epoch's time).
+// A partition the checkpoint has no position for (none of its records
+// read before the restart, or added to the topic since) is read from
+// the log's start. Not yet: a source with scan.startup = 'latest' whose
+// input had no records at all before a restart starts again at the
+// end, skipping what was produced while the agent was down; lag in
+// records behind the topics' ends (the gauges export the offsets
+// consumed, and the last epoch's time).
 package views

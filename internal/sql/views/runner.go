@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/clock"
@@ -429,8 +431,12 @@ func (t *task) runOnce() error {
 		if err != nil {
 			return err
 		}
+		start, err := t.startOf(ctx, def, cp.Inputs[i])
+		if err != nil {
+			return fmt.Errorf("source %s: %w", def.Name, err)
+		}
 		rd, err := source.NewReader(ctx, source.ReaderConfig{Def: def, Decoder: dec, Kafka: t.r.cfg.Kafka(),
-			Start: cp.Inputs[i], StateDir: filepath.Join(t.dir, "upsert-"+strconv.Itoa(i)),
+			Start: start, StateDir: filepath.Join(t.dir, "upsert-"+strconv.Itoa(i)),
 			Metrics: t.r.cfg.SourceMetrics})
 		if err != nil {
 			return fmt.Errorf("source %s: %w", def.Name, err)
@@ -455,6 +461,36 @@ func (t *task) runOnce() error {
 		}()
 	}
 	return t.loop(ctx, drv, ins, cp)
+}
+
+// startOf is where to read def's topic from: the checkpoint's
+// positions, and a partition it has none for (none of its records read
+// yet, or added since) from the log's start, so no partition is left
+// unread. With no checkpoint at all, nil: the Reader starts every
+// partition as the source's startup option says.
+func (t *task) startOf(ctx context.Context, def *source.Def, cp map[int32]source.Position) (map[int32]source.Position, error) {
+	if len(cp) == 0 {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(t.r.cfg.Kafka()...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListStartOffsets(ctx, def.Topic)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	start := maps.Clone(cp)
+	offs.Each(func(o kadm.ListedOffset) {
+		if _, ok := start[o.Partition]; !ok && o.Topic == def.Topic {
+			start[o.Partition] = source.Position{Offset: o.Offset}
+		}
+	})
+	return start, nil
 }
 
 // loop runs epochs: it waits for a batch on any input, takes what else
