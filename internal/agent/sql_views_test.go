@@ -162,6 +162,13 @@ func TestSQLViews(t *testing.T) {
 		}
 	}
 	check(conn, "initial")
+	checkMetrics(t, a.HTTPAddr(), []metricCheck{
+		{name: "strand_sql_view_epochs_total", labels: map[string]string{"view": "totals"}},
+		{name: "strand_sql_view_input_changes_total", labels: map[string]string{"view": "joined"}},
+		{name: "strand_sql_view_last_epoch_timestamp_seconds", labels: map[string]string{"view": "sizes"}},
+		{name: "strand_sql_view_input_offsets", labels: map[string]string{"view": "totals"}},
+		{name: "strand_sql_source_records_total", labels: map[string]string{"source": "customers"}},
+	})
 
 	// Upsert updates and a tombstone retract the join's rows.
 	produce(a, []int{9, 10, 11, 12, 13}, []struct{ key, value string }{

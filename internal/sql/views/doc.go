@@ -51,7 +51,5 @@
 // read before the restart, or added to the topic since) is read from
 // the log's start. Not yet: a source with scan.startup = 'latest' whose
 // input had no records at all before a restart starts again at the
-// end, skipping what was produced while the agent was down; lag in
-// records behind the topics' ends (the gauges export the offsets
-// consumed, and the last epoch's time).
+// end, skipping what was produced while the agent was down.
 package views

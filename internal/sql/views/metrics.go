@@ -10,6 +10,7 @@ type Metrics struct {
 	failures  *prometheus.CounterVec
 	lastEpoch *prometheus.GaugeVec
 	offsets   *prometheus.GaugeVec
+	lag       *prometheus.GaugeVec
 }
 
 func newMetrics() *Metrics {
@@ -23,13 +24,15 @@ func newMetrics() *Metrics {
 		lastEpoch: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_view_last_epoch_timestamp_seconds",
 			Help: "When a materialized view last committed an epoch (unix seconds): its freshness."}, []string{"view"}),
 		offsets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_view_input_offsets",
-			Help: "Sum over a materialized view's input partitions of the next offset to read: against the topics' end offsets, its lag in records."}, []string{"view"}),
+			Help: "Sum over a materialized view's input partitions of the next offset to read."}, []string{"view"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_view_input_lag_records",
+			Help: "Records a materialized view's committed state is behind its input topics' ends (measured every 5 s)."}, []string{"view"}),
 	}
 }
 
 // Collectors are what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.epochs, m.changes, m.failures, m.lastEpoch, m.offsets}
+	return []prometheus.Collector{m.epochs, m.changes, m.failures, m.lastEpoch, m.offsets, m.lag}
 }
 
 func (m *Metrics) forget(view string) {
@@ -38,4 +41,5 @@ func (m *Metrics) forget(view string) {
 	m.failures.DeleteLabelValues(view)
 	m.lastEpoch.DeleteLabelValues(view)
 	m.offsets.DeleteLabelValues(view)
+	m.lag.DeleteLabelValues(view)
 }

@@ -309,6 +309,9 @@ type task struct {
 		view    *flow.View
 		readers int
 		idle    *sync.Cond
+		// positions are the inputs' committed positions (the last
+		// checkpoint), for the lag.
+		positions []map[int32]source.Position
 	}
 }
 
@@ -460,6 +463,14 @@ func (t *task) runOnce() error {
 			}
 		}()
 	}
+	t.mu.Lock()
+	t.mu.positions = clonePositions(cp.Inputs)
+	t.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t.measureLag(ctx, defs)
+	}()
 	return t.loop(ctx, drv, ins, cp)
 }
 
@@ -564,6 +575,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		now := t.r.cfg.Clock.Now()
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
+		t.mu.positions = clonePositions(cp.Inputs)
 		t.mu.Unlock()
 		m.epochs.WithLabelValues(name).Inc()
 		m.changes.WithLabelValues(name).Add(float64(n))
@@ -576,6 +588,63 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		}
 		m.offsets.WithLabelValues(name).Set(float64(consumed))
 	}
+}
+
+// lagInterval is how often a view's lag in records is measured (a
+// ListOffsets request per input).
+const lagInterval = 5 * time.Second
+
+// measureLag sets the view's records-behind gauge every lagInterval:
+// the inputs' end offsets (read_committed: the last stable offsets)
+// minus the committed positions, summed.
+func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
+	cl, err := kgo.NewClient(append(t.r.cfg.Kafka(), kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		t.mu.Lock()
+		pos := t.mu.positions
+		t.mu.Unlock()
+		var behind int64
+		ok := true
+		for i, def := range defs {
+			ends, err := adm.ListEndOffsets(ctx, def.Topic)
+			if err == nil {
+				err = ends.Error()
+			}
+			if err != nil {
+				ok = false
+				break
+			}
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Topic != def.Topic {
+					return
+				}
+				var at int64
+				if i < len(pos) {
+					at = pos[i][o.Partition].Offset
+				}
+				behind += max(0, o.Offset-at)
+			})
+		}
+		if ok {
+			t.r.metrics.lag.WithLabelValues(t.rel.Name).Set(float64(behind))
+		}
+		if clock.Sleep(ctx, t.r.cfg.Clock, lagInterval) != nil {
+			return
+		}
+	}
+}
+
+func clonePositions(in []map[int32]source.Position) []map[int32]source.Position {
+	out := make([]map[int32]source.Position, len(in))
+	for i, m := range in {
+		out[i] = maps.Clone(m)
+	}
+	return out
 }
 
 // waitAny blocks until one input has a batch and takes it.
