@@ -54,8 +54,9 @@ type Config struct {
 	SourceMetrics *source.Metrics
 	Clock         clock.Clock
 	Logger        *slog.Logger
-	// MaxEpochChanges bounds one epoch's input changes (default
-	// defaultMaxEpochChanges).
+	// MaxEpochChanges is where an epoch stops taking the inputs'
+	// batches (default defaultMaxEpochChanges); it holds at most that
+	// plus one batch (maxBatchChanges) per input.
 	MaxEpochChanges int
 	// RetryBackoff is the wait before a failed view starts again
 	// (default 2 s, doubling to 30 s).
@@ -65,6 +66,10 @@ type Config struct {
 const (
 	defaultMaxEpochChanges = 50_000
 	maxRetryBackoff        = 30 * time.Second
+	// maxPollRecords bounds a reader's batch; an upsert record is two
+	// changes (-old +new), so a batch holds at most maxBatchChanges.
+	maxPollRecords  = 10_000
+	maxBatchChanges = 2 * maxPollRecords
 	// batchesBuffered bounds the batches a reader polls ahead of the
 	// epoch that consumes them.
 	batchesBuffered = 4
@@ -401,7 +406,10 @@ func (t *task) runOnce() error {
 		}
 		t.mu.Unlock()
 	}()
-	drv, err := flow.NewDriver(vw.Graph(), st, flow.Options{Index: &vw.Index, MaxEpochChanges: t.r.cfg.MaxEpochChanges})
+	// An epoch takes batches until it holds MaxEpochChanges, so it may
+	// overshoot by a batch per input.
+	drv, err := flow.NewDriver(vw.Graph(), st, flow.Options{Index: &vw.Index,
+		MaxEpochChanges: t.r.cfg.MaxEpochChanges + len(defs)*maxBatchChanges})
 	if err != nil {
 		return err
 	}
@@ -440,7 +448,7 @@ func (t *task) runOnce() error {
 		}
 		rd, err := source.NewReader(ctx, source.ReaderConfig{Def: def, Decoder: dec, Kafka: t.r.cfg.Kafka(),
 			Start: start, StateDir: filepath.Join(t.dir, "upsert-"+strconv.Itoa(i)),
-			Metrics: t.r.cfg.SourceMetrics})
+			Metrics: t.r.cfg.SourceMetrics, MaxPollRecords: maxPollRecords})
 		if err != nil {
 			return fmt.Errorf("source %s: %w", def.Name, err)
 		}
@@ -541,7 +549,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			return err
 		}
 		// Then whatever else is ready, bounded by the epoch's size.
-		for more := true; more && n < t.r.cfg.MaxEpochChanges/2; {
+		for more := true; more && n < t.r.cfg.MaxEpochChanges; {
 			more = false
 			for i, in := range ins {
 				select {
