@@ -66,6 +66,8 @@ type Config struct {
 const (
 	defaultMaxEpochChanges = 50_000
 	maxRetryBackoff        = 30 * time.Second
+	// minReconcileInterval spaces the runner's reads of the catalog.
+	minReconcileInterval = 50 * time.Millisecond
 	// maxPollRecords bounds a reader's batch; an upsert record is two
 	// changes (-old +new), so a batch holds at most maxBatchChanges.
 	maxPollRecords  = 10_000
@@ -138,6 +140,11 @@ func (r *Runner) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		}
+		// A halted replica's channel stays closed: reading the catalog
+		// at most every minReconcileInterval keeps that from spinning.
+		if clock.Sleep(ctx, r.cfg.Clock, minReconcileInterval) != nil {
+			return
 		}
 	}
 }
