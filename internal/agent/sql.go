@@ -188,16 +188,17 @@ func (a *Agent) startViews() {
 	}()
 }
 
-// stopSQL stops maintaining views (before the Kafka server their
-// readers read from, and the replica they watch) and closes the SQL
-// endpoint and its sessions.
+// stopSQL closes the SQL endpoint and its sessions, then stops
+// maintaining views (before the Kafka server their readers read from,
+// and the replica they watch). Sessions first: a view's task closes its
+// state only once the reads of it in progress are done.
 func (a *Agent) stopSQL() {
+	if a.sqlSrv != nil {
+		a.sqlSrv.Close()
+	}
 	if a.viewsStop != nil {
 		a.viewsStop()
 		<-a.viewsDone
-	}
-	if a.sqlSrv != nil {
-		a.sqlSrv.Close()
 	}
 }
 
