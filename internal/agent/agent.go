@@ -65,6 +65,7 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
+	"github.com/strandkafka/strand/internal/sql/views"
 	"github.com/strandkafka/strand/internal/txn"
 )
 
@@ -107,8 +108,13 @@ type Agent struct {
 	// sqlSourceMetrics count what the SQL endpoint's scans read.
 	sqlSourceMetrics *source.Metrics
 	sqlSrv           *pgwire.Server
-	serveErr         chan error
-	ready            atomic.Bool
+	// sqlViews maintains the materialized views when the SQL endpoint
+	// is on (sql.go); viewsStop ends its Run, viewsDone when it has.
+	sqlViews  *views.Runner
+	viewsStop context.CancelFunc
+	viewsDone chan struct{}
+	serveErr  chan error
+	ready     atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 
@@ -578,6 +584,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		}
 	}
 	a.ready.Store(true)
+	a.startViews()
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"listeners", a.listenerSummary(),

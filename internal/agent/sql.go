@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -49,6 +50,7 @@ import (
 	"github.com/strandkafka/strand/internal/sql/engine"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
+	"github.com/strandkafka/strand/internal/sql/views"
 )
 
 // validateSQL reports the SQL endpoint's setting mistakes.
@@ -94,9 +96,19 @@ func (a *Agent) startSQL() error {
 		return fmt.Errorf("sql-listen: %w", err)
 	}
 	tcp, _ := ln.Addr().(*net.TCPAddr)
+	a.sqlSourceMetrics = source.NewMetrics()
+	a.metrics.reg.MustRegister(a.sqlSourceMetrics.Collectors()...)
+	a.sqlViews, err = views.New(views.Config{Store: a.replica, Dir: filepath.Join(a.cfg.DataDir, "views"),
+		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics,
+		Logger: a.logger.With("component", "sql-views")})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	a.metrics.reg.MustRegister(a.sqlViews.Metrics().Collectors()...)
 	eng := engine.New(nil, "")
 	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Next: eng,
-		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics})
+		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics, Views: a.sqlViews})
 	if err != nil {
 		return err
 	}
@@ -161,10 +173,32 @@ func (a *Agent) sqlSchemas() *source.Schemas {
 	return a.sqlSchemaCache
 }
 
-// stopSQL closes the SQL endpoint and its sessions.
+// startViews starts maintaining the materialized views, once the agent
+// is ready: their readers are Kafka clients of this agent. Views are
+// maintained only where SQL is served, since only there are they read.
+func (a *Agent) startViews() {
+	if a.sqlViews == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.viewsStop, a.viewsDone = cancel, make(chan struct{})
+	go func() {
+		defer close(a.viewsDone)
+		a.sqlViews.Run(ctx)
+	}()
+}
+
+// stopSQL closes the SQL endpoint and its sessions, then stops
+// maintaining views (before the Kafka server their readers read from,
+// and the replica they watch). Sessions first: a view's task closes its
+// state only once the reads of it in progress are done.
 func (a *Agent) stopSQL() {
 	if a.sqlSrv != nil {
 		a.sqlSrv.Close()
+	}
+	if a.viewsStop != nil {
+		a.viewsStop()
+		<-a.viewsDone
 	}
 }
 

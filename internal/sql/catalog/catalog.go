@@ -32,6 +32,8 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sql/exec"
+	"github.com/strandkafka/strand/internal/sql/flow"
 	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
@@ -72,6 +74,23 @@ type Config struct {
 	Schemas func() *source.Schemas
 	// SourceMetrics count what scans read; may be nil.
 	SourceMetrics *source.Metrics
+	// Views are the materialized views this agent maintains (package
+	// views' Runner); nil: reading a view answers 0A000.
+	Views Views
+}
+
+// Views reads the materialized views maintained locally.
+type Views interface {
+	// Columns returns the view's columns, or an error with a SQLSTATE
+	// (the view is starting or failed).
+	Columns(id uint64) ([]exec.Column, error)
+	// Open returns the view's committed contents for one read; the
+	// caller calls release when done reading (the state stays open
+	// until then).
+	Open(id uint64) (view *flow.View, release func(), err error)
+	// Status is the view's state on this agent (starting, running,
+	// failed) and its last error, "" for none.
+	Status(id uint64) (state, err string)
 }
 
 // Engine is the catalog in front of Config.Next.

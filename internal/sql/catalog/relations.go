@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strconv"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
@@ -34,8 +36,9 @@ const (
 // read_committed, through Config.Kafka, with the session's
 // strand.scan_max_rows and strand.scan_max_bytes), and the system
 // catalog (package pgcatalog) of the relations the session may
-// DESCRIBE. Materialized views answer 0A000 (not maintained yet), sinks
-// 42809. Names without a schema find pg_catalog's relations first, as
+// DESCRIBE. Materialized views are read from this agent's copy
+// (Config.Views; 0A000 without one, 55000 while one starts or after it
+// failed), sinks answer 42809. Names without a schema find pg_catalog's relations first, as
 // PostgreSQL's search path does, then the catalog's (schema public).
 func (e *Engine) Relations(st engine.State) exec.Catalog {
 	return &relations{e: e, st: st, who: acl.Request{Principal: auth.User(st.User()), Host: st.Host()}}
@@ -84,7 +87,14 @@ func (r *relations) Relation(schema, name string) (exec.Relation, bool, error) {
 	case meta.RelationSink:
 		return nil, false, sqlerr.Errorf(sqlerr.WrongObjectType, "%q is a sink: a sink writes to a topic and cannot be read", rel.Name)
 	case meta.RelationView:
-		return nil, false, notMaintained(rel)
+		if r.e.cfg.Views == nil {
+			return nil, false, notMaintained(rel)
+		}
+		cols, err := r.e.cfg.Views.Columns(rel.ID)
+		if err != nil {
+			return nil, false, err
+		}
+		return &viewRelation{views: r.e.cfg.Views, id: rel.ID, cols: cols}, true, nil
 	}
 	def, err := source.DefOf(rel)
 	if err != nil {
@@ -248,3 +258,57 @@ func (it *scanIter) Next(ctx context.Context) (types.Row, bool, error) {
 }
 
 func (it *scanIter) Close() { it.s.Close() }
+
+// viewRelation is a materialized view as FROM reads it: its committed
+// contents on this agent (package views), read from local state. Each
+// read reflects a prefix of the view's inputs; the scan reads one
+// Pebble iterator, so it sees one epoch (see flow.View).
+type viewRelation struct {
+	views Views
+	id    uint64
+	cols  []exec.Column
+}
+
+func (v *viewRelation) Columns() []exec.Column { return v.cols }
+
+func (v *viewRelation) Scan(ctx context.Context) (exec.RowIter, error) {
+	view, release, err := v.views.Open(v.id)
+	if err != nil {
+		return nil, err
+	}
+	var scanErr error
+	next, stop := iter.Pull2(func(yield func(types.Row, int64) bool) {
+		scanErr = view.Scan(nil, func(row types.Row, n int64) bool { return yield(row, n) })
+	})
+	return &viewIter{next: next, stop: func() { stop(); release() }, err: &scanErr}, nil
+}
+
+// viewIter repeats each row of the view's index by its count.
+type viewIter struct {
+	next func() (types.Row, int64, bool)
+	stop func()
+	err  *error
+	row  types.Row
+	left int64
+}
+
+func (it *viewIter) Next(ctx context.Context) (types.Row, bool, error) {
+	for it.left == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		row, n, ok := it.next()
+		if !ok {
+			return nil, false, *it.err
+		}
+		it.row, it.left = row, n
+	}
+	it.left--
+	// The caller owns the rows it gets: a repeated row is copied.
+	if it.left > 0 {
+		return slices.Clone(it.row), true, nil
+	}
+	return it.row, true, nil
+}
+
+func (it *viewIter) Close() { it.stop() }

@@ -16,7 +16,8 @@ import (
 
 // prepareShow lists one kind's relations the caller may DESCRIBE, by
 // name: SHOW SOURCES (name, topic, format, owner), SHOW MATERIALIZED
-// VIEWS (name, reads, owner), SHOW SINKS (name, topic, format, reads,
+// VIEWS (name, reads, owner, status: the view on this agent, from
+// Config.Views: starting, running, or failed and why), SHOW SINKS (name, topic, format, reads,
 // owner); reads names the relations a query reads, comma-separated.
 func (s *session) prepareShow(k parse.Kind) (pgwire.Statement, error) {
 	kind := kindOf(k)
@@ -25,7 +26,7 @@ func (s *session) prepareShow(k parse.Kind) (pgwire.Statement, error) {
 	case meta.RelationSource:
 		cols = []string{"name", "topic", "format", "owner"}
 	case meta.RelationView:
-		cols = []string{"name", "reads", "owner"}
+		cols = []string{"name", "reads", "owner", "status"}
 	default:
 		cols = []string{"name", "topic", "format", "reads", "owner"}
 	}
@@ -65,7 +66,7 @@ func (s *session) prepareShow(k parse.Kind) (pgwire.Statement, error) {
 			case meta.RelationSource:
 				out = append(out, []any{r.Name, r.Topic, r.Format, r.Owner})
 			case meta.RelationView:
-				out = append(out, []any{r.Name, strings.Join(reads, ","), r.Owner})
+				out = append(out, []any{r.Name, strings.Join(reads, ","), r.Owner, s.viewStatus(r.ID)})
 			default:
 				out = append(out, []any{r.Name, r.Topic, r.Format, strings.Join(reads, ","), r.Owner})
 			}
@@ -111,3 +112,16 @@ func (r *rows) Next(context.Context) ([]any, bool, error) {
 
 func (r *rows) Tag() string { return r.tag }
 func (r *rows) Close()      {}
+
+// viewStatus is a view's state on this agent as SHOW MATERIALIZED
+// VIEWS lists it.
+func (s *session) viewStatus(id uint64) string {
+	if s.e.cfg.Views == nil {
+		return "not maintained"
+	}
+	st, err := s.e.cfg.Views.Status(id)
+	if err != "" {
+		return st + ": " + err
+	}
+	return st
+}

@@ -1,0 +1,55 @@
+// Package views owns the maintenance of materialized views inside an
+// agent: a Runner watches the replicated catalog, runs a task for each
+// materialized view (its query compiled by package viewplan, its
+// dataflow driven by package flow over a Pebble database of its own,
+// its inputs followed by package source's Readers), stops a dropped
+// view's task and deletes its local state, and lets the SQL endpoint
+// read each view's committed contents.
+//
+// # Where state lives, and exactly-once
+//
+// Every agent maintains every materialized view itself, from the input
+// topics: a view is a deterministic function of its inputs, so each
+// agent's copy converges to the same contents and reads are local. A
+// view's state is the directory <Dir>/<relation id>: its Pebble
+// database ("state", the operators' state, the view's index and the
+// checkpoint) and an upsert source's key store per input ("upsert-N").
+// The checkpoint, the next offset and greatest event time of every
+// input partition, commits in the same Pebble batch as the epoch's
+// state (flow.Epoch.Checkpoint), so a restarted agent resumes each view
+// exactly after what its state holds: no change lost or applied twice.
+// A missing directory is rebuilt from the inputs' beginning (agents
+// hold no hard state); a directory whose view no longer exists is
+// deleted.
+//
+// # Consistency of reads
+//
+// A read sees the view's last committed epoch: each answer reflects a
+// prefix of every input partition (per agent; two agents may stand at
+// different prefixes). A view still catching up answers what it has.
+//
+// # Failures
+//
+// A view that fails to compile or to run (an input unreadable, a
+// corrupt state) does not stop the agent or other views: its task logs
+// the error, shows it in Status (and SHOW MATERIALIZED VIEWS' status
+// column through the catalog), and retries from its last checkpoint
+// after a backoff.
+//
+// # Views over views
+//
+// A view reading other views compiles their queries in as WITH
+// queries: one dataflow per dependency chain, reading only sources.
+// Feeding a downstream driver from the upstream's output per epoch
+// would keep the upstream's state once, but couple two tasks'
+// checkpoints (the downstream's input positions would be the
+// upstream's epochs, which differ per agent and restart); inlining
+// keeps each view's exactly-once its own, at the cost of keeping an
+// upstream's operator state again in each view over it.
+//
+// A partition the checkpoint has no position for (none of its records
+// read before the restart, or added to the topic since) is read from
+// the log's start. Not yet: a source with scan.startup = 'latest' whose
+// input had no records at all before a restart starts again at the
+// end, skipping what was produced while the agent was down.
+package views

@@ -1,0 +1,865 @@
+package views
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sql/exec"
+	"github.com/strandkafka/strand/internal/sql/flow"
+	"github.com/strandkafka/strand/internal/sql/parse"
+	"github.com/strandkafka/strand/internal/sql/source"
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
+	"github.com/strandkafka/strand/internal/sql/types"
+	"github.com/strandkafka/strand/internal/sql/viewplan"
+)
+
+// Store is the agent's copy of the metadata (replica.Replica).
+type Store interface {
+	meta.Viewer
+	// Changed returns a channel closed after the next apply batch:
+	// take it, read the catalog, then wait on it.
+	Changed() <-chan struct{}
+}
+
+// Config configures a Runner.
+type Config struct {
+	Store Store
+	// Dir holds one directory per view, by relation id; the Runner's
+	// alone (what it does not recognize there it deletes).
+	Dir string
+	// Kafka gives the options of a client reading the inputs' topics
+	// (in process, as a principal that may read them).
+	Kafka func() []kgo.Opt
+	// Schemas are the registry's, for Avro and Protobuf sources; may be
+	// nil.
+	Schemas func() *source.Schemas
+	// SourceMetrics count what the readers read; may be nil.
+	SourceMetrics *source.Metrics
+	Clock         clock.Clock
+	Logger        *slog.Logger
+	// MaxEpochChanges is where an epoch stops taking the inputs'
+	// batches (default defaultMaxEpochChanges); it holds at most that
+	// plus one batch (maxBatchChanges) per input.
+	MaxEpochChanges int
+	// RetryBackoff is the wait before a failed view starts again
+	// (default 2 s, doubling to 30 s).
+	RetryBackoff time.Duration
+}
+
+const (
+	defaultMaxEpochChanges = 50_000
+	maxRetryBackoff        = 30 * time.Second
+	// minReconcileInterval spaces the runner's reads of the catalog.
+	minReconcileInterval = 50 * time.Millisecond
+	// maxPollRecords bounds a reader's batch; an upsert record is two
+	// changes (-old +new), so a batch holds at most maxBatchChanges.
+	maxPollRecords  = 10_000
+	maxBatchChanges = 2 * maxPollRecords
+	// batchesBuffered bounds the batches a reader polls ahead of the
+	// epoch that consumes them.
+	batchesBuffered = 4
+)
+
+// Runner maintains the catalog's materialized views. Its methods are
+// safe for concurrent use.
+type Runner struct {
+	cfg     Config
+	metrics *Metrics
+	mu      struct {
+		sync.Mutex
+		tasks map[uint64]*task
+	}
+}
+
+// Status is a view's state on this agent.
+type Status struct {
+	// State is "starting", "running" or "failed".
+	State string
+	// Err is the last failure ("" when none).
+	Err string
+	// Epochs is the number of epochs committed.
+	Epochs uint64
+	// LastEpoch is when the last epoch committed (zero: none since
+	// this task started).
+	LastEpoch time.Time
+}
+
+// New returns a runner; Run runs it.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Store == nil || cfg.Dir == "" || cfg.Kafka == nil {
+		return nil, errors.New("views: Store, Dir and Kafka are required")
+	}
+	cfg.Clock = clock.OrReal(cfg.Clock)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxEpochChanges <= 0 {
+		cfg.MaxEpochChanges = defaultMaxEpochChanges
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = 2 * time.Second
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	r := &Runner{cfg: cfg, metrics: newMetrics()}
+	r.mu.tasks = map[uint64]*task{}
+	return r, nil
+}
+
+// Metrics are the runner's Prometheus collectors.
+func (r *Runner) Metrics() *Metrics { return r.metrics }
+
+// Run keeps the running tasks equal to the catalog's views until ctx
+// ends, then stops every task (their state stays, to resume from).
+func (r *Runner) Run(ctx context.Context) {
+	defer r.stopAll()
+	for {
+		changed := r.cfg.Store.Changed()
+		if err := r.reconcile(ctx); err != nil {
+			r.cfg.Logger.Warn("materialized views: reading the catalog", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		// A halted replica's channel stays closed: reading the catalog
+		// at most every minReconcileInterval keeps that from spinning.
+		if clock.Sleep(ctx, r.cfg.Clock, minReconcileInterval) != nil {
+			return
+		}
+	}
+}
+
+// reconcile starts the views without a task and stops (and deletes)
+// the tasks and directories of views that no longer exist.
+func (r *Runner) reconcile(ctx context.Context) error {
+	v := r.cfg.Store.View()
+	rels, err := v.Relations()
+	v.Close()
+	if err != nil {
+		return err
+	}
+	byID := map[uint64]meta.Relation{}
+	for _, rel := range rels {
+		if rel.Kind == meta.RelationView {
+			byID[rel.ID] = rel
+		}
+	}
+	r.mu.Lock()
+	var stop []*task
+	for id, t := range r.mu.tasks {
+		if _, ok := byID[id]; !ok {
+			stop = append(stop, t)
+			delete(r.mu.tasks, id)
+		}
+	}
+	for _, rel := range rels {
+		if rel.Kind != meta.RelationView {
+			continue
+		}
+		if _, ok := r.mu.tasks[rel.ID]; ok {
+			continue
+		}
+		t := r.newTask(ctx, rel, rels)
+		r.mu.tasks[rel.ID] = t
+		go t.run()
+	}
+	r.mu.Unlock()
+	for _, t := range stop {
+		t.stop()
+		if err := os.RemoveAll(t.dir); err != nil {
+			r.cfg.Logger.Warn("materialized view: deleting dropped view's state", "view", t.rel.Name, "err", err)
+		}
+		r.metrics.forget(t.rel.Name)
+	}
+	// Directories of views dropped while this agent was down.
+	ents, err := os.ReadDir(r.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		id, err := strconv.ParseUint(e.Name(), 10, 64)
+		if _, ok := byID[id]; err == nil && ok {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(r.cfg.Dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Runner) stopAll() {
+	r.mu.Lock()
+	tasks := r.mu.tasks
+	r.mu.tasks = map[uint64]*task{}
+	r.mu.Unlock()
+	for _, t := range tasks {
+		t.stop()
+	}
+}
+
+// Dir is the directory of the view with relation id id.
+func (r *Runner) Dir(id uint64) string {
+	return filepath.Join(r.cfg.Dir, strconv.FormatUint(id, 10))
+}
+
+// Status is the view's state and its last error, as SHOW MATERIALIZED
+// VIEWS lists them (catalog.Views).
+func (r *Runner) Status(id uint64) (state, err string) {
+	st, ok := r.ViewStatus(id)
+	if !ok {
+		return "not maintained yet", ""
+	}
+	return st.State, st.Err
+}
+
+// ViewStatus reports the view's state; ok false if no task runs it.
+func (r *Runner) ViewStatus(id uint64) (Status, bool) {
+	r.mu.Lock()
+	t, ok := r.mu.tasks[id]
+	r.mu.Unlock()
+	if !ok {
+		return Status{}, false
+	}
+	return t.status(), true
+}
+
+// Columns returns the view's columns. A view whose task has not opened
+// its state yet, or failed, answers 55000.
+func (r *Runner) Columns(id uint64) ([]exec.Column, error) {
+	t, err := r.ready(id)
+	if err != nil {
+		return nil, err
+	}
+	defer t.mu.Unlock()
+	return t.mu.cols, nil
+}
+
+// Open returns the view's committed contents for one read; release
+// must be called when the read is done: until then the view's state
+// stays open (a failing or dropped view's task waits for its readers
+// before closing its database).
+func (r *Runner) Open(id uint64) (view *flow.View, release func(), err error) {
+	t, err := r.ready(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer t.mu.Unlock()
+	t.mu.readers++
+	var once sync.Once
+	return t.mu.view, func() {
+		once.Do(func() {
+			t.mu.Lock()
+			t.mu.readers--
+			if t.mu.readers == 0 {
+				t.mu.idle.Broadcast()
+			}
+			t.mu.Unlock()
+		})
+	}, nil
+}
+
+// ready returns the view's task, locked, if its state is open.
+func (r *Runner) ready(id uint64) (*task, error) {
+	r.mu.Lock()
+	t, ok := r.mu.tasks[id]
+	r.mu.Unlock()
+	if !ok {
+		return nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %d is not maintained on this agent yet", id)
+	}
+	t.mu.Lock()
+	if t.mu.view == nil {
+		msg := "is starting"
+		if t.mu.err != "" {
+			msg = "failed: " + t.mu.err
+		}
+		t.mu.Unlock()
+		return nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %q %s", t.rel.Name, msg)
+	}
+	return t, nil
+}
+
+// task maintains one view.
+type task struct {
+	r      *Runner
+	rel    meta.Relation
+	rels   []meta.Relation // the catalog when it started: inputs' definitions
+	dir    string
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     struct {
+		sync.Mutex
+		state     string
+		err       string
+		epochs    uint64
+		lastEpoch time.Time
+		cols      []exec.Column
+		// view is the open state's reader, nil while none is open;
+		// readers count the reads of it in progress (Open), idle is
+		// signalled when they reach 0.
+		view    *flow.View
+		readers int
+		idle    *sync.Cond
+		// positions are the inputs' committed positions (the last
+		// checkpoint), for the lag.
+		positions []map[int32]source.Position
+	}
+}
+
+func (r *Runner) newTask(ctx context.Context, rel meta.Relation, rels []meta.Relation) *task {
+	t := &task{r: r, rel: rel, rels: rels, dir: r.Dir(rel.ID), done: make(chan struct{})}
+	t.ctx, t.cancel = context.WithCancel(ctx)
+	t.mu.state = "starting"
+	t.mu.idle = sync.NewCond(&t.mu.Mutex)
+	return t
+}
+
+func (t *task) stop() {
+	t.cancel()
+	<-t.done
+}
+
+func (t *task) status() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Status{State: t.mu.state, Err: t.mu.err, Epochs: t.mu.epochs, LastEpoch: t.mu.lastEpoch}
+}
+
+// run runs the view until stopped, starting again from its checkpoint
+// after a failure.
+func (t *task) run() {
+	defer close(t.done)
+	backoff := t.r.cfg.RetryBackoff
+	for {
+		err := t.runOnce()
+		if t.ctx.Err() != nil {
+			return
+		}
+		t.r.cfg.Logger.Error("materialized view failed; retrying from its checkpoint", "view", t.rel.Name, "err", err, "retry_in", backoff)
+		t.mu.Lock()
+		t.mu.state, t.mu.err = "failed", err.Error()
+		t.mu.Unlock()
+		t.r.metrics.failures.WithLabelValues(t.rel.Name).Inc()
+		if clock.Sleep(t.ctx, t.r.cfg.Clock, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, maxRetryBackoff)
+	}
+}
+
+// checkpoint is what an epoch commits of its inputs: per input (in the
+// graph's order), per partition, where to resume.
+type checkpoint struct {
+	Inputs []map[int32]source.Position `json:"inputs"`
+}
+
+// input is one source the view reads.
+type input struct {
+	def    *source.Def
+	reader *source.Reader
+	ch     chan polled
+}
+
+type polled struct {
+	b   *source.Batch
+	err error
+}
+
+func (t *task) runOnce() error {
+	vw, defs, err := t.compile()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		return err
+	}
+	cache := pebble.NewCache(stateCacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(filepath.Join(t.dir, "state"), &pebble.Options{Cache: cache, MemTableSize: 16 << 20, Logger: quietLogger{}})
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	defer db.Close()
+	st := flow.NewPebbleStore(db, nil, false)
+	defer st.Close()
+	// Before the database closes: no new reads, and the reads in
+	// progress finish.
+	defer func() {
+		t.mu.Lock()
+		t.mu.view = nil
+		for t.mu.readers > 0 {
+			t.mu.idle.Wait()
+		}
+		t.mu.Unlock()
+	}()
+	// An epoch takes batches until it holds MaxEpochChanges, so it may
+	// overshoot by a batch per input.
+	drv, err := flow.NewDriver(vw.Graph(), st, flow.Options{Index: &vw.Index,
+		MaxEpochChanges: t.r.cfg.MaxEpochChanges + len(defs)*maxBatchChanges})
+	if err != nil {
+		return err
+	}
+	var cp checkpoint
+	if b, ok, err := drv.Checkpoint(); err != nil {
+		return err
+	} else if ok {
+		if err := json.Unmarshal(b, &cp); err != nil || len(cp.Inputs) != len(defs) {
+			return fmt.Errorf("state: %w: checkpoint does not match the view's inputs", types.ErrCorrupt)
+		}
+	} else {
+		cp.Inputs = make([]map[int32]source.Position, len(defs))
+	}
+	t.mu.Lock()
+	t.mu.cols, t.mu.view, t.mu.state = vw.Columns, drv.View(), "running"
+	t.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(t.ctx)
+	defer cancel()
+	ins := make([]*input, len(defs))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for i, def := range defs {
+		var schemas *source.Schemas
+		if t.r.cfg.Schemas != nil {
+			schemas = t.r.cfg.Schemas()
+		}
+		dec, err := source.NewDecoder(def, schemas)
+		if err != nil {
+			return err
+		}
+		start, err := t.startOf(ctx, def, cp.Inputs[i])
+		if err != nil {
+			return fmt.Errorf("source %s: %w", def.Name, err)
+		}
+		rd, err := source.NewReader(ctx, source.ReaderConfig{Def: def, Decoder: dec, Kafka: t.r.cfg.Kafka(),
+			Start: start, StateDir: filepath.Join(t.dir, "upsert-"+strconv.Itoa(i)),
+			Metrics: t.r.cfg.SourceMetrics, MaxPollRecords: maxPollRecords})
+		if err != nil {
+			return fmt.Errorf("source %s: %w", def.Name, err)
+		}
+		in := &input{def: def, reader: rd, ch: make(chan polled, batchesBuffered)}
+		ins[i] = in
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer rd.Close()
+			for {
+				b, err := rd.Poll(ctx)
+				select {
+				case in.ch <- polled{b, err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	t.mu.Lock()
+	t.mu.positions = clonePositions(cp.Inputs)
+	t.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t.measureLag(ctx, defs)
+	}()
+	return t.loop(ctx, drv, ins, cp)
+}
+
+// startOf is where to read def's topic from: the checkpoint's
+// positions, and a partition it has none for (none of its records read
+// yet, or added since) from the log's start, so no partition is left
+// unread. With no checkpoint at all, nil: the Reader starts every
+// partition as the source's startup option says.
+func (t *task) startOf(ctx context.Context, def *source.Def, cp map[int32]source.Position) (map[int32]source.Position, error) {
+	if len(cp) == 0 {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(t.r.cfg.Kafka()...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListStartOffsets(ctx, def.Topic)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return nil, err
+	}
+	start := maps.Clone(cp)
+	offs.Each(func(o kadm.ListedOffset) {
+		if _, ok := start[o.Partition]; !ok && o.Topic == def.Topic {
+			start[o.Partition] = source.Position{Offset: o.Offset}
+		}
+	})
+	return start, nil
+}
+
+// loop runs epochs: it waits for a batch on any input, takes what else
+// is ready (up to the epoch's bound), and steps the driver with the
+// changes and the inputs' new positions as the checkpoint.
+func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp checkpoint) error {
+	m := t.r.metrics
+	name := t.rel.Name
+	for i := range cp.Inputs {
+		if cp.Inputs[i] == nil {
+			cp.Inputs[i] = map[int32]source.Position{}
+		}
+	}
+	wms := make([]time.Time, len(ins))
+	for {
+		epoch := flow.Epoch{Inputs: make([][]types.Change, len(ins))}
+		n, got := 0, false
+		take := func(i int, p polled) error {
+			if p.err != nil {
+				return fmt.Errorf("source %s: %w", ins[i].def.Name, p.err)
+			}
+			got = true
+			for _, pb := range p.b.Partitions {
+				epoch.Inputs[i] = append(epoch.Inputs[i], pb.Changes...)
+				n += len(pb.Changes)
+				cp.Inputs[i][pb.Partition] = pb.Next
+			}
+			if p.b.Watermark.After(wms[i]) {
+				wms[i] = p.b.Watermark
+			}
+			return nil
+		}
+		// Block for the first batch of any input (a reflect.Select
+		// would do it without a goroutine per input; the readers'
+		// channels are few).
+		if err := t.waitAny(ctx, ins, take); err != nil {
+			return err
+		}
+		// Then whatever else is ready, bounded by the epoch's size.
+		for more := true; more && n < t.r.cfg.MaxEpochChanges; {
+			more = false
+			for i, in := range ins {
+				select {
+				case p := <-in.ch:
+					if err := take(i, p); err != nil {
+						return err
+					}
+					more = true
+				default:
+				}
+			}
+		}
+		if !got {
+			continue
+		}
+		wm := wms[0]
+		for _, w := range wms[1:] {
+			if w.Before(wm) {
+				wm = w
+			}
+		}
+		epoch.Watermark = wm
+		b, err := json.Marshal(cp)
+		if err != nil {
+			return err
+		}
+		epoch.Checkpoint = b
+		if _, err := drv.Step(epoch); err != nil {
+			return err
+		}
+		now := t.r.cfg.Clock.Now()
+		t.mu.Lock()
+		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
+		t.mu.positions = clonePositions(cp.Inputs)
+		t.mu.Unlock()
+		m.epochs.WithLabelValues(name).Inc()
+		m.changes.WithLabelValues(name).Add(float64(n))
+		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)
+		var consumed int64
+		for _, parts := range cp.Inputs {
+			for _, p := range sortedKeys(parts) {
+				consumed += parts[p].Offset
+			}
+		}
+		m.offsets.WithLabelValues(name).Set(float64(consumed))
+	}
+}
+
+// lagInterval is how often a view's lag in records is measured (a
+// ListOffsets request per input).
+const lagInterval = 5 * time.Second
+
+// measureLag sets the view's records-behind gauge every lagInterval:
+// the inputs' end offsets (read_committed: the last stable offsets)
+// minus the committed positions, summed.
+func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
+	cl, err := kgo.NewClient(append(t.r.cfg.Kafka(), kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		t.mu.Lock()
+		pos := t.mu.positions
+		t.mu.Unlock()
+		var behind int64
+		ok := true
+		for i, def := range defs {
+			ends, err := adm.ListEndOffsets(ctx, def.Topic)
+			if err == nil {
+				err = ends.Error()
+			}
+			if err != nil {
+				ok = false
+				break
+			}
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Topic != def.Topic {
+					return
+				}
+				var at int64
+				if i < len(pos) {
+					at = pos[i][o.Partition].Offset
+				}
+				behind += max(0, o.Offset-at)
+			})
+		}
+		if ok {
+			t.r.metrics.lag.WithLabelValues(t.rel.Name).Set(float64(behind))
+		}
+		if clock.Sleep(ctx, t.r.cfg.Clock, lagInterval) != nil {
+			return
+		}
+	}
+}
+
+func clonePositions(in []map[int32]source.Position) []map[int32]source.Position {
+	out := make([]map[int32]source.Position, len(in))
+	for i, m := range in {
+		out[i] = maps.Clone(m)
+	}
+	return out
+}
+
+// waitAny blocks until one input has a batch and takes it.
+func (t *task) waitAny(ctx context.Context, ins []*input, take func(int, polled) error) error {
+	if len(ins) == 1 {
+		select {
+		case p := <-ins[0].ch:
+			return take(0, p)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	type tagged struct {
+		i int
+		p polled
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	first := make(chan tagged, len(ins))
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case p := <-in.ch:
+				first <- tagged{i, p}
+			case <-wctx.Done():
+			}
+		}()
+	}
+	var res tagged
+	select {
+	case res = <-first:
+	case <-ctx.Done():
+		cancel()
+		wg.Wait()
+		return ctx.Err()
+	}
+	cancel()
+	wg.Wait()
+	close(first)
+	// Another input's batch may have been taken too: keep it, in
+	// order, so no batch is lost.
+	if err := take(res.i, res.p); err != nil {
+		return err
+	}
+	for x := range first {
+		if err := take(x.i, x.p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[int32]V) []int32 {
+	ks := make([]int32, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// compile compiles the view over the catalog's sources as they were
+// when the task started (a relation's definition never changes; a
+// dropped input drops its dependents first).
+//
+// A view over other views reads their queries inlined as WITH queries
+// (inline): one graph per dependency chain, reading the sources, so a
+// view's exactly-once is its own checkpoint's alone and no task waits
+// on another's output epochs. The price is state: an upstream view's
+// operators are kept again in each view reading it.
+func (t *task) compile() (*viewplan.View, []*source.Def, error) {
+	byID := make(map[uint64]meta.Relation, len(t.rels))
+	for _, rel := range t.rels {
+		byID[rel.ID] = rel
+	}
+	st, err := inline(t.rel, byID, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat := &compileCatalog{rels: t.rels, defs: map[string]*source.Def{}}
+	vw, err := viewplan.CompileSelect(st, cat)
+	if err != nil {
+		return nil, nil, err
+	}
+	defs := make([]*source.Def, len(vw.Inputs))
+	for i, name := range vw.Inputs {
+		d, ok := cat.defs[name]
+		if !ok {
+			return nil, nil, sqlerr.Errorf(sqlerr.InternalError, "materialized view %q reads %q, which is not a source", t.rel.Name, name)
+		}
+		defs[i] = d
+	}
+	return vw, defs, nil
+}
+
+// maxViewDepth bounds a chain of views over views.
+const maxViewDepth = 16
+
+// inline returns rel's SELECT with each view it reads (its DependsOn)
+// prepended as a WITH query of the view's name, itself inlined.
+func inline(rel meta.Relation, byID map[uint64]meta.Relation, depth int) (*pg.SelectStmt, error) {
+	if depth > maxViewDepth {
+		return nil, sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "materialized view %q: views over views nested deeper than %d", rel.Name, maxViewDepth)
+	}
+	q := rel.Query
+	if q == "" {
+		q = rel.SQL
+	}
+	stmts, err := parse.Parse(q)
+	if err != nil {
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "a view is one statement, not %d", len(stmts))
+	}
+	n := stmts[0].Node
+	if ctas := n.GetCreateTableAsStmt(); ctas != nil {
+		n = ctas.Query
+	}
+	st := n.GetSelectStmt()
+	if st == nil {
+		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "a view's query must be a SELECT")
+	}
+	var ctes []*pg.Node
+	for _, id := range rel.DependsOn {
+		up, ok := byID[id]
+		if !ok || up.Kind != meta.RelationView {
+			continue
+		}
+		if st.WithClause != nil {
+			for _, c := range st.WithClause.Ctes {
+				if c.GetCommonTableExpr().GetCtename() == up.Name {
+					return nil, sqlerr.NotSupported("materialized view %q names a WITH query %q like the view it reads", rel.Name, up.Name)
+				}
+			}
+		}
+		ust, err := inline(up, byID, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		ctes = append(ctes, &pg.Node{Node: &pg.Node_CommonTableExpr{CommonTableExpr: &pg.CommonTableExpr{
+			Ctename: up.Name, Ctequery: &pg.Node{Node: &pg.Node_SelectStmt{SelectStmt: ust}}}}})
+	}
+	if len(ctes) > 0 {
+		if st.WithClause == nil {
+			st.WithClause = &pg.WithClause{}
+		}
+		st.WithClause.Ctes = append(ctes, st.WithClause.Ctes...)
+	}
+	return st, nil
+}
+
+// compileCatalog is viewplan.Catalog over the catalog's sources.
+type compileCatalog struct {
+	rels []meta.Relation
+	defs map[string]*source.Def
+}
+
+func (c *compileCatalog) Relation(schema, name string) (*viewplan.Relation, bool, error) {
+	if schema != "" && schema != "public" {
+		return nil, false, nil
+	}
+	for _, rel := range c.rels {
+		if rel.Name != name {
+			continue
+		}
+		if rel.Kind != meta.RelationSource {
+			return nil, false, sqlerr.Errorf(sqlerr.WrongObjectType, "%s %q cannot be read by a materialized view", rel.Kind, rel.Name)
+		}
+		def, err := source.DefOf(rel)
+		if err != nil {
+			return nil, false, err
+		}
+		c.defs[name] = def
+		cols := make([]exec.Column, len(def.Columns))
+		for i, col := range def.Columns {
+			cols[i] = exec.Column{Name: col.Name, Type: col.Type}
+		}
+		return &viewplan.Relation{Name: name, Columns: cols}, true, nil
+	}
+	return nil, false, nil
+}
+
+// stateCacheBytes bounds a view's Pebble block cache; flow's own cache
+// of hot values (flow.DefaultCacheBytes) is in front of it.
+const stateCacheBytes = 16 << 20
+
+// quietLogger keeps Pebble's routine messages out of the agent's log;
+// what fails reaches the task as an error.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("views: state: "+format, args...))
+}
+
+// objectNotInPrerequisiteState is PostgreSQL's 55000, what it answers
+// for reading a materialized view that has not been populated.
+const objectNotInPrerequisiteState = "55000"
