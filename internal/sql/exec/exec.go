@@ -312,7 +312,7 @@ func (l *limitNode) open(r *run) (iter, error) {
 		}
 		n := v.(int64)
 		if n < 0 {
-			return 0, sqlerr.Errorf("2201W", "%s must not be negative", what)
+			return 0, sqlerr.Errorf(sqlerr.InvalidRowCountInLimit, "%s must not be negative", what)
 		}
 		return n, nil
 	}

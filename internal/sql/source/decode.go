@@ -69,10 +69,6 @@ func badf(reason Reason, code, format string, args ...any) *BadRecord {
 	return bad(reason, sqlerr.Errorf(code, format, args...))
 }
 
-// characterNotInRepertoire is PostgreSQL's 22021, for text that is not
-// UTF-8 or holds NUL.
-const characterNotInRepertoire = "22021"
-
 // Decoder decodes a source's records into rows. Safe for concurrent
 // use (the schema cache is shared and locked).
 type Decoder struct {
@@ -88,7 +84,7 @@ func NewDecoder(def *Def, schemas *Schemas) (*Decoder, error) {
 	}
 	d := &Decoder{def: def, schemas: schemas, payload: def.payloadColumns()}
 	if (def.Format == FormatText || def.Format == FormatBytes) && len(d.payload) != 1 {
-		return nil, sqlerr.Errorf(invalidObjectDefinition, "format %s reads the value into one column", def.Format)
+		return nil, sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "format %s reads the value into one column", def.Format)
 	}
 	return d, nil
 }
@@ -171,11 +167,11 @@ func (d *Decoder) metadata(r *kgo.Record, row types.Row) error {
 // validText is b as PostgreSQL text: UTF-8 without NUL.
 func validText(b []byte) (string, error) {
 	if !utf8.Valid(b) {
-		return "", sqlerr.Errorf(characterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\"")
+		return "", sqlerr.Errorf(sqlerr.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\"")
 	}
 	for _, c := range b {
 		if c == 0 {
-			return "", sqlerr.Errorf(characterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": 0x00")
+			return "", sqlerr.Errorf(sqlerr.CharacterNotInRepertoire, "invalid byte sequence for encoding \"UTF8\": 0x00")
 		}
 	}
 	return string(b), nil

@@ -135,7 +135,7 @@ func defOf(rel meta.Relation, strictTypes bool) (*Def, error) {
 	d := &Def{ID: rel.ID, Name: rel.Name, Topic: rel.Topic, Format: Format(strings.ToLower(rel.Format)),
 		Envelope: Append, BadRecords: Drop, WatermarkColumn: -1, Startup: Earliest}
 	if d.Topic == "" {
-		return nil, sqlerr.Errorf(invalidObjectDefinition, "source %q names no topic", rel.Name)
+		return nil, sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "source %q names no topic", rel.Name)
 	}
 	switch d.Format {
 	case FormatJSON, FormatText, FormatBytes, FormatAvro, FormatProtobuf:
@@ -163,9 +163,6 @@ func defOf(rel meta.Relation, strictTypes bool) (*Def, error) {
 	}
 	return d, nil
 }
-
-// invalidObjectDefinition is PostgreSQL's 42P17.
-const invalidObjectDefinition = "42P17"
 
 func (d *Def) options(rel meta.Relation) error {
 	closed := func(key string, dst *string, values ...string) error {
@@ -203,18 +200,18 @@ func (d *Def) options(rel meta.Relation) error {
 	dlt, hasDLT := rel.Option("deadletter.topic")
 	switch {
 	case d.BadRecords == DeadLetter && dlt == "":
-		return sqlerr.Errorf(invalidObjectDefinition, "bad.records = 'dead-letter' needs deadletter.topic")
+		return sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "bad.records = 'dead-letter' needs deadletter.topic")
 	case hasDLT && d.BadRecords != DeadLetter:
-		return sqlerr.Errorf(invalidObjectDefinition, "deadletter.topic is used only with bad.records = 'dead-letter'")
+		return sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "deadletter.topic is used only with bad.records = 'dead-letter'")
 	case dlt != "" && dlt == d.Topic:
-		return sqlerr.Errorf(invalidObjectDefinition, "the dead-letter topic cannot be the source's own topic")
+		return sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "the dead-letter topic cannot be the source's own topic")
 	}
 	d.DeadLetterTopic = dlt
 
 	col, hasCol := rel.Option("watermark.column")
 	delay, hasDelay := rel.Option("watermark.delay")
 	if hasDelay && !hasCol {
-		return sqlerr.Errorf(invalidObjectDefinition, "watermark.delay needs watermark.column")
+		return sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "watermark.delay needs watermark.column")
 	}
 	if hasCol {
 		i := slices.IndexFunc(d.Columns, func(c Column) bool { return c.Name == col })

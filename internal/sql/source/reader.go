@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
 )
 
@@ -306,7 +307,7 @@ func (r *Reader) poll(ctx context.Context) (*Batch, error) {
 func (r *Reader) record(ctx context.Context, rec *kgo.Record, ps *partState, pb *PartitionBatch, ub *upsertBatch, emit bool) (*BadRecord, error) {
 	def := r.cfg.Def
 	if def.Envelope == Upsert && rec.Key == nil {
-		return badf(ReasonKey, "22004", "an upsert source's record has no key"), nil
+		return badf(ReasonKey, sqlerr.NullValueNotAllowed, "an upsert source's record has no key"), nil
 	}
 	var row types.Row
 	if rec.Value != nil || def.Envelope == Append {

@@ -519,7 +519,7 @@ func TestScan(t *testing.T) {
 	}
 	_, err = scan(def, 20)
 	var se *sqlerr.Error
-	if !errors.As(err, &se) || se.Code != source.ConfigurationLimitExceeded {
+	if !errors.As(err, &se) || se.Code != sqlerr.ConfigurationLimitExceeded {
 		t.Fatalf("scan over 20 rows: %v, want SQLSTATE 53400", err)
 	}
 

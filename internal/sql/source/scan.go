@@ -13,10 +13,6 @@ import (
 	"github.com/strandkafka/strand/internal/sql/types"
 )
 
-// ConfigurationLimitExceeded is PostgreSQL's 53400, what a scan over
-// its limits fails with.
-const ConfigurationLimitExceeded = "53400"
-
 // Defaults of a scan's limits.
 const (
 	DefaultScanMaxRows  = 100_000
@@ -140,7 +136,7 @@ func (s *Scan) Next(ctx context.Context) (types.Row, bool) {
 func (s *Scan) Err() error { return s.err }
 
 func (s *Scan) overLimit() error {
-	e := sqlerr.Errorf(ConfigurationLimitExceeded, "source %q holds more than the scan limit of %d rows or %d bytes", s.cfg.Def.Name, s.cfg.MaxRows, s.cfg.MaxBytes)
+	e := sqlerr.Errorf(sqlerr.ConfigurationLimitExceeded, "source %q holds more than the scan limit of %d rows or %d bytes", s.cfg.Def.Name, s.cfg.MaxRows, s.cfg.MaxBytes)
 	e.Hint = "narrow the query, or read the source through a materialized view"
 	return e
 }

@@ -15,6 +15,8 @@ const (
 	FeatureNotSupported       = "0A000"
 	CardinalityViolation      = "21000"
 	StringDataRightTruncation = "22001"
+	InvalidRowCountInLimit    = "2201W"
+	CharacterNotInRepertoire  = "22021"
 	NumericValueOutOfRange    = "22003"
 	NullValueNotAllowed       = "22004"
 	InvalidDatetimeFormat     = "22007"
@@ -45,9 +47,14 @@ const (
 	CannotCoerce              = "42846"
 	IndeterminateDatatype     = "42P18"
 	InvalidColumnReference    = "42P10"
-	OutOfMemory               = "53200"
-	ProgramLimitExceeded      = "54000"
-	InternalError             = "XX000"
+	InvalidObjectDefinition   = "42P17"
+	// ObjectNotInPrerequisiteState is also what PostgreSQL answers for
+	// reading a materialized view that has not been populated.
+	ObjectNotInPrerequisiteState = "55000"
+	OutOfMemory                  = "53200"
+	ConfigurationLimitExceeded   = "53400"
+	ProgramLimitExceeded         = "54000"
+	InternalError                = "XX000"
 )
 
 // Error is an error with a SQLSTATE. Position is the 1-based character

@@ -477,7 +477,7 @@ func (c *compiler) limit(l *exec.Logical) (built, error) {
 		}
 		n := v.(int64)
 		if n < 0 {
-			return 0, false, sqlerr.Errorf("2201W", "LIMIT must not be negative")
+			return 0, false, sqlerr.Errorf(sqlerr.InvalidRowCountInLimit, "LIMIT must not be negative")
 		}
 		return n, true, nil
 	}

@@ -285,7 +285,7 @@ func (r *Runner) ready(id uint64) (*task, error) {
 	t, ok := r.mu.tasks[id]
 	r.mu.Unlock()
 	if !ok {
-		return nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %d is not maintained on this agent yet", id)
+		return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "materialized view %d is not maintained on this agent yet", id)
 	}
 	t.mu.Lock()
 	if t.mu.view == nil {
@@ -294,7 +294,7 @@ func (r *Runner) ready(id uint64) (*task, error) {
 			msg = "failed: " + t.mu.err
 		}
 		t.mu.Unlock()
-		return nil, sqlerr.Errorf(objectNotInPrerequisiteState, "materialized view %q %s", t.rel.Name, msg)
+		return nil, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "materialized view %q %s", t.rel.Name, msg)
 	}
 	return t, nil
 }
@@ -859,7 +859,3 @@ func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("views: state: "+format, args...))
 }
-
-// objectNotInPrerequisiteState is PostgreSQL's 55000, what it answers
-// for reading a materialized view that has not been populated.
-const objectNotInPrerequisiteState = "55000"
