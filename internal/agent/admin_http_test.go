@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,16 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
 // startWith is start with a config of the test's own (kernel-chosen
 // loopback ports unless it names them) and a logger.
+// memLogRuns numbers the in-memory logs memLogURL names.
+var memLogRuns atomic.Int64
+
+// memLogURL names an in-memory log of t's own: mem:// logs live as long
+// as the process, so a name reused by -count=N would start the next run
+// on the last one's topics.
+func memLogURL(t *testing.T) string {
+	return fmt.Sprintf("mem://%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), memLogRuns.Add(1))
+}
+
 func startWith(t *testing.T, cfg agent.Config, logger *slog.Logger) *agent.Agent {
 	t.Helper()
 	if cfg.KafkaListen == "" && cfg.Listeners == "" {

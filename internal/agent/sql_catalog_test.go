@@ -30,7 +30,7 @@ import (
 // ... CASCADE, and a user without CREATE refused with 42501.
 func TestSQLCatalog(t *testing.T) {
 	shared := t.TempDir()
-	logURL := "mem://" + strings.ReplaceAll(t.Name(), "/", "-")
+	logURL := memLogURL(t)
 	var agents []*agent.Agent
 	for node := range int32(2) {
 		agents = append(agents, startWith(t, agent.Config{
