@@ -11,7 +11,10 @@ import (
 
 // The time forms read are ISO 8601's, which DateStyle ISO writes:
 // "2024-01-02", "2024-01-02 03:04:05.123456", a "T" in place of the
-// space, an optional zone (Z, UTC, +HH, +HH:MM, +HHMM) and " BC".
+// space, an optional zone (Z, UTC, +HH, +HH:MM, +HHMM) and " BC", and
+// a date's digits run together (YYYYMMDD, YYMMDD) as PostgreSQL reads
+// them. Errors carry PostgreSQL's codes: 22008 for a field out of range,
+// 22009 for a zone beyond 15:59, 22007 for text not read.
 // PostgreSQL reads many more (month names, other orders); those are
 // 22007 here until a source needs them.
 
@@ -23,6 +26,21 @@ func datetimeOverflow(text string) *sqlerr.Error {
 	return sqlerr.Errorf(sqlerr.DatetimeFieldOverflow, "date/time field value out of range: %q", text)
 }
 
+// clockError is the error for text whose time of day parseClock or
+// parseZone refused with err, PostgreSQL's code for each.
+func clockError(t Type, text string, err error) *sqlerr.Error {
+	switch err {
+	case errClockRange:
+		return datetimeOverflow(text)
+	case errZoneRange:
+		return sqlerr.Errorf(sqlerr.InvalidTimeZoneDisplacementValue, "time zone displacement out of range: %q", text)
+	}
+	return badDatetime(t, text)
+}
+
+// maxYear is the last year a timestamp holds (PostgreSQL's 294276 AD).
+const maxYear = 294276
+
 // ParseDate is date_in for ISO dates; a time after the date is ignored.
 func ParseDate(text string) (time.Time, error) {
 	s := strings.TrimSpace(text)
@@ -31,9 +49,12 @@ func ParseDate(text string) (time.Time, error) {
 	if !ok {
 		return time.Time{}, badDatetime(Date, text)
 	}
+	if y > maxYear {
+		return time.Time{}, datetimeOverflow(text)
+	}
 	if rest != "" {
 		if _, err := parseClock(strings.TrimLeft(rest, " T"), true); err != nil {
-			return time.Time{}, badDatetime(Date, text)
+			return time.Time{}, clockError(Date, text, err)
 		}
 	}
 	if bc {
@@ -59,8 +80,13 @@ func validDate(y, m, d int) bool {
 	return d <= time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
-// parseYMD reads YYYY-MM-DD at the start of s.
+// parseYMD reads YYYY-MM-DD at the start of s, or the digits of a
+// date run together as PostgreSQL reads them (YYYYMMDD; 6 digits are
+// YYMMDD). A run-together year may exceed maxYear: the caller's 22008.
 func parseYMD(s string) (y, m, d int, rest string, ok bool) {
+	if y, m, d, rest, ok := parseRunTogether(s); ok {
+		return y, m, d, rest, true
+	}
 	parts := strings.SplitN(s, "-", 3)
 	if len(parts) != 3 {
 		return 0, 0, 0, "", false
@@ -73,10 +99,38 @@ func parseYMD(s string) (y, m, d int, rest string, ok bool) {
 	y, err1 = strconv.Atoi(parts[0])
 	m, err2 = strconv.Atoi(parts[1])
 	d, err3 = strconv.Atoi(parts[2][:end])
-	if err1 != nil || err2 != nil || err3 != nil || len(parts[0]) < 1 || y < 0 || y > 294276 {
+	if err1 != nil || err2 != nil || err3 != nil || len(parts[0]) < 1 || y < 0 || y > maxYear {
 		return 0, 0, 0, "", false
 	}
 	return y, m, d, parts[2][end:], true
+}
+
+// parseRunTogether reads a date of at least six digits with nothing
+// between them, as DecodeNumberField does: the last two are the day,
+// the two before the month, the rest the year (two digits: 1970-2069).
+func parseRunTogether(s string) (y, m, d int, rest string, ok bool) {
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if end < 6 || (end < len(s) && s[end] != ' ' && s[end] != 'T' && s[end] != 't') {
+		return 0, 0, 0, "", false
+	}
+	digits := s[:end]
+	y, err := strconv.Atoi(digits[:end-4])
+	if err != nil {
+		y = maxYear + 1 // too many digits for an int: out of range all the same
+	}
+	m, _ = strconv.Atoi(digits[end-4 : end-2])
+	d, _ = strconv.Atoi(digits[end-2:])
+	if end == 6 {
+		if y < 70 {
+			y += 2000
+		} else {
+			y += 1900
+		}
+	}
+	return y, m, d, s[end:], true
 }
 
 // clock is a time of day with an optional zone offset.
@@ -101,14 +155,14 @@ func parseClock(s string, allowZone bool) (clockTime, error) {
 	}
 	h, err1 := strconv.Atoi(fields[0])
 	mi, err2 := strconv.Atoi(fields[1])
-	if err1 != nil || err2 != nil || len(fields[0]) > 2 || len(fields[1]) != 2 {
+	if err1 != nil || err2 != nil || len(fields[0]) > 2 || len(fields[1]) < 1 || len(fields[1]) > 2 {
 		return c, errBadClock
 	}
 	var secMicros int64
 	if len(fields) == 3 {
 		secText, frac, _ := strings.Cut(fields[2], ".")
 		sec, err := strconv.Atoi(secText)
-		if err != nil || len(secText) != 2 {
+		if err != nil || len(secText) < 1 || len(secText) > 2 {
 			return c, errBadClock
 		}
 		secMicros = int64(sec) * microsPerSecond
@@ -140,9 +194,9 @@ func parseClock(s string, allowZone bool) (clockTime, error) {
 		if !allowZone {
 			return c, errBadClock
 		}
-		off, ok := parseZone(zone)
-		if !ok {
-			return c, errBadClock
+		off, err := parseZone(zone)
+		if err != nil {
+			return c, err
 		}
 		c.offset, c.hasZone = off, true
 	}
@@ -156,15 +210,18 @@ func (e clockErr) Error() string { return string(e) }
 const (
 	errBadClock   = clockErr("bad time")
 	errClockRange = clockErr("time out of range")
+	errZoneRange  = clockErr("time zone displacement out of range")
 )
 
-func parseZone(z string) (int, bool) {
+// parseZone reads a zone's offset east of UTC in seconds; an offset
+// beyond PostgreSQL's 15:59 is errZoneRange, other text errBadClock.
+func parseZone(z string) (int, error) {
 	switch strings.ToUpper(z) {
 	case "Z", "UTC", "GMT", "+00", "-00":
-		return 0, true
+		return 0, nil
 	}
 	if len(z) < 2 || (z[0] != '+' && z[0] != '-') {
-		return 0, false
+		return 0, errBadClock
 	}
 	sign := 1
 	if z[0] == '-' {
@@ -182,12 +239,15 @@ func parseZone(z string) (int, bool) {
 			m, err = strconv.Atoi(rest[2:])
 		}
 	default:
-		return 0, false
+		return 0, errBadClock
 	}
-	if err != nil || h > 15 || m > 59 {
-		return 0, false
+	if err != nil {
+		return 0, errBadClock
 	}
-	return sign * (h*3600 + m*60), true
+	if h > 15 || m > 59 {
+		return 0, errZoneRange
+	}
+	return sign * (h*3600 + m*60), nil
 }
 
 // ParseTimestamp is timestamp_in (tz false: a zone is ignored, as
@@ -204,21 +264,22 @@ func ParseTimestamp(text string, tz bool) (time.Time, error) {
 	if !ok {
 		return time.Time{}, badDatetime(typ, text)
 	}
+	if y > maxYear {
+		return time.Time{}, datetimeOverflow(text)
+	}
 	var c clockTime
 	if rest = strings.TrimLeft(rest, " "); rest != "" {
 		if rest[0] == 'T' || rest[0] == 't' {
 			rest = rest[1:]
 		}
-		if off, ok := parseZone(rest); ok {
+		if off, err := parseZone(rest); err == nil {
 			c.offset, c.hasZone = off, true
+		} else if err == errZoneRange {
+			return time.Time{}, clockError(typ, text, err)
 		} else {
-			var err error
 			c, err = parseClock(rest, true)
-			if err == errClockRange {
-				return time.Time{}, datetimeOverflow(text)
-			}
 			if err != nil {
-				return time.Time{}, badDatetime(typ, text)
+				return time.Time{}, clockError(typ, text, err)
 			}
 		}
 	}
