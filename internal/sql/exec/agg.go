@@ -58,6 +58,13 @@ func aggResultType(name string, arg types.Type) (types.Type, bool) {
 		if arg.Category() != types.CatUser || arg.OID == types.OIDBytea {
 			return arg.Base(), true
 		}
+	case "var_samp", "var_pop", "stddev_samp", "stddev_pop":
+		switch arg.OID {
+		case types.OIDInt2, types.OIDInt4, types.OIDInt8, types.OIDNumeric:
+			return types.Numeric, true
+		case types.OIDFloat4, types.OIDFloat8:
+			return types.Float8, true
+		}
 	case "bool_and", "bool_or", "every":
 		if arg.OID == types.OIDBool {
 			return types.Bool, true
@@ -82,6 +89,13 @@ type aggState struct {
 	best  any
 	b     *bool
 	sb    *strings.Builder
+	// The variances' state: over numerics (and integers) the exact sum
+	// of squares beside dec, the sum, and how many NaNs and infinities
+	// came (count then counts only the finite values); over floats PostgreSQL's
+	// float8_accum: Youngs-Cramer's sum and sum of squared differences.
+	dec2      *apd.Decimal
+	nonFinite int64
+	fsx, fsxx float64
 	// held are argument rows kept for DISTINCT or ORDER BY, fed to the
 	// accumulator at the end.
 	held []types.Row
@@ -159,6 +173,8 @@ func (s *aggState) accumulate(vals types.Row) error {
 		case types.IntervalValue:
 			s.iv = types.IntervalValue{Months: s.iv.Months + x.Months, Days: s.iv.Days + x.Days, Micros: s.iv.Micros + x.Micros}
 		}
+	case "var_samp", "var_pop", "stddev_samp", "stddev_pop":
+		return s.accumulateVariance(v)
 	case "min", "max":
 		want := -1
 		if spec.name == "max" {
@@ -185,6 +201,95 @@ func (s *aggState) accumulate(vals types.Row) error {
 		s.sb.WriteString(v.(string))
 	}
 	return nil
+}
+
+// accumulateVariance adds v to a variance's state as PostgreSQL's
+// numeric_accum and float8_accum do.
+func (s *aggState) accumulateVariance(v any) error {
+	switch x := v.(type) {
+	case float32, float64:
+		f := asFloat64(x)
+		oldN, oldSx := float64(s.count-1), s.fsx
+		n := oldN + 1
+		s.fsx += f
+		if oldN > 0 {
+			tmp := f*n - s.fsx
+			s.fsxx += tmp * tmp / (n * oldN)
+			// Infinite sums from finite values overflowed; from an
+			// infinite one they are NaN.
+			if math.IsInf(s.fsx, 0) || math.IsInf(s.fsxx, 0) {
+				if !math.IsInf(oldSx, 0) && !math.IsInf(f, 0) {
+					return sqlerr.Errorf(sqlerr.NumericValueOutOfRange, "value out of range: overflow")
+				}
+				s.fsxx = math.NaN()
+			}
+		} else if math.IsNaN(f) || math.IsInf(f, 0) {
+			s.fsxx = math.NaN()
+		}
+		return nil
+	}
+	var d *apd.Decimal
+	switch x := v.(type) {
+	case int16, int32, int64:
+		d = apd.New(asInt64(x), 0)
+	case *apd.Decimal:
+		if x.Form != apd.Finite {
+			s.nonFinite++
+			s.count--
+			return nil
+		}
+		d = x
+	}
+	if s.dec == nil {
+		s.dec, s.dec2 = apd.New(0, 0), apd.New(0, 0)
+	}
+	sq := new(apd.Decimal)
+	if _, err := exactCtx.Mul(sq, d, d); err != nil {
+		return err
+	}
+	if _, err := exactCtx.Add(s.dec, s.dec, d); err != nil {
+		return err
+	}
+	_, err := exactCtx.Add(s.dec2, s.dec2, sq)
+	return err
+}
+
+// variance is a variance's result: NULL without enough values, as
+// PostgreSQL's float8_var_samp and numeric_stddev_internal answer.
+func (s *aggState) variance() (any, error) {
+	spec := s.spec
+	sample := spec.name == "var_samp" || spec.name == "stddev_samp"
+	root := spec.name == "stddev_samp" || spec.name == "stddev_pop"
+	if spec.typ.OID == types.OIDFloat8 {
+		n := float64(s.count)
+		if n == 0 || sample && n <= 1 {
+			return nil, nil
+		}
+		den := n
+		if sample {
+			den = n - 1
+		}
+		v := s.fsxx / den
+		if root {
+			return math.Sqrt(v), nil
+		}
+		return v, nil
+	}
+	n := s.count + s.nonFinite
+	if n == 0 || sample && n <= 1 {
+		return nil, nil
+	}
+	if s.nonFinite > 0 {
+		return &apd.Decimal{Form: apd.NaN}, nil
+	}
+	return expr.NumericVariance(s.dec, s.dec2, s.count, sample, root)
+}
+
+func asFloat64(v any) float64 {
+	if f, ok := v.(float32); ok {
+		return float64(f)
+	}
+	return v.(float64)
 }
 
 // special adds numerics where one is NaN or infinite, as PostgreSQL's
@@ -242,6 +347,8 @@ func (s *aggState) result(r *run) (any, error) {
 			return nil, nil
 		}
 		return s.sb.String(), nil
+	case "var_samp", "var_pop", "stddev_samp", "stddev_pop":
+		return s.variance()
 	}
 	if s.count == 0 {
 		return nil, nil

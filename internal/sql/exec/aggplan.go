@@ -38,6 +38,9 @@ func (a *aggCtx) Column(names []string, loc int32) (*expr.Expr, error) {
 	return nil, sqlerr.Errorf(sqlerr.GroupingError, "column %q must appear in the GROUP BY clause or be used in an aggregate function", name).At(loc)
 }
 
+// Ungrouped is the scope below the aggregation (expr.GroupedScope).
+func (a *aggCtx) Ungrouped() expr.Scope { return a.from }
+
 func (a *aggCtx) columnAt(idx int, t types.Type) (*expr.Expr, error) {
 	if i, ok := a.groupCol[idx]; ok {
 		return expr.Column(i, a.groupTypes[i]), nil
@@ -122,8 +125,15 @@ func (a *aggCtx) add(p *planner, f *pg.FuncCall, name string) (*expr.Expr, error
 	a.inArgs = true
 	defer func() { a.inArgs = false }()
 	spec := &aggSpec{name: name, star: f.AggStar, distinct: f.AggDistinct}
-	if name == "every" {
+	// PostgreSQL's aliases, its pg_aggregate giving each the same
+	// functions.
+	switch name {
+	case "every":
 		spec.name = "bool_and"
+	case "variance":
+		spec.name = "var_samp"
+	case "stddev":
+		spec.name = "stddev_samp"
 	}
 	if f.Over != nil {
 		return nil, sqlerr.NotSupported("window functions are not supported yet").At(f.Location)

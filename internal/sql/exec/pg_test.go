@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/strandkafka/strand/internal/sql/expr"
 	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
@@ -227,6 +228,31 @@ var queries = []string{
 	"SELECT sum(name) FROM t1",
 	"SELECT max(count(*)) FROM t1",
 	"SELECT avg(qty) FROM t1 WHERE id <> 5",
+	// Variances: numeric results at PostgreSQL's scales, float8 by
+	// Youngs-Cramer, NULL under two values (samples) or none.
+	"SELECT var_samp(price), var_pop(price), stddev_samp(price), stddev_pop(price), variance(price), stddev(price) FROM t1",
+	"SELECT var_samp(id), var_pop(id), stddev_samp(id), stddev_pop(id) FROM t1",
+	"SELECT var_samp(amount), var_pop(amount), stddev(amount), stddev_pop(amount) FROM t2",
+	"SELECT var_samp(qty), stddev_pop(qty) FROM t1 WHERE id <> 5",
+	"SELECT var_samp(qty), var_pop(qty), stddev_samp(qty) FROM t1",
+	"SELECT var_samp(f), var_pop(f), stddev_samp(f), stddev_pop(f), variance(f::float4) FROM t1",
+	"SELECT grp, var_samp(price), stddev_pop(f), variance(id) FROM t1 GROUP BY grp ORDER BY grp",
+	"SELECT var_samp(x), var_pop(x), stddev(x) FROM t3",
+	"SELECT var_samp(id), var_pop(id), stddev_samp(price), stddev_pop(price) FROM t1 WHERE id = 3",
+	"SELECT var_samp(DISTINCT price), stddev_pop(price) FILTER (WHERE id > 2) FROM t1",
+	"SELECT var_pop(v), var_samp(v), stddev(v) FROM (VALUES (1.5::numeric), ('NaN'), (2)) AS x(v)",
+	"SELECT var_pop(v), var_samp(v) FROM (VALUES ('Infinity'::float8), (1)) AS x(v)",
+	"SELECT var_pop(v), stddev_samp(v) FROM (VALUES (0.1), (0.2), (0.35), (1e-20)) AS x(v)",
+	"SELECT var_samp(v), stddev_samp(v) FROM (VALUES (123456789012.345), (-98765.4321), (7)) AS x(v)",
+	"SELECT var_samp(v), stddev_samp(v) FROM (VALUES (1e300::float8), (-1e300::float8)) AS x(v)",
+	"SELECT var_samp(name) FROM t1",
+	"SELECT id FROM t1 WHERE var_samp(id) > 0",
+	// A function PostgreSQL does not have is 42883 before any grouping
+	// error its arguments would raise.
+	"SELECT no_such_fn(id) FROM t1 GROUP BY grp",
+	"SELECT no_such_fn(price, name), count(*) FROM t1",
+	"SELECT grp, no_such_fn(grp) FROM t1 GROUP BY grp",
+	"SELECT no_such_fn(nope) FROM t1 GROUP BY grp",
 	"SELECT sum(qty) FROM t1",
 	"SELECT avg(price * qty), sum(price * qty) FROM t1 WHERE id < 5",
 	"SELECT avg(ts - '2024-01-01'::timestamp), sum('1 hour'::interval) FROM t1",
@@ -516,4 +542,48 @@ func compareAnswers(q string, want, got answer) string {
 		return fmt.Sprintf("  PostgreSQL rows: %q\n  Strand rows:     %q", w, g)
 	}
 	return ""
+}
+
+// TestPostgresAggregates checks expr.PostgresAggregates against the
+// server's pg_proc, both ways (for the names its version has), and that each PostgreSQL aggregate the
+// executor lacks is refused with 0A000 naming it.
+func TestPostgresAggregates(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT DISTINCT proname::text FROM pg_proc WHERE prokind = 'a' AND pronamespace = 'pg_catalog'::regnamespace ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versionNum int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&versionNum); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, ok := expr.PostgresAggregates[n]; !ok {
+			t.Errorf("PostgreSQL has aggregate %s; expr.PostgresAggregates lacks it", n)
+		}
+	}
+	for n, since := range expr.PostgresAggregates {
+		if since <= versionNum/10000 && !slices.Contains(names, n) {
+			t.Errorf("expr.PostgresAggregates names %s (since %d); PostgreSQL %d has no such aggregate", n, since, versionNum)
+		}
+	}
+	cat := loadTables(t, ctx, conn)
+	for _, n := range names {
+		if expr.Aggregates[n] {
+			continue
+		}
+		got := ourAnswer(ctx, cat, "SELECT "+n+"(id) FROM t1 GROUP BY grp")
+		if got.code != sqlerr.FeatureNotSupported || !strings.Contains(got.msg, n) {
+			t.Errorf("%s(id): got %s %s; want 0A000 naming it", n, got.code, got.msg)
+		}
+	}
 }

@@ -633,3 +633,45 @@ func opCoerceError(err error, op string, lt, rt types.Type, loc int32) error {
 	}
 	return noOperator(op, lt, rt, loc)
 }
+
+// NumericVariance is numeric_stddev_internal's finite case: the
+// variance (stddev: its square root) of n values whose sum is sumX and
+// sum of squares sumX2, both exact; sample divides by n(n-1), else by
+// n². The scales are PostgreSQL's: the division's select_div_scale, the
+// root to the same scale; a numerator roundoff made non-positive is 0.
+func NumericVariance(sumX, sumX2 *apd.Decimal, n int64, sample, stddev bool) (*apd.Decimal, error) {
+	vN := apd.New(n, 0)
+	num, sq := new(apd.Decimal), new(apd.Decimal)
+	c := apd.BaseContext.WithPrecision(uint32(2*(sumX.NumDigits()+sumX2.NumDigits()) + 40))
+	if _, err := c.Mul(sq, sumX, sumX); err != nil {
+		return nil, outOfRange(types.Numeric)
+	}
+	if _, err := c.Mul(num, vN, sumX2); err != nil {
+		return nil, outOfRange(types.Numeric)
+	}
+	if _, err := c.Sub(num, num, sq); err != nil {
+		return nil, outOfRange(types.Numeric)
+	}
+	if num.Sign() <= 0 {
+		return apd.New(0, 0), nil
+	}
+	// n(n-1) in decimal: past 3e9 rows it would overflow an int64.
+	den, other := new(apd.Decimal), vN
+	if sample {
+		other = apd.New(n-1, 0)
+	}
+	if _, err := c.Mul(den, vN, other); err != nil {
+		return nil, outOfRange(types.Numeric)
+	}
+	rscale := divScale(num, den)
+	v, err := numericDiv(num, den, rscale)
+	if err != nil || !stddev {
+		return v, err
+	}
+	root := new(apd.Decimal)
+	rc := apd.BaseContext.WithPrecision(uint32(rscale + int64(v.NumDigits()) + 10))
+	if _, err := rc.Sqrt(root, v); err != nil {
+		return nil, outOfRange(types.Numeric)
+	}
+	return roundNumeric(root, rscale)
+}

@@ -100,6 +100,16 @@ type Scope interface {
 	Column(names []string, location int32) (*Expr, error)
 }
 
+// GroupedScope is a Scope above an aggregation, where a column outside
+// GROUP BY is 42803. Ungrouped is the scope below it: a call of a
+// function that does not exist compiles its arguments there, for their
+// types, so that it fails with PostgreSQL's 42883 naming them and not
+// with a grouping error PostgreSQL would find only later.
+type GroupedScope interface {
+	Scope
+	Ungrouped() Scope
+}
+
 // Hook lets the planner compile a node before the compiler does:
 // aggregates, grouped expressions, subqueries. ok false leaves the node
 // to the compiler.
