@@ -7,7 +7,7 @@
 // printed from the server's text format, as psql does: what the user
 // sees is what the server rendered, with no client-side decoding to get
 // wrong. -e runs each text as it is (psql -c); -f and the prompt split
-// a script with PostgreSQL's own scanner (sql_split.go).
+// a script with a lexer of PostgreSQL's own rules (sql_split.go).
 
 package cli
 
@@ -340,8 +340,6 @@ const (
 // interactive reads statements at a prompt until \q or end of input,
 // running each as soon as a line ends it with ';'.
 func (s *sqlSession) interactive(ctx context.Context, lr lineReader) error {
-	// Compile the scanner while the user types the first statement.
-	go splitSQL(";")
 	var buf strings.Builder
 	for ctx.Err() == nil {
 		if buf.Len() == 0 {

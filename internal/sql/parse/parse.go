@@ -4,6 +4,10 @@
 // PostgreSQL accepts and hands the planner pg_query's protobuf node types
 // (github.com/pganalyze/pg_query_go/v6), which every later stage builds on.
 //
+// It also owns cutting a script into statements without the grammar
+// (Split, split.go): a lexer of the few rules that decide where a ';'
+// ends one, for the CLI, which must not pay the module's compilation.
+//
 // # The decision, measured
 //
 // Three ways were open: go-pgquery (pure Go, wazero), a parser of our own
