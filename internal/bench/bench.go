@@ -40,6 +40,9 @@ type Options struct {
 	Nexmark        bool
 	NexmarkQueries string
 	SQL            string
+	// afterNexmark, a test's, checks the views before the embedded
+	// agent stops.
+	afterNexmark func(ctx context.Context, sqlAddr string, brokers []string, r *NexmarkResult) error
 	// Brokers is a running cluster's seed list; Embedded starts an agent
 	// in this process instead. Exactly one must be set.
 	Brokers []string
@@ -585,6 +588,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	switch {
 	case o.Nexmark:
 		rep.Nexmark, err = runNexmark(ctx, &o, tgt, o.SQL, pw)
+		if err == nil && o.afterNexmark != nil {
+			err = o.afterNexmark(ctx, o.SQL, tgt.brokers, rep.Nexmark)
+		}
 	case o.Stress != "":
 		res, rep.Stress, err = runStress(ctx, &o, tgt, pw, epoch)
 	default:
