@@ -477,6 +477,13 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 		}
 		fmt.Fprintf(b, "  %-4s %-12s %12.0f %14.0f %10.1f %10.0f %.0f/%d\n", v.Query, v.View, v.EventsPerSec, v.EventsPerCore, v.EpochsPerSec, v.LagEnd, v.Consumed, v.Expected)
 	}
+	var sum float64
+	for _, v := range r.Views {
+		sum += v.EventsPerSec
+	}
+	if r.Cores > 0 {
+		fmt.Fprintf(b, "  all views: %.0f events/s, %.0f per core\n", sum, sum/r.Cores)
+	}
 	if r.DrainSeconds >= 0 {
 		fmt.Fprintf(b, "  every view consumed every event %.1f s after the load\n", r.DrainSeconds)
 	} else {
