@@ -39,9 +39,10 @@ type Options struct {
 	// the SQL endpoint at SQL, events at Rate for Duration.
 	Nexmark        bool
 	NexmarkQueries string
+	NexmarkReplay  bool
 	SQL            string
-	// afterNexmark, a test's, checks the views before the embedded
-	// agent stops.
+	// afterNexmark, a test's, checks the load's views before the
+	// replays drop them.
 	afterNexmark func(ctx context.Context, sqlAddr string, brokers []string, r *NexmarkResult) error
 	// Brokers is a running cluster's seed list; Embedded starts an agent
 	// in this process instead. Exactly one must be set.
@@ -588,9 +589,6 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	switch {
 	case o.Nexmark:
 		rep.Nexmark, err = runNexmark(ctx, &o, tgt, o.SQL, pw)
-		if err == nil && o.afterNexmark != nil {
-			err = o.afterNexmark(ctx, o.SQL, tgt.brokers, rep.Nexmark)
-		}
 	case o.Stress != "":
 		res, rep.Stress, err = runStress(ctx, &o, tgt, pw, epoch)
 	default:

@@ -65,6 +65,8 @@ type NexmarkResult struct {
 	FreshnessP99Ms    float64 `json:"freshness_p99_ms"`
 	FreshnessMaxMs    float64 `json:"freshness_max_ms"`
 	FreshnessTimeouts int     `json:"freshness_timeouts"`
+	// Replay is each query alone, with --nexmark-replay.
+	Replay []NexmarkReplay `json:"replay,omitempty"`
 	// DrainSeconds is how long after the load every view took to consume
 	// every produced event (-1: not within the timeout).
 	DrainSeconds float64 `json:"drain_seconds"`
@@ -90,6 +92,81 @@ type NexmarkView struct {
 	// was produced to its inputs.
 	Consumed float64 `json:"consumed"`
 	Expected int64   `json:"expected"`
+}
+
+// NexmarkReplay is one query's view created after the load over the
+// topics' whole contents: the agent's throughput and cost for that query
+// alone, catching up as fast as it can.
+type NexmarkReplay struct {
+	Query   string  `json:"query"`
+	Events  float64 `json:"events"`
+	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the agent's over the replay (with --embedded the
+	// bench process's, idle but for its scrapes).
+	CPUSeconds    float64 `json:"cpu_seconds"`
+	EventsPerSec  float64 `json:"events_per_sec"`
+	EventsPerCore float64 `json:"events_per_cpu_second"`
+	// Error is why the replay did not finish.
+	Error string `json:"error,omitempty"`
+}
+
+// nexmarkReplayTimeout bounds one query's replay.
+const nexmarkReplayTimeout = 5 * time.Minute
+
+// replayQueries creates each query (not refused) as a fresh view after
+// the load, alone, and times it to consume every event its inputs hold.
+func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, queries []nexmark.Query, r *NexmarkResult, pw *progressWriter) error {
+	refused := map[string]bool{}
+	expected := map[string]int64{}
+	for _, v := range r.Views {
+		refused[v.Query] = v.Refused != ""
+		expected[v.Query] = v.Expected
+	}
+	for _, q := range queries {
+		if refused[q.Name] {
+			continue
+		}
+		view := nexmarkViewPrefix + q.Name + "_replay"
+		rp := NexmarkReplay{Query: q.Name}
+		if _, err := conn.Exec(ctx, "DROP MATERIALIZED VIEW IF EXISTS "+view); err != nil {
+			return err
+		}
+		start, err := Scrape(ctx, metricsAddr)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", view, q.SQL)); err != nil {
+			return fmt.Errorf("bench: create view %s: %w", view, err)
+		}
+		rp.Error = "timed out"
+		for time.Since(t0) < nexmarkReplayTimeout {
+			m, err := Scrape(ctx, metricsAddr)
+			if err != nil {
+				return err
+			}
+			if vm := m.Views[view]; vm.InputOffsets >= float64(expected[q.Name]) {
+				rp.Error = ""
+				rp.Events = vm.InputOffsets
+				rp.Seconds = time.Since(t0).Seconds()
+				rp.CPUSeconds = m.CPUSeconds - start.CPUSeconds
+				rp.EventsPerSec = rp.Events / rp.Seconds
+				if rp.CPUSeconds > 0 {
+					rp.EventsPerCore = rp.Events / rp.CPUSeconds
+				}
+				break
+			}
+			if err := clock.Sleep(ctx, clock.Real, 20*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		pw.note("nexmark replay %s: %.0f events in %.2f s", q.Name, rp.Events, rp.Seconds)
+		r.Replay = append(r.Replay, rp)
+		if _, err := conn.Exec(ctx, "DROP MATERIALIZED VIEW IF EXISTS "+view); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nexmarkQueries parses --nexmark-queries ("" or "all": every query).
@@ -358,6 +435,23 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 			return nil, err
 		}
 	}
+	if o.afterNexmark != nil {
+		if err := o.afterNexmark(ctx, sqlAddr, tgt.brokers, res); err != nil {
+			return nil, err
+		}
+	}
+	if o.NexmarkReplay {
+		// The load's views go first: the replays measure one query at
+		// a time.
+		for _, v := range res.Views {
+			if _, err := conn.Exec(ctx, "DROP MATERIALIZED VIEW IF EXISTS "+v.View); err != nil {
+				return nil, err
+			}
+		}
+		if err := replayQueries(ctx, conn, tgt.metricsAddr, queries, res, pw); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -488,6 +582,17 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 		fmt.Fprintf(b, "  every view consumed every event %.1f s after the load\n", r.DrainSeconds)
 	} else {
 		fmt.Fprintf(b, "  not every view consumed every event within %s after the load\n", nexmarkDrainTimeout)
+	}
+	if len(r.Replay) > 0 {
+		b.WriteString("  replay, each query alone after the load over every event its topics hold:\n")
+		fmt.Fprintf(b, "  %-4s %10s %8s %8s %12s %16s\n", "query", "events", "s", "cpu s", "events/s", "events/cpu s")
+		for _, p := range r.Replay {
+			if p.Error != "" {
+				fmt.Fprintf(b, "  %-4s %s\n", p.Query, p.Error)
+				continue
+			}
+			fmt.Fprintf(b, "  %-4s %10.0f %8.2f %8.2f %12.0f %16.0f\n", p.Query, p.Events, p.Seconds, p.CPUSeconds, p.EventsPerSec, p.EventsPerCore)
+		}
 	}
 	if r.FreshnessView == "" {
 		b.WriteString("  freshness: no q0, q1 or q2 view to read markers from\n")

@@ -54,7 +54,7 @@ func TestNexmarkEmbedded(t *testing.T) {
 	checked := false
 	o := Options{
 		Embedded: true, Nexmark: true, NexmarkQueries: "q0,q2,q4,q6",
-		Rate: 300, Duration: 3 * time.Second, DataDir: t.TempDir(),
+		Rate: 300, Duration: 3 * time.Second, DataDir: t.TempDir(), NexmarkReplay: true,
 	}
 	o.afterNexmark = func(ctx context.Context, sqlAddr string, brokers []string, r *NexmarkResult) error {
 		checked = true
@@ -107,6 +107,20 @@ func TestNexmarkEmbedded(t *testing.T) {
 		case v.Consumed != float64(v.Expected) || v.EventsPerSec <= 0:
 			t.Errorf("%s consumed %v of %d, %v events/s", v.Query, v.Consumed, v.Expected, v.EventsPerSec)
 		}
+	}
+	// The replays run after afterNexmark, over the same topics: each
+	// consumed what its load view did.
+	var replayed []string
+	for _, p := range r.Replay {
+		replayed = append(replayed, p.Query)
+		for _, v := range r.Views {
+			if v.Query == p.Query && (p.Error != "" || p.Events != float64(v.Expected) || p.EventsPerCore <= 0) {
+				t.Errorf("replay %s: %+v, want %d events", p.Query, p, v.Expected)
+			}
+		}
+	}
+	if !slices.Equal(replayed, []string{"q0", "q2", "q4"}) {
+		t.Errorf("replayed %v, want q0, q2, q4", replayed)
 	}
 	if r.FreshnessSamples == 0 || r.FreshnessP99Ms < r.FreshnessP50Ms || r.FreshnessP50Ms <= 0 {
 		t.Errorf("freshness: %d samples, p50 %v ms, p99 %v ms", r.FreshnessSamples, r.FreshnessP50Ms, r.FreshnessP99Ms)
