@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/bench/nexmark"
@@ -226,7 +227,7 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		if err == nil {
 			err = resp.Err
 		}
-		if err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return nil, fmt.Errorf("bench: create topic %s: %w", t, err)
 		}
 	}
@@ -529,8 +530,14 @@ func runMarkers(ctx context.Context, cl *kgo.Client, conn *pgx.Conn, view string
 		case <-tick.C:
 		}
 		auction := 123 * (markerAuctionBase + i)
+		// The marker takes the newest event's time, so windowed views
+		// (q5, q7) see it as one more bid, not a late or far-off one.
+		at := nexmark.DefaultBaseTime
+		if us := lastTime.Load(); us != 0 {
+			at = time.UnixMicro(us).UTC()
+		}
 		b := nexmark.Bid{Auction: auction, Bidder: 0, Price: i, Channel: "marker", URL: "marker",
-			DateTime: nexmark.Time{Time: time.UnixMicro(lastTime.Load()).UTC()}}
+			DateTime: nexmark.Time{Time: at}}
 		v, err := nexmark.Event{Kind: nexmark.KindBid, Bid: &b}.JSON()
 		if err != nil {
 			return timeouts
@@ -554,7 +561,9 @@ func runMarkers(ctx context.Context, cl *kgo.Client, conn *pgx.Conn, view string
 				timeouts++
 				break
 			}
-			time.Sleep(markerPollEvery)
+			if clock.Sleep(context.Background(), clock.Real, markerPollEvery) != nil {
+				return timeouts
+			}
 		}
 	}
 }
