@@ -41,7 +41,15 @@ the agent's alone.
 --compare-kfake then drives franz-go's kfake (one broker, in process, on
 disk with an fsync per batch unless --kfake-memory) with the same load and
 prints the ratios; --disk-bandwidth measures fsync'd sequential writes in
-the data directory and prints ingest as a fraction of it.`,
+the data directory and prints ingest as a fraction of it.
+
+--nexmark instead creates the topics person, auction and bid, their JSON
+sources and the Nexmark queries as materialized views nexmark_q0... (a
+view of that name is dropped first) over the agent's SQL endpoint
+(--sql; started with --embedded), produces seeded Nexmark events at
+--rate, and reports each view's events/s and per agent core, and the
+freshness of a marker bid from its produce call to a pull query seeing
+it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if printPrices {
