@@ -34,6 +34,16 @@ import (
 // SetDefaults, except Warmup, Rate and Consumers, where zero means none;
 // Run calls SetDefaults and Validate.
 type Options struct {
+	// Nexmark runs the Nexmark mode (nexmarkrun.go) instead of the
+	// producer/consumer load: NexmarkQueries ("" for all) as views over
+	// the SQL endpoint at SQL, events at Rate for Duration.
+	Nexmark        bool
+	NexmarkQueries string
+	NexmarkReplay  bool
+	SQL            string
+	// afterNexmark, a test's, checks the load's views before the
+	// replays drop them.
+	afterNexmark func(ctx context.Context, sqlAddr string, brokers []string, r *NexmarkResult) error
 	// Brokers is a running cluster's seed list; Embedded starts an agent
 	// in this process instead. Exactly one must be set.
 	Brokers []string
@@ -204,6 +214,9 @@ func (o *Options) SetDefaults() {
 	if o.ObjStore != "" && o.StorageEvery == 0 {
 		o.StorageEvery = DefaultStorageEvery
 	}
+	if o.SQL == "" {
+		o.SQL = DefaultSQLAddr
+	}
 	o.setStressDefaults()
 	o.setColdReadDefaults()
 }
@@ -216,6 +229,17 @@ func (o *Options) Validate() error {
 	}
 	if o.Embedded == (len(o.Brokers) > 0) {
 		bad("give exactly one of --brokers and --embedded")
+	}
+	if o.Nexmark {
+		if !o.Embedded && o.HTTP == "" {
+			bad("--nexmark reads the views' metrics: give --http with --brokers")
+		}
+		if o.Stress != "" || o.ColdRead || o.CompareKfake {
+			bad("--nexmark runs alone: not with --stress, --cold-read or --compare-kfake")
+		}
+		if _, err := nexmarkQueries(o.NexmarkQueries); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.Cost {
 		if err := o.CostWorkload.Validate(); err != nil {
@@ -341,6 +365,8 @@ type Report struct {
 	ColdRead *ColdReadResult `json:"cold_read,omitempty"`
 	// Cost is there with --cost.
 	Cost *CostResult `json:"cost,omitempty"`
+	// Nexmark is there with --nexmark, and Strand is not.
+	Nexmark *NexmarkResult `json:"nexmark,omitempty"`
 }
 
 // CostResult is the run priced, beside Kafka RF=3 for its workload.
@@ -536,6 +562,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		}
 		tgt.brokers = []string{a.KafkaAddr()}
 		tgt.metricsAddr = a.HTTPAddr()
+		if o.Nexmark {
+			o.SQL = a.SQLAddr()
+		}
 		tgt.cpuScope = "bench process: embedded agent plus load generator"
 	}
 	var sampler *storageSampler
@@ -557,9 +586,12 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 	}
 	var res *PhaseResult
 	var err error
-	if o.Stress != "" {
+	switch {
+	case o.Nexmark:
+		rep.Nexmark, err = runNexmark(ctx, &o, tgt, o.SQL, pw)
+	case o.Stress != "":
 		res, rep.Stress, err = runStress(ctx, &o, tgt, pw, epoch)
-	} else {
+	default:
 		res, err = (&phase{opts: &o, tgt: tgt, stderr: pw, epoch: epoch}).run(ctx)
 	}
 	if sampler != nil {
@@ -572,6 +604,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		return nil, err
 	}
 	rep.Strand = res
+	if o.Nexmark {
+		rep.LoadEnd = loadAverage()
+		if o.JSON {
+			return rep, writeJSON(stdout, rep)
+		}
+		return rep, writeText(stdout, rep)
+	}
 
 	if o.CompareKfake {
 		kres, err := runKfake(ctx, &o, filepath.Join(dataDir, "kfake"), pw, epoch)
@@ -703,6 +742,10 @@ func startEmbedded(ctx context.Context, o *Options, dir string, stderr io.Writer
 
 // embeddedConfig is the config of an agent startEmbedded starts in dir.
 func embeddedConfig(o *Options, dir string) agent.Config {
+	sqlListen := ""
+	if o.Nexmark {
+		sqlListen = "127.0.0.1:0"
+	}
 	return agent.Config{
 		DataDir:                 dir,
 		KafkaListen:             "127.0.0.1:0",
@@ -716,6 +759,7 @@ func embeddedConfig(o *Options, dir string) agent.Config {
 		AutoCreateTopics:        true,
 		FetchReadAheadBytes:     o.FetchReadAheadBytes,
 		FetchMaxParallelGets:    o.FetchMaxParallelGets,
+		SQLListen:               sqlListen,
 	}
 }
 

@@ -41,7 +41,15 @@ the agent's alone.
 --compare-kfake then drives franz-go's kfake (one broker, in process, on
 disk with an fsync per batch unless --kfake-memory) with the same load and
 prints the ratios; --disk-bandwidth measures fsync'd sequential writes in
-the data directory and prints ingest as a fraction of it.`,
+the data directory and prints ingest as a fraction of it.
+
+--nexmark instead creates the topics person, auction and bid, their JSON
+sources and the Nexmark queries as materialized views nexmark_q0... (a
+view of that name is dropped first) over the agent's SQL endpoint
+(--sql; started with --embedded), produces seeded Nexmark events at
+--rate, and reports each view's events/s and per agent core, and the
+freshness of a marker bid from its produce call to a pull query seeing
+it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if printPrices {
@@ -78,6 +86,10 @@ the data directory and prints ingest as a fraction of it.`,
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&o.Nexmark, "nexmark", false, "instead of the producer/consumer load: create topics person, auction and bid, their sources and the Nexmark queries as materialized views over --sql, produce generated events at --rate (default "+fmt.Sprint(DefaultNexmarkRate)+" events/s) for --duration with freshness markers, and report each view's events/s, events/s per agent core and produce-to-visible freshness")
+	f.StringVar(&o.NexmarkQueries, "nexmark-queries", "", "--nexmark: the queries, comma separated (default all, q0-q8; those the view compiler refuses are reported and skipped)")
+	f.BoolVar(&o.NexmarkReplay, "nexmark-replay", false, "--nexmark: after the load, create each query again alone and time it over every event the topics hold: events per CPU second for that query by itself")
+	f.StringVar(&o.SQL, "sql", DefaultSQLAddr, "--nexmark: the agent's SQL endpoint, an address or a postgres:// URL (known with --embedded)")
 	f.StringVar(&brokers, "brokers", "", "seed brokers of a running cluster, comma separated")
 	security.Register(f)
 	f.BoolVar(&o.Embedded, "embedded", false, "start an agent in this process, in --data-dir or a temporary directory")

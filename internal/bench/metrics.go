@@ -40,6 +40,22 @@ type AgentMetrics struct {
 	// Hedges is strand_produce_upload_hedges_total by result (won,
 	// lost).
 	Hedges map[string]float64
+	// Views are the strand_sql_view_* series by view label.
+	Views map[string]ViewMetrics
+}
+
+// ViewMetrics are one materialized view's series on the agent.
+type ViewMetrics struct {
+	// Epochs is strand_sql_view_epochs_total.
+	Epochs float64
+	// InputOffsets is strand_sql_view_input_offsets: the next offsets
+	// to read, summed over its input partitions, so its increase is the
+	// records it consumed.
+	InputOffsets float64
+	// LagRecords is strand_sql_view_input_lag_records.
+	LagRecords float64
+	// Failures is strand_sql_view_failures_total.
+	Failures float64
 }
 
 // Puts counts both kinds of PUT.
@@ -103,6 +119,28 @@ func ParseMetrics(r io.Reader) (AgentMetrics, error) {
 	}
 	if f, ok := fams["strand_process_resident_memory_peak_bytes"]; ok && len(f.GetMetric()) > 0 {
 		m.RSSPeakBytes = metricValue(f.GetMetric()[0])
+	}
+	m.Views = map[string]ViewMetrics{}
+	for _, s := range []struct {
+		name string
+		set  func(*ViewMetrics, float64)
+	}{
+		{"strand_sql_view_epochs_total", func(v *ViewMetrics, x float64) { v.Epochs = x }},
+		{"strand_sql_view_input_offsets", func(v *ViewMetrics, x float64) { v.InputOffsets = x }},
+		{"strand_sql_view_input_lag_records", func(v *ViewMetrics, x float64) { v.LagRecords = x }},
+		{"strand_sql_view_failures_total", func(v *ViewMetrics, x float64) { v.Failures = x }},
+	} {
+		f, ok := fams[s.name]
+		if !ok {
+			continue
+		}
+		found = true
+		for _, mm := range f.GetMetric() {
+			name := labelValue(mm, "view")
+			v := m.Views[name]
+			s.set(&v, metricValue(mm))
+			m.Views[name] = v
+		}
 	}
 	if !found {
 		return m, ErrNoMetrics

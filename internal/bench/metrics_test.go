@@ -61,6 +61,28 @@ strand_objstore_requests_total{op="get"} 7
 			},
 		},
 		{
+			name: "views by label",
+			in: `# TYPE strand_sql_view_epochs_total counter
+strand_sql_view_epochs_total{view="a"} 4
+strand_sql_view_epochs_total{view="b"} 9
+# TYPE strand_sql_view_input_offsets gauge
+strand_sql_view_input_offsets{view="a"} 120
+# TYPE strand_sql_view_input_lag_records gauge
+strand_sql_view_input_lag_records{view="b"} 7
+# TYPE strand_sql_view_failures_total counter
+strand_sql_view_failures_total{view="b"} 1
+`,
+			check: func(t *testing.T, m AgentMetrics) {
+				want := map[string]ViewMetrics{
+					"a": {Epochs: 4, InputOffsets: 120},
+					"b": {Epochs: 9, LagRecords: 7, Failures: 1},
+				}
+				if len(m.Views) != len(want) || m.Views["a"] != want["a"] || m.Views["b"] != want["b"] {
+					t.Errorf("views = %+v, want %+v", m.Views, want)
+				}
+			},
+		},
+		{
 			name:    "not an agent",
 			in:      "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n",
 			wantErr: ErrNoMetrics,

@@ -87,12 +87,19 @@ func writeText(w io.Writer, r *Report) error {
 	if o.Rate > 0 {
 		rate = fmt.Sprintf("%.0f rec/s", o.Rate)
 	}
-	fmt.Fprintf(&b, "\n  %d producers, %d consumers, topic %s with %d partitions, %d B records, acks=%s, compression %s, linger %s, rate %s, %s after %s warm-up\n",
-		o.Producers, o.Consumers, o.Topic, o.Partitions, o.RecordSize, o.Acks, o.Compression, o.Linger, rate, o.Duration, o.Warmup)
-	fmt.Fprintf(&b, "  %d CPUs; load average %s at start, %s at end\n", r.CPUs, fmtLoad(r.LoadStart), fmtLoad(r.LoadEnd))
-	if r.ColdRead != nil {
-		writeColdRead(&b, r.ColdRead, o.ObjStoreLatency)
+	if r.Nexmark != nil {
+		b.WriteString("\n")
 	} else {
+		fmt.Fprintf(&b, "\n  %d producers, %d consumers, topic %s with %d partitions, %d B records, acks=%s, compression %s, linger %s, rate %s, %s after %s warm-up\n",
+			o.Producers, o.Consumers, o.Topic, o.Partitions, o.RecordSize, o.Acks, o.Compression, o.Linger, rate, o.Duration, o.Warmup)
+	}
+	fmt.Fprintf(&b, "  %d CPUs; load average %s at start, %s at end\n", r.CPUs, fmtLoad(r.LoadStart), fmtLoad(r.LoadEnd))
+	switch {
+	case r.Nexmark != nil:
+		writeNexmark(&b, r.Nexmark)
+	case r.ColdRead != nil:
+		writeColdRead(&b, r.ColdRead, o.ObjStoreLatency)
+	default:
 		writePhase(&b, r.Strand, "")
 	}
 	if r.Kfake != nil {

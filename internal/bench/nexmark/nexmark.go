@@ -1,7 +1,9 @@
 // Package nexmark owns Strand's Nexmark workload: a deterministic,
 // seeded generator of the benchmark's Person, Auction and Bid events,
 // their JSON form for topics, and a pacer that releases them at a set
-// rate of events per second on an internal/clock Clock.
+// rate of events per second on an internal/clock Clock, and the
+// benchmark's queries q0-q8 as SQL with the sources' columns
+// (queries.go), which `strand bench --nexmark` creates as views.
 //
 // The generator follows the Nexmark benchmark's reference generator as
 // kept in github.com/nexmark/nexmark (nexmark-flink, generator/ and
