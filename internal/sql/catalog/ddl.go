@@ -18,6 +18,7 @@ import (
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/sqlerr"
+	"github.com/strandkafka/strand/internal/sql/views"
 )
 
 // Formats a source reads and a sink writes. Avro and Protobuf take the
@@ -432,9 +433,25 @@ func (s *session) createView(ctx context.Context, st parse.Statement) error {
 	if err := s.mayCreate(meta.RelationView, name); err != nil {
 		return err
 	}
+	if err := s.compiles(meta.Relation{Kind: meta.RelationView, Name: name, SQL: st.Text, Query: query, DependsOn: deps}); err != nil {
+		return err
+	}
 	_, err = s.propose(ctx, meta.CreateRelation{Kind: meta.RelationView, Name: name, IfNotExists: ct.IfNotExists, SQL: st.Text,
 		Query: query, DependsOn: deps, Owner: s.who.Principal.String()})
 	return err
+}
+
+// compiles refuses a view the dataflow cannot keep (views.Check), at
+// CREATE, where the user sees why, rather than from every agent's
+// runner afterwards.
+func (s *session) compiles(rel meta.Relation) error {
+	v := s.e.cfg.Store.View()
+	defer v.Close()
+	rels, err := v.Relations()
+	if err != nil {
+		return err
+	}
+	return views.Check(rel, rels)
 }
 
 func (s *session) createSink(ctx context.Context, st parse.Statement) error {

@@ -733,16 +733,28 @@ func sortedKeys[V any](m map[int32]V) []int32 {
 // view's exactly-once is its own checkpoint's alone and no task waits
 // on another's output epochs. The price is state: an upstream view's
 // operators are kept again in each view reading it.
-func (t *task) compile() (*viewplan.View, []*source.Def, error) {
-	byID := make(map[uint64]meta.Relation, len(t.rels))
-	for _, rel := range t.rels {
-		byID[rel.ID] = rel
+func (t *task) compile() (*viewplan.View, []*source.Def, error) { return compile(t.rel, t.rels) }
+
+// Check compiles rel, a materialized view about to be created, over
+// rels (the catalog's relations, its inputs among them) as its task
+// will: CREATE refuses with the error a task would fail with (0A000
+// naming a construct the dataflow does not keep, say), instead of
+// storing a view that never runs.
+func Check(rel meta.Relation, rels []meta.Relation) error {
+	_, _, err := compile(rel, rels)
+	return err
+}
+
+func compile(rel meta.Relation, rels []meta.Relation) (*viewplan.View, []*source.Def, error) {
+	byID := make(map[uint64]meta.Relation, len(rels))
+	for _, r := range rels {
+		byID[r.ID] = r
 	}
-	st, err := inline(t.rel, byID, 0)
+	st, err := inline(rel, byID, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	cat := &compileCatalog{rels: t.rels, defs: map[string]*source.Def{}}
+	cat := &compileCatalog{rels: rels, defs: map[string]*source.Def{}}
 	vw, err := viewplan.CompileSelect(st, cat)
 	if err != nil {
 		return nil, nil, err
@@ -751,7 +763,7 @@ func (t *task) compile() (*viewplan.View, []*source.Def, error) {
 	for i, name := range vw.Inputs {
 		d, ok := cat.defs[name]
 		if !ok {
-			return nil, nil, sqlerr.Errorf(sqlerr.InternalError, "materialized view %q reads %q, which is not a source", t.rel.Name, name)
+			return nil, nil, sqlerr.Errorf(sqlerr.InternalError, "materialized view %q reads %q, which is not a source", rel.Name, name)
 		}
 		defs[i] = d
 	}
