@@ -3,10 +3,13 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/sql/engine"
 	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
 	"github.com/strandkafka/strand/internal/sql/views"
 )
@@ -54,19 +57,47 @@ func (s *session) prepareSubscribe(st parse.Statement) (pgwire.Statement, error)
 	for _, c := range vcols {
 		cols = append(cols, pgwire.Column{Name: c.Name, Type: c.Type.OID, TypeSize: c.Type.Size(), TypeMod: c.Type.Mod})
 	}
-	return &subscribeStmt{sub: sub, id: rel.ID, cols: cols}, nil
+	return &subscribeStmt{sub: sub, id: rel.ID, cols: cols, settings: s.next}, nil
 }
 
 type subscribeStmt struct {
 	sub  Subscriber
 	id   uint64
 	cols []pgwire.Column
+	// settings is the next engine's session, which keeps the settings
+	// (SettingSubscribeMaxChanges).
+	settings pgwire.Session
+}
+
+// SettingSubscribeMaxChanges bounds a subscriber's unread changes.
+const SettingSubscribeMaxChanges = "strand.subscribe_max_changes"
+
+// maxQueued is the session's SettingSubscribeMaxChanges, 0 (the
+// default) for a next engine without settings.
+func (q *subscribeStmt) maxQueued() (int, error) {
+	st, ok := q.settings.(engine.State)
+	if !ok {
+		return 0, nil
+	}
+	v, err := st.Setting(SettingSubscribeMaxChanges)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, sqlerr.Errorf(sqlerr.InvalidParameterValue, "%s: %v", SettingSubscribeMaxChanges, err)
+	}
+	return n, nil
 }
 
 func (q *subscribeStmt) Params() []uint32         { return nil }
 func (q *subscribeStmt) Columns() []pgwire.Column { return q.cols }
 func (q *subscribeStmt) Start(ctx context.Context, args []any) (pgwire.Rows, error) {
-	sub, err := q.sub.Subscribe(q.id, true, 0)
+	maxQueued, err := q.maxQueued()
+	if err != nil {
+		return nil, err
+	}
+	sub, err := q.sub.Subscribe(q.id, true, maxQueued)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +138,9 @@ func (r *subscribeRows) Next(ctx context.Context) ([]any, bool, error) {
 	}
 	return row, true, nil
 }
+
+// Ready implements pgwire.StreamingRows.
+func (r *subscribeRows) Ready() bool { return r.i < len(r.cur.Changes) || r.sub.Ready() }
 
 // Tag is never reached by a running subscription: it ends with an error.
 func (r *subscribeRows) Tag() string { return "SUBSCRIBE" }

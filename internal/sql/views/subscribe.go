@@ -164,6 +164,13 @@ func (s *Subscription) Next(ctx context.Context) (Update, error) {
 	}
 }
 
+// Ready reports whether Next would return without waiting.
+func (s *Subscription) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.snapshot != nil || len(s.mu.queue) > 0 || s.mu.err != nil
+}
+
 // Close ends the subscription.
 func (s *Subscription) Close() {
 	t := s.t
