@@ -18,7 +18,8 @@
 // SELECT's normalized text, not its columns. A SELECT naming relations
 // is checked for READ on each, then planned by the next engine over
 // Relations (sources are scanned; materialized views answer 0A000 until
-// the dataflow maintains them); SUBSCRIBE is checked and answered 0A000.
+// the dataflow maintains them); SUBSCRIBE is checked for READ and
+// streams the view's changes (Config.Views as a Subscriber).
 package catalog
 
 import (

@@ -205,6 +205,9 @@ func TestDDL(t *testing.T) {
 		{"SELECT * FROM totals", "0A000", ""},
 		{"SUBSCRIBE TO totals", "0A000", ""},
 		{"SUBSCRIBE TO nope", "42P01", "nope"},
+		// A source has no changes to stream: only views are subscribed to.
+		{"SUBSCRIBE TO orders", "42809", "orders"},
+		{"SUBSCRIBE TO totals_out", "42809", ""},
 		{"SELECT * FROM totals_out", "42809", ""},
 	} {
 		pe := wantCode(t, conn, c.sql, c.code)

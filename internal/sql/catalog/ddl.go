@@ -71,15 +71,16 @@ func (s *session) prepare(st parse.Statement) (pgwire.Statement, error) {
 	return nil, pgwire.NotSupported("%s statements of this form are not supported", st.Kind)
 }
 
-// prepareRead checks READ on the relation SUBSCRIBE names. Streaming
-// its changes is the dataflow's, which does not serve yet: a permitted
-// SUBSCRIBE is 0A000, saying so.
+// prepareRead checks READ on the relation SUBSCRIBE names, then
+// prepares the subscription.
 func (s *session) prepareRead(st parse.Statement) (pgwire.Statement, error) {
 	if err := s.checkRead(st); err != nil {
 		return nil, err
 	}
-	rv := parse.SubscribeTarget(st)
-	return nil, pgwire.NotSupported("SUBSCRIBE to %q is not served yet: it waits for the dataflow", rv.Relname)
+	if parse.SubscribeTarget(st) == nil {
+		return nil, pgwire.NotSupported("%s statements of this form are not supported", st.Kind)
+	}
+	return s.prepareSubscribe(st)
 }
 
 // checkRead checks READ on the relations a SELECT or SUBSCRIBE names,

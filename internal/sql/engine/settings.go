@@ -50,6 +50,9 @@ var settings = []setting{
 	// over a source reading more fails with 53400.
 	{name: "strand.scan_max_bytes", def: strconv.Itoa(source.DefaultScanMaxBytes), check: checkInt(1, 1<<40), desc: "Sets the most bytes (keys and values) a SELECT may read from one source."},
 	{name: "strand.scan_max_rows", def: strconv.Itoa(source.DefaultScanMaxRows), check: checkInt(1, 1<<30), desc: "Sets the most records a SELECT may read from one source (rows kept, for an upsert source)."},
+	// A subscription's queue (package views): a SUBSCRIBE whose client
+	// leaves more changes unread ends with 53400.
+	{name: "strand.subscribe_max_changes", def: "100000", check: checkInt(1, 1<<30), desc: "Sets the most changes a SUBSCRIBE may hold unread before it is ended."},
 	{name: "TimeZone", def: "UTC", reported: true, check: checkTimeZone, desc: "Sets the time zone for displaying and interpreting time stamps."},
 	{name: "transaction_isolation", def: "read committed", readOnly: true, desc: "Sets the current transaction's isolation level."},
 }

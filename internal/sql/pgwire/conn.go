@@ -440,7 +440,16 @@ func (c *conn) simpleQuery(sql string) {
 // and then the tag.
 func (c *conn) sendRows(ctx context.Context, rows Rows, cols []Column, formats []int16, max int64) (ended bool, tag string, err error) {
 	var buffered int
+	streaming, _ := rows.(StreamingRows)
 	for n := int64(0); max <= 0 || n < max; n++ {
+		if streaming != nil && !streaming.Ready() {
+			// The RowDescription and the rows so far go out before
+			// waiting for the next.
+			if err := c.be.Flush(); err != nil {
+				return false, "", err
+			}
+			buffered = 0
+		}
 		row, ok, err := rows.Next(ctx)
 		if err != nil {
 			return false, "", err

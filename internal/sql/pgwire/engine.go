@@ -93,6 +93,16 @@ type Rows interface {
 	Close()
 }
 
+// StreamingRows is a Rows whose Next may wait for rows that do not
+// exist yet (SUBSCRIBE): before a Next that would wait, the wire layer
+// sends what it has buffered, so the client sees each row when it is
+// made rather than when a buffer fills.
+type StreamingRows interface {
+	Rows
+	// Ready reports whether Next would return without waiting.
+	Ready() bool
+}
+
 // Column is one result column's description.
 type Column struct {
 	Name string

@@ -11,10 +11,12 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/xdg-go/scram"
 
 	"github.com/strandkafka/strand/internal/certs"
@@ -436,3 +438,100 @@ func TestPsql(t *testing.T) {
 }
 
 type tlsState = tls.ConnectionState
+
+// streamEngine's one statement streams the int8s sent on rows, waiting
+// for each (a StreamingRows, as SUBSCRIBE's).
+type streamEngine struct{ rows chan int64 }
+
+func (e streamEngine) NewSession(context.Context, pgwire.SessionInfo) (pgwire.Session, error) {
+	return streamSession(e), nil
+}
+
+type streamSession streamEngine
+
+func (s streamSession) Prepare(context.Context, string, []uint32) ([]pgwire.Statement, error) {
+	return []pgwire.Statement{streamStatement(s)}, nil
+}
+func (streamSession) TxStatus() byte { return 'I' }
+func (streamSession) Fail()          {}
+func (streamSession) Close()         {}
+
+type streamStatement streamEngine
+
+func (streamStatement) Params() []uint32 { return nil }
+func (streamStatement) Columns() []pgwire.Column {
+	return []pgwire.Column{{Name: "n", Type: pgtype.Int8OID, TypeSize: 8, TypeMod: -1}}
+}
+func (s streamStatement) Start(context.Context, []any) (pgwire.Rows, error) {
+	return streamRows(s), nil
+}
+
+type streamRows streamEngine
+
+func (r streamRows) Next(ctx context.Context) ([]any, bool, error) {
+	select {
+	case n := <-r.rows:
+		return []any{n}, true, nil
+	case <-ctx.Done():
+		return nil, false, context.Cause(ctx)
+	}
+}
+func (r streamRows) Ready() bool { return len(r.rows) > 0 }
+func (streamRows) Tag() string   { return "STREAM" }
+func (streamRows) Close()        {}
+
+// TestStreamingRows: each row of a StreamingRows reaches the client
+// while the statement waits for the next (a buffering wire layer would
+// hold it until a buffer fills or the statement ends), and a
+// CancelRequest ends the wait with 57014.
+func TestStreamingRows(t *testing.T) {
+	e := streamEngine{rows: make(chan int64)}
+	srv := startServer(t, pgwire.Config{Engine: e, Auth: newUsers(t, pgwire.AuthTrust, nil)}, false)
+	conn := connect(t, srv.url("u", "", "disable"))
+	ctx := context.Background()
+	got := make(chan int64)
+	end := make(chan error, 1)
+	go func() {
+		rows, err := conn.Query(ctx, "stream")
+		if err != nil {
+			end <- err
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				end <- err
+				return
+			}
+			got <- n
+		}
+		end <- rows.Err()
+	}()
+	for _, n := range []int64{7, 8, 9} {
+		select {
+		case e.rows <- n:
+		case err := <-end:
+			t.Fatalf("statement ended: %v", err)
+		}
+		select {
+		case g := <-got:
+			if g != n {
+				t.Fatalf("got %d, want %d", g, n)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("row %d did not reach the client while the statement waits", n)
+		}
+	}
+	if err := conn.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-end:
+		if pgCode(err) != pgwire.CodeQueryCanceled {
+			t.Fatalf("got %v, want 57014", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("canceled stream did not end")
+	}
+}

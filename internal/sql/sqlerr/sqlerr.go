@@ -52,6 +52,7 @@ const (
 	// ObjectNotInPrerequisiteState is also what PostgreSQL answers for
 	// reading a materialized view that has not been populated.
 	ObjectNotInPrerequisiteState = "55000"
+	AdminShutdown                = "57P01"
 	OutOfMemory                  = "53200"
 	ConfigurationLimitExceeded   = "53400"
 	ProgramLimitExceeded         = "54000"

@@ -28,6 +28,19 @@
 // prefix of every input partition (per agent; two agents may stand at
 // different prefixes). A view still catching up answers what it has.
 //
+// # Subscriptions
+//
+// Subscribe streams a view's changes (SUBSCRIBE): its snapshot at one
+// epoch, then each later epoch's output as flow.Driver.Step returns it.
+// The task holds a commit lock from an epoch's Step until its changes
+// are handed to the subscribers, and Subscribe reads its snapshot under
+// the same lock, so a subscription starts exactly between two epochs.
+// Handing changes out never blocks the task: each subscriber's queue is
+// bounded in changes, and one that would overflow ends (53400) instead
+// of slowing the view. A subscription survives its task's retry after a
+// failure (the epochs resume from the checkpoint, numbered on); it ends
+// when the view is dropped or the runner stops.
+//
 // # Failures
 //
 // A view that fails to compile or to run (an input unreadable, a

@@ -185,6 +185,7 @@ func (r *Runner) reconcile(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	for _, t := range stop {
+		t.endSubscriptions(sqlerr.Errorf(sqlerr.UndefinedTable, "materialized view %q was dropped", t.rel.Name))
 		t.stop()
 		if err := os.RemoveAll(t.dir); err != nil {
 			r.cfg.Logger.Warn("materialized view: deleting dropped view's state", "view", t.rel.Name, "err", err)
@@ -214,6 +215,7 @@ func (r *Runner) stopAll() {
 	r.mu.tasks = map[uint64]*task{}
 	r.mu.Unlock()
 	for _, t := range tasks {
+		t.endSubscriptions(sqlerr.Errorf(sqlerr.AdminShutdown, "the agent is shutting down: SUBSCRIBE to %q ended", t.rel.Name))
 		t.stop()
 	}
 }
@@ -324,7 +326,15 @@ type task struct {
 		// positions are the inputs' committed positions (the last
 		// checkpoint), for the lag.
 		positions []map[int32]source.Position
+		// subs are the view's subscriptions (Subscribe); stopped is
+		// set once the task stops for good and refuses new ones.
+		subs    map[*Subscription]struct{}
+		stopped bool
 	}
+	// commitMu is held by the loop from an epoch's Step until its
+	// changes are published, and by Subscribe while it reads its
+	// snapshot: a subscription starts exactly between two epochs.
+	commitMu sync.Mutex
 }
 
 func (r *Runner) newTask(ctx context.Context, rel meta.Relation, rels []meta.Relation) *task {
@@ -432,6 +442,9 @@ func (t *task) runOnce() error {
 	}
 	t.mu.Lock()
 	t.mu.cols, t.mu.view, t.mu.state = vw.Columns, drv.View(), "running"
+	// The driver's epoch count survives restarts (it is in the state):
+	// a subscription's epochs keep increasing across a retry.
+	t.mu.epochs = drv.Epoch()
 	t.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(t.ctx)
@@ -584,14 +597,19 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			return err
 		}
 		epoch.Checkpoint = b
-		if _, err := drv.Step(epoch); err != nil {
+		t.commitMu.Lock()
+		out, err := drv.Step(epoch)
+		if err != nil {
+			t.commitMu.Unlock()
 			return err
 		}
 		now := t.r.cfg.Clock.Now()
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
 		t.mu.positions = clonePositions(cp.Inputs)
+		t.publishLocked(drv.Epoch(), out)
 		t.mu.Unlock()
+		t.commitMu.Unlock()
 		m.epochs.WithLabelValues(name).Inc()
 		m.changes.WithLabelValues(name).Add(float64(n))
 		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)
