@@ -21,24 +21,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
-// TestNexmarkQueriesMatchCorpus keeps the bench's copies of the queries
-// equal to the ones the view tests check against DuckDB.
-func TestNexmarkQueriesMatchCorpus(t *testing.T) {
-	for _, n := range nexmark.QueryNames {
-		want, err := os.ReadFile("../sql/sqltest/testdata/nexmark/" + n + ".sql")
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := nexmark.LoadQuery(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q.SQL != string(want) {
-			t.Errorf("%s: internal/bench/nexmark/queries/%s.sql differs from the corpus's; copy it again", n, n)
-		}
-	}
-}
-
 // TestNexmarkEmbedded runs --nexmark briefly against an embedded agent
 // and checks, before the agent stops, that the q0 view holds every bid
 // produced (count against the producer's acknowledged records), and that

@@ -7,14 +7,26 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/strandkafka/strand/internal/bench/nexmark"
 )
 
-// The query corpus: testdata/nexmark (Nexmark q0-q8 over person, auction
-// and bid) and testdata/corpus (the general corpus over customers,
-// products and orders, and a few over the Nexmark tables).
+// The query corpus: Nexmark q0-q8 over person, auction and bid (the
+// files of package nexmark, which the bench runs too; how they are
+// written: testdata/nexmark/README.md) and testdata/corpus (the general
+// corpus over customers, products and orders, and a few over the
+// Nexmark tables).
 //
-//go:embed testdata/nexmark/*.sql testdata/corpus/*.sql
+//go:embed testdata/corpus/*.sql
 var corpusFS embed.FS
+
+// setFS is where set's files are, and their directory in it.
+func setFS(set string) (fs.FS, string) {
+	if set == SetNexmark {
+		return nexmark.QueryFS(), "."
+	}
+	return corpusFS, path.Join("testdata", set)
+}
 
 // Corpus sets.
 const (
@@ -47,8 +59,8 @@ func (c CorpusQuery) Query() Query { return Query{Name: c.Name, SQL: c.SQL} }
 // Corpus returns the queries of set (SetNexmark or SetGeneral), in file
 // name order.
 func Corpus(set string) ([]CorpusQuery, error) {
-	dir := path.Join("testdata", set)
-	entries, err := fs.ReadDir(corpusFS, dir)
+	fsys, dir := setFS(set)
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("sqltest: corpus %q: %w", set, err)
 	}
@@ -57,7 +69,7 @@ func Corpus(set string) ([]CorpusQuery, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
 			continue
 		}
-		b, err := corpusFS.ReadFile(path.Join(dir, e.Name()))
+		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}

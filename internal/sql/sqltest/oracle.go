@@ -5,7 +5,7 @@
 // float rounding, DuckDB's type names against PostgreSQL's) and prints
 // a readable diff, the tables a corpus runs over (a generated Nexmark
 // stream, small tables with NULLs and duplicates), and the query corpus
-// itself (testdata/nexmark, testdata/corpus) that every SQL feature of
+// itself (Nexmark's q0-q8 in internal/bench/nexmark, testdata/corpus) that every SQL feature of
 // Strand is checked with.
 //
 // Nothing here is linked into the strand binary: import it from _test.go

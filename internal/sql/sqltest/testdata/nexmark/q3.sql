@@ -1,7 +1,0 @@
--- exercises: incremental inner join with filters on both sides (Nexmark q3: local item suggestion)
--- tables: auction, person
--- expect: rows
-SELECT P.name, P.city, P.state, A.id
-FROM auction AS A
-INNER JOIN person AS P ON A.seller = P.id
-WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')
