@@ -127,37 +127,25 @@ func createValidatedTopic(t *testing.T, addr, topic string) {
 // ones skip, except under CI, where scripts/test installs them.
 func registryClients(t *testing.T) (node, python []string, nodeEnv []string) {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (scripts/test installs it)")
-		}
-		t.Skip(msg)
-	}
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		missing("node not in PATH")
-	}
+	nodeBin := requireCommand(t, "node")
 	dir, err := compat.KafkaJSDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	modules := filepath.Join(dir, "node_modules")
 	for _, m := range []string{"kafkajs", "@kafkajs/confluent-schema-registry"} {
-		if _, err := os.Stat(filepath.Join(modules, m, "package.json")); err != nil {
-			missing("%s not installed in %s", m, modules)
-		}
+		requireTool(t, m, func() error {
+			_, err := os.Stat(filepath.Join(modules, m, "package.json"))
+			return err
+		})
 	}
-	if out, err := exec.Command("/usr/bin/python3", "-c", "import confluent_kafka.schema_registry.json_schema").CombinedOutput(); err != nil {
-		missing("python3 cannot import confluent_kafka's JSON serializer (Debian: python3-confluent-kafka python3-requests python3-jsonschema): %s", out)
-	}
+	requirePythonModule(t, "confluent_kafka.schema_registry.json_schema", "python3-confluent-kafka python3-requests python3-jsonschema")
 	scripts, err := filepath.Abs("../compat/clients")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return []string{nodeBin, filepath.Join(scripts, "registry_kafkajs.js")},
-		[]string{"/usr/bin/python3", filepath.Join(scripts, "registry_confluent_kafka.py")},
+		[]string{systemPython, filepath.Join(scripts, "registry_confluent_kafka.py")},
 		[]string{"NODE_PATH=" + modules}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/sql/sqltest"
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
+	"github.com/strandkafka/strand/internal/testservers/testproc"
 )
 
 // selectOrders are the orders topic's records (JSON values), loaded as
@@ -282,12 +283,9 @@ func must(rows pgx.Rows, err error) pgx.Rows {
 // psql the test skips, but in CI (CI=true) it fails.
 func runPsql(t *testing.T, addr, user, command string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("psql")
+	path, err := testproc.FindBinary("psql", "/usr/lib/postgresql/*/bin")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("psql is not installed (Debian's postgresql-client)")
-		}
-		t.Skip("psql is not installed (Debian's postgresql-client)")
+		testproc.SkipOrFail(t, err)
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	cmd := exec.Command(path, "-X", "-h", host, "-p", port, "-U", user, "-d", "strand", "-c", command)

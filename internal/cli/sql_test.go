@@ -25,6 +25,7 @@ import (
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/certs/certstest"
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
+	"github.com/strandkafka/strand/internal/testservers/testproc"
 )
 
 // everyType is a query with a column of each common type, NULLs among
@@ -60,12 +61,12 @@ func runSQLCmd(t *testing.T, stdin string, args ...string) result {
 }
 
 // psql runs Debian's psql, the oracle for the text format and errors;
-// the test skips without it.
+// the test skips without it, and fails under CI=true.
 func psql(t *testing.T, url string, args ...string) (stdout, stderr string) {
 	t.Helper()
-	bin, err := exec.LookPath("psql")
+	bin, err := testproc.FindBinary("psql", "/usr/lib/postgresql/*/bin")
 	if err != nil {
-		t.Skip("psql is not installed (Debian's postgresql-client)")
+		testproc.SkipOrFail(t, err)
 	}
 	cmd := exec.CommandContext(t.Context(), bin, append([]string{"-X", "--no-password", "-d", url}, args...)...)
 	// The session must be strand sql's: no PGTZ or PGOPTIONS of the
