@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/strandkafka/strand/internal/sql/parse"
 	"io"
 	"os"
 	"strings"
@@ -206,12 +207,13 @@ type sqlSession struct {
 	opts   *sqlOptions
 }
 
+// runScript runs a script's statements, cut at its ';' tokens by
+// parse.Split (a small lexer of PostgreSQL's quoting and comments, as
+// psql's, rather than the grammar's scanner, whose WebAssembly module
+// costs 1-3 s and ~300 MB); an unfinished last statement is sent too,
+// for the server to say what is wrong with it.
 func (s *sqlSession) runScript(ctx context.Context, text string) error {
-	stmts, tail, _ := splitSQL(text)
-	if tail != "" {
-		stmts = append(stmts, tail)
-	}
-	return s.runAll(ctx, stmts)
+	return s.runAll(ctx, parse.Split(text))
 }
 
 // runAll runs stmts in order, by --on-error, and reports whether any
@@ -370,7 +372,7 @@ func (s *sqlSession) interactive(ctx context.Context, lr lineReader) error {
 			buf.Reset()
 			continue
 		}
-		stmts, tail, _ := splitSQL(buf.String())
+		stmts, tail, _ := parse.SplitTail(buf.String())
 		buf.Reset()
 		if tail != "" {
 			buf.WriteString(tail)

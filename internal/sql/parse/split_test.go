@@ -13,8 +13,8 @@ import (
 	"github.com/strandkafka/strand/internal/sql/parse"
 )
 
-// splitCases are the CLI's cases (internal/cli) and the lexical corners
-// SplitTail must get right.
+// splitCases are the cases of `strand sql`'s scripts and prompt
+// (internal/cli) and the lexical corners SplitTail must get right.
 var splitCases = []struct {
 	name     string
 	in       string
