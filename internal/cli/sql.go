@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/strandkafka/strand/internal/sql/parse"
 	"io"
 	"os"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/strandkafka/strand/internal/certs"
+	"github.com/strandkafka/strand/internal/sql/parse"
 )
 
 // DefaultSQLURL is where `strand serve --sql-listen` is documented to
