@@ -543,12 +543,11 @@ func TestRegistryClientCertificate(t *testing.T) {
 	}
 }
 
-// TestRegistryBelowLevel6: on a cluster whose log is at metadata level
-// 5 (agents of an older build may still read it) a registration is
-// refused with what to raise and writes nothing, as is a SUBJECT ACL;
-// once the level is raised both work.
-func TestRegistryBelowLevel6(t *testing.T) {
-	dir := t.TempDir()
+// logAtLevel is a file log under dir that an older build bootstrapped at
+// metadata level: what an agent of this build meets on a cluster not
+// yet upgraded. It returns the log's URL.
+func logAtLevel(t *testing.T, dir string, level int16) string {
+	t.Helper()
 	logURL := "file://" + filepath.ToSlash(filepath.Join(dir, "log"))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -556,16 +555,28 @@ func TestRegistryBelowLevel6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer vlog.Close()
 	old, err := replica.Open(ctx, replica.Config{Dir: filepath.Join(dir, "old-meta"), Log: vlog, WriterID: "old", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer old.Close()
 	if _, err := old.Propose(ctx, meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{
-		{Name: meta.FeatureMetadata, Level: meta.MetadataLevel5}}}); err != nil {
+		{Name: meta.FeatureMetadata, Level: level}}}); err != nil {
 		t.Fatal(err)
 	}
-	old.Close()
-	vlog.Close()
+	return logURL
+}
+
+// TestRegistryBelowLevel6: on a cluster whose log is at metadata level
+// 5 (agents of an older build may still read it) a registration is
+// refused with what to raise and writes nothing, as is a SUBJECT ACL;
+// once the level is raised both work.
+func TestRegistryBelowLevel6(t *testing.T) {
+	dir := t.TempDir()
+	logURL := logAtLevel(t, dir, meta.MetadataLevel5)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
 
 	a := startWith(t, agent.Config{DataDir: filepath.Join(dir, "agent"), Log: logURL, SchemaRegistryListen: "127.0.0.1:0"}, nil)
 	if got := a.Replica().Features().MetadataLevel(); got != meta.MetadataLevel5 {

@@ -18,9 +18,6 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/meta"
-	"github.com/strandkafka/strand/internal/replica"
-	"github.com/strandkafka/strand/internal/sharedlog"
-	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
 // TestSQLCatalog: the catalog's DDL through pgx against two agents
@@ -186,23 +183,9 @@ func relationsOf(t *testing.T, a *agent.Agent) []meta.Relation {
 // `strand features upgrade` (UpdateFeatures) to 7 it does.
 func TestSQLCatalogUpgrade(t *testing.T) {
 	dir := t.TempDir()
-	logURL := "file://" + filepath.ToSlash(filepath.Join(dir, "log"))
+	logURL := logAtLevel(t, dir, meta.MetadataLevel6)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	vlog, err := logurl.OpenVirtual(ctx, logURL, sharedlog.VirtualOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, err := replica.Open(ctx, replica.Config{Dir: filepath.Join(dir, "old-meta"), Log: vlog, WriterID: "old", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := old.Propose(ctx, meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{
-		{Name: meta.FeatureMetadata, Level: meta.MetadataLevel6}}}); err != nil {
-		t.Fatal(err)
-	}
-	old.Close()
-	vlog.Close()
 
 	a := startWith(t, agent.Config{DataDir: filepath.Join(dir, "agent"), Log: logURL, SQLListen: "127.0.0.1:0"}, nil)
 	createTopic(t, a.KafkaAddr(), "orders", 1)
