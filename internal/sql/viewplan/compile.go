@@ -74,6 +74,16 @@ func (v *View) Graph() *flow.Graph {
 // Compile compiles a view's query, given as SQL: a SELECT, or CREATE
 // MATERIALIZED VIEW ... AS SELECT.
 func Compile(sql string, cat Catalog) (*View, error) {
+	st, err := ParseSelect(sql)
+	if err != nil {
+		return nil, err
+	}
+	return CompileSelect(st, cat)
+}
+
+// ParseSelect parses a view's query, given as SQL (a SELECT, or CREATE
+// MATERIALIZED VIEW ... AS SELECT), into its SELECT.
+func ParseSelect(sql string) (*pg.SelectStmt, error) {
 	stmts, err := parse.Parse(sql)
 	if err != nil {
 		return nil, err
@@ -89,7 +99,7 @@ func Compile(sql string, cat Catalog) (*View, error) {
 	if st == nil {
 		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "a view's query must be a SELECT")
 	}
-	return CompileSelect(st, cat)
+	return st, nil
 }
 
 // CompileSelect compiles a view's SELECT. It rewrites st in place (its

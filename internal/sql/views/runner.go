@@ -23,7 +23,6 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/exec"
 	"github.com/strandkafka/strand/internal/sql/flow"
-	"github.com/strandkafka/strand/internal/sql/parse"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
@@ -801,20 +800,9 @@ func inline(rel meta.Relation, byID map[uint64]meta.Relation, depth int) (*pg.Se
 	if q == "" {
 		q = rel.SQL
 	}
-	stmts, err := parse.Parse(q)
+	st, err := viewplan.ParseSelect(q)
 	if err != nil {
 		return nil, err
-	}
-	if len(stmts) != 1 {
-		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "a view is one statement, not %d", len(stmts))
-	}
-	n := stmts[0].Node
-	if ctas := n.GetCreateTableAsStmt(); ctas != nil {
-		n = ctas.Query
-	}
-	st := n.GetSelectStmt()
-	if st == nil {
-		return nil, sqlerr.Errorf(sqlerr.SyntaxError, "a view's query must be a SELECT")
 	}
 	var ctes []*pg.Node
 	for _, id := range rel.DependsOn {
