@@ -129,6 +129,11 @@
 //	0x26    -                                          client quota version, raised by every quota change
 //	0x26    user part, client id part (kind, name)     client quotas (AlterClientQuota), sorted by key
 //	0x22    user, 0, mechanism (1 byte)                SCRAM credential (level 4): iterations, salt, stored key, server key
+//	0x27    schema id (4 bytes)                        StoredSchema: type, text, references (level 6, schemas.go)
+//	0x28    SHA-256 of type, text, references          schema id: one id per schema
+//	0x29    subject, 0x00, version (4 bytes)           SchemaVersion: schema id, soft-deleted
+//	0x2A    0x00 (global) or 0x01, subject             SchemaConfigRecord: compatibility level, mode
+//	0x2B    -                                          the next schema id to assign
 //	0x2C    relation name                              relation id (u64) (level 7, sql.go)
 //	0x2D    relation id (u64)                          Relation: kind, name, SQL text, columns (name, type OID, typmod),
 //	                                                   options, topic, format, query, dependencies (ids), owner
