@@ -500,4 +500,3 @@ func (a *aggNode) open(r *run) (iter, error) {
 	}, nil
 }
 
-var _ = math.Inf

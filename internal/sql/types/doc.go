@@ -69,5 +69,5 @@
 //
 // AppendValue is a compact, self-describing, lossless encoding for
 // state and changelogs: DecodeValue(AppendValue(v)) is v, with its type.
-// Both are described byte by byte in key.go and value_enc.go.
+// Both are described byte by byte in key.go and valenc.go.
 package types

@@ -259,10 +259,11 @@ var nondeterministic = map[string]bool{
 	"setseed": true, "current_setting": true,
 }
 
-// unkeptAggregates are PostgreSQL's aggregates that neither flow keeps
-// retractably nor exec knows (which would misread them as a column
-// outside GROUP BY): refused by name. string_agg, which exec knows, is
-// refused when its plan is compiled.
+// unkeptAggregates are PostgreSQL's aggregates that flow does not keep
+// retractably, refused by name before exec plans the query (exec
+// computes the variance family in batch queries and answers 0A000 for
+// the rest itself; a view needs what flow can retract). string_agg,
+// which exec knows, is refused when its plan is compiled.
 var unkeptAggregates = map[string]bool{
 	"var_samp": true, "var_pop": true, "variance": true, "stddev": true, "stddev_samp": true, "stddev_pop": true,
 	"array_agg": true, "json_agg": true, "jsonb_agg": true, "json_object_agg": true, "jsonb_object_agg": true,
