@@ -499,4 +499,3 @@ func (a *aggNode) open(r *run) (iter, error) {
 		return out, nil
 	}, nil
 }
-
