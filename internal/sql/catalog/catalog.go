@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -92,6 +93,10 @@ type Views interface {
 	// Status is the view's state on this agent (starting, running,
 	// failed) and its last error, "" for none.
 	Status(id uint64) (state, err string)
+	// WaitCaughtUp returns once this agent's copy of the view has
+	// consumed its inputs up to their last stable offsets as they were
+	// when it was called, or fails after timeout (57014).
+	WaitCaughtUp(ctx context.Context, id uint64, timeout time.Duration) error
 }
 
 // Engine is the catalog in front of Config.Next.

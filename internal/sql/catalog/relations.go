@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"time"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +29,10 @@ import (
 const (
 	SettingScanMaxRows  = "strand.scan_max_rows"
 	SettingScanMaxBytes = "strand.scan_max_bytes"
+	// SettingViewConsistency is "prefix" or "caught_up" (see package
+	// views, WaitCaughtUp), SettingViewWaitTimeout the wait's bound.
+	SettingViewConsistency = "strand.view_consistency"
+	SettingViewWaitTimeout = "strand.view_wait_timeout_ms"
 )
 
 // Relations is what the SELECTs of the session st plan over, an
@@ -94,7 +99,7 @@ func (r *relations) Relation(schema, name string) (exec.Relation, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		return &viewRelation{views: r.e.cfg.Views, id: rel.ID, cols: cols}, true, nil
+		return &viewRelation{views: r.e.cfg.Views, id: rel.ID, cols: cols, rels: r}, true, nil
 	}
 	def, err := source.DefOf(rel)
 	if err != nil {
@@ -267,11 +272,24 @@ type viewRelation struct {
 	views Views
 	id    uint64
 	cols  []exec.Column
+	// rels is the session's, whose settings decide at each read
+	// (a prepared statement's plan outlives a SET) whether it first
+	// waits for the view to catch up.
+	rels *relations
 }
 
 func (v *viewRelation) Columns() []exec.Column { return v.cols }
 
 func (v *viewRelation) Scan(ctx context.Context) (exec.RowIter, error) {
+	if c, err := v.rels.st.Setting(SettingViewConsistency); err == nil && c == "caught_up" {
+		ms, err := v.rels.intSetting(SettingViewWaitTimeout)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.views.WaitCaughtUp(ctx, v.id, time.Duration(ms)*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
 	view, release, err := v.views.Open(v.id)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,12 @@ var settings = []setting{
 	// A subscription's queue (package views): a SUBSCRIBE whose client
 	// leaves more changes unread ends with 53400.
 	{name: "strand.subscribe_max_changes", def: "100000", check: checkInt(1, 1<<30), desc: "Sets the most changes a SUBSCRIBE may hold unread before it is ended."},
+	// How a read of a materialized view waits (package views'
+	// WaitCaughtUp): "prefix" reads this agent's copy as it stands,
+	// "caught_up" waits, up to strand.view_wait_timeout_ms, for it to
+	// reach the inputs' last stable offsets as the read began.
+	{name: "strand.view_consistency", def: "prefix", check: checkOneOf("prefix", "caught_up"), desc: "Sets whether a read of a materialized view first waits for this agent's copy to catch up with its inputs (caught_up) or reads it as it stands (prefix)."},
+	{name: "strand.view_wait_timeout_ms", def: "30000", check: checkInt(1, 3_600_000), desc: "Sets how long a caught_up read of a materialized view waits for it to catch up before failing with 57014."},
 	{name: "TimeZone", def: "UTC", reported: true, check: checkTimeZone, desc: "Sets the time zone for displaying and interpreting time stamps."},
 	{name: "transaction_isolation", def: "read committed", readOnly: true, desc: "Sets the current transaction's isolation level."},
 }
@@ -117,6 +123,17 @@ func checkInt(lo, hi int) func(string) (string, error) {
 			return "", pgwire.Errorf(pgwire.CodeInvalidParameterValue, "%d is outside the valid range (%d .. %d)", n, lo, hi)
 		}
 		return strconv.Itoa(n), nil
+	}
+}
+
+func checkOneOf(allowed ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		for _, a := range allowed {
+			if strings.EqualFold(strings.TrimSpace(v), a) {
+				return a, nil
+			}
+		}
+		return "", pgwire.Errorf(pgwire.CodeInvalidParameterValue, "invalid value %q: want one of %s", v, strings.Join(allowed, ", "))
 	}
 }
 

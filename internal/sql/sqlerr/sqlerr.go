@@ -53,6 +53,7 @@ const (
 	// reading a materialized view that has not been populated.
 	ObjectNotInPrerequisiteState = "55000"
 	AdminShutdown                = "57P01"
+	QueryCanceled                = "57014"
 	OutOfMemory                  = "53200"
 	ConfigurationLimitExceeded   = "53400"
 	ProgramLimitExceeded         = "54000"

@@ -85,6 +85,10 @@ type Runner struct {
 		sync.Mutex
 		tasks map[uint64]*task
 	}
+	// admin is WaitCaughtUp's client, made at its first use.
+	adminOnce sync.Once
+	admin     *kgo.Client
+	adminErr  error
 }
 
 // Status is a view's state on this agent.
@@ -130,6 +134,14 @@ func (r *Runner) Metrics() *Metrics { return r.metrics }
 // ends, then stops every task (their state stays, to resume from).
 func (r *Runner) Run(ctx context.Context) {
 	defer r.stopAll()
+	defer func() {
+		// Once more, so a WaitCaughtUp after the end makes no client
+		// (and reading r.admin is ordered after its making).
+		r.adminOnce.Do(func() { r.adminErr = errors.New("views: the runner stopped") })
+		if r.admin != nil {
+			r.admin.Close()
+		}
+	}()
 	for {
 		changed := r.cfg.Store.Changed()
 		if err := r.reconcile(ctx); err != nil {
@@ -329,6 +341,11 @@ type task struct {
 		// set once the task stops for good and refuses new ones.
 		subs    map[*Subscription]struct{}
 		stopped bool
+		// defs are the inputs of the running dataflow (nil before it
+		// starts); epochDone is closed, and replaced, when an epoch
+		// commits (WaitCaughtUp waits on it).
+		defs      []*source.Def
+		epochDone chan struct{}
 	}
 	// commitMu is held by the loop from an epoch's Step until its
 	// changes are published, and by Subscribe while it reads its
@@ -341,6 +358,7 @@ func (r *Runner) newTask(ctx context.Context, rel meta.Relation, rels []meta.Rel
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.mu.state = "starting"
 	t.mu.idle = sync.NewCond(&t.mu.Mutex)
+	t.mu.epochDone = make(chan struct{})
 	return t
 }
 
@@ -441,6 +459,7 @@ func (t *task) runOnce() error {
 	}
 	t.mu.Lock()
 	t.mu.cols, t.mu.view, t.mu.state = vw.Columns, drv.View(), "running"
+	t.mu.defs = defs
 	// The driver's epoch count survives restarts (it is in the state):
 	// a subscription's epochs keep increasing across a retry.
 	t.mu.epochs = drv.Epoch()
@@ -606,6 +625,8 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
 		t.mu.positions = clonePositions(cp.Inputs)
+		close(t.mu.epochDone)
+		t.mu.epochDone = make(chan struct{})
 		t.publishLocked(drv.Epoch(), out)
 		t.mu.Unlock()
 		t.commitMu.Unlock()
