@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,7 +119,7 @@ const nexmarkReplayTimeout = 5 * time.Minute
 
 // replayQueries creates each query (not refused) as a fresh view after
 // the load, alone, and times it to consume every event its inputs hold.
-func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, queries []nexmark.Query, r *NexmarkResult, pw *progressWriter) error {
+func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, queries []nexmark.Query, r *NexmarkResult, profileDir string, pw *progressWriter) error {
 	refused := map[string]bool{}
 	expected := map[string]int64{}
 	for _, v := range r.Views {
@@ -136,8 +139,13 @@ func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, quer
 		if err != nil {
 			return err
 		}
+		stopProfile, err := startCPUProfile(profileDir, "replay-"+q.Name+".pprof")
+		if err != nil {
+			return err
+		}
 		t0 := time.Now()
 		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", view, q.SQL)); err != nil {
+			stopProfile()
 			return fmt.Errorf("bench: create view %s: %w", view, err)
 		}
 		rp.Error = "timed out"
@@ -161,6 +169,7 @@ func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, quer
 				return err
 			}
 		}
+		stopProfile()
 		pw.note("nexmark replay %s: %.0f events in %.2f s", q.Name, rp.Events, rp.Seconds)
 		r.Replay = append(r.Replay, rp)
 		if _, err := conn.Exec(ctx, "DROP MATERIALIZED VIEW IF EXISTS "+view); err != nil {
@@ -168,6 +177,29 @@ func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, quer
 		}
 	}
 	return nil
+}
+
+// startCPUProfile writes this process's CPU profile to dir/name until
+// the returned stop is called; with dir "" it does nothing.
+func startCPUProfile(dir, name string) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: --nexmark-profile: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("bench: --nexmark-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: --nexmark-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // nexmarkQueries parses --nexmark-queries ("" or "all": every query).
@@ -449,7 +481,7 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 				return nil, err
 			}
 		}
-		if err := replayQueries(ctx, conn, tgt.metricsAddr, queries, res, pw); err != nil {
+		if err := replayQueries(ctx, conn, tgt.metricsAddr, queries, res, o.NexmarkProfile, pw); err != nil {
 			return nil, err
 		}
 	}
