@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -47,6 +48,14 @@ const (
 	// nexmarkPaceBatches is how many pacer releases a second the
 	// producer makes: events go out in bursts of rate/this.
 	nexmarkPaceBatches = 100
+	// lookupEvery spaces the point lookups measured during the load (one
+	// at a time, on their own connection).
+	lookupEvery = 10 * time.Millisecond
+	// replayPollEvery is how often a replay's progress is scraped. A
+	// scrape costs the agent CPU (the whole /metrics page, gzipped),
+	// which with --embedded is counted in the replay's CPU: every 20 ms
+	// that was a fifth of a q7 replay's.
+	replayPollEvery = 100 * time.Millisecond
 )
 
 // NexmarkResult is the --nexmark run's report.
@@ -69,6 +78,16 @@ type NexmarkResult struct {
 	FreshnessP99Ms    float64 `json:"freshness_p99_ms"`
 	FreshnessMaxMs    float64 `json:"freshness_max_ms"`
 	FreshnessTimeouts int     `json:"freshness_timeouts"`
+	// Lookup is the pull query `SELECT * FROM LookupView WHERE auction
+	// = $1` during the load, for random auction ids (hits and misses):
+	// a point lookup on the view's key.
+	LookupView    string  `json:"lookup_view,omitempty"`
+	LookupSamples uint64  `json:"lookup_samples"`
+	LookupHits    int     `json:"lookup_hits"`
+	LookupP50Ms   float64 `json:"lookup_p50_ms"`
+	LookupP99Ms   float64 `json:"lookup_p99_ms"`
+	LookupMaxMs   float64 `json:"lookup_max_ms"`
+	LookupErr     string  `json:"lookup_error,omitempty"`
 	// Replay is each query alone, with --nexmark-replay.
 	Replay []NexmarkReplay `json:"replay,omitempty"`
 	// DrainSeconds is how long after the load every view took to consume
@@ -165,7 +184,7 @@ func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, quer
 				}
 				break
 			}
-			if err := clock.Sleep(ctx, clock.Real, 20*time.Millisecond); err != nil {
+			if err := clock.Sleep(ctx, clock.Real, replayPollEvery); err != nil {
 				return err
 			}
 		}
@@ -332,6 +351,7 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		prodMu   sync.Mutex
 		produced = map[string]int64{}
 		lastTime atomic.Int64 // the newest generated event time, unix µs
+		lastAuc  atomic.Int64 // the newest generated auction's id
 		prodErr  error
 		inflight sync.WaitGroup
 	)
@@ -372,6 +392,24 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		}()
 	}
 
+	// Point lookups, beside the load, on the same view as the markers.
+	lookups := NewHistogram()
+	var lookupHits int
+	var lookupErr error
+	if freshView != "" {
+		lconn, err := pgx.Connect(ctx, sqlURL(sqlAddr))
+		if err != nil {
+			return nil, fmt.Errorf("bench: connect to the SQL endpoint %s: %w", sqlAddr, err)
+		}
+		defer lconn.Close(context.Background())
+		res.LookupView = freshView
+		freshWG.Add(1)
+		go func() {
+			defer freshWG.Done()
+			lookupHits, lookupErr = runLookups(loadCtx, lconn, freshView, &lastAuc, lookups)
+		}()
+	}
+
 	batch := max(1, int(rate/nexmarkPaceBatches))
 	pw.note("nexmark: %d queries, %.0f events/s for %s", len(queries), rate, o.Duration)
 	progressAt := time.Now().Add(time.Second)
@@ -389,6 +427,9 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 				return nil, err
 			}
 			lastTime.Store(e.Time.UnixMicro())
+			if e.Kind == nexmark.KindAuction {
+				lastAuc.Store(e.Auction.ID)
+			}
 			inflight.Add(1)
 			cl.Produce(ctx, &kgo.Record{Topic: e.Kind.Table(), Key: e.Key(), Value: v}, promise)
 		}
@@ -440,6 +481,16 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		res.FreshnessMaxMs = float64(fresh.Max()) / 1e3
 	}
 	res.FreshnessTimeouts = timeouts
+	if lookups.Count() > 0 {
+		res.LookupSamples = lookups.Count()
+		res.LookupHits = lookupHits
+		res.LookupP50Ms = float64(lookups.Quantile(0.50)) / 1e3
+		res.LookupP99Ms = float64(lookups.Quantile(0.99)) / 1e3
+		res.LookupMaxMs = float64(lookups.Max()) / 1e3
+	}
+	if lookupErr != nil {
+		res.LookupErr = lookupErr.Error()
+	}
 
 	// Drain: every view consumes what was produced to its inputs.
 	drainStart := time.Now()
@@ -548,6 +599,63 @@ func refuseFailedViews(ctx context.Context, conn *pgx.Conn, views []NexmarkView,
 	}
 }
 
+// runLookups runs `SELECT * FROM view WHERE auction = $1` every
+// lookupEvery until ctx ends, for auction ids drawn among those
+// generated so far, and records each one's latency. It returns the
+// lookups that found rows, and the first error (which ends it).
+func runLookups(ctx context.Context, conn *pgx.Conn, view string, lastAuction *atomic.Int64, h *Histogram) (int, error) {
+	hits := 0
+	q := "SELECT * FROM " + view + " WHERE auction = $1"
+	rnd := rand.New(rand.NewPCG(29, 1))
+	tick := time.NewTicker(lookupEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return hits, nil
+		case <-tick.C:
+		}
+		last := lastAuction.Load()
+		if last < nexmarkFirstID {
+			continue
+		}
+		// A multiple of 123 among the auctions so far: q2 keeps those
+		// auctions' bids, so most lookups find rows.
+		hi := last / 123
+		lo := (nexmarkFirstID + 122) / 123
+		if hi < lo {
+			continue
+		}
+		auction := 123 * (lo + rnd.Int64N(hi-lo+1))
+		start := time.Now()
+		rows, err := conn.Query(ctx, q, auction)
+		if err != nil {
+			if ctx.Err() != nil {
+				return hits, nil
+			}
+			return hits, err
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			if ctx.Err() != nil {
+				return hits, nil
+			}
+			return hits, err
+		}
+		h.Record(time.Since(start).Microseconds())
+		if n > 0 {
+			hits++
+		}
+	}
+}
+
+// nexmarkFirstID is the generator's first person and auction id.
+const nexmarkFirstID int64 = 1000
+
 // runMarkers produces a marker bid every markerEvery until ctx ends and
 // times each from its produce call to the pull query on view seeing it.
 // It returns the markers given up on.
@@ -625,7 +733,8 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 		fmt.Fprintf(b, "  not every view consumed every event within %s after the load\n", nexmarkDrainTimeout)
 	}
 	if len(r.Replay) > 0 {
-		b.WriteString("  replay, each query alone after the load over every event its topics hold:\n")
+		b.WriteString("  replay, each query alone after the load over every event its topics hold;\n")
+		b.WriteString("  events/cpu s is what one core does for that query (" + r.CPUScope + "):\n")
 		fmt.Fprintf(b, "  %-4s %10s %8s %8s %12s %16s\n", "query", "events", "s", "cpu s", "events/s", "events/cpu s")
 		for _, p := range r.Replay {
 			if p.Error != "" {
@@ -641,4 +750,11 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 	}
 	fmt.Fprintf(b, "  freshness (marker bid produced -> visible in SELECT on %s): p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d markers, %d timed out\n",
 		r.FreshnessView, r.FreshnessP50Ms, r.FreshnessP99Ms, r.FreshnessMaxMs, r.FreshnessSamples, r.FreshnessTimeouts)
+	if r.LookupErr != "" {
+		fmt.Fprintf(b, "  point lookups on %s failed: %s\n", r.LookupView, r.LookupErr)
+	}
+	if r.LookupSamples > 0 {
+		fmt.Fprintf(b, "  point lookup (SELECT * FROM %s WHERE auction = $1, during the load): p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d lookups, %d found rows\n",
+			r.LookupView, r.LookupP50Ms, r.LookupP99Ms, r.LookupMaxMs, r.LookupSamples, r.LookupHits)
+	}
 }
