@@ -51,6 +51,8 @@ const (
 	// lookupEvery spaces the point lookups measured during the load (one
 	// at a time, on their own connection).
 	lookupEvery = 10 * time.Millisecond
+	// idleLookups are the lookups measured after the load.
+	idleLookups = 1000
 	// replayPollEvery is how often a replay's progress is scraped. A
 	// scrape costs the agent CPU (the whole /metrics page, gzipped),
 	// which with --embedded is counted in the replay's CPU: every 20 ms
@@ -88,6 +90,12 @@ type NexmarkResult struct {
 	LookupP99Ms   float64 `json:"lookup_p99_ms"`
 	LookupMaxMs   float64 `json:"lookup_max_ms"`
 	LookupErr     string  `json:"lookup_error,omitempty"`
+	// IdleLookup is the same lookups after the load, once every view
+	// has caught up: back to back, nothing else running in the agent.
+	IdleLookupSamples uint64  `json:"idle_lookup_samples"`
+	IdleLookupP50Ms   float64 `json:"idle_lookup_p50_ms"`
+	IdleLookupP99Ms   float64 `json:"idle_lookup_p99_ms"`
+	IdleLookupMaxMs   float64 `json:"idle_lookup_max_ms"`
 	// Replay is each query alone, with --nexmark-replay.
 	Replay []NexmarkReplay `json:"replay,omitempty"`
 	// DrainSeconds is how long after the load every view took to consume
@@ -406,7 +414,7 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		freshWG.Add(1)
 		go func() {
 			defer freshWG.Done()
-			lookupHits, lookupErr = runLookups(loadCtx, lconn, freshView, &lastAuc, lookups)
+			lookupHits, lookupErr = runLookups(loadCtx, lconn, freshView, lastAuc.Load, lookupEvery, 0, lookups)
 		}()
 	}
 
@@ -519,6 +527,18 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 			return nil, err
 		}
 	}
+	if res.LookupView != "" && res.DrainSeconds >= 0 {
+		idle := NewHistogram()
+		if _, err := runLookups(ctx, conn, res.LookupView, lastAuc.Load, 0, idleLookups, idle); err != nil {
+			res.LookupErr = err.Error()
+		}
+		if idle.Count() > 0 {
+			res.IdleLookupSamples = idle.Count()
+			res.IdleLookupP50Ms = float64(idle.Quantile(0.50)) / 1e3
+			res.IdleLookupP99Ms = float64(idle.Quantile(0.99)) / 1e3
+			res.IdleLookupMaxMs = float64(idle.Max()) / 1e3
+		}
+	}
 	if o.afterNexmark != nil {
 		if err := o.afterNexmark(ctx, sqlAddr, tgt.brokers, res); err != nil {
 			return nil, err
@@ -600,22 +620,31 @@ func refuseFailedViews(ctx context.Context, conn *pgx.Conn, views []NexmarkView,
 }
 
 // runLookups runs `SELECT * FROM view WHERE auction = $1` every
-// lookupEvery until ctx ends, for auction ids drawn among those
-// generated so far, and records each one's latency. It returns the
-// lookups that found rows, and the first error (which ends it).
-func runLookups(ctx context.Context, conn *pgx.Conn, view string, lastAuction *atomic.Int64, h *Histogram) (int, error) {
+// `every` (0: back to back) until ctx ends or n are recorded (0: no
+// bound), for auction ids drawn among those generated so far, and
+// records each one's latency. It returns the lookups that found rows,
+// and the first error (which ends it).
+func runLookups(ctx context.Context, conn *pgx.Conn, view string, lastAuction func() int64, every time.Duration, n uint64, h *Histogram) (int, error) {
 	hits := 0
 	q := "SELECT * FROM " + view + " WHERE auction = $1"
 	rnd := rand.New(rand.NewPCG(29, 1))
-	tick := time.NewTicker(lookupEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for n == 0 || h.Count() < n {
+		if tick != nil {
+			select {
+			case <-ctx.Done():
+				return hits, nil
+			case <-tick:
+			}
+		} else if ctx.Err() != nil {
 			return hits, nil
-		case <-tick.C:
 		}
-		last := lastAuction.Load()
+		last := lastAuction()
 		if last < nexmarkFirstID {
 			continue
 		}
@@ -635,9 +664,9 @@ func runLookups(ctx context.Context, conn *pgx.Conn, view string, lastAuction *a
 			}
 			return hits, err
 		}
-		n := 0
+		found := 0
 		for rows.Next() {
-			n++
+			found++
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -647,10 +676,11 @@ func runLookups(ctx context.Context, conn *pgx.Conn, view string, lastAuction *a
 			return hits, err
 		}
 		h.Record(time.Since(start).Microseconds())
-		if n > 0 {
+		if found > 0 {
 			hits++
 		}
 	}
+	return hits, nil
 }
 
 // nexmarkFirstID is the generator's first person and auction id.
@@ -756,5 +786,9 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 	if r.LookupSamples > 0 {
 		fmt.Fprintf(b, "  point lookup (SELECT * FROM %s WHERE auction = $1, during the load): p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d lookups, %d found rows\n",
 			r.LookupView, r.LookupP50Ms, r.LookupP99Ms, r.LookupMaxMs, r.LookupSamples, r.LookupHits)
+	}
+	if r.IdleLookupSamples > 0 {
+		fmt.Fprintf(b, "  point lookup after the load, views caught up, back to back: p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d lookups\n",
+			r.IdleLookupP50Ms, r.IdleLookupP99Ms, r.IdleLookupMaxMs, r.IdleLookupSamples)
 	}
 }
