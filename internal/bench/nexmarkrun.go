@@ -649,13 +649,12 @@ func runLookups(ctx context.Context, conn *pgx.Conn, view string, lastAuction fu
 			continue
 		}
 		// A multiple of 123 among the auctions so far: q2 keeps those
-		// auctions' bids, so most lookups find rows.
-		hi := last / 123
-		lo := (nexmarkFirstID + 122) / 123
-		if hi < lo {
-			continue
+		// auctions' bids, so most lookups find rows. Before there is
+		// one, any auction (a lookup that finds nothing).
+		auction := nexmarkFirstID + rnd.Int64N(last-nexmarkFirstID+1)
+		if hi, lo := last/123, (nexmarkFirstID+122)/123; hi >= lo {
+			auction = 123 * (lo + rnd.Int64N(hi-lo+1))
 		}
-		auction := 123 * (lo + rnd.Int64N(hi-lo+1))
 		start := time.Now()
 		rows, err := conn.Query(ctx, q, auction)
 		if err != nil {
