@@ -40,6 +40,11 @@ type Options struct {
 	Nexmark        bool
 	NexmarkQueries string
 	NexmarkReplay  bool
+	// NexmarkProfile, with Embedded and NexmarkReplay, is a directory
+	// where each replay writes this process's CPU profile
+	// (replay-<query>.pprof): the agent runs in it, so that is the
+	// query's cost by function.
+	NexmarkProfile string
 	SQL            string
 	// afterNexmark, a test's, checks the load's views before the
 	// replays drop them.
@@ -239,6 +244,9 @@ func (o *Options) Validate() error {
 		}
 		if _, err := nexmarkQueries(o.NexmarkQueries); err != nil {
 			errs = append(errs, err)
+		}
+		if o.NexmarkProfile != "" && (!o.Embedded || !o.NexmarkReplay) {
+			bad("--nexmark-profile profiles this process during the replays: give it with --embedded and --nexmark-replay")
 		}
 	}
 	if o.Cost {

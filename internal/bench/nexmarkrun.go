@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +48,16 @@ const (
 	// nexmarkPaceBatches is how many pacer releases a second the
 	// producer makes: events go out in bursts of rate/this.
 	nexmarkPaceBatches = 100
+	// lookupEvery spaces the point lookups measured during the load (one
+	// at a time, on their own connection).
+	lookupEvery = 10 * time.Millisecond
+	// idleLookups are the lookups measured after the load.
+	idleLookups = 1000
+	// replayPollEvery is how often a replay's progress is scraped. A
+	// scrape costs the agent CPU (the whole /metrics page, gzipped),
+	// which with --embedded is counted in the replay's CPU: every 20 ms
+	// that was a fifth of a q7 replay's.
+	replayPollEvery = 100 * time.Millisecond
 )
 
 // NexmarkResult is the --nexmark run's report.
@@ -66,6 +80,22 @@ type NexmarkResult struct {
 	FreshnessP99Ms    float64 `json:"freshness_p99_ms"`
 	FreshnessMaxMs    float64 `json:"freshness_max_ms"`
 	FreshnessTimeouts int     `json:"freshness_timeouts"`
+	// Lookup is the pull query `SELECT * FROM LookupView WHERE auction
+	// = $1` during the load, for random auction ids (hits and misses):
+	// a point lookup on the view's key.
+	LookupView    string  `json:"lookup_view,omitempty"`
+	LookupSamples uint64  `json:"lookup_samples"`
+	LookupHits    int     `json:"lookup_hits"`
+	LookupP50Ms   float64 `json:"lookup_p50_ms"`
+	LookupP99Ms   float64 `json:"lookup_p99_ms"`
+	LookupMaxMs   float64 `json:"lookup_max_ms"`
+	LookupErr     string  `json:"lookup_error,omitempty"`
+	// IdleLookup is the same lookups after the load, once every view
+	// has caught up: back to back, nothing else running in the agent.
+	IdleLookupSamples uint64  `json:"idle_lookup_samples"`
+	IdleLookupP50Ms   float64 `json:"idle_lookup_p50_ms"`
+	IdleLookupP99Ms   float64 `json:"idle_lookup_p99_ms"`
+	IdleLookupMaxMs   float64 `json:"idle_lookup_max_ms"`
 	// Replay is each query alone, with --nexmark-replay.
 	Replay []NexmarkReplay `json:"replay,omitempty"`
 	// DrainSeconds is how long after the load every view took to consume
@@ -116,7 +146,7 @@ const nexmarkReplayTimeout = 5 * time.Minute
 
 // replayQueries creates each query (not refused) as a fresh view after
 // the load, alone, and times it to consume every event its inputs hold.
-func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, queries []nexmark.Query, r *NexmarkResult, pw *progressWriter) error {
+func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, queries []nexmark.Query, r *NexmarkResult, profileDir string, pw *progressWriter) error {
 	refused := map[string]bool{}
 	expected := map[string]int64{}
 	for _, v := range r.Views {
@@ -136,8 +166,13 @@ func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, quer
 		if err != nil {
 			return err
 		}
+		stopProfile, err := startCPUProfile(profileDir, "replay-"+q.Name+".pprof")
+		if err != nil {
+			return err
+		}
 		t0 := time.Now()
 		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s AS %s", view, q.SQL)); err != nil {
+			stopProfile()
 			return fmt.Errorf("bench: create view %s: %w", view, err)
 		}
 		rp.Error = "timed out"
@@ -157,10 +192,11 @@ func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, quer
 				}
 				break
 			}
-			if err := clock.Sleep(ctx, clock.Real, 20*time.Millisecond); err != nil {
+			if err := clock.Sleep(ctx, clock.Real, replayPollEvery); err != nil {
 				return err
 			}
 		}
+		stopProfile()
 		pw.note("nexmark replay %s: %.0f events in %.2f s", q.Name, rp.Events, rp.Seconds)
 		r.Replay = append(r.Replay, rp)
 		if _, err := conn.Exec(ctx, "DROP MATERIALIZED VIEW IF EXISTS "+view); err != nil {
@@ -168,6 +204,29 @@ func replayQueries(ctx context.Context, conn *pgx.Conn, metricsAddr string, quer
 		}
 	}
 	return nil
+}
+
+// startCPUProfile writes this process's CPU profile to dir/name until
+// the returned stop is called; with dir "" it does nothing.
+func startCPUProfile(dir, name string) (stop func(), err error) {
+	if dir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: --nexmark-profile: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("bench: --nexmark-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: --nexmark-profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // nexmarkQueries parses --nexmark-queries ("" or "all": every query).
@@ -300,6 +359,7 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		prodMu   sync.Mutex
 		produced = map[string]int64{}
 		lastTime atomic.Int64 // the newest generated event time, unix µs
+		lastAuc  atomic.Int64 // the newest generated auction's id
 		prodErr  error
 		inflight sync.WaitGroup
 	)
@@ -340,6 +400,24 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		}()
 	}
 
+	// Point lookups, beside the load, on the same view as the markers.
+	lookups := NewHistogram()
+	var lookupHits int
+	var lookupErr error
+	if freshView != "" {
+		lconn, err := pgx.Connect(ctx, sqlURL(sqlAddr))
+		if err != nil {
+			return nil, fmt.Errorf("bench: connect to the SQL endpoint %s: %w", sqlAddr, err)
+		}
+		defer lconn.Close(context.Background())
+		res.LookupView = freshView
+		freshWG.Add(1)
+		go func() {
+			defer freshWG.Done()
+			lookupHits, lookupErr = runLookups(loadCtx, lconn, freshView, lastAuc.Load, lookupEvery, 0, lookups)
+		}()
+	}
+
 	batch := max(1, int(rate/nexmarkPaceBatches))
 	pw.note("nexmark: %d queries, %.0f events/s for %s", len(queries), rate, o.Duration)
 	progressAt := time.Now().Add(time.Second)
@@ -357,6 +435,9 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 				return nil, err
 			}
 			lastTime.Store(e.Time.UnixMicro())
+			if e.Kind == nexmark.KindAuction {
+				lastAuc.Store(e.Auction.ID)
+			}
 			inflight.Add(1)
 			cl.Produce(ctx, &kgo.Record{Topic: e.Kind.Table(), Key: e.Key(), Value: v}, promise)
 		}
@@ -408,6 +489,16 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		res.FreshnessMaxMs = float64(fresh.Max()) / 1e3
 	}
 	res.FreshnessTimeouts = timeouts
+	if lookups.Count() > 0 {
+		res.LookupSamples = lookups.Count()
+		res.LookupHits = lookupHits
+		res.LookupP50Ms = float64(lookups.Quantile(0.50)) / 1e3
+		res.LookupP99Ms = float64(lookups.Quantile(0.99)) / 1e3
+		res.LookupMaxMs = float64(lookups.Max()) / 1e3
+	}
+	if lookupErr != nil {
+		res.LookupErr = lookupErr.Error()
+	}
 
 	// Drain: every view consumes what was produced to its inputs.
 	drainStart := time.Now()
@@ -436,6 +527,18 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 			return nil, err
 		}
 	}
+	if res.LookupView != "" && res.DrainSeconds >= 0 {
+		idle := NewHistogram()
+		if _, err := runLookups(ctx, conn, res.LookupView, lastAuc.Load, 0, idleLookups, idle); err != nil {
+			res.LookupErr = err.Error()
+		}
+		if idle.Count() > 0 {
+			res.IdleLookupSamples = idle.Count()
+			res.IdleLookupP50Ms = float64(idle.Quantile(0.50)) / 1e3
+			res.IdleLookupP99Ms = float64(idle.Quantile(0.99)) / 1e3
+			res.IdleLookupMaxMs = float64(idle.Max()) / 1e3
+		}
+	}
 	if o.afterNexmark != nil {
 		if err := o.afterNexmark(ctx, sqlAddr, tgt.brokers, res); err != nil {
 			return nil, err
@@ -449,7 +552,7 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 				return nil, err
 			}
 		}
-		if err := replayQueries(ctx, conn, tgt.metricsAddr, queries, res, pw); err != nil {
+		if err := replayQueries(ctx, conn, tgt.metricsAddr, queries, res, o.NexmarkProfile, pw); err != nil {
 			return nil, err
 		}
 	}
@@ -515,6 +618,72 @@ func refuseFailedViews(ctx context.Context, conn *pgx.Conn, views []NexmarkView,
 		}
 	}
 }
+
+// runLookups runs `SELECT * FROM view WHERE auction = $1` every
+// `every` (0: back to back) until ctx ends or n are recorded (0: no
+// bound), for auction ids drawn among those generated so far, and
+// records each one's latency. It returns the lookups that found rows,
+// and the first error (which ends it).
+func runLookups(ctx context.Context, conn *pgx.Conn, view string, lastAuction func() int64, every time.Duration, n uint64, h *Histogram) (int, error) {
+	hits := 0
+	q := "SELECT * FROM " + view + " WHERE auction = $1"
+	rnd := rand.New(rand.NewPCG(29, 1))
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for n == 0 || h.Count() < n {
+		if tick != nil {
+			select {
+			case <-ctx.Done():
+				return hits, nil
+			case <-tick:
+			}
+		} else if ctx.Err() != nil {
+			return hits, nil
+		}
+		last := lastAuction()
+		if last < nexmarkFirstID {
+			continue
+		}
+		// A multiple of 123 among the auctions so far: q2 keeps those
+		// auctions' bids, so most lookups find rows. Before there is
+		// one, any auction (a lookup that finds nothing).
+		auction := nexmarkFirstID + rnd.Int64N(last-nexmarkFirstID+1)
+		if hi, lo := last/123, (nexmarkFirstID+122)/123; hi >= lo {
+			auction = 123 * (lo + rnd.Int64N(hi-lo+1))
+		}
+		start := time.Now()
+		rows, err := conn.Query(ctx, q, auction)
+		if err != nil {
+			if ctx.Err() != nil {
+				return hits, nil
+			}
+			return hits, err
+		}
+		found := 0
+		for rows.Next() {
+			found++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			if ctx.Err() != nil {
+				return hits, nil
+			}
+			return hits, err
+		}
+		h.Record(time.Since(start).Microseconds())
+		if found > 0 {
+			hits++
+		}
+	}
+	return hits, nil
+}
+
+// nexmarkFirstID is the generator's first person and auction id.
+const nexmarkFirstID int64 = 1000
 
 // runMarkers produces a marker bid every markerEvery until ctx ends and
 // times each from its produce call to the pull query on view seeing it.
@@ -593,7 +762,8 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 		fmt.Fprintf(b, "  not every view consumed every event within %s after the load\n", nexmarkDrainTimeout)
 	}
 	if len(r.Replay) > 0 {
-		b.WriteString("  replay, each query alone after the load over every event its topics hold:\n")
+		b.WriteString("  replay, each query alone after the load over every event its topics hold;\n")
+		b.WriteString("  events/cpu s is what one core does for that query (" + r.CPUScope + "):\n")
 		fmt.Fprintf(b, "  %-4s %10s %8s %8s %12s %16s\n", "query", "events", "s", "cpu s", "events/s", "events/cpu s")
 		for _, p := range r.Replay {
 			if p.Error != "" {
@@ -609,4 +779,15 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 	}
 	fmt.Fprintf(b, "  freshness (marker bid produced -> visible in SELECT on %s): p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d markers, %d timed out\n",
 		r.FreshnessView, r.FreshnessP50Ms, r.FreshnessP99Ms, r.FreshnessMaxMs, r.FreshnessSamples, r.FreshnessTimeouts)
+	if r.LookupErr != "" {
+		fmt.Fprintf(b, "  point lookups on %s failed: %s\n", r.LookupView, r.LookupErr)
+	}
+	if r.LookupSamples > 0 {
+		fmt.Fprintf(b, "  point lookup (SELECT * FROM %s WHERE auction = $1, during the load): p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d lookups, %d found rows\n",
+			r.LookupView, r.LookupP50Ms, r.LookupP99Ms, r.LookupMaxMs, r.LookupSamples, r.LookupHits)
+	}
+	if r.IdleLookupSamples > 0 {
+		fmt.Fprintf(b, "  point lookup after the load, views caught up, back to back: p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d lookups\n",
+			r.IdleLookupP50Ms, r.IdleLookupP99Ms, r.IdleLookupMaxMs, r.IdleLookupSamples)
+	}
 }

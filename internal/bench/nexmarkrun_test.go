@@ -67,6 +67,21 @@ func TestNexmarkEmbedded(t *testing.T) {
 		if !slices.Equal(got, want) || len(want) == 0 {
 			return fmt.Errorf("nexmark_q4:\n%s\nPostgreSQL:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+		// A point lookup on a view's key (auction, the first column
+		// of q2's whole-row key) answers what the WHERE over a full
+		// scan does (auction + 0 is no column, so it scans).
+		for _, auction := range []int64{1107, 1230, 1000, 123 * (markerAuctionBase + 1)} {
+			var byKey, byScan int64
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM nexmark_q2 WHERE auction = $1", auction).Scan(&byKey); err != nil {
+				return err
+			}
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM nexmark_q2 WHERE auction + 0 = $1", auction).Scan(&byScan); err != nil {
+				return err
+			}
+			if byKey != byScan {
+				return fmt.Errorf("nexmark_q2 auction %d: %d rows by key, %d by a scan", auction, byKey, byScan)
+			}
+		}
 		return nil
 	}
 	var out, errOut bytes.Buffer
@@ -104,11 +119,15 @@ func TestNexmarkEmbedded(t *testing.T) {
 	if !slices.Equal(replayed, []string{"q0", "q2", "q4"}) {
 		t.Errorf("replayed %v, want q0, q2, q4", replayed)
 	}
+	if r.LookupErr != "" || r.LookupSamples == 0 || r.IdleLookupSamples != idleLookups || r.IdleLookupP99Ms < r.IdleLookupP50Ms || r.IdleLookupP50Ms <= 0 {
+		t.Errorf("point lookups: error %q, %d during the load, %d after, p50 %v ms, p99 %v ms", r.LookupErr, r.LookupSamples, r.IdleLookupSamples, r.IdleLookupP50Ms, r.IdleLookupP99Ms)
+	}
 	if r.FreshnessSamples == 0 || r.FreshnessP99Ms < r.FreshnessP50Ms || r.FreshnessP50Ms <= 0 {
 		t.Errorf("freshness: %d samples, p50 %v ms, p99 %v ms", r.FreshnessSamples, r.FreshnessP50Ms, r.FreshnessP99Ms)
 	}
 	text := out.String()
-	for _, want := range []string{"freshness (marker bid produced -> visible in SELECT on nexmark_q2): p50 ", "nexmark_q4", "q6   refused: "} {
+	for _, want := range []string{"freshness (marker bid produced -> visible in SELECT on nexmark_q2): p50 ", "nexmark_q4", "q6   refused: ",
+		"point lookup (SELECT * FROM nexmark_q2 WHERE auction = $1, during the load): p50 ", "point lookup after the load"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}

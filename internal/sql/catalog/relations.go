@@ -281,6 +281,14 @@ type viewRelation struct {
 func (v *viewRelation) Columns() []exec.Column { return v.cols }
 
 func (v *viewRelation) Scan(ctx context.Context) (exec.RowIter, error) {
+	return v.ScanEqual(ctx, nil, nil)
+}
+
+// ScanEqual reads the rows whose first key columns (the view index's,
+// flow.View.KeyColumns) equal the values given for them: a point
+// lookup or a prefix scan of the index instead of a scan of it all.
+// Values for other columns are not used (the caller filters by them).
+func (v *viewRelation) ScanEqual(ctx context.Context, cols []int, vals types.Row) (exec.RowIter, error) {
 	if c, err := v.rels.st.Setting(SettingViewConsistency); err == nil && c == "caught_up" {
 		ms, err := v.rels.intSetting(SettingViewWaitTimeout)
 		if err != nil {
@@ -294,11 +302,35 @@ func (v *viewRelation) Scan(ctx context.Context) (exec.RowIter, error) {
 	if err != nil {
 		return nil, err
 	}
+	prefix := keyPrefix(view.KeyColumns(), len(v.cols), cols, vals)
 	var scanErr error
 	next, stop := iter.Pull2(func(yield func(types.Row, int64) bool) {
-		scanErr = view.Scan(nil, func(row types.Row, n int64) bool { return yield(row, n) })
+		scanErr = view.Scan(prefix, func(row types.Row, n int64) bool { return yield(row, n) })
 	})
 	return &viewIter{next: next, stop: func() { stop(); release() }, err: &scanErr}, nil
+}
+
+// keyPrefix is the values of the longest run of key columns, from the
+// first, that cols give values for (no key: the row's width columns in
+// order).
+func keyPrefix(key []int, width int, cols []int, vals types.Row) types.Row {
+	var prefix types.Row
+	for i := 0; ; i++ {
+		k := i
+		if len(key) > 0 {
+			if i >= len(key) {
+				return prefix
+			}
+			k = key[i]
+		} else if i >= width {
+			return prefix
+		}
+		j := slices.Index(cols, k)
+		if j < 0 {
+			return prefix
+		}
+		prefix = append(prefix, vals[j])
+	}
 }
 
 // viewIter repeats each row of the view's index by its count.

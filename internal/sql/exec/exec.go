@@ -203,10 +203,16 @@ func sliceIter(rows []types.Row) iter {
 // scanNode reads a relation.
 type scanNode struct {
 	rel Relation
+	// eq are the WHERE's equalities on its columns, for a relation that
+	// can look them up (plan_lookup.go).
+	eq []equality
 }
 
 func (s *scanNode) open(r *run) (iter, error) {
-	ri, err := s.rel.Scan(r.ctx)
+	ri, ok, err := s.lookup(r)
+	if err == nil && !ok {
+		ri, err = s.rel.Scan(r.ctx)
+	}
 	if err != nil {
 		return nil, err
 	}

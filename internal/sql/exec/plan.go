@@ -252,6 +252,9 @@ func (p *planner) planSelectKeep(st *pg.SelectStmt, keepUnknown bool) (node, []C
 		if err != nil {
 			return nil, nil, boolArgError("WHERE", cond, err)
 		}
+		if s := p.lookupScan(in, st.FromClause); s != nil {
+			s.eq = p.equalities(st.WhereClause, sc)
+		}
 		in = &filterNode{in: in, cond: b}
 	}
 	targets, err := p.expandTargets(st.TargetList, sc)

@@ -323,6 +323,26 @@ func numericSpecial(op string, x, y *apd.Decimal) (any, error) {
 // nbaseWeight is a nonzero numeric's first base-10000 digit and its
 // weight, as PostgreSQL's NumericVar holds them; divScale needs them.
 func nbaseWeight(d *apd.Decimal) (first int64, weight int64) {
+	if d.Coeff.IsInt64() {
+		// Without formatting the coefficient: a window's bounds divide
+		// an epoch per row, and the text was most of that division.
+		c := d.Coeff.Int64()
+		if c < 0 {
+			c = -c
+		}
+		n := d.NumDigits()
+		e10 := n + int64(d.Exponent) - 1
+		weight = floorDiv(e10, 4)
+		lead := e10 - weight*4 + 1
+		first = c
+		for i := lead; i < n; i++ {
+			first /= 10
+		}
+		for i := n; i < lead; i++ {
+			first *= 10
+		}
+		return first, weight
+	}
 	digits := d.Coeff.String()
 	if digits[0] == '-' {
 		digits = digits[1:]

@@ -81,6 +81,11 @@ type View struct {
 	r    Reader
 }
 
+// KeyColumns are the columns the view's rows are kept by, in order:
+// Scan's prefix is values of their first ones. nil means the whole row,
+// its columns in order.
+func (v *View) KeyColumns() []int { return v.spec.KeyCols }
+
 // Lookup calls fn for each row whose key columns equal key, with its
 // count, in index order.
 func (v *View) Lookup(key types.Row, fn func(row types.Row, count int64) bool) error {

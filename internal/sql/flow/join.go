@@ -177,6 +177,18 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 			}
 			after += c.Diff
 			s.kbuf = appendRowKey(rowsPrefix(&s.kbuf, side, k.jk), c.Row)
+			if before == 0 && c.Diff > 0 {
+				// The side held no row with this join key (its count is
+				// their sum) and the changes are consolidated, so the
+				// row is new: written without the read addCounted makes,
+				// which for an append-only input is nearly every row's
+				// and misses every level of the store.
+				s.vbuf = types.AppendRow(binary.AppendVarint(s.vbuf[:0], c.Diff), c.Row)
+				if err := st.Set(s.kbuf, s.vbuf); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if _, _, err := addCounted(st, s.kbuf, c.Row, c.Diff, &s.vbuf); err != nil {
 				return nil, fmt.Errorf("flow: join: %w", err)
 			}

@@ -309,7 +309,14 @@ func ParseBool(text string) (bool, bool) {
 
 func parseInt(t Type, text string) (any, error) {
 	s := strings.TrimSpace(text)
-	bitsz := map[uint32]int{OIDInt2: 16, OIDInt4: 32, OIDInt8: 64}[t.OID]
+	// A switch, not a map literal: this runs per column per record.
+	bitsz := 64
+	switch t.OID {
+	case OIDInt2:
+		bitsz = 16
+	case OIDInt4:
+		bitsz = 32
+	}
 	if s == "" || strings.ContainsAny(s, " _") || strings.HasPrefix(s, "0x") {
 		return nil, invalidText(t, text)
 	}

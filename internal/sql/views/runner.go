@@ -423,7 +423,7 @@ func (t *task) runOnce() error {
 	}
 	cache := pebble.NewCache(stateCacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(filepath.Join(t.dir, "state"), &pebble.Options{Cache: cache, MemTableSize: 16 << 20, Logger: quietLogger{}})
+	db, err := pebble.Open(filepath.Join(t.dir, "state"), stateOptions(cache))
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
