@@ -259,13 +259,14 @@ var nondeterministic = map[string]bool{
 	"setseed": true, "current_setting": true,
 }
 
+// keptAggregates names the aggregates a view keeps, for refusals.
+const keptAggregates = "count, sum, avg, min, max, bool_and, bool_or, string_agg and the variance family"
+
 // unkeptAggregates are PostgreSQL's aggregates that flow does not keep
 // retractably, refused by name before exec plans the query (exec
-// computes the variance family in batch queries and answers 0A000 for
-// the rest itself; a view needs what flow can retract). string_agg,
-// which exec knows, is refused when its plan is compiled.
+// answers 0A000 for most of them itself; a view needs what flow can
+// retract, and says so).
 var unkeptAggregates = map[string]bool{
-	"var_samp": true, "var_pop": true, "variance": true, "stddev": true, "stddev_samp": true, "stddev_pop": true,
 	"array_agg": true, "json_agg": true, "jsonb_agg": true, "json_object_agg": true, "jsonb_object_agg": true,
 	"percentile_cont": true, "percentile_disc": true, "mode": true, "corr": true, "covar_pop": true, "covar_samp": true,
 	"regr_slope": true, "regr_intercept": true, "regr_count": true, "regr_r2": true, "regr_avgx": true, "regr_avgy": true,
@@ -297,7 +298,7 @@ func check(n *pg.Node) error {
 			if y.FuncCall.Over != nil {
 				err = sqlerr.NotSupported("window function %s is not supported in a materialized view: only ROW_NUMBER() in a subquery bounded by the WHERE over it (top-N)", name).At(y.FuncCall.Location)
 			} else if unkeptAggregates[name] {
-				err = sqlerr.NotSupported("aggregate %s is not supported in a materialized view (count, sum, avg, min, max, bool_and and bool_or are)", name).At(y.FuncCall.Location)
+				err = sqlerr.NotSupported("aggregate %s is not supported in a materialized view (%s are)", name, keptAggregates).At(y.FuncCall.Location)
 			} else if nondeterministic[name] {
 				err = sqlerr.NotSupported("%s() is not supported in a materialized view: a view is a deterministic function of its inputs", name).At(y.FuncCall.Location)
 			}

@@ -249,6 +249,19 @@ func (c *compiler) aggregate(l *exec.Logical) (built, error) {
 		if call.Kind != flow.CountStar {
 			read(arg, argExpr)
 		}
+		if call.Kind == flow.StringAgg {
+			// The delimiter and the ORDER BY keys are read beside
+			// the value; their columns are set below.
+			read(c.fx(a.Args[1]), a.Args[1])
+			for _, o := range a.Order {
+				read(c.fx(o.Expr), o.Expr)
+				sk := flow.SortKey{Desc: o.Desc, Nulls: flow.NullsLast}
+				if o.NullsFirst {
+					sk.Nulls = flow.NullsFirst
+				}
+				call.Order = append(call.Order, sk)
+			}
+		}
 		calls = append(calls, call)
 	}
 	node := in.node
@@ -263,6 +276,14 @@ func (c *compiler) aggregate(l *exec.Logical) (built, error) {
 		if calls[j].Kind != flow.CountStar {
 			calls[j].Col = cols[next]
 			next++
+		}
+		if calls[j].Kind == flow.StringAgg {
+			calls[j].Delim = cols[next]
+			next++
+			for k := range calls[j].Order {
+				calls[j].Order[k].Col = cols[next]
+				next++
+			}
 		}
 	}
 	out := built{node: c.add("aggregate", &flow.Aggregate{GroupBy: groupBy, Aggs: calls}, node), width: len(groupBy) + len(calls)}
@@ -308,10 +329,18 @@ func (c *compiler) aggCall(a exec.LogicalAgg) (flow.AggCall, flow.Expr, *expr.Ex
 		kind = flow.BoolAnd
 	case "bool_or":
 		kind = flow.BoolOr
+	case "string_agg":
+		kind = flow.StringAgg
+		if a.Distinct {
+			return flow.AggCall{}, nil, nil, sqlerr.NotSupported("string_agg(DISTINCT ...) is not supported in a materialized view")
+		}
+	case "var_samp", "var_pop", "stddev_samp", "stddev_pop":
+		kind = map[string]flow.AggKind{"var_samp": flow.VarSamp, "var_pop": flow.VarPop,
+			"stddev_samp": flow.StddevSamp, "stddev_pop": flow.StddevPop}[a.Name]
 	default:
-		return flow.AggCall{}, nil, nil, sqlerr.NotSupported("aggregate %s is not supported in a materialized view (count, sum, avg, min, max, bool_and and bool_or are)", a.Name)
+		return flow.AggCall{}, nil, nil, sqlerr.NotSupported("aggregate %s is not supported in a materialized view (%s are)", a.Name, keptAggregates)
 	}
-	if len(a.Args) > 1 {
+	if len(a.Args) > 1 && kind != flow.StringAgg {
 		return flow.AggCall{}, nil, nil, sqlerr.NotSupported("aggregate %s of %d arguments is not supported in a materialized view", a.Name, len(a.Args))
 	}
 	if a.Filter == nil {
