@@ -137,11 +137,21 @@ func (c *compiler) translateOp(l *exec.Logical) (built, error) {
 		}
 		return built{node: c.add("union all", &flow.Union{Inputs: len(ins)}, ins...), width: width}, nil
 	case exec.OpSetOp:
-		what := "EXCEPT"
-		if l.Intersect {
-			what = "INTERSECT"
+		lb, err := c.translate(l.In[0])
+		if err != nil {
+			return built{}, err
 		}
-		return built{}, sqlerr.NotSupported("%s is not supported in a materialized view", what)
+		rb, err := c.translate(l.In[1])
+		if err != nil {
+			return built{}, err
+		}
+		lb, rb = c.materialize(lb), c.materialize(rb)
+		name := map[bool]string{true: "intersect", false: "except"}[l.Intersect]
+		out := built{node: c.add(name, &flow.SetOp{Intersect: l.Intersect, All: l.All}, lb.node, rb.node), width: lb.width}
+		if !l.All {
+			out.key, out.unique = allCols(lb.width), true
+		}
+		return out, nil
 	}
 	return built{}, sqlerr.Errorf(sqlerr.InternalError, "viewplan: plan operator %d", l.Op)
 }

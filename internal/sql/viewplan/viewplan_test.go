@@ -127,7 +127,6 @@ func TestRefused(t *testing.T) {
 		{"SELECT id, CURRENT_TIMESTAMP FROM orders", sqlerr.FeatureNotSupported, "current time"},
 		{"SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM orders) t", sqlerr.FeatureNotSupported, "upper bound on rn"},
 		{"SELECT id, rank() OVER (ORDER BY id) FROM orders", sqlerr.FeatureNotSupported, "window function rank"},
-		{"SELECT id FROM orders EXCEPT SELECT id FROM customers", sqlerr.FeatureNotSupported, "EXCEPT"},
 		{"SELECT tier, string_agg(DISTINCT name, ',') FROM customers GROUP BY tier", sqlerr.FeatureNotSupported, "string_agg(DISTINCT"},
 		{"SELECT status, array_agg(discount) FROM orders GROUP BY status", sqlerr.FeatureNotSupported, "array_agg"},
 		{"SELECT sum(DISTINCT qty) FROM orders", sqlerr.FeatureNotSupported, "sum(DISTINCT)"},
