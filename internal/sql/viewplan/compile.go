@@ -161,6 +161,8 @@ type derived struct {
 	// consts are a constant relation's rows (generate_series), which a
 	// join repeats each row by instead of a node.
 	consts []types.Row
+	// scalar marks a scalar subquery's relation (scalar.go).
+	scalar bool
 	emit   func() (built, error)
 	done   *built
 }
@@ -383,7 +385,7 @@ func (c *compiler) rewrite(st *pg.SelectStmt) error {
 	if len(anti) > 0 {
 		applyAnti(st, anti)
 	}
-	return nil
+	return c.scalars(st)
 }
 
 // rewriteFrom rewrites one FROM item.

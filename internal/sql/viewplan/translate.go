@@ -386,6 +386,9 @@ func (c *compiler) aggCall(a exec.LogicalAgg) (flow.AggCall, flow.Expr, *expr.Ex
 // only: an outer join's padding depends on them).
 func (c *compiler) join(l *exec.Logical) (built, error) {
 	lw, rw := l.LeftWidth, l.RightWidth
+	if len(l.EqLeft) == 0 && l.Join == exec.JoinLeft && l.Pred == nil && isScalar(l.In[1]) {
+		return c.scalarJoin(l)
+	}
 	if len(l.EqLeft) == 0 {
 		return c.crossConst(l)
 	}
