@@ -392,9 +392,6 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 	if len(l.EqLeft) == 0 {
 		return c.crossConst(l)
 	}
-	if l.Pred != nil && l.Join != exec.JoinInner {
-		return built{}, sqlerr.NotSupported("an outer join's ON condition other than equalities between its sides is not supported in a materialized view")
-	}
 	lb, err := c.translate(l.In[0])
 	if err != nil {
 		return built{}, err
@@ -442,7 +439,15 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 	rn, rk, rw2 := keys(rb, l.EqRight, lw, rw)
 	kind := map[exec.JoinKind]flow.JoinKind{exec.JoinInner: flow.InnerJoin, exec.JoinLeft: flow.LeftJoin,
 		exec.JoinRight: flow.RightJoin, exec.JoinFull: flow.FullJoin}[l.Join]
-	node := c.add("join", &flow.Join{Kind: kind, LeftKey: lk, RightKey: rk, LeftWidth: lw2, RightWidth: rw2}, ln, rn)
+	var node flow.Node
+	if l.Pred != nil && kind != flow.InnerJoin {
+		// An outer join's other ON terms decide which rows are padded:
+		// the join evaluates them itself.
+		node = c.add("outer join", &flow.ResidualJoin{Kind: kind, LeftKey: lk, RightKey: rk, LeftWidth: lw2, RightWidth: rw2,
+			Residual: c.residual(l.Pred, lw, lw2, rw)}, ln, rn)
+	} else {
+		node = c.add("join", &flow.Join{Kind: kind, LeftKey: lk, RightKey: rk, LeftWidth: lw2, RightWidth: rw2}, ln, rn)
+	}
 	if lw2 != lw || rw2 != rw {
 		cols := allCols(lw)
 		for i := range rw {
@@ -450,7 +455,7 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 		}
 		node = c.add("project", &flow.Project{Cols: cols}, node)
 	}
-	if l.Pred != nil {
+	if l.Pred != nil && kind == flow.InnerJoin {
 		node = c.add("filter", &flow.Filter{Pred: c.fx(l.Pred)}, node)
 	}
 	out := built{node: node, width: lw + rw}
@@ -462,6 +467,21 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 		out.unique = lb.unique && rb.unique
 	}
 	return out, nil
+}
+
+// residual is an outer join's ON terms over the joined row of sides
+// lw2 and rw wide whose left side has lw columns of its own (the rest
+// computed join keys, which the terms do not read).
+func (c *compiler) residual(pred *expr.Expr, lw, lw2, rw int) flow.Expr {
+	f := c.fx(pred)
+	if lw == lw2 {
+		return f
+	}
+	return func(r types.Row) (any, error) {
+		row := make(types.Row, 0, lw+rw)
+		row = append(append(row, r[:lw]...), r[lw2:lw2+rw]...)
+		return f(row)
+	}
 }
 
 // crossConst compiles a join without equalities, which a view keeps
