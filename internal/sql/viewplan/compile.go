@@ -298,7 +298,7 @@ func check(n *pg.Node) error {
 		case *pg.Node_FuncCall:
 			name := funcName(y.FuncCall)
 			if y.FuncCall.Over != nil {
-				err = sqlerr.NotSupported("window function %s is not supported in a materialized view: only ROW_NUMBER() in a subquery bounded by the WHERE over it (top-N)", name).At(y.FuncCall.Location)
+				err = sqlerr.NotSupported("window function %s is not supported in a materialized view: only ROW_NUMBER() in a subquery bounded by the WHERE over it (top-N), and count, sum, avg, min and max over ROWS BETWEEN n PRECEDING AND CURRENT ROW", name).At(y.FuncCall.Location)
 			} else if unkeptAggregates[name] {
 				err = sqlerr.NotSupported("aggregate %s is not supported in a materialized view (%s are)", name, keptAggregates).At(y.FuncCall.Location)
 			} else if nondeterministic[name] {
@@ -385,7 +385,10 @@ func (c *compiler) rewrite(st *pg.SelectStmt) error {
 	if len(anti) > 0 {
 		applyAnti(st, anti)
 	}
-	return c.scalars(st)
+	if err := c.scalars(st); err != nil {
+		return err
+	}
+	return c.rowsWindow(st)
 }
 
 // rewriteFrom rewrites one FROM item.
