@@ -360,6 +360,9 @@ func (c *compiler) rewrite(st *pg.SelectStmt) error {
 		}
 		return c.rewrite(st.Rarg)
 	}
+	if err := c.laterals(st); err != nil {
+		return err
+	}
 	for i, item := range st.FromClause {
 		n, err := c.topN(st, item)
 		if err != nil {

@@ -31,7 +31,10 @@
 //     distinct keys (semijoin.go).
 //   - Top-N: ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) AS rn in a
 //     subquery in FROM, bounded by rn <= N (or < N, = N, BETWEEN) in the
-//     WHERE over it, and ORDER BY ... LIMIT [OFFSET]: flow.TopN.
+//     WHERE over it, and ORDER BY ... LIMIT [OFFSET]: flow.TopN. A
+//     LATERAL subquery correlated by equalities, with ORDER BY ...
+//     LIMIT, is rewritten into the first form joined on its keys
+//     (lateral.go).
 //   - count/sum/avg/min/max OVER (PARTITION BY ... ORDER BY ... ROWS
 //     BETWEEN n PRECEDING AND CURRENT ROW) in the select list:
 //     flow.RowsWindow (rowswindow.go).
@@ -52,7 +55,7 @@
 // non-equi joins, except with a constant relation), LIMIT without
 // ORDER BY, aggregates flow does not keep retractably (array_agg,
 // string_agg(DISTINCT), SUM/AVG DISTINCT, SUM of intervals, ...),
-// LATERAL, and non-deterministic functions (now(), random()): a view
+// other LATERAL subqueries, and non-deterministic functions (now(), random()): a view
 // must be a deterministic function of its inputs. A scalar subquery
 // with more than one row fails the epoch with 21000 at run time.
 //

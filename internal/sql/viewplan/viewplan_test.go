@@ -128,6 +128,8 @@ func TestRefused(t *testing.T) {
 		{"SELECT id, CURRENT_TIMESTAMP FROM orders", sqlerr.FeatureNotSupported, "current time"},
 		{"SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn FROM orders) t", sqlerr.FeatureNotSupported, "upper bound on rn"},
 		{"SELECT id, rank() OVER (ORDER BY id) FROM orders", sqlerr.FeatureNotSupported, "window function rank"},
+		{"SELECT c.id, t.n FROM customers c, LATERAL (SELECT count(*) AS n FROM orders o WHERE o.customer_id = c.id) t", sqlerr.FeatureNotSupported, "LATERAL"},
+		{"SELECT c.id, t.id FROM customers c, LATERAL (SELECT o.id FROM orders o WHERE o.customer_id > c.id ORDER BY o.id LIMIT 1) t", sqlerr.FeatureNotSupported, "LATERAL"},
 		{"SELECT id, avg(qty) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) FROM orders", sqlerr.FeatureNotSupported, "ROWS BETWEEN n PRECEDING AND CURRENT ROW only"},
 		{"SELECT id, avg(qty) OVER (ORDER BY id RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) FROM orders", sqlerr.FeatureNotSupported, "ROWS BETWEEN n PRECEDING"},
 		{"SELECT id, sum(qty) OVER (ORDER BY id ROWS 2 PRECEDING), max(qty) OVER (ORDER BY id ROWS 2 PRECEDING) FROM orders", sqlerr.FeatureNotSupported, "more than one window function"},
