@@ -4,8 +4,15 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
 )
+
+// maxWindowSpanRows bounds the rows an epoch reads for one partition
+// (its changed span and the frames around it): held in memory to
+// recompute. Past it the epoch fails (54000) rather than exhaust
+// memory.
+const maxWindowSpanRows = 1_000_000
 
 // maxRowsPreceding bounds a ROWS frame's N PRECEDING: a change reads
 // and recomputes the N rows on each side of it.
@@ -141,6 +148,9 @@ func (w *RowsWindow) values(st Reader, prefix, lo, hi []byte) ([]types.Row, erro
 				after++
 			}
 			rows = append(rows, row)
+		}
+		if len(rows) > maxWindowSpanRows {
+			return false, sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "window function: more than %d rows in the span one epoch changes", maxWindowSpanRows)
 		}
 		return true, nil
 	})

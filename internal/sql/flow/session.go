@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
 	"github.com/strandkafka/strand/internal/sql/types"
 )
 
@@ -33,6 +34,12 @@ type Session struct {
 	PartitionBy []int
 	Gap         time.Duration
 }
+
+// maxSessionRows bounds the rows an epoch reads around one partition's
+// changes (the sessions they touch, before and after): a session is
+// held in memory to assign its window. Past it the epoch fails (54000)
+// rather than exhaust memory; a shorter gap makes smaller sessions.
+const maxSessionRows = 1_000_000
 
 func (s *Session) Arity() int { return 1 }
 
@@ -134,6 +141,9 @@ func (s *Session) partition(st Store, p *sessionPart, out []types.Change) ([]typ
 				return false, err
 			}
 			rows = append(rows, r)
+			if len(rows) > maxSessionRows {
+				return false, sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "session windows: more than %d rows in the sessions one epoch changes", maxSessionRows)
+			}
 			return true, nil
 		})
 		return rows, err
