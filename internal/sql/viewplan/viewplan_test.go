@@ -84,9 +84,26 @@ func TestViewOverView(t *testing.T) {
 // same Pebble store (as a restarted agent does), and finishes: the
 // contents equal one uninterrupted run's.
 func TestReopen(t *testing.T) {
-	v, err := Compile(`SELECT customer_id, id, price, rn FROM (
+	for _, sql := range []string{
+		`SELECT customer_id, id, price, rn FROM (
 		SELECT customer_id, id, price, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY price DESC, id) AS rn FROM orders) t
-		WHERE rn <= 2`, smallCatalog(t))
+		WHERE rn <= 2`,
+		// The operators added for string_agg, set operations, residual
+		// outer joins, scalar subqueries, sessions and ROWS frames keep
+		// all their state in the store too.
+		`SELECT status, string_agg(CAST(id AS text), ',' ORDER BY id) AS ids, var_samp(discount) AS v FROM orders GROUP BY status`,
+		`SELECT customer_id FROM orders WHERE qty > 2 EXCEPT ALL SELECT id FROM customers`,
+		`SELECT c.id, o.id AS o FROM customers c LEFT JOIN orders o ON o.customer_id = c.id AND o.qty > c.tier`,
+		`SELECT id, qty - (SELECT max(qty) FROM orders WHERE status = 'new') AS d FROM orders`,
+		`SELECT customer_id, window_start, count(*) AS n FROM SESSION(orders, ts, INTERVAL '10 minutes', customer_id) GROUP BY customer_id, window_start`,
+		`SELECT id, sum(qty) OVER (PARTITION BY customer_id ORDER BY ts, id ROWS 2 PRECEDING) AS s FROM orders`,
+	} {
+		t.Run("", func(t *testing.T) { reopen(t, sql) })
+	}
+}
+
+func reopen(t *testing.T, sql string) {
+	v, err := Compile(sql, smallCatalog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
