@@ -192,8 +192,8 @@ func TestDDL(t *testing.T) {
 		{"CREATE MATERIALIZED VIEW v AS SELECT * FROM pg_catalog.pg_class", "42P01", "pg_catalog"},
 		// What the dataflow cannot keep is refused at CREATE, not left
 		// to fail in every agent's runner.
-		{"CREATE MATERIALIZED VIEW v AS SELECT id FROM orders EXCEPT SELECT id FROM orders WHERE amount > 1", "0A000", ""},
-		{"CREATE MATERIALIZED VIEW v AS SELECT id, avg(amount) OVER (ORDER BY id ROWS 2 PRECEDING) FROM orders", "0A000", ""},
+		{"CREATE MATERIALIZED VIEW v AS SELECT id FROM orders LIMIT 3", "0A000", ""},
+		{"CREATE MATERIALIZED VIEW v AS SELECT id, rank() OVER (ORDER BY id) FROM orders", "0A000", ""},
 		{"CREATE SINK k WITH (topic = 'out', format = 'avro') AS SELECT * FROM orders", "22023", ""},
 		{"CREATE SINK k WITH (topic = 'nope', format = 'json') AS SELECT * FROM orders", "42704", ""},
 		{"CREATE TABLE t (a int)", "0A000", ""},

@@ -83,7 +83,17 @@ type LogicalAgg struct {
 	Distinct bool
 	Filter   *expr.Expr
 	Ordered  bool
-	Type     types.Type
+	// Order are the ORDER BY keys inside the call, over the
+	// aggregation's input row (Ordered is len(Order) > 0).
+	Order []LogicalAggOrder
+	Type  types.Type
+}
+
+// LogicalAggOrder is an ORDER BY term inside an aggregate call.
+type LogicalAggOrder struct {
+	Expr       *expr.Expr
+	Desc       bool
+	NullsFirst bool
 }
 
 // LogicalSortKey is an ORDER BY term over a column of the input.
@@ -118,8 +128,12 @@ func logicalOf(n node, seen map[node]*Logical) *Logical {
 	case *aggNode:
 		l = &Logical{Op: OpAggregate, In: []*Logical{sub(x.in)}, Exprs: x.groups}
 		for _, a := range x.aggs {
-			l.Aggs = append(l.Aggs, LogicalAgg{Name: a.name, Star: a.star, Args: a.args, Distinct: a.distinct,
-				Filter: a.filter, Ordered: len(a.order) > 0, Type: a.typ})
+			la := LogicalAgg{Name: a.name, Star: a.star, Args: a.args, Distinct: a.distinct,
+				Filter: a.filter, Ordered: len(a.order) > 0, Type: a.typ}
+			for i, e := range a.order {
+				la.Order = append(la.Order, LogicalAggOrder{Expr: e, Desc: a.keys[i].desc, NullsFirst: a.keys[i].nullsFirst})
+			}
+			l.Aggs = append(l.Aggs, la)
 		}
 	case *joinNode:
 		l = &Logical{Op: OpJoin, In: []*Logical{sub(x.left), sub(x.right)}, Join: JoinKind(x.kind),

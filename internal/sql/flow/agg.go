@@ -25,6 +25,11 @@ const (
 	CountDistinct                // COUNT(DISTINCT x): int8
 	BoolAnd                      // bool_and(x)
 	BoolOr                       // bool_or(x)
+	StringAgg                    // string_agg(x, Delim ORDER BY Order): text
+	VarSamp                      // var_samp(x): numeric of integers and numeric, float8 of floats
+	VarPop                       // var_pop(x): as VarSamp
+	StddevSamp                   // stddev_samp(x): as VarSamp
+	StddevPop                    // stddev_pop(x): as VarSamp
 )
 
 // AggCall is one aggregate over input column Col (ignored for
@@ -32,7 +37,15 @@ const (
 type AggCall struct {
 	Kind AggKind
 	Col  int
+	// Delim is StringAgg's delimiter column; Order its ORDER BY inside
+	// the call (values tying on it are ordered by value, then
+	// delimiter, so the result is deterministic).
+	Delim int
+	Order []SortKey
 }
+
+// variance reports whether k is of the variance family.
+func (k AggKind) variance() bool { return k >= VarSamp && k <= StddevPop }
 
 // maxAggs bounds an aggregate's calls: the call's number is a byte of
 // its set keys.
@@ -66,7 +79,14 @@ type WindowPolicy struct {
 // infinities and NaNs of floats and numerics counted apart, so that
 // retracting an infinity restores a finite sum); MIN and MAX keep the
 // multiset of the group's values in order, so retracting the minimum
-// finds the next one; COUNT(DISTINCT) keeps each value's count.
+// finds the next one; COUNT(DISTINCT) keeps each value's count;
+// string_agg keeps the multiset of (order keys, value, delimiter) in
+// its order and rebuilds a changed group's string from it (a cost of
+// the group's size per changed group and epoch); the variance family
+// keeps the count, the sum and the sum of squares as exact numerics
+// (a float's shortest decimal), so a retraction leaves no rounding
+// behind, and computes the result from them (over floats, rounded to
+// float8 once, at the end).
 // Float sums are float64 sums: retraction is exact up to float
 // rounding, and a group whose non-NULL count returns to zero restarts
 // from an exact zero.
@@ -80,6 +100,8 @@ type WindowPolicy struct {
 //	                                          (MIN/MAX multisets, COUNT(DISTINCT) sets;
 //	                                          MIN and MAX of one column share the
 //	                                          first one's)
+//	'x' call(1 byte) key(group) sortkey(order) key(value) key(delim)
+//	                                       -> count, [value, delim] (string_agg)
 type Aggregate struct {
 	GroupBy []int
 	Aggs    []AggCall
@@ -119,7 +141,7 @@ func (a *Aggregate) validate() error {
 }
 
 // usesSet reports whether a call keeps values under 'x'.
-func (k AggKind) usesSet() bool { return k == Min || k == Max || k == CountDistinct }
+func (k AggKind) usesSet() bool { return k == Min || k == Max || k == CountDistinct || k == StringAgg }
 
 // accumulator is one call's state in one group. Which fields a kind
 // uses: n is the non-NULL count (COUNT, SUM, AVG, MIN, MAX) or the
@@ -127,12 +149,17 @@ func (k AggKind) usesSet() bool { return k == Min || k == Max || k == CountDisti
 // (bool_and, bool_or); sum is the current extreme (MIN, MAX) or the
 // finite sum (int64, or *apd.Decimal once an int64 overflows or for
 // numeric input, or float64) and pinf,
-// ninf, nan count the non-finite values; in is the input's kind.
+// ninf, nan count the non-finite values; in is the input's kind. The
+// variance family keeps the finite values' count in n, their exact
+// sum in sum and sum of squares in sq (*apd.Decimal), and the
+// non-finite values' count in nan; string_agg keeps its current
+// string in sum.
 type accumulator struct {
 	n, t, f         int64
 	pinf, ninf, nan int64
 	in              inputKind
 	sum             any
+	sq              any
 }
 
 type inputKind byte
@@ -146,15 +173,21 @@ const (
 	inNumeric
 )
 
-func (acc *accumulator) append(b []byte) []byte {
+func (acc *accumulator) append(b []byte, kind AggKind) []byte {
 	for _, v := range []int64{acc.n, acc.t, acc.f, acc.pinf, acc.ninf, acc.nan} {
 		b = binary.AppendVarint(b, v)
 	}
 	b = append(b, byte(acc.in))
-	return types.AppendValue(b, acc.sum)
+	b = types.AppendValue(b, acc.sum)
+	if kind.variance() {
+		// Only the variances have a second sum: the other kinds' state
+		// is as it was before they existed.
+		b = types.AppendValue(b, acc.sq)
+	}
+	return b
 }
 
-func (acc *accumulator) decode(b []byte) ([]byte, error) {
+func (acc *accumulator) decode(b []byte, kind AggKind) ([]byte, error) {
 	for _, p := range []*int64{&acc.n, &acc.t, &acc.f, &acc.pinf, &acc.ninf, &acc.nan} {
 		v, k := binary.Varint(b)
 		if k <= 0 {
@@ -168,6 +201,9 @@ func (acc *accumulator) decode(b []byte) ([]byte, error) {
 	acc.in = inputKind(b[0])
 	var err error
 	acc.sum, b, err = types.DecodeValue(b[1:])
+	if err == nil && kind.variance() {
+		acc.sq, b, err = types.DecodeValue(b)
+	}
 	return b, err
 }
 
@@ -193,6 +229,7 @@ type setDelta struct {
 	grp  int    // index of the group in aggScratch.groups
 	call int
 	v    any
+	row  types.Row // string_agg's [value, delim]; else the row is [v]
 	d    int64
 }
 
@@ -304,15 +341,27 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 				}
 			}
 			if call.Kind.usesSet() {
-				s.kbuf = types.AppendKey(append(append(s.kbuf[:0], 'x', byte(i)), g.key...), v)
+				s.kbuf = append(append(s.kbuf[:0], 'x', byte(i)), g.key...)
+				var row types.Row
+				if call.Kind == StringAgg {
+					row = types.Row{v, c.Row[call.Delim]}
+					s.kbuf = appendSortKey(s.kbuf, c.Row, call.Order)
+					s.kbuf = types.AppendKey(s.kbuf, row[1])
+				}
+				s.kbuf = types.AppendKey(s.kbuf, v)
 				if j, ok := s.setIdx[string(s.kbuf)]; ok {
 					s.sets[j].d += c.Diff
 				} else {
-					s.sets = append(s.sets, setDelta{key: string(s.kbuf), grp: gi, call: i, v: v, d: c.Diff})
+					s.sets = append(s.sets, setDelta{key: string(s.kbuf), grp: gi, call: i, v: v, row: row, d: c.Diff})
 					s.setIdx[s.sets[len(s.sets)-1].key] = len(s.sets) - 1
 				}
 				if call.Kind == CountDistinct {
 					continue // counted as the multiset changes, below
+				}
+				if call.Kind == StringAgg {
+					// The string is rebuilt from the multiset once it
+					// has the epoch's changes.
+					g.rescan[i] = true
 				}
 			}
 			if err := acc.add(call.Kind, v, c.Diff); err != nil {
@@ -329,7 +378,11 @@ func (a *Aggregate) Step(ctx *Context, ins [][]types.Change) ([]types.Change, er
 		}
 		s.kbuf = append(s.kbuf[:0], x.key...)
 		s.row1[0] = x.v
-		before, after, err := addCounted(st, s.kbuf, s.row1[:], x.d, &s.vbuf)
+		row := s.row1[:]
+		if x.row != nil {
+			row = x.row
+		}
+		before, after, err := addCounted(st, s.kbuf, row, x.d, &s.vbuf)
 		if err != nil {
 			return nil, err
 		}
@@ -464,7 +517,7 @@ func (a *Aggregate) appendGroup(b []byte, g *group) []byte {
 	b = binary.AppendVarint(b, g.rows)
 	b = types.AppendRow(b, g.vals)
 	for i := range g.accs {
-		b = g.accs[i].append(b)
+		b = g.accs[i].append(b, a.Aggs[i].Kind)
 	}
 	return b
 }
@@ -485,7 +538,7 @@ func (a *Aggregate) decodeGroup(g *group, b []byte) error {
 		return err
 	}
 	for i := range g.accs {
-		if b, err = g.accs[i].decode(b); err != nil {
+		if b, err = g.accs[i].decode(b, a.Aggs[i].Kind); err != nil {
 			return err
 		}
 	}
@@ -523,6 +576,14 @@ func (a *Aggregate) result(st Reader, g *group, rows *rowSlab) (types.Row, error
 			if acc.t+acc.f > 0 {
 				v = acc.t > 0
 			}
+		case StringAgg:
+			if g.rescan != nil && g.rescan[i] {
+				acc.sum, err = stringAgg(st, byte(i), g.key)
+				g.rescan[i] = false
+			}
+			v = acc.sum
+		case VarSamp, VarPop, StddevSamp, StddevPop:
+			v, err = acc.varianceResult(call.Kind)
 		}
 		if err != nil {
 			return nil, err
@@ -598,6 +659,11 @@ func (acc *accumulator) add(kind AggKind, v any, d int64) error {
 		}
 		return nil
 	case Sum, Avg:
+	case StringAgg:
+		acc.n += d
+		return nil
+	case VarSamp, VarPop, StddevSamp, StddevPop:
+		return acc.addVariance(v, d)
 	default:
 		return nil
 	}

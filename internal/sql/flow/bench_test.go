@@ -137,7 +137,7 @@ func (q *ring) pushChanges(cs []types.Change, row types.Row) []types.Change {
 func BenchmarkAggregate(b *testing.B) {
 	runBench(b, Options{Index: &IndexSpec{KeyCols: []int{0}, Unique: true}}, func(g *Graph) {
 		in := g.Input("bids")
-		g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{CountStar, 0}, {Sum, 1}, {Min, 1}, {Max, 1}}}, in))
+		g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: CountStar}, {Kind: Sum, Col: 1}, {Kind: Min, Col: 1}, {Kind: Max, Col: 1}}}, in))
 	}, func() epochGen {
 		live := newRing(10_000)
 		return func(r *rand.Rand, e *Epoch) {
@@ -310,8 +310,8 @@ func BenchmarkNexmarkQ4(b *testing.B) {
 	runBench(b, Options{Index: &IndexSpec{KeyCols: []int{0}, Unique: true}}, func(g *Graph) {
 		a, bid := g.Input("auction"), g.Input("bid")
 		j := g.Add("join", &Join{Kind: InnerJoin, LeftKey: []int{0}, RightKey: []int{bAuction}, LeftWidth: 2, RightWidth: bidWidth}, a, bid)
-		m := g.Add("max", &Aggregate{GroupBy: []int{0, 1}, Aggs: []AggCall{{Max, 2 + bPrice}}}, j)
-		g.SetOutput(g.Add("avg", &Aggregate{GroupBy: []int{1}, Aggs: []AggCall{{Avg, 2}}}, m))
+		m := g.Add("max", &Aggregate{GroupBy: []int{0, 1}, Aggs: []AggCall{{Kind: Max, Col: 2 + bPrice}}}, j)
+		g.SetOutput(g.Add("avg", &Aggregate{GroupBy: []int{1}, Aggs: []AggCall{{Kind: Avg, Col: 2}}}, m))
 	}, func() epochGen {
 		first := true
 		bids := &bidGen{auctions: 1000, live: newRing(10_000)}
@@ -336,7 +336,7 @@ func BenchmarkNexmarkQ7(b *testing.B) {
 		in := g.Input("bid")
 		w := g.Add("tumble", &Tumble{TimeCol: bDateTime, Size: 10 * time.Second}, in)
 		p := g.Add("project", &Project{Cols: []int{bidWidth, bPrice}}, w)
-		g.SetOutput(g.Add("max", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Max, 1}, {CountStar, 0}},
+		g.SetOutput(g.Add("max", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: Max, Col: 1}, {Kind: CountStar, Col: 0}},
 			Window: &WindowPolicy{Size: 10 * time.Second, EmitOnClose: true}}, p))
 	}, func() epochGen {
 		bids := &bidGen{auctions: 1000}
@@ -353,7 +353,7 @@ func BenchmarkNexmarkQ5(b *testing.B) {
 		in := g.Input("bid")
 		w := g.Add("tumble", &Tumble{TimeCol: bDateTime, Size: 10 * time.Second}, in)
 		p := g.Add("project", &Project{Cols: []int{bidWidth, bAuction}}, w)
-		g.SetOutput(g.Add("count", &Aggregate{GroupBy: []int{0, 1}, Aggs: []AggCall{{CountStar, 0}},
+		g.SetOutput(g.Add("count", &Aggregate{GroupBy: []int{0, 1}, Aggs: []AggCall{{Kind: CountStar, Col: 0}},
 			Window: &WindowPolicy{Size: 10 * time.Second, EmitOnClose: true}}, p))
 	}, func() epochGen {
 		bids := &bidGen{auctions: 1000}

@@ -30,13 +30,18 @@
 //   - Filter, Map, Project, Union: stateless.
 //   - Tumble, Hop: window assignment on event time (window_start and
 //     window_end appended; Hop emits a row per window).
+//   - Session: session windows per key, merged and split as rows come
+//     and go (stateful: a changed session's rows are re-emitted).
 //   - Aggregate: GROUP BY with COUNT, SUM, AVG, MIN, MAX,
-//     COUNT(DISTINCT), bool_and, bool_or, all retractable; windowed
+//     COUNT(DISTINCT), bool_and, bool_or, string_agg, the variance
+//     family, all retractable; windowed
 //     with a WindowPolicy (late records dropped and counted, closed
 //     windows' state freed, optionally emitting once on close).
-//   - Join: equi-join, inner and outer.
+//   - Join: equi-join, inner and outer; ResidualJoin: an outer
+//     equi-join with other ON terms.
 //   - TopN: ROW_NUMBER() <= N per partition, exact under deletes.
-//   - Distinct.
+//   - RowsWindow: an aggregate over a ROWS n PRECEDING frame.
+//   - Distinct; SetOp: INTERSECT and EXCEPT [ALL].
 //
 // # State
 //
@@ -58,7 +63,8 @@
 //	'm' 'c'                     the caller's checkpoint
 //	'n' node(uint16 BE) ...     node's operator state; each operator
 //	                            documents its own keys (Aggregate, Join,
-//	                            TopN, Distinct)
+//	                            ResidualJoin, TopN, RowsWindow, Session,
+//	                            SetOp, Distinct)
 //	'v' ...                     the view's index (IndexSpec)
 //
 // A counted row, the value of most keys, is a zigzag varint count then

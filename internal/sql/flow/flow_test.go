@@ -137,7 +137,7 @@ func single(op Operator) func() *Graph {
 func TestAggregateRetractions(t *testing.T) {
 	// (k text, v int4): count(*), min(v), max(v), sum(v), count(distinct v).
 	agg := func() *Graph {
-		return single(&Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{CountStar, 0}, {Min, 1}, {Max, 1}, {Sum, 1}, {CountDistinct, 1}}})()
+		return single(&Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: CountStar, Col: 0}, {Kind: Min, Col: 1}, {Kind: Max, Col: 1}, {Kind: Sum, Col: 1}, {Kind: CountDistinct, Col: 1}}})()
 	}
 	runSteps(t, agg, Options{Index: &IndexSpec{KeyCols: []int{0}, Unique: true}}, []step{
 		{in: [][]types.Change{{ins("a", int32(5)), ins("a", int32(3)), ins("a", int32(3)), ins("b", int32(7))}},
@@ -161,7 +161,7 @@ func TestAggregateRetractions(t *testing.T) {
 }
 
 func TestAggregateGlobalOverNothing(t *testing.T) {
-	runSteps(t, single(&Aggregate{Aggs: []AggCall{{CountStar, 0}, {Sum, 0}, {Max, 0}, {BoolAnd, 1}, {BoolOr, 1}}}), Options{}, []step{
+	runSteps(t, single(&Aggregate{Aggs: []AggCall{{Kind: CountStar, Col: 0}, {Kind: Sum, Col: 0}, {Kind: Max, Col: 0}, {Kind: BoolAnd, Col: 1}, {Kind: BoolOr, Col: 1}}}), Options{}, []step{
 		// SQL's aggregate without GROUP BY has a row over no rows.
 		{want: []string{"+1 (0, NULL, NULL, NULL, NULL)"}},
 		{in: [][]types.Change{{ins(int64(4), true), ins(int64(6), false)}},
@@ -176,7 +176,7 @@ func TestAggregateGlobalOverNothing(t *testing.T) {
 func TestAggregateAvgAndNonFinite(t *testing.T) {
 	// avg(int4) and avg(numeric) are numeric at PostgreSQL's scale;
 	// sum(float8) retracts an infinity exactly.
-	runSteps(t, single(&Aggregate{Aggs: []AggCall{{Avg, 0}, {Avg, 1}, {Sum, 2}, {Sum, 3}}}), Options{}, []step{
+	runSteps(t, single(&Aggregate{Aggs: []AggCall{{Kind: Avg, Col: 0}, {Kind: Avg, Col: 1}, {Kind: Sum, Col: 2}, {Kind: Sum, Col: 3}}}), Options{}, []step{
 		{in: [][]types.Change{{
 			ins(int32(1), dec("1.50"), 1.0, int64(9223372036854775807)),
 			ins(int32(2), dec("2.25"), 2.0, int64(9223372036854775807)),
@@ -323,7 +323,7 @@ func windowGraph(emitOnClose bool) func() *Graph {
 		in := g.Input("in")
 		w := g.Add("tumble", &Tumble{TimeCol: 0, Size: 10 * time.Second}, in)
 		p := g.Add("project", &Project{Cols: []int{1, 0}}, w) // window_start, t
-		g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{CountStar, 0}, {Max, 1}},
+		g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: CountStar, Col: 0}, {Kind: Max, Col: 1}},
 			Window: &WindowPolicy{Size: 10 * time.Second, Lateness: 5 * time.Second, EmitOnClose: emitOnClose}}, p))
 		return &g
 	}
@@ -405,7 +405,7 @@ func TestViewIndex(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			var g Graph
 			in := g.Input("in")
-			g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0, 1}, Aggs: []AggCall{{CountStar, 0}}}, in))
+			g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0, 1}, Aggs: []AggCall{{Kind: CountStar, Col: 0}}}, in))
 			d, err := NewDriver(&g, s.open(t), Options{Index: &IndexSpec{KeyCols: []int{0, 1}, Unique: true}})
 			if err != nil {
 				t.Fatal(err)
@@ -452,7 +452,7 @@ func TestStepErrorKeepsNothing(t *testing.T) {
 				}
 				return true, nil
 			}}, in)
-			g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{CountStar, 0}}}, f))
+			g.SetOutput(g.Add("agg", &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: CountStar, Col: 0}}}, f))
 			d, err := NewDriver(&g, s.open(t), Options{MaxEpochChanges: 3})
 			if err != nil {
 				t.Fatal(err)
@@ -503,7 +503,7 @@ func TestPebbleReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	build := func() *Graph {
-		return single(&Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Min, 1}, {CountStar, 0}}})()
+		return single(&Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: Min, Col: 1}, {Kind: CountStar, Col: 0}}})()
 	}
 	d, err := NewDriver(build(), NewPebbleStore(db, []byte("v"), true), Options{})
 	if err != nil {

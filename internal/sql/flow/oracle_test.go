@@ -82,20 +82,20 @@ func uniqueBy(cols ...int) *IndexSpec { return &IndexSpec{KeyCols: cols, Unique:
 
 var oracleQueries = []oracleQuery{
 	{name: "011_count", build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, nil, AggCall{CountStar, 0}, AggCall{Count, oDiscount}, AggCall{Count, oCustomer})
+		return aggregate(g, o, nil, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Count, Col: oDiscount}, AggCall{Kind: Count, Col: oCustomer})
 	}},
 	{name: "012_sum_avg", build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, nil, AggCall{Sum, oQty}, AggCall{Sum, oPrice}, AggCall{Avg, oQty}, AggCall{Avg, oPrice}, AggCall{Sum, oDiscount}, AggCall{Avg, oDiscount})
+		return aggregate(g, o, nil, AggCall{Kind: Sum, Col: oQty}, AggCall{Kind: Sum, Col: oPrice}, AggCall{Kind: Avg, Col: oQty}, AggCall{Kind: Avg, Col: oPrice}, AggCall{Kind: Sum, Col: oDiscount}, AggCall{Kind: Avg, Col: oDiscount})
 	}},
 	{name: "013_min_max", build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, nil, AggCall{Min, oPrice}, AggCall{Max, oPrice}, AggCall{Min, oStatus}, AggCall{Max, oStatus},
-			AggCall{Min, oTS}, AggCall{Max, oTS}, AggCall{Min, oDiscount}, AggCall{Max, oDiscount})
+		return aggregate(g, o, nil, AggCall{Kind: Min, Col: oPrice}, AggCall{Kind: Max, Col: oPrice}, AggCall{Kind: Min, Col: oStatus}, AggCall{Kind: Max, Col: oStatus},
+			AggCall{Kind: Min, Col: oTS}, AggCall{Kind: Max, Col: oTS}, AggCall{Kind: Min, Col: oDiscount}, AggCall{Kind: Max, Col: oDiscount})
 	}},
 	{name: "014_group_by", index: uniqueBy(0), build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, []int{oStatus}, AggCall{CountStar, 0}, AggCall{Sum, oQty}, AggCall{Min, oPrice}, AggCall{Max, oPrice}, AggCall{Avg, oQty})
+		return aggregate(g, o, []int{oStatus}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Sum, Col: oQty}, AggCall{Kind: Min, Col: oPrice}, AggCall{Kind: Max, Col: oPrice}, AggCall{Kind: Avg, Col: oQty})
 	}},
 	{name: "015_group_by_nullable_key", index: uniqueBy(0), build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, []int{oCustomer}, AggCall{CountStar, 0}, AggCall{Sum, oPrice})
+		return aggregate(g, o, []int{oCustomer}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Sum, Col: oPrice})
 	}},
 	{name: "016_group_by_expression", index: uniqueBy(0, 1), build: func(g *Graph, _, _, o Node) Node {
 		m := add(g, &Map{Exprs: []Expr{
@@ -107,17 +107,17 @@ var oracleQueries = []oracleQuery{
 				return "low", nil
 			},
 		}}, o)
-		return aggregate(g, m, []int{0, 1}, AggCall{CountStar, 0})
+		return aggregate(g, m, []int{0, 1}, AggCall{Kind: CountStar, Col: 0})
 	}},
 	{name: "017_group_by_two_keys", index: uniqueBy(0, 1), build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, []int{oStatus, oProduct}, AggCall{CountStar, 0}, AggCall{Sum, oQty})
+		return aggregate(g, o, []int{oStatus, oProduct}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Sum, Col: oQty})
 	}},
 	{name: "018_having", build: func(g *Graph, _, _, o Node) Node {
-		a := aggregate(g, o, []int{oCustomer}, AggCall{CountStar, 0}, AggCall{Max, oPrice})
+		a := aggregate(g, o, []int{oCustomer}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Max, Col: oPrice})
 		return where(g, a, func(r types.Row) bool { return r[1].(int64) >= 3 && types.Compare(r[2], ten) > 0 })
 	}},
 	{name: "019_count_distinct", index: uniqueBy(0), build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, []int{oCustomer}, AggCall{CountDistinct, oProduct}, AggCall{CountDistinct, oStatus}, AggCall{CountStar, 0})
+		return aggregate(g, o, []int{oCustomer}, AggCall{Kind: CountDistinct, Col: oProduct}, AggCall{Kind: CountDistinct, Col: oStatus}, AggCall{Kind: CountStar, Col: 0})
 	}},
 	{name: "020_distinct", build: func(g *Graph, _, _, o Node) Node {
 		return add(g, &Distinct{}, project(g, o, oStatus, oQty))
@@ -154,7 +154,7 @@ var oracleQueries = []oracleQuery{
 		j := join(g, InnerJoin, o, orderWidth, oProduct, p, productWidth, pID)
 		m := add(g, &Map{Exprs: []Expr{col(orderWidth + pCategory),
 			func(r types.Row) (any, error) { return mulNumeric(r[oQty], r[oPrice]) }, col(oPrice)}}, j)
-		return aggregate(g, m, []int{0}, AggCall{CountStar, 0}, AggCall{Sum, 1}, AggCall{Max, 2})
+		return aggregate(g, m, []int{0}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Sum, Col: 1}, AggCall{Kind: Max, Col: 2})
 	}},
 	{name: "034_topn_row_number", index: &IndexSpec{KeyCols: []int{0}}, build: func(g *Graph, _, _, o Node) Node {
 		t := add(g, &TopN{PartitionBy: []int{oCustomer}, OrderBy: []SortKey{{Col: oPrice, Desc: true}, {Col: oID}}, Limit: 2, RowNumber: true}, o)
@@ -164,20 +164,20 @@ var oracleQueries = []oracleQuery{
 	{name: "037_tumble_window", index: uniqueBy(0), build: tumble10Close, closeAll: true},
 	{name: "038_hop_window", index: uniqueBy(0), build: func(g *Graph, _, _, o Node) Node {
 		h := add(g, &Hop{TimeCol: oTS, Slide: 10 * time.Minute, Size: 30 * time.Minute}, o)
-		return aggregate(g, h, []int{orderWidth}, AggCall{CountStar, 0}, AggCall{Max, oPrice})
+		return aggregate(g, h, []int{orderWidth}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Max, Col: oPrice})
 	}},
 	{name: "039_window_per_key", build: func(g *Graph, _, _, o Node) Node {
 		oo := where(g, o, func(r types.Row) bool { return r[oCustomer] != nil })
 		w := add(g, &Tumble{TimeCol: oTS, Size: time.Hour}, oo)
-		a := aggregate(g, w, []int{oCustomer, orderWidth}, AggCall{CountStar, 0}, AggCall{Sum, oPrice})
+		a := aggregate(g, w, []int{oCustomer, orderWidth}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Sum, Col: oPrice})
 		return where(g, a, func(r types.Row) bool { return r[2].(int64) > 1 })
 	}},
 	{name: "045_min_max_retraction", index: uniqueBy(0), build: func(g *Graph, _, _, o Node) Node {
-		return aggregate(g, o, []int{oProduct}, AggCall{Min, oPrice}, AggCall{Max, oPrice}, AggCall{Min, oTS}, AggCall{Max, oTS})
+		return aggregate(g, o, []int{oProduct}, AggCall{Kind: Min, Col: oPrice}, AggCall{Kind: Max, Col: oPrice}, AggCall{Kind: Min, Col: oTS}, AggCall{Kind: Max, Col: oTS})
 	}},
 	{name: "046_outer_join_count", index: uniqueBy(0), build: func(g *Graph, c, _, o Node) Node {
 		j := join(g, LeftJoin, c, customerWidth, cID, o, orderWidth, oCustomer)
-		a := aggregate(g, j, []int{cID}, AggCall{Count, customerWidth + oID}, AggCall{Sum, customerWidth + oQty})
+		a := aggregate(g, j, []int{cID}, AggCall{Kind: Count, Col: customerWidth + oID}, AggCall{Kind: Sum, Col: customerWidth + oQty})
 		return add(g, &Map{Exprs: []Expr{col(0), col(1), func(r types.Row) (any, error) {
 			if r[2] == nil {
 				return int64(0), nil
@@ -189,11 +189,11 @@ var oracleQueries = []oracleQuery{
 		m := add(g, &Map{Exprs: []Expr{col(oStatus),
 			func(r types.Row) (any, error) { return r[oQty].(int32) > 1, nil },
 			func(r types.Row) (any, error) { return r[oDiscount] == nil, nil }}}, o)
-		return aggregate(g, m, []int{0}, AggCall{BoolAnd, 1}, AggCall{BoolOr, 2})
+		return aggregate(g, m, []int{0}, AggCall{Kind: BoolAnd, Col: 1}, AggCall{Kind: BoolOr, Col: 2})
 	}},
 	{name: "051_empty_group", build: func(g *Graph, _, _, o Node) Node {
 		oo := where(g, o, func(r types.Row) bool { return r[oQty].(int32) > 100 })
-		return aggregate(g, oo, nil, AggCall{CountStar, 0}, AggCall{Sum, oQty}, AggCall{Max, oPrice})
+		return aggregate(g, oo, nil, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Sum, Col: oQty}, AggCall{Kind: Max, Col: oPrice})
 	}},
 }
 
@@ -201,14 +201,14 @@ var oracleQueries = []oracleQuery{
 // as they change.
 func tumble10(g *Graph, _, _, o Node) Node {
 	w := add(g, &Tumble{TimeCol: oTS, Size: 10 * time.Minute}, o)
-	return aggregate(g, w, []int{orderWidth}, AggCall{CountStar, 0}, AggCall{Sum, oQty})
+	return aggregate(g, w, []int{orderWidth}, AggCall{Kind: CountStar, Col: 0}, AggCall{Kind: Sum, Col: oQty})
 }
 
 // tumble10Close is 037 emitting each window once, when it closes.
 func tumble10Close(g *Graph, _, _, o Node) Node {
 	w := add(g, &Tumble{TimeCol: oTS, Size: 10 * time.Minute}, o)
 	p := project(g, w, orderWidth, oQty)
-	return add(g, &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{CountStar, 0}, {Sum, 1}},
+	return add(g, &Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: CountStar, Col: 0}, {Kind: Sum, Col: 1}},
 		Window: &WindowPolicy{Size: 10 * time.Minute, EmitOnClose: true}}, p)
 }
 

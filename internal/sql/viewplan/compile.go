@@ -161,6 +161,8 @@ type derived struct {
 	// consts are a constant relation's rows (generate_series), which a
 	// join repeats each row by instead of a node.
 	consts []types.Row
+	// scalar marks a scalar subquery's relation (scalar.go).
+	scalar bool
 	emit   func() (built, error)
 	done   *built
 }
@@ -259,13 +261,14 @@ var nondeterministic = map[string]bool{
 	"setseed": true, "current_setting": true,
 }
 
+// keptAggregates names the aggregates a view keeps, for refusals.
+const keptAggregates = "count, sum, avg, min, max, bool_and, bool_or, string_agg and the variance family"
+
 // unkeptAggregates are PostgreSQL's aggregates that flow does not keep
 // retractably, refused by name before exec plans the query (exec
-// computes the variance family in batch queries and answers 0A000 for
-// the rest itself; a view needs what flow can retract). string_agg,
-// which exec knows, is refused when its plan is compiled.
+// answers 0A000 for most of them itself; a view needs what flow can
+// retract, and says so).
 var unkeptAggregates = map[string]bool{
-	"var_samp": true, "var_pop": true, "variance": true, "stddev": true, "stddev_samp": true, "stddev_pop": true,
 	"array_agg": true, "json_agg": true, "jsonb_agg": true, "json_object_agg": true, "jsonb_object_agg": true,
 	"percentile_cont": true, "percentile_disc": true, "mode": true, "corr": true, "covar_pop": true, "covar_samp": true,
 	"regr_slope": true, "regr_intercept": true, "regr_count": true, "regr_r2": true, "regr_avgx": true, "regr_avgy": true,
@@ -295,9 +298,9 @@ func check(n *pg.Node) error {
 		case *pg.Node_FuncCall:
 			name := funcName(y.FuncCall)
 			if y.FuncCall.Over != nil {
-				err = sqlerr.NotSupported("window function %s is not supported in a materialized view: only ROW_NUMBER() in a subquery bounded by the WHERE over it (top-N)", name).At(y.FuncCall.Location)
+				err = sqlerr.NotSupported("window function %s is not supported in a materialized view: only ROW_NUMBER() in a subquery bounded by the WHERE over it (top-N), and count, sum, avg, min and max over ROWS BETWEEN n PRECEDING AND CURRENT ROW", name).At(y.FuncCall.Location)
 			} else if unkeptAggregates[name] {
-				err = sqlerr.NotSupported("aggregate %s is not supported in a materialized view (count, sum, avg, min, max, bool_and and bool_or are)", name).At(y.FuncCall.Location)
+				err = sqlerr.NotSupported("aggregate %s is not supported in a materialized view (%s are)", name, keptAggregates).At(y.FuncCall.Location)
 			} else if nondeterministic[name] {
 				err = sqlerr.NotSupported("%s() is not supported in a materialized view: a view is a deterministic function of its inputs", name).At(y.FuncCall.Location)
 			}
@@ -357,6 +360,9 @@ func (c *compiler) rewrite(st *pg.SelectStmt) error {
 		}
 		return c.rewrite(st.Rarg)
 	}
+	if err := c.laterals(st); err != nil {
+		return err
+	}
 	for i, item := range st.FromClause {
 		n, err := c.topN(st, item)
 		if err != nil {
@@ -382,7 +388,10 @@ func (c *compiler) rewrite(st *pg.SelectStmt) error {
 	if len(anti) > 0 {
 		applyAnti(st, anti)
 	}
-	return nil
+	if err := c.scalars(st); err != nil {
+		return err
+	}
+	return c.rowsWindow(st)
 }
 
 // rewriteFrom rewrites one FROM item.

@@ -302,6 +302,41 @@ func corpusQueries(t testing.TB) []viewQuery {
 		}
 		out = append(out, viewQuery{name: "nexmark/streaming/" + base, sql: string(b), oracle: bq.oracle, tables: bq.tables})
 	}
+	return append(out, streamingQueries(t)...)
+}
+
+// streamingQueries are testdata/streaming's: a streaming form (SESSION
+// windows) DuckDB has no spelling of, then, after a "-- batch:" line,
+// the batch query (window functions) it must equal; "-- tables:" in
+// the header names what it reads.
+func streamingQueries(t testing.TB) []viewQuery {
+	files, err := filepath.Glob(filepath.Join("testdata", "streaming", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []viewQuery
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, batch, ok := strings.Cut(string(b), "\n-- batch:\n")
+		if !ok {
+			t.Fatalf("%s has no -- batch: line", f)
+		}
+		q := viewQuery{name: "streaming/" + strings.TrimSuffix(filepath.Base(f), ".sql"), sql: stream, oracle: batch}
+		for _, line := range strings.Split(stream, "\n") {
+			if rest, ok := strings.CutPrefix(line, "-- tables:"); ok {
+				for _, tb := range strings.Split(rest, ",") {
+					q.tables = append(q.tables, strings.TrimSpace(tb))
+				}
+			}
+		}
+		if len(q.tables) == 0 {
+			t.Fatalf("%s names no tables", f)
+		}
+		out = append(out, q)
+	}
 	return out
 }
 

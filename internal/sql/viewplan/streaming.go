@@ -255,10 +255,12 @@ func (c *compiler) tableFunction(rf *pg.RangeFunction) (*pg.Node, error) {
 	switch name {
 	case "tumble", "hop":
 		d, err = c.window(fc, name)
+	case "session":
+		d, err = c.session(fc)
 	case "generate_series":
 		d, err = c.series(fc)
 	default:
-		return nil, sqlerr.NotSupported("table function %s is not supported in a materialized view (TUMBLE, HOP and generate_series are)", name).At(fc.Location)
+		return nil, sqlerr.NotSupported("table function %s is not supported in a materialized view (TUMBLE, HOP, SESSION and generate_series are)", name).At(fc.Location)
 	}
 	if err != nil {
 		return nil, err

@@ -137,11 +137,21 @@ func (c *compiler) translateOp(l *exec.Logical) (built, error) {
 		}
 		return built{node: c.add("union all", &flow.Union{Inputs: len(ins)}, ins...), width: width}, nil
 	case exec.OpSetOp:
-		what := "EXCEPT"
-		if l.Intersect {
-			what = "INTERSECT"
+		lb, err := c.translate(l.In[0])
+		if err != nil {
+			return built{}, err
 		}
-		return built{}, sqlerr.NotSupported("%s is not supported in a materialized view", what)
+		rb, err := c.translate(l.In[1])
+		if err != nil {
+			return built{}, err
+		}
+		lb, rb = c.materialize(lb), c.materialize(rb)
+		name := map[bool]string{true: "intersect", false: "except"}[l.Intersect]
+		out := built{node: c.add(name, &flow.SetOp{Intersect: l.Intersect, All: l.All}, lb.node, rb.node), width: lb.width}
+		if !l.All {
+			out.key, out.unique = allCols(lb.width), true
+		}
+		return out, nil
 	}
 	return built{}, sqlerr.Errorf(sqlerr.InternalError, "viewplan: plan operator %d", l.Op)
 }
@@ -249,6 +259,19 @@ func (c *compiler) aggregate(l *exec.Logical) (built, error) {
 		if call.Kind != flow.CountStar {
 			read(arg, argExpr)
 		}
+		if call.Kind == flow.StringAgg {
+			// The delimiter and the ORDER BY keys are read beside
+			// the value; their columns are set below.
+			read(c.fx(a.Args[1]), a.Args[1])
+			for _, o := range a.Order {
+				read(c.fx(o.Expr), o.Expr)
+				sk := flow.SortKey{Desc: o.Desc, Nulls: flow.NullsLast}
+				if o.NullsFirst {
+					sk.Nulls = flow.NullsFirst
+				}
+				call.Order = append(call.Order, sk)
+			}
+		}
 		calls = append(calls, call)
 	}
 	node := in.node
@@ -263,6 +286,14 @@ func (c *compiler) aggregate(l *exec.Logical) (built, error) {
 		if calls[j].Kind != flow.CountStar {
 			calls[j].Col = cols[next]
 			next++
+		}
+		if calls[j].Kind == flow.StringAgg {
+			calls[j].Delim = cols[next]
+			next++
+			for k := range calls[j].Order {
+				calls[j].Order[k].Col = cols[next]
+				next++
+			}
 		}
 	}
 	out := built{node: c.add("aggregate", &flow.Aggregate{GroupBy: groupBy, Aggs: calls}, node), width: len(groupBy) + len(calls)}
@@ -308,10 +339,18 @@ func (c *compiler) aggCall(a exec.LogicalAgg) (flow.AggCall, flow.Expr, *expr.Ex
 		kind = flow.BoolAnd
 	case "bool_or":
 		kind = flow.BoolOr
+	case "string_agg":
+		kind = flow.StringAgg
+		if a.Distinct {
+			return flow.AggCall{}, nil, nil, sqlerr.NotSupported("string_agg(DISTINCT ...) is not supported in a materialized view")
+		}
+	case "var_samp", "var_pop", "stddev_samp", "stddev_pop":
+		kind = map[string]flow.AggKind{"var_samp": flow.VarSamp, "var_pop": flow.VarPop,
+			"stddev_samp": flow.StddevSamp, "stddev_pop": flow.StddevPop}[a.Name]
 	default:
-		return flow.AggCall{}, nil, nil, sqlerr.NotSupported("aggregate %s is not supported in a materialized view (count, sum, avg, min, max, bool_and and bool_or are)", a.Name)
+		return flow.AggCall{}, nil, nil, sqlerr.NotSupported("aggregate %s is not supported in a materialized view (%s are)", a.Name, keptAggregates)
 	}
-	if len(a.Args) > 1 {
+	if len(a.Args) > 1 && kind != flow.StringAgg {
 		return flow.AggCall{}, nil, nil, sqlerr.NotSupported("aggregate %s of %d arguments is not supported in a materialized view", a.Name, len(a.Args))
 	}
 	if a.Filter == nil {
@@ -347,11 +386,11 @@ func (c *compiler) aggCall(a exec.LogicalAgg) (flow.AggCall, flow.Expr, *expr.Ex
 // only: an outer join's padding depends on them).
 func (c *compiler) join(l *exec.Logical) (built, error) {
 	lw, rw := l.LeftWidth, l.RightWidth
+	if len(l.EqLeft) == 0 && l.Join == exec.JoinLeft && l.Pred == nil && isScalar(l.In[1]) {
+		return c.scalarJoin(l)
+	}
 	if len(l.EqLeft) == 0 {
 		return c.crossConst(l)
-	}
-	if l.Pred != nil && l.Join != exec.JoinInner {
-		return built{}, sqlerr.NotSupported("an outer join's ON condition other than equalities between its sides is not supported in a materialized view")
 	}
 	lb, err := c.translate(l.In[0])
 	if err != nil {
@@ -400,7 +439,15 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 	rn, rk, rw2 := keys(rb, l.EqRight, lw, rw)
 	kind := map[exec.JoinKind]flow.JoinKind{exec.JoinInner: flow.InnerJoin, exec.JoinLeft: flow.LeftJoin,
 		exec.JoinRight: flow.RightJoin, exec.JoinFull: flow.FullJoin}[l.Join]
-	node := c.add("join", &flow.Join{Kind: kind, LeftKey: lk, RightKey: rk, LeftWidth: lw2, RightWidth: rw2}, ln, rn)
+	var node flow.Node
+	if l.Pred != nil && kind != flow.InnerJoin {
+		// An outer join's other ON terms decide which rows are padded:
+		// the join evaluates them itself.
+		node = c.add("outer join", &flow.ResidualJoin{Kind: kind, LeftKey: lk, RightKey: rk, LeftWidth: lw2, RightWidth: rw2,
+			Residual: c.residual(l.Pred, lw, lw2, rw)}, ln, rn)
+	} else {
+		node = c.add("join", &flow.Join{Kind: kind, LeftKey: lk, RightKey: rk, LeftWidth: lw2, RightWidth: rw2}, ln, rn)
+	}
 	if lw2 != lw || rw2 != rw {
 		cols := allCols(lw)
 		for i := range rw {
@@ -408,7 +455,7 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 		}
 		node = c.add("project", &flow.Project{Cols: cols}, node)
 	}
-	if l.Pred != nil {
+	if l.Pred != nil && kind == flow.InnerJoin {
 		node = c.add("filter", &flow.Filter{Pred: c.fx(l.Pred)}, node)
 	}
 	out := built{node: node, width: lw + rw}
@@ -420,6 +467,21 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 		out.unique = lb.unique && rb.unique
 	}
 	return out, nil
+}
+
+// residual is an outer join's ON terms over the joined row of sides
+// lw2 and rw wide whose left side has lw columns of its own (the rest
+// computed join keys, which the terms do not read).
+func (c *compiler) residual(pred *expr.Expr, lw, lw2, rw int) flow.Expr {
+	f := c.fx(pred)
+	if lw == lw2 {
+		return f
+	}
+	return func(r types.Row) (any, error) {
+		row := make(types.Row, 0, lw+rw)
+		row = append(append(row, r[:lw]...), r[lw2:lw2+rw]...)
+		return f(row)
+	}
 }
 
 // crossConst compiles a join without equalities, which a view keeps

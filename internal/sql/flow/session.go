@@ -1,0 +1,202 @@
+package flow
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/strandkafka/strand/internal/sql/sqlerr"
+	"github.com/strandkafka/strand/internal/sql/types"
+)
+
+// Session appends window_start and window_end of the row's session
+// window: per partition (the values of PartitionBy, NULLs one
+// partition), the rows whose times (TimeCol) follow each other by less
+// than Gap are one session, from its first time to its last time plus
+// Gap (as Flink's session windows: a row at t opens [t, t+Gap), and
+// overlapping windows merge). A row with a NULL time is in no session
+// and dropped.
+//
+// An insert may merge sessions and a delete split one, which changes
+// the window of rows that did not change: their old rows are retracted
+// and re-inserted with the new window. Per epoch and changed
+// partition, the rows around the changed times (from the first to the
+// last changed time, extended to each side while the state's times
+// follow by less than Gap) are read before and after the changes, and
+// the difference emitted: a cost of the sessions touched, not of the
+// partition.
+//
+// State:
+//
+//	key(partition) key(time) key(row) -> count, row
+type Session struct {
+	TimeCol     int
+	PartitionBy []int
+	Gap         time.Duration
+}
+
+// maxSessionRows bounds the rows an epoch reads around one partition's
+// changes (the sessions they touch, before and after): a session is
+// held in memory to assign its window. Past it the epoch fails (54000)
+// rather than exhaust memory; a shorter gap makes smaller sessions.
+const maxSessionRows = 1_000_000
+
+func (s *Session) Arity() int { return 1 }
+
+func (s *Session) validate() error {
+	if s.Gap < time.Microsecond {
+		return fmt.Errorf("flow: session gap %v, at least 1µs", s.Gap)
+	}
+	return nil
+}
+
+// sessionPart is one partition's changes in an epoch.
+type sessionPart struct {
+	prefix   []byte
+	changes  []types.Change
+	min, max time.Time
+}
+
+func (s *Session) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
+	parts := map[string]*sessionPart{}
+	var order []*sessionPart
+	for _, c := range consolidate(ins[0]) {
+		t, ok := c.Row[s.TimeCol].(time.Time)
+		if !ok {
+			continue // no time, no session
+		}
+		key := appendKeyCols(nil, c.Row, s.PartitionBy)
+		p := parts[string(key)]
+		if p == nil {
+			p = &sessionPart{prefix: key, min: t, max: t}
+			parts[string(key)] = p
+			order = append(order, p)
+		}
+		p.changes = append(p.changes, c)
+		if t.Before(p.min) {
+			p.min = t
+		}
+		if t.After(p.max) {
+			p.max = t
+		}
+	}
+	var out []types.Change
+	for _, p := range order {
+		var err error
+		if out, err = s.partition(ctx.State, p, out); err != nil {
+			return nil, err
+		}
+	}
+	return consolidate(out), nil
+}
+
+// timed is a stored row and its count.
+type timed struct {
+	t   time.Time
+	n   int64
+	row types.Row
+}
+
+func (s *Session) partition(st Store, p *sessionPart, out []types.Change) ([]types.Change, error) {
+	// The range touched: from the first changed time back while the
+	// stored times before it follow by less than Gap, and from the last
+	// forward. Every session before or after the changes that holds a
+	// changed time, or that a deleted one split, lies within.
+	lo, hi := p.min, p.max
+	err := st.Scan(p.prefix, types.AppendKey(append([]byte(nil), p.prefix...), p.min), true, func(_, v []byte) (bool, error) {
+		r, err := s.decode(v)
+		if err != nil {
+			return false, err
+		}
+		if lo.Sub(r.t) >= s.Gap {
+			return false, nil
+		}
+		lo = r.t
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = st.Scan(prefixEnd(types.AppendKey(append([]byte(nil), p.prefix...), p.max)), prefixEnd(p.prefix), false, func(_, v []byte) (bool, error) {
+		r, err := s.decode(v)
+		if err != nil {
+			return false, err
+		}
+		if r.t.Sub(hi) >= s.Gap {
+			return false, nil
+		}
+		hi = r.t
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	read := func() ([]timed, error) {
+		var rows []timed
+		lower := types.AppendKey(append([]byte(nil), p.prefix...), lo)
+		upper := prefixEnd(types.AppendKey(append([]byte(nil), p.prefix...), hi))
+		err := st.Scan(lower, upper, false, func(_, v []byte) (bool, error) {
+			r, err := s.decode(v)
+			if err != nil {
+				return false, err
+			}
+			rows = append(rows, r)
+			if len(rows) > maxSessionRows {
+				return false, sqlerr.Errorf(sqlerr.ProgramLimitExceeded, "session windows: more than %d rows in the sessions one epoch changes", maxSessionRows)
+			}
+			return true, nil
+		})
+		return rows, err
+	}
+	before, err := read()
+	if err != nil {
+		return nil, err
+	}
+	var key, vbuf []byte
+	for _, c := range p.changes {
+		key = appendRowKey(types.AppendKey(append(key[:0], p.prefix...), c.Row[s.TimeCol]), c.Row)
+		if _, _, err := addCounted(st, key, c.Row, c.Diff, &vbuf); err != nil {
+			return nil, fmt.Errorf("flow: session: %w", err)
+		}
+	}
+	after, err := read()
+	if err != nil {
+		return nil, err
+	}
+	out = s.assign(before, -1, out)
+	return s.assign(after, 1, out), nil
+}
+
+// assign emits rows (in time order) with their sessions' windows, each
+// count times sign.
+func (s *Session) assign(rows []timed, sign int64, out []types.Change) []types.Change {
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].t.Before(rows[j].t) })
+	for i := 0; i < len(rows); {
+		j := i + 1
+		for j < len(rows) && rows[j].t.Sub(rows[j-1].t) < s.Gap {
+			j++
+		}
+		start, end := rows[i].t, rows[j-1].t.Add(s.Gap)
+		for _, r := range rows[i:j] {
+			row := append(append(make(types.Row, 0, len(r.row)+2), r.row...), start, end)
+			out = append(out, types.Change{Row: row, Diff: sign * r.n})
+		}
+		i = j
+	}
+	return out
+}
+
+func (s *Session) decode(v []byte) (timed, error) {
+	n, row, err := decodeCounted(v)
+	if err != nil {
+		return timed{}, err
+	}
+	if s.TimeCol >= len(row) {
+		return timed{}, fmt.Errorf("flow: %w: session row", types.ErrCorrupt)
+	}
+	t, ok := row[s.TimeCol].(time.Time)
+	if !ok {
+		return timed{}, fmt.Errorf("flow: %w: session row without a time", types.ErrCorrupt)
+	}
+	return timed{t: t, n: n, row: row}, nil
+}
