@@ -20,7 +20,7 @@ import (
 // next epoch reads from. It is the views' checkpoint, and the same
 // bytes go into the sink's Pebble commit.
 type progress struct {
-	Sink   uint64                       `json:"sink"`
+	Sink   uint64                      `json:"sink"`
 	Inputs []map[int32]source.Position `json:"inputs"`
 }
 
