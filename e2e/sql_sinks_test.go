@@ -218,7 +218,7 @@ func TestSQLSinksExactlyOnce(t *testing.T) {
 
 	start := time.Now()
 	kills := 0
-	for round := 0; time.Since(start)+sinkKillEvery <= dur; round++ {
+	for round := 0; time.Duration(round+1)*sinkKillEvery < dur; round++ {
 		time.Sleep(time.Until(start.Add(time.Duration(round+1) * sinkKillEvery)))
 		sink := sinks[round%len(sinks)].name
 		// The sink must be running on its owner when it is killed.
@@ -240,6 +240,8 @@ func TestSQLSinksExactlyOnce(t *testing.T) {
 		kills++
 		v.proc = startProcess(t, v.httpAddr, v.args...)
 	}
+	// The load goes on to the run's end, after the last kill too.
+	time.Sleep(time.Until(start.Add(dur)))
 	stopped.Store(true)
 	<-prodDone
 	if err := producer.Flush(ctx); err != nil {
