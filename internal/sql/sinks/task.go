@@ -325,7 +325,7 @@ func (t *task) startOf(ctx context.Context, def *source.Def, cp map[int32]source
 // the progress has no position for is read not at all).
 func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target []map[int32]source.Position) error {
 	until := make([]map[int32]int64, len(defs))
-	cp := s.cp
+	cp := clonePositions(s.cp)
 	if cp == nil {
 		cp = make([]map[int32]source.Position, len(defs))
 	}
@@ -369,13 +369,11 @@ func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	// The readers start from the local checkpoint (cp), nil when there
-	// is none: then from each source's startup position.
-	var from []map[int32]source.Position
-	if s.cp != nil {
-		from = s.cp
-	}
-	ins, err := t.startReaders(rctx, &wg, defs, from, until)
+	// The readers start from the local checkpoint, or without one from
+	// the logs' starts (cp): even a source read from its end
+	// (scan.startup = 'latest') is rebuilt from its start, since its
+	// end has moved past the progress by now.
+	ins, err := t.startReaders(rctx, &wg, defs, cp, until)
 	if err != nil {
 		return err
 	}
