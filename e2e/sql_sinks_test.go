@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -218,6 +219,8 @@ func TestSQLSinksExactlyOnce(t *testing.T) {
 
 	start := time.Now()
 	kills := 0
+	var gaps []time.Duration
+	procs := []*agentProcess{agents[0].proc, agents[1].proc, agents[2].proc}
 	for round := 0; time.Duration(round+1)*sinkKillEvery < dur; round++ {
 		time.Sleep(time.Until(start.Add(time.Duration(round+1) * sinkKillEvery)))
 		sink := sinks[round%len(sinks)].name
@@ -236,9 +239,32 @@ func TestSQLSinksExactlyOnce(t *testing.T) {
 		}
 		v := agents[owner-1]
 		t.Logf("%v: killing agent %d, running %s (%d records sent so far)", time.Since(start).Round(time.Second), owner, sink, sent.Load())
+		killedAt := time.Now()
 		v.proc.kill()
 		kills++
+		// The killed agent stays down until another one runs the sink
+		// (once its lease ends): the sink moves, and how long it went
+		// unwritten is measured. Then it comes back, and the sink may
+		// move back to it, catching up from its older state.
+		for {
+			if n, _ := runningOwner(sink); n != 0 && n != owner {
+				d := time.Since(killedAt)
+				gaps = append(gaps, d)
+				t.Logf("  %s running on agent %d %v after the kill", sink, n, d.Round(10*time.Millisecond))
+				break
+			}
+			if time.Since(killedAt) > 60*time.Second {
+				t.Fatalf("%s not running on another agent 60 s after the kill", sink)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		v.proc = startProcess(t, v.httpAddr, v.args...)
+		procs = append(procs, v.proc)
+	}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		t.Logf("kill to the sink running on another agent (lease %v): median %v, max %v",
+			clusterLease, gaps[len(gaps)/2].Round(10*time.Millisecond), gaps[len(gaps)-1].Round(10*time.Millisecond))
 	}
 	// The load goes on to the run's end, after the last kill too.
 	time.Sleep(time.Until(start.Add(dur)))
@@ -380,6 +406,15 @@ func TestSQLSinksExactlyOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// How the sinks' tasks started, from every agent process's log.
+	starts := map[string]int{}
+	startLine := regexp.MustCompile(`msg="sink running".* from="([^"]+)"`)
+	for _, p := range procs {
+		for _, m := range startLine.FindAllStringSubmatch(p.stderr.String(), -1) {
+			starts[m[1]]++
+		}
+	}
+	t.Logf("sink task starts, by the local state against the committed progress: %v", starts)
 	// Each view, on every agent, equals the oracle too.
 	for _, a := range agents {
 		c, err := sqlConn(a)

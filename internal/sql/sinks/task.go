@@ -219,12 +219,26 @@ func (t *task) runOnce() error {
 		}
 	}
 	defer s.close()
-	if hasCommitted && (s.cp == nil || !equalOffsets(s.cp, committed.Inputs)) {
-		t.setState("catching up", "")
-		if err := t.catchUp(ctx, s, defs, committed.Inputs); err != nil {
-			return fmt.Errorf("catching up to the committed progress: %w", err)
+	// from says how the local state stood against the committed
+	// progress, for the log.
+	from := "no committed progress"
+	began := t.r.cfg.Clock.Now()
+	var caughtUp int
+	if hasCommitted {
+		from = "at the committed progress"
+		if s.cp == nil || !equalOffsets(s.cp, committed.Inputs) {
+			from = "behind the committed progress"
+			if s.cp == nil {
+				from = "no local state"
+			}
+			t.setState("catching up", "")
+			if caughtUp, err = t.catchUp(ctx, s, defs, committed.Inputs); err != nil {
+				return fmt.Errorf("catching up to the committed progress: %w", err)
+			}
 		}
 	}
+	t.r.cfg.Logger.Info("sink running", "sink", t.rel.Name, "from", from, "caught_up_changes", caughtUp,
+		"start_duration", clock.Since(t.r.cfg.Clock, began))
 	t.setState("running", "")
 	enc := newEncoder(vw.Columns, vw.Index, envelope)
 	return t.emit(ctx, s, defs, enc, prod, ptopic)
@@ -323,7 +337,7 @@ func (t *task) startOf(ctx context.Context, def *source.Def, cp map[int32]source
 // owner that committed the progress wrote. Every input partition is
 // read up to the committed offset and not one record more (a partition
 // the progress has no position for is read not at all).
-func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target []map[int32]source.Position) error {
+func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target []map[int32]source.Position) (changes int, err error) {
 	until := make([]map[int32]int64, len(defs))
 	cp := clonePositions(s.cp)
 	if cp == nil {
@@ -332,7 +346,7 @@ func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target
 	for i, def := range defs {
 		start, err := t.startOf(ctx, def, cp[i])
 		if err != nil {
-			return err
+			return 0, err
 		}
 		until[i] = map[int32]int64{}
 		for p, pos := range start {
@@ -341,13 +355,13 @@ func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target
 				u = c.Offset
 			}
 			if pos.Offset > u {
-				return fmt.Errorf("source %s partition %d: its log starts at %d, after the committed progress %d: the records between are gone", def.Name, p, pos.Offset, u)
+				return 0, fmt.Errorf("source %s partition %d: its log starts at %d, after the committed progress %d: the records between are gone", def.Name, p, pos.Offset, u)
 			}
 			until[i][p] = u
 		}
 		for p := range target[i] {
 			if _, ok := start[p]; !ok {
-				return fmt.Errorf("source %s: partition %d of the committed progress is not in the topic", def.Name, p)
+				return 0, fmt.Errorf("source %s: partition %d of the committed progress is not in the topic", def.Name, p)
 			}
 		}
 		cp[i] = start
@@ -363,7 +377,7 @@ func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target
 		return true
 	}
 	if reached() {
-		return t.commitPositions(s, cp, target)
+		return 0, t.commitPositions(s, cp, target)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -375,24 +389,27 @@ func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target
 	// end has moved past the progress by now.
 	ins, err := t.startReaders(rctx, &wg, defs, cp, until)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	wms := make([]time.Time, len(ins))
 	for !reached() {
 		e, err := t.gather(rctx, ins, cp, wms)
 		if err != nil {
-			return err
+			return changes, err
 		}
 		b, err := json.Marshal(progress{Sink: t.rel.ID, Inputs: cp})
 		if err != nil {
-			return err
+			return changes, err
 		}
 		e.Checkpoint = b
 		if _, err := s.drv.Step(e); err != nil {
-			return err
+			return changes, err
+		}
+		for _, in := range e.Inputs {
+			changes += len(in)
 		}
 	}
-	return t.commitPositions(s, cp, target)
+	return changes, t.commitPositions(s, cp, target)
 }
 
 // commitPositions checks that the state reached target's offsets and
