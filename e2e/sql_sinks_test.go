@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -415,6 +416,14 @@ func TestSQLSinksExactlyOnce(t *testing.T) {
 		}
 	}
 	t.Logf("sink task starts, by the local state against the committed progress: %v", starts)
+	// The argument of the exactly-once design: no agent's state is
+	// ever ahead of the committed progress (the task logs it, and
+	// rebuilds, if one is).
+	for _, p := range procs {
+		if out := p.stderr.String(); strings.Contains(out, "sink state ahead of its committed progress") {
+			t.Errorf("an agent found its sink state ahead of the committed progress:\n%s", out)
+		}
+	}
 	// Each view, on every agent, equals the oracle too.
 	for _, a := range agents {
 		c, err := sqlConn(a)
