@@ -39,9 +39,9 @@ func TransactionalID(id uint64) string {
 
 var progressKey = []byte("progress")
 
-// idleRead is how long a read of the progress topic waits for records
-// before taking it that none are left.
-const idleRead = 2 * time.Second
+// idleRead is how long a read of the progress topic waits for its
+// next records before it fails.
+const idleRead = 10 * time.Second
 
 // ensureProgressTopic creates the progress topic if it is missing.
 func ensureProgressTopic(ctx context.Context, adm *kadm.Client, topic string) error {
@@ -126,8 +126,10 @@ func lastValue(ctx context.Context, opts []kgo.Opt, topic string, from, end int6
 	var last []byte
 	found := false
 	for next := from; next < end; {
-		// Compaction may leave no record at end-1: a poll that finds
-		// nothing more for idleRead ends the read.
+		// The record at end-1 is a transaction marker, which the
+		// compactor keeps. A read that stalls before it fails rather
+		// than answer an older progress (which would write epochs
+		// again); the task starts again.
 		pctx, cancel := context.WithTimeout(ctx, idleRead)
 		fs := cl.PollRecords(pctx, 1000)
 		cancel()
@@ -135,7 +137,7 @@ func lastValue(ctx context.Context, opts []kgo.Opt, topic string, from, end int6
 			return nil, false, err
 		}
 		if pctx.Err() != nil && fs.NumRecords() == 0 {
-			break
+			return nil, false, fmt.Errorf("progress topic %s: no record past offset %d in %v, its end is %d", topic, next, idleRead, end)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
