@@ -27,7 +27,12 @@ func (a *Agent) newSinks() error {
 	if err != nil {
 		return err
 	}
-	a.metrics.reg.MustRegister(r.Metrics().Collectors()...)
+	// Exported, as the views' metrics are, where SQL is served: the
+	// sinks' series sit beside the views' they are computed like (an
+	// agent without --sql-listen runs its sinks unmetered).
+	if a.cfg.SQLListen != "" {
+		a.metrics.reg.MustRegister(r.Metrics().Collectors()...)
+	}
 	a.sqlSinks = r
 	return nil
 }
