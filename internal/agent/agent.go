@@ -64,6 +64,7 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
+	"github.com/strandkafka/strand/internal/sql/sinks"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/views"
 	"github.com/strandkafka/strand/internal/txn"
@@ -113,6 +114,10 @@ type Agent struct {
 	sqlViews  *views.Runner
 	viewsStop context.CancelFunc
 	viewsDone chan struct{}
+	// sqlSinks runs the SQL sinks this agent owns (sql_sinks.go).
+	sqlSinks  *sinks.Runner
+	sinksStop context.CancelFunc
+	sinksDone chan struct{}
 	serveErr  chan error
 	ready     atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
@@ -356,6 +361,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.openListeners(); err != nil {
 		return nil, err
 	}
+	if err := a.newSinks(); err != nil {
+		return nil, err
+	}
 	if err := a.startSQL(); err != nil {
 		return nil, err
 	}
@@ -585,6 +593,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	}
 	a.ready.Store(true)
 	a.startViews()
+	a.startSinks()
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"listeners", a.listenerSummary(),
@@ -700,6 +709,7 @@ func (a *Agent) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("schema registry shutdown: %w", err))
 		}
 	}
+	a.stopSinks()
 	a.stopSQL()
 	if a.server != nil {
 		if err := a.server.Shutdown(ctx); err != nil {

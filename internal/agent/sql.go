@@ -108,7 +108,7 @@ func (a *Agent) startSQL() error {
 	a.metrics.reg.MustRegister(a.sqlViews.Metrics().Collectors()...)
 	eng := engine.New(nil, "")
 	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Next: eng,
-		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics, Views: a.sqlViews})
+		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics, Views: a.sqlViews, Sinks: a.sqlSinks})
 	if err != nil {
 		return err
 	}

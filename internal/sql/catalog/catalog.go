@@ -79,6 +79,17 @@ type Config struct {
 	// Views are the materialized views this agent maintains (package
 	// views' Runner); nil: reading a view answers 0A000.
 	Views Views
+	// Sinks say where each sink runs and how (package sinks' Runner);
+	// nil: SHOW SINKS' status says "not run".
+	Sinks Sinks
+}
+
+// Sinks reports the sinks' state.
+type Sinks interface {
+	// Status is the sink's state as this agent knows it (its owner's
+	// node id, and on the owner starting, catching up, running or
+	// failed) and its last error, "" for none.
+	Status(id uint64) (state, err string)
 }
 
 // Views reads the materialized views maintained locally.

@@ -487,6 +487,9 @@ func (s *session) createSink(ctx context.Context, st parse.Statement) error {
 	if err := s.require(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, topic, "topic "+topic); err != nil {
 		return err
 	}
+	if err := s.compiles(meta.Relation{Kind: meta.RelationSink, Name: name, SQL: st.Text, Query: query, DependsOn: deps}); err != nil {
+		return err
+	}
 	_, err = s.propose(ctx, meta.CreateRelation{Kind: meta.RelationSink, Name: name, SQL: st.Text, Options: opts,
 		Topic: topic, Format: format, Query: query, DependsOn: deps, Owner: s.who.Principal.String()})
 	return err

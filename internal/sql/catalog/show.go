@@ -18,7 +18,8 @@ import (
 // name: SHOW SOURCES (name, topic, format, owner), SHOW MATERIALIZED
 // VIEWS (name, reads, owner, status: the view on this agent, from
 // Config.Views: starting, running, or failed and why), SHOW SINKS (name, topic, format, reads,
-// owner); reads names the relations a query reads, comma-separated.
+// owner, status: the agent running it, and there its state, from
+// Config.Sinks); reads names the relations a query reads, comma-separated.
 func (s *session) prepareShow(k parse.Kind) (pgwire.Statement, error) {
 	kind := kindOf(k)
 	var cols []string
@@ -28,7 +29,7 @@ func (s *session) prepareShow(k parse.Kind) (pgwire.Statement, error) {
 	case meta.RelationView:
 		cols = []string{"name", "reads", "owner", "status"}
 	default:
-		cols = []string{"name", "topic", "format", "reads", "owner"}
+		cols = []string{"name", "topic", "format", "reads", "owner", "status"}
 	}
 	q := &listing{run: func(ctx context.Context) ([][]any, error) {
 		if s.next.TxStatus() == 'E' {
@@ -68,7 +69,7 @@ func (s *session) prepareShow(k parse.Kind) (pgwire.Statement, error) {
 			case meta.RelationView:
 				out = append(out, []any{r.Name, strings.Join(reads, ","), r.Owner, s.viewStatus(r.ID)})
 			default:
-				out = append(out, []any{r.Name, r.Topic, r.Format, strings.Join(reads, ","), r.Owner})
+				out = append(out, []any{r.Name, r.Topic, r.Format, strings.Join(reads, ","), r.Owner, s.sinkStatus(r.ID)})
 			}
 		}
 		return out, nil
@@ -120,6 +121,18 @@ func (s *session) viewStatus(id uint64) string {
 		return "not maintained"
 	}
 	st, err := s.e.cfg.Views.Status(id)
+	if err != "" {
+		return st + ": " + err
+	}
+	return st
+}
+
+// sinkStatus is a sink's state as SHOW SINKS lists it.
+func (s *session) sinkStatus(id uint64) string {
+	if s.e.cfg.Sinks == nil {
+		return "not run"
+	}
+	st, err := s.e.cfg.Sinks.Status(id)
 	if err != "" {
 		return st + ": " + err
 	}

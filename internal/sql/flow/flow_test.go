@@ -540,3 +540,66 @@ func TestPebbleReopen(t *testing.T) {
 		t.Errorf("after reopen: %s", got)
 	}
 }
+
+// TestBeforeCommit: the hook sees the epoch's output and the view with
+// the epoch applied, the committed view does not show it yet, and an
+// error from the hook rolls the epoch back (a sink's transaction that
+// failed leaves the state where it was).
+func TestBeforeCommit(t *testing.T) {
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			g := new(Graph)
+			g.SetOutput(g.Input("in"))
+			st := s.open(t)
+			d, err := NewDriver(g, st, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rowsOf := func(v *View) string {
+				rows, err := v.Rows()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, r := range rows {
+					out = append(out, fmt.Sprint(r...))
+				}
+				return strings.Join(out, ",")
+			}
+			in := func(vals ...int64) [][]types.Change {
+				var cs []types.Change
+				for _, v := range vals {
+					cs = append(cs, types.Change{Row: types.Row{v}, Diff: 1})
+				}
+				return [][]types.Change{cs}
+			}
+			fail := errors.New("transaction refused")
+			var pendingSeen, committedSeen string
+			_, err = d.Step(Epoch{Inputs: in(1, 2), Checkpoint: []byte("a"), BeforeCommit: func(out []types.Change, pending *View) error {
+				if len(out) != 2 {
+					t.Errorf("out %v", out)
+				}
+				pendingSeen, committedSeen = rowsOf(pending), rowsOf(d.View())
+				return fail
+			}})
+			if !errors.Is(err, fail) {
+				t.Fatalf("Step: %v, want the hook's error", err)
+			}
+			if pendingSeen != "1,2" || committedSeen != "" {
+				t.Fatalf("in the hook: pending %q, committed %q; want 1,2 and nothing", pendingSeen, committedSeen)
+			}
+			if got := rowsOf(d.View()); got != "" || d.Epoch() != 0 {
+				t.Fatalf("after a failed hook: view %q, epoch %d; want nothing kept", got, d.Epoch())
+			}
+			if _, ok, _ := d.Checkpoint(); ok {
+				t.Fatal("a failed hook's checkpoint was kept")
+			}
+			if _, err := d.Step(Epoch{Inputs: in(3), Checkpoint: []byte("b"), BeforeCommit: func([]types.Change, *View) error { return nil }}); err != nil {
+				t.Fatal(err)
+			}
+			if cp, _, _ := d.Checkpoint(); rowsOf(d.View()) != "3" || d.Epoch() != 1 || string(cp) != "b" {
+				t.Fatalf("after a hook that passed: view %q, epoch %d, checkpoint %q", rowsOf(d.View()), d.Epoch(), cp)
+			}
+		})
+	}
+}

@@ -166,6 +166,13 @@ type Epoch struct {
 	// commit: the input positions the epoch consumed, so a restart
 	// resumes after them, neither losing nor repeating a change.
 	Checkpoint []byte
+	// BeforeCommit, when set, runs once the epoch is computed and
+	// before it commits: out is the epoch's output (as Step returns
+	// it), pending reads the view's contents with the epoch applied.
+	// An error rolls the epoch back, as a failed operator does. A sink
+	// commits the epoch's output to Kafka here, so the state never
+	// commits an epoch whose output was not delivered.
+	BeforeCommit func(out []types.Change, pending *View) error
 }
 
 // NodeStats are a node's counters since the driver was made.
@@ -331,6 +338,11 @@ func (d *Driver) step(e Epoch) ([]types.Change, []NodeStats, error) {
 	}
 	if e.Checkpoint != nil {
 		if err := d.st.Set(metaCheckpoint, e.Checkpoint); err != nil {
+			return nil, nil, err
+		}
+	}
+	if e.BeforeCommit != nil {
+		if err := e.BeforeCommit(out, &View{spec: d.index.spec, r: d.st}); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -38,6 +38,11 @@ type ReaderConfig struct {
 	Metrics *Metrics
 	// MaxPollRecords bounds the records of one Poll; 0 is 10,000.
 	MaxPollRecords int
+	// Until, when set, stops each partition it names before that
+	// offset: no record at or past it is read, so the partition's Next
+	// ends exactly there. A sink catching up to the progress another
+	// agent committed reads to those offsets and not one record more.
+	Until map[int32]int64
 }
 
 const defaultMaxPollRecords = 10_000
@@ -160,6 +165,7 @@ func NewReader(ctx context.Context, cfg ReaderConfig) (*Reader, error) {
 		r.Close()
 		return nil, err
 	}
+	r.pauseDone()
 	if cfg.Def.BadRecords == DeadLetter {
 		if r.dlq, err = kgo.NewClient(cfg.Kafka...); err != nil {
 			r.Close()
@@ -251,6 +257,9 @@ func (r *Reader) poll(ctx context.Context) (*Batch, error) {
 		if !ok || rec.Offset < ps.next {
 			return // a partition not asked for, or a record seen already
 		}
+		if until, ok := r.cfg.Until[rec.Partition]; ok && rec.Offset >= until {
+			return // past where this reading stops
+		}
 		pb := byPart[rec.Partition]
 		if pb == nil {
 			pb = &PartitionBatch{Partition: rec.Partition}
@@ -281,6 +290,7 @@ func (r *Reader) poll(ctx context.Context) (*Batch, error) {
 	if err := produceDeadLetters(ctx, r.dlq, dead); err != nil {
 		return nil, err
 	}
+	r.pauseDone()
 	out := &Batch{}
 	for _, p := range sortedPartitions(byPart) {
 		pb, ps := byPart[p], r.parts[p]
@@ -300,6 +310,20 @@ func (r *Reader) poll(ctx context.Context) (*Batch, error) {
 	}
 	out.Watermark = r.Watermark()
 	return out, nil
+}
+
+// pauseDone stops fetching the partitions that reached Until, so a
+// reader that stopped does not keep fetching records it drops.
+func (r *Reader) pauseDone() {
+	var done []int32
+	for p, until := range r.cfg.Until {
+		if ps, ok := r.parts[p]; ok && ps.next >= until {
+			done = append(done, p)
+		}
+	}
+	if len(done) > 0 {
+		r.cl.PauseFetchPartitions(map[string][]int32{r.cfg.Def.Topic: done})
+	}
 }
 
 // record turns one record into pb's changes. A record that does not

@@ -566,3 +566,49 @@ func TestScan(t *testing.T) {
 		t.Fatalf("upsert scan %v\nwant %v", gotKV, wantKV)
 	}
 }
+
+// TestReaderUntil: a reader given Until reads each partition up to
+// that offset and not one record past it, however many the log holds,
+// and a partition already there reads nothing.
+func TestReaderUntil(t *testing.T) {
+	addr := startAgent(t)
+	createTopics(t, addr, 2, "until")
+	cl := kclient(t, addr, kgo.DefaultProduceTopic("until"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 10 {
+		produce(t, cl, rec(0, "", fmt.Sprintf(`{"id": %d}`, i)), rec(1, "", fmt.Sprintf(`{"id": %d}`, 100+i)))
+	}
+	def := jsonDef(t, "until", "id int8")
+	dec, err := source.NewDecoder(def, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	r, err := source.NewReader(ctx, source.ReaderConfig{Def: def, Decoder: dec, Kafka: kafkaOpts(addr),
+		Start: map[int32]source.Position{0: {Offset: 2}, 1: {Offset: 4}}, Until: map[int32]int64{0: 7, 1: 4}, MaxPollRecords: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := readAll(t, r, map[int32]int64{0: 7})
+	var ids []string
+	for _, c := range got[0].Changes {
+		ids = append(ids, types.Format(c.Row[0]))
+	}
+	if strings.Join(ids, ",") != "2,3,4,5,6" || got[0].Next.Offset != 7 {
+		t.Fatalf("partition 0: read %v up to %d, want 2..6 up to 7", ids, got[0].Next.Offset)
+	}
+	if pb := got[1]; pb != nil && len(pb.Changes) > 0 {
+		t.Fatalf("partition 1, at its Until already, read %d changes", len(pb.Changes))
+	}
+	// Nothing more comes, though the log has more.
+	pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer pcancel()
+	if b, err := r.Poll(pctx); err == nil {
+		for _, pb := range b.Partitions {
+			if len(pb.Changes) > 0 || pb.Next.Offset > 7 {
+				t.Fatalf("past Until: partition %d read %d changes, next %d", pb.Partition, len(pb.Changes), pb.Next.Offset)
+			}
+		}
+	}
+}

@@ -783,6 +783,13 @@ func Check(rel meta.Relation, rels []meta.Relation) error {
 	return err
 }
 
+// Compile compiles rel's SELECT (a materialized view's or a sink's)
+// over rels as a view's task does, with the sources it reads in the
+// graph's input order: package sinks runs a sink's query with it.
+func Compile(rel meta.Relation, rels []meta.Relation) (*viewplan.View, []*source.Def, error) {
+	return compile(rel, rels)
+}
+
 func compile(rel meta.Relation, rels []meta.Relation) (*viewplan.View, []*source.Def, error) {
 	byID := make(map[uint64]meta.Relation, len(rels))
 	for _, r := range rels {
