@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -60,6 +61,12 @@ type Config struct {
 	// RetryBackoff is the wait before a failed view starts again
 	// (default 2 s, doubling to 30 s).
 	RetryBackoff time.Duration
+	// Restore, when set, is called before a view's state is opened
+	// while its directory is missing (a new or wiped agent): it may
+	// put a snapshot there (package viewsnap), which the task then
+	// resumes from; if it leaves none, the view is rebuilt from its
+	// inputs' beginning.
+	Restore func(ctx context.Context, rel meta.Relation, dir string)
 }
 
 const (
@@ -328,6 +335,9 @@ type task struct {
 		epochs    uint64
 		lastEpoch time.Time
 		cols      []exec.Column
+		// db is the open state (nil while none is open), for
+		// Checkpoint (snapshot.go).
+		db *pebble.DB
 		// view is the open state's reader, nil while none is open;
 		// readers count the reads of it in progress (Open), idle is
 		// signalled when they reach 0.
@@ -418,6 +428,9 @@ func (t *task) runOnce() error {
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(t.dir); t.r.cfg.Restore != nil && errors.Is(err, fs.ErrNotExist) {
+		t.r.cfg.Restore(t.ctx, t.rel, t.dir)
+	}
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return err
 	}
@@ -434,7 +447,7 @@ func (t *task) runOnce() error {
 	// progress finish.
 	defer func() {
 		t.mu.Lock()
-		t.mu.view = nil
+		t.mu.view, t.mu.db = nil, nil
 		for t.mu.readers > 0 {
 			t.mu.idle.Wait()
 		}
@@ -458,7 +471,7 @@ func (t *task) runOnce() error {
 		cp.Inputs = make([]map[int32]source.Position, len(defs))
 	}
 	t.mu.Lock()
-	t.mu.cols, t.mu.view, t.mu.state = vw.Columns, drv.View(), "running"
+	t.mu.cols, t.mu.view, t.mu.db, t.mu.state = vw.Columns, drv.View(), db, "running"
 	t.mu.defs = defs
 	// The driver's epoch count survives restarts (it is in the state):
 	// a subscription's epochs keep increasing across a retry.
