@@ -704,6 +704,15 @@ func (v *View) Relations() ([]Relation, error) {
 	return out, it.Error()
 }
 
+// NextRelationID is the id the next relation created will get: every
+// relation ever created, dropped ones included, has a lower one (ids
+// are never reused), so an id below it that Relations does not list was
+// dropped.
+func (v *View) NextRelationID() (uint64, error) {
+	c, err := readRelationCounter(v.get)
+	return c.Next, err
+}
+
 // RelationDependents returns the ids of the relations that read id,
 // ascending.
 func (v *View) RelationDependents(id uint64) ([]uint64, error) {
