@@ -67,6 +67,7 @@ import (
 	"github.com/strandkafka/strand/internal/sql/sinks"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/views"
+	"github.com/strandkafka/strand/internal/sql/viewsnap"
 	"github.com/strandkafka/strand/internal/txn"
 )
 
@@ -112,6 +113,7 @@ type Agent struct {
 	// sqlViews maintains the materialized views when the SQL endpoint
 	// is on (sql.go); viewsStop ends its Run, viewsDone when it has.
 	sqlViews  *views.Runner
+	viewSnaps *viewsnap.Snapshotter // nil unless sqlViews (sql_viewsnap.go)
 	viewsStop context.CancelFunc
 	viewsDone chan struct{}
 	// sqlSinks runs the SQL sinks this agent owns (sql_sinks.go).

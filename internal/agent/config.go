@@ -93,6 +93,13 @@ type Config struct {
 	// SQLTLS serves it TLS on TLSCertFile and TLSKeyFile.
 	SQLListen string
 	SQLTLS    bool
+	// SQLViewSnapshotInterval is how often the agent snapshots the
+	// materialized views it owns to the object store (sql_viewsnap.go);
+	// SQLViewSnapshotBytes takes one sooner once a view's state wrote
+	// that many bytes. Zero: viewsnap's defaults (5 min, 256 MiB);
+	// a negative interval takes none (restores still happen).
+	SQLViewSnapshotInterval time.Duration
+	SQLViewSnapshotBytes    int64
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is
 	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);

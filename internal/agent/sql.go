@@ -100,7 +100,10 @@ func (a *Agent) startSQL() error {
 	a.metrics.reg.MustRegister(a.sqlSourceMetrics.Collectors()...)
 	a.sqlViews, err = views.New(views.Config{Store: a.replica, Dir: filepath.Join(a.cfg.DataDir, "views"),
 		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics,
-		Logger: a.logger.With("component", "sql-views")})
+		Restore: a.restoreView, Logger: a.logger.With("component", "sql-views")})
+	if err == nil {
+		err = a.newViewSnapshotter()
+	}
 	if err != nil {
 		ln.Close()
 		return err
@@ -184,7 +187,9 @@ func (a *Agent) startViews() {
 	a.viewsStop, a.viewsDone = cancel, make(chan struct{})
 	go func() {
 		defer close(a.viewsDone)
+		stopSnaps := a.runViewSnapshots(ctx)
 		a.sqlViews.Run(ctx)
+		stopSnaps()
 	}()
 }
 

@@ -117,7 +117,9 @@ func auxKey(writer string, offsets int64, name string) string {
 	return fmt.Sprintf("%s%s/%020d-%s", auxDir, writer, offsets, name)
 }
 
-func isSST(name string) bool { return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob") }
+func isSST(name string) bool {
+	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
+}
 
 func encodeManifest(m *manifest) ([]byte, error) {
 	if err := m.validate(); err != nil {
