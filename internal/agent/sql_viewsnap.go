@@ -36,12 +36,12 @@ func (a *Agent) newViewSnapshotter() error {
 		Placement: placement.Ring{Self: a.cfg.NodeID,
 			Live: func() []int32 { return a.members.nodes() },
 			Hold: func() bool { return a.clock.hold() }},
-		AgentID:   id + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
-		Staging:   filepath.Join(a.cfg.DataDir, "views-staging"),
-		Interval:  a.cfg.SQLViewSnapshotInterval,
-		MaxBytes:  a.cfg.SQLViewSnapshotBytes,
-		Metrics:   m,
-		Logger:    a.logger.With("component", "sql-view-snapshots"),
+		AgentID:  id + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
+		Staging:  filepath.Join(a.cfg.DataDir, "views-staging"),
+		Interval: a.cfg.SQLViewSnapshotInterval,
+		MaxBytes: a.cfg.SQLViewSnapshotBytes,
+		Metrics:  m,
+		Logger:   a.logger.With("component", "sql-view-snapshots"),
 	})
 	return err
 }
