@@ -80,3 +80,13 @@ func (a *Agent) SnapshotViews(ctx context.Context) ([]viewsnap.Result, error) {
 	}
 	return out, nil
 }
+
+// SweepViewSnapshots deletes the snapshots of dropped views whose key
+// this agent owns now (the loop does it every 10 minutes), and returns
+// how many objects it deleted.
+func (a *Agent) SweepViewSnapshots(ctx context.Context) (int, error) {
+	if a.viewSnaps == nil {
+		return 0, nil
+	}
+	return a.viewSnaps.Sweep(ctx)
+}
