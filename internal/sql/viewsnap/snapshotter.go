@@ -77,13 +77,14 @@ const (
 // runner's views.Config.Restore).
 type Snapshotter struct {
 	cfg Config
-	// seen: marker keys, and when this snapshotter first listed them
-	// (gc.go). Used by the loop alone.
-	seen map[string]time.Time
-	// last: per view, what its last snapshot here saw. Loop alone.
-	last map[uint64]lastSnap
-	// runMu serializes Snapshot calls (the loop and tests).
+	// runMu serializes Snapshot calls (the loop's and others') and
+	// guards seen and last.
 	runMu sync.Mutex
+	// seen: marker keys, and when this snapshotter first listed them
+	// (gc.go).
+	seen map[string]time.Time
+	// last: per view, what its last snapshot here saw.
+	last map[uint64]lastSnap
 }
 
 type lastSnap struct {
@@ -168,7 +169,9 @@ func (s *Snapshotter) due(id uint64) bool {
 	if !ok {
 		return false
 	}
+	s.runMu.Lock()
 	last, had := s.last[id]
+	s.runMu.Unlock()
 	if !had {
 		return epoch > 0
 	}
