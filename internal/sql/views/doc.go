@@ -18,9 +18,12 @@
 // input partition, commits in the same Pebble batch as the epoch's
 // state (flow.Epoch.Checkpoint), so a restarted agent resumes each view
 // exactly after what its state holds: no change lost or applied twice.
-// A missing directory is rebuilt from the inputs' beginning (agents
-// hold no hard state); a directory whose view no longer exists is
-// deleted.
+// A missing directory is first offered to Config.Restore (package
+// viewsnap puts the view's newest snapshot there, checkpoint included),
+// else rebuilt from the inputs' beginning (agents hold no hard state);
+// a directory whose view no longer exists is deleted. Checkpoint takes
+// a Pebble checkpoint between two epochs for such snapshots
+// (snapshot.go).
 //
 // # Consistency of reads
 //
