@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/sql/viewsnap"
@@ -41,7 +42,10 @@ func (a *Agent) newViewSnapshotter() error {
 		Interval: a.cfg.SQLViewSnapshotInterval,
 		MaxBytes: a.cfg.SQLViewSnapshotBytes,
 		Metrics:  m,
-		Logger:   a.logger.With("component", "sql-view-snapshots"),
+		// Elapsed time only (intervals, markers' staleness), never a
+		// reading compared with another agent's.
+		Clock:  clock.OrReal(a.cfg.testing.clock),
+		Logger: a.logger.With("component", "sql-view-snapshots"),
 	})
 	return err
 }
