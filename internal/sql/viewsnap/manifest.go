@@ -179,8 +179,11 @@ func (m *manifest) validate() error {
 	}
 	names := make(map[string]bool, len(m.Files))
 	for _, f := range m.Files {
-		want := auxKey(m.Writer, m.Offsets, f.Name)
-		if isSST(f.Name) {
+		// An SST is shared (sstKey) or the snapshot's own (auxKey,
+		// sealCheckpoint); any other file is the snapshot's own.
+		aux := auxKey(m.Writer, m.Offsets, f.Name)
+		want := aux
+		if isSST(f.Name) && f.Key != aux {
 			want = sstKey(m.Writer, f.Name)
 		}
 		switch {

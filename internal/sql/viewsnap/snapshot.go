@@ -74,7 +74,12 @@ type uploadResult struct {
 //
 // beforeManifest is called once the files are up, before the manifest
 // is written; its error fails the upload (a run that took too long).
-func upload(ctx context.Context, store objstore.Store, prefix, ck string, m manifest, beforeManifest func() error) (uploadResult, error) {
+//
+// private names the SSTs of ck that are its own, not hard links of the
+// live database's (made when the checkpoint was opened, sealCheckpoint):
+// their file numbers are the live database's next ones, so they go under
+// a key of this snapshot alone and are never reused.
+func upload(ctx context.Context, store objstore.Store, prefix, ck string, m manifest, private map[string]bool, beforeManifest func() error) (uploadResult, error) {
 	key := manifestKey(prefix, m.Offsets, m.Writer)
 	if old, err := readManifest(ctx, store, key); err == nil {
 		return uploadResult{m: old, existed: true}, nil
@@ -106,7 +111,8 @@ func upload(ctx context.Context, store objstore.Store, prefix, ck string, m mani
 	err = forEach(ctx, len(names), func(ctx context.Context, i int) error {
 		name := names[i]
 		path := filepath.Join(ck, name)
-		if isSST(name) {
+		shared := isSST(name) && !private[name]
+		if shared {
 			fi, err := os.Stat(path)
 			if err != nil {
 				return err
@@ -123,7 +129,7 @@ func upload(ctx context.Context, store objstore.Store, prefix, ck string, m mani
 		sum := sha256.Sum256(data)
 		f := file{Name: name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
 		f.Key = auxKey(m.Writer, m.Offsets, name)
-		if isSST(name) {
+		if shared {
 			f.Key = sstKey(m.Writer, name)
 		}
 		// Put, not PutIfAbsent: an object of this key that no manifest
@@ -179,7 +185,7 @@ func ownFiles(ctx context.Context, store objstore.Store, prefix, writer string) 
 			return nil, err
 		}
 		for _, f := range m.Files {
-			if isSST(f.Name) {
+			if isSST(f.Name) && f.Key == sstKey(writer, f.Name) {
 				named[f.Name] = f
 			}
 		}
@@ -213,6 +219,42 @@ func listManifests(ctx context.Context, store objstore.Store, prefix string) ([]
 	}
 	slices.Sort(keys)
 	return keys, nil
+}
+
+// sealCheckpoint opens and closes the checkpoint in ck, which replays
+// its WAL into an SST and deletes it: Pebble recycles WAL files, so a
+// checkpoint's WAL is as large as the largest the database wrote (its
+// memtable size) whatever little it holds, and would be uploaded with
+// every snapshot. The checkpoint follows a flush, so that WAL is empty
+// and usually no SST comes of it; any that does is returned as private.
+// No compaction runs, so the hard-linked SSTs stay as they are.
+func sealCheckpoint(ck string) (private map[string]bool, err error) {
+	before, err := os.ReadDir(ck)
+	if err != nil {
+		return nil, err
+	}
+	had := map[string]bool{}
+	for _, de := range before {
+		had[de.Name()] = true
+	}
+	db, err := pebble.Open(ck, &pebble.Options{ErrorIfNotExists: true, DisableAutomaticCompactions: true, Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("viewsnap: open checkpoint: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return nil, err
+	}
+	after, err := os.ReadDir(ck)
+	if err != nil {
+		return nil, err
+	}
+	private = map[string]bool{}
+	for _, de := range after {
+		if isSST(de.Name()) && !had[de.Name()] {
+			private[de.Name()] = true
+		}
+	}
+	return private, nil
 }
 
 // restoreOne downloads the snapshot m into a new directory under

@@ -227,6 +227,10 @@ func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, 
 	if err != nil {
 		return Result{}, fmt.Errorf("viewsnap: checkpoint: %w", err)
 	}
+	private, err := sealCheckpoint(ck)
+	if err != nil {
+		return Result{}, err
+	}
 	// Announced before reading what the store holds (gc.go).
 	runStart := s.cfg.Clock.Now()
 	mk := newMarker(prefix, pendingDir, s.cfg.AgentID, runStart)
@@ -236,7 +240,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, 
 	}
 	up, err := upload(ctx, s.cfg.Store, prefix, ck, manifest{Format: formatV1, View: rel.ID, Writer: writer,
 		Offsets: info.Offsets, Epoch: info.Epoch, Inputs: info.Inputs, CreatedAt: s.cfg.Clock.Now().UTC()},
-		func() error {
+		private, func() error {
 			if d := clock.Since(s.cfg.Clock, runStart); d > maxSnapshotRunTime {
 				return fmt.Errorf("viewsnap: snapshot uploads took %v, past %v: a GC may have taken it for dead", d, maxSnapshotRunTime)
 			}
