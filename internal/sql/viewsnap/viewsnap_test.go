@@ -225,8 +225,9 @@ func testSnapshotRestore(t *testing.T, store objstore.Store) {
 		for _, f := range m.Files {
 			named[ViewPrefix(7)+f.Key] = true
 			// sealCheckpoint replays the checkpoint's WAL: a recycled
-			// one is as large as a memtable, uploaded every time.
-			if strings.HasSuffix(f.Name, ".log") {
+			// one is as large as a memtable, uploaded every time. What
+			// is left is the empty one the seal's open made.
+			if strings.HasSuffix(f.Name, ".log") && f.Size > 4<<10 {
 				t.Errorf("%s names a WAL, %s (%d bytes)", k, f.Name, f.Size)
 			}
 		}
