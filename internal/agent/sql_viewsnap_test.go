@@ -25,8 +25,12 @@ import (
 // start. DROP's view prefix is swept from the store.
 func TestSQLViewSnapshots(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cfg := agent.Config{DataDir: dir, SQLListen: "127.0.0.1:0", SQLViewSnapshotInterval: 100 * time.Millisecond}
+	// The log and the object store outside the data directory, so a
+	// second agent on an empty one shares them.
+	dir, shared := t.TempDir(), t.TempDir()
+	objects := filepath.Join(shared, "objects")
+	cfg := agent.Config{DataDir: dir, SQLListen: "127.0.0.1:0", SQLViewSnapshotInterval: 100 * time.Millisecond,
+		ObjStore: "file://" + filepath.ToSlash(objects), Log: "file://" + filepath.ToSlash(filepath.Join(shared, "log"))}
 	a := startWith(t, cfg, nil)
 	createTopic(t, a.KafkaAddr(), "nums", 3)
 
@@ -177,8 +181,26 @@ func TestSQLViewSnapshots(t *testing.T) {
 		t.Fatal("no strand_sql_view_restore_duration_seconds for kept")
 	}
 
+	// A new agent, its data directory empty, on the same log and
+	// object store: it restores the views from the snapshots taken
+	// after the tail, and reads no input record.
+	res, err = a.SnapshotViews(ctx)
+	if err != nil || len(res) != 2 || res[0].Offsets != first+more {
+		t.Fatalf("snapshots after the tail: %+v, %v", res, err)
+	}
+	stop(t, a)
+	fresh := cfg
+	fresh.DataDir = t.TempDir()
+	a = startWith(t, fresh, nil)
+	conn = connect(a)
+	check(conn, first+more, "new agent")
+	fs = parseScrape(t, scrapeBody(t, a))
+	if n, _ := sample(fs, "strand_sql_source_records_total", map[string]string{"source": "nums"}); n != 0 {
+		t.Fatalf("records the new agent read: %v, want 0 (it restored the newest snapshots)", n)
+	}
+
 	// DROP: the view's snapshots go with the next sweep.
-	store, err := fileobj.Open(filepath.Join(dir, "objects"))
+	store, err := fileobj.Open(objects)
 	if err != nil {
 		t.Fatal(err)
 	}
