@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
@@ -420,6 +422,46 @@ func TestGCDefersToSnapshotInProgress(t *testing.T) {
 	res, err := s.collect(ctx, ViewPrefix(4), 2)
 	if err != nil || res.deferred {
 		t.Fatalf("GC after the snapshot ended: %+v, %v", res, err)
+	}
+}
+
+// TestDeadMarker: a pending marker left by a snapshot that died holds
+// file deletion back until this GC has listed it for
+// snapshotStaleAfter on its own clock, whatever time the marker says;
+// then it is deleted and the files go.
+func TestDeadMarker(t *testing.T) {
+	ctx := context.Background()
+	mem := memobj.New()
+	vs := newFakeViews(t)
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	s, err := New(Config{Store: mem, Meta: nopMeta{}, Views: vs, AgentID: "agent-a", Staging: filepath.Join(t.TempDir(), "staging"), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := meta.Relation{ID: 8, Name: "v8", Kind: meta.RelationView}
+	// Dated long ago by a clock far behind: its content is not read.
+	dead := newMarker(ViewPrefix(8), pendingDir, "agent-b", time.Unix(0, 0))
+	if err := dead.write(ctx, mem); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		vs.write(t, 8, i*1000, 1000)
+		r, err := s.Snapshot(ctx, rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.GC.deferred {
+			t.Fatalf("snapshot %d: GC not deferred by a marker seen for %v", i, clk.Now().Sub(time.Unix(1_800_000_000, 0)))
+		}
+		clk.Advance(snapshotStaleAfter / 3)
+	}
+	clk.Advance(time.Second)
+	res, err := s.collect(ctx, ViewPrefix(8), 2)
+	if err != nil || res.deferred || res.files == 0 {
+		t.Fatalf("GC once the marker is stale: %+v, %v", res, err)
+	}
+	if k := storeKeys(t, mem, ViewPrefix(8)+pendingDir); len(k) != 0 {
+		t.Fatalf("dead marker left: %v", k)
 	}
 }
 
