@@ -208,7 +208,7 @@ type Result struct {
 func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	start := time.Now()
+	start := s.cfg.Clock.Now()
 	prefix := ViewPrefix(rel.ID)
 	if err := os.MkdirAll(s.cfg.Staging, 0o755); err != nil {
 		return Result{}, err
@@ -256,7 +256,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, 
 	if err != nil {
 		s.cfg.Logger.Warn("materialized view snapshot GC failed; the next one deletes what it left", "view", rel.Name, "err", err)
 	}
-	res.Duration = time.Since(start)
+	res.Duration = clock.Since(s.cfg.Clock, start)
 	m := s.cfg.Metrics
 	if !up.existed {
 		m.snapshots.WithLabelValues(rel.Name).Inc()
@@ -277,7 +277,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, 
 // logs why and leaves dir missing: the view is rebuilt from its inputs'
 // beginning.
 func (s *Snapshotter) Restore(ctx context.Context, rel meta.Relation, dir string) {
-	start := time.Now()
+	start := s.cfg.Clock.Now()
 	prefix := ViewPrefix(rel.ID)
 	m := s.cfg.Metrics
 	keys, err := listManifests(ctx, s.cfg.Store, prefix)
@@ -312,7 +312,7 @@ func (s *Snapshotter) Restore(ctx context.Context, rel meta.Relation, dir string
 			s.cfg.Logger.Warn("materialized view: snapshot unusable", "view", rel.Name, "key", keys[i], "err", err)
 			continue
 		}
-		d := time.Since(start)
+		d := clock.Since(s.cfg.Clock, start)
 		m.restores.WithLabelValues(rel.Name, "restored").Inc()
 		m.restoreSeconds.WithLabelValues(rel.Name).Set(d.Seconds())
 		s.cfg.Logger.Info("materialized view restored from its snapshot; reading its inputs from the snapshot's positions",
