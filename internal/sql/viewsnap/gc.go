@@ -179,18 +179,21 @@ func (s *Snapshotter) waitForGC(ctx context.Context, prefix string, m marker) er
 	}
 }
 
-// gcResult is what one collect did.
-type gcResult struct {
-	manifests, files int
-	bytes            int64
-	deferred         bool
+// GCResult is what one collection of a view's snapshots did.
+type GCResult struct {
+	// Manifests and Files count what it deleted, Bytes the files' size.
+	Manifests, Files int
+	Bytes            int64
+	// Deferred: another agent's snapshot was in progress, so no file
+	// was deleted; the next collection deletes them.
+	Deferred bool
 }
 
 // collect keeps the newest keep manifests under prefix, deletes the
 // older ones (oldest first), then every sst/ and aux/ object no
 // remaining manifest names, unless another agent's snapshot is in
 // progress.
-func (s *Snapshotter) collect(ctx context.Context, prefix string, keep int) (res gcResult, err error) {
+func (s *Snapshotter) collect(ctx context.Context, prefix string, keep int) (res GCResult, err error) {
 	store := s.cfg.Store
 	keys, err := listManifests(ctx, store, prefix)
 	if err != nil {
@@ -200,7 +203,7 @@ func (s *Snapshotter) collect(ctx context.Context, prefix string, keep int) (res
 		if err := store.Delete(ctx, keys[i]); err != nil {
 			return res, err
 		}
-		res.manifests++
+		res.Manifests++
 	}
 	start := s.cfg.Clock.Now()
 	m := newMarker(prefix, gcDir, s.cfg.AgentID, start)
@@ -217,7 +220,7 @@ func (s *Snapshotter) collect(ctx context.Context, prefix string, keep int) (res
 		return res, err
 	}
 	if busy {
-		res.deferred = true
+		res.Deferred = true
 		return res, nil
 	}
 	// Listed after the markers, so a snapshot that finished since is
@@ -256,8 +259,8 @@ func (s *Snapshotter) collect(ctx context.Context, prefix string, keep int) (res
 			if err := store.Delete(ctx, o.Key); err != nil {
 				return res, err
 			}
-			res.files++
-			res.bytes += o.Size
+			res.Files++
+			res.Bytes += o.Size
 		}
 	}
 	return res, nil

@@ -199,7 +199,7 @@ type Result struct {
 	Offsets int64
 	// Existed: the newest snapshot was of the same state already.
 	Existed  bool
-	GC       gcResult
+	GC       GCResult
 	Duration time.Duration
 }
 
@@ -266,7 +266,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, 
 	}
 	s.cfg.Logger.Info("materialized view snapshot taken", "view", rel.Name, "key", res.Key, "files", res.Files, "bytes", res.Bytes,
 		"uploaded_files", res.UploadedFiles, "uploaded_bytes", res.UploadedBytes, "offsets", res.Offsets, "epoch", info.Epoch,
-		"existed", up.existed, "gc_manifests", res.GC.manifests, "gc_files", res.GC.files, "gc_deferred", res.GC.deferred,
+		"existed", up.existed, "gc_manifests", res.GC.Manifests, "gc_files", res.GC.Files, "gc_deferred", res.GC.Deferred,
 		"duration", res.Duration)
 	return res, nil
 }

@@ -410,7 +410,7 @@ func TestGCDefersToSnapshotInProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.GC.deferred || r.GC.files != 0 || r.GC.manifests != 1 {
+	if !r.GC.Deferred || r.GC.Files != 0 || r.GC.Manifests != 1 {
 		t.Fatalf("GC with a snapshot in progress: %+v", r.GC)
 	}
 	if after := len(storeKeys(t, mem, ViewPrefix(4)+sstDir)); after < before {
@@ -420,7 +420,7 @@ func TestGCDefersToSnapshotInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := s.collect(ctx, ViewPrefix(4), 2)
-	if err != nil || res.deferred {
+	if err != nil || res.Deferred {
 		t.Fatalf("GC after the snapshot ended: %+v, %v", res, err)
 	}
 }
@@ -450,14 +450,14 @@ func TestDeadMarker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.GC.deferred {
+		if !r.GC.Deferred {
 			t.Fatalf("snapshot %d: GC not deferred by a marker seen for %v", i, clk.Now().Sub(time.Unix(1_800_000_000, 0)))
 		}
 		clk.Advance(snapshotStaleAfter / 3)
 	}
 	clk.Advance(time.Second)
 	res, err := s.collect(ctx, ViewPrefix(8), 2)
-	if err != nil || res.deferred || res.files == 0 {
+	if err != nil || res.Deferred || res.Files == 0 {
 		t.Fatalf("GC once the marker is stale: %+v, %v", res, err)
 	}
 	if k := storeKeys(t, mem, ViewPrefix(8)+pendingDir); len(k) != 0 {
