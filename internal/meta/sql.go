@@ -650,13 +650,12 @@ func cmpUint64(x, y uint64) int {
 // its dependency marks (those naming it as the dependency belong to
 // relations dropped with it, which remove them).
 //
-// The GC hook: a relation's data outside the catalog (its tasks' state,
-// its changelog topic, its snapshots in object storage) does not exist
-// yet. When it does, this is where apply hands it to the collector, as
-// deleteTopic hands a topic's objects to it (gc.go): mark what the
-// relation owns dead at the log clock, so the janitor deletes it once
-// every live agent has applied the drop. Result.RelationIDs names what
-// was dropped for the agent's own local cleanup.
+// A relation's data outside the catalog is not the collector's: each
+// agent deletes its own local state of a dropped relation (the views'
+// and sinks' runners, on Result.RelationIDs and at start), and the
+// view snapshots in object storage are deleted by package viewsnap's
+// sweep, which decides from the log (the id is below NextRelationID
+// and gone), never from a clock. A sink's progress topic is a topic.
 func (a *Applier) deleteRelation(rel Relation) error {
 	if err := a.b.Delete(relationNameKey(rel.Name)); err != nil {
 		return err
