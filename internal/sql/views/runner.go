@@ -98,6 +98,20 @@ type Status struct {
 	// LastEpoch is when the last epoch committed (zero: none since
 	// this task started).
 	LastEpoch time.Time
+	// LagRecords are the records the committed state is behind the
+	// inputs' ends, -1 until measured; LagSeconds the age of the
+	// newest input record it holds (0 when caught up).
+	LagRecords int64
+	LagSeconds float64
+	// StateBytes is the view's local state on disk, -1 until measured.
+	StateBytes int64
+	// UpdatesPerSecond is the rate of changes to the view's contents
+	// over the last measurement interval (5 s).
+	UpdatesPerSecond float64
+	// Late, Dropped and Bad count, since this agent started the view,
+	// input records behind the watermark, changes its windows dropped
+	// as late, and input records that did not decode.
+	Late, Dropped, Bad uint64
 }
 
 // New returns a runner; Run runs it.
@@ -329,6 +343,7 @@ type task struct {
 		// set once the task stops for good and refuses new ones.
 		subs    map[*Subscription]struct{}
 		stopped bool
+		live    live // metrics.go
 	}
 	// commitMu is held by the loop from an epoch's Step until its
 	// changes are published, and by Subscribe while it reads its
@@ -341,6 +356,8 @@ func (r *Runner) newTask(ctx context.Context, rel meta.Relation, rels []meta.Rel
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.mu.state = "starting"
 	t.mu.idle = sync.NewCond(&t.mu.Mutex)
+	t.mu.live.lagRecords, t.mu.live.stateBytes = -1, -1
+	r.metrics.start(rel.Name)
 	return t
 }
 
@@ -352,7 +369,10 @@ func (t *task) stop() {
 func (t *task) status() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return Status{State: t.mu.state, Err: t.mu.err, Epochs: t.mu.epochs, LastEpoch: t.mu.lastEpoch}
+	lv := t.mu.live
+	return Status{State: t.mu.state, Err: t.mu.err, Epochs: t.mu.epochs, LastEpoch: t.mu.lastEpoch,
+		LagRecords: lv.lagRecords, LagSeconds: lv.lagSeconds, StateBytes: lv.stateBytes,
+		UpdatesPerSecond: lv.updatesPerSecond, Late: lv.late, Dropped: lv.dropped, Bad: lv.bad}
 }
 
 // run runs the view until stopped, starting again from its checkpoint
@@ -444,6 +464,7 @@ func (t *task) runOnce() error {
 	// The driver's epoch count survives restarts (it is in the state):
 	// a subscription's epochs keep increasing across a retry.
 	t.mu.epochs = drv.Epoch()
+	t.mu.live.droppedRun = 0
 	t.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(t.ctx)
@@ -546,6 +567,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 	for {
 		epoch := flow.Epoch{Inputs: make([][]types.Change, len(ins))}
 		n, got := 0, false
+		var counts epochCounts
 		take := func(i int, p polled) error {
 			if p.err != nil {
 				return fmt.Errorf("source %s: %w", ins[i].def.Name, p.err)
@@ -555,6 +577,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 				epoch.Inputs[i] = append(epoch.Inputs[i], pb.Changes...)
 				n += len(pb.Changes)
 				cp.Inputs[i][pb.Partition] = pb.Next
+				counts.add(len(pb.Late), pb.Bad, pb.NewestTimestamp)
 			}
 			if p.b.Watermark.After(wms[i]) {
 				wms[i] = p.b.Watermark
@@ -606,6 +629,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
 		t.mu.positions = clonePositions(cp.Inputs)
+		t.committedLocked(now, n, counts, droppedLate(drv), out)
 		t.publishLocked(drv.Epoch(), out)
 		t.mu.Unlock()
 		t.commitMu.Unlock()
@@ -662,9 +686,7 @@ func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
 				behind += max(0, o.Offset-at)
 			})
 		}
-		if ok {
-			t.r.metrics.lag.WithLabelValues(t.rel.Name).Set(float64(behind))
-		}
+		t.measured(t.r.cfg.Clock.Now(), behind, ok)
 		if clock.Sleep(ctx, t.r.cfg.Clock, lagInterval) != nil {
 			return
 		}
