@@ -203,6 +203,8 @@ func sliceIter(rows []types.Row) iter {
 // scanNode reads a relation.
 type scanNode struct {
 	rel Relation
+	// name is the relation's name as the query wrote it, for EXPLAIN.
+	name string
 }
 
 func (s *scanNode) open(r *run) (iter, error) {

@@ -40,7 +40,11 @@ func (p *planner) planFrom(item *pg.Node) (node, *scope, error) {
 			return nil, nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation %q does not exist", name).At(rv.Location)
 		}
 		s, err := newScope(alias, rel.Columns(), colAliases)
-		return &scanNode{rel: rel}, s, err
+		name := rv.Relname
+		if rv.Schemaname != "" {
+			name = rv.Schemaname + "." + name
+		}
+		return &scanNode{rel: rel, name: name}, s, err
 	case *pg.Node_RangeSubselect:
 		rs := x.RangeSubselect
 		if rs.Lateral {

@@ -344,6 +344,9 @@ type task struct {
 		subs    map[*Subscription]struct{}
 		stopped bool
 		live    live // metrics.go
+		// drv is the running driver, nil while none runs; its Stats
+		// are read under commitMu (explain.go).
+		drv *flow.Driver
 	}
 	// commitMu is held by the loop from an epoch's Step until its
 	// changes are published, and by Subscribe while it reads its
@@ -436,7 +439,7 @@ func (t *task) runOnce() error {
 	// progress finish.
 	defer func() {
 		t.mu.Lock()
-		t.mu.view = nil
+		t.mu.view, t.mu.drv = nil, nil
 		for t.mu.readers > 0 {
 			t.mu.idle.Wait()
 		}
@@ -460,7 +463,7 @@ func (t *task) runOnce() error {
 		cp.Inputs = make([]map[int32]source.Position, len(defs))
 	}
 	t.mu.Lock()
-	t.mu.cols, t.mu.view, t.mu.state = vw.Columns, drv.View(), "running"
+	t.mu.cols, t.mu.view, t.mu.state, t.mu.drv = vw.Columns, drv.View(), "running", drv
 	// The driver's epoch count survives restarts (it is in the state):
 	// a subscription's epochs keep increasing across a retry.
 	t.mu.epochs = drv.Epoch()
