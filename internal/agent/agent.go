@@ -63,6 +63,7 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/sql/catalog"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/views"
@@ -110,11 +111,14 @@ type Agent struct {
 	sqlSrv           *pgwire.Server
 	// sqlViews maintains the materialized views when the SQL endpoint
 	// is on (sql.go); viewsStop ends its Run, viewsDone when it has.
-	sqlViews  *views.Runner
-	viewsStop context.CancelFunc
-	viewsDone chan struct{}
-	serveErr  chan error
-	ready     atomic.Bool
+	sqlViews *views.Runner
+	// sqlCatalog is the endpoint's catalog engine, which the console's
+	// SQL page runs its queries through too (console_sql.go).
+	sqlCatalog *catalog.Engine
+	viewsStop  context.CancelFunc
+	viewsDone  chan struct{}
+	serveErr   chan error
+	ready      atomic.Bool
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 
