@@ -112,6 +112,9 @@ type run struct {
 	ctx    context.Context
 	env    *expr.Env
 	budget *budget
+	// outer are the rows the correlated subqueries running now were
+	// started for, outermost first (correlate.go).
+	outer []types.Row
 }
 
 func runOf(env *expr.Env) *run { return env.Exec.(*run) }

@@ -315,6 +315,21 @@ var queries = []string{
 	"SELECT id FROM t1 WHERE id = ANY (SELECT t1_id FROM t2) ORDER BY id",
 	"SELECT id FROM t1 WHERE id > ALL (SELECT t1_id FROM t2 WHERE t1_id IS NOT NULL) ORDER BY id",
 	"SELECT id, (SELECT count(*) FROM t2) - id AS d FROM t1 ORDER BY d",
+	// Correlated subqueries: per outer row, in the select list, WHERE,
+	// EXISTS, IN and ALL, two levels deep, through a join's key, with
+	// an aggregate inside, and names the inner query shadows.
+	"SELECT id, (SELECT count(*) FROM t2 WHERE t2.t1_id = t1.id) AS n FROM t1 ORDER BY id",
+	"SELECT id, (SELECT max(amount) FROM t2 WHERE t1_id = t1.id AND amount > t1.price) FROM t1 ORDER BY id",
+	"SELECT id FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.t1_id = t1.id) ORDER BY id",
+	"SELECT id FROM t1 a WHERE NOT EXISTS (SELECT 1 FROM t2 b WHERE b.t1_id = a.id AND b.amount > 4) ORDER BY id",
+	"SELECT id FROM t1 WHERE price IN (SELECT amount FROM t2 WHERE t2.t1_id = t1.id) ORDER BY id",
+	"SELECT id FROM t1 WHERE price > ALL (SELECT amount FROM t2 WHERE t2.t1_id = t1.id AND amount IS NOT NULL) ORDER BY id",
+	"SELECT id, (SELECT count(*) FROM t2 WHERE t2.t1_id = t1.id AND EXISTS (SELECT 1 FROM t3 WHERE t3.x < t1.id + t2.amount)) FROM t1 ORDER BY id",
+	"SELECT a.id, (SELECT b.tag FROM t2 b JOIN t1 c ON c.id = b.t1_id WHERE c.id = a.id ORDER BY b.id LIMIT 1) FROM t1 a ORDER BY a.id",
+	"SELECT id, (SELECT id FROM t2 WHERE t1_id = t1.id ORDER BY id DESC LIMIT 1) FROM t1 ORDER BY id",
+	"SELECT id, (SELECT id FROM t2 WHERE t2.t1_id = t1.id) FROM t1 ORDER BY id",
+	"SELECT grp, (SELECT count(*) FROM t2 WHERE t2.tag = t1.grp) FROM t1 GROUP BY grp ORDER BY grp",
+	"SELECT id FROM t1 WHERE (SELECT nope FROM t2 WHERE t2.t1_id = t1.id) > 0",
 	// Set operations, VALUES, WITH.
 	"SELECT id FROM t1 UNION SELECT t1_id FROM t2",
 	"SELECT id FROM t1 UNION ALL SELECT t1_id FROM t2",
