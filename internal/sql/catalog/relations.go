@@ -193,6 +193,14 @@ func (r *relations) buildSystem() (*pgcatalog.Catalog, error) {
 		for _, c := range rel.Columns {
 			sr.Columns = append(sr.Columns, exec.Column{Name: c.Name, Type: types.Type{OID: c.Type, Mod: c.TypeMod}})
 		}
+		if rel.Kind == meta.RelationView && len(sr.Columns) == 0 && r.e.cfg.Views != nil {
+			// The catalog keeps a view's query, not its columns: they
+			// are its dataflow's, once its task has compiled it here (a
+			// view still starting, or failed, shows none).
+			if cols, err := r.e.cfg.Views.Columns(rel.ID); err == nil {
+				sr.Columns = cols
+			}
+		}
 		snap.Relations = append(snap.Relations, sr)
 	}
 	return pgcatalog.New(snap), nil

@@ -330,6 +330,15 @@ var queries = []string{
 	"SELECT id, (SELECT id FROM t2 WHERE t2.t1_id = t1.id) FROM t1 ORDER BY id",
 	"SELECT grp, (SELECT count(*) FROM t2 WHERE t2.tag = t1.grp) FROM t1 GROUP BY grp ORDER BY grp",
 	"SELECT id FROM t1 WHERE (SELECT nope FROM t2 WHERE t2.t1_id = t1.id) > 0",
+	// generate_series in FROM, its column named by the alias.
+	"SELECT * FROM generate_series(1, 5)",
+	"SELECT s FROM generate_series(10, 1, -3) s",
+	"SELECT g.n FROM generate_series(1, 3) AS g(n) ORDER BY n DESC",
+	"SELECT * FROM generate_series(9223372036854775806, 9223372036854775807)",
+	"SELECT * FROM generate_series(1, NULL)",
+	"SELECT * FROM generate_series(1, 3, 0)",
+	"SELECT id, (SELECT count(*) FROM generate_series(1, t1.id) s WHERE s % 2 = 0) FROM t1 ORDER BY id",
+	"SELECT a.s, b.s FROM generate_series(1, 2) a, generate_series(1, 2) b ORDER BY 1, 2",
 	// Set operations, VALUES, WITH.
 	"SELECT id FROM t1 UNION SELECT t1_id FROM t2",
 	"SELECT id FROM t1 UNION ALL SELECT t1_id FROM t2",

@@ -681,6 +681,28 @@ func (p *planner) subLink(s *pg.SubLink) (*expr.Expr, error) {
 			}
 			return nil, sqlerr.Errorf(sqlerr.CardinalityViolation, "more than one row returned by a subquery used as an expression")
 		}), nil
+	case pg.SubLinkType_ARRAY_SUBLINK:
+		// Until package types has arrays, ARRAY(subquery) is the array's
+		// text form (types.FormatTextArray), which the system catalog's
+		// array functions and = ANY read.
+		if len(cols) != 1 {
+			return nil, sqlerr.Errorf(sqlerr.SyntaxError, "subquery must return only one column").At(s.Location)
+		}
+		t := cols[0].Type
+		return expr.New(types.Text, func(env *expr.Env, row types.Row) (any, error) {
+			rs, err := rows(env, row)
+			if err != nil {
+				return nil, err
+			}
+			elems := make([]*string, len(rs))
+			for i, r := range rs {
+				if r[0] != nil {
+					s := types.FormatTyped(t, r[0])
+					elems[i] = &s
+				}
+			}
+			return types.FormatTextArray(elems), nil
+		}), nil
 	case pg.SubLinkType_ANY_SUBLINK, pg.SubLinkType_ALL_SUBLINK:
 		if len(cols) != 1 {
 			return nil, sqlerr.Errorf(sqlerr.SyntaxError, "subquery has too many columns").At(s.Location)

@@ -67,7 +67,7 @@ func (p *planner) planFrom(item *pg.Node) (node, *scope, error) {
 	case *pg.Node_JoinExpr:
 		return p.planJoin(x.JoinExpr)
 	case *pg.Node_RangeFunction:
-		return nil, nil, sqlerr.NotSupported("functions in FROM are not supported yet")
+		return p.planFunction(x.RangeFunction)
 	}
 	return nil, nil, sqlerr.NotSupported("this FROM item is not supported yet")
 }

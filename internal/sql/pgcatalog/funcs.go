@@ -71,9 +71,11 @@ var functions = map[string][]function{
 		}
 		return "", nil
 	}}},
-	"pg_relation_is_publishable": {{args: []types.Type{oid}, ret: bool_, body: func(*Catalog, []any) (any, error) { return false, nil }}},
-	"current_schema":             {{ret: name, body: func(*Catalog, []any) (any, error) { return "public", nil }}},
-	"current_database":           {{ret: name, body: func(c *Catalog, _ []any) (any, error) { return c.snap.Database, nil }}},
+	// No extended statistics exist.
+	"pg_get_statisticsobjdef_columns": {{args: []types.Type{oid}, ret: text, body: func(*Catalog, []any) (any, error) { return nil, nil }}},
+	"pg_relation_is_publishable":      {{args: []types.Type{oid}, ret: bool_, body: func(*Catalog, []any) (any, error) { return false, nil }}},
+	"current_schema":                  {{ret: name, body: func(*Catalog, []any) (any, error) { return "public", nil }}},
+	"current_database":                {{ret: name, body: func(c *Catalog, _ []any) (any, error) { return c.snap.Database, nil }}},
 	"has_table_privilege": {
 		{args: []types.Type{text, text}, ret: bool_, body: func(c *Catalog, a []any) (any, error) { return c.hasTablePrivilege(a[0], a[1].(string)) }},
 		{args: []types.Type{text, text, text}, ret: bool_, body: func(c *Catalog, a []any) (any, error) {
@@ -123,6 +125,13 @@ func (c *Catalog) hasTablePrivilege(rel any, privs string) (any, error) {
 
 // Handles reports whether Hook compiles n, without building a catalog.
 func Handles(n *pg.Node) bool {
+	if isArrayAny(n) || isSubscript(n) {
+		return true
+	}
+	if tc := n.GetTypeCast(); tc != nil {
+		names := tc.GetTypeName().GetNames()
+		return len(tc.GetTypeName().GetArrayBounds()) > 0 || len(names) > 0 && regKinds[names[len(names)-1].GetString_().GetSval()]
+	}
 	if v := n.GetSqlvalueFunction(); v != nil {
 		switch v.Op {
 		case pg.SQLValueFunctionOp_SVFOP_CURRENT_USER, pg.SQLValueFunctionOp_SVFOP_SESSION_USER,
@@ -136,8 +145,10 @@ func Handles(n *pg.Node) bool {
 	if f == nil || len(f.Funcname) == 0 {
 		return false
 	}
-	_, ok := functions[f.Funcname[len(f.Funcname)-1].GetString_().GetSval()]
-	return ok
+	fname := f.Funcname[len(f.Funcname)-1].GetString_().GetSval()
+	_, ok := functions[fname]
+	_, isArray := arrayFunctions[fname]
+	return ok || isArray
 }
 
 // Hook compiles calls of the system functions (named bare or with
@@ -157,6 +168,12 @@ func (c *Catalog) Hook(comp *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error
 		}
 		return nil, false, nil
 	}
+	if e, ok, err := c.arrayHook(comp, n); ok || err != nil {
+		return e, ok, err
+	}
+	if tc := n.GetTypeCast(); tc != nil {
+		return c.regCast(comp, tc)
+	}
 	f := n.GetFuncCall()
 	if f == nil || len(f.Funcname) > 2 || f.AggStar || f.AggDistinct || f.Over != nil || len(f.AggOrder) > 0 {
 		return nil, false, nil
@@ -166,6 +183,9 @@ func (c *Catalog) Hook(comp *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error
 	}
 	fname := f.Funcname[len(f.Funcname)-1].GetString_().GetSval()
 	overloads, ok := functions[fname]
+	if !ok {
+		overloads, ok = arrayFunctions[fname]
+	}
 	if !ok {
 		return nil, false, nil
 	}
