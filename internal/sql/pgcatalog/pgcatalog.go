@@ -17,7 +17,10 @@
 //
 // Divergences, until package types has them: oid columns are bigint,
 // name and "char" columns text, and the array columns (relacl,
-// datacl, polroles, stxkind, ...) text and always NULL. Catalogs of what
+// datacl, polroles, stxkind, ...) text and always NULL. The OID alias
+// types are casts between an OID and a name (regcast.go), and arrays
+// their text form, which = ANY, array_to_string, array_upper and
+// subscripts read (arrays.go): enough for psql's \d NAME, \l and \du. Catalogs of what
 // Strand has none of (indexes, constraints, inheritance, defaults,
 // access methods, tablespaces, collations, policies, statistics,
 // publications, triggers, rules) are present and empty, since psql's
