@@ -111,14 +111,16 @@ type Agent struct {
 	sqlSrv           *pgwire.Server
 	// sqlViews maintains the materialized views when the SQL endpoint
 	// is on (sql.go); viewsStop ends its Run, viewsDone when it has.
-	sqlViews *views.Runner
-	// sqlCatalog is the endpoint's catalog engine, which the console's
-	// SQL page runs its queries through too (console_sql.go).
+	sqlViews  *views.Runner
+	viewsStop context.CancelFunc
+	viewsDone chan struct{}
+	serveErr  chan error
+	ready     atomic.Bool
+
+	// sqlCatalog is the SQL endpoint's catalog engine, which the
+	// console's SQL page runs its queries through too (console_sql.go).
 	sqlCatalog *catalog.Engine
-	viewsStop  context.CancelFunc
-	viewsDone  chan struct{}
-	serveErr   chan error
-	ready      atomic.Bool
+
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 
