@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,11 +101,47 @@ PostgreSQL prints
 		"SELECT count(*) FROM pg_class WHERE oid = 'dorders'::regclass",
 		"SELECT n.nspname, (SELECT count(*) FROM pg_class c WHERE c.relnamespace = n.oid AND c.relname LIKE 'dto%') FROM pg_namespace n WHERE n.nspname = 'public'",
 		"SELECT s, (SELECT string_agg(x::text, ',') FROM generate_series(1, s) x) FROM generate_series(1, 3) s",
+		"SELECT x, x IS NULL FROM unnest('{a,NULL,\"b c\"}'::text[]) x",
+		"SELECT '16'::oid = 16, '16'::oid::text",
+		"SELECT pg_size_pretty(0::bigint), pg_size_pretty(10239::bigint), pg_size_pretty(10240::bigint), pg_size_pretty(-10240::bigint), pg_size_pretty(10485760::bigint), pg_size_pretty(1099511627776::bigint), pg_size_pretty(9223372036854775807::bigint), pg_size_pretty(-9223372036854775807::bigint), pg_size_pretty(20971519::bigint)",
 	} {
 		got := run("-h", host, "-p", port, "-U", "alice", "-d", "strand", "-At", "-c", q)
 		if want := run(pgURL, "-At", "-c", q); got != want {
 			t.Errorf("%s: Strand %q, PostgreSQL %q", q, got, want)
 		}
+	}
+	// \d+ adds storage, compression, statistics target and description
+	// columns, and a view's definition. PostgreSQL's footers say more
+	// (the access method; its own pretty print of the definition):
+	// the columns must agree.
+	columns := func(out string) string {
+		var keep []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "View definition:") || strings.HasPrefix(l, "Access method:") {
+				break
+			}
+			keep = append(keep, l)
+		}
+		return strings.TrimRight(strings.Join(keep, "\n"), "\n")
+	}
+	for _, name := range []string{"dorders", "dtotals"} {
+		got := strand(`\d+ ` + name)
+		if want := postgres(`\d+ ` + name); columns(got) != columns(want) {
+			t.Errorf(`\d+ %s: Strand prints
+%s
+PostgreSQL prints
+%s`, name, got, want)
+		}
+	}
+	if got := strand(`\d+ dtotals`); !strings.Contains(got, "View definition:\n SELECT customer, count(*) AS n, sum(amount) AS total, max(at) AS last FROM dorders GROUP BY customer;") {
+		t.Errorf(`\d+ dtotals has no definition:\n%s`, got)
+	}
+	// \dm+ shows the view's state size on this agent.
+	if got := strand(`\dm+`); !regexp.MustCompile(`public \| dtotals \| materialized view \| alice \| permanent +\| +\| \d+ (bytes|kB)`).MatchString(got) {
+		t.Errorf(`\dm+:\n%s`, got)
+	}
+	if got := strand(`\dt+`); !strings.Contains(got, "| 0 bytes |") {
+		t.Errorf(`\dt+ (a source keeps nothing locally):\n%s`, got)
 	}
 	if got := strand(`\d nothing_here`); !strings.Contains(got, `Did not find any relation named "nothing_here".`) {
 		t.Errorf(`\d of nothing: %s`, got)

@@ -9,10 +9,12 @@ import (
 )
 
 // Functions in FROM: generate_series(start, stop [, step]) over
-// integers, the one set-returning function clients' catalog queries
-// use (psql's \d joins it). Its arguments may read a correlated
-// subquery's outer row, not a FROM item beside it (LATERAL). Other
-// functions, WITH ORDINALITY and ROWS FROM are 0A000.
+// integers and unnest(array) over an array's text form (types.
+// ParseTextArray: its elements as text), the set-returning functions
+// clients' catalog queries use (psql's \d and \d+ join them). Their
+// arguments may read a correlated subquery's outer row, not a FROM item
+// beside it (LATERAL). Other functions, WITH ORDINALITY and ROWS FROM
+// are 0A000.
 
 // seriesNode yields start, start+step, ... up to stop (down to, for a
 // negative step), as PostgreSQL's generate_series does.
@@ -72,8 +74,11 @@ func (p *planner) planFunction(rf *pg.RangeFunction) (node, *scope, error) {
 	fc := items[0].GetFuncCall()
 	names := fc.Funcname
 	fname := names[len(names)-1].GetString_().GetSval()
-	if fname != "generate_series" || (len(names) == 2 && names[0].GetString_().GetSval() != "pg_catalog") {
-		return nil, nil, sqlerr.NotSupported("function %s in FROM is not supported yet (generate_series is)", fname).At(fc.Location)
+	if (fname != "generate_series" && fname != "unnest") || (len(names) == 2 && names[0].GetString_().GetSval() != "pg_catalog") {
+		return nil, nil, sqlerr.NotSupported("function %s in FROM is not supported yet (generate_series and unnest are)", fname).At(fc.Location)
+	}
+	if fname == "unnest" {
+		return p.planUnnest(rf, fc)
 	}
 	if len(fc.Args) < 2 || len(fc.Args) > 3 {
 		return nil, nil, sqlerr.Errorf(sqlerr.UndefinedFunction, "function generate_series with %d arguments does not exist", len(fc.Args)).At(fc.Location)
@@ -117,4 +122,55 @@ func (p *planner) planFunction(rf *pg.RangeFunction) (node, *scope, error) {
 		return nil, nil, err
 	}
 	return &seriesNode{start: args[0], stop: args[1], step: args[2], typ: typ}, s, nil
+}
+
+// unnestNode yields the elements of an array in its text form.
+type unnestNode struct{ arr *expr.Expr }
+
+func (u *unnestNode) open(r *run) (iter, error) {
+	v, err := u.arr.Eval(r.env, nil)
+	if err != nil {
+		return nil, err
+	}
+	var elems []*string
+	if v != nil {
+		if elems, err = types.ParseTextArray(v.(string)); err != nil {
+			return nil, sqlerr.Errorf(sqlerr.InvalidTextRepresentation, "malformed array literal: %q", v)
+		}
+	}
+	i := 0
+	return func() (types.Row, error) {
+		if i >= len(elems) {
+			return nil, nil
+		}
+		e := elems[i]
+		i++
+		if e == nil {
+			return types.Row{nil}, nil
+		}
+		return types.Row{*e}, nil
+	}, nil
+}
+
+func (p *planner) planUnnest(rf *pg.RangeFunction, fc *pg.FuncCall) (node, *scope, error) {
+	if len(fc.Args) != 1 {
+		return nil, nil, sqlerr.NotSupported("unnest of %d arrays is not supported yet", len(fc.Args)).At(fc.Location)
+	}
+	e, err := p.compile(fc.Args[0], nil)
+	if err == nil {
+		e, err = p.comp.Coerce(e, types.Text, false)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	alias, col := "unnest", "unnest"
+	var colAliases []*pg.Node
+	if rf.Alias != nil {
+		alias, col, colAliases = rf.Alias.Aliasname, rf.Alias.Aliasname, rf.Alias.Colnames
+	}
+	s, err := newScope(alias, []Column{{Name: col, Type: types.Text}}, colAliases)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &unnestNode{arr: e}, s, nil
 }

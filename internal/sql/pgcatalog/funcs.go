@@ -71,6 +71,21 @@ var functions = map[string][]function{
 		}
 		return "", nil
 	}}},
+	// The size of a relation's local storage (Relation.Bytes), as
+	// psql's \dt+ and \dm+ show it; NULL for an OID no relation has.
+	"pg_table_size": {{args: []types.Type{oid}, ret: types.Int8, body: func(c *Catalog, a []any) (any, error) {
+		if r, ok := c.rels[a[0].(int64)]; ok && r.Bytes >= 0 {
+			return r.Bytes, nil
+		}
+		return nil, nil
+	}}},
+	"pg_size_pretty": {{args: []types.Type{types.Int8}, ret: text, body: func(_ *Catalog, a []any) (any, error) { return sizePretty(a[0].(int64)), nil }}},
+	// A view's definition is its SELECT as the catalog keeps it
+	// (pg_query's deparser, one line), not PostgreSQL's pretty print.
+	"pg_get_viewdef": {
+		{args: []types.Type{oid}, ret: text, body: func(c *Catalog, a []any) (any, error) { return c.viewDef(a[0].(int64)), nil }},
+		{args: []types.Type{oid, bool_}, ret: text, body: func(c *Catalog, a []any) (any, error) { return c.viewDef(a[0].(int64)), nil }},
+	},
 	// No extended statistics exist.
 	"pg_get_statisticsobjdef_columns": {{args: []types.Type{oid}, ret: text, body: func(*Catalog, []any) (any, error) { return nil, nil }}},
 	"pg_relation_is_publishable":      {{args: []types.Type{oid}, ret: bool_, body: func(*Catalog, []any) (any, error) { return false, nil }}},
@@ -231,4 +246,44 @@ func (c *Catalog) Hook(comp *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error
 		}
 		return body(c, vals)
 	}), true, nil
+}
+
+// sizePretty is PostgreSQL's pg_size_pretty(bigint): bytes below 10
+// kB, then kB, MB, GB, TB, PB, each rounded half away from zero and
+// switched to the next unit below 10 of it.
+func sizePretty(size int64) string {
+	const limit = 10 * 1024
+	const limit2 = limit*2 - 1
+	abs := func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	}
+	half := func(x int64) int64 {
+		if x < 0 {
+			return (x - 1) / 2
+		}
+		return (x + 1) / 2
+	}
+	if abs(size) < limit {
+		return fmt.Sprintf("%d bytes", size)
+	}
+	size >>= 9 // one extra bit for rounding
+	for _, unit := range []string{"kB", "MB", "GB", "TB"} {
+		if abs(size) < limit2 {
+			return fmt.Sprintf("%d %s", half(size), unit)
+		}
+		size >>= 10
+	}
+	return fmt.Sprintf("%d PB", half(size))
+}
+
+// viewDef is pg_get_viewdef: NULL for an OID no view or sink has.
+func (c *Catalog) viewDef(o int64) any {
+	r, ok := c.rels[o]
+	if !ok || r.Query == "" {
+		return nil
+	}
+	return " " + r.Query + ";"
 }

@@ -26,8 +26,10 @@ import (
 // So `x::regclass::text` and `ORDER BY x::regclass` work as in
 // PostgreSQL; a comparison of two regclass values compares names.
 
-// regKinds are the alias types served, by name.
-var regKinds = map[string]bool{"regclass": true, "regtype": true, "regnamespace": true, "regrole": true}
+// regKinds are the alias types served, by name; and oid itself, which
+// is bigint here: a cast to oid is one to bigint ('16385'::oid, as
+// psql's \d+ writes it).
+var regKinds = map[string]bool{"regclass": true, "regtype": true, "regnamespace": true, "regrole": true, "oid": true}
 
 // namespaceNames are the schemas, by OID.
 var namespaceNames = map[int64]string{OIDPgCatalog: "pg_catalog", OIDPublic: "public", OIDInformationSchema: "information_schema"}
@@ -45,6 +47,10 @@ func (c *Catalog) regCast(comp *expr.Compiler, tc *pg.TypeCast) (*expr.Expr, boo
 	arg, err := comp.Compile(tc.Arg)
 	if err != nil {
 		return nil, true, err
+	}
+	if kind == "oid" {
+		e, err := comp.Coerce(arg, oid, true)
+		return e, true, err
 	}
 	if arg.Type.Category() == types.CatNumeric {
 		if arg, err = comp.Coerce(arg, oid, false); err != nil {

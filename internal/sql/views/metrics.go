@@ -233,3 +233,13 @@ func droppedLate(drv *flow.Driver) int64 {
 	}
 	return n
 }
+
+// StateBytes is the view's local state on disk as last measured, -1
+// when not known (catalog.StateSizer: psql's \dm+ shows it).
+func (r *Runner) StateBytes(id uint64) int64 {
+	st, ok := r.ViewStatus(id)
+	if !ok {
+		return -1
+	}
+	return st.StateBytes
+}
