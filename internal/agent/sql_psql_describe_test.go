@@ -94,6 +94,8 @@ PostgreSQL prints
 	// both).
 	for _, q := range []string{
 		"SELECT 'x' = ANY('{a,x}'), 'q' = ANY('{a,NULL}'), 'q' = ANY('{}'), NULL::text = ANY('{a}')",
+		"SELECT 1.0 = ANY('{2,1}'), 3 = ANY('{1,2}'), 7::int8 = ANY('{7}'), 'a b' = ANY('{\"a b\"}')",
+		"SELECT 1 = ANY('{x}')",
 		`SELECT array_to_string('{a,NULL,"b c"}'::text[], '-'), array_to_string('{a,NULL}'::text[], ',', '*'), array_upper('{1,2,3}'::int2[], 1), array_upper('{}'::int2[], 1)`,
 		"SELECT ('{5,6,7}'::int2[])[2], ('{5,6,7}'::int2[])[4]",
 		"SELECT ARRAY(SELECT x FROM (VALUES ('b'), ('a c'), (NULL), ('')) v(x) ORDER BY x)",
@@ -106,7 +108,14 @@ PostgreSQL prints
 		"SELECT pg_size_pretty(0::bigint), pg_size_pretty(10239::bigint), pg_size_pretty(10240::bigint), pg_size_pretty(-10240::bigint), pg_size_pretty(10485760::bigint), pg_size_pretty(1099511627776::bigint), pg_size_pretty(9223372036854775807::bigint), pg_size_pretty(-9223372036854775807::bigint), pg_size_pretty(20971519::bigint)",
 	} {
 		got := run("-h", host, "-p", port, "-U", "alice", "-d", "strand", "-At", "-c", q)
-		if want := run(pgURL, "-At", "-c", q); got != want {
+		want := run(pgURL, "-At", "-c", q)
+		if strings.HasPrefix(want, "ERROR:") {
+			// The message; PostgreSQL reads the literal while parsing
+			// and points at it, Strand when it runs.
+			got, _, _ = strings.Cut(got, "\n")
+			want, _, _ = strings.Cut(want, "\n")
+		}
+		if got != want {
 			t.Errorf("%s: Strand %q, PostgreSQL %q", q, got, want)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 // Arrays, until package types has them: an array is its text form
 // (types.FormatTextArray), as the catalog's array columns are and as
 // ARRAY(subquery) makes one. What clients' catalog queries do with
-// arrays is compiled here over that form: x = ANY(array) (equality by
-// text, PostgreSQL's three-valued answer), array_to_string,
+// arrays is compiled here over that form: x = ANY(array) (each element
+// read as x's type, PostgreSQL's three-valued answer), array_to_string,
 // array_upper, a cast to an array type (the text checked as an array
 // literal) and a subscript (an element, typed unknown so that it
 // compares with a column of any type, as a literal would).
@@ -109,8 +109,8 @@ func evalArray(env *expr.Env, row types.Row, e *expr.Expr) ([]*string, error) {
 	return elems, nil
 }
 
-// anyOf is x = ANY(array): true if an element equals x (as text),
-// else NULL if x or an element is NULL, else false.
+// anyOf is x = ANY(array): true if an element (read as x's type)
+// equals x, else NULL if x or an element is NULL, else false.
 func (c *Catalog) anyOf(comp *expr.Compiler, a *pg.A_Expr) (*expr.Expr, bool, error) {
 	x, err := comp.Compile(a.Lexpr)
 	if err != nil {
@@ -133,13 +133,19 @@ func (c *Catalog) anyOf(comp *expr.Compiler, a *pg.A_Expr) (*expr.Expr, bool, er
 		if v == nil || err != nil {
 			return nil, err
 		}
-		s := types.CastText(xt, v)
 		sawNull := false
 		for _, e := range elems {
-			switch {
-			case e == nil:
+			if e == nil {
 				sawNull = true
-			case *e == s:
+				continue
+			}
+			// The element read as x's type (PostgreSQL reads the array
+			// as an array of it): 1.0 = ANY('{1}') for a numeric.
+			ev, err := types.Parse(xt, *e)
+			if err != nil {
+				return nil, err
+			}
+			if types.Compare(v, ev) == 0 {
 				return true, nil
 			}
 		}
