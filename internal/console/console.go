@@ -322,6 +322,22 @@ var funcs = template.FuncMap{
 	},
 	"ms": func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") },
 	"pe": url.PathEscape,
+	// quoteIdent is a SQL name as PostgreSQL's quote_ident writes it
+	// (the SQL page's EXPLAIN buttons).
+	"quoteIdent": quoteIdent,
+}
+
+func quoteIdent(name string) string {
+	plain := name != ""
+	for i, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+		}
+	}
+	if plain {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 // FormatBytes shows n in binary units, as the console's pages do.

@@ -83,12 +83,18 @@ func TestConsoleSQL(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<td>clicks</td><td><a href="/console/topics/clicks">clicks</a></td><td>json</td>`,
-		`<td>per_page</td><td>clicks</td><td>running</td>`,
+		`<td>clicks</td><td>running</td>`,
+		`<input type="hidden" name="q" value="EXPLAIN per_page">`,
 		"No sinks.",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the SQL page does not show %q:\n%s", want, body)
 		}
+	}
+
+	// A view's Explain button runs EXPLAIN of it.
+	if _, body := runSQL(t, a, "EXPLAIN per_page"); !strings.Contains(body, "<th>QUERY PLAN</th>") || !strings.Contains(body, "Materialized View per_page") || !strings.Contains(body, "Source clicks (page, ms)") {
+		t.Errorf("EXPLAIN per_page:\n%s", body)
 	}
 
 	// 32 x 32 = 1024 rows: the first 1000 are shown, with a notice.
@@ -190,4 +196,20 @@ func TestConsoleSQLInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form.sql button`)),
 	)
 	wantText(t, "error", read(t, ctx, "error", chromedp.Text(chromedp.CSS(`#sql-error`))), "ERROR: 22012: division by zero")
+
+	// A view made through the form, then its Explain button.
+	createTopic(t, kadm.NewClient(kafkaClient(t, a)), 1, "Events")
+	for _, ddl := range []string{
+		`CREATE SOURCE "Events" (kind text) WITH (topic = 'Events', format = 'json')`,
+		`CREATE MATERIALIZED VIEW "By Kind" AS SELECT kind, count(*) AS n FROM "Events" GROUP BY kind`,
+	} {
+		submit(t, ctx, ddl,
+			chromedp.SetValue(chromedp.CSS(`textarea[name=q]`), ddl),
+			chromedp.Click(chromedp.CSS(`form.sql button`)),
+		)
+		wantText(t, ddl, read(t, ctx, "tag", chromedp.Text(chromedp.CSS(`#result`))), "CREATE")
+	}
+	run(t, ctx, "open the SQL page", chromedp.Navigate(base+"sql"), chromedp.WaitReady(chromedp.CSS("table.views")))
+	submit(t, ctx, "explain the view", chromedp.Click(chromedp.CSS(`table.views form.inline button`)))
+	wantText(t, "explain", read(t, ctx, "plan", chromedp.Text(chromedp.CSS(`#result`))), "QUERY PLAN", `Materialized View By Kind`, "Group Aggregate", "Source Events (kind)")
 }
