@@ -93,6 +93,9 @@ func (m *Metrics) forget(view string) {
 // under the task's lock for Status (the console shows it).
 type live struct {
 	lagRecords int64 // -1 until measured
+	// ends is the inputs' end offsets summed at the last measurement
+	// (-1 before one), from which an epoch estimates lagRecords.
+	ends int64
 	lagSeconds float64
 	stateBytes int64 // -1 until measured
 	// newest is the newest input record's timestamp the committed
@@ -111,10 +114,14 @@ type live struct {
 	rateOutputs      uint64
 }
 
-// epochCounts is what one epoch adds to a view's counters.
+// epochCounts is what one epoch adds to a view's counters, and where
+// its inputs stand after it.
 type epochCounts struct {
 	late, bad int
 	newest    time.Time
+	// consumed is the sum of the inputs' next offsets after the epoch
+	// (what strand_sql_view_input_offsets shows).
+	consumed int64
 }
 
 // add counts one input batch.
@@ -180,8 +187,18 @@ func (t *task) committedLocked(now time.Time, n int, c epochCounts, droppedTotal
 		lv.dropped += d - lv.droppedRun
 		lv.droppedRun = d
 	}
-	if n > 0 {
+	if lv.ends >= 0 && lv.lagRecords >= 0 {
+		// Between measurements the lag in records is estimated from the
+		// inputs' ends last measured: records produced since are not in
+		// it until the next measurement.
+		lv.lagRecords = max(0, lv.ends-c.consumed)
+		m.lag.WithLabelValues(name).Set(float64(lv.lagRecords))
+	}
+	if n > 0 || lv.lagRecords == 0 {
 		lv.lagSeconds = ageSeconds(now, c.newest)
+		if lv.lagRecords == 0 {
+			lv.lagSeconds = 0
+		}
 		m.lagSeconds.WithLabelValues(name).Set(lv.lagSeconds)
 	}
 	m.outputs.WithLabelValues(name).Add(float64(out))
@@ -190,14 +207,15 @@ func (t *task) committedLocked(now time.Time, n int, c epochCounts, droppedTotal
 }
 
 // measured records what measureLag found every lagInterval: behind,
-// the records not consumed yet (ok false: not known this time).
-func (t *task) measured(now time.Time, behind int64, ok bool) {
+// the records not consumed yet, and ends, the inputs' end offsets
+// summed (ok false: not known this time).
+func (t *task) measured(now time.Time, behind, ends int64, ok bool) {
 	m, name := t.r.metrics, t.rel.Name
 	size, serr := dirBytes(t.dir)
 	t.mu.Lock()
 	lv := &t.mu.live
 	if ok {
-		lv.lagRecords = behind
+		lv.lagRecords, lv.ends = behind, ends
 		// Caught up, the view is as fresh as its inputs: nothing waits.
 		// Behind, the newest record it holds ages with the clock until
 		// the next epoch, so a stuck view's lag grows.

@@ -39,7 +39,7 @@ func TestViewMetrics(t *testing.T) {
 	// and two bad among them, two rows changed (an update: -1 +1) and
 	// a window dropping 3 late changes.
 	tk.mu.Lock()
-	var c epochCounts
+	c := epochCounts{consumed: 20}
 	c.add(1, 0, t0.Add(-100*time.Second))
 	c.add(0, 2, t0.Add(-90*time.Second))
 	out := []types.Change{{Row: types.Row{int64(1)}, Diff: -1}, {Row: types.Row{int64(2)}, Diff: +1}}
@@ -50,7 +50,7 @@ func TestViewMetrics(t *testing.T) {
 	}
 	// The measurement: still 10 records behind, 30 s later: the newest
 	// record held is 120 s old.
-	tk.measured(t0.Add(30*time.Second), 10, true)
+	tk.measured(t0.Add(30*time.Second), 10, 30, true)
 	st := tk.status()
 	if st.LagRecords != 10 || st.LagSeconds != 120 || st.StateBytes != 1234 || st.Late != 1 || st.Bad != 2 || st.Dropped != 3 {
 		t.Errorf("status %+v, want lag 10 records and 120 s, 1234 bytes, 1 late, 2 bad, 3 dropped", st)
@@ -72,24 +72,40 @@ func TestViewMetrics(t *testing.T) {
 	}
 
 	// A second epoch: the driver's late total grows to 4 (1 more), 6
-	// more rows change; caught up 10 s later: no lag in time, and 6
-	// updates over 10 s.
+	// more rows change, 8 more records consumed: 2 behind the ends last
+	// measured (30), its newest record 5 s old; caught up 5 s later:
+	// no lag in time, and 6 updates over 10 s.
 	tk.mu.Lock()
-	tk.committedLocked(t0.Add(35*time.Second), 1, epochCounts{newest: t0.Add(30 * time.Second)}, 4,
+	tk.committedLocked(t0.Add(35*time.Second), 1, epochCounts{newest: t0.Add(30 * time.Second), consumed: 28}, 4,
 		[]types.Change{{Row: types.Row{int64(3)}, Diff: 6}})
 	tk.mu.Unlock()
 	if got := value(t, m.lagSeconds.WithLabelValues("v")); got != 5 {
 		t.Errorf("lag seconds after the second epoch: %v, want 5", got)
 	}
-	tk.measured(t0.Add(40*time.Second), 0, true)
+	if got := value(t, m.lag.WithLabelValues("v")); got != 2 {
+		t.Errorf("lag records estimated after the second epoch: %v, want 2", got)
+	}
+	tk.measured(t0.Add(40*time.Second), 0, 30, true)
 	st = tk.status()
 	if st.LagRecords != 0 || st.LagSeconds != 0 || st.Dropped != 4 || st.UpdatesPerSecond != 0.6 {
 		t.Errorf("status %+v, want caught up (0 records, 0 s), 4 dropped, 0.6 updates/s", st)
 	}
+	// An epoch reaching the ends last measured is caught up at once,
+	// without waiting for the next measurement.
+	tk.measured(t0.Add(45*time.Second), 5, 35, true)
+	if st := tk.status(); st.LagRecords != 5 || st.LagSeconds != 15 {
+		t.Errorf("5 behind at 45 s: %+v, want 5 records, 15 s (the newest held is from 30 s)", st)
+	}
+	tk.mu.Lock()
+	tk.committedLocked(t0.Add(46*time.Second), 5, epochCounts{newest: t0.Add(44 * time.Second), consumed: 35}, 4, nil)
+	tk.mu.Unlock()
+	if st := tk.status(); st.LagRecords != 0 || st.LagSeconds != 0 {
+		t.Errorf("after consuming up to the ends: %+v, want 0 records, 0 s", st)
+	}
 	// A run after a failure starts the driver's late total again.
 	tk.mu.Lock()
 	tk.mu.live.droppedRun = 0
-	tk.committedLocked(t0.Add(50*time.Second), 0, epochCounts{}, 2, nil)
+	tk.committedLocked(t0.Add(50*time.Second), 0, epochCounts{consumed: 35}, 2, nil)
 	tk.mu.Unlock()
 	if got := value(t, m.lateDropped.WithLabelValues("v")); got != 6 {
 		t.Errorf("dropped after a restart's 2: %v, want 6", got)

@@ -359,7 +359,7 @@ func (r *Runner) newTask(ctx context.Context, rel meta.Relation, rels []meta.Rel
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.mu.state = "starting"
 	t.mu.idle = sync.NewCond(&t.mu.Mutex)
-	t.mu.live.lagRecords, t.mu.live.stateBytes = -1, -1
+	t.mu.live.lagRecords, t.mu.live.stateBytes, t.mu.live.ends = -1, -1, -1
 	r.metrics.start(rel.Name)
 	return t
 }
@@ -629,6 +629,13 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			return err
 		}
 		now := t.r.cfg.Clock.Now()
+		var consumed int64
+		for _, parts := range cp.Inputs {
+			for _, p := range sortedKeys(parts) {
+				consumed += parts[p].Offset
+			}
+		}
+		counts.consumed = consumed
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
 		t.mu.positions = clonePositions(cp.Inputs)
@@ -639,12 +646,6 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		m.epochs.WithLabelValues(name).Inc()
 		m.changes.WithLabelValues(name).Add(float64(n))
 		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)
-		var consumed int64
-		for _, parts := range cp.Inputs {
-			for _, p := range sortedKeys(parts) {
-				consumed += parts[p].Offset
-			}
-		}
 		m.offsets.WithLabelValues(name).Set(float64(consumed))
 	}
 }
@@ -667,7 +668,7 @@ func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
 		t.mu.Lock()
 		pos := t.mu.positions
 		t.mu.Unlock()
-		var behind int64
+		var behind, endSum int64
 		ok := true
 		for i, def := range defs {
 			ends, err := adm.ListEndOffsets(ctx, def.Topic)
@@ -687,9 +688,10 @@ func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
 					at = pos[i][o.Partition].Offset
 				}
 				behind += max(0, o.Offset-at)
+				endSum += o.Offset
 			})
 		}
-		t.measured(t.r.cfg.Clock.Now(), behind, ok)
+		t.measured(t.r.cfg.Clock.Now(), behind, endSum, ok)
 		if clock.Sleep(ctx, t.r.cfg.Clock, lagInterval) != nil {
 			return
 		}
