@@ -95,7 +95,7 @@ type live struct {
 	lagRecords int64 // -1 until measured
 	// ends is the inputs' end offsets summed at the last measurement
 	// (-1 before one), from which an epoch estimates lagRecords.
-	ends int64
+	ends       int64
 	lagSeconds float64
 	stateBytes int64 // -1 until measured
 	// newest is the newest input record's timestamp the committed
