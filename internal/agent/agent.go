@@ -63,6 +63,7 @@ import (
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
+	"github.com/strandkafka/strand/internal/sql/catalog"
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/sinks"
 	"github.com/strandkafka/strand/internal/sql/source"
@@ -122,6 +123,11 @@ type Agent struct {
 	sinksDone chan struct{}
 	serveErr  chan error
 	ready     atomic.Bool
+
+	// sqlCatalog is the SQL endpoint's catalog engine, which the
+	// console's SQL page runs its queries through too (console_sql.go).
+	sqlCatalog *catalog.Engine
+
 	// appends says whether the shared log takes appends (failstop.go).
 	appends appendHealth
 

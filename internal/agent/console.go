@@ -72,6 +72,7 @@ func (a *Agent) startConsole() error {
 		},
 		Throughput: a.throughput,
 		Registry:   a.registry,
+		SQL:        a.consoleSQL(),
 		Logger:     a.logger.With("component", "console"),
 	})
 	if err != nil {

@@ -39,6 +39,7 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Storage: compaction", "strand_compaction_", "Registered only with compaction on (`--compaction-enable`, or an S3 store); for the partitions each agent owns: sum the byte counters, take the max of the lag."},
 	{"Storage: compacted topics (cleaner)", "strand_cleaner_", "Kafka's log cleaner, for topics with cleanup.policy=compact, over the partitions each agent owns."},
 	{"Schema registry", "strand_schema_registry_", "Registered only while the agent serves the schema registry (`--schema-registry-listen`). Requests are counted by the agent that served them (sum over agents); subjects and schemas are read from each agent's copy at scrape time (take the max)."},
+	{"SQL: sources and materialized views", "strand_sql_", "Registered only while the agent serves SQL (`--sql-listen`). Every agent maintains every materialized view from the topics, so each reports its own copy's progress: compare agents, do not sum them. Labelled by source or view name, which the catalog bounds."},
 	{"Process", "strand_", ""},
 }
 
@@ -117,6 +118,22 @@ var operatorUse = map[string]string{
 	"strand_schema_registry_request_seconds":            "Registry latency per endpoint: reads come from the local copy (sub-millisecond), registrations wait for the log; a slow `POST /subjects/{subject}/versions` is a slow log.",
 	"strand_schema_registry_subjects":                   "Subjects in use; compare across agents: one behind is an agent whose copy lags.",
 	"strand_schema_registry_schemas":                    "Distinct schemas live versions name; a steady climb on one subject is a producer registering a new schema on every deploy.",
+	"strand_sql_source_records_total":                   "Records read from each source's topic by the views and ad-hoc scans over it (each reader counts its own).",
+	"strand_sql_source_bytes_total":                     "Key and value bytes read per source; ad-hoc scans re-read a topic from its start, so a high rate with few views means heavy exploring.",
+	"strand_sql_source_bad_records_total":               "Records that did not decode, by reason: a rise is a producer writing another format or schema than the source declares; with `bad.records = 'dead-letter'` they are in the dead-letter topic to inspect.",
+	"strand_sql_source_late_records_total":              "Records behind their partition's watermark: producers out of order by more than `watermark.delay`; windows drop what arrives after they close.",
+	"strand_sql_view_epochs_total":                      "Epoch rate per view; flat while its inputs grow is a stuck view (see `strand_sql_view_failures_total`).",
+	"strand_sql_view_input_changes_total":               "Input changes per second a view processes: its throughput.",
+	"strand_sql_view_failures_total":                    "Any increase: the view failed and restarts from its checkpoint (the agent's log and SHOW MATERIALIZED VIEWS' status say why).",
+	"strand_sql_view_last_epoch_timestamp_seconds":      "`time() - ...` is how long since the view last changed; with a lag above 0 it is how long it has been stuck.",
+	"strand_sql_view_input_offsets":                     "Records consumed over the view's input partitions: `rate(...)` is its records/s.",
+	"strand_sql_view_input_lag_records":                 "Records the view is behind its topics (read_committed ends): alert when it keeps growing; a short burst after a restart or a new view is catching up.",
+	"strand_sql_view_input_lag_seconds":                 "How stale the view's answers are, in time: alert above what its readers tolerate (the freshness a SELECT on it gets).",
+	"strand_sql_view_state_bytes":                       "Local disk a view's state takes on each agent; sum over views for the SQL disk footprint, and watch for a view whose state grows without bound (an unbounded GROUP BY or join key).",
+	"strand_sql_view_output_changes_total":              "Updates per second to a view's contents (`rate(...)`); what a sink or SUBSCRIBE over it carries.",
+	"strand_sql_view_late_records_total":                "Late input records the view saw, attributed to the view (the source counts the same per source).",
+	"strand_sql_view_late_dropped_total":                "Changes the view's windows dropped as too late: results missing them; raise the source's `watermark.delay` if they matter.",
+	"strand_sql_view_bad_records_total":                 "Input records the view's readers could not decode (per view; per reason in `strand_sql_source_bad_records_total`).",
 	"strand_process_resident_memory_peak_bytes":         "Peak memory; near the container limit means raise the limit or lower `--memory-budget`.",
 	"strand_build_info":                                 "Which build each agent runs (`count by (version, revision) (strand_build_info)`), for rolling upgrades.",
 }
@@ -238,13 +255,14 @@ func firstSection(title string) int {
 // registered): the same metrics, types, labels and help, and an
 // operator's use for each. -update rewrites it.
 func TestMetricsReference(t *testing.T) {
-	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0"}, nil)
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0"}, nil)
 	if got := regDo(t, http.DefaultClient, "http://"+a.RegistryAddr(), regReq{method: "GET", path: "/subjects"}); got.status != http.StatusOK {
 		t.Fatalf("GET /subjects: %d %s", got.status, got.body)
 	}
 	// Counted after the answer is written: wait for it.
 	checkMetrics(t, a.HTTPAddr(), []metricCheck{{name: "strand_schema_registry_requests_total"}})
 	scrapeWithTraffic(t, a)
+	viewMetricsTraffic(t, a)
 	ms := registryMetrics(t, a)
 	for _, m := range ms {
 		if operatorUse[m.name] == "" {

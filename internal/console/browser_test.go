@@ -291,7 +291,7 @@ func TestConsoleScreenshots(t *testing.T) {
 		t.Skip("no -screenshots DIR")
 	}
 	ctx := browser(t)
-	a := startAgent(t, "")
+	a := sqlAgent(t, "")
 	base := "http://" + a.HTTPAddr() + "/console/"
 	cl := kafkaClient(t, a)
 	adm := kadm.NewClient(cl)
@@ -361,6 +361,36 @@ func TestConsoleScreenshots(t *testing.T) {
 	shoot("topic", base+"topics/orders", 0)
 	shoot("records", base+"topics/orders/records?partition=0&offset=0&n=5&format=json", 0)
 	shoot("group", base+"groups/billing", 0)
+
+	// The SQL page: a source over orders, two views, a query's rows.
+	for _, ddl := range []string{
+		"CREATE SOURCE orders (id int8, item text, qty int4, customer jsonb) WITH (topic = 'orders', format = 'json')",
+		"CREATE MATERIALIZED VIEW per_tier AS SELECT customer->>'tier' AS tier, count(*) AS orders, sum(qty) AS items FROM orders GROUP BY 1",
+		"CREATE MATERIALIZED VIEW big_orders AS SELECT id, item, qty FROM orders WHERE qty > 1",
+	} {
+		if code, body := runSQL(t, a, ddl); code != 200 || strings.Contains(body, "ERROR") {
+			t.Fatalf("%s: %d\n%s", ddl, code, body)
+		}
+	}
+	deadline := time.Now().Add(opTimeout)
+	for {
+		if _, body := runSQL(t, a, "SELECT orders FROM per_tier"); strings.Contains(body, "<td>300</td>") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("per_tier did not catch up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	run(t, ctx, "open sql", chromedp.EmulateViewport(1200, 760), chromedp.Navigate(base+"sql"), chromedp.WaitReady(chromedp.CSS("main")))
+	submit(t, ctx, "run the query",
+		chromedp.SetValue(chromedp.CSS(`textarea[name=q]`), "SELECT tier, orders, items FROM per_tier ORDER BY items DESC"),
+		chromedp.Click(chromedp.CSS(`form.sql button`)),
+	)
+	png := read(t, ctx, "screenshot sql", chromedp.CaptureScreenshot())
+	if err := os.WriteFile(filepath.Join(*screenshotDir, "sql.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestConsoleSchemasInChromium: a schema whose doc holds a script is

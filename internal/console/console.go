@@ -3,7 +3,8 @@
 // the shared log's chain, snapshots), topics, a partition's records,
 // consumer groups and live throughput, with forms that create, delete
 // and reconfigure topics and reset a group's offsets; and the schema
-// registry's subjects, versions and diffs of them (schemas.go).
+// registry's subjects, versions and diffs of them (schemas.go); and SQL
+// (sql.go): the catalog's relations and views' lag, and a query form.
 //
 // Topic, record and group data come through Kafka, as any Kafka UI gets
 // them: kadm and kgo clients whose connections Config.Kafka routes (the
@@ -147,7 +148,10 @@ type Config struct {
 	// Registry is the agent's schema registry, which the Schemas pages
 	// read; nil (the agent serves none): they say the registry is off.
 	Registry *schemareg.Registry
-	Logger   *slog.Logger
+	// SQL is the agent's SQL endpoint, which the SQL page lists and
+	// queries; nil (no --sql-listen): the page says SQL is off.
+	SQL    SQL
+	Logger *slog.Logger
 }
 
 //go:embed templates static
@@ -186,7 +190,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
 		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "login", "message"} {
+	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "sql", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()
@@ -222,6 +226,8 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"schemas", c.authorized(c.handleSchemas))
 	m.HandleFunc("GET "+Prefix+"schemas/{subject}", c.authorized(c.handleSubject))
 	m.HandleFunc("GET "+Prefix+"schemas/{subject}/diff", c.authorized(c.handleSchemaDiff))
+	m.HandleFunc("GET "+Prefix+"sql", c.authorized(c.handleSQL))
+	m.HandleFunc("POST "+Prefix+"sql", c.admin(c.handleRunSQL))
 	m.HandleFunc("GET "+Prefix+"login", c.handleLoginPage)
 	m.HandleFunc("POST "+Prefix+"login", c.sameOrigin(c.handleLogin))
 	m.HandleFunc("POST "+Prefix+"logout", c.sameOrigin(c.handleLogout))
@@ -316,6 +322,22 @@ var funcs = template.FuncMap{
 	},
 	"ms": func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") },
 	"pe": url.PathEscape,
+	// quoteIdent is a SQL name as PostgreSQL's quote_ident writes it
+	// (the SQL page's EXPLAIN buttons).
+	"quoteIdent": quoteIdent,
+}
+
+func quoteIdent(name string) string {
+	plain := name != ""
+	for i, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+		}
+	}
+	if plain {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 // FormatBytes shows n in binary units, as the console's pages do.

@@ -164,9 +164,10 @@ func (s *session) Prepare(ctx context.Context, sql string, paramTypes []uint32) 
 	}
 	out := make([]pgwire.Statement, 0, len(stmts))
 	for i, st := range stmts {
-		if ours[i] && st.Kind == parse.KindOther && st.Node.GetSelectStmt() != nil {
-			// A SELECT over the catalog's relations: checked here,
-			// planned and run by the next engine over Relations.
+		if ours[i] && st.Kind == parse.KindOther && (st.Node.GetSelectStmt() != nil || st.Node.GetExplainStmt() != nil) {
+			// A SELECT (or EXPLAIN of one) over the catalog's
+			// relations: checked here, planned and run by the next
+			// engine over Relations.
 			if err := s.checkRead(st); err != nil {
 				return nil, atOffset(err, st.Offset)
 			}
@@ -205,7 +206,7 @@ func (s *session) isOurs(st parse.Statement) bool {
 		// PostgreSQL's tables and plain views: refused with what to
 		// write instead.
 		return true
-	case st.Node.GetSelectStmt() != nil:
+	case st.Node.GetSelectStmt() != nil, st.Node.GetExplainStmt() != nil:
 		return len(s.relationsRead(st)) > 0
 	}
 	return false

@@ -354,6 +354,13 @@ func TestACLMatrix(t *testing.T) {
 		{alice, "alice: a view over src needs READ on src", "CREATE MATERIALIZED VIEW a3 AS SELECT * FROM src", "42501"},
 		{alice, "alice: no READ on src", "SELECT * FROM src", "42501"},
 		{alice, "alice: no DELETE on a1, not even her own", "DROP SOURCE a1", "42501"},
+		{alice, "alice: EXPLAIN needs DESCRIBE on src", "EXPLAIN src", "42501"},
+		{alice, "alice: EXPLAIN SELECT needs READ on src", "EXPLAIN SELECT * FROM src", "42501"},
+		{alice, "alice: an EXPLAIN of nothing", "EXPLAIN nothing_here", "42P01"},
+		{carol, "carol: READ on src implies DESCRIBE", "EXPLAIN src", ""},
+		// Past the ACL, to an engine given no relations in this test.
+		{carol, "carol: READ on src", "EXPLAIN SELECT v FROM src WHERE v > 'a' ORDER BY v", "42P01"},
+		{bob, "bob: EXPLAIN of a view needs the views' runner", "EXPLAIN MATERIALIZED VIEW bob_v", "0A000"},
 		{bob, "bob: CREATE on bob_ and READ on the topic", "CREATE SOURCE bob_s (v text) WITH (topic = 'orders', format = 'text')", ""},
 		{bob, "bob: no CREATE outside bob_", "CREATE SOURCE s2 (v text) WITH (topic = 'orders', format = 'text')", "42501"},
 		{bob, "bob: READ on bob_v, which is not maintained yet", "SELECT * FROM bob_v", "0A000"},

@@ -55,6 +55,8 @@ func (s *session) prepare(st parse.Statement) (pgwire.Statement, error) {
 	case st.Kind == parse.KindOther && n.GetViewStmt() != nil:
 		return nil, &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "Strand has no plain views",
 			Hint: "CREATE MATERIALIZED VIEW keeps a query's result up to date"}
+	case st.Kind == parse.KindExplain:
+		return s.prepareExplain(st)
 	case st.Kind == parse.KindOther || st.Kind == parse.KindSubscribe:
 		return s.prepareRead(st)
 	case n.GetVariableShowStmt() != nil:

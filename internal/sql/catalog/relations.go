@@ -198,6 +198,26 @@ func (r *relations) buildSystem() (*pgcatalog.Catalog, error) {
 		for _, c := range rel.Columns {
 			sr.Columns = append(sr.Columns, exec.Column{Name: c.Name, Type: types.Type{OID: c.Type, Mod: c.TypeMod}})
 		}
+		if rel.Kind != meta.RelationSource {
+			sr.Query = rel.Query
+			if sr.Query == "" {
+				sr.Query = rel.SQL
+			}
+		}
+		if rel.Kind == meta.RelationView {
+			sr.Bytes = -1
+			if sz, ok := r.e.cfg.Views.(StateSizer); ok {
+				sr.Bytes = sz.StateBytes(rel.ID)
+			}
+		}
+		if rel.Kind == meta.RelationView && len(sr.Columns) == 0 && r.e.cfg.Views != nil {
+			// The catalog keeps a view's query, not its columns: they
+			// are its dataflow's, once its task has compiled it here (a
+			// view still starting, or failed, shows none).
+			if cols, err := r.e.cfg.Views.Columns(rel.ID); err == nil {
+				sr.Columns = cols
+			}
+		}
 		snap.Relations = append(snap.Relations, sr)
 	}
 	return pgcatalog.New(snap), nil
@@ -210,6 +230,12 @@ func ownerRole(owner string) string {
 		return p.Name
 	}
 	return owner
+}
+
+// StateSizer is an optional power of Config.Views: a view's state on
+// this agent's disk (-1 when not known), for pg_table_size.
+type StateSizer interface {
+	StateBytes(id uint64) int64
 }
 
 // sourceRelation is a source as FROM reads it.

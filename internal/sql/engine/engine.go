@@ -132,6 +132,8 @@ func (s *session) prepare(n *pg.Node, paramTypes []uint32) (pgwire.Statement, er
 	switch n := n.Node.(type) {
 	case *pg.Node_SelectStmt:
 		return s.prepareSelect(n.SelectStmt, paramTypes)
+	case *pg.Node_ExplainStmt:
+		return s.prepareExplain(n.ExplainStmt, paramTypes)
 	case *pg.Node_VariableShowStmt:
 		return s.prepareShow(n.VariableShowStmt.Name)
 	case *pg.Node_VariableSetStmt:

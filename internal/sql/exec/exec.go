@@ -112,6 +112,9 @@ type run struct {
 	ctx    context.Context
 	env    *expr.Env
 	budget *budget
+	// outer are the rows the correlated subqueries running now were
+	// started for, outermost first (correlate.go).
+	outer []types.Row
 }
 
 func runOf(env *expr.Env) *run { return env.Exec.(*run) }
@@ -206,6 +209,8 @@ type scanNode struct {
 	// eq are the WHERE's equalities on its columns, for a relation that
 	// can look them up (plan_lookup.go).
 	eq []equality
+	// name is the relation's name as the query wrote it, for EXPLAIN.
+	name string
 }
 
 func (s *scanNode) open(r *run) (iter, error) {

@@ -18,8 +18,10 @@ type Logical struct {
 	// In are the inputs: one, two for OpJoin and OpSetOp, any number
 	// for OpConcat, none for OpScan and OpValues.
 	In []*Logical
-	// Relation is OpScan's.
-	Relation Relation
+	// Relation is OpScan's, RelationName its name as the query wrote
+	// it (schema-qualified if it was).
+	Relation     Relation
+	RelationName string
 	// Rows are OpValues' rows of constant expressions.
 	Rows [][]*expr.Expr
 	// Exprs are OpProject's output columns and OpAggregate's group
@@ -118,7 +120,7 @@ func logicalOf(n node, seen map[node]*Logical) *Logical {
 	case *materialNode:
 		l = sub(x.in)
 	case *scanNode:
-		l = &Logical{Op: OpScan, Relation: x.rel}
+		l = &Logical{Op: OpScan, Relation: x.rel, RelationName: x.name}
 	case *rowsNode:
 		l = &Logical{Op: OpValues, Rows: x.rows}
 	case *filterNode:

@@ -95,6 +95,11 @@ type planner struct {
 	// aggAllowed says where aggregates may appear now (the clause's
 	// name when not, for the error).
 	noAggIn string
+	// outer are the scopes of the expressions the subqueries being
+	// planned are in, outermost first; corr says which of those
+	// subqueries read their outer row (correlate.go).
+	outer []expr.Scope
+	corr  []bool
 }
 
 // Plan plans a SELECT (or VALUES) statement over cat. paramOIDs are the
@@ -116,7 +121,7 @@ func Plan(cat Catalog, st *pg.SelectStmt, paramOIDs []uint32, opts Options) (*Qu
 // hook for aggregates and subqueries.
 func (p *planner) compile(n *pg.Node, s expr.Scope) (*expr.Expr, error) {
 	saveScope, saveHook := p.comp.Scope, p.comp.Hook
-	p.comp.Scope, p.comp.Hook = s, p.hook
+	p.comp.Scope, p.comp.Hook = p.correlate(s), p.hook
 	defer func() { p.comp.Scope, p.comp.Hook = saveScope, saveHook }()
 	return p.comp.Compile(n)
 }
@@ -631,33 +636,43 @@ func (p *planner) planSetOp(st *pg.SelectStmt) (node, []Column, error) {
 	return p.orderAndLimit(st, n, cols)
 }
 
-// subLink plans a subquery in an expression; it must be uncorrelated
-// (its names resolve inside it), and runs once per statement run.
+// subLink plans a subquery in an expression. An uncorrelated one (its
+// names resolve inside it) runs once per statement run; a correlated
+// one once per row of the expression it is in (correlate.go).
 func (p *planner) subLink(s *pg.SubLink) (*expr.Expr, error) {
 	q := s.Subselect.GetSelectStmt()
 	saveAgg, saveNo := p.agg, p.noAggIn
 	saveScope, saveHook := p.comp.Scope, p.comp.Hook
 	p.agg, p.noAggIn = nil, ""
+	level := len(p.outer)
+	p.outer, p.corr = append(p.outer, saveScope), append(p.corr, false)
 	n, cols, err := p.planSelect(q)
+	correlated := p.corr[level]
+	p.outer, p.corr = p.outer[:level], p.corr[:level]
 	p.agg, p.noAggIn = saveAgg, saveNo
 	p.comp.Scope, p.comp.Hook = saveScope, saveHook
 	if err != nil {
 		return nil, err
 	}
 	m := &materialNode{in: n}
-	rows := func(env *expr.Env) ([]types.Row, error) { return m.rows(runOf(env)) }
+	rows := func(env *expr.Env, row types.Row) ([]types.Row, error) {
+		if correlated {
+			return correlatedRows(env, n, level, row)
+		}
+		return m.rows(runOf(env))
+	}
 	switch s.SubLinkType {
 	case pg.SubLinkType_EXISTS_SUBLINK:
-		return expr.New(types.Bool, func(env *expr.Env, _ types.Row) (any, error) {
-			rs, err := rows(env)
+		return expr.New(types.Bool, func(env *expr.Env, row types.Row) (any, error) {
+			rs, err := rows(env, row)
 			return len(rs) > 0, err
 		}), nil
 	case pg.SubLinkType_EXPR_SUBLINK:
 		if len(cols) != 1 {
 			return nil, sqlerr.Errorf(sqlerr.SyntaxError, "subquery must return only one column").At(s.Location)
 		}
-		return expr.New(cols[0].Type, func(env *expr.Env, _ types.Row) (any, error) {
-			rs, err := rows(env)
+		return expr.New(cols[0].Type, func(env *expr.Env, row types.Row) (any, error) {
+			rs, err := rows(env, row)
 			if err != nil {
 				return nil, err
 			}
@@ -668,6 +683,28 @@ func (p *planner) subLink(s *pg.SubLink) (*expr.Expr, error) {
 				return rs[0][0], nil
 			}
 			return nil, sqlerr.Errorf(sqlerr.CardinalityViolation, "more than one row returned by a subquery used as an expression")
+		}), nil
+	case pg.SubLinkType_ARRAY_SUBLINK:
+		// Until package types has arrays, ARRAY(subquery) is the array's
+		// text form (types.FormatTextArray), which the system catalog's
+		// array functions and = ANY read.
+		if len(cols) != 1 {
+			return nil, sqlerr.Errorf(sqlerr.SyntaxError, "subquery must return only one column").At(s.Location)
+		}
+		t := cols[0].Type
+		return expr.New(types.Text, func(env *expr.Env, row types.Row) (any, error) {
+			rs, err := rows(env, row)
+			if err != nil {
+				return nil, err
+			}
+			elems := make([]*string, len(rs))
+			for i, r := range rs {
+				if r[0] != nil {
+					s := types.FormatTyped(t, r[0])
+					elems[i] = &s
+				}
+			}
+			return types.FormatTextArray(elems), nil
 		}), nil
 	case pg.SubLinkType_ANY_SUBLINK, pg.SubLinkType_ALL_SUBLINK:
 		if len(cols) != 1 {
@@ -693,7 +730,7 @@ func (p *planner) subLink(s *pg.SubLink) (*expr.Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			rs, err := rows(env)
+			rs, err := rows(env, row)
 			if err != nil {
 				return nil, err
 			}

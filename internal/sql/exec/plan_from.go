@@ -40,7 +40,11 @@ func (p *planner) planFrom(item *pg.Node) (node, *scope, error) {
 			return nil, nil, sqlerr.Errorf(sqlerr.UndefinedTable, "relation %q does not exist", name).At(rv.Location)
 		}
 		s, err := newScope(alias, rel.Columns(), colAliases)
-		return &scanNode{rel: rel}, s, err
+		name := rv.Relname
+		if rv.Schemaname != "" {
+			name = rv.Schemaname + "." + name
+		}
+		return &scanNode{rel: rel, name: name}, s, err
 	case *pg.Node_RangeSubselect:
 		rs := x.RangeSubselect
 		if rs.Lateral {
@@ -63,7 +67,7 @@ func (p *planner) planFrom(item *pg.Node) (node, *scope, error) {
 	case *pg.Node_JoinExpr:
 		return p.planJoin(x.JoinExpr)
 	case *pg.Node_RangeFunction:
-		return nil, nil, sqlerr.NotSupported("functions in FROM are not supported yet")
+		return p.planFunction(x.RangeFunction)
 	}
 	return nil, nil, sqlerr.NotSupported("this FROM item is not supported yet")
 }

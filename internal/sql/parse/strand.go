@@ -11,6 +11,7 @@ package parse
 //	DROP SINK [IF EXISTS] name, ... [CASCADE]                     DROP VIEW
 //	SUBSCRIBE [TO] name                                           TABLE name    (SUBSCRIBE -> "    TABLE", TO -> "  ")
 //	SHOW MATERIALIZED VIEWS                                       SHOW materialized_views
+//	EXPLAIN [MATERIALIZED VIEW] name                              TABLE name    (EXPLAIN -> "  TABLE", the other words blanked)
 //
 // CREATE/DROP MATERIALIZED VIEW, SHOW SOURCES, SHOW SINKS and SHOW VIEWS
 // are PostgreSQL's own and parse as they are; ParseStrand marks them
@@ -53,6 +54,10 @@ const (
 	// KindSubscribe: SUBSCRIBE [TO] name, a SelectStmt of `TABLE name`
 	// (SubscribeTarget names the relation).
 	KindSubscribe
+	// KindExplain: EXPLAIN [MATERIALIZED VIEW] name, a SelectStmt of
+	// `TABLE name` (ExplainTarget names the relation). EXPLAIN SELECT
+	// is PostgreSQL's own ExplainStmt, KindOther.
+	KindExplain
 )
 
 func (k Kind) String() string {
@@ -65,6 +70,8 @@ func (k Kind) String() string {
 		return "sink"
 	case KindSubscribe:
 		return "subscribe"
+	case KindExplain:
+		return "explain"
 	}
 	return "other"
 }
@@ -121,6 +128,9 @@ func ParseStrand(sql string) (out []Statement, err error) {
 		if st.Kind == KindOther {
 			st.Kind = postgresKind(s.Node)
 		}
+		if st.Kind == KindExplain && ExplainTarget(st) == nil {
+			return nil, &Error{Message: "EXPLAIN takes a SELECT or the name of a relation", Position: s.Offset + 1}
+		}
 		if st.Kind == KindSubscribe && SubscribeTarget(st) == nil {
 			return nil, &Error{Message: "SUBSCRIBE takes the name of a relation", Position: s.Offset + 1}
 		}
@@ -175,6 +185,15 @@ func rewrite(sql string, toks []*pg.ScanToken) (string, []marked) {
 				put(stmt[1], "  ")
 			}
 			kinds = append(kinds, marked{at, KindSubscribe})
+		case first == "explain" && isName(stmt, 1) && len(stmt) == 2,
+			first == "explain" && second == "materialized" && word(stmt, 2) == "view" && isName(stmt, 3) && len(stmt) == 4:
+			// A relation's name alone is no ExplainableStmt in
+			// PostgreSQL's grammar: read it as TABLE name.
+			put(stmt[0], "  TABLE")
+			for _, t := range stmt[1 : len(stmt)-1] {
+				put(t, strings.Repeat(" ", int(t.End-t.Start)))
+			}
+			kinds = append(kinds, marked{at, KindExplain})
 		case first == "show" && second == "materialized" && word(stmt, 2) == "views" && len(stmt) == 3:
 			// One identifier in place of two words, padded with the
 			// blanks that were between them and more.
@@ -208,6 +227,24 @@ func postgresKind(n *pg.Node) Kind {
 		}
 	}
 	return KindOther
+}
+
+// isName reports whether token i of stmt can name a relation: an
+// identifier (quoted or not) or an unreserved keyword, which PostgreSQL
+// takes as a name (a view called "nothing"). EXPLAIN SELECT, EXPLAIN
+// VALUES and EXPLAIN (options) stay PostgreSQL's.
+func isName(stmt []*pg.ScanToken, i int) bool {
+	return i < len(stmt) && (stmt[i].Token == pg.Token_IDENT || stmt[i].KeywordKind == pg.KeywordKind_UNRESERVED_KEYWORD)
+}
+
+// ExplainTarget is the relation an EXPLAIN of a name names, nil for a
+// statement that is not one.
+func ExplainTarget(s Statement) *pg.RangeVar {
+	sel := s.Node.GetSelectStmt()
+	if s.Kind != KindExplain || sel == nil || len(sel.FromClause) != 1 || sel.WhereClause != nil {
+		return nil
+	}
+	return sel.FromClause[0].GetRangeVar()
 }
 
 // SubscribeTarget is the relation a SUBSCRIBE names, nil for a statement

@@ -194,3 +194,41 @@ func BenchmarkParseStrand(b *testing.B) {
 		})
 	}
 }
+
+// TestParseStrandExplain: EXPLAIN of a name (with or without
+// MATERIALIZED VIEW) is Strand's; EXPLAIN of a query stays PostgreSQL's.
+func TestParseStrandExplain(t *testing.T) {
+	for _, c := range []struct {
+		sql    string
+		kind   parse.Kind
+		target string
+	}{
+		{"EXPLAIN totals", parse.KindExplain, "totals"},
+		{"EXPLAIN nothing", parse.KindExplain, "nothing"}, // an unreserved keyword
+		{"explain materialized view \"Totals\"", parse.KindExplain, "Totals"},
+		{"EXPLAIN SELECT * FROM totals", parse.KindOther, ""},
+		{"EXPLAIN (COSTS off) SELECT 1", parse.KindOther, ""},
+		{"EXPLAIN VALUES (1)", parse.KindOther, ""},
+	} {
+		stmts, err := parse.ParseStrand(c.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		if len(stmts) != 1 || stmts[0].Kind != c.kind {
+			t.Fatalf("%s: %v, want one %v", c.sql, stmts, c.kind)
+		}
+		rv := parse.ExplainTarget(stmts[0])
+		if c.target == "" {
+			if rv != nil || stmts[0].Node.GetExplainStmt() == nil {
+				t.Errorf("%s: target %v, node %s; want PostgreSQL's ExplainStmt", c.sql, rv, nodeName(stmts[0].Stmt))
+			}
+			continue
+		}
+		if rv == nil || rv.Relname != c.target {
+			t.Errorf("%s: target %v, want %s", c.sql, rv, c.target)
+		}
+	}
+	if _, err := parse.ParseStrand("EXPLAIN MATERIALIZED VIEW"); err == nil {
+		t.Error("EXPLAIN MATERIALIZED VIEW without a name parsed")
+	}
+}

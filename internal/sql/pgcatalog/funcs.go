@@ -71,9 +71,26 @@ var functions = map[string][]function{
 		}
 		return "", nil
 	}}},
-	"pg_relation_is_publishable": {{args: []types.Type{oid}, ret: bool_, body: func(*Catalog, []any) (any, error) { return false, nil }}},
-	"current_schema":             {{ret: name, body: func(*Catalog, []any) (any, error) { return "public", nil }}},
-	"current_database":           {{ret: name, body: func(c *Catalog, _ []any) (any, error) { return c.snap.Database, nil }}},
+	// The size of a relation's local storage (Relation.Bytes), as
+	// psql's \dt+ and \dm+ show it; NULL for an OID no relation has.
+	"pg_table_size": {{args: []types.Type{oid}, ret: types.Int8, body: func(c *Catalog, a []any) (any, error) {
+		if r, ok := c.rels[a[0].(int64)]; ok && r.Bytes >= 0 {
+			return r.Bytes, nil
+		}
+		return nil, nil
+	}}},
+	"pg_size_pretty": {{args: []types.Type{types.Int8}, ret: text, body: func(_ *Catalog, a []any) (any, error) { return sizePretty(a[0].(int64)), nil }}},
+	// A view's definition is its SELECT as the catalog keeps it
+	// (pg_query's deparser, one line), not PostgreSQL's pretty print.
+	"pg_get_viewdef": {
+		{args: []types.Type{oid}, ret: text, body: func(c *Catalog, a []any) (any, error) { return c.viewDef(a[0].(int64)), nil }},
+		{args: []types.Type{oid, bool_}, ret: text, body: func(c *Catalog, a []any) (any, error) { return c.viewDef(a[0].(int64)), nil }},
+	},
+	// No extended statistics exist.
+	"pg_get_statisticsobjdef_columns": {{args: []types.Type{oid}, ret: text, body: func(*Catalog, []any) (any, error) { return nil, nil }}},
+	"pg_relation_is_publishable":      {{args: []types.Type{oid}, ret: bool_, body: func(*Catalog, []any) (any, error) { return false, nil }}},
+	"current_schema":                  {{ret: name, body: func(*Catalog, []any) (any, error) { return "public", nil }}},
+	"current_database":                {{ret: name, body: func(c *Catalog, _ []any) (any, error) { return c.snap.Database, nil }}},
 	"has_table_privilege": {
 		{args: []types.Type{text, text}, ret: bool_, body: func(c *Catalog, a []any) (any, error) { return c.hasTablePrivilege(a[0], a[1].(string)) }},
 		{args: []types.Type{text, text, text}, ret: bool_, body: func(c *Catalog, a []any) (any, error) {
@@ -123,6 +140,13 @@ func (c *Catalog) hasTablePrivilege(rel any, privs string) (any, error) {
 
 // Handles reports whether Hook compiles n, without building a catalog.
 func Handles(n *pg.Node) bool {
+	if isArrayAny(n) || isSubscript(n) {
+		return true
+	}
+	if tc := n.GetTypeCast(); tc != nil {
+		names := tc.GetTypeName().GetNames()
+		return len(tc.GetTypeName().GetArrayBounds()) > 0 || len(names) > 0 && regKinds[names[len(names)-1].GetString_().GetSval()]
+	}
 	if v := n.GetSqlvalueFunction(); v != nil {
 		switch v.Op {
 		case pg.SQLValueFunctionOp_SVFOP_CURRENT_USER, pg.SQLValueFunctionOp_SVFOP_SESSION_USER,
@@ -136,8 +160,10 @@ func Handles(n *pg.Node) bool {
 	if f == nil || len(f.Funcname) == 0 {
 		return false
 	}
-	_, ok := functions[f.Funcname[len(f.Funcname)-1].GetString_().GetSval()]
-	return ok
+	fname := f.Funcname[len(f.Funcname)-1].GetString_().GetSval()
+	_, ok := functions[fname]
+	_, isArray := arrayFunctions[fname]
+	return ok || isArray
 }
 
 // Hook compiles calls of the system functions (named bare or with
@@ -157,6 +183,12 @@ func (c *Catalog) Hook(comp *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error
 		}
 		return nil, false, nil
 	}
+	if e, ok, err := c.arrayHook(comp, n); ok || err != nil {
+		return e, ok, err
+	}
+	if tc := n.GetTypeCast(); tc != nil {
+		return c.regCast(comp, tc)
+	}
 	f := n.GetFuncCall()
 	if f == nil || len(f.Funcname) > 2 || f.AggStar || f.AggDistinct || f.Over != nil || len(f.AggOrder) > 0 {
 		return nil, false, nil
@@ -166,6 +198,9 @@ func (c *Catalog) Hook(comp *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error
 	}
 	fname := f.Funcname[len(f.Funcname)-1].GetString_().GetSval()
 	overloads, ok := functions[fname]
+	if !ok {
+		overloads, ok = arrayFunctions[fname]
+	}
 	if !ok {
 		return nil, false, nil
 	}
@@ -211,4 +246,44 @@ func (c *Catalog) Hook(comp *expr.Compiler, n *pg.Node) (*expr.Expr, bool, error
 		}
 		return body(c, vals)
 	}), true, nil
+}
+
+// sizePretty is PostgreSQL's pg_size_pretty(bigint): bytes below 10
+// kB, then kB, MB, GB, TB, PB, each rounded half away from zero and
+// switched to the next unit below 10 of it.
+func sizePretty(size int64) string {
+	const limit = 10 * 1024
+	const limit2 = limit*2 - 1
+	abs := func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	}
+	half := func(x int64) int64 {
+		if x < 0 {
+			return (x - 1) / 2
+		}
+		return (x + 1) / 2
+	}
+	if abs(size) < limit {
+		return fmt.Sprintf("%d bytes", size)
+	}
+	size >>= 9 // one extra bit for rounding
+	for _, unit := range []string{"kB", "MB", "GB", "TB"} {
+		if abs(size) < limit2 {
+			return fmt.Sprintf("%d %s", half(size), unit)
+		}
+		size >>= 10
+	}
+	return fmt.Sprintf("%d PB", half(size))
+}
+
+// viewDef is pg_get_viewdef: NULL for an OID no view or sink has.
+func (c *Catalog) viewDef(o int64) any {
+	r, ok := c.rels[o]
+	if !ok || r.Query == "" {
+		return nil
+	}
+	return " " + r.Query + ";"
 }

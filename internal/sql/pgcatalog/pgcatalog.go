@@ -17,7 +17,10 @@
 //
 // Divergences, until package types has them: oid columns are bigint,
 // name and "char" columns text, and the array columns (relacl,
-// datacl, polroles, stxkind, ...) text and always NULL. Catalogs of what
+// datacl, polroles, stxkind, ...) text and always NULL. The OID alias
+// types are casts between an OID and a name (regcast.go), and arrays
+// their text form, which = ANY, array_to_string, array_upper and
+// subscripts read (arrays.go): enough for psql's \d NAME, \l and \du. Catalogs of what
 // Strand has none of (indexes, constraints, inheritance, defaults,
 // access methods, tablespaces, collations, policies, statistics,
 // publications, triggers, rules) are present and empty, since psql's
@@ -68,6 +71,12 @@ type Relation struct {
 	// Readable says the session may read it (has_table_privilege's
 	// SELECT).
 	Readable bool
+	// Query is a view's or sink's SELECT (pg_get_viewdef).
+	Query string
+	// Bytes is what pg_table_size answers: a materialized view's state
+	// on this agent's disk, 0 for a source (its rows are its topic's,
+	// in the object store) and a sink; -1 when not known (NULL).
+	Bytes int64
 }
 
 // Snapshot is what the system catalog shows one statement.
@@ -239,10 +248,24 @@ func (c *Catalog) attributes() []types.Row {
 			out = append(out, types.Row{
 				relOID(r), col.Name, int64(col.Type.OID), int16(col.Type.Size()), int16(j + 1), int32(0), col.Type.Mod,
 				false, false, false, "", "", false, true, int32(0), typCollation(col.Type), nil,
+				typStorage(col.Type), "", int32(-1),
 			})
 		}
 	}
 	return out
+}
+
+// typStorage is pg_type.typstorage of t, which a column takes:
+// fixed-size types are plain, numeric main, other varlena extended
+// (what psql's \d+ shows as Storage).
+func typStorage(t types.Type) string {
+	switch {
+	case t.Size() > 0:
+		return "p"
+	case t.OID == types.OIDNumeric:
+		return "m"
+	}
+	return "x"
 }
 
 func (c *Catalog) typeRows() []types.Row {
@@ -366,7 +389,8 @@ var pgTables = map[string]*table{
 		"relacl", array, "reloptions", array, "relpartbound", text), rows: (*Catalog).classes},
 	"pg_attribute": {cols: cols("attrelid", oid, "attname", name, "atttypid", oid, "attlen", int2, "attnum", int2, "attndims", int4,
 		"atttypmod", int4, "attnotnull", bool_, "atthasdef", bool_, "atthasmissing", bool_, "attidentity", char, "attgenerated", char,
-		"attisdropped", bool_, "attislocal", bool_, "attinhcount", int4, "attcollation", oid, "attacl", array), rows: (*Catalog).attributes},
+		"attisdropped", bool_, "attislocal", bool_, "attinhcount", int4, "attcollation", oid, "attacl", array,
+		"attstorage", char, "attcompression", char, "attstattarget", int4), rows: (*Catalog).attributes},
 	"pg_type": {cols: cols("oid", oid, "typname", name, "typnamespace", oid, "typowner", oid, "typlen", int2, "typbyval", bool_,
 		"typtype", char, "typcategory", char, "typispreferred", bool_, "typisdefined", bool_, "typdelim", char, "typrelid", oid,
 		"typelem", oid, "typarray", oid, "typbasetype", oid, "typtypmod", int4, "typndims", int4, "typcollation", oid, "typnotnull", bool_),

@@ -105,3 +105,7 @@ func response(e *Error, fatal bool) *pgproto3.ErrorResponse {
 		Position:            e.Position,
 	}
 }
+
+// ErrorOf is err as the client would be sent it: an in-process caller
+// of an engine (the web console's SQL page) reports what psql would.
+func ErrorOf(err error) *Error { return asError(nil, err) }

@@ -76,6 +76,10 @@ type PartitionBatch struct {
 	// Bad counts the records that did not decode, dropped or
 	// dead-lettered.
 	Bad int
+	// NewestTimestamp is the greatest Kafka timestamp of the batch's
+	// records (bad ones included; zero if none had one): how old what
+	// a reader consumes is, for a view's lag in time.
+	NewestTimestamp time.Time
 }
 
 // Reader follows a source's topic: committed records only
@@ -268,6 +272,9 @@ func (r *Reader) poll(ctx context.Context) (*Batch, error) {
 		ps.next = rec.Offset + 1
 		if rec.Attrs.IsControl() {
 			return
+		}
+		if rec.Timestamp.After(pb.NewestTimestamp) {
+			pb.NewestTimestamp = rec.Timestamp
 		}
 		emit := rec.Offset >= ps.emitFrom
 		if emit {

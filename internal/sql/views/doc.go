@@ -63,6 +63,14 @@
 // keeps each view's exactly-once its own, at the cost of keeping an
 // upstream's operator state again in each view over it.
 //
+// # Operating
+//
+// Each view's series on /metrics (metrics.go) are labelled by its name
+// alone: epochs, input and output changes, lag in records and in time,
+// state size on disk, late, late-dropped and bad input records; Status
+// carries the same numbers for the console. Explain prints a view's
+// dataflow with its operators' counters (EXPLAIN).
+//
 // A partition the checkpoint has no position for (none of its records
 // read before the restart, or added to the topic since) is read from
 // the log's start. Not yet: a source with scan.startup = 'latest' whose

@@ -109,6 +109,20 @@ type Status struct {
 	// LastEpoch is when the last epoch committed (zero: none since
 	// this task started).
 	LastEpoch time.Time
+	// LagRecords are the records the committed state is behind the
+	// inputs' ends, -1 until measured; LagSeconds the age of the
+	// newest input record it holds (0 when caught up).
+	LagRecords int64
+	LagSeconds float64
+	// StateBytes is the view's local state on disk, -1 until measured.
+	StateBytes int64
+	// UpdatesPerSecond is the rate of changes to the view's contents
+	// over the last measurement interval (5 s).
+	UpdatesPerSecond float64
+	// Late, Dropped and Bad count, since this agent started the view,
+	// input records behind the watermark, changes its windows dropped
+	// as late, and input records that did not decode.
+	Late, Dropped, Bad uint64
 }
 
 // New returns a runner; Run runs it.
@@ -356,6 +370,10 @@ type task struct {
 		// commits (WaitCaughtUp waits on it).
 		defs      []*source.Def
 		epochDone chan struct{}
+		live      live // metrics.go
+		// drv is the running driver, nil while none runs; its Stats
+		// are read under commitMu (explain.go).
+		drv *flow.Driver
 	}
 	// commitMu is held by the loop from an epoch's Step until its
 	// changes are published, and by Subscribe while it reads its
@@ -369,6 +387,8 @@ func (r *Runner) newTask(ctx context.Context, rel meta.Relation, rels []meta.Rel
 	t.mu.state = "starting"
 	t.mu.idle = sync.NewCond(&t.mu.Mutex)
 	t.mu.epochDone = make(chan struct{})
+	t.mu.live.lagRecords, t.mu.live.stateBytes, t.mu.live.ends = -1, -1, -1
+	r.metrics.start(rel.Name)
 	return t
 }
 
@@ -380,7 +400,10 @@ func (t *task) stop() {
 func (t *task) status() Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return Status{State: t.mu.state, Err: t.mu.err, Epochs: t.mu.epochs, LastEpoch: t.mu.lastEpoch}
+	lv := t.mu.live
+	return Status{State: t.mu.state, Err: t.mu.err, Epochs: t.mu.epochs, LastEpoch: t.mu.lastEpoch,
+		LagRecords: lv.lagRecords, LagSeconds: lv.lagSeconds, StateBytes: lv.stateBytes,
+		UpdatesPerSecond: lv.updatesPerSecond, Late: lv.late, Dropped: lv.dropped, Bad: lv.bad}
 }
 
 // run runs the view until stopped, starting again from its checkpoint
@@ -447,7 +470,7 @@ func (t *task) runOnce() error {
 	// progress finish.
 	defer func() {
 		t.mu.Lock()
-		t.mu.view, t.mu.db = nil, nil
+		t.mu.view, t.mu.db, t.mu.drv = nil, nil, nil
 		for t.mu.readers > 0 {
 			t.mu.idle.Wait()
 		}
@@ -471,11 +494,12 @@ func (t *task) runOnce() error {
 		cp.Inputs = make([]map[int32]source.Position, len(defs))
 	}
 	t.mu.Lock()
-	t.mu.cols, t.mu.view, t.mu.db, t.mu.state = vw.Columns, drv.View(), db, "running"
+	t.mu.cols, t.mu.view, t.mu.db, t.mu.state, t.mu.drv = vw.Columns, drv.View(), db, "running", drv
 	t.mu.defs = defs
 	// The driver's epoch count survives restarts (it is in the state):
 	// a subscription's epochs keep increasing across a retry.
 	t.mu.epochs = drv.Epoch()
+	t.mu.live.droppedRun = 0
 	t.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(t.ctx)
@@ -578,6 +602,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 	for {
 		epoch := flow.Epoch{Inputs: make([][]types.Change, len(ins))}
 		n, got := 0, false
+		var counts epochCounts
 		take := func(i int, p polled) error {
 			if p.err != nil {
 				return fmt.Errorf("source %s: %w", ins[i].def.Name, p.err)
@@ -587,6 +612,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 				epoch.Inputs[i] = append(epoch.Inputs[i], pb.Changes...)
 				n += len(pb.Changes)
 				cp.Inputs[i][pb.Partition] = pb.Next
+				counts.add(len(pb.Late), pb.Bad, pb.NewestTimestamp)
 			}
 			if p.b.Watermark.After(wms[i]) {
 				wms[i] = p.b.Watermark
@@ -635,9 +661,17 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			return err
 		}
 		now := t.r.cfg.Clock.Now()
+		var consumed int64
+		for _, parts := range cp.Inputs {
+			for _, p := range sortedKeys(parts) {
+				consumed += parts[p].Offset
+			}
+		}
+		counts.consumed = consumed
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
 		t.mu.positions = clonePositions(cp.Inputs)
+		t.committedLocked(now, n, counts, droppedLate(drv), out)
 		close(t.mu.epochDone)
 		t.mu.epochDone = make(chan struct{})
 		t.publishLocked(drv.Epoch(), out)
@@ -646,12 +680,6 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		m.epochs.WithLabelValues(name).Inc()
 		m.changes.WithLabelValues(name).Add(float64(n))
 		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)
-		var consumed int64
-		for _, parts := range cp.Inputs {
-			for _, p := range sortedKeys(parts) {
-				consumed += parts[p].Offset
-			}
-		}
 		m.offsets.WithLabelValues(name).Set(float64(consumed))
 	}
 }
@@ -674,7 +702,7 @@ func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
 		t.mu.Lock()
 		pos := t.mu.positions
 		t.mu.Unlock()
-		var behind int64
+		var behind, endSum int64
 		ok := true
 		for i, def := range defs {
 			ends, err := adm.ListEndOffsets(ctx, def.Topic)
@@ -694,11 +722,10 @@ func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
 					at = pos[i][o.Partition].Offset
 				}
 				behind += max(0, o.Offset-at)
+				endSum += o.Offset
 			})
 		}
-		if ok {
-			t.r.metrics.lag.WithLabelValues(t.rel.Name).Set(float64(behind))
-		}
+		t.measured(t.r.cfg.Clock.Now(), behind, endSum, ok)
 		if clock.Sleep(ctx, t.r.cfg.Clock, lagInterval) != nil {
 			return
 		}
