@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -134,6 +135,18 @@ var operatorUse = map[string]string{
 	"strand_sql_view_late_records_total":                "Late input records the view saw, attributed to the view (the source counts the same per source).",
 	"strand_sql_view_late_dropped_total":                "Changes the view's windows dropped as too late: results missing them; raise the source's `watermark.delay` if they matter.",
 	"strand_sql_view_bad_records_total":                 "Input records the view's readers could not decode (per view; per reason in `strand_sql_source_bad_records_total`).",
+	"strand_sql_sink_records_total":                     "Records a sink wrote (`rate(...)`): what its consumers receive; flat while its view changes is a stuck sink.",
+	"strand_sql_sink_transactions_total":                "Epochs a sink committed, one Kafka transaction each: with the records, how large its transactions are.",
+	"strand_sql_sink_failures_total":                    "Any increase: the sink failed and starts again from its committed progress (the agent's log and SHOW SINKS' status say why).",
+	"strand_sql_sink_last_commit_timestamp_seconds":     "`time() - ...` is how long since the sink last wrote; with an input lag above 0, how long it has been stuck.",
+	"strand_sql_sink_input_lag_records":                 "Records the sink's committed progress is behind its inputs: alert when it keeps growing.",
+	"strand_sql_sink_owned":                             "Which agent runs each sink: summed over agents it should be 1 per sink (briefly 2 or 0 while ownership moves after an agent dies).",
+	"strand_sql_view_snapshots_total":                   "Snapshots of a view's state uploaded by its owning agent: flat for longer than `--sql-view-snapshot-interval` while the view changes means a new agent would replay more of the inputs.",
+	"strand_sql_view_snapshot_uploaded_bytes_total":     "Bytes the snapshots uploaded (new files only): the object store's PUT bytes for views.",
+	"strand_sql_view_snapshot_bytes":                    "Size of a view's newest snapshot: what a restore downloads.",
+	"strand_sql_view_snapshot_duration_seconds":         "How long the newest snapshot took to upload.",
+	"strand_sql_view_restores_total":                    "Restores of a view's state on an agent without it, by result: `failed` means a rebuild from the inputs' beginning followed (the log says why); `none`, no snapshot existed.",
+	"strand_sql_view_restore_duration_seconds":          "How long the last restore (or the look for a snapshot) took on this agent.",
 	"strand_process_resident_memory_peak_bytes":         "Peak memory; near the container limit means raise the limit or lower `--memory-budget`.",
 	"strand_build_info":                                 "Which build each agent runs (`count by (version, revision) (strand_build_info)`), for rolling upgrades.",
 }
@@ -255,7 +268,8 @@ func firstSection(title string) int {
 // registered): the same metrics, types, labels and help, and an
 // operator's use for each. -update rewrites it.
 func TestMetricsReference(t *testing.T) {
-	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0"}, nil)
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0",
+		SQLViewSnapshotInterval: 200 * time.Millisecond}, nil)
 	if got := regDo(t, http.DefaultClient, "http://"+a.RegistryAddr(), regReq{method: "GET", path: "/subjects"}); got.status != http.StatusOK {
 		t.Fatalf("GET /subjects: %d %s", got.status, got.body)
 	}
@@ -263,6 +277,7 @@ func TestMetricsReference(t *testing.T) {
 	checkMetrics(t, a.HTTPAddr(), []metricCheck{{name: "strand_schema_registry_requests_total"}})
 	scrapeWithTraffic(t, a)
 	viewMetricsTraffic(t, a)
+	sinkAndSnapshotTraffic(t, a)
 	ms := registryMetrics(t, a)
 	for _, m := range ms {
 		if operatorUse[m.name] == "" {

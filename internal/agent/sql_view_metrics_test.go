@@ -62,6 +62,40 @@ func viewMetricsTraffic(t *testing.T, a *agent.Agent) {
 	}
 }
 
+// sinkAndSnapshotTraffic, after viewMetricsTraffic, makes the sinks'
+// and the view snapshots' series: a sink over ev_count that commits a
+// transaction, and a snapshot of ev_count (with a short
+// SQLViewSnapshotInterval).
+func sinkAndSnapshotTraffic(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	createTopic(t, a.KafkaAddr(), "ev_out", 1)
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://alice@%s/strand?sslmode=disable", a.SQLAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE SINK ev_sink WITH (topic = 'ev_out', format = 'json', envelope = 'upsert') AS SELECT * FROM ev_count"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct{ name, label, value string }{
+		{"strand_sql_sink_transactions_total", "sink", "ev_sink"},
+		{"strand_sql_view_snapshots_total", "view", "ev_count"},
+	} {
+		deadline := time.Now().Add(opTimeout)
+		for {
+			if v, _ := metricValue(t, a.HTTPAddr(), want.name, map[string]string{want.label: want.value}); v > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s{%s=%q} after %v", want.name, want.label, want.value, opTimeout)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
 // metricValue sums the samples of name with labels on /metrics; ok
 // false if there are none.
 func metricValue(t *testing.T, httpAddr, name string, labels map[string]string) (float64, bool) {

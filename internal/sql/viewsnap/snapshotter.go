@@ -289,6 +289,7 @@ func (s *Snapshotter) Restore(ctx context.Context, rel meta.Relation, dir string
 	if len(keys) == 0 {
 		s.cfg.Logger.Info("materialized view: no snapshot; building from the inputs' beginning", "view", rel.Name)
 		m.restores.WithLabelValues(rel.Name, "none").Inc()
+		m.restoreSeconds.WithLabelValues(rel.Name).Set(clock.Since(s.cfg.Clock, start).Seconds())
 		return
 	}
 	for i := len(keys) - 1; i >= 0 && i >= len(keys)-s.cfg.Keep; i-- {
