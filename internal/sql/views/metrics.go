@@ -11,6 +11,7 @@ type Metrics struct {
 	lastEpoch *prometheus.GaugeVec
 	offsets   *prometheus.GaugeVec
 	lag       *prometheus.GaugeVec
+	late      *prometheus.CounterVec
 }
 
 func newMetrics() *Metrics {
@@ -27,12 +28,14 @@ func newMetrics() *Metrics {
 			Help: "Sum over a materialized view's input partitions of the next offset to read."}, []string{"view"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_view_input_lag_records",
 			Help: "Records a materialized view's committed state is behind its input topics' ends (measured every 5 s)."}, []string{"view"}),
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strand_sql_view_late_records_total",
+			Help: "Changes a materialized view's windowed aggregates dropped as late: for a window the watermark had closed."}, []string{"view"}),
 	}
 }
 
 // Collectors are what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.epochs, m.changes, m.failures, m.lastEpoch, m.offsets, m.lag}
+	return []prometheus.Collector{m.epochs, m.changes, m.failures, m.lastEpoch, m.offsets, m.lag, m.late}
 }
 
 func (m *Metrics) forget(view string) {
@@ -42,4 +45,5 @@ func (m *Metrics) forget(view string) {
 	m.lastEpoch.DeleteLabelValues(view)
 	m.offsets.DeleteLabelValues(view)
 	m.lag.DeleteLabelValues(view)
+	m.late.DeleteLabelValues(view)
 }

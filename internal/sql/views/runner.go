@@ -562,6 +562,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		}
 	}
 	wms := make([]time.Time, len(ins))
+	var late lateSeen
 	for {
 		epoch := flow.Epoch{Inputs: make([][]types.Change, len(ins))}
 		n, got := 0, false
@@ -632,6 +633,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		t.commitMu.Unlock()
 		m.epochs.WithLabelValues(name).Inc()
 		m.changes.WithLabelValues(name).Add(float64(n))
+		m.late.WithLabelValues(name).Add(float64(late.delta(drv)))
 		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)
 		var consumed int64
 		for _, parts := range cp.Inputs {
@@ -793,7 +795,11 @@ func compile(rel meta.Relation, rels []meta.Relation) (*viewplan.View, []*source
 		return nil, nil, err
 	}
 	cat := &compileCatalog{rels: rels, defs: map[string]*source.Def{}}
-	vw, err := viewplan.CompileSelect(st, cat)
+	opts, err := viewOptions(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	vw, err := viewplan.CompileSelectWith(st, cat, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -880,7 +886,7 @@ func (c *compileCatalog) Relation(schema, name string) (*viewplan.Relation, bool
 		for i, col := range def.Columns {
 			cols[i] = exec.Column{Name: col.Name, Type: col.Type}
 		}
-		return &viewplan.Relation{Name: name, Columns: cols}, true, nil
+		return &viewplan.Relation{Name: name, Columns: cols, Watermark: def.WatermarkColumn >= 0, EventTime: def.WatermarkColumn}, true, nil
 	}
 	return nil, false, nil
 }
