@@ -37,7 +37,7 @@ var (
 	sinkOptions   = []string{"envelope", "format", "topic"}
 	// A materialized view's: when its windows emit (viewplan.Emit).
 	viewOptions = []string{viewplan.EmitOption}
-	envelopes     = map[meta.RelationKind][]string{
+	envelopes   = map[meta.RelationKind][]string{
 		// append: every record is a row; upsert: the newest value per
 		// key, a tombstone deletes.
 		meta.RelationSource: {"append", "upsert"},
