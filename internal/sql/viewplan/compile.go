@@ -47,8 +47,12 @@ type View struct {
 	// Notices are what PostgreSQL would send as NOTICEs: parts of the
 	// query accepted and ignored (an ORDER BY without LIMIT).
 	Notices []string
-	nodes   []recNode
-	output  flow.Node
+	// Windowed: an aggregate of the view closes windows by the
+	// watermark (emit.go), so its runner drops the records the source
+	// finds late.
+	Windowed bool
+	nodes    []recNode
+	output   flow.Node
 }
 
 // recNode is one node of the compiled graph, replayed by Graph.
@@ -129,7 +133,7 @@ func CompileSelectWith(st *pg.SelectStmt, cat Catalog, opts Options) (*View, err
 	if err := c.checkEmit(b); err != nil {
 		return nil, err
 	}
-	v := &View{Columns: cols, Inputs: c.inputNames, Notices: c.notices, nodes: c.nodes, output: b.node}
+	v := &View{Columns: cols, Inputs: c.inputNames, Notices: c.notices, nodes: c.nodes, output: b.node, Windowed: c.windowed > 0}
 	if b.key != nil {
 		v.Index = flow.IndexSpec{KeyCols: b.key, Unique: b.unique}
 	}

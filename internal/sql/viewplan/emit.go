@@ -168,7 +168,7 @@ func (c *compiler) checkEmit(b built) error {
 	}
 	for _, name := range c.inputNames {
 		if r := c.rels[name]; r != nil && !r.Watermark {
-			return sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "emit = 'on_window_close' needs a watermark on every source the view reads: source %q has no watermark.column", name)
+			return sqlerr.Errorf(sqlerr.InvalidObjectDefinition, "emit = 'on_window_close' needs a watermark on every source the view reads: source %q has no watermark.column (or is an upsert source, whose rows change after their windows)", name)
 		}
 	}
 	if !b.final {

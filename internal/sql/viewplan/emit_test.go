@@ -185,7 +185,7 @@ func TestEmitOnWindowClose(t *testing.T) {
 	for _, tc := range []struct {
 		name, sql string
 		size      time.Duration
-		all       int // want's index of every window
+		all       int   // want's index of every window
 		perRecord int64 // windows a record is in
 	}{
 		{"tumble", "SELECT window_start, count(*) AS n, sum(price) AS total, max(price) AS top FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND) GROUP BY window_start", 10 * time.Second, 0, 1},

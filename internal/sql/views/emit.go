@@ -3,6 +3,7 @@ package views
 import (
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/flow"
+	"github.com/strandkafka/strand/internal/sql/types"
 	"github.com/strandkafka/strand/internal/sql/viewplan"
 )
 
@@ -20,17 +21,45 @@ func viewOptions(rel meta.Relation) (viewplan.Options, error) {
 	return opts, nil
 }
 
-// lateSeen turns the driver's running count of records its windowed
-// aggregates dropped as late (flow.NodeStats.Late, since the driver was
-// made) into the increments strand_sql_view_late_records_total counts.
-type lateSeen struct{ n int64 }
+// lateSeen counts what strand_sql_view_late_records_total counts: the
+// records a view whose windows close by the watermark dropped as late
+// by their partition's watermark (the source's judgement, drop), and
+// the changes its windowed aggregates dropped for closed windows (the
+// driver's running flow.NodeStats.Late, turned into increments; none
+// for a window over an append source's watermark column, by the
+// argument in viewplan's windowPolicy).
+type lateSeen struct {
+	n       int64 // the driver's count so far
+	dropped int64 // records dropped since the last delta
+}
+
+// drop removes the changes at the indexes late (ascending) from cs, in
+// place. Only an append source's records are judged so (viewplan gives
+// windows over upsert sources no watermark): a record is one +1 change,
+// so dropping it leaves nothing unbalanced.
+func (l *lateSeen) drop(cs []types.Change, late []int) []types.Change {
+	if len(late) == 0 {
+		return cs
+	}
+	out := cs[:0]
+	j := 0
+	for i, c := range cs {
+		if j < len(late) && late[j] == i {
+			j++
+			continue
+		}
+		out = append(out, c)
+	}
+	l.dropped += int64(len(late))
+	return out
+}
 
 func (l *lateSeen) delta(drv *flow.Driver) int64 {
 	var n int64
 	for _, s := range drv.Stats() {
 		n += s.Late
 	}
-	d := n - l.n
-	l.n = n
+	d := n - l.n + l.dropped
+	l.n, l.dropped = n, 0
 	return d
 }

@@ -406,6 +406,9 @@ type input struct {
 	def    *source.Def
 	reader *source.Reader
 	ch     chan polled
+	// dropLate: the view closes windows by the watermark, so it drops
+	// the records the source finds late (emit.go).
+	dropLate bool
 }
 
 type polled struct {
@@ -490,7 +493,7 @@ func (t *task) runOnce() error {
 		if err != nil {
 			return fmt.Errorf("source %s: %w", def.Name, err)
 		}
-		in := &input{def: def, reader: rd, ch: make(chan polled, batchesBuffered)}
+		in := &input{def: def, reader: rd, ch: make(chan polled, batchesBuffered), dropLate: vw.Windowed}
 		ins[i] = in
 		wg.Add(1)
 		go func() {
@@ -572,6 +575,9 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			}
 			got = true
 			for _, pb := range p.b.Partitions {
+				if ins[i].dropLate {
+					pb.Changes = late.drop(pb.Changes, pb.Late)
+				}
 				epoch.Inputs[i] = append(epoch.Inputs[i], pb.Changes...)
 				n += len(pb.Changes)
 				cp.Inputs[i][pb.Partition] = pb.Next
@@ -886,7 +892,10 @@ func (c *compileCatalog) Relation(schema, name string) (*viewplan.Relation, bool
 		for i, col := range def.Columns {
 			cols[i] = exec.Column{Name: col.Name, Type: col.Type}
 		}
-		return &viewplan.Relation{Name: name, Columns: cols, Watermark: def.WatermarkColumn >= 0, EventTime: def.WatermarkColumn}, true, nil
+		return &viewplan.Relation{Name: name, Columns: cols,
+			// An upsert source's rows change after their windows: no
+			// window over one closes (emit.go).
+			Watermark: def.WatermarkColumn >= 0 && def.Envelope == source.Append, EventTime: def.WatermarkColumn}, true, nil
 	}
 	return nil, false, nil
 }
