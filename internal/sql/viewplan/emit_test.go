@@ -126,43 +126,7 @@ func (s *source) read(p int, row []any) bool {
 func TestEmitOnWindowClose(t *testing.T) {
 	o := sqltest.NewOracle(t)
 	cat := watermarked(t)
-	events, err := sqltest.GenerateNexmark(sqltest.NexmarkCorpusConfig(11, 4000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bids := sqltest.NexmarkTables(events)[2]
-	r := rand.New(rand.NewPCG(11, 29))
-	const parts = 4
-	byPart := make([][][]any, parts)
-	for i, row := range bids.Rows {
-		row = slices.Clone(row)
-		// Up to 3 s out of order, against a 1 s delay: some records
-		// are late at the source.
-		row[5] = row[5].(time.Time).Add(-time.Duration(r.IntN(3000)) * time.Millisecond)
-		byPart[i%parts] = append(byPart[i%parts], row)
-	}
-	src := &source{delay: time.Second, max: make([]time.Time, parts)}
-	var eps []flow.Epoch
-	for pos := make([]int, parts); ; {
-		e := flow.Epoch{Inputs: make([][]types.Change, 1)}
-		done := true
-		for p := range parts {
-			// Partitions advance at different paces.
-			n := min(r.IntN(8*(p+1)), len(byPart[p])-pos[p])
-			for _, row := range byPart[p][pos[p] : pos[p]+n] {
-				if src.read(p, row) {
-					e.Inputs[0] = append(e.Inputs[0], types.Change{Row: tableRow(t, row), Diff: 1})
-				}
-			}
-			pos[p] += n
-			done = done && pos[p] == len(byPart[p])
-		}
-		e.Watermark = src.watermark()
-		eps = append(eps, e)
-		if done {
-			break
-		}
-	}
+	eps, src, bids := bidEpochs(t)
 	if src.late == 0 {
 		t.Fatal("no record late at the source: the test needs some")
 	}
@@ -285,6 +249,80 @@ func TestEmitOnWindowClose(t *testing.T) {
 				sqltest.Equal(t, w, result(w.Name, v, after), sqltest.Options{})
 			})
 		}
+	}
+}
+
+// bidEpochs reads 4000 Nexmark events' bids, event times up to 3 s out
+// of order, from four partitions at different paces as a source with a
+// 1 s watermark delay does: the epochs a view of bid gets, the source,
+// and the bids as generated.
+func bidEpochs(t testing.TB) ([]flow.Epoch, *source, sqltest.Table) {
+	events, err := sqltest.GenerateNexmark(sqltest.NexmarkCorpusConfig(11, 4000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bids := sqltest.NexmarkTables(events)[2]
+	r := rand.New(rand.NewPCG(11, 29))
+	const parts = 4
+	byPart := make([][][]any, parts)
+	for i, row := range bids.Rows {
+		row = slices.Clone(row)
+		// Up to 3 s out of order, against a 1 s delay: some records
+		// are late at the source.
+		row[5] = row[5].(time.Time).Add(-time.Duration(r.IntN(3000)) * time.Millisecond)
+		byPart[i%parts] = append(byPart[i%parts], row)
+	}
+	src := &source{delay: time.Second, max: make([]time.Time, parts)}
+	var eps []flow.Epoch
+	for pos := make([]int, parts); ; {
+		e := flow.Epoch{Inputs: make([][]types.Change, 1)}
+		done := true
+		for p := range parts {
+			// Partitions advance at different paces.
+			n := min(r.IntN(8*(p+1)), len(byPart[p])-pos[p])
+			for _, row := range byPart[p][pos[p] : pos[p]+n] {
+				if src.read(p, row) {
+					e.Inputs[0] = append(e.Inputs[0], types.Change{Row: tableRow(t, row), Diff: 1})
+				}
+			}
+			pos[p] += n
+			done = done && pos[p] == len(byPart[p])
+		}
+		e.Watermark = src.watermark()
+		eps = append(eps, e)
+		if done {
+			break
+		}
+	}
+	return eps, src, bids
+}
+
+// TestEmitReopen: a view emitting on window close, rebuilt over its
+// Pebble store halfway (as a restarted agent does), ends where one
+// uninterrupted run does: which windows are closed and what they hold
+// is in the store.
+func TestEmitReopen(t *testing.T) {
+	eps, _, _ := bidEpochs(t)
+	v, err := compileWith("SELECT auction, window_start, count(*) AS n, max(price) AS top FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start",
+		watermarked(t), Options{Emit: EmitOnWindowClose})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := run(t, v, flow.NewMemStore(), eps)
+	db := openPebble(t)
+	half := len(eps) / 2
+	run(t, v, flow.NewPebbleStore(db, []byte("v"), false), eps[:half])
+	got := run(t, v, flow.NewPebbleStore(db, []byte("v"), false), eps[half:])
+	show := func(rows []types.Row) []string {
+		var s []string
+		for _, r := range rows {
+			s = append(s, formatRow(r))
+		}
+		slices.Sort(s)
+		return s
+	}
+	if len(whole) == 0 || !slices.Equal(show(whole), show(got)) {
+		t.Fatalf("reopened run ends with %d rows, one run with %d", len(got), len(whole))
 	}
 }
 
