@@ -210,5 +210,6 @@ func TestSQLViewEmitOnWindowClose(t *testing.T) {
 	checkMetrics(t, a.HTTPAddr(), []metricCheck{
 		{name: "strand_sql_source_late_records_total", labels: map[string]string{"source": "clicks"}},
 		{name: "strand_sql_view_late_records_total", labels: map[string]string{"view": "per_window"}},
+		{name: "strand_sql_view_watermark_timestamp_seconds", labels: map[string]string{"view": "per_window"}},
 	})
 }

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"time"
+
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/flow"
 	"github.com/strandkafka/strand/internal/sql/types"
@@ -62,4 +64,12 @@ func (l *lateSeen) delta(drv *flow.Driver) int64 {
 	d := n - l.n + l.dropped
 	l.n, l.dropped = n, 0
 	return d
+}
+
+// watermarkSeconds is a watermark as the gauge shows it: 0 for none.
+func watermarkSeconds(wm time.Time) float64 {
+	if wm.IsZero() {
+		return 0
+	}
+	return float64(wm.UnixMicro()) / 1e6
 }

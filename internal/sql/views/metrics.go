@@ -12,6 +12,7 @@ type Metrics struct {
 	offsets   *prometheus.GaugeVec
 	lag       *prometheus.GaugeVec
 	late      *prometheus.CounterVec
+	watermark *prometheus.GaugeVec
 }
 
 func newMetrics() *Metrics {
@@ -29,13 +30,15 @@ func newMetrics() *Metrics {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_view_input_lag_records",
 			Help: "Records a materialized view's committed state is behind its input topics' ends (measured every 5 s)."}, []string{"view"}),
 		late: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strand_sql_view_late_records_total",
-			Help: "Changes a materialized view's windowed aggregates dropped as late: for a window the watermark had closed."}, []string{"view"}),
+			Help: "Records a materialized view whose windows close by the watermark dropped as late: earlier than their partition's watermark, or for a closed window."}, []string{"view"}),
+		watermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_view_watermark_timestamp_seconds",
+			Help: "A materialized view's watermark (unix seconds, 0 while it has none): windows ending at or before it are closed."}, []string{"view"}),
 	}
 }
 
 // Collectors are what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.epochs, m.changes, m.failures, m.lastEpoch, m.offsets, m.lag, m.late}
+	return []prometheus.Collector{m.epochs, m.changes, m.failures, m.lastEpoch, m.offsets, m.lag, m.late, m.watermark}
 }
 
 func (m *Metrics) forget(view string) {
@@ -46,4 +49,5 @@ func (m *Metrics) forget(view string) {
 	m.offsets.DeleteLabelValues(view)
 	m.lag.DeleteLabelValues(view)
 	m.late.DeleteLabelValues(view)
+	m.watermark.DeleteLabelValues(view)
 }

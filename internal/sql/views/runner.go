@@ -640,6 +640,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		m.epochs.WithLabelValues(name).Inc()
 		m.changes.WithLabelValues(name).Add(float64(n))
 		m.late.WithLabelValues(name).Add(float64(late.delta(drv)))
+		m.watermark.WithLabelValues(name).Set(watermarkSeconds(drv.Watermark()))
 		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)
 		var consumed int64
 		for _, parts := range cp.Inputs {
