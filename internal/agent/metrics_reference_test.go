@@ -135,6 +135,7 @@ var operatorUse = map[string]string{
 	"strand_sql_view_late_records_total":                "Late input records the view saw, attributed to the view (the source counts the same per source).",
 	"strand_sql_view_late_dropped_total":                "Changes the view's windows dropped as too late: results missing them; raise the source's `watermark.delay` if they matter.",
 	"strand_sql_view_bad_records_total":                 "Input records the view's readers could not decode (per view; per reason in `strand_sql_source_bad_records_total`).",
+	"strand_sql_view_watermark_timestamp_seconds":       "Why a window has not closed yet: `time() - ...` far above the source's `watermark.delay` means a partition without new records holds the view's watermark back (the least over partitions).",
 	"strand_sql_sink_records_total":                     "Records a sink wrote (`rate(...)`): what its consumers receive; flat while its view changes is a stuck sink.",
 	"strand_sql_sink_transactions_total":                "Epochs a sink committed, one Kafka transaction each: with the records, how large its transactions are.",
 	"strand_sql_sink_failures_total":                    "Any increase: the sink failed and starts again from its committed progress (the agent's log and SHOW SINKS' status say why).",

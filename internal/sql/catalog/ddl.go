@@ -18,6 +18,7 @@ import (
 	"github.com/strandkafka/strand/internal/sql/pgwire"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/sqlerr"
+	"github.com/strandkafka/strand/internal/sql/viewplan"
 	"github.com/strandkafka/strand/internal/sql/views"
 )
 
@@ -34,7 +35,9 @@ var (
 	// A source's options are package source's, which reads them.
 	sourceOptions = source.Options
 	sinkOptions   = []string{"envelope", "format", "topic"}
-	envelopes     = map[meta.RelationKind][]string{
+	// A materialized view's: when its windows emit (viewplan.Emit).
+	viewOptions = []string{viewplan.EmitOption}
+	envelopes   = map[meta.RelationKind][]string{
 		// append: every record is a row; upsert: the newest value per
 		// key, a tombstone deletes.
 		meta.RelationSource: {"append", "upsert"},
@@ -422,12 +425,24 @@ func (s *session) createView(ctx context.Context, st parse.Statement) error {
 	switch {
 	case !ok:
 		return &pgwire.Error{Code: pgwire.CodeInvalidSchemaName, Message: fmt.Sprintf("schema %q does not exist", into.Rel.Schemaname), Position: into.Rel.Location + 1}
-	case len(into.Options) > 0 || into.AccessMethod != "" || into.TableSpaceName != "":
+	case into.AccessMethod != "" || into.TableSpaceName != "":
 		return pgwire.NotSupported("a materialized view takes no storage options")
 	case into.SkipData:
 		return pgwire.NotSupported("WITH NO DATA: a materialized view is kept up to date from its creation")
 	case len(into.ColNames) > 0:
 		return pgwire.NotSupported("column names after a materialized view's name: name the SELECT's columns with AS")
+	}
+	opts, err := options(into.Options, viewOptions)
+	if err != nil {
+		return err
+	}
+	for i, o := range opts {
+		// Stored as checked: lower case (viewplan reads it so).
+		e, err := viewplan.ParseEmit(o.Value)
+		if err != nil {
+			return err
+		}
+		opts[i].Value = e.String()
 	}
 	deps, query, err := s.viewQuery(ctx, st, ct.Query)
 	if err != nil {
@@ -436,11 +451,11 @@ func (s *session) createView(ctx context.Context, st parse.Statement) error {
 	if err := s.mayCreate(meta.RelationView, name); err != nil {
 		return err
 	}
-	if err := s.compiles(meta.Relation{Kind: meta.RelationView, Name: name, SQL: st.Text, Query: query, DependsOn: deps}); err != nil {
+	if err := s.compiles(meta.Relation{Kind: meta.RelationView, Name: name, SQL: st.Text, Query: query, DependsOn: deps, Options: opts}); err != nil {
 		return err
 	}
 	_, err = s.propose(ctx, meta.CreateRelation{Kind: meta.RelationView, Name: name, IfNotExists: ct.IfNotExists, SQL: st.Text,
-		Query: query, DependsOn: deps, Owner: s.who.Principal.String()})
+		Query: query, DependsOn: deps, Options: opts, Owner: s.who.Principal.String()})
 	return err
 }
 

@@ -22,6 +22,10 @@ type Relation struct {
 	// Name is the relation's name as the graph's input is named.
 	Name    string
 	Columns []exec.Column
+	// Watermark says the relation (a source) has a watermark, on
+	// column EventTime: windows over that column close by it.
+	Watermark bool
+	EventTime int
 }
 
 // Catalog finds the relations a view reads; ok false if there is none.
@@ -43,8 +47,12 @@ type View struct {
 	// Notices are what PostgreSQL would send as NOTICEs: parts of the
 	// query accepted and ignored (an ORDER BY without LIMIT).
 	Notices []string
-	nodes   []recNode
-	output  flow.Node
+	// Windowed: an aggregate of the view closes windows by the
+	// watermark (emit.go), so its runner drops the records the source
+	// finds late.
+	Windowed bool
+	nodes    []recNode
+	output   flow.Node
 }
 
 // recNode is one node of the compiled graph, replayed by Graph.
@@ -106,8 +114,13 @@ func ParseSelect(sql string) (*pg.SelectStmt, error) {
 // streaming forms into relations of the compiler's own): pass a copy
 // to keep it.
 func CompileSelect(st *pg.SelectStmt, cat Catalog) (*View, error) {
+	return CompileSelectWith(st, cat, Options{})
+}
+
+// CompileSelectWith is CompileSelect with the view's options.
+func CompileSelectWith(st *pg.SelectStmt, cat Catalog, opts Options) (*View, error) {
 	c := &compiler{cat: cat, env: &expr.Env{Ctx: context.Background()}, inputs: map[string]flow.Node{},
-		derived: map[string]*derived{}, memo: map[*exec.Logical]built{}}
+		derived: map[string]*derived{}, memo: map[*exec.Logical]built{}, opts: opts, rels: map[string]*Relation{}}
 	l, cols, err := c.planSelect(st)
 	if err != nil {
 		return nil, err
@@ -117,7 +130,10 @@ func CompileSelect(st *pg.SelectStmt, cat Catalog) (*View, error) {
 		return nil, err
 	}
 	b = c.materialize(b)
-	v := &View{Columns: cols, Inputs: c.inputNames, Notices: c.notices, nodes: c.nodes, output: b.node}
+	if err := c.checkEmit(b); err != nil {
+		return nil, err
+	}
+	v := &View{Columns: cols, Inputs: c.inputNames, Notices: c.notices, nodes: c.nodes, output: b.node, Windowed: c.windowed > 0}
 	if b.key != nil {
 		v.Index = flow.IndexSpec{KeyCols: b.key, Unique: b.unique}
 	}
@@ -145,6 +161,11 @@ type compiler struct {
 	memo    map[*exec.Logical]built
 	notices []string
 	semis   int // semi- and anti-joins made, for their names
+	opts    Options
+	// rels are the Catalog's relations read, by name; windowed counts
+	// the aggregates given a WindowPolicy.
+	rels     map[string]*Relation
+	windowed int
 }
 
 // derivedPrefix names the relations the compiler makes of WITH
@@ -200,6 +221,7 @@ func (e execCatalog) Relation(schema, name string) (exec.Relation, bool, error) 
 	if err != nil || !ok {
 		return nil, ok, err
 	}
+	e.c.rels[r.Name] = r
 	return input{r}, true, nil
 }
 

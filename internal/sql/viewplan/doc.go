@@ -42,7 +42,15 @@
 //     time_col, size) / HOP(rel, time_col, slide, size) /
 //     SESSION(rel, time_col, gap, key_col...), which append
 //     window_start and window_end: flow.Tumble, flow.Hop and
-//     flow.Session (session.go).
+//     flow.Session (session.go). An aggregate grouping by the
+//     window_start of TUMBLE or HOP over a source's watermark column
+//     gets flow's WindowPolicy: the watermark closes its windows (state
+//     freed, a change for a closed window dropped and counted), and
+//     with Options.Emit EmitOnWindowClose (the view option emit =
+//     'on_window_close') each window's rows are emitted once, when it
+//     closes (emit.go: which columns are window starts is followed
+//     through the plan, and why no record the source passed is
+//     dropped).
 //   - WITH queries and subqueries in FROM: compiled once, a WITH query
 //     read twice is one node read twice.
 //   - Views over views: a relation of the Catalog may be another view;

@@ -397,7 +397,19 @@ func (c *compiler) window(fc *pg.FuncCall, name string) (*derived, error) {
 			return built{}, err
 		}
 		b = c.materialize(b)
-		return built{node: c.add(name, op, b.node), width: len(out)}, nil
+		nb := built{node: c.add(name, op, b.node), width: len(out)}
+		if timeCol < len(b.times) && b.times[timeCol].kind == timeEvent {
+			// The window start's lineage: its windows close by the
+			// watermark (emit.go).
+			nb.times = make([]colTime, len(out))
+			copy(nb.times, b.times)
+			size := sizes[0]
+			if name == "hop" {
+				size = sizes[1]
+			}
+			nb.times[len(out)-2] = colTime{kind: timeWindowStart, size: size}
+		}
+		return nb, nil
 	}), nil
 }
 

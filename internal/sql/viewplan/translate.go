@@ -22,6 +22,12 @@ type built struct {
 	// side by them (materialize gives it a node otherwise).
 	consts  []types.Row
 	isConst bool
+	// times is what is known of each column's event time (emit.go);
+	// nil: nothing.
+	times []colTime
+	// final: every row is emitted once and never changed (the rows of
+	// aggregates emitting on window close, filtered and projected).
+	final bool
 }
 
 func (c *compiler) input(name string) flow.Node {
@@ -87,7 +93,12 @@ func (c *compiler) translateOp(l *exec.Logical) (built, error) {
 			}
 			return *r.done, nil
 		case input:
-			return built{node: c.input(r.rel.Name), width: len(r.rel.Columns)}, nil
+			b := built{node: c.input(r.rel.Name), width: len(r.rel.Columns)}
+			if r.rel.Watermark && r.rel.EventTime >= 0 && r.rel.EventTime < b.width {
+				b.times = make([]colTime, b.width)
+				b.times[r.rel.EventTime] = colTime{kind: timeEvent}
+			}
+			return b, nil
 		}
 		return built{}, sqlerr.Errorf(sqlerr.InternalError, "viewplan: scan of a %T", l.Relation)
 	case exec.OpValues:
@@ -118,7 +129,7 @@ func (c *compiler) translateOp(l *exec.Logical) (built, error) {
 		if err != nil {
 			return built{}, err
 		}
-		return built{node: c.add("distinct", &flow.Distinct{}, in.node), width: in.width, key: allCols(in.width), unique: true}, nil
+		return built{node: c.add("distinct", &flow.Distinct{}, in.node), width: in.width, key: allCols(in.width), unique: true, times: in.times}, nil
 	case exec.OpSort:
 		c.notices = append(c.notices, "ORDER BY without LIMIT is ignored in a materialized view: its rows have no order; order them when reading it")
 		return c.in(l)
@@ -196,7 +207,7 @@ func (c *compiler) project(l *exec.Logical) (built, error) {
 			cols[i], pure = -1, false
 		}
 	}
-	out := built{width: len(l.Exprs)}
+	out := built{width: len(l.Exprs), times: timesOf(in.times, cols), final: in.final}
 	if pure {
 		out.node = c.add("project", &flow.Project{Cols: cols}, in.node)
 	} else {
@@ -296,7 +307,33 @@ func (c *compiler) aggregate(l *exec.Logical) (built, error) {
 			}
 		}
 	}
-	out := built{node: c.add("aggregate", &flow.Aggregate{GroupBy: groupBy, Aggs: calls}, node), width: len(groupBy) + len(calls)}
+	// What is known of the group keys' times: a window start's lineage
+	// makes the aggregate windowed (emit.go).
+	var keyTimes []colTime
+	if in.times != nil {
+		keyCols := make([]int, len(l.Exprs))
+		for i, g := range l.Exprs {
+			keyCols[i] = -1
+			if j, ok := g.ColumnIndex(); ok {
+				keyCols[i] = j
+			}
+		}
+		keyTimes = timesOf(in.times, keyCols)
+	}
+	pol, aggGroupBy, perm := c.windowPolicy(groupBy, timesByCol(keyTimes, groupBy), len(calls))
+	width := len(groupBy) + len(calls)
+	out := built{node: c.add("aggregate", &flow.Aggregate{GroupBy: aggGroupBy, Aggs: calls, Window: pol}, node), width: width}
+	if perm != nil {
+		out.node = c.add("project", &flow.Project{Cols: perm}, out.node)
+	}
+	if pol != nil {
+		c.windowed++
+		out.final = pol.EmitOnClose
+	}
+	if keyTimes != nil {
+		out.times = make([]colTime, width)
+		copy(out.times, keyTimes)
+	}
 	if len(groupBy) > 0 {
 		out.key, out.unique = allCols(len(groupBy)), true
 	}
@@ -458,7 +495,7 @@ func (c *compiler) join(l *exec.Logical) (built, error) {
 	if l.Pred != nil && kind == flow.InnerJoin {
 		node = c.add("filter", &flow.Filter{Pred: c.fx(l.Pred)}, node)
 	}
-	out := built{node: node, width: lw + rw}
+	out := built{node: node, width: lw + rw, times: concatTimes(lb.times, lw, rb.times, rw)}
 	if lb.key != nil && rb.key != nil {
 		out.key = append(append([]int(nil), lb.key...), rb.key...)
 		for i := len(lb.key); i < len(out.key); i++ {

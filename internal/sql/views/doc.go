@@ -25,6 +25,16 @@
 // a Pebble checkpoint between two epochs for such snapshots
 // (snapshot.go).
 //
+// # Late records
+//
+// A view whose windows close by the watermark (viewplan.View.Windowed)
+// drops the records its sources mark late (source.PartitionBatch.Late:
+// earlier than their own partition's watermark), and counts them with
+// what its aggregates dropped in strand_sql_view_late_records_total.
+// The judgement is each partition's alone and its greatest event time
+// is in the checkpoint, so every agent's copy drops the same records.
+// Other views keep late records (their sources count them).
+//
 // # Consistency of reads
 //
 // A read sees the view's last committed epoch: each answer reflects a

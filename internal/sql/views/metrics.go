@@ -27,6 +27,7 @@ type Metrics struct {
 	late        *prometheus.CounterVec
 	lateDropped *prometheus.CounterVec
 	bad         *prometheus.CounterVec
+	watermark   *prometheus.GaugeVec
 }
 
 func newMetrics() *Metrics {
@@ -52,16 +53,18 @@ func newMetrics() *Metrics {
 		late: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strand_sql_view_late_records_total",
 			Help: "Input records a materialized view consumed whose event time was behind their partition's watermark (the source's rule)."}, []string{"view"}),
 		lateDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strand_sql_view_late_dropped_total",
-			Help: "Input changes a materialized view's windows dropped as later than the watermark and allowed lateness admit."}, []string{"view"}),
+			Help: "Input changes a materialized view dropped as late: records behind their partition's watermark in a view whose windows close, and changes for windows already closed."}, []string{"view"}),
 		bad: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strand_sql_view_bad_records_total",
 			Help: "Input records a materialized view's readers could not decode (dropped or dead-lettered by the source's policy)."}, []string{"view"}),
+		watermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_view_watermark_timestamp_seconds",
+			Help: "A materialized view's watermark (unix seconds, 0 while it has none): windows ending at or before it are closed."}, []string{"view"}),
 	}
 }
 
 // Collectors are what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.epochs, m.changes, m.failures, m.lastEpoch, m.offsets, m.lag,
-		m.lagSeconds, m.stateBytes, m.outputs, m.late, m.lateDropped, m.bad}
+		m.lagSeconds, m.stateBytes, m.outputs, m.late, m.lateDropped, m.bad, m.watermark}
 }
 
 // start gives a view's counters their zero, so a view that never
@@ -87,6 +90,7 @@ func (m *Metrics) forget(view string) {
 	m.late.DeleteLabelValues(view)
 	m.lateDropped.DeleteLabelValues(view)
 	m.bad.DeleteLabelValues(view)
+	m.watermark.DeleteLabelValues(view)
 }
 
 // live is what a task measures of its view beyond Status's state, kept

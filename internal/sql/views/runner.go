@@ -439,6 +439,9 @@ type input struct {
 	def    *source.Def
 	reader *source.Reader
 	ch     chan polled
+	// dropLate: the view closes windows by the watermark, so it drops
+	// the records the source finds late (emit.go).
+	dropLate bool
 }
 
 type polled struct {
@@ -527,7 +530,7 @@ func (t *task) runOnce() error {
 		if err != nil {
 			return fmt.Errorf("source %s: %w", def.Name, err)
 		}
-		in := &input{def: def, reader: rd, ch: make(chan polled, batchesBuffered)}
+		in := &input{def: def, reader: rd, ch: make(chan polled, batchesBuffered), dropLate: vw.Windowed}
 		ins[i] = in
 		wg.Add(1)
 		go func() {
@@ -599,6 +602,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		}
 	}
 	wms := make([]time.Time, len(ins))
+	var late lateSeen
 	for {
 		epoch := flow.Epoch{Inputs: make([][]types.Change, len(ins))}
 		n, got := 0, false
@@ -609,6 +613,9 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			}
 			got = true
 			for _, pb := range p.b.Partitions {
+				if ins[i].dropLate {
+					pb.Changes = late.drop(pb.Changes, pb.Late)
+				}
 				epoch.Inputs[i] = append(epoch.Inputs[i], pb.Changes...)
 				n += len(pb.Changes)
 				cp.Inputs[i][pb.Partition] = pb.Next
@@ -671,7 +678,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
 		t.mu.positions = clonePositions(cp.Inputs)
-		t.committedLocked(now, n, counts, droppedLate(drv), out)
+		t.committedLocked(now, n, counts, droppedLate(drv)+late.dropped, out)
 		close(t.mu.epochDone)
 		t.mu.epochDone = make(chan struct{})
 		t.publishLocked(drv.Epoch(), out)
@@ -679,6 +686,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		t.commitMu.Unlock()
 		m.epochs.WithLabelValues(name).Inc()
 		m.changes.WithLabelValues(name).Add(float64(n))
+		m.watermark.WithLabelValues(name).Set(watermarkSeconds(drv.Watermark()))
 		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)
 		m.offsets.WithLabelValues(name).Set(float64(consumed))
 	}
@@ -840,7 +848,11 @@ func compile(rel meta.Relation, rels []meta.Relation) (*viewplan.View, []*source
 		return nil, nil, err
 	}
 	cat := &compileCatalog{rels: rels, defs: map[string]*source.Def{}}
-	vw, err := viewplan.CompileSelect(st, cat)
+	opts, err := viewOptions(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	vw, err := viewplan.CompileSelectWith(st, cat, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -927,7 +939,10 @@ func (c *compileCatalog) Relation(schema, name string) (*viewplan.Relation, bool
 		for i, col := range def.Columns {
 			cols[i] = exec.Column{Name: col.Name, Type: col.Type}
 		}
-		return &viewplan.Relation{Name: name, Columns: cols}, true, nil
+		return &viewplan.Relation{Name: name, Columns: cols,
+			// An upsert source's rows change after their windows: no
+			// window over one closes (emit.go).
+			Watermark: def.WatermarkColumn >= 0 && def.Envelope == source.Append, EventTime: def.WatermarkColumn}, true, nil
 	}
 	return nil, false, nil
 }
