@@ -65,9 +65,22 @@ func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
 	if v, ok, hit := s.cache.get(key); hit {
 		return v, ok, nil
 	}
-	v, ok, err := pebbleGet(s.batch.Get(s.key(key)))
+	var (
+		v   []byte
+		ok  bool
+		err error
+	)
+	if s.cache.complete() {
+		// The epoch did not write key (the cache holds every key it
+		// wrote), so the batch has nothing to add: searching its
+		// skiplist of the epoch's writes (long keys sharing prefixes)
+		// was most of a new key's read.
+		v, ok, err = pebbleGet(s.db.Get(s.key(key)))
+	} else {
+		v, ok, err = pebbleGet(s.batch.Get(s.key(key)))
+	}
 	if err == nil {
-		s.cache.put(key, v, ok)
+		s.cache.put(key, v, ok, false)
 	}
 	return v, ok, err
 }
@@ -168,7 +181,7 @@ func (s *PebbleStore) Set(key, value []byte) error {
 	if err := s.batch.Set(s.key(key), value, nil); err != nil {
 		return err
 	}
-	s.cache.put(key, bytes.Clone(value), true)
+	s.cache.put(key, bytes.Clone(value), true, true)
 	return nil
 }
 
@@ -176,7 +189,7 @@ func (s *PebbleStore) Delete(key []byte) error {
 	if err := s.batch.Delete(s.key(key), nil); err != nil {
 		return err
 	}
-	s.cache.put(key, nil, false)
+	s.cache.put(key, nil, false, true)
 	return nil
 }
 
@@ -198,6 +211,7 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 		// The batch's writes are gone, and the cache has them.
 		s.cache.clear()
 	}
+	s.cache.nextEpoch()
 	if cerr := s.batch.Close(); err == nil {
 		err = cerr
 	}
