@@ -32,6 +32,9 @@ type cached struct {
 	v     []byte // never written after it is cached: Get returns it as is
 	ok    bool
 	wrote uint64 // the epoch of the write that put it, 0 for a read
+	// merge: written as a merge operand, the value unknown (v and ok
+	// mean nothing); get misses it.
+	merge bool
 }
 
 // cacheEntryOverhead approximates a map entry's own bytes (the string
@@ -62,11 +65,11 @@ func (c *valueCache) complete() bool { return c.maxBytes > 0 && !c.incomplete }
 // get returns key's value and whether it has one, when the cache knows
 // (hit).
 func (c *valueCache) get(key []byte) (v []byte, ok, hit bool) {
-	if e, found := c.young[string(key)]; found {
+	if e, found := c.young[string(key)]; found && !e.merge {
 		c.hits++
 		return e.v, e.ok, true
 	}
-	if e, found := c.old[string(key)]; found {
+	if e, found := c.old[string(key)]; found && !e.merge {
 		c.hits++
 		delete(c.old, string(key))
 		c.add(string(key), e)
@@ -74,6 +77,25 @@ func (c *valueCache) get(key []byte) (v []byte, ok, hit bool) {
 	}
 	c.misses++
 	return nil, false, false
+}
+
+// putMerged records that the current epoch wrote key as a merge
+// operand: its value is unknown, but the write is known.
+func (c *valueCache) putMerged(key []byte) {
+	c.put(key, nil, false, true)
+	if e, found := c.young[string(key)]; found {
+		e.merge = true
+		c.young[string(key)] = e
+	}
+}
+
+// merged says whether key's entry is a merge's (its value unknown).
+func (c *valueCache) merged(key []byte) bool {
+	if e, found := c.young[string(key)]; found {
+		return e.merge
+	}
+	e, found := c.old[string(key)]
+	return found && e.merge
 }
 
 // put records key's current value (ok false: it has none), written in

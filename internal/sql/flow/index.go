@@ -53,6 +53,18 @@ func (x *Index) apply(out []types.Change) error {
 				continue
 			}
 			buf = x.storeKey(buf[:0], c.Row)
+			if c.Diff > 0 && !x.spec.Unique {
+				// An addition to a row that may repeat needs no count
+				// first where the store merges counted rows.
+				if bc, ok := x.st.(counter); ok {
+					vbuf = appendCounted(vbuf[:0], c.Diff, c.Row)
+					if done, err := bc.addBlind(buf, vbuf); err != nil {
+						return fmt.Errorf("flow: view index: %w", err)
+					} else if done {
+						continue
+					}
+				}
+			}
 			before, _, err := addCounted(x.st, buf, c.Row, c.Diff, &vbuf)
 			if err != nil {
 				return fmt.Errorf("flow: view index: %w", err)

@@ -37,6 +37,9 @@ type PebbleStore struct {
 	scanning bool
 	bounds   [2][]byte // alternate bound buffers: Pebble keeps the last bounds until the next are set
 	boundsI  int
+	// merges: the database merges with CountedMerger, so a view's new
+	// index rows are written blindly (SetCountedMerges).
+	merges bool
 }
 
 // DefaultCacheBytes is the cache of hot values a PebbleStore keeps by
@@ -53,6 +56,24 @@ func NewPebbleStore(db *pebble.DB, prefix []byte, sync bool) *PebbleStore {
 	return s
 }
 
+// SetCountedMerges says the database was opened with CountedMerger as
+// its Options.Merger, so the store may write merge operands of counted
+// rows. Merging into a database with another merger corrupts it.
+func (s *PebbleStore) SetCountedMerges(on bool) { s.merges = on }
+
+func (s *PebbleStore) addBlind(key, value []byte) (bool, error) {
+	if !s.merges {
+		return false, nil
+	}
+	if err := s.batch.Merge(s.key(key), value, nil); err != nil {
+		return false, err
+	}
+	// The cache cannot know the merged value; the entry says the epoch
+	// wrote the key, so reads of it go through the batch.
+	s.cache.putMerged(key)
+	return true, nil
+}
+
 // SetCacheBytes bounds the store's cache of hot values (0: no cache).
 func (s *PebbleStore) SetCacheBytes(n int) { s.cache.init(n) }
 
@@ -62,15 +83,12 @@ func (s *PebbleStore) key(k []byte) []byte {
 }
 
 func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
-	if v, ok, hit := s.cache.get(key); hit {
+	v, ok, hit := s.cache.get(key)
+	if hit {
 		return v, ok, nil
 	}
-	var (
-		v   []byte
-		ok  bool
-		err error
-	)
-	if s.cache.complete() {
+	var err error
+	if s.cache.complete() && !s.cache.merged(key) {
 		// The epoch did not write key (the cache holds every key it
 		// wrote), so the batch has nothing to add: searching its
 		// skiplist of the epoch's writes (long keys sharing prefixes)

@@ -18,10 +18,24 @@ import (
 // a third of q4's and q7's CPU. A bloom filter per table (10 bits a key,
 // about 1% false positives) answers a miss from the cached filter, as
 // the agent's own database does (internal/replica).
+//
+// The memtable is stateMemTableBytes, so that an epoch's batch (at most
+// MaxEpochChanges changes, about 12 MB for q0's 50,000 bids) fits in
+// half of one and is applied to it, rather than committed as a
+// flushable batch: each of those became a small L0 table, whose index
+// blocks the next reads loaded from disk and which compactions then
+// rewrote (a tenth of q3's replay). Pebble keeps at most two memtables
+// (MemTableStopWritesThreshold), so a view's memtables hold at most
+// 64 MB; the WAL stays on: an epoch's batch, its input offsets
+// included, is one atomic write to it.
 func stateOptions(cache *pebble.Cache) *pebble.Options {
-	opts := &pebble.Options{Cache: cache, MemTableSize: 16 << 20, Logger: quietLogger{}}
+	opts := &pebble.Options{Cache: cache, MemTableSize: stateMemTableBytes, Logger: quietLogger{}}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	return opts
 }
+
+// stateMemTableBytes is a view database's memtable size (see
+// stateOptions).
+const stateMemTableBytes = 32 << 20
