@@ -1,9 +1,34 @@
 package views
 
 import (
+	"strings"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/strandkafka/strand/internal/sql/flow"
 )
+
+// openState opens a view's state database in dir; merges says whether
+// its merger is flow.CountedMerger. A database made before views merged
+// counted rows has Pebble's default merger recorded, which Pebble
+// refuses to open under another name: it is opened with that one, and
+// the view reads before it writes, as it did when it was made.
+func openState(dir string, cache *pebble.Cache) (db *pebble.DB, merges bool, err error) {
+	db, err = pebble.Open(dir, stateOptions(cache))
+	if err == nil {
+		return db, true, nil
+	}
+	// Pebble has no sentinel for this refusal (options.go,
+	// CheckCompatibility), only its message.
+	if !strings.Contains(err.Error(), "merger name from file") {
+		return nil, false, err
+	}
+	opts := stateOptions(cache)
+	opts.Merger = pebble.DefaultMerger
+	db, err = pebble.Open(dir, opts)
+	return db, false, err
+}
 
 // stateOptions are the options of a view's Pebble database, its block
 // cache given.
@@ -28,8 +53,12 @@ import (
 // (MemTableStopWritesThreshold), so a view's memtables hold at most
 // 64 MB; the WAL stays on: an epoch's batch, its input offsets
 // included, is one atomic write to it.
+//
+// Its merger is flow.CountedMerger: a view index's new rows are merge
+// operands, written without reading their keys.
 func stateOptions(cache *pebble.Cache) *pebble.Options {
-	opts := &pebble.Options{Cache: cache, MemTableSize: stateMemTableBytes, Logger: quietLogger{}}
+	opts := &pebble.Options{Cache: cache, MemTableSize: stateMemTableBytes, Logger: quietLogger{},
+		Merger: flow.CountedMerger}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
