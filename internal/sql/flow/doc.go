@@ -65,4 +65,16 @@
 // the row (types.AppendRow). Node numbers are the order nodes were
 // added to the Graph, so a graph must be rebuilt identically to reopen
 // its state.
+//
+// # Writes without reads
+//
+// A PebbleStore whose database merges with CountedMerger
+// (SetCountedMerges) takes a view index's additions to rows that may
+// repeat (an index over whole rows) as merge operands, unread: the
+// count is summed when the key is read or compacted. Retractions, and a
+// unique index's rows, still read the count first, so a count below
+// zero or a second row for a unique key fails the epoch as before. A
+// read of a key the epoch did not write (the store's cache holds every
+// key the epoch wrote, until it drops one) goes to the database without
+// searching the epoch's batch.
 package flow
