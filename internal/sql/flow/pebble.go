@@ -40,6 +40,12 @@ type PebbleStore struct {
 	// merges: the database merges with CountedMerger, so a view's new
 	// index rows are written blindly (SetCountedMerges).
 	merges bool
+	// blind holds the epoch's merge operands apart from the indexed
+	// batch: indexing them (a skiplist insert, comparing long keys) was
+	// most of an append-only view's write, and nothing reads them back
+	// within the epoch but through flushBlind. commit is the batch the
+	// two are committed in, reused.
+	blind, commit *pebble.Batch
 }
 
 // DefaultCacheBytes is the cache of hot values a PebbleStore keeps by
@@ -65,7 +71,10 @@ func (s *PebbleStore) addBlind(key, value []byte) (bool, error) {
 	if !s.merges {
 		return false, nil
 	}
-	if err := s.batch.Merge(s.key(key), value, nil); err != nil {
+	if s.blind == nil {
+		s.blind = s.db.NewBatch()
+	}
+	if err := s.blind.Merge(s.key(key), value, nil); err != nil {
 		return false, err
 	}
 	// The cache cannot know the merged value; the entry says the epoch
@@ -82,10 +91,37 @@ func (s *PebbleStore) key(k []byte) []byte {
 	return s.buf
 }
 
+// flushBlind moves the merge operands into the indexed batch, in order,
+// before anything reads or writes a key they may hold.
+func (s *PebbleStore) flushBlind() error {
+	if s.blind == nil || s.blind.Empty() {
+		return nil
+	}
+	err := s.batch.Apply(s.blind, nil)
+	s.blind.Reset()
+	return err
+}
+
+// touch flushes the merge operands before key is read or written,
+// unless the cache shows none is key's (it holds every key the epoch
+// wrote, merges included, and key's entry is not a merge).
+func (s *PebbleStore) touch(key []byte) error {
+	if s.blind == nil || s.blind.Empty() {
+		return nil
+	}
+	if s.cache.complete() && !s.cache.merged(key) {
+		return nil
+	}
+	return s.flushBlind()
+}
+
 func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
 	v, ok, hit := s.cache.get(key)
 	if hit {
 		return v, ok, nil
+	}
+	if err := s.touch(key); err != nil {
+		return nil, false, err
 	}
 	var err error
 	if s.cache.complete() && !s.cache.merged(key) {
@@ -118,6 +154,9 @@ func (s *PebbleStore) Scan(lower, upper []byte, reverse bool, fn func(key, value
 	if s.scanning {
 		// A scan inside a scan's callback: the shared iterator is busy.
 		return pebbleScan(s.batch.NewIter, s.prefix, lower, upper, reverse, fn)
+	}
+	if err := s.flushBlind(); err != nil {
+		return err
 	}
 	s.scanning = true
 	defer func() { s.scanning = false }()
@@ -196,6 +235,9 @@ func advance(it *pebble.Iterator, reverse bool) bool {
 }
 
 func (s *PebbleStore) Set(key, value []byte) error {
+	if err := s.touch(key); err != nil {
+		return err
+	}
 	if err := s.batch.Set(s.key(key), value, nil); err != nil {
 		return err
 	}
@@ -204,6 +246,9 @@ func (s *PebbleStore) Set(key, value []byte) error {
 }
 
 func (s *PebbleStore) Delete(key []byte) error {
+	if err := s.touch(key); err != nil {
+		return err
+	}
 	if err := s.batch.Delete(s.key(key), nil); err != nil {
 		return err
 	}
@@ -223,7 +268,10 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 		if s.sync {
 			opts = pebble.Sync
 		}
-		err = s.batch.Commit(opts)
+		err = s.commitEpoch(opts)
+	}
+	if s.blind != nil {
+		s.blind.Reset()
 	}
 	if !commit || err != nil {
 		// The batch's writes are gone, and the cache has them.
@@ -235,6 +283,27 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 	}
 	s.batch = s.db.NewIndexedBatch()
 	return err
+}
+
+// commitEpoch commits the indexed batch and, after it, the merge
+// operands held apart, as one batch: copying both into an unindexed
+// batch costs a copy of their bytes, where applying the operands to the
+// indexed one would index each.
+func (s *PebbleStore) commitEpoch(opts *pebble.WriteOptions) error {
+	if s.blind == nil || s.blind.Empty() {
+		return s.batch.Commit(opts)
+	}
+	if s.commit == nil {
+		s.commit = s.db.NewBatch()
+	}
+	defer s.commit.Reset()
+	if err := s.commit.Apply(s.batch, nil); err != nil {
+		return err
+	}
+	if err := s.commit.Apply(s.blind, nil); err != nil {
+		return err
+	}
+	return s.commit.Commit(opts)
 }
 
 func (s *PebbleStore) Commit() error   { return s.endEpoch(true) }
@@ -252,6 +321,12 @@ func (s *PebbleStore) Close() error {
 	if cerr := s.batch.Close(); err == nil {
 		err = cerr
 	}
+	for _, b := range []*pebble.Batch{s.blind, s.commit} {
+		if b != nil {
+			b.Close()
+		}
+	}
+	s.blind, s.commit = nil, nil
 	return err
 }
 
