@@ -89,13 +89,14 @@ func (c *valueCache) putMerged(key []byte) {
 	}
 }
 
-// merged says whether key's entry is a merge's (its value unknown).
+// merged says whether the current epoch wrote key as a merge operand
+// (an earlier epoch's merge is committed: the database has it).
 func (c *valueCache) merged(key []byte) bool {
-	if e, found := c.young[string(key)]; found {
-		return e.merge
+	e, found := c.young[string(key)]
+	if !found {
+		e, found = c.old[string(key)]
 	}
-	e, found := c.old[string(key)]
-	return found && e.merge
+	return found && e.merge && e.wrote == c.epoch
 }
 
 // put records key's current value (ok false: it has none), written in

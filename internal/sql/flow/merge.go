@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -19,11 +18,11 @@ import (
 // bid) otherwise read a key per row that it almost never held, a miss
 // through the epoch's batch, the memtables and every level's filter.
 //
-// The merged value is the operands' sum with the row of the first copy
-// since the count was last zero (what addCounted keeps: equal values
-// written differently, 1.50 and 1.5, show as first seen); a sum of zero
-// is a deletion (reads skip it, compactions drop it). Only additions
-// are merged: a retraction still reads the count, so a count below zero
+// The merged value is the operands' sum with the oldest one's row, the
+// first copy since the count was last zero (what addCounted keeps:
+// equal values written differently, 1.50 and 1.5, show as first seen).
+// Only additions are merged: a retraction still reads the count (and
+// writes the result, or deletes the key at zero), so a count below zero
 // is refused at the epoch as before, never merged into the state.
 var CountedMerger = &pebble.Merger{
 	Name: "strand.flow.counted.v1",
@@ -33,51 +32,33 @@ var CountedMerger = &pebble.Merger{
 	},
 }
 
-// countedMerger collects a key's operands, oldest first: which row's
-// encoding is kept depends on the running sum from the oldest.
+// countedMerger sums a key's operands and keeps the oldest one's row.
+// Every operand is an addition (a count above zero) and so is a stored
+// counted row under them, so the sum from the oldest never returns to
+// zero: the first copy since the count was last zero is the oldest
+// operand's. A count of zero or below is corrupt state.
 type countedMerger struct {
-	ops [][]byte
+	sum int64
+	row []byte // the oldest operand's row, copied: Pebble reuses operands
 }
 
-func (m *countedMerger) MergeNewer(value []byte) error {
-	m.ops = append(m.ops, slices.Clone(value))
+func (m *countedMerger) add(value []byte, older bool) error {
+	n, k := binary.Varint(value)
+	if k <= 0 || n <= 0 {
+		return fmt.Errorf("flow: %w: merged count", types.ErrCorrupt)
+	}
+	m.sum += n
+	if older || m.row == nil {
+		m.row = append(m.row[:0], value[k:]...)
+	}
 	return nil
 }
 
-func (m *countedMerger) MergeOlder(value []byte) error {
-	m.ops = slices.Insert(m.ops, 0, slices.Clone(value))
-	return nil
-}
+func (m *countedMerger) MergeNewer(value []byte) error { return m.add(value, false) }
+func (m *countedMerger) MergeOlder(value []byte) error { return m.add(value, true) }
 
-func (m *countedMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
-	v, _, c, err := m.DeletableFinish(includesBase)
-	return v, c, err
-}
-
-func (m *countedMerger) DeletableFinish(bool) ([]byte, bool, io.Closer, error) {
-	var (
-		sum int64
-		row []byte
-	)
-	for _, op := range m.ops {
-		n, k := binary.Varint(op)
-		if k <= 0 {
-			return nil, false, nil, fmt.Errorf("flow: %w: merged count", types.ErrCorrupt)
-		}
-		if sum == 0 {
-			row = op[k:]
-		}
-		sum += n
-	}
-	if sum < 0 {
-		// Only additions are merged (over a stored count, never below
-		// zero), so this is corrupt state.
-		return nil, false, nil, fmt.Errorf("flow: %w: merged count %d", types.ErrCorrupt, sum)
-	}
-	if sum == 0 {
-		return nil, true, nil, nil
-	}
-	return append(binary.AppendVarint(nil, sum), row...), false, nil, nil
+func (m *countedMerger) Finish(bool) ([]byte, io.Closer, error) {
+	return append(binary.AppendVarint(make([]byte, 0, binary.MaxVarintLen64+len(m.row)), m.sum), m.row...), nil, nil
 }
 
 // counter is a Store that adds to a counted row without reading it.
