@@ -45,7 +45,13 @@ type Options struct {
 	// (replay-<query>.pprof): the agent runs in it, so that is the
 	// query's cost by function.
 	NexmarkProfile string
-	SQL            string
+	// NexmarkProportions is the generator's people, auctions and bids in
+	// every group of their sum ("p,a,b"; "" is the reference's 1,3,46).
+	// A replay of q3 or q8 reads only people and auctions, about 4K a
+	// second of load at the reference's mix: too few to time, so
+	// e.g. 10,30,10 gives them a population worth replaying.
+	NexmarkProportions string
+	SQL                string
 	// afterNexmark, a test's, checks the load's views before the
 	// replays drop them.
 	afterNexmark func(ctx context.Context, sqlAddr string, brokers []string, r *NexmarkResult) error
@@ -243,6 +249,9 @@ func (o *Options) Validate() error {
 			bad("--nexmark runs alone: not with --stress, --cold-read or --compare-kfake")
 		}
 		if _, err := nexmarkQueries(o.NexmarkQueries); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := nexmarkConfig(o.NexmarkProportions); err != nil {
 			errs = append(errs, err)
 		}
 		if o.NexmarkProfile != "" && (!o.Embedded || !o.NexmarkReplay) {

@@ -89,6 +89,7 @@ it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 	f.BoolVar(&o.Nexmark, "nexmark", false, "instead of the producer/consumer load: create topics person, auction and bid, their sources and the Nexmark queries as materialized views over --sql, produce generated events at --rate (default "+fmt.Sprint(DefaultNexmarkRate)+" events/s) for --duration with freshness markers, and report each view's events/s, events/s per agent core and produce-to-visible freshness")
 	f.StringVar(&o.NexmarkQueries, "nexmark-queries", "", "--nexmark: the queries, comma separated (default all, q0-q8; those the view compiler refuses are reported and skipped)")
 	f.BoolVar(&o.NexmarkReplay, "nexmark-replay", false, "--nexmark: after the load, create each query again alone and time it over every event the topics hold: events per CPU second for that query by itself")
+	f.StringVar(&o.NexmarkProportions, "nexmark-proportions", "", "--nexmark: the generator's people, auctions and bids in every group of their sum, \"p,a,b\" (default the reference's 1,3,46; e.g. 10,30,10 gives q3's and q8's replays enough people and auctions to time)")
 	f.StringVar(&o.NexmarkProfile, "nexmark-profile", "", "--nexmark --embedded --nexmark-replay: a directory to write each replay's CPU profile to (replay-<query>.pprof, for go tool pprof)")
 	f.StringVar(&o.SQL, "sql", DefaultSQLAddr, "--nexmark: the agent's SQL endpoint, an address or a postgres:// URL (known with --embedded)")
 	f.StringVar(&brokers, "brokers", "", "seed brokers of a running cluster, comma separated")

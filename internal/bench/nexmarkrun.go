@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,8 @@ const (
 type NexmarkResult struct {
 	Rate     float64 `json:"rate"`
 	Duration string  `json:"duration"`
+	// Proportions is --nexmark-proportions (people, auctions, bids).
+	Proportions string `json:"proportions"`
 	// Produced is the events produced by topic during the measured
 	// window and the drain (markers included in bid).
 	Produced map[string]int64 `json:"produced"`
@@ -229,6 +232,29 @@ func startCPUProfile(dir, name string) (stop func(), err error) {
 	}, nil
 }
 
+// nexmarkConfig is the generator's Config for --nexmark-proportions
+// ("" or "p,a,b", each at least 1).
+func nexmarkConfig(proportions string) (nexmark.Config, error) {
+	cfg := nexmark.Config{Seed: 1}
+	if proportions = strings.TrimSpace(proportions); proportions == "" {
+		return cfg, nil
+	}
+	parts := strings.Split(proportions, ",")
+	if len(parts) != 3 {
+		return cfg, fmt.Errorf("%w: --nexmark-proportions %q: want people,auctions,bids", ErrUsage, proportions)
+	}
+	var v [3]int
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 1000 {
+			return cfg, fmt.Errorf("%w: --nexmark-proportions %q: each a whole number from 1 to 1000", ErrUsage, proportions)
+		}
+		v[i] = n
+	}
+	cfg.PersonProportion, cfg.AuctionProportion, cfg.BidProportion = v[0], v[1], v[2]
+	return cfg, nil
+}
+
 // nexmarkQueries parses --nexmark-queries ("" or "all": every query).
 func nexmarkQueries(s string) ([]nexmark.Query, error) {
 	names := nexmark.QueryNames
@@ -347,7 +373,15 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 		inputs[nexmarkViewPrefix+q.Name] = q.Tables
 	}
 
-	gen, err := nexmark.NewGenerator(nexmark.Config{Seed: 1})
+	genCfg, err := nexmarkConfig(o.NexmarkProportions)
+	if err != nil {
+		return nil, err
+	}
+	res.Proportions = fmt.Sprintf("%d,%d,%d", genCfg.PersonProportion, genCfg.AuctionProportion, genCfg.BidProportion)
+	if genCfg.PersonProportion == 0 {
+		res.Proportions = "1,3,46"
+	}
+	gen, err := nexmark.NewGenerator(genCfg)
 	if err != nil {
 		return nil, err
 	}

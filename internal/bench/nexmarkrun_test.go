@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -215,4 +216,34 @@ func q4Oracle(ctx context.Context, pgURL string, brokers []string) ([]string, er
 		return nil, err
 	}
 	return q4Rows(ctx, pg, "SELECT category, avg_final::float8 FROM ("+q.SQL+") q4")
+}
+
+func TestNexmarkConfigProportions(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		p, a, b int
+		bad     bool
+	}{
+		{in: ""},
+		{in: "10,30,10", p: 10, a: 30, b: 10},
+		{in: " 1, 3 ,46 ", p: 1, a: 3, b: 46},
+		{in: "1,3", bad: true},
+		{in: "0,3,46", bad: true},
+		{in: "1,x,46", bad: true},
+		{in: "1,3,1001", bad: true},
+	} {
+		cfg, err := nexmarkConfig(tc.in)
+		if (err != nil) != tc.bad {
+			t.Fatalf("%q: err %v, want error %v", tc.in, err, tc.bad)
+		}
+		if tc.bad {
+			if !errors.Is(err, ErrUsage) {
+				t.Fatalf("%q: %v is not a usage error", tc.in, err)
+			}
+			continue
+		}
+		if cfg.PersonProportion != tc.p || cfg.AuctionProportion != tc.a || cfg.BidProportion != tc.b {
+			t.Fatalf("%q: proportions %d,%d,%d", tc.in, cfg.PersonProportion, cfg.AuctionProportion, cfg.BidProportion)
+		}
+	}
 }

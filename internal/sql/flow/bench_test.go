@@ -54,6 +54,24 @@ func benchStores(b *testing.B) []struct {
 			b.Cleanup(func() { db.Close() })
 			return NewPebbleStore(db, []byte("b"), false)
 		}},
+		// As a view's state (internal/sql/views): the index's additions
+		// are merges of counted rows, written without reads.
+		{"pebble-merge", func() Store {
+			cache := pebble.NewCache(benchCacheBytes)
+			b.Cleanup(cache.Unref)
+			opts := &pebble.Options{FS: vfs.NewMem(), Cache: cache, Logger: quietLogger{}, Merger: CountedMerger}
+			for i := range opts.Levels {
+				opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+			}
+			db, err := pebble.Open("", opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			s := NewPebbleStore(db, []byte("b"), false)
+			s.SetCountedMerges(true)
+			return s
+		}},
 	}
 }
 

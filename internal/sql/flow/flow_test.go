@@ -25,6 +25,19 @@ var stores = []struct {
 	{"pebble", func(t testing.TB) Store {
 		return NewPebbleStore(openPebble(t, vfs.NewMem(), ""), []byte("view1/"), false)
 	}},
+	// The view's index written by merges (CountedMerger), with a roomy
+	// and a tiny cache.
+	{"pebble-merge", func(t testing.TB) Store {
+		s := NewPebbleStore(openPebbleMerging(t), []byte("view1/"), false)
+		s.SetCountedMerges(true)
+		return s
+	}},
+	{"pebble-merge-tinycache", func(t testing.TB) Store {
+		s := NewPebbleStore(openPebbleMerging(t), []byte("view1/"), false)
+		s.SetCountedMerges(true)
+		s.SetCacheBytes(4 * cacheEntryOverhead)
+		return s
+	}},
 	// A cache of a few entries: most reads miss and entries are evicted
 	// while epochs write them, so the cache's coherence is exercised.
 	{"pebble-tinycache", func(t testing.TB) Store {
@@ -32,6 +45,17 @@ var stores = []struct {
 		s.SetCacheBytes(4 * cacheEntryOverhead)
 		return s
 	}},
+}
+
+// openPebbleMerging is an in-memory database with CountedMerger.
+func openPebbleMerging(t testing.TB) *pebble.DB {
+	t.Helper()
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Merger: CountedMerger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 func openPebble(t testing.TB, fs vfs.FS, dir string) *pebble.DB {

@@ -336,14 +336,23 @@ func TestOracleCorpus(t *testing.T) {
 				memOuts, memRows := runEpochs(t, q, NewMemStore(), epochs)
 				db := openPebble(t, vfs.NewMem(), "")
 				pebOuts, pebRows := runEpochs(t, q, NewPebbleStore(db, []byte("q"), false), epochs)
+				merging := NewPebbleStore(openPebbleMerging(t), []byte("q"), false)
+				merging.SetCountedMerges(true)
+				mrgOuts, mrgRows := runEpochs(t, q, merging, epochs)
 				// Metamorphic: the stores agree epoch by epoch.
 				for e := range memOuts {
 					if memOuts[e] != pebOuts[e] {
 						t.Fatalf("epoch %d: mem and pebble differ:\nmem:\n%s\npebble:\n%s", e+1, memOuts[e], pebOuts[e])
 					}
+					if memOuts[e] != mrgOuts[e] {
+						t.Fatalf("epoch %d: mem and pebble with merges differ:\nmem:\n%s\npebble:\n%s", e+1, memOuts[e], mrgOuts[e])
+					}
 				}
 				if showRows(memRows) != showRows(pebRows) {
 					t.Fatalf("final contents differ: mem %s, pebble %s", showRows(memRows), showRows(pebRows))
+				}
+				if showRows(memRows) != showRows(mrgRows) {
+					t.Fatalf("final contents differ: mem %s, pebble with merges %s", showRows(memRows), showRows(mrgRows))
 				}
 				w := want[q.name]
 				sqltest.Equal(t, w, result(w, memRows), sqltest.Options{Ordered: byName[q.name].Ordered})

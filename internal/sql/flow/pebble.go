@@ -37,6 +37,15 @@ type PebbleStore struct {
 	scanning bool
 	bounds   [2][]byte // alternate bound buffers: Pebble keeps the last bounds until the next are set
 	boundsI  int
+	// merges: the database merges with CountedMerger, so a view's new
+	// index rows are written blindly (SetCountedMerges).
+	merges bool
+	// blind holds the epoch's merge operands apart from the indexed
+	// batch: indexing them (a skiplist insert, comparing long keys) was
+	// most of an append-only view's write, and nothing reads them back
+	// within the epoch but through flushBlind. commit is the batch the
+	// two are committed in, reused.
+	blind, commit *pebble.Batch
 }
 
 // DefaultCacheBytes is the cache of hot values a PebbleStore keeps by
@@ -53,6 +62,27 @@ func NewPebbleStore(db *pebble.DB, prefix []byte, sync bool) *PebbleStore {
 	return s
 }
 
+// SetCountedMerges says the database was opened with CountedMerger as
+// its Options.Merger, so the store may write merge operands of counted
+// rows. Merging into a database with another merger corrupts it.
+func (s *PebbleStore) SetCountedMerges(on bool) { s.merges = on }
+
+func (s *PebbleStore) addBlind(key, value []byte) (bool, error) {
+	if !s.merges {
+		return false, nil
+	}
+	if s.blind == nil {
+		s.blind = s.db.NewBatch()
+	}
+	if err := s.blind.Merge(s.key(key), value, nil); err != nil {
+		return false, err
+	}
+	// The cache cannot know the merged value; the entry says the epoch
+	// wrote the key, so reads of it go through the batch.
+	s.cache.putMerged(key)
+	return true, nil
+}
+
 // SetCacheBytes bounds the store's cache of hot values (0: no cache).
 func (s *PebbleStore) SetCacheBytes(n int) { s.cache.init(n) }
 
@@ -61,13 +91,50 @@ func (s *PebbleStore) key(k []byte) []byte {
 	return s.buf
 }
 
+// flushBlind moves the merge operands into the indexed batch, in order,
+// before anything reads or writes a key they may hold.
+func (s *PebbleStore) flushBlind() error {
+	if s.blind == nil || s.blind.Empty() {
+		return nil
+	}
+	err := s.batch.Apply(s.blind, nil)
+	s.blind.Reset()
+	return err
+}
+
+// touch flushes the merge operands before key is read or written,
+// unless the cache shows none is key's (it holds every key the epoch
+// wrote, merges included, and key's entry is not a merge).
+func (s *PebbleStore) touch(key []byte) error {
+	if s.blind == nil || s.blind.Empty() {
+		return nil
+	}
+	if s.cache.complete() && !s.cache.merged(key) {
+		return nil
+	}
+	return s.flushBlind()
+}
+
 func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
-	if v, ok, hit := s.cache.get(key); hit {
+	v, ok, hit := s.cache.get(key)
+	if hit {
 		return v, ok, nil
 	}
-	v, ok, err := pebbleGet(s.batch.Get(s.key(key)))
+	if err := s.touch(key); err != nil {
+		return nil, false, err
+	}
+	var err error
+	if s.cache.complete() && !s.cache.merged(key) {
+		// The epoch did not write key (the cache holds every key it
+		// wrote), so the batch has nothing to add: searching its
+		// skiplist of the epoch's writes (long keys sharing prefixes)
+		// was most of a new key's read.
+		v, ok, err = pebbleGet(s.db.Get(s.key(key)))
+	} else {
+		v, ok, err = pebbleGet(s.batch.Get(s.key(key)))
+	}
 	if err == nil {
-		s.cache.put(key, v, ok)
+		s.cache.put(key, v, ok, false)
 	}
 	return v, ok, err
 }
@@ -87,6 +154,9 @@ func (s *PebbleStore) Scan(lower, upper []byte, reverse bool, fn func(key, value
 	if s.scanning {
 		// A scan inside a scan's callback: the shared iterator is busy.
 		return pebbleScan(s.batch.NewIter, s.prefix, lower, upper, reverse, fn)
+	}
+	if err := s.flushBlind(); err != nil {
+		return err
 	}
 	s.scanning = true
 	defer func() { s.scanning = false }()
@@ -165,18 +235,24 @@ func advance(it *pebble.Iterator, reverse bool) bool {
 }
 
 func (s *PebbleStore) Set(key, value []byte) error {
+	if err := s.touch(key); err != nil {
+		return err
+	}
 	if err := s.batch.Set(s.key(key), value, nil); err != nil {
 		return err
 	}
-	s.cache.put(key, bytes.Clone(value), true)
+	s.cache.put(key, bytes.Clone(value), true, true)
 	return nil
 }
 
 func (s *PebbleStore) Delete(key []byte) error {
+	if err := s.touch(key); err != nil {
+		return err
+	}
 	if err := s.batch.Delete(s.key(key), nil); err != nil {
 		return err
 	}
-	s.cache.put(key, nil, false)
+	s.cache.put(key, nil, false, true)
 	return nil
 }
 
@@ -192,17 +268,42 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 		if s.sync {
 			opts = pebble.Sync
 		}
-		err = s.batch.Commit(opts)
+		err = s.commitEpoch(opts)
+	}
+	if s.blind != nil {
+		s.blind.Reset()
 	}
 	if !commit || err != nil {
 		// The batch's writes are gone, and the cache has them.
 		s.cache.clear()
 	}
+	s.cache.nextEpoch()
 	if cerr := s.batch.Close(); err == nil {
 		err = cerr
 	}
 	s.batch = s.db.NewIndexedBatch()
 	return err
+}
+
+// commitEpoch commits the indexed batch and, after it, the merge
+// operands held apart, as one batch: copying both into an unindexed
+// batch costs a copy of their bytes, where applying the operands to the
+// indexed one would index each.
+func (s *PebbleStore) commitEpoch(opts *pebble.WriteOptions) error {
+	if s.blind == nil || s.blind.Empty() {
+		return s.batch.Commit(opts)
+	}
+	if s.commit == nil {
+		s.commit = s.db.NewBatch()
+	}
+	defer s.commit.Reset()
+	if err := s.commit.Apply(s.batch, nil); err != nil {
+		return err
+	}
+	if err := s.commit.Apply(s.blind, nil); err != nil {
+		return err
+	}
+	return s.commit.Commit(opts)
 }
 
 func (s *PebbleStore) Commit() error   { return s.endEpoch(true) }
@@ -220,6 +321,12 @@ func (s *PebbleStore) Close() error {
 	if cerr := s.batch.Close(); err == nil {
 		err = cerr
 	}
+	for _, b := range []*pebble.Batch{s.blind, s.commit} {
+		if b != nil {
+			b.Close()
+		}
+	}
+	s.blind, s.commit = nil, nil
 	return err
 }
 

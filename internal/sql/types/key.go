@@ -1,6 +1,7 @@
 package types
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -120,11 +121,19 @@ func appendOrderedFloat(b []byte, f float64) []byte {
 }
 
 func appendKeyBytes[S string | []byte](b []byte, s S) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			b = append(b, 0, 0xff)
-		} else {
-			b = append(b, s[i])
+	// Copied whole, then escaped only if it holds a NUL (text rarely
+	// does): byte by byte, a view over whole rows (Nexmark's q0, a
+	// bid's 100-byte extra) spent a tenth of its CPU here.
+	start := len(b)
+	b = append(b, s...)
+	if bytes.IndexByte(b[start:], 0) >= 0 {
+		b = b[:start]
+		for i := 0; i < len(s); i++ {
+			if s[i] == 0 {
+				b = append(b, 0, 0xff)
+			} else {
+				b = append(b, s[i])
+			}
 		}
 	}
 	return append(b, 0, 1)

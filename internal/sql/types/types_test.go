@@ -353,3 +353,30 @@ func FuzzKeyOrderFloat(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendKeyBytesEscapes: text and bytea keys escape NUL as 0 0xff
+// and end in 0 1, whether or not a NUL is there, after a prefix.
+func TestAppendKeyBytesEscapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 2000 {
+		s := make([]byte, r.IntN(40))
+		for i := range s {
+			s[i] = byte(r.IntN(4)) // NULs often
+		}
+		want := []byte("pre")
+		for _, c := range s {
+			if c == 0 {
+				want = append(want, 0, 0xff)
+			} else {
+				want = append(want, c)
+			}
+		}
+		want = append(want, 0, 1)
+		if got := appendKeyBytes([]byte("pre"), s); !bytes.Equal(got, want) {
+			t.Fatalf("bytes %x: got %x, want %x", s, got, want)
+		}
+		if got := appendKeyBytes([]byte("pre"), string(s)); !bytes.Equal(got, want) {
+			t.Fatalf("string %x: got %x, want %x", s, got, want)
+		}
+	}
+}

@@ -462,12 +462,13 @@ func (t *task) runOnce() error {
 	}
 	cache := pebble.NewCache(stateCacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(filepath.Join(t.dir, "state"), stateOptions(cache))
+	db, merges, err := openState(filepath.Join(t.dir, "state"), cache)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
 	defer db.Close()
 	st := flow.NewPebbleStore(db, nil, false)
+	st.SetCountedMerges(merges)
 	defer st.Close()
 	// Before the database closes: no new reads, and the reads in
 	// progress finish.

@@ -1,9 +1,34 @@
 package views
 
 import (
+	"strings"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/strandkafka/strand/internal/sql/flow"
 )
+
+// openState opens a view's state database in dir; merges says whether
+// its merger is flow.CountedMerger. A database made before views merged
+// counted rows has Pebble's default merger recorded, which Pebble
+// refuses to open under another name: it is opened with that one, and
+// the view reads before it writes, as it did when it was made.
+func openState(dir string, cache *pebble.Cache) (db *pebble.DB, merges bool, err error) {
+	db, err = pebble.Open(dir, stateOptions(cache))
+	if err == nil {
+		return db, true, nil
+	}
+	// Pebble has no sentinel for this refusal (options.go,
+	// CheckCompatibility), only its message.
+	if !strings.Contains(err.Error(), "merger name from file") {
+		return nil, false, err
+	}
+	opts := stateOptions(cache)
+	opts.Merger = pebble.DefaultMerger
+	db, err = pebble.Open(dir, opts)
+	return db, false, err
+}
 
 // stateOptions are the options of a view's Pebble database, its block
 // cache given.
@@ -18,10 +43,28 @@ import (
 // a third of q4's and q7's CPU. A bloom filter per table (10 bits a key,
 // about 1% false positives) answers a miss from the cached filter, as
 // the agent's own database does (internal/replica).
+//
+// The memtable is stateMemTableBytes, so that an epoch's batch (at most
+// MaxEpochChanges changes, about 12 MB for q0's 50,000 bids) fits in
+// half of one and is applied to it, rather than committed as a
+// flushable batch: each of those became a small L0 table, whose index
+// blocks the next reads loaded from disk and which compactions then
+// rewrote (a tenth of q3's replay). Pebble keeps at most two memtables
+// (MemTableStopWritesThreshold), so a view's memtables hold at most
+// 64 MB; the WAL stays on: an epoch's batch, its input offsets
+// included, is one atomic write to it.
+//
+// Its merger is flow.CountedMerger: a view index's new rows are merge
+// operands, written without reading their keys.
 func stateOptions(cache *pebble.Cache) *pebble.Options {
-	opts := &pebble.Options{Cache: cache, MemTableSize: 16 << 20, Logger: quietLogger{}}
+	opts := &pebble.Options{Cache: cache, MemTableSize: stateMemTableBytes, Logger: quietLogger{},
+		Merger: flow.CountedMerger}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	return opts
 }
+
+// stateMemTableBytes is a view database's memtable size (see
+// stateOptions).
+const stateMemTableBytes = 32 << 20
