@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
@@ -230,4 +232,38 @@ func TestSQLSinks(t *testing.T) {
 	a = startWith(t, cfg, nil)
 	produce(a, []int{19, 20, 21}, []cust{{"c1", ""}, {"c2", `{"name": "bo", "city": "bern"}`}})
 	check(a, "restarted without state")
+
+	// DROP SINK deletes the sink's progress topic (a sweep, by the
+	// catalog): one sink dropped, one progress topic goes, the other
+	// stays; then the other.
+	progressTopics := func() []string {
+		t.Helper()
+		topics, err := kadm.NewClient(client(t, a.KafkaAddr())).ListTopics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, name := range topics.Names() {
+			if strings.HasPrefix(name, "__strand_sink_progress_") {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	before := progressTopics()
+	if len(before) != len(sinks) {
+		t.Fatalf("progress topics %v, want one per sink", before)
+	}
+	for i, s := range sinks {
+		if _, err := connect(a).Exec(ctx, "DROP SINK "+s.name); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for len(progressTopics()) != len(sinks)-1-i {
+			if time.Now().After(deadline) {
+				t.Fatalf("after DROP SINK %s: progress topics %v after 30s", s.name, progressTopics())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }

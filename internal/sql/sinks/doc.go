@@ -61,6 +61,13 @@
 // neither lost (the progress moves only with them) nor repeated (the
 // next epoch starts where the committed progress says).
 //
+// # Dropping
+//
+// A dropped sink's task stops and its directory goes on every agent
+// at the next reconcile. Its progress topic goes by a sweep (sweep.go)
+// on the one agent placed for "sql-sink-sweep": every progress topic
+// of an id below the catalog's next relation id that names no sink.
+//
 // A progress record rather than TxnOffsetCommit to a group: a sink may
 // read one topic through two sources (a self-join), each with its own
 // position, and its positions carry event times (watermarks) that a

@@ -106,11 +106,13 @@ func (r *Runner) Metrics() *Metrics { return r.metrics }
 // owns until ctx ends, then stops them (their state stays).
 func (r *Runner) Run(ctx context.Context) {
 	defer r.stopAll()
+	var swept sweepState
 	for {
 		changed := r.cfg.Store.Changed()
 		if err := r.reconcile(ctx); err != nil {
 			r.cfg.Logger.Warn("sinks: reading the catalog", "err", err)
 		}
+		r.maybeSweep(ctx, &swept)
 		recheck, tm := clock.After(r.cfg.Clock, r.cfg.RecheckInterval)
 		select {
 		case <-ctx.Done():
