@@ -56,7 +56,9 @@
 // Pebble never reuses a file number within a database nor rewrites a
 // file, so (writer, file name) names an SST's content for good and two
 // agents' equal file numbers never meet: a snapshot uploads only the
-// SSTs its writer's earlier manifests do not already name. <offsets> is
+// SSTs its writer's earlier manifests do not already name, nor those a
+// restored directory still has from the snapshot it was restored from
+// (origin.go: such a manifest names the other writer's objects). <offsets> is
 // the sum of the input positions the snapshot resumes from; it only
 // grows as a view consumes, so the newest snapshot is the last manifest
 // by key, whichever agent took it. Files go first and the manifest last

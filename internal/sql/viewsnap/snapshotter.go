@@ -240,7 +240,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, 
 	}
 	up, err := upload(ctx, s.cfg.Store, prefix, ck, manifest{Format: formatV1, View: rel.ID, Writer: writer,
 		Offsets: info.Offsets, Epoch: info.Epoch, Inputs: info.Inputs, CreatedAt: s.cfg.Clock.Now().UTC()},
-		private, func() error {
+		private, readOrigin(s.cfg.Views.Dir(rel.ID)), func() error {
 			if d := clock.Since(s.cfg.Clock, runStart); d > maxSnapshotRunTime {
 				return fmt.Errorf("viewsnap: snapshot uploads took %v, past %v: a GC may have taken it for dead", d, maxSnapshotRunTime)
 			}
@@ -298,7 +298,7 @@ func (s *Snapshotter) Restore(ctx context.Context, rel meta.Relation, dir string
 		}
 		var tmp string
 		if err == nil {
-			tmp, err = restoreOne(ctx, s.cfg.Store, prefix, s.cfg.Staging, man)
+			tmp, err = restoreOne(ctx, s.cfg.Store, prefix, s.cfg.Staging, keys[i], man)
 		}
 		if err == nil {
 			if err = os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {
