@@ -29,7 +29,8 @@ import (
 // restarts of the owner: on its state as it was, on its state set back
 // to an older copy (behind the committed progress: caught up without
 // writing), and with its state deleted (rebuilt from the beginning
-// without writing). A change written twice or lost shows in the sums.
+// without writing), and restored from a snapshot of its state in the
+// object store. A change written twice or lost shows in the sums.
 func TestSQLSinks(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -232,6 +233,33 @@ func TestSQLSinks(t *testing.T) {
 	a = startWith(t, cfg, nil)
 	produce(a, []int{19, 20, 21}, []cust{{"c1", ""}, {"c2", `{"name": "bo", "city": "bern"}`}})
 	check(a, "restarted without state")
+
+	// Snapshots of the sinks' state (package viewsnap), then a restart
+	// without state: each sink restores its snapshot (not ahead of the
+	// committed progress: it is never used if it is) and catches up
+	// without writing.
+	snaps, err := a.SnapshotSinks(ctx)
+	if err != nil || len(snaps) != len(sinks) {
+		t.Fatalf("snapshots of the sinks: %+v, %v", snaps, err)
+	}
+	produce(a, []int{22, 23}, []cust{{"c4", ""}})
+	check(a, "after the snapshots")
+	stop(t, a)
+	if err := os.RemoveAll(sinksDir); err != nil {
+		t.Fatal(err)
+	}
+	a = startWith(t, cfg, nil)
+	produce(a, []int{24, 25, 26}, []cust{{"c1", `{"name": "al", "city": "riga"}`}})
+	check(a, "restored from snapshots")
+	fs := parseScrape(t, scrapeBody(t, a))
+	for _, s := range sinks {
+		if n, _ := sample(fs, "strand_sql_view_restores_total", map[string]string{"view": s.name, "result": "restored"}); n != 1 {
+			t.Errorf("%s: strand_sql_view_restores_total{restored} = %v, want 1", s.name, n)
+		}
+		if n, _ := sample(fs, "strand_sql_sink_restored_ahead_total", map[string]string{"sink": s.name}); n != 0 {
+			t.Errorf("%s: restored ahead of the committed progress %v times", s.name, n)
+		}
+	}
 
 	// DROP SINK deletes the sink's progress topic (a sweep, by the
 	// catalog): one sink dropped, one progress topic goes, the other

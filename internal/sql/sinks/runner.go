@@ -39,6 +39,10 @@ type Config struct {
 	Owner func(key string) int32
 	Self  int32
 	Clock clock.Clock
+	// Restore, if set, fills a sink's missing state directory from its
+	// newest snapshot (viewsnap.Snapshotter.Restore), or leaves it
+	// missing; snapshot.go.
+	Restore func(ctx context.Context, rel meta.Relation, dir string)
 	// Logger may be nil.
 	Logger *slog.Logger
 	// MaxEpochChanges bounds an epoch's input changes (and so one
