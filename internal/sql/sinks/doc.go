@@ -61,6 +61,14 @@
 // neither lost (the progress moves only with them) nor repeated (the
 // next epoch starts where the committed progress says).
 //
+// # Snapshots
+//
+// The Runner is a viewsnap.Views: the sink's owner snapshots its state
+// into the object store as views are, and a new owner without local
+// state restores one (Config.Restore) before catching up; snapshot.go
+// says why a snapshot is never ahead of the committed progress and
+// what happens if one is.
+//
 // # Dropping
 //
 // A dropped sink's task stops and its directory goes on every agent
