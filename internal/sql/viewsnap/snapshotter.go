@@ -64,10 +64,10 @@ type Config struct {
 	// Key is the placement key that decides who snapshots the relation
 	// id (default Key; a sink's is sinks.PlacementKey, its owner's, as
 	// only the owner has its state).
-	Key func(id uint64) string
-	Metrics       *Metrics
-	Clock         clock.Clock
-	Logger        *slog.Logger
+	Key     func(id uint64) string
+	Metrics *Metrics
+	Clock   clock.Clock
+	Logger  *slog.Logger
 }
 
 // Defaults.
