@@ -21,6 +21,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/views"
 )
@@ -611,5 +612,36 @@ func TestRestoredReusesObjects(t *testing.T) {
 			t.Fatalf("%s: restored %d keys, want %d", agent, len(got), len(want))
 		}
 		prev, key = r, r.Key
+	}
+}
+
+// TestKeyPlacesSnapshots: Config.Key, not the views' key, decides
+// whether this agent snapshots a relation (a sink is snapshotted by
+// its owner, placed by its own key).
+func TestKeyPlacesSnapshots(t *testing.T) {
+	ring := placement.Ring{Self: 1, Live: func() []int32 { return []int32{1, 2, 3} }}
+	other := func(id uint64) string { return fmt.Sprintf("other:%d", id) }
+	// An id the two keys place on different agents.
+	var id uint64
+	for id = 1; ring.Owns(Key(id)) == ring.Owns(other(id)); id++ {
+		if id > 1000 {
+			t.Fatal("no id the two keys place apart")
+		}
+	}
+	vs := newFakeViews(t)
+	vs.write(t, id, 0, 10)
+	for _, key := range []func(uint64) string{nil, other} {
+		s, err := New(Config{Store: memobj.New(), Meta: nopMeta{}, Views: vs, AgentID: "a", Staging: filepath.Join(t.TempDir(), "staging"),
+			Placement: ring, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ring.Owns(Key(id))
+		if key != nil {
+			want = ring.Owns(key(id))
+		}
+		if got := s.due(id); got != want {
+			t.Errorf("key %v: due %v, want %v", key != nil, got, want)
+		}
 	}
 }
