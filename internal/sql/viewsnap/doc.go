@@ -38,7 +38,10 @@
 // minutes by default) or after MaxBytes of its WAL, whichever first, if
 // an epoch committed since. Ownership is advice: while agents disagree on
 // who is live two may snapshot one view, which the layout below makes
-// harmless. The checkpoint is taken between two epochs (the task's
+// harmless. Config.Key changes the key: the sinks' Snapshotter places
+// a sink's snapshots on its owner (package sinks), the only agent with
+// its state, under the same Root (relation ids are unique across kinds)
+// and without sweeping (the views' Snapshotter sweeps every dropped id). The checkpoint is taken between two epochs (the task's
 // commit lock), after a memtable flush, so it is whole epochs with their
 // positions; Pebble hard-links its SSTs, so the view waits only for the
 // flush.
