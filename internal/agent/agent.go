@@ -115,8 +115,12 @@ type Agent struct {
 	// is on (sql.go); viewsStop ends its Run, viewsDone when it has.
 	sqlViews  *views.Runner
 	viewSnaps *viewsnap.Snapshotter // nil unless sqlViews (sql_viewsnap.go)
-	viewsStop context.CancelFunc
-	viewsDone chan struct{}
+	// sinkSnaps snapshots the sinks' state (sql_sinks.go); snapMetrics
+	// are the snapshots' series, views' and sinks' alike.
+	sinkSnaps   *viewsnap.Snapshotter
+	snapMetrics *viewsnap.Metrics
+	viewsStop   context.CancelFunc
+	viewsDone   chan struct{}
 	// sqlSinks runs the SQL sinks this agent owns (sql_sinks.go).
 	sqlSinks  *sinks.Runner
 	sinksStop context.CancelFunc

@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
@@ -27,7 +29,8 @@ import (
 // restarts of the owner: on its state as it was, on its state set back
 // to an older copy (behind the committed progress: caught up without
 // writing), and with its state deleted (rebuilt from the beginning
-// without writing). A change written twice or lost shows in the sums.
+// without writing), and restored from a snapshot of its state in the
+// object store. A change written twice or lost shows in the sums.
 func TestSQLSinks(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -230,4 +233,65 @@ func TestSQLSinks(t *testing.T) {
 	a = startWith(t, cfg, nil)
 	produce(a, []int{19, 20, 21}, []cust{{"c1", ""}, {"c2", `{"name": "bo", "city": "bern"}`}})
 	check(a, "restarted without state")
+
+	// Snapshots of the sinks' state (package viewsnap), then a restart
+	// without state: each sink restores its snapshot (not ahead of the
+	// committed progress: it is never used if it is) and catches up
+	// without writing.
+	snaps, err := a.SnapshotSinks(ctx)
+	if err != nil || len(snaps) != len(sinks) {
+		t.Fatalf("snapshots of the sinks: %+v, %v", snaps, err)
+	}
+	produce(a, []int{22, 23}, []cust{{"c4", ""}})
+	check(a, "after the snapshots")
+	stop(t, a)
+	if err := os.RemoveAll(sinksDir); err != nil {
+		t.Fatal(err)
+	}
+	a = startWith(t, cfg, nil)
+	produce(a, []int{24, 25, 26}, []cust{{"c1", `{"name": "al", "city": "riga"}`}})
+	check(a, "restored from snapshots")
+	fs := parseScrape(t, scrapeBody(t, a))
+	for _, s := range sinks {
+		if n, _ := sample(fs, "strand_sql_view_restores_total", map[string]string{"view": s.name, "result": "restored"}); n != 1 {
+			t.Errorf("%s: strand_sql_view_restores_total{restored} = %v, want 1", s.name, n)
+		}
+		if n, _ := sample(fs, "strand_sql_sink_restored_ahead_total", map[string]string{"sink": s.name}); n != 0 {
+			t.Errorf("%s: restored ahead of the committed progress %v times", s.name, n)
+		}
+	}
+
+	// DROP SINK deletes the sink's progress topic (a sweep, by the
+	// catalog): one sink dropped, one progress topic goes, the other
+	// stays; then the other.
+	progressTopics := func() []string {
+		t.Helper()
+		topics, err := kadm.NewClient(client(t, a.KafkaAddr())).ListTopics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, name := range topics.Names() {
+			if strings.HasPrefix(name, "__strand_sink_progress_") {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	before := progressTopics()
+	if len(before) != len(sinks) {
+		t.Fatalf("progress topics %v, want one per sink", before)
+	}
+	for i, s := range sinks {
+		if _, err := connect(a).Exec(ctx, "DROP SINK "+s.name); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for len(progressTopics()) != len(sinks)-1-i {
+			if time.Now().After(deadline) {
+				t.Fatalf("after DROP SINK %s: progress topics %v after 30s", s.name, progressTopics())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }

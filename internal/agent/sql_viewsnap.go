@@ -24,8 +24,7 @@ func (a *Agent) newViewSnapshotter() error {
 	if err != nil {
 		return err
 	}
-	m := viewsnap.NewMetrics()
-	a.metrics.reg.MustRegister(m.Collectors()...)
+	m := a.snapshotMetrics()
 	a.viewSnaps, err = viewsnap.New(viewsnap.Config{
 		Store: a.store,
 		Meta:  a.replica,
@@ -48,6 +47,16 @@ func (a *Agent) newViewSnapshotter() error {
 		Logger: a.logger.With("component", "sql-view-snapshots"),
 	})
 	return err
+}
+
+// snapshotMetrics are the snapshots' series, made and registered once
+// (the sinks' snapshotter shares them, by relation name).
+func (a *Agent) snapshotMetrics() *viewsnap.Metrics {
+	if a.snapMetrics == nil {
+		a.snapMetrics = viewsnap.NewMetrics()
+		a.metrics.reg.MustRegister(a.snapMetrics.Collectors()...)
+	}
+	return a.snapMetrics
 }
 
 // restoreView is views.Config.Restore.

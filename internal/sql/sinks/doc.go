@@ -61,6 +61,21 @@
 // neither lost (the progress moves only with them) nor repeated (the
 // next epoch starts where the committed progress says).
 //
+// # Snapshots
+//
+// The Runner is a viewsnap.Views: the sink's owner snapshots its state
+// into the object store as views are, and a new owner without local
+// state restores one (Config.Restore) before catching up; snapshot.go
+// says why a snapshot is never ahead of the committed progress and
+// what happens if one is.
+//
+// # Dropping
+//
+// A dropped sink's task stops and its directory goes on every agent
+// at the next reconcile. Its progress topic goes by a sweep (sweep.go)
+// on the one agent placed for "sql-sink-sweep": every progress topic
+// of an id below the catalog's next relation id that names no sink.
+//
 // A progress record rather than TxnOffsetCommit to a group: a sink may
 // read one topic through two sources (a self-join), each with its own
 // position, and its positions carry event times (watermarks) that a

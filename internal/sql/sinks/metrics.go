@@ -11,6 +11,9 @@ type Metrics struct {
 	lastEpoch *prometheus.GaugeVec
 	lag       *prometheus.GaugeVec
 	running   *prometheus.GaugeVec
+	// restoredAhead counts restored snapshots found ahead of the
+	// committed progress (snapshot.go: never, for a sound snapshot).
+	restoredAhead *prometheus.CounterVec
 }
 
 func newMetrics() *Metrics {
@@ -27,12 +30,14 @@ func newMetrics() *Metrics {
 			Help: "Records a sink's committed progress is behind its input topics' ends (measured every 5 s)."}, []string{"sink"}),
 		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_sql_sink_owned",
 			Help: "1 while this agent owns and runs the sink."}, []string{"sink"}),
+		restoredAhead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "strand_sql_sink_restored_ahead_total",
+			Help: "Restored snapshots of a sink's state found ahead of its committed progress, and so not used."}, []string{"sink"}),
 	}
 }
 
 // Collectors are what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.records, m.txns, m.failures, m.lastEpoch, m.lag, m.running}
+	return []prometheus.Collector{m.records, m.txns, m.failures, m.lastEpoch, m.lag, m.running, m.restoredAhead}
 }
 
 func (m *Metrics) forget(sink string) {
@@ -42,4 +47,5 @@ func (m *Metrics) forget(sink string) {
 	m.lastEpoch.DeleteLabelValues(sink)
 	m.lag.DeleteLabelValues(sink)
 	m.running.DeleteLabelValues(sink)
+	m.restoredAhead.DeleteLabelValues(sink)
 }

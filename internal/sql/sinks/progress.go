@@ -27,8 +27,10 @@ type progress struct {
 // ProgressTopic is the topic of the sink with relation id id's
 // progress records: one partition, compacted, one key.
 func ProgressTopic(id uint64) string {
-	return "__strand_sink_progress_" + strconv.FormatUint(id, 10)
+	return progressTopicPrefix + strconv.FormatUint(id, 10)
 }
+
+const progressTopicPrefix = "__strand_sink_progress_"
 
 // TransactionalID is the transactional id the sink with relation id
 // id produces with: one per sink, so a new owner's InitProducerID

@@ -39,6 +39,10 @@ type Config struct {
 	Owner func(key string) int32
 	Self  int32
 	Clock clock.Clock
+	// Restore, if set, fills a sink's missing state directory from its
+	// newest snapshot (viewsnap.Snapshotter.Restore), or leaves it
+	// missing; snapshot.go.
+	Restore func(ctx context.Context, rel meta.Relation, dir string)
 	// Logger may be nil.
 	Logger *slog.Logger
 	// MaxEpochChanges bounds an epoch's input changes (and so one
@@ -106,11 +110,13 @@ func (r *Runner) Metrics() *Metrics { return r.metrics }
 // owns until ctx ends, then stops them (their state stays).
 func (r *Runner) Run(ctx context.Context) {
 	defer r.stopAll()
+	var swept sweepState
 	for {
 		changed := r.cfg.Store.Changed()
 		if err := r.reconcile(ctx); err != nil {
 			r.cfg.Logger.Warn("sinks: reading the catalog", "err", err)
 		}
+		r.maybeSweep(ctx, &swept)
 		recheck, tm := clock.After(r.cfg.Clock, r.cfg.RecheckInterval)
 		select {
 		case <-ctx.Done():

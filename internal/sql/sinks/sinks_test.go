@@ -178,3 +178,27 @@ func TestBehindOrEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppedProgressTopic: the sweep deletes only progress topics of
+// sinks created and since dropped.
+func TestDroppedProgressTopic(t *testing.T) {
+	live := map[uint64]bool{5: true}
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{ProgressTopic(3), true},   // dropped
+		{ProgressTopic(5), false},  // live
+		{ProgressTopic(9), false},  // not created yet (being created)
+		{ProgressTopic(10), false}, // likewise
+		{"__strand_sink_progress_03", false},
+		{"__strand_sink_progress_", false},
+		{"__strand_sink_progress_x", false},
+		{"orders", false},
+	}
+	for _, tc := range tests {
+		if _, got := droppedProgressTopic(tc.name, live, 9); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -49,11 +49,18 @@ type task struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-	mu     struct {
+	// commitMu is held over each epoch's step while running, and by a
+	// snapshot's checkpoint (snapshot.go): it sees whole epochs.
+	commitMu sync.Mutex
+	mu       struct {
 		sync.Mutex
 		st SinkStatus
 		// positions are the committed progress, for the lag.
 		positions []map[int32]source.Position
+		// state is the open state while the sink runs (not while it
+		// catches up), epochs the epochs committed since.
+		state  *state
+		epochs uint64
 	}
 }
 
@@ -201,9 +208,23 @@ func (t *task) runOnce() error {
 	if hasCommitted && len(committed.Inputs) != len(defs) {
 		return fmt.Errorf("sink %q: %w: the progress topic does not match the sink's inputs", t.rel.Name, types.ErrCorrupt)
 	}
+	restored := false
+	if t.r.cfg.Restore != nil {
+		if _, err := os.Stat(t.dir); errors.Is(err, os.ErrNotExist) {
+			t.r.cfg.Restore(ctx, t.rel, t.dir)
+			_, err := os.Stat(t.dir)
+			restored = err == nil
+		}
+	}
 	s, err := t.openState(vw, len(defs))
 	if err != nil {
 		return err
+	}
+	if restored && s.cp != nil && (!hasCommitted || !behindOrEqual(s.cp, committed.Inputs)) {
+		// Cannot happen for a snapshot of this sink (snapshot.go): say
+		// so apart from the local case below.
+		t.r.cfg.Logger.Error("sink: restored snapshot is ahead of the committed progress; not using it", "sink", t.rel.Name)
+		t.r.metrics.restoredAhead.WithLabelValues(t.rel.Name).Inc()
 	}
 	// Local state ahead of the committed progress cannot come from
 	// this task (it commits its state only after its transaction); it
@@ -242,6 +263,16 @@ func (t *task) runOnce() error {
 		"start_duration", clock.Since(t.r.cfg.Clock, began))
 	t.setState("running", "")
 	enc := newEncoder(vw.Columns, vw.Index, envelope)
+	t.mu.Lock()
+	t.mu.state, t.mu.epochs = s, 0
+	t.mu.Unlock()
+	defer func() {
+		t.commitMu.Lock()
+		t.mu.Lock()
+		t.mu.state = nil
+		t.mu.Unlock()
+		t.commitMu.Unlock()
+	}()
 	return t.emit(ctx, s, defs, enc, prod, ptopic)
 }
 
@@ -526,7 +557,10 @@ func (t *task) emit(ctx context.Context, s *state, defs []*source.Def, enc *enco
 			written = len(recs)
 			return t.commitTxn(ctx, prod, recs, ptopic, b)
 		}
-		if _, err := s.drv.Step(e); err != nil {
+		t.commitMu.Lock()
+		_, err = s.drv.Step(e)
+		if err != nil {
+			t.commitMu.Unlock()
 			return err
 		}
 		now := t.r.cfg.Clock.Now()
@@ -534,7 +568,9 @@ func (t *task) emit(ctx context.Context, s *state, defs []*source.Def, enc *enco
 		t.mu.st.Transactions++
 		t.mu.st.Records += uint64(written)
 		t.mu.positions = clonePositions(cp)
+		t.mu.epochs++
 		t.mu.Unlock()
+		t.commitMu.Unlock()
 		m.txns.WithLabelValues(name).Inc()
 		m.records.WithLabelValues(name).Add(float64(written))
 		m.lastEpoch.WithLabelValues(name).Set(float64(now.UnixMicro()) / 1e6)

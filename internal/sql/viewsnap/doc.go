@@ -38,7 +38,10 @@
 // minutes by default) or after MaxBytes of its WAL, whichever first, if
 // an epoch committed since. Ownership is advice: while agents disagree on
 // who is live two may snapshot one view, which the layout below makes
-// harmless. The checkpoint is taken between two epochs (the task's
+// harmless. Config.Key changes the key: the sinks' Snapshotter places
+// a sink's snapshots on its owner (package sinks), the only agent with
+// its state, under the same Root (relation ids are unique across kinds)
+// and without sweeping (the views' Snapshotter sweeps every dropped id). The checkpoint is taken between two epochs (the task's
 // commit lock), after a memtable flush, so it is whole epochs with their
 // positions; Pebble hard-links its SSTs, so the view waits only for the
 // flush.
@@ -56,7 +59,9 @@
 // Pebble never reuses a file number within a database nor rewrites a
 // file, so (writer, file name) names an SST's content for good and two
 // agents' equal file numbers never meet: a snapshot uploads only the
-// SSTs its writer's earlier manifests do not already name. <offsets> is
+// SSTs its writer's earlier manifests do not already name, nor those a
+// restored directory still has from the snapshot it was restored from
+// (origin.go: such a manifest names the other writer's objects). <offsets> is
 // the sum of the input positions the snapshot resumes from; it only
 // grows as a view consumes, so the newest snapshot is the last manifest
 // by key, whichever agent took it. Files go first and the manifest last

@@ -181,10 +181,15 @@ func (m *manifest) validate() error {
 	for _, f := range m.Files {
 		// An SST is shared (sstKey) or the snapshot's own (auxKey,
 		// sealCheckpoint); any other file is the snapshot's own.
+		// A shared SST may be another writer's: the object a restored
+		// directory's file was downloaded from (origin.go).
 		aux := auxKey(m.Writer, m.Offsets, f.Name)
 		want := aux
 		if isSST(f.Name) && f.Key != aux {
 			want = sstKey(m.Writer, f.Name)
+			if isSSTKey(f.Key, f.Name) {
+				want = f.Key
+			}
 		}
 		switch {
 		case !validFileName(f.Name):

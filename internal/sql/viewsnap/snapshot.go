@@ -79,7 +79,10 @@ type uploadResult struct {
 // live database's (made when the checkpoint was opened, sealCheckpoint):
 // their file numbers are the live database's next ones, so they go under
 // a key of this snapshot alone and are never reused.
-func upload(ctx context.Context, store objstore.Store, prefix, ck string, m manifest, private map[string]bool, beforeManifest func() error) (uploadResult, error) {
+//
+// orig is the view directory's origin (origin.go): SSTs of it that are
+// in the store are named where they are rather than uploaded.
+func upload(ctx context.Context, store objstore.Store, prefix, ck string, m manifest, private map[string]bool, orig map[string]file, beforeManifest func() error) (uploadResult, error) {
 	key := manifestKey(prefix, m.Offsets, m.Writer)
 	if old, err := readManifest(ctx, store, key); err == nil {
 		return uploadResult{m: old, existed: true}, nil
@@ -106,6 +109,10 @@ func upload(ctx context.Context, store objstore.Store, prefix, ck string, m mani
 	if err != nil {
 		return uploadResult{}, err
 	}
+	inherited, err := originFiles(ctx, store, prefix, orig)
+	if err != nil {
+		return uploadResult{}, err
+	}
 	m.Files = make([]file, len(names))
 	uploaded := make([]bool, len(names))
 	err = forEach(ctx, len(names), func(ctx context.Context, i int) error {
@@ -118,6 +125,10 @@ func upload(ctx context.Context, store objstore.Store, prefix, ck string, m mani
 				return err
 			}
 			if f, ok := have[name]; ok && f.Size == fi.Size() {
+				m.Files[i] = f
+				return nil
+			}
+			if f, ok := inherited[name]; ok && f.Size == fi.Size() {
 				m.Files[i] = f
 				return nil
 			}
@@ -259,9 +270,9 @@ func sealCheckpoint(ck string) (private map[string]bool, err error) {
 
 // restoreOne downloads the snapshot m into a new directory under
 // staging, checks every file's size and checksum, and that Pebble opens
-// it, and returns that directory (the view's directory to be: its
+// it, records that its SSTs are m's (writeOrigin), and returns that directory (the view's directory to be: its
 // "state" database inside). The caller renames or removes it.
-func restoreOne(ctx context.Context, store objstore.Store, prefix, staging string, m manifest) (string, error) {
+func restoreOne(ctx context.Context, store objstore.Store, prefix, staging, key string, m manifest) (string, error) {
 	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return "", err
 	}
@@ -300,7 +311,9 @@ func restoreOne(ctx context.Context, store objstore.Store, prefix, staging strin
 	if err != nil {
 		return "", err
 	}
-	db, err := pebble.Open(state, &pebble.Options{ErrorIfNotExists: true, Logger: quietLogger{}})
+	// No compaction: the check leaves the files as downloaded, so they
+	// stay the origin's objects (origin.go) until the view compacts.
+	db, err := pebble.Open(state, &pebble.Options{ErrorIfNotExists: true, DisableAutomaticCompactions: true, Logger: quietLogger{}})
 	if err != nil {
 		return "", fmt.Errorf("%w: open: %v", ErrCorrupt, err)
 	}
@@ -308,6 +321,9 @@ func restoreOne(ctx context.Context, store objstore.Store, prefix, staging strin
 		return "", fmt.Errorf("%w: close: %v", ErrCorrupt, err)
 	}
 	if err := syncDir(state); err != nil {
+		return "", err
+	}
+	if err := writeOrigin(tmp, key, m); err != nil {
 		return "", err
 	}
 	ok = true

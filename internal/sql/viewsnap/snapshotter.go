@@ -58,11 +58,16 @@ type Config struct {
 	// Keep is how many snapshots of a view stay (DefaultKeep).
 	Keep int
 	// SweepInterval is how often dropped views' prefixes are looked
-	// for (default 10 min).
+	// for (default 10 min; negative: never, for a second Snapshotter
+	// over the same Root, as the sinks' is).
 	SweepInterval time.Duration
-	Metrics       *Metrics
-	Clock         clock.Clock
-	Logger        *slog.Logger
+	// Key is the placement key that decides who snapshots the relation
+	// id (default Key; a sink's is sinks.PlacementKey, its owner's, as
+	// only the owner has its state).
+	Key     func(id uint64) string
+	Metrics *Metrics
+	Clock   clock.Clock
+	Logger  *slog.Logger
 }
 
 // Defaults.
@@ -115,8 +120,11 @@ func New(cfg Config) (*Snapshotter, error) {
 	if cfg.Keep <= 0 {
 		cfg.Keep = DefaultKeep
 	}
-	if cfg.SweepInterval <= 0 {
+	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = 10 * time.Minute
+	}
+	if cfg.Key == nil {
+		cfg.Key = Key
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
@@ -150,7 +158,7 @@ func (s *Snapshotter) Run(ctx context.Context) {
 				s.cfg.Logger.Warn("materialized view snapshot failed; retrying later", "view", rel.Name, "err", err)
 			}
 		}
-		if clock.Since(s.cfg.Clock, lastSweep) >= s.cfg.SweepInterval {
+		if s.cfg.SweepInterval > 0 && clock.Since(s.cfg.Clock, lastSweep) >= s.cfg.SweepInterval {
 			lastSweep = s.cfg.Clock.Now()
 			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Warn("sweeping dropped views' snapshots failed", "err", err)
@@ -162,7 +170,7 @@ func (s *Snapshotter) Run(ctx context.Context) {
 // due reports whether the view is this agent's to snapshot and changed
 // enough, or long enough ago, since its last snapshot here.
 func (s *Snapshotter) due(id uint64) bool {
-	if !s.cfg.Placement.Owns(Key(id)) {
+	if !s.cfg.Placement.Owns(s.cfg.Key(id)) {
 		return false
 	}
 	bytes, epoch, ok := s.cfg.Views.Written(id)
@@ -240,7 +248,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, rel meta.Relation) (Result, 
 	}
 	up, err := upload(ctx, s.cfg.Store, prefix, ck, manifest{Format: formatV1, View: rel.ID, Writer: writer,
 		Offsets: info.Offsets, Epoch: info.Epoch, Inputs: info.Inputs, CreatedAt: s.cfg.Clock.Now().UTC()},
-		private, func() error {
+		private, readOrigin(s.cfg.Views.Dir(rel.ID)), func() error {
 			if d := clock.Since(s.cfg.Clock, runStart); d > maxSnapshotRunTime {
 				return fmt.Errorf("viewsnap: snapshot uploads took %v, past %v: a GC may have taken it for dead", d, maxSnapshotRunTime)
 			}
@@ -299,7 +307,7 @@ func (s *Snapshotter) Restore(ctx context.Context, rel meta.Relation, dir string
 		}
 		var tmp string
 		if err == nil {
-			tmp, err = restoreOne(ctx, s.cfg.Store, prefix, s.cfg.Staging, man)
+			tmp, err = restoreOne(ctx, s.cfg.Store, prefix, s.cfg.Staging, keys[i], man)
 		}
 		if err == nil {
 			if err = os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/objstore/memobj"
+	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/sql/source"
 	"github.com/strandkafka/strand/internal/sql/views"
 )
@@ -34,6 +35,9 @@ type fakeViews struct {
 	// offsets and epochs per view, as a runner's checkpoint reports.
 	offsets map[uint64]int64
 	epochs  map[uint64]uint64
+	// noCompactions: the databases compact nothing, so a test knows
+	// which files outlive an epoch.
+	noCompactions bool
 }
 
 func newFakeViews(t *testing.T) *fakeViews {
@@ -56,7 +60,7 @@ func (f *fakeViews) db(t *testing.T, id uint64) *pebble.DB {
 	if db, ok := f.dbs[id]; ok {
 		return db
 	}
-	db, err := pebble.Open(filepath.Join(f.Dir(id), "state"), &pebble.Options{Logger: quietLogger{}})
+	db, err := pebble.Open(filepath.Join(f.Dir(id), "state"), &pebble.Options{Logger: quietLogger{}, DisableAutomaticCompactions: f.noCompactions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +376,7 @@ func TestTwoWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Every file of both is still there and whole.
-		if _, err := restoreOne(ctx, mem, ViewPrefix(5), t.TempDir(), m); err != nil {
+		if _, err := restoreOne(ctx, mem, ViewPrefix(5), t.TempDir(), k, m); err != nil {
 			t.Fatalf("%s: %v", k, err)
 		}
 	}
@@ -476,13 +480,23 @@ func TestDecodeManifest(t *testing.T) {
 	if _, err := decodeManifest(data); err != nil {
 		t.Fatal(err)
 	}
+	// An SST may be another writer's object (a restored directory's,
+	// origin.go).
+	inherited := good
+	inherited.Files = slices.Clone(good.Files)
+	inherited.Files[0].Key = sstKey("fedcba9876543210", "000005.sst")
+	if err := inherited.validate(); err != nil {
+		t.Fatalf("another writer's SST: %v", err)
+	}
 	for name, mut := range map[string]func(m *manifest){
-		"escaping name": func(m *manifest) { m.Files[0].Name = "../x.sst"; m.Files[0].Key = sstKey(m.Writer, "../x.sst") },
-		"other key":     func(m *manifest) { m.Files[0].Key = sstKey("fedcba9876543210", "000005.sst") },
-		"bad writer":    func(m *manifest) { m.Writer = "../a" },
-		"no files":      func(m *manifest) { m.Files = nil },
-		"format":        func(m *manifest) { m.Format = 2 },
-		"size":          func(m *manifest) { m.Files[1].Size = -1 },
+		"escaping name":      func(m *manifest) { m.Files[0].Name = "../x.sst"; m.Files[0].Key = sstKey(m.Writer, "../x.sst") },
+		"other file's key":   func(m *manifest) { m.Files[0].Key = sstKey(m.Writer, "000006.sst") },
+		"bad writer in key":  func(m *manifest) { m.Files[0].Key = sstKey("../a", "000005.sst") },
+		"aux file as shared": func(m *manifest) { m.Files[1].Key = sstKey("fedcba9876543210", "MANIFEST-000001") },
+		"bad writer":         func(m *manifest) { m.Writer = "../a" },
+		"no files":           func(m *manifest) { m.Files = nil },
+		"format":             func(m *manifest) { m.Format = 2 },
+		"size":               func(m *manifest) { m.Files[1].Size = -1 },
 	} {
 		m := good
 		m.Files = slices.Clone(good.Files)
@@ -527,4 +541,107 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestRestoredReusesObjects: a directory restored on another agent
+// (so with a new writer id) names the restored snapshot's objects for
+// its unchanged SSTs: its first snapshot uploads only what it wrote
+// since, and restores whole; so does a directory restored from that
+// one (the objects of the first writer, named by the second's
+// manifest).
+func TestRestoredReusesObjects(t *testing.T) {
+	ctx := context.Background()
+	mem := memobj.New()
+	rel := meta.Relation{ID: 9, Name: "v9", Kind: meta.RelationView}
+	va := newFakeViews(t)
+	sa := newTestSnapshotter(t, mem, va, "agent-a")
+	for i := range 3 {
+		va.write(t, 9, i*2000, 2000)
+		if _, err := sa.Snapshot(ctx, rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prev, err := sa.Snapshot(ctx, rel) // the newest, as it stands
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := prev.Key
+	for _, agent := range []string{"agent-b", "agent-c"} {
+		vs := newFakeViews(t)
+		vs.noCompactions = true
+		s := newTestSnapshotter(t, mem, vs, agent)
+		s.Restore(ctx, rel, vs.Dir(9))
+		vs.offsets[9] = prev.Offsets
+		vs.write(t, 9, 100000+len(agent), 50)
+		r, err := s.Snapshot(ctx, rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Key == key || r.Existed {
+			t.Fatalf("%s: snapshot %+v, want a new one", agent, r)
+		}
+		// What it wrote since is one small SST (and the aux files),
+		// far less than the restored state.
+		if r.UploadedBytes*4 > prev.Bytes {
+			t.Errorf("%s: uploaded %d of %d bytes (%d of %d files) after a restore of %d bytes: the restored SSTs were uploaded again",
+				agent, r.UploadedBytes, r.Bytes, r.UploadedFiles, r.Files, prev.Bytes)
+		}
+		m, err := readManifest(ctx, mem, r.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, err := readManifest(ctx, mem, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inherited := 0
+		for _, f := range m.Files {
+			for _, o := range old.Files {
+				if isSST(f.Name) && f.Name == o.Name && f.Key == o.Key {
+					inherited++
+				}
+			}
+		}
+		if inherited == 0 {
+			t.Errorf("%s: its manifest names none of the restored snapshot's SST objects", agent)
+		}
+		// Restores whole, to what this directory holds.
+		dir := filepath.Join(t.TempDir(), "9")
+		newTestSnapshotter(t, mem, newFakeViews(t), "agent-z").Restore(ctx, rel, dir)
+		if got, want := contents(t, filepath.Join(dir, "state")), dbContents(t, vs.db(t, 9)); !equalMaps(got, want) {
+			t.Fatalf("%s: restored %d keys, want %d", agent, len(got), len(want))
+		}
+		prev, key = r, r.Key
+	}
+}
+
+// TestKeyPlacesSnapshots: Config.Key, not the views' key, decides
+// whether this agent snapshots a relation (a sink is snapshotted by
+// its owner, placed by its own key).
+func TestKeyPlacesSnapshots(t *testing.T) {
+	ring := placement.Ring{Self: 1, Live: func() []int32 { return []int32{1, 2, 3} }}
+	other := func(id uint64) string { return fmt.Sprintf("other:%d", id) }
+	// An id the two keys place on different agents.
+	var id uint64
+	for id = 1; ring.Owns(Key(id)) == ring.Owns(other(id)); id++ {
+		if id > 1000 {
+			t.Fatal("no id the two keys place apart")
+		}
+	}
+	vs := newFakeViews(t)
+	vs.write(t, id, 0, 10)
+	for _, key := range []func(uint64) string{nil, other} {
+		s, err := New(Config{Store: memobj.New(), Meta: nopMeta{}, Views: vs, AgentID: "a", Staging: filepath.Join(t.TempDir(), "staging"),
+			Placement: ring, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ring.Owns(Key(id))
+		if key != nil {
+			want = ring.Owns(key(id))
+		}
+		if got := s.due(id); got != want {
+			t.Errorf("key %v: due %v, want %v", key != nil, got, want)
+		}
+	}
 }
