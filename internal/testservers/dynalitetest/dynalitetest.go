@@ -133,7 +133,16 @@ func findCLI() (string, error) {
 
 // bootstrap runs dynalite's CLI (argv[1]) and exits when its stdin
 // closes, so a test binary killed with SIGKILL leaves no server behind.
-const bootstrap = `process.stdin.on('end', () => process.exit(0)); process.stdin.resume(); require(process.argv[1]);`
+// dynalite throws from a request's 'error' event, so a client killed
+// in the middle of a request (what the crash tests do) would take the
+// server down with it; an aborted request is the client's end, not the
+// server's, and is ignored. Any other uncaught error still ends it.
+const bootstrap = `process.stdin.on('end', () => process.exit(0)); process.stdin.resume();
+process.on('uncaughtException', (err) => {
+  if (err && (err.code === 'ECONNRESET' || err.message === 'aborted')) { return; }
+  console.error(err); process.exit(70);
+});
+require(process.argv[1]);`
 
 func launch(cli string) (*Server, error) {
 	port, err := testproc.FreePort()
