@@ -81,11 +81,12 @@
 // position, and its positions carry event times (watermarks) that a
 // group's offset has no room for.
 //
-// Caught-up state equals what the previous owner had when the dataflow
-// is a function of the input prefix: anything that is (aggregates,
-// joins, windows whose records are not late). Lateness depends on how
-// records fell into epochs, so a window sink whose input has late
-// records may drop different records on a new owner than the old owner
-// did: such a sink is exactly-once per epoch, not bit-for-bit stable
-// across moves.
+// Caught-up state equals what the previous owner had because the
+// dataflow is a function of the input prefix, windows included: a
+// record is judged late by its own partition's watermark alone (whose
+// greatest event time is in the checkpoint), late records are dropped
+// before a windowed dataflow sees them (views.DropLate, as in a view),
+// and a window the watermark closed never receives a record the source
+// passed. So a new owner drops exactly the records the old one did,
+// however the records fell into epochs.
 package sinks

@@ -49,6 +49,10 @@ type task struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// windowed: the sink's dataflow closes windows by the watermark, so
+	// records their partition's watermark marks late are dropped before
+	// it (views.DropLate), as a view's are. Set by runOnce.
+	windowed bool
 	// commitMu is held over each epoch's step while running, and by a
 	// snapshot's checkpoint (snapshot.go): it sees whole epochs.
 	commitMu sync.Mutex
@@ -166,6 +170,7 @@ func (t *task) openState(vw *viewplan.View, inputs int) (*state, error) {
 func (t *task) runOnce() error {
 	t.setState("starting", "")
 	vw, defs, err := views.Compile(t.rel, t.rels)
+	t.windowed = vw != nil && vw.Windowed
 	if err != nil {
 		return err
 	}
@@ -474,6 +479,9 @@ func (t *task) gather(ctx context.Context, ins []*input, cp []map[int32]source.P
 			cp[i] = map[int32]source.Position{}
 		}
 		for _, pb := range p.b.Partitions {
+			if t.windowed {
+				pb.Changes = views.DropLate(pb.Changes, pb.Late)
+			}
 			e.Inputs[i] = append(e.Inputs[i], pb.Changes...)
 			n += len(pb.Changes)
 			cp[i][pb.Partition] = pb.Next

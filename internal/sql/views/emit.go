@@ -34,11 +34,21 @@ type lateSeen struct {
 	dropped int64 // records dropped this run
 }
 
-// drop removes the changes at the indexes late (ascending) from cs, in
-// place. Only an append source's records are judged so (viewplan gives
-// windows over upsert sources no watermark): a record is one +1 change,
-// so dropping it leaves nothing unbalanced.
+// drop removes the records a reader marked late from cs
+// (DropLate), counting them.
 func (l *lateSeen) drop(cs []types.Change, late []int) []types.Change {
+	l.dropped += int64(len(late))
+	return DropLate(cs, late)
+}
+
+// DropLate removes the changes at the indexes late (ascending; a
+// source.PartitionBatch's Late) from cs, in place: what a dataflow
+// whose windows close by the watermark (viewplan.View.Windowed) must
+// not see, so every copy of it, on any agent or after a restart, drops
+// the same records. Only an append source's records are judged so
+// (viewplan gives windows over upsert sources no watermark): a record
+// is one +1 change, so dropping it leaves nothing unbalanced.
+func DropLate(cs []types.Change, late []int) []types.Change {
 	if len(late) == 0 {
 		return cs
 	}
@@ -51,7 +61,6 @@ func (l *lateSeen) drop(cs []types.Change, late []int) []types.Change {
 		}
 		out = append(out, c)
 	}
-	l.dropped += int64(len(late))
 	return out
 }
 
