@@ -142,6 +142,7 @@ var operatorUse = map[string]string{
 	"strand_sql_sink_last_commit_timestamp_seconds":     "`time() - ...` is how long since the sink last wrote; with an input lag above 0, how long it has been stuck.",
 	"strand_sql_sink_input_lag_records":                 "Records the sink's committed progress is behind its inputs: alert when it keeps growing.",
 	"strand_sql_sink_owned":                             "Which agent runs each sink: summed over agents it should be 1 per sink (briefly 2 or 0 while ownership moves after an agent dies).",
+	"strand_sql_sink_restored_ahead_total":              "Any increase is a bug to report: a restored snapshot of a sink's state was ahead of its committed progress (it is discarded and the state rebuilt, so nothing is written twice).",
 	"strand_sql_view_snapshots_total":                   "Snapshots of a view's state uploaded by its owning agent: flat for longer than `--sql-view-snapshot-interval` while the view changes means a new agent would replay more of the inputs.",
 	"strand_sql_view_snapshot_uploaded_bytes_total":     "Bytes the snapshots uploaded (new files only): the object store's PUT bytes for views.",
 	"strand_sql_view_snapshot_bytes":                    "Size of a view's newest snapshot: what a restore downloads.",

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -30,6 +31,31 @@ var CountedMerger = &pebble.Merger{
 		m := &countedMerger{}
 		return m, m.MergeNewer(value)
 	},
+}
+
+// OpenPebble opens the database in dir with opts and CountedMerger as
+// its merger; a database made with Pebble's default merger (a view's
+// state from before views merged counted rows, or a sink's) is opened
+// with that one instead, since Pebble refuses to open a database under
+// another merger name than it recorded. merges reports which: only a
+// database opened with CountedMerger may take merge operands
+// (PebbleStore.SetCountedMerges). Whatever opens a view's state (its
+// task, a snapshot's seal or restore check) opens it so.
+func OpenPebble(dir string, opts *pebble.Options) (db *pebble.DB, merges bool, err error) {
+	o := *opts
+	o.Merger = CountedMerger
+	db, err = pebble.Open(dir, &o)
+	if err == nil {
+		return db, true, nil
+	}
+	// Pebble has no sentinel for this refusal (options.go,
+	// CheckCompatibility), only its message.
+	if !strings.Contains(err.Error(), "merger name from file") {
+		return nil, false, err
+	}
+	o.Merger = pebble.DefaultMerger
+	db, err = pebble.Open(dir, &o)
+	return db, false, err
 }
 
 // countedMerger sums a key's operands and keeps the oldest one's row.

@@ -98,7 +98,9 @@ func (t *task) run() {
 	defer close(t.done)
 	m := t.r.metrics
 	m.running.WithLabelValues(t.rel.Name).Set(1)
-	m.failures.WithLabelValues(t.rel.Name).Add(0) // a series from the start: rate() sees the first failure
+	// Series from the start: rate() and increase() see the first one.
+	m.failures.WithLabelValues(t.rel.Name).Add(0)
+	m.restoredAhead.WithLabelValues(t.rel.Name).Add(0)
 	backoff := t.r.cfg.RetryBackoff
 	for {
 		err := t.runOnce()

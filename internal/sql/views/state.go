@@ -1,33 +1,18 @@
 package views
 
 import (
-	"strings"
-
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/strandkafka/strand/internal/sql/flow"
 )
 
-// openState opens a view's state database in dir; merges says whether
-// its merger is flow.CountedMerger. A database made before views merged
-// counted rows has Pebble's default merger recorded, which Pebble
-// refuses to open under another name: it is opened with that one, and
-// the view reads before it writes, as it did when it was made.
+// openState opens a view's state database in dir (flow.OpenPebble:
+// merges says whether its merger is flow.CountedMerger; a database
+// made before views merged counted rows keeps Pebble's default and
+// the view reads before it writes, as it did when it was made).
 func openState(dir string, cache *pebble.Cache) (db *pebble.DB, merges bool, err error) {
-	db, err = pebble.Open(dir, stateOptions(cache))
-	if err == nil {
-		return db, true, nil
-	}
-	// Pebble has no sentinel for this refusal (options.go,
-	// CheckCompatibility), only its message.
-	if !strings.Contains(err.Error(), "merger name from file") {
-		return nil, false, err
-	}
-	opts := stateOptions(cache)
-	opts.Merger = pebble.DefaultMerger
-	db, err = pebble.Open(dir, opts)
-	return db, false, err
+	return flow.OpenPebble(dir, stateOptions(cache))
 }
 
 // stateOptions are the options of a view's Pebble database, its block

@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/sql/flow"
 )
 
 // Bounds of transfers: the Store API moves whole objects, so each
@@ -248,7 +249,9 @@ func sealCheckpoint(ck string) (private map[string]bool, err error) {
 	for _, de := range before {
 		had[de.Name()] = true
 	}
-	db, err := pebble.Open(ck, &pebble.Options{ErrorIfNotExists: true, DisableAutomaticCompactions: true, Logger: quietLogger{}})
+	// With the view's merger (flow.OpenPebble): Pebble refuses another
+	// merger name than the database recorded.
+	db, _, err := flow.OpenPebble(ck, &pebble.Options{ErrorIfNotExists: true, DisableAutomaticCompactions: true, Logger: quietLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("viewsnap: open checkpoint: %w", err)
 	}
@@ -313,7 +316,7 @@ func restoreOne(ctx context.Context, store objstore.Store, prefix, staging, key 
 	}
 	// No compaction: the check leaves the files as downloaded, so they
 	// stay the origin's objects (origin.go) until the view compacts.
-	db, err := pebble.Open(state, &pebble.Options{ErrorIfNotExists: true, DisableAutomaticCompactions: true, Logger: quietLogger{}})
+	db, _, err := flow.OpenPebble(state, &pebble.Options{ErrorIfNotExists: true, DisableAutomaticCompactions: true, Logger: quietLogger{}})
 	if err != nil {
 		return "", fmt.Errorf("%w: open: %v", ErrCorrupt, err)
 	}
