@@ -356,6 +356,20 @@ func (s *Server) untrackListener(ln net.Listener) {
 // Kafka, the per-address limit is checked first.
 func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, error) {
 	c := newConn(ctx, s, nc, l)
+	// Held while the limits are read from the metadata, so Shutdown
+	// waits for the read: an in-process connection made as the agent
+	// stops (a client of its own reconnecting) must not read a replica
+	// that closes after the server. Not closed yet under the lock means
+	// Shutdown has not begun waiting.
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		c.closeWith(ErrServerClosed)
+		s.obs.ConnClosed(c, ErrServerClosed)
+		return nil, ErrServerClosed
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
 	maxConns, perIP, overrides := s.connLimits() // dynamic (broker_limits.go)
 	s.mu.Lock()
 	var err error
@@ -375,6 +389,7 @@ func (s *Server) track(ctx context.Context, nc net.Conn, l Listener) (*Conn, err
 		s.wg.Add(1)
 	}
 	s.mu.Unlock()
+	s.wg.Done() // the limits' read is over; a tracked conn holds its own
 	if err != nil {
 		c.closeWith(err)
 		// A client retrying in a loop must not turn into a log line per
