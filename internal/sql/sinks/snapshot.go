@@ -71,7 +71,7 @@ func (r *Runner) Checkpoint(id uint64, dir string) (views.CheckpointInfo, error)
 	defer t.commitMu.Unlock()
 	t.mu.Lock()
 	s := t.mu.state
-	info := views.CheckpointInfo{Epoch: t.mu.epochs, Inputs: clonePositions(t.mu.positions)}
+	info := views.CheckpointInfo{Epoch: t.mu.epochs, Inputs: views.ClonePositions(t.mu.positions)}
 	t.mu.Unlock()
 	if s == nil {
 		return views.CheckpointInfo{}, fmt.Errorf("sink %q is not running", t.rel.Name)

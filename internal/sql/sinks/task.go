@@ -378,7 +378,7 @@ func (t *task) startOf(ctx context.Context, def *source.Def, cp map[int32]source
 // the progress has no position for is read not at all).
 func (t *task) catchUp(ctx context.Context, s *state, defs []*source.Def, target []map[int32]source.Position) (changes int, err error) {
 	until := make([]map[int32]int64, len(defs))
-	cp := clonePositions(s.cp)
+	cp := views.ClonePositions(s.cp)
 	if cp == nil {
 		cp = make([]map[int32]source.Position, len(defs))
 	}
@@ -464,7 +464,7 @@ func (t *task) commitPositions(s *state, cp, target []map[int32]source.Position)
 	if _, err := s.drv.Step(flow.Epoch{Checkpoint: b}); err != nil {
 		return err
 	}
-	s.cp = clonePositions(target)
+	s.cp = views.ClonePositions(target)
 	return nil
 }
 
@@ -493,7 +493,11 @@ func (t *task) gather(ctx context.Context, ins []*input, cp []map[int32]source.P
 		}
 		return nil
 	}
-	if err := waitAny(ctx, ins, take); err != nil {
+	chs := make([]chan polled, len(ins))
+	for i, in := range ins {
+		chs[i] = in.ch
+	}
+	if err := views.WaitAny(ctx, chs, take); err != nil {
 		return e, err
 	}
 	for more := true; more && n < t.r.cfg.MaxEpochChanges; {
@@ -529,7 +533,7 @@ func (t *task) emit(ctx context.Context, s *state, defs []*source.Def, enc *enco
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	cp := clonePositions(s.cp)
+	cp := views.ClonePositions(s.cp)
 	ins, err := t.startReaders(rctx, &wg, defs, s.cp, nil)
 	if err != nil {
 		return err
@@ -538,7 +542,7 @@ func (t *task) emit(ctx context.Context, s *state, defs []*source.Def, enc *enco
 		cp = make([]map[int32]source.Position, len(defs))
 	}
 	t.mu.Lock()
-	t.mu.positions = clonePositions(cp)
+	t.mu.positions = views.ClonePositions(cp)
 	t.mu.Unlock()
 	wg.Add(1)
 	go func() {
@@ -577,7 +581,7 @@ func (t *task) emit(ctx context.Context, s *state, defs []*source.Def, enc *enco
 		t.mu.Lock()
 		t.mu.st.Transactions++
 		t.mu.st.Records += uint64(written)
-		t.mu.positions = clonePositions(cp)
+		t.mu.positions = views.ClonePositions(cp)
 		t.mu.epochs++
 		t.mu.Unlock()
 		t.commitMu.Unlock()
@@ -667,69 +671,6 @@ func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
 			return
 		}
 	}
-}
-
-func clonePositions(in []map[int32]source.Position) []map[int32]source.Position {
-	if in == nil {
-		return nil
-	}
-	out := make([]map[int32]source.Position, len(in))
-	for i, m := range in {
-		out[i] = maps.Clone(m)
-	}
-	return out
-}
-
-// waitAny blocks until one input has a batch and takes it (and any
-// other input's batch taken meanwhile, in order).
-func waitAny(ctx context.Context, ins []*input, take func(int, polled) error) error {
-	if len(ins) == 1 {
-		select {
-		case p := <-ins[0].ch:
-			return take(0, p)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	type tagged struct {
-		i int
-		p polled
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	first := make(chan tagged, len(ins))
-	var wg sync.WaitGroup
-	for i, in := range ins {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case p := <-in.ch:
-				first <- tagged{i, p}
-			case <-wctx.Done():
-			}
-		}()
-	}
-	var res tagged
-	select {
-	case res = <-first:
-	case <-ctx.Done():
-		cancel()
-		wg.Wait()
-		return ctx.Err()
-	}
-	cancel()
-	wg.Wait()
-	close(first)
-	if err := take(res.i, res.p); err != nil {
-		return err
-	}
-	for x := range first {
-		if err := take(x.i, x.p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // quietLogger keeps Pebble's routine messages out of the agent's log.

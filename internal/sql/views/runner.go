@@ -551,7 +551,7 @@ func (t *task) runOnce() error {
 		}()
 	}
 	t.mu.Lock()
-	t.mu.positions = clonePositions(cp.Inputs)
+	t.mu.positions = ClonePositions(cp.Inputs)
 	t.mu.Unlock()
 	wg.Add(1)
 	go func() {
@@ -630,7 +630,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		// Block for the first batch of any input (a reflect.Select
 		// would do it without a goroutine per input; the readers'
 		// channels are few).
-		if err := t.waitAny(ctx, ins, take); err != nil {
+		if err := WaitAny(ctx, inputChans(ins), take); err != nil {
 			return err
 		}
 		// Then whatever else is ready, bounded by the epoch's size.
@@ -678,7 +678,7 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 		counts.consumed = consumed
 		t.mu.Lock()
 		t.mu.epochs, t.mu.lastEpoch, t.mu.err = drv.Epoch(), now, ""
-		t.mu.positions = clonePositions(cp.Inputs)
+		t.mu.positions = ClonePositions(cp.Inputs)
 		t.committedLocked(now, n, counts, droppedLate(drv)+late.dropped, out)
 		close(t.mu.epochDone)
 		t.mu.epochDone = make(chan struct{})
@@ -741,7 +741,22 @@ func (t *task) measureLag(ctx context.Context, defs []*source.Def) {
 	}
 }
 
-func clonePositions(in []map[int32]source.Position) []map[int32]source.Position {
+// inputChans are ins' channels, for WaitAny.
+func inputChans(ins []*input) []chan polled {
+	chs := make([]chan polled, len(ins))
+	for i, in := range ins {
+		chs[i] = in.ch
+	}
+	return chs
+}
+
+// ClonePositions copies input positions (a checkpoint's), so the
+// caller's may change while the copy is read; nil stays nil (a sink's
+// "no progress yet").
+func ClonePositions(in []map[int32]source.Position) []map[int32]source.Position {
+	if in == nil {
+		return nil
+	}
 	out := make([]map[int32]source.Position, len(in))
 	for i, m := range in {
 		out[i] = maps.Clone(m)
@@ -749,11 +764,15 @@ func clonePositions(in []map[int32]source.Position) []map[int32]source.Position 
 	return out
 }
 
-// waitAny blocks until one input has a batch and takes it.
-func (t *task) waitAny(ctx context.Context, ins []*input, take func(int, polled) error) error {
-	if len(ins) == 1 {
+// WaitAny blocks until one of chs has a value and hands it to take,
+// then hands over, in order, any other value taken meanwhile (none is
+// lost): how a view's or a sink's epoch waits for the first batch of
+// any of its inputs (a reflect.Select would do it without a goroutine
+// per input; the inputs are few).
+func WaitAny[T any](ctx context.Context, chs []chan T, take func(int, T) error) error {
+	if len(chs) == 1 {
 		select {
-		case p := <-ins[0].ch:
+		case p := <-chs[0]:
 			return take(0, p)
 		case <-ctx.Done():
 			return ctx.Err()
@@ -761,18 +780,18 @@ func (t *task) waitAny(ctx context.Context, ins []*input, take func(int, polled)
 	}
 	type tagged struct {
 		i int
-		p polled
+		p T
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	first := make(chan tagged, len(ins))
+	first := make(chan tagged, len(chs))
 	var wg sync.WaitGroup
-	for i, in := range ins {
+	for i, ch := range chs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			select {
-			case p := <-in.ch:
+			case p := <-ch:
 				first <- tagged{i, p}
 			case <-wctx.Done():
 			}

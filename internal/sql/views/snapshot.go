@@ -85,7 +85,7 @@ func (r *Runner) Checkpoint(id uint64, dir string) (CheckpointInfo, error) {
 	defer t.commitMu.Unlock()
 	t.mu.Lock()
 	db := t.mu.db
-	info := CheckpointInfo{Epoch: t.mu.epochs, Inputs: clonePositions(t.mu.positions)}
+	info := CheckpointInfo{Epoch: t.mu.epochs, Inputs: ClonePositions(t.mu.positions)}
 	t.mu.Unlock()
 	if db == nil {
 		return CheckpointInfo{}, sqlerr.Errorf(sqlerr.ObjectNotInPrerequisiteState, "materialized view %q is not open", t.rel.Name)
