@@ -212,6 +212,21 @@ func (a *api) versions(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, out)
 }
 
+// fresh runs read; if it finds nothing, it catches the agent up with
+// the log and runs it once more, so what another agent registered
+// before this request is found here too (read-your-writes across
+// agents, the read path staying local when it hits).
+func (a *api) fresh(r *http.Request, read func() error) error {
+	err := read()
+	if !notFound(err) {
+		return err
+	}
+	if serr := a.reg.Sync(r.Context()); serr != nil {
+		return err
+	}
+	return read()
+}
+
 func (a *api) getVersion(w http.ResponseWriter, r *http.Request) (Registered, bool) {
 	subject := r.PathValue("subject")
 	if !a.allowed(w, r, OpRead, subject) {
@@ -220,7 +235,11 @@ func (a *api) getVersion(w http.ResponseWriter, r *http.Request) (Registered, bo
 	n, err := versionParam(r)
 	if err == nil {
 		var reg Registered
-		if reg, err = a.reg.Version(subject, n, flag(r, "deleted")); err == nil {
+		err = a.fresh(r, func() (err error) {
+			reg, err = a.reg.Version(subject, n, flag(r, "deleted"))
+			return err
+		})
+		if err == nil {
 			return reg, true
 		}
 	}
@@ -272,7 +291,11 @@ func (a *api) lookup(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, err)
 		return
 	}
-	reg, err := a.reg.Lookup(subject, req, flag(r, "normalize"), flag(r, "deleted"))
+	var reg Registered
+	err := a.fresh(r, func() (err error) {
+		reg, err = a.reg.Lookup(subject, req, flag(r, "normalize"), flag(r, "deleted"))
+		return err
+	})
 	if err != nil {
 		a.fail(w, err)
 		return
@@ -341,7 +364,10 @@ func (a *api) getByID(w http.ResponseWriter, r *http.Request) (meta.StoredSchema
 	id, err := idParam(r)
 	var st meta.StoredSchema
 	if err == nil {
-		st, err = a.reg.ByID(id)
+		err = a.fresh(r, func() (err error) {
+			st, err = a.reg.ByID(id)
+			return err
+		})
 	}
 	if err != nil {
 		a.fail(w, err)

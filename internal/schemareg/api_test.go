@@ -139,3 +139,59 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("unauthorized: %d %+v", st, e)
 	}
 }
+
+// lagging is an agent's copy one write behind the log: it shows
+// behind's state until Sync catches it up with ahead, where the other
+// agent registered.
+type lagging struct {
+	behind, ahead *metatest.DB
+	synced        bool
+}
+
+func (l *lagging) View() *meta.View {
+	if l.synced {
+		return l.ahead.View()
+	}
+	return l.behind.View()
+}
+
+func (l *lagging) Propose(ctx context.Context, c meta.Command) (meta.Result, error) {
+	return l.ahead.Propose(ctx, c)
+}
+
+func (l *lagging) Sync(context.Context) error { l.synced = true; return nil }
+
+// TestAPIReadsAnotherAgentsWrite: a schema registered through one agent
+// is found at once through another whose copy has not applied it yet
+// (by id, by version and by lookup), because a miss catches the copy up
+// with the log before answering 404.
+func TestAPIReadsAnotherAgentsWrite(t *testing.T) {
+	bootstrap := meta.FinalizeFeatures{Bootstrap: true, Features: []meta.FeatureLevel{{Name: meta.FeatureMetadata, Level: meta.MetadataLevel6}}}
+	allow := func(*http.Request, schemareg.Op, string) error { return nil }
+	schema := `{"schema":"{\"type\":\"record\",\"name\":\"Order\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"}]}"}`
+	for _, path := range []string{"/schemas/ids/1", "/subjects/orders-value/versions/1", "/subjects/orders-value"} {
+		t.Run(path, func(t *testing.T) {
+			ahead, behind := metatest.New(nil), metatest.New(nil)
+			ahead.MustPropose(t, bootstrap)
+			behind.MustPropose(t, bootstrap)
+			first := httptest.NewServer(schemareg.Handler(schemareg.New(ahead, avroschema.Format{}), allow))
+			defer first.Close()
+			l := &lagging{behind: behind, ahead: ahead}
+			second := httptest.NewServer(schemareg.Handler(schemareg.New(l, avroschema.Format{}), allow))
+			defer second.Close()
+
+			var id struct{ ID int32 }
+			if st := call(t, first, "POST", "/subjects/orders-value/versions", schema, &id); st != 200 || id.ID != 1 {
+				t.Fatalf("register on the first agent: %d id %d", st, id.ID)
+			}
+			method, body := "GET", ""
+			if path == "/subjects/orders-value" {
+				method, body = "POST", schema
+			}
+			var got map[string]any
+			if st := call(t, second, method, path, body, &got); st != 200 || !l.synced {
+				t.Fatalf("%s %s on the lagging agent: %d %v (synced %v)", method, path, st, got, l.synced)
+			}
+		})
+	}
+}

@@ -405,6 +405,30 @@ func (r *Registry) ByID(id int32) (meta.StoredSchema, error) {
 	return st, nil
 }
 
+// syncer is a Metadata that can catch up with the log's tail (the
+// agent's replica); a read after Sync sees every write that finished
+// before it, on any agent.
+type syncer interface {
+	Sync(ctx context.Context) error
+}
+
+// Sync catches this agent's copy up with the log, if it can. The API
+// calls it before answering "not found": a schema registered through
+// another agent a moment ago must not be missing here, or a consumer
+// whose producer used that agent fails to deserialize.
+func (r *Registry) Sync(ctx context.Context) error {
+	if s, ok := r.md.(syncer); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}
+
+// notFound reports whether err is one of the registry's 404s.
+func notFound(err error) bool {
+	e, ok := IsRegistryError(err)
+	return ok && e.Status == http.StatusNotFound
+}
+
 // IsRegistryError reports whether err is a refusal to answer as is.
 func IsRegistryError(err error) (*Error, bool) {
 	var e *Error
