@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/strandkafka/strand/internal/sql/types"
 )
@@ -42,12 +43,20 @@ func (k JoinKind) keeps(side int) bool {
 //
 //	'r' side key(join key) key(row) -> count, row
 //	'c' side key(join key)          -> count of the side's rows with that key
+//	'e' side ...                    -> the side's rows by expiry (with Expire[side]; see JoinExpiry)
 //
 // Rows with a NULL key are not stored: they never match.
+//
+// With Expire (an inner join whose ON bounds the sides' times, the
+// bounds a Filter after it), a side's rows are forgotten at the end of
+// the epoch whose watermark passes their expiry: they could only pair
+// with rows the filter drops.
 type Join struct {
 	Kind                  JoinKind
 	LeftKey, RightKey     []int
 	LeftWidth, RightWidth int
+	// Expire[side], when set, frees the side's rows by the watermark.
+	Expire [2][]JoinExpiry
 }
 
 func (j *Join) Arity() int { return 2 }
@@ -55,6 +64,12 @@ func (j *Join) Arity() int { return 2 }
 func (j *Join) validate() error {
 	if len(j.LeftKey) != len(j.RightKey) || len(j.LeftKey) == 0 {
 		return fmt.Errorf("flow: join on %d left and %d right columns", len(j.LeftKey), len(j.RightKey))
+	}
+	if (len(j.Expire[0]) > 0 || len(j.Expire[1]) > 0) && j.Kind != InnerJoin {
+		// Matching is the keys' equality alone: a forgotten row would
+		// still have matched, so an outer join's padding would be wrong
+		// (an outer interval join is a ResidualJoin).
+		return fmt.Errorf("flow: an outer join without a residual cannot expire its rows")
 	}
 	return nil
 }
@@ -68,6 +83,7 @@ type joinScratch struct {
 	rows    rowSlab
 	kbuf    []byte
 	vbuf    []byte
+	ebuf    []byte
 	cons    consolidator
 }
 
@@ -91,7 +107,58 @@ func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 		}
 	}
 	clear(s.matches)
+	for side := range 2 {
+		if len(j.Expire[side]) == 0 {
+			continue
+		}
+		n, err := j.expire(ctx.State, s, side, ctx.Watermark)
+		if err != nil {
+			return nil, err
+		}
+		ctx.Freed += n
+	}
 	return out, nil
+}
+
+// expire forgets the side's rows whose expiry the watermark passed,
+// and lowers their keys' counts, returning how many rows (with
+// multiplicity) it freed.
+func (j *Join) expire(st Store, s *joinScratch, side int, wm time.Time) (int64, error) {
+	gone, err := takeExpired(st, side, wm)
+	if err != nil || len(gone) == 0 {
+		return 0, err
+	}
+	var freed int64
+	byKey := map[string]int64{}
+	var keys []string
+	for _, e := range gone {
+		s.kbuf = append(append(append(s.kbuf[:0], 'r', byte(side)), e.jk...), e.row...)
+		v, ok, err := st.Get(s.kbuf)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return 0, fmt.Errorf("flow: %w: join expiry entry without its row", types.ErrCorrupt)
+		}
+		n, err := decodeCount(v)
+		if err != nil {
+			return 0, err
+		}
+		if err := st.Delete(s.kbuf); err != nil {
+			return 0, err
+		}
+		if _, ok := byKey[e.jk]; !ok {
+			keys = append(keys, e.jk)
+		}
+		byKey[e.jk] += n
+		freed += n
+	}
+	for _, jk := range keys {
+		if _, _, err := addCount(st, countKey(&s.kbuf, side, jk), -byKey[jk]); err != nil {
+			return 0, fmt.Errorf("flow: join expiry: %w", err)
+		}
+	}
+	return freed, nil
 }
 
 // joined is the output row of a left and a right row (nil: NULLs).
@@ -187,10 +254,27 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 				if err := st.Set(s.kbuf, s.vbuf); err != nil {
 					return nil, err
 				}
+				if len(j.Expire[side]) > 0 {
+					if err := setExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row); err != nil {
+						return nil, err
+					}
+				}
 				continue
 			}
-			if _, _, err := addCounted(st, s.kbuf, c.Row, c.Diff, &s.vbuf); err != nil {
+			rb, ra, err := addCounted(st, s.kbuf, c.Row, c.Diff, &s.vbuf)
+			if err != nil {
 				return nil, fmt.Errorf("flow: join: %w", err)
+			}
+			if len(j.Expire[side]) > 0 {
+				switch {
+				case rb == 0 && ra > 0:
+					err = setExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row)
+				case rb > 0 && ra == 0:
+					err = dropExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row)
+				}
+				if err != nil {
+					return nil, err
+				}
 			}
 		}
 		if after < 0 {
