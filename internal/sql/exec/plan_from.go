@@ -187,6 +187,7 @@ func (p *planner) planJoin(j *pg.JoinExpr) (node, *scope, error) {
 			return nil, nil, boolArgError("JOIN/ON", e, err)
 		}
 		residual = append(residual, b)
+		jn.bounds = append(jn.bounds, p.timeBounds(c, sc, ls.width)...)
 	}
 	if len(residual) > 0 {
 		all := residual

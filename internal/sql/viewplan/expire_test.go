@@ -1,0 +1,235 @@
+package viewplan
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/sql/exec"
+	"github.com/strandkafka/strand/internal/sql/flow"
+	"github.com/strandkafka/strand/internal/sql/sqltest"
+	"github.com/strandkafka/strand/internal/sql/types"
+)
+
+// streamEpochs reads Nexmark's auctions and bids as two append sources
+// with a watermark on date_time (column 5 of both, as source reads it):
+// event times up to 3 s out of order against a 1 s delay, four
+// partitions each read at different paces, late records dropped (as a
+// view whose state the watermark frees drops them). The epochs are for
+// a view reading inputs (in its order); the sources' passed records
+// are the same whatever the order.
+func streamEpochs(t testing.TB, inputs []string) ([]flow.Epoch, map[string]*source, map[string]sqltest.Table) {
+	events, err := sqltest.GenerateNexmark(sqltest.NexmarkCorpusConfig(13, 6000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]sqltest.Table{}
+	for _, tb := range sqltest.NexmarkTables(events) {
+		tables[tb.Name] = tb
+	}
+	names := []string{"auction", "bid"}
+	r := rand.New(rand.NewPCG(13, 29))
+	const parts = 4
+	byPart := map[string][][][]any{}
+	srcs := map[string]*source{}
+	for _, name := range names {
+		byPart[name] = make([][][]any, parts)
+		for i, row := range tables[name].Rows {
+			row = slices.Clone(row)
+			row[5] = row[5].(time.Time).Add(-time.Duration(r.IntN(3000)) * time.Millisecond)
+			byPart[name][i%parts] = append(byPart[name][i%parts], row)
+		}
+		srcs[name] = &source{delay: time.Second, max: make([]time.Time, parts)}
+	}
+	pos := map[string][]int{"auction": make([]int, parts), "bid": make([]int, parts)}
+	var eps []flow.Epoch
+	for {
+		e := flow.Epoch{Inputs: make([][]types.Change, len(inputs))}
+		done := true
+		for _, name := range names {
+			in := slices.Index(inputs, name)
+			for p := range parts {
+				// Bids are 15 times as many: read faster.
+				pace := 8 * (p + 1)
+				if name == "auction" {
+					pace = 2 + p
+				}
+				n := min(r.IntN(pace), len(byPart[name][p])-pos[name][p])
+				for _, row := range byPart[name][p][pos[name][p] : pos[name][p]+n] {
+					if srcs[name].read(p, row) && in >= 0 {
+						e.Inputs[in] = append(e.Inputs[in], types.Change{Row: tableRow(t, row), Diff: 1})
+					}
+				}
+				pos[name][p] += n
+				done = done && pos[name][p] == len(byPart[name][p])
+			}
+		}
+		// The view's watermark: the least of its sources'.
+		for i, name := range inputs {
+			w := srcs[name].watermark()
+			if i == 0 || w.IsZero() || w.Before(e.Watermark) {
+				e.Watermark = w
+			}
+			if w.IsZero() {
+				break
+			}
+		}
+		eps = append(eps, e)
+		if done {
+			break
+		}
+	}
+	return eps, srcs, tables
+}
+
+// TestIntervalJoinExpire runs interval joins (inner, left, full, in ON
+// and as a WHERE) of auctions and bids as views: their contents equal
+// DuckDB's answer for the same query over the records the sources
+// passed, the joins hold a fraction of the state of the same views
+// without a watermark (which keep every row), and a view reopened
+// halfway over its Pebble store ends with the same contents and state
+// as one run.
+func TestIntervalJoinExpire(t *testing.T) {
+	o := sqltest.NewOracle(t)
+	cat := watermarked(t)
+	a := *cat["auction"]
+	a.Watermark = true
+	a.EventTime = slices.IndexFunc(a.Columns, func(c exec.Column) bool { return c.Name == "date_time" })
+	cat["auction"] = &a
+	plain := testCatalog{}
+	for k, r := range cat {
+		x := *r
+		x.Watermark = false
+		plain[k] = &x
+	}
+	queries := []sqltest.Query{
+		{Name: "inner", SQL: `SELECT b.auction, b.bidder, b.price, b.date_time, a.seller FROM bid b
+			JOIN auction a ON b.auction = a.id AND b.date_time BETWEEN a.date_time AND a.date_time + INTERVAL '2' SECOND`},
+		{Name: "left", SQL: `SELECT a.id, a.seller, b.bidder, b.price FROM auction a
+			LEFT JOIN bid b ON b.auction = a.id AND b.date_time >= a.date_time AND b.date_time < a.date_time + INTERVAL '2' SECOND`},
+		{Name: "full", SQL: `SELECT a.id, b.auction, b.bidder, b.price FROM auction a
+			FULL JOIN bid b ON b.auction = a.id AND b.date_time BETWEEN a.date_time - INTERVAL '1' SECOND AND a.date_time + INTERVAL '1' SECOND`},
+		{Name: "where", SQL: `SELECT a.id, a.seller, count(*) AS n, max(b.price) AS top FROM bid b, auction a
+			WHERE b.auction = a.id AND a.date_time <= b.date_time AND b.date_time <= a.date_time + INTERVAL '1500 milliseconds' AND b.price > 100
+			GROUP BY a.id, a.seller`},
+	}
+	_, srcs, tables := streamEpochs(t, nil)
+	var passed []sqltest.Table
+	for _, name := range []string{"auction", "bid"} {
+		if srcs[name].late == 0 {
+			t.Fatalf("no %s late at the source: the test needs some", name)
+		}
+		passed = append(passed, sqltest.Table{Name: name, Columns: tables[name].Columns, Rows: srcs[name].passed})
+	}
+	want := o.Query(t, passed, queries...)
+	for i, q := range queries {
+		t.Run(q.Name, func(t *testing.T) {
+			v, err := compileWith(q.SQL, cat, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.Windowed {
+				t.Fatal("a view with an expiring join does not drop late records")
+			}
+			eps, _, _ := streamEpochs(t, v.Inputs)
+			st := flow.NewMemStore()
+			d, err := flow.NewDriver(v.Graph(), st, flow.Options{Index: &v.Index})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range eps {
+				if _, err := d.Step(e); err != nil {
+					t.Fatalf("epoch %d: %v", i, err)
+				}
+			}
+			rows, err := d.View().Rows()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want[i].Rows) < 20 {
+				t.Fatalf("DuckDB has %d rows: too few to compare", len(want[i].Rows))
+			}
+			sqltest.Equal(t, want[i], result(q.Name, v, rows), sqltest.Options{})
+			var freed int64
+			for _, s := range d.Stats() {
+				freed += s.Freed
+			}
+			free := stateKeys(t, st)
+
+			// Without a watermark the same view keeps every row.
+			pv, err := compileWith(q.SQL, plain, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pv.Windowed {
+				t.Fatal("a view without a watermark drops late records")
+			}
+			pst := flow.NewMemStore()
+			sqltest.Equal(t, want[i], result(q.Name, pv, run(t, pv, pst, eps)), sqltest.Options{})
+			kept := stateKeys(t, pst)
+			if freed == 0 || free*4 > kept {
+				t.Fatalf("%d operator state keys with %d rows freed, %d without a watermark", free, freed, kept)
+			}
+			t.Logf("%d rows; state keys %d with rows freed (%d freed), %d kept", len(rows), free, freed, kept)
+
+			// Reopened halfway over Pebble: the same contents and state.
+			db := openPebble(t)
+			half := len(eps) / 2
+			run(t, v, flow.NewPebbleStore(db, []byte("v"), false), eps[:half])
+			rst := flow.NewPebbleStore(db, []byte("v"), false)
+			t.Cleanup(func() { rst.Close() }) // before the database's
+			got := run(t, v, rst, eps[half:])
+			sqltest.Equal(t, want[i], result(q.Name, v, got), sqltest.Options{})
+			if n := stateKeys(t, rst); n != free {
+				t.Fatalf("reopened: %d operator state keys, one run %d", n, free)
+			}
+		})
+	}
+}
+
+// TestIntervalJoinKeeps: joins whose rows cannot be freed keep them,
+// and their views drop no late record: a side that may retract (an
+// outer join's output, an aggregate), a bound on a column that is not
+// an event time, no watermark.
+func TestIntervalJoinKeeps(t *testing.T) {
+	cat := watermarked(t)
+	for _, sql := range []string{
+		// person has no watermark: its column bounds nothing.
+		`SELECT b.price, p.name FROM bid b JOIN person p ON p.id = b.bidder AND b.date_time BETWEEN p.date_time AND p.date_time + INTERVAL '1' HOUR`,
+		// The right side is an aggregate's, which retracts.
+		`SELECT b.price, m.n FROM bid b JOIN (SELECT auction, max(date_time) AS t, count(*) AS n FROM bid GROUP BY auction) m
+			ON m.auction = b.auction AND b.date_time BETWEEN m.t AND m.t + INTERVAL '1' SECOND`,
+		// An OR is no conjunct of bounds.
+		`SELECT b1.price, b2.price AS p2 FROM bid b1 JOIN bid b2 ON b1.auction = b2.auction AND (b2.date_time <= b1.date_time + INTERVAL '1' SECOND OR b1.price > 10)`,
+	} {
+		v, err := compileWith(sql, cat, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if v.Windowed {
+			t.Errorf("%s: drops late records", sql)
+		}
+		for _, n := range v.nodes {
+			if j, ok := n.op.(*flow.Join); ok && len(j.Expire[0])+len(j.Expire[1]) > 0 {
+				t.Errorf("%s: join expires rows", sql)
+			}
+		}
+	}
+	// Both sides bound: each side expires by the other's event time.
+	v, err := compileWith(`SELECT b1.price, b2.price AS p2 FROM bid b1 JOIN bid b2 ON b1.auction = b2.auction
+		AND b2.date_time BETWEEN b1.date_time - INTERVAL '1' SECOND AND b1.date_time + INTERVAL '1 day 2 seconds'`, cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [2][]flow.JoinExpiry
+	for _, n := range v.nodes {
+		if j, ok := n.op.(*flow.Join); ok {
+			got = j.Expire
+		}
+	}
+	want := [2][]flow.JoinExpiry{{{Col: 5, Offset: 24*time.Hour + 2*time.Second}}, {{Col: 5, Offset: time.Second}}}
+	if !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) || !v.Windowed {
+		t.Fatalf("expiry %+v, want %+v", got, want)
+	}
+}
