@@ -76,7 +76,7 @@ func intervalEpochs(seed uint64, n int) []Epoch {
 			}
 		}
 		if !maxT.IsZero() {
-			wm = maxT.Add(-4 * time.Second)
+			wm = maxT.Add(-3 * time.Second)
 		}
 		e.Watermark = wm
 		eps = append(eps, e)
@@ -194,5 +194,75 @@ func TestJoinExpireRetraction(t *testing.T) {
 	}
 	if freed != 1 {
 		t.Fatalf("freed %d rows, want 1", freed)
+	}
+}
+
+// sessionGraph is SESSION windows of a 2 s gap per k over (k, t, v),
+// with the view's contents the session rows themselves, or (agg) a
+// count per window_end and k, windowed by the end as a view's
+// aggregate over a session is.
+func sessionGraph(expire, agg bool) func() *Graph {
+	return func() *Graph {
+		var g Graph
+		in := g.Input("in")
+		s := g.Add("session", &Session{TimeCol: 1, PartitionBy: []int{0}, Gap: 2 * time.Second, Expire: expire}, in)
+		if agg {
+			var w *WindowPolicy
+			if expire {
+				w = &WindowPolicy{}
+			}
+			s = g.Add("agg", &Aggregate{GroupBy: []int{4, 0, 3}, Aggs: []AggCall{{Kind: CountStar}, {Kind: Sum, Col: 2}}, Window: w}, s)
+		}
+		g.SetOutput(s)
+		return &g
+	}
+}
+
+// TestSessionExpire: sessions freed by the watermark leave the same
+// contents as sessions kept, with and without an aggregate over them
+// (whose closed windows' groups go too), on every store and across a
+// reopen, and a fraction of the state.
+func TestSessionExpire(t *testing.T) {
+	eps := intervalEpochs(5, 400)
+	for i := range eps {
+		eps[i].Inputs = eps[i].Inputs[:1]
+	}
+	for _, agg := range []bool{false, true} {
+		t.Run(fmt.Sprint("agg=", agg), func(t *testing.T) {
+			want, kept := runExpiring(t, sessionGraph(false, agg), NewMemStore(), eps)
+			for _, s := range stores {
+				t.Run(s.name, func(t *testing.T) {
+					got, left := runExpiring(t, sessionGraph(true, agg), s.open(t), eps)
+					if got != want {
+						t.Fatalf("contents with sessions freed differ from those with every row kept:\n%s\nwant:\n%s", got, want)
+					}
+					if left*5 > kept {
+						t.Fatalf("%d operator keys left with sessions freed, %d with all kept", left, kept)
+					}
+				})
+			}
+			t.Run("reopen", func(t *testing.T) {
+				fs := vfs.NewMem()
+				db, err := pebble.Open("db", &pebble.Options{FS: fs, Logger: quietLogger{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				half := len(eps) / 2
+				first := NewPebbleStore(db, []byte("v"), false)
+				runExpiring(t, sessionGraph(true, agg), first, eps[:half])
+				if err := first.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				db = openPebble(t, fs, "db")
+				got, left := runExpiring(t, sessionGraph(true, agg), NewPebbleStore(db, []byte("v"), false), eps[half:])
+				_, whole := runExpiring(t, sessionGraph(true, agg), NewMemStore(), eps)
+				if got != want || left != whole {
+					t.Fatalf("reopened: %d keys (one run %d), contents equal: %v", left, whole, got == want)
+				}
+			})
+		})
 	}
 }
