@@ -56,6 +56,8 @@ func TestEmitOptionRefused(t *testing.T) {
 	for _, sql := range []string{
 		"SELECT window_start, window_end, count(*) AS n FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
 		"SELECT auction, window_start, count(*) AS n FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start HAVING count(*) > 1",
+		// A SESSION's window_end closes its windows (window_start does not: above).
+		"SELECT customer_id, window_start, window_end, count(*) AS n FROM SESSION(orders, ts, INTERVAL '10 minutes', customer_id) GROUP BY customer_id, window_start, window_end",
 	} {
 		if _, err := compileWith(sql, cat, Options{Emit: EmitOnWindowClose}); err != nil {
 			t.Errorf("%s: %v", sql, err)

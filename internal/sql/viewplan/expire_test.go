@@ -233,3 +233,120 @@ func TestIntervalJoinKeeps(t *testing.T) {
 		t.Fatalf("expiry %+v, want %+v", got, want)
 	}
 }
+
+// TestSessionEmit runs SESSION windows per bidder and auction (1 s gap;
+// per bidder alone Nexmark's hot bidders bid so often that their
+// sessions stay open to the end) over bids whose event times are
+// out of order (bidEpochs: four partitions, 1 s watermark delay) as a
+// view grouping by window_end, in both emit modes: with
+// 'on_window_close' it holds exactly the sessions ending at or before
+// the final watermark, each emitted once, equal to DuckDB's sessions
+// (the batch form with lag()) over the records the source passed; with
+// 'on_update' every session. The aggregate drops nothing, closed
+// sessions' state is freed (a fraction of a view's without a
+// watermark), and a view reopened halfway over Pebble ends the same.
+func TestSessionEmit(t *testing.T) {
+	o := sqltest.NewOracle(t)
+	cat := watermarked(t)
+	eps, src, bids := bidEpochs(t)
+	final := src.watermark()
+	passed := []sqltest.Table{{Name: "bid", Columns: bids.Columns, Rows: src.passed}}
+	sql := `SELECT bidder, auction, window_start, window_end, count(*) AS n, max(price) AS top
+		FROM SESSION(bid, date_time, INTERVAL '1' SECOND, bidder, auction) GROUP BY bidder, auction, window_start, window_end`
+	batch := `WITH g AS (
+		SELECT bidder, auction, date_time, price,
+		       CASE WHEN date_time - lag(date_time) OVER (PARTITION BY bidder, auction ORDER BY date_time) < INTERVAL '1 second' THEN 0 ELSE 1 END AS brk
+		FROM bid
+	), s AS (
+		SELECT bidder, auction, date_time, price, sum(brk) OVER (PARTITION BY bidder, auction ORDER BY date_time ROWS UNBOUNDED PRECEDING) AS sid FROM g
+	)
+	SELECT bidder, auction, min(date_time) AS window_start, max(date_time) + INTERVAL '1 second' AS window_end, count(*) AS n, max(price) AS top
+	FROM s GROUP BY bidder, auction, sid`
+	want := o.Query(t, passed,
+		sqltest.Query{Name: "all", SQL: batch},
+		sqltest.Query{Name: "closed", SQL: "SELECT * FROM (" + batch + ") x WHERE window_end <= TIMESTAMP '" + final.UTC().Format("2006-01-02 15:04:05.999999") + "'"})
+	t.Logf("DuckDB: %d sessions, %d closed; %d bids passed, times %v to %v", len(want[0].Rows), len(want[1].Rows), len(src.passed), src.passed[0][5], final)
+	if len(want[1].Rows) < 20 || len(want[1].Rows) == len(want[0].Rows) {
+		t.Fatalf("DuckDB has %d sessions, %d closed: the test needs many of both", len(want[0].Rows), len(want[1].Rows))
+	}
+	for _, emit := range []Emit{EmitOnUpdate, EmitOnWindowClose} {
+		t.Run(emit.String(), func(t *testing.T) {
+			v, err := compileWith(sql, cat, Options{Emit: emit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.Windowed {
+				t.Fatal("a view freeing sessions does not drop late records")
+			}
+			end := slices.IndexFunc(v.Columns, func(c exec.Column) bool { return c.Name == "window_end" })
+			st := flow.NewMemStore()
+			d, err := flow.NewDriver(v.Graph(), st, flow.Options{Index: &v.Index})
+			if err != nil {
+				t.Fatal(err)
+			}
+			emitted := map[string]bool{}
+			for i, e := range eps {
+				out, err := d.Step(e)
+				if err != nil {
+					t.Fatalf("epoch %d: %v", i, err)
+				}
+				if emit != EmitOnWindowClose {
+					continue
+				}
+				for _, c := range out {
+					k := formatRow(c.Row)
+					if c.Diff != 1 || emitted[k] {
+						t.Fatalf("epoch %d: %+d %s: a closed session's row changed", i, c.Diff, k)
+					}
+					emitted[k] = true
+					if c.Row[end].(time.Time).After(d.Watermark()) {
+						t.Fatalf("epoch %d: session ending %v emitted at watermark %v", i, c.Row[end], d.Watermark())
+					}
+				}
+			}
+			var late, freed int64
+			for _, s := range d.Stats() {
+				late += s.Late
+				freed += s.Freed
+			}
+			if late != 0 {
+				t.Fatalf("the aggregate dropped %d changes the session emitted", late)
+			}
+			rows, err := d.View().Rows()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := want[int(emit)]
+			sqltest.Equal(t, w, result(w.Name, v, rows), sqltest.Options{})
+
+			plain := testCatalog{}
+			for k, r := range cat {
+				x := *r
+				x.Watermark = false
+				plain[k] = &x
+			}
+			pv, err := compileWith(sql, plain, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pst := flow.NewMemStore()
+			run(t, pv, pst, eps)
+			free, kept := stateKeys(t, st), stateKeys(t, pst)
+			if freed == 0 || free*4 > kept {
+				t.Fatalf("%d operator state keys with %d session rows freed, %d without a watermark", free, freed, kept)
+			}
+			t.Logf("%d sessions; state keys %d with sessions freed (%d rows freed), %d kept", len(rows), free, freed, kept)
+
+			db := openPebble(t)
+			half := len(eps) / 2
+			run(t, v, flow.NewPebbleStore(db, []byte("v"), false), eps[:half])
+			rst := flow.NewPebbleStore(db, []byte("v"), false)
+			t.Cleanup(func() { rst.Close() }) // before the database's
+			got := run(t, v, rst, eps[half:])
+			sqltest.Equal(t, w, result(w.Name, v, got), sqltest.Options{})
+			if n := stateKeys(t, rst); n != free {
+				t.Fatalf("reopened: %d operator state keys, one run %d", n, free)
+			}
+		})
+	}
+}
