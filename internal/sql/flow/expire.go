@@ -78,16 +78,39 @@ type expired struct {
 	jk, row string
 }
 
+// expiryLow is the least expiry a side indexed in an epoch: where the
+// epoch's freeing starts, if below the watermark before the epoch.
+type expiryLow struct {
+	t   time.Time
+	set bool
+}
+
+func (l *expiryLow) note(t time.Time) {
+	if !l.set || t.Before(l.t) {
+		l.t, l.set = t, true
+	}
+}
+
 // takeExpired deletes side's index entries whose expiry is before wm
-// and returns their rows (at most the whole index: what an epoch's
-// watermark frees is a prefix of it, each entry read once, ever).
-func takeExpired(st Store, side int, wm time.Time) ([]expired, error) {
+// and returns their rows: the entries from the least of the watermark
+// before the epoch (everything earlier went at the end of the last
+// epoch) and the epoch's own least expiry (low), so a scan never walks
+// the deletions of earlier epochs, which a Pebble store keeps as
+// tombstones until a compaction.
+func takeExpired(st Store, side int, before time.Time, low expiryLow, wm time.Time) ([]expired, error) {
 	if wm.IsZero() {
 		return nil, nil
 	}
+	lower := []byte{'e', byte(side)}
+	if low.set && low.t.Before(before) {
+		before = low.t
+	}
+	if !before.IsZero() {
+		lower = expiryBound(side, before)
+	}
 	var out []expired
 	var keys [][]byte
-	err := st.Scan([]byte{'e', byte(side)}, expiryBound(side, wm), false, func(k, v []byte) (bool, error) {
+	err := st.Scan(lower, expiryBound(side, wm), false, func(k, v []byte) (bool, error) {
 		n, w := binary.Uvarint(v)
 		if w <= 0 || len(k) < 10 || n > uint64(len(k)-10) {
 			return false, fmt.Errorf("flow: %w: join expiry entry", types.ErrCorrupt)
@@ -108,12 +131,14 @@ func takeExpired(st Store, side int, wm time.Time) ([]expired, error) {
 	return out, nil
 }
 
-// setExpiry indexes a row a side now holds (its count went from 0 up).
-func setExpiry(st Store, buf *[]byte, side int, terms []JoinExpiry, jk string, row types.Row) error {
+// setExpiry indexes a row a side now holds (its count went from 0 up),
+// noting its expiry in low.
+func setExpiry(st Store, buf *[]byte, low *expiryLow, side int, terms []JoinExpiry, jk string, row types.Row) error {
 	at, err := expiryOf(row, terms)
 	if err != nil {
 		return err
 	}
+	low.note(at)
 	*buf = expiryKey(*buf, side, at, jk, row)
 	return st.Set(*buf, binary.AppendUvarint(nil, uint64(len(jk))))
 }

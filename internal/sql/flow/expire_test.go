@@ -104,6 +104,7 @@ func TestJoinExpire(t *testing.T) {
 					if left*5 > kept {
 						t.Fatalf("%d operator keys left with rows freed, %d with all kept", left, kept)
 					}
+					checkExpiries(t, st, eps[len(eps)-1].Watermark)
 				})
 			}
 			t.Run("reopen", func(t *testing.T) {
@@ -232,13 +233,15 @@ func TestSessionExpire(t *testing.T) {
 			want, kept := runExpiring(t, sessionGraph(false, agg), NewMemStore(), eps)
 			for _, s := range stores {
 				t.Run(s.name, func(t *testing.T) {
-					got, left := runExpiring(t, sessionGraph(true, agg), s.open(t), eps)
+					st := s.open(t)
+					got, left := runExpiring(t, sessionGraph(true, agg), st, eps)
 					if got != want {
 						t.Fatalf("contents with sessions freed differ from those with every row kept:\n%s\nwant:\n%s", got, want)
 					}
 					if left*5 > kept {
 						t.Fatalf("%d operator keys left with sessions freed, %d with all kept", left, kept)
 					}
+					checkSessions(t, st, eps[len(eps)-1].Watermark)
 				})
 			}
 			t.Run("reopen", func(t *testing.T) {
@@ -264,5 +267,52 @@ func TestSessionExpire(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// checkExpiries checks the join's (node 2) state is exactly the rows
+// the watermark wm has not passed: each side's rows and expiry entries
+// pair up, and no entry's expiry is before wm.
+func checkExpiries(t *testing.T, st Store, wm time.Time) {
+	t.Helper()
+	counts := map[byte]int{}
+	err := st.Scan([]byte{'n', 0, 2}, []byte{'n', 0, 3}, false, func(k, _ []byte) (bool, error) {
+		counts[k[3]]++
+		if k[3] == 'e' {
+			if at := decodeMicros(k[5:13]); at.Before(wm) {
+				t.Errorf("a row expiring at %v kept past watermark %v", at, wm)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts['e'] == 0 || counts['e'] != counts['r'] {
+		t.Fatalf("%d rows and %d expiry entries", counts['r'], counts['e'])
+	}
+}
+
+// checkSessions checks the session operator's (node 1) index holds only
+// sessions the watermark wm has not closed, each with rows.
+func checkSessions(t *testing.T, st Store, wm time.Time) {
+	t.Helper()
+	var sessions, rows int
+	err := st.Scan([]byte{'n', 0, 1}, []byte{'n', 0, 2}, false, func(k, _ []byte) (bool, error) {
+		if k[3] != sessionIndexTag {
+			rows++
+			return true, nil
+		}
+		sessions++
+		if end := decodeMicros(k[4:12]); !end.After(wm) {
+			t.Errorf("a session ending at %v kept past watermark %v", end, wm)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sessions == 0 || rows < sessions {
+		t.Fatalf("%d sessions indexed, %d rows", sessions, rows)
 	}
 }

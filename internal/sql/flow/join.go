@@ -84,6 +84,7 @@ type joinScratch struct {
 	kbuf    []byte
 	vbuf    []byte
 	ebuf    []byte
+	low     [2]expiryLow // each side's least expiry indexed this epoch
 	cons    consolidator
 }
 
@@ -100,6 +101,7 @@ func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 		ctx.scratch = s
 	}
 	var out []types.Change
+	s.low = [2]expiryLow{}
 	for side := 0; side < 2; side++ {
 		var err error
 		if out, err = j.side(ctx.State, s, side, s.cons.consolidate(ins[side]), out); err != nil {
@@ -111,7 +113,7 @@ func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 		if len(j.Expire[side]) == 0 {
 			continue
 		}
-		n, err := j.expire(ctx.State, s, side, ctx.Watermark)
+		n, err := j.expire(ctx.State, s, side, ctx.InputWatermark, ctx.Watermark)
 		if err != nil {
 			return nil, err
 		}
@@ -123,8 +125,8 @@ func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 // expire forgets the side's rows whose expiry the watermark passed,
 // and lowers their keys' counts, returning how many rows (with
 // multiplicity) it freed.
-func (j *Join) expire(st Store, s *joinScratch, side int, wm time.Time) (int64, error) {
-	gone, err := takeExpired(st, side, wm)
+func (j *Join) expire(st Store, s *joinScratch, side int, before, wm time.Time) (int64, error) {
+	gone, err := takeExpired(st, side, before, s.low[side], wm)
 	if err != nil || len(gone) == 0 {
 		return 0, err
 	}
@@ -255,7 +257,7 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 					return nil, err
 				}
 				if len(j.Expire[side]) > 0 {
-					if err := setExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row); err != nil {
+					if err := setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row); err != nil {
 						return nil, err
 					}
 				}
@@ -268,7 +270,7 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 			if len(j.Expire[side]) > 0 {
 				switch {
 				case rb == 0 && ra > 0:
-					err = setExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row)
+					err = setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row)
 				case rb > 0 && ra == 0:
 					err = dropExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row)
 				}

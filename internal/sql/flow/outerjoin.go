@@ -57,9 +57,10 @@ func (j *ResidualJoin) validate() error {
 
 func (j *ResidualJoin) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
 	var out []types.Change
+	var low [2]expiryLow // each side's least expiry indexed this epoch
 	for side := range 2 {
 		var err error
-		if out, err = j.side(ctx.State, side, consolidate(ins[side]), out); err != nil {
+		if out, err = j.side(ctx.State, side, consolidate(ins[side]), &low[side], out); err != nil {
 			return nil, err
 		}
 	}
@@ -67,7 +68,7 @@ func (j *ResidualJoin) Step(ctx *Context, ins [][]types.Change) ([]types.Change,
 		if len(j.Expire[side]) == 0 {
 			continue
 		}
-		n, err := j.expire(ctx.State, side, ctx.Watermark)
+		n, err := j.expire(ctx.State, side, ctx.InputWatermark, low[side], ctx.Watermark)
 		if err != nil {
 			return nil, err
 		}
@@ -78,8 +79,8 @@ func (j *ResidualJoin) Step(ctx *Context, ins [][]types.Change) ([]types.Change,
 
 // expire forgets the side's rows (and match counts) whose expiry the
 // watermark passed, returning how many rows (with multiplicity).
-func (j *ResidualJoin) expire(st Store, side int, wm time.Time) (int64, error) {
-	gone, err := takeExpired(st, side, wm)
+func (j *ResidualJoin) expire(st Store, side int, before time.Time, low expiryLow, wm time.Time) (int64, error) {
+	gone, err := takeExpired(st, side, before, low, wm)
 	if err != nil {
 		return 0, err
 	}
@@ -131,7 +132,7 @@ type matched struct {
 	delta int64
 }
 
-func (j *ResidualJoin) side(st Store, side int, changes []types.Change, out []types.Change) ([]types.Change, error) {
+func (j *ResidualJoin) side(st Store, side int, changes []types.Change, low *expiryLow, out []types.Change) ([]types.Change, error) {
 	keyCols, width := j.LeftKey, j.LeftWidth
 	if side == 1 {
 		keyCols, width = j.RightKey, j.RightWidth
@@ -196,7 +197,7 @@ func (j *ResidualJoin) side(st Store, side int, changes []types.Change, out []ty
 			if len(j.Expire[side]) > 0 {
 				switch {
 				case before == 0 && after > 0:
-					err = setExpiry(st, &ebuf, side, j.Expire[side], jk, c.Row)
+					err = setExpiry(st, &ebuf, low, side, j.Expire[side], jk, c.Row)
 				case before > 0 && after == 0:
 					err = dropExpiry(st, &ebuf, side, j.Expire[side], jk, c.Row)
 				}

@@ -104,7 +104,7 @@ func (s *Session) Step(ctx *Context, ins [][]types.Change) ([]types.Change, erro
 		}
 	}
 	if s.Expire {
-		n, err := s.expire(ctx.State, ctx.Watermark)
+		n, err := s.expire(ctx.State, ctx.InputWatermark, ctx.Watermark)
 		if err != nil {
 			return nil, err
 		}
@@ -162,8 +162,13 @@ func (s *Session) indexSessions(st Store, prefix []byte, before, after []timed) 
 }
 
 // expire frees the rows of every session whose end is at or before wm
-// and returns how many (with multiplicity).
-func (s *Session) expire(st Store, wm time.Time) (int64, error) {
+// and returns how many (with multiplicity). Those ending at or before
+// the watermark before the epoch (before) went at the end of the last
+// epoch, and no session this epoch made or changed ends there (it ends
+// after a record at or after that watermark): the scan starts at it, so
+// it never walks the deletions of earlier epochs, which a Pebble store
+// keeps as tombstones until a compaction.
+func (s *Session) expire(st Store, before, wm time.Time) (int64, error) {
 	if wm.IsZero() {
 		return 0, nil
 	}
@@ -172,8 +177,12 @@ func (s *Session) expire(st Store, wm time.Time) (int64, error) {
 		start, last time.Time
 	}
 	var done []closed
+	lower := []byte{sessionIndexTag}
+	if !before.IsZero() {
+		lower = appendMicros(lower, before)
+	}
 	upper := prefixEnd(appendMicros([]byte{sessionIndexTag}, wm))
-	err := st.Scan([]byte{sessionIndexTag}, upper, false, func(k, v []byte) (bool, error) {
+	err := st.Scan(lower, upper, false, func(k, v []byte) (bool, error) {
 		if len(k) < 9 || len(v) != 8 {
 			return false, fmt.Errorf("flow: %w: session index entry", types.ErrCorrupt)
 		}
