@@ -56,11 +56,12 @@ func expiryOf(row types.Row, terms []JoinExpiry) (time.Time, error) {
 // The expiry index of a join side, in the join's own key space beside
 // its rows, ordered by expiry so a watermark frees a prefix of it:
 //
-//	'e' side expiry(8 bytes) key(join key) key(row) -> uvarint len(key(join key))
+//	'e' side expiry(8 bytes) key(join key) key(row) -> uvarint len(key(join key)), varint count
 //
 // expiry is unix microseconds, big-endian with the sign bit flipped
 // (byte order is time order). The value splits the rest of the key back
-// into the join key and the row's key.
+// into the join key and the row's key, and holds the row's count (as
+// its 'r' key does), so freeing a row writes without reading it.
 func expiryKey(buf []byte, side int, at time.Time, jk string, row types.Row) []byte {
 	buf = append(buf[:0], 'e', byte(side))
 	buf = binary.BigEndian.AppendUint64(buf, uint64(at.UnixMicro())^(1<<63))
@@ -73,9 +74,11 @@ func expiryBound(side int, at time.Time) []byte {
 	return binary.BigEndian.AppendUint64([]byte{'e', byte(side)}, uint64(at.UnixMicro())^(1<<63))
 }
 
-// expired is one row the watermark freed: its join key and row key.
+// expired is one row the watermark freed: its join key, row key and
+// count.
 type expired struct {
 	jk, row string
+	n       int64
 }
 
 // expiryLow is the least expiry a side indexed in an epoch: where the
@@ -115,8 +118,12 @@ func takeExpired(st Store, side int, before time.Time, low expiryLow, wm time.Ti
 		if w <= 0 || len(k) < 10 || n > uint64(len(k)-10) {
 			return false, fmt.Errorf("flow: %w: join expiry entry", types.ErrCorrupt)
 		}
+		count, w2 := binary.Varint(v[w:])
+		if w2 <= 0 || count <= 0 {
+			return false, fmt.Errorf("flow: %w: join expiry entry's count", types.ErrCorrupt)
+		}
 		rest := k[10:]
-		out = append(out, expired{jk: string(rest[:n]), row: string(rest[n:])})
+		out = append(out, expired{jk: string(rest[:n]), row: string(rest[n:]), n: count})
 		keys = append(keys, append([]byte(nil), k...))
 		return true, nil
 	})
@@ -131,16 +138,16 @@ func takeExpired(st Store, side int, before time.Time, low expiryLow, wm time.Ti
 	return out, nil
 }
 
-// setExpiry indexes a row a side now holds (its count went from 0 up),
-// noting its expiry in low.
-func setExpiry(st Store, buf *[]byte, low *expiryLow, side int, terms []JoinExpiry, jk string, row types.Row) error {
+// setExpiry indexes a row a side holds n copies of (n > 0: its count
+// went up from 0, or changed), noting its expiry in low.
+func setExpiry(st Store, buf *[]byte, low *expiryLow, side int, terms []JoinExpiry, jk string, row types.Row, n int64) error {
 	at, err := expiryOf(row, terms)
 	if err != nil {
 		return err
 	}
 	low.note(at)
 	*buf = expiryKey(*buf, side, at, jk, row)
-	return st.Set(*buf, binary.AppendUvarint(nil, uint64(len(jk))))
+	return st.Set(*buf, binary.AppendVarint(binary.AppendUvarint(nil, uint64(len(jk))), n))
 }
 
 // dropExpiry removes the index entry of a row a side no longer holds

@@ -135,25 +135,14 @@ func (j *Join) expire(st Store, s *joinScratch, side int, before, wm time.Time) 
 	var keys []string
 	for _, e := range gone {
 		s.kbuf = append(append(append(s.kbuf[:0], 'r', byte(side)), e.jk...), e.row...)
-		v, ok, err := st.Get(s.kbuf)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return 0, fmt.Errorf("flow: %w: join expiry entry without its row", types.ErrCorrupt)
-		}
-		n, err := decodeCount(v)
-		if err != nil {
-			return 0, err
-		}
 		if err := st.Delete(s.kbuf); err != nil {
 			return 0, err
 		}
 		if _, ok := byKey[e.jk]; !ok {
 			keys = append(keys, e.jk)
 		}
-		byKey[e.jk] += n
-		freed += n
+		byKey[e.jk] += e.n
+		freed += e.n
 	}
 	for _, jk := range keys {
 		if _, _, err := addCount(st, countKey(&s.kbuf, side, jk), -byKey[jk]); err != nil {
@@ -257,7 +246,7 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 					return nil, err
 				}
 				if len(j.Expire[side]) > 0 {
-					if err := setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row); err != nil {
+					if err := setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row, c.Diff); err != nil {
 						return nil, err
 					}
 				}
@@ -269,9 +258,9 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 			}
 			if len(j.Expire[side]) > 0 {
 				switch {
-				case rb == 0 && ra > 0:
-					err = setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row)
-				case rb > 0 && ra == 0:
+				case ra > 0:
+					err = setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row, ra)
+				case rb > 0:
 					err = dropExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row)
 				}
 				if err != nil {

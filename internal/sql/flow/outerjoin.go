@@ -88,17 +88,6 @@ func (j *ResidualJoin) expire(st Store, side int, before time.Time, low expiryLo
 	var kbuf []byte
 	for _, e := range gone {
 		kbuf = append(append(append(kbuf[:0], 'r', byte(side)), e.jk...), e.row...)
-		v, ok, err := st.Get(kbuf)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return 0, fmt.Errorf("flow: %w: join expiry entry without its row", types.ErrCorrupt)
-		}
-		n, err := decodeCount(v)
-		if err != nil {
-			return 0, err
-		}
 		if err := st.Delete(kbuf); err != nil {
 			return 0, err
 		}
@@ -108,7 +97,7 @@ func (j *ResidualJoin) expire(st Store, side int, before time.Time, low expiryLo
 				return 0, err
 			}
 		}
-		freed += n
+		freed += e.n
 	}
 	return freed, nil
 }
@@ -196,9 +185,9 @@ func (j *ResidualJoin) side(st Store, side int, changes []types.Change, low *exp
 			}
 			if len(j.Expire[side]) > 0 {
 				switch {
-				case before == 0 && after > 0:
-					err = setExpiry(st, &ebuf, low, side, j.Expire[side], jk, c.Row)
-				case before > 0 && after == 0:
+				case after > 0:
+					err = setExpiry(st, &ebuf, low, side, j.Expire[side], jk, c.Row, after)
+				case before > 0:
 					err = dropExpiry(st, &ebuf, side, j.Expire[side], jk, c.Row)
 				}
 				if err != nil {
