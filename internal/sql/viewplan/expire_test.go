@@ -3,6 +3,7 @@ package viewplan
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -233,6 +234,10 @@ func TestIntervalJoinKeeps(t *testing.T) {
 	want := [2][]flow.JoinExpiry{{{Col: 5, Offset: 24*time.Hour + 2*time.Second}}, {{Col: 5, Offset: time.Second}}}
 	if !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) || !v.Windowed {
 		t.Fatalf("expiry %+v, want %+v", got, want)
+	}
+	plan := strings.Join(v.Explain("v", []flow.NodeStats{3: {Freed: 7}}, nil), "\n")
+	if !strings.Contains(plan, "left rows expire at #6 + 24h0m2s; right rows expire at #6 + 1s") || !strings.Contains(plan, "freed=7") {
+		t.Fatalf("EXPLAIN does not show the expiries and rows freed:\n%s", plan)
 	}
 }
 
