@@ -6,13 +6,15 @@ import (
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 
+	"github.com/strandkafka/strand/internal/sql/expr"
 	"github.com/strandkafka/strand/internal/sql/types"
 )
 
 // JoinBound is an ON term of a join that bounds a timestamp column of
 // one side by one of the other side plus a constant: Col <= Other +
 // Offset when Upper, else Col >= Other + Offset. Columns are the joined
-// row's. `b.t BETWEEN a.t AND a.t + INTERVAL '1 hour'` is two bounds;
+// row's. `b.t BETWEEN a.t AND a.t + INTERVAL '1 hour'` is two bounds,
+// and so is a join key equating two timestamp columns;
 // < and > are read as <= and >= (a bound no tighter than the term).
 // The terms stay in the join's residual: a bound is what the residual
 // implies, for a dataflow that frees a join's state by event time
@@ -141,4 +143,16 @@ func (p *planner) timeTerm(n *pg.Node, sc *scope) (timeTerm, bool) {
 	}
 	t.off += d
 	return t, true
+}
+
+// equalBounds reads a join key l = r between timestamp columns of the
+// two sides (a window join's `a.window_start = b.window_start`) as the
+// two bounds it implies: l <= r and l >= r.
+func equalBounds(l, r *expr.Expr) []JoinBound {
+	lc, lok := l.ColumnIndex()
+	rc, rok := r.ColumnIndex()
+	if !lok || !rok || l.Type.OID != r.Type.OID || (l.Type.OID != types.OIDTimestamp && l.Type.OID != types.OIDTimestampTZ) {
+		return nil
+	}
+	return []JoinBound{{Col: lc, Other: rc, Upper: true}, {Col: lc, Other: rc}}
 }

@@ -2,6 +2,8 @@ package viewplan
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,14 +17,13 @@ import (
 	"github.com/strandkafka/strand/internal/sql/types"
 )
 
-// streamEpochs reads Nexmark's auctions and bids as two append sources
-// with a watermark on date_time (column 5 of both, as source reads it):
-// event times up to 3 s out of order against a 1 s delay, four
-// partitions each read at different paces, late records dropped (as a
-// view whose state the watermark frees drops them). The epochs are for
-// a view reading inputs (in its order); the sources' passed records
-// are the same whatever the order.
-func streamEpochs(t testing.TB, inputs []string) ([]flow.Epoch, map[string]*source, map[string]sqltest.Table) {
+// streamEpochs reads Nexmark's tables names as append sources with a
+// watermark on date_time: event times up to 3 s out of order against a
+// 1 s delay, four partitions each read at different paces, late records
+// dropped (as a view whose state the watermark frees drops them). The
+// epochs are for a view reading inputs (in its order); the sources'
+// passed records are the same whatever the order.
+func streamEpochs(t testing.TB, inputs []string, names ...string) ([]flow.Epoch, map[string]*source, map[string]sqltest.Table) {
 	events, err := sqltest.GenerateNexmark(sqltest.NexmarkCorpusConfig(13, 6000))
 	if err != nil {
 		t.Fatal(err)
@@ -31,21 +32,22 @@ func streamEpochs(t testing.TB, inputs []string) ([]flow.Epoch, map[string]*sour
 	for _, tb := range sqltest.NexmarkTables(events) {
 		tables[tb.Name] = tb
 	}
-	names := []string{"auction", "bid"}
 	r := rand.New(rand.NewPCG(13, 29))
 	const parts = 4
 	byPart := map[string][][][]any{}
 	srcs := map[string]*source{}
+	pos := map[string][]int{}
 	for _, name := range names {
+		col := slices.IndexFunc(tables[name].Columns, func(c sqltest.Column) bool { return c.Name == "date_time" })
 		byPart[name] = make([][][]any, parts)
 		for i, row := range tables[name].Rows {
 			row = slices.Clone(row)
-			row[5] = row[5].(time.Time).Add(-time.Duration(r.IntN(3000)) * time.Millisecond)
+			row[col] = row[col].(time.Time).Add(-time.Duration(r.IntN(3000)) * time.Millisecond)
 			byPart[name][i%parts] = append(byPart[name][i%parts], row)
 		}
-		srcs[name] = &source{delay: time.Second, max: make([]time.Time, parts)}
+		srcs[name] = &source{col: col, delay: time.Second, max: make([]time.Time, parts)}
+		pos[name] = make([]int, parts)
 	}
-	pos := map[string][]int{"auction": make([]int, parts), "bid": make([]int, parts)}
 	var eps []flow.Epoch
 	for {
 		e := flow.Epoch{Inputs: make([][]types.Change, len(inputs))}
@@ -53,10 +55,10 @@ func streamEpochs(t testing.TB, inputs []string) ([]flow.Epoch, map[string]*sour
 		for _, name := range names {
 			in := slices.Index(inputs, name)
 			for p := range parts {
-				// Bids are 15 times as many: read faster.
-				pace := 8 * (p + 1)
-				if name == "auction" {
-					pace = 2 + p
+				// Bids are 15 times as many as auctions: read faster.
+				pace := 2 + p
+				if name == "bid" {
+					pace = 8 * (p + 1)
 				}
 				n := min(r.IntN(pace), len(byPart[name][p])-pos[name][p])
 				for _, row := range byPart[name][p][pos[name][p] : pos[name][p]+n] {
@@ -117,7 +119,7 @@ func TestIntervalJoinExpire(t *testing.T) {
 			WHERE b.auction = a.id AND a.date_time <= b.date_time AND b.date_time <= a.date_time + INTERVAL '1500 milliseconds' AND b.price > 100
 			GROUP BY a.id, a.seller`},
 	}
-	_, srcs, tables := streamEpochs(t, nil)
+	_, srcs, tables := streamEpochs(t, nil, "auction", "bid")
 	var passed []sqltest.Table
 	for _, name := range []string{"auction", "bid"} {
 		if srcs[name].late == 0 {
@@ -135,7 +137,7 @@ func TestIntervalJoinExpire(t *testing.T) {
 			if !v.Windowed {
 				t.Fatal("a view with an expiring join does not drop late records")
 			}
-			eps, _, _ := streamEpochs(t, v.Inputs)
+			eps, _, _ := streamEpochs(t, v.Inputs, "auction", "bid")
 			st := flow.NewMemStore()
 			d, err := flow.NewDriver(v.Graph(), st, flow.Options{Index: &v.Index})
 			if err != nil {
@@ -386,7 +388,7 @@ func BenchmarkIntervalJoin(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			eps, srcs, _ := streamEpochs(b, v.Inputs)
+			eps, srcs, _ := streamEpochs(b, v.Inputs, "auction", "bid")
 			events := len(srcs["auction"].passed) + len(srcs["bid"].passed)
 			b.ReportAllocs()
 			var elapsed time.Duration
@@ -424,5 +426,88 @@ func BenchmarkIntervalJoin(b *testing.B) {
 			b.ReportMetric(float64(events)*float64(b.N)/elapsed.Seconds(), "events/s")
 			b.ReportMetric(float64(keys), "state-keys")
 		})
+	}
+}
+
+// TestWindowJoinExpire runs Nexmark q8's streaming form (two TUMBLE
+// GROUP BYs joined on key and window_start) over persons and auctions
+// with watermarks: the join frees a window's rows once the watermark
+// passes its end (a window start plus its size), the view equals
+// DuckDB's batch q8 over the records the sources passed, holds a
+// fraction of the state of the view without watermarks, and reopened
+// halfway over Pebble ends the same.
+func TestWindowJoinExpire(t *testing.T) {
+	o := sqltest.NewOracle(t)
+	cat := watermarked(t)
+	for _, name := range []string{"auction", "person"} {
+		r := *cat[name]
+		r.Watermark = true
+		r.EventTime = slices.IndexFunc(r.Columns, func(c exec.Column) bool { return c.Name == "date_time" })
+		cat[name] = &r
+	}
+	plain := testCatalog{}
+	for k, r := range cat {
+		x := *r
+		x.Watermark = false
+		plain[k] = &x
+	}
+	stream, err := os.ReadFile(filepath.Join("..", "sqltest", "testdata", "nexmark", "streaming", "q8.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := sqltest.Corpus(sqltest.SetNexmark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch string
+	for _, q := range qs {
+		if q.Name == "nexmark/q8" {
+			batch = q.SQL
+		}
+	}
+	_, srcs, tables := streamEpochs(t, nil, "auction", "person")
+	var passed []sqltest.Table
+	for _, name := range []string{"auction", "person"} {
+		passed = append(passed, sqltest.Table{Name: name, Columns: tables[name].Columns, Rows: srcs[name].passed})
+	}
+	want := o.Query(t, passed, sqltest.Query{Name: "q8", SQL: batch})[0]
+	if len(want.Rows) < 10 {
+		t.Fatalf("DuckDB has %d rows: too few to compare", len(want.Rows))
+	}
+	v, err := compileWith(string(stream), cat, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp [2][]flow.JoinExpiry
+	for _, n := range v.nodes {
+		if j, ok := n.op.(*flow.Join); ok {
+			exp = j.Expire
+		}
+	}
+	if len(exp[0]) == 0 || len(exp[1]) == 0 || exp[0][0].Offset != 10*time.Second {
+		t.Fatalf("the window join's expiries: %+v", exp)
+	}
+	eps, _, _ := streamEpochs(t, v.Inputs, "auction", "person")
+	st := flow.NewMemStore()
+	sqltest.Equal(t, want, result("q8", v, run(t, v, st, eps)), sqltest.Options{})
+	pv, err := compileWith(string(stream), plain, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pst := flow.NewMemStore()
+	sqltest.Equal(t, want, result("q8", pv, run(t, pv, pst, eps)), sqltest.Options{})
+	free, kept := stateKeys(t, st), stateKeys(t, pst)
+	if free*4 > kept {
+		t.Fatalf("%d operator state keys with windows freed, %d without a watermark", free, kept)
+	}
+	t.Logf("%d rows; state keys %d with windows freed, %d kept", len(want.Rows), free, kept)
+	db := openPebble(t)
+	half := len(eps) / 2
+	run(t, v, flow.NewPebbleStore(db, []byte("v"), false), eps[:half])
+	rst := flow.NewPebbleStore(db, []byte("v"), false)
+	t.Cleanup(func() { rst.Close() }) // before the database's
+	sqltest.Equal(t, want, result("q8", v, run(t, v, rst, eps[half:])), sqltest.Options{})
+	if n := stateKeys(t, rst); n != free {
+		t.Fatalf("reopened: %d operator state keys, one run %d", n, free)
 	}
 }

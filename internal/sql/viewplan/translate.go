@@ -344,6 +344,13 @@ func (c *compiler) aggregate(l *exec.Logical) (built, error) {
 	}
 	if len(groupBy) > 0 {
 		out.key, out.unique = allCols(len(groupBy)), true
+		// Without aggregate calls a group's row is its values: emitted
+		// once when the group appears (or closes), never changed, and
+		// over rows only inserted never retracted (q8's windowed
+		// GROUP BY id, name, window_start).
+		// Not when emitting on close: a row would come after its
+		// window closed (a view refuses joining such rows anyway).
+		out.appendOnly = in.appendOnly && len(calls) == 0 && (pol == nil || !pol.EmitOnClose)
 	}
 	return out, nil
 }
