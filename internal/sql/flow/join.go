@@ -47,10 +47,14 @@ func (k JoinKind) keeps(side int) bool {
 //
 // Rows with a NULL key are not stored: they never match.
 //
-// With Expire (an inner join whose ON bounds the sides' times, the
-// bounds a Filter after it), a side's rows are forgotten at the end of
-// the epoch whose watermark passes their expiry: they could only pair
-// with rows the filter drops.
+// With Expire, a side's rows are forgotten at the end of the epoch
+// whose watermark passes their expiry: in an inner join whose ON
+// bounds the sides' times (the bounds a Filter after it) they could
+// only pair with rows the filter drops; in any join whose keys equate
+// the sides' times (a window join's window starts) no row to come has
+// their key. An outer join's expiry must come from its keys alone: a
+// forgotten row matching by key would leave a padded row wrong (an
+// outer interval join, bounds in its residual, is a ResidualJoin).
 type Join struct {
 	Kind                  JoinKind
 	LeftKey, RightKey     []int
@@ -64,12 +68,6 @@ func (j *Join) Arity() int { return 2 }
 func (j *Join) validate() error {
 	if len(j.LeftKey) != len(j.RightKey) || len(j.LeftKey) == 0 {
 		return fmt.Errorf("flow: join on %d left and %d right columns", len(j.LeftKey), len(j.RightKey))
-	}
-	if (len(j.Expire[0]) > 0 || len(j.Expire[1]) > 0) && j.Kind != InnerJoin {
-		// Matching is the keys' equality alone: a forgotten row would
-		// still have matched, so an outer join's padding would be wrong
-		// (an outer interval join is a ResidualJoin).
-		return fmt.Errorf("flow: an outer join without a residual cannot expire its rows")
 	}
 	return nil
 }
