@@ -24,6 +24,9 @@ type joinNode struct {
 	kind        joinKind
 	eqL, eqR    []*expr.Expr
 	residual    *expr.Expr
+	// bounds are what residual's conjuncts say of the sides' times
+	// (Logical.Bounds); the executor does not use them.
+	bounds []JoinBound
 }
 
 func (j *joinNode) open(r *run) (iter, error) {

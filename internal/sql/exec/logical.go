@@ -39,6 +39,9 @@ type Logical struct {
 	Join                  JoinKind
 	LeftWidth, RightWidth int
 	EqLeft, EqRight       []*expr.Expr
+	// Bounds are the residual's conjuncts that bound a timestamp of one
+	// side by one of the other (an interval join's), also in Pred.
+	Bounds []JoinBound
 	// Sort are OpSort's keys, over its input's columns.
 	Sort []LogicalSortKey
 	// Limit and Offset are OpLimit's constant expressions (nil: none).
@@ -139,7 +142,7 @@ func logicalOf(n node, seen map[node]*Logical) *Logical {
 		}
 	case *joinNode:
 		l = &Logical{Op: OpJoin, In: []*Logical{sub(x.left), sub(x.right)}, Join: JoinKind(x.kind),
-			LeftWidth: x.lw, RightWidth: x.rw, EqLeft: x.eqL, EqRight: x.eqR, Pred: x.residual}
+			LeftWidth: x.lw, RightWidth: x.rw, EqLeft: x.eqL, EqRight: x.eqR, Pred: x.residual, Bounds: x.bounds}
 	case *distinctNode:
 		l = &Logical{Op: OpDistinct, In: []*Logical{sub(x.in)}}
 	case *sortNode:

@@ -176,6 +176,7 @@ func (p *planner) planJoin(j *pg.JoinExpr) (node, *scope, error) {
 			return nil, nil, err
 		} else if ok {
 			jn.eqL, jn.eqR = append(jn.eqL, le), append(jn.eqR, re)
+			jn.bounds = append(jn.bounds, equalBounds(le, re)...)
 			continue
 		}
 		e, err := p.compile(c, sc)
@@ -187,6 +188,7 @@ func (p *planner) planJoin(j *pg.JoinExpr) (node, *scope, error) {
 			return nil, nil, boolArgError("JOIN/ON", e, err)
 		}
 		residual = append(residual, b)
+		jn.bounds = append(jn.bounds, p.timeBounds(c, sc, ls.width)...)
 	}
 	if len(residual) > 0 {
 		all := residual

@@ -53,7 +53,8 @@ const maxAggs = 255
 
 // WindowPolicy makes an Aggregate windowed on event time: its first
 // group column (GroupBy[0]) is a window start (from Tumble or Hop) and
-// windows last Size. A window closes when the watermark reaches its end
+// windows last Size, or, with Size 0, a window's end (a Session's,
+// whose windows have no one size). A window closes when the watermark reaches its end
 // plus Lateness; a record for a closed window is late: dropped and
 // counted (Context.Late, NodeStats.Late), as is a record without a
 // window (a NULL time). An epoch's records are judged against the
@@ -133,7 +134,7 @@ func (a *Aggregate) validate() error {
 		if len(a.GroupBy) == 0 {
 			return fmt.Errorf("flow: a windowed aggregate groups by its window start first")
 		}
-		if a.Window.Size <= 0 || a.Window.Lateness < 0 {
+		if a.Window.Size < 0 || a.Window.Lateness < 0 {
 			return fmt.Errorf("flow: window size %v and lateness %v", a.Window.Size, a.Window.Lateness)
 		}
 	}

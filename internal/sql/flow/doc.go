@@ -31,14 +31,16 @@
 //   - Tumble, Hop: window assignment on event time (window_start and
 //     window_end appended; Hop emits a row per window).
 //   - Session: session windows per key, merged and split as rows come
-//     and go (stateful: a changed session's rows are re-emitted).
+//     and go (stateful: a changed session's rows are re-emitted); with
+//     Expire, closed sessions' rows freed by the watermark.
 //   - Aggregate: GROUP BY with COUNT, SUM, AVG, MIN, MAX,
 //     COUNT(DISTINCT), bool_and, bool_or, string_agg, the variance
 //     family, all retractable; windowed
 //     with a WindowPolicy (late records dropped and counted, closed
 //     windows' state freed, optionally emitting once on close).
 //   - Join: equi-join, inner and outer; ResidualJoin: an outer
-//     equi-join with other ON terms.
+//     equi-join with other ON terms. Both free the rows of an interval
+//     join by the watermark (JoinExpiry).
 //   - TopN: ROW_NUMBER() <= N per partition, exact under deletes.
 //   - RowsWindow: an aggregate over a ROWS n PRECEDING frame.
 //   - Distinct; SetOp: INTERSECT and EXCEPT [ALL].

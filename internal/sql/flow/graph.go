@@ -44,6 +44,10 @@ type Context struct {
 	// watermark allows (see WindowPolicy); the driver accumulates it
 	// in NodeStats.
 	Late int64
+	// Freed counts state rows an operator forgot because the watermark
+	// passed them (a join's expired rows, closed sessions' rows); the
+	// driver accumulates it in NodeStats.
+	Freed int64
 	// First is set in the first epoch a dataflow ever runs (the store
 	// was empty), for operators that emit without input (a global
 	// aggregate's row over nothing).
@@ -180,6 +184,7 @@ type NodeStats struct {
 	Name    string
 	In, Out int64 // changes
 	Late    int64 // records dropped as late
+	Freed   int64 // state rows freed by the watermark
 }
 
 // Driver runs a Graph over a Store, one epoch per Step: the operators'
@@ -284,6 +289,7 @@ func (d *Driver) Step(e Epoch) ([]types.Change, error) {
 		d.stats[i].In += n.In
 		d.stats[i].Out += n.Out
 		d.stats[i].Late += n.Late
+		d.stats[i].Freed += n.Freed
 	}
 	return out, nil
 }
@@ -315,12 +321,13 @@ func (d *Driver) step(e Epoch) ([]types.Change, []NodeStats, error) {
 			delta[i].In += int64(len(outs[in]))
 		}
 		ctx := &d.ctxs[i]
-		ctx.Watermark, ctx.InputWatermark, ctx.Late, ctx.First = wm, d.watermark, 0, d.epoch == 0
+		ctx.Watermark, ctx.InputWatermark, ctx.Late, ctx.Freed, ctx.First = wm, d.watermark, 0, 0, d.epoch == 0
 		out, err := n.op.Step(ctx, ins)
 		if err != nil {
 			return nil, nil, fmt.Errorf("flow: node %d (%s): %w", i, n.name, err)
 		}
 		delta[i].Late = ctx.Late
+		delta[i].Freed = ctx.Freed
 		delta[i].Out = int64(len(out))
 		outs[i] = out
 	}

@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/strandkafka/strand/internal/sql/types"
 )
@@ -42,12 +43,24 @@ func (k JoinKind) keeps(side int) bool {
 //
 //	'r' side key(join key) key(row) -> count, row
 //	'c' side key(join key)          -> count of the side's rows with that key
+//	'e' side ...                    -> the side's rows by expiry (with Expire[side]; see JoinExpiry)
 //
 // Rows with a NULL key are not stored: they never match.
+//
+// With Expire, a side's rows are forgotten at the end of the epoch
+// whose watermark passes their expiry: in an inner join whose ON
+// bounds the sides' times (the bounds a Filter after it) they could
+// only pair with rows the filter drops; in any join whose keys equate
+// the sides' times (a window join's window starts) no row to come has
+// their key. An outer join's expiry must come from its keys alone: a
+// forgotten row matching by key would leave a padded row wrong (an
+// outer interval join, bounds in its residual, is a ResidualJoin).
 type Join struct {
 	Kind                  JoinKind
 	LeftKey, RightKey     []int
 	LeftWidth, RightWidth int
+	// Expire[side], when set, frees the side's rows by the watermark.
+	Expire [2][]JoinExpiry
 }
 
 func (j *Join) Arity() int { return 2 }
@@ -68,6 +81,8 @@ type joinScratch struct {
 	rows    rowSlab
 	kbuf    []byte
 	vbuf    []byte
+	ebuf    []byte
+	low     [2]expiryLow // each side's least expiry indexed this epoch
 	cons    consolidator
 }
 
@@ -84,6 +99,7 @@ func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 		ctx.scratch = s
 	}
 	var out []types.Change
+	s.low = [2]expiryLow{}
 	for side := 0; side < 2; side++ {
 		var err error
 		if out, err = j.side(ctx.State, s, side, s.cons.consolidate(ins[side]), out); err != nil {
@@ -91,7 +107,47 @@ func (j *Join) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) 
 		}
 	}
 	clear(s.matches)
+	for side := range 2 {
+		if len(j.Expire[side]) == 0 {
+			continue
+		}
+		n, err := j.expire(ctx.State, s, side, ctx.InputWatermark, ctx.Watermark)
+		if err != nil {
+			return nil, err
+		}
+		ctx.Freed += n
+	}
 	return out, nil
+}
+
+// expire forgets the side's rows whose expiry the watermark passed,
+// and lowers their keys' counts, returning how many rows (with
+// multiplicity) it freed.
+func (j *Join) expire(st Store, s *joinScratch, side int, before, wm time.Time) (int64, error) {
+	gone, err := takeExpired(st, side, before, s.low[side], wm)
+	if err != nil || len(gone) == 0 {
+		return 0, err
+	}
+	var freed int64
+	byKey := map[string]int64{}
+	var keys []string
+	for _, e := range gone {
+		s.kbuf = append(append(append(s.kbuf[:0], 'r', byte(side)), e.jk...), e.row...)
+		if err := st.Delete(s.kbuf); err != nil {
+			return 0, err
+		}
+		if _, ok := byKey[e.jk]; !ok {
+			keys = append(keys, e.jk)
+		}
+		byKey[e.jk] += e.n
+		freed += e.n
+	}
+	for _, jk := range keys {
+		if _, _, err := addCount(st, countKey(&s.kbuf, side, jk), -byKey[jk]); err != nil {
+			return 0, fmt.Errorf("flow: join expiry: %w", err)
+		}
+	}
+	return freed, nil
 }
 
 // joined is the output row of a left and a right row (nil: NULLs).
@@ -187,10 +243,27 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 				if err := st.Set(s.kbuf, s.vbuf); err != nil {
 					return nil, err
 				}
+				if len(j.Expire[side]) > 0 {
+					if err := setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row, c.Diff); err != nil {
+						return nil, err
+					}
+				}
 				continue
 			}
-			if _, _, err := addCounted(st, s.kbuf, c.Row, c.Diff, &s.vbuf); err != nil {
+			rb, ra, err := addCounted(st, s.kbuf, c.Row, c.Diff, &s.vbuf)
+			if err != nil {
 				return nil, fmt.Errorf("flow: join: %w", err)
+			}
+			if len(j.Expire[side]) > 0 {
+				switch {
+				case ra > 0:
+					err = setExpiry(st, &s.ebuf, &s.low[side], side, j.Expire[side], k.jk, c.Row, ra)
+				case rb > 0:
+					err = dropExpiry(st, &s.ebuf, side, j.Expire[side], k.jk, c.Row)
+				}
+				if err != nil {
+					return nil, err
+				}
 			}
 		}
 		if after < 0 {

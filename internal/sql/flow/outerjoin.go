@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/strandkafka/strand/internal/sql/types"
 )
@@ -27,13 +28,22 @@ import (
 //
 //	'r' side key(join key) key(row) -> count, row
 //	'm' side key(join key) key(row) -> match count (kept sides only)
+//	'e' side ...                    -> the side's rows by expiry (with Expire[side]; see JoinExpiry)
 //
 // Rows with a NULL key are not stored: they never match.
+//
+// With Expire (the residual bounds the sides' times), a side's rows are
+// forgotten at the end of the epoch whose watermark passes their
+// expiry, with their match counts: no row to come can match them, so a
+// kept row's padded row, emitted or not, is final, as a batch query
+// over the same records would have it.
 type ResidualJoin struct {
 	Kind                  JoinKind
 	LeftKey, RightKey     []int
 	LeftWidth, RightWidth int
 	Residual              Expr
+	// Expire[side], when set, frees the side's rows by the watermark.
+	Expire [2][]JoinExpiry
 }
 
 func (j *ResidualJoin) Arity() int { return 2 }
@@ -47,13 +57,49 @@ func (j *ResidualJoin) validate() error {
 
 func (j *ResidualJoin) Step(ctx *Context, ins [][]types.Change) ([]types.Change, error) {
 	var out []types.Change
+	var low [2]expiryLow // each side's least expiry indexed this epoch
 	for side := range 2 {
 		var err error
-		if out, err = j.side(ctx.State, side, consolidate(ins[side]), out); err != nil {
+		if out, err = j.side(ctx.State, side, consolidate(ins[side]), &low[side], out); err != nil {
 			return nil, err
 		}
 	}
+	for side := range 2 {
+		if len(j.Expire[side]) == 0 {
+			continue
+		}
+		n, err := j.expire(ctx.State, side, ctx.InputWatermark, low[side], ctx.Watermark)
+		if err != nil {
+			return nil, err
+		}
+		ctx.Freed += n
+	}
 	return out, nil
+}
+
+// expire forgets the side's rows (and match counts) whose expiry the
+// watermark passed, returning how many rows (with multiplicity).
+func (j *ResidualJoin) expire(st Store, side int, before time.Time, low expiryLow, wm time.Time) (int64, error) {
+	gone, err := takeExpired(st, side, before, low, wm)
+	if err != nil {
+		return 0, err
+	}
+	var freed int64
+	var kbuf []byte
+	for _, e := range gone {
+		kbuf = append(append(append(kbuf[:0], 'r', byte(side)), e.jk...), e.row...)
+		if err := st.Delete(kbuf); err != nil {
+			return 0, err
+		}
+		if j.Kind.keeps(side) {
+			kbuf[0] = 'm'
+			if err := st.Delete(kbuf); err != nil {
+				return 0, err
+			}
+		}
+		freed += e.n
+	}
+	return freed, nil
 }
 
 func (j *ResidualJoin) joined(side int, row, other types.Row) types.Row {
@@ -75,7 +121,7 @@ type matched struct {
 	delta int64
 }
 
-func (j *ResidualJoin) side(st Store, side int, changes []types.Change, out []types.Change) ([]types.Change, error) {
+func (j *ResidualJoin) side(st Store, side int, changes []types.Change, low *expiryLow, out []types.Change) ([]types.Change, error) {
 	keyCols, width := j.LeftKey, j.LeftWidth
 	if side == 1 {
 		keyCols, width = j.RightKey, j.RightWidth
@@ -99,7 +145,7 @@ func (j *ResidualJoin) side(st Store, side int, changes []types.Change, out []ty
 		}
 		byKey[k] = append(byKey[k], c)
 	}
-	var kbuf, vbuf []byte
+	var kbuf, vbuf, ebuf []byte
 	for _, jk := range keys {
 		var others []matched
 		err := scanPrefix(st, append([]byte{'r', byte(other)}, jk...), false, func(_, v []byte) (bool, error) {
@@ -133,9 +179,20 @@ func (j *ResidualJoin) side(st Store, side int, changes []types.Change, out []ty
 				out = append(out, types.Change{Row: j.joined(side, c.Row, nil), Diff: c.Diff})
 			}
 			kbuf = appendRowKey(append(append(kbuf[:0], 'r', byte(side)), jk...), c.Row)
-			_, after, err := addCounted(st, kbuf, c.Row, c.Diff, &vbuf)
+			before, after, err := addCounted(st, kbuf, c.Row, c.Diff, &vbuf)
 			if err != nil {
 				return nil, fmt.Errorf("flow: join: %w", err)
+			}
+			if len(j.Expire[side]) > 0 {
+				switch {
+				case after > 0:
+					err = setExpiry(st, &ebuf, low, side, j.Expire[side], jk, c.Row, after)
+				case before > 0:
+					err = dropExpiry(st, &ebuf, side, j.Expire[side], jk, c.Row)
+				}
+				if err != nil {
+					return nil, err
+				}
 			}
 			if j.Kind.keeps(side) {
 				kbuf[0] = 'm'

@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"time"
@@ -29,10 +31,24 @@ import (
 // State:
 //
 //	key(partition) key(time) key(row) -> count, row
+//	'S' end(8 bytes) key(partition)   -> start (8 bytes): each session, by its end (with Expire)
+//
+// (end and start are unix microseconds, big-endian with the sign bit
+// flipped, so byte order is time order; a row's key begins with a
+// value's key encoding, 0x01 or 0x02, never 'S'.)
+//
+// With Expire (an input that only inserts, whose late records are
+// dropped before it: every record after an epoch has a time at or
+// after the epoch's watermark), a session whose end is at or before
+// the watermark can never change again (a record to come is at least
+// its gap after its last time) and its rows are freed at the end of
+// that epoch; its rows already emitted stay as they are downstream.
 type Session struct {
 	TimeCol     int
 	PartitionBy []int
 	Gap         time.Duration
+	// Expire frees closed sessions' rows by the watermark.
+	Expire bool
 }
 
 // maxSessionRows bounds the rows an epoch reads around one partition's
@@ -87,7 +103,119 @@ func (s *Session) Step(ctx *Context, ins [][]types.Change) ([]types.Change, erro
 			return nil, err
 		}
 	}
+	if s.Expire {
+		n, err := s.expire(ctx.State, ctx.InputWatermark, ctx.Watermark)
+		if err != nil {
+			return nil, err
+		}
+		ctx.Freed += n
+	}
 	return consolidate(out), nil
+}
+
+// sessionIndexTag begins the session index's keys: above any row key's
+// first byte (a value's key encoding, 0x01 or 0x02).
+const sessionIndexTag = 'S'
+
+func appendMicros(b []byte, t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t.UnixMicro())^(1<<63))
+}
+
+func decodeMicros(b []byte) time.Time {
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(b) ^ (1 << 63))).UTC()
+}
+
+// rowsEnd bounds a partition's rows from above: with no partition
+// columns every row key, and not the session index.
+func rowsEnd(prefix []byte) []byte {
+	if len(prefix) == 0 {
+		return []byte{0x03}
+	}
+	return prefixEnd(prefix)
+}
+
+// indexSessions updates the session index for a partition's rows
+// before and after an epoch's changes (whole sessions, in time order):
+// the sessions before go, the sessions after come.
+func (s *Session) indexSessions(st Store, prefix []byte, before, after []timed) error {
+	var key []byte
+	for pass, rows := range [][]timed{before, after} {
+		for i := 0; i < len(rows); {
+			j := i + 1
+			for j < len(rows) && rows[j].t.Sub(rows[j-1].t) < s.Gap {
+				j++
+			}
+			key = append(appendMicros(append(key[:0], sessionIndexTag), rows[j-1].t.Add(s.Gap)), prefix...)
+			var err error
+			if pass == 0 {
+				err = st.Delete(key)
+			} else {
+				err = st.Set(key, appendMicros(nil, rows[i].t))
+			}
+			if err != nil {
+				return err
+			}
+			i = j
+		}
+	}
+	return nil
+}
+
+// expire frees the rows of every session whose end is at or before wm
+// and returns how many (with multiplicity). Those ending at or before
+// the watermark before the epoch (before) went at the end of the last
+// epoch, and no session this epoch made or changed ends there (it ends
+// after a record at or after that watermark): the scan starts at it, so
+// it never walks the deletions of earlier epochs, which a Pebble store
+// keeps as tombstones until a compaction.
+func (s *Session) expire(st Store, before, wm time.Time) (int64, error) {
+	if wm.IsZero() {
+		return 0, nil
+	}
+	type closed struct {
+		key, prefix []byte
+		start, last time.Time
+	}
+	var done []closed
+	lower := []byte{sessionIndexTag}
+	if !before.IsZero() {
+		lower = appendMicros(lower, before)
+	}
+	upper := prefixEnd(appendMicros([]byte{sessionIndexTag}, wm))
+	err := st.Scan(lower, upper, false, func(k, v []byte) (bool, error) {
+		if len(k) < 9 || len(v) != 8 {
+			return false, fmt.Errorf("flow: %w: session index entry", types.ErrCorrupt)
+		}
+		done = append(done, closed{key: bytes.Clone(k), prefix: bytes.Clone(k[9:]), start: decodeMicros(v), last: decodeMicros(k[1:9]).Add(-s.Gap)})
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var freed int64
+	for _, c := range done {
+		lower := types.AppendKey(bytes.Clone(c.prefix), c.start)
+		upper := prefixEnd(types.AppendKey(bytes.Clone(c.prefix), c.last))
+		var keys [][]byte
+		err := st.Scan(lower, upper, false, func(k, v []byte) (bool, error) {
+			n, err := decodeCount(v)
+			if err != nil {
+				return false, err
+			}
+			freed += n
+			keys = append(keys, bytes.Clone(k))
+			return true, nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		for _, k := range append(keys, c.key) {
+			if err := st.Delete(k); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return freed, nil
 }
 
 // timed is a stored row and its count.
@@ -117,7 +245,7 @@ func (s *Session) partition(st Store, p *sessionPart, out []types.Change) ([]typ
 	if err != nil {
 		return nil, err
 	}
-	err = st.Scan(prefixEnd(types.AppendKey(append([]byte(nil), p.prefix...), p.max)), prefixEnd(p.prefix), false, func(_, v []byte) (bool, error) {
+	err = st.Scan(prefixEnd(types.AppendKey(append([]byte(nil), p.prefix...), p.max)), rowsEnd(p.prefix), false, func(_, v []byte) (bool, error) {
 		r, err := s.decode(v)
 		if err != nil {
 			return false, err
@@ -162,6 +290,11 @@ func (s *Session) partition(st Store, p *sessionPart, out []types.Change) ([]typ
 	after, err := read()
 	if err != nil {
 		return nil, err
+	}
+	if s.Expire {
+		if err := s.indexSessions(st, p.prefix, before, after); err != nil {
+			return nil, err
+		}
 	}
 	out = s.assign(before, -1, out)
 	return s.assign(after, 1, out), nil

@@ -48,8 +48,9 @@ type View struct {
 	// query accepted and ignored (an ORDER BY without LIMIT).
 	Notices []string
 	// Windowed: an aggregate of the view closes windows by the
-	// watermark (emit.go), so its runner drops the records the source
-	// finds late.
+	// watermark (emit.go), or a join frees its rows by it (joinExpiry),
+	// so its runner drops the records the source finds late: what the
+	// view forgot could have changed by them.
 	Windowed bool
 	nodes    []recNode
 	output   flow.Node
@@ -133,7 +134,7 @@ func CompileSelectWith(st *pg.SelectStmt, cat Catalog, opts Options) (*View, err
 	if err := c.checkEmit(b); err != nil {
 		return nil, err
 	}
-	v := &View{Columns: cols, Inputs: c.inputNames, Notices: c.notices, nodes: c.nodes, output: b.node, Windowed: c.windowed > 0}
+	v := &View{Columns: cols, Inputs: c.inputNames, Notices: c.notices, nodes: c.nodes, output: b.node, Windowed: c.windowed+c.expiring > 0}
 	if b.key != nil {
 		v.Index = flow.IndexSpec{KeyCols: b.key, Unique: b.unique}
 	}
@@ -166,6 +167,8 @@ type compiler struct {
 	// the aggregates given a WindowPolicy.
 	rels     map[string]*Relation
 	windowed int
+	// expiring counts joins that free their rows by the watermark.
+	expiring int
 }
 
 // derivedPrefix names the relations the compiler makes of WITH

@@ -43,14 +43,19 @@
 //     SESSION(rel, time_col, gap, key_col...), which append
 //     window_start and window_end: flow.Tumble, flow.Hop and
 //     flow.Session (session.go). An aggregate grouping by the
-//     window_start of TUMBLE or HOP over a source's watermark column
-//     gets flow's WindowPolicy: the watermark closes its windows (state
+//     window_start of TUMBLE or HOP, or the window_end of SESSION, over
+//     a source's watermark column gets flow's WindowPolicy: the watermark closes its windows (state
 //     freed, a change for a closed window dropped and counted), and
 //     with Options.Emit EmitOnWindowClose (the view option emit =
 //     'on_window_close') each window's rows are emitted once, when it
 //     closes (emit.go: which columns are window starts is followed
 //     through the plan, and why no record the source passed is
 //     dropped).
+//   - Interval joins (ON terms bounding one side's watermark column by
+//     the other's times, exec.JoinBound) over inputs that only insert:
+//     each side's rows expire by the watermark (flow.JoinExpiry,
+//     expire.go); a SESSION over a watermark column frees closed
+//     sessions. Such views drop late records (View.Windowed).
 //   - WITH queries and subqueries in FROM: compiled once, a WITH query
 //     read twice is one node read twice.
 //   - Views over views: a relation of the Catalog may be another view;

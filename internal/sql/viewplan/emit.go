@@ -62,6 +62,10 @@ const (
 	// timeWindowStart: the start of a TUMBLE or HOP window of size over
 	// an event time, so the window ends after every time it holds.
 	timeWindowStart
+	// timeWindowEnd: the end of a SESSION window over an event time, of
+	// rows only inserted: a session ending at or before the watermark
+	// never changes again.
+	timeWindowEnd
 )
 
 type colTime struct {
@@ -124,10 +128,18 @@ func concatTimes(l []colTime, lw int, r []colTime, rw int) []colTime {
 // is no earlier than the view's (the least over partitions and
 // inputs) before the epoch; its window ends after that time, so the
 // aggregate never drops a record the source passed as on time.
+//
+// A GROUP BY holding a SESSION's window_end (timeWindowEnd) is windowed
+// by it the same way, with size 0: its windows close when their end is
+// at or before the watermark. A session's change retracts its rows'
+// old window, which ends after the record that changed it, so after
+// the watermark before the epoch: the aggregate drops none of them. A
+// GROUP BY of window_start alone is not windowed (the start does not
+// say when the session ends).
 func (c *compiler) windowPolicy(groupBy []int, in []colTime, ncalls int) (*flow.WindowPolicy, []int, []int) {
 	first := -1
 	for i, col := range groupBy {
-		if col < len(in) && in[col].kind == timeWindowStart {
+		if col < len(in) && (in[col].kind == timeWindowStart || in[col].kind == timeWindowEnd) {
 			first = i
 			break
 		}
@@ -135,6 +147,9 @@ func (c *compiler) windowPolicy(groupBy []int, in []colTime, ncalls int) (*flow.
 	if first < 0 {
 		return nil, groupBy, nil
 	}
+	// A session's end is the window's end: size 0 (flow closes a
+	// window when its first group value plus size is at or before the
+	// watermark).
 	size := in[groupBy[first]].size
 	pol := &flow.WindowPolicy{Size: size, EmitOnClose: c.opts.Emit == EmitOnWindowClose}
 	if first == 0 {
@@ -172,7 +187,7 @@ func (c *compiler) checkEmit(b built) error {
 		}
 	}
 	if !b.final {
-		return sqlerr.NotSupported("emit = 'on_window_close' needs a view whose rows are a GROUP BY window_start of TUMBLE or HOP windows over a source's watermark column (with filters and projections above it): %s", c.whyNotFinal())
+		return sqlerr.NotSupported("emit = 'on_window_close' needs a view whose rows are a GROUP BY window_start of TUMBLE or HOP windows, or window_end of SESSION windows, over a source's watermark column (with filters and projections above it): %s", c.whyNotFinal())
 	}
 	return nil
 }

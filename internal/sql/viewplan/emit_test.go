@@ -56,6 +56,8 @@ func TestEmitOptionRefused(t *testing.T) {
 	for _, sql := range []string{
 		"SELECT window_start, window_end, count(*) AS n FROM TUMBLE(bid, date_time, INTERVAL '10' SECOND) GROUP BY window_start, window_end",
 		"SELECT auction, window_start, count(*) AS n FROM HOP(bid, date_time, INTERVAL '2' SECOND, INTERVAL '10' SECOND) GROUP BY auction, window_start HAVING count(*) > 1",
+		// A SESSION's window_end closes its windows (window_start does not: above).
+		"SELECT customer_id, window_start, window_end, count(*) AS n FROM SESSION(orders, ts, INTERVAL '10 minutes', customer_id) GROUP BY customer_id, window_start, window_end",
 	} {
 		if _, err := compileWith(sql, cat, Options{Emit: EmitOnWindowClose}); err != nil {
 			t.Errorf("%s: %v", sql, err)
@@ -80,6 +82,7 @@ func compileWith(sql string, cat Catalog, opts Options) (*View, error) {
 // counted), and the source's watermark is the least of its
 // partitions' (zero while one has none).
 type source struct {
+	col    int // the event time's column
 	delay  time.Duration
 	max    []time.Time
 	late   int
@@ -101,7 +104,7 @@ func (s *source) watermark() time.Time {
 
 // read judges one record of partition p.
 func (s *source) read(p int, row []any) bool {
-	ts := row[5].(time.Time)
+	ts := row[s.col].(time.Time)
 	late := !s.max[p].IsZero() && ts.Before(s.max[p].Add(-s.delay))
 	if ts.After(s.max[p]) {
 		s.max[p] = ts
@@ -272,7 +275,7 @@ func bidEpochs(t testing.TB) ([]flow.Epoch, *source, sqltest.Table) {
 		row[5] = row[5].(time.Time).Add(-time.Duration(r.IntN(3000)) * time.Millisecond)
 		byPart[i%parts] = append(byPart[i%parts], row)
 	}
-	src := &source{delay: time.Second, max: make([]time.Time, parts)}
+	src := &source{col: 5, delay: time.Second, max: make([]time.Time, parts)}
 	var eps []flow.Epoch
 	for pos := make([]int, parts); ; {
 		e := flow.Epoch{Inputs: make([][]types.Change, 1)}

@@ -65,6 +65,9 @@ func (v *View) Explain(name string, stats []flow.NodeStats, inputCols func(input
 			if s.Late > 0 {
 				line += fmt.Sprintf(" late=%d", s.Late)
 			}
+			if s.Freed > 0 {
+				line += fmt.Sprintf(" freed=%d", s.Freed)
+			}
 			line += ")"
 		}
 		out = append(out, line)
@@ -129,7 +132,13 @@ func describe(n recNode) string {
 		for i := range op.LeftKey {
 			on = append(on, col(op.LeftKey[i])+" = right."+col(op.RightKey[i]))
 		}
-		return fmt.Sprintf("%s Join (on %s; widths %d, %d)", joinKind(op.Kind), strings.Join(on, " AND "), op.LeftWidth, op.RightWidth)
+		return fmt.Sprintf("%s Join (on %s; widths %d, %d%s)", joinKind(op.Kind), strings.Join(on, " AND "), op.LeftWidth, op.RightWidth, expiry(op.Expire))
+	case *flow.ResidualJoin:
+		var on []string
+		for i := range op.LeftKey {
+			on = append(on, col(op.LeftKey[i])+" = right."+col(op.RightKey[i]))
+		}
+		return fmt.Sprintf("%s Join (on %s and more; widths %d, %d%s)", joinKind(op.Kind), strings.Join(on, " AND "), op.LeftWidth, op.RightWidth, expiry(op.Expire))
 	case *flow.TopN:
 		var keys []string
 		for _, k := range op.OrderBy {
@@ -166,6 +175,23 @@ func describe(n recNode) string {
 }
 
 func col(i int) string { return "#" + strconv.Itoa(i+1) }
+
+// expiry describes a join's rows freed by the watermark: each side's
+// expiry, the least of its terms.
+func expiry(e [2][]flow.JoinExpiry) string {
+	s := ""
+	for side, name := range []string{"left", "right"} {
+		if len(e[side]) == 0 {
+			continue
+		}
+		var ts []string
+		for _, x := range e[side] {
+			ts = append(ts, fmt.Sprintf("%s + %s", col(x.Col), x.Offset))
+		}
+		s += fmt.Sprintf("; %s rows expire at %s", name, strings.Join(ts, ", "))
+	}
+	return s
+}
 
 func colNames(cs []int) []string {
 	out := make([]string, len(cs))

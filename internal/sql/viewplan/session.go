@@ -79,6 +79,20 @@ func (c *compiler) session(fc *pg.FuncCall) (*derived, error) {
 			return built{}, err
 		}
 		b = c.materialize(b)
-		return built{node: c.add("session", op, b.node), width: len(out)}, nil
+		nb := built{width: len(out)}
+		if b.appendOnly && idx[0] < len(b.times) && b.times[idx[0]].kind == timeEvent {
+			// Over a source's watermark column, rows only inserted: a
+			// session ending at or before the watermark is closed, its
+			// rows freed, and its window_end closes the windows of an
+			// aggregate grouping by it (emit.go). The view drops late
+			// records, which could reopen a freed session.
+			op.Expire = true
+			c.expiring++
+			nb.times = make([]colTime, len(out))
+			copy(nb.times, b.times)
+			nb.times[len(out)-1] = colTime{kind: timeWindowEnd}
+		}
+		nb.node = c.add("session", op, b.node)
+		return nb, nil
 	}), nil
 }

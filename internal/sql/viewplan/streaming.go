@@ -397,7 +397,7 @@ func (c *compiler) window(fc *pg.FuncCall, name string) (*derived, error) {
 			return built{}, err
 		}
 		b = c.materialize(b)
-		nb := built{node: c.add(name, op, b.node), width: len(out)}
+		nb := built{node: c.add(name, op, b.node), width: len(out), appendOnly: b.appendOnly}
 		if timeCol < len(b.times) && b.times[timeCol].kind == timeEvent {
 			// The window start's lineage: its windows close by the
 			// watermark (emit.go).

@@ -27,7 +27,8 @@
 //
 // # Late records
 //
-// A view whose windows close by the watermark (viewplan.View.Windowed)
+// A view whose windows close by the watermark, or whose interval joins
+// or SESSION windows free state by it (viewplan.View.Windowed),
 // drops the records its sources mark late (source.PartitionBatch.Late:
 // earlier than their own partition's watermark), and counts them with
 // what its aggregates dropped in strand_sql_view_late_records_total.
