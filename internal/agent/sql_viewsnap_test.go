@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
+	"github.com/strandkafka/strand/internal/sql/flow"
 )
 
 // TestSQLViewSnapshots: the agent snapshots its views to the object
@@ -197,6 +199,37 @@ func TestSQLViewSnapshots(t *testing.T) {
 	fs = parseScrape(t, scrapeBody(t, a))
 	if n, _ := sample(fs, "strand_sql_source_records_total", map[string]string{"source": "nums"}); n != 0 {
 		t.Fatalf("records the new agent read: %v, want 0 (it restored the newest snapshots)", n)
+	}
+
+	// State an older build began (no layout recorded, as before
+	// flow.StateLayout): each view discards it and restores the newest
+	// snapshot, which is in this build's layout.
+	stop(t, a)
+	states, err := filepath.Glob(filepath.Join(fresh.DataDir, "views", "*", "state"))
+	if err != nil || len(states) != 2 {
+		t.Fatalf("the views' state directories: %v %v", states, err)
+	}
+	for _, st := range states {
+		db, _, err := flow.OpenPebble(st, &pebble.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Delete([]byte("ml"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a = startWith(t, fresh, nil)
+	conn = connect(a)
+	check(conn, first+more, "older layout")
+	fs = parseScrape(t, scrapeBody(t, a))
+	if n, _ := sample(fs, "strand_sql_source_records_total", map[string]string{"source": "nums"}); n != 0 {
+		t.Fatalf("records read over state in an older layout: %v, want 0 (both views restored the newest snapshots)", n)
+	}
+	if n, _ := sample(fs, "strand_sql_view_restores_total", map[string]string{"view": "kept", "result": "restored"}); n != 1 {
+		t.Fatalf("strand_sql_view_restores_total{kept,restored} after an older layout = %v, want 1", n)
 	}
 
 	// DROP: the view's snapshots go with the next sweep.

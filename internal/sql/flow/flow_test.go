@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -625,5 +626,40 @@ func TestBeforeCommit(t *testing.T) {
 				t.Fatalf("after a hook that passed: view %q, epoch %d, checkpoint %q", rowsOf(d.View()), d.Epoch(), cp)
 			}
 		})
+	}
+}
+
+// TestDriverStateLayout: a state this build began reopens; one begun
+// before layouts were recorded, or in another layout, is refused with
+// ErrStaleLayout (its operators' keys may mean something else), and an
+// empty store is always taken.
+func TestDriverStateLayout(t *testing.T) {
+	g := single(&Aggregate{GroupBy: []int{0}, Aggs: []AggCall{{Kind: CountStar, Col: 0}}})
+	st := NewMemStore()
+	d, err := NewDriver(g(), st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Step(Epoch{Inputs: [][]types.Change{{ins("a", int32(1))}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewDriver(g(), st, Options{}); err != nil {
+		t.Fatalf("reopening this build's state: %v", err)
+	}
+	for _, layout := range [][]byte{nil, binary.AppendUvarint(nil, StateLayout+1)} {
+		if layout == nil {
+			err = st.Delete(metaLayout)
+		} else {
+			err = st.Set(metaLayout, layout)
+		}
+		if err != nil || st.Commit() != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewDriver(g(), st, Options{}); !errors.Is(err, ErrStaleLayout) {
+			t.Fatalf("layout %v: NewDriver = %v, want ErrStaleLayout", layout, err)
+		}
+	}
+	if _, err := NewDriver(g(), NewMemStore(), Options{}); err != nil {
+		t.Fatalf("an empty store: %v", err)
 	}
 }

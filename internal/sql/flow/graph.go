@@ -131,14 +131,29 @@ func (g *Graph) validate() error {
 //	'm' 'e'              epoch number of the last commit, uvarint
 //	'm' 'w'              watermark, unix microseconds, varint
 //	'm' 'c'              the caller's checkpoint (e.g. input offsets)
+//	'm' 'l'              StateLayout when the state was begun, uvarint
 //	'n' node(2 bytes BE) the node's operator state (see each operator)
 //	'v'                  the view's index (see Index)
 var (
 	metaEpoch      = []byte("me")
 	metaWatermark  = []byte("mw")
 	metaCheckpoint = []byte("mc")
+	metaLayout     = []byte("ml")
 	indexPrefix    = []byte("v")
 )
+
+// StateLayout numbers the layout of the operators' state: raised when
+// a build keeps a graph's state differently from the builds before it
+// (layout 2: joins and sessions index their rows by expiry, and an
+// aggregate grouping by a SESSION's window_end keeps it first), so a
+// state begun by an older build is not read as if it were this one's.
+// State written before layouts were recorded is layout 1.
+const StateLayout = 2
+
+// ErrStaleLayout is NewDriver's answer for a state an older build began
+// (another StateLayout): the caller discards it and builds the state
+// again from the inputs, which gives what this build computes.
+var ErrStaleLayout = errors.New("flow: the state was written in an older layout")
 
 func nodePrefix(i int) []byte { return []byte{'n', byte(i >> 8), byte(i)} }
 
@@ -226,6 +241,17 @@ func NewDriver(g *Graph, st Store, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	if ok {
+		layout := uint64(1)
+		if lv, found, err := st.Get(metaLayout); err != nil {
+			return nil, err
+		} else if found {
+			if layout, _ = binary.Uvarint(lv); layout == 0 {
+				return nil, fmt.Errorf("flow: %w: layout", types.ErrCorrupt)
+			}
+		}
+		if layout != StateLayout {
+			return nil, fmt.Errorf("%w (%d; this build's is %d)", ErrStaleLayout, layout, StateLayout)
+		}
 		e, k := binary.Uvarint(v)
 		if k <= 0 {
 			return nil, fmt.Errorf("flow: %w: epoch", types.ErrCorrupt)
@@ -334,6 +360,11 @@ func (d *Driver) step(e Epoch) ([]types.Change, []NodeStats, error) {
 	out := d.cons.consolidate(outs[d.g.output])
 	if err := d.index.apply(out); err != nil {
 		return nil, nil, err
+	}
+	if d.epoch == 0 {
+		if err := d.st.Set(metaLayout, binary.AppendUvarint(nil, StateLayout)); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := d.st.Set(metaEpoch, binary.AppendUvarint(nil, d.epoch+1)); err != nil {
 		return nil, nil, err

@@ -224,6 +224,15 @@ func (t *task) runOnce() error {
 		}
 	}
 	s, err := t.openState(vw, len(defs))
+	if errors.Is(err, flow.ErrStaleLayout) {
+		// Begun by an older build (a snapshot or the local copy):
+		// built again from the inputs, as with no state at all.
+		t.r.cfg.Logger.Info("sink state in an older layout; rebuilding it from the inputs", "sink", t.rel.Name, "err", err)
+		if err = os.RemoveAll(t.dir); err == nil {
+			restored = false
+			s, err = t.openState(vw, len(defs))
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -340,7 +340,11 @@ type task struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-	mu     struct {
+	// stale counts the states found in an older layout and discarded;
+	// after the second (a snapshot's), no snapshot is restored. Run's
+	// goroutine alone reads and writes it.
+	stale int
+	mu    struct {
 		sync.Mutex
 		state     string
 		err       string
@@ -414,6 +418,16 @@ func (t *task) run() {
 		if t.ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, flow.ErrStaleLayout) {
+			// Begun by an older build: discarded, and restored from
+			// the newest snapshot; if that one is in an older
+			// layout too, built again from the inputs.
+			t.r.cfg.Logger.Info("materialized view state in an older layout; discarding it", "view", t.rel.Name, "err", err)
+			if err = os.RemoveAll(t.dir); err == nil {
+				t.stale++
+				continue
+			}
+		}
 		t.r.cfg.Logger.Error("materialized view failed; retrying from its checkpoint", "view", t.rel.Name, "err", err, "retry_in", backoff)
 		t.mu.Lock()
 		t.mu.state, t.mu.err = "failed", err.Error()
@@ -452,7 +466,7 @@ func (t *task) runOnce() error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(t.dir); t.r.cfg.Restore != nil && errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(t.dir); t.r.cfg.Restore != nil && t.stale < 2 && errors.Is(err, fs.ErrNotExist) {
 		t.r.cfg.Restore(t.ctx, t.rel, t.dir)
 	}
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
