@@ -269,7 +269,7 @@ func TestAPILifecycle(t *testing.T) {
 		t.Fatalf("list: %d %v", code, names)
 	}
 	var expanded map[string]struct {
-		Status *Status         `json:"status"`
+		Status *Status        `json:"status"`
 		Info   *ConnectorInfo `json:"info"`
 	}
 	if code := h.do("GET", "/connectors?expand=status&expand=info", "", &expanded); code != 200 || expanded["pg"].Status == nil ||
