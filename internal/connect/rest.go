@@ -217,15 +217,13 @@ func (a *API) connector(r *http.Request, name string) (meta.Connector, *Error) {
 	}
 }
 
-// described reads name for a caller that needs op on it. A caller that
-// may not even describe it gets the 404 of a connector that does not
-// exist, as Kafka's Metadata hides a topic one may not describe.
+// described reads name for a caller that needs op on it. A refusal is
+// 403 whether or not the connector exists, as Kafka answers
+// TOPIC_AUTHORIZATION_FAILED for a named topic: the answer tells
+// nothing about connectors the caller may not see.
 func (a *API) described(r *http.Request, op acl.Operation) (meta.Connector, *Error) {
 	name := r.PathValue("name")
 	if e := a.cfg.Authorize(r, op, name); e != nil {
-		if e.Status == http.StatusForbidden && op != kmsg.ACLOperationDescribe && a.cfg.Authorize(r, kmsg.ACLOperationDescribe, name) != nil {
-			return meta.Connector{}, errorf(http.StatusNotFound, "Connector %s not found", name)
-		}
 		return meta.Connector{}, e
 	}
 	return a.connector(r, name)

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -90,12 +91,17 @@ const (
 // Runner runs the connectors this agent owns. Its methods are safe for
 // concurrent use.
 type Runner struct {
-	cfg Config
-	mu  struct {
+	cfg    Config
+	worker atomic.Pointer[string]
+	mu     struct {
 		sync.Mutex
 		tasks map[string]*task
 	}
 }
+
+// SetWorker sets the worker id the runner's statuses name from now on
+// (Config.Worker), once the agent knows its bound address.
+func (r *Runner) SetWorker(w string) { r.worker.Store(&w) }
 
 // NewRunner returns a runner; Run runs it.
 func NewRunner(cfg Config) (*Runner, error) {
@@ -125,6 +131,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	r := &Runner{cfg: cfg}
+	r.SetWorker(cfg.Worker)
 	r.mu.tasks = map[string]*task{}
 	return r, nil
 }
@@ -383,7 +390,7 @@ func (t *task) propose(state meta.TaskState, trace string) {
 	ctx, cancel := context.WithTimeout(t.ctx, statusTimeout)
 	defer cancel()
 	res, err := t.r.cfg.Store.Propose(ctx, meta.ConnectorTaskStatus{Name: t.conn.Name, Generation: t.conn.Generation,
-		State: state, Worker: t.r.cfg.Worker, Trace: trace})
+		State: state, Worker: *t.r.worker.Load(), Trace: trace})
 	if err == nil {
 		err = res.Err()
 	}
