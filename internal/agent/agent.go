@@ -39,8 +39,8 @@ import (
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
-	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/compact"
+	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/console"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
@@ -136,8 +136,8 @@ type Agent struct {
 	connectSrv     *http.Server
 	connectStop    context.CancelFunc
 	connectDone    chan struct{}
-	serveErr  chan error
-	ready     atomic.Bool
+	serveErr       chan error
+	ready          atomic.Bool
 
 	// sqlCatalog is the SQL endpoint's catalog engine, which the
 	// console's SQL page runs its queries through too (console_sql.go).

@@ -217,7 +217,9 @@ var errRegistryNoCredentials = errors.New("authentication required: HTTP basic a
 
 // registryCaller names r's caller: a basic-auth SCRAM user, else the
 // HTTP port's rules applied to the registry's listener.
-func (a *Agent) registryCaller(r *http.Request) (httpCaller, int, error) { return a.restCaller(a.registryLn, r) }
+func (a *Agent) registryCaller(r *http.Request) (httpCaller, int, error) {
+	return a.restCaller(a.registryLn, r)
+}
 
 // restCaller names the caller of r, which came in on ln, a REST
 // listener (the registry's, Connect's): a basic-auth SCRAM user, else
