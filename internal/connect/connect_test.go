@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -168,6 +170,7 @@ type harness struct {
 	fake   *fakeClass
 	srv    *httptest.Server
 	store2 *memobj.Store
+	runner *Runner
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -185,6 +188,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.runner = r
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
 	go func() { defer close(h.done); r.Run(ctx) }()
@@ -461,6 +465,12 @@ func TestFailedStatusOnce(t *testing.T) {
 	if got := h.store.statuses(t); got != written {
 		t.Fatalf("%d more commands written while the task failed the same way", got-written)
 	}
+	if f, r := metricValue(t, h.runner.Metrics().failures), metricValue(t, h.runner.Metrics().restarts); f < 4 || r < 3 {
+		t.Fatalf("failures %v, restarts %v: want at least 4 and 3", f, r)
+	}
+	h.store.waitFor(t, "the failed connector counted", func() bool {
+		return metricValue(t, h.runner.Metrics().owned.WithLabelValues("failed")) == 1
+	})
 }
 
 // TestSecretSweep: a secret no connector refers to is deleted at the
@@ -500,4 +510,17 @@ func TestSecretSweep(t *testing.T) {
 	if got, err := s.Resolve(ctx, sealed); err != nil || got["database.password"] != "one" {
 		t.Fatalf("the live secret: %v %v", got, err)
 	}
+}
+
+// metricValue reads a counter's or gauge's value.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
 }

@@ -136,6 +136,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
+// Metrics are the runner's series (Config.Metrics).
+func (r *Runner) Metrics() *Metrics { return r.cfg.Metrics }
+
 // Run keeps the running tasks equal to the RUNNING connectors this
 // agent owns until ctx ends, then stops them.
 func (r *Runner) Run(ctx context.Context) {
@@ -214,16 +217,12 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		go t.run()
 	}
 	r.mu.Unlock()
-	exists := map[string]bool{}
-	names := map[string]bool{}
-	for _, c := range conns {
-		exists[dirName(c.Name)], names[c.Name] = true, true
-	}
 	for _, t := range stop {
 		t.stop()
-		if !names[t.conn.Name] {
-			r.cfg.Metrics.forget(t.conn.Name)
-		}
+	}
+	exists := map[string]bool{}
+	for _, c := range conns {
+		exists[dirName(c.Name)] = true
 	}
 	ents, err := os.ReadDir(r.cfg.Dir)
 	if err != nil {
@@ -318,7 +317,7 @@ func (t *task) run() {
 	backoff := cfg.RetryBackoff
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			cfg.Metrics.restarts.WithLabelValues(t.conn.Name).Inc()
+			cfg.Metrics.restarts.Inc()
 		}
 		start := cfg.Clock.Now()
 		err := t.runOnce(log)
@@ -328,7 +327,7 @@ func (t *task) run() {
 		if err == nil {
 			err = errors.New("the task returned although it was not stopped")
 		}
-		cfg.Metrics.failures.WithLabelValues(t.conn.Name).Inc()
+		cfg.Metrics.failures.Inc()
 		log.Warn("connect: task failed", "err", err, "retry_in", backoff)
 		t.propose(meta.TaskFailed, err.Error())
 		if cfg.Clock.Now().Sub(start) > cfg.MaxRetryBackoff {
