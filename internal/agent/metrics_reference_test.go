@@ -49,9 +49,9 @@ var metricSections = []struct{ title, prefix, intro string }{
 // the reference the registry cannot give. A metric without one fails
 // the test, so a new metric is documented when it is added.
 var operatorUse = map[string]string{
-	"strand_connect_connectors":          "Alert on state=\"failed\" above 0 (strand connect list names which, with the trace in describe); summed over agents, the states add up to the connectors defined (briefly off while one moves after an agent dies).",
-	"strand_connect_task_restarts_total": "A rate that stays up is a task failing and retrying (1 s doubling to 30 s): see its status' trace.",
-	"strand_connect_task_failures_total": "Any increase is a task that failed; compare with restarts: failures without restarts are tasks that were stopped (paused, moved) while backing off.",
+	"strand_connect_connectors":                         "Alert on state=\"failed\" above 0 (strand connect list names which, with the trace in describe); summed over agents, the states add up to the connectors defined (briefly off while one moves after an agent dies).",
+	"strand_connect_task_restarts_total":                "A rate that stays up is a task failing and retrying (1 s doubling to 30 s): see its status' trace.",
+	"strand_connect_task_failures_total":                "Any increase is a task that failed; compare with restarts: failures without restarts are tasks that were stopped (paused, moved) while backing off.",
 	"strand_kafka_requests_total":                       "Request rate per API (`rate(...[5m])`) and error rate: alert on a rising share of `error!=\"NONE\"`; NOT_COORDINATOR or UNKNOWN_TOPIC_OR_PARTITION bursts follow agents joining or leaving.",
 	"strand_kafka_request_seconds":                      "p99 latency per API (`histogram_quantile(0.99, sum by (api, le) (rate(..._bucket[5m])))`); Produce latency includes the object store upload and the log append, Fetch latency the long-poll wait.",
 	"strand_kafka_connections":                          "Open connections per listener; compare with `--max-connections`; a steady climb is a client leaking connections.",
