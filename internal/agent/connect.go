@@ -35,6 +35,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/console"
 	"github.com/strandkafka/strand/internal/placement"
 )
 
@@ -241,4 +242,29 @@ func (a *Agent) authorizeConnect(r *http.Request, op acl.Operation, name string)
 		return &connect.Error{Status: status, Message: err.Error()}
 	}
 	return nil
+}
+
+// consoleConnectors is console.Config.Connectors: the connectors with
+// their status, from this agent's copy. The console's caller is a super
+// user (it asks for one), so it lists every connector.
+func (a *Agent) consoleConnectors(*http.Request) ([]console.Connector, error) {
+	v := a.replica.View()
+	conns, err := v.Connectors()
+	v.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Connector, 0, len(conns))
+	for _, c := range conns {
+		st := connect.StatusOf(c, a.connectClasses, func(name string) string {
+			return a.connectWorker(a.connectOwner(connect.PlacementKey(name)))
+		})
+		cc := console.Connector{Name: c.Name, Class: c.Config["connector.class"], Type: string(st.Type),
+			State: st.Connector.State, Worker: st.Connector.WorkerID}
+		if len(st.Tasks) > 0 {
+			cc.TaskState, cc.Trace = st.Tasks[0].State, st.Tasks[0].Trace
+		}
+		out = append(out, cc)
+	}
+	return out, nil
 }

@@ -229,8 +229,10 @@ func (a *API) described(r *http.Request, op acl.Operation) (meta.Connector, *Err
 	return a.connector(r, name)
 }
 
-func (a *API) kind(c meta.Connector) Kind {
-	if class, ok := a.cfg.Classes.Lookup(c.Config["connector.class"]); ok {
+func (a *API) kind(c meta.Connector) Kind { return kindOf(a.cfg.Classes, c) }
+
+func kindOf(classes *ClassSet, c meta.Connector) Kind {
+	if class, ok := classes.Lookup(c.Config["connector.class"]); ok {
 		return class.Kind
 	}
 	return ""
@@ -241,18 +243,24 @@ func (a *API) infoOf(c meta.Connector) ConnectorInfo {
 	return ConnectorInfo{Name: c.Name, Config: Masked(class, c.Config), Tasks: []TaskID{{Connector: c.Name, Task: 0}}, Type: a.kind(c)}
 }
 
-func (a *API) statusOf(c meta.Connector) Status {
+func (a *API) statusOf(c meta.Connector) Status { return StatusOf(c, a.cfg.Classes, a.cfg.Worker) }
+
+// StatusOf is c's status as Connect reports it: PAUSED when paused,
+// else RUNNING with the task's state about the current generation
+// (UNASSIGNED until its agent reports). worker names the agent placed
+// for c until the task reports its own.
+func StatusOf(c meta.Connector, classes *ClassSet, worker func(name string) string) Status {
 	ts := c.TaskStatus()
-	worker := ts.Worker
-	if worker == "" {
-		worker = a.cfg.Worker(c.Name)
+	w := ts.Worker
+	if w == "" && worker != nil {
+		w = worker(c.Name)
 	}
 	state := meta.ConnectorRunning.String()
-	task := TaskStatus{ID: 0, State: ts.State.String(), WorkerID: worker, Trace: ts.Trace}
+	task := TaskStatus{ID: 0, State: ts.State.String(), WorkerID: w, Trace: ts.Trace}
 	if c.State == meta.ConnectorPaused {
 		state, task.State, task.Trace = meta.ConnectorPaused.String(), meta.ConnectorPaused.String(), ""
 	}
-	return Status{Name: c.Name, Connector: ConnectorStatus{State: state, WorkerID: worker}, Tasks: []TaskStatus{task}, Type: a.kind(c)}
+	return Status{Name: c.Name, Connector: ConnectorStatus{State: state, WorkerID: w}, Tasks: []TaskStatus{task}, Type: kindOf(classes, c)}
 }
 
 func (a *API) list(r *http.Request) (int, any, *Error) {
