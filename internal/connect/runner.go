@@ -14,7 +14,9 @@ package connect
 // lasted longer than the longest backoff. Status is proposed on
 // transitions only (RUNNING once Env.Running is called, FAILED with a
 // trace unlike the last one), so a task failing the same way every 30 s
-// writes to the log once.
+// writes to the log once, and one that runs and fails again writes at
+// most twice per backoff (at least RetryBackoff apart): the backoff is
+// the status' rate limit.
 
 import (
 	"context"
