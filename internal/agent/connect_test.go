@@ -38,11 +38,26 @@ func (c *runningClass) class() connect.Class {
 		Name: "com.example.TestSourceConnector", Kind: connect.KindSource,
 		Validate: func(map[string]string) error { return nil },
 		Secret:   func(k string) bool { return k == "database.password" },
-		New: func(map[string]string) (connect.Task, error) {
+		New: func(cfg map[string]string) (connect.Task, error) {
 			return taskFunc(func(ctx context.Context, env connect.Env) error {
 				c.mu.Lock()
 				c.mu.dirs = append(c.mu.dirs, env.Dir)
 				c.mu.Unlock()
+				if topic := cfg["produce.topic"]; topic != "" {
+					// Env.Kafka may create topics and write them,
+					// whatever the ACLs.
+					cl, err := kgo.NewClient(env.Kafka()...)
+					if err != nil {
+						return err
+					}
+					defer cl.Close()
+					if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+						return err
+					}
+					if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
+						return err
+					}
+				}
 				env.Running()
 				<-ctx.Done()
 				return nil
@@ -213,6 +228,28 @@ func TestConnectACLs(t *testing.T) {
 	}
 	if got := connDo(t, base, as("alice", connReq{method: "DELETE", path: "/connectors/alice-pg"})); got.status != 204 {
 		t.Errorf("alice deletes hers: %d %s", got.status, got.body)
+	}
+
+	// A task's Kafka client is a super user whatever the ACLs say.
+	token := map[string]string{"Authorization": "Bearer connect-token-1234"}
+	if got := connDo(t, base, connReq{method: "POST", path: "/connectors", header: token,
+		body: `{"name":"writer","config":{"connector.class":"TestSourceConnector","produce.topic":"connect-out"}}`}); got.status != 201 {
+		t.Fatalf("create writer: %d %s", got.status, got.body)
+	}
+	deadline := time.Now().Add(opTimeout)
+	for {
+		got := connDo(t, base, connReq{method: "GET", path: "/connectors/writer/status", header: token})
+		var st connect.Status
+		if err := json.Unmarshal([]byte(got.body), &st); err != nil || len(st.Tasks) != 1 {
+			t.Fatalf("status: %d %s", got.status, got.body)
+		}
+		if st.Tasks[0].State == "RUNNING" {
+			break
+		}
+		if st.Tasks[0].State == "FAILED" || time.Now().After(deadline) {
+			t.Fatalf("the writer's task: %+v", st.Tasks[0])
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
