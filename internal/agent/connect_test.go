@@ -312,3 +312,49 @@ func TestConnectMovesWhenAgentStops(t *testing.T) {
 		t.Fatalf("the task started %d times, want twice (once per agent)", len(fake.mu.dirs))
 	}
 }
+
+// TestConnectClientCertificate: with --http-tls the Connect API serves
+// TLS with the HTTP port's certificate; a client certificate is its
+// Kafka principal, which CONNECTOR ACLs authorize.
+func TestConnectClientCertificate(t *testing.T) {
+	pki := newTestPKI(t)
+	cfg := pki.serve(agent.Config{DataDir: t.TempDir(), HTTPTLS: true, Authorizer: "standard", SuperUsers: "User:ANONYMOUS",
+		ConnectListen: "127.0.0.1:0"}, true)
+	cfg.TLSClientAuth = "" // the Kafka listener is PLAINTEXT: its ANONYMOUS is the super user
+	agent.SetConnectClasses(&cfg, (&runningClass{}).class())
+	a := startWith(t, cfg, nil)
+	base := "https://" + a.ConnectAddr()
+	do := func(withCert bool, method, path, body string) int {
+		t.Helper()
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: pki.clientTLS(t, withCert)}}
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	create := `{"name":"tls-src","config":{"connector.class":"TestSourceConnector"}}`
+	if code := do(true, "POST", "/connectors", create); code != 403 {
+		t.Fatalf("User:CN=client creates without an ACL: %d, want 403", code)
+	}
+	for _, err := range createACLs(t, client(t, a.KafkaAddr()),
+		connectorACL("User:CN=client", "tls-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationCreate)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := do(true, "POST", "/connectors", create); code != 201 {
+		t.Fatalf("User:CN=client creates with CREATE: %d", code)
+	}
+	if code := do(false, "GET", "/connectors", ""); code != 401 {
+		t.Fatalf("without a certificate: %d, want 401", code)
+	}
+}
