@@ -78,6 +78,13 @@ func (a *Agent) connectOwner(key string) int32 {
 	return placement.Ring{Self: a.cfg.NodeID, Live: a.members.nodes}.Owner(key)
 }
 
+// connectPlaced is connect.APIConfig.Placed: the agent the ring places
+// the connector on now, and its worker id.
+func (a *Agent) connectPlaced(name string) (int32, string) {
+	node := a.connectOwner(connect.PlacementKey(name))
+	return node, a.connectWorker(node)
+}
+
 // connectKafka is connect.Env.Kafka: a client of this agent, in process,
 // as connectPrincipal.
 func (a *Agent) connectKafka() []kgo.Opt {
@@ -155,7 +162,7 @@ func (a *Agent) startConnect() error {
 				c, _ := r.Context().Value(connectCallerKey{}).(httpCaller)
 				return c.principal.String()
 			},
-			Worker: func(name string) string { return a.connectWorker(a.connectOwner(connect.PlacementKey(name))) },
+			Placed: a.connectPlaced,
 		})
 		a.connectSrv = &http.Server{Handler: a.connectHandler(api), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
@@ -256,9 +263,7 @@ func (a *Agent) consoleConnectors(*http.Request) ([]console.Connector, error) {
 	}
 	out := make([]console.Connector, 0, len(conns))
 	for _, c := range conns {
-		st := connect.StatusOf(c, a.connectClasses, func(name string) string {
-			return a.connectWorker(a.connectOwner(connect.PlacementKey(name)))
-		})
+		st := connect.StatusOf(c, a.connectClasses, a.connectPlaced)
 		cc := console.Connector{Name: c.Name, Class: c.Config["connector.class"], Type: string(st.Type),
 			State: st.Connector.State, Worker: st.Connector.WorkerID}
 		if len(st.Tasks) > 0 {

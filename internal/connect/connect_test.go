@@ -180,7 +180,7 @@ func newHarness(t *testing.T) *harness {
 	classes := Classes(h.fake.class())
 	secrets := NewSecrets(h.store2)
 	h.srv = httptest.NewServer(NewAPI(APIConfig{Store: h.store, Classes: classes, Secrets: secrets,
-		Worker: func(string) string { return "agent-1:8083" }, Principal: func(*http.Request) string { return "User:alice" }}))
+		Placed: func(string) (int32, string) { return 1, "agent-1:8083" }, Principal: func(*http.Request) string { return "User:alice" }}))
 	t.Cleanup(h.srv.Close)
 	r, err := NewRunner(Config{Store: h.store, Classes: classes, Secrets: secrets, Dir: t.TempDir(),
 		Kafka: func() []kgo.Opt { return nil }, Owner: func(string) int32 { return 1 }, Self: 1, Worker: "agent-1:8083",
@@ -523,4 +523,33 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 		return d.Counter.GetValue()
 	}
 	return d.Gauge.GetValue()
+}
+
+// TestStatusOfMovedTask: a status written by an agent the connector is
+// no longer placed on reads UNASSIGNED on the placed agent, not the old
+// agent's RUNNING; paused reads PAUSED.
+func TestStatusOfMovedTask(t *testing.T) {
+	classes := Classes((&fakeClass{}).class())
+	c := meta.Connector{Name: "pg", State: meta.ConnectorRunning, Generation: 2, Config: map[string]string{"connector.class": "FakeSourceConnector"},
+		Task: meta.ConnectorTask{Generation: 2, State: meta.TaskRunning, Node: 2, Worker: "agent-2:8083"}}
+	on := func(node int32, w string) func(string) (int32, string) {
+		return func(string) (int32, string) { return node, w }
+	}
+	for _, tc := range []struct {
+		name          string
+		c             meta.Connector
+		placed        func(string) (int32, string)
+		state, worker string
+	}{
+		{"on its agent", c, on(2, "agent-2:8083"), "RUNNING", "agent-2:8083"},
+		{"moved", c, on(1, "agent-1:8083"), "UNASSIGNED", "agent-1:8083"},
+		{"no placement known", c, nil, "RUNNING", "agent-2:8083"},
+		{"an older generation's", func() meta.Connector { c := c; c.Generation = 3; return c }(), on(2, "agent-2:8083"), "UNASSIGNED", "agent-2:8083"},
+		{"paused", func() meta.Connector { c := c; c.State = meta.ConnectorPaused; return c }(), on(1, "agent-1:8083"), "PAUSED", "agent-1:8083"},
+	} {
+		st := StatusOf(tc.c, classes, tc.placed)
+		if st.Tasks[0].State != tc.state || st.Tasks[0].WorkerID != tc.worker || st.Connector.WorkerID != tc.worker || st.Type != KindSource {
+			t.Errorf("%s: %+v, want task %s on %s", tc.name, st, tc.state, tc.worker)
+		}
+	}
 }

@@ -391,7 +391,7 @@ func (t *task) propose(state meta.TaskState, trace string) {
 	ctx, cancel := context.WithTimeout(t.ctx, statusTimeout)
 	defer cancel()
 	res, err := t.r.cfg.Store.Propose(ctx, meta.ConnectorTaskStatus{Name: t.conn.Name, Generation: t.conn.Generation,
-		State: state, Worker: *t.r.worker.Load(), Trace: trace})
+		State: state, Node: t.r.cfg.Self, Worker: *t.r.worker.Load(), Trace: trace})
 	if err == nil {
 		err = res.Err()
 	}
