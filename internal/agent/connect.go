@@ -154,7 +154,7 @@ func (a *Agent) startConnect() error {
 			ln = tls.NewListener(ln, cfg)
 		}
 		a.connectLn = ln
-		// The runner's own worker id needs the port bound.
+		_, revision := buildVersion()
 		api := connect.NewAPI(connect.APIConfig{
 			Store: a.replica, Classes: a.connectClasses, Secrets: a.connectSecrets,
 			Authorize: a.authorizeConnect,
@@ -163,6 +163,7 @@ func (a *Agent) startConnect() error {
 				return c.principal.String()
 			},
 			Placed: a.connectPlaced,
+			Commit: revision,
 		})
 		a.connectSrv = &http.Server{Handler: a.connectHandler(api), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
