@@ -103,6 +103,8 @@ type fakeClass struct {
 		sync.Mutex
 		passwords []string
 		running   int
+		// maxRunning is the most tasks that ever ran at once.
+		maxRunning int
 	}
 }
 
@@ -130,6 +132,7 @@ func (f *fakeClass) class() Class {
 				}
 				f.mu.Lock()
 				f.mu.running++
+				f.mu.maxRunning = max(f.mu.maxRunning, f.mu.running)
 				f.mu.Unlock()
 				defer func() {
 					f.mu.Lock()
@@ -368,6 +371,11 @@ func TestAPILifecycle(t *testing.T) {
 	}
 	if h.store.logHolds("s3cret") {
 		t.Fatal("the log holds the secret's value")
+	}
+	h.fake.mu.Lock()
+	defer h.fake.mu.Unlock()
+	if h.fake.mu.maxRunning != 1 {
+		t.Fatalf("%d runs of one connector overlapped, want 1 at a time", h.fake.mu.maxRunning)
 	}
 }
 

@@ -210,6 +210,14 @@ func (r *Runner) reconcile(ctx context.Context) error {
 			delete(r.mu.tasks, name)
 		}
 	}
+	r.mu.Unlock()
+	// Every stopped task has returned before its next generation
+	// starts: two runs of one connector must never overlap here (one
+	// slot, one directory, one transactional id).
+	for _, t := range stop {
+		t.stop()
+	}
+	r.mu.Lock()
 	for name, c := range want {
 		if _, ok := r.mu.tasks[name]; ok {
 			continue
@@ -219,9 +227,6 @@ func (r *Runner) reconcile(ctx context.Context) error {
 		go t.run()
 	}
 	r.mu.Unlock()
-	for _, t := range stop {
-		t.stop()
-	}
 	exists := map[string]bool{}
 	for _, c := range conns {
 		exists[dirName(c.Name)] = true
