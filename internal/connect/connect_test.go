@@ -410,6 +410,7 @@ func TestAPIRefusals(t *testing.T) {
 		{"PUT", "/connectors/missing/pause", "", 404, "Connector missing not found"},
 		{"POST", "/connectors/missing/restart", "", 404, "Connector missing not found"},
 		{"DELETE", "/connectors/missing", "", 404, "Connector missing not found"},
+		{"GET", "/no/such/path", "", 404, "HTTP 404 Not Found"},
 	} {
 		var e connectError
 		if code := h.do(c.method, c.path, c.body, &e); code != c.code || e.ErrorCode != c.code || !strings.Contains(e.Message, c.msg) {

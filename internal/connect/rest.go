@@ -118,6 +118,10 @@ func NewAPI(cfg APIConfig) *API {
 	a.handle("POST /connectors/{name}/tasks/{id}/restart", a.restartTask)
 	a.handle("GET /connector-plugins", a.plugins)
 	a.handle("PUT /connector-plugins/{class}/config/validate", a.validate)
+	// Anything else is Jersey's 404, in Connect's JSON.
+	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "HTTP 404 Not Found")
+	})
 	return a
 }
 
