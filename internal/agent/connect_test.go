@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -22,6 +23,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // runningClass is a fake source whose task runs until stopped, and
@@ -356,5 +358,41 @@ func TestConnectClientCertificate(t *testing.T) {
 	}
 	if code := do(false, "GET", "/connectors", ""); code != 401 {
 		t.Fatalf("without a certificate: %d, want 401", code)
+	}
+}
+
+// TestConnectBelowLevel8: on a log at metadata level 7 creating a
+// connector is refused with what to raise and writes nothing, as is a
+// CONNECTOR ACL; once the level is raised both work.
+func TestConnectBelowLevel8(t *testing.T) {
+	dir := t.TempDir()
+	logURL := logAtLevel(t, dir, meta.MetadataLevel7)
+	cfg := agent.Config{DataDir: filepath.Join(dir, "agent"), Log: logURL, ConnectListen: "127.0.0.1:0"}
+	agent.SetConnectClasses(&cfg, (&runningClass{}).class())
+	a := startWith(t, cfg, nil)
+	base := "http://" + a.ConnectAddr()
+	create := connReq{method: "POST", path: "/connectors", body: `{"name":"old","config":{"connector.class":"TestSourceConnector"}}`}
+	if got := connDo(t, base, create); got.status != 503 || !strings.Contains(got.body, "strand.metadata.version 8") {
+		t.Fatalf("create at level 7: %d %s, want 503 naming strand.metadata.version 8", got.status, got.body)
+	}
+	if got := connDo(t, base, connReq{method: "GET", path: "/connectors"}); got.status != 200 || strings.TrimSpace(got.body) != "[]" {
+		t.Fatalf("connectors after the refusal: %d %s", got.status, got.body)
+	}
+	kcl := client(t, a.KafkaAddr())
+	bind := connectorACL("User:alice", "old", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAlter)
+	if errs := createACLs(t, kcl, bind); !errors.Is(errs[0], kerr.InvalidRequest) || !strings.Contains(errs[0].Error(), "strand.metadata.version 8") {
+		t.Fatalf("CONNECTOR ACL at level 7: %v, want INVALID_REQUEST naming the level", errs[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	res, err := kadm.NewClient(kcl).UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: meta.FeatureMetadata, MaxVersionLevel: meta.MetadataLevel8, UpgradeType: 1})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("raising strand.metadata.version to 8: %v, %v", err, res.Error())
+	}
+	if got := connDo(t, base, create); got.status != 201 {
+		t.Fatalf("create at level 8: %d %s", got.status, got.body)
+	}
+	if errs := createACLs(t, kcl, bind); errs[0] != nil {
+		t.Fatalf("CONNECTOR ACL at level 8: %v", errs[0])
 	}
 }
