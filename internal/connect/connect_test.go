@@ -178,7 +178,11 @@ type harness struct {
 	done   chan struct{}
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessSweeping(t, -1) }
+
+// newHarnessSweeping is newHarness whose runner sweeps secrets every
+// sweep (negative: never).
+func newHarnessSweeping(t *testing.T, sweep time.Duration) *harness {
 	h := &harness{t: t, store: newTestStore(t), fake: &fakeClass{}, store2: memobj.New()}
 	classes := Classes(h.fake.class())
 	secrets := NewSecrets(h.store2)
@@ -187,7 +191,7 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(h.srv.Close)
 	r, err := NewRunner(Config{Store: h.store, Classes: classes, Secrets: secrets, Dir: t.TempDir(),
 		Kafka: func() []kgo.Opt { return nil }, Owner: func(string) int32 { return 1 }, Self: 1, Worker: "agent-1:8083",
-		RetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond, RecheckInterval: 20 * time.Millisecond, SweepInterval: -1})
+		RetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond, RecheckInterval: 20 * time.Millisecond, SweepInterval: sweep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,4 +565,26 @@ func TestStatusOfMovedTask(t *testing.T) {
 			t.Errorf("%s: %+v, want task %s on %s", tc.name, st, tc.state, tc.worker)
 		}
 	}
+}
+
+// TestRunnerSweepsSecrets: a deleted connector's secret, and a replaced
+// password, leave the object store; the live one stays.
+func TestRunnerSweepsSecrets(t *testing.T) {
+	h := newHarnessSweeping(t, 10*time.Millisecond)
+	for _, name := range []string{"gone", "kept"} {
+		if code := h.do("POST", "/connectors", `{"name":"`+name+`","config":{"connector.class":"FakeSourceConnector","mode":"ok","database.password":"pw-`+name+`"}}`, nil); code != 201 {
+			t.Fatalf("create %s: %d", name, code)
+		}
+	}
+	if code := h.do("PUT", "/connectors/kept/config", `{"connector.class":"FakeSourceConnector","mode":"ok","database.password":"pw-new"}`, nil); code != 200 {
+		t.Fatalf("new password: %d", code)
+	}
+	if code := h.do("DELETE", "/connectors/gone", "", nil); code != 204 {
+		t.Fatalf("delete: %d", code)
+	}
+	live := refKey(h.connector("kept").Config["database.password"])
+	h.store.waitFor(t, "the unreferenced secrets swept", func() bool {
+		objs, err := h.store2.List(context.Background(), SecretPrefix)
+		return err == nil && len(objs) == 1 && objs[0].Key == live
+	})
 }
