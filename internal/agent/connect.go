@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -165,7 +166,9 @@ func (a *Agent) startConnect() error {
 			Placed: a.connectPlaced,
 			Commit: revision,
 		})
-		a.connectSrv = &http.Server{Handler: a.connectHandler(api), ReadHeaderTimeout: 10 * time.Second}
+		m := newConnectHTTPMetrics()
+		a.metrics.reg.MustRegister(m.requests, m.latency)
+		a.connectSrv = &http.Server{Handler: a.connectHandler(api, m), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := a.connectSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				a.logger.Error("connect server", "err", err)
@@ -205,10 +208,43 @@ func (a *Agent) ConnectAddr() string {
 	return a.connectLn.Addr().String()
 }
 
+// connectHTTPMetrics count the Connect API's requests, as the registry's
+// are (metrics_registry.go).
+type connectHTTPMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newConnectHTTPMetrics() *connectHTTPMetrics {
+	return &connectHTTPMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strand_connect_http_requests_total",
+			Help: "Connect REST API requests, by endpoint (the route of Connect's API, \"unmatched\" for none) and HTTP status code.",
+		}, []string{"endpoint", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strand_connect_http_request_seconds",
+			Help:    "Time to answer a Connect REST API request, by endpoint; a change includes its round trip through the log.",
+			Buckets: latencyBuckets,
+		}, []string{"endpoint"}),
+	}
+}
+
 // connectHandler authenticates every request to api and refuses what
-// a browser could send from another site.
-func (a *Agent) connectHandler(api http.Handler) http.Handler {
+// a browser could send from another site, counting each request by
+// endpoint and status.
+func (a *Agent) connectHandler(api *connect.API, m *connectHTTPMetrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		endpoint := "unmatched"
+		if _, pattern := api.Handler(r); pattern != "" && pattern != "/" {
+			endpoint = pattern
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			m.requests.WithLabelValues(endpoint, strconv.Itoa(sw.status)).Inc()
+			m.latency.WithLabelValues(endpoint).Observe(time.Since(start).Seconds())
+		}()
+		w = sw
 		if r.Method == http.MethodOptions {
 			connect.WriteError(w, http.StatusMethodNotAllowed, "OPTIONS is not served: this API answers no CORS preflight")
 			return
