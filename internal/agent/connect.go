@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -115,6 +116,11 @@ func (a *Agent) connectWorker(node int32) string {
 		host = a.listeners[0].endpoint.Host
 		if host == "" {
 			host, _, _ = net.SplitHostPort(a.cfg.ConnectListen)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			// A wildcard bind advertises no address: the machine's
+			// name is the best a caller can use.
+			host, _ = os.Hostname()
 		}
 	} else {
 		v := a.replica.View()
