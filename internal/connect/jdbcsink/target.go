@@ -75,10 +75,26 @@ func (t *target) ensureOffsetsTable(ctx context.Context) error {
 		q("kafka_partition") + " INTEGER NOT NULL, " +
 		q("next_offset") + " BIGINT NOT NULL, " +
 		"PRIMARY KEY (" + q("connector") + ", " + q("topic") + ", " + q("kafka_partition") + "))"
-	if _, err := t.db.ExecContext(ctx, ddl); err != nil {
+	if err := t.ddl(ctx, ddl); err != nil {
 		return fmt.Errorf("jdbcsink: create %s: %w", OffsetsTable, err)
 	}
 	return nil
+}
+
+// ddl runs an idempotent statement (IF NOT EXISTS). PostgreSQL's IF
+// NOT EXISTS is checked before the catalog insert, so two sessions
+// creating the same table at once (two tasks of a connector during a
+// move) can still collide on the catalog's unique index: that error
+// means the object now exists, which is all the statement asked.
+func (t *target) ddl(ctx context.Context, stmt string) error {
+	_, err := t.db.ExecContext(ctx, stmt)
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		switch pe.Code {
+		case "23505", "42P07", "42701": // unique_violation, duplicate_table, duplicate_column
+			return nil
+		}
+	}
+	return err
 }
 
 // readOffsets reads the connector's committed offsets.
@@ -237,7 +253,7 @@ func (t *target) prepareTable(ctx context.Context, table string, s *tableShape) 
 				return fmt.Errorf("jdbcsink: table %q has no column %q, which the records have; add it, or set schema.evolution=basic to have the sink add it", table, c.name)
 			}
 			ddl := "ALTER TABLE " + t.d.quote(table) + " " + t.d.addColumn() + " " + t.d.quote(c.name) + " " + t.d.columnType(c, false)
-			if _, err := t.db.ExecContext(ctx, ddl); err != nil {
+			if err := t.ddl(ctx, ddl); err != nil {
 				return fmt.Errorf("jdbcsink: add column %q to table %q: %w", c.name, table, err)
 			}
 			added = true
@@ -277,7 +293,7 @@ func (t *target) createTable(ctx context.Context, table string, s *tableShape) e
 		defs = append(defs, "PRIMARY KEY ("+strings.Join(keys, ", ")+")")
 	}
 	ddl := "CREATE TABLE IF NOT EXISTS " + t.d.quote(table) + " (" + strings.Join(defs, ", ") + ")"
-	if _, err := t.db.ExecContext(ctx, ddl); err != nil {
+	if err := t.ddl(ctx, ddl); err != nil {
 		return fmt.Errorf("jdbcsink: create table %q: %w", table, err)
 	}
 	return nil
