@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -475,6 +476,11 @@ func convert(col column, v any) (any, error) {
 	return nil, bad(nil)
 }
 
+// maxScale bounds a decimal's scale, so that a hostile schema cannot
+// make one value a gigabyte of zeros. PostgreSQL's numeric allows 16383
+// digits after the point; MariaDB's 38.
+const maxScale = 16383
+
 // decimal reads Connect's Decimal (base64 of the unscaled value, big
 // endian two's complement, the scale in the schema), Debezium's
 // VariableScaleDecimal ({"scale", "value"}), or a decimal sent as a
@@ -494,18 +500,21 @@ func decimal(col column, v any, bad func(error) error) (any, error) {
 			return nil, bad(nil)
 		}
 		n, err := s.Int64()
-		if err != nil || n < 0 || n > 1000 {
+		if err != nil || n < 0 || n > maxScale {
 			return nil, bad(fmt.Errorf("scale %v", s))
 		}
 		scale, raw = int(n), r
 	default:
 		return nil, bad(nil)
 	}
+	if scale > maxScale {
+		return nil, bad(fmt.Errorf("scale %d is above %d", scale, maxScale))
+	}
 	b, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil || scale < 0 {
 		// Not base64 (or no scale known): a decimal as text, as
 		// decimal.handling.mode=string writes it.
-		if _, ok := new(big.Float).SetString(raw); ok {
+		if decimalText.MatchString(raw) {
 			return raw, nil
 		}
 		return nil, bad(fmt.Errorf("%q is neither base64 nor a decimal", raw))
@@ -516,6 +525,11 @@ func decimal(col column, v any, bad func(error) error) (any, error) {
 	}
 	return scaled(n, scale), nil
 }
+
+// decimalText is a decimal as text. Its exponent is bounded: parsing
+// 1e999999999 is the database's work, and an unbounded one a way to
+// make it do much.
+var decimalText = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?$`)
 
 // scaled writes n × 10^-scale in decimal.
 func scaled(n *big.Int, scale int) string {
