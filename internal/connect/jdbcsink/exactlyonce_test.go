@@ -40,7 +40,7 @@ func produceRows(t *testing.T, p *producer, topic string) (done chan struct{}) {
 func checkOnce(t *testing.T, d *db, table string) {
 	t.Helper()
 	var n, distinct, lo, hi int
-	if err := d.sql.QueryRow("SELECT COUNT(*), COUNT(DISTINCT " + d.q("id") + "), MIN(" + d.q("id") + "), MAX(" + d.q("id") + ") FROM " + d.q(table)).
+	if err := d.sql.QueryRow("SELECT COUNT(*), COUNT(DISTINCT "+d.q("id")+"), MIN("+d.q("id")+"), MAX("+d.q("id")+") FROM "+d.q(table)).
 		Scan(&n, &distinct, &lo, &hi); err != nil {
 		t.Fatal(err)
 	}

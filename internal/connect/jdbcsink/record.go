@@ -589,5 +589,3 @@ func has(m map[string]any, k string) bool {
 	_, ok := m[k]
 	return ok
 }
-
-
