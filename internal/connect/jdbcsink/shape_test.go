@@ -135,3 +135,50 @@ func TestMismatchRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestUpdateMode: insert.mode=update changes existing rows by key and
+// creates none, as Debezium's update mode; plain insert.mode=insert with
+// a key inserts, and a delete by tombstone removes.
+func TestUpdateMode(t *testing.T) {
+	targets(t, func(t *testing.T, d *db) {
+		topic := uniq("upd")
+		d.exec(t, fmt.Sprintf("CREATE TABLE %s (id integer PRIMARY KEY, a varchar(20), b integer)", d.q(topic)))
+		d.exec(t, fmt.Sprintf("INSERT INTO %s (id, a, b) VALUES (1, 'one', 10), (2, 'two', 20)", d.q(topic)))
+		kafka := cluster(t, 1, topic)
+		p := newProducer(t, kafka)
+		p.send(topic, `{"id": 1}`, `{"id": 1, "a": "uno", "b": 11}`)
+		p.send(topic, `{"id": 3}`, `{"id": 3, "a": "tres", "b": 33}`) // no row 3: no change
+		p.send(topic, `{"id": 2}`, `{"id": 2, "b": 22}`)              // a's value kept
+		name := uniq("upd")
+		r := start(t, name, d.config(topic, "insert.mode", "update", "primary.key.mode", "record_key"), kafka, nil)
+		waitCaughtUp(t, d, name, p, r)
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := d.rows(t, topic, d.text("id"), d.text("a"), d.text("b")), []string{"1|uno|11", "2|two|22"}; !slices.Equal(got, want) {
+			t.Errorf("update mode:\n got %q\nwant %q", got, want)
+		}
+
+		// Insert mode with a key and deletes, on a topic of its own.
+		topic = uniq("ins")
+		kafka = cluster(t, 1, topic)
+		p = newProducer(t, kafka)
+		p.send(topic, `{"id": 5}`, `{"id": 5, "a": "five"}`)
+		p.send(topic, `{"id": 6}`, `{"id": 6, "a": "six"}`)
+		p.send(topic, `{"id": 6}`, nil)
+		p.send(topic, `{"id": 7}`, `{"id": 7, "a": "seven"}`)
+		name = uniq("ins")
+		r = start(t, name, d.config(topic, "insert.mode", "insert", "primary.key.mode", "record_key",
+			"delete.enabled", "true", "auto.create", "true"), kafka, nil)
+		waitCaughtUp(t, d, name, p, r)
+		p.send(topic, `{"id": 5}`, nil)
+		p.send(topic, `{"id": 5}`, `{"id": 5, "a": "cinq"}`) // deleted, then inserted anew
+		waitCaughtUp(t, d, name, p, r)
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := d.rows(t, topic, d.text("id"), d.text("a")), []string{"5|cinq", "7|seven"}; !slices.Equal(got, want) {
+			t.Errorf("insert mode:\n got %q\nwant %q", got, want)
+		}
+	})
+}
