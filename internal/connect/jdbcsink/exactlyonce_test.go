@@ -18,16 +18,16 @@ import (
 const eoRecords = 3000
 
 // produceRows produces eoRecords flat rows {"id": i, "v": "..."} in the
-// background, spread over the topic's partitions by key; done closes
-// when all are in.
-func produceRows(t *testing.T, p *producer, topic string) (done chan struct{}) {
+// background, spread over the topic's partitions by key, pausing pace
+// every 100 records; done closes when all are in.
+func produceRows(t *testing.T, p *producer, topic string, pace time.Duration) (done chan struct{}) {
 	done = make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range eoRecords {
 			p.send(topic, fmt.Sprint(i), fmt.Sprintf(`{"id": %d, "v": "value %d"}`, i, i))
 			if i%100 == 0 {
-				time.Sleep(5 * time.Millisecond) // a stream, not one burst
+				time.Sleep(pace) // a stream, not one burst
 			}
 		}
 	}()
@@ -97,7 +97,7 @@ func TestExactlyOnceRestarts(t *testing.T) {
 			topic := uniq("eo")
 			kafka := cluster(t, 3, topic)
 			p := newProducer(t, kafka)
-			done := produceRows(t, p, topic)
+			done := produceRows(t, p, topic, 5*time.Millisecond)
 			name := uniq("eo")
 			cfg := eoConfig(d, topic)
 			crashed := false
@@ -142,7 +142,7 @@ func TestExactlyOnceTwoTasks(t *testing.T) {
 		topic := uniq("two")
 		kafka := cluster(t, 2, topic)
 		p := newProducer(t, kafka)
-		done := produceRows(t, p, topic)
+		done := produceRows(t, p, topic, 5*time.Millisecond)
 		name := uniq("two")
 		cfg := eoConfig(d, topic)
 		m := NewMetrics()
