@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/strandkafka/strand/internal/testservers/mariadbtest"
@@ -179,9 +180,18 @@ func TestExactlyOnceTwoTasks(t *testing.T) {
 }
 
 func counterValue(t *testing.T, m *Metrics, name string) float64 {
+	return metricValue(t, m.fenced.WithLabelValues(name))
+}
+
+// metricValue reads a counter's or a gauge's value.
+func metricValue(t *testing.T, c prometheus.Metric) float64 {
+	t.Helper()
 	var out dto.Metric
-	if err := m.fenced.WithLabelValues(name).Write(&out); err != nil {
+	if err := c.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	return out.GetCounter().GetValue()
+	if out.Counter != nil {
+		return out.GetCounter().GetValue()
+	}
+	return out.GetGauge().GetValue()
 }

@@ -20,9 +20,20 @@ func TestFlatJSON(t *testing.T) {
 		p.send(topic, "", `{"order_id": 2, "customer": "bob", "total": 3, "paid": true, "meta": null}`)
 		p.send(topic, "", `{"order_id": 1, "customer": "ann", "total": 13.25, "paid": true, "meta": [1, "two"]}`)
 		name := uniq("flat")
+		m := NewMetrics()
 		r := start(t, name, d.config(topic, "insert.mode", "upsert", "primary.key.mode", "record_value",
-			"primary.key.fields", "order_id", "auto.create", "true"), kafka, nil)
+			"primary.key.fields", "order_id", "auto.create", "true"), kafka, m)
 		waitCaughtUp(t, d, name, p, r)
+		// Order 1's two records count once if one batch held both.
+		if n := metricValue(t, m.rows.WithLabelValues(name, "upsert")); n < 2 || n > 3 {
+			t.Errorf("rows upserted: %v, want 2 or 3", n)
+		}
+		if n := metricValue(t, m.batches.WithLabelValues(name)); n < 1 {
+			t.Errorf("batches: %v", n)
+		}
+		if n := metricValue(t, m.lag.WithLabelValues(name)); n != 0 {
+			t.Errorf("lag once caught up: %v records", n)
+		}
 		got := d.rows(t, topic, d.text("order_id"), d.text("customer"), d.text("total"), d.text("paid"), d.text("meta"))
 		want := map[string][]string{
 			"postgresql": {`1|ann|13.25|true|[1, "two"]`, "2|bob|3|true|∅"},
