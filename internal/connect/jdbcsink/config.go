@@ -27,9 +27,11 @@ const (
 	keyDeleteEnabled   = "delete.enabled"
 	keySchemaEvolution = "schema.evolution"
 	keyTableNameFormat = "table.name.format"
-	keyBatchSize       = "batch.size"
-	keyAutoCreate      = "auto.create"
-	keyQuoteIDs        = "quote.identifiers"
+	// keyCollectionNameFormat is Debezium 3's name for table.name.format.
+	keyCollectionNameFormat = "collection.name.format"
+	keyBatchSize            = "batch.size"
+	keyAutoCreate           = "auto.create"
+	keyQuoteIDs             = "quote.identifiers"
 )
 
 // Bounds on batch.size: a batch is held in memory whole (records and
@@ -179,9 +181,18 @@ func Parse(config map[string]string) (*Config, error) {
 		bad(keySchemaEvolution, "%q is not one of none, basic", config[keySchemaEvolution])
 	}
 	c.CreateTables = c.CreateTables || autoCreate
-	if v, ok := config[keyTableNameFormat]; ok {
-		if strings.TrimSpace(v) == "" {
-			bad(keyTableNameFormat, "empty")
+	// Debezium 3 renamed table.name.format collection.name.format;
+	// either is taken, the older winning when both are set.
+	for _, key := range []string{keyCollectionNameFormat, keyTableNameFormat} {
+		v, ok := config[key]
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.TrimSpace(v) == "":
+			bad(key, "empty")
+		case strings.Contains(strings.ReplaceAll(v, "${topic}", ""), "${"):
+			bad(key, "%q: only the ${topic} placeholder is supported", v)
 		}
 		c.TableFormat = v
 	}

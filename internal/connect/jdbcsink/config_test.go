@@ -47,6 +47,8 @@ func TestValidate(t *testing.T) {
 		{"batch zero", base("batch.size", "0"), "batch.size"},
 		{"batch huge", base("batch.size", "1000000000"), "batch.size"},
 		{"table format empty", base("table.name.format", " "), "table.name.format"},
+		{"table format placeholder", base("table.name.format", "${source.table}"), "only the ${topic} placeholder"},
+		{"collection format", base("collection.name.format", "kafka_${topic}"), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +79,7 @@ func TestTableName(t *testing.T) {
 		{"jdbc:mariadb://h/db", "", "", "srv.public.Orders", "srv_public_Orders"},
 		{"jdbc:mariadb://h/db", "kafka_${topic}", "", "orders", "kafka_orders"},
 		{"jdbc:mariadb://h/db", "archive.${topic}_v2", "", "a.b", "archive_a_b_v2"},
+		{"jdbc:mariadb://h/db", "${topic}${topic}", "", "a", "aa"},
 	}
 	for _, tt := range tests {
 		c := map[string]string{"connection.url": tt.url, "topics": tt.topic}
