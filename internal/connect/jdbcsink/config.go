@@ -32,6 +32,7 @@ const (
 	keyBatchSize            = "batch.size"
 	keyAutoCreate           = "auto.create"
 	keyQuoteIDs             = "quote.identifiers"
+	keyTimeZone             = "database.time_zone"
 )
 
 // Bounds on batch.size: a batch is held in memory whole (records and
@@ -67,8 +68,8 @@ type Config struct {
 	Host     string
 	Port     int
 	Database string
-	// Params are the JDBC URL's query parameters; only sslmode is
-	// used (PostgreSQL).
+	// Params are the JDBC URL's query parameters; PostgreSQL's sslmode
+	// and currentSchema are used.
 	Params   url.Values
 	User     string
 	Password string
@@ -181,6 +182,9 @@ func Parse(config map[string]string) (*Config, error) {
 		bad(keySchemaEvolution, "%q is not one of none, basic", config[keySchemaEvolution])
 	}
 	c.CreateTables = c.CreateTables || autoCreate
+	if v, ok := config[keyTimeZone]; ok && !strings.EqualFold(strings.TrimSpace(v), "UTC") {
+		bad(keyTimeZone, "%q: only UTC (the default) is supported", v)
+	}
 	// Debezium 3 renamed table.name.format collection.name.format;
 	// either is taken, the older winning when both are set.
 	for _, key := range []string{keyCollectionNameFormat, keyTableNameFormat} {

@@ -48,6 +48,8 @@ func TestValidate(t *testing.T) {
 		{"batch huge", base("batch.size", "1000000000"), "batch.size"},
 		{"table format empty", base("table.name.format", " "), "table.name.format"},
 		{"table format placeholder", base("table.name.format", "${source.table}"), "only the ${topic} placeholder"},
+		{"time zone", base("database.time_zone", "Europe/Paris"), "only UTC"},
+		{"time zone utc", base("database.time_zone", "UTC"), ""},
 		{"collection format", base("collection.name.format", "kafka_${topic}"), ""},
 	}
 	for _, tt := range tests {

@@ -109,6 +109,11 @@ func (postgres) dsn(c *Config) string {
 	if v := c.Params.Get("sslmode"); v != "" {
 		q.Set("sslmode", v)
 	}
+	if v := c.Params.Get("currentSchema"); v != "" {
+		// The JDBC driver's name for the schema to create and find
+		// tables in.
+		q.Set("search_path", v)
+	}
 	q.Set("application_name", "strand-jdbc-sink")
 	// Values are written in UTC; a timestamptz read back shows it so.
 	q.Set("timezone", "UTC")

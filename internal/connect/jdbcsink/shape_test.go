@@ -2,6 +2,7 @@ package jdbcsink
 
 import (
 	"fmt"
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
 	"slices"
 	"strings"
 	"testing"
@@ -192,4 +193,39 @@ func TestUpdateMode(t *testing.T) {
 			t.Errorf("insert mode:\n got %q\nwant %q", got, want)
 		}
 	})
+}
+
+// TestPostgresCurrentSchema: the JDBC URL's currentSchema is where the
+// sink finds and creates tables, its offsets table included.
+func TestPostgresCurrentSchema(t *testing.T) {
+	d := postgresDB(t, pgtest.URL(t))
+	schema := uniq("sch")
+	d.exec(t, "CREATE SCHEMA "+schema)
+	topic := uniq("cs")
+	kafka := cluster(t, 1, topic)
+	p := newProducer(t, kafka)
+	p.send(topic, "", `{"id": 1}`)
+	cfg := d.config(topic, "auto.create", "true")
+	cfg["connection.url"] += "?currentSchema=" + schema
+	name := uniq("cs")
+	r := start(t, name, cfg, kafka, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		err := d.sql.QueryRow("SELECT COUNT(*) FROM " + schema + "." + topic).Scan(&n)
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no row in %s.%s after 30s: %v", schema, topic, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := d.sql.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2", schema, OffsetsTable).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%s in schema %s: %d, %v", OffsetsTable, schema, n, err)
+	}
 }
