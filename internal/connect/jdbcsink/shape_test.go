@@ -2,11 +2,12 @@ package jdbcsink
 
 import (
 	"fmt"
-	"github.com/strandkafka/strand/internal/testservers/pgtest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
 // TestFlatJSON: flat JSON rows, without schemas (types inferred), keyed
