@@ -230,3 +230,32 @@ func TestPostgresCurrentSchema(t *testing.T) {
 		t.Fatalf("%s in schema %s: %d, %v", OffsetsTable, schema, n, err)
 	}
 }
+
+// TestSessionSettings: the sink's sessions run in UTC, and end a
+// transaction left idle (the task's machine gone) so that its lock on
+// the offsets does not hold up the connector's next task.
+func TestSessionSettings(t *testing.T) {
+	targets(t, func(t *testing.T, d *db) {
+		cfg, err := Parse(d.config("t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, err := openTarget(t.Context(), cfg, "settings")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tg.close()
+		q := map[string]string{
+			"postgresql": "SELECT current_setting('TimeZone') || ' ' || current_setting('idle_in_transaction_session_timeout')",
+			"mariadb":    "SELECT CONCAT(@@session.time_zone, ' ', @@session.wait_timeout)",
+		}[d.name]
+		want := map[string]string{"postgresql": "UTC 2min", "mariadb": "+00:00 120"}[d.name]
+		var got string
+		if err := tg.db.QueryRow(q).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("session settings %q, want %q", got, want)
+		}
+	})
+}
