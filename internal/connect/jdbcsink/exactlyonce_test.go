@@ -2,7 +2,6 @@ package jdbcsink
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -92,9 +91,7 @@ func TestExactlyOnceRestarts(t *testing.T) {
 		t.Run(which, func(t *testing.T) {
 			d, srv := open[which](t)
 			defer srv.Stop()
-			seed := rand.Uint64()
-			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, seed))
+			rng := testRand(t)
 			topic := uniq("eo")
 			kafka := cluster(t, 3, topic)
 			p := newProducer(t, kafka)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -58,9 +57,7 @@ func TestSinkProcess(t *testing.T) {
 // killed with -9 would be): every record's row is in the table once.
 func TestKill9(t *testing.T) {
 	targets(t, func(t *testing.T, d *db) {
-		seed := rand.Uint64()
-		t.Logf("seed %d", seed)
-		rng := rand.New(rand.NewPCG(seed, seed))
+		rng := testRand(t)
 		topic := uniq("kill")
 		kafka := cluster(t, 3, topic)
 		brokers := seedsOf(t, kafka)
