@@ -51,20 +51,20 @@ var _ connect.Task = (*Task)(nil)
 
 // run is one Run's state.
 type run struct {
-	cfg     *Config
-	m       *Metrics
-	env     connect.Env
-	name    string
-	log     *slog.Logger
-	clk     clock.Clock
-	prod    *kgo.Client
-	adm     *kadm.Client
-	enc     *encoder
-	okey    []byte
-	topics  map[string]bool
+	cfg    *Config
+	m      *Metrics
+	env    connect.Env
+	name   string
+	log    *slog.Logger
+	clk    clock.Clock
+	prod   *kgo.Client
+	adm    *kadm.Client
+	enc    *encoder
+	okey   []byte
+	topics map[string]bool
 	// reported: Env.Running was called.
 	reported bool
-	produce struct {
+	produce  struct {
 		mu  sync.Mutex
 		err error
 	}
