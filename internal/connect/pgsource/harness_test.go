@@ -126,6 +126,7 @@ func newFixture(t testing.TB, name string) *fixture {
 	f := &fixture{t: t, name: name, db: db, prefix: "pg_" + name, dbURL: u.String(), addr: addr, m: pgsource.NewMetrics()}
 	f.conn = f.connect()
 	t.Cleanup(func() { f.conn.Close(context.Background()) })
+	f.exec("CREATE TABLE strand_marker (id serial PRIMARY KEY)")
 	f.config = map[string]string{
 		"connector.class":   pgsource.ClassName,
 		"database.hostname": u.Hostname(),
@@ -245,6 +246,33 @@ func (f *fixture) waitConfirmed(r *running, lsn pglogrepl.LSN) {
 	}
 }
 
+// sync waits until the task has snapshotted and streamed everything
+// committed so far: the slot exists, then a marker row written after
+// that is confirmed (so past the snapshot's consistent point).
+func (f *fixture) sync(r *running) {
+	f.t.Helper()
+	deadline := time.Now().Add(opTimeout)
+	for {
+		var n int
+		if err := f.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", f.config["slot.name"]).Scan(&n); err != nil {
+			f.t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		select {
+		case err := <-r.done:
+			f.t.Fatalf("task ended: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatal("no slot")
+		}
+	}
+	f.exec("INSERT INTO strand_marker DEFAULT VALUES")
+	f.waitConfirmed(r, f.currentLSN())
+}
+
 // ev is a decoded change event.
 type ev struct {
 	topic  string
@@ -320,9 +348,6 @@ func dec(t testing.TB, b []byte, v any) {
 func (f *fixture) endOffsets(topic string, committed bool) int64 {
 	f.t.Helper()
 	opts := f.kafka()
-	if committed {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		f.t.Fatal(err)
@@ -330,7 +355,11 @@ func (f *fixture) endOffsets(topic string, committed bool) int64 {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	list := kadm.NewClient(cl).ListEndOffsets
+	if committed {
+		list = kadm.NewClient(cl).ListCommittedOffsets
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestEnvelopes(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	f.waitConfirmed(r, f.currentLSN()) // the snapshot (empty) is done
+	f.sync(r)
 	f.exec(`INSERT INTO items VALUES (1, 'one', -3, 9007199254740993, true, 1.5, 0.1,
 		12.30, -1234.5678, '\xdeadbeef', '2024-02-29', '2024-05-01 10:00:00.123456', '1999-12-31 23:59:59.5',
 		'2024-05-01 12:00:00.25+02', '10:00:00.5', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"a": [1, 2]}', '1 day 2 hours')`,
@@ -176,4 +176,254 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// fold applies events to a map of key -> after image, as a consumer
+// of the topic would, and fails on a create of a key already there or
+// an update or delete of one that is not.
+func fold(t *testing.T, evs []ev) map[string]map[string]any {
+	t.Helper()
+	state := map[string]map[string]any{}
+	for _, e := range evs {
+		if e.value == nil {
+			continue
+		}
+		k := fmtKey(e.key)
+		switch e.op() {
+		case "r", "c":
+			if _, ok := state[k]; ok {
+				t.Fatalf("%s of key %s already there (offset %d)", e.op(), k, e.offset)
+			}
+			state[k] = e.after()
+		case "u":
+			if _, ok := state[k]; !ok {
+				t.Fatalf("update of key %s not there (offset %d)", k, e.offset)
+			}
+			state[k] = e.after()
+		case "d":
+			if _, ok := state[k]; !ok {
+				t.Fatalf("delete of key %s not there (offset %d)", k, e.offset)
+			}
+			delete(state, k)
+		}
+	}
+	return state
+}
+
+// tableState is the table's rows as fold keys them, id and v only.
+func (f *fixture) tableState(t *testing.T, table string) map[string]string {
+	t.Helper()
+	rows, err := f.conn.Query(t.Context(), "SELECT id, v FROM "+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprintf("map[id:%d]", id)] = fmt.Sprint(v)
+	}
+	return out
+}
+
+func compareState(t *testing.T, got map[string]map[string]any, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("topic folds to %d rows, the table has %d", len(got), len(want))
+	}
+	bad := 0
+	for _, k := range sortedKeys(want) {
+		g, ok := got[k]
+		if !ok || fmt.Sprint(g["v"]) != want[k] {
+			if bad++; bad <= 5 {
+				t.Errorf("row %s: topic %v, table v=%s", k, g, want[k])
+			}
+		}
+	}
+}
+
+// TestSnapshotThenStreaming: rows inserted and updated while the task
+// starts and snapshots are each in the snapshot or streamed, never
+// both and never neither; the topic folds to the table.
+func TestSnapshotThenStreaming(t *testing.T) {
+	f := newFixture(t, "snapstream")
+	f.exec(`CREATE TABLE t (id serial PRIMARY KEY, v int8 NOT NULL)`,
+		`INSERT INTO t (v) SELECT g FROM generate_series(1, 20000) g`)
+	w := f.connect()
+	defer w.Close(t.Context())
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := w.Exec(t.Context(), `INSERT INTO t (v) VALUES ($1)`, i); err != nil {
+				done <- err
+				return
+			}
+			if _, err := w.Exec(t.Context(), `UPDATE t SET v = v + 1 WHERE id = $1`, 1+(i*7919)%20000); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	r := f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	f.sync(r)
+	f.sync(r) // more streamed
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.waitConfirmed(r, f.currentLSN())
+
+	evs := f.read("public.t")
+	var snap, streamed, last int
+	for i, e := range evs {
+		switch e.op() {
+		case "r":
+			snap++
+			if e.source()["snapshot"] == "last" {
+				last++
+				if i+1 < len(evs) && evs[i+1].op() == "r" {
+					t.Errorf("snapshot's last record at offset %d is followed by another", e.offset)
+				}
+			}
+		default:
+			streamed++
+			if e.source()["snapshot"] != "false" {
+				t.Errorf("streamed event with snapshot %v", e.source()["snapshot"])
+			}
+		}
+	}
+	if snap < 20000 || streamed == 0 || last != 1 {
+		t.Errorf("%d snapshot events (%d last), %d streamed", snap, last, streamed)
+	}
+	compareState(t, fold(t, evs), f.tableState(t, "t"))
+	t.Logf("%d snapshot events, %d streamed", snap, streamed)
+}
+
+// TestLargeTransaction: a transaction larger than the task's bounds
+// (max.queue.size, the producer's buffer) streams through one open
+// Kafka transaction. While it is open, a read_committed consumer sees
+// none of it; the task stopped then and started again writes it whole,
+// once, together with the transaction's change to a second table.
+func TestLargeTransaction(t *testing.T) {
+	const rows = 60000
+	f := newFixture(t, "large")
+	f.config["max.queue.size"] = "100"
+	f.exec(`CREATE TABLE big (id int PRIMARY KEY, v int8 NOT NULL, pad text)`,
+		`CREATE TABLE other (id int PRIMARY KEY, v int8 NOT NULL)`,
+		`INSERT INTO other VALUES (1, 1), (2, 2)`)
+	r := f.start()
+	f.sync(r)
+	f.exec(fmt.Sprintf(`DO $$ BEGIN
+		INSERT INTO big SELECT g, g, repeat('x', 100) FROM generate_series(1, %d) g;
+		UPDATE other SET v = 10 WHERE id = 1;
+		DELETE FROM other WHERE id = 2;
+	END $$`, rows))
+	end := f.currentLSN()
+	topic := f.prefix + ".public.big"
+	// Wait for records of the open transaction in the topic.
+	for f.endOffsets(topic, false) == 0 {
+	}
+	if n := f.endOffsets(topic, true); n != 0 {
+		t.Fatalf("read_committed end offset %d while the transaction is open", n)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.endOffsets(topic, true); n != 0 && n < rows {
+		t.Fatalf("read_committed sees %d of the transaction's %d records", n, rows)
+	}
+	r = f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	f.waitConfirmed(r, end)
+	evs := f.read("public.big")
+	if len(evs) != rows {
+		t.Fatalf("%d records, want %d", len(evs), rows)
+	}
+	tx := num(t, evs[0].source()["txId"])
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if num(t, e.source()["txId"]) != tx || e.op() != "c" {
+			t.Fatalf("event of txId %v op %s", e.source()["txId"], e.op())
+		}
+		k := fmtKey(e.key)
+		if seen[k] {
+			t.Fatalf("key %s twice", k)
+		}
+		seen[k] = true
+	}
+	oth := f.read("public.other")
+	var mine []string
+	for _, e := range oth {
+		if e.value != nil && e.op() != "r" {
+			if num(t, e.source()["txId"]) != tx {
+				t.Errorf("other's %s in txId %v, not %d", e.op(), e.source()["txId"], tx)
+			}
+			mine = append(mine, e.op())
+		}
+	}
+	if strings.Join(mine, " ") != "u d" {
+		t.Errorf("other's events of the transaction: %v", mine)
+	}
+}
+
+// TestSchemaChange: a column added, then one dropped, half-way: the
+// next events' schema and payload show it.
+func TestSchemaChange(t *testing.T) {
+	f := newFixture(t, "schema")
+	f.exec(`CREATE TABLE s (id int PRIMARY KEY, v int8)`, `INSERT INTO s VALUES (1, 1)`)
+	r := f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	f.sync(r)
+	f.exec(`INSERT INTO s VALUES (2, 2)`,
+		`ALTER TABLE s ADD COLUMN extra text DEFAULT 'x'`,
+		`INSERT INTO s VALUES (3, 3, 'three')`,
+		`ALTER TABLE s DROP COLUMN v`,
+		`INSERT INTO s VALUES (4, 'four')`)
+	f.waitConfirmed(r, f.currentLSN())
+	evs := f.read("public.s")
+	var got []string
+	for _, e := range evs {
+		var fields []string
+		for _, fd := range e.schema["fields"].([]any) {
+			m := fd.(map[string]any)
+			if m["field"] == "after" {
+				for _, c := range m["fields"].([]any) {
+					fields = append(fields, c.(map[string]any)["field"].(string))
+				}
+			}
+		}
+		got = append(got, fmt.Sprintf("%s%v=%v", e.op(), fields, e.after()))
+	}
+	want := []string{
+		"r[id v]=map[id:1 v:1]",
+		"c[id v]=map[id:2 v:2]",
+		"c[id v extra]=map[extra:three id:3 v:3]",
+		"c[id extra]=map[extra:four id:4]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -17,6 +17,11 @@ import (
 	"github.com/strandkafka/strand/internal/clock"
 )
 
+// statusMinGap is the least time between two standby status updates
+// that only move the confirmed LSN, and how long a read of the stream
+// waits before looking at the confirmed LSN again.
+const statusMinGap = 100 * time.Millisecond
+
 // item is what the reader hands the writer: a decoded pgoutput message
 // and the LSN of the WAL record it came from, or (msg nil) a keepalive
 // saying the server has sent everything before walEnd.
@@ -83,16 +88,25 @@ func (r *run) startReplication(ctx context.Context, repl *pgconn.PgConn, from ui
 // answers keepalives and sends the confirmed LSN every StatusInterval,
 // even while blocked, so the server never times the slot out on us.
 func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, confirmed *atomic.Uint64) error {
-	status := func() error {
-		lsn := pglogrepl.LSN(confirmed.Load())
+	var sent uint64
+	var sentAt time.Time
+	// status reports the confirmed LSN: when forced (the server asked),
+	// every StatusInterval, and soon after it moves, so the slot
+	// follows the Kafka commits closely without a message each.
+	status := func(force bool) error {
+		lsn := confirmed.Load()
+		now := r.clk.Now()
+		if !force && now.Sub(sentAt) < r.cfg.StatusInterval && (lsn == sent || now.Sub(sentAt) < statusMinGap) {
+			return nil
+		}
 		err := pglogrepl.SendStandbyStatusUpdate(ctx, repl, pglogrepl.StandbyStatusUpdate{
-			WALWritePosition: lsn, WALFlushPosition: lsn, WALApplyPosition: lsn, ClientTime: r.clk.Now()})
+			WALWritePosition: pglogrepl.LSN(lsn), WALFlushPosition: pglogrepl.LSN(lsn), WALApplyPosition: pglogrepl.LSN(lsn), ClientTime: now})
 		if err != nil {
 			return fmt.Errorf("standby status update: %w", err)
 		}
+		sent, sentAt = lsn, now
 		return nil
 	}
-	next := r.clk.Now().Add(r.cfg.StatusInterval)
 	push := func(it item) error {
 		select {
 		case items <- it:
@@ -101,16 +115,15 @@ func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, 
 		}
 		// The writer is behind: wait, still reporting to the server.
 		for {
-			tick, timer := clock.After(r.clk, r.cfg.StatusInterval)
+			tick, timer := clock.After(r.clk, statusMinGap)
 			select {
 			case items <- it:
 				clock.Stop(timer)
 				return nil
 			case <-tick:
-				if err := status(); err != nil {
+				if err := status(false); err != nil {
 					return err
 				}
-				next = r.clk.Now().Add(r.cfg.StatusInterval)
 			case <-ctx.Done():
 				clock.Stop(timer)
 				return ctx.Err()
@@ -118,13 +131,10 @@ func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, 
 		}
 	}
 	for {
-		if !r.clk.Now().Before(next) {
-			if err := status(); err != nil {
-				return err
-			}
-			next = r.clk.Now().Add(r.cfg.StatusInterval)
+		if err := status(false); err != nil {
+			return err
 		}
-		rctx, cancel := context.WithTimeout(ctx, r.cfg.StatusInterval)
+		rctx, cancel := context.WithTimeout(ctx, statusMinGap)
 		raw, err := repl.ReceiveMessage(rctx)
 		cancel()
 		if err != nil {
@@ -156,10 +166,9 @@ func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, 
 				default:
 				}
 				if pkm.ReplyRequested {
-					if err := status(); err != nil {
+					if err := status(true); err != nil {
 						return err
 					}
-					next = r.clk.Now().Add(r.cfg.StatusInterval)
 				}
 			case pglogrepl.XLogDataByteID:
 				xld, err := pglogrepl.ParseXLogData(msg.Data[1:])
