@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -169,7 +170,8 @@ func (f *fixture) kafka() []kgo.Opt { return []kgo.Opt{kgo.SeedBrokers(f.addr)} 
 // running is a task started by start.
 type running struct {
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run returned err
+	err    error
 }
 
 // start runs the connector's task until stop.
@@ -184,13 +186,16 @@ func (f *fixture) start() *running {
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
+	r := &running{cancel: cancel, done: make(chan struct{})}
 	env := connect.Env{Name: f.name, Kafka: f.kafka, Dir: f.t.TempDir(), Clock: clock.OrReal(nil),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Running: func() {}}
 	if testing.Verbose() {
 		env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	go func() { r.done <- task.Run(ctx, env) }()
+	go func() {
+		r.err = task.Run(ctx, env)
+		close(r.done)
+	}()
 	return r
 }
 
@@ -198,11 +203,11 @@ func (f *fixture) start() *running {
 // cancellation.
 func (r *running) stop() error {
 	r.cancel()
-	err := <-r.done
-	if errors.Is(err, context.Canceled) {
+	<-r.done
+	if errors.Is(r.err, context.Canceled) {
 		return nil
 	}
-	return err
+	return r.err
 }
 
 // currentLSN is the server's WAL insert position: once the slot's
@@ -236,8 +241,8 @@ func (f *fixture) waitConfirmed(r *running, lsn pglogrepl.LSN) {
 			return
 		}
 		select {
-		case err := <-r.done:
-			f.t.Fatalf("task ended: %v", err)
+		case <-r.done:
+			f.t.Fatalf("task ended: %v", r.err)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -261,8 +266,8 @@ func (f *fixture) sync(r *running) {
 			break
 		}
 		select {
-		case err := <-r.done:
-			f.t.Fatalf("task ended: %v", err)
+		case <-r.done:
+			f.t.Fatalf("task ended: %v", r.err)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -386,3 +391,29 @@ func num(t testing.TB, v any) int64 {
 }
 
 func fmtKey(k map[string]any) string { return fmt.Sprint(k) }
+
+// metric sums the series of the metric name (all labels) of f's task.
+func (f *fixture) metric(name string) float64 {
+	f.t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.m.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}

@@ -1,12 +1,19 @@
 package pgsource_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/strandkafka/strand/internal/connect/pgsource"
 )
 
 // TestEnvelopes: inserts, updates and deletes as Debezium documents
@@ -153,6 +160,19 @@ func TestEnvelopes(t *testing.T) {
 	}
 	if d := evs[5]; fmtKey(d.key) != "map[id:2]" || fmt.Sprint(d.before()["id"]) != "2" {
 		t.Errorf("delete: %v %v", d.key, d.before())
+	}
+
+	// Metrics: records by op, committed transactions.
+	for name, want := range map[string]float64{
+		"strand_connect_pgsource_records_total":             9, // items c u d c d, full_rows c u d, strand_marker c
+		"strand_connect_pgsource_source_transactions_total": 8,
+	} {
+		if got := f.metric(name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if f.metric("strand_connect_pgsource_confirmed_lsn") == 0 {
+		t.Errorf("confirmed LSN gauge not set")
 	}
 
 	// REPLICA IDENTITY FULL: updates and deletes carry the old row.
@@ -425,5 +445,238 @@ func TestSchemaChange(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// supervisor runs a task as the connectors' runner does: started
+// again after it fails, until stopped.
+type supervisor struct {
+	f        *fixture
+	mu       sync.Mutex
+	cur      *running
+	quit     chan struct{}
+	done     chan struct{}
+	failures int
+}
+
+func (f *fixture) supervise() *supervisor {
+	s := &supervisor{f: f, quit: make(chan struct{}), done: make(chan struct{})}
+	s.cur = f.start()
+	go func() {
+		defer close(s.done)
+		for {
+			cur := s.running()
+			select {
+			case <-cur.done:
+				s.mu.Lock()
+				if s.cur == cur { // not replaced by restart meanwhile
+					s.failures++
+					s.f.t.Logf("task failed (restarting): %v", cur.err)
+					time.Sleep(200 * time.Millisecond)
+					s.cur = s.f.start()
+				}
+				s.mu.Unlock()
+			case <-s.quit:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return s
+}
+
+// restart stops the task (as a cancel, or a kill -9 of its agent,
+// leaves it: its Kafka transaction open, nothing confirmed after its
+// last commit) and starts a new one.
+func (s *supervisor) restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur.cancel()
+	<-s.cur.done
+	s.cur = s.f.start()
+}
+
+func (s *supervisor) running() *running {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+func (s *supervisor) stop() {
+	close(s.quit)
+	<-s.done
+	s.mu.Lock()
+	s.cur.cancel()
+	<-s.cur.done
+	s.mu.Unlock()
+}
+
+// TestRestarts: a workload of small transactions while the task is
+// stopped and started again twice and the PostgreSQL server crashes
+// (kill -9) and restarts once: every transaction is in the topic whole
+// and once, and the topic folds to the table.
+func TestRestarts(t *testing.T) {
+	const txns = 300
+	f := newFixture(t, "restarts")
+	f.exec(`CREATE TABLE w (id int PRIMARY KEY, v int8 NOT NULL)`)
+	s := f.supervise()
+	defer s.stop()
+	f.sync(s.running())
+
+	// Transaction i: creates 2i and 2i+1, updates 2i-1, deletes 2i-2:
+	// c, c, u, d, whole or not at all.
+	milestone := make(chan int, txns)
+	werr := make(chan error, 1)
+	go func() {
+		var conn *pgx.Conn
+		failures := 0
+		for i := 0; i < txns; {
+			if failures > 100 {
+				close(milestone)
+				werr <- fmt.Errorf("workload: %d failures", failures)
+				return
+			}
+			if conn == nil {
+				c, err := pgx.Connect(context.Background(), f.dbURL)
+				if err != nil {
+					failures++
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				conn = c
+			}
+			// A transaction whose commit failed may have committed:
+			// the next attempt at i finds out by the row it creates.
+			var exists bool
+			if err := conn.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM w WHERE id = $1)", 2*i).Scan(&exists); err != nil {
+				t.Logf("workload: %v", err)
+				failures++
+				conn.Close(context.Background())
+				conn = nil
+				continue
+			}
+			if !exists {
+				err := pgx.BeginFunc(context.Background(), conn, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(context.Background(), "INSERT INTO w VALUES ($1, $2), ($3, $4)", 2*i, 2*i, 2*i+1, 2*i+1); err != nil {
+						return err
+					}
+					if i > 0 {
+						if _, err := tx.Exec(context.Background(), "UPDATE w SET v = v + 1000 WHERE id = $1", 2*i-1); err != nil {
+							return err
+						}
+						if _, err := tx.Exec(context.Background(), "DELETE FROM w WHERE id = $1", 2*i-2); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Logf("workload: %v", err)
+					failures++
+					conn.Close(context.Background())
+					conn = nil
+					continue
+				}
+			}
+			i++
+			milestone <- i
+			time.Sleep(5 * time.Millisecond)
+		}
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+		close(milestone)
+		werr <- nil
+	}()
+	for i := range milestone {
+		switch i {
+		case 60, 220:
+			s.restart()
+		case 140:
+			f.conn.Close(context.Background())
+			if err := shared.pg.Crash(); err != nil {
+				t.Fatal(err)
+			}
+			f.conn = f.connect()
+		}
+	}
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	f.sync(s.running())
+	evs := f.read("public.w")
+	compareState(t, fold(t, evs), f.tableState(t, "w"))
+	byTx := map[int64][]string{}
+	for _, e := range evs {
+		if e.value == nil || e.op() == "r" {
+			continue
+		}
+		tx := num(t, e.source()["txId"])
+		byTx[tx] = append(byTx[tx], e.op())
+	}
+	if len(byTx) != txns {
+		t.Errorf("%d transactions in the topic, want %d", len(byTx), txns)
+	}
+	first := 0
+	for tx, ops := range byTx {
+		switch strings.Join(ops, " ") {
+		case "c c u d":
+		case "c c":
+			first++
+		default:
+			t.Errorf("txId %d: %v", tx, ops)
+		}
+	}
+	if first != 1 {
+		t.Errorf("%d transactions without an update and delete, want 1", first)
+	}
+	t.Logf("%d events, %d task failures restarted, %v transactions resent by the server and skipped",
+		len(evs), s.failures, f.metric("strand_connect_pgsource_skipped_transactions_total"))
+}
+
+// TestResentSkipped: the server resends from the slot's confirmed LSN,
+// which may be behind the committed offset (a task stopped between its
+// Kafka commit and telling the server). Here the slot is put back to
+// an older position by hand: every transaction resent is skipped, none
+// written twice.
+func TestResentSkipped(t *testing.T) {
+	f := newFixture(t, "resent")
+	f.exec(`CREATE TABLE e (id int PRIMARY KEY, v int8 NOT NULL)`)
+	slot := f.config["slot.name"]
+	r := f.start()
+	f.sync(r)
+	f.exec("SELECT pg_copy_logical_replication_slot('" + slot + "', '" + slot + "_old')")
+	for i := range 20 {
+		f.exec(fmt.Sprintf("INSERT INTO e VALUES (%d, %d)", i, i))
+	}
+	f.sync(r)
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	f.exec("SELECT pg_drop_replication_slot('"+slot+"')",
+		"SELECT pg_copy_logical_replication_slot('"+slot+"_old', '"+slot+"')",
+		"SELECT pg_drop_replication_slot('"+slot+"_old')")
+	skipped := f.metric("strand_connect_pgsource_skipped_transactions_total")
+	// Asked to start from the committed offset, the server skips to
+	// it by itself; from the slot, it resends.
+	pgsource.StartFromSlot(true)
+	defer pgsource.StartFromSlot(false)
+	r = f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	for i := 20; i < 25; i++ {
+		f.exec(fmt.Sprintf("INSERT INTO e VALUES (%d, %d)", i, i))
+	}
+	f.sync(r)
+	evs := f.read("public.e")
+	compareState(t, fold(t, evs), f.tableState(t, "e"))
+	if len(evs) != 25 {
+		t.Errorf("%d events, want 25", len(evs))
+	}
+	if got := f.metric("strand_connect_pgsource_skipped_transactions_total") - skipped; got < 20 {
+		t.Errorf("%v transactions skipped, want at least the 20 resent", got)
 	}
 }

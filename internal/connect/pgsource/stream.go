@@ -22,6 +22,11 @@ import (
 // waits before looking at the confirmed LSN again.
 const statusMinGap = 100 * time.Millisecond
 
+// startFromSlot is a test seam (export_test.go): stream from the
+// slot's confirmed LSN (0 asks for it) instead of the offset, which the
+// server otherwise skips to.
+var startFromSlot atomic.Bool
+
 // item is what the reader hands the writer: a decoded pgoutput message
 // and the LSN of the WAL record it came from, or (msg nil) a keepalive
 // saying the server has sent everything before walEnd.
@@ -35,7 +40,11 @@ type item struct {
 // transaction's changes into Kafka transactions, confirming an LSN to
 // the server only once the Kafka transaction holding it committed.
 func (r *run) stream(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn, off Offset) error {
-	if err := r.startReplication(ctx, repl, off.LSN); err != nil {
+	from := off.LSN
+	if startFromSlot.Load() {
+		from = 0
+	}
+	if err := r.startReplication(ctx, repl, from); err != nil {
 		return err
 	}
 	r.log.Info("streaming", "slot", r.cfg.Slot, "from", pglogrepl.LSN(off.LSN), "last_commit", pglogrepl.LSN(off.CommitLSN))
