@@ -653,8 +653,18 @@ func TestResentSkipped(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	f.exec("SELECT pg_drop_replication_slot('"+slot+"')",
-		"SELECT pg_copy_logical_replication_slot('"+slot+"_old', '"+slot+"')",
+	// The walsender may not have seen the task's connection go yet.
+	for i := 0; ; i++ {
+		_, err := f.conn.Exec(t.Context(), "SELECT pg_drop_replication_slot('"+slot+"')")
+		if err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.exec("SELECT pg_copy_logical_replication_slot('"+slot+"_old', '"+slot+"')",
 		"SELECT pg_drop_replication_slot('"+slot+"_old')")
 	skipped := f.metric("strand_connect_pgsource_skipped_transactions_total")
 	// Asked to start from the committed offset, the server skips to
