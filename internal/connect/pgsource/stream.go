@@ -445,7 +445,7 @@ func (w *writer) emit(ctx context.Context, t *table, lsn uint64, op byte, before
 	r.prod.Produce(ctx, &kgo.Record{Topic: t.topic, Key: key, Value: val}, r.promise)
 	w.records++
 	w.ops[opIndex(op)]++
-	if op == 'd' && r.cfg.Tombstones {
+	if op == 'd' && r.cfg.Tombstones && key != nil { // no key, nothing for compaction to drop
 		r.prod.Produce(ctx, &kgo.Record{Topic: t.topic, Key: key}, r.promise)
 		w.records++
 	}
