@@ -29,9 +29,9 @@ const (
 	// holds before Produce waits: a large transaction streams through.
 	maxBufferedRecords = 10_000
 	maxBufferedBytes   = 64 << 20
-	// snapshotTxnRecords is how many snapshot rows one Kafka
+	// defaultSnapshotTxnRecords is how many snapshot rows one Kafka
 	// transaction carries.
-	snapshotTxnRecords = 100_000
+	defaultSnapshotTxnRecords = 100_000
 	// measureInterval is how often the slot's lag is measured.
 	measureInterval = 5 * time.Second
 	// slotBusyRetries and slotBusyWait bound how long a start waits for
