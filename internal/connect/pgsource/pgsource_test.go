@@ -755,3 +755,72 @@ func TestSnapshotInterrupted(t *testing.T) {
 	}
 	compareState(t, state, f.tableState(t, "i"))
 }
+
+// TestFilteredSchemaless: publication.autocreate.mode=filtered creates
+// the publication for the included tables only; with the converters'
+// schemas off, keys and values are the bare payloads; string decimals.
+func TestFilteredSchemaless(t *testing.T) {
+	f := newFixture(t, "filtered")
+	f.config["publication.autocreate.mode"] = "filtered"
+	f.config["publication.name"] = "filtered_pub"
+	f.config["table.include.list"] = "public\\.(a|strand_marker)"
+	f.config["key.converter.schemas.enable"] = "false"
+	f.config["value.converter.schemas.enable"] = "false"
+	f.config["decimal.handling.mode"] = "string"
+	f.exec(`CREATE TABLE a (id int PRIMARY KEY, price numeric(6,2))`, `CREATE TABLE b (id int PRIMARY KEY)`,
+		`INSERT INTO a VALUES (1, 1.50)`, `INSERT INTO b VALUES (1)`)
+	r := f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	f.sync(r)
+	f.exec(`INSERT INTO a VALUES (2, 2.25)`, `INSERT INTO b VALUES (2)`)
+	f.sync(r)
+	var tables []string
+	rows, err := f.conn.Query(t.Context(), `SELECT tablename FROM pg_publication_tables WHERE pubname = 'filtered_pub' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		_ = rows.Scan(&n)
+		tables = append(tables, n)
+	}
+	rows.Close()
+	if strings.Join(tables, ",") != "a,strand_marker" {
+		t.Errorf("publication's tables: %v", tables)
+	}
+	evs := f.read("public.a")
+	if len(evs) != 2 || evs[0].schema != nil || evs[0].op() != "r" || evs[1].op() != "c" {
+		t.Fatalf("events of a: %+v", evs)
+	}
+	if evs[0].after()["price"] != "1.50" || evs[1].after()["price"] != "2.25" || fmtKey(evs[1].key) != "map[id:2]" {
+		t.Errorf("a: %v %v, key %v", evs[0].after(), evs[1].after(), evs[1].key)
+	}
+	if n := f.endOffsets(f.prefix+".public.b", false); n != 0 {
+		t.Errorf("b, not included, has %d records", n)
+	}
+}
+
+// TestSnapshotNever: snapshot.mode=never writes no existing row and
+// streams from the slot's creation.
+func TestSnapshotNever(t *testing.T) {
+	f := newFixture(t, "never")
+	f.config["snapshot.mode"] = "never"
+	f.exec(`CREATE TABLE n (id int PRIMARY KEY)`, `INSERT INTO n VALUES (1)`)
+	r := f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	f.sync(r)
+	f.exec(`INSERT INTO n VALUES (2)`)
+	f.sync(r)
+	evs := f.read("public.n")
+	if len(evs) != 1 || evs[0].op() != "c" || fmtKey(evs[0].key) != "map[id:2]" {
+		t.Errorf("events: %+v", evs)
+	}
+}
