@@ -74,8 +74,14 @@ func ensureOffsetsTopic(ctx context.Context, adm *kadm.Client) error {
 // open transaction holds the last stable offset back, maybe before
 // this connector's last commit: a read_committed read could miss it.
 // So the read is read_uncommitted, to the high watermark, and keeps a
-// value only once its transaction's commit marker is read. It reads
-// the partition from its start: compaction keeps that short.
+// value only once its transaction's commit marker is read.
+//
+// It reads a window before the end first, growing eightfold while the
+// window holds no committed value under key. The first window that
+// holds one holds the last: every value under key comes from this
+// connector's transactional id, whose transactions run one after the
+// other and are all decided (ended by the caller's InitProducerID), so
+// a committed value in the window is later than any before it.
 func readOffset(ctx context.Context, opts []kgo.Opt, key []byte) (o Offset, ok bool, err error) {
 	admCl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -99,15 +105,28 @@ func readOffset(ctx context.Context, opts []kgo.Opt, key []byte) (o Offset, ok b
 	}
 	s, _ := starts.Lookup(OffsetsTopic, 0)
 	e, _ := ends.Lookup(OffsetsTopic, 0)
-	val, found, err := lastValue(ctx, opts, key, s.Offset, e.Offset)
-	if err != nil || !found {
-		return o, false, err
+	start, end := s.Offset, e.Offset
+	for window := int64(offsetsWindow); ; window *= 8 {
+		from := max(start, end-window)
+		val, found, err := lastValue(ctx, opts, key, from, end)
+		if err != nil {
+			return o, false, err
+		}
+		if found {
+			if err := json.Unmarshal(val, &o); err != nil {
+				return o, false, fmt.Errorf("offsets topic %s: %w", OffsetsTopic, err)
+			}
+			return o, true, nil
+		}
+		if from == start {
+			return o, false, nil
+		}
 	}
-	if err := json.Unmarshal(val, &o); err != nil {
-		return o, false, fmt.Errorf("offsets topic %s: %w", OffsetsTopic, err)
-	}
-	return o, true, nil
 }
+
+// offsetsWindow is how far before the offsets topic's end the read of
+// the last offset starts first.
+const offsetsWindow = 1024
 
 // lastValue reads OffsetsTopic from from up to end and returns key's
 // last committed value: a transactional record counts once its

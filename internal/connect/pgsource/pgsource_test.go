@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/connect/pgsource"
 )
@@ -822,5 +823,62 @@ func TestSnapshotNever(t *testing.T) {
 	evs := f.read("public.n")
 	if len(evs) != 1 || evs[0].op() != "c" || fmtKey(evs[0].key) != "map[id:2]" {
 		t.Errorf("events: %+v", evs)
+	}
+}
+
+// TestOffsetsShared: offsets of other connectors in the shared topic,
+// among them an open transaction ahead of this connector's last commit
+// and more than a read window of records after it, do not hide that
+// commit: the task resumes from it and writes nothing twice.
+func TestOffsetsShared(t *testing.T) {
+	f := newFixture(t, "shared")
+	f.exec(`CREATE TABLE s (id int PRIMARY KEY, v int8 NOT NULL)`)
+	r := f.start()
+	f.sync(r)
+	f.exec(`INSERT INTO s VALUES (1, 1)`)
+	f.sync(r)
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	// Another connector's transaction, left open.
+	open, err := kgo.NewClient(append(f.kafka(), kgo.TransactionalID("strand-connect-other-open"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(ctx, &kgo.Record{Topic: pgsource.OffsetsTopic, Key: []byte(`["other",{"server":"x"}]`), Value: []byte(`{"lsn":1}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Then many committed records of others: more than a window.
+	busy, err := kgo.NewClient(f.kafka()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	var recs []*kgo.Record
+	for i := range 3000 {
+		recs = append(recs, &kgo.Record{Topic: pgsource.OffsetsTopic, Key: []byte(fmt.Sprintf(`["busy%d",{"server":"x"}]`, i%7)), Value: []byte(`{"lsn":2}`)})
+	}
+	if err := busy.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pgsource.StartFromSlot(true) // the server would skip to the offset by itself otherwise
+	defer pgsource.StartFromSlot(false)
+	f.exec(`INSERT INTO s VALUES (2, 2)`)
+	r = f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	f.sync(r)
+	evs := f.read("public.s")
+	compareState(t, fold(t, evs), f.tableState(t, "s"))
+	if len(evs) != 2 {
+		t.Errorf("%d events, want 2", len(evs))
 	}
 }
