@@ -47,6 +47,10 @@
 // therefore sees each PostgreSQL transaction whole or not at all, and
 // once.
 //
+// A slot held by another walsender (an earlier owner, fenced but idle,
+// so unaware) is waited for, then that walsender is terminated
+// (slotBusy).
+//
 // The reader goroutine owns the replication connection: it answers
 // keepalives and sends the confirmed LSN every
 // status.update.interval.ms even while the writer is behind, and a

@@ -882,3 +882,37 @@ func TestOffsetsShared(t *testing.T) {
 		t.Errorf("%d events, want 2", len(evs))
 	}
 }
+
+// TestTwoOwners: a second task of the same connector (the task placed
+// on another agent while the first still runs, idle) fences the first,
+// takes the slot from it, and goes on with nothing lost or repeated.
+func TestTwoOwners(t *testing.T) {
+	f := newFixture(t, "owners")
+	f.exec(`CREATE TABLE o (id int PRIMARY KEY, v int8 NOT NULL)`)
+	a := f.start()
+	f.sync(a)
+	f.exec(`INSERT INTO o VALUES (1, 1)`)
+	f.sync(a)
+	b := f.start()
+	defer func() {
+		if err := b.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-a.done:
+		t.Logf("first owner ended: %v", a.err)
+	case <-time.After(opTimeout):
+		t.Fatal("the first owner still runs")
+	}
+	if a.err == nil {
+		t.Error("the first owner ended without an error")
+	}
+	f.exec(`INSERT INTO o VALUES (2, 2)`, `UPDATE o SET v = 10 WHERE id = 1`)
+	f.sync(b)
+	evs := f.read("public.o")
+	compareState(t, fold(t, evs), f.tableState(t, "o"))
+	if len(evs) != 3 {
+		t.Errorf("%d events, want 3", len(evs))
+	}
+}

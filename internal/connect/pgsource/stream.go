@@ -44,7 +44,7 @@ func (r *run) stream(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn, o
 	if startFromSlot.Load() {
 		from = 0
 	}
-	if err := r.startReplication(ctx, repl, from); err != nil {
+	if err := r.startReplication(ctx, conn, repl, from); err != nil {
 		return err
 	}
 	r.log.Info("streaming", "slot", r.cfg.Slot, "from", pglogrepl.LSN(off.LSN), "last_commit", pglogrepl.LSN(off.CommitLSN))
@@ -74,7 +74,7 @@ func (r *run) stream(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn, o
 
 // startReplication starts streaming, waiting a while for an earlier
 // owner to let go of the slot.
-func (r *run) startReplication(ctx context.Context, repl *pgconn.PgConn, from uint64) error {
+func (r *run) startReplication(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn, from uint64) error {
 	args := []string{"proto_version '1'", "publication_names '" + r.cfg.Publication + "'"}
 	for i := 0; ; i++ {
 		err := pglogrepl.StartReplication(ctx, repl, r.cfg.Slot, pglogrepl.LSN(from),
@@ -85,11 +85,32 @@ func (r *run) startReplication(ctx context.Context, repl *pgconn.PgConn, from ui
 		if pgCode(err) != "55006" || i >= slotBusyRetries { // object_in_use: another walsender has the slot
 			return fmt.Errorf("starting replication from slot %q: %w", r.cfg.Slot, err)
 		}
-		r.log.Info("replication slot in use; waiting", "slot", r.cfg.Slot, "err", err)
-		if err := clock.Sleep(ctx, r.clk, slotBusyWait); err != nil {
+		if err := r.slotBusy(ctx, conn, i, err); err != nil {
 			return err
 		}
 	}
+}
+
+// slotBusy waits for the slot's walsender to go. After
+// slotTerminateAfter tries it terminates that walsender: this task's
+// InitProducerID has fenced every earlier owner, which can no longer
+// commit (and so never confirms past what it committed), but one that
+// is idle would only find out at its next commit and hold the slot
+// meanwhile.
+func (r *run) slotBusy(ctx context.Context, conn *pgx.Conn, try int, err error) error {
+	r.log.Info("replication slot in use; waiting", "slot", r.cfg.Slot, "err", err)
+	if try+1 == slotTerminateAfter {
+		var pid *int32
+		if qerr := conn.QueryRow(ctx, `SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, r.cfg.Slot).Scan(&pid); qerr == nil && pid != nil {
+			var ok bool
+			if terr := conn.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, *pid).Scan(&ok); terr != nil {
+				r.log.Warn("cannot terminate the walsender holding the slot", "slot", r.cfg.Slot, "pid", *pid, "err", terr)
+			} else {
+				r.log.Warn("terminated the walsender of an earlier, fenced owner holding the slot", "slot", r.cfg.Slot, "pid", *pid)
+			}
+		}
+	}
+	return clock.Sleep(ctx, r.clk, slotBusyWait)
 }
 
 // read owns the replication connection: it decodes what the server
