@@ -767,13 +767,21 @@ func (c *Conn) flush() {
 // finish accounts for a request that was answered or dropped and frees its
 // slot.
 func (c *Conn) finish(p *call, bytesOut int, err error) {
+	// A request dropped as its connection closed may still be in its
+	// handler, which sets the throttle: read it only once it is through.
+	var throttle time.Duration
+	select {
+	case <-p.done:
+		throttle = p.throttle
+	default:
+	}
 	c.srv.obs.RequestDone(c, RequestStats{
 		Key:      p.hdr.Key,
 		Version:  p.hdr.Version,
 		BytesIn:  4 + int(p.share.sizeBytes),
 		BytesOut: bytesOut,
 		Latency:  time.Since(p.start),
-		Throttle: p.throttle,
+		Throttle: throttle,
 		Err:      err,
 		ErrorCode: func() int16 {
 			if err != nil || p.resp == nil {
