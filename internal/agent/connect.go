@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -66,6 +67,7 @@ func (a *Agent) newConnect() error {
 		Dir: filepath.Join(a.cfg.DataDir, "connect"), Kafka: a.connectKafka,
 		Owner: a.connectOwner, Self: a.cfg.NodeID, Worker: a.connectWorker(a.cfg.NodeID),
 		Metrics: a.connectMetrics, Logger: a.logger.With("component", "connect"),
+		Authorize: a.connectAuthorize,
 	})
 	if err != nil {
 		return err
@@ -78,6 +80,28 @@ func (a *Agent) newConnect() error {
 // key, read at each call: the membership starts after newConnect.
 func (a *Agent) connectOwner(key string) int32 {
 	return placement.Ring{Self: a.cfg.NodeID, Live: a.members.nodes}.Owner(key)
+}
+
+// connectAuthorize is connect.Config.Authorize: whether the connector's
+// owner may do op on topic over Kafka, by the Kafka server's
+// authorizer. An owner the HTTP port took as a super user (the admin
+// token, the loopback default) may do anything, as on that port.
+func (a *Agent) connectAuthorize(owner string, op acl.Operation, topic string) error {
+	if owner == tokenPrincipal.String() || owner == loopbackPrincipal.String() {
+		return nil
+	}
+	az := a.server.Authorizer()
+	if az == nil {
+		return nil
+	}
+	p, err := auth.ParsePrincipal(owner)
+	if err != nil {
+		return fmt.Errorf("the connector's owner %q: %w", owner, err)
+	}
+	if !az.Authorize(acl.Request{Principal: p}, op, kmsg.ACLResourceTypeTopic, topic) {
+		return fmt.Errorf("%v, the connector's owner, may not %v topic %q: %w", p, op, topic, kerr.TopicAuthorizationFailed)
+	}
+	return nil
 }
 
 // connectPlaced is connect.APIConfig.Placed: the agent the ring places

@@ -46,8 +46,12 @@ func (c *runningClass) class() connect.Class {
 				c.mu.dirs = append(c.mu.dirs, env.Dir)
 				c.mu.Unlock()
 				if topic := cfg["produce.topic"]; topic != "" {
-					// Env.Kafka may create topics and write them,
-					// whatever the ACLs.
+					// A real class asks whether the owner may
+					// write; Env.Kafka itself may create topics
+					// and write them, whatever the ACLs.
+					if err := env.Allowed(kmsg.ACLOperationWrite, topic); err != nil {
+						return err
+					}
 					cl, err := kgo.NewClient(env.Kafka()...)
 					if err != nil {
 						return err
@@ -232,7 +236,29 @@ func TestConnectACLs(t *testing.T) {
 		t.Errorf("alice deletes hers: %d %s", got.status, got.body)
 	}
 
-	// A task's Kafka client is a super user whatever the ACLs say.
+	// A task's Kafka client is a super user whatever the ACLs say, but
+	// a class asks the authorizer about the owner's rights: alice may
+	// create a connector, not write the topic it names.
+	if got := connDo(t, base, as("alice", connReq{method: "POST", path: "/connectors",
+		body: `{"name":"alice-writer","config":{"connector.class":"TestSourceConnector","produce.topic":"alice-out"}}`})); got.status != 201 {
+		t.Fatalf("alice creates a writer: %d %s", got.status, got.body)
+	}
+	for deadline := time.Now().Add(opTimeout); ; time.Sleep(20 * time.Millisecond) {
+		got := connDo(t, base, as("alice", connReq{method: "GET", path: "/connectors/alice-writer/status"}))
+		var st connect.Status
+		if err := json.Unmarshal([]byte(got.body), &st); err != nil || len(st.Tasks) != 1 {
+			t.Fatalf("status: %d %s", got.status, got.body)
+		}
+		if st.Tasks[0].State == "FAILED" {
+			if !strings.Contains(st.Tasks[0].Trace, `may not WRITE topic "alice-out"`) {
+				t.Fatalf("alice's writer failed with %q, want the owner's missing right", st.Tasks[0].Trace)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's writer, whose owner may not write its topic: %+v", st.Tasks[0])
+		}
+	}
 	token := map[string]string{"Authorization": "Bearer connect-token-1234"}
 	if got := connDo(t, base, connReq{method: "POST", path: "/connectors", header: token,
 		body: `{"name":"writer","config":{"connector.class":"TestSourceConnector","produce.topic":"connect-out"}}`}); got.status != 201 {

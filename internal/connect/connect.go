@@ -23,6 +23,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 )
 
@@ -83,4 +84,19 @@ type Env struct {
 	// Running is called once the task is connected and moving data,
 	// so that its status reads RUNNING rather than starting.
 	Running func()
+	// Authorize says whether the connector's owner (the principal that
+	// created or last configured it) may do op on a topic: the task's
+	// own client is a super user (it needs the offsets topic and its
+	// transactional id), so a class asks before it creates (CREATE),
+	// writes (WRITE) or reads (READ) a topic of the user's, and refuses
+	// what the owner could not do over Kafka. Nil allows everything.
+	Authorize func(op acl.Operation, topic string) error
+}
+
+// Allowed is env.Authorize(op, topic), nil when Authorize is.
+func (env Env) Allowed(op acl.Operation, topic string) error {
+	if env.Authorize == nil {
+		return nil
+	}
+	return env.Authorize(op, topic)
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 )
@@ -64,6 +65,9 @@ type Config struct {
 	// key; Self is this agent's.
 	Owner func(key string) int32
 	Self  int32
+	// Authorize, if set, decides what a connector's owner (a principal,
+	// as auth.Principal.String writes it) may do on a topic: Env.Authorize.
+	Authorize func(owner string, op acl.Operation, topic string) error
 	// Worker is this agent's Connect address (host:port), the status'
 	// worker_id.
 	Worker  string
@@ -376,10 +380,15 @@ func (t *task) runOnce(log *slog.Logger) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return tk.Run(t.ctx, Env{
+	env := Env{
 		Name: t.conn.Name, Kafka: cfg.Kafka, Dir: dir, Clock: cfg.Clock, Logger: log,
 		Running: func() { t.propose(meta.TaskRunning, "") },
-	})
+	}
+	if cfg.Authorize != nil {
+		owner := t.conn.Owner
+		env.Authorize = func(op acl.Operation, topic string) error { return cfg.Authorize(owner, op, topic) }
+	}
+	return tk.Run(t.ctx, env)
 }
 
 // propose writes the task's status, if it changed since the last one

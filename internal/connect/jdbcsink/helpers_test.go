@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/testservers/mariadbtest"
@@ -155,6 +156,12 @@ type running struct {
 // start runs a task of config as connector name.
 func start(t testing.TB, name string, config map[string]string, kafka func() []kgo.Opt, m *Metrics) *running {
 	t.Helper()
+	return startEnv(t, name, config, kafka, m, nil)
+}
+
+// startEnv is start with the Env's Authorize set.
+func startEnv(t testing.TB, name string, config map[string]string, kafka func() []kgo.Opt, m *Metrics, authorize func(acl.Operation, string) error) *running {
+	t.Helper()
 	if err := Validate(config); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +172,8 @@ func start(t testing.TB, name string, config map[string]string, kafka func() []k
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
 	env := connect.Env{Name: name, Kafka: kafka, Dir: t.TempDir(), Clock: clock.Real,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Running: func() {}}
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})), Running: func() {},
+		Authorize: authorize}
 	go func() { r.done <- task.Run(ctx, env) }()
 	t.Cleanup(func() { r.stop() })
 	return r

@@ -12,7 +12,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/connect"
 )
@@ -120,7 +122,7 @@ func (s *session) run(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer adm.Close()
-	parts, err := partitions(ctx, kadm.NewClient(adm), cfg)
+	parts, err := partitions(ctx, kadm.NewClient(adm), cfg, s.env.Allowed)
 	if err != nil {
 		return 0, err
 	}
@@ -162,7 +164,7 @@ func (s *session) run(ctx context.Context) (int, error) {
 	for {
 		if !s.clk.Now().Before(nextRefresh) {
 			nextRefresh = s.clk.Now().Add(refreshInterval)
-			now, err := partitions(ctx, kadm.NewClient(adm), cfg)
+			now, err := partitions(ctx, kadm.NewClient(adm), cfg, s.env.Allowed)
 			if err != nil {
 				return committed, err
 			}
@@ -271,8 +273,11 @@ func (s *session) collect(ctx context.Context, cl *kgo.Client, stable map[tp]int
 
 // partitions lists the partitions of the configured topics (those of
 // topics.regex: every topic that matches, but internal ones), sorted.
-// A named topic that does not exist yet has none.
-func partitions(ctx context.Context, adm *kadm.Client, cfg *Config) ([]tp, error) {
+// A named topic that does not exist yet has none. The connector's owner
+// must be allowed to READ each (allowed: connect.Env.Allowed): a named
+// topic it may not read fails the task, one matching the regex is left
+// out, as Kafka's Metadata leaves out what a client may not describe.
+func partitions(ctx context.Context, adm *kadm.Client, cfg *Config, allowed func(acl.Operation, string) error) ([]tp, error) {
 	var td kadm.TopicDetails
 	var err error
 	if cfg.TopicsRegex != nil {
@@ -290,6 +295,12 @@ func partitions(ctx context.Context, adm *kadm.Client, cfg *Config) ([]tp, error
 		}
 		if cfg.TopicsRegex != nil && !cfg.TopicsRegex.MatchString(name) {
 			continue
+		}
+		if err := allowed(kmsg.ACLOperationRead, name); err != nil {
+			if cfg.TopicsRegex != nil {
+				continue
+			}
+			return nil, fmt.Errorf("jdbcsink: %w", err)
 		}
 		for p := range d.Partitions {
 			out = append(out, tp{name, p})

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/connect/pgsource"
@@ -105,6 +106,8 @@ type fixture struct {
 	addr   string
 	config map[string]string
 	m      *pgsource.Metrics
+	// authorize is the tasks' Env.Authorize (nil: everything allowed).
+	authorize func(acl.Operation, string) error
 }
 
 func newFixture(t testing.TB, name string) *fixture {
@@ -188,7 +191,7 @@ func (f *fixture) start() *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan struct{})}
 	env := connect.Env{Name: f.name, Kafka: f.kafka, Dir: f.t.TempDir(), Clock: clock.OrReal(nil),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Running: func() {}}
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Running: func() {}, Authorize: f.authorize}
 	if testing.Verbose() {
 		env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}

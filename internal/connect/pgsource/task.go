@@ -15,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/connect"
 )
@@ -300,6 +302,13 @@ func joinComma(ss []string) string {
 func (r *run) ensureTopic(ctx context.Context, topic string) error {
 	if r.topics[topic] {
 		return nil
+	}
+	// The owner must be able to write the table's topic, and create
+	// it: the task's own client may do anything.
+	for _, op := range []acl.Operation{kmsg.ACLOperationWrite, kmsg.ACLOperationCreate} {
+		if err := r.env.Allowed(op, topic); err != nil {
+			return err
+		}
 	}
 	res, err := r.adm.CreateTopic(ctx, r.cfg.TopicPartitions, -1, nil, topic)
 	if err == nil {
