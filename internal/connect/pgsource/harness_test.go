@@ -20,8 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/connect/pgsource"
