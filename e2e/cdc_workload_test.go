@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/strandkafka/strand/internal/testservers/pgtest"
+	"github.com/strandkafka/strand/internal/testservers/testproc"
 )
 
 // The CDC acceptance test's workload: a pgbench-like mix of small
@@ -568,4 +573,37 @@ func (w *cdcWorkload) stats() string {
 	defer w.mu.Unlock()
 	return fmt.Sprintf("%d transactions committed (%d rows changed), %d lost with the connection, %d uncertain commits resolved",
 		w.mu.committed, w.mu.rows, w.mu.aborted, w.mu.uncertain)
+}
+
+// startCDCPostgres starts a PostgreSQL of the test's own (not the
+// shared one: this one is restarted, and logical decoding needs
+// wal_level=logical) and creates database db in it. It returns the
+// server and the database's URL.
+func startCDCPostgres(t testing.TB, db string, logical bool) (*pgtest.Server, string) {
+	t.Helper()
+	opts := pgtest.Options{}
+	if logical {
+		opts.Settings = map[string]string{"wal_level": "logical", "max_replication_slots": "8", "max_wal_senders": "8"}
+	}
+	s, err := pgtest.Start(opts)
+	if err != nil {
+		testproc.SkipOrFail(t, err)
+	}
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	c, err := pgx.Connect(ctx, s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + db
+	return s, u.String()
 }
