@@ -84,9 +84,10 @@ func StartAgent(ctx context.Context, binary, dataDir string, extra ...string) (*
 	// left in this environment (STRAND_OBJSTORE, STRAND_LOG, ...) must not
 	// point the agent elsewhere.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "STRAND_") })
-	// The schema registry's default port would be one for every agent on
-	// this machine: off unless extra asks (--schema-registry-listen).
-	cmd.Env = append(cmd.Env, "STRAND_SCHEMA_REGISTRY_LISTEN=")
+	// The schema registry's and Connect's default ports would be one
+	// for every agent on this machine: off unless extra asks
+	// (--schema-registry-listen, --connect-listen).
+	cmd.Env = append(cmd.Env, "STRAND_SCHEMA_REGISTRY_LISTEN=", "STRAND_CONNECT_LISTEN=")
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = pw

@@ -345,8 +345,8 @@ func (a *histAgent) startLocked() error {
 	a.lastLogTag = fmt.Sprintf("agent-%d.%d.log", a.id, a.starts)
 	var id testproc.Identity
 	cmd := id.Command(a.bin, append([]string{"serve"}, a.args...)...)
-	// Several agents on this machine: the registry's default port is off.
-	cmd.Env = append(append(os.Environ(), "STRAND_SCHEMA_REGISTRY_LISTEN="), a.env...)
+	// Several agents on this machine: the registry's and Connect's default ports are off.
+	cmd.Env = append(append(os.Environ(), "STRAND_SCHEMA_REGISTRY_LISTEN=", "STRAND_CONNECT_LISTEN="), a.env...)
 	proc, err := testproc.Start(cmd, filepath.Join(a.logDir, a.lastLogTag))
 	if err != nil {
 		return err

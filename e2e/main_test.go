@@ -390,10 +390,10 @@ func startBinaryEnv(t testing.TB, bin string, env []string, httpAddr string, arg
 	t.Helper()
 	// The serving line is logged at info, whatever STRAND_LOG_LEVEL says.
 	cmd := exec.Command(bin, append([]string{"serve", "--log-level", "info"}, args...)...)
-	// The schema registry's default port would be one for every agent
+	// The schema registry's and Connect's default ports would be one for every agent
 	// of a cluster on this machine: off unless a test asks (an
 	// older build ignores the variable).
-	cmd.Env = append(append(os.Environ(), "STRAND_SCHEMA_REGISTRY_LISTEN="), env...)
+	cmd.Env = append(append(os.Environ(), "STRAND_SCHEMA_REGISTRY_LISTEN=", "STRAND_CONNECT_LISTEN="), env...)
 	pr, pw := io.Pipe()
 	p := &agentProcess{cmd: cmd, stderr: new(lockedBuffer), exited: make(chan struct{})}
 	cmd.Stderr = pw

@@ -175,7 +175,7 @@ func TestConfigFileRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			file := writeConfigFile(t, tt.file)
 			root := newRootCmd()
-			root.SetArgs(append([]string{"serve", "--config", file, "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--data-dir", t.TempDir()}, tt.args...))
+			root.SetArgs(append([]string{"serve", "--config", file, "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", "", "--data-dir", t.TempDir()}, tt.args...))
 			var out bytes.Buffer
 			root.SetOut(&out)
 			root.SetErr(&out)
@@ -200,6 +200,7 @@ data-dir: `+filepath.Join(dir, "data")+`
 kafka-listen: 127.0.0.1:0
 http-listen: ""
 schema-registry-listen: ""
+connect-listen: ""
 log-format: json
 group-initial-rebalance-delay: 0s
 message-max-bytes: 2000000

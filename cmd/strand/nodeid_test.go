@@ -37,7 +37,7 @@ func TestNodeIDFromHostname(t *testing.T) {
 // it is refused.
 func TestServeNodeIDFromHostname(t *testing.T) {
 	defer func(h func() (string, error)) { hostname = h }(hostname)
-	base := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", ""}
+	base := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", ""}
 
 	hostname = func() (string, error) { return "strand-7", nil }
 	t.Setenv("STRAND_NODE_ID_FROM_HOSTNAME", "true")

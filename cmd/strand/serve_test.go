@@ -83,7 +83,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 			root := newRootCmd()
 			// Kernel-chosen ports, so a case that wrongly starts serving
 			// takes no fixed port; the case's own flags come last and win.
-			base := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", ""}
+			base := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", ""}
 			root.SetArgs(append(base, tt.args...))
 			var out bytes.Buffer
 			root.SetOut(&out)
@@ -105,7 +105,7 @@ func TestServeRefusesBadConfig(t *testing.T) {
 // a graceful stop.
 func TestServeStopsOnCancel(t *testing.T) {
 	root := newRootCmd()
-	root.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", ""})
+	root.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", ""})
 	logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
 	root.SetErr(logs)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -201,7 +201,7 @@ func (w *notifyWriter) String() string {
 // TestServeConnectionsMaxIdle runs serve with --connections-max-idle and
 // checks an idle Kafka connection is closed.
 func TestServeConnectionsMaxIdle(t *testing.T) {
-	logs := startServe(t, `msg="strand agent serving"`, "serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "",
+	logs := startServe(t, `msg="strand agent serving"`, "serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", "",
 		"--connections-max-idle", "200ms")
 	m := regexp.MustCompile(`msg="strand agent serving" kafka=(\S+)`).FindStringSubmatch(logs.String())
 	if m == nil {
@@ -233,7 +233,7 @@ func TestServeRemoteStoreDefaults(t *testing.T) {
 		{[]string{"--objstore-latency", "s3-express", "--compaction-enable=false", "--objstore-hedge-percentile", "0"}, "compaction=false hedged_uploads=false"},
 	} {
 		root := newRootCmd()
-		root.SetArgs(append([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", ""}, tt.args...))
+		root.SetArgs(append([]string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", ""}, tt.args...))
 		logs := &notifyWriter{match: `msg="strand agent serving"`, matched: make(chan struct{})}
 		root.SetErr(logs)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -267,7 +267,7 @@ func TestServeConsoleFlag(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		args := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", addr, "--schema-registry-listen", ""}
+		args := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", addr, "--schema-registry-listen", "", "--connect-listen", ""}
 		if tc.flag != "" {
 			args = append(args, tc.flag)
 		}

@@ -71,6 +71,28 @@
 // A relation's owner (recorded at creation) gets no implicit rights,
 // as a topic's creator gets none in Kafka.
 //
+// # Connectors: a Strand extension
+//
+// The connectors of Kafka Connect's REST API that every agent serves
+// (package connect) are ResourceTypeConnector (66), carried like
+// SUBJECT from strand.metadata.version 8. The API asks, as Kafka's
+// CreateTopics, DeleteTopics and Metadata ask of topics:
+//
+//   - CREATE on the cluster or on the connector's name to create one
+//     (POST /connectors, or PUT /connectors/{name}/config of a name
+//     that does not exist);
+//   - DESCRIBE (or anything implying it: READ, ALTER, DELETE) on the
+//     connector to see it: GET /connectors lists only the connectors
+//     the caller may describe, and its config, status and tasks need
+//     it;
+//   - ALTER on the connector to change its config, pause, resume or
+//     restart it;
+//   - DELETE on the connector to delete it.
+//
+// Validating a config against a class (PUT
+// /connector-plugins/{class}/config/validate) and listing the classes
+// need only an authenticated caller: they touch no connector.
+//
 // The package is pure: no I/O, no clock, no locks. The ACLs themselves
 // live in the replicated metadata database (package meta), and the Kafka
 // server builds an Authorizer from its copy.
@@ -113,14 +135,20 @@ const ResourceTypeSubject ResourceType = 64
 // or a sink (see the package doc). Strand's, not Kafka's.
 const ResourceTypeRelation ResourceType = 65
 
-// ResourceTypeName names t as kafka-acls.sh does, SUBJECT and RELATION
-// for Strand's types (kmsg's String knows only Kafka's types).
+// ResourceTypeConnector is a connector of the Connect REST API (see the
+// package doc). Strand's, not Kafka's.
+const ResourceTypeConnector ResourceType = 66
+
+// ResourceTypeName names t as kafka-acls.sh does, SUBJECT, RELATION and
+// CONNECTOR for Strand's types (kmsg's String knows only Kafka's types).
 func ResourceTypeName(t ResourceType) string {
 	switch t {
 	case ResourceTypeSubject:
 		return "SUBJECT"
 	case ResourceTypeRelation:
 		return "RELATION"
+	case ResourceTypeConnector:
+		return "CONNECTOR"
 	}
 	return t.String()
 }
@@ -128,7 +156,7 @@ func ResourceTypeName(t ResourceType) string {
 // knownType reports whether t names one kind of resource: Kafka's
 // TOPIC to USER, or one of Strand's.
 func knownType(t ResourceType) bool {
-	return t > kmsg.ACLResourceTypeAny && t <= kmsg.ACLResourceTypeUser || t == ResourceTypeSubject || t == ResourceTypeRelation
+	return t > kmsg.ACLResourceTypeAny && t <= kmsg.ACLResourceTypeUser || t == ResourceTypeSubject || t == ResourceTypeRelation || t == ResourceTypeConnector
 }
 
 // Binding is one ACL: Kafka's AclBinding.

@@ -195,7 +195,7 @@ func TestSubjects(t *testing.T) {
 	if got, want := b.String(), "(SUBJECT:LITERAL:orders-value, User:alice from * ALLOW WRITE)"; got != want {
 		t.Errorf("String = %s, want %s", got, want)
 	}
-	for _, bad := range []ResourceType{63, 66, -64} {
+	for _, bad := range []ResourceType{63, 67, -64} {
 		if bind(bad, "x", lit, "User:a", "*", read, allow).Validate() == nil {
 			t.Errorf("resource type %d validated", bad)
 		}
@@ -297,5 +297,39 @@ func TestRelations(t *testing.T) {
 	}
 	if !f.Matches(bind(rel, "alice_", pre, "User:alice", "*", create, allow)) || f.Matches(bind(ResourceTypeSubject, "alice_", pre, "User:alice", "*", create, allow)) {
 		t.Error("a match filter on a relation selects by type and prefix")
+	}
+}
+
+// TestConnectors: the connector type (66) validates, names itself
+// CONNECTOR and is decided apart from the topic and relation of the
+// same name, with the operations the Connect API asks (package doc).
+func TestConnectors(t *testing.T) {
+	conn := ResourceTypeConnector
+	alter, del := kmsg.ACLOperationAlter, kmsg.ACLOperationDelete
+	b := bind(conn, "pg", lit, "User:alice", "*", alter, allow)
+	if err := b.Validate(); err != nil {
+		t.Fatalf("connector binding: %v", err)
+	}
+	if got, want := b.String(), "(CONNECTOR:LITERAL:pg, User:alice from * ALLOW ALTER)"; got != want {
+		t.Errorf("String = %s, want %s", got, want)
+	}
+	a := New(Config{}, []Binding{b, bind(ResourceTypeRelation, "orders", lit, "User:bob", "*", all, allow)})
+	alice, bob := Request{Principal: auth.User("alice")}, Request{Principal: auth.User("bob")}
+	describe := kmsg.ACLOperationDescribe
+	for _, c := range []struct {
+		r    Request
+		op   Operation
+		name string
+		want bool
+	}{
+		{alice, alter, "pg", true},
+		{alice, describe, "pg", true}, // ALTER implies DESCRIBE
+		{alice, del, "pg", false},
+		{alice, alter, "other", false},
+		{bob, describe, "orders", false}, // a relation's ACL is not the connector's
+	} {
+		if got := a.Authorize(c.r, c.op, conn, c.name); got != c.want {
+			t.Errorf("%v %v CONNECTOR %s = %v, want %v", c.r.Principal, c.op, c.name, got, c.want)
+		}
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/compact"
+	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/console"
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/gc"
@@ -125,8 +126,18 @@ type Agent struct {
 	sqlSinks  *sinks.Runner
 	sinksStop context.CancelFunc
 	sinksDone chan struct{}
-	serveErr  chan error
-	ready     atomic.Bool
+	// connectRunner runs the connectors this agent owns; connectSrv
+	// serves Kafka Connect's REST API on connectLn (connect.go).
+	connectRunner  *connect.Runner
+	connectClasses *connect.ClassSet
+	connectSecrets *connect.Secrets
+	connectMetrics *connect.Metrics
+	connectLn      net.Listener
+	connectSrv     *http.Server
+	connectStop    context.CancelFunc
+	connectDone    chan struct{}
+	serveErr       chan error
+	ready          atomic.Bool
 
 	// sqlCatalog is the SQL endpoint's catalog engine, which the
 	// console's SQL page runs its queries through too (console_sql.go).
@@ -376,6 +387,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err := a.newSinks(); err != nil {
 		return nil, err
 	}
+	if err := a.newConnect(); err != nil {
+		return nil, err
+	}
 	if err := a.startSQL(); err != nil {
 		return nil, err
 	}
@@ -606,10 +620,13 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.ready.Store(true)
 	a.startViews()
 	a.startSinks()
+	if err := a.startConnect(); err != nil {
+		return nil, err
+	}
 	logger.Info("strand agent serving",
 		"kafka", a.kafkaLn.Addr().String(), "advertise", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"listeners", a.listenerSummary(),
-		"http", a.HTTPAddr(), "schema_registry", a.RegistryAddr(), "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
+		"http", a.HTTPAddr(), "schema_registry", a.RegistryAddr(), "connect", a.ConnectAddr(), "data_dir", cfg.DataDir, "objstore", RedactURL(cfg.ObjStore), "log", RedactURL(cfg.Log),
 		"node_id", cfg.NodeID, "agent_id", agentID, "incarnation", a.replica.Incarnation(), "applied", a.replica.NextToApply(),
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
@@ -720,6 +737,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		if err := a.registrySrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("schema registry shutdown: %w", err))
 		}
+	}
+	if err := a.stopConnect(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("connect shutdown: %w", err))
 	}
 	a.stopSinks()
 	a.stopSQL()

@@ -89,6 +89,10 @@ type Config struct {
 	// API, at this address (registry.go); empty, the zero value, is
 	// off. `strand serve` defaults it to DefaultSchemaRegistryListen.
 	SchemaRegistryListen string
+	// ConnectListen serves Kafka Connect's REST API at this address
+	// (connect.go); empty, the zero value, is off (the connectors run
+	// all the same). `strand serve` defaults it to DefaultConnectListen.
+	ConnectListen string
 	// SQLListen serves PostgreSQL's wire protocol (sql.go); empty: off.
 	// SQLTLS serves it TLS on TLSCertFile and TLSKeyFile.
 	SQLListen string
@@ -583,6 +587,11 @@ func (c *Config) Validate() error {
 	if c.SchemaRegistryListen != "" {
 		if _, _, err := net.SplitHostPort(c.SchemaRegistryListen); err != nil {
 			errs = append(errs, fmt.Errorf("schema-registry-listen %q: %w", c.SchemaRegistryListen, err))
+		}
+	}
+	if c.ConnectListen != "" {
+		if _, _, err := net.SplitHostPort(c.ConnectListen); err != nil {
+			errs = append(errs, fmt.Errorf("connect-listen %q: %w", c.ConnectListen, err))
 		}
 	}
 	errs = append(errs, c.validateSASL()...)

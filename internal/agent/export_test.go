@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
@@ -16,6 +17,10 @@ import (
 func (a *Agent) WaitSnapshots(ctx context.Context, n int) (SnapshotResult, error) {
 	return a.snapshots.waitTaken(ctx, n)
 }
+
+// SetConnectClasses adds connector classes to the agent's, for tests
+// with a fake class.
+func SetConnectClasses(cfg *Config, cs ...connect.Class) { cfg.testing.connectClasses = cs }
 
 // SetExit makes a fail-stop call exit instead of os.Exit.
 func SetExit(cfg *Config, exit func(code int)) { cfg.testing.exit = exit }

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 )
@@ -47,6 +48,9 @@ type testSeams struct {
 	// applied runs in the apply loop after each batch holding this
 	// agent's own entries; blocking in it stalls apply.
 	applied func()
+	// connectClasses are added to the connector classes
+	// (connect_classes.go), for tests with a fake class.
+	connectClasses []connect.Class
 }
 
 // failStop ends the process: err made the local state untrustworthy.

@@ -166,25 +166,49 @@ func (a *Agent) registryHandler(api http.Handler, m *registryMetrics) http.Handl
 }
 
 // checkRegistryMutation refuses a mutation a page of another site
-// could have sent: a foreign Origin, or a POST or PUT body that is not
-// JSON (a form's, or text/plain, which would parse as JSON all the
-// same). It answers the HTTP status and Confluent-style error code.
+// could have sent (checkBrowserMutation), with Confluent's error code.
 func checkRegistryMutation(r *http.Request) (int, int32, error) {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
+	status, err := checkBrowserMutation(r, registryMediaTypes, false)
+	if err == nil {
 		return 0, 0, nil
 	}
+	if status == http.StatusForbidden {
+		return status, 40301, err
+	}
+	return status, 415, fmt.Errorf("Content-Type %q: want %s or application/json", r.Header.Get("Content-Type"), schemareg.ContentType)
+}
+
+// checkBrowserMutation refuses a mutation a page of another site could
+// have sent to a REST listener (the registry's, Connect's): a foreign
+// Origin, or a POST or PUT body that is not one of mediaTypes (a
+// form's, or text/plain, which would parse as JSON all the same). With
+// bodyless, a PUT or POST without a body needs no media type, as
+// Connect's curl scripts send none to /pause or /restart: no page can
+// send a PUT cross-site without a preflight (never answered), and a
+// bodyless POST is taken only when no browser sent it (no Origin, no
+// cross-site Sec-Fetch-Site), since browsers send Origin with every
+// cross-site POST.
+func checkBrowserMutation(r *http.Request, mediaTypes map[string]bool, bodyless bool) (int, error) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return 0, nil
+	}
 	if o := r.Header.Get("Origin"); o != "" && o != ownOrigin(r) {
-		return http.StatusForbidden, 40301, fmt.Errorf("a request from the page of another origin (%s) is refused", o)
+		return http.StatusForbidden, fmt.Errorf("a request from the page of another origin (%s) is refused", o)
 	}
 	if r.Method != http.MethodPost && r.Method != http.MethodPut {
-		return 0, 0, nil // DELETE: no body, and never sent cross-site without a preflight
+		return 0, nil // DELETE: no body, and never sent cross-site without a preflight
+	}
+	if bodyless && r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+		if r.Method == http.MethodPut || (r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") != "cross-site") {
+			return 0, nil
+		}
 	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || !registryMediaTypes[mt] {
-		return http.StatusUnsupportedMediaType, 415, fmt.Errorf("Content-Type %q: want %s or application/json", r.Header.Get("Content-Type"), schemareg.ContentType)
+	if err != nil || !mediaTypes[mt] {
+		return http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json", r.Header.Get("Content-Type"))
 	}
-	return 0, 0, nil
+	return 0, nil
 }
 
 // errRegistryNoCredentials is the 401 of a request without any
@@ -194,9 +218,16 @@ var errRegistryNoCredentials = errors.New("authentication required: HTTP basic a
 // registryCaller names r's caller: a basic-auth SCRAM user, else the
 // HTTP port's rules applied to the registry's listener.
 func (a *Agent) registryCaller(r *http.Request) (httpCaller, int, error) {
+	return a.restCaller(a.registryLn, r)
+}
+
+// restCaller names the caller of r, which came in on ln, a REST
+// listener (the registry's, Connect's): a basic-auth SCRAM user, else
+// the HTTP port's rules applied to ln.
+func (a *Agent) restCaller(ln net.Listener, r *http.Request) (httpCaller, int, error) {
 	user, password, basic := r.BasicAuth()
 	if !basic {
-		c, status, err := a.callerOn(a.registryLn, r)
+		c, status, err := a.callerOn(ln, r)
 		switch {
 		case errors.Is(err, errNoAdminAuth), status == http.StatusUnauthorized && r.Header.Get("Authorization") == "":
 			// Basic auth would do: say so, as a 401 a client
@@ -207,7 +238,7 @@ func (a *Agent) registryCaller(r *http.Request) (httpCaller, int, error) {
 	}
 	ok, err := a.registryPasswords.check(a.replica, user, password)
 	if err != nil {
-		a.logger.Error("schema registry: checking a password", "err", err)
+		a.logger.Error("checking a basic-auth password", "err", err)
 		return httpCaller{}, http.StatusInternalServerError, errors.New("the agent cannot check passwords now")
 	}
 	if !ok {

@@ -31,7 +31,10 @@ func NewACLCommand() *cobra.Command {
 			"reads it, WRITE registers under it, DELETE deletes, ALTER changes its config.\n" +
 			"--relation names a SQL source, materialized view or sink (Strand's RELATION type,\n" +
 			"from strand.metadata.version 7): CREATE creates it (or CREATE on --cluster), READ\n" +
-			"selects from or subscribes to it, DELETE drops it.",
+			"selects from or subscribes to it, DELETE drops it. --connector names a connector of\n" +
+			"the Connect REST API (Strand's CONNECTOR type, from strand.metadata.version 8):\n" +
+			"CREATE creates it (or CREATE on --cluster), DESCRIBE sees it, ALTER changes, pauses,\n" +
+			"resumes or restarts it, DELETE deletes it.",
 		Args: cobra.NoArgs,
 	}
 	opts.Register(cmd.PersistentFlags())
@@ -45,6 +48,7 @@ type aclFlags struct {
 	// subjects are SUBJECT resources, relations RELATION resources
 	// (acl_subject.go).
 	subjects, relations   []string
+	connectors            []string
 	cluster               bool
 	pattern               string
 	operations            []string
@@ -61,6 +65,7 @@ func (f *aclFlags) register(fs *pflag.FlagSet, create bool) {
 	fs.BoolVar(&f.cluster, "cluster", false, "the cluster resource")
 	fs.StringArrayVar(&f.subjects, "subject", nil, "schema registry subject resource (repeatable)")
 	fs.StringArrayVar(&f.relations, "relation", nil, "SQL relation resource: a source, materialized view or sink (repeatable)")
+	fs.StringArrayVar(&f.connectors, "connector", nil, "connector resource of the Connect REST API (repeatable)")
 	fs.StringArrayVar(&f.operations, "operation", nil, "operation: all, read, write, create, delete, alter, describe, cluster-action,\ndescribe-configs, alter-configs or idempotent-write (repeatable)")
 	if create {
 		fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal or prefixed")
@@ -114,7 +119,7 @@ func (f *aclFlags) createBuilder() (aclCreation, error) {
 	b := kadm.NewACLs()
 	kafkaTypes := f.resources(b)
 	if !kafkaTypes && f.strandNamed() == 0 {
-		return aclCreation{}, fmt.Errorf("%w: name a resource (--topic, --group, --transactional-id, --cluster, --subject or --relation)", ErrUsage)
+		return aclCreation{}, fmt.Errorf("%w: name a resource (--topic, --group, --transactional-id, --cluster, --subject, --relation or --connector)", ErrUsage)
 	}
 	if len(f.allow)+len(f.deny) == 0 {
 		return aclCreation{}, fmt.Errorf("%w: name a principal (--allow-principal or --deny-principal)", ErrUsage)

@@ -36,13 +36,15 @@ type strandResource struct {
 	names []string
 }
 
-// strandResources are the SUBJECT and RELATION resources named.
+// strandResources are the SUBJECT, RELATION and CONNECTOR resources
+// named.
 func (f *aclFlags) strandResources() []strandResource {
-	return []strandResource{{acl.ResourceTypeSubject, f.subjects}, {acl.ResourceTypeRelation, f.relations}}
+	return []strandResource{{acl.ResourceTypeSubject, f.subjects}, {acl.ResourceTypeRelation, f.relations}, {acl.ResourceTypeConnector, f.connectors}}
 }
 
-// strandNamed counts the SUBJECT and RELATION resources named.
-func (f *aclFlags) strandNamed() int { return len(f.subjects) + len(f.relations) }
+// strandNamed counts the SUBJECT, RELATION and CONNECTOR resources
+// named.
+func (f *aclFlags) strandNamed() int { return len(f.subjects) + len(f.relations) + len(f.connectors) }
 
 // createSubjectACLs creates an ACL for every subject or relation,
 // operation and principal with its hosts, as kadm does for the other

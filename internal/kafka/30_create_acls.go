@@ -14,8 +14,9 @@
 //   - Below strand.metadata.version 4: UNSUPPORTED_VERSION.
 //   - SUBJECT (acl.ResourceTypeSubject, Strand's type for the schema
 //     registry) is accepted from strand.metadata.version 6, RELATION
-//     (acl.ResourceTypeRelation, the SQL catalog's) from 7; below it the
-//     creation is INVALID_REQUEST, alone.
+//     (acl.ResourceTypeRelation, the SQL catalog's) from 7, CONNECTOR
+//     (acl.ResourceTypeConnector, the Connect API's) from 8; below it
+//     the creation is INVALID_REQUEST, alone.
 
 package kafka
 
@@ -110,7 +111,8 @@ func proposeACLs(ctx context.Context, db MetaDB, cmd meta.Command) (meta.Result,
 }
 
 // aclTypeRefusal says why a binding or filter of Strand's resource
-// type t (SUBJECT below metadata level 6, RELATION below 7) is refused
+// type t (SUBJECT below metadata level 6, RELATION below 7, CONNECTOR below
+// 8) is refused
 // at level, where apply would refuse it without saying why; "" when
 // it is not.
 func aclTypeRefusal(level int16, t acl.ResourceType) string {

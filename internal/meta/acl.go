@@ -15,7 +15,8 @@ package meta
 // it found the type invalid, so every copy of such a log applies it
 // alike whatever its build. A relation binding or filter
 // (acl.ResourceTypeRelation, for the SQL catalog) is, likewise, below
-// level 7.
+// level 7, and a connector binding or filter (acl.ResourceTypeConnector,
+// for the Connect REST API) below level 8.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -308,13 +309,15 @@ func (a *Applier) deleteACLs(c DeleteACLs) (Result, error) {
 
 // ACLTypeLevel is the metadata level from which apply takes bindings
 // and filters of resource type t: Strand's own types from the level
-// that added them (SUBJECT 6, RELATION 7), Kafka's from 1.
+// that added them (SUBJECT 6, RELATION 7, CONNECTOR 8), Kafka's from 1.
 func ACLTypeLevel(t acl.ResourceType) int16 {
 	switch t {
 	case acl.ResourceTypeSubject:
 		return MetadataLevel6
 	case acl.ResourceTypeRelation:
 		return MetadataLevel7
+	case acl.ResourceTypeConnector:
+		return MetadataLevel8
 	}
 	return MetadataLevel1
 }

@@ -139,6 +139,10 @@
 //	                                                   options, topic, format, query, dependencies (ids), owner
 //	0x2E    relation id read (u64), reader id (u64)    marker: the reader depends on the relation
 //	0x2F    -                                          relation counter: next id, count
+//	0x30    connector name                             Connector (level 8, connect.go): config (secrets as references),
+//	                                                   owner, target state, generation, task status (generation,
+//	                                                   state, worker, trace)
+//	0x31    -                                          connector count
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

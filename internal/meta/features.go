@@ -27,6 +27,7 @@ package meta
 //	         every live agent to apply past an object's death (gc.go)
 //	level 6  the schema registry's records (schemas.go)
 //	level 7  the SQL catalog's records (sql.go), and RELATION ACLs
+//	level 8  the connectors' records (connect.go), and CONNECTOR ACLs
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up
@@ -80,9 +81,12 @@ const (
 	// MetadataLevel7 adds the SQL catalog's records (sources, views,
 	// sinks) and ACLs on them (acl.ResourceTypeRelation).
 	MetadataLevel7 int16 = 7
+	// MetadataLevel8 adds the connectors' records (connect.go) and ACLs
+	// on them (acl.ResourceTypeConnector).
+	MetadataLevel8 int16 = 8
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.
-	MaxMetadataLevel = MetadataLevel7
+	MaxMetadataLevel = MetadataLevel8
 )
 
 // Limits on features in a command. Like apply's other limits they are

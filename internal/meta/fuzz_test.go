@@ -118,6 +118,16 @@ func seedCommands() []Command {
 		CreateRelation{},
 		DropRelation{Kind: RelationView, Names: []string{"totals", "x"}, IfExists: true, Cascade: true},
 		DropRelation{},
+		PutConnector{Name: "pg", Config: map[string]string{"connector.class": "PostgresConnector", "database.password": "${strand-secret:x}"}, Owner: "User:alice", Mode: PutCreate},
+		PutConnector{},
+		DeleteConnector{Name: "pg"},
+		DeleteConnector{},
+		ConnectorTargetState{Name: "pg", State: ConnectorPaused},
+		ConnectorTargetState{},
+		RestartConnector{Name: "pg", OnlyFailed: true},
+		RestartConnector{},
+		ConnectorTaskStatus{Name: "pg", Generation: 3, State: TaskFailed, Worker: "10.0.0.1:8083", Trace: "boom"},
+		ConnectorTaskStatus{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

@@ -49,6 +49,18 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 			fmt.Fprintf(b, " dropped=%v", res.RelationIDs)
 		}
 	}
+	switch c.(type) {
+	case PutConnector, DeleteConnector, ConnectorTargetState, RestartConnector, ConnectorTaskStatus:
+		if res.ConnectorCreated {
+			b.WriteString(" created")
+		}
+		if res.ConnectorGeneration != 0 {
+			fmt.Fprintf(b, " gen=%d", res.ConnectorGeneration)
+		}
+		if res.ConnectorError != 0 {
+			fmt.Fprintf(b, " http=%d", res.ConnectorError)
+		}
+	}
 	if res.SQLState != "" {
 		fmt.Fprintf(b, " sqlstate=%s", res.SQLState)
 	}
@@ -373,6 +385,13 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 	case prefixRelationCounter:
 		c, err := decodeRelationCounter(v)
 		return "relation-counter", fmt.Sprintf("next=%d count=%d", c.Next, c.Count), err
+	case prefixConnector:
+		c, err := decodeConnector(v)
+		return "connector", fmt.Sprintf("%q owner=%q state=%v gen=%d config=%s task=gen %d %v worker=%q trace=%q",
+			c.Name, c.Owner, c.State, c.Generation, renderMap(c.Config), c.Task.Generation, c.Task.State, c.Task.Worker, c.Task.Trace), err
+	case prefixConnectorCounter:
+		n, err := readConnectorCount(func([]byte) ([]byte, bool, error) { return v, true, nil })
+		return "connector-count", fmt.Sprint(n), err
 	case prefixObjectRefs:
 		n, err := decodeObjectRefs(v)
 		return "object-refs", fmt.Sprintf("%s: %d", rest, n), err

@@ -52,6 +52,14 @@ type Result struct {
 	RelationIDs     []uint64
 	RelationSkipped []string
 	SQLState        string
+	// ConnectorCreated is set by a PutConnector that created the
+	// connector, ConnectorGeneration by every connector command that
+	// found it (its generation after apply); ConnectorError is the HTTP
+	// status Connect answers a connector command's refusal with
+	// (connect.go).
+	ConnectorCreated    bool
+	ConnectorGeneration uint64
+	ConnectorError      int32
 }
 
 // BatchResult is the outcome of one CommitBatch.

@@ -207,6 +207,18 @@ var commandTable = [...]commandSpec{
 		version(1, decodeCreateRelationV1).writtenFrom(MetadataLevel7)),
 	TypeDropRelation: row("DropRelation", partitionsNone, (*Applier).dropRelation,
 		version(1, decodeDropRelationV1).writtenFrom(MetadataLevel7)),
+
+	// Connectors (connect.go).
+	TypePutConnector: row("PutConnector", partitionsNone, (*Applier).putConnector,
+		version(1, decodePutConnectorV1).writtenFrom(MetadataLevel8)),
+	TypeDeleteConnector: row("DeleteConnector", partitionsNone, (*Applier).deleteConnector,
+		version(1, decodeDeleteConnectorV1).writtenFrom(MetadataLevel8)),
+	TypeConnectorTargetState: row("ConnectorTargetState", partitionsNone, (*Applier).connectorTargetState,
+		version(1, decodeConnectorTargetStateV1).writtenFrom(MetadataLevel8)),
+	TypeRestartConnector: row("RestartConnector", partitionsNone, (*Applier).restartConnector,
+		version(1, decodeRestartConnectorV1).writtenFrom(MetadataLevel8)),
+	TypeConnectorTaskStatus: row("ConnectorTaskStatus", partitionsNone, (*Applier).connectorTaskStatus,
+		version(1, decodeConnectorTaskStatusV1).writtenFrom(MetadataLevel8)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

@@ -1,0 +1,695 @@
+package connect
+
+// Kafka Connect's REST API, as Connect 3.x serves it, over the
+// connectors in the replicated metadata, so that existing configs,
+// curl scripts and Connect tooling work unchanged against any agent:
+//
+//	GET    /                                        version, commit, kafka_cluster_id
+//	GET    /connectors[?expand=status&expand=info]  names, or name -> {status, info}
+//	POST   /connectors                              {"name", "config"}: 201, 409 if it exists
+//	GET    /connectors/{name}                       {"name", "config", "tasks", "type"}
+//	GET    /connectors/{name}/config                the config, secrets "[hidden]"
+//	PUT    /connectors/{name}/config                create (201) or update (200)
+//	GET    /connectors/{name}/status                connector and task states, worker ids
+//	GET    /connectors/{name}/tasks                 [{"id": {"connector", "task"}, "config"}]
+//	GET    /connectors/{name}/tasks/{id}/status     one task's state
+//	PUT    /connectors/{name}/pause, /resume        202
+//	POST   /connectors/{name}/restart               204; 202 and the status with
+//	                                                ?includeTasks=true or ?onlyFailed=true
+//	POST   /connectors/{name}/tasks/{id}/restart    204
+//	DELETE /connectors/{name}                       204
+//	GET    /connector-plugins                       [{"class", "type", "version"}]
+//	PUT    /connector-plugins/{class}/config/validate   Connect's validation answer
+//
+// Errors are Connect's: {"error_code": <HTTP status>, "message": ...}.
+//
+// What differs from Connect, and why:
+//   - One task per connector: tasks.max is accepted, and a value above 1
+//     runs one task all the same (the classes keep order and exactly-once
+//     by running alone). Task ids other than 0 are 404.
+//   - Restart without includeTasks restarts the task too: the connector
+//     and its task are one unit here.
+//   - Validation reports the class's one error on connector.class, since
+//     Class.Validate names no key.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/meta"
+)
+
+// Version is what GET / and the plugins list report: the Connect
+// version whose API this imitates, with Strand's suffix.
+const Version = "3.9.0-strand"
+
+// maxBodyBytes bounds a request body: a config is at most 256 KiB in
+// the metadata.
+const maxBodyBytes = 1 << 20
+
+// Error is a refusal as Connect answers it.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// APIConfig configures the REST API.
+type APIConfig struct {
+	Store   Store
+	Classes *ClassSet
+	Secrets *Secrets
+	// Authorize decides whether the request's caller may do op on the
+	// connector name (package acl's doc): nil, or the refusal. For
+	// CREATE the agent asks the cluster, then the name.
+	Authorize func(r *http.Request, op acl.Operation, name string) *Error
+	// Principal names the caller, recorded as a new connector's owner.
+	Principal func(r *http.Request) string
+	// Worker is the worker_id of the agent placement gives the
+	// connector, until its task reports its own.
+	Worker func(name string) string
+	// Commit is the build's revision, GET /'s commit.
+	Commit string
+}
+
+// API serves the REST API.
+type API struct {
+	cfg APIConfig
+	mux *http.ServeMux
+}
+
+// NewAPI returns the REST API's handler.
+func NewAPI(cfg APIConfig) *API {
+	if cfg.Authorize == nil {
+		cfg.Authorize = func(*http.Request, acl.Operation, string) *Error { return nil }
+	}
+	if cfg.Principal == nil {
+		cfg.Principal = func(*http.Request) string { return "" }
+	}
+	if cfg.Worker == nil {
+		cfg.Worker = func(string) string { return "" }
+	}
+	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a.handle("GET /{$}", a.root)
+	a.handle("GET /connectors", a.list)
+	a.handle("POST /connectors", a.create)
+	a.handle("GET /connectors/{name}", a.info)
+	a.handle("DELETE /connectors/{name}", a.delete)
+	a.handle("GET /connectors/{name}/config", a.getConfig)
+	a.handle("PUT /connectors/{name}/config", a.putConfig)
+	a.handle("GET /connectors/{name}/status", a.status)
+	a.handle("GET /connectors/{name}/tasks", a.tasks)
+	a.handle("GET /connectors/{name}/tasks/{id}/status", a.taskStatus)
+	a.handle("PUT /connectors/{name}/pause", a.pause)
+	a.handle("PUT /connectors/{name}/resume", a.resume)
+	a.handle("POST /connectors/{name}/restart", a.restart)
+	a.handle("POST /connectors/{name}/tasks/{id}/restart", a.restartTask)
+	a.handle("GET /connector-plugins", a.plugins)
+	a.handle("PUT /connector-plugins/{class}/config/validate", a.validate)
+	return a
+}
+
+// ServeHTTP serves r; an unknown path is Connect's 404.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// Handler returns the route r matches (for metrics labels).
+func (a *API) Handler(r *http.Request) (http.Handler, string) { return a.mux.Handler(r) }
+
+func (a *API) handle(pattern string, h func(*http.Request) (int, any, *Error)) {
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		status, body, err := h(r)
+		if err != nil {
+			WriteError(w, err.Status, err.Message)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if body != nil {
+			_ = json.NewEncoder(w).Encode(body)
+		}
+	})
+}
+
+// WriteError answers as Connect does.
+func WriteError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error_code": status, "message": msg})
+}
+
+// ConnectorInfo is Connect's answer to GET /connectors/{name}.
+type ConnectorInfo struct {
+	Name   string            `json:"name"`
+	Config map[string]string `json:"config"`
+	Tasks  []TaskID          `json:"tasks"`
+	Type   Kind              `json:"type"`
+}
+
+// TaskID names a task.
+type TaskID struct {
+	Connector string `json:"connector"`
+	Task      int    `json:"task"`
+}
+
+// Status is Connect's answer to GET /connectors/{name}/status.
+type Status struct {
+	Name      string          `json:"name"`
+	Connector ConnectorStatus `json:"connector"`
+	Tasks     []TaskStatus    `json:"tasks"`
+	Type      Kind            `json:"type"`
+}
+
+// ConnectorStatus is the connector's part of Status.
+type ConnectorStatus struct {
+	State    string `json:"state"`
+	WorkerID string `json:"worker_id"`
+	Trace    string `json:"trace,omitempty"`
+}
+
+// TaskStatus is one task's part of Status.
+type TaskStatus struct {
+	ID       int    `json:"id"`
+	State    string `json:"state"`
+	WorkerID string `json:"worker_id"`
+	Trace    string `json:"trace,omitempty"`
+}
+
+func (a *API) root(*http.Request) (int, any, *Error) {
+	v := a.cfg.Store.View()
+	id, _ := v.ClusterID()
+	v.Close()
+	return http.StatusOK, map[string]string{"version": Version, "commit": a.cfg.Commit, "kafka_cluster_id": id}, nil
+}
+
+// connector reads name, catching this copy up with the log before
+// answering 404: a connector created through another agent a moment
+// ago is found.
+func (a *API) connector(r *http.Request, name string) (meta.Connector, *Error) {
+	for synced := false; ; synced = true {
+		v := a.cfg.Store.View()
+		c, ok, err := v.Connector(name)
+		v.Close()
+		switch {
+		case err != nil:
+			return meta.Connector{}, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
+		case ok:
+			return c, nil
+		case synced:
+			return meta.Connector{}, errorf(http.StatusNotFound, "Connector %s not found", name)
+		}
+		if err := a.cfg.Store.Sync(r.Context()); err != nil {
+			return meta.Connector{}, errorf(http.StatusServiceUnavailable, "catching up with the log: %v", err)
+		}
+	}
+}
+
+// described reads name for a caller that needs op on it. A refusal is
+// 403 whether or not the connector exists, as Kafka answers
+// TOPIC_AUTHORIZATION_FAILED for a named topic: the answer tells
+// nothing about connectors the caller may not see.
+func (a *API) described(r *http.Request, op acl.Operation) (meta.Connector, *Error) {
+	name := r.PathValue("name")
+	if e := a.cfg.Authorize(r, op, name); e != nil {
+		return meta.Connector{}, e
+	}
+	return a.connector(r, name)
+}
+
+func (a *API) kind(c meta.Connector) Kind {
+	if class, ok := a.cfg.Classes.Lookup(c.Config["connector.class"]); ok {
+		return class.Kind
+	}
+	return ""
+}
+
+func (a *API) infoOf(c meta.Connector) ConnectorInfo {
+	class, _ := a.cfg.Classes.Lookup(c.Config["connector.class"])
+	return ConnectorInfo{Name: c.Name, Config: Masked(class, c.Config), Tasks: []TaskID{{Connector: c.Name, Task: 0}}, Type: a.kind(c)}
+}
+
+func (a *API) statusOf(c meta.Connector) Status {
+	ts := c.TaskStatus()
+	worker := ts.Worker
+	if worker == "" {
+		worker = a.cfg.Worker(c.Name)
+	}
+	state := meta.ConnectorRunning.String()
+	task := TaskStatus{ID: 0, State: ts.State.String(), WorkerID: worker, Trace: ts.Trace}
+	if c.State == meta.ConnectorPaused {
+		state, task.State, task.Trace = meta.ConnectorPaused.String(), meta.ConnectorPaused.String(), ""
+	}
+	return Status{Name: c.Name, Connector: ConnectorStatus{State: state, WorkerID: worker}, Tasks: []TaskStatus{task}, Type: a.kind(c)}
+}
+
+func (a *API) list(r *http.Request) (int, any, *Error) {
+	q := r.URL.Query()
+	var status, info bool
+	for _, e := range q["expand"] {
+		switch e {
+		case "status":
+			status = true
+		case "info":
+			info = true
+		}
+	}
+	v := a.cfg.Store.View()
+	conns, err := v.Connectors()
+	v.Close()
+	if err != nil {
+		return 0, nil, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
+	}
+	var visible []meta.Connector
+	for _, c := range conns {
+		if e := a.cfg.Authorize(r, kmsg.ACLOperationDescribe, c.Name); e != nil {
+			if e.Status == http.StatusForbidden {
+				continue
+			}
+			return 0, nil, e
+		}
+		visible = append(visible, c)
+	}
+	if !status && !info {
+		names := make([]string, 0, len(visible))
+		for _, c := range visible {
+			names = append(names, c.Name)
+		}
+		return http.StatusOK, names, nil
+	}
+	out := map[string]map[string]any{}
+	for _, c := range visible {
+		m := map[string]any{}
+		if status {
+			m["status"] = a.statusOf(c)
+		}
+		if info {
+			m["info"] = a.infoOf(c)
+		}
+		out[c.Name] = m
+	}
+	return http.StatusOK, out, nil
+}
+
+// readJSON decodes r's body into dst.
+func readJSON(r *http.Request, dst any) *Error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes))
+	if err := dec.Decode(dst); err != nil {
+		return errorf(http.StatusBadRequest, "Request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+// stringConfig turns a JSON object's values into the strings Connect
+// keeps: numbers and booleans as their text, as Connect's Jackson
+// accepts them.
+func stringConfig(raw map[string]json.RawMessage) (map[string]string, *Error) {
+	cfg := make(map[string]string, len(raw))
+	for k, v := range raw {
+		var s string
+		if err := json.Unmarshal(v, &s); err == nil {
+			cfg[k] = s
+			continue
+		}
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return nil, errorf(http.StatusBadRequest, "config %s: %v", k, err)
+		}
+		switch x.(type) {
+		case float64, bool:
+			cfg[k] = string(v)
+		case nil:
+			return nil, errorf(http.StatusBadRequest, "config %s is null", k)
+		default:
+			return nil, errorf(http.StatusBadRequest, "config %s is not a string", k)
+		}
+	}
+	return cfg, nil
+}
+
+func (a *API) create(r *http.Request) (int, any, *Error) {
+	var body struct {
+		Name   string                     `json:"name"`
+		Config map[string]json.RawMessage `json:"config"`
+	}
+	if e := readJSON(r, &body); e != nil {
+		return 0, nil, e
+	}
+	cfg, e := stringConfig(body.Config)
+	if e != nil {
+		return 0, nil, e
+	}
+	name := body.Name
+	if name == "" {
+		name = cfg["name"]
+	}
+	if msg := meta.ValidConnectorName(name); msg != "" {
+		return 0, nil, errorf(http.StatusBadRequest, "%s", msg)
+	}
+	if e := a.cfg.Authorize(r, kmsg.ACLOperationCreate, name); e != nil {
+		return 0, nil, e
+	}
+	c, _, e := a.put(r, name, cfg, meta.PutCreate)
+	if e != nil {
+		return 0, nil, e
+	}
+	return http.StatusCreated, a.infoOf(c), nil
+}
+
+func (a *API) putConfig(r *http.Request) (int, any, *Error) {
+	name := r.PathValue("name")
+	var raw map[string]json.RawMessage
+	if e := readJSON(r, &raw); e != nil {
+		return 0, nil, e
+	}
+	cfg, e := stringConfig(raw)
+	if e != nil {
+		return 0, nil, e
+	}
+	// ALTER on an existing connector, CREATE on a new one.
+	v := a.cfg.Store.View()
+	_, exists, err := v.Connector(name)
+	v.Close()
+	if err != nil {
+		return 0, nil, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
+	}
+	op := kmsg.ACLOperationCreate
+	if exists {
+		op = kmsg.ACLOperationAlter
+	}
+	if e := a.cfg.Authorize(r, op, name); e != nil {
+		return 0, nil, e
+	}
+	mode := meta.PutCreateOrUpdate
+	if exists {
+		mode = meta.PutUpdate
+	}
+	c, created, e := a.put(r, name, cfg, mode)
+	if e != nil {
+		return 0, nil, e
+	}
+	if created {
+		return http.StatusCreated, a.infoOf(c), nil
+	}
+	return http.StatusOK, a.infoOf(c), nil
+}
+
+// put checks cfg against its class, seals its secrets and proposes it.
+func (a *API) put(r *http.Request, name string, cfg map[string]string, mode meta.PutMode) (meta.Connector, bool, *Error) {
+	if msg := meta.ValidConnectorName(name); msg != "" {
+		return meta.Connector{}, false, errorf(http.StatusBadRequest, "%s", msg)
+	}
+	if n, ok := cfg["name"]; ok && n != name {
+		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Connector name configuration (%s) doesn't match connector name in the URL (%s)", n, name)
+	}
+	cfg["name"] = name
+	className, ok := cfg["connector.class"]
+	if !ok {
+		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Connector config %v contains no connector type", keysOf(cfg))
+	}
+	class, ok := a.cfg.Classes.Lookup(className)
+	if !ok {
+		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Failed to find any class that implements Connector and which name matches %s, available connectors are: %v", className, a.classNames())
+	}
+	var old map[string]string
+	if mode != meta.PutCreate {
+		v := a.cfg.Store.View()
+		prev, ok, err := v.Connector(name)
+		v.Close()
+		if err != nil {
+			return meta.Connector{}, false, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
+		}
+		if ok {
+			old = prev.Config
+		}
+	}
+	ctx := r.Context()
+	sealed, err := a.cfg.Secrets.Seal(ctx, name, class, cfg, old)
+	if err != nil {
+		if errors.Is(err, ErrMaskedUnknown) {
+			return meta.Connector{}, false, errorf(http.StatusBadRequest, "%v", err)
+		}
+		return meta.Connector{}, false, errorf(http.StatusInternalServerError, "%v", err)
+	}
+	resolved, err := a.cfg.Secrets.Resolve(ctx, sealed)
+	if err != nil {
+		return meta.Connector{}, false, errorf(http.StatusInternalServerError, "%v", err)
+	}
+	if err := class.Validate(resolved); err != nil {
+		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Connector configuration is invalid and contains the following 1 error(s):\n%v\nYou can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`", err)
+	}
+	res, e := a.propose(ctx, meta.PutConnector{Name: name, Config: sealed, Owner: a.cfg.Principal(r), Mode: mode})
+	if e != nil {
+		return meta.Connector{}, false, e
+	}
+	c, e := a.connector(r, name)
+	return c, res.ConnectorCreated, e
+}
+
+func keysOf(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func (a *API) classNames() []string {
+	var out []string
+	for _, c := range a.cfg.Classes.List() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// propose writes c, turning its refusal into Connect's answer.
+func (a *API) propose(ctx context.Context, c meta.Command) (meta.Result, *Error) {
+	res, err := a.cfg.Store.Propose(ctx, c)
+	switch {
+	case errors.Is(err, meta.ErrNotAtLevel):
+		return res, errorf(http.StatusServiceUnavailable, "connectors need %s %d or higher (strand features upgrade)", meta.FeatureMetadata, meta.MetadataLevel8)
+	case err != nil:
+		return res, errorf(http.StatusServiceUnavailable, "writing to the log: %v", err)
+	case res.ConnectorError != 0:
+		return res, errorf(int(res.ConnectorError), "%s", res.Message)
+	case res.Code != 0:
+		return res, errorf(http.StatusInternalServerError, "%v", res.Err())
+	}
+	return res, nil
+}
+
+func (a *API) info(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationDescribe)
+	if e != nil {
+		return 0, nil, e
+	}
+	return http.StatusOK, a.infoOf(c), nil
+}
+
+func (a *API) getConfig(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationDescribe)
+	if e != nil {
+		return 0, nil, e
+	}
+	return http.StatusOK, a.infoOf(c).Config, nil
+}
+
+func (a *API) status(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationDescribe)
+	if e != nil {
+		return 0, nil, e
+	}
+	return http.StatusOK, a.statusOf(c), nil
+}
+
+func (a *API) tasks(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationDescribe)
+	if e != nil {
+		return 0, nil, e
+	}
+	type taskInfo struct {
+		ID     TaskID            `json:"id"`
+		Config map[string]string `json:"config"`
+	}
+	return http.StatusOK, []taskInfo{{ID: TaskID{Connector: c.Name, Task: 0}, Config: a.infoOf(c).Config}}, nil
+}
+
+// taskID parses {id}: only task 0 exists.
+func taskID(r *http.Request, name string) *Error {
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil || id != 0 {
+		return errorf(http.StatusNotFound, "Task %s-%s not found", name, r.PathValue("id"))
+	}
+	return nil
+}
+
+func (a *API) taskStatus(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationDescribe)
+	if e != nil {
+		return 0, nil, e
+	}
+	if e := taskID(r, c.Name); e != nil {
+		return 0, nil, errorf(http.StatusNotFound, "No status found for task %s-%s", c.Name, r.PathValue("id"))
+	}
+	return http.StatusOK, a.statusOf(c).Tasks[0], nil
+}
+
+func (a *API) targetState(r *http.Request, s meta.ConnectorState) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationAlter)
+	if e != nil {
+		return 0, nil, e
+	}
+	if _, e := a.propose(r.Context(), meta.ConnectorTargetState{Name: c.Name, State: s}); e != nil {
+		return 0, nil, e
+	}
+	return http.StatusAccepted, nil, nil
+}
+
+func (a *API) pause(r *http.Request) (int, any, *Error) {
+	return a.targetState(r, meta.ConnectorPaused)
+}
+
+func (a *API) resume(r *http.Request) (int, any, *Error) {
+	return a.targetState(r, meta.ConnectorRunning)
+}
+
+func (a *API) restart(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationAlter)
+	if e != nil {
+		return 0, nil, e
+	}
+	q := r.URL.Query()
+	includeTasks, onlyFailed := q.Get("includeTasks") == "true", q.Get("onlyFailed") == "true"
+	if _, e := a.propose(r.Context(), meta.RestartConnector{Name: c.Name, OnlyFailed: onlyFailed}); e != nil {
+		return 0, nil, e
+	}
+	if !includeTasks && !onlyFailed {
+		return http.StatusNoContent, nil, nil
+	}
+	// Connect answers these with the status as the restart leaves it.
+	c, e = a.connector(r, c.Name)
+	if e != nil {
+		return 0, nil, e
+	}
+	return http.StatusAccepted, a.statusOf(c), nil
+}
+
+func (a *API) restartTask(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationAlter)
+	if e != nil {
+		return 0, nil, e
+	}
+	if e := taskID(r, c.Name); e != nil {
+		return 0, nil, e
+	}
+	if _, e := a.propose(r.Context(), meta.RestartConnector{Name: c.Name}); e != nil {
+		return 0, nil, e
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+func (a *API) delete(r *http.Request) (int, any, *Error) {
+	c, e := a.described(r, kmsg.ACLOperationDelete)
+	if e != nil {
+		return 0, nil, e
+	}
+	if _, e := a.propose(r.Context(), meta.DeleteConnector{Name: c.Name}); e != nil {
+		return 0, nil, e
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+func (a *API) plugins(*http.Request) (int, any, *Error) {
+	type plugin struct {
+		Class   string `json:"class"`
+		Type    Kind   `json:"type"`
+		Version string `json:"version"`
+	}
+	out := []plugin{}
+	for _, c := range a.cfg.Classes.List() {
+		out = append(out, plugin{Class: c.Name, Type: c.Kind, Version: Version})
+	}
+	return http.StatusOK, out, nil
+}
+
+// validate answers Connect's ConfigInfos: one entry per key given, the
+// class's error (if any) on connector.class.
+func (a *API) validate(r *http.Request) (int, any, *Error) {
+	className := r.PathValue("class")
+	class, ok := a.cfg.Classes.Lookup(className)
+	if !ok {
+		return 0, nil, errorf(http.StatusNotFound, "Failed to find any class that implements Connector and which name matches %s", className)
+	}
+	var raw map[string]json.RawMessage
+	if e := readJSON(r, &raw); e != nil {
+		return 0, nil, e
+	}
+	cfg, e := stringConfig(raw)
+	if e != nil {
+		return 0, nil, e
+	}
+	if c, ok := cfg["connector.class"]; !ok {
+		cfg["connector.class"] = class.Name
+	} else if other, _ := a.cfg.Classes.Lookup(c); other.Name != class.Name {
+		return 0, nil, errorf(http.StatusBadRequest, "Included connector type %s does not match request type %s", c, className)
+	}
+	errs := map[string][]string{}
+	if err := class.Validate(cfg); err != nil {
+		errs["connector.class"] = []string{err.Error()}
+	}
+	type definition struct {
+		Name          string   `json:"name"`
+		Type          string   `json:"type"`
+		Required      bool     `json:"required"`
+		DefaultValue  *string  `json:"default_value"`
+		Importance    string   `json:"importance"`
+		Documentation string   `json:"documentation"`
+		Group         *string  `json:"group"`
+		Width         string   `json:"width"`
+		DisplayName   string   `json:"display_name"`
+		Dependents    []string `json:"dependents"`
+		Order         int      `json:"order"`
+	}
+	type value struct {
+		Name              string   `json:"name"`
+		Value             *string  `json:"value"`
+		RecommendedValues []string `json:"recommended_values"`
+		Errors            []string `json:"errors"`
+		Visible           bool     `json:"visible"`
+	}
+	type entry struct {
+		Definition definition `json:"definition"`
+		Value      value      `json:"value"`
+	}
+	masked := Masked(class, cfg)
+	configs := []entry{}
+	for i, k := range keysOf(cfg) {
+		typ := "STRING"
+		if class.Secret(k) {
+			typ = "PASSWORD"
+		}
+		v := masked[k]
+		e := errs[k]
+		if e == nil {
+			e = []string{}
+		}
+		configs = append(configs, entry{
+			Definition: definition{Name: k, Type: typ, Importance: "MEDIUM", Width: "NONE", DisplayName: k, Dependents: []string{}, Order: i},
+			Value:      value{Name: k, Value: &v, RecommendedValues: []string{}, Errors: e, Visible: true},
+		})
+	}
+	return http.StatusOK, map[string]any{"name": class.Name, "error_count": len(errs), "groups": []string{}, "configs": configs}, nil
+}
