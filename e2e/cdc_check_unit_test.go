@@ -370,7 +370,9 @@ func runDebeziumConsumer(t *testing.T, bootstrap string, expect map[string]int, 
 		t.Fatalf("%s: %v\n%s\nstderr:\n%s", strings.Join(argv, " "), err, out, lastBytes(stderr.String(), 8000))
 	}
 	defer func() {
-		if t.Failed() || slices.ContainsFunc(res.Errors, func(e string) bool { return strings.HasPrefix(e, "timed out") }) {
+		if slices.ContainsFunc(res.Errors, func(e string) bool {
+			return strings.HasPrefix(e, "timed out") || strings.HasPrefix(e, "consumer crashed")
+		}) {
 			t.Logf("consumer script's stderr:\n%s", lastBytes(stderr.String(), 8000))
 		}
 	}()
