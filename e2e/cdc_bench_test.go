@@ -96,7 +96,19 @@ func TestCDCBench(t *testing.T) {
 				return time.Now()
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d of %d rows after %v", table, count(table), n, bound)
+				// Where the rows stopped: in the source's topics or
+				// in the sink.
+				var where []string
+				for _, topic := range []string{"b.public.snap", "b.public.stream", "b.public.probe"} {
+					where = append(where, fmt.Sprintf("%s last stable offset %d", topic, committedEnd(a.kafka, topic)))
+				}
+				for _, name := range []string{"bench-source", "bench-sink"} {
+					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					code, body, err := connectCall(cctx, "GET", "http://"+a.connect+"/connectors/"+name+"/status", nil)
+					cancel()
+					where = append(where, fmt.Sprintf("%s: %d %s %v", name, code, body, err))
+				}
+				t.Fatalf("%s: %d of %d rows after %v; %s", table, count(table), n, bound, strings.Join(where, "; "))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -196,13 +208,20 @@ func TestCDCBench(t *testing.T) {
 			}
 		}
 	}()
+	// The poller has a connection of its own: a pgx.Conn serves one
+	// query at a time, and waitCount uses dst meanwhile.
+	poll, err := pgx.Connect(ctx, dstURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer poll.Close(ctx)
 	pollDone := make(chan struct{})
 	go func() {
 		defer close(pollDone)
 		seen := int64(0)
 		for {
 			var max *int64
-			err := dst.QueryRow(ctx, "SELECT max(id) FROM b_public_probe").Scan(&max)
+			err := poll.QueryRow(ctx, "SELECT max(id) FROM b_public_probe").Scan(&max)
 			now := time.Now()
 			if err == nil && max != nil && *max > seen {
 				mu.Lock()
