@@ -540,8 +540,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, err
 	}
-	// The web console's in-process connections (console.go).
-	aclCfg.SuperUsers = append(aclCfg.SuperUsers, consolePrincipal, sqlPrincipal)
+	// The in-process connections of the web console (console.go), the
+	// SQL endpoint (sql.go) and the connectors' tasks (connect.go).
+	aclCfg.SuperUsers = append(aclCfg.SuperUsers, consolePrincipal, sqlPrincipal, connectPrincipal)
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)

@@ -25,16 +25,19 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/console"
 	"github.com/strandkafka/strand/internal/placement"
 )
 
@@ -77,6 +80,13 @@ func (a *Agent) connectOwner(key string) int32 {
 	return placement.Ring{Self: a.cfg.NodeID, Live: a.members.nodes}.Owner(key)
 }
 
+// connectPlaced is connect.APIConfig.Placed: the agent the ring places
+// the connector on now, and its worker id.
+func (a *Agent) connectPlaced(name string) (int32, string) {
+	node := a.connectOwner(connect.PlacementKey(name))
+	return node, a.connectWorker(node)
+}
+
 // connectKafka is connect.Env.Kafka: a client of this agent, in process,
 // as connectPrincipal.
 func (a *Agent) connectKafka() []kgo.Opt {
@@ -106,6 +116,11 @@ func (a *Agent) connectWorker(node int32) string {
 		host = a.listeners[0].endpoint.Host
 		if host == "" {
 			host, _, _ = net.SplitHostPort(a.cfg.ConnectListen)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			// A wildcard bind advertises no address: the machine's
+			// name is the best a caller can use.
+			host, _ = os.Hostname()
 		}
 	} else {
 		v := a.replica.View()
@@ -146,7 +161,7 @@ func (a *Agent) startConnect() error {
 			ln = tls.NewListener(ln, cfg)
 		}
 		a.connectLn = ln
-		// The runner's own worker id needs the port bound.
+		_, revision := buildVersion()
 		api := connect.NewAPI(connect.APIConfig{
 			Store: a.replica, Classes: a.connectClasses, Secrets: a.connectSecrets,
 			Authorize: a.authorizeConnect,
@@ -154,9 +169,12 @@ func (a *Agent) startConnect() error {
 				c, _ := r.Context().Value(connectCallerKey{}).(httpCaller)
 				return c.principal.String()
 			},
-			Worker: func(name string) string { return a.connectWorker(a.connectOwner(connect.PlacementKey(name))) },
+			Placed: a.connectPlaced,
+			Commit: revision,
 		})
-		a.connectSrv = &http.Server{Handler: a.connectHandler(api), ReadHeaderTimeout: 10 * time.Second}
+		m := newConnectHTTPMetrics()
+		a.metrics.reg.MustRegister(m.requests, m.latency)
+		a.connectSrv = &http.Server{Handler: a.connectHandler(api, m), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := a.connectSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				a.logger.Error("connect server", "err", err)
@@ -196,10 +214,43 @@ func (a *Agent) ConnectAddr() string {
 	return a.connectLn.Addr().String()
 }
 
+// connectHTTPMetrics count the Connect API's requests, as the registry's
+// are (metrics_registry.go).
+type connectHTTPMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newConnectHTTPMetrics() *connectHTTPMetrics {
+	return &connectHTTPMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "strand_connect_http_requests_total",
+			Help: "Connect REST API requests, by endpoint (the route of Connect's API, \"unmatched\" for none) and HTTP status code.",
+		}, []string{"endpoint", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "strand_connect_http_request_seconds",
+			Help:    "Time to answer a Connect REST API request, by endpoint; a change includes its round trip through the log.",
+			Buckets: latencyBuckets,
+		}, []string{"endpoint"}),
+	}
+}
+
 // connectHandler authenticates every request to api and refuses what
-// a browser could send from another site.
-func (a *Agent) connectHandler(api http.Handler) http.Handler {
+// a browser could send from another site, counting each request by
+// endpoint and status.
+func (a *Agent) connectHandler(api *connect.API, m *connectHTTPMetrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		endpoint := "unmatched"
+		if _, pattern := api.Handler(r); pattern != "" && pattern != "/" {
+			endpoint = pattern
+		}
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			m.requests.WithLabelValues(endpoint, strconv.Itoa(sw.status)).Inc()
+			m.latency.WithLabelValues(endpoint).Observe(time.Since(start).Seconds())
+		}()
+		w = sw
 		if r.Method == http.MethodOptions {
 			connect.WriteError(w, http.StatusMethodNotAllowed, "OPTIONS is not served: this API answers no CORS preflight")
 			return
@@ -241,4 +292,27 @@ func (a *Agent) authorizeConnect(r *http.Request, op acl.Operation, name string)
 		return &connect.Error{Status: status, Message: err.Error()}
 	}
 	return nil
+}
+
+// consoleConnectors is console.Config.Connectors: the connectors with
+// their status, from this agent's copy. The console's caller is a super
+// user (it asks for one), so it lists every connector.
+func (a *Agent) consoleConnectors(*http.Request) ([]console.Connector, error) {
+	v := a.replica.View()
+	conns, err := v.Connectors()
+	v.Close()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.Connector, 0, len(conns))
+	for _, c := range conns {
+		st := connect.StatusOf(c, a.connectClasses, a.connectPlaced)
+		cc := console.Connector{Name: c.Name, Class: c.Config["connector.class"], Type: string(st.Type),
+			State: st.Connector.State, Worker: st.Connector.WorkerID}
+		if len(st.Tasks) > 0 {
+			cc.TaskState, cc.Trace = st.Tasks[0].State, st.Tasks[0].Trace
+		}
+		out = append(out, cc)
+	}
+	return out, nil
 }

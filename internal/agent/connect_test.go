@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -22,6 +23,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // runningClass is a fake source whose task runs until stopped, and
@@ -38,11 +40,26 @@ func (c *runningClass) class() connect.Class {
 		Name: "com.example.TestSourceConnector", Kind: connect.KindSource,
 		Validate: func(map[string]string) error { return nil },
 		Secret:   func(k string) bool { return k == "database.password" },
-		New: func(map[string]string) (connect.Task, error) {
+		New: func(cfg map[string]string) (connect.Task, error) {
 			return taskFunc(func(ctx context.Context, env connect.Env) error {
 				c.mu.Lock()
 				c.mu.dirs = append(c.mu.dirs, env.Dir)
 				c.mu.Unlock()
+				if topic := cfg["produce.topic"]; topic != "" {
+					// Env.Kafka may create topics and write them,
+					// whatever the ACLs.
+					cl, err := kgo.NewClient(env.Kafka()...)
+					if err != nil {
+						return err
+					}
+					defer cl.Close()
+					if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+						return err
+					}
+					if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
+						return err
+					}
+				}
 				env.Running()
 				<-ctx.Done()
 				return nil
@@ -214,6 +231,28 @@ func TestConnectACLs(t *testing.T) {
 	if got := connDo(t, base, as("alice", connReq{method: "DELETE", path: "/connectors/alice-pg"})); got.status != 204 {
 		t.Errorf("alice deletes hers: %d %s", got.status, got.body)
 	}
+
+	// A task's Kafka client is a super user whatever the ACLs say.
+	token := map[string]string{"Authorization": "Bearer connect-token-1234"}
+	if got := connDo(t, base, connReq{method: "POST", path: "/connectors", header: token,
+		body: `{"name":"writer","config":{"connector.class":"TestSourceConnector","produce.topic":"connect-out"}}`}); got.status != 201 {
+		t.Fatalf("create writer: %d %s", got.status, got.body)
+	}
+	deadline := time.Now().Add(opTimeout)
+	for {
+		got := connDo(t, base, connReq{method: "GET", path: "/connectors/writer/status", header: token})
+		var st connect.Status
+		if err := json.Unmarshal([]byte(got.body), &st); err != nil || len(st.Tasks) != 1 {
+			t.Fatalf("status: %d %s", got.status, got.body)
+		}
+		if st.Tasks[0].State == "RUNNING" {
+			break
+		}
+		if st.Tasks[0].State == "FAILED" || time.Now().After(deadline) {
+			t.Fatalf("the writer's task: %+v", st.Tasks[0])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestConnectMovesWhenAgentStops: a connector runs on the agent the
@@ -273,5 +312,87 @@ func TestConnectMovesWhenAgentStops(t *testing.T) {
 	defer fake.mu.Unlock()
 	if len(fake.mu.dirs) != 2 {
 		t.Fatalf("the task started %d times, want twice (once per agent)", len(fake.mu.dirs))
+	}
+}
+
+// TestConnectClientCertificate: with --http-tls the Connect API serves
+// TLS with the HTTP port's certificate; a client certificate is its
+// Kafka principal, which CONNECTOR ACLs authorize.
+func TestConnectClientCertificate(t *testing.T) {
+	pki := newTestPKI(t)
+	cfg := pki.serve(agent.Config{DataDir: t.TempDir(), HTTPTLS: true, Authorizer: "standard", SuperUsers: "User:ANONYMOUS",
+		ConnectListen: "127.0.0.1:0"}, true)
+	cfg.TLSClientAuth = "" // the Kafka listener is PLAINTEXT: its ANONYMOUS is the super user
+	agent.SetConnectClasses(&cfg, (&runningClass{}).class())
+	a := startWith(t, cfg, nil)
+	base := "https://" + a.ConnectAddr()
+	do := func(withCert bool, method, path, body string) int {
+		t.Helper()
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: pki.clientTLS(t, withCert)}}
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	create := `{"name":"tls-src","config":{"connector.class":"TestSourceConnector"}}`
+	if code := do(true, "POST", "/connectors", create); code != 403 {
+		t.Fatalf("User:CN=client creates without an ACL: %d, want 403", code)
+	}
+	for _, err := range createACLs(t, client(t, a.KafkaAddr()),
+		connectorACL("User:CN=client", "tls-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationCreate)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := do(true, "POST", "/connectors", create); code != 201 {
+		t.Fatalf("User:CN=client creates with CREATE: %d", code)
+	}
+	if code := do(false, "GET", "/connectors", ""); code != 401 {
+		t.Fatalf("without a certificate: %d, want 401", code)
+	}
+}
+
+// TestConnectBelowLevel8: on a log at metadata level 7 creating a
+// connector is refused with what to raise and writes nothing, as is a
+// CONNECTOR ACL; once the level is raised both work.
+func TestConnectBelowLevel8(t *testing.T) {
+	dir := t.TempDir()
+	logURL := logAtLevel(t, dir, meta.MetadataLevel7)
+	cfg := agent.Config{DataDir: filepath.Join(dir, "agent"), Log: logURL, ConnectListen: "127.0.0.1:0"}
+	agent.SetConnectClasses(&cfg, (&runningClass{}).class())
+	a := startWith(t, cfg, nil)
+	base := "http://" + a.ConnectAddr()
+	create := connReq{method: "POST", path: "/connectors", body: `{"name":"old","config":{"connector.class":"TestSourceConnector"}}`}
+	if got := connDo(t, base, create); got.status != 503 || !strings.Contains(got.body, "strand.metadata.version 8") {
+		t.Fatalf("create at level 7: %d %s, want 503 naming strand.metadata.version 8", got.status, got.body)
+	}
+	if got := connDo(t, base, connReq{method: "GET", path: "/connectors"}); got.status != 200 || strings.TrimSpace(got.body) != "[]" {
+		t.Fatalf("connectors after the refusal: %d %s", got.status, got.body)
+	}
+	kcl := client(t, a.KafkaAddr())
+	bind := connectorACL("User:alice", "old", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAlter)
+	if errs := createACLs(t, kcl, bind); !errors.Is(errs[0], kerr.InvalidRequest) || !strings.Contains(errs[0].Error(), "strand.metadata.version 8") {
+		t.Fatalf("CONNECTOR ACL at level 7: %v, want INVALID_REQUEST naming the level", errs[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	res, err := kadm.NewClient(kcl).UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: meta.FeatureMetadata, MaxVersionLevel: meta.MetadataLevel8, UpgradeType: 1})
+	if err != nil || res.Error() != nil {
+		t.Fatalf("raising strand.metadata.version to 8: %v, %v", err, res.Error())
+	}
+	if got := connDo(t, base, create); got.status != 201 {
+		t.Fatalf("create at level 8: %d %s", got.status, got.body)
+	}
+	if errs := createACLs(t, kcl, bind); errs[0] != nil {
+		t.Fatalf("CONNECTOR ACL at level 8: %v", errs[0])
 	}
 }

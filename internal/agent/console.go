@@ -73,6 +73,7 @@ func (a *Agent) startConsole() error {
 		Throughput: a.throughput,
 		Registry:   a.registry,
 		SQL:        a.consoleSQL(),
+		Connectors: a.consoleConnectors,
 		Logger:     a.logger.With("component", "console"),
 	})
 	if err != nil {

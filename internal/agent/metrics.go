@@ -217,7 +217,20 @@ func (m *metrics) objstoreDone(op objstore.Op, d time.Duration, bytes int64, err
 // test or a plain `go build` outside a module version) and the Go
 // version, so a dashboard can tell which agents run which build.
 func buildInfo() prometheus.Collector {
-	version, revision := "(unknown)", ""
+	version, revision := buildVersion()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "strand_build_info",
+		Help:        "Always 1; the labels say which build this agent runs: module version, VCS revision, Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
+}
+
+// buildVersion is the module version and VCS revision the binary was
+// built from, as strand_build_info labels them.
+func buildVersion() (version, revision string) {
+	version = "(unknown)"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		version = bi.Main.Version
 		for _, s := range bi.Settings {
@@ -226,13 +239,7 @@ func buildInfo() prometheus.Collector {
 			}
 		}
 	}
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "strand_build_info",
-		Help:        "Always 1; the labels say which build this agent runs: module version, VCS revision, Go version.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
-	})
-	g.Set(1)
-	return g
+	return version, revision
 }
 
 // apiName is the label for an API key: kmsg's name, or the number.

@@ -41,6 +41,7 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Storage: compacted topics (cleaner)", "strand_cleaner_", "Kafka's log cleaner, for topics with cleanup.policy=compact, over the partitions each agent owns."},
 	{"Schema registry", "strand_schema_registry_", "Registered only while the agent serves the schema registry (`--schema-registry-listen`). Requests are counted by the agent that served them (sum over agents); subjects and schemas are read from each agent's copy at scrape time (take the max)."},
 	{"SQL: sources and materialized views", "strand_sql_", "Registered only while the agent serves SQL (`--sql-listen`). Every agent maintains every materialized view from the topics, so each reports its own copy's progress: compare agents, do not sum them. Labelled by source or view name, which the catalog bounds."},
+	{"Connectors", "strand_connect_", "Every agent registers them, for the connectors placement gives it: sum over agents for the cluster. The `strand_connect_http_` series only while it serves the Connect REST API (`--connect-listen`), counted by the agent that answered."},
 	{"Process", "strand_", ""},
 }
 
@@ -48,6 +49,11 @@ var metricSections = []struct{ title, prefix, intro string }{
 // the reference the registry cannot give. A metric without one fails
 // the test, so a new metric is documented when it is added.
 var operatorUse = map[string]string{
+	"strand_connect_http_requests_total":                "Refusals by code: 401/403 are callers without credentials or CONNECTOR ACLs, 400 bad configs, 503 an agent not ready or a cluster below metadata level 8.",
+	"strand_connect_http_request_seconds":               "A create, update, pause or restart waits for its write through the log: its p99 follows the log's append latency.",
+	"strand_connect_connectors":                         "Alert on state=\"failed\" above 0 (strand connect list names which, with the trace in describe); summed over agents, the states add up to the connectors defined (briefly off while one moves after an agent dies).",
+	"strand_connect_task_restarts_total":                "A rate that stays up is a task failing and retrying (1 s doubling to 30 s): see its status' trace.",
+	"strand_connect_task_failures_total":                "Any increase is a task that failed; compare with restarts: failures without restarts are tasks that were stopped (paused, moved) while backing off.",
 	"strand_kafka_requests_total":                       "Request rate per API (`rate(...[5m])`) and error rate: alert on a rising share of `error!=\"NONE\"`; NOT_COORDINATOR or UNKNOWN_TOPIC_OR_PARTITION bursts follow agents joining or leaving.",
 	"strand_kafka_request_seconds":                      "p99 latency per API (`histogram_quantile(0.99, sum by (api, le) (rate(..._bucket[5m])))`); Produce latency includes the object store upload and the log append, Fetch latency the long-poll wait.",
 	"strand_kafka_connections":                          "Open connections per listener; compare with `--max-connections`; a steady climb is a client leaking connections.",
@@ -271,12 +277,15 @@ func firstSection(title string) int {
 // operator's use for each. -update rewrites it.
 func TestMetricsReference(t *testing.T) {
 	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0",
-		SQLViewSnapshotInterval: 200 * time.Millisecond}, nil)
+		SQLViewSnapshotInterval: 200 * time.Millisecond, ConnectListen: "127.0.0.1:0"}, nil)
+	if got := connDo(t, "http://"+a.ConnectAddr(), connReq{method: "GET", path: "/connectors"}); got.status != http.StatusOK {
+		t.Fatalf("GET /connectors: %d %s", got.status, got.body)
+	}
 	if got := regDo(t, http.DefaultClient, "http://"+a.RegistryAddr(), regReq{method: "GET", path: "/subjects"}); got.status != http.StatusOK {
 		t.Fatalf("GET /subjects: %d %s", got.status, got.body)
 	}
 	// Counted after the answer is written: wait for it.
-	checkMetrics(t, a.HTTPAddr(), []metricCheck{{name: "strand_schema_registry_requests_total"}})
+	checkMetrics(t, a.HTTPAddr(), []metricCheck{{name: "strand_schema_registry_requests_total"}, {name: "strand_connect_http_requests_total"}})
 	scrapeWithTraffic(t, a)
 	viewMetricsTraffic(t, a)
 	sinkAndSnapshotTraffic(t, a)

@@ -189,3 +189,28 @@ func TestACLRelations(t *testing.T) {
 		t.Fatalf("DescribeAcls of RELATION after the delete: %+v, %v", resp, err)
 	}
 }
+
+// TestACLConnectors creates, lists and deletes CONNECTOR ACLs (the
+// Connect API's) through `strand acl --connector` against an agent.
+func TestACLConnectors(t *testing.T) {
+	a, err := agent.Start(t.Context(), agent.Config{DataDir: t.TempDir(), KafkaListen: "127.0.0.1:0", SnapshotInterval: agent.SnapshotsOff},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("agent.Start: %v", err)
+	}
+	t.Cleanup(func() { a.Stop(t.Context()) })
+	brokers := a.KafkaAddr()
+	r := mustRun(t, brokers, "", "acl", "create", "--allow-principal", "User:alice", "--operation", "alter", "--connector", "pg-source")
+	if got := rows(r.stdout); len(got) != 2 || strings.Join(got[1], " ") != "User:alice * CONNECTOR pg-source LITERAL ALTER ALLOW OK" {
+		t.Fatalf("create printed:\n%s", r.stdout)
+	}
+	r = mustRun(t, brokers, "", "acl", "list", "--connector", "pg-source")
+	if got := rows(r.stdout); len(got) != 2 || strings.Join(got[1], " ") != "User:alice * CONNECTOR pg-source LITERAL ALTER ALLOW" {
+		t.Fatalf("list printed:\n%s", r.stdout)
+	}
+	mustRun(t, brokers, "", "acl", "delete", "--connector", "pg-source")
+	r = mustRun(t, brokers, "", "acl", "list", "--connector", "pg-source")
+	if got := rows(r.stdout); len(got) != 1 {
+		t.Fatalf("list after delete printed:\n%s", r.stdout)
+	}
+}

@@ -62,7 +62,7 @@ func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
-	root.AddCommand(NewRegistryCommand(), NewSQLCommand())
+	root.AddCommand(NewRegistryCommand(), NewSQLCommand(), NewConnectCommand())
 	root.AddCommand(NewClusterCommand(), NewProfileCommand())
 	addCompletions(root)
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -101,6 +103,8 @@ type fakeClass struct {
 		sync.Mutex
 		passwords []string
 		running   int
+		// maxRunning is the most tasks that ever ran at once.
+		maxRunning int
 	}
 }
 
@@ -128,6 +132,7 @@ func (f *fakeClass) class() Class {
 				}
 				f.mu.Lock()
 				f.mu.running++
+				f.mu.maxRunning = max(f.mu.maxRunning, f.mu.running)
 				f.mu.Unlock()
 				defer func() {
 					f.mu.Lock()
@@ -168,23 +173,29 @@ type harness struct {
 	fake   *fakeClass
 	srv    *httptest.Server
 	store2 *memobj.Store
+	runner *Runner
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessSweeping(t, -1) }
+
+// newHarnessSweeping is newHarness whose runner sweeps secrets every
+// sweep (negative: never).
+func newHarnessSweeping(t *testing.T, sweep time.Duration) *harness {
 	h := &harness{t: t, store: newTestStore(t), fake: &fakeClass{}, store2: memobj.New()}
 	classes := Classes(h.fake.class())
 	secrets := NewSecrets(h.store2)
 	h.srv = httptest.NewServer(NewAPI(APIConfig{Store: h.store, Classes: classes, Secrets: secrets,
-		Worker: func(string) string { return "agent-1:8083" }, Principal: func(*http.Request) string { return "User:alice" }}))
+		Placed: func(string) (int32, string) { return 1, "agent-1:8083" }, Principal: func(*http.Request) string { return "User:alice" }}))
 	t.Cleanup(h.srv.Close)
 	r, err := NewRunner(Config{Store: h.store, Classes: classes, Secrets: secrets, Dir: t.TempDir(),
 		Kafka: func() []kgo.Opt { return nil }, Owner: func(string) int32 { return 1 }, Self: 1, Worker: "agent-1:8083",
-		RetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond, RecheckInterval: 20 * time.Millisecond, SweepInterval: -1})
+		RetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond, RecheckInterval: 20 * time.Millisecond, SweepInterval: sweep})
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.runner = r
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel, h.done = cancel, make(chan struct{})
 	go func() { defer close(h.done); r.Run(ctx) }()
@@ -365,6 +376,11 @@ func TestAPILifecycle(t *testing.T) {
 	if h.store.logHolds("s3cret") {
 		t.Fatal("the log holds the secret's value")
 	}
+	h.fake.mu.Lock()
+	defer h.fake.mu.Unlock()
+	if h.fake.mu.maxRunning != 1 {
+		t.Fatalf("%d runs of one connector overlapped, want 1 at a time", h.fake.mu.maxRunning)
+	}
 }
 
 func (h *harness) connector(name string) meta.Connector {
@@ -398,6 +414,7 @@ func TestAPIRefusals(t *testing.T) {
 		{"PUT", "/connectors/missing/pause", "", 404, "Connector missing not found"},
 		{"POST", "/connectors/missing/restart", "", 404, "Connector missing not found"},
 		{"DELETE", "/connectors/missing", "", 404, "Connector missing not found"},
+		{"GET", "/no/such/path", "", 404, "HTTP 404 Not Found"},
 	} {
 		var e connectError
 		if code := h.do(c.method, c.path, c.body, &e); code != c.code || e.ErrorCode != c.code || !strings.Contains(e.Message, c.msg) {
@@ -461,6 +478,12 @@ func TestFailedStatusOnce(t *testing.T) {
 	if got := h.store.statuses(t); got != written {
 		t.Fatalf("%d more commands written while the task failed the same way", got-written)
 	}
+	if f, r := metricValue(t, h.runner.Metrics().failures), metricValue(t, h.runner.Metrics().restarts); f < 4 || r < 3 {
+		t.Fatalf("failures %v, restarts %v: want at least 4 and 3", f, r)
+	}
+	h.store.waitFor(t, "the failed connector counted", func() bool {
+		return metricValue(t, h.runner.Metrics().owned.WithLabelValues("failed")) == 1
+	})
 }
 
 // TestSecretSweep: a secret no connector refers to is deleted at the
@@ -500,4 +523,68 @@ func TestSecretSweep(t *testing.T) {
 	if got, err := s.Resolve(ctx, sealed); err != nil || got["database.password"] != "one" {
 		t.Fatalf("the live secret: %v %v", got, err)
 	}
+}
+
+// metricValue reads a counter's or gauge's value.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
+}
+
+// TestStatusOfMovedTask: a status written by an agent the connector is
+// no longer placed on reads UNASSIGNED on the placed agent, not the old
+// agent's RUNNING; paused reads PAUSED.
+func TestStatusOfMovedTask(t *testing.T) {
+	classes := Classes((&fakeClass{}).class())
+	c := meta.Connector{Name: "pg", State: meta.ConnectorRunning, Generation: 2, Config: map[string]string{"connector.class": "FakeSourceConnector"},
+		Task: meta.ConnectorTask{Generation: 2, State: meta.TaskRunning, Node: 2, Worker: "agent-2:8083"}}
+	on := func(node int32, w string) func(string) (int32, string) {
+		return func(string) (int32, string) { return node, w }
+	}
+	for _, tc := range []struct {
+		name          string
+		c             meta.Connector
+		placed        func(string) (int32, string)
+		state, worker string
+	}{
+		{"on its agent", c, on(2, "agent-2:8083"), "RUNNING", "agent-2:8083"},
+		{"moved", c, on(1, "agent-1:8083"), "UNASSIGNED", "agent-1:8083"},
+		{"no placement known", c, nil, "RUNNING", "agent-2:8083"},
+		{"an older generation's", func() meta.Connector { c := c; c.Generation = 3; return c }(), on(2, "agent-2:8083"), "UNASSIGNED", "agent-2:8083"},
+		{"paused", func() meta.Connector { c := c; c.State = meta.ConnectorPaused; return c }(), on(1, "agent-1:8083"), "PAUSED", "agent-1:8083"},
+	} {
+		st := StatusOf(tc.c, classes, tc.placed)
+		if st.Tasks[0].State != tc.state || st.Tasks[0].WorkerID != tc.worker || st.Connector.WorkerID != tc.worker || st.Type != KindSource {
+			t.Errorf("%s: %+v, want task %s on %s", tc.name, st, tc.state, tc.worker)
+		}
+	}
+}
+
+// TestRunnerSweepsSecrets: a deleted connector's secret, and a replaced
+// password, leave the object store; the live one stays.
+func TestRunnerSweepsSecrets(t *testing.T) {
+	h := newHarnessSweeping(t, 10*time.Millisecond)
+	for _, name := range []string{"gone", "kept"} {
+		if code := h.do("POST", "/connectors", `{"name":"`+name+`","config":{"connector.class":"FakeSourceConnector","mode":"ok","database.password":"pw-`+name+`"}}`, nil); code != 201 {
+			t.Fatalf("create %s: %d", name, code)
+		}
+	}
+	if code := h.do("PUT", "/connectors/kept/config", `{"connector.class":"FakeSourceConnector","mode":"ok","database.password":"pw-new"}`, nil); code != 200 {
+		t.Fatalf("new password: %d", code)
+	}
+	if code := h.do("DELETE", "/connectors/gone", "", nil); code != 204 {
+		t.Fatalf("delete: %d", code)
+	}
+	live := refKey(h.connector("kept").Config["database.password"])
+	h.store.waitFor(t, "the unreferenced secrets swept", func() bool {
+		objs, err := h.store2.List(context.Background(), SecretPrefix)
+		return err == nil && len(objs) == 1 && objs[0].Key == live
+	})
 }

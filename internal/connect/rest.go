@@ -79,9 +79,10 @@ type APIConfig struct {
 	Authorize func(r *http.Request, op acl.Operation, name string) *Error
 	// Principal names the caller, recorded as a new connector's owner.
 	Principal func(r *http.Request) string
-	// Worker is the worker_id of the agent placement gives the
-	// connector, until its task reports its own.
-	Worker func(name string) string
+	// Placed is the agent placement gives the connector now: its node
+	// id and worker_id (host:port of its Connect API). Nil: the status
+	// is shown as the task's agent last wrote it.
+	Placed func(name string) (node int32, worker string)
 	// Commit is the build's revision, GET /'s commit.
 	Commit string
 }
@@ -100,9 +101,6 @@ func NewAPI(cfg APIConfig) *API {
 	if cfg.Principal == nil {
 		cfg.Principal = func(*http.Request) string { return "" }
 	}
-	if cfg.Worker == nil {
-		cfg.Worker = func(string) string { return "" }
-	}
 	a := &API{cfg: cfg, mux: http.NewServeMux()}
 	a.handle("GET /{$}", a.root)
 	a.handle("GET /connectors", a.list)
@@ -120,6 +118,10 @@ func NewAPI(cfg APIConfig) *API {
 	a.handle("POST /connectors/{name}/tasks/{id}/restart", a.restartTask)
 	a.handle("GET /connector-plugins", a.plugins)
 	a.handle("PUT /connector-plugins/{class}/config/validate", a.validate)
+	// Anything else is Jersey's 404, in Connect's JSON.
+	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, "HTTP 404 Not Found")
+	})
 	return a
 }
 
@@ -229,8 +231,10 @@ func (a *API) described(r *http.Request, op acl.Operation) (meta.Connector, *Err
 	return a.connector(r, name)
 }
 
-func (a *API) kind(c meta.Connector) Kind {
-	if class, ok := a.cfg.Classes.Lookup(c.Config["connector.class"]); ok {
+func (a *API) kind(c meta.Connector) Kind { return kindOf(a.cfg.Classes, c) }
+
+func kindOf(classes *ClassSet, c meta.Connector) Kind {
+	if class, ok := classes.Lookup(c.Config["connector.class"]); ok {
 		return class.Kind
 	}
 	return ""
@@ -241,18 +245,28 @@ func (a *API) infoOf(c meta.Connector) ConnectorInfo {
 	return ConnectorInfo{Name: c.Name, Config: Masked(class, c.Config), Tasks: []TaskID{{Connector: c.Name, Task: 0}}, Type: a.kind(c)}
 }
 
-func (a *API) statusOf(c meta.Connector) Status {
+func (a *API) statusOf(c meta.Connector) Status { return StatusOf(c, a.cfg.Classes, a.cfg.Placed) }
+
+// StatusOf is c's status as Connect reports it: PAUSED when paused,
+// else RUNNING with the task's state about the current generation, as
+// the agent placed for it (placed, if not nil) last said: UNASSIGNED,
+// with the placed agent as the worker, until that agent reports, so a
+// task whose agent died does not read RUNNING while it moves.
+func StatusOf(c meta.Connector, classes *ClassSet, placed func(name string) (int32, string)) Status {
 	ts := c.TaskStatus()
-	worker := ts.Worker
-	if worker == "" {
-		worker = a.cfg.Worker(c.Name)
+	if placed != nil {
+		node, w := placed(c.Name)
+		if ts.State == meta.TaskUnassigned || ts.Node != node {
+			ts = meta.ConnectorTask{Generation: c.Generation, State: meta.TaskUnassigned, Node: node, Worker: w}
+		}
 	}
+	w := ts.Worker
 	state := meta.ConnectorRunning.String()
-	task := TaskStatus{ID: 0, State: ts.State.String(), WorkerID: worker, Trace: ts.Trace}
+	task := TaskStatus{ID: 0, State: ts.State.String(), WorkerID: w, Trace: ts.Trace}
 	if c.State == meta.ConnectorPaused {
 		state, task.State, task.Trace = meta.ConnectorPaused.String(), meta.ConnectorPaused.String(), ""
 	}
-	return Status{Name: c.Name, Connector: ConnectorStatus{State: state, WorkerID: worker}, Tasks: []TaskStatus{task}, Type: a.kind(c)}
+	return Status{Name: c.Name, Connector: ConnectorStatus{State: state, WorkerID: w}, Tasks: []TaskStatus{task}, Type: kindOf(classes, c)}
 }
 
 func (a *API) list(r *http.Request) (int, any, *Error) {

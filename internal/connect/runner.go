@@ -14,7 +14,9 @@ package connect
 // lasted longer than the longest backoff. Status is proposed on
 // transitions only (RUNNING once Env.Running is called, FAILED with a
 // trace unlike the last one), so a task failing the same way every 30 s
-// writes to the log once.
+// writes to the log once, and one that runs and fails again writes at
+// most twice per backoff (at least RetryBackoff apart): the backoff is
+// the status' rate limit.
 
 import (
 	"context"
@@ -136,6 +138,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
+// Metrics are the runner's series (Config.Metrics).
+func (r *Runner) Metrics() *Metrics { return r.cfg.Metrics }
+
 // Run keeps the running tasks equal to the RUNNING connectors this
 // agent owns until ctx ends, then stops them.
 func (r *Runner) Run(ctx context.Context) {
@@ -205,6 +210,14 @@ func (r *Runner) reconcile(ctx context.Context) error {
 			delete(r.mu.tasks, name)
 		}
 	}
+	r.mu.Unlock()
+	// Every stopped task has returned before its next generation
+	// starts: two runs of one connector must never overlap here (one
+	// slot, one directory, one transactional id).
+	for _, t := range stop {
+		t.stop()
+	}
+	r.mu.Lock()
 	for name, c := range want {
 		if _, ok := r.mu.tasks[name]; ok {
 			continue
@@ -215,15 +228,8 @@ func (r *Runner) reconcile(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	exists := map[string]bool{}
-	names := map[string]bool{}
 	for _, c := range conns {
-		exists[dirName(c.Name)], names[c.Name] = true, true
-	}
-	for _, t := range stop {
-		t.stop()
-		if !names[t.conn.Name] {
-			r.cfg.Metrics.forget(t.conn.Name)
-		}
+		exists[dirName(c.Name)] = true
 	}
 	ents, err := os.ReadDir(r.cfg.Dir)
 	if err != nil {
@@ -318,7 +324,7 @@ func (t *task) run() {
 	backoff := cfg.RetryBackoff
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			cfg.Metrics.restarts.WithLabelValues(t.conn.Name).Inc()
+			cfg.Metrics.restarts.Inc()
 		}
 		start := cfg.Clock.Now()
 		err := t.runOnce(log)
@@ -328,7 +334,7 @@ func (t *task) run() {
 		if err == nil {
 			err = errors.New("the task returned although it was not stopped")
 		}
-		cfg.Metrics.failures.WithLabelValues(t.conn.Name).Inc()
+		cfg.Metrics.failures.Inc()
 		log.Warn("connect: task failed", "err", err, "retry_in", backoff)
 		t.propose(meta.TaskFailed, err.Error())
 		if cfg.Clock.Now().Sub(start) > cfg.MaxRetryBackoff {
@@ -390,7 +396,7 @@ func (t *task) propose(state meta.TaskState, trace string) {
 	ctx, cancel := context.WithTimeout(t.ctx, statusTimeout)
 	defer cancel()
 	res, err := t.r.cfg.Store.Propose(ctx, meta.ConnectorTaskStatus{Name: t.conn.Name, Generation: t.conn.Generation,
-		State: state, Worker: *t.r.worker.Load(), Trace: trace})
+		State: state, Node: t.r.cfg.Self, Worker: *t.r.worker.Load(), Trace: trace})
 	if err == nil {
 		err = res.Err()
 	}

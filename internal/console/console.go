@@ -4,7 +4,8 @@
 // consumer groups and live throughput, with forms that create, delete
 // and reconfigure topics and reset a group's offsets; and the schema
 // registry's subjects, versions and diffs of them (schemas.go); and SQL
-// (sql.go): the catalog's relations and views' lag, and a query form.
+// (sql.go): the catalog's relations and views' lag, and a query form;
+// and the connectors with their status (connectors.go).
 //
 // Topic, record and group data come through Kafka, as any Kafka UI gets
 // them: kadm and kgo clients whose connections Config.Kafka routes (the
@@ -150,8 +151,11 @@ type Config struct {
 	Registry *schemareg.Registry
 	// SQL is the agent's SQL endpoint, which the SQL page lists and
 	// queries; nil (no --sql-listen): the page says SQL is off.
-	SQL    SQL
-	Logger *slog.Logger
+	SQL SQL
+	// Connectors lists the connectors r's caller may see, with their
+	// status (connectors.go); nil: the page lists none.
+	Connectors func(r *http.Request) ([]Connector, error)
+	Logger     *slog.Logger
 }
 
 //go:embed templates static
@@ -190,7 +194,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
 		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "sql", "login", "message"} {
+	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()
@@ -228,6 +232,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"schemas/{subject}/diff", c.authorized(c.handleSchemaDiff))
 	m.HandleFunc("GET "+Prefix+"sql", c.authorized(c.handleSQL))
 	m.HandleFunc("POST "+Prefix+"sql", c.admin(c.handleRunSQL))
+	m.HandleFunc("GET "+Prefix+"connectors", c.authorized(c.handleConnectors))
 	m.HandleFunc("GET "+Prefix+"login", c.handleLoginPage)
 	m.HandleFunc("POST "+Prefix+"login", c.sameOrigin(c.handleLogin))
 	m.HandleFunc("POST "+Prefix+"logout", c.sameOrigin(c.handleLogout))

@@ -167,8 +167,10 @@ type RestartConnector struct {
 }
 
 // ConnectorTaskStatus records what the task's agent says of the task
-// of Generation: RUNNING, or FAILED with the error's Trace. Worker is
-// the agent's Connect address (host:port), Connect's worker_id.
+// of Generation: RUNNING, or FAILED with the error's Trace. Node is the
+// agent's node id, Worker its Connect address (host:port), Connect's
+// worker_id: a reader that places the connector on another agent now
+// knows the status is about a task that moved.
 // Result: ConnectorError 404 for no such connector, 409 when the
 // generation is not the current one (nothing changes: the status is
 // about a task that was stopped since), 400 for bounds.
@@ -176,6 +178,7 @@ type ConnectorTaskStatus struct {
 	Name       string
 	Generation uint64
 	State      TaskState
+	Node       int32
 	Worker     string
 	Trace      string
 }
@@ -236,13 +239,14 @@ func (c ConnectorTaskStatus) appendPayload(b []byte) []byte {
 	b = appendString(b, c.Name)
 	b = appendUvarint(b, c.Generation)
 	b = append(b, byte(c.State))
+	b = appendVarint(b, int64(c.Node))
 	b = appendString(b, c.Worker)
 	return appendString(b, c.Trace)
 }
 
 func decodeConnectorTaskStatusV1(p []byte) (ConnectorTaskStatus, error) {
 	r := &reader{b: p}
-	c := ConnectorTaskStatus{Name: r.string(), Generation: r.uvarint(), State: TaskState(r.byte()), Worker: r.string(), Trace: r.string()}
+	c := ConnectorTaskStatus{Name: r.string(), Generation: r.uvarint(), State: TaskState(r.byte()), Node: r.int32(), Worker: r.string(), Trace: r.string()}
 	return c, r.done()
 }
 
@@ -264,6 +268,7 @@ type Connector struct {
 type ConnectorTask struct {
 	Generation uint64
 	State      TaskState
+	Node       int32
 	Worker     string
 	Trace      string
 }
@@ -289,6 +294,7 @@ func encodeConnector(c Connector) []byte {
 	b = appendUvarint(b, c.Generation)
 	b = appendUvarint(b, c.Task.Generation)
 	b = append(b, byte(c.Task.State))
+	b = appendVarint(b, int64(c.Task.Node))
 	b = appendString(b, c.Task.Worker)
 	return appendString(b, c.Task.Trace)
 }
@@ -296,7 +302,7 @@ func encodeConnector(c Connector) []byte {
 func decodeConnector(v []byte) (Connector, error) {
 	r := recordReader(v)
 	c := Connector{Name: r.string(), Config: r.stringMap(), Owner: r.string(), State: ConnectorState(r.byte()), Generation: r.uvarint()}
-	c.Task = ConnectorTask{Generation: r.uvarint(), State: TaskState(r.byte()), Worker: r.string(), Trace: r.string()}
+	c.Task = ConnectorTask{Generation: r.uvarint(), State: TaskState(r.byte()), Node: r.int32(), Worker: r.string(), Trace: r.string()}
 	if err := r.done(); err != nil {
 		return Connector{}, corrupt("connector", err)
 	}
@@ -515,7 +521,7 @@ func (a *Applier) connectorTaskStatus(c ConnectorTaskStatus) (Result, error) {
 	if c.Generation != cur.Generation {
 		return connectorFailed(409, "status of generation %d, the connector is at %d", c.Generation, cur.Generation), nil
 	}
-	cur.Task = ConnectorTask{Generation: c.Generation, State: c.State, Worker: c.Worker, Trace: c.Trace}
+	cur.Task = ConnectorTask{Generation: c.Generation, State: c.State, Node: c.Node, Worker: c.Worker, Trace: c.Trace}
 	return Result{ConnectorGeneration: cur.Generation}, a.b.Set(connectorKey(c.Name), encodeConnector(cur))
 }
 

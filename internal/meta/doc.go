@@ -141,7 +141,7 @@
 //	0x2F    -                                          relation counter: next id, count
 //	0x30    connector name                             Connector (level 8, connect.go): config (secrets as references),
 //	                                                   owner, target state, generation, task status (generation,
-//	                                                   state, worker, trace)
+//	                                                   state, node, worker, trace)
 //	0x31    -                                          connector count
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //

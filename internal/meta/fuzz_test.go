@@ -126,7 +126,7 @@ func seedCommands() []Command {
 		ConnectorTargetState{},
 		RestartConnector{Name: "pg", OnlyFailed: true},
 		RestartConnector{},
-		ConnectorTaskStatus{Name: "pg", Generation: 3, State: TaskFailed, Worker: "10.0.0.1:8083", Trace: "boom"},
+		ConnectorTaskStatus{Name: "pg", Generation: 3, State: TaskFailed, Node: 2, Worker: "10.0.0.1:8083", Trace: "boom"},
 		ConnectorTaskStatus{},
 	}
 	return append(cmds, txnSeedCommands()...)

@@ -387,8 +387,8 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		return "relation-counter", fmt.Sprintf("next=%d count=%d", c.Next, c.Count), err
 	case prefixConnector:
 		c, err := decodeConnector(v)
-		return "connector", fmt.Sprintf("%q owner=%q state=%v gen=%d config=%s task=gen %d %v worker=%q trace=%q",
-			c.Name, c.Owner, c.State, c.Generation, renderMap(c.Config), c.Task.Generation, c.Task.State, c.Task.Worker, c.Task.Trace), err
+		return "connector", fmt.Sprintf("%q owner=%q state=%v gen=%d config=%s task=gen %d %v node=%d worker=%q trace=%q",
+			c.Name, c.Owner, c.State, c.Generation, renderMap(c.Config), c.Task.Generation, c.Task.State, c.Task.Node, c.Task.Worker, c.Task.Trace), err
 	case prefixConnectorCounter:
 		n, err := readConnectorCount(func([]byte) ([]byte, bool, error) { return v, true, nil })
 		return "connector-count", fmt.Sprint(n), err
