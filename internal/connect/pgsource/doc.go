@@ -18,7 +18,7 @@
 //     snapshot.mode=initial: the slot is (re)created with an exported
 //     snapshot; every published, captured table is read in one
 //     REPEATABLE READ transaction on that snapshot (op "r"), committed
-//     to Kafka in transactions of snapshotTxnRecords rows, the last
+//     to Kafka in transactions of 100,000 rows, the last
 //     one carrying the offset {snapshot_completed, lsn: the slot's
 //     consistent point}. Streaming starts at that point: what
 //     committed before it is in the snapshot, what committed after it
@@ -47,11 +47,27 @@
 // therefore sees each PostgreSQL transaction whole or not at all, and
 // once.
 //
+// A slot held by another walsender (an earlier owner, fenced but idle,
+// so unaware) is waited for, then that walsender is terminated
+// (slotBusy).
+//
 // The reader goroutine owns the replication connection: it answers
 // keepalives and sends the confirmed LSN every
 // status.update.interval.ms even while the writer is behind, and a
 // keepalive's WAL position is confirmed once everything before it has
 // been committed, so WAL of tables not captured does not pile up.
+//
+// # Offsets
+//
+// OffsetsTopic is shared by every connector: one partition, compacted,
+// keyed as Kafka Connect keys source offsets
+// (["<name>",{"server":"<topic.prefix>"}]), the value an Offset in
+// JSON. Another connector's open transaction there holds the last
+// stable offset back, so readOffset reads read_uncommitted and keeps a
+// value only once its commit marker follows; it reads a window before
+// the end, grown until it holds one of this connector's committed
+// values (the first such window holds the last: this connector's
+// transactions run one after another).
 //
 // # Events
 //

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -126,6 +127,7 @@ func newFixture(t testing.TB, name string) *fixture {
 	f := &fixture{t: t, name: name, db: db, prefix: "pg_" + name, dbURL: u.String(), addr: addr, m: pgsource.NewMetrics()}
 	f.conn = f.connect()
 	t.Cleanup(func() { f.conn.Close(context.Background()) })
+	f.exec("CREATE TABLE strand_marker (id serial PRIMARY KEY)")
 	f.config = map[string]string{
 		"connector.class":   pgsource.ClassName,
 		"database.hostname": u.Hostname(),
@@ -168,7 +170,8 @@ func (f *fixture) kafka() []kgo.Opt { return []kgo.Opt{kgo.SeedBrokers(f.addr)} 
 // running is a task started by start.
 type running struct {
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run returned err
+	err    error
 }
 
 // start runs the connector's task until stop.
@@ -183,13 +186,16 @@ func (f *fixture) start() *running {
 		f.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan error, 1)}
+	r := &running{cancel: cancel, done: make(chan struct{})}
 	env := connect.Env{Name: f.name, Kafka: f.kafka, Dir: f.t.TempDir(), Clock: clock.OrReal(nil),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Running: func() {}}
 	if testing.Verbose() {
 		env.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	go func() { r.done <- task.Run(ctx, env) }()
+	go func() {
+		r.err = task.Run(ctx, env)
+		close(r.done)
+	}()
 	return r
 }
 
@@ -197,11 +203,11 @@ func (f *fixture) start() *running {
 // cancellation.
 func (r *running) stop() error {
 	r.cancel()
-	err := <-r.done
-	if errors.Is(err, context.Canceled) {
+	<-r.done
+	if errors.Is(r.err, context.Canceled) {
 		return nil
 	}
-	return err
+	return r.err
 }
 
 // currentLSN is the server's WAL insert position: once the slot's
@@ -235,14 +241,41 @@ func (f *fixture) waitConfirmed(r *running, lsn pglogrepl.LSN) {
 			return
 		}
 		select {
-		case err := <-r.done:
-			f.t.Fatalf("task ended: %v", err)
+		case <-r.done:
+			f.t.Fatalf("task ended: %v", r.err)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			f.t.Fatalf("slot not confirmed up to %s in %v (at %v)", lsn, opTimeout, got)
 		}
 	}
+}
+
+// sync waits until the task has snapshotted and streamed everything
+// committed so far: the slot exists, then a marker row written after
+// that is confirmed (so past the snapshot's consistent point).
+func (f *fixture) sync(r *running) {
+	f.t.Helper()
+	deadline := time.Now().Add(opTimeout)
+	for {
+		var n int
+		if err := f.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", f.config["slot.name"]).Scan(&n); err != nil {
+			f.t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		select {
+		case <-r.done:
+			f.t.Fatalf("task ended: %v", r.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatal("no slot")
+		}
+	}
+	f.exec("INSERT INTO strand_marker DEFAULT VALUES")
+	f.waitConfirmed(r, f.currentLSN())
 }
 
 // ev is a decoded change event.
@@ -320,9 +353,6 @@ func dec(t testing.TB, b []byte, v any) {
 func (f *fixture) endOffsets(topic string, committed bool) int64 {
 	f.t.Helper()
 	opts := f.kafka()
-	if committed {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		f.t.Fatal(err)
@@ -330,7 +360,11 @@ func (f *fixture) endOffsets(topic string, committed bool) int64 {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	list := kadm.NewClient(cl).ListEndOffsets
+	if committed {
+		list = kadm.NewClient(cl).ListCommittedOffsets
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -357,3 +391,29 @@ func num(t testing.TB, v any) int64 {
 }
 
 func fmtKey(k map[string]any) string { return fmt.Sprint(k) }
+
+// metric sums the series of the metric name (all labels) of f's task.
+func (f *fixture) metric(name string) float64 {
+	f.t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.m.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}

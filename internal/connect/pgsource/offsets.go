@@ -54,11 +54,6 @@ func offsetKey(name, prefix string) []byte {
 // next records.
 const idleRead = 10 * time.Second
 
-// offsetsWindow is how far before the offsets topic's end the first
-// read of the last offset starts; it grows eightfold while the window
-// holds none of this connector's committed offsets.
-const offsetsWindow = 256
-
 func ensureOffsetsTopic(ctx context.Context, adm *kadm.Client) error {
 	res, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, OffsetsTopic)
 	if err == nil {
@@ -70,12 +65,25 @@ func ensureOffsetsTopic(ctx context.Context, adm *kadm.Client) error {
 	return nil
 }
 
-// readOffset returns the last committed offset under key (read
-// committed), ok false if there is none. The caller has initialized
-// its transactional producer first: that ends any transaction of an
-// earlier owner, so the end read here is stable.
+// readOffset returns the last committed offset under key, ok false if
+// there is none. The caller has initialized its transactional producer
+// first: that ends any transaction of an earlier owner, so every
+// record under key is decided.
+//
+// The topic is shared by every connector, and another connector's
+// open transaction holds the last stable offset back, maybe before
+// this connector's last commit: a read_committed read could miss it.
+// So the read is read_uncommitted, to the high watermark, and keeps a
+// value only once its transaction's commit marker is read.
+//
+// It reads a window before the end first, growing eightfold while the
+// window holds no committed value under key. The first window that
+// holds one holds the last: every value under key comes from this
+// connector's transactional id, whose transactions run one after the
+// other and are all decided (ended by the caller's InitProducerID), so
+// a committed value in the window is later than any before it.
 func readOffset(ctx context.Context, opts []kgo.Opt, key []byte) (o Offset, ok bool, err error) {
-	admCl, err := kgo.NewClient(append(append([]kgo.Opt(nil), opts...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	admCl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return o, false, err
 	}
@@ -116,17 +124,20 @@ func readOffset(ctx context.Context, opts []kgo.Opt, key []byte) (o Offset, ok b
 	}
 }
 
-// lastValue reads OffsetsTopic from from up to end (read_committed) and
-// returns key's last value.
+// offsetsWindow is how far before the offsets topic's end the read of
+// the last offset starts first.
+const offsetsWindow = 1024
+
+// lastValue reads OffsetsTopic from from up to end and returns key's
+// last committed value: a transactional record counts once its
+// producer's commit marker follows, and not at all if an abort does.
 func lastValue(ctx context.Context, opts []kgo.Opt, key []byte, from, end int64) ([]byte, bool, error) {
 	if from >= end {
 		return nil, false, nil
 	}
 	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), opts...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{OffsetsTopic: {0: kgo.NewOffset().At(from)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// The last offsets are transaction markers: kept, they tell
-		// the read it reached the end.
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
 		kgo.KeepControlRecords())...)
 	if err != nil {
 		return nil, false, err
@@ -134,6 +145,7 @@ func lastValue(ctx context.Context, opts []kgo.Opt, key []byte, from, end int64)
 	defer cl.Close()
 	var last []byte
 	found := false
+	pending := map[int64][]byte{} // producer id -> its open transaction's value under key
 	for next := from; next < end; {
 		pctx, cancel := context.WithTimeout(ctx, idleRead)
 		fs := cl.PollRecords(pctx, 1000)
@@ -160,8 +172,20 @@ func lastValue(ctx context.Context, opts []kgo.Opt, key []byte, from, end int64)
 				return
 			}
 			next = r.Offset + 1
-			if !r.Attrs.IsControl() && bytes.Equal(r.Key, key) && r.Value != nil {
-				last, found = r.Value, true
+			switch {
+			case r.Attrs.IsControl():
+				// A control record's key: version int16, type int16
+				// (0 abort, 1 commit).
+				v, ok := pending[r.ProducerID]
+				delete(pending, r.ProducerID)
+				if ok && len(r.Key) >= 4 && r.Key[3] == 1 {
+					last, found = v, v != nil
+				}
+			case !bytes.Equal(r.Key, key):
+			case r.Attrs.IsTransactional():
+				pending[r.ProducerID] = r.Value
+			default:
+				last, found = r.Value, r.Value != nil
 			}
 		})
 	}

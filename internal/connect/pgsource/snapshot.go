@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -218,9 +219,18 @@ type snapWriter struct {
 	held    tuple
 	has     bool
 	open    bool
-	inTxn   int
+	inTxn   int64
 	total   int
 }
+
+// Test seams (export_test.go): the rows per snapshot transaction, and
+// a function called after each committed part of a snapshot.
+var (
+	snapshotTxnRecords atomic.Int64
+	snapshotCommitted  atomic.Pointer[func(ctx context.Context, rows int)]
+)
+
+func init() { snapshotTxnRecords.Store(defaultSnapshotTxnRecords) }
 
 func (s *snapWriter) row(ctx context.Context, t *table, vals [][]byte) error {
 	if s.has {
@@ -262,11 +272,14 @@ func (s *snapWriter) emit(ctx context.Context, snap string) error {
 	s.has = false
 	s.inTxn++
 	s.total++
-	if s.inTxn >= snapshotTxnRecords {
+	if s.inTxn >= snapshotTxnRecords.Load() {
 		if err := r.commit(ctx, Offset{Snapshot: true}); err != nil {
 			return err
 		}
 		s.counted()
+		if h := snapshotCommitted.Load(); h != nil {
+			(*h)(ctx, s.total)
+		}
 	}
 	return nil
 }

@@ -17,6 +17,16 @@ import (
 	"github.com/strandkafka/strand/internal/clock"
 )
 
+// statusMinGap is the least time between two standby status updates
+// that only move the confirmed LSN, and how long a read of the stream
+// waits before looking at the confirmed LSN again.
+const statusMinGap = 100 * time.Millisecond
+
+// startFromSlot is a test seam (export_test.go): stream from the
+// slot's confirmed LSN (0 asks for it) instead of the offset, which the
+// server otherwise skips to.
+var startFromSlot atomic.Bool
+
 // item is what the reader hands the writer: a decoded pgoutput message
 // and the LSN of the WAL record it came from, or (msg nil) a keepalive
 // saying the server has sent everything before walEnd.
@@ -30,7 +40,11 @@ type item struct {
 // transaction's changes into Kafka transactions, confirming an LSN to
 // the server only once the Kafka transaction holding it committed.
 func (r *run) stream(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn, off Offset) error {
-	if err := r.startReplication(ctx, repl, off.LSN); err != nil {
+	from := off.LSN
+	if startFromSlot.Load() {
+		from = 0
+	}
+	if err := r.startReplication(ctx, conn, repl, from); err != nil {
 		return err
 	}
 	r.log.Info("streaming", "slot", r.cfg.Slot, "from", pglogrepl.LSN(off.LSN), "last_commit", pglogrepl.LSN(off.CommitLSN))
@@ -60,7 +74,7 @@ func (r *run) stream(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn, o
 
 // startReplication starts streaming, waiting a while for an earlier
 // owner to let go of the slot.
-func (r *run) startReplication(ctx context.Context, repl *pgconn.PgConn, from uint64) error {
+func (r *run) startReplication(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn, from uint64) error {
 	args := []string{"proto_version '1'", "publication_names '" + r.cfg.Publication + "'"}
 	for i := 0; ; i++ {
 		err := pglogrepl.StartReplication(ctx, repl, r.cfg.Slot, pglogrepl.LSN(from),
@@ -71,11 +85,32 @@ func (r *run) startReplication(ctx context.Context, repl *pgconn.PgConn, from ui
 		if pgCode(err) != "55006" || i >= slotBusyRetries { // object_in_use: another walsender has the slot
 			return fmt.Errorf("starting replication from slot %q: %w", r.cfg.Slot, err)
 		}
-		r.log.Info("replication slot in use; waiting", "slot", r.cfg.Slot, "err", err)
-		if err := clock.Sleep(ctx, r.clk, slotBusyWait); err != nil {
+		if err := r.slotBusy(ctx, conn, i, err); err != nil {
 			return err
 		}
 	}
+}
+
+// slotBusy waits for the slot's walsender to go. After
+// slotTerminateAfter tries it terminates that walsender: this task's
+// InitProducerID has fenced every earlier owner, which can no longer
+// commit (and so never confirms past what it committed), but one that
+// is idle would only find out at its next commit and hold the slot
+// meanwhile.
+func (r *run) slotBusy(ctx context.Context, conn *pgx.Conn, try int, err error) error {
+	r.log.Info("replication slot in use; waiting", "slot", r.cfg.Slot, "err", err)
+	if try+1 == slotTerminateAfter {
+		var pid *int32
+		if qerr := conn.QueryRow(ctx, `SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, r.cfg.Slot).Scan(&pid); qerr == nil && pid != nil {
+			var ok bool
+			if terr := conn.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, *pid).Scan(&ok); terr != nil {
+				r.log.Warn("cannot terminate the walsender holding the slot", "slot", r.cfg.Slot, "pid", *pid, "err", terr)
+			} else {
+				r.log.Warn("terminated the walsender of an earlier, fenced owner holding the slot", "slot", r.cfg.Slot, "pid", *pid)
+			}
+		}
+	}
+	return clock.Sleep(ctx, r.clk, slotBusyWait)
 }
 
 // read owns the replication connection: it decodes what the server
@@ -83,16 +118,25 @@ func (r *run) startReplication(ctx context.Context, repl *pgconn.PgConn, from ui
 // answers keepalives and sends the confirmed LSN every StatusInterval,
 // even while blocked, so the server never times the slot out on us.
 func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, confirmed *atomic.Uint64) error {
-	status := func() error {
-		lsn := pglogrepl.LSN(confirmed.Load())
+	var sent uint64
+	var sentAt time.Time
+	// status reports the confirmed LSN: when forced (the server asked),
+	// every StatusInterval, and soon after it moves, so the slot
+	// follows the Kafka commits closely without a message each.
+	status := func(force bool) error {
+		lsn := confirmed.Load()
+		now := r.clk.Now()
+		if !force && now.Sub(sentAt) < r.cfg.StatusInterval && (lsn == sent || now.Sub(sentAt) < statusMinGap) {
+			return nil
+		}
 		err := pglogrepl.SendStandbyStatusUpdate(ctx, repl, pglogrepl.StandbyStatusUpdate{
-			WALWritePosition: lsn, WALFlushPosition: lsn, WALApplyPosition: lsn, ClientTime: r.clk.Now()})
+			WALWritePosition: pglogrepl.LSN(lsn), WALFlushPosition: pglogrepl.LSN(lsn), WALApplyPosition: pglogrepl.LSN(lsn), ClientTime: now})
 		if err != nil {
 			return fmt.Errorf("standby status update: %w", err)
 		}
+		sent, sentAt = lsn, now
 		return nil
 	}
-	next := r.clk.Now().Add(r.cfg.StatusInterval)
 	push := func(it item) error {
 		select {
 		case items <- it:
@@ -101,16 +145,15 @@ func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, 
 		}
 		// The writer is behind: wait, still reporting to the server.
 		for {
-			tick, timer := clock.After(r.clk, r.cfg.StatusInterval)
+			tick, timer := clock.After(r.clk, statusMinGap)
 			select {
 			case items <- it:
 				clock.Stop(timer)
 				return nil
 			case <-tick:
-				if err := status(); err != nil {
+				if err := status(false); err != nil {
 					return err
 				}
-				next = r.clk.Now().Add(r.cfg.StatusInterval)
 			case <-ctx.Done():
 				clock.Stop(timer)
 				return ctx.Err()
@@ -118,13 +161,10 @@ func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, 
 		}
 	}
 	for {
-		if !r.clk.Now().Before(next) {
-			if err := status(); err != nil {
-				return err
-			}
-			next = r.clk.Now().Add(r.cfg.StatusInterval)
+		if err := status(false); err != nil {
+			return err
 		}
-		rctx, cancel := context.WithTimeout(ctx, r.cfg.StatusInterval)
+		rctx, cancel := context.WithTimeout(ctx, statusMinGap)
 		raw, err := repl.ReceiveMessage(rctx)
 		cancel()
 		if err != nil {
@@ -156,10 +196,9 @@ func (r *run) read(ctx context.Context, repl *pgconn.PgConn, items chan<- item, 
 				default:
 				}
 				if pkm.ReplyRequested {
-					if err := status(); err != nil {
+					if err := status(true); err != nil {
 						return err
 					}
-					next = r.clk.Now().Add(r.cfg.StatusInterval)
 				}
 			case pglogrepl.XLogDataByteID:
 				xld, err := pglogrepl.ParseXLogData(msg.Data[1:])
@@ -427,7 +466,7 @@ func (w *writer) emit(ctx context.Context, t *table, lsn uint64, op byte, before
 	r.prod.Produce(ctx, &kgo.Record{Topic: t.topic, Key: key, Value: val}, r.promise)
 	w.records++
 	w.ops[opIndex(op)]++
-	if op == 'd' && r.cfg.Tombstones {
+	if op == 'd' && r.cfg.Tombstones && key != nil { // no key, nothing for compaction to drop
 		r.prod.Produce(ctx, &kgo.Record{Topic: t.topic, Key: key}, r.promise)
 		w.records++
 	}

@@ -29,9 +29,9 @@ const (
 	// holds before Produce waits: a large transaction streams through.
 	maxBufferedRecords = 10_000
 	maxBufferedBytes   = 64 << 20
-	// snapshotTxnRecords is how many snapshot rows one Kafka
+	// defaultSnapshotTxnRecords is how many snapshot rows one Kafka
 	// transaction carries.
-	snapshotTxnRecords = 100_000
+	defaultSnapshotTxnRecords = 100_000
 	// measureInterval is how often the slot's lag is measured.
 	measureInterval = 5 * time.Second
 	// slotBusyRetries and slotBusyWait bound how long a start waits for
@@ -39,6 +39,9 @@ const (
 	// runner then retries with its backoff).
 	slotBusyRetries = 15
 	slotBusyWait    = time.Second
+	// slotTerminateAfter is the try after which the walsender holding
+	// the slot is terminated (slotBusy).
+	slotTerminateAfter = 5
 )
 
 // Task is a running PostgreSQL source.
@@ -143,7 +146,7 @@ func (r *run) run(ctx context.Context) error {
 			// was committed, and a new slot's exported snapshot is the
 			// only consistent start. Debezium too starts a snapshot
 			// interrupted half-way again from its beginning.
-			if err := r.dropSlot(ctx, repl); err != nil {
+			if err := r.dropSlot(ctx, conn, repl); err != nil {
 				return err
 			}
 		}
@@ -217,7 +220,7 @@ func slotInfo(ctx context.Context, conn *pgx.Conn, slot string) (*slotState, err
 	return &s, nil
 }
 
-func (r *run) dropSlot(ctx context.Context, repl *pgconn.PgConn) error {
+func (r *run) dropSlot(ctx context.Context, conn *pgx.Conn, repl *pgconn.PgConn) error {
 	for i := 0; ; i++ {
 		err := pglogrepl.DropReplicationSlot(ctx, repl, r.cfg.Slot, pglogrepl.DropReplicationSlotOptions{})
 		if err == nil {
@@ -227,7 +230,7 @@ func (r *run) dropSlot(ctx context.Context, repl *pgconn.PgConn) error {
 		if pgCode(err) != "55006" || i >= slotBusyRetries {
 			return fmt.Errorf("dropping replication slot %q: %w", r.cfg.Slot, err)
 		}
-		if err := clock.Sleep(ctx, r.clk, slotBusyWait); err != nil {
+		if err := r.slotBusy(ctx, conn, i, err); err != nil {
 			return err
 		}
 	}

@@ -214,8 +214,9 @@ func appendValue(b []byte, c *column, text []byte) ([]byte, error) {
 			return append(b, "false"...), nil
 		}
 	case kInt16, kInt32, kInt64:
-		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return append(b, s...), nil
+		// Re-rendered: "00" or "+1" parse but are not JSON numbers.
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return strconv.AppendInt(b, n, 10), nil
 		}
 	case kFloat32, kFloat64, kDecimalFloat:
 		f, err := strconv.ParseFloat(s, 64)
