@@ -2,10 +2,12 @@ package jdbcsink
 
 import (
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/testservers/mariadbtest"
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
@@ -57,5 +59,25 @@ func benchSink(b *testing.B, d *db) {
 		hs := h.GetHistogram()
 		b.ReportMetric(hs.GetSampleSum()/float64(hs.GetSampleCount())*1000, "ms/batch")
 		b.ReportMetric(float64(b.N)/float64(hs.GetSampleCount()), "rows/batch")
+	}
+}
+
+// BenchmarkDecode: one Debezium change event with its schema (the
+// benchmark's 4 columns) decoded into a change.
+func BenchmarkDecode(b *testing.B) {
+	cfg, err := Parse(map[string]string{"connection.url": "jdbc:postgresql://h/db", "topics": "t",
+		"insert.mode": "upsert", "primary.key.mode": "record_key"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	row := map[string]any{"id": 1, "name": "row 1", "n": int64(7), "seen": int64(1714557600000000)}
+	r := &kgo.Record{Topic: "bench.public.rows", Key: []byte(intKey(1)), Value: []byte(envelope(benchFields, "c", nil, row))}
+	b.SetBytes(int64(len(r.Key) + len(r.Value)))
+	b.ReportAllocs()
+	d := decoder{cfg: cfg}
+	for b.Loop() {
+		if _, err := d.decode(r); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

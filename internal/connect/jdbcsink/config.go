@@ -27,9 +27,12 @@ const (
 	keyDeleteEnabled   = "delete.enabled"
 	keySchemaEvolution = "schema.evolution"
 	keyTableNameFormat = "table.name.format"
-	keyBatchSize       = "batch.size"
-	keyAutoCreate      = "auto.create"
-	keyQuoteIDs        = "quote.identifiers"
+	// keyCollectionNameFormat is Debezium 3's name for table.name.format.
+	keyCollectionNameFormat = "collection.name.format"
+	keyBatchSize            = "batch.size"
+	keyAutoCreate           = "auto.create"
+	keyQuoteIDs             = "quote.identifiers"
+	keyTimeZone             = "database.time_zone"
 )
 
 // Bounds on batch.size: a batch is held in memory whole (records and
@@ -65,8 +68,8 @@ type Config struct {
 	Host     string
 	Port     int
 	Database string
-	// Params are the JDBC URL's query parameters; only sslmode is
-	// used (PostgreSQL).
+	// Params are the JDBC URL's query parameters; PostgreSQL's sslmode
+	// and currentSchema are used.
 	Params   url.Values
 	User     string
 	Password string
@@ -179,9 +182,21 @@ func Parse(config map[string]string) (*Config, error) {
 		bad(keySchemaEvolution, "%q is not one of none, basic", config[keySchemaEvolution])
 	}
 	c.CreateTables = c.CreateTables || autoCreate
-	if v, ok := config[keyTableNameFormat]; ok {
-		if strings.TrimSpace(v) == "" {
-			bad(keyTableNameFormat, "empty")
+	if v, ok := config[keyTimeZone]; ok && !strings.EqualFold(strings.TrimSpace(v), "UTC") {
+		bad(keyTimeZone, "%q: only UTC (the default) is supported", v)
+	}
+	// Debezium 3 renamed table.name.format collection.name.format;
+	// either is taken, the older winning when both are set.
+	for _, key := range []string{keyCollectionNameFormat, keyTableNameFormat} {
+		v, ok := config[key]
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.TrimSpace(v) == "":
+			bad(key, "empty")
+		case strings.Contains(strings.ReplaceAll(v, "${topic}", ""), "${"):
+			bad(key, "%q: only the ${topic} placeholder is supported", v)
 		}
 		c.TableFormat = v
 	}

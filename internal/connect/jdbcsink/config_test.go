@@ -47,6 +47,10 @@ func TestValidate(t *testing.T) {
 		{"batch zero", base("batch.size", "0"), "batch.size"},
 		{"batch huge", base("batch.size", "1000000000"), "batch.size"},
 		{"table format empty", base("table.name.format", " "), "table.name.format"},
+		{"table format placeholder", base("table.name.format", "${source.table}"), "only the ${topic} placeholder"},
+		{"time zone", base("database.time_zone", "Europe/Paris"), "only UTC"},
+		{"time zone utc", base("database.time_zone", "UTC"), ""},
+		{"collection format", base("collection.name.format", "kafka_${topic}"), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +81,7 @@ func TestTableName(t *testing.T) {
 		{"jdbc:mariadb://h/db", "", "", "srv.public.Orders", "srv_public_Orders"},
 		{"jdbc:mariadb://h/db", "kafka_${topic}", "", "orders", "kafka_orders"},
 		{"jdbc:mariadb://h/db", "archive.${topic}_v2", "", "a.b", "archive_a_b_v2"},
+		{"jdbc:mariadb://h/db", "${topic}${topic}", "", "a", "aa"},
 	}
 	for _, tt := range tests {
 		c := map[string]string{"connection.url": tt.url, "topics": tt.topic}
@@ -182,4 +187,43 @@ func TestDecodeKeys(t *testing.T) {
 			t.Errorf("key %s value %s: %s, want %s", tt.key, tt.val, got, tt.want)
 		}
 	}
+}
+
+// FuzzDecode: any key and value decode to a change or an error, never
+// a panic, under each key mode.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(intKey(1)), []byte(envelope(itemFields, "c", nil, map[string]any{"id": 1, "price": decimalB64(5), "born": 3})))
+	f.Add([]byte(`{"id": 1}`), []byte(`{"id": 1, "a": [1, {"b": null}], "c": 1.5e300}`))
+	f.Add([]byte(`7`), []byte(nil))
+	f.Add([]byte(`{"schema":{"type":"int64"},"payload":7}`), []byte(`{"schema":{"type":"struct","fields":[{"field":"d","type":"bytes","name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"99999999"}}]},"payload":{"d":"AQ=="}}`))
+	var decs []decoder
+	for _, kv := range [][]string{
+		{"primary.key.mode", "record_key", "delete.enabled", "true", "primary.key.fields", "id"},
+		{"primary.key.mode", "record_key", "delete.enabled", "true"},
+		{"primary.key.mode", "record_value", "primary.key.fields", "id"},
+		{},
+	} {
+		c := map[string]string{"connection.url": "jdbc:mariadb://h/db", "topics": "t"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			c[kv[i]] = kv[i+1]
+		}
+		cfg, err := Parse(c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		decs = append(decs, decoder{cfg: cfg})
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		for _, d := range decs {
+			ch, err := d.decode(&kgo.Record{Topic: "t", Key: key, Value: value})
+			if err != nil {
+				continue
+			}
+			// What decodes is consistent: a row's values match its
+			// columns, a key's its key columns.
+			if len(ch.cols) != len(ch.vals) || len(ch.keyCols) != len(ch.key) || (ch.delete && ch.cols != nil) {
+				t.Fatalf("inconsistent change %+v", ch)
+			}
+		}
+	})
 }

@@ -65,6 +65,15 @@ func fits(k kind, f family) bool {
 	return false
 }
 
+// idleTxTimeout is how long the database keeps a sink's transaction (or,
+// for MariaDB, connection) that nobody uses, before ending it and
+// releasing its locks.
+const idleTxTimeout = 2 * time.Minute
+
+// connMaxIdle is how long the sink keeps an unused connection: below
+// idleTxTimeout, so it never uses one the server has closed.
+const connMaxIdle = time.Minute
+
 // dialect is what differs between the target databases: the driver
 // and its DSN, quoting, placeholders, column types, upsert syntax.
 type dialect interface {
@@ -109,9 +118,19 @@ func (postgres) dsn(c *Config) string {
 	if v := c.Params.Get("sslmode"); v != "" {
 		q.Set("sslmode", v)
 	}
+	if v := c.Params.Get("currentSchema"); v != "" {
+		// The JDBC driver's name for the schema to create and find
+		// tables in.
+		q.Set("search_path", v)
+	}
 	q.Set("application_name", "strand-jdbc-sink")
 	// Values are written in UTC; a timestamptz read back shows it so.
 	q.Set("timezone", "UTC")
+	// A batch's transaction never waits on the sink between
+	// statements; one left open is a task whose machine vanished (not
+	// one killed: its sockets close with it), and its lock on the
+	// offsets would stop the connector's next task until TCP noticed.
+	q.Set("idle_in_transaction_session_timeout", strconv.Itoa(int(idleTxTimeout/time.Millisecond)))
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -234,7 +253,11 @@ func (mariadb) dsn(c *Config) string {
 	// One round trip per statement instead of prepare, execute, close:
 	// safe with utf8mb4, the connection's character set.
 	m.InterpolateParams = true
-	m.Params = map[string]string{"time_zone": "'+00:00'", "sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"}
+	// wait_timeout: as PostgreSQL's idle_in_transaction_session_timeout
+	// above, though MariaDB's counts any idle connection (the pool
+	// drops them sooner, connMaxIdle).
+	m.Params = map[string]string{"time_zone": "'+00:00'", "sql_mode": "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
+		"wait_timeout": strconv.Itoa(int(idleTxTimeout / time.Second))}
 	return m.FormatDSN()
 }
 

@@ -2,11 +2,11 @@ package jdbcsink
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/strandkafka/strand/internal/testservers/mariadbtest"
@@ -18,16 +18,16 @@ import (
 const eoRecords = 3000
 
 // produceRows produces eoRecords flat rows {"id": i, "v": "..."} in the
-// background, spread over the topic's partitions by key; done closes
-// when all are in.
-func produceRows(t *testing.T, p *producer, topic string) (done chan struct{}) {
+// background, spread over the topic's partitions by key, pausing pace
+// every 100 records; done closes when all are in.
+func produceRows(t *testing.T, p *producer, topic string, pace time.Duration) (done chan struct{}) {
 	done = make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range eoRecords {
 			p.send(topic, fmt.Sprint(i), fmt.Sprintf(`{"id": %d, "v": "value %d"}`, i, i))
 			if i%100 == 0 {
-				time.Sleep(5 * time.Millisecond) // a stream, not one burst
+				time.Sleep(pace) // a stream, not one burst
 			}
 		}
 	}()
@@ -40,7 +40,7 @@ func produceRows(t *testing.T, p *producer, topic string) (done chan struct{}) {
 func checkOnce(t *testing.T, d *db, table string) {
 	t.Helper()
 	var n, distinct, lo, hi int
-	if err := d.sql.QueryRow("SELECT COUNT(*), COUNT(DISTINCT " + d.q("id") + "), MIN(" + d.q("id") + "), MAX(" + d.q("id") + ") FROM " + d.q(table)).
+	if err := d.sql.QueryRow("SELECT COUNT(*), COUNT(DISTINCT "+d.q("id")+"), MIN("+d.q("id")+"), MAX("+d.q("id")+") FROM "+d.q(table)).
 		Scan(&n, &distinct, &lo, &hi); err != nil {
 		t.Fatal(err)
 	}
@@ -91,13 +91,11 @@ func TestExactlyOnceRestarts(t *testing.T) {
 		t.Run(which, func(t *testing.T) {
 			d, srv := open[which](t)
 			defer srv.Stop()
-			seed := rand.Uint64()
-			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, seed))
+			rng := testRand(t)
 			topic := uniq("eo")
 			kafka := cluster(t, 3, topic)
 			p := newProducer(t, kafka)
-			done := produceRows(t, p, topic)
+			done := produceRows(t, p, topic, 5*time.Millisecond)
 			name := uniq("eo")
 			cfg := eoConfig(d, topic)
 			crashed := false
@@ -142,7 +140,7 @@ func TestExactlyOnceTwoTasks(t *testing.T) {
 		topic := uniq("two")
 		kafka := cluster(t, 2, topic)
 		p := newProducer(t, kafka)
-		done := produceRows(t, p, topic)
+		done := produceRows(t, p, topic, 5*time.Millisecond)
 		name := uniq("two")
 		cfg := eoConfig(d, topic)
 		m := NewMetrics()
@@ -179,9 +177,18 @@ func TestExactlyOnceTwoTasks(t *testing.T) {
 }
 
 func counterValue(t *testing.T, m *Metrics, name string) float64 {
+	return metricValue(t, m.fenced.WithLabelValues(name))
+}
+
+// metricValue reads a counter's or a gauge's value.
+func metricValue(t *testing.T, c prometheus.Metric) float64 {
+	t.Helper()
 	var out dto.Metric
-	if err := m.fenced.WithLabelValues(name).Write(&out); err != nil {
+	if err := c.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	return out.GetCounter().GetValue()
+	if out.Counter != nil {
+		return out.GetCounter().GetValue()
+	}
+	return out.GetGauge().GetValue()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,14 +74,25 @@ func (c *change) keyString() string {
 	return string(b)
 }
 
-// decoder turns records into changes by a configuration.
-type decoder struct{ cfg *Config }
+// decoder turns records into changes by a configuration. Not safe for
+// concurrent use.
+type decoder struct {
+	cfg *Config
+	// schemas caches parsed schemas by their JSON text: every record of
+	// a table carries the same schema, and parsing it is most of the
+	// cost of decoding a change event. At most maxSchemas entries.
+	schemas map[string]map[string]any
+}
+
+// maxSchemas bounds the schema cache (a table's schema changes rarely;
+// the cache is emptied when full).
+const maxSchemas = 256
 
 // errSkip: the record changes nothing (a delete with delete.enabled
 // off, a truncate, a message), as Debezium's sink skips it.
 var errSkip = fmt.Errorf("skip")
 
-func (d decoder) decode(r *kgo.Record) (*change, error) {
+func (d *decoder) decode(r *kgo.Record) (*change, error) {
 	ch, err := d.decodeValue(r)
 	if err != nil && err != errSkip {
 		return nil, fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
@@ -88,15 +100,14 @@ func (d decoder) decode(r *kgo.Record) (*change, error) {
 	return ch, err
 }
 
-func (d decoder) decodeValue(r *kgo.Record) (*change, error) {
+func (d *decoder) decodeValue(r *kgo.Record) (*change, error) {
 	ch := &change{table: d.cfg.TableName(r.Topic)}
 	var payload, schema any
 	if r.Value != nil {
-		v, err := parseJSON(r.Value)
-		if err != nil {
+		var err error
+		if payload, schema, err = d.split(r.Value); err != nil {
 			return nil, fmt.Errorf("value: %w", err)
 		}
-		payload, schema = unwrap(v)
 	}
 	if payload == nil { // a tombstone
 		return d.deleteByKey(r, ch)
@@ -155,7 +166,7 @@ func (d decoder) decodeValue(r *kgo.Record) (*change, error) {
 	return ch, nil
 }
 
-func (d decoder) deleteByKey(r *kgo.Record, ch *change) (*change, error) {
+func (d *decoder) deleteByKey(r *kgo.Record, ch *change) (*change, error) {
 	if !d.cfg.DeleteEnabled {
 		return nil, errSkip
 	}
@@ -171,15 +182,14 @@ func (d decoder) deleteByKey(r *kgo.Record, ch *change) (*change, error) {
 // (bare or as {"schema","payload"}), filtered by primary.key.fields
 // when set, or a primitive named by the one field primary.key.fields
 // gives.
-func (d decoder) recordKey(r *kgo.Record) ([]column, []any, error) {
+func (d *decoder) recordKey(r *kgo.Record) ([]column, []any, error) {
 	if r.Key == nil {
 		return nil, nil, fmt.Errorf("no record key, and primary.key.mode=record_key")
 	}
-	v, err := parseJSON(r.Key)
+	payload, schema, err := d.split(r.Key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("key: %w", err)
 	}
-	payload, schema := unwrap(v)
 	if obj, ok := payload.(map[string]any); ok {
 		cols, vals, err := d.columns(obj, asMap(schema))
 		if err != nil {
@@ -229,7 +239,7 @@ func (d decoder) recordKey(r *kgo.Record) ([]column, []any, error) {
 
 // columns reads a row: in the schema's field order when there is a
 // schema, else in the order of the names.
-func (d decoder) columns(row map[string]any, schema map[string]any) ([]column, []any, error) {
+func (d *decoder) columns(row map[string]any, schema map[string]any) ([]column, []any, error) {
 	var cols []column
 	var vals []any
 	if fields, ok := schema["fields"].([]any); ok {
@@ -475,6 +485,11 @@ func convert(col column, v any) (any, error) {
 	return nil, bad(nil)
 }
 
+// maxScale bounds a decimal's scale, so that a hostile schema cannot
+// make one value a gigabyte of zeros. PostgreSQL's numeric allows 16383
+// digits after the point; MariaDB's 38.
+const maxScale = 16383
+
 // decimal reads Connect's Decimal (base64 of the unscaled value, big
 // endian two's complement, the scale in the schema), Debezium's
 // VariableScaleDecimal ({"scale", "value"}), or a decimal sent as a
@@ -494,18 +509,21 @@ func decimal(col column, v any, bad func(error) error) (any, error) {
 			return nil, bad(nil)
 		}
 		n, err := s.Int64()
-		if err != nil || n < 0 || n > 1000 {
+		if err != nil || n < 0 || n > maxScale {
 			return nil, bad(fmt.Errorf("scale %v", s))
 		}
 		scale, raw = int(n), r
 	default:
 		return nil, bad(nil)
 	}
+	if scale > maxScale {
+		return nil, bad(fmt.Errorf("scale %d is above %d", scale, maxScale))
+	}
 	b, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil || scale < 0 {
 		// Not base64 (or no scale known): a decimal as text, as
 		// decimal.handling.mode=string writes it.
-		if _, ok := new(big.Float).SetString(raw); ok {
+		if decimalText.MatchString(raw) {
 			return raw, nil
 		}
 		return nil, bad(fmt.Errorf("%q is neither base64 nor a decimal", raw))
@@ -516,6 +534,11 @@ func decimal(col column, v any, bad func(error) error) (any, error) {
 	}
 	return scaled(n, scale), nil
 }
+
+// decimalText is a decimal as text. Its exponent is bounded: parsing
+// 1e999999999 is the database's work, and an unbounded one a way to
+// make it do much.
+var decimalText = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,4})?$`)
 
 // scaled writes n × 10^-scale in decimal.
 func scaled(n *big.Int, scale int) string {
@@ -531,6 +554,44 @@ func scaled(n *big.Int, scale int) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// split reads a key or value: Connect's JsonConverter form with
+// schemas, {"schema": ..., "payload": ...} (the schema from the cache
+// when seen before), or a bare value.
+func (d *decoder) split(b []byte) (payload, schema any, err error) {
+	var top map[string]json.RawMessage
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' && json.Unmarshal(t, &top) == nil && len(top) == 2 {
+		rawSchema, ok1 := top["schema"]
+		rawPayload, ok2 := top["payload"]
+		if ok1 && ok2 {
+			if payload, err = parseJSON(rawPayload); err != nil {
+				return nil, nil, err
+			}
+			if s, ok := d.schemas[string(rawSchema)]; ok {
+				return payload, s, nil
+			}
+			v, err := parseJSON(rawSchema)
+			if err != nil {
+				return nil, nil, err
+			}
+			s := asMap(v)
+			if s != nil {
+				if d.schemas == nil || len(d.schemas) >= maxSchemas {
+					d.schemas = map[string]map[string]any{}
+				}
+				d.schemas[string(rawSchema)] = s
+				return payload, s, nil
+			}
+			return payload, v, nil
+		}
+	}
+	v, err := parseJSON(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	payload, schema = unwrap(v)
+	return payload, schema, nil
 }
 
 func parseJSON(b []byte) (any, error) {
@@ -575,5 +636,3 @@ func has(m map[string]any, k string) bool {
 	_, ok := m[k]
 	return ok
 }
-
-

@@ -56,6 +56,7 @@ func openTarget(ctx context.Context, cfg *Config, connector string) (*target, er
 	// while none is open. Bounded, as every pool here is.
 	db.SetMaxOpenConns(2)
 	db.SetMaxIdleConns(2)
+	db.SetConnMaxIdleTime(connMaxIdle)
 	t := &target{cfg: cfg, d: d, db: db, connector: connector, tables: map[string]map[string]family{}}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
