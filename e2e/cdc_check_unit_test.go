@@ -323,13 +323,14 @@ func kafkajsScript(t testing.TB) ([]string, []string) {
 		t.Fatal(err)
 	}
 	modules := filepath.Join(dir, "node_modules")
-	requireTool(t, "kafkajs", func() error {
-		_, err := exec.LookPath(node)
-		if err == nil {
-			_, err = filepath.Glob(filepath.Join(modules, "kafkajs", "package.json"))
-		}
-		return err
-	})
+	// The script loads kafkajs and the snappy and lz4 codecs (franz-go,
+	// which the source produces with, compresses with snappy).
+	for _, m := range []string{"kafkajs", "kafkajs-snappy", "kafkajs-lz4"} {
+		requireTool(t, m, func() error {
+			_, err := os.Stat(filepath.Join(modules, m, "package.json"))
+			return err
+		})
+	}
 	script, err := filepath.Abs("testdata/cdc_debezium_kafkajs.js")
 	if err != nil {
 		t.Fatal(err)
