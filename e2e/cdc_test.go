@@ -272,12 +272,6 @@ func cloneCounts(m map[string]int) map[string]int {
 	return out
 }
 
-// cdcTargets are the databases the sinks write.
-type cdcTargets struct {
-	pg    *pgx.Conn
-	maria *sql.DB
-}
-
 func TestCDCAcceptance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the strand binary, starts three PostgreSQL servers, MariaDB and three agents")

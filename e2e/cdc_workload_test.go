@@ -354,7 +354,7 @@ func (w *cdcWorkload) txn(ctx context.Context, c *pgx.Conn, n int) error {
 		// The commit may or may not have happened: ask PostgreSQL once
 		// it answers again.
 		w.restoreLive(snapshot)
-		return &uncertainCommit{xid: xid, events: events, after: w.snapshotLive(), err: err}
+		return &uncertainCommit{xid: xid, events: events, err: err}
 	}
 	w.record(xid, events)
 	return nil
@@ -365,7 +365,6 @@ func (w *cdcWorkload) txn(ctx context.Context, c *pgx.Conn, n int) error {
 type uncertainCommit struct {
 	xid    int64
 	events []rowEvent
-	after  map[string][]string
 	err    error
 }
 
@@ -429,7 +428,9 @@ func (w *cdcWorkload) record(xid int64, events []rowEvent) {
 // own, between two workload transactions.
 func (w *cdcWorkload) schemaChange(ctx context.Context, c *pgx.Conn) error {
 	for _, tb := range cdcTables {
-		if _, err := c.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", tb.name, tb.added.name, tb.addedSQL)); err != nil {
+		// IF NOT EXISTS: a change cut short by a lost connection is
+		// run again from the first table.
+		if _, err := c.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", tb.name, tb.added.name, tb.addedSQL)); err != nil {
 			return err
 		}
 	}
@@ -499,7 +500,7 @@ func (w *cdcWorkload) run(ctx context.Context, r cdcRun, logf func(string, ...an
 					return nil
 				}
 				if isConnErr(c, err) {
-					// ALTER TABLE is transactional: it happened or not; find out.
+					c.Close(context.Background())
 					c = nil
 					continue
 				}
