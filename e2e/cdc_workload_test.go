@@ -178,7 +178,7 @@ func (w *cdcWorkload) seed(ctx context.Context, c *pgx.Conn, rows int) error {
 	return tx.Commit(ctx)
 }
 
-// keyOf names row i of a table: an integer, or text for tags.
+// newKey names a new row of tb: an integer, or text for tags.
 func (w *cdcWorkload) newKey(tb *cdcTable) string {
 	w.nextID[tb.name]++
 	if tb.columns[0].kind == kindText {
