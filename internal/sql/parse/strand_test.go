@@ -150,7 +150,8 @@ func pgConn(t *testing.T) *pgx.Conn {
 }
 
 func FuzzParseStrand(f *testing.F) {
-	for _, s := range []string{"CREATE SOURCE s (a int) WITH (topic='t')", "SUBSCRIBE TO v", "SHOW MATERIALIZED VIEWS", "drop sink;", "SUBSCRIBE 'x", "CREATE SINK"} {
+	for _, s := range []string{"CREATE SOURCE s (a int) WITH (topic='t')", "SUBSCRIBE TO v", "SHOW MATERIALIZED VIEWS", "drop sink;", "SUBSCRIBE 'x", "CREATE SINK",
+		"CREATE CONNECTOR c WITH ('a.b' = 'x', \"c\" = 1)", "ALTER CONNECTOR c SET ('a' = NONE)", "drop connector if exists c", "CREATE CONNECTOR c WITH ('a"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
@@ -165,6 +166,13 @@ func FuzzParseStrand(f *testing.F) {
 		for _, s := range stmts {
 			if s.Offset < 0 || s.Offset+len(s.Text) > len(sql) || sql[s.Offset:s.Offset+len(s.Text)] != s.Text || s.Node == nil {
 				t.Fatalf("statement %q at %d is not a piece of %q", s.Text, s.Offset, sql)
+			}
+			defs := s.Node.GetDefineStmt().GetDefinition()
+			defs = append(defs, s.Node.GetAlterTypeStmt().GetOptions()...)
+			for _, d := range defs {
+				if de := d.GetDefElem(); de != nil && len(parse.OptionKey(s, de)) > len(s.Text) {
+					t.Fatalf("key %q longer than its statement %q", parse.OptionKey(s, de), s.Text)
+				}
 			}
 		}
 	})
