@@ -55,6 +55,7 @@ func (t *Task) Run(ctx context.Context, env connect.Env) error {
 		log = slog.Default()
 	}
 	clk := clock.OrReal(env.Clock)
+	t.metrics.declare(env.Name)
 	tg, err := openTarget(ctx, t.cfg, env.Name)
 	if err != nil {
 		return ctxErr(ctx, err)

@@ -87,6 +87,7 @@ func (t *Task) Run(ctx context.Context, env connect.Env) error {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.log = r.log.With("connector", env.Name)
+	t.metrics.declare(env.Name)
 	err := r.run(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()
