@@ -405,10 +405,7 @@ func TestCDCAcceptance(t *testing.T) {
 	faults = append(faults,
 		fault{dur * 2 / 5, "restart the source PostgreSQL", func() {
 			t.Logf("%v: kill -9 the source PostgreSQL and start it again", time.Since(start).Round(time.Second))
-			srcSrv.Kill()
-			if err := srcSrv.Restart(); err != nil {
-				t.Fatal(err)
-			}
+			crashPostgres(t, srcSrv)
 		}},
 		fault{dur * 3 / 5, "kill -9 the sink's agent", func() {
 			a := waitRunning(t, agents, "pg-sink", time.Minute)

@@ -608,3 +608,23 @@ func startCDCPostgres(t testing.TB, db string, logical bool) (*pgtest.Server, st
 	u.Path = "/" + db
 	return s, u.String()
 }
+
+// crashPostgres kills s with SIGKILL and starts it again. PostgreSQL's
+// backends run in process groups of their own (setsid), so they
+// outlive the kill of the postmaster's group until they notice it is
+// gone, and a start while one still holds the shared memory fails:
+// pgtest retries at once, and this waits a moment between rounds of
+// that, as an operator restarting a crashed server would.
+func crashPostgres(t testing.TB, s *pgtest.Server) {
+	t.Helper()
+	s.Kill()
+	var err error
+	for range 5 {
+		if err = s.Restart(); err == nil {
+			return
+		}
+		t.Logf("restart of the killed PostgreSQL failed, again in 1 s: %v", err)
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("PostgreSQL did not start again after its kill: %v", err)
+}
