@@ -459,6 +459,7 @@ func TestCDCAcceptance(t *testing.T) {
 	recs, perTopic := capt.snapshot()
 	if problems := check.check(recs, 30); len(problems) > 0 {
 		t.Errorf("the read_committed consumer's records against the source's transactions:\n  %s", strings.Join(problems, "\n  "))
+		t.Logf("transactions the workload saw fail before their commit: %v", w.failedTxns())
 	} else {
 		t.Logf("read_committed consumer: %d records (%v), %d transactions each whole, once, in order", len(recs), perTopic, len(want))
 	}

@@ -133,6 +133,9 @@ type cdcWorkload struct {
 		// uncertain counts commits whose outcome was lost with the
 		// connection and then looked up with txid_status.
 		uncertain int
+		// failed are the transactions that failed before their
+		// commit, by txId, and how: none of them may show.
+		failed map[int64]string
 		committed int
 		rows      int
 		aborted   int
@@ -143,6 +146,7 @@ func newCDCWorkload(connect func(ctx context.Context) (*pgx.Conn, error), seed u
 	w := &cdcWorkload{connect: connect, rng: rand.New(rand.NewPCG(seed, 30)),
 		live: map[string][]string{}, nextID: map[string]int64{}, largeTxnRows: 3000}
 	w.mu.txns = map[int64][]rowEvent{}
+	w.mu.failed = map[int64]string{}
 	return w
 }
 
@@ -348,6 +352,9 @@ func (w *cdcWorkload) txn(ctx context.Context, c *pgx.Conn, n int) error {
 	if err != nil {
 		tx.Rollback(ctx)
 		w.restoreLive(snapshot)
+		w.mu.Lock()
+		w.mu.failed[xid] = fmt.Sprintf("failed after %d of %d changes: %v", len(events), n, err)
+		w.mu.Unlock()
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -564,6 +571,18 @@ func (w *cdcWorkload) transactions() map[int64][]rowEvent {
 	defer w.mu.Unlock()
 	out := make(map[int64][]rowEvent, len(w.mu.txns))
 	for k, v := range w.mu.txns {
+		out[k] = v
+	}
+	return out
+}
+
+// failedTxns returns a copy of the transactions that failed before
+// their commit.
+func (w *cdcWorkload) failedTxns() map[int64]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[int64]string, len(w.mu.failed))
+	for k, v := range w.mu.failed {
 		out[k] = v
 	}
 	return out
