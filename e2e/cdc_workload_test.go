@@ -135,7 +135,7 @@ type cdcWorkload struct {
 		uncertain int
 		// failed are the transactions that failed before their
 		// commit, by txId, and how: none of them may show.
-		failed map[int64]string
+		failed    map[int64]string
 		committed int
 		rows      int
 		aborted   int
