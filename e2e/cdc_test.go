@@ -405,10 +405,7 @@ func TestCDCAcceptance(t *testing.T) {
 	faults = append(faults,
 		fault{dur * 2 / 5, "restart the source PostgreSQL", func() {
 			t.Logf("%v: kill -9 the source PostgreSQL and start it again", time.Since(start).Round(time.Second))
-			srcSrv.Kill()
-			if err := srcSrv.Restart(); err != nil {
-				t.Fatal(err)
-			}
+			crashPostgres(t, srcSrv)
 		}},
 		fault{dur * 3 / 5, "kill -9 the sink's agent", func() {
 			a := waitRunning(t, agents, "pg-sink", time.Minute)
@@ -462,6 +459,7 @@ func TestCDCAcceptance(t *testing.T) {
 	recs, perTopic := capt.snapshot()
 	if problems := check.check(recs, 30); len(problems) > 0 {
 		t.Errorf("the read_committed consumer's records against the source's transactions:\n  %s", strings.Join(problems, "\n  "))
+		t.Logf("transactions the workload saw fail before their commit: %v", w.failedTxns())
 	} else {
 		t.Logf("read_committed consumer: %d records (%v), %d transactions each whole, once, in order", len(recs), perTopic, len(want))
 	}

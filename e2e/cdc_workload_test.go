@@ -133,6 +133,9 @@ type cdcWorkload struct {
 		// uncertain counts commits whose outcome was lost with the
 		// connection and then looked up with txid_status.
 		uncertain int
+		// failed are the transactions that failed before their
+		// commit, by txId, and how: none of them may show.
+		failed    map[int64]string
 		committed int
 		rows      int
 		aborted   int
@@ -143,6 +146,7 @@ func newCDCWorkload(connect func(ctx context.Context) (*pgx.Conn, error), seed u
 	w := &cdcWorkload{connect: connect, rng: rand.New(rand.NewPCG(seed, 30)),
 		live: map[string][]string{}, nextID: map[string]int64{}, largeTxnRows: 3000}
 	w.mu.txns = map[int64][]rowEvent{}
+	w.mu.failed = map[int64]string{}
 	return w
 }
 
@@ -348,6 +352,9 @@ func (w *cdcWorkload) txn(ctx context.Context, c *pgx.Conn, n int) error {
 	if err != nil {
 		tx.Rollback(ctx)
 		w.restoreLive(snapshot)
+		w.mu.Lock()
+		w.mu.failed[xid] = fmt.Sprintf("failed after %d of %d changes: %v", len(events), n, err)
+		w.mu.Unlock()
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -569,6 +576,18 @@ func (w *cdcWorkload) transactions() map[int64][]rowEvent {
 	return out
 }
 
+// failedTxns returns a copy of the transactions that failed before
+// their commit.
+func (w *cdcWorkload) failedTxns() map[int64]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[int64]string, len(w.mu.failed))
+	for k, v := range w.mu.failed {
+		out[k] = v
+	}
+	return out
+}
+
 func (w *cdcWorkload) stats() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -607,4 +626,24 @@ func startCDCPostgres(t testing.TB, db string, logical bool) (*pgtest.Server, st
 	}
 	u.Path = "/" + db
 	return s, u.String()
+}
+
+// crashPostgres kills s with SIGKILL and starts it again. PostgreSQL's
+// backends run in process groups of their own (setsid), so they
+// outlive the kill of the postmaster's group until they notice it is
+// gone, and a start while one still holds the shared memory fails:
+// pgtest retries at once, and this waits a moment between rounds of
+// that, as an operator restarting a crashed server would.
+func crashPostgres(t testing.TB, s *pgtest.Server) {
+	t.Helper()
+	s.Kill()
+	var err error
+	for range 5 {
+		if err = s.Restart(); err == nil {
+			return
+		}
+		t.Logf("restart of the killed PostgreSQL failed, again in 1 s: %v", err)
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("PostgreSQL did not start again after its kill: %v", err)
 }

@@ -50,10 +50,7 @@ func TestCDCWorkload(t *testing.T) {
 		done <- w.run(runCtx, cdcRun{rate: 100, maxOps: 6, largeEvery: 50, changeAt: 1500 * time.Millisecond}, t.Logf)
 	}()
 	time.Sleep(2500 * time.Millisecond)
-	srv.Kill()
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
+	crashPostgres(t, srv)
 	time.Sleep(1500 * time.Millisecond)
 	stop()
 	if err := <-done; err != nil {
