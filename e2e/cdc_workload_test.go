@@ -357,7 +357,9 @@ func (w *cdcWorkload) txn(ctx context.Context, c *pgx.Conn, n int) error {
 		w.mu.Unlock()
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	// The workload's end must not cut a commit short: its outcome
+	// would be unknown to the checks while the pipeline carries it.
+	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
 		// The commit may or may not have happened: ask PostgreSQL once
 		// it answers again.
 		w.restoreLive(snapshot)
@@ -471,6 +473,27 @@ func (w *cdcWorkload) run(ctx context.Context, r cdcRun, logf func(string, ...an
 		}
 	}()
 	var pending *uncertainCommit
+	defer func() {
+		// A commit whose outcome is unknown when the workload ends is
+		// looked up all the same: it may have committed, and then the
+		// captured topics hold it.
+		for try := 0; pending != nil && try < 50; try++ {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if rc, err := w.connect(rctx); err == nil {
+				if w.resolve(rctx, rc, pending) == nil {
+					pending = nil
+				}
+				rc.Close(context.Background())
+			}
+			cancel()
+			if pending != nil {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		if pending != nil {
+			logf("workload: txid %d's commit is still uncertain at the end", pending.xid)
+		}
+	}()
 	interval := time.Duration(float64(time.Second) / r.rate)
 	next := time.Now()
 	for i := 0; ; {
