@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -77,6 +78,14 @@ func (t *Task) Run(ctx context.Context, env connect.Env) error {
 				return fmt.Errorf("jdbcsink: fenced %d times in a row: %w", fenced, err)
 			}
 			log.Info("jdbc sink: restarting from the target's offsets", "connector", env.Name, "reason", err)
+			// Two tasks of the connector (briefly, while it moves)
+			// would otherwise fence each other batch after batch:
+			// the one fenced waits, longer each time and by a random
+			// share, so the other drains what both were reading.
+			wait := min(time.Duration(fenced)*25*time.Millisecond, time.Second)
+			if err := clock.Sleep(ctx, clk, wait+rand.N(wait)); err != nil {
+				return ctx.Err()
+			}
 		case errors.Is(err, errResync):
 			log.Info("jdbc sink: partitions changed, resubscribing", "connector", env.Name)
 		default:
