@@ -1,0 +1,376 @@
+package avroconv
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// This file maps Kafka Connect schemas (in the JsonConverter's JSON
+// form, the form the connectors already write) to Avro schemas and
+// values, as Confluent's AvroData does with connect.meta.data on (its
+// default), and back.
+
+// Property names AvroData writes into Avro schemas to keep what Avro
+// cannot say.
+const (
+	propName       = "connect.name"
+	propVersion    = "connect.version"
+	propParameters = "connect.parameters"
+	propDoc        = "connect.doc"
+	propDefault    = "connect.default"
+	propType       = "connect.type"
+	decimalName    = "org.apache.kafka.connect.data.Decimal"
+	precisionParam = "connect.decimal.precision"
+	// defaultPrecision is AvroData's precision of a Decimal with no
+	// connect.decimal.precision parameter.
+	defaultPrecision = 64
+)
+
+// avroName is what Avro allows in a name's part.
+var avroName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// toAvro renders a Connect schema (decoded JSON) as an Avro schema,
+// tracking the named types already defined (a name's second use is a
+// reference, as Avro requires).
+type toAvro struct {
+	defined map[string]bool
+	anon    int
+}
+
+// schema returns the Avro schema of s, not counting its optionality
+// (the caller wraps an optional field in a union with null).
+func (a *toAvro) schema(s map[string]any) (any, error) {
+	typ, _ := s["type"].(string)
+	name, _ := s["name"].(string)
+	props := map[string]any{}
+	if v, ok := s["version"]; ok && v != nil {
+		props[propVersion] = v
+	}
+	if p, ok := s["parameters"].(map[string]any); ok && len(p) > 0 {
+		props[propParameters] = p
+	}
+	if d, ok := s["doc"].(string); ok {
+		props[propDoc] = d
+	}
+	if d, ok := s["default"]; ok && d != nil && typ != "struct" {
+		props[propDefault] = d
+	}
+	prim := func(avroType string) map[string]any {
+		props["type"] = avroType
+		if name != "" {
+			props[propName] = name
+		}
+		return props
+	}
+	switch typ {
+	case "boolean", "string":
+		return prim(typ), nil
+	case "int8", "int16":
+		m := prim("int")
+		m[propType] = typ
+		return m, nil
+	case "int32":
+		m := prim("int")
+		switch name {
+		case "org.apache.kafka.connect.data.Date":
+			m["logicalType"] = "date"
+		case "org.apache.kafka.connect.data.Time":
+			m["logicalType"] = "time-millis"
+		}
+		return m, nil
+	case "int64":
+		m := prim("long")
+		if name == "org.apache.kafka.connect.data.Timestamp" {
+			m["logicalType"] = "timestamp-millis"
+		}
+		return m, nil
+	case "float", "float32":
+		return prim("float"), nil
+	case "double", "float64":
+		return prim("double"), nil
+	case "bytes":
+		m := prim("bytes")
+		if name == decimalName {
+			p, _ := s["parameters"].(map[string]any)
+			scale, err := strconv.Atoi(fmt.Sprint(p["scale"]))
+			if err != nil {
+				return nil, fmt.Errorf("decimal with no scale parameter")
+			}
+			prec := defaultPrecision
+			if v, ok := p[precisionParam]; ok {
+				if prec, err = strconv.Atoi(fmt.Sprint(v)); err != nil || prec < 1 {
+					return nil, fmt.Errorf("decimal precision %v", v)
+				}
+			}
+			if scale > prec {
+				// Avro forbids a scale above the precision; AvroData then
+				// cannot write the schema either.
+				return nil, fmt.Errorf("decimal scale %d above its precision %d", scale, prec)
+			}
+			m["logicalType"], m["scale"], m["precision"] = "decimal", scale, prec
+		}
+		return m, nil
+	case "array":
+		items, ok := s["items"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("array with no items schema")
+		}
+		it, err := a.optional(items)
+		if err != nil {
+			return nil, err
+		}
+		m := prim("array")
+		m["items"] = it
+		return m, nil
+	case "map":
+		keys, _ := s["keys"].(map[string]any)
+		values, _ := s["values"].(map[string]any)
+		if keys == nil || values == nil {
+			return nil, fmt.Errorf("map with no keys or values schema")
+		}
+		if kt, _ := keys["type"].(string); kt != "string" || keys["optional"] == true {
+			return nil, fmt.Errorf("a map with %v keys: Strand's Avro converter writes maps with string keys only", keys["type"])
+		}
+		v, err := a.optional(values)
+		if err != nil {
+			return nil, err
+		}
+		m := prim("map")
+		m["values"] = v
+		return m, nil
+	case "struct":
+		full := name
+		if full == "" {
+			// AvroData's name for an unnamed struct.
+			a.anon++
+			full = "io.confluent.connect.avro.ConnectDefault"
+			if a.anon > 1 {
+				full += strconv.Itoa(a.anon)
+			}
+		}
+		if a.defined[full] {
+			return full, nil
+		}
+		a.defined[full] = true
+		ns, short := "", full
+		if i := strings.LastIndexByte(full, '.'); i >= 0 {
+			ns, short = full[:i], full[i+1:]
+		}
+		for _, part := range strings.Split(full, ".") {
+			if !avroName.MatchString(part) {
+				return nil, fmt.Errorf("record name %q is not a valid Avro name (letters, digits and _ between dots)", full)
+			}
+		}
+		fields, _ := s["fields"].([]any)
+		out := make([]any, 0, len(fields))
+		for _, f := range fields {
+			fs, _ := f.(map[string]any)
+			fname, _ := fs["field"].(string)
+			if !avroName.MatchString(fname) {
+				return nil, fmt.Errorf("field %q of %s is not a valid Avro name", fname, full)
+			}
+			ft, err := a.optional(fs)
+			if err != nil {
+				return nil, fmt.Errorf("field %s of %s: %w", fname, full, err)
+			}
+			af := map[string]any{"name": fname, "type": ft}
+			if fs["optional"] == true {
+				if d, ok := fs["default"]; ok && d != nil {
+					af["default"] = d
+				} else {
+					af["default"] = nil
+				}
+			} else if d, ok := fs["default"]; ok && d != nil {
+				af["default"] = d
+			}
+			out = append(out, af)
+		}
+		m := map[string]any{"type": "record", "name": short, "fields": out}
+		if ns != "" {
+			m["namespace"] = ns
+		}
+		for k, v := range props {
+			m[k] = v
+		}
+		if name != "" {
+			m[propName] = name
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("connect type %q is not served", typ)
+}
+
+// optional wraps s's Avro schema in a union with null when s is
+// optional: null first (default null), or the type first when the
+// field's default is a value, as AvroData orders them.
+func (a *toAvro) optional(s map[string]any) (any, error) {
+	t, err := a.schema(s)
+	if err != nil || s["optional"] != true {
+		return t, err
+	}
+	if d, ok := s["default"]; ok && d != nil {
+		return []any{t, "null"}, nil
+	}
+	return []any{"null", t}, nil
+}
+
+// value converts a JsonConverter payload (decoded with UseNumber) of
+// Connect schema s to the Go value hamba/avro writes for its Avro
+// schema.
+func value(s map[string]any, v any) (any, error) {
+	if v == nil {
+		if s["optional"] != true {
+			if d, ok := s["default"]; ok && d != nil {
+				return value(s, d)
+			}
+			return nil, fmt.Errorf("null for a required %v", s["type"])
+		}
+		return nil, nil
+	}
+	typ, _ := s["type"].(string)
+	bad := func() error { return fmt.Errorf("%T %v is not a %s", v, v, typ) }
+	num, isNum := v.(json.Number)
+	str, isStr := v.(string)
+	switch typ {
+	case "boolean":
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+	case "string":
+		if isStr {
+			return str, nil
+		}
+	case "int8", "int16", "int32":
+		if isNum {
+			n, err := strconv.ParseInt(string(num), 10, 32)
+			if err != nil {
+				return nil, bad()
+			}
+			return int32(n), nil
+		}
+	case "int64":
+		if isNum {
+			n, err := num.Int64()
+			if err != nil {
+				return nil, bad()
+			}
+			return n, nil
+		}
+	case "float", "float32", "double", "float64":
+		var f float64
+		var err error
+		switch {
+		case isNum:
+			f, err = num.Float64()
+		case isStr: // NaN and the infinities
+			f, err = strconv.ParseFloat(str, 64)
+		default:
+			return nil, bad()
+		}
+		if err != nil {
+			return nil, bad()
+		}
+		if typ == "float" || typ == "float32" {
+			return float32(f), nil
+		}
+		return f, nil
+	case "bytes":
+		if !isStr {
+			return nil, bad()
+		}
+		b, err := base64.StdEncoding.DecodeString(str)
+		if err != nil {
+			return nil, fmt.Errorf("bytes: %w", err)
+		}
+		if name, _ := s["name"].(string); name == decimalName {
+			p, _ := s["parameters"].(map[string]any)
+			scale, _ := strconv.Atoi(fmt.Sprint(p["scale"]))
+			return decimalRat(b, scale), nil
+		}
+		return b, nil
+	case "array":
+		items, _ := s["items"].(map[string]any)
+		list, ok := v.([]any)
+		if !ok {
+			return nil, bad()
+		}
+		out := make([]any, len(list))
+		for i, e := range list {
+			var err error
+			if out[i], err = value(items, e); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case "map":
+		values, _ := s["values"].(map[string]any)
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, bad()
+		}
+		out := make(map[string]any, len(obj))
+		for k, e := range obj {
+			var err error
+			if out[k], err = value(values, e); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case "struct":
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, bad()
+		}
+		fields, _ := s["fields"].([]any)
+		out := make(map[string]any, len(fields))
+		for _, f := range fields {
+			fs, _ := f.(map[string]any)
+			name, _ := fs["field"].(string)
+			fv, err := value(fs, obj[name])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			out[name] = fv
+		}
+		return out, nil
+	}
+	return nil, bad()
+}
+
+// decimalRat reads Connect's Decimal: the unscaled value as big-endian
+// two's complement bytes.
+func decimalRat(b []byte, scale int) *big.Rat {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b))*8))
+	}
+	return new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
+}
+
+// decimalBytes is decimalRat's inverse: r scaled to scale digits, as
+// the shortest big-endian two's complement bytes.
+func decimalBytes(r *big.Rat, scale int) []byte {
+	n := new(big.Int).Mul(r.Num(), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))
+	n.Quo(n, r.Denom())
+	if n.Sign() >= 0 {
+		b := n.Bytes()
+		if len(b) == 0 || b[0]&0x80 != 0 {
+			b = append([]byte{0}, b...)
+		}
+		return b
+	}
+	// Negative: 2^(8k) + n for the smallest k holding it.
+	k := (n.BitLen() + 8) / 8
+	m := new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), uint(k)*8), n)
+	b := m.Bytes()
+	for len(b) < k {
+		b = append([]byte{0xff}, b...)
+	}
+	return b
+}
