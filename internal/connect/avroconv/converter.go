@@ -38,11 +38,13 @@ type outKey struct{ subject, connect string }
 type outSchema struct {
 	id      int
 	avro    avro.Schema
+	api     avro.API
 	connect map[string]any
 }
 
 type inSchema struct {
 	avro       avro.Schema
+	api        avro.API
 	connect    map[string]any
 	connectRaw []byte
 }
@@ -111,7 +113,7 @@ func (c *Converter) FromConnect(ctx context.Context, topic string, b []byte) ([]
 	if err != nil {
 		return nil, err
 	}
-	body, err := avro.Marshal(s.avro, v)
+	body, err := s.api.Marshal(s.avro, v)
 	if err != nil {
 		return nil, fmt.Errorf("avro converter: %s: %w", c.Subject(topic), err)
 	}
@@ -153,7 +155,7 @@ func (c *Converter) outSchema(ctx context.Context, subject string, raw []byte) (
 		}
 		return nil, fmt.Errorf("avro converter: %s the schema of subject %s: %w", verb, subject, err)
 	}
-	s = &outSchema{id: reg.ID, avro: as, connect: cs}
+	s = &outSchema{id: reg.ID, avro: as, api: codec(), connect: cs}
 	c.mu.Lock()
 	if len(c.mu.out) >= maxSchemas {
 		clear(c.mu.out)
@@ -182,6 +184,13 @@ func parse(text string) (avro.Schema, error) {
 	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
 }
 
+// codec is a schema's own hamba/avro configuration: hamba caches
+// encoders by a schema fingerprint that two versions of a table's
+// envelope can share (the nested Value record differs, the cached
+// encoder of the first is used for the second, leaving the added
+// column out), so each schema gets a cache of its own.
+func codec() avro.API { return avro.Config{}.Freeze() }
+
 // ToConnect converts a record key or value in Confluent's wire format
 // to what the JsonConverter would have read ({"schema", "payload"}),
 // fetching the writer's schema from the registry by its id (cached).
@@ -199,7 +208,7 @@ func (c *Converter) ToConnect(ctx context.Context, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	var v any
-	if err := avro.Unmarshal(s.avro, body, &v); err != nil {
+	if err := s.api.Unmarshal(s.avro, body, &v); err != nil {
 		return nil, fmt.Errorf("avro converter: schema id %d: %w", id, err)
 	}
 	out := make([]byte, 0, 32+len(s.connectRaw)+2*len(body))
@@ -248,7 +257,7 @@ func (c *Converter) inSchema(ctx context.Context, id int) (*inSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &inSchema{avro: as, connect: cs, connectRaw: raw}
+	s = &inSchema{avro: as, api: codec(), connect: cs, connectRaw: raw}
 	c.mu.Lock()
 	if len(c.mu.in) >= maxSchemas {
 		clear(c.mu.in)

@@ -182,6 +182,15 @@ func appendJSON(b []byte, s map[string]any, v any) ([]byte, error) {
 		return append(b, "null"...), nil
 	}
 	typ, _ := s["type"].(string)
+	if s["optional"] == true && (typ == "struct" || typ == "map" || typ == "array") {
+		// hamba/avro decodes a union's record, map or array branch as
+		// a map of the branch's type name to the value.
+		if u, ok := v.(map[string]any); ok && len(u) == 1 {
+			for _, inner := range u {
+				v = inner
+			}
+		}
+	}
 	switch typ {
 	case "struct":
 		obj, ok := v.(map[string]any)

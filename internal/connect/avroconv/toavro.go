@@ -68,9 +68,17 @@ func (a *toAvro) schema(s map[string]any) (any, error) {
 		}
 		return props
 	}
+	// bare: a primitive with no properties is written as its name, as
+	// Avro's own rendering (and so the registry's text) has it.
+	bare := func(m map[string]any) any {
+		if len(m) == 1 {
+			return m["type"]
+		}
+		return m
+	}
 	switch typ {
 	case "boolean", "string":
-		return prim(typ), nil
+		return bare(prim(typ)), nil
 	case "int8", "int16":
 		m := prim("int")
 		m[propType] = typ
@@ -83,17 +91,17 @@ func (a *toAvro) schema(s map[string]any) (any, error) {
 		case "org.apache.kafka.connect.data.Time":
 			m["logicalType"] = "time-millis"
 		}
-		return m, nil
+		return bare(m), nil
 	case "int64":
 		m := prim("long")
 		if name == "org.apache.kafka.connect.data.Timestamp" {
 			m["logicalType"] = "timestamp-millis"
 		}
-		return m, nil
+		return bare(m), nil
 	case "float", "float32":
-		return prim("float"), nil
+		return bare(prim("float")), nil
 	case "double", "float64":
-		return prim("double"), nil
+		return bare(prim("double")), nil
 	case "bytes":
 		m := prim("bytes")
 		if name == decimalName {
@@ -115,7 +123,7 @@ func (a *toAvro) schema(s map[string]any) (any, error) {
 			}
 			m["logicalType"], m["scale"], m["precision"] = "decimal", scale, prec
 		}
-		return m, nil
+		return bare(m), nil
 	case "array":
 		items, ok := s["items"].(map[string]any)
 		if !ok {
@@ -229,6 +237,13 @@ func value(s map[string]any, v any) (any, error) {
 			if d, ok := s["default"]; ok && d != nil {
 				return value(s, d)
 			}
+			// A required column a delete's old tuple does not carry
+			// (REPLICA IDENTITY DEFAULT sends the key only): Debezium
+			// writes its type's fallback, the zero value, since Avro has
+			// no null for it.
+			if z, ok := zero(s); ok {
+				return z, nil
+			}
 			return nil, fmt.Errorf("null for a required %v", s["type"])
 		}
 		return nil, nil
@@ -321,7 +336,7 @@ func value(s map[string]any, v any) (any, error) {
 				return nil, err
 			}
 		}
-		return out, nil
+		return inUnion(s, "map", out), nil
 	case "struct":
 		obj, ok := v.(map[string]any)
 		if !ok {
@@ -338,7 +353,11 @@ func value(s map[string]any, v any) (any, error) {
 			}
 			out[name] = fv
 		}
-		return out, nil
+		name, _ := s["name"].(string)
+		if name == "" {
+			name = "io.confluent.connect.avro.ConnectDefault"
+		}
+		return inUnion(s, name, out), nil
 	}
 	return nil, bad()
 }
@@ -373,4 +392,37 @@ func decimalBytes(r *big.Rat, scale int) []byte {
 		b = append([]byte{0xff}, b...)
 	}
 	return b
+}
+
+// inUnion wraps a map value of an optional schema as hamba/avro takes
+// a union's branch given as a map: keyed by the branch's type name.
+func inUnion(s map[string]any, typeName string, v map[string]any) any {
+	if s["optional"] != true {
+		return v
+	}
+	return map[string]any{typeName: v}
+}
+
+// zero is a required primitive's fallback value.
+func zero(s map[string]any) (any, bool) {
+	switch s["type"] {
+	case "boolean":
+		return false, true
+	case "string":
+		return "", true
+	case "int8", "int16", "int32":
+		return int32(0), true
+	case "int64":
+		return int64(0), true
+	case "float", "float32":
+		return float32(0), true
+	case "double", "float64":
+		return float64(0), true
+	case "bytes":
+		if s["name"] == decimalName {
+			return new(big.Rat), true
+		}
+		return []byte{}, true
+	}
+	return nil, false
 }
