@@ -3,18 +3,27 @@ package pgsource_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2"
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/connect/avroconv"
+	"github.com/strandkafka/strand/internal/connect/jdbcsink"
 	"github.com/strandkafka/strand/internal/connect/pgsource"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/meta/metatest"
@@ -266,5 +275,117 @@ func TestAvroConfig(t *testing.T) {
 		if !pgsource.Secret(k) {
 			t.Errorf("%s is not a secret", k)
 		}
+	}
+}
+
+// TestAvroRoundTrip: a table captured with the AvroConverter and sunk
+// by the JDBC sink, reading Avro, into another database of the same
+// server: the target table equals the source's after inserts, updates,
+// deletes and a column added half-way.
+func TestAvroRoundTrip(t *testing.T) {
+	regURL, _ := registry(t)
+	f := newFixture(t, "avrort")
+	avroCfg := map[string]string{
+		"key.converter": avroconv.AvroClass, "value.converter": avroconv.AvroClass,
+		"schema.registry.url": regURL, "basic.auth.credentials.source": "USER_INFO", "basic.auth.user.info": "user:pass",
+	}
+	for k, v := range avroCfg {
+		f.config[k] = v
+	}
+	f.exec(`CREATE TABLE t (id int PRIMARY KEY, name text NOT NULL, small int2, price numeric(10,2), at timestamp, blob bytea)`,
+		`INSERT INTO t VALUES (1, 'one', -3, 12.30, '2024-05-01 10:00:00.123456', '\xdeadbeef'), (2, 'two', 2, -0.01, NULL, NULL)`)
+	r := f.start()
+	defer func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	f.sync(r)
+	f.exec(`INSERT INTO t VALUES (3, 'three', NULL, 99999999.99, '1999-12-31 23:59:59', '\x00')`,
+		`UPDATE t SET name = 'uno', price = -1000.01 WHERE id = 1`,
+		`DELETE FROM t WHERE id = 2`,
+		`ALTER TABLE t ADD COLUMN extra text`,
+		`INSERT INTO t VALUES (4, 'four', 4, 0, NULL, NULL, 'x')`,
+		`UPDATE t SET extra = 'y' WHERE id = 3`)
+	f.waitConfirmed(r, f.currentLSN())
+	topic := f.prefix + ".public.t"
+	// The sink's offset is after the last record (the end offset is
+	// past the transaction's commit marker).
+	recs, err := sinktest.ReadCommitted(context.Background(), f.kafka(), topic)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	end := recs[len(recs)-1].Offset + 1
+
+	// The target: a database of its own on the same server.
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	f.exec("CREATE DATABASE db_avrort_target")
+	u, _ := url.Parse(f.dbURL)
+	u.Path = "/db_avrort_target"
+	target, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close(context.Background())
+	sinkCfg := map[string]string{
+		"connector.class": jdbcsink.ClassName, "connection.url": "jdbc:postgresql://" + u.Host + "/db_avrort_target?sslmode=disable",
+		"connection.username": u.User.Username(), "topics": topic, "insert.mode": "upsert", "primary.key.mode": "record_key",
+		"delete.enabled": "true", "schema.evolution": "basic",
+	}
+	for k, v := range avroCfg {
+		sinkCfg[k] = v
+	}
+	cls := jdbcsink.Class(nil)
+	if err := cls.Validate(sinkCfg); err != nil {
+		t.Fatal(err)
+	}
+	task, err := cls.New(sinkCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- task.Run(sctx, connect.Env{Name: "avrort-sink", Kafka: f.kafka, Dir: t.TempDir(), Clock: clock.OrReal(nil),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Running: func() {}})
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Error(err)
+		}
+	}()
+	// Caught up: the sink's offset (kept with its rows) is the topic's end.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var next int64
+		err := target.QueryRow(ctx, `SELECT next_offset FROM strand_connect_offsets WHERE connector = 'avrort-sink' AND topic = $1`, topic).Scan(&next)
+		if err == nil && next == end {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the sink ended: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink is at %d (%v), not %d, after 60s", next, err, end)
+		}
+	}
+	rows := func(c *pgx.Conn, table string) []string {
+		rs, err := c.Query(ctx, `SELECT concat_ws('|', id, name, small, price, at, encode(blob, 'hex'), extra) FROM `+table+` ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rs, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	src, dst := rows(f.conn, "t"), rows(target, strings.ReplaceAll(topic, ".", "_"))
+	if !slices.Equal(src, dst) || len(src) != 3 {
+		t.Errorf("target\n%s\nsource\n%s", strings.Join(dst, "\n"), strings.Join(src, "\n"))
 	}
 }
