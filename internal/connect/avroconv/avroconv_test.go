@@ -21,11 +21,8 @@ func TestDecimalBytes(t *testing.T) {
 	}
 }
 
-// TestRoundTripSchema: a Connect schema mapped to Avro and back is the
-// same Connect schema (the fields the sink reads: types, names,
-// parameters, optionality).
-func TestRoundTripSchema(t *testing.T) {
-	const connect = `{"type":"struct","name":"p.s.t.Value","optional":false,"fields":[
+// testSchema is a Connect schema with each kind the mapping handles.
+const testSchema = `{"type":"struct","name":"p.s.t.Value","optional":false,"fields":[
 	{"field":"id","type":"int32","optional":false},
 	{"field":"s","type":"int16","optional":true},
 	{"field":"b","type":"int8","optional":false},
@@ -37,6 +34,12 @@ func TestRoundTripSchema(t *testing.T) {
 	{"field":"vsd","type":"struct","optional":true,"name":"io.debezium.data.VariableScaleDecimal","version":1,"fields":[{"field":"scale","type":"int32","optional":false},{"field":"value","type":"bytes","optional":false}]},
 	{"field":"vsd2","type":"struct","optional":true,"name":"io.debezium.data.VariableScaleDecimal","version":1,"fields":[{"field":"scale","type":"int32","optional":false},{"field":"value","type":"bytes","optional":false}]}
 	]}`
+
+// TestRoundTripSchema: a Connect schema mapped to Avro and back is the
+// same Connect schema (the fields the sink reads: types, names,
+// parameters, optionality).
+func TestRoundTripSchema(t *testing.T) {
+	connect := testSchema
 	var cs map[string]any
 	dec := json.NewDecoder(bytes.NewReader([]byte(connect)))
 	dec.UseNumber()

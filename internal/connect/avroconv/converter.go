@@ -189,7 +189,22 @@ func parse(text string) (avro.Schema, error) {
 // envelope can share (the nested Value record differs, the cached
 // encoder of the first is used for the second, leaving the added
 // column out), so each schema gets a cache of its own.
-func codec() avro.API { return avro.Config{}.Freeze() }
+//
+// Its bounds keep a hostile or corrupt record from allocating more
+// than a record could hold: an array's block count is taken before its
+// elements are read (an array of nulls is 0 bytes an element), a
+// string's length before its bytes.
+func codec() avro.API {
+	return avro.Config{MaxByteSliceSize: maxBytesLen, MaxSliceAllocSize: maxArrayLen}.Freeze()
+}
+
+// Decoding bounds: a bytes or string value (a bytea or text column) of
+// at most maxBytesLen bytes, an array of at most maxArrayLen
+// elements.
+const (
+	maxBytesLen = 64 << 20
+	maxArrayLen = 1 << 20
+)
 
 // ToConnect converts a record key or value in Confluent's wire format
 // to what the JsonConverter would have read ({"schema", "payload"}),
