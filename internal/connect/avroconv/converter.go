@@ -25,15 +25,15 @@ type Converter struct {
 
 	mu struct {
 		sync.Mutex
-		// out: by subject and Connect schema text, the registered id
-		// and the parsed Avro schema.
-		out map[outKey]*outSchema
+		// out: by subject, then Connect schema text, the registered id
+		// and the parsed Avro schema (nested so that a lookup by the
+		// text's bytes copies nothing); outLen counts its entries.
+		out    map[string]map[string]*outSchema
+		outLen int
 		// in: by registry id, the Avro schema and its Connect schema.
 		in map[int]*inSchema
 	}
 }
-
-type outKey struct{ subject, connect string }
 
 type outSchema struct {
 	id      int
@@ -61,7 +61,7 @@ func New(cfg *Config) (*Converter, error) {
 		return nil, err
 	}
 	c := &Converter{cfg: cfg, cl: cl}
-	c.mu.out = map[outKey]*outSchema{}
+	c.mu.out = map[string]map[string]*outSchema{}
 	c.mu.in = map[int]*inSchema{}
 	return c, nil
 }
@@ -92,24 +92,31 @@ func (c *Converter) FromConnect(ctx context.Context, topic string, b []byte) ([]
 	if err := json.Unmarshal(b, &env); err != nil || len(env.Schema) == 0 {
 		return nil, fmt.Errorf("avro converter: the record has no Connect schema to convert (%v)", err)
 	}
-	s, err := c.outSchema(ctx, c.Subject(topic), env.Schema)
+	return c.FromConnectParts(ctx, topic, env.Schema, env.Payload)
+}
+
+// FromConnectParts is FromConnect with the schema and the payload
+// apart, as a connector that renders them holds them: the schema (most
+// of the bytes) is then only a cache key, never scanned again.
+func (c *Converter) FromConnectParts(ctx context.Context, topic string, schema, payload []byte) ([]byte, error) {
+	s, err := c.outSchema(ctx, c.Subject(topic), schema)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(env.Payload))
+	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
-	var payload any
-	if err := dec.Decode(&payload); err != nil {
+	var pv any
+	if err := dec.Decode(&pv); err != nil {
 		return nil, fmt.Errorf("avro converter: payload: %w", err)
 	}
-	if payload == nil {
+	if pv == nil {
 		return nil, nil
 	}
-	v, err := value(s.connect, payload)
+	v, err := value(s.connect, pv)
 	if err != nil {
 		return nil, fmt.Errorf("avro converter: %s: %w", c.Subject(topic), err)
 	}
-	out, err := c.hdr.AppendEncode(make([]byte, 0, 5+len(env.Payload)), s.id, nil)
+	out, err := c.hdr.AppendEncode(make([]byte, 0, 5+len(payload)), s.id, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +128,8 @@ func (c *Converter) FromConnect(ctx context.Context, topic string, b []byte) ([]
 }
 
 func (c *Converter) outSchema(ctx context.Context, subject string, raw []byte) (*outSchema, error) {
-	k := outKey{subject, string(raw)}
 	c.mu.Lock()
-	s, ok := c.mu.out[k]
+	s, ok := c.mu.out[subject][string(raw)]
 	c.mu.Unlock()
 	if ok {
 		return s, nil
@@ -157,10 +163,19 @@ func (c *Converter) outSchema(ctx context.Context, subject string, raw []byte) (
 	}
 	s = &outSchema{id: reg.ID, avro: as, api: codec(), connect: cs}
 	c.mu.Lock()
-	if len(c.mu.out) >= maxSchemas {
+	if c.mu.outLen >= maxSchemas {
 		clear(c.mu.out)
+		c.mu.outLen = 0
 	}
-	c.mu.out[k] = s
+	bySubject := c.mu.out[subject]
+	if bySubject == nil {
+		bySubject = map[string]*outSchema{}
+		c.mu.out[subject] = bySubject
+	}
+	if _, ok := bySubject[string(raw)]; !ok {
+		c.mu.outLen++
+	}
+	bySubject[string(raw)] = s
 	c.mu.Unlock()
 	return s, nil
 }

@@ -122,20 +122,34 @@ type encoder struct {
 
 // key renders the record key of tp in the configured converter's form.
 func (e *encoder) key(ctx context.Context, t *table, tp *tuple) ([]byte, error) {
-	b, err := e.keyJSON(t, tp)
-	if err != nil || e.keyAvro == nil {
-		return b, err
+	if e.keyAvro == nil {
+		return e.keyJSON(t, tp)
 	}
-	return e.keyAvro.FromConnect(ctx, t.topic, b)
+	// The payload alone, and the schema as rendered once for the table.
+	payload, err := e.bare().keyJSON(t, tp)
+	if err != nil || payload == nil {
+		return nil, err
+	}
+	return e.keyAvro.FromConnectParts(ctx, t.topic, t.keySchema, payload)
+}
+
+// bare is e writing payloads without their schema.
+func (e *encoder) bare() *encoder {
+	c := *e
+	c.keySchemas, c.valueSchemas = false, false
+	return &c
 }
 
 // value renders ev's envelope in the configured converter's form.
 func (e *encoder) value(ctx context.Context, t *table, ev *event, nowMicros int64) ([]byte, error) {
-	b, err := e.valueJSON(t, ev, nowMicros)
-	if err != nil || e.valueAvro == nil {
-		return b, err
+	if e.valueAvro == nil {
+		return e.valueJSON(t, ev, nowMicros)
 	}
-	return e.valueAvro.FromConnect(ctx, t.topic, b)
+	payload, err := e.bare().valueJSON(t, ev, nowMicros)
+	if err != nil {
+		return nil, err
+	}
+	return e.valueAvro.FromConnectParts(ctx, t.topic, t.envSchema, payload)
 }
 
 // appendRow appends tp as a JSON object of t's columns.
