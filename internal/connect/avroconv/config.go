@@ -35,7 +35,7 @@ type Config struct {
 	// Key: the converter of record keys (subject <topic>-key).
 	Key  bool
 	URLs []string
-	// User and Password: basic auth (USER_INFO, or the URL's user info).
+	// User and Password: basic auth (USER_INFO).
 	User, Password string
 	// AutoRegister: register a schema not yet in the subject (true, as
 	// Confluent's default); false looks it up and fails if missing.
@@ -89,16 +89,13 @@ func Parse(m map[string]string, side string) (*Config, error) {
 			continue
 		}
 		if pu.User != nil {
-			// Credentials in the URL are taken only with
-			// basic.auth.credentials.source=URL, as Confluent's client does.
-			c.User = pu.User.Username()
-			c.Password, _ = pu.User.Password()
-			pu.User = nil
+			// The URL is no secret (the API shows it, the shared log
+			// holds it), so it may not carry one.
+			bad("Invalid value for configuration %s.converter.schema.registry.url: credentials in the URL would be stored in the clear; use basic.auth.credentials.source=USER_INFO with basic.auth.user.info (kept secret)", side)
+			continue
 		}
 		c.URLs = append(c.URLs, pu.String())
 	}
-	urlUser, urlPass := c.User, c.Password
-	c.User, c.Password = "", ""
 	switch src := get("basic.auth.credentials.source"); src {
 	case "":
 		if info := get("basic.auth.user.info"); info != "" {
@@ -111,13 +108,8 @@ func Parse(m map[string]string, side string) (*Config, error) {
 			bad("Configuration %s.converter.basic.auth.user.info: <user>:<password> with credentials source USER_INFO", side)
 		}
 		c.User, c.Password = user, pass
-	case "URL":
-		if urlUser == "" {
-			bad("Configuration %s.converter.basic.auth.credentials.source=URL: the registry URL has no user info", side)
-		}
-		c.User, c.Password = urlUser, urlPass
 	default:
-		bad("Invalid value %q for configuration %s.converter.basic.auth.credentials.source: USER_INFO or URL (SASL_INHERIT is not served)", src, side)
+		bad("Invalid value %q for configuration %s.converter.basic.auth.credentials.source: USER_INFO only (URL would keep the password in the clear; SASL_INHERIT is not served)", src, side)
 	}
 	if v := get("auto.register.schemas"); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -33,6 +33,7 @@
 // Not served, and refused by Parse with a message saying so: Confluent's
 // Protobuf and JSON Schema converters, Apicurio's wire format, subject
 // name strategies other than TopicNameStrategy, use.latest.version,
-// connect.meta.data=false, SASL_INHERIT credentials; on reading, unions
+// connect.meta.data=false, credentials in the URL (the URL is no
+// secret) and SASL_INHERIT; on reading, unions
 // of more than one non-null type and schemas with references.
 package avroconv

@@ -117,3 +117,31 @@ func TestAvroEnvelopes(t *testing.T) {
 		}
 	})
 }
+
+// TestAvroConverterConfig: the sink takes the AvroConverter, refuses
+// the converters it cannot read, still takes the StringConverter and
+// ByteArrayConverter (their bytes read as JSON, as before), and keeps
+// the registry's credentials secret.
+func TestAvroConverterConfig(t *testing.T) {
+	base := func(kv ...string) map[string]string {
+		c := map[string]string{"connection.url": "jdbc:postgresql://h/db", "topics": "t"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			c[kv[i]] = kv[i+1]
+		}
+		return c
+	}
+	c, err := Parse(base("value.converter", avroconv.AvroClass, "value.converter.schema.registry.url", "http://r:8081",
+		"value.converter.basic.auth.credentials.source", "USER_INFO", "value.converter.basic.auth.user.info", "u:p"))
+	if err != nil || c.ValueAvro == nil || c.KeyAvro != nil || c.ValueAvro.User != "u" || c.ValueAvro.Password != "p" {
+		t.Fatalf("Parse = %+v, %v", c, err)
+	}
+	if _, err := Parse(base("value.converter", "io.confluent.connect.protobuf.ProtobufConverter")); err == nil || !strings.Contains(err.Error(), "Protobuf is not served") {
+		t.Errorf("Protobuf: %v", err)
+	}
+	if _, err := Parse(base("key.converter", "org.apache.kafka.connect.storage.StringConverter")); err != nil {
+		t.Errorf("StringConverter: %v", err)
+	}
+	if !Secret("value.converter.basic.auth.user.info") || !Secret("basic.auth.user.info") || Secret("value.converter.schema.registry.url") {
+		t.Error("Secret: the registry's user info is a secret, its URL is not")
+	}
+}

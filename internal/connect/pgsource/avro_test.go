@@ -256,6 +256,9 @@ func TestAvroConfig(t *testing.T) {
 			"value.converter.basic.auth.user.info": "a:b"}, "credentials.source=USER_INFO"},
 		{"sasl inherit", map[string]string{"value.converter": avroconv.AvroClass, "schema.registry.url": "http://r:8081",
 			"value.converter.basic.auth.credentials.source": "SASL_INHERIT"}, "SASL_INHERIT is not served"},
+		{"password in url", map[string]string{"value.converter": avroconv.AvroClass, "schema.registry.url": "http://u:p@r:8081"}, "credentials in the URL"},
+		{"url source", map[string]string{"value.converter": avroconv.AvroClass, "schema.registry.url": "http://r:8081",
+			"value.converter.basic.auth.credentials.source": "URL"}, "USER_INFO only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := base()
