@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-
 	"math/big"
 	"regexp"
 	"strconv"
