@@ -76,6 +76,15 @@ func (a *Agent) newConnect() error {
 	return nil
 }
 
+// connectManager is the SQL endpoint's way to the connectors: what the
+// REST API does, over the same metadata, classes and secrets.
+func (a *Agent) connectManager() *connect.Manager {
+	if a.connectRunner == nil {
+		return nil
+	}
+	return connect.NewManager(connect.ManagerConfig{Store: a.replica, Classes: a.connectClasses, Secrets: a.connectSecrets, Placed: a.connectPlaced})
+}
+
 // connectOwner is the node id of the agent that runs the connector of
 // key, read at each call: the membership starts after newConnect.
 func (a *Agent) connectOwner(key string) int32 {

@@ -30,7 +30,9 @@ package agent
 // (authorizeSQL); a source's topic is read by an in-process Kafka
 // client as sqlPrincipal, a super user, once the session's READ on the
 // source has been checked (the source, not its topic, is what a SQL
-// user is granted).
+// user is granted). CREATE/ALTER/DROP CONNECTOR and SHOW CONNECTORS go
+// to the connectors' Manager (connect.go), authorized on CONNECTOR ACLs
+// by authorizeSQL as the REST API's callers are.
 
 import (
 	"context"
@@ -111,7 +113,8 @@ func (a *Agent) startSQL() error {
 	a.metrics.reg.MustRegister(a.sqlViews.Metrics().Collectors()...)
 	eng := engine.New(nil, "")
 	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Next: eng,
-		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics, Views: a.sqlViews, Sinks: a.sqlSinks})
+		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics, Views: a.sqlViews, Sinks: a.sqlSinks,
+		Connectors: a.connectManager()})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,11 @@
 //     offsets committed in the target's transaction with the rows
 //     (io.debezium.connector.jdbc.JdbcSinkConnector).
 //
+// Connectors are managed through a Manager (manage.go), which both the
+// REST API (rest.go) and the SQL endpoint's CREATE/ALTER/DROP CONNECTOR
+// (package sql/catalog) call, so that both check, seal and authorize
+// alike.
+//
 // This file is the contract between the runner (which places, starts,
 // stops and reports) and a class (which moves the data).
 package connect

@@ -33,9 +33,7 @@ package connect
 //     Class.Validate names no key.
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,9 +58,16 @@ const maxBodyBytes = 1 << 20
 type Error struct {
 	Status  int
 	Message string
+	// Err is the cause a front end other than HTTP may word its own
+	// way: the class's error for an invalid config, ErrMaskedUnknown,
+	// meta.ErrNotAtLevel. Often nil.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap is Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 func errorf(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
@@ -90,6 +95,7 @@ type APIConfig struct {
 // API serves the REST API.
 type API struct {
 	cfg APIConfig
+	m   *Manager
 	mux *http.ServeMux
 }
 
@@ -101,7 +107,8 @@ func NewAPI(cfg APIConfig) *API {
 	if cfg.Principal == nil {
 		cfg.Principal = func(*http.Request) string { return "" }
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a := &API{cfg: cfg, mux: http.NewServeMux(),
+		m: NewManager(ManagerConfig{Store: cfg.Store, Classes: cfg.Classes, Secrets: cfg.Secrets, Placed: cfg.Placed})}
 	a.handle("GET /{$}", a.root)
 	a.handle("GET /connectors", a.list)
 	a.handle("POST /connectors", a.create)
@@ -197,41 +204,15 @@ func (a *API) root(*http.Request) (int, any, *Error) {
 	return http.StatusOK, map[string]string{"version": Version, "commit": a.cfg.Commit, "kafka_cluster_id": id}, nil
 }
 
-// connector reads name, catching this copy up with the log before
-// answering 404: a connector created through another agent a moment
-// ago is found.
-func (a *API) connector(r *http.Request, name string) (meta.Connector, *Error) {
-	for synced := false; ; synced = true {
-		v := a.cfg.Store.View()
-		c, ok, err := v.Connector(name)
-		v.Close()
-		switch {
-		case err != nil:
-			return meta.Connector{}, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
-		case ok:
-			return c, nil
-		case synced:
-			return meta.Connector{}, errorf(http.StatusNotFound, "Connector %s not found", name)
-		}
-		if err := a.cfg.Store.Sync(r.Context()); err != nil {
-			return meta.Connector{}, errorf(http.StatusServiceUnavailable, "catching up with the log: %v", err)
-		}
-	}
+// caller is r's caller as the Manager asks it.
+func (a *API) caller(r *http.Request) Caller {
+	return Caller{Principal: a.cfg.Principal(r), Authorize: func(op acl.Operation, name string) *Error { return a.cfg.Authorize(r, op, name) }}
 }
 
-// described reads name for a caller that needs op on it. A refusal is
-// 403 whether or not the connector exists, as Kafka answers
-// TOPIC_AUTHORIZATION_FAILED for a named topic: the answer tells
-// nothing about connectors the caller may not see.
+// described reads {name} for a caller that needs op on it.
 func (a *API) described(r *http.Request, op acl.Operation) (meta.Connector, *Error) {
-	name := r.PathValue("name")
-	if e := a.cfg.Authorize(r, op, name); e != nil {
-		return meta.Connector{}, e
-	}
-	return a.connector(r, name)
+	return a.m.Get(r.Context(), a.caller(r), op, r.PathValue("name"))
 }
-
-func (a *API) kind(c meta.Connector) Kind { return kindOf(a.cfg.Classes, c) }
 
 func kindOf(classes *ClassSet, c meta.Connector) Kind {
 	if class, ok := classes.Lookup(c.Config["connector.class"]); ok {
@@ -240,12 +221,9 @@ func kindOf(classes *ClassSet, c meta.Connector) Kind {
 	return ""
 }
 
-func (a *API) infoOf(c meta.Connector) ConnectorInfo {
-	class, _ := a.cfg.Classes.Lookup(c.Config["connector.class"])
-	return ConnectorInfo{Name: c.Name, Config: Masked(class, c.Config), Tasks: []TaskID{{Connector: c.Name, Task: 0}}, Type: a.kind(c)}
-}
+func (a *API) infoOf(c meta.Connector) ConnectorInfo { return a.m.Info(c) }
 
-func (a *API) statusOf(c meta.Connector) Status { return StatusOf(c, a.cfg.Classes, a.cfg.Placed) }
+func (a *API) statusOf(c meta.Connector) Status { return a.m.Status(c) }
 
 // StatusOf is c's status as Connect reports it: PAUSED when paused,
 // else RUNNING with the task's state about the current generation, as
@@ -280,21 +258,9 @@ func (a *API) list(r *http.Request) (int, any, *Error) {
 			info = true
 		}
 	}
-	v := a.cfg.Store.View()
-	conns, err := v.Connectors()
-	v.Close()
-	if err != nil {
-		return 0, nil, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
-	}
-	var visible []meta.Connector
-	for _, c := range conns {
-		if e := a.cfg.Authorize(r, kmsg.ACLOperationDescribe, c.Name); e != nil {
-			if e.Status == http.StatusForbidden {
-				continue
-			}
-			return 0, nil, e
-		}
-		visible = append(visible, c)
+	visible, e := a.m.Visible(a.caller(r))
+	if e != nil {
+		return 0, nil, e
 	}
 	if !status && !info {
 		names := make([]string, 0, len(visible))
@@ -369,13 +335,7 @@ func (a *API) create(r *http.Request) (int, any, *Error) {
 	if name == "" {
 		name = cfg["name"]
 	}
-	if msg := meta.ValidConnectorName(name); msg != "" {
-		return 0, nil, errorf(http.StatusBadRequest, "%s", msg)
-	}
-	if e := a.cfg.Authorize(r, kmsg.ACLOperationCreate, name); e != nil {
-		return 0, nil, e
-	}
-	c, _, e := a.put(r, name, cfg, meta.PutCreate)
+	c, e := a.m.Create(r.Context(), a.caller(r), name, cfg)
 	if e != nil {
 		return 0, nil, e
 	}
@@ -392,25 +352,7 @@ func (a *API) putConfig(r *http.Request) (int, any, *Error) {
 	if e != nil {
 		return 0, nil, e
 	}
-	// ALTER on an existing connector, CREATE on a new one.
-	v := a.cfg.Store.View()
-	_, exists, err := v.Connector(name)
-	v.Close()
-	if err != nil {
-		return 0, nil, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
-	}
-	op := kmsg.ACLOperationCreate
-	if exists {
-		op = kmsg.ACLOperationAlter
-	}
-	if e := a.cfg.Authorize(r, op, name); e != nil {
-		return 0, nil, e
-	}
-	mode := meta.PutCreateOrUpdate
-	if exists {
-		mode = meta.PutUpdate
-	}
-	c, created, e := a.put(r, name, cfg, mode)
+	c, created, e := a.m.Configure(r.Context(), a.caller(r), name, cfg)
 	if e != nil {
 		return 0, nil, e
 	}
@@ -420,58 +362,6 @@ func (a *API) putConfig(r *http.Request) (int, any, *Error) {
 	return http.StatusOK, a.infoOf(c), nil
 }
 
-// put checks cfg against its class, seals its secrets and proposes it.
-func (a *API) put(r *http.Request, name string, cfg map[string]string, mode meta.PutMode) (meta.Connector, bool, *Error) {
-	if msg := meta.ValidConnectorName(name); msg != "" {
-		return meta.Connector{}, false, errorf(http.StatusBadRequest, "%s", msg)
-	}
-	if n, ok := cfg["name"]; ok && n != name {
-		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Connector name configuration (%s) doesn't match connector name in the URL (%s)", n, name)
-	}
-	cfg["name"] = name
-	className, ok := cfg["connector.class"]
-	if !ok {
-		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Connector config %v contains no connector type", keysOf(cfg))
-	}
-	class, ok := a.cfg.Classes.Lookup(className)
-	if !ok {
-		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Failed to find any class that implements Connector and which name matches %s, available connectors are: %v", className, a.classNames())
-	}
-	var old map[string]string
-	if mode != meta.PutCreate {
-		v := a.cfg.Store.View()
-		prev, ok, err := v.Connector(name)
-		v.Close()
-		if err != nil {
-			return meta.Connector{}, false, errorf(http.StatusInternalServerError, "reading the metadata: %v", err)
-		}
-		if ok {
-			old = prev.Config
-		}
-	}
-	ctx := r.Context()
-	sealed, err := a.cfg.Secrets.Seal(ctx, name, class, cfg, old)
-	if err != nil {
-		if errors.Is(err, ErrMaskedUnknown) {
-			return meta.Connector{}, false, errorf(http.StatusBadRequest, "%v", err)
-		}
-		return meta.Connector{}, false, errorf(http.StatusInternalServerError, "%v", err)
-	}
-	resolved, err := a.cfg.Secrets.Resolve(ctx, sealed)
-	if err != nil {
-		return meta.Connector{}, false, errorf(http.StatusInternalServerError, "%v", err)
-	}
-	if err := class.Validate(resolved); err != nil {
-		return meta.Connector{}, false, errorf(http.StatusBadRequest, "Connector configuration is invalid and contains the following 1 error(s):\n%v\nYou can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`", err)
-	}
-	res, e := a.propose(ctx, meta.PutConnector{Name: name, Config: sealed, Owner: a.cfg.Principal(r), Mode: mode})
-	if e != nil {
-		return meta.Connector{}, false, e
-	}
-	c, e := a.connector(r, name)
-	return c, res.ConnectorCreated, e
-}
-
 func keysOf(m map[string]string) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
@@ -479,30 +369,6 @@ func keysOf(m map[string]string) []string {
 	}
 	slices.Sort(ks)
 	return ks
-}
-
-func (a *API) classNames() []string {
-	var out []string
-	for _, c := range a.cfg.Classes.List() {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
-// propose writes c, turning its refusal into Connect's answer.
-func (a *API) propose(ctx context.Context, c meta.Command) (meta.Result, *Error) {
-	res, err := a.cfg.Store.Propose(ctx, c)
-	switch {
-	case errors.Is(err, meta.ErrNotAtLevel):
-		return res, errorf(http.StatusServiceUnavailable, "connectors need %s %d or higher (strand features upgrade)", meta.FeatureMetadata, meta.MetadataLevel8)
-	case err != nil:
-		return res, errorf(http.StatusServiceUnavailable, "writing to the log: %v", err)
-	case res.ConnectorError != 0:
-		return res, errorf(int(res.ConnectorError), "%s", res.Message)
-	case res.Code != 0:
-		return res, errorf(http.StatusInternalServerError, "%v", res.Err())
-	}
-	return res, nil
 }
 
 func (a *API) info(r *http.Request) (int, any, *Error) {
@@ -566,7 +432,7 @@ func (a *API) targetState(r *http.Request, s meta.ConnectorState) (int, any, *Er
 	if e != nil {
 		return 0, nil, e
 	}
-	if _, e := a.propose(r.Context(), meta.ConnectorTargetState{Name: c.Name, State: s}); e != nil {
+	if _, e := a.m.propose(r.Context(), meta.ConnectorTargetState{Name: c.Name, State: s}); e != nil {
 		return 0, nil, e
 	}
 	return http.StatusAccepted, nil, nil
@@ -587,14 +453,14 @@ func (a *API) restart(r *http.Request) (int, any, *Error) {
 	}
 	q := r.URL.Query()
 	includeTasks, onlyFailed := q.Get("includeTasks") == "true", q.Get("onlyFailed") == "true"
-	if _, e := a.propose(r.Context(), meta.RestartConnector{Name: c.Name, OnlyFailed: onlyFailed}); e != nil {
+	if _, e := a.m.propose(r.Context(), meta.RestartConnector{Name: c.Name, OnlyFailed: onlyFailed}); e != nil {
 		return 0, nil, e
 	}
 	if !includeTasks && !onlyFailed {
 		return http.StatusNoContent, nil, nil
 	}
 	// Connect answers these with the status as the restart leaves it.
-	c, e = a.connector(r, c.Name)
+	c, e = a.m.Lookup(r.Context(), c.Name)
 	if e != nil {
 		return 0, nil, e
 	}
@@ -609,18 +475,14 @@ func (a *API) restartTask(r *http.Request) (int, any, *Error) {
 	if e := taskID(r, c.Name); e != nil {
 		return 0, nil, e
 	}
-	if _, e := a.propose(r.Context(), meta.RestartConnector{Name: c.Name}); e != nil {
+	if _, e := a.m.propose(r.Context(), meta.RestartConnector{Name: c.Name}); e != nil {
 		return 0, nil, e
 	}
 	return http.StatusNoContent, nil, nil
 }
 
 func (a *API) delete(r *http.Request) (int, any, *Error) {
-	c, e := a.described(r, kmsg.ACLOperationDelete)
-	if e != nil {
-		return 0, nil, e
-	}
-	if _, e := a.propose(r.Context(), meta.DeleteConnector{Name: c.Name}); e != nil {
+	if e := a.m.Delete(r.Context(), a.caller(r), r.PathValue("name")); e != nil {
 		return 0, nil, e
 	}
 	return http.StatusNoContent, nil, nil

@@ -184,6 +184,17 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		t.Fatalf("catalog results: %+v", rel)
 	}
 
+	// Connectors: a create, a refused duplicate, a pause, a restart
+	// (a new generation), a status of the old generation refused and
+	// one of the new taken, a delete.
+	propose(meta.PutConnector{Name: "pg", Config: map[string]string{"connector.class": "X", "topic.prefix": "p"}, Owner: "User:alice", Mode: meta.PutCreate},
+		meta.PutConnector{Name: "pg", Config: map[string]string{"connector.class": "X"}, Mode: meta.PutCreate},
+		meta.ConnectorTargetState{Name: "pg", State: meta.ConnectorPaused},
+		meta.RestartConnector{Name: "pg"},
+		meta.ConnectorTaskStatus{Name: "pg", Generation: 1, State: meta.TaskRunning, Node: 1, Worker: "h:8083"},
+		meta.ConnectorTaskStatus{Name: "pg", Generation: 2, State: meta.TaskFailed, Node: 1, Worker: "h:8083", Trace: "boom"},
+		meta.DeleteConnector{Name: "pg"})
+
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {
 			t.Errorf("the workload does not propose %v", typ)

@@ -54,7 +54,8 @@
 //
 // The task consumes its topics' partitions directly (no consumer
 // group), read_committed, and writes in batches: up to batch.size
-// records (default 500), or fewer after flushInterval. Each batch is
+// records (default 500), or what had arrived when the last batch was
+// written, without waiting for more. Each batch is
 // one database transaction that
 //
 //  1. locks the connector's rows of the sink's own table,

@@ -38,6 +38,21 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.rows, m.batches, m.batchSeconds, m.lag, m.fenced}
 }
 
+// declare makes a connector's series, at zero, when its task starts:
+// a sink that has not written yet shows as a flat line rather than none.
+func (m *Metrics) declare(connector string) {
+	if m == nil {
+		return
+	}
+	for _, op := range []string{"insert", "upsert", "update", "delete"} {
+		m.rows.WithLabelValues(connector, op)
+	}
+	m.batches.WithLabelValues(connector)
+	m.batchSeconds.WithLabelValues(connector)
+	m.lag.WithLabelValues(connector)
+	m.fenced.WithLabelValues(connector)
+}
+
 // Forget drops a connector's series (the connector deleted).
 func (m *Metrics) Forget(connector string) {
 	if m == nil {

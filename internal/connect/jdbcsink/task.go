@@ -21,9 +21,6 @@ import (
 )
 
 const (
-	// flushInterval is how long a batch waits for more records once it
-	// has one, before it is written short of batch.size.
-	flushInterval = 100 * time.Millisecond
 	// refreshInterval is how often the task looks for partitions of its
 	// topics it does not consume yet (a topic created, partitions
 	// added, a topic newly matching topics.regex).
@@ -56,6 +53,7 @@ func (t *Task) Run(ctx context.Context, env connect.Env) error {
 		log = slog.Default()
 	}
 	clk := clock.OrReal(env.Clock)
+	t.metrics.declare(env.Name)
 	tg, err := openTarget(ctx, t.cfg, env.Name)
 	if err != nil {
 		return ctxErr(ctx, err)
@@ -241,7 +239,11 @@ func (s *session) run(ctx context.Context) (int, error) {
 }
 
 // collect polls up to batch.size records: it waits for a first record
-// (until refresh is due), then at most flushInterval for more.
+// (until refresh is due), then takes what the client has already
+// fetched, without waiting for more. A batch is as large as what came
+// in while the last one was written: one record when the sink keeps up
+// (the lowest latency), batch.size when it is behind (the fewest
+// transactions), with no timer between.
 func (s *session) collect(ctx context.Context, cl *kgo.Client, stable map[tp]int64, refresh time.Time) ([]*kgo.Record, error) {
 	limit := s.task.cfg.BatchSize
 	var recs []*kgo.Record
@@ -260,30 +262,44 @@ func (s *session) collect(ctx context.Context, cl *kgo.Client, stable map[tp]int
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
-				ferr = fmt.Errorf("jdbcsink: fetch %s/%d: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return nil, ferr
+		if err := fetched(fs, stable); err != nil {
+			return nil, err
 		}
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if p.LastStableOffset >= 0 {
-				stable[tp{p.Topic, p.Partition}] = p.LastStableOffset
-			}
-		})
-		got := fs.Records()
-		if len(recs) == 0 && len(got) > 0 {
-			deadline = s.clk.Now().Add(flushInterval)
-		}
-		recs = append(recs, got...)
-		if timedOut {
+		recs = append(recs, fs.Records()...)
+		if timedOut || len(recs) > 0 {
 			break
 		}
 	}
+	// What is buffered already: a nil context polls without waiting.
+	for len(recs) > 0 && len(recs) < limit {
+		fs := cl.PollRecords(nil, limit-len(recs)) //nolint:staticcheck // nil: return what is buffered, kgo's documented form
+		if err := fetched(fs, stable); err != nil {
+			return nil, err
+		}
+		got := fs.Records()
+		if len(got) == 0 {
+			break
+		}
+		recs = append(recs, got...)
+	}
 	return recs, nil
+}
+
+// fetched notes the partitions' last stable offsets (for the lag) and
+// returns the fetches' first error but a cancelled poll's.
+func fetched(fs kgo.Fetches, stable map[tp]int64) error {
+	var ferr error
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+			ferr = fmt.Errorf("jdbcsink: fetch %s/%d: %w", t, p, err)
+		}
+	})
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.LastStableOffset >= 0 {
+			stable[tp{p.Topic, p.Partition}] = p.LastStableOffset
+		}
+	})
+	return ferr
 }
 
 // partitions lists the partitions of the configured topics (those of

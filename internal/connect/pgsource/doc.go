@@ -39,8 +39,11 @@
 // they are decoded (the producer's buffer and the reader's queue are
 // bounded, so a transaction larger than memory streams through, its
 // Kafka transaction open meanwhile); a Kafka transaction is committed
-// only at a PostgreSQL commit, once it holds max.batch.size records or
-// has been open poll.interval.ms, with the offset record of its last
+// only at a PostgreSQL commit: when nothing more has arrived from the
+// server (so a batch holds what came in during the last commit: one
+// transaction when the source keeps up, many when it is behind), once
+// it holds max.batch.size records, or once it has been open
+// poll.interval.ms, with the offset record of its last
 // PostgreSQL transaction in it. Only after that commit is the
 // transaction's end LSN confirmed to the server (flush and apply
 // positions of the standby status update). A read_committed consumer

@@ -48,6 +48,24 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 		m.slotRetained, m.confirmedLSN, m.skippedResent}
 }
 
+// declare makes connector's series, at zero, when its task starts: a
+// dashboard shows a source that has not connected yet as a flat line
+// rather than none.
+func (m *Metrics) declare(connector string) {
+	if m == nil {
+		return
+	}
+	for _, op := range []string{"c", "u", "d", "r"} {
+		m.records.WithLabelValues(connector, op)
+	}
+	for _, v := range []*prometheus.CounterVec{m.txns, m.sourceTxns, m.snapshotRows, m.skippedResent} {
+		v.WithLabelValues(connector)
+	}
+	for _, v := range []*prometheus.GaugeVec{m.walLag, m.lagSeconds, m.slotRetained, m.confirmedLSN} {
+		v.WithLabelValues(connector)
+	}
+}
+
 // Forget drops connector's series (the connector deleted).
 func (m *Metrics) Forget(connector string) {
 	for _, op := range []string{"c", "u", "d", "r"} {

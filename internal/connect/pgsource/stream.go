@@ -273,6 +273,17 @@ func (w *writer) loop(ctx context.Context, items <-chan item, readErr <-chan err
 			if err := w.handle(ctx, it); err != nil {
 				return err
 			}
+			if w.open && !w.inTxn && len(items) == 0 {
+				// At a transaction's end with nothing more come
+				// in: commit now, as Debezium hands a batch on as
+				// soon as its queue has one (poll.interval.ms is
+				// its wait when the queue is empty). What arrives
+				// during the commit makes the next batch, so
+				// batches grow with the load, up to max.batch.size.
+				if err := w.commit(ctx); err != nil {
+					return err
+				}
+			}
 			if w.open && !wasOpen {
 				deadline, timer = clock.After(r.clk, r.cfg.PollInterval)
 			}

@@ -88,6 +88,7 @@ func (t *Task) Run(ctx context.Context, env connect.Env) error {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.log = r.log.With("connector", env.Name)
+	t.metrics.declare(env.Name)
 	var err error
 	if t.cfg.KeyAvro != nil {
 		if r.enc.keyAvro, err = avroconv.New(t.cfg.KeyAvro); err != nil {

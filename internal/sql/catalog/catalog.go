@@ -1,7 +1,9 @@
 // Package catalog owns the SQL endpoint's catalog statements: the DDL of
 // Strand's relations (CREATE/DROP SOURCE, MATERIALIZED VIEW and SINK),
 // SHOW SOURCES|MATERIALIZED VIEWS|SINKS, and who may do what with a
-// relation. It checks a definition against the agent's copy of the
+// relation; and the connector statements (CREATE/ALTER/DROP CONNECTOR,
+// SHOW CONNECTORS: connectors.go), which it hands to package connect's
+// Manager, as the Connect REST API does. It checks a definition against the agent's copy of the
 // metadata when the statement runs (the topic exists, the format and the
 // column types are known, the reserved metadata columns are typed right,
 // the SELECT parses and names relations that exist, the caller holds the
@@ -33,6 +35,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
+	"github.com/strandkafka/strand/internal/connect"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/sql/exec"
 	"github.com/strandkafka/strand/internal/sql/flow"
@@ -82,6 +85,10 @@ type Config struct {
 	// Sinks say where each sink runs and how (package sinks' Runner);
 	// nil: SHOW SINKS' status says "not run".
 	Sinks Sinks
+	// Connectors runs CREATE/ALTER/DROP CONNECTOR and SHOW CONNECTORS
+	// as Kafka Connect's REST API does (connectors.go); nil: they
+	// answer 0A000.
+	Connectors *connect.Manager
 }
 
 // Sinks reports the sinks' state.

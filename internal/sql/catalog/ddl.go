@@ -60,6 +60,8 @@ func (s *session) prepare(st parse.Statement) (pgwire.Statement, error) {
 			Hint: "CREATE MATERIALIZED VIEW keeps a query's result up to date"}
 	case st.Kind == parse.KindExplain:
 		return s.prepareExplain(st)
+	case st.Kind == parse.KindConnector:
+		return s.prepareConnector(st)
 	case st.Kind == parse.KindOther || st.Kind == parse.KindSubscribe:
 		return s.prepareRead(st)
 	case n.GetVariableShowStmt() != nil:

@@ -12,9 +12,19 @@ package parse
 //	SUBSCRIBE [TO] name                                           TABLE name    (SUBSCRIBE -> "    TABLE", TO -> "  ")
 //	SHOW MATERIALIZED VIEWS                                       SHOW materialized_views
 //	EXPLAIN [MATERIALIZED VIEW] name                              TABLE name    (EXPLAIN -> "  TABLE", the other words blanked)
+//	CREATE CONNECTOR [IF NOT EXISTS] name WITH ('k' = 'v', ...)   CREATE COLLATION name ("k" = 'v', ...)  (WITH blanked)
+//	ALTER CONNECTOR name SET ('k' = 'v' | NONE, ...)             ALTER TYPE name SET ("k" = 'v', ...)
+//	DROP CONNECTOR [IF EXISTS] name, ...                          DROP COLLATION
 //
-// CREATE/DROP MATERIALIZED VIEW, SHOW SOURCES, SHOW SINKS and SHOW VIEWS
-// are PostgreSQL's own and parse as they are; ParseStrand marks them
+// A connector's keys are Connect's, with dots (database.hostname), so
+// they are written quoted as strings; PostgreSQL's definition lists take
+// identifiers, so a plain 'key' in a key's place (after '(' or ',',
+// before '=') becomes "key", the same length. OptionKey reads a key back
+// from the user's text, untruncated (PostgreSQL cuts identifiers at 63
+// bytes; Connect's keys may be longer).
+//
+// CREATE/DROP MATERIALIZED VIEW, SHOW SOURCES, SHOW SINKS, SHOW VIEWS
+// and SHOW CONNECTORS are PostgreSQL's own and parse as they are; ParseStrand marks them
 // too, so a caller reads one Kind rather than matching node shapes.
 //
 // The keywords are found by PostgreSQL's own scanner (the module's
@@ -58,6 +68,12 @@ const (
 	// `TABLE name` (ExplainTarget names the relation). EXPLAIN SELECT
 	// is PostgreSQL's own ExplainStmt, KindOther.
 	KindExplain
+	// KindConnector: CREATE CONNECTOR (a DefineStmt of
+	// OBJECT_COLLATION), ALTER CONNECTOR (an AlterTypeStmt), DROP
+	// CONNECTOR (a DropStmt of OBJECT_COLLATION), SHOW CONNECTORS (a
+	// VariableShowStmt). A connector is no relation: package connect
+	// keeps it, as Kafka Connect's REST API does.
+	KindConnector
 )
 
 func (k Kind) String() string {
@@ -72,6 +88,8 @@ func (k Kind) String() string {
 		return "subscribe"
 	case KindExplain:
 		return "explain"
+	case KindConnector:
+		return "connector"
 	}
 	return "other"
 }
@@ -179,6 +197,34 @@ func rewrite(sql string, toks []*pg.ScanToken) (string, []marked) {
 		case (first == "create" || first == "drop") && second == "sink":
 			put(stmt[1], "VIEW")
 			kinds = append(kinds, marked{at, KindSink})
+		case (first == "create" || first == "drop" || first == "alter") && second == "connector":
+			with := "COLLATION"
+			if first == "alter" {
+				with = "TYPE     "
+			}
+			put(stmt[1], with)
+			for i := 2; first == "create" && i+1 < len(stmt); i++ {
+				// WITH before the option list: CREATE COLLATION
+				// takes the list bare.
+				if word(stmt, i) == "with" && stmt[i+1].Token == pg.Token_ASCII_40 {
+					put(stmt[i], "    ")
+					break
+				}
+			}
+			for i := 3; i+1 < len(stmt); i++ {
+				prev := stmt[i-1].Token
+				if stmt[i].Token != pg.Token_SCONST || stmt[i+1].Token != pg.Token_ASCII_61 || (prev != pg.Token_ASCII_40 && prev != pg.Token_ASCII_44) {
+					continue
+				}
+				// A key: 'k' reads as the identifier "k". A key
+				// with a quote inside is left as it is, and the
+				// grammar refuses it.
+				key := sql[stmt[i].Start:stmt[i].End]
+				if len(key) >= 2 && key[0] == '\'' && key[len(key)-1] == '\'' && !strings.ContainsAny(key[1:len(key)-1], `'"`) {
+					b[stmt[i].Start], b[stmt[i].End-1] = '"', '"'
+				}
+			}
+			kinds = append(kinds, marked{at, KindConnector})
 		case first == "subscribe":
 			put(stmt[0], "    TABLE")
 			if second == "to" {
@@ -224,6 +270,8 @@ func postgresKind(n *pg.Node) Kind {
 			return KindSink
 		case "views", "materialized_views":
 			return KindMaterializedView
+		case "connectors":
+			return KindConnector
 		}
 	}
 	return KindOther
@@ -255,6 +303,37 @@ func SubscribeTarget(s Statement) *pg.RangeVar {
 		return nil
 	}
 	return sel.FromClause[0].GetRangeVar()
+}
+
+// OptionKey is the key of an option of st (a connector's, or any
+// definition list's) as the user wrote it: a quoted key ('k' or "k")
+// unquoted and untruncated, a bare word as the grammar read it (lower
+// case).
+func OptionKey(st Statement, de *pg.DefElem) string {
+	at := int(de.Location) - st.Offset
+	if at < 0 || at >= len(st.Text) {
+		return de.Defname
+	}
+	text := st.Text[at:]
+	q := text[0]
+	if q != '\'' && q != '"' {
+		return de.Defname
+	}
+	var key strings.Builder
+	for i := 1; i < len(text); i++ {
+		if text[i] != q {
+			key.WriteByte(text[i])
+			continue
+		}
+		if i+1 < len(text) && text[i+1] == q {
+			// A doubled quote inside "...": one quote.
+			key.WriteByte(q)
+			i++
+			continue
+		}
+		return key.String()
+	}
+	return de.Defname
 }
 
 // Deparse prints a statement or query tree back as SQL, PostgreSQL's

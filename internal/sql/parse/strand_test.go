@@ -3,6 +3,7 @@ package parse_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,7 +150,8 @@ func pgConn(t *testing.T) *pgx.Conn {
 }
 
 func FuzzParseStrand(f *testing.F) {
-	for _, s := range []string{"CREATE SOURCE s (a int) WITH (topic='t')", "SUBSCRIBE TO v", "SHOW MATERIALIZED VIEWS", "drop sink;", "SUBSCRIBE 'x", "CREATE SINK"} {
+	for _, s := range []string{"CREATE SOURCE s (a int) WITH (topic='t')", "SUBSCRIBE TO v", "SHOW MATERIALIZED VIEWS", "drop sink;", "SUBSCRIBE 'x", "CREATE SINK",
+		"CREATE CONNECTOR c WITH ('a.b' = 'x', \"c\" = 1)", "ALTER CONNECTOR c SET ('a' = NONE)", "drop connector if exists c", "CREATE CONNECTOR c WITH ('a"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
@@ -164,6 +166,13 @@ func FuzzParseStrand(f *testing.F) {
 		for _, s := range stmts {
 			if s.Offset < 0 || s.Offset+len(s.Text) > len(sql) || sql[s.Offset:s.Offset+len(s.Text)] != s.Text || s.Node == nil {
 				t.Fatalf("statement %q at %d is not a piece of %q", s.Text, s.Offset, sql)
+			}
+			defs := s.Node.GetDefineStmt().GetDefinition()
+			defs = append(defs, s.Node.GetAlterTypeStmt().GetOptions()...)
+			for _, d := range defs {
+				if de := d.GetDefElem(); de != nil && len(parse.OptionKey(s, de)) > len(s.Text) {
+					t.Fatalf("key %q longer than its statement %q", parse.OptionKey(s, de), s.Text)
+				}
 			}
 		}
 	})
@@ -230,5 +239,64 @@ func TestParseStrandExplain(t *testing.T) {
 	}
 	if _, err := parse.ParseStrand("EXPLAIN MATERIALIZED VIEW"); err == nil {
 		t.Error("EXPLAIN MATERIALIZED VIEW without a name parsed")
+	}
+}
+
+// TestParseConnector: CREATE/ALTER/DROP CONNECTOR and SHOW CONNECTORS
+// parse as PostgreSQL statements of their kind, the quoted keys read
+// back as written (dots, case, past PostgreSQL's 63-byte identifiers),
+// a connector's keyword in a string or a quoted name left alone.
+func TestParseConnector(t *testing.T) {
+	long := strings.Repeat("k.", 40) + "end"
+	sql := "CREATE CONNECTOR inv WITH ('connector.class' = 'PostgresConnector', 'Database.Port' = 5432, \"tasks.max\" = '1', '" + long + "' = 'x');" +
+		"create connector if not exists \"My-Conn\" with ('a' = 'it''s');" +
+		"ALTER CONNECTOR inv SET ('database.password' = 'pw', 'topic.prefix' = NONE);" +
+		"DROP CONNECTOR IF EXISTS inv, other; SHOW CONNECTORS;" +
+		"SELECT 'create connector x WITH (''a'' = 1)'; CREATE COLLATION c (locale = 'C')"
+	stmts, err := parse.ParseStrand(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []parse.Kind{parse.KindConnector, parse.KindConnector, parse.KindConnector, parse.KindConnector, parse.KindConnector, parse.KindOther, parse.KindOther}
+	nodes := []string{"DefineStmt", "DefineStmt", "AlterTypeStmt", "DropStmt", "VariableShowStmt", "SelectStmt", "DefineStmt"}
+	if len(stmts) != len(kinds) {
+		t.Fatalf("%d statements, want %d", len(stmts), len(kinds))
+	}
+	for i, s := range stmts {
+		if s.Kind != kinds[i] || nodeName(s.Stmt) != nodes[i] {
+			t.Errorf("statement %d (%q): %v %s, want %v %s", i, s.Text, s.Kind, nodeName(s.Stmt), kinds[i], nodes[i])
+		}
+	}
+	keys := func(s parse.Statement, defs []*pg.Node) []string {
+		var out []string
+		for _, d := range defs {
+			out = append(out, parse.OptionKey(s, d.GetDefElem()))
+		}
+		return out
+	}
+	def := stmts[0].Node.GetDefineStmt()
+	if got, want := keys(stmts[0], def.Definition), []string{"connector.class", "Database.Port", "tasks.max", long}; !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q", got, want)
+	}
+	if def.IfNotExists || def.Defnames[0].GetString_().Sval != "inv" {
+		t.Errorf("CREATE: %v", def)
+	}
+	def = stmts[1].Node.GetDefineStmt()
+	if !def.IfNotExists || def.Defnames[0].GetString_().Sval != "My-Conn" || def.Definition[0].GetDefElem().Arg.GetString_().Sval != "it's" {
+		t.Errorf("CREATE IF NOT EXISTS: %v", def)
+	}
+	alter := stmts[2].Node.GetAlterTypeStmt()
+	if got := keys(stmts[2], alter.Options); !slices.Equal(got, []string{"database.password", "topic.prefix"}) || alter.Options[1].GetDefElem().Arg != nil {
+		t.Errorf("ALTER: keys %q, %v", got, alter)
+	}
+	if d := stmts[3].Node.GetDropStmt(); !d.MissingOk || len(d.Objects) != 2 {
+		t.Errorf("DROP: %v", d)
+	}
+	// A key that is no plain string is the grammar's to refuse, at the
+	// key.
+	_, err = parse.ParseStrand("CREATE CONNECTOR c WITH (E'a' = 'b')")
+	var pe *parse.Error
+	if !errors.As(err, &pe) || pe.Position != 26 {
+		t.Errorf("E'a' as a key: %v", err)
 	}
 }
