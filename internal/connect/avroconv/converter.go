@@ -112,19 +112,15 @@ func (c *Converter) FromConnectParts(ctx context.Context, topic string, schema, 
 	if pv == nil {
 		return nil, nil
 	}
-	v, err := value(s.connect, pv)
-	if err != nil {
-		return nil, fmt.Errorf("avro converter: %s: %w", c.Subject(topic), err)
-	}
 	out, err := c.hdr.AppendEncode(make([]byte, 0, 5+len(payload)), s.id, nil)
 	if err != nil {
 		return nil, err
 	}
-	body, err := s.api.Marshal(s.avro, v)
-	if err != nil {
+	w := avro.NewWriter(nil, len(payload))
+	if err := write(w, s.connect, pv); err != nil {
 		return nil, fmt.Errorf("avro converter: %s: %w", c.Subject(topic), err)
 	}
-	return append(out, body...), nil
+	return append(out, w.Buffer()...), nil
 }
 
 func (c *Converter) outSchema(ctx context.Context, subject string, raw []byte) (*outSchema, error) {
