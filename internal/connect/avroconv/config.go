@@ -43,10 +43,9 @@ type Config struct {
 }
 
 // Secret reports whether a configuration key holds a secret: the
-// registry's basic auth user info, under any converter prefix.
-func Secret(key string) bool {
-	return strings.HasSuffix(key, "basic.auth.user.info") || strings.HasSuffix(key, "schema.registry.basic.auth.user.info")
-}
+// registry's basic auth user info, bare or under any prefix
+// (key.converter., value.converter., Confluent's schema.registry.).
+func Secret(key string) bool { return strings.HasSuffix(key, "basic.auth.user.info") }
 
 // Parse reads side's ("key" or "value") converter from a connector
 // configuration: nil (and no error) when the side's converter is the
