@@ -18,6 +18,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/strandkafka/strand/internal/clock"
@@ -284,13 +286,32 @@ func TestAvroConfig(t *testing.T) {
 // TestAvroRoundTrip: a table captured with the AvroConverter and sunk
 // by the JDBC sink, reading Avro, into another database of the same
 // server: the target table equals the source's after inserts, updates,
-// deletes and a column added half-way. The registry is the agent's
-// (on loopback, no credentials: a super user).
+// deletes and a column added half-way. The registry is the agent's,
+// both connectors calling it as a SCRAM user (basic auth).
 func TestAvroRoundTrip(t *testing.T) {
 	f := newFixture(t, "avrort")
+	adm, err := kgo.NewClient(f.kafka()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kadm.NewClient(adm).AlterUserSCRAMs(context.Background(), nil, []kadm.UpsertSCRAM{
+		{User: "avro-rt", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "avro-pw"}})
+	adm.Close()
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	regURL := "http://" + shared.agent.RegistryAddr()
+	// Wrong credentials are refused: the registry does check them.
+	bad, _ := sr.NewClient(sr.URLs(regURL), sr.BasicAuth("avro-rt", "wrong"))
+	if _, err := bad.Subjects(context.Background()); err == nil {
+		t.Fatal("the agent's registry took a wrong password")
+	}
 	avroCfg := map[string]string{
 		"key.converter": avroconv.AvroClass, "value.converter": avroconv.AvroClass, "schema.registry.url": regURL,
+		"basic.auth.credentials.source": "USER_INFO", "basic.auth.user.info": "avro-rt:avro-pw",
 	}
 	for k, v := range avroCfg {
 		f.config[k] = v
