@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/connect/avroconv"
 )
 
 // ClassName is the connector.class the Debezium JDBC sink is known by.
@@ -86,10 +87,14 @@ type Config struct {
 	TableFormat    string
 	BatchSize      int
 	QuoteIdentiers bool
+	// KeyAvro and ValueAvro: the side's converter is the AvroConverter
+	// (nil: the bytes are read as JSON, as before converters were
+	// configurable).
+	KeyAvro, ValueAvro *avroconv.Config
 }
 
 // Secret reports the keys whose values are secrets.
-func Secret(key string) bool { return key == keyPassword }
+func Secret(key string) bool { return key == keyPassword || avroconv.Secret(key) }
 
 // Validate checks a configuration without connecting anywhere. Unknown
 // keys are ignored, as Kafka Connect does.
@@ -206,6 +211,24 @@ func Parse(config map[string]string) (*Config, error) {
 			bad(keyBatchSize, "%q is not a whole number from 1 to %d", v, maxBatchSize)
 		}
 		c.BatchSize = n
+	}
+
+	for _, side := range []string{"key", "value"} {
+		switch strings.TrimSpace(config[side+".converter"]) {
+		case "org.apache.kafka.connect.storage.StringConverter", "org.apache.kafka.connect.converters.ByteArrayConverter":
+			// Read as JSON, as the sink always read its records'
+			// bytes: a string key of digits is a number.
+			continue
+		}
+		ac, err := avroconv.Parse(config, side)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if side == "key" {
+			c.KeyAvro = ac
+		} else {
+			c.ValueAvro = ac
+		}
 	}
 
 	// What Debezium refuses too: a key is needed to upsert, update or

@@ -13,7 +13,11 @@
 // srv_public_orders. A record's value is a Debezium change event
 // ({"before", "after", "op", ...}: c, r and u write the "after" row, d
 // deletes), or a flat JSON object (a row); either bare or in Connect's
-// JsonConverter form with schemas ({"schema", "payload"}). A null value
+// JsonConverter form with schemas ({"schema", "payload"}); with
+// *.converter=io.confluent.connect.avro.AvroConverter, keys and values
+// in Confluent's wire format are first turned into that JSON form by
+// package avroconv (the writer's schema fetched by id), so everything
+// after is the same for both converters. A null value
 // (a tombstone) deletes. Deletes happen only with delete.enabled, which
 // as in Debezium needs primary.key.mode=record_key; without it they are
 // skipped. Truncate and message events ("t", "m") are skipped.

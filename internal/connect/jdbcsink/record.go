@@ -2,6 +2,7 @@ package jdbcsink
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strandkafka/strand/internal/connect/avroconv"
 )
 
 // kind is a column's type as the records say it: from the Debezium
@@ -78,6 +81,10 @@ func (c *change) keyString() string {
 // concurrent use.
 type decoder struct {
 	cfg *Config
+	// ctx, keyAvro and valueAvro: the AvroConverters of the keys and
+	// values (nil: JSON), and the context of their registry lookups.
+	ctx                context.Context
+	keyAvro, valueAvro *avroconv.Converter
 	// schemas caches parsed schemas by their JSON text: every record of
 	// a table carries the same schema, and parsing it is most of the
 	// cost of decoding a change event. At most maxSchemas entries.
@@ -100,7 +107,33 @@ func (d *decoder) decode(r *kgo.Record) (*change, error) {
 	return ch, err
 }
 
+// fromAvro turns an Avro record's key and value into what the
+// JsonConverter would have read, so the rest of decoding is the same
+// for both converters. The record is the caller's and left alone.
+func (d *decoder) fromAvro(r *kgo.Record) (*kgo.Record, error) {
+	if d.keyAvro == nil && d.valueAvro == nil {
+		return r, nil
+	}
+	c := *r
+	var err error
+	if d.keyAvro != nil {
+		if c.Key, err = d.keyAvro.ToConnect(d.ctx, r.Key); err != nil {
+			return nil, fmt.Errorf("key: %w", err)
+		}
+	}
+	if d.valueAvro != nil {
+		if c.Value, err = d.valueAvro.ToConnect(d.ctx, r.Value); err != nil {
+			return nil, fmt.Errorf("value: %w", err)
+		}
+	}
+	return &c, nil
+}
+
 func (d *decoder) decodeValue(r *kgo.Record) (*change, error) {
+	r, err := d.fromAvro(r)
+	if err != nil {
+		return nil, err
+	}
 	ch := &change{table: d.cfg.TableName(r.Topic)}
 	var payload, schema any
 	if r.Value != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/connect/avroconv"
 )
 
 const (
@@ -63,6 +64,18 @@ func (t *Task) Run(ctx context.Context, env connect.Env) error {
 		return ctxErr(ctx, err)
 	}
 	s := &session{task: t, env: env, log: log, clk: clk, tg: tg}
+	// The converters outlive sessions: their caches of registry
+	// schemas stay warm across a fencing or a resubscription.
+	if t.cfg.KeyAvro != nil {
+		if s.keyAvro, err = avroconv.New(t.cfg.KeyAvro); err != nil {
+			return err
+		}
+	}
+	if t.cfg.ValueAvro != nil {
+		if s.valueAvro, err = avroconv.New(t.cfg.ValueAvro); err != nil {
+			return err
+		}
+	}
 	fenced := 0
 	for {
 		committed, err := s.run(ctx)
@@ -110,6 +123,8 @@ type session struct {
 	clk     clock.Clock
 	tg      *target
 	running bool
+	// keyAvro, valueAvro: the AvroConverters, nil for JSON.
+	keyAvro, valueAvro *avroconv.Converter
 }
 
 // run returns how many batches it committed, and why it ended.
@@ -164,7 +179,7 @@ func (s *session) run(ctx context.Context) (int, error) {
 	}
 	s.log.Info("jdbc sink: consuming", "connector", s.env.Name, "partitions", len(parts))
 
-	dec := decoder{cfg: cfg}
+	dec := decoder{cfg: cfg, ctx: ctx, keyAvro: s.keyAvro, valueAvro: s.valueAvro}
 	stable := map[tp]int64{} // last stable offsets seen in fetches, for lag
 	nextRefresh := s.clk.Now().Add(refreshInterval)
 	committed := 0

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/connect/avroconv"
 )
 
 // ClassName is the connector.class this package serves.
@@ -34,14 +35,11 @@ const (
 	cfgDecimalMode       = "decimal.handling.mode"
 	cfgKeySchemas        = "key.converter.schemas.enable"
 	cfgValueSchemas      = "value.converter.schemas.enable"
-	cfgKeyConverter      = "key.converter"
-	cfgValueConverter    = "value.converter"
 	cfgMaxBatchSize      = "max.batch.size"
 	cfgPollInterval      = "poll.interval.ms"
 	cfgMaxQueueSize      = "max.queue.size"
 	cfgStatusInterval    = "status.update.interval.ms"
 	cfgTopicPartitions   = "topic.creation.default.partitions"
-	jsonConverterClass   = "org.apache.kafka.connect.json.JsonConverter"
 	defaultSlotName      = "debezium"
 	defaultPublication   = "dbz_publication"
 	defaultMaxBatchSize  = 2048
@@ -70,6 +68,9 @@ type Config struct {
 	Tombstones                            bool
 	DecimalMode                           string // precise | string | double
 	KeySchemas, ValueSchemas              bool
+	// KeyAvro and ValueAvro: the side's converter is the AvroConverter
+	// (nil: the JsonConverter).
+	KeyAvro, ValueAvro *avroconv.Config
 	// MaxBatchRecords and PollInterval bound a Kafka transaction: it
 	// commits at the first PostgreSQL commit once it holds this many
 	// records or has been open this long.
@@ -166,10 +167,20 @@ func ParseConfig(m map[string]string) (*Config, error) {
 	c.Tombstones = boolOf(cfgTombstones, true)
 	c.KeySchemas = boolOf(cfgKeySchemas, true)
 	c.ValueSchemas = boolOf(cfgValueSchemas, true)
-	for _, k := range []string{cfgKeyConverter, cfgValueConverter} {
-		if v := get(k, jsonConverterClass); v != jsonConverterClass {
-			bad("Invalid value %q for configuration %s: only %s is served", v, k, jsonConverterClass)
-		}
+	var err1 error
+	if c.KeyAvro, err1 = avroconv.Parse(m, "key"); err1 != nil {
+		errs = append(errs, err1)
+	}
+	if c.ValueAvro, err1 = avroconv.Parse(m, "value"); err1 != nil {
+		errs = append(errs, err1)
+	}
+	// The AvroConverter is fed the JsonConverter's output with its
+	// schema: that schema is what becomes the Avro schema.
+	if c.KeyAvro != nil {
+		c.KeySchemas = true
+	}
+	if c.ValueAvro != nil {
+		c.ValueSchemas = true
 	}
 	intOf := func(k string, def, lo, hi int) int {
 		v := get(k, strconv.Itoa(def))
@@ -254,7 +265,7 @@ func (c *Config) Topic(schema, table string) string {
 }
 
 // Secret reports whether key holds a secret.
-func Secret(key string) bool { return key == cfgPassword }
+func Secret(key string) bool { return key == cfgPassword || avroconv.Secret(key) }
 
 // Class is the connector class, reporting to m (nil: metrics kept but
 // not registered anywhere).

@@ -79,7 +79,10 @@
 // columns (null for a table without one). Values are Debezium's
 // envelope (before, after, source, transaction, op, ts_ms/us/ns) in
 // Kafka Connect's JsonConverter form, {"schema", "payload"}, or the
-// bare payload when *.converter.schemas.enable=false. Types follow
+// bare payload when *.converter.schemas.enable=false, or, with
+// *.converter=io.confluent.connect.avro.AvroConverter, that JSON form
+// converted by package avroconv (its schema registered, the payload in
+// Confluent's wire format). Types follow
 // Debezium's mapping with time.precision.mode=adaptive (types.go);
 // a type Strand does not map is its PostgreSQL text as a string. An
 // update under REPLICA IDENTITY DEFAULT has no before image; under

@@ -1,7 +1,10 @@
 package pgsource
 
 import (
+	"context"
 	"strconv"
+
+	"github.com/strandkafka/strand/internal/connect/avroconv"
 )
 
 // SourceVersion is source.version in every event: Debezium puts its
@@ -113,6 +116,40 @@ type event struct {
 type encoder struct {
 	prefix, db               string
 	keySchemas, valueSchemas bool
+	// keyAvro, valueAvro: the AvroConverters (nil: JSON as rendered).
+	keyAvro, valueAvro *avroconv.Converter
+}
+
+// key renders the record key of tp in the configured converter's form.
+func (e *encoder) key(ctx context.Context, t *table, tp *tuple) ([]byte, error) {
+	if e.keyAvro == nil {
+		return e.keyJSON(t, tp)
+	}
+	// The payload alone, and the schema as rendered once for the table.
+	payload, err := e.bare().keyJSON(t, tp)
+	if err != nil || payload == nil {
+		return nil, err
+	}
+	return e.keyAvro.FromConnectParts(ctx, t.topic, t.keySchema, payload)
+}
+
+// bare is e writing payloads without their schema.
+func (e *encoder) bare() *encoder {
+	c := *e
+	c.keySchemas, c.valueSchemas = false, false
+	return &c
+}
+
+// value renders ev's envelope in the configured converter's form.
+func (e *encoder) value(ctx context.Context, t *table, ev *event, nowMicros int64) ([]byte, error) {
+	if e.valueAvro == nil {
+		return e.valueJSON(t, ev, nowMicros)
+	}
+	payload, err := e.bare().valueJSON(t, ev, nowMicros)
+	if err != nil {
+		return nil, err
+	}
+	return e.valueAvro.FromConnectParts(ctx, t.topic, t.envSchema, payload)
 }
 
 // appendRow appends tp as a JSON object of t's columns.
@@ -143,9 +180,9 @@ func (t *table) appendRow(b []byte, tp *tuple) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// key renders the record key of tp (the after image, or the before
+// keyJSON renders the record key of tp (the after image, or the before
 // image of a delete), nil for a table without a primary key.
-func (e *encoder) key(t *table, tp *tuple) ([]byte, error) {
+func (e *encoder) keyJSON(t *table, tp *tuple) ([]byte, error) {
 	if len(t.key) == 0 {
 		return nil, nil
 	}
@@ -179,9 +216,9 @@ func (e *encoder) key(t *table, tp *tuple) ([]byte, error) {
 	return b, nil
 }
 
-// value renders ev's envelope; nowMicros is the envelope's ts_ms (when
+// valueJSON renders ev's envelope as JSON; nowMicros is the envelope's ts_ms (when
 // Strand processed it).
-func (e *encoder) value(t *table, ev *event, nowMicros int64) ([]byte, error) {
+func (e *encoder) valueJSON(t *table, ev *event, nowMicros int64) ([]byte, error) {
 	b := make([]byte, 0, 256+len(t.envSchema))
 	if e.valueSchemas {
 		b = append(b, `{"schema":`...)

@@ -83,7 +83,8 @@ func kafkaAddr(t testing.TB) string {
 			shared.agentErr = err
 			return
 		}
-		shared.agent, shared.agentErr = agent.Start(ctx, agent.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0"},
+		shared.agent, shared.agentErr = agent.Start(ctx, agent.Config{DataDir: dir, KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
+			SchemaRegistryListen: "127.0.0.1:0"},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if shared.agentErr == nil {
 			shared.addr = shared.agent.KafkaAddr()

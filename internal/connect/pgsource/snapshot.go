@@ -260,11 +260,11 @@ func (s *snapWriter) emit(ctx context.Context, snap string) error {
 		s.open = true
 	}
 	ev := event{op: 'r', after: &s.held, snapshot: snap, tsMicros: s.began, lsn: s.cp}
-	key, err := r.enc.key(s.pending, &s.held)
+	key, err := r.enc.key(ctx, s.pending, &s.held)
 	if err != nil {
 		return fmt.Errorf("snapshot of %s.%s: %w", s.pending.schema, s.pending.name, err)
 	}
-	val, err := r.enc.value(s.pending, &ev, r.clk.Now().UnixMicro())
+	val, err := r.enc.value(ctx, s.pending, &ev, r.clk.Now().UnixMicro())
 	if err != nil {
 		return fmt.Errorf("snapshot of %s.%s: %w", s.pending.schema, s.pending.name, err)
 	}

@@ -466,11 +466,11 @@ func (w *writer) emit(ctx context.Context, t *table, lsn uint64, op byte, before
 	if keyOf == nil {
 		keyOf = before
 	}
-	key, err := r.enc.key(t, keyOf)
+	key, err := r.enc.key(ctx, t, keyOf)
 	if err != nil {
 		return fmt.Errorf("%s.%s at %s: %w", t.schema, t.name, pglogrepl.LSN(lsn), err)
 	}
-	val, err := r.enc.value(t, &ev, r.clk.Now().UnixMicro())
+	val, err := r.enc.value(ctx, t, &ev, r.clk.Now().UnixMicro())
 	if err != nil {
 		return fmt.Errorf("%s.%s at %s: %w", t.schema, t.name, pglogrepl.LSN(lsn), err)
 	}

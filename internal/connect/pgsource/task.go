@@ -20,6 +20,7 @@ import (
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/connect"
+	"github.com/strandkafka/strand/internal/connect/avroconv"
 )
 
 const (
@@ -88,7 +89,18 @@ func (t *Task) Run(ctx context.Context, env connect.Env) error {
 	}
 	r.log = r.log.With("connector", env.Name)
 	t.metrics.declare(env.Name)
-	err := r.run(ctx)
+	var err error
+	if t.cfg.KeyAvro != nil {
+		if r.enc.keyAvro, err = avroconv.New(t.cfg.KeyAvro); err != nil {
+			return err
+		}
+	}
+	if t.cfg.ValueAvro != nil {
+		if r.enc.valueAvro, err = avroconv.New(t.cfg.ValueAvro); err != nil {
+			return err
+		}
+	}
+	err = r.run(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
