@@ -59,6 +59,11 @@ type Class struct {
 	Secret func(key string) bool
 	// New makes the task of a validated configuration.
 	New func(config map[string]string) (Task, error)
+	// Forget, if set, drops a connector's metric series on this agent:
+	// its task stopped here for good (the connector deleted, paused or
+	// placed on another agent), so its series would otherwise stand
+	// still until the agent restarts.
+	Forget func(connector string)
 }
 
 // Task runs one connector on the agent placement gives it.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,8 @@ type fakeClass struct {
 		running   int
 		// maxRunning is the most tasks that ever ran at once.
 		maxRunning int
+		// forgotten are the connectors Forget was called for.
+		forgotten []string
 	}
 }
 
@@ -122,6 +125,11 @@ func (f *fakeClass) class() Class {
 			return errors.New("mode must be ok or fail")
 		},
 		Secret: func(k string) bool { return k == "database.password" },
+		Forget: func(name string) {
+			f.mu.Lock()
+			f.mu.forgotten = append(f.mu.forgotten, name)
+			f.mu.Unlock()
+		},
 		New: func(cfg map[string]string) (Task, error) {
 			return taskFunc(func(ctx context.Context, env Env) error {
 				f.mu.Lock()
@@ -373,6 +381,17 @@ func TestAPILifecycle(t *testing.T) {
 	if code := h.do("DELETE", "/connectors/pg", "", &e); code != 404 {
 		t.Fatalf("delete again: %d", code)
 	}
+	// Its series go with it (Class.Forget), once; "other" keeps its.
+	h.store.waitFor(t, "pg forgotten", func() bool {
+		h.fake.mu.Lock()
+		defer h.fake.mu.Unlock()
+		return slices.Contains(h.fake.mu.forgotten, "pg")
+	})
+	h.fake.mu.Lock()
+	if !slices.Equal(h.fake.mu.forgotten, []string{"pg"}) {
+		t.Errorf("forgotten %v, want [pg]: a restart or reconfiguration is not a goodbye", h.fake.mu.forgotten)
+	}
+	h.fake.mu.Unlock()
 	if h.store.logHolds("s3cret") {
 		t.Fatal("the log holds the secret's value")
 	}

@@ -208,9 +208,11 @@ func (r *Runner) reconcile(ctx context.Context) error {
 	r.cfg.Metrics.setOwned(states)
 	r.mu.Lock()
 	var stop []*task
+	gone := map[*task]bool{} // not restarted here: its series go
 	for name, t := range r.mu.tasks {
 		if c, ok := want[name]; !ok || c.Generation != t.conn.Generation {
 			stop = append(stop, t)
+			gone[t] = !ok
 			delete(r.mu.tasks, name)
 		}
 	}
@@ -220,6 +222,9 @@ func (r *Runner) reconcile(ctx context.Context) error {
 	// slot, one directory, one transactional id).
 	for _, t := range stop {
 		t.stop()
+		if cls, ok := r.cfg.Classes.Lookup(t.conn.Config["connector.class"]); ok && gone[t] && cls.Forget != nil {
+			cls.Forget(t.conn.Name)
+		}
 	}
 	r.mu.Lock()
 	for name, c := range want {

@@ -339,5 +339,6 @@ func Class(m *Metrics) connect.Class {
 			}
 			return &Task{cfg: c, metrics: m}, nil
 		},
+		Forget: m.Forget,
 	}
 }
