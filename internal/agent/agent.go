@@ -80,6 +80,8 @@ func init() { meta.MinGCGraceMs = planted.GCGraceFloor(meta.MinGCGraceMs) }
 
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
 type Agent struct {
+	// dirLock holds the data directory (datadir_lock.go) until closeAll.
+	dirLock *os.File
 	cfg    Config
 	logger *slog.Logger
 
@@ -254,6 +256,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if a.dirLock, err = lockDataDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	agentID, err := loadOrCreateID(filepath.Join(cfg.DataDir, "agent-id"))
 	if err != nil {
@@ -808,6 +813,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 		if err := a.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
+	}
+	if a.dirLock != nil {
+		a.dirLock.Close() // last: the directory is free for the next agent
 	}
 	return errors.Join(errs...)
 }
