@@ -82,8 +82,8 @@ func init() { meta.MinGCGraceMs = planted.GCGraceFloor(meta.MinGCGraceMs) }
 type Agent struct {
 	// dirLock holds the data directory (datadir_lock.go) until closeAll.
 	dirLock *os.File
-	cfg    Config
-	logger *slog.Logger
+	cfg     Config
+	logger  *slog.Logger
 
 	metrics  *metrics
 	store    objstore.Store
@@ -329,6 +329,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			return nil, err
 		}
 		a.replica, err = replica.Open(ctx, metaCfg)
+	}
+	if errors.Is(err, filelog.ErrLocked) {
+		return nil, fmt.Errorf("shared log %s is in use by another agent: a file log serves one agent; "+
+			"for several agents on one log use PostgreSQL, etcd, DynamoDB or S3 (--log): %w", RedactURL(cfg.Log), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("metadata replica: %w", err)
