@@ -70,32 +70,12 @@ type connectClient struct {
 }
 
 func (o *connectOptions) client() (*connectClient, error) {
-	u, err := url.Parse(strings.TrimSpace(o.URL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: --connect-url %q: want http://host:port or https://host:port", ErrUsage, o.URL)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if u.Scheme == "https" {
-		cfg, err := certs.ClientConfig(o.TLS)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
-		}
-		tr.TLSClientConfig = cfg
-	}
-	c := &connectClient{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{Transport: tr}, user: o.User}
-	if c.pass, err = secret("connect-password-file", o.PasswordFile, envName("connect-password")); err != nil {
+	t, err := openREST("connect", o.URL, o.TLS, o.User, o.PasswordFile, o.TokenFile)
+	if err != nil {
 		return nil, err
 	}
-	if c.token, err = secret("connect-token-file", o.TokenFile, envName("connect-token")); err != nil {
-		return nil, err
-	}
-	switch {
-	case o.User != "" && c.token != "":
-		return nil, fmt.Errorf("%w: give --connect-user or a bearer token, not both", ErrUsage)
-	case o.User == "" && o.PasswordFile != "":
-		return nil, fmt.Errorf("%w: --connect-password-file needs --connect-user", ErrUsage)
-	}
-	return c, nil
+	return &connectClient{base: strings.TrimRight(t.url.String(), "/"), hc: &http.Client{Transport: t.tr},
+		user: t.user, pass: t.pass, token: t.token}, nil
 }
 
 // do sends a request with body (JSON, if not nil) and decodes the answer

@@ -122,6 +122,46 @@ func (o *registryOptions) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", defaultTimeout, "bound on the command's requests (0: none)")
 }
 
+// restTarget is a REST endpoint the CLI calls (the schema registry,
+// Kafka Connect): its URL, a transport with the TLS asked for, and the
+// credentials, basic (user and password) or a bearer token.
+type restTarget struct {
+	url               *url.URL
+	tr                *http.Transport
+	user, pass, token string
+}
+
+// openREST checks --<name>-url and reads the credentials of
+// --<name>-user, --<name>-password-file and --<name>-token-file (or
+// their environment variables). Nothing is sent yet.
+func openREST(name, rawURL string, tlsFiles certs.ClientFiles, user, passwordFile, tokenFile string) (restTarget, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return restTarget{}, fmt.Errorf("%w: --%s-url %q: want http://host:port or https://host:port", ErrUsage, name, rawURL)
+	}
+	t := restTarget{url: u, tr: http.DefaultTransport.(*http.Transport).Clone(), user: user}
+	if u.Scheme == "https" {
+		cfg, err := certs.ClientConfig(tlsFiles)
+		if err != nil {
+			return restTarget{}, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		t.tr.TLSClientConfig = cfg
+	}
+	if t.pass, err = secret(name+"-password-file", passwordFile, envName(name+"-password")); err != nil {
+		return restTarget{}, err
+	}
+	if t.token, err = secret(name+"-token-file", tokenFile, envName(name+"-token")); err != nil {
+		return restTarget{}, err
+	}
+	switch {
+	case user != "" && t.token != "":
+		return restTarget{}, fmt.Errorf("%w: give --%s-user or a bearer token, not both", ErrUsage, name)
+	case user == "" && passwordFile != "":
+		return restTarget{}, fmt.Errorf("%w: --%s-password-file needs --%s-user", ErrUsage, name, name)
+	}
+	return t, nil
+}
+
 // secret is the first line of file, else the environment variable env.
 func secret(flag, file, env string) (string, error) {
 	if file == "" {
@@ -138,40 +178,20 @@ func secret(flag, file, env string) (string, error) {
 // client returns a client for --registry-url with the credentials and
 // TLS asked for. Nothing is sent yet.
 func (o *registryOptions) client() (*sr.Client, error) {
-	u, err := url.Parse(strings.TrimSpace(o.URL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: --registry-url %q: want http://host:port or https://host:port", ErrUsage, o.URL)
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if u.Scheme == "https" {
-		cfg, err := certs.ClientConfig(o.TLS)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
-		}
-		tr.TLSClientConfig = cfg
+	t, err := openREST("registry", o.URL, o.TLS, o.User, o.PasswordFile, o.TokenFile)
+	if err != nil {
+		return nil, err
 	}
 	opts := []sr.ClientOpt{
-		sr.URLs(u.String()), sr.UserAgent(clientID),
+		sr.URLs(t.url.String()), sr.UserAgent(clientID),
 		// No client timeout: --timeout bounds the command's context.
-		sr.HTTPClient(&http.Client{Transport: boundedBodies{tr}}),
-	}
-	pass, err := secret("registry-password-file", o.PasswordFile, envName("registry-password"))
-	if err != nil {
-		return nil, err
-	}
-	token, err := secret("registry-token-file", o.TokenFile, envName("registry-token"))
-	if err != nil {
-		return nil, err
+		sr.HTTPClient(&http.Client{Transport: boundedBodies{t.tr}}),
 	}
 	switch {
-	case o.User != "" && token != "":
-		return nil, fmt.Errorf("%w: give --registry-user or a bearer token, not both", ErrUsage)
-	case o.User == "" && o.PasswordFile != "":
-		return nil, fmt.Errorf("%w: --registry-password-file needs --registry-user", ErrUsage)
-	case o.User != "":
-		opts = append(opts, sr.BasicAuth(o.User, pass))
-	case token != "":
-		opts = append(opts, sr.BearerToken(token))
+	case t.user != "":
+		opts = append(opts, sr.BasicAuth(t.user, t.pass))
+	case t.token != "":
+		opts = append(opts, sr.BearerToken(t.token))
 	}
 	return sr.NewClient(opts...)
 }
