@@ -92,22 +92,20 @@ func (a *Agent) connectOwner(key string) int32 {
 }
 
 // connectAuthorize is connect.Config.Authorize: whether the connector's
-// owner may do op on topic over Kafka, by the Kafka server's
-// authorizer. An owner the HTTP port took as a super user (the admin
-// token, the loopback default) may do anything, as on that port.
+// owner may do op on topic over Kafka, decided as for a SQL session
+// (authorizeSQL): an owner the HTTP port took as a super user (the admin
+// token, the loopback default) may do anything, anyone else what the
+// Kafka server's authorizer allows.
 func (a *Agent) connectAuthorize(owner string, op acl.Operation, topic string) error {
-	if owner == tokenPrincipal.String() || owner == loopbackPrincipal.String() {
-		return nil
-	}
-	az := a.server.Authorizer()
-	if az == nil {
-		return nil
-	}
 	p, err := auth.ParsePrincipal(owner)
 	if err != nil {
 		return fmt.Errorf("the connector's owner %q: %w", owner, err)
 	}
-	if !az.Authorize(acl.Request{Principal: p}, op, kmsg.ACLResourceTypeTopic, topic) {
+	ok, err := a.authorizeSQL(acl.Request{Principal: p}, op, kmsg.ACLResourceTypeTopic, topic)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
 		return fmt.Errorf("%v, the connector's owner, may not %v topic %q: %w", p, op, topic, kerr.TopicAuthorizationFailed)
 	}
 	return nil
