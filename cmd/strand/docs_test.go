@@ -726,3 +726,68 @@ func showLog(t *testing.T, path string) {
 	}
 	t.Logf("agent log (last lines):\n%s", strings.Join(lines, "\n"))
 }
+
+// TestDocCommandChecks: the checks refuse what no longer works, so
+// TestDocCommands can fail.
+func TestDocCommandChecks(t *testing.T) {
+	clearStrandEnv(t)
+	for _, tt := range []struct {
+		line string
+		ok   bool
+	}{
+		{"strand topic create orders -p 4", true},
+		{"go run ./cmd/strand serve --data-dir d", true},
+		{"seq 1 5 | strand produce orders", true},
+		{"STRAND_X=1 strand serve --node-id 1 ...", true},
+		{"strand topic craete orders", false},         // no such subcommand
+		{"strand topic create orders --bogus", false}, // no such flag
+		{"strand version extra", false},               // takes no arguments
+		{"go test ./internal/meta/ -run TestScenarios -rewrite", true},
+		{"go test -run '^$' -bench Snapshot1M ./internal/replica/", true},
+		{"go test ./internal/meta/ -run TestNoSuchTest", false},
+		{"go test ./internal/nosuchpackage/", false},
+		{"./scripts/test", true},
+		{"scripts/nosuchscript", false},
+		{"kcat -b 127.0.0.1:9092 -L", true},
+		{"nosuchprogram --flag", false},
+	} {
+		cmds, err := shellCommands(tt.line)
+		if err != nil || len(cmds) != 1 {
+			t.Fatalf("%q: %v, %d commands", tt.line, err, len(cmds))
+		}
+		if err := checkCommand(cmds[0], false); (err == nil) != tt.ok {
+			t.Errorf("%q: err = %v, want ok %v", tt.line, err, tt.ok)
+		}
+	}
+
+	t.Run("blocks", func(t *testing.T) {
+		for _, tt := range []struct {
+			md string
+			ok bool
+		}{
+			{"text\n\n```sh\nstrand topic list\n```\n", true},
+			{"text\n\n```\nstrand topic list\n```\n", false},
+			{"text\n\n    strand topic list\n", false},
+			{"- a list item\n\n    its second paragraph\n", true},
+			{"```sh\nstrand topic list\n", false},
+		} {
+			path := filepath.Join(t.TempDir(), "doc.md")
+			if err := os.WriteFile(path, []byte(tt.md), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := readBlocks(path); (err == nil) != tt.ok {
+				t.Errorf("%q: err = %v, want ok %v", tt.md, err, tt.ok)
+			}
+		}
+	})
+
+	t.Run("continuations", func(t *testing.T) {
+		cmds, err := shellCommands("strand acl create --allow-principal User:app \\\n  --topic orders\ncurl -d '{\n  \"a\": 1}' x\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cmds) != 2 || cmds[0].stages[0][len(cmds[0].stages[0])-1] != "orders" || cmds[1].stages[0][2] != "{\n  \"a\": 1}" {
+			t.Fatalf("commands = %+v", cmds)
+		}
+	})
+}
