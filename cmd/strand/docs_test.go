@@ -595,12 +595,23 @@ func runBlocks(t *testing.T, blocks []docBlock) {
 		"STRAND_CONNECT_URL=http://"+ports[3],
 	)
 	startAgent(t, bin, env, ports)
+	// The docs write the agent's default addresses; the test's agent
+	// listens on free ports instead, so that it runs beside anything
+	// else on the machine.
+	defaults := strings.NewReplacer(
+		"go run ./cmd/strand", "strand",
+		"127.0.0.1:9092", ports[0], "localhost:9092", ports[0],
+		"127.0.0.1:9644", ports[1], "localhost:9644", ports[1],
+		"127.0.0.1:8081", ports[2], "localhost:8081", ports[2],
+		"127.0.0.1:8083", ports[3], "localhost:8083", ports[3],
+		"127.0.0.1:6875", ports[4], "localhost:6875", ports[4],
+	)
 
 	for _, b := range blocks {
 		dir := t.TempDir()
 		cmds, _ := shellCommands(b.text)
 		for _, c := range cmds {
-			script := strings.ReplaceAll(c.text, "go run ./cmd/strand", "strand")
+			script := defaults.Replace(c.text)
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", script)
 			cmd.Dir, cmd.Env = dir, env
