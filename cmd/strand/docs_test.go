@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/strandkafka/strand/internal/auth"
 )
 
@@ -30,7 +33,9 @@ import (
 // that exist and a -run, -bench or -fuzz pattern that matches a test of
 // them; a script must exist. Only blocks fenced as ```sh are commands: a
 // fenced block without a language, or an indented one, fails the test,
-// so no command can hide from it.
+// so no command can hide from it. Commands written in prose (a code span
+// that starts with strand, go test or a script) are checked too, by
+// their subcommand and flag names.
 
 // checkOnly lists the blocks with `strand` commands that are only
 // checked, by file and the block's first line, with the reason. A block
@@ -105,6 +110,17 @@ func TestDocCommands(t *testing.T) {
 		}
 		if wantRun {
 			run = append(run, b)
+		}
+	}
+	for _, f := range files {
+		spans, err := inlineCommands(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, span := range spans {
+			if err := checkInline(span); err != nil {
+				t.Errorf("%s: `%s`\n  %v", strings.TrimPrefix(f, "../../"), span, err)
+			}
 		}
 	}
 	for key := range checkOnly {
@@ -791,6 +807,26 @@ func TestDocCommandChecks(t *testing.T) {
 		}
 	})
 
+	t.Run("inline", func(t *testing.T) {
+		for _, tt := range []struct {
+			span string
+			ok   bool
+		}{
+			{"strand log status|migrate", true},
+			{"strand log status|migrat", false},
+			{"strand topic describe --http", true},
+			{"strand topic describe --htp", false},
+			{"strand bench ... --cost", true},
+			{"strand serve --sql-listen 127.0.0.1:6875 [--sql-tls]", true},
+			{"go test ./e2e -run TestRegistryClients", true},
+			{"go test ./e2e -run TestRegistryClientz", false},
+		} {
+			if err := checkInline(tt.span); (err == nil) != tt.ok {
+				t.Errorf("%q: err = %v, want ok %v", tt.span, err, tt.ok)
+			}
+		}
+	})
+
 	t.Run("continuations", func(t *testing.T) {
 		cmds, err := shellCommands("strand acl create --allow-principal User:app \\\n  --topic orders\ncurl -d '{\n  \"a\": 1}' x\n")
 		if err != nil {
@@ -800,4 +836,129 @@ func TestDocCommandChecks(t *testing.T) {
 			t.Fatalf("commands = %+v", cmds)
 		}
 	})
+}
+
+// inlineCommandRE finds the code spans of prose that are commands the
+// test can check: strand's, go test's and the scripts'.
+var inlineCommandRE = regexp.MustCompile("`((?:[A-Z_]+=\\S* )*(?:strand |go run \\./cmd/strand|go test |\\./scripts/|scripts/)[^`]*)`")
+
+// inlineCommands returns the command spans of a file's prose (outside
+// fenced blocks); a span may run over a line break.
+func inlineCommands(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var prose []string
+	fenced := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			prose = append(prose, l)
+		}
+	}
+	var spans []string
+	for _, m := range inlineCommandRE.FindAllStringSubmatch(strings.Join(prose, " "), -1) {
+		spans = append(spans, m[1])
+	}
+	return spans, nil
+}
+
+// checkInline checks a command written in prose. Prose abbreviates
+// (`strand log status|migrate`, `strand topic describe --http`), so a
+// strand command is held to its names: each subcommand and flag must
+// exist; values and arguments are not checked.
+func checkInline(span string) error {
+	words := strings.Fields(span)
+	for len(words) > 0 && assignmentRE.MatchString(words[0]) {
+		words = words[1:]
+	}
+	switch {
+	case len(words) >= 3 && words[0] == "go" && words[1] == "run":
+		words = append([]string{"strand"}, words[3:]...)
+	case words[0] == "go":
+		if len(words) == 2 {
+			return nil // `go test`: the command itself
+		}
+		cmds, err := shellCommands(span)
+		if err != nil {
+			return err
+		}
+		return checkCommand(cmds[0], false)
+	case words[0] != "strand":
+		cmds, err := shellCommands(span)
+		if err != nil {
+			return err
+		}
+		return checkCommand(cmds[0], false)
+	}
+	return checkStrandNames(words[1:])
+}
+
+func checkStrandNames(words []string) error {
+	cmds := []*cobra.Command{addCompletion(newRootCmd())}
+	var errs []error
+	pathDone := false
+	for i := 0; i < len(words); i++ {
+		w := strings.Trim(words[i], "[]")
+		if w == "..." || w == "" {
+			continue
+		}
+		if strings.HasPrefix(w, "-") {
+			pathDone = true
+			name, _, hasVal := strings.Cut(w, "=")
+			for _, c := range cmds {
+				c.InitDefaultHelpFlag()
+				c.InitDefaultVersionFlag()
+				var fl *pflag.Flag
+				if long, ok := strings.CutPrefix(name, "--"); ok {
+					fl = c.Flags().Lookup(long)
+					if fl == nil {
+						fl = c.InheritedFlags().Lookup(long)
+					}
+				} else {
+					fl = c.Flags().ShorthandLookup(strings.TrimPrefix(name, "-"))
+					if fl == nil {
+						fl = c.InheritedFlags().ShorthandLookup(strings.TrimPrefix(name, "-"))
+					}
+				}
+				if fl == nil {
+					errs = append(errs, fmt.Errorf("%s has no flag %s", c.CommandPath(), name))
+					continue
+				}
+				if !hasVal && fl.Value.Type() != "bool" && i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
+					i++ // its value
+				}
+			}
+			continue
+		}
+		if pathDone {
+			continue // an argument
+		}
+		// A word of alternatives (status|migrate) names a subcommand each.
+		var next []*cobra.Command
+		for _, c := range cmds {
+			if !c.HasSubCommands() {
+				pathDone = true
+				next = cmds
+				break
+			}
+			for _, alt := range strings.Split(w, "|") {
+				sub, _, err := c.Find([]string{alt})
+				if err != nil || sub == c {
+					errs = append(errs, fmt.Errorf("%s has no subcommand %q", c.CommandPath(), alt))
+					continue
+				}
+				next = append(next, sub)
+			}
+		}
+		if len(next) == 0 {
+			break
+		}
+		cmds = next
+	}
+	return errors.Join(errs...)
 }
