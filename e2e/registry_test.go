@@ -359,7 +359,7 @@ func produceValuesOf[T any](t *testing.T, addr, topic string, vs []T, enc func(a
 // others; registrations on all three at once never give two schemas one
 // id, nor one schema two ids, nor a subject two schemas at one version;
 // an agent killed with SIGKILL mid-registration comes back serving
-// everything registered meanwhile. It also measures what the README
+// everything registered meanwhile. It also measures what docs/performance.md
 // quotes: a lookup by id (a read of the agent's local copy) and a
 // registration (a round of the PostgreSQL log), at p50 and p99.
 func TestRegistryClusterPostgres(t *testing.T) {
@@ -520,7 +520,7 @@ func TestRegistryClusterPostgres(t *testing.T) {
 }
 
 // measureRegistry logs the latency of lookups by id and of
-// registrations through one agent, the numbers the README quotes.
+// registrations through one agent, the numbers docs/performance.md quotes.
 func measureRegistry(t *testing.T, ctx context.Context, cl *sr.Client, id int) {
 	const lookups, registrations = 2000, 200
 	lookup := make([]time.Duration, lookups)

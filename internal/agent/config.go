@@ -359,7 +359,7 @@ const HedgeOff = -1.0
 // ($0.005 per 1,000 PUTs on S3 Standard): unpaced, an agent cuts an
 // object per upload round trip, 46-62 a second (600-800 dollars an
 // agent-month); paced, about 4 at low ingest and one per 5 MiB at high
-// ingest. The latency it costs is in the README's table (s3-standard,
+// ingest. The latency it costs is in docs/performance.md's table (s3-standard,
 // simulated and measured: produce p99 under 500 ms at 10 and 50 MB/s).
 // 5 MiB and not 8: at 50 MB/s an 8 MiB object spends 100 ms more
 // streaming, and produce p99 measured 488-543 ms against 402-418 ms

@@ -2,7 +2,7 @@ package bench
 
 // Storage sampling: what the object store holds over a run, beside the
 // agent's DELETE and LIST rate and CPU, to watch retention and garbage
-// collection bound the stored bytes (the README's retention plateau run).
+// collection bound the stored bytes (docs/performance.md's retention plateau run).
 
 import (
 	"context"

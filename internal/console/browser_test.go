@@ -22,7 +22,7 @@ import (
 	"github.com/strandkafka/strand/internal/schemareg"
 )
 
-var screenshotDir = flag.String("screenshots", "", "TestConsoleScreenshots writes the README's console screenshots (PNG) into this directory")
+var screenshotDir = flag.String("screenshots", "", "TestConsoleScreenshots writes docs/console.md's screenshots (PNG) into this directory")
 
 // browser starts headless Chromium for the test. Without Chromium the
 // test is skipped, except in CI (CI=true), where it fails: CI installs
@@ -280,7 +280,7 @@ func consumeAndCommit(t *testing.T, a *agent.Agent, group, topic string, n int64
 	}
 }
 
-// TestConsoleScreenshots writes the README's screenshots of the console
+// TestConsoleScreenshots writes docs/console.md's screenshots of the console
 // when -screenshots DIR is given:
 //
 //	go test ./internal/console -run TestConsoleScreenshots -screenshots $PWD/docs/console
