@@ -223,9 +223,21 @@ func readBlocks(path string) ([]docBlock, error) {
 	return blocks, errors.Join(errs...)
 }
 
-// checkSetUp holds the README to its two set-up commands, literally.
+// readmeMaxLines keeps the README what a newcomer reads in five
+// minutes (issue 33); the rest belongs in docs/.
+const readmeMaxLines = 200
+
+// checkSetUp holds the README to its length and its two set-up
+// commands, literally.
 func checkSetUp(t *testing.T, blocks []docBlock) {
 	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n >= readmeMaxLines {
+		t.Errorf("README.md has %d lines, want under %d: move the detail into docs/", n, readmeMaxLines)
+	}
 	for _, want := range []string{"go run ./cmd/strand serve", "./scripts/test"} {
 		if !slices.ContainsFunc(blocks, func(b docBlock) bool {
 			return b.file == "README.md" && b.lang == "sh" && b.text == want
