@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/auth"
+	"github.com/strandkafka/strand/internal/testservers/testproc"
 )
 
 // The documentation's commands are tested here (TestDocCommands): every
@@ -635,31 +636,51 @@ func runBlocks(t *testing.T, blocks []docBlock) {
 	)
 
 	for _, b := range blocks {
-		dir := t.TempDir()
-		cmds, _ := shellCommands(b.text)
-		for _, c := range cmds {
-			script := defaults.Replace(c.text)
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", script)
-			cmd.Dir, cmd.Env = dir, env
-			cmd.Stdin = strings.NewReader("")
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			cancel()
-			if err != nil {
-				t.Fatalf("%s: %s\n  failed after %v: %v\n%s", b.where(c.line), c.text, time.Since(start).Round(time.Millisecond), err, out)
-			}
-			t.Logf("%s: %s (%v)", b.where(c.line), c.text, time.Since(start).Round(time.Millisecond))
-		}
-		if check := afterRun[b.key()]; check != nil {
-			check(t, dir)
-		}
+		t.Run(fmt.Sprintf("%s:%d", b.file, b.line), func(t *testing.T) { runBlock(t, b, defaults, env) })
 	}
 	for key := range afterRun {
 		if !slices.ContainsFunc(blocks, func(b docBlock) bool { return b.key() == key }) {
 			t.Errorf("afterRun names a block that did not run: %s", key)
 		}
 	}
+}
+
+// runBlock runs one block's commands in a directory of its own, in
+// order, and stops at the first that fails.
+func runBlock(t *testing.T, b docBlock, defaults *strings.Replacer, env []string) {
+	dir := t.TempDir()
+	cmds, _ := shellCommands(b.text)
+	for _, c := range cmds {
+		for _, s := range c.stages {
+			if s = skipAssignments(s); len(s) > 0 && !isStrand(s) {
+				if _, err := testproc.FindBinary(s[0]); err != nil && !isShellBuiltin(s[0]) {
+					testproc.SkipOrFail(t, err)
+				}
+			}
+		}
+	}
+	for _, c := range cmds {
+		script := defaults.Replace(c.text)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", script)
+		cmd.Dir, cmd.Env = dir, env
+		cmd.Stdin = strings.NewReader("")
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %s\n  failed after %v: %v\n%s", b.where(c.line), c.text, time.Since(start).Round(time.Millisecond), err, out)
+		}
+		t.Logf("%s: %s (%v)", b.where(c.line), c.text, time.Since(start).Round(time.Millisecond))
+	}
+	if check := afterRun[b.key()]; check != nil {
+		check(t, dir)
+	}
+}
+
+// isShellBuiltin: bash runs these itself, so no binary need exist.
+func isShellBuiltin(name string) bool {
+	return name == "echo" || name == "printf"
 }
 
 // runMainEnv makes the test binary run main: the docs' `strand`.
@@ -693,7 +714,9 @@ func freePorts(t *testing.T, n int) []string {
 // Connect, SQL) until the test ends, and waits for it to be ready.
 func startAgent(t *testing.T, bin string, env []string, ports []string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "strand"), "serve",
+	// testproc's Command: its own process group, killed if the test
+	// binary dies, so no agent outlives a crashed run.
+	cmd := (testproc.Identity{}).Command(filepath.Join(bin, "strand"), "serve",
 		"--data-dir", t.TempDir(),
 		"--kafka-listen", ports[0], "--http-listen", ports[1],
 		"--schema-registry-listen", ports[2], "--connect-listen", ports[3], "--sql-listen", ports[4],
