@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -124,6 +125,7 @@ func TestDocCommands(t *testing.T) {
 			}
 		}
 	}
+	checkLinks(t, files)
 	for key := range checkOnly {
 		if !used[key] {
 			t.Errorf("checkOnly names a block no doc has: %s", key)
@@ -996,4 +998,73 @@ func checkStrandNames(words []string) error {
 		cmds = next
 	}
 	return errors.Join(errs...)
+}
+
+// linkRE finds markdown links and images: [text](target).
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// checkLinks: every relative link of the docs names a file that exists,
+// and an anchor (#section) a heading of it, so a guide moved or a
+// heading renamed cannot leave a link dangling.
+func checkLinks(t *testing.T, files []string) {
+	t.Helper()
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		if data, err := os.ReadFile(path); err == nil {
+			fenced := false
+			for _, l := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(l, "```") {
+					fenced = !fenced
+				}
+				if !fenced && strings.HasPrefix(l, "#") {
+					a[slug(strings.TrimLeft(l, "# "))] = true
+				}
+			}
+		}
+		anchors[path] = a
+		return a
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := f
+			if file != "" {
+				path = filepath.Join(filepath.Dir(f), file)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s: link %s: no such file", strings.TrimPrefix(f, "../../"), target)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !anchorsOf(path)[anchor] {
+				t.Errorf("%s: link %s: no such heading", strings.TrimPrefix(f, "../../"), target)
+			}
+		}
+	}
+}
+
+// slug is the anchor GitHub gives a heading: lower case, spaces as
+// hyphens, punctuation other than hyphens and underscores dropped.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
