@@ -109,7 +109,7 @@ func TestConsumeOffsets(t *testing.T) {
 		{"start", []string{"-p", "1", "--offset", "start"}, "r0\nr1\nr2\nr3\nr4\n"},
 		{"all partitions", []string{"--from-beginning"}, "r0\nr1\nr2\nr3\nr4\n"},
 		{"end", []string{"-p", "1", "--offset", "end"}, ""},
-		{"default is end", nil, ""},
+		{"default is start, as rpk's", []string{"-p", "1"}, "r0\nr1\nr2\nr3\nr4\n"},
 		{"exact", []string{"-p", "1", "--offset", "2"}, "r2\nr3\nr4\n"},
 		{"after start", []string{"-p", "1", "--offset", "+1"}, "r1\nr2\nr3\nr4\n"},
 		{"before end", []string{"-p", "1", "--offset", "-2"}, "r3\nr4\n"},
