@@ -60,9 +60,10 @@ func newGroupSeekCmd(opts *ClientOptions) *cobra.Command {
 			"active members is refused: they would overwrite the offsets with their next commit.\n\n" +
 			"--to is start, end, an offset, or a time: @<Unix milliseconds> or RFC 3339\n" +
 			"(2006-01-02T15:04:05Z), meaning the first offset at or after it. Offsets are clamped\n" +
-			"into [log start, log end]. Without --topics, every partition the group has committed\n" +
-			"to moves; --topics T (repeatable, or comma-separated) moves every partition of T,\n" +
-			"including ones the group never committed to.",
+			"into [log start, log end]. Without --topics, every partition of every topic the group\n" +
+			"has committed to moves, as rpk's seek moves them, including partitions of those topics\n" +
+			"it never committed to; --topics T (repeatable, or comma-separated) moves every\n" +
+			"partition of T instead. --dry-run lists each partition it would set, one row each.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
@@ -84,12 +85,20 @@ func newGroupSeekCmd(opts *ClientOptions) *cobra.Command {
 				return err
 			}
 			defer done()
-			plan, err := inactivePlan(ctx, adm, args[0], target, specs, len(specs) == 0)
+			scope := scopeNamed
+			if len(specs) == 0 {
+				scope = scopeCommittedTopic
+			}
+			plan, err := inactivePlan(ctx, adm, args[0], target, specs, scope)
 			if err != nil {
 				return err
 			}
 			if dryRun {
-				return printPlan(cmd.OutOrStdout(), plan)
+				if err := printPlan(cmd.OutOrStdout(), plan); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "dry run: %d partitions listed, nothing was committed\n", len(plan))
+				return nil
 			}
 			return commitPlan(ctx, adm, args[0], plan, cmd.OutOrStdout(), "seek")
 		},

@@ -37,18 +37,19 @@ func TestGroupSeek(t *testing.T) {
 		plan [][3]string
 		want map[int32]int64
 	}{
-		// Without --topics: the partitions the group committed to.
+		// Without --topics: every partition of the topics the group
+		// committed to, partition 2 (never committed) too, as rpk's.
 		{"start", []string{"--to", "start"},
-			[][3]string{{"0", "3", "0"}, {"1", "1", "0"}}, map[int32]int64{0: 0, 1: 0}},
+			[][3]string{{"0", "3", "0"}, {"1", "1", "0"}, {"2", "-", "0"}}, map[int32]int64{0: 0, 1: 0, 2: 0}},
 		{"end", []string{"--to", "end"},
-			[][3]string{{"0", "3", "5"}, {"1", "1", "3"}}, map[int32]int64{0: 5, 1: 3}},
+			[][3]string{{"0", "3", "5"}, {"1", "1", "3"}, {"2", "-", "2"}}, map[int32]int64{0: 5, 1: 3, 2: 2}},
 		// With --topics: every partition, clamped into the log.
 		{"offset", []string{"--to", "4", "--topics", fixtureTopic},
 			[][3]string{{"0", "3", "4"}, {"1", "1", "3"}, {"2", "-", "2"}}, map[int32]int64{0: 4, 1: 3, 2: 2}},
 		{"unix ms", []string{"--to", ms(time.Second), "--topics", fixtureTopic},
 			[][3]string{{"0", "3", "1"}, {"1", "1", "1"}, {"2", "-", "1"}}, map[int32]int64{0: 1, 1: 1, 2: 1}},
 		{"rfc3339", []string{"--to", at(2 * time.Second).Format(time.RFC3339)},
-			[][3]string{{"0", "3", "2"}, {"1", "1", "2"}}, map[int32]int64{0: 2, 1: 2}},
+			[][3]string{{"0", "3", "2"}, {"1", "1", "2"}, {"2", "-", "2"}}, map[int32]int64{0: 2, 1: 2, 2: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

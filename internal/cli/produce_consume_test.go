@@ -238,9 +238,15 @@ func TestGroupConsumeCommits(t *testing.T) {
 		}
 	})
 	t.Run("new group at end", func(t *testing.T) {
-		r := mustRun(t, brokers, "", "consume", "t", "-g", "g3", "-e")
+		r := mustRun(t, brokers, "", "consume", "t", "-g", "g3", "-e", "-o", "end")
 		if r.stdout != "" {
-			t.Fatalf("new group without --from-beginning printed %q", r.stdout)
+			t.Fatalf("new group with -o end printed %q", r.stdout)
+		}
+	})
+	t.Run("new group from the start by default, as rpk's", func(t *testing.T) {
+		r := mustRun(t, brokers, "", "consume", "t", "-g", "g4", "-e")
+		if n := len(sortedLines(r.stdout)); n != 7 {
+			t.Fatalf("new group without -o printed %d records, want all 7:\n%s", n, r.stdout)
 		}
 	})
 }
