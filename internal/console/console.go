@@ -194,7 +194,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
 		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
+	for _, p := range []string{"cluster", "topics", "topic", "records", "search", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()
@@ -224,6 +224,8 @@ func (c *Console) routes() {
 	m.HandleFunc("POST "+Prefix+"topics/{topic}/delete", c.admin(c.handleDeleteTopic))
 	m.HandleFunc("POST "+Prefix+"topics/{topic}/config", c.admin(c.handleAlterConfig))
 	m.HandleFunc("GET "+Prefix+"topics/{topic}/records", c.authorized(c.handleRecords))
+	m.HandleFunc("GET "+Prefix+"topics/{topic}/search", c.authorized(c.handleSearch))
+	m.HandleFunc("POST "+Prefix+"topics/{topic}/produce", c.admin(c.handleProduce))
 	m.HandleFunc("GET "+Prefix+"groups", c.authorized(c.handleGroups))
 	m.HandleFunc("GET "+Prefix+"groups/{group}", c.authorized(c.handleGroup))
 	m.HandleFunc("POST "+Prefix+"groups/{group}/reset", c.admin(c.handleResetOffsets))
