@@ -116,3 +116,90 @@ func TestConsoleCompactedCountInChromium(t *testing.T) {
 	}
 	wantText(t, "topics", visibleText(t, ctx, base+"topics"), "≤ 4")
 }
+
+// TestConsoleSecurityPagesInChromium: the users, ACLs and quotas pages
+// list what the cluster holds, and their forms create and delete a SCRAM
+// credential, an ACL and a quota, checked through Kafka's own API.
+func TestConsoleSecurityPagesInChromium(t *testing.T) {
+	ctx := browser(t)
+	a := startAgent(t, "")
+	base := "http://" + a.HTTPAddr() + "/console/"
+	adm := kadm.NewClient(kafkaClient(t, a))
+	actx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+
+	// Users.
+	run(t, ctx, "open users", chromedp.Navigate(base+"users"))
+	submit(t, ctx, "create a user",
+		chromedp.SetValue(chromedp.CSS(`form.user input[name=user]`), "alice"),
+		chromedp.SetValue(chromedp.CSS(`form.user input[name=password]`), "alice-secret"),
+		chromedp.SetValue(chromedp.CSS(`form.user select[name=mechanism]`), "SCRAM-SHA-512"),
+		chromedp.SetValue(chromedp.CSS(`form.user input[name=iterations]`), "4096"),
+		chromedp.Click(chromedp.CSS(`form.user button`)),
+	)
+	text := read(t, ctx, "users", chromedp.Text(chromedp.CSS("main")))
+	wantText(t, "users", text, "user alice: SCRAM-SHA-512 password set", "alice", "SCRAM-SHA-512", "4096")
+	if strings.Contains(text, "alice-secret") {
+		t.Errorf("the users page shows the password:\n%s", text)
+	}
+	users, err := adm.DescribeUserSCRAMs(actx, "alice")
+	if err != nil || len(users["alice"].CredInfos) != 1 || users["alice"].CredInfos[0].Iterations != 4096 {
+		t.Fatalf("alice after the form: %+v, %v", users, err)
+	}
+	submit(t, ctx, "delete the user", chromedp.Click(chromedp.CSS(`table.users form button`)))
+	wantText(t, "user deleted", read(t, ctx, "notice", chromedp.Text(chromedp.CSS(`p.msg`))), "SCRAM-SHA-512 credential deleted")
+	if users, _ := adm.DescribeUserSCRAMs(actx); len(users["alice"].CredInfos) != 0 {
+		t.Fatalf("alice after the delete: %+v", users)
+	}
+
+	// ACLs.
+	run(t, ctx, "open acls", chromedp.Navigate(base+"acls"))
+	submit(t, ctx, "create an acl",
+		chromedp.SetValue(chromedp.CSS(`form.acl input[name=principal]`), "User:bob"),
+		chromedp.SetValue(chromedp.CSS(`form.acl select[name=operation]`), "READ"),
+		chromedp.SetValue(chromedp.CSS(`form.acl select[name=resource_type]`), "TOPIC"),
+		chromedp.SetValue(chromedp.CSS(`form.acl input[name=resource_name]`), "orders-"),
+		chromedp.SetValue(chromedp.CSS(`form.acl select[name=pattern_type]`), "PREFIXED"),
+		chromedp.Click(chromedp.CSS(`form.acl button`)),
+	)
+	wantText(t, "acl created", read(t, ctx, "notice", chromedp.Text(chromedp.CSS(`p.msg`))), "ACL created: User:bob ALLOW READ on TOPIC orders-")
+	row := read(t, ctx, "acl row", chromedp.Text(chromedp.CSS(`table.acls tbody tr`)))
+	if f := strings.Fields(row); len(f) < 7 || f[0] != "User:bob" || f[1] != "*" || f[2] != "ALLOW" || f[3] != "READ" || f[4] != "TOPIC" || f[5] != "orders-" || f[6] != "PREFIXED" {
+		t.Errorf("acl row %q", row)
+	}
+	// Kafka's own view: a prefixed READ binding for bob on orders-.
+	describe := kmsg.NewPtrDescribeACLsRequest()
+	describe.ResourceType = kmsg.ACLResourceTypeTopic
+	describe.ResourcePatternType = kmsg.ACLResourcePatternTypePrefixed
+	describe.Operation = kmsg.ACLOperationRead
+	describe.PermissionType = kmsg.ACLPermissionTypeAllow
+	described, err := describe.RequestWith(actx, kafkaClient(t, a))
+	if err != nil || len(described.Resources) != 1 || described.Resources[0].ResourceName != "orders-" ||
+		len(described.Resources[0].ACLs) != 1 || described.Resources[0].ACLs[0].Principal != "User:bob" {
+		t.Fatalf("ACLs after the form: %+v, %v", described, err)
+	}
+	submit(t, ctx, "delete the acl", chromedp.Click(chromedp.CSS(`table.acls form button`)))
+	wantText(t, "acl deleted", read(t, ctx, "page", chromedp.Text(chromedp.CSS(`main`))), "1 ACL deleted", "No ACLs.")
+
+	// Quotas.
+	run(t, ctx, "open quotas", chromedp.Navigate(base+"quotas"))
+	submit(t, ctx, "set a quota",
+		chromedp.SetValue(chromedp.CSS(`form.quota input[name=user]`), "carol"),
+		chromedp.SetValue(chromedp.CSS(`form.quota select[name=key]`), "producer_byte_rate"),
+		chromedp.SetValue(chromedp.CSS(`form.quota input[name=value]`), "1048576"),
+		chromedp.Click(chromedp.CSS(`form.quota button`)),
+	)
+	wantText(t, "quota set", read(t, ctx, "page", chromedp.Text(chromedp.CSS(`main`))), "producer_byte_rate of {user=carol} set", "{user=carol}", "producer_byte_rate=1048576")
+	quotas, err := adm.DescribeClientQuotas(actx, false, nil)
+	if err != nil || len(quotas) != 1 || len(quotas[0].Values) != 1 || quotas[0].Values[0].Value != 1048576 {
+		t.Fatalf("quotas after the form: %+v, %v", quotas, err)
+	}
+	run(t, ctx, "reopen quotas", chromedp.Navigate(base+"quotas"))
+	submit(t, ctx, "remove the quota",
+		chromedp.SetValue(chromedp.CSS(`form.quota input[name=user]`), "carol"),
+		chromedp.SetValue(chromedp.CSS(`form.quota select[name=key]`), "producer_byte_rate"),
+		chromedp.Click(chromedp.CSS(`form.quota input[name=remove]`)),
+		chromedp.Click(chromedp.CSS(`form.quota button`)),
+	)
+	wantText(t, "quota removed", read(t, ctx, "page", chromedp.Text(chromedp.CSS(`main`))), "producer_byte_rate of {user=carol} removed", "No quotas.")
+}

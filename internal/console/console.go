@@ -5,7 +5,10 @@
 // and reconfigure topics and reset a group's offsets; and the schema
 // registry's subjects, versions and diffs of them (schemas.go); and SQL
 // (sql.go): the catalog's relations and views' lag, and a query form;
-// and the connectors with their status (connectors.go).
+// and the connectors with their status (connectors.go); SCRAM users,
+// ACLs and client quotas with forms to change them (security.go); a
+// search across a topic's partitions (search.go) and a form that
+// produces a record (produce.go).
 //
 // Topic, record and group data come through Kafka, as any Kafka UI gets
 // them: kadm and kgo clients whose connections Config.Kafka routes (the
@@ -194,7 +197,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
 		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "search", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
+	for _, p := range []string{"cluster", "topics", "topic", "records", "search", "users", "acls", "quotas", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()
@@ -229,6 +232,14 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"groups", c.authorized(c.handleGroups))
 	m.HandleFunc("GET "+Prefix+"groups/{group}", c.authorized(c.handleGroup))
 	m.HandleFunc("POST "+Prefix+"groups/{group}/reset", c.admin(c.handleResetOffsets))
+	m.HandleFunc("GET "+Prefix+"users", c.authorized(c.handleUsers))
+	m.HandleFunc("POST "+Prefix+"users", c.admin(c.handleUpsertUser))
+	m.HandleFunc("POST "+Prefix+"users/delete", c.admin(c.handleDeleteUser))
+	m.HandleFunc("GET "+Prefix+"acls", c.authorized(c.handleACLs))
+	m.HandleFunc("POST "+Prefix+"acls", c.admin(c.handleCreateACL))
+	m.HandleFunc("POST "+Prefix+"acls/delete", c.admin(c.handleDeleteACL))
+	m.HandleFunc("GET "+Prefix+"quotas", c.authorized(c.handleQuotas))
+	m.HandleFunc("POST "+Prefix+"quotas", c.admin(c.handleAlterQuota))
 	m.HandleFunc("GET "+Prefix+"schemas", c.authorized(c.handleSchemas))
 	m.HandleFunc("GET "+Prefix+"schemas/{subject}", c.authorized(c.handleSubject))
 	m.HandleFunc("GET "+Prefix+"schemas/{subject}/diff", c.authorized(c.handleSchemaDiff))
@@ -332,6 +343,11 @@ var funcs = template.FuncMap{
 	// quoteIdent is a SQL name as PostgreSQL's quote_ident writes it
 	// (the SQL page's EXPLAIN buttons).
 	"quoteIdent": quoteIdent,
+	// ops are the ACL operations a binding can name (not ANY, UNKNOWN).
+	"ops": func() []string {
+		return []string{"ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
+			"DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS"}
+	},
 }
 
 func quoteIdent(name string) string {
