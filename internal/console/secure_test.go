@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +79,78 @@ func TestConsoleWithSASLAndACLs(t *testing.T) {
 	tds, err := kadm.NewClient(bob).ListTopics(ctx, "secure")
 	if err == nil && tds["secure"].Err == nil {
 		t.Error("a client without an ACL (or a valid password) described the topic")
+	}
+}
+
+// TestConsoleNewPagesKeepDefenses: the search, users, ACLs and quotas
+// pages are refused without credentials like every page, and the
+// produce, user, ACL and quota forms need the credentials and the
+// console's own origin (a form posted from another site, or to a name
+// that is not this agent's, changes nothing).
+func TestConsoleNewPagesKeepDefenses(t *testing.T) {
+	const token = "defense-token-4321"
+	a := startAgent(t, token)
+	admin := kafkaClient(t, a)
+	adm := kadm.NewClient(admin)
+	createTopic(t, adm, 1, "guarded")
+	produce(t, admin, &kgo.Record{Topic: "guarded", Value: []byte("secret-value")})
+
+	for _, path := range []string{"/console/topics/guarded/search?go=1&value=secret", "/console/users", "/console/acls", "/console/quotas"} {
+		code, body := get(t, a, path)
+		if code != http.StatusUnauthorized || strings.Contains(body, "secret-value") {
+			t.Errorf("GET %s without the token: status %d (want 401), shows the record %v", path, code, strings.Contains(body, "secret-value"))
+		}
+	}
+	cookie := []string{"Cookie", "strand_console_token=" + token}
+	if code, body := get(t, a, "/console/topics/guarded/search?go=1&value=secret", cookie...); code != http.StatusOK || !strings.Contains(body, "secret-value") {
+		t.Errorf("search with the token: status %d, found %v", code, strings.Contains(body, "secret-value"))
+	}
+
+	forms := []struct {
+		path string
+		form url.Values
+	}{
+		{"/console/topics/guarded/produce", url.Values{"value": {"forged"}, "partition": {"-1"}}},
+		{"/console/users", url.Values{"user": {"mallory"}, "password": {"pw-123456"}, "mechanism": {"SCRAM-SHA-256"}}},
+		{"/console/acls", url.Values{"principal": {"User:mallory"}, "operation": {"ALL"}, "resource_type": {"TOPIC"}, "resource_name": {"guarded"}, "permission": {"ALLOW"}}},
+		{"/console/quotas", url.Values{"user": {"mallory"}, "key": {"producer_byte_rate"}, "value": {"1"}}},
+	}
+	for _, f := range forms {
+		for _, tc := range []struct {
+			name    string
+			headers []string
+			want    int
+		}{
+			{"no token", nil, http.StatusUnauthorized},
+			{"another site", append(slices.Clone(cookie), "Origin", "http://evil.example"), http.StatusForbidden},
+			{"no origin or referer", append(slices.Clone(cookie), "Origin", ""), http.StatusForbidden},
+		} {
+			resp, _ := post(t, a, f.path, f.form, tc.headers...)
+			if resp.StatusCode != tc.want {
+				t.Errorf("POST %s, %s: status %d, want %d", f.path, tc.name, resp.StatusCode, tc.want)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, "guarded")
+	if e, _ := ends.Lookup("guarded", 0); err != nil || e.Offset != 1 {
+		t.Errorf("guarded's end offset %d (%v): a refused form produced", e.Offset, err)
+	}
+	if users, _ := adm.DescribeUserSCRAMs(ctx); len(users["mallory"].CredInfos) > 0 {
+		t.Error("a refused form created a user")
+	}
+	if quotas, _ := adm.DescribeClientQuotas(ctx, false, nil); len(quotas) > 0 {
+		t.Errorf("a refused form set a quota: %+v", quotas)
+	}
+	// And the same forms go through with the token from the console's
+	// own page.
+	for _, f := range forms {
+		if resp, body := post(t, a, f.path, f.form, cookie...); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("POST %s with the token: status %d: %s", f.path, resp.StatusCode, body)
+		}
+	}
+	if users, _ := adm.DescribeUserSCRAMs(ctx); len(users["mallory"].CredInfos) != 1 {
+		t.Errorf("the accepted user form created no user: %+v", users)
 	}
 }
