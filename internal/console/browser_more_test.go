@@ -2,13 +2,21 @@ package console_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/console"
 )
 
 // TestConsoleProduceAndSearchInChromium: a record produced through the
@@ -202,4 +210,56 @@ func TestConsoleSecurityPagesInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form.quota button`)),
 	)
 	wantText(t, "quota removed", read(t, ctx, "page", chromedp.Text(chromedp.CSS(`main`))), "producer_byte_rate of {user=carol} removed", "No quotas.")
+}
+
+// TestConsoleThroughputHistoryInChromium: the cluster page's chart shows
+// the agent's past samples the moment it opens, in and out each on a
+// chart of its own with a y axis scaled to its own peak and a time axis.
+func TestConsoleThroughputHistoryInChromium(t *testing.T) {
+	ctx := browser(t)
+	fake := clock.NewFake(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
+	var in, out atomic.Uint64
+	c, err := console.New(console.Config{
+		Cluster:               noCluster{},
+		Kafka:                 []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")},
+		Authorize:             allowAll,
+		Throughput:            func() (uint64, uint64) { return in.Load(), out.Load() },
+		Logger:                slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Clock:                 fake,
+		ThroughputSampleEvery: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	// 30 samples after the first: in grows by 100*i B/s, out stays at
+	// 2 KiB/s, so their peaks (2.9 KiB/s and 2.0 KiB/s) differ.
+	for i := 1; i <= 30; i++ {
+		in.Add(uint64(1000 * i))
+		out.Add(20480)
+		fake.Advance(10 * time.Second)
+	}
+	run(t, ctx, "open cluster", chromedp.Navigate(srv.URL+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS(`#throughput[data-points]`)))
+	if n := read(t, ctx, "points", chromedp.AttributeValue(chromedp.CSS(`#throughput`), "data-points")).Value; n != "30" {
+		t.Errorf("the chart drew %s rates at once, want the 30 of the history", n)
+	}
+	for _, tc := range []struct{ id, peak string }{{"chart-in", "2.9 KiB/s"}, {"chart-out", "2.0 KiB/s"}} {
+		pts := read(t, ctx, tc.id+" points", chromedp.AttributeValue(chromedp.CSS(`#`+tc.id+` polyline`), "points")).Value
+		if got := len(strings.Fields(pts)); got != 30 {
+			t.Errorf("%s: %d points, want 30", tc.id, got)
+		}
+		ys := read(t, ctx, tc.id+" y axis", chromedp.Evaluate[[]string](
+			`Array.from(document.querySelectorAll("#`+tc.id+` text.y")).map(e => e.textContent)`))
+		if len(ys) != 3 || ys[0] != "0 B/s" || ys[2] != tc.peak {
+			t.Errorf("%s y axis %q, want 0 B/s up to %s", tc.id, ys, tc.peak)
+		}
+		xs := read(t, ctx, tc.id+" x axis", chromedp.Evaluate[[]string](
+			`Array.from(document.querySelectorAll("#`+tc.id+` text.x")).map(e => e.textContent)`))
+		if len(xs) != 3 || xs[0] == xs[2] {
+			t.Errorf("%s time axis %q, want three distinct times", tc.id, xs)
+		}
+	}
 }

@@ -30,6 +30,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -46,6 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/schemareg"
 )
 
@@ -159,6 +161,10 @@ type Config struct {
 	// status (connectors.go); nil: the page lists none.
 	Connectors func(r *http.Request) ([]Connector, error)
 	Logger     *slog.Logger
+	// Clock times the throughput samples (cluster.go); nil: the wall
+	// clock. ThroughputSampleEvery is their spacing; zero: 10 s.
+	Clock                 clock.Clock
+	ThroughputSampleEvery time.Duration
 }
 
 //go:embed templates static
@@ -176,6 +182,11 @@ type Console struct {
 	// waits recordReaderWait for one.
 	recordReaders    chan struct{}
 	recordReaderWait time.Duration
+	// history is the throughput chart's past, sampled every sampleEvery
+	// on clock from New to Close.
+	clock       clock.Clock
+	sampleEvery time.Duration
+	history     throughputHistory
 }
 
 // New returns a console; its Kafka client connects lazily, at the first
@@ -196,7 +207,8 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("console: kafka client: %w", err)
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
-		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
+		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait,
+		clock: clock.OrReal(cfg.Clock), sampleEvery: cmp.Or(cfg.ThroughputSampleEvery, throughputSampleEvery)}
 	for _, p := range []string{"cluster", "topics", "topic", "records", "search", "users", "acls", "quotas", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
@@ -206,11 +218,16 @@ func New(cfg Config) (*Console, error) {
 		c.pages[p] = t
 	}
 	c.routes()
+	c.sample()
 	return c, nil
 }
 
-// Close closes the console's Kafka client.
-func (c *Console) Close() { c.cl.Close() }
+// Close stops the throughput samples and closes the console's Kafka
+// client.
+func (c *Console) Close() {
+	c.history.stop()
+	c.cl.Close()
+}
 
 // ServeHTTP serves the paths under Prefix.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
