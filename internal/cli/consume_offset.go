@@ -29,9 +29,11 @@ const offsetHelp = `--offset (-o) takes rpk topic consume's forms; the default i
 A time T is 13 digits (Unix milliseconds), 10 or fewer digits (Unix seconds),
 YYYY-MM-DD (a day, UTC), RFC 3339 (2006-01-02T15:04:05Z, fraction optional), or
 -DURATION for that long before now (-1h, -90s). As T2 only, a DURATION without
-sign means that long after T1 (@-2h:1h). An offset or time past the end clamps
-to the end; before the log start, to the log start. With --group only start
-and end apply, to partitions without a committed offset, and :end (as -e).`
+sign means that long after T1 (@-2h:1h). A start past the end clamps to the
+end, one before the log start to the log start; a stop offset past the end
+waits for records to reach it (with -e, the end as of the start stops first).
+With --group only start and end apply, to partitions without a committed
+offset, and :end (as -e).`
 
 // offsetRange is a parsed --offset: a start and an optional stop.
 type offsetRange struct {
