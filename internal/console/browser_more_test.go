@@ -123,6 +123,13 @@ func TestConsoleCompactedCountInChromium(t *testing.T) {
 		t.Errorf("record count %q, want the 3 records, not the offset span 4", got)
 	}
 	wantText(t, "topics", visibleText(t, ctx, base+"topics"), "≤ 4")
+	// A search reaches the end of a partition that ends in a marker at
+	// once, not by its time bound.
+	text = visibleText(t, ctx, base+"topics/latest/search?go=1&value=v")
+	wantText(t, "search of a transactional topic", text, "3 matching records, 3 records scanned")
+	if strings.Contains(text, "stopped after") {
+		t.Errorf("the search stopped early:\n%s", text)
+	}
 }
 
 // TestConsoleSecurityPagesInChromium: the users, ACLs and quotas pages

@@ -195,6 +195,9 @@ func (c *Console) search(ctx context.Context, d *searchData) error {
 	cl, err := kgo.NewClient(append(c.cfg.Kafka[:len(c.cfg.Kafka):len(c.cfg.Kafka)],
 		kgo.ClientID("strand-console"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{d.Topic: from}),
+		// Transaction markers occupy offsets: seeing them is how a
+		// partition that ends in one reaches its end.
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxBytes(maxRecordFetchBytes), kgo.FetchMaxPartitionBytes(maxRecordFetchBytes),
 		kgo.MaxConcurrentFetches(1), kgo.FetchMaxWait(time.Second))...)
 	if err != nil {
@@ -225,6 +228,9 @@ func (c *Console) search(ctx context.Context, d *searchData) error {
 			if rec.Offset+1 >= end {
 				delete(pending, rec.Partition)
 			}
+			if rec.Attrs.IsControl() {
+				continue // a marker, not a record
+			}
 			d.Scanned++
 			if fromMs >= 0 && rec.Timestamp.UnixMilli() < fromMs {
 				continue // before the time, in the batch that reaches it
@@ -241,8 +247,6 @@ func (c *Console) search(ctx context.Context, d *searchData) error {
 				return nil
 			}
 		}
-		// A partition whose last offsets are transaction markers (never
-		// returned) ends by the time bound above.
 	}
 	return nil
 }
