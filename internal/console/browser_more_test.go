@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/console"
 )
@@ -269,4 +272,69 @@ func TestConsoleThroughputHistoryInChromium(t *testing.T) {
 			t.Errorf("%s time axis %q, want three distinct times", tc.id, xs)
 		}
 	}
+}
+
+// BenchmarkConsoleSearch measures how fast a search scans: 100,000
+// records of 100 bytes over 4 partitions, a value no record holds, so
+// every record is read and none kept. It is what the default and maximum
+// scan budgets (10,000 and 200,000 records in at most 15 s) rest on.
+//
+//	go test ./internal/console -run '^$' -bench ConsoleSearch -benchtime 5x
+func BenchmarkConsoleSearch(b *testing.B) {
+	a := startAgentB(b)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 4, -1, nil, "scan"); err != nil {
+		b.Fatal(err)
+	}
+	const n = 100_000
+	value := []byte(strings.Repeat("v", 100))
+	for i := 0; i < n; i += 1000 {
+		var batch []*kgo.Record
+		for range 1000 {
+			batch = append(batch, &kgo.Record{Topic: "scan", Value: value})
+		}
+		if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	url := httpBase(a) + "/console/topics/scan/search?go=1&value=absent&budget=" + strconv.Itoa(n)
+	b.ReportAllocs()
+	b.SetBytes(n * 100)
+	for b.Loop() {
+		resp, err := http.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "0 matching records, 100000 records scanned") {
+			b.Fatalf("search: %d\n%s", resp.StatusCode, body)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// startAgentB starts an agent for a benchmark, stopped at cleanup.
+func startAgentB(b *testing.B) *agent.Agent {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	a, err := agent.Start(ctx, agent.Config{KafkaListen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0", DataDir: b.TempDir()},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatalf("Start: %v", err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		a.Stop(ctx)
+	})
+	return a
 }
