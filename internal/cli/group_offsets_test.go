@@ -83,8 +83,21 @@ func TestGroupSeek(t *testing.T) {
 			t.Errorf("seek %v: err = %v, want ErrUsage", bad, r.err)
 		}
 	}
-	if r := run(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "nope"); !errors.Is(r.err, ErrUnknownTopic) {
+	if r := run(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "nope", "--allow-new-topics"); !errors.Is(r.err, ErrUnknownTopic) {
 		t.Errorf("seek of an unknown topic: err = %v, want ErrUnknownTopic", r.err)
+	}
+
+	// A topic the group never committed to, as rpk's seek: refused
+	// without --allow-new-topics, every partition set with it.
+	mustRun(t, f.brokers, "", "topic", "create", "fresh", "-p", "2")
+	r = run(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "fresh", "--dry-run")
+	if !errors.Is(r.err, ErrUsage) || !strings.Contains(r.err.Error(), "--allow-new-topics") {
+		t.Errorf("seek of a topic without commits: err = %v, want ErrUsage naming --allow-new-topics", r.err)
+	}
+	r = mustRun(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "fresh", "--allow-new-topics")
+	want := [][]string{{"TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET", "STATUS"}, {"fresh", "0", "-", "0", "OK"}, {"fresh", "1", "-", "0", "OK"}}
+	if !equalRows(rows(r.stdout), want) {
+		t.Errorf("seek --allow-new-topics printed:\n%s\nwant %v", r.stdout, want)
 	}
 }
 
