@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -152,5 +153,50 @@ func TestConsoleNewPagesKeepDefenses(t *testing.T) {
 	}
 	if users, _ := adm.DescribeUserSCRAMs(ctx); len(users["mallory"].CredInfos) != 1 {
 		t.Errorf("the accepted user form created no user: %+v", users)
+	}
+}
+
+// TestConsoleNewPagesRefuseRebinding: on a loopback-only agent without a
+// token, where a browser on this machine needs no credential, the new
+// pages and forms still refuse a request addressed to another name (a
+// DNS-rebinding page), as every console page does.
+func TestConsoleNewPagesRefuseRebinding(t *testing.T) {
+	a := startAgent(t, "")
+	createTopic(t, kadm.NewClient(kafkaClient(t, a)), 1, "local")
+	_, port, _ := net.SplitHostPort(a.HTTPAddr())
+	rebound := "rebind.example:" + port
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/console/users", ""},
+		{http.MethodGet, "/console/acls", ""},
+		{http.MethodGet, "/console/quotas", ""},
+		{http.MethodGet, "/console/topics/local/search?go=1", ""},
+		{http.MethodPost, "/console/topics/local/produce", "value=rebound"},
+		{http.MethodPost, "/console/users", "user=m&password=p-123456&mechanism=SCRAM-SHA-256"},
+		{http.MethodPost, "/console/acls", "principal=User:m&operation=ALL&resource_type=TOPIC&resource_name=local&permission=ALLOW"},
+		{http.MethodPost, "/console/quotas", "user=m&key=producer_byte_rate&value=1"},
+	} {
+		for _, host := range []string{a.HTTPAddr(), rebound} {
+			req, err := http.NewRequest(tc.method, httpBase(a)+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			if tc.method == http.MethodPost {
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", "http://"+host)
+			}
+			resp, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			refused := resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized
+			if host == rebound && !refused {
+				t.Errorf("%s %s addressed to %s: status %d, want a refusal", tc.method, tc.path, host, resp.StatusCode)
+			}
+			if host != rebound && refused {
+				t.Errorf("%s %s addressed to the agent's own address: status %d, want it served", tc.method, tc.path, resp.StatusCode)
+			}
+		}
 	}
 }
