@@ -65,6 +65,7 @@ func AddCommands(root *cobra.Command) {
 	root.AddCommand(NewRegistryCommand(), NewSQLCommand(), NewConnectCommand())
 	root.AddCommand(NewClusterCommand(), NewProfileCommand())
 	addCompletions(root)
+	noteProfileSecurity(root)
 }
 
 // ClientOptions are the connection flags every client command shares.

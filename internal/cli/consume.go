@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,12 +41,14 @@ func NewConsumeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC...",
 		Short: "Print records from topics",
-		Long: "Print records from topics until interrupted, until -n records were printed, or with -e\n" +
-			"until every partition's end offset as of the start is reached.\n\n" +
-			"Without --group, partitions are read directly from --offset: start, end, an exact\n" +
-			"offset N, +N (N after the start) or -N (N before the end). With --group, the group's\n" +
+		Long: "Print records from topics until interrupted, until -n records were printed, until\n" +
+			"the stop of an --offset range, or with -e until every partition's end offset as of\n" +
+			"the start is reached.\n\n" +
+			"Without --group, partitions are read directly from --offset, by default from the\n" +
+			"start of each partition, as rpk topic consume reads (kafka-console-consumer starts at\n" +
+			"the end unless --from-beginning: give -o end for that). With --group, the group's\n" +
 			"committed offsets are used, --offset start|end applies to partitions without one,\n" +
-			"and the offsets of printed records are committed.",
+			"and the offsets of printed records are committed.\n\n" + offsetHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
 			return o.run(cmd.Context(), topics, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -56,7 +60,7 @@ func NewConsumeCommand() *cobra.Command {
 	f.IntVarP(&o.count, "num", "n", 0, "stop after this many records (0: no limit)")
 	f.StringVarP(&o.format, "format", "f", DefaultFormat, formatHelp)
 	f.Int32SliceVarP(&o.partitions, "partition", "p", nil, "partitions to read, comma-separated (default all; not with --group)")
-	f.StringVarP(&o.offset, "offset", "o", "end", "where to start: start, end, N, +N, -N (with --group: start or end, for partitions without a commit)")
+	f.StringVarP(&o.offset, "offset", "o", "start", "where to start and stop, as rpk's: start, end, N, +N, -N, :end, :N, N1:N2, @TIME, @T1:T2 (see above)")
 	f.BoolVar(&o.fromBeginning, "from-beginning", false, "same as --offset start")
 	f.BoolVarP(&o.exitAtEnd, "exit-at-end", "e", false, "exit once every partition's end offset, as of the start, is reached")
 	return cmd
@@ -71,6 +75,7 @@ const (
 	offsetExact                        // an absolute offset
 	offsetAfterStart                   // n after the log start
 	offsetBeforeEnd                    // n before the high watermark
+	offsetTime                         // the first offset at or after n Unix ms
 )
 
 type offsetSpec struct {
@@ -100,10 +105,13 @@ func parseOffset(s string) (offsetSpec, error) {
 }
 
 // resolve turns the spec into an absolute offset within [start, end], so
-// the consumer never starts out of range.
-func (s offsetSpec) resolve(start, end int64) int64 {
+// the consumer never starts out of range. byTime is the offset listed for
+// an offsetTime spec.
+func (s offsetSpec) resolve(start, end, byTime int64) int64 {
 	var at int64
 	switch s.kind {
+	case offsetTime:
+		at = byTime
 	case offsetStart:
 		at = start
 	case offsetEnd:
@@ -124,35 +132,35 @@ type topicPartition struct {
 }
 
 // validate checks flag combinations before anything connects.
-func (o *consumeOptions) validate() (offsetSpec, recordFormatter, error) {
+func (o *consumeOptions) validate(now time.Time) (offsetRange, recordFormatter, error) {
 	if o.count < 0 {
-		return offsetSpec{}, nil, fmt.Errorf("%w: -n must not be negative", ErrUsage)
+		return offsetRange{}, nil, fmt.Errorf("%w: -n must not be negative", ErrUsage)
 	}
 	format, err := parseFormat(o.format)
 	if err != nil {
-		return offsetSpec{}, nil, err
+		return offsetRange{}, nil, err
 	}
-	spec, err := parseOffset(o.offset)
+	rng, err := parseOffsetRange(o.offset, now)
 	if err != nil {
-		return offsetSpec{}, nil, err
+		return offsetRange{}, nil, err
 	}
 	if o.fromBeginning {
-		spec = offsetSpec{kind: offsetStart}
+		rng.from = offsetSpec{kind: offsetStart}
 	}
 	if o.group != "" {
 		if len(o.partitions) > 0 {
-			return offsetSpec{}, nil, fmt.Errorf("%w: --partition cannot be used with --group", ErrUsage)
+			return offsetRange{}, nil, fmt.Errorf("%w: --partition cannot be used with --group", ErrUsage)
 		}
-		if spec.kind != offsetStart && spec.kind != offsetEnd {
-			return offsetSpec{}, nil, fmt.Errorf("%w: --offset %s needs direct consumption (no --group)", ErrUsage, o.offset)
+		if (rng.from.kind != offsetStart && rng.from.kind != offsetEnd) || (rng.until != nil && rng.until.kind != offsetEnd) {
+			return offsetRange{}, nil, fmt.Errorf("%w: --offset %s needs direct consumption (no --group)", ErrUsage, o.offset)
 		}
 	}
 	for _, p := range o.partitions {
 		if p < 0 {
-			return offsetSpec{}, nil, fmt.Errorf("%w: --partition %d", ErrUsage, p)
+			return offsetRange{}, nil, fmt.Errorf("%w: --partition %d", ErrUsage, p)
 		}
 	}
-	return spec, format, nil
+	return rng, format, nil
 }
 
 // partitionBounds are a partition's start and end offsets, listed once
@@ -298,7 +306,7 @@ func (t *endTracker) finished() bool {
 // run consumes until -n, -e or ctx cancellation. Cancellation is the normal
 // way to stop an unbounded consume, so it is not an error.
 func (o *consumeOptions) run(ctx context.Context, topics []string, stdout, stderr io.Writer) error {
-	spec, format, err := o.validate()
+	rng, format, err := o.validate(clock.Real.Now())
 	if err != nil {
 		return err
 	}
@@ -306,14 +314,21 @@ func (o *consumeOptions) run(ctx context.Context, topics []string, stdout, stder
 	if err != nil {
 		return err
 	}
+	var fromTime, untilTime kadm.ListedOffsets
+	if rng.hasTime() {
+		if fromTime, untilTime, err = o.timeOffsets(ctx, rng, topics); err != nil {
+			return err
+		}
+	}
+	stops := o.stops(rng, bounds, untilTime)
 
 	// pollCtx is cancelled by the -e tracker, which may finish on the group
 	// goroutine while the poll loop is parked waiting for records.
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	defer stopPolling()
 	var tracker *endTracker
-	if o.exitAtEnd {
-		tracker = newEndTracker(bounds, stopPolling)
+	if o.exitAtEnd || rng.until != nil {
+		tracker = newEndTracker(stops, stopPolling)
 	}
 
 	var opts []kgo.Opt
@@ -323,7 +338,7 @@ func (o *consumeOptions) run(ctx context.Context, topics []string, stdout, stder
 		opts = append(opts, kgo.KeepControlRecords())
 	}
 	if o.group == "" {
-		direct, err := o.directPositions(spec, bounds, topics)
+		direct, err := o.directPositions(rng.from, bounds, fromTime, topics)
 		if err != nil {
 			return err
 		}
@@ -339,7 +354,7 @@ func (o *consumeOptions) run(ctx context.Context, topics []string, stdout, stder
 			tracker.assign(direct)
 		}
 	} else {
-		opts = append(opts, o.groupOpts(topics, spec, bounds, tracker)...)
+		opts = append(opts, o.groupOpts(topics, rng.from, stops, tracker)...)
 	}
 	cl, err := o.client.NewClient(opts...)
 	if err != nil {
@@ -369,11 +384,11 @@ func (o *consumeOptions) run(ctx context.Context, topics []string, stdout, stder
 
 // directPositions resolves --offset for every partition read without a
 // group, honouring --partition.
-func (o *consumeOptions) directPositions(spec offsetSpec, bounds partitionBounds, topics []string) (map[topicPartition]int64, error) {
+func (o *consumeOptions) directPositions(spec offsetSpec, bounds partitionBounds, byTime kadm.ListedOffsets, topics []string) (map[topicPartition]int64, error) {
 	positions := make(map[topicPartition]int64)
 	for tp, b := range bounds {
 		if len(o.partitions) == 0 || slices.Contains(o.partitions, tp.partition) {
-			positions[tp] = spec.resolve(b[0], b[1])
+			positions[tp] = spec.resolve(b[0], b[1], atTime(byTime, tp, b[1]))
 		}
 	}
 	for _, topic := range topics {
@@ -384,6 +399,31 @@ func (o *consumeOptions) directPositions(spec offsetSpec, bounds partitionBounds
 		}
 	}
 	return positions, nil
+}
+
+// stops are the bounds the end tracker stops at: each partition's end as
+// of the start (-e), or the stop of an --offset range, the nearer of the
+// two when both are given. A stop past the end waits for records to reach
+// it, as rpk's :N does.
+func (o *consumeOptions) stops(rng offsetRange, bounds partitionBounds, untilTime kadm.ListedOffsets) partitionBounds {
+	if rng.until == nil {
+		return bounds
+	}
+	stops := make(partitionBounds, len(bounds))
+	for tp, b := range bounds {
+		stop := b[1]
+		switch rng.until.kind {
+		case offsetExact:
+			stop = max(b[0], rng.until.n)
+		case offsetTime:
+			stop = atTime(untilTime, tp, b[1])
+		}
+		if o.exitAtEnd {
+			stop = min(stop, b[1])
+		}
+		stops[tp] = [2]int64{b[0], stop}
+	}
+	return stops
 }
 
 // groupOpts joins o.group, committing only the offsets of printed records

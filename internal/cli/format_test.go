@@ -122,7 +122,7 @@ func TestParseOffset(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := spec.resolve(tt.start, tt.end); got != tt.want {
+			if got := spec.resolve(tt.start, tt.end, -1); got != tt.want {
 				t.Fatalf("resolve(%d, %d) = %d, want %d", tt.start, tt.end, got, tt.want)
 			}
 		})

@@ -52,7 +52,9 @@ type JSONGroupPartition struct {
 	CurrentOffset  *int64 `json:"current_offset" yaml:"current_offset"`
 	LogStartOffset *int64 `json:"log_start_offset" yaml:"log_start_offset"` // null if it could not be listed
 	LogEndOffset   *int64 `json:"log_end_offset" yaml:"log_end_offset"`     // null if it could not be listed
-	// Lag is null when it is unknown; Error then says why.
+	// Lag is null when it is unknown (Error then says why) and when the
+	// group has no committed offset, where Kafka's tool prints "-": kadm
+	// would count such a partition as lagging by its whole log.
 	Lag      *int64 `json:"lag" yaml:"lag"`
 	MemberID string `json:"member_id,omitempty" yaml:"member_id,omitempty"` // empty if no member is assigned
 	Error    string `json:"error,omitempty" yaml:"error,omitempty"`
@@ -167,7 +169,7 @@ func printGroup(w io.Writer, l kadm.DescribedGroupLag) error {
 	summary.row("PROTOCOL-TYPE", dash(l.ProtocolType))
 	summary.row("PROTOCOL", dash(l.Protocol))
 	summary.row("MEMBERS", len(l.Members))
-	summary.row("TOTAL-LAG", l.Lag.Total())
+	summary.row("TOTAL-LAG", knownLagTotal(l.Lag))
 	if err := summary.flush(); err != nil {
 		return err
 	}
@@ -226,7 +228,7 @@ func jsonGroup(l kadm.DescribedGroupLag) JSONGroup {
 		Protocol:     l.Protocol,
 		Members:      []JSONGroupMember{},
 		Partitions:   []JSONGroupPartition{},
-		TotalLag:     l.Lag.Total(),
+		TotalLag:     knownLagTotal(l.Lag),
 	}
 	for _, m := range l.Members {
 		j.Members = append(j.Members, JSONGroupMember{
@@ -260,6 +262,9 @@ func jsonPartition(p kadm.GroupMemberLag) JSONGroupPartition {
 		LogEndOffset:   known(p.End.Offset, p.End.Err),
 		Lag:            known(p.Lag, p.Err),
 	}
+	if j.CurrentOffset == nil {
+		j.Lag = nil
+	}
 	if p.Member != nil {
 		j.MemberID = p.Member.MemberID
 	}
@@ -267,4 +272,16 @@ func jsonPartition(p kadm.GroupMemberLag) JSONGroupPartition {
 		j.Error = p.Err.Error()
 	}
 	return j
+}
+
+// knownLagTotal sums the lag of the partitions with a committed offset,
+// the ones whose LAG cell is a number.
+func knownLagTotal(l kadm.GroupLag) int64 {
+	var total int64
+	for _, p := range l.Sorted() {
+		if lag := jsonPartition(p).Lag; lag != nil && *lag > 0 {
+			total += *lag
+		}
+	}
+	return total
 }

@@ -48,9 +48,10 @@ func parseSeekTarget(to string) (resetTarget, error) {
 
 func newGroupSeekCmd(opts *ClientOptions) *cobra.Command {
 	var (
-		to     string
-		topics []string
-		dryRun bool
+		to       string
+		topics   []string
+		dryRun   bool
+		allowNew bool
 	)
 	cmd := &cobra.Command{
 		Use:   "seek GROUP --to start|end|OFFSET|@MS|RFC3339 [--topics T...]",
@@ -60,9 +61,11 @@ func newGroupSeekCmd(opts *ClientOptions) *cobra.Command {
 			"active members is refused: they would overwrite the offsets with their next commit.\n\n" +
 			"--to is start, end, an offset, or a time: @<Unix milliseconds> or RFC 3339\n" +
 			"(2006-01-02T15:04:05Z), meaning the first offset at or after it. Offsets are clamped\n" +
-			"into [log start, log end]. Without --topics, every partition the group has committed\n" +
-			"to moves; --topics T (repeatable, or comma-separated) moves every partition of T,\n" +
-			"including ones the group never committed to.",
+			"into [log start, log end]. Without --topics, every partition of every topic the group\n" +
+			"has committed to moves, as rpk's seek moves them, including partitions of those topics\n" +
+			"it never committed to; --topics T (repeatable, or comma-separated) moves every\n" +
+			"partition of T instead; a topic the group never committed to is refused unless\n" +
+			"--allow-new-topics, as rpk's. --dry-run lists each partition it would set, one row each.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
@@ -84,12 +87,24 @@ func newGroupSeekCmd(opts *ClientOptions) *cobra.Command {
 				return err
 			}
 			defer done()
-			plan, err := inactivePlan(ctx, adm, args[0], target, specs, len(specs) == 0)
+			scope := scopeNamed
+			if len(specs) == 0 {
+				scope = scopeCommittedTopic
+			} else if !allowNew {
+				if err := refuseNewTopics(ctx, adm, args[0], specs); err != nil {
+					return err
+				}
+			}
+			plan, err := inactivePlan(ctx, adm, args[0], target, specs, scope)
 			if err != nil {
 				return err
 			}
 			if dryRun {
-				return printPlan(cmd.OutOrStdout(), plan)
+				if err := printPlan(cmd.OutOrStdout(), plan); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "dry run: %d partitions listed, nothing was committed\n", len(plan))
+				return nil
 			}
 			return commitPlan(ctx, adm, args[0], plan, cmd.OutOrStdout(), "seek")
 		},
@@ -98,7 +113,30 @@ func newGroupSeekCmd(opts *ClientOptions) *cobra.Command {
 	f.StringVar(&to, "to", "", "where to seek: start, end, an offset, @<Unix ms> or an RFC 3339 time")
 	f.StringSliceVar(&topics, "topics", nil, "only these topics, all their partitions (default: every partition the group committed to)")
 	f.BoolVar(&dryRun, "dry-run", false, "print the offsets that would be committed and commit nothing")
+	f.BoolVar(&allowNew, "allow-new-topics", false, "allow --topics to name topics the group has no commit for (as rpk's)")
 	return cmd
+}
+
+// refuseNewTopics fails, naming --allow-new-topics, when a topic of specs
+// has no committed offset in group: rpk's seek commits no new topic
+// unless told to, since a group that never read a topic rarely means to
+// start reading it at a seek.
+func refuseNewTopics(ctx context.Context, adm *kadm.Client, group string, specs []topicSpec) error {
+	commits, err := adm.FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return fmt.Errorf("fetch committed offsets of %s: %w", group, err)
+	}
+	var fresh []string
+	for _, s := range specs {
+		if len(commits[s.topic]) == 0 {
+			fresh = append(fresh, s.topic)
+		}
+	}
+	if len(fresh) > 0 {
+		return fmt.Errorf("%w: group %s has no committed offset in %s; pass --allow-new-topics to commit there too",
+			ErrUsage, group, strings.Join(fresh, ", "))
+	}
+	return nil
 }
 
 // offsetDeleteRow is one partition's result, in --format json and yaml

@@ -37,18 +37,19 @@ func TestGroupSeek(t *testing.T) {
 		plan [][3]string
 		want map[int32]int64
 	}{
-		// Without --topics: the partitions the group committed to.
+		// Without --topics: every partition of the topics the group
+		// committed to, partition 2 (never committed) too, as rpk's.
 		{"start", []string{"--to", "start"},
-			[][3]string{{"0", "3", "0"}, {"1", "1", "0"}}, map[int32]int64{0: 0, 1: 0}},
+			[][3]string{{"0", "3", "0"}, {"1", "1", "0"}, {"2", "-", "0"}}, map[int32]int64{0: 0, 1: 0, 2: 0}},
 		{"end", []string{"--to", "end"},
-			[][3]string{{"0", "3", "5"}, {"1", "1", "3"}}, map[int32]int64{0: 5, 1: 3}},
+			[][3]string{{"0", "3", "5"}, {"1", "1", "3"}, {"2", "-", "2"}}, map[int32]int64{0: 5, 1: 3, 2: 2}},
 		// With --topics: every partition, clamped into the log.
 		{"offset", []string{"--to", "4", "--topics", fixtureTopic},
 			[][3]string{{"0", "3", "4"}, {"1", "1", "3"}, {"2", "-", "2"}}, map[int32]int64{0: 4, 1: 3, 2: 2}},
 		{"unix ms", []string{"--to", ms(time.Second), "--topics", fixtureTopic},
 			[][3]string{{"0", "3", "1"}, {"1", "1", "1"}, {"2", "-", "1"}}, map[int32]int64{0: 1, 1: 1, 2: 1}},
 		{"rfc3339", []string{"--to", at(2 * time.Second).Format(time.RFC3339)},
-			[][3]string{{"0", "3", "2"}, {"1", "1", "2"}}, map[int32]int64{0: 2, 1: 2}},
+			[][3]string{{"0", "3", "2"}, {"1", "1", "2"}, {"2", "-", "2"}}, map[int32]int64{0: 2, 1: 2, 2: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,8 +83,21 @@ func TestGroupSeek(t *testing.T) {
 			t.Errorf("seek %v: err = %v, want ErrUsage", bad, r.err)
 		}
 	}
-	if r := run(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "nope"); !errors.Is(r.err, ErrUnknownTopic) {
+	if r := run(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "nope", "--allow-new-topics"); !errors.Is(r.err, ErrUnknownTopic) {
 		t.Errorf("seek of an unknown topic: err = %v, want ErrUnknownTopic", r.err)
+	}
+
+	// A topic the group never committed to, as rpk's seek: refused
+	// without --allow-new-topics, every partition set with it.
+	mustRun(t, f.brokers, "", "topic", "create", "fresh", "-p", "2")
+	r = run(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "fresh", "--dry-run")
+	if !errors.Is(r.err, ErrUsage) || !strings.Contains(r.err.Error(), "--allow-new-topics") {
+		t.Errorf("seek of a topic without commits: err = %v, want ErrUsage naming --allow-new-topics", r.err)
+	}
+	r = mustRun(t, f.brokers, "", "group", "seek", group, "--to", "start", "--topics", "fresh", "--allow-new-topics")
+	want := [][]string{{"TOPIC", "PARTITION", "OLD-OFFSET", "NEW-OFFSET", "STATUS"}, {"fresh", "0", "-", "0", "OK"}, {"fresh", "1", "-", "0", "OK"}}
+	if !equalRows(rows(r.stdout), want) {
+		t.Errorf("seek --allow-new-topics printed:\n%s\nwant %v", r.stdout, want)
 	}
 }
 

@@ -200,7 +200,11 @@ func (o *resetOptions) run(cmd *cobra.Command, opts *ClientOptions, group string
 	}
 	defer done()
 
-	plan, err := inactivePlan(ctx, adm, group, target, specs, o.allTopics)
+	scope := scopeNamed
+	if o.allTopics {
+		scope = scopeCommittedPartition
+	}
+	plan, err := inactivePlan(ctx, adm, group, target, specs, scope)
 	if err != nil {
 		return err
 	}
@@ -217,10 +221,19 @@ func (o *resetOptions) run(cmd *cobra.Command, opts *ClientOptions, group string
 	return commitPlan(ctx, adm, group, plan, w, "reset-offsets")
 }
 
+// committedScope says which partitions a plan without named topics moves.
+type committedScope int
+
+const (
+	scopeNamed              committedScope = iota // only the specs given
+	scopeCommittedPartition                       // every partition the group committed to (Kafka's --all-topics)
+	scopeCommittedTopic                           // every partition of every topic it committed to (rpk's seek)
+)
+
 // inactivePlan checks that group is inactive and plans moving its
-// offsets of specs (or, with all, of every partition it has committed
-// to) to target; reset-offsets and seek share it.
-func inactivePlan(ctx context.Context, adm *kadm.Client, group string, target resetTarget, specs []topicSpec, all bool) ([]resetRow, error) {
+// offsets of specs (or of what scope adds) to target; reset-offsets and
+// seek share it.
+func inactivePlan(ctx context.Context, adm *kadm.Client, group string, target resetTarget, specs []topicSpec, scope committedScope) ([]resetRow, error) {
 	if err := checkInactive(ctx, adm, group); err != nil {
 		return nil, err
 	}
@@ -231,9 +244,14 @@ func inactivePlan(ctx context.Context, adm *kadm.Client, group string, target re
 	if err := commits.Error(); err != nil {
 		return nil, fmt.Errorf("fetch committed offsets of %s: %w", group, err)
 	}
-	if all {
+	if scope != scopeNamed {
 		if specs = committedSpecs(commits); len(specs) == 0 {
 			return nil, fmt.Errorf("%w: group %s has no committed offsets; name topics with --topic", ErrNoCommit, group)
+		}
+		if scope == scopeCommittedTopic {
+			for i := range specs {
+				specs[i].partitions = nil // all of them, committed or not
+			}
 		}
 	}
 	return planReset(ctx, adm, target, specs, commits)

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -161,4 +162,75 @@ func (o *ClientOptions) registerOptions(fs *pflag.FlagSet) {
 	fs.VarP(&optionFlag{o: o, fs: fs}, "option", "X",
 		"client option key=value, repeatable ("+clientKeyNames()+
 			"); precedence: flag > -X > environment > profile > default (strand profile --help)")
+}
+
+// securityKeys are the profile keys that decide how a connection is
+// secured: they follow the profile to whatever brokers the command uses.
+var securityKeys = []string{"tls.enabled", "tls.ca", "tls.cert", "tls.key", "sasl.mechanism", "user", "pass", "pass.file"}
+
+// profileSecurityNote says which of the current profile's TLS and SASL
+// settings apply to brokers other than the profile's (given by --brokers,
+// -X brokers or $STRAND_BROKERS), or "" when none do. They apply, as rpk
+// applies a profile's TLS and SASL under an -X brokers override, since
+// each option is overridden on its own; the note keeps that from being a
+// surprise (a password sent to a cluster it was not meant for). Values
+// are never printed, only key names.
+func profileSecurityNote(fs *pflag.FlagSet) string {
+	brokers := fs.Lookup("brokers")
+	if brokers == nil {
+		return ""
+	}
+	p, err := currentProfile()
+	if err != nil || p.Name == "" {
+		return "" // a broken profile fails the command on its own
+	}
+	// Brokers are the profile's unless something else set them: a
+	// profile without brokers leaves the default, which is no override.
+	if pb, ok := p.Values["brokers"]; ok && pb == brokers.Value.String() {
+		return ""
+	} else if !ok && !brokers.Changed && !envSet("brokers") && brokers.Value.String() == DefaultBrokers {
+		return ""
+	}
+	var applied []string
+	for _, key := range securityKeys {
+		v, ok := p.Values[key]
+		if !ok {
+			continue
+		}
+		k, _ := lookupClientKey(key)
+		f := fs.Lookup(k.flag)
+		if f == nil || f.Changed || envSet(k.flag) || f.Value.String() != v {
+			continue // set for this command by a flag, -X or the environment
+		}
+		applied = append(applied, key)
+	}
+	if len(applied) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("note: profile %s's %s apply to brokers %s, which are not the profile's (as rpk applies a profile under -X brokers); "+
+		"override them with flags or -X, or use a profile for that cluster", p.Name, strings.Join(applied, ", "), brokers.Value.String())
+}
+
+// noteProfileSecurity runs profileSecurityNote before every command with
+// client flags, printing the note on stderr.
+func noteProfileSecurity(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		noteProfileSecurity(c)
+	}
+	if root.RunE == nil {
+		return
+	}
+	// The flag may be a parent's persistent one (topic's, group's), so
+	// it is looked up once cobra has merged them, when the command runs;
+	// profileSecurityNote ignores a command without it.
+	prev := root.PreRunE
+	root.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if note := profileSecurityNote(cmd.Flags()); note != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), note)
+		}
+		if prev != nil {
+			return prev(cmd, args)
+		}
+		return nil
+	}
 }

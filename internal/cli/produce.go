@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -38,6 +40,9 @@ type produceOptions struct {
 	acks         string
 	compression  string
 	maxLineBytes int
+	// autoCreate is rpk's --allow-auto-topic-creation: ask the cluster
+	// to create a missing topic (its auto.create.topics.enable decides).
+	autoCreate bool
 }
 
 // produceFormatHelp documents --format of produce: the reading side of
@@ -59,7 +64,12 @@ func NewProduceCommand() *cobra.Command {
 			"  -f '%k %v\\n'                   key, space, value, newline\n" +
 			"  -f '%d %k %H %h{%k=%v }%v\\n'   timestamp, key, headers, value\n" +
 			"  -f '%v{json}'                  one JSON value after another\n" +
-			"A record that names its topic (%t) or partition (%p) goes there. Records are sent\n" +
+			"A record that names its topic (%t) or partition (%p) goes there.\n\n" +
+			"A missing topic is an error before anything is read, as the producer would only\n" +
+			"retry until --timeout: create it with `strand topic create`, or pass\n" +
+			"--allow-auto-topic-creation (as rpk's) to have the cluster create it, which it does\n" +
+			"only when its auto.create.topics.enable is on; the command says which happened.\n\n" +
+			"Records are sent\n" +
 			"asynchronously and flushed at EOF; a summary goes to stderr, and if any record failed\n" +
 			"the command fails with one line: how many failed and the first error.",
 		Args: cobra.ExactArgs(1),
@@ -76,6 +86,7 @@ func NewProduceCommand() *cobra.Command {
 	f.StringVar(&o.acks, "acks", "all", "acks: all, 1 or 0 (anything but all disables idempotence)")
 	f.StringVarP(&o.compression, "compression", "z", "none", "batch compression: none, gzip, snappy, lz4, zstd")
 	f.IntVar(&o.maxLineBytes, "max-line-bytes", defaultMaxLineBytes, "longest accepted line (or --format record), in bytes")
+	f.BoolVar(&o.autoCreate, "allow-auto-topic-creation", false, "have the cluster create a missing topic (needs its auto.create.topics.enable)")
 	return cmd
 }
 
@@ -106,6 +117,10 @@ func (o *produceOptions) kgoOpts() ([]kgo.Opt, []kgo.RecordHeader, error) {
 		return nil, nil, fmt.Errorf("%w: --partition and a --format that reads %%p", ErrUsage)
 	case o.partition >= 0 || readsVerb(o.format, 'p'):
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	if o.autoCreate {
+		// For topics named by %t, which ensureTopic does not see.
+		opts = append(opts, kgo.AllowAutoTopicCreation())
 	}
 	if o.maxLineBytes <= 0 {
 		return nil, nil, fmt.Errorf("%w: --max-line-bytes must be positive", ErrUsage)
@@ -230,6 +245,11 @@ func (o *produceOptions) run(ctx context.Context, topic string, in io.Reader, st
 	next, err := o.source(in)
 	if err != nil {
 		return err
+	}
+	if !readsVerb(o.format, 't') { // records naming their topic may not use TOPIC at all
+		if err := o.ensureTopic(ctx, topic, stderr); err != nil {
+			return err
+		}
 	}
 	cl, err := o.client.NewClient(opts...)
 	if err != nil {
@@ -442,4 +462,61 @@ func readRecords(ctx context.Context, next recordSource) (<-chan *kgo.Record, *e
 		}
 	}()
 	return records, &err
+}
+
+// ensureTopic fails early, saying why and what to do, when topic is
+// missing: kgo would otherwise retry UNKNOWN_TOPIC_OR_PARTITION until
+// --timeout and fail every record with it. With --allow-auto-topic-creation
+// it asks the cluster to create the topic (a Metadata request allowing
+// auto-creation, as rpk's flag makes kgo send) and says whether it did. An
+// unreachable cluster is left to the producer, which reports it per record.
+func (o *produceOptions) ensureTopic(ctx context.Context, topic string, stderr io.Writer) error {
+	cl, err := o.client.NewClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := o.client.requestContext(ctx)
+	defer cancel()
+	lookup := func(create bool) (int16, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, t)
+		req.AllowAutoTopicCreation = create
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		for _, rt := range resp.Topics {
+			if rt.Topic != nil && *rt.Topic == topic {
+				return rt.ErrorCode, nil
+			}
+		}
+		return 0, fmt.Errorf("topic %s missing from the metadata response", topic)
+	}
+	code, err := lookup(false)
+	switch {
+	case err != nil:
+		return nil // unreachable: the producer reports it
+	case code == kerr.UnknownTopicOrPartition.Code && !o.autoCreate:
+		return fmt.Errorf("%w: %s does not exist; create it with `strand topic create %s`, or pass --allow-auto-topic-creation "+
+			"to have the cluster create it (if its auto.create.topics.enable is on)", ErrUnknownTopic, topic, topic)
+	case code == kerr.UnknownTopicOrPartition.Code:
+		if code, err = lookup(true); err != nil {
+			return fmt.Errorf("auto-create topic %s: %w", topic, err)
+		}
+		switch code {
+		case 0, kerr.LeaderNotAvailable.Code: // Kafka's answer while a new topic gets its leaders
+			fmt.Fprintf(stderr, "topic %s did not exist: the cluster created it (auto.create.topics.enable)\n", topic)
+			return nil
+		case kerr.UnknownTopicOrPartition.Code:
+			return fmt.Errorf("%w: %s does not exist and the cluster did not create it: its auto.create.topics.enable is off; "+
+				"create it with `strand topic create %s`", ErrUnknownTopic, topic, topic)
+		}
+		return fmt.Errorf("auto-create topic %s: %w", topic, kerr.ErrorForCode(code))
+	case code != 0 && code != kerr.LeaderNotAvailable.Code:
+		return fmt.Errorf("topic %s: %w", topic, kerr.ErrorForCode(code))
+	}
+	return nil
 }

@@ -109,7 +109,7 @@ func TestConsumeOffsets(t *testing.T) {
 		{"start", []string{"-p", "1", "--offset", "start"}, "r0\nr1\nr2\nr3\nr4\n"},
 		{"all partitions", []string{"--from-beginning"}, "r0\nr1\nr2\nr3\nr4\n"},
 		{"end", []string{"-p", "1", "--offset", "end"}, ""},
-		{"default is end", nil, ""},
+		{"default is start, as rpk's", []string{"-p", "1"}, "r0\nr1\nr2\nr3\nr4\n"},
 		{"exact", []string{"-p", "1", "--offset", "2"}, "r2\nr3\nr4\n"},
 		{"after start", []string{"-p", "1", "--offset", "+1"}, "r1\nr2\nr3\nr4\n"},
 		{"before end", []string{"-p", "1", "--offset", "-2"}, "r3\nr4\n"},
@@ -238,9 +238,15 @@ func TestGroupConsumeCommits(t *testing.T) {
 		}
 	})
 	t.Run("new group at end", func(t *testing.T) {
-		r := mustRun(t, brokers, "", "consume", "t", "-g", "g3", "-e")
+		r := mustRun(t, brokers, "", "consume", "t", "-g", "g3", "-e", "-o", "end")
 		if r.stdout != "" {
-			t.Fatalf("new group without --from-beginning printed %q", r.stdout)
+			t.Fatalf("new group with -o end printed %q", r.stdout)
+		}
+	})
+	t.Run("new group from the start by default, as rpk's", func(t *testing.T) {
+		r := mustRun(t, brokers, "", "consume", "t", "-g", "g4", "-e")
+		if n := len(sortedLines(r.stdout)); n != 7 {
+			t.Fatalf("new group without -o printed %d records, want all 7:\n%s", n, r.stdout)
 		}
 	})
 }
@@ -287,12 +293,10 @@ func TestProduceFailures(t *testing.T) {
 		}
 	})
 	t.Run("unknown topic", func(t *testing.T) {
+		// Said at once, not after --timeout of retries (TestProduceMissingTopic).
 		r := run(t, brokers, "x\ny\n", "produce", "nope", "--timeout", "3s")
-		if !errors.Is(r.err, ErrPartialFailure) {
-			t.Fatalf("err = %v, want ErrPartialFailure", r.err)
-		}
-		if !strings.HasPrefix(r.err.Error(), "2 records failed: ") || r.stderr != "" {
-			t.Fatalf("error %q, stderr %q: want one line with the count", r.err, r.stderr)
+		if !errors.Is(r.err, ErrUnknownTopic) || r.stderr != "" {
+			t.Fatalf("err = %v, stderr %q: want ErrUnknownTopic and nothing else", r.err, r.stderr)
 		}
 	})
 	t.Run("partition out of range", func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // closedPort returns an address where nothing listens: a port the
@@ -48,5 +50,44 @@ func TestProduceAgentDown(t *testing.T) {
 				t.Errorf("stderr besides the error:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestProduceMissingTopic: a missing topic fails at once with what to do,
+// unless --allow-auto-topic-creation asks the cluster to create it, which
+// it does only when its auto-creation is on; each case says which.
+func TestProduceMissingTopic(t *testing.T) {
+	off := newCluster(t)
+	on := newCluster(t, kfake.AllowAutoTopicCreation())
+	for _, tt := range []struct {
+		name, brokers string
+		args          []string
+		wantErr       error
+		wantText      string // in the error, or on stderr without one
+	}{
+		{"no flag", on, nil, ErrUnknownTopic, "--allow-auto-topic-creation"},
+		{"flag, cluster refuses", off, []string{"--allow-auto-topic-creation"}, ErrUnknownTopic, "auto.create.topics.enable is off"},
+		{"flag, cluster creates", on, []string{"--allow-auto-topic-creation"}, nil, "the cluster created it"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, tt.brokers, "v1\nv2\n", append([]string{"produce", "fresh", "--timeout", "5s"}, tt.args...)...)
+			if !errors.Is(r.err, tt.wantErr) && !(tt.wantErr == nil && r.err == nil) {
+				t.Fatalf("err = %v, want %v\nstderr: %s", r.err, tt.wantErr, r.stderr)
+			}
+			text := r.stderr
+			if r.err != nil {
+				text = r.err.Error()
+			}
+			if !strings.Contains(text, tt.wantText) {
+				t.Fatalf("%q does not say %q", text, tt.wantText)
+			}
+		})
+	}
+	r := mustRun(t, on, "", "consume", "fresh", "-e", "-f", `%v\n`)
+	if r.stdout != "v1\nv2\n" {
+		t.Fatalf("auto-created topic holds %q, want v1 and v2", r.stdout)
+	}
+	if r := run(t, off, "", "consume", "fresh", "-e"); !errors.Is(r.err, ErrUnknownTopic) {
+		t.Fatalf("a refused auto-creation created the topic: consume err = %v", r.err)
 	}
 }

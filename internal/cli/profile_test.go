@@ -241,3 +241,57 @@ func TestProfileCommands(t *testing.T) {
 		t.Fatalf("topic list with a broken profiles.yaml: err = %v", r.err)
 	}
 }
+
+// TestProfileSecurityUnderBrokersOverride: a profile's TLS and SASL
+// settings apply to brokers given by -b, -X or the environment, as rpk's
+// do, and the command says so on stderr (key names, never values); with
+// the profile's own brokers, or settings overridden, it says nothing.
+func TestProfileSecurityUnderBrokersOverride(t *testing.T) {
+	useConfigDir(t)
+	if r := runProfile(t, "create", "prod", "-X", "brokers=prod:9092", "-X", "sasl.mechanism=PLAIN", "-X", "user=alice", "-X", "pass=s3cret"); r.err != nil {
+		t.Fatalf("profile create: %v", r.err)
+	}
+	if r := runProfile(t, "use", "prod"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	// The note comes before connecting; nothing listens, so every command
+	// fails, which is beside the point.
+	dead := closedPort(t)
+	noteOf := func(env string, args ...string) string {
+		t.Helper()
+		if env != "" {
+			t.Setenv(EnvBrokers, env)
+			defer os.Unsetenv(EnvBrokers)
+		}
+		r := runAdmin(t, "topic", append([]string{"list", "--timeout", "200ms"}, args...)...)
+		for line := range strings.Lines(r.stderr) {
+			if strings.HasPrefix(line, "note: profile") {
+				if strings.Contains(line, "s3cret") {
+					t.Fatalf("the note prints the password: %s", line)
+				}
+				return strings.TrimSpace(line)
+			}
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		name string
+		env  string
+		args []string
+		want string // in the note; "" for no note
+	}{
+		{"-b", "", []string{"-b", dead}, "sasl.mechanism, user, pass apply to brokers " + dead},
+		{"-X brokers", "", []string{"-X", "brokers=" + dead}, "sasl.mechanism, user, pass apply"},
+		{"environment", dead, nil, "sasl.mechanism, user, pass apply"},
+		{"user overridden", "", []string{"-b", dead, "--sasl-user", "bob"}, "sasl.mechanism, pass apply"},
+		{"all overridden", "", []string{"-b", dead, "-X", "sasl.mechanism=", "-X", "user=", "-X", "pass="}, ""},
+		{"profile's brokers", "", []string{"-b", "prod:9092", "-X", "request.timeout=1ms"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := noteOf(tt.env, tt.args...)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("note %q, want one with %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -335,7 +336,7 @@ offset index entries and the data objects they point into, level 0
 				d := details[topic]
 				summary := newTable(w)
 				summary.row("NAME", topic)
-				summary.row("ID", d.ID)
+				summary.row("ID", topicIDString(d.ID))
 				summary.row("INTERNAL", d.IsInternal)
 				summary.row("PARTITIONS", len(d.Partitions))
 				summary.row("SIZE", sizes.topicCell(topic, sizeErr))
@@ -385,7 +386,7 @@ func describeTopic(d kadm.TopicDetail, starts kadm.ListedOffsets, startErr error
 ) TopicDescription {
 	desc := TopicDescription{
 		Name:       d.Topic,
-		ID:         d.ID.String(),
+		ID:         topicIDString(d.ID),
 		Internal:   d.IsInternal,
 		SizeBytes:  sizes.topicBytes(d.Topic, sizeErr),
 		Partitions: []PartitionDescription{},
@@ -573,4 +574,12 @@ func printConfigs(w io.Writer, rcs kadm.ResourceConfigs, listErr error, topic st
 		t.row(c.Key, v, c.Source)
 	}
 	return t.flush()
+}
+
+// topicIDString prints a topic id as Kafka's tools print a Uuid
+// (Uuid.toString): URL-safe base64 without padding, so an id copied from
+// kafka-topics --describe matches. kadm's String is standard base64 with
+// padding, which no Kafka tool prints.
+func topicIDString(id kadm.TopicID) string {
+	return base64.RawURLEncoding.EncodeToString(id[:])
 }

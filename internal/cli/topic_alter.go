@@ -88,25 +88,39 @@ func configAlters(sets, deletes []string) ([]kadm.AlterConfig, error) {
 }
 
 func newTopicAddPartitionsCmd(opts *ClientOptions) *cobra.Command {
-	var total int
+	var add, total int
 	cmd := &cobra.Command{
-		Use:   "add-partitions NAME... -n TOTAL",
-		Short: "Add partitions to topics, up to a new total (CreatePartitions)",
-		Long: "Add partitions to topics. -n is the new total number of partitions, as\n" +
-			"kafka-topics --alter --partitions takes it, not the number to add. A topic cannot\n" +
-			"shrink: a total at or below the current count is INVALID_PARTITIONS. Keys hash to\n" +
-			"other partitions afterwards, so keyed data changes partition from then on.",
+		Use:   "add-partitions NAME... (-n ADD | --total TOTAL)",
+		Short: "Add partitions to topics (CreatePartitions)",
+		Long: "Add partitions to topics. -n/--num is the number of partitions to add to each\n" +
+			"topic, as rpk topic add-partitions takes it; --total is the new total instead, as\n" +
+			"kafka-topics --alter --partitions takes it. Give one of the two. A topic cannot\n" +
+			"shrink: a total at or below the current count is INVALID_PARTITIONS. Existing\n" +
+			"records stay where they are; keys hash to other partitions afterwards, so keyed\n" +
+			"data changes partition from then on.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
-			if total < 1 {
-				return fmt.Errorf("%w: -n TOTAL: the new partition count, at least 1", ErrUsage)
+			byAdd, byTotal := cmd.Flags().Changed("num"), cmd.Flags().Changed("total")
+			switch {
+			case byAdd == byTotal:
+				return fmt.Errorf("%w: give -n ADD (partitions to add, as rpk) or --total TOTAL (the new count, as kafka-topics)", ErrUsage)
+			case byAdd && add < 1:
+				return fmt.Errorf("%w: -n %d: the number of partitions to add, at least 1", ErrUsage, add)
+			case byTotal && total < 1:
+				return fmt.Errorf("%w: --total %d: the new partition count, at least 1", ErrUsage, total)
 			}
 			adm, ctx, done, err := opts.admin(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			resps, err := adm.UpdatePartitions(ctx, total, topics...)
+			var resps kadm.CreatePartitionsResponses
+			if byAdd {
+				// kadm lists the current counts and asks for count+add.
+				resps, err = adm.CreatePartitions(ctx, add, topics...)
+			} else {
+				resps, err = adm.UpdatePartitions(ctx, total, topics...)
+			}
 			if err != nil {
 				return fmt.Errorf("add partitions: %w", err)
 			}
@@ -116,7 +130,8 @@ func newTopicAddPartitionsCmd(opts *ClientOptions) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().IntVarP(&total, "partitions", "n", 0, "new total number of partitions (not the number to add)")
+	cmd.Flags().IntVarP(&add, "num", "n", 0, "number of partitions to add to each topic (as rpk)")
+	cmd.Flags().IntVar(&total, "total", 0, "the new total number of partitions instead (as kafka-topics --partitions)")
 	return cmd
 }
 

@@ -91,26 +91,36 @@ func TestTopicAlterConfig(t *testing.T) {
 	}
 }
 
-// TestTopicAddPartitions grows a topic to a new total, as kafka-topics
-// --partitions does, and refuses to shrink it.
+// TestTopicAddPartitions adds partitions as rpk does (-n is the number
+// to add), sets a total as kafka-topics does (--total), and refuses to
+// shrink a topic.
 func TestTopicAddPartitions(t *testing.T) {
 	brokers := startAgent(t).KafkaAddr()
-	adm := adminClient(t, brokers)
-	mustRun(t, brokers, "", "topic", "create", "grow", "-p", "2")
+	mustRun(t, brokers, "", "topic", "create", "grow", "other", "-p", "2")
 
-	r := wantRun(t, brokers, nil, nil, "topic", "add-partitions", "grow", "-n", "5")
-	if got, want := rows(r.stdout), [][]string{{"TOPIC", "STATUS"}, {"grow", "OK"}}; !slices.EqualFunc(got, want, slices.Equal) {
+	// A client per look: kgo answers a metadata request from its cache
+	// for a few seconds, which would show the count before a change.
+	partitions := func(topic string) int {
+		d, err := adminClient(t, brokers).ListTopics(t.Context(), topic)
+		if err != nil || d[topic].Err != nil {
+			t.Fatalf("list: %v %v", err, d[topic].Err)
+		}
+		return len(d[topic].Partitions)
+	}
+	r := wantRun(t, brokers, nil, nil, "topic", "add-partitions", "grow", "other", "-n", "3")
+	if got, want := rows(r.stdout), [][]string{{"TOPIC", "STATUS"}, {"grow", "OK"}, {"other", "OK"}}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("add-partitions output %q, want %q", got, want)
 	}
-	partitions := func() int {
-		d, err := adm.ListTopics(t.Context(), "grow")
-		if err != nil || d["grow"].Err != nil {
-			t.Fatalf("list: %v %v", err, d["grow"].Err)
-		}
-		return len(d["grow"].Partitions)
+	if n, m := partitions("grow"), partitions("other"); n != 5 || m != 5 {
+		t.Fatalf("%d and %d partitions after adding 3 to 2, want 5", n, m)
 	}
-	if n := partitions(); n != 5 {
-		t.Fatalf("%d partitions after -n 5, want 5", n)
+	wantRun(t, brokers, nil, []string{"grow", "OK"}, "topic", "add-partitions", "grow", "--num", "1")
+	if n := partitions("grow"); n != 6 {
+		t.Fatalf("%d partitions after adding 1 to 5, want 6", n)
+	}
+	wantRun(t, brokers, nil, []string{"grow", "OK"}, "topic", "add-partitions", "grow", "--total", "8")
+	if n := partitions("grow"); n != 8 {
+		t.Fatalf("%d partitions after --total 8, want 8", n)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -118,17 +128,19 @@ func TestTopicAddPartitions(t *testing.T) {
 		wantErr error
 		wantOut []string
 	}{
-		{"shrink", []string{"grow", "-n", "3"}, ErrPartialFailure, []string{"grow", "INVALID_PARTITIONS"}},
-		{"same count", []string{"grow", "-n", "5"}, ErrPartialFailure, []string{"INVALID_PARTITIONS"}},
-		{"unknown topic", []string{"nope", "-n", "3"}, ErrPartialFailure, []string{"nope", "UNKNOWN_TOPIC_OR_PARTITION"}},
+		{"shrink", []string{"grow", "--total", "3"}, ErrPartialFailure, []string{"grow", "INVALID_PARTITIONS"}},
+		{"same count", []string{"grow", "--total", "8"}, ErrPartialFailure, []string{"INVALID_PARTITIONS"}},
+		{"unknown topic", []string{"nope", "--total", "3"}, ErrPartialFailure, []string{"nope", "UNKNOWN_TOPIC_OR_PARTITION"}},
+		{"add zero", []string{"grow", "-n", "0"}, ErrUsage, nil},
+		{"both", []string{"grow", "-n", "1", "--total", "9"}, ErrUsage, nil},
 		{"no count", []string{"grow"}, ErrUsage, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantRun(t, brokers, tc.wantErr, tc.wantOut, append([]string{"topic", "add-partitions"}, tc.args...)...)
 		})
 	}
-	if n := partitions(); n != 5 {
-		t.Fatalf("%d partitions after the failed changes, want 5", n)
+	if n := partitions("grow"); n != 8 {
+		t.Fatalf("%d partitions after the failed changes, want 8", n)
 	}
 }
 

@@ -5,7 +5,10 @@
 // and reconfigure topics and reset a group's offsets; and the schema
 // registry's subjects, versions and diffs of them (schemas.go); and SQL
 // (sql.go): the catalog's relations and views' lag, and a query form;
-// and the connectors with their status (connectors.go).
+// and the connectors with their status (connectors.go); SCRAM users,
+// ACLs and client quotas with forms to change them (security.go); a
+// search across a topic's partitions (search.go) and a form that
+// produces a record (produce.go).
 //
 // Topic, record and group data come through Kafka, as any Kafka UI gets
 // them: kadm and kgo clients whose connections Config.Kafka routes (the
@@ -27,6 +30,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -43,6 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/schemareg"
 )
 
@@ -156,6 +161,10 @@ type Config struct {
 	// status (connectors.go); nil: the page lists none.
 	Connectors func(r *http.Request) ([]Connector, error)
 	Logger     *slog.Logger
+	// Clock times the throughput samples (cluster.go); nil: the wall
+	// clock. ThroughputSampleEvery is their spacing; zero: 10 s.
+	Clock                 clock.Clock
+	ThroughputSampleEvery time.Duration
 }
 
 //go:embed templates static
@@ -173,6 +182,11 @@ type Console struct {
 	// waits recordReaderWait for one.
 	recordReaders    chan struct{}
 	recordReaderWait time.Duration
+	// history is the throughput chart's past, sampled every sampleEvery
+	// on clock from New to Close.
+	clock       clock.Clock
+	sampleEvery time.Duration
+	history     throughputHistory
 }
 
 // New returns a console; its Kafka client connects lazily, at the first
@@ -193,8 +207,9 @@ func New(cfg Config) (*Console, error) {
 		return nil, fmt.Errorf("console: kafka client: %w", err)
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
-		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
+		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait,
+		clock: clock.OrReal(cfg.Clock), sampleEvery: cmp.Or(cfg.ThroughputSampleEvery, throughputSampleEvery)}
+	for _, p := range []string{"cluster", "topics", "topic", "records", "search", "users", "acls", "quotas", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()
@@ -203,11 +218,16 @@ func New(cfg Config) (*Console, error) {
 		c.pages[p] = t
 	}
 	c.routes()
+	c.sample()
 	return c, nil
 }
 
-// Close closes the console's Kafka client.
-func (c *Console) Close() { c.cl.Close() }
+// Close stops the throughput samples and closes the console's Kafka
+// client.
+func (c *Console) Close() {
+	c.history.stop()
+	c.cl.Close()
+}
 
 // ServeHTTP serves the paths under Prefix.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
@@ -224,9 +244,19 @@ func (c *Console) routes() {
 	m.HandleFunc("POST "+Prefix+"topics/{topic}/delete", c.admin(c.handleDeleteTopic))
 	m.HandleFunc("POST "+Prefix+"topics/{topic}/config", c.admin(c.handleAlterConfig))
 	m.HandleFunc("GET "+Prefix+"topics/{topic}/records", c.authorized(c.handleRecords))
+	m.HandleFunc("GET "+Prefix+"topics/{topic}/search", c.authorized(c.handleSearch))
+	m.HandleFunc("POST "+Prefix+"topics/{topic}/produce", c.admin(c.handleProduce))
 	m.HandleFunc("GET "+Prefix+"groups", c.authorized(c.handleGroups))
 	m.HandleFunc("GET "+Prefix+"groups/{group}", c.authorized(c.handleGroup))
 	m.HandleFunc("POST "+Prefix+"groups/{group}/reset", c.admin(c.handleResetOffsets))
+	m.HandleFunc("GET "+Prefix+"users", c.authorized(c.handleUsers))
+	m.HandleFunc("POST "+Prefix+"users", c.admin(c.handleUpsertUser))
+	m.HandleFunc("POST "+Prefix+"users/delete", c.admin(c.handleDeleteUser))
+	m.HandleFunc("GET "+Prefix+"acls", c.authorized(c.handleACLs))
+	m.HandleFunc("POST "+Prefix+"acls", c.admin(c.handleCreateACL))
+	m.HandleFunc("POST "+Prefix+"acls/delete", c.admin(c.handleDeleteACL))
+	m.HandleFunc("GET "+Prefix+"quotas", c.authorized(c.handleQuotas))
+	m.HandleFunc("POST "+Prefix+"quotas", c.admin(c.handleAlterQuota))
 	m.HandleFunc("GET "+Prefix+"schemas", c.authorized(c.handleSchemas))
 	m.HandleFunc("GET "+Prefix+"schemas/{subject}", c.authorized(c.handleSubject))
 	m.HandleFunc("GET "+Prefix+"schemas/{subject}/diff", c.authorized(c.handleSchemaDiff))
@@ -330,6 +360,11 @@ var funcs = template.FuncMap{
 	// quoteIdent is a SQL name as PostgreSQL's quote_ident writes it
 	// (the SQL page's EXPLAIN buttons).
 	"quoteIdent": quoteIdent,
+	// ops are the ACL operations a binding can name (not ANY, UNKNOWN).
+	"ops": func() []string {
+		return []string{"ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
+			"DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS"}
+	},
 }
 
 func quoteIdent(name string) string {

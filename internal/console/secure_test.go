@@ -2,10 +2,12 @@ package console_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +80,123 @@ func TestConsoleWithSASLAndACLs(t *testing.T) {
 	tds, err := kadm.NewClient(bob).ListTopics(ctx, "secure")
 	if err == nil && tds["secure"].Err == nil {
 		t.Error("a client without an ACL (or a valid password) described the topic")
+	}
+}
+
+// TestConsoleNewPagesKeepDefenses: the search, users, ACLs and quotas
+// pages are refused without credentials like every page, and the
+// produce, user, ACL and quota forms need the credentials and the
+// console's own origin (a form posted from another site, or to a name
+// that is not this agent's, changes nothing).
+func TestConsoleNewPagesKeepDefenses(t *testing.T) {
+	const token = "defense-token-4321"
+	a := startAgent(t, token)
+	admin := kafkaClient(t, a)
+	adm := kadm.NewClient(admin)
+	createTopic(t, adm, 1, "guarded")
+	produce(t, admin, &kgo.Record{Topic: "guarded", Value: []byte("secret-value")})
+
+	for _, path := range []string{"/console/topics/guarded/search?go=1&value=secret", "/console/users", "/console/acls", "/console/quotas"} {
+		code, body := get(t, a, path)
+		if code != http.StatusUnauthorized || strings.Contains(body, "secret-value") {
+			t.Errorf("GET %s without the token: status %d (want 401), shows the record %v", path, code, strings.Contains(body, "secret-value"))
+		}
+	}
+	cookie := []string{"Cookie", "strand_console_token=" + token}
+	if code, body := get(t, a, "/console/topics/guarded/search?go=1&value=secret", cookie...); code != http.StatusOK || !strings.Contains(body, "secret-value") {
+		t.Errorf("search with the token: status %d, found %v", code, strings.Contains(body, "secret-value"))
+	}
+
+	forms := []struct {
+		path string
+		form url.Values
+	}{
+		{"/console/topics/guarded/produce", url.Values{"value": {"forged"}, "partition": {"-1"}}},
+		{"/console/users", url.Values{"user": {"mallory"}, "password": {"pw-123456"}, "mechanism": {"SCRAM-SHA-256"}}},
+		{"/console/acls", url.Values{"principal": {"User:mallory"}, "operation": {"ALL"}, "resource_type": {"TOPIC"}, "resource_name": {"guarded"}, "permission": {"ALLOW"}}},
+		{"/console/quotas", url.Values{"user": {"mallory"}, "key": {"producer_byte_rate"}, "value": {"1"}}},
+	}
+	for _, f := range forms {
+		for _, tc := range []struct {
+			name    string
+			headers []string
+			want    int
+		}{
+			{"no token", nil, http.StatusUnauthorized},
+			{"another site", append(slices.Clone(cookie), "Origin", "http://evil.example"), http.StatusForbidden},
+			{"no origin or referer", append(slices.Clone(cookie), "Origin", ""), http.StatusForbidden},
+		} {
+			resp, _ := post(t, a, f.path, f.form, tc.headers...)
+			if resp.StatusCode != tc.want {
+				t.Errorf("POST %s, %s: status %d, want %d", f.path, tc.name, resp.StatusCode, tc.want)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, "guarded")
+	if e, _ := ends.Lookup("guarded", 0); err != nil || e.Offset != 1 {
+		t.Errorf("guarded's end offset %d (%v): a refused form produced", e.Offset, err)
+	}
+	if users, _ := adm.DescribeUserSCRAMs(ctx); len(users["mallory"].CredInfos) > 0 {
+		t.Error("a refused form created a user")
+	}
+	if quotas, _ := adm.DescribeClientQuotas(ctx, false, nil); len(quotas) > 0 {
+		t.Errorf("a refused form set a quota: %+v", quotas)
+	}
+	// And the same forms go through with the token from the console's
+	// own page.
+	for _, f := range forms {
+		if resp, body := post(t, a, f.path, f.form, cookie...); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("POST %s with the token: status %d: %s", f.path, resp.StatusCode, body)
+		}
+	}
+	if users, _ := adm.DescribeUserSCRAMs(ctx); len(users["mallory"].CredInfos) != 1 {
+		t.Errorf("the accepted user form created no user: %+v", users)
+	}
+}
+
+// TestConsoleNewPagesRefuseRebinding: on a loopback-only agent without a
+// token, where a browser on this machine needs no credential, the new
+// pages and forms still refuse a request addressed to another name (a
+// DNS-rebinding page), as every console page does.
+func TestConsoleNewPagesRefuseRebinding(t *testing.T) {
+	a := startAgent(t, "")
+	createTopic(t, kadm.NewClient(kafkaClient(t, a)), 1, "local")
+	_, port, _ := net.SplitHostPort(a.HTTPAddr())
+	rebound := "rebind.example:" + port
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/console/users", ""},
+		{http.MethodGet, "/console/acls", ""},
+		{http.MethodGet, "/console/quotas", ""},
+		{http.MethodGet, "/console/topics/local/search?go=1", ""},
+		{http.MethodPost, "/console/topics/local/produce", "value=rebound"},
+		{http.MethodPost, "/console/users", "user=m&password=p-123456&mechanism=SCRAM-SHA-256"},
+		{http.MethodPost, "/console/acls", "principal=User:m&operation=ALL&resource_type=TOPIC&resource_name=local&permission=ALLOW"},
+		{http.MethodPost, "/console/quotas", "user=m&key=producer_byte_rate&value=1"},
+	} {
+		for _, host := range []string{a.HTTPAddr(), rebound} {
+			req, err := http.NewRequest(tc.method, httpBase(a)+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			if tc.method == http.MethodPost {
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Origin", "http://"+host)
+			}
+			resp, err := noRedirects.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			refused := resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized
+			if host == rebound && !refused {
+				t.Errorf("%s %s addressed to %s: status %d, want a refusal", tc.method, tc.path, host, resp.StatusCode)
+			}
+			if host != rebound && refused {
+				t.Errorf("%s %s addressed to the agent's own address: status %d, want it served", tc.method, tc.path, resp.StatusCode)
+			}
+		}
 	}
 }

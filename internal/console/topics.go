@@ -21,7 +21,10 @@ type topicRow struct {
 	Internal   bool
 	Partitions int
 	Records    int64
-	Bytes      int64
+	// Compacted: Records is the offset span, an upper bound (the list
+	// does not read records; the topic page counts them).
+	Compacted bool
+	Bytes     int64
 	// Configs are the topic's own settings (not defaults), "key=value".
 	Configs []string
 	Err     string
@@ -51,7 +54,7 @@ func (c *Console) handleTopics(w http.ResponseWriter, r *http.Request) {
 		starts, ends, sizes, configs := c.topicStats(r, shown)
 		for _, name := range names {
 			td := all[name]
-			row := topicRow{Name: name, Internal: td.IsInternal, Partitions: len(td.Partitions)}
+			row := topicRow{Name: name, Internal: td.IsInternal, Partitions: len(td.Partitions), Compacted: isCompacted(configs, name)}
 			if td.Err != nil {
 				row.Err = td.Err.Error()
 			}
@@ -114,9 +117,12 @@ type partitionRow struct {
 	Leader    int32
 	Start     int64
 	End       int64
-	Records   int64
-	Bytes     int64
-	Err       string
+	// Records is the count of records; unless Counted, the offset span,
+	// which for a compacted topic is an upper bound (count.go).
+	Records int64
+	Counted bool
+	Bytes   int64
+	Err     string
 }
 
 type configRow struct {
@@ -137,6 +143,10 @@ type topicData struct {
 	Bytes     int64
 	Configs   []configRow
 	ConfigErr string
+	// Compacted: Records were counted by reading (count.go); Counted:
+	// every partition was read to its end, else CountNote says why not.
+	Compacted, Counted bool
+	CountNote          string
 }
 
 func (c *Console) handleTopic(w http.ResponseWriter, r *http.Request) {
@@ -158,9 +168,22 @@ func (c *Console) handleTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	starts, ends, sizes, configs := c.topicStats(r, tds)
-	d := topicData{Name: name, Internal: td.IsInternal}
+	d := topicData{Name: name, Internal: td.IsInternal, Compacted: isCompacted(configs, name), Counted: true}
+	var counts map[int32]int64
+	var counted map[int32]bool
+	if d.Compacted {
+		spans := map[int32][2]int64{}
+		for p := range td.Partitions {
+			s, _ := starts.Lookup(name, p)
+			e, _ := ends.Lookup(name, p)
+			if s.Err == nil && e.Err == nil {
+				spans[p] = [2]int64{s.Offset, e.Offset}
+			}
+		}
+		counts, counted = c.countRecords(r.Context(), name, spans)
+	}
 	for _, p := range td.Partitions.Sorted() {
-		row := partitionRow{Partition: p.Partition, Leader: p.Leader}
+		row := partitionRow{Partition: p.Partition, Leader: p.Leader, Counted: true}
 		s, _ := starts.Lookup(name, p.Partition)
 		e, _ := ends.Lookup(name, p.Partition)
 		row.Start, row.End = s.Offset, e.Offset
@@ -169,12 +192,22 @@ func (c *Console) handleTopic(w http.ResponseWriter, r *http.Request) {
 		} else {
 			row.Records = e.Offset - s.Offset
 		}
+		if d.Compacted {
+			if row.Counted = counted[p.Partition]; row.Counted {
+				row.Records = counts[p.Partition]
+			} else {
+				d.Counted = false
+			}
+		}
 		row.Bytes = sizes[name][p.Partition]
 		d.Records += row.Records
 		d.Bytes += row.Bytes
 		d.Partitions = append(d.Partitions, row)
 	}
 	d.NumPartitions = len(d.Partitions)
+	if !d.Counted {
+		d.CountNote = fmt.Sprintf("counting reads at most %d records in %s", maxCountRecords, countTimeout)
+	}
 	d.Partitions, d.Page, d.Pages = pageOf(d.Partitions, r)
 	for _, rc := range configs {
 		if rc.Err != nil {
