@@ -36,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/authzlog"
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
@@ -86,6 +87,8 @@ type Agent struct {
 	logger  *slog.Logger
 
 	metrics  *metrics
+	// denials is the authorization log (authz_log.go).
+	denials *authzlog.Log
 	store    objstore.Store
 	log      *sharedlog.VirtualLog
 	replica  *replica.Replica
@@ -552,6 +555,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	// The in-process connections of the web console (console.go), the
 	// SQL endpoint (sql.go) and the connectors' tasks (connect.go).
 	aclCfg.SuperUsers = append(aclCfg.SuperUsers, consolePrincipal, sqlPrincipal, connectPrincipal)
+	a.denials = a.newDenialLog(clk)
+	aclCfg.Denials = a.denials
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)

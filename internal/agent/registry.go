@@ -323,7 +323,11 @@ func (a *Agent) authorizeRegistry(r *http.Request, op schemareg.Op, subject stri
 	if open {
 		return nil
 	}
-	status, err := a.permits(c, need)
+	endpoint := endpointRegistry
+	if schemareg.IsFiltering(r) {
+		endpoint = "" // a listing leaves the subject out: no refusal to log
+	}
+	status, err := a.permits(c, need, endpoint, r.Method+" "+r.URL.Path)
 	if err == nil {
 		return nil
 	}
