@@ -86,9 +86,9 @@ type Agent struct {
 	cfg     Config
 	logger  *slog.Logger
 
-	metrics  *metrics
+	metrics *metrics
 	// denials is the authorization log (authz_log.go).
-	denials *authzlog.Log
+	denials  *authzlog.Log
 	store    objstore.Store
 	log      *sharedlog.VirtualLog
 	replica  *replica.Replica
