@@ -330,7 +330,7 @@ func bearerToken(r *http.Request) (string, bool) {
 
 // serveHTTPOverTLS wraps the HTTP listener in TLS (httpTLSConfig).
 func (a *Agent) serveHTTPOverTLS() error {
-	cfg, err := a.httpTLSConfig()
+	cfg, err := a.httpTLSConfig(endpointHTTP)
 	if err != nil {
 		return err
 	}
@@ -342,8 +342,9 @@ func (a *Agent) serveHTTPOverTLS() error {
 // schema registry's (registry.go): the agent's certificate, asking for
 // (not requiring: /healthz and /metrics stay open to probes without
 // one, and registry clients may use basic auth) a client certificate.
-// One reloading certs.Server serves both.
-func (a *Agent) httpTLSConfig() (*tls.Config, error) {
+// One reloading certs.Server serves both; listener names the one asking,
+// for the certificate expiry metric.
+func (a *Agent) httpTLSConfig(listener string) (*tls.Config, error) {
 	if a.httpTLS == nil {
 		files, err := a.cfg.tlsFiles()
 		if err != nil {
@@ -360,6 +361,7 @@ func (a *Agent) httpTLSConfig() (*tls.Config, error) {
 		}
 		a.httpTLS = s
 	}
+	a.metrics.certs.watch(listener, a.httpTLS)
 	return a.httpTLS.Config(), nil
 }
 

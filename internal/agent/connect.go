@@ -185,7 +185,7 @@ func (a *Agent) startConnect() error {
 			return fmt.Errorf("connect listen: %w", err)
 		}
 		if a.cfg.HTTPTLS {
-			cfg, err := a.httpTLSConfig()
+			cfg, err := a.httpTLSConfig(endpointConnect)
 			if err != nil {
 				ln.Close()
 				return err

@@ -291,6 +291,7 @@ func (a *Agent) kafkaListeners(logger *slog.Logger) ([]kafka.Listener, error) {
 			}
 		}
 		out[i].TLS = tlsServer.Config()
+		a.metrics.certs.watch(l.name, tlsServer)
 	}
 	return out, nil
 }

@@ -88,7 +88,7 @@ func (a *Agent) startRegistry() error {
 		return fmt.Errorf("schema registry listen: %w", err)
 	}
 	if a.cfg.HTTPTLS {
-		cfg, err := a.httpTLSConfig()
+		cfg, err := a.httpTLSConfig(endpointRegistry)
 		if err != nil {
 			ln.Close()
 			return err

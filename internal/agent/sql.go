@@ -92,6 +92,7 @@ func (a *Agent) startSQL() error {
 			return fmt.Errorf("sql-tls: %w", err)
 		}
 		tlsCfg = s.Config()
+		a.metrics.certs.watch(endpointSQL, s)
 	}
 	ln, err := net.Listen("tcp", a.cfg.SQLListen)
 	if err != nil {
