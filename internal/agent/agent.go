@@ -257,6 +257,14 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		}
 	}()
 
+	// The Kafka listeners are bound before anything else, so a port in
+	// use is found before the data dir is created and the log replayed
+	// (minutes on a long log), with a message that names the port and
+	// the flag. Clients that connect meanwhile wait in the accept queue
+	// until the server starts.
+	if err := a.openListeners(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -393,9 +401,6 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.offsets.Store(offsets)
 
 	a.metrics.registerZones(cfg.Rack, a.cfg.listenerZones())
-	if err := a.openListeners(); err != nil {
-		return nil, err
-	}
 	if err := a.newSinks(); err != nil {
 		return nil, err
 	}
