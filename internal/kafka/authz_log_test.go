@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/acl"
+	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/authzlog"
 )
 
@@ -79,5 +81,21 @@ func TestACLDenialLog(t *testing.T) {
 	defer mu.Unlock()
 	if len(counted) != 1 || counted[0].Operation != kmsg.ACLOperationDescribe || counted[0].ResourceType != acl.ResourceType(kmsg.ACLResourceTypeTopic) {
 		t.Errorf("counted %+v, want the one DESCRIBE on a topic", counted)
+	}
+}
+
+// BenchmarkAuthzDenied is a refused check with the authorization log
+// on: after the first line of a window, the count and the limiter's
+// lookup are all a repeated denial costs.
+func BenchmarkAuthzDenied(b *testing.B) {
+	log := authzlog.New(authzlog.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))), nil, func(authzlog.Denial) {})
+	a := newACLAgent(b, withDeps(func(d *Deps) { d.ACL.Denials = log }))
+	r := &Request{Deps: a.Deps, Conn: &Conn{}}
+	r.Conn.mu.principal = auth.User("alice")
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if r.authz().topic(kmsg.ACLOperationWrite, "t") {
+			b.Fatal("allowed")
+		}
 	}
 }
