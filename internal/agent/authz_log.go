@@ -32,7 +32,7 @@ func (a *Agent) newDenialLog(clk clock.Clock) *authzlog.Log {
 		Help: "Requests the authorizer refused, on the Kafka listeners and on the HTTP, schema registry, Connect and SQL endpoints, by operation and resource type (each refusal is also written, rate-limited, by the logger kafka.authorizer.logger).",
 	}, []string{"operation", "resource_type"})
 	a.metrics.reg.MustRegister(denials)
-	return authzlog.New(authzlog.Logger(a.logger), clk, func(d authzlog.Denial) {
+	return authzlog.New(authzlog.Logger(a.logger), clk, func(d authzlog.Decision) {
 		denials.WithLabelValues(d.Operation.String(), acl.ResourceTypeName(d.ResourceType)).Inc()
 	})
 }
@@ -41,7 +41,7 @@ func (a *Agent) newDenialLog(clk clock.Clock) *authzlog.Log {
 // the agent's own endpoints. api says what was asked (an HTTP method
 // and path, a SQL statement's kind), "" when unknown.
 func (a *Agent) denied(r acl.Request, op acl.Operation, typ acl.ResourceType, name, endpoint, api string) {
-	a.denials.Denied(authzlog.Denial{Request: r, Operation: op, ResourceType: typ, Name: name, Listener: endpoint, API: api}, func() string {
+	a.denials.Denied(authzlog.Decision{Request: r, Operation: op, ResourceType: typ, Name: name, Listener: endpoint, API: api}, func() string {
 		if az := a.server.Authorizer(); az != nil {
 			return az.Why(r, op, typ, name)
 		}

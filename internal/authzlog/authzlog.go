@@ -5,8 +5,10 @@
 // a wrong principal or a missing ACL by reading the log rather than by
 // trial. The logger is one of the agent's dynamic loggers (package
 // loglevel): `strand cluster log-level set kafka.authorizer.logger WARN`
-// silences it, DEBUG changes nothing more (allowed requests are not
-// logged: Kafka logs them at DEBUG, which costs a line per request).
+// silences it; DEBUG adds a line per allowed check on the Kafka port,
+// as Kafka's authorizer writes them at DEBUG, neither counted nor
+// rate-limited: an operator who lowers the level asks for that volume,
+// for as long as the level stays.
 //
 // Lines are rate-limited with bounded memory: within a window of
 // Window, each distinct denial (principal, host, operation, resource,
@@ -40,8 +42,9 @@ const (
 	MaxLinesPerWindow = 100
 )
 
-// Denial is one refused request.
-type Denial struct {
+// Decision is one authorization check: a refused request (Denied), or,
+// at DEBUG, an allowed one (Allowed).
+type Decision struct {
 	acl.Request
 	Operation    acl.Operation
 	ResourceType acl.ResourceType
@@ -65,7 +68,7 @@ type key struct {
 type Log struct {
 	logger *slog.Logger
 	clock  clock.Clock
-	onDeny func(Denial)
+	onDeny func(Decision)
 
 	mu struct {
 		sync.Mutex
@@ -80,7 +83,7 @@ type Log struct {
 // New returns a log writing with logger (whose "component" should be
 // LoggerName, so the level is the dynamic logger's; see Logger) and
 // calling onDeny, when not nil, for every denial.
-func New(logger *slog.Logger, clk clock.Clock, onDeny func(Denial)) *Log {
+func New(logger *slog.Logger, clk clock.Clock, onDeny func(Decision)) *Log {
 	l := &Log{logger: logger, clock: clock.OrReal(clk), onDeny: onDeny}
 	l.mu.seen = make(map[key]struct{})
 	return l
@@ -93,7 +96,7 @@ func Logger(base *slog.Logger) *slog.Logger { return base.With("component", Logg
 // Denied records d. why, when not nil, is asked for the rule that
 // decided only when a line is written. A nil Log does nothing, so
 // callers without one need no check.
-func (l *Log) Denied(d Denial, why func() string) {
+func (l *Log) Denied(d Decision, why func() string) {
 	if l == nil {
 		return
 	}
@@ -128,9 +131,26 @@ func (l *Log) Denied(d Denial, why func() string) {
 	l.logger.Info("authorization denied", attrs...)
 }
 
+// Allowed writes d, an allowed check, at DEBUG when the logger is at
+// DEBUG or below; else it costs one level check. A nil Log does nothing.
+func (l *Log) Allowed(d Decision) {
+	if l == nil || !l.logger.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{
+		"principal", d.Principal.String(), "host", hostOrUnknown(d.Host), "operation", d.Operation.String(),
+		"resource_type", acl.ResourceTypeName(d.ResourceType), "resource", d.Name, "pattern", "LITERAL",
+		"listener", d.Listener,
+	}
+	if d.API != "" {
+		attrs = append(attrs, "request", d.API)
+	}
+	l.logger.Debug("authorization allowed", attrs...)
+}
+
 // admit decides whether d gets a line, and how many denials went
 // unwritten before it.
-func (l *Log) admit(d Denial) (suppressed uint64, ok bool) {
+func (l *Log) admit(d Decision) (suppressed uint64, ok bool) {
 	now := l.clock.Now()
 	k := key{principal: d.Principal.String(), host: d.Host, name: d.Name, listener: d.Listener, op: d.Operation, typ: d.ResourceType}
 	l.mu.Lock()

@@ -16,8 +16,8 @@ import (
 	"github.com/strandkafka/strand/internal/loglevel"
 )
 
-func denial(user, topic string) Denial {
-	return Denial{Request: acl.Request{Principal: auth.User(user), Host: "10.0.0.7"}, Operation: kmsg.ACLOperationRead,
+func denial(user, topic string) Decision {
+	return Decision{Request: acl.Request{Principal: auth.User(user), Host: "10.0.0.7"}, Operation: kmsg.ACLOperationRead,
 		ResourceType: kmsg.ACLResourceTypeTopic, Name: topic, Listener: "CLIENT", API: "Fetch"}
 }
 
@@ -32,7 +32,7 @@ func TestDenied(t *testing.T) {
 	base := slog.New(levels.Handler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: loglevel.Lowest})))
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	counted := 0
-	l := New(Logger(base), clk, func(Denial) { counted++ })
+	l := New(Logger(base), clk, func(Decision) { counted++ })
 	if !levels.Known(LoggerName) {
 		t.Fatalf("%s is not a dynamic logger", LoggerName)
 	}
@@ -91,4 +91,29 @@ func TestDenied(t *testing.T) {
 	}
 	var nilLog *Log
 	nilLog.Denied(denial("x", "y"), nil) // no panic
+}
+
+// TestAllowed: an allowed check is written only with the logger at
+// DEBUG, and is not counted.
+func TestAllowed(t *testing.T) {
+	var out bytes.Buffer
+	levels := loglevel.New()
+	base := slog.New(levels.Handler(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: loglevel.Lowest})))
+	counted := 0
+	l := New(Logger(base), nil, func(Decision) { counted++ })
+	l.Allowed(denial("alice", "orders"))
+	if out.Len() != 0 {
+		t.Errorf("an allowed check written at INFO: %s", out.String())
+	}
+	if err := levels.Set(LoggerName, "DEBUG"); err != nil {
+		t.Fatal(err)
+	}
+	l.Allowed(denial("alice", "orders"))
+	l.Allowed(denial("alice", "orders"))
+	if got := out.String(); strings.Count(got, `msg="authorization allowed"`) != 2 || !strings.Contains(got, "level=DEBUG") || !strings.Contains(got, "principal=User:alice") {
+		t.Errorf("at DEBUG: %q, want two allowed lines (not rate-limited)", got)
+	}
+	if counted != 0 {
+		t.Errorf("allowed checks counted as denials: %d", counted)
+	}
 }

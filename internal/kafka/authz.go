@@ -191,7 +191,11 @@ func (r *Request) authz() authz {
 // allowed reports whether the client may do op on the resource, and
 // records a refusal in the authorization log.
 func (z authz) allowed(op acl.Operation, typ acl.ResourceType, name string) bool {
-	if z.az == nil || z.az.Authorize(z.who, op, typ, name) {
+	if z.az == nil {
+		return true
+	}
+	if z.az.Authorize(z.who, op, typ, name) {
+		z.log.Allowed(authzlog.Decision{Request: z.who, Operation: op, ResourceType: typ, Name: name, Listener: z.listener, API: z.api})
 		return true
 	}
 	z.denied(op, typ, name)
@@ -204,7 +208,7 @@ func (z authz) denied(op acl.Operation, typ acl.ResourceType, name string) {
 		return
 	}
 	az := z.az
-	z.log.Denied(authzlog.Denial{Request: z.who, Operation: op, ResourceType: typ, Name: name, Listener: z.listener, API: z.api},
+	z.log.Denied(authzlog.Decision{Request: z.who, Operation: op, ResourceType: typ, Name: name, Listener: z.listener, API: z.api},
 		func() string { return az.Why(z.who, op, typ, name) })
 }
 

@@ -43,8 +43,8 @@ func (b *lockedBuffer) take() string {
 func TestACLDenialLog(t *testing.T) {
 	var out lockedBuffer
 	var mu sync.Mutex
-	var counted []authzlog.Denial
-	log := authzlog.New(authzlog.Logger(slog.New(slog.NewTextHandler(&out, nil))), nil, func(d authzlog.Denial) {
+	var counted []authzlog.Decision
+	log := authzlog.New(authzlog.Logger(slog.New(slog.NewTextHandler(&out, nil))), nil, func(d authzlog.Decision) {
 		mu.Lock()
 		defer mu.Unlock()
 		counted = append(counted, d)
@@ -88,7 +88,7 @@ func TestACLDenialLog(t *testing.T) {
 // on: after the first line of a window, the count and the limiter's
 // lookup are all a repeated denial costs.
 func BenchmarkAuthzDenied(b *testing.B) {
-	log := authzlog.New(authzlog.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))), nil, func(authzlog.Denial) {})
+	log := authzlog.New(authzlog.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))), nil, func(authzlog.Decision) {})
 	a := newACLAgent(b, withDeps(func(d *Deps) { d.ACL.Denials = log }))
 	r := &Request{Deps: a.Deps, Conn: &Conn{}}
 	r.Conn.mu.principal = auth.User("alice")
