@@ -185,12 +185,14 @@ func (a *Agent) authorizeHTTP(r *http.Request, need httpNeed) (int, error) {
 	if err != nil {
 		return code, err
 	}
-	return a.permits(c, need)
+	return a.permits(c, need, endpointHTTP, r.Method+" "+r.URL.Path)
 }
 
 // permits decides whether c has need: nil, or the HTTP status and
-// error to refuse it with.
-func (a *Agent) permits(c httpCaller, need httpNeed) (int, error) {
+// error to refuse it with. A refusal by the authorizer goes to the
+// authorization log as one on endpoint, for the request api; endpoint
+// "" is a probe before the check that decides, which logs nothing.
+func (a *Agent) permits(c httpCaller, need httpNeed, endpoint, api string) (int, error) {
 	if c.super {
 		return http.StatusOK, nil
 	}
@@ -208,6 +210,9 @@ func (a *Agent) permits(c httpCaller, need httpNeed) (int, error) {
 		return http.StatusOK, nil
 	case !need.superUser && az.Authorize(acl.Request{Principal: c.principal, Host: c.host}, need.op, need.typ, need.name):
 		return http.StatusOK, nil
+	}
+	if endpoint != "" && !need.superUser {
+		a.denied(acl.Request{Principal: c.principal, Host: c.host}, need.op, need.typ, need.name, endpoint, api)
 	}
 	return http.StatusForbidden, fmt.Errorf("%v may not %v", c.principal, need)
 }
@@ -325,7 +330,7 @@ func bearerToken(r *http.Request) (string, bool) {
 
 // serveHTTPOverTLS wraps the HTTP listener in TLS (httpTLSConfig).
 func (a *Agent) serveHTTPOverTLS() error {
-	cfg, err := a.httpTLSConfig()
+	cfg, err := a.httpTLSConfig(endpointHTTP)
 	if err != nil {
 		return err
 	}
@@ -337,8 +342,9 @@ func (a *Agent) serveHTTPOverTLS() error {
 // schema registry's (registry.go): the agent's certificate, asking for
 // (not requiring: /healthz and /metrics stay open to probes without
 // one, and registry clients may use basic auth) a client certificate.
-// One reloading certs.Server serves both.
-func (a *Agent) httpTLSConfig() (*tls.Config, error) {
+// One reloading certs.Server serves both; listener names the one asking,
+// for the certificate expiry metric.
+func (a *Agent) httpTLSConfig(listener string) (*tls.Config, error) {
 	if a.httpTLS == nil {
 		files, err := a.cfg.tlsFiles()
 		if err != nil {
@@ -355,6 +361,7 @@ func (a *Agent) httpTLSConfig() (*tls.Config, error) {
 		}
 		a.httpTLS = s
 	}
+	a.metrics.certs.watch(listener, a.httpTLS)
 	return a.httpTLS.Config(), nil
 }
 

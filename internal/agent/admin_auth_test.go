@@ -273,6 +273,26 @@ func TestAdminCertificateIsItsKafkaPrincipal(t *testing.T) {
 	if got := call(t, nobody, http.MethodGet, base, "/metrics", nil); got != http.StatusOK {
 		t.Errorf("/metrics as User:CN=client: %d, want 200", got)
 	}
+	// The six admin API refusals are the authorizer's, counted by the
+	// authorization log; the console's two are for want of a super
+	// user, which no ACL grants, and are not.
+	resp, err := nobody.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(b)
+	var denials float64
+	for _, m := range parseScrape(t, body)["strand_authorization_denials_total"].GetMetric() {
+		denials += m.GetCounter().GetValue()
+	}
+	if denials != 6 {
+		t.Errorf("admin API denials counted: %v, want 6", denials)
+	}
 }
 
 // TestConsoleOff: with NoConsole (--console=false) no console page is

@@ -36,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/authzlog"
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/cleaner"
 	"github.com/strandkafka/strand/internal/clock"
@@ -85,7 +86,9 @@ type Agent struct {
 	cfg     Config
 	logger  *slog.Logger
 
-	metrics  *metrics
+	metrics *metrics
+	// denials is the authorization log (authz_log.go).
+	denials  *authzlog.Log
 	store    objstore.Store
 	log      *sharedlog.VirtualLog
 	replica  *replica.Replica
@@ -254,6 +257,14 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		}
 	}()
 
+	// The Kafka listeners are bound before anything else, so a port in
+	// use is found before the data dir is created and the log replayed
+	// (minutes on a long log), with a message that names the port and
+	// the flag. Clients that connect meanwhile wait in the accept queue
+	// until the server starts.
+	if err := a.openListeners(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -390,9 +401,6 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.offsets.Store(offsets)
 
 	a.metrics.registerZones(cfg.Rack, a.cfg.listenerZones())
-	if err := a.openListeners(); err != nil {
-		return nil, err
-	}
 	if err := a.newSinks(); err != nil {
 		return nil, err
 	}
@@ -552,6 +560,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	// The in-process connections of the web console (console.go), the
 	// SQL endpoint (sql.go) and the connectors' tasks (connect.go).
 	aclCfg.SuperUsers = append(aclCfg.SuperUsers, consolePrincipal, sqlPrincipal, connectPrincipal)
+	a.denials = a.newDenialLog(clk)
+	aclCfg.Denials = a.denials
 	perIPOverrides, err := kafka.ParseConnsPerIPOverrides(cfg.MaxConnectionsPerIPOverrides)
 	if err != nil {
 		return nil, fmt.Errorf("max-connections-per-ip-overrides: %w", err)

@@ -106,6 +106,7 @@ func (a *Agent) connectAuthorize(owner string, op acl.Operation, topic string) e
 	case err != nil:
 		return err
 	case !ok:
+		a.denied(acl.Request{Principal: p}, op, kmsg.ACLResourceTypeTopic, topic, endpointConnect, "connector task")
 		return fmt.Errorf("%v, the connector's owner, may not %v topic %q: %w", p, op, topic, kerr.TopicAuthorizationFailed)
 	}
 	return nil
@@ -184,7 +185,7 @@ func (a *Agent) startConnect() error {
 			return fmt.Errorf("connect listen: %w", err)
 		}
 		if a.cfg.HTTPTLS {
-			cfg, err := a.httpTLSConfig()
+			cfg, err := a.httpTLSConfig(endpointConnect)
 			if err != nil {
 				ln.Close()
 				return err
@@ -314,11 +315,15 @@ func (a *Agent) authorizeConnect(r *http.Request, op acl.Operation, name string)
 		return &connect.Error{Status: http.StatusInternalServerError, Message: "request not authenticated"}
 	}
 	if op == kmsg.ACLOperationCreate {
-		if _, err := a.permits(c, httpNeed{op: op, typ: kmsg.ACLResourceTypeCluster, name: acl.ClusterName}); err == nil {
+		if _, err := a.permits(c, httpNeed{op: op, typ: kmsg.ACLResourceTypeCluster, name: acl.ClusterName}, "", ""); err == nil {
 			return nil
 		}
 	}
-	status, err := a.permits(c, httpNeed{op: op, typ: acl.ResourceTypeConnector, name: name})
+	endpoint := endpointConnect
+	if connect.IsFiltering(r) {
+		endpoint = "" // a listing leaves the connector out: no refusal to log
+	}
+	status, err := a.permits(c, httpNeed{op: op, typ: acl.ResourceTypeConnector, name: name}, endpoint, r.Method+" "+r.URL.Path)
 	if err != nil {
 		return &connect.Error{Status: status, Message: err.Error()}
 	}

@@ -227,6 +227,15 @@ func TestConnectACLs(t *testing.T) {
 	if got := list(connReq{method: "GET", path: "/connectors", user: "admin", pass: "admin-pw-1234"}); !slices.Equal(got, []string{"admins", "alice-pg"}) {
 		t.Errorf("admin lists %v", got)
 	}
+	// Each 403 the authorizer gave is counted (the authorization log);
+	// the listings that left connectors out are not, nor is the
+	// refusal of another origin, which came before authorization.
+	fs := parseScrape(t, scrapeBody(t, a))
+	for op, want := range map[string]float64{"CREATE": 2, "DESCRIBE": 3, "ALTER": 1, "DELETE": 1} {
+		if v, _ := sample(fs, "strand_authorization_denials_total", map[string]string{"operation": op, "resource_type": "CONNECTOR"}); v != want {
+			t.Errorf("%s CONNECTOR denials counted: %v, want %v", op, v, want)
+		}
+	}
 	// The secret is masked, and stays out of the log.
 	got := connDo(t, base, as("alice", connReq{method: "GET", path: "/connectors/alice-pg/config"}))
 	if got.status != 200 || !strings.Contains(got.body, `"database.password":"[hidden]"`) || strings.Contains(got.body, "pw-secret-1") {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/strandkafka/strand/internal/auth"
 	"github.com/strandkafka/strand/internal/certs"
@@ -259,7 +260,7 @@ func (a *Agent) openListeners() (err error) {
 	for _, s := range specs {
 		ln, err := net.Listen("tcp", s.addr)
 		if err != nil {
-			return fmt.Errorf("kafka listen %s://%s: %w", s.name, s.addr, err)
+			return a.cfg.listenError(s, err)
 		}
 		a.listeners = append(a.listeners, &boundListener{listenerSpec: s, ln: ln})
 		host, port, err := advertised(adv[s.name], ln.Addr())
@@ -291,6 +292,7 @@ func (a *Agent) kafkaListeners(logger *slog.Logger) ([]kafka.Listener, error) {
 			}
 		}
 		out[i].TLS = tlsServer.Config()
+		a.metrics.certs.watch(l.name, tlsServer)
 	}
 	return out, nil
 }
@@ -367,4 +369,22 @@ func (c *Config) listenerZones() []string {
 		out = append(out, z)
 	}
 	return out
+}
+
+// ErrPortInUse is the error of a Kafka listener whose address another
+// process (another agent, a Kafka broker) holds.
+var ErrPortInUse = errors.New("port already in use")
+
+// listenError words a failure to bind listener s: for a port in use,
+// which port, which flag set it, and what to do.
+func (c *Config) listenError(s listenerSpec, err error) error {
+	flag := "--kafka-listen"
+	if c.Listeners != "" {
+		flag = "--listeners"
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("kafka listener %s: %w: %s (from %s) is held by another process, another agent or a Kafka broker; stop it or give %s another address: %w",
+			s.name, ErrPortInUse, s.addr, flag, flag, err)
+	}
+	return fmt.Errorf("kafka listener %s://%s (from %s): %w", s.name, s.addr, flag, err)
 }

@@ -53,6 +53,9 @@ type metrics struct {
 	snapGCBytes     prometheus.Counter
 
 	connsOpened *prometheus.CounterVec // listener
+	// certs reports the TLS listeners' certificate expiries
+	// (metrics_certs.go).
+	certs *certExpiry
 	// topics counts record traffic per topic (metrics_topics.go).
 	topics *topicTraffic
 	// zones counts traffic by client and agent zone (metrics_zones.go);
@@ -72,7 +75,8 @@ type metrics struct {
 var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 17)
 
 func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), topics: newTopicTraffic()}
+	m := &metrics{reg: prometheus.NewRegistry(), topics: newTopicTraffic(), certs: &certExpiry{}}
+	m.reg.MustRegister(m.certs)
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "strand_kafka_requests_total",
 		Help: "Kafka requests handled, by API and by the first error code in the response (NONE if none).",

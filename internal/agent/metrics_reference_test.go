@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -12,8 +14,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/certs/certstest"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/metrics.md from the agent's registry")
@@ -42,6 +48,8 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Schema registry", "strand_schema_registry_", "Registered only while the agent serves the schema registry (`--schema-registry-listen`). Requests are counted by the agent that served them (sum over agents); subjects and schemas are read from each agent's copy at scrape time (take the max)."},
 	{"SQL: sources and materialized views", "strand_sql_", "Registered only while the agent serves SQL (`--sql-listen`). Every agent maintains every materialized view from the topics, so each reports its own copy's progress: compare agents, do not sum them. Labelled by source or view name, which the catalog bounds."},
 	{"Connectors", "strand_connect_", "Every agent registers them, for the connectors placement gives it: sum over agents for the cluster. The `strand_connect_http_` series only while it serves the Connect REST API (`--connect-listen`), counted by the agent that answered."},
+	{"Security", "strand_authorization_", "Every agent counts the refusals of its own listeners and endpoints: sum over agents. Each refusal is also written, rate-limited, by the logger kafka.authorizer.logger (docs/security.md)."},
+	{"Security", "strand_tls_", ""},
 	{"Process", "strand_", ""},
 }
 
@@ -49,6 +57,8 @@ var metricSections = []struct{ title, prefix, intro string }{
 // the reference the registry cannot give. A metric without one fails
 // the test, so a new metric is documented when it is added.
 var operatorUse = map[string]string{
+	"strand_authorization_denials_total":                 "A rise after a deploy or a credentials change is a client with the wrong principal or a missing ACL: the authorization log (kafka.authorizer.logger, INFO) names the principal, host, resource, listener and the rule that refused it.",
+	"strand_tls_certificate_expiry_timestamp_seconds":    "Days left: `(... - time()) / 86400`; alert at `... - time() < 14 * 86400`, by listener and file. A rotated file shows at the next scrape; the old subject's series then goes away.",
 	"strand_connect_http_requests_total":                 "Refusals by code: 401/403 are callers without credentials or CONNECTOR ACLs, 400 bad configs, 503 an agent not ready or a cluster below metadata level 8.",
 	"strand_connect_http_request_seconds":                "A create, update, pause or restart waits for its write through the log: its p99 follows the log's append latency.",
 	"strand_connect_connectors":                          "Alert on state=\"failed\" above 0 (strand connect list names which, with the trace in describe); summed over agents, the states add up to the connectors defined (briefly off while one moves after an agent dies).",
@@ -317,8 +327,18 @@ func connectorTraffic(t *testing.T, a *agent.Agent) {
 // registered): the same metrics, types, labels and help, and an
 // operator's use for each. -update rewrites it.
 func TestMetricsReference(t *testing.T) {
+	// An SSL listener beside the PLAINTEXT one (KafkaAddr) serves the
+	// certificate expiry metric; authorization on, allowing what no ACL
+	// speaks of so the rest of the traffic runs as without it, serves
+	// the denial counter (authzTraffic).
+	ca := certstest.NewCA(t, "ca")
+	server := ca.Server(t, "server")
 	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0",
-		SQLViewSnapshotInterval: 200 * time.Millisecond, ConnectListen: "127.0.0.1:0"}, nil)
+		SQLViewSnapshotInterval: 200 * time.Millisecond, ConnectListen: "127.0.0.1:0",
+		Listeners: "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", TLSCertFile: server.CertFile, TLSKeyFile: server.KeyFile,
+		TLSClientCAFile: ca.CertFile, TLSClientAuth: "requested",
+		Authorizer: "standard", AllowEveryoneIfNoACLFound: true}, nil)
+	authzTraffic(t, a)
 	if got := connDo(t, "http://"+a.ConnectAddr(), connReq{method: "GET", path: "/connectors"}); got.status != http.StatusOK {
 		t.Fatalf("GET /connectors: %d %s", got.status, got.body)
 	}
@@ -375,4 +395,35 @@ func firstDiff(file, registry string) string {
 		}
 	}
 	return ""
+}
+
+// authzTraffic denies the anonymous client DESCRIBE on one topic and
+// asks for it, so the denial counter has a sample.
+func authzTraffic(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(a.KafkaAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	b := kadm.NewACLs().Deny("User:ANONYMOUS").Topics("ref-denied").Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
+	res, err := adm.CreateACLs(ctx, b)
+	if err == nil {
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("creating the deny ACL: %v", err)
+	}
+	md, err := adm.Metadata(ctx, "ref-denied")
+	if err == nil {
+		err = md.Topics["ref-denied"].Err
+	}
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("Metadata of the denied topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
 }

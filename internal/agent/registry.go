@@ -88,7 +88,7 @@ func (a *Agent) startRegistry() error {
 		return fmt.Errorf("schema registry listen: %w", err)
 	}
 	if a.cfg.HTTPTLS {
-		cfg, err := a.httpTLSConfig()
+		cfg, err := a.httpTLSConfig(endpointRegistry)
 		if err != nil {
 			ln.Close()
 			return err
@@ -323,7 +323,11 @@ func (a *Agent) authorizeRegistry(r *http.Request, op schemareg.Op, subject stri
 	if open {
 		return nil
 	}
-	status, err := a.permits(c, need)
+	endpoint := endpointRegistry
+	if schemareg.IsFiltering(r) {
+		endpoint = "" // a listing leaves the subject out: no refusal to log
+	}
+	status, err := a.permits(c, need, endpoint, r.Method+" "+r.URL.Path)
 	if err == nil {
 		return nil
 	}

@@ -92,6 +92,7 @@ func (a *Agent) startSQL() error {
 			return fmt.Errorf("sql-tls: %w", err)
 		}
 		tlsCfg = s.Config()
+		a.metrics.certs.watch(endpointSQL, s)
 	}
 	ln, err := net.Listen("tcp", a.cfg.SQLListen)
 	if err != nil {
@@ -112,7 +113,7 @@ func (a *Agent) startSQL() error {
 	}
 	a.metrics.reg.MustRegister(a.sqlViews.Metrics().Collectors()...)
 	eng := engine.New(nil, "")
-	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Next: eng,
+	cat, err := catalog.New(catalog.Config{Store: a.replica, Authorize: a.authorizeSQL, Denied: a.sqlDenied, Next: eng,
 		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics, Views: a.sqlViews, Sinks: a.sqlSinks,
 		Connectors: a.connectManager()})
 	if err != nil {
@@ -257,4 +258,10 @@ func (s *sqlAuth) Credential(user string) (pgwire.Credential, bool, error) {
 		return pgwire.Credential{}, false, err
 	}
 	return pgwire.Credential{Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true, nil
+}
+
+// sqlDenied is catalog.Config.Denied: a SQL statement's refusal, for
+// the authorization log.
+func (a *Agent) sqlDenied(r acl.Request, op acl.Operation, typ acl.ResourceType, name string) {
+	a.denied(r, op, typ, name, endpointSQL, "")
 }

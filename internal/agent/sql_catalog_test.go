@@ -146,6 +146,17 @@ func TestSQLCatalog(t *testing.T) {
 	if got := names(bobB, "SHOW SOURCES"); len(got) != 0 {
 		t.Fatalf("bob sees %v, which he may not describe", got)
 	}
+	// The two refusals are counted by the agent that made them (the
+	// authorization log); SHOW SOURCES only filtered.
+	fs := parseScrape(t, scrapeBody(t, b))
+	for _, op := range []string{"CREATE", "READ"} {
+		if v, _ := sample(fs, "strand_authorization_denials_total", map[string]string{"operation": op, "resource_type": "RELATION"}); v != 1 {
+			t.Errorf("%s RELATION denials counted: %v, want 1", op, v)
+		}
+	}
+	if v, ok := sample(fs, "strand_authorization_denials_total", map[string]string{"operation": "DESCRIBE", "resource_type": "RELATION"}); ok {
+		t.Errorf("SHOW SOURCES counted %v denials", v)
+	}
 
 	expect(aliceB, "DROP SOURCE orders CASCADE", "DROP SOURCE", "")
 	if got := names(aliceA, "SHOW MATERIALIZED VIEWS"); len(got) != 0 {

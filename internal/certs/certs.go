@@ -9,12 +9,15 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ClientAuth is Kafka's ssl.client.auth: whether a TLS listener asks
@@ -110,6 +113,32 @@ type Server struct {
 type loaded struct {
 	cert, key, ca []byte
 	cfg           *tls.Config
+	// certs are the certificates of cert and ca, parsed once per
+	// generation for Certificates.
+	certs []Certificate
+}
+
+// Certificate is one certificate a server presents or trusts, for the
+// expiry metric.
+type Certificate struct {
+	// File is the PEM file it came from.
+	File string
+	// Kind is "certificate" for the served (leaf) certificate, "chain"
+	// for an intermediate served after it, "client_ca" for a CA that
+	// client certificates are checked against.
+	Kind     string
+	Subject  string
+	NotAfter time.Time
+}
+
+// Certificates returns the certificates the server presents and trusts
+// now: the files are read again first, as a handshake reads them, so a
+// rotation shows without waiting for a client.
+func (s *Server) Certificates() []Certificate {
+	s.current()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.mu.cur.certs)
 }
 
 // NewServer reads and checks the files once, so a mistake fails at
@@ -203,6 +232,34 @@ func (s *Server) build(l *loaded) (*loaded, error) {
 		if cfg.ClientCAs, err = pool(l.ca, s.files.ClientCAFile); err != nil {
 			return nil, err
 		}
+	}
+	l.certs = nil
+	for i, der := range pair.Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, fmt.Errorf("certs: %s: %w", s.files.CertFile, err)
+		}
+		kind := "chain"
+		if i == 0 {
+			kind = "certificate"
+		}
+		l.certs = append(l.certs, Certificate{File: s.files.CertFile, Kind: kind, Subject: c.Subject.String(), NotAfter: c.NotAfter})
+	}
+	for rest := l.ca; len(rest) > 0; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			// AppendCertsFromPEM skips it too: it is not trusted,
+			// so it has no expiry to report.
+			continue
+		}
+		l.certs = append(l.certs, Certificate{File: s.files.ClientCAFile, Kind: "client_ca", Subject: c.Subject.String(), NotAfter: c.NotAfter})
 	}
 	l.cfg = cfg
 	return l, nil

@@ -27,6 +27,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -178,8 +179,16 @@ func toAny(ss []string) []any {
 
 // errText renders a per-item error as the status cell of a table: the
 // Kafka error name (e.g. TOPIC_ALREADY_EXISTS) first, so scripts can grep
-// it, then the broker's message if it adds anything.
+// it, then the broker's message if it adds anything. A Kafka error with
+// a message shows the message instead of the code's generic description,
+// which can contradict it (INVALID_PARTITIONS reads "Number of
+// partitions is below 1." when the agent said "at most 1000
+// partitions").
 func errText(err error, brokerMsg string) string {
+	var ke *kerr.Error
+	if brokerMsg != "" && errors.As(err, &ke) && err.Error() == ke.Error() {
+		return ke.Message + ": " + brokerMsg
+	}
 	s := err.Error()
 	if brokerMsg != "" && !strings.Contains(s, brokerMsg) {
 		s += " (" + brokerMsg + ")"

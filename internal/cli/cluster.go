@@ -36,11 +36,11 @@ func NewClusterCommand() *cobra.Command {
 	var opts ClientOptions
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Show the cluster's agents and health; get and set broker configs",
+		Short: "Show the cluster's agents and health; get and set broker configs and log levels",
 		Args:  cobra.NoArgs,
 	}
 	opts.Register(cmd.PersistentFlags())
-	cmd.AddCommand(newClusterInfoCmd(&opts), newClusterHealthCmd(&opts), newClusterConfigCmd(&opts))
+	cmd.AddCommand(newClusterInfoCmd(&opts), newClusterHealthCmd(&opts), newClusterConfigCmd(&opts), newClusterLogLevelCmd(&opts))
 	return cmd
 }
 

@@ -51,6 +51,11 @@ func NewConsumeCommand() *cobra.Command {
 			"and the offsets of printed records are committed.\n\n" + offsetHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
+			if slices.Contains(topics, "") {
+				// Else the client library refuses it in its own words
+				// ("missing topic name and zero topic ID").
+				return fmt.Errorf("%w: a topic name is empty", ErrUsage)
+			}
 			return o.run(cmd.Context(), topics, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -500,7 +505,7 @@ func (o *consumeOptions) poll(ctx context.Context, cl *kgo.Client, tracker *endT
 		var fetchErr error
 		fetches.EachError(func(topic string, p int32, err error) {
 			if fetchErr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
-				fetchErr = fmt.Errorf("fetch %s/%d: %w", topic, p, err)
+				fetchErr = consumeError(topic, p, o.group, err)
 			}
 		})
 		if fetchErr != nil {
@@ -558,4 +563,20 @@ func eachPartition(fetches kgo.Fetches) iter.Seq[*kgo.FetchPartition] {
 			}
 		}
 	}
+}
+
+// consumeError words a fetch error: the partition it came from, or,
+// for an error of the client as a whole (the client library reports
+// those under topic "" and partition -1, which printed as "fetch /-1"),
+// what was being consumed.
+func consumeError(topic string, partition int32, group string, err error) error {
+	switch {
+	case topic != "" && partition >= 0:
+		return fmt.Errorf("reading %s partition %d: %w", topic, partition, err)
+	case topic != "":
+		return fmt.Errorf("reading %s: %w", topic, err)
+	case group != "":
+		return fmt.Errorf("consuming as group %s: %w", group, err)
+	}
+	return fmt.Errorf("consuming: %w", err)
 }

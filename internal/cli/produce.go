@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -169,10 +171,19 @@ type produceTally struct {
 		sync.Mutex
 		ok, failed int
 		firstErr   error
+		// keylessInvalid counts records without a key refused with
+		// INVALID_RECORD: on a compacted topic, for want of the key
+		// (explainKeyless).
+		keylessInvalid int
+		// keylessTopics are their topics, at most maxExplainedTopics.
+		keylessTopics []string
 	}
 }
 
-func (t *produceTally) promise(_ *kgo.Record, err error) {
+// maxExplainedTopics bounds the topics explainKeyless describes.
+const maxExplainedTopics = 10
+
+func (t *produceTally) promise(r *kgo.Record, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err == nil {
@@ -180,6 +191,12 @@ func (t *produceTally) promise(_ *kgo.Record, err error) {
 		return
 	}
 	t.mu.failed++
+	if r != nil && r.Key == nil && errors.Is(err, kerr.InvalidRecord) {
+		t.mu.keylessInvalid++
+		if !slices.Contains(t.mu.keylessTopics, r.Topic) && len(t.mu.keylessTopics) < maxExplainedTopics {
+			t.mu.keylessTopics = append(t.mu.keylessTopics, r.Topic)
+		}
+	}
 	if t.mu.firstErr == nil {
 		t.mu.firstErr = err
 	}
@@ -324,6 +341,9 @@ loop:
 	prog.clear()
 
 	failedErr := tally.summarize(stderr, topic, sent, flushErr)
+	if failedErr != nil {
+		failedErr = tally.explainKeyless(ctx, cl, failedErr)
+	}
 	switch {
 	case interrupted:
 		return ctx.Err()
@@ -519,4 +539,36 @@ func (o *produceOptions) ensureTopic(ctx context.Context, topic string, stderr i
 		return fmt.Errorf("topic %s: %w", topic, kerr.ErrorForCode(code))
 	}
 	return nil
+}
+
+// explainKeyless says why records failed with INVALID_RECORD when they
+// had no key and went to a compacted topic: Kafka's client error names
+// only the code ("This record has failed the validation on broker"),
+// and the agent's message (a key is needed) does not reach the client
+// library's error, so the CLI looks at the topics' cleanup.policy and
+// says it in its own words. err is returned as it was otherwise.
+func (t *produceTally) explainKeyless(ctx context.Context, cl *kgo.Client, err error) error {
+	t.mu.Lock()
+	keyless, topics := t.mu.keylessInvalid, slices.Clone(t.mu.keylessTopics)
+	t.mu.Unlock()
+	if keyless == 0 {
+		return err
+	}
+	var compacted []string
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if rcs, derr := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topics...); derr == nil {
+		for _, rc := range rcs {
+			for _, c := range rc.Configs {
+				if c.Key == "cleanup.policy" && c.Value != nil && strings.Contains(*c.Value, "compact") {
+					compacted = append(compacted, fmt.Sprintf("%s (cleanup.policy=%s)", rc.Name, *c.Value))
+				}
+			}
+		}
+	}
+	if len(compacted) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n%d records had no key, and a compacted topic keeps records by key, so it refuses one without: %s; "+
+		"give each record a key (-k SEP splits each line into key and value, or -f '%%k %%v\\n')", err, keyless, strings.Join(compacted, ", "))
 }

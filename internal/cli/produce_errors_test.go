@@ -91,3 +91,23 @@ func TestProduceMissingTopic(t *testing.T) {
 		t.Fatalf("a refused auto-creation created the topic: consume err = %v", r.err)
 	}
 }
+
+// TestProduceKeylessToCompacted: records without a key to a compacted
+// topic fail, and the error says, in the CLI's words, that the topic is
+// compacted and each record needs a key, and how to give one; with keys
+// the same produce succeeds.
+func TestProduceKeylessToCompacted(t *testing.T) {
+	a := startAgent(t)
+	brokers := a.KafkaAddr()
+	mustRun(t, brokers, "", "topic", "create", "users", "-p", "1", "-c", "cleanup.policy=compact")
+	r := run(t, brokers, "alice\nbob\n", "produce", "users", "--timeout", "5s")
+	if !errors.Is(r.err, ErrPartialFailure) {
+		t.Fatalf("keyless produce to a compacted topic: %v, want ErrPartialFailure", r.err)
+	}
+	for _, want := range []string{"INVALID_RECORD", "2 records had no key", "users (cleanup.policy=compact)", "-k SEP"} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, r.err)
+		}
+	}
+	mustRun(t, brokers, "1 alice\n2 bob\n", "produce", "users", "-k", " ")
+}

@@ -78,6 +78,9 @@ func newTopicCreateCmd(opts *ClientOptions) *cobra.Command {
 			"protocol requires one, so -r only matters against other Kafka clusters.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, topics []string) error {
+			if partitions == 0 || partitions < -1 {
+				return fmt.Errorf("%w: -p/--partitions %d: a topic needs at least 1 partition (-1 takes the agent's default)", ErrUsage, partitions)
+			}
 			cfg := make(map[string]*string, len(configs))
 			for _, kv := range configs {
 				k, v, err := splitKeyValue("-c", kv)

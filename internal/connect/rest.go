@@ -33,6 +33,7 @@ package connect
 //     Class.Validate names no key.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -206,7 +207,8 @@ func (a *API) root(*http.Request) (int, any, *Error) {
 
 // caller is r's caller as the Manager asks it.
 func (a *API) caller(r *http.Request) Caller {
-	return Caller{Principal: a.cfg.Principal(r), Authorize: func(op acl.Operation, name string) *Error { return a.cfg.Authorize(r, op, name) }}
+	return Caller{Principal: a.cfg.Principal(r), Authorize: func(op acl.Operation, name string) *Error { return a.cfg.Authorize(r, op, name) },
+		Filter: func(op acl.Operation, name string) *Error { return a.cfg.Authorize(Filtering(r), op, name) }}
 }
 
 // described reads {name} for a caller that needs op on it.
@@ -568,4 +570,21 @@ func (a *API) validate(r *http.Request) (int, any, *Error) {
 		})
 	}
 	return http.StatusOK, map[string]any{"name": class.Name, "error_count": len(errs), "groups": []string{}, "configs": configs}, nil
+}
+
+// filteringKey marks a request whose authorization only filters a
+// listing (Filtering).
+type filteringKey struct{}
+
+// Filtering marks r as asked only to filter a listing: the caller is
+// not refused, it sees less, so APIConfig.Authorize should write no
+// denial to the authorization log (IsFiltering).
+func Filtering(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), filteringKey{}, true))
+}
+
+// IsFiltering reports whether r was marked by Filtering.
+func IsFiltering(r *http.Request) bool {
+	f, _ := r.Context().Value(filteringKey{}).(bool)
+	return f
 }

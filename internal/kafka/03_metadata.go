@@ -105,7 +105,7 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 		for i := range ts {
 			// Topics the client may not describe are left out, as
 			// Kafka leaves them out.
-			if z.topic(kmsg.ACLOperationDescribe, ts[i].Name) {
+			if z.quiet().topic(kmsg.ACLOperationDescribe, ts[i].Name) {
 				resp.Topics = append(resp.Topics, m.topic(&ts[i]))
 			}
 		}

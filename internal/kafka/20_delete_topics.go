@@ -93,7 +93,7 @@ func handleDeleteTopics(ctx context.Context, r *Request) (kmsg.Response, error) 
 			t.err, t.msg = kerr.UnknownTopicOrPartition, fmt.Sprintf("no topic %q", t.name)
 		case t.byID && !z.topic(kmsg.ACLOperationDelete, tp.Name):
 			// The name only to those who may describe the topic.
-			if z.topic(kmsg.ACLOperationDescribe, tp.Name) {
+			if z.quiet().topic(kmsg.ACLOperationDescribe, tp.Name) {
 				t.name = tp.Name
 			}
 			t.err = kerr.TopicAuthorizationFailed

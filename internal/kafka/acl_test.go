@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
+	"github.com/strandkafka/strand/internal/authzlog"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/sharedlog/memlog"
@@ -450,7 +453,17 @@ func TestACLDescribeTransactionsHidesTopics(t *testing.T) {
 // BenchmarkAuthz is what authorization adds to a request with ACLs on:
 // reading the ACL generation from a view of the copy, and one check.
 func BenchmarkAuthz(b *testing.B) {
-	a := newACLAgent(b)
+	benchmarkAuthz(b, newACLAgent(b))
+}
+
+// BenchmarkAuthzLogOn is BenchmarkAuthz as an agent runs it, with the
+// authorization log at INFO: an allowed check adds one level check.
+func BenchmarkAuthzLogOn(b *testing.B) {
+	log := authzlog.New(authzlog.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))), nil, nil)
+	benchmarkAuthz(b, newACLAgent(b, withDeps(func(d *Deps) { d.ACL.Denials = log })))
+}
+
+func benchmarkAuthz(b *testing.B, a *aclAgent) {
 	var bs []acl.Binding
 	for i := range 1000 {
 		bs = append(bs, topicACL(fmt.Sprintf("t%d", i), kmsg.ACLOperationWrite))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/auth"
+	"github.com/strandkafka/strand/internal/authzlog"
 )
 
 // ACLConfig turns authorization on and configures it.
@@ -30,6 +31,10 @@ type ACLConfig struct {
 	// AllowIfNoACL allows what no ACL speaks of
 	// (allow.everyone.if.no.acl.found).
 	AllowIfNoACL bool
+	// Denials, when set, logs and counts every refusal (package
+	// authzlog), except the checks that only filter what a listing
+	// shows (authz.quiet), which Kafka does not log either.
+	Denials *authzlog.Log
 }
 
 // aclCache holds the authorizer built from the ACLs at one generation.
@@ -132,6 +137,21 @@ type authz struct {
 	// az is nil when authorization is off: everything is allowed.
 	az  *acl.Authorizer
 	who acl.Request
+	// log records denials; nil for the checks that only filter (quiet).
+	log *authzlog.Log
+	// listener and api are what the authorization log says the
+	// request came on and was.
+	listener, api string
+}
+
+// quiet returns z without its authorization log, for the checks that
+// only filter what a listing shows (Metadata of all topics, ListGroups,
+// ListTransactions) or that probe before the check that decides
+// (CREATE on the cluster before CREATE on the topic): Kafka's
+// logIfDenied=false. A client that lists sees less, it is not refused.
+func (z authz) quiet() authz {
+	z.log = nil
+	return z
 }
 
 // authz returns the request's authorizer.
@@ -158,12 +178,38 @@ func (r *Request) authz() authz {
 	if d.shared != nil {
 		cache = &d.shared.acls
 	}
-	return authz{az: cache.authorizer(d.ACL, d.Meta), who: who}
+	z := authz{az: cache.authorizer(d.ACL, d.Meta), who: who, log: d.ACL.Denials}
+	if r.Conn != nil {
+		z.listener = r.Conn.listener.Name
+	}
+	if r.Body != nil {
+		z.api = kmsg.NameForKey(r.Body.Key())
+	}
+	return z
 }
 
-// allowed reports whether the client may do op on the resource.
+// allowed reports whether the client may do op on the resource, and
+// records a refusal in the authorization log.
 func (z authz) allowed(op acl.Operation, typ acl.ResourceType, name string) bool {
-	return z.az == nil || z.az.Authorize(z.who, op, typ, name)
+	if z.az == nil {
+		return true
+	}
+	if z.az.Authorize(z.who, op, typ, name) {
+		z.log.Allowed(authzlog.Decision{Request: z.who, Operation: op, ResourceType: typ, Name: name, Listener: z.listener, API: z.api})
+		return true
+	}
+	z.denied(op, typ, name)
+	return false
+}
+
+// denied records a refusal in the authorization log.
+func (z authz) denied(op acl.Operation, typ acl.ResourceType, name string) {
+	if z.log == nil {
+		return
+	}
+	az := z.az
+	z.log.Denied(authzlog.Decision{Request: z.who, Operation: op, ResourceType: typ, Name: name, Listener: z.listener, API: z.api},
+		func() string { return az.Why(z.who, op, typ, name) })
 }
 
 func (z authz) topic(op acl.Operation, name string) bool {
@@ -246,15 +292,19 @@ func (z authz) clusterOps() int32 {
 // without a transactional id: IdempotentWrite on the cluster, or, as
 // Kafka allows since 3.0, Write on some topic.
 func (z authz) idempotentWrite() bool {
-	return z.az == nil || z.cluster(kmsg.ACLOperationIdempotentWrite) ||
-		z.az.AuthorizeAny(z.who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic)
+	if z.az == nil || z.quiet().cluster(kmsg.ACLOperationIdempotentWrite) ||
+		z.az.AuthorizeAny(z.who, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+		return true
+	}
+	z.denied(kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	return false
 }
 
 // mayCreateTopic reports whether the client may create the topic:
 // Create on the cluster or on the topic, as CreateTopics and
 // auto-creation check.
 func (z authz) mayCreateTopic(name string) bool {
-	return z.cluster(kmsg.ACLOperationCreate) || z.topic(kmsg.ACLOperationCreate, name)
+	return z.quiet().cluster(kmsg.ACLOperationCreate) || z.topic(kmsg.ACLOperationCreate, name)
 }
 
 // deniedTopics returns the names among names the client may not do op

@@ -1,6 +1,7 @@
 package schemareg
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -179,7 +180,7 @@ func (a *api) subjects(w http.ResponseWriter, r *http.Request) {
 	out := []string{}
 	for i, s := range subjects {
 		// A subject is deleted when none of its versions is live.
-		if want(!live[i]) && strings.HasPrefix(s, prefix) && a.authz(r, OpRead, s) == nil {
+		if want(!live[i]) && strings.HasPrefix(s, prefix) && a.authz(Filtering(r), OpRead, s) == nil {
 			out = append(out, s)
 		}
 	}
@@ -390,7 +391,7 @@ func (a *api) readableByID(r *http.Request, id int32) error {
 		return a.authz(r, OpAlter, "")
 	}
 	for _, sv := range svs {
-		if err = a.authz(r, OpRead, sv.Subject); err == nil {
+		if err = a.authz(Filtering(r), OpRead, sv.Subject); err == nil {
 			return nil
 		}
 	}
@@ -435,7 +436,7 @@ func (a *api) idVersions(w http.ResponseWriter, r *http.Request) {
 	}
 	visible := out[:0]
 	for _, sv := range out {
-		if a.authz(r, OpRead, sv.Subject) == nil {
+		if a.authz(Filtering(r), OpRead, sv.Subject) == nil {
 			visible = append(visible, sv)
 		}
 	}
@@ -456,7 +457,7 @@ func (a *api) idSubjects(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []string{}
 	for _, sv := range vs {
-		if !slices.Contains(out, sv.Subject) && a.authz(r, OpRead, sv.Subject) == nil {
+		if !slices.Contains(out, sv.Subject) && a.authz(Filtering(r), OpRead, sv.Subject) == nil {
 			out = append(out, sv.Subject)
 		}
 	}
@@ -649,4 +650,22 @@ func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.reply(w, map[string]string{"mode": mode})
+}
+
+// filteringKey marks a request whose authorization only filters what an
+// answer lists (Filtering).
+type filteringKey struct{}
+
+// Filtering marks r as asked only to filter what an answer lists (the
+// subjects the caller may read): the caller is not refused, it sees
+// less, so Authorize should write no denial to the authorization log
+// (IsFiltering).
+func Filtering(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), filteringKey{}, true))
+}
+
+// IsFiltering reports whether r was marked by Filtering.
+func IsFiltering(r *http.Request) bool {
+	f, _ := r.Context().Value(filteringKey{}).(bool)
+	return f
 }

@@ -67,6 +67,10 @@ type Config struct {
 	// Authorize decides ACLs; nil allows everything, as an agent with
 	// authorization off does.
 	Authorize Authorize
+	// Denied, when set, is told of every statement Authorize refused
+	// (not of the checks that only filter a listing), for the
+	// authorization log.
+	Denied func(r acl.Request, op acl.Operation, typ acl.ResourceType, name string)
 	// Next runs every statement that is not the catalog's.
 	Next pgwire.Engine
 	// Kafka gives the options of a client reading a source's topic
@@ -269,6 +273,9 @@ func (s *session) require(op acl.Operation, typ acl.ResourceType, name, what str
 		return pgwire.Errorf(pgwire.CodeInsufficientPrivilege, "cannot authorize: %v", err)
 	}
 	if !ok {
+		if s.e.cfg.Denied != nil {
+			s.e.cfg.Denied(s.who, op, typ, name)
+		}
 		return &pgwire.Error{Code: pgwire.CodeInsufficientPrivilege, Message: "permission denied for " + what,
 			Hint: fmt.Sprintf("%v needs %v on %s %q (strand acl create)", s.who.Principal, op, acl.ResourceTypeName(typ), name)}
 	}

@@ -167,6 +167,15 @@ func (s *session) caller() connect.Caller {
 		}
 		// The PostgreSQL error rides along, for connectorError.
 		return &connect.Error{Status: status, Message: err.Error(), Err: err}
+	}, Filter: func(op acl.Operation, name string) *connect.Error {
+		ok, err := s.may(op, acl.ResourceTypeConnector, name)
+		switch {
+		case err != nil:
+			return &connect.Error{Status: http.StatusServiceUnavailable, Message: err.Error()}
+		case !ok:
+			return &connect.Error{Status: http.StatusForbidden, Message: fmt.Sprintf("%v may not %v connector %q", s.who.Principal, op, name)}
+		}
+		return nil
 	}}
 }
 
