@@ -128,6 +128,20 @@ func seedCommands() []Command {
 		RestartConnector{},
 		ConnectorTaskStatus{Name: "pg", Generation: 3, State: TaskFailed, Node: 2, Worker: "10.0.0.1:8083", Trace: "boom"},
 		ConnectorTaskStatus{},
+		ShareInit{Group: "q", TopicID: TopicID{1}, Partition: 2, StartOffset: 10},
+		ShareInit{},
+		ShareAcquire{Group: "q", TopicID: TopicID{1}, Partition: 2, Member: "m1", LockMs: 30000, DeliveryLimit: 5, MaxLocks: 2000,
+			Ranges: []ShareRange{{First: 10, Last: 19}, {First: 20, Last: 20, Gap: true}}},
+		ShareAcquire{},
+		ShareAck{Group: "q", TopicID: TopicID{1}, Partition: 2, Member: "m1", LockMs: 30000, DeliveryLimit: 5,
+			Batches: []ShareAckBatch{{First: 10, Last: 12, Types: ShareAckTypes{1}}, {First: 13, Last: 14, Types: ShareAckTypes{2, 3}}}},
+		ShareAck{},
+		ShareRelease{Group: "q", Member: "m1", DeliveryLimit: 5, Partitions: []SharePartitionRef{{TopicID: TopicID{1}, Partition: 2}}},
+		ShareRelease{},
+		ShareStateAlter{Group: "q", TopicID: TopicID{1}, Partition: 2, StartOffset: 5},
+		ShareStateAlter{},
+		ShareStateDelete{Group: "q", Topics: []TopicID{{1}}},
+		ShareStateDelete{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

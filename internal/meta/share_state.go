@@ -378,9 +378,9 @@ type ShareRun struct {
 
 // ShareState is one share partition's state.
 type ShareState struct {
-	Group      string
-	TopicID    TopicID
-	Partition  int32
+	Group       string
+	TopicID     TopicID
+	Partition   int32
 	StartOffset int64 // SPSO
 	EndOffset   int64 // SPEO
 	StateEpoch  int32
