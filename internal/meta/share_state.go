@@ -981,3 +981,22 @@ func (v *View) ShareState(group string, id TopicID, partition int32) (ShareState
 func (v *View) ShareStates(group string) ([]ShareState, error) {
 	return readShareStates(v.r, group, nil)
 }
+
+// AllShareStates reads every share partition's state, of every group,
+// in key order, up to limit states.
+func (v *View) AllShareStates(limit int) ([]ShareState, error) {
+	it, err := v.r.NewIter([]byte{prefixShareState}, []byte{prefixShareState + 1})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []ShareState
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		s, err := decodeShareState(it.Key(), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, it.Error()
+}
