@@ -61,6 +61,7 @@ import (
 	"github.com/strandkafka/strand/internal/schemareg/jsonschema"
 	"github.com/strandkafka/strand/internal/schemareg/protoschema"
 	"github.com/strandkafka/strand/internal/schemareg/validate"
+	"github.com/strandkafka/strand/internal/share"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -92,6 +93,8 @@ type Agent struct {
 	pipeline *produce.Pipeline
 	groups   *group.Coordinator
 	server   *kafka.Server
+	// shares serves ShareFetch and ShareAcknowledge (package share).
+	shares *share.Server
 	// members keeps this agent's lease in the agent table (cluster.go).
 	members *membership
 	// clock compares this agent's clock with the log's after each
@@ -560,6 +563,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	// --schema-registry-listen (registry.go), shown by the console and
 	// read by validation on produce, whether or not it is served.
 	a.registry = schemareg.New(a.replica, avroschema.Format{}, protoschema.Format{}, jsonschema.Format{})
+	reader := fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead())
+	shareMetrics := share.NewMetrics(a.replica.View)
+	a.metrics.reg.MustRegister(shareMetrics.Collectors()...)
+	a.shares = share.NewServer(share.Options{Meta: a.replica, Fetch: reader, Changes: a.replica, Configs: cfg.ShareConfigs,
+		Clock: clk, Metrics: shareMetrics, Log: logger.With("component", "share")})
 	a.server, err = kafka.New(kafka.Config{
 		Logger:                 logger.With("component", "kafka"),
 		Observer:               kafkaObserver{m: a.metrics},
@@ -593,7 +601,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			TransactionVersion:         cfg.TransactionVersion,
 			Features:                   featureProber{},
 			Produce:                    a.pipeline,
-			Fetch:                      fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead()),
+			Fetch:                      reader,
+			Shares:                     a.shares,
 			Groups:                     a.groups,
 			Now:                        clk.Now,
 			Txns:                       a.txns,
