@@ -219,6 +219,12 @@ var commandTable = [...]commandSpec{
 		version(1, decodeRestartConnectorV1).writtenFrom(MetadataLevel8)),
 	TypeConnectorTaskStatus: row("ConnectorTaskStatus", partitionsNone, (*Applier).connectorTaskStatus,
 		version(1, decodeConnectorTaskStatusV1).writtenFrom(MetadataLevel8)),
+
+	// Share group membership and group configs (share_group.go).
+	TypeShareGroupState: row("ShareGroupState", partitionsNone, (*Applier).shareGroupState,
+		version(1, decodeShareGroupStateV1).writtenFrom(levelShareGroups)),
+	TypeAlterGroupConfigs: row("AlterGroupConfigs", partitionsNone, (*Applier).alterGroupConfigs,
+		version(1, decodeAlterGroupConfigsV1).writtenFrom(levelShareGroups)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.
