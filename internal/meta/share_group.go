@@ -239,3 +239,7 @@ func (v *View) GroupConfigs(group string) (map[string]string, error) {
 // GroupConfigs is v.GroupConfigs(group), for readers that hold a View
 // through an interface of their own.
 func GroupConfigs(v *View, group string) (map[string]string, error) { return v.GroupConfigs(group) }
+
+// ShareGroupsAt reports whether metadata level level stores share
+// groups and group configs.
+func ShareGroupsAt(level int16) bool { return level >= levelShareGroups }
