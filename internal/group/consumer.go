@@ -181,6 +181,9 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *ConsumerHeartbeatRequest
 	switch {
 	case g.state == stateDead:
 		return none, nil, kerr.CoordinatorNotAvailable, ""
+	case g.kind == meta.GroupShare:
+		// One id, one kind: even an empty share group keeps its id.
+		return none, nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	case g.kind != meta.GroupConsumer && (len(g.members) > 0 || len(g.awaitingJoin) > 0 || g.state != stateEmpty):
 		return none, nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	}

@@ -498,6 +498,13 @@ func (g *group) storeConsumerLocked() <-chan *kerr.Error {
 		return nil
 	}
 	g.cg.stored = &cmd
+	return g.storeAndWaitLocked(cmd)
+}
+
+// storeAndWaitLocked queues a group's state command. The channel gets nil
+// once it applied, or the code to answer with; a failed store unloads
+// the group, so the next request loads what the log has.
+func (g *group) storeAndWaitLocked(cmd meta.Command) <-chan *kerr.Error {
 	ch := make(chan *kerr.Error, 1)
 	c := g.c
 	p, err := c.store.Submit(c.ctx, []meta.Command{cmd})
@@ -516,7 +523,7 @@ func (g *group) storeConsumerLocked() <-chan *kerr.Error {
 		g.mu.Lock()
 		g.storing--
 		if e != nil && !g.gone {
-			c.log.Warn("group: storing consumer group state failed; unloading", "group", g.name, "err", err, "code", res.Code)
+			c.log.Warn("group: storing group state failed; unloading", "group", g.name, "err", err, "code", res.Code)
 			g.unloadLocked(kerr.NotCoordinator)
 		}
 		if e == nil && g.gone {

@@ -142,6 +142,12 @@ func seedCommands() []Command {
 		ShareStateAlter{},
 		ShareStateDelete{Group: "q", Topics: []TopicID{{1}}},
 		ShareStateDelete{},
+		ShareGroupState{Group: "sg", Generation: 3, Subscribed: []string{"orders"},
+			Members: []GroupMember{{MemberID: "m1", ClientID: "c", ClientHost: "/10.0.0.1", SessionTimeoutMs: 45000, Metadata: []byte{0, 3}, Assignment: []byte{0, 3}}}},
+		ShareGroupState{},
+		AlterGroupConfigs{Group: "sg", Set: map[string]string{GroupShareAutoOffsetReset: "earliest"}, Delete: []string{GroupShareIsolationLevel}},
+		AlterGroupConfigs{Group: "sg", Set: map[string]string{GroupShareRecordLockDurationMs: "15000"}, Replace: true},
+		AlterGroupConfigs{},
 	}
 	return append(cmds, txnSeedCommands()...)
 }

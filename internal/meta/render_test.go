@@ -345,6 +345,13 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		copy(id[:], rest)
 		r := recordReader(v)
 		return "replica-epoch", fmt.Sprintf("%s: %d", s.topicName(id), r.uvarint()), r.done()
+	case prefixGroupConfigs:
+		m, err := decodeGroupConfigs(v)
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kv = append(kv, k+"="+m[k])
+		}
+		return "group-configs", fmt.Sprintf("%q: %s", rest, strings.Join(kv, " ")), err
 	case prefixBrokerConfigs:
 		m, err := decodeBrokerConfigs(v)
 		var kv []string

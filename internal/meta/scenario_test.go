@@ -476,6 +476,8 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 			f.Set(reflect.ValueOf(GroupClassic))
 		case "consumer":
 			f.Set(reflect.ValueOf(GroupConsumer))
+		case "share":
+			f.Set(reflect.ValueOf(GroupShare))
 		default:
 			n, err := strconv.ParseUint(val, 10, 8)
 			f.SetUint(n)

@@ -220,6 +220,11 @@ var commandTable = [...]commandSpec{
 	TypeConnectorTaskStatus: row("ConnectorTaskStatus", partitionsNone, (*Applier).connectorTaskStatus,
 		version(1, decodeConnectorTaskStatusV1).writtenFrom(MetadataLevel8)),
 
+	// Share group membership and group configs (share_group.go).
+	TypeShareGroupState: row("ShareGroupState", partitionsNone, (*Applier).shareGroupState,
+		version(1, decodeShareGroupStateV1).writtenFrom(levelShareGroups)),
+	TypeAlterGroupConfigs: row("AlterGroupConfigs", partitionsNone, (*Applier).alterGroupConfigs,
+		version(1, decodeAlterGroupConfigsV1).writtenFrom(levelShareGroups)),
 	// Share partitions (share_state.go). ShareInit, ShareAcquire and
 	// ShareStateAlter read the partition's log start through the cache.
 	TypeShareInit: row("ShareInit", partitionsCached, (*Applier).shareInit,

@@ -273,6 +273,8 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeShareRelease:         1,
 		TypeShareStateAlter:      1,
 		TypeShareStateDelete:     1,
+		TypeShareGroupState:      1,
+		TypeAlterGroupConfigs:    1,
 	},
 }
 

@@ -194,6 +194,14 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		meta.ConnectorTaskStatus{Name: "pg", Generation: 1, State: meta.TaskRunning, Node: 1, Worker: "h:8083"},
 		meta.ConnectorTaskStatus{Name: "pg", Generation: 2, State: meta.TaskFailed, Node: 1, Worker: "h:8083", Trace: "boom"},
 		meta.DeleteConnector{Name: "pg"})
+	// Level 9: share group membership (a state, a fenced one, a refusal
+	// of another kind's id) and group configs.
+	propose(meta.ShareGroupState{Group: "sg", Generation: 2, Subscribed: []string{"a"},
+		Members: []meta.GroupMember{{MemberID: "m1", ClientID: "c", Metadata: []byte{1}, Assignment: []byte{2}}}},
+		meta.ShareGroupState{Group: "sg", Generation: 1},
+		meta.AlterGroupConfigs{Group: "sg", Set: map[string]string{meta.GroupShareAutoOffsetReset: "earliest"}},
+		meta.AlterGroupConfigs{Group: "sg", Set: map[string]string{meta.GroupShareIsolationLevel: "read_committed"}, Replace: true},
+		meta.AlterGroupConfigs{Group: "sg", Delete: []string{meta.GroupShareIsolationLevel}})
 
 	// Level 9: share partitions: an init (and a second that changes
 	// nothing), two members racing, acks of both kinds, a lock expired
