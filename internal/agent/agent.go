@@ -460,8 +460,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		HoldExpiry:                a.clock.hold,
 		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
-		Logger:                    logger.With("component", "group"),
-		Clock:                     clk,
+		// DeleteGroups of a share group deletes its share partitions'
+		// state too (meta.ShareStateDelete of every topic).
+		DeleteShareState: func(ctx context.Context, g string) error {
+			res, err := a.replica.ProposeBatch(ctx, []meta.Command{meta.ShareStateDelete{Group: g}})
+			if err == nil {
+				err = res[0].Err()
+			}
+			return err
+		},
+		Logger: logger.With("component", "group"),
+		Clock:  clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
@@ -566,7 +575,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	reader := fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead())
 	shareMetrics := share.NewMetrics(a.replica.View)
 	a.metrics.reg.MustRegister(shareMetrics.Collectors()...)
-	a.shares = share.NewServer(share.Options{Meta: a.replica, Fetch: reader, Changes: a.replica, Configs: cfg.ShareConfigs,
+	a.shares = share.NewServer(share.Options{Meta: a.replica, Fetch: reader, Changes: a.replica, Configs: shareConfigs(cfg, a.replica),
 		Clock: clk, Metrics: shareMetrics, Log: logger.With("component", "share")})
 	a.server, err = kafka.New(kafka.Config{
 		Logger:                 logger.With("component", "kafka"),
@@ -603,6 +612,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			Produce:                    a.pipeline,
 			Fetch:                      reader,
 			Shares:                     a.shares,
+			ShareGroups:                a.groups,
 			Groups:                     a.groups,
 			Now:                        clk.Now,
 			Txns:                       a.txns,
@@ -839,4 +849,13 @@ func loadOrCreateID(path string) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// shareConfigs is cfg.ShareConfigs, else the GROUP config resources held
+// in the metadata.
+func shareConfigs(cfg Config, m meta.Viewer) share.Configs {
+	if cfg.ShareConfigs != nil {
+		return cfg.ShareConfigs
+	}
+	return share.MetaConfigs(m)
 }

@@ -325,8 +325,8 @@ type Config struct {
 	// change them. Nil: the agent has no broker loggers.
 	LogLevels *loglevel.Levels
 	// ShareConfigs gives share groups their configuration (package
-	// share); nil serves Kafka's defaults to every group until the
-	// GROUP config resources are wired in. Not a flag: tests set it.
+	// share); nil reads the GROUP config resources in the metadata
+	// (share.MetaConfigs). Not a flag: tests set it.
 	ShareConfigs share.Configs
 
 	// testing holds this package's test seams (failstop.go).

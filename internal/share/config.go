@@ -2,8 +2,9 @@ package share
 
 import (
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/strandkafka/strand/internal/meta"
 )
 
 // Config is a share group's configuration, with Kafka's names in the
@@ -80,73 +81,42 @@ const (
 	resetByDuration
 )
 
-// reset parses AutoOffsetReset.
+// reset parses AutoOffsetReset (meta.ParseShareAutoOffsetReset).
 func (c Config) reset() (resetKind, time.Duration, error) {
-	switch v := c.AutoOffsetReset; {
-	case v == "latest" || v == "":
+	if c.AutoOffsetReset == "" {
 		return resetLatest, 0, nil
-	case v == "earliest":
-		return resetEarliest, 0, nil
-	case strings.HasPrefix(v, "by_duration:"):
-		d, err := ParseISODuration(strings.TrimPrefix(v, "by_duration:"))
-		if err != nil {
-			return 0, 0, fmt.Errorf("share.auto.offset.reset %q: %w", v, err)
-		}
-		return resetByDuration, d, nil
 	}
-	return 0, 0, fmt.Errorf("share.auto.offset.reset %q is not latest, earliest or by_duration:<ISO-8601 duration>", c.AutoOffsetReset)
+	kind, ms, err := meta.ParseShareAutoOffsetReset(c.AutoOffsetReset)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case kind == "earliest":
+		return resetEarliest, 0, nil
+	case kind == "by_duration":
+		return resetByDuration, time.Duration(ms) * time.Millisecond, nil
+	}
+	return resetLatest, 0, nil
 }
 
-// ParseISODuration parses the ISO-8601 durations Java's
-// Duration.parse takes: PnDTnHnMn.nS (days are 24 hours), not negative.
-func ParseISODuration(s string) (time.Duration, error) {
-	bad := fmt.Errorf("%q is not an ISO-8601 duration (PnDTnHnMnS)", s)
-	if len(s) < 3 || (s[0] != 'P' && s[0] != 'p') {
-		return 0, bad
+// MetaConfigs reads each group's share configuration from the GROUP
+// config resources in the metadata (IncrementalAlterConfigs), Kafka's
+// defaults where unset.
+func MetaConfigs(m meta.Viewer) Configs { return metaConfigs{m} }
+
+type metaConfigs struct{ m meta.Viewer }
+
+func (c metaConfigs) ShareConfig(group string) (Config, error) {
+	v := c.m.View()
+	defer v.Close()
+	cfg, err := v.GroupConfigs(group)
+	if err != nil {
+		return Config{}, err
 	}
-	s = s[1:]
-	var total time.Duration
-	inTime, any := false, false
-	for len(s) > 0 {
-		if s[0] == 'T' || s[0] == 't' {
-			if inTime {
-				return 0, bad
-			}
-			inTime = true
-			s = s[1:]
-			continue
-		}
-		i := 0
-		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-			i++
-		}
-		if i == 0 || i == len(s) {
-			return 0, bad
-		}
-		var n float64
-		if _, err := fmt.Sscanf(s[:i], "%g", &n); err != nil {
-			return 0, bad
-		}
-		unit := s[i]
-		s = s[i+1:]
-		var u time.Duration
-		switch {
-		case !inTime && (unit == 'D' || unit == 'd'):
-			u = 24 * time.Hour
-		case inTime && (unit == 'H' || unit == 'h'):
-			u = time.Hour
-		case inTime && (unit == 'M' || unit == 'm'):
-			u = time.Minute
-		case inTime && (unit == 'S' || unit == 's'):
-			u = time.Second
-		default:
-			return 0, bad
-		}
-		total += time.Duration(n * float64(u))
-		any = true
-	}
-	if !any {
-		return 0, bad
-	}
-	return total, nil
+	return Config{
+		AutoOffsetReset: meta.GroupConfigString(cfg, meta.GroupShareAutoOffsetReset),
+		IsolationLevel:  meta.GroupConfigString(cfg, meta.GroupShareIsolationLevel),
+		RecordLock:      time.Duration(meta.GroupConfigInt(cfg, meta.GroupShareRecordLockDurationMs)) * time.Millisecond,
+		DeliveryLimit:   int(meta.GroupConfigInt(cfg, meta.GroupShareDeliveryCountLimit)),
+		MaxRecordLocks:  int(meta.GroupConfigInt(cfg, meta.GroupSharePartitionMaxRecordLock)),
+	}, nil
 }
