@@ -90,6 +90,12 @@ func handleAlterShareGroupOffsets(ctx context.Context, r *Request) (kmsg.Respons
 // members.
 func emptyShareGroupCode(ctx context.Context, r *Request, group string, mustExist bool) int16 {
 	exists, isShare, members, err := r.Deps.shareGroups().ShareGroupState(ctx, group)
+	if err == nil && !exists && mustExist {
+		// AlterShareGroupOffsets makes a group with share state and no
+		// group record (no member ever joined): it exists for Kafka,
+		// which creates the group there.
+		exists, isShare, _, err = metaShareGroups{r.Deps.Meta}.ShareGroupState(ctx, group)
+	}
 	switch {
 	case err != nil:
 		return shareGroupErrCode(err)
