@@ -555,6 +555,10 @@ func (s *Server) candidates(ctx context.Context, view *meta.View, group string, 
 	if err != nil {
 		return c, 0, 0, 0, err
 	}
+	// The entry this proposes will be stamped by this agent's clock,
+	// ahead of the last entry's: locks it will find expired count as
+	// available here. Apply decides; this only picks what to ask for.
+	now = max(now, s.clock.Now().UnixMilli())
 	upTo := ps.HighWatermark()
 	readCommitted := cfg.IsolationLevel == "read_committed"
 	if readCommitted {
