@@ -97,6 +97,14 @@ func TestShareGroupsAdmin(t *testing.T) {
 		}
 	}
 
+	// The coordinator's metrics count the group and its members.
+	if v, ok := metricValue(t, a.HTTPAddr(), "strand_share_group_members", map[string]string{"group": "sg"}); !ok || v != 3 {
+		t.Errorf("strand_share_group_members{group=sg} = %v (%v), want 3", v, ok)
+	}
+	if v, ok := metricValue(t, a.HTTPAddr(), "strand_share_groups", map[string]string{"state": "Stable"}); !ok || v != 1 {
+		t.Errorf("strand_share_groups{state=Stable} = %v (%v), want 1", v, ok)
+	}
+
 	listed, err := adm.ListGroupsByType(ctx, []string{"share"})
 	if err != nil {
 		t.Fatal(err)
@@ -206,4 +214,20 @@ func TestShareGroupHandover(t *testing.T) {
 			t.Fatalf("member %d: after %+v, before %+v", i, a.Members[i], b.Members[i])
 		}
 	}
+}
+
+// shareGroupTraffic is the reference traffic of the share group series:
+// a share group with one member.
+func shareGroupTraffic(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cl := client(t, a.KafkaAddr())
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "share-ref"); err != nil {
+		t.Fatal(err)
+	}
+	if r := shareHeartbeat(ctx, t, cl, "share-ref", "m1", 0, "share-ref"); r.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	checkMetrics(t, a.HTTPAddr(), []metricCheck{{name: "strand_share_group_members"}})
 }
