@@ -93,6 +93,8 @@ var operatorUse = map[string]string{
 	"strand_consumer_group_lag":                          "Consumer lag in records, as Burrow and kafka-lag-exporter report it: alert when `sum by (group) (...)` keeps growing; a lag that only grows on one partition is a stuck consumer.",
 	"strand_consumer_group_committed_offset":             "A committed offset that stops moving while the partition's high watermark moves is a consumer that stopped committing.",
 	"strand_consumer_group_members":                      "Members per group; 0 with a growing lag means no consumer is running; a count that flaps means rebalances (session timeouts too short, slow polls).",
+	"strand_share_groups":                                "Share groups by state: a Stable count that drops to Empty while work is queued means the consumers stopped heartbeating (crashed, or a share.session.timeout.ms too short for them).",
+	"strand_share_group_members":                         "Members per share group: more members than partitions is normal for a share group (they share partitions); 0 with records still queued means nobody is consuming.",
 	"strand_consumer_group_partitions_omitted":           "Above 0: the bound left groups out; raise `--metrics-max-group-partitions` if the scrape can carry them, or use Burrow.",
 	"strand_consumer_offsets_records_written_total":      "Records written to `__consumer_offsets` (the view Burrow and other lag tools read); it follows the commit rate.",
 	"strand_consumer_offsets_records_lost_total":         "Above 0: some commits never reached `__consumer_offsets` (`write_failed` after the retries, `queue_full`); OffsetFetch is still right, but lag tools reading the topic may lag until the group commits again or its coordinator restarts.",
@@ -340,6 +342,7 @@ func TestMetricsReference(t *testing.T) {
 	viewMetricsTraffic(t, a)
 	sinkAndSnapshotTraffic(t, a)
 	connectorTraffic(t, a)
+	shareGroupTraffic(t, a)
 	ms := registryMetrics(t, a)
 	for _, m := range ms {
 		if operatorUse[m.name] == "" {

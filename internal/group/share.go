@@ -232,6 +232,13 @@ func (g *group) shareHeartbeatLocked(cl Client, req *ShareHeartbeatRequest) (Sha
 	}
 	v := g.c.store.View()
 	defer v.Close()
+	f, err := v.Features()
+	if err != nil {
+		return none, nil, kerr.CoordinatorNotAvailable, ""
+	}
+	if level := f.MetadataLevel(); !meta.ShareGroupsAt(level) {
+		return none, nil, kerr.UnsupportedVersion, fmt.Sprintf("share groups are stored from %s 9; the log is at %d (strand features upgrade raises it)", meta.FeatureMetadata, level)
+	}
 	if e, msg := g.becomeShareLocked(v); e != nil {
 		return none, nil, e, msg
 	}
@@ -279,7 +286,8 @@ func (g *group) shareHeartbeatLocked(cl Client, req *ShareHeartbeatRequest) (Sha
 	g.touchShareLocked(m)
 
 	loaded := sg.partitions == nil
-	topicsChanged, err := sg.refreshTopicsLocked(v)
+	var topicsChanged bool
+	topicsChanged, err = sg.refreshTopicsLocked(v)
 	if err != nil {
 		g.c.log.Warn("group: reading topics", "group", g.name, "err", err)
 		return none, nil, kerr.CoordinatorNotAvailable, ""
