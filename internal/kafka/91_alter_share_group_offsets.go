@@ -14,6 +14,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,7 +111,7 @@ func emptyShareGroupCode(ctx context.Context, r *Request, group string, mustExis
 // shareProposeCode is the code of a failed proposal: a log below
 // metadata level 9 cannot hold share state.
 func shareProposeCode(err error) int16 {
-	if errorsIs(err, meta.ErrNotAtLevel) {
+	if errors.Is(err, meta.ErrNotAtLevel) {
 		return kerr.UnsupportedVersion.Code
 	}
 	return kerr.UnknownServerError.Code
