@@ -344,7 +344,8 @@ func TestShareReadCommitted(t *testing.T) {
 	createTopic(t, agents[0].KafkaAddr(), topic, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	txn := client(t, agents[0].KafkaAddr(), kgo.TransactionalID("share-txn"), kgo.TransactionTimeout(time.Minute))
+	txn := client(t, agents[0].KafkaAddr(), kgo.TransactionalID("share-txn"), kgo.TransactionTimeout(time.Minute),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	run := func(prefix string, n int, end kgo.TransactionEndTry) {
 		t.Helper()
 		if err := txn.BeginTransaction(); err != nil {
