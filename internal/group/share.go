@@ -317,9 +317,18 @@ func (g *group) shareHeartbeatLocked(cl Client, req *ShareHeartbeatRequest) (Sha
 // interval from its configs (share.session.timeout.ms,
 // share.heartbeat.interval.ms), the coordinator's defaults otherwise.
 func (g *group) readShareConfigsLocked(v *meta.View) {
-	cfg, err := v.GroupConfigs(g.name)
+	g.sg.sessionTimeout, g.sg.heartbeatInterval = groupTimeouts(v, g.name,
+		meta.GroupShareSessionTimeoutMs, g.c.cfg.ShareSessionTimeout,
+		meta.GroupShareHeartbeatIntervalMs, g.c.cfg.ShareHeartbeatInterval)
+}
+
+// groupTimeouts reads a session timeout and a heartbeat interval from
+// group's configs (GROUP config resources), each its default when unset
+// or unreadable.
+func groupTimeouts(v *meta.View, group, sessionName string, session time.Duration, intervalName string, interval time.Duration) (time.Duration, time.Duration) {
+	cfg, err := v.GroupConfigs(group)
 	if err != nil {
-		return
+		return session, interval
 	}
 	ms := func(name string, def time.Duration) time.Duration {
 		if s, ok := cfg[name]; ok {
@@ -329,8 +338,7 @@ func (g *group) readShareConfigsLocked(v *meta.View) {
 		}
 		return def
 	}
-	g.sg.sessionTimeout = ms(meta.GroupShareSessionTimeoutMs, g.c.cfg.ShareSessionTimeout)
-	g.sg.heartbeatInterval = ms(meta.GroupShareHeartbeatIntervalMs, g.c.cfg.ShareHeartbeatInterval)
+	return ms(sessionName, session), ms(intervalName, interval)
 }
 
 // refreshTopicsLocked resolves the members' subscriptions against the

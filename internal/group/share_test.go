@@ -435,3 +435,29 @@ func TestShareGroupBelowLevel(t *testing.T) {
 		t.Fatalf("below level 9: %+v", r)
 	}
 }
+
+// TestConsumerGroupConfigs: consumer.session.timeout.ms and
+// consumer.heartbeat.interval.ms set on a KIP-848 group are its
+// members' session and heartbeat interval.
+func TestConsumerGroupConfigs(t *testing.T) {
+	e := shareEnv(t)
+	e.createTopic("t", 1)
+	res, err := e.rep.Propose(testCtx(t), meta.AlterGroupConfigs{Group: "cg", Set: map[string]string{
+		meta.GroupConsumerSessionTimeoutMs: "60000", meta.GroupConsumerHeartbeatIntervalMs: "8000"}})
+	if err != nil || res.Code != 0 {
+		t.Fatal(err, res.Err())
+	}
+	ctx := testCtx(t)
+	r := e.c.ConsumerGroupHeartbeat(ctx, Client{}, ConsumerHeartbeatRequest{Group: "cg", MemberID: "c", MemberEpoch: 0,
+		RebalanceTimeoutMs: 1000, SubscribedTopicNames: []string{"t"}, Owned: []ConsumerTopic{}})(ctx)
+	if r.Code != 0 || r.HeartbeatInterval != 8*time.Second {
+		t.Fatalf("join: %+v", r)
+	}
+	if g, _ := e.stored("cg"); len(g.Members) != 1 || g.Members[0].SessionTimeoutMs != 60000 {
+		t.Fatalf("stored %+v", g)
+	}
+	e.clock.Advance(50 * time.Second) // past the default 45 s
+	if d := e.c.ConsumerGroupDescribe(testCtx(t), []string{"cg"})[0]; len(d.Members) != 1 {
+		t.Fatalf("removed before its configured session: %+v", d)
+	}
+}
