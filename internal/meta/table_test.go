@@ -241,7 +241,7 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeRestartConnector:     1,
 		TypeConnectorTaskStatus:  1,
 	},
-	levelShareGroups: {
+	LevelShareGroups: {
 		TypeCreateTopic: 1, TypeDeleteTopic: 1, TypeCreatePartitions: 1, TypeAlterConfigs: 1,
 		TypeCommitObject: 2, TypeOffsetCommit: 1, TypeGroupState: 1, TypeDeleteGroup: 1,
 		TypeOffsetDelete: 1, TypeExpireOffsets: 1, TypeDeleteRecords: 1, TypeAgentHeartbeat: 4,
@@ -267,6 +267,12 @@ var frozenWrites = map[int16]map[CommandType]uint16{
 		TypeConnectorTargetState: 1,
 		TypeRestartConnector:     1,
 		TypeConnectorTaskStatus:  1,
+		TypeShareInit:            1,
+		TypeShareAcquire:         1,
+		TypeShareAck:             1,
+		TypeShareRelease:         1,
+		TypeShareStateAlter:      1,
+		TypeShareStateDelete:     1,
 		TypeShareGroupState:      1,
 		TypeAlterGroupConfigs:    1,
 	},
