@@ -664,7 +664,10 @@ func (c *Coordinator) ShareGroupState(ctx context.Context, group string) (exists
 	case e != nil:
 		return false, false, 0, e
 	case g == nil:
-		return false, false, 0, nil
+		// Share state without a group record (AlterShareGroupOffsets
+		// before any member joined) is an empty share group.
+		only := c.shareStateOnly(group)
+		return only, only, 0, nil
 	}
 	defer g.mu.Unlock()
 	if g.state == stateDead {

@@ -461,3 +461,32 @@ func TestConsumerGroupConfigs(t *testing.T) {
 		t.Fatalf("removed before its configured session: %+v", d)
 	}
 }
+
+// TestShareGroupStateOnly: share partitions' state without a group
+// record (AlterShareGroupOffsets before any member joined) is an empty
+// share group: ShareGroupState says so, DeleteGroups deletes it.
+func TestShareGroupStateOnly(t *testing.T) {
+	var deleted []string
+	e := shareEnv(t, func(c *Config) {
+		c.DeleteShareState = func(_ context.Context, g string) error { deleted = append(deleted, g); return nil }
+	})
+	e.createTopic("t", 1)
+	v := e.rep.View()
+	tp, _, err := v.Topic("t")
+	v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.rep.Propose(testCtx(t), meta.ShareInit{Group: "q", TopicID: tp.ID, Partition: 0, StartOffset: 3})
+	if err != nil || res.Code != 0 {
+		t.Fatal(err, res.Err())
+	}
+	exists, isShare, n, err := e.c.ShareGroupState(testCtx(t), "q")
+	if err != nil || !exists || !isShare || n != 0 {
+		t.Fatalf("ShareGroupState(q) = %v %v %d %v", exists, isShare, n, err)
+	}
+	codes := e.c.DeleteGroups(testCtx(t), []string{"q", "none"})
+	if codes[0] != 0 || codes[1] != kerr.GroupIDNotFound.Code || !slices.Equal(deleted, []string{"q"}) {
+		t.Fatalf("DeleteGroups: %v, share state deleted for %v", codes, deleted)
+	}
+}
