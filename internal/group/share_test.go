@@ -490,3 +490,33 @@ func TestShareGroupStateOnly(t *testing.T) {
 		t.Fatalf("DeleteGroups: %v, share state deleted for %v", codes, deleted)
 	}
 }
+
+// TestCreateShareGroup: AlterShareGroupOffsets' creation of an empty
+// share group, stored, then joined as any share group.
+func TestCreateShareGroup(t *testing.T) {
+	e := shareEnv(t)
+	e.createTopic("t", 1)
+	ctx := testCtx(t)
+	if err := e.c.CreateShareGroup(ctx, "sg"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.CreateShareGroup(ctx, "sg"); err != nil {
+		t.Fatalf("again: %v", err)
+	}
+	if g, ok := e.stored("sg"); !ok || g.Kind != meta.GroupShare || len(g.Members) != 0 {
+		t.Fatalf("stored %+v %v", g, ok)
+	}
+	if code := e.commit("classic", "", -1, "t", 0, 1); code != 0 {
+		t.Fatal(code)
+	}
+	if err := e.c.CreateShareGroup(ctx, "classic"); err != kerr.GroupIDNotFound {
+		t.Fatalf("classic: %v", err)
+	}
+	if r := e.shb("sg", "a", 0, "t"); r.Code != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("join: %+v", r)
+	}
+	e.restart()
+	if r := e.shb("sg", "a", 1); r.Code != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("after restart: %+v", r)
+	}
+}
