@@ -196,7 +196,12 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *ConsumerHeartbeatRequest
 		g.cg = newConsumerGroup()
 	}
 	cg := g.cg
-	res := ConsumerHeartbeatResult{HeartbeatInterval: g.c.cfg.ConsumerHeartbeatInterval}
+	cv := g.c.store.View()
+	cg.sessionTimeout, cg.heartbeatInterval = groupTimeouts(cv, g.name,
+		meta.GroupConsumerSessionTimeoutMs, g.c.cfg.ConsumerSessionTimeout,
+		meta.GroupConsumerHeartbeatIntervalMs, g.c.cfg.ConsumerHeartbeatInterval)
+	cv.Close()
+	res := ConsumerHeartbeatResult{HeartbeatInterval: cg.heartbeatInterval}
 
 	if req.MemberEpoch == epochLeave || req.MemberEpoch == epochStaticLeave {
 		id := req.MemberID

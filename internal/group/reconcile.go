@@ -75,6 +75,19 @@ type consumerGroup struct {
 	owners map[tp]string
 	// stored is the last GroupState queued for the log.
 	stored *meta.GroupState
+	// sessionTimeout and heartbeatInterval are the group's
+	// (consumer.session.timeout.ms, consumer.heartbeat.interval.ms),
+	// read at each heartbeat; zero: the coordinator's.
+	sessionTimeout    time.Duration
+	heartbeatInterval time.Duration
+}
+
+// consumerSession is the consumer group's session timeout.
+func (g *group) consumerSession() time.Duration {
+	if g.cg != nil && g.cg.sessionTimeout > 0 {
+		return g.cg.sessionTimeout
+	}
+	return g.c.cfg.ConsumerSessionTimeout
 }
 
 type consumerMember struct {
@@ -390,7 +403,7 @@ func (g *group) removeConsumerMemberLocked(m *consumerMember) {
 
 // touchConsumerLocked restarts m's session.
 func (g *group) touchConsumerLocked(m *consumerMember) {
-	m.deadline = g.c.clock.Now().Add(g.c.cfg.ConsumerSessionTimeout)
+	m.deadline = g.c.clock.Now().Add(g.consumerSession())
 	g.armConsumerTimerLocked(m)
 }
 
@@ -479,7 +492,7 @@ func (g *group) consumerStateCommandLocked() meta.GroupState {
 			InstanceID:         m.instanceID,
 			ClientID:           m.clientID,
 			ClientHost:         m.clientHost,
-			SessionTimeoutMs:   int32(min(g.c.cfg.ConsumerSessionTimeout/time.Millisecond, math.MaxInt32)),
+			SessionTimeoutMs:   int32(min(g.consumerSession()/time.Millisecond, math.MaxInt32)),
 			RebalanceTimeoutMs: int32(min(m.rebalanceTimeout/time.Millisecond, math.MaxInt32)),
 			Metadata:           md.AppendTo(nil),
 			Assignment:         ma.AppendTo(nil),

@@ -38,6 +38,14 @@ func handleAlterShareGroupOffsets(ctx context.Context, r *Request) (kmsg.Respons
 	if resp.ErrorCode = emptyShareGroupCode(ctx, r, req.GroupID, false); resp.ErrorCode != 0 {
 		return resp, nil
 	}
+	// Kafka creates the group here: it is then listed, described and
+	// deleted as an empty share group.
+	if cr, ok := r.Deps.ShareGroups.(shareGroupCreator); ok {
+		if err := cr.CreateShareGroup(ctx, req.GroupID); err != nil {
+			resp.ErrorCode = shareGroupErrCode(err)
+			return resp, nil
+		}
+	}
 	view := m.View()
 	type slot struct{ t, p int }
 	var cmds []meta.Command
