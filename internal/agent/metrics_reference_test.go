@@ -50,6 +50,7 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Connectors", "strand_connect_", "Every agent registers them, for the connectors placement gives it: sum over agents for the cluster. The `strand_connect_http_` series only while it serves the Connect REST API (`--connect-listen`), counted by the agent that answered."},
 	{"Security", "strand_authorization_", "Every agent counts the refusals of its own listeners and endpoints: sum over agents. Each refusal is also written, rate-limited, by the logger kafka.authorizer.logger (docs/security.md)."},
 	{"Security", "strand_tls_", ""},
+	{"Share groups", "strand_share_", "Groups and members are reported by the agent that coordinates each group (sum over agents). Acquisitions, acknowledgements and sessions are counted by the agent that served the ShareFetch or ShareAcknowledge (sum over agents); in-flight records are read from each agent's copy of the metadata at scrape time (every agent reports the cluster's: take the max)."},
 	{"Process", "strand_", ""},
 }
 
@@ -59,6 +60,14 @@ var metricSections = []struct{ title, prefix, intro string }{
 var operatorUse = map[string]string{
 	"strand_authorization_denials_total":                 "A rise after a deploy or a credentials change is a client with the wrong principal or a missing ACL: the authorization log (kafka.authorizer.logger, INFO) names the principal, host, resource, listener and the rule that refused it.",
 	"strand_tls_certificate_expiry_timestamp_seconds":    "Days left: `(... - time()) / 86400`; alert at `... - time() < 14 * 86400`, by listener and file. A rotated file shows at the next scrape; the old subject's series then goes away.",
+	"strand_share_records_acquired_total":                "Deliveries per second to share group members (`rate(...)`); above the accept rate by the redeliveries (releases, lock timeouts).",
+	"strand_share_records_acknowledged_total":            "Outcomes per second by type: a rising share of release or reject is consumers failing their work; renew is consumers extending locks on slow records.",
+	"strand_share_records_archived_total":                "Records given up on (rejected, or at share.delivery.count.limit): alert on any increase if every record must be processed; they are never delivered again.",
+	"strand_share_records_released_total":                "Records redelivered early because a member's session closed or its connection dropped: consumers restarting or crashing.",
+	"strand_share_lock_timeouts_total":                   "Acquired records whose lock ran out: consumers slower than share.record.lock.duration.ms, or dead without closing; raise the lock or speed the consumers up.",
+	"strand_share_fetches_total":                         "ShareFetch requests answered; with acquired_total, the records per fetch.",
+	"strand_share_sessions":                              "Share sessions on this agent: about one per share consumer per agent it fetches from; compare with the share session limit (2000 per agent).",
+	"strand_share_inflight_records":                      "The share partitions' in-flight windows by state: acquired near records × locks in flight; available piling up is consumers not keeping up; a window near group.share.partition.max.record.locks stops new acquisitions.",
 	"strand_connect_http_requests_total":                 "Refusals by code: 401/403 are callers without credentials or CONNECTOR ACLs, 400 bad configs, 503 an agent not ready or a cluster below metadata level 8.",
 	"strand_connect_http_request_seconds":                "A create, update, pause or restart waits for its write through the log: its p99 follows the log's append latency.",
 	"strand_connect_connectors":                          "Alert on state=\"failed\" above 0 (strand connect list names which, with the trace in describe); summed over agents, the states add up to the connectors defined (briefly off while one moves after an agent dies).",
@@ -94,6 +103,8 @@ var operatorUse = map[string]string{
 	"strand_consumer_group_lag":                          "Consumer lag in records, as Burrow and kafka-lag-exporter report it: alert when `sum by (group) (...)` keeps growing; a lag that only grows on one partition is a stuck consumer.",
 	"strand_consumer_group_committed_offset":             "A committed offset that stops moving while the partition's high watermark moves is a consumer that stopped committing.",
 	"strand_consumer_group_members":                      "Members per group; 0 with a growing lag means no consumer is running; a count that flaps means rebalances (session timeouts too short, slow polls).",
+	"strand_share_groups":                                "Share groups by state: a Stable count that drops to Empty while work is queued means the consumers stopped heartbeating (crashed, or a share.session.timeout.ms too short for them).",
+	"strand_share_group_members":                         "Members per share group: more members than partitions is normal for a share group (they share partitions); 0 with records still queued means nobody is consuming.",
 	"strand_consumer_group_partitions_omitted":           "Above 0: the bound left groups out; raise `--metrics-max-group-partitions` if the scrape can carry them, or use Burrow.",
 	"strand_consumer_offsets_records_written_total":      "Records written to `__consumer_offsets` (the view Burrow and other lag tools read); it follows the commit rate.",
 	"strand_consumer_offsets_records_lost_total":         "Above 0: some commits never reached `__consumer_offsets` (`write_failed` after the retries, `queue_full`); OffsetFetch is still right, but lag tools reading the topic may lag until the group commits again or its coordinator restarts.",
@@ -351,6 +362,7 @@ func TestMetricsReference(t *testing.T) {
 	viewMetricsTraffic(t, a)
 	sinkAndSnapshotTraffic(t, a)
 	connectorTraffic(t, a)
+	shareGroupTraffic(t, a)
 	ms := registryMetrics(t, a)
 	for _, m := range ms {
 		if operatorUse[m.name] == "" {
