@@ -143,6 +143,8 @@
 //	                                                   owner, target state, generation, task status (generation,
 //	                                                   state, node, worker, trace)
 //	0x31    -                                          connector count
+//	0x40    group id                                   group configs (level 9, share_group.go: AlterGroupConfigs),
+//	                                                   sorted by name; a share group is a 0x09 record of kind share
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a
