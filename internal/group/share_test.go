@@ -345,6 +345,15 @@ func TestShareGroupTypeExclusive(t *testing.T) {
 	if r := e.joinNow(e.req("sg", "", "t")); r.Code != kerr.GroupIDNotFound.Code {
 		t.Fatalf("JoinGroup to a share group: %+v", r)
 	}
+	if code := e.heartbeat("sg", "x", 1); code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("Heartbeat to a share group: %d", code)
+	}
+	if r := recv(t, e.sync("sg", "x", 1, nil), "sync"); r.Code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("SyncGroup to a share group: %+v", r)
+	}
+	if r := e.c.LeaveGroup(testCtx(t), "sg", []LeaveMember{{MemberID: "x"}}); r.Code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("LeaveGroup to a share group: %+v", r)
+	}
 	ctx := testCtx(t)
 	cr := e.c.ConsumerGroupHeartbeat(ctx, Client{}, ConsumerHeartbeatRequest{Group: "sg", MemberID: "c", MemberEpoch: 0,
 		RebalanceTimeoutMs: 1000, SubscribedTopicNames: []string{"t"}, Owned: []ConsumerTopic{}})(ctx)
