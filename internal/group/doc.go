@@ -3,7 +3,8 @@
 // maps to this agent (package placement), served to the Kafka layer as
 // one method per API key (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 // OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups,
-// DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+// DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe,
+// ShareGroupHeartbeat, ShareGroupDescribe).
 //
 // The methods take and return this package's types (JoinRequest,
 // JoinResult, CommitRequest, ...), which hold what the coordinator needs
@@ -88,4 +89,11 @@
 // INCONSISTENT_GROUP_PROTOCOL; a consumer heartbeat to a non-empty
 // classic group is GROUP_ID_NOT_FOUND. An empty group of either kind
 // becomes the kind of its next member.
+//
+// KIP-932 "share" groups (ShareGroupHeartbeat, ShareGroupDescribe:
+// share.go) are stored as ShareGroupState, with the simple assignor
+// (share_assignor.go) and no revocation phase. Their id is theirs even
+// when empty: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit
+// and ConsumerGroupHeartbeat on it are GROUP_ID_NOT_FOUND, and a share
+// heartbeat on a classic or consumer group's id is too.
 package group

@@ -446,6 +446,11 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req SyncRequest) func(conte
 	if g == nil {
 		return fail(kerr.UnknownMemberID)
 	}
+	if g.kind == meta.GroupShare {
+		// A share group's id is not a classic group's (Kafka).
+		g.mu.Unlock()
+		return fail(kerr.GroupIDNotFound)
+	}
 	res, w := g.syncLocked(&req)
 	g.mu.Unlock()
 	c.notify()
@@ -562,6 +567,9 @@ func (c *Coordinator) heartbeat(ctx context.Context, req *HeartbeatRequest) *ker
 		return kerr.UnknownMemberID
 	}
 	defer g.mu.Unlock()
+	if g.kind == meta.GroupShare {
+		return kerr.GroupIDNotFound
+	}
 	m, e := g.memberCheckLocked(req.MemberID, req.InstanceID, req.Generation)
 	if e != nil {
 		return e
@@ -624,6 +632,9 @@ func (c *Coordinator) leave(ctx context.Context, name string, leaving []LeaveMem
 	defer g.mu.Unlock()
 	if g.state == stateDead {
 		return kerr.CoordinatorNotAvailable, nil
+	}
+	if g.kind == meta.GroupShare {
+		return kerr.GroupIDNotFound, nil
 	}
 	for i, l := range leaving {
 		codes[i] = g.leaveOneLocked(l).Code

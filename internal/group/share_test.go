@@ -345,6 +345,15 @@ func TestShareGroupTypeExclusive(t *testing.T) {
 	if r := e.joinNow(e.req("sg", "", "t")); r.Code != kerr.GroupIDNotFound.Code {
 		t.Fatalf("JoinGroup to a share group: %+v", r)
 	}
+	if code := e.heartbeat("sg", "x", 1); code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("Heartbeat to a share group: %d", code)
+	}
+	if r := recv(t, e.sync("sg", "x", 1, nil), "sync"); r.Code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("SyncGroup to a share group: %+v", r)
+	}
+	if r := e.c.LeaveGroup(testCtx(t), "sg", []LeaveMember{{MemberID: "x"}}); r.Code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("LeaveGroup to a share group: %+v", r)
+	}
 	ctx := testCtx(t)
 	cr := e.c.ConsumerGroupHeartbeat(ctx, Client{}, ConsumerHeartbeatRequest{Group: "sg", MemberID: "c", MemberEpoch: 0,
 		RebalanceTimeoutMs: 1000, SubscribedTopicNames: []string{"t"}, Owned: []ConsumerTopic{}})(ctx)
@@ -518,5 +527,28 @@ func TestCreateShareGroup(t *testing.T) {
 	e.restart()
 	if r := e.shb("sg", "a", 1); r.Code != 0 || r.MemberEpoch != 1 {
 		t.Fatalf("after restart: %+v", r)
+	}
+}
+
+// BenchmarkAssignShare: one assignment of a group epoch, with each
+// member's previous assignment (the sticky path).
+func BenchmarkAssignShare(b *testing.B) {
+	for _, sz := range []struct{ members, partitions int }{{8, 2}, {200, 1000}, {1000, 64}} {
+		b.Run(fmt.Sprintf("members=%d/partitions=%d", sz.members, sz.partitions), func(b *testing.B) {
+			subs := make(map[string][]string)
+			for i := range sz.members {
+				subs[fmt.Sprintf("m%04d", i)] = []string{"t"}
+			}
+			parts := map[string]int32{"t": int32(sz.partitions)}
+			ms := members(subs)
+			prev := assignShare(slices.Clone(ms), parts)
+			for i := range ms {
+				ms[i].previous = prev[ms[i].id]
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				assignShare(slices.Clone(ms), parts)
+			}
+		})
 	}
 }
