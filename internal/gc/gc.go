@@ -54,6 +54,10 @@ const (
 	// DefaultGrace is --gc-grace's default; meta.DefaultGCGrace says
 	// why 10 minutes.
 	DefaultGrace = time.Duration(meta.DefaultGCGrace) * time.Millisecond
+	// DefaultDeleteDelay is --gc-delete-delay's default: Kafka's
+	// log.segment.delete.delay.ms (meta.DeleteDelayConfig says why it
+	// suffices).
+	DefaultDeleteDelay = time.Duration(meta.DefaultDeleteDelayMs) * time.Millisecond
 	// DefaultInterval is the pause between steps. A step deletes at
 	// most MaxDeletes objects and lists at most MaxBuckets buckets, so
 	// the pace is bounded: 1000 DELETEs and 10 LISTs a second at most,

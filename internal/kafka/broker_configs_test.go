@@ -236,7 +236,8 @@ func TestBrokerConfigsKadm(t *testing.T) {
 	for _, c := range a.request(t, req).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
 		dynamic := map[string]bool{"log.retention.ms": true, "log.retention.bytes": true, "message.max.bytes": true,
 			"max.connections": true, "max.connections.per.ip": true, "log.cleaner.backoff.ms": true,
-			"log.cleaner.dedupe.buffer.size": true, "max.connections.per.ip.overrides": true, meta.GCGraceConfig: true}[c.Name]
+			"log.cleaner.dedupe.buffer.size": true, "max.connections.per.ip.overrides": true, meta.GCGraceConfig: true,
+			meta.DeleteDelayConfig: true}[c.Name]
 		if c.ReadOnly == dynamic {
 			t.Errorf("%s read-only %v", c.Name, c.ReadOnly)
 		}

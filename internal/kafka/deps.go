@@ -90,6 +90,9 @@ type Deps struct {
 	// GCGraceMs is --gc-grace, shown as meta.GCGraceConfig's static
 	// value (0: the default).
 	GCGraceMs int64
+	// GCDeleteDelayMs is --gc-delete-delay, shown as
+	// meta.DeleteDelayConfig's static value (0: the default).
+	GCDeleteDelayMs int64
 	// Loggers are this agent's live log levels, its BROKER_LOGGER
 	// resource (broker_loggers.go); nil: none can be changed.
 	Loggers *loglevel.Levels
