@@ -592,6 +592,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			LogCleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
 			GCGraceMs:                  cfg.GCGrace.Milliseconds(),
 			GCDeleteDelayMs:            cfg.GCDeleteDelay.Milliseconds(),
+			DeadBytes:                  deadBytesOf(gc.NewDeadBytes(a.store)),
 			Meta:                       a.replica,
 			Cluster:                    kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, Endpoints: a.endpoints(), Brokers: a.members.brokers},
 			AutoCreateTopics:           cfg.AutoCreateTopics,
@@ -836,4 +837,12 @@ func loadOrCreateID(path string) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// deadBytesOf is kafka.Deps.DeadBytes over d.
+func deadBytesOf(d *gc.DeadBytes) func(context.Context, *meta.View) (map[meta.TopicID]map[int32]int64, error) {
+	return func(ctx context.Context, v *meta.View) (map[meta.TopicID]map[int32]int64, error) {
+		r, err := d.ByPartition(ctx, v)
+		return r.Bytes, err
+	}
 }
