@@ -616,9 +616,16 @@ func TestDeleteDelay(t *testing.T) {
 			a := e.topic("a")
 			e.produce(e.pipeline(produce.Config{}), e.batch(a, 1))
 			c := e.collector(1, nil)
+			m := gc.NewMetrics(e.db)
+			if got := gather(t, m, "strand_gc_delete_delay_seconds"); got != tt.want.Seconds() {
+				t.Errorf("strand_gc_delete_delay_seconds = %v, want %v", got, tt.want.Seconds())
+			}
 			e.propose(meta.DeleteTopic{Name: "a"})
 			e.advance(tt.want - time.Millisecond)
 			beat()
+			if got := gather(t, m, "strand_gc_lag_seconds"); got != 0 {
+				t.Errorf("strand_gc_lag_seconds = %v before the delay passed", got)
+			}
 			if st := e.step(c); st.Deleted != 0 {
 				t.Fatalf("deleted %d objects a millisecond before %v", st.Deleted, tt.want)
 			}
