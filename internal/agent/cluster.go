@@ -122,11 +122,15 @@ func (m *membership) start() {
 			}
 			// A fixed period, as a ticker's: a slow renewal does not
 			// push the later ones back, and missed ticks are dropped.
+			// A clock that stepped back waits no more than a period.
 			next = next.Add(every)
-			if now := clk.Now(); next.Before(now) {
+			now := clk.Now()
+			if next.Before(now) {
 				next = now.Add(every - now.Sub(next)%every)
+			} else if next.Sub(now) > every {
+				next = now.Add(every)
 			}
-			if clock.Sleep(ctx, clk, next.Sub(clk.Now())) != nil {
+			if clock.Sleep(ctx, clk, next.Sub(now)) != nil {
 				return
 			}
 		}
