@@ -52,19 +52,19 @@ func (c fastClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 // check interval, lease, garbage collection grace and delete delay) is
 // given a topic with retention.ms=5000 and some records; the objects
 // holding them must be gone from the store within deletionBound of the
-// produce, by the agent's clock. The agent runs on a clock 20 times as
-// fast as the wall clock, so this takes about 20 s;
+// produce, by the agent's clock. The agent runs on a clock 10 times as
+// fast as the wall clock, so this takes about 40 s;
 // STRAND_DELETION_REAL_TIME=1 runs it on the wall clock (6 to 7 minutes).
 // The records' timestamps are the agent clock's, so the whole chain is
 // the one a real client sees: retention finds them expired at its next
 // check, their objects die, the janitor waits the delete delay and for
 // the heartbeat that says the agent applied the death, and deletes them.
 func TestDeletionTimingAtDefaults(t *testing.T) {
-	speed := int64(20)
+	speed := int64(10)
 	if os.Getenv(envDeletionRealTime) != "" {
 		speed = 1
 	} else if testing.Short() {
-		t.Skip("takes about 20 s; " + envDeletionRealTime + "=1 takes 7 minutes")
+		t.Skip("takes about 40 s; " + envDeletionRealTime + "=1 takes about 6 minutes")
 	}
 	clk := fastClock{start: time.Now(), speed: speed}
 	storeDir := filepath.Join(t.TempDir(), "objects")
