@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -19,15 +20,20 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/cli"
 )
 
 // Where a serve setting's value came from, as config print names it.
+// sourceDerived is a default serve works out from other settings (the
+// object store's URL from the data dir, compaction and hedging from the
+// store, the listeners from --kafka-listen).
 const (
 	sourceDefault = "default"
 	sourceFile    = "file"
 	sourceEnv     = "env"
 	sourceFlag    = "flag"
+	sourceDerived = "derived"
 )
 
 // configFlag is the flag naming the YAML file; it is no key of the
@@ -108,7 +114,7 @@ func applyConfigFile(fs *pflag.FlagSet, path string, src map[string]string) erro
 			errs = append(errs, fmt.Sprintf("%s:%d: key %q: %s", path, k.Line, name, fmt.Sprintf(format, args...)))
 		}
 		if fs.Lookup(name) == nil || name == configFlag || name == helpFlag {
-			fail("unknown key (the keys are the flags of strand serve)")
+			fail("unknown key (the keys are the flags of strand serve)%s", didYouMean(fs, name, ""))
 			continue
 		}
 		if seen[name] {
@@ -167,9 +173,13 @@ func yamlFlagValue(v *yaml.Node) (string, error) {
 
 // configEntry is one serve setting as config print shows it.
 type configEntry struct {
-	Key    string `json:"key" yaml:"key"`
+	Key string `json:"key" yaml:"key"`
+	// Value is what serve runs with.
 	Value  string `json:"value" yaml:"value"`
 	Source string `json:"source" yaml:"source"`
+	// Given is the flag's own value where serve runs with another (a
+	// default derived from other settings).
+	Given *string `json:"given,omitempty" yaml:"given,omitempty"`
 }
 
 // newConfigCmd is `strand config`.
@@ -178,15 +188,20 @@ func newConfigCmd() *cobra.Command {
 		Use:   "config",
 		Short: "Show the configuration strand serve would run with",
 	}
-	serve := newServeCmd()
+	serve, resolve := newServe()
 	var format string
 	print := &cobra.Command{
 		Use:   "print",
 		Short: "Print every setting of strand serve, its effective value and where it came from (default, file, env or flag)",
 		Long: `Print every setting of strand serve with the value it would run with and
 its source: flag (the command line), env (STRAND_<FLAG_NAME>), file (the
-YAML file of --config) or default, in that order of precedence. It takes
-serve's flags. Passwords and tokens are not shown.`,
+YAML file of --config) or default, in that order of precedence, or derived
+for a default serve works out from other settings (the object store and
+log under --data-dir, compaction, hedging and the PUT budget from the
+object store, the lease from the log, the listeners and the addresses they
+advertise from --kafka-listen). It takes serve's flags and checks them as
+serve does: what serve would refuse to start with, it refuses with the
+same message. Passwords and tokens are not shown.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cli.CheckOutputFormat(format); err != nil {
@@ -196,7 +211,15 @@ serve's flags. Passwords and tokens are not shown.`,
 			if err != nil {
 				return err
 			}
-			entries := configEntries(serve.Flags(), src)
+			r, err := resolve(serve.Flags(), io.Discard)
+			if err != nil {
+				return err
+			}
+			effective, err := effectiveValues(r.cfg)
+			if err != nil {
+				return err
+			}
+			entries := configEntries(serve.Flags(), src, effective)
 			return cli.WriteOutput(cmd.OutOrStdout(), format, entries, func(w io.Writer) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
@@ -210,13 +233,43 @@ serve's flags. Passwords and tokens are not shown.`,
 	// The same flags as serve's, so the command line is a layer here too.
 	print.Flags().AddFlagSet(serve.Flags())
 	print.Flags().StringVar(&format, "format", "text", "output format: text, json or yaml")
+	print.SetFlagErrorFunc(suggestFlag)
 	cmd.AddCommand(print)
 	return cmd
 }
 
+// effectiveValues are the settings of c, by flag name, whose value serve
+// may work out rather than take from its flag.
+func effectiveValues(c agent.Config) (map[string]string, error) {
+	listeners, advertised, err := c.EffectiveListeners()
+	if err != nil {
+		return nil, err
+	}
+	hedge := strconv.FormatFloat(c.ObjStoreHedgePercentile, 'g', -1, 64)
+	if c.ObjStoreHedgePercentile == agent.HedgeOff {
+		hedge = "0" // the flag's spelling of off
+	}
+	budget := c.MemoryBudget
+	return map[string]string{
+		"data-dir":                  c.DataDir,
+		"objstore":                  c.ObjStore,
+		"log":                       c.Log,
+		"kafka-listen":              c.KafkaListen,
+		"listeners":                 listeners,
+		"advertised-listeners":      advertised,
+		"compaction-enable":         strconv.FormatBool(c.Compaction),
+		"objstore-hedge-percentile": hedge,
+		"max-puts-per-sec":          strconv.FormatFloat(c.MaxPutsPerSec, 'g', -1, 64),
+		"lease":                     c.Lease.String(),
+		"memory-budget":             agent.BytesFlag(&budget).String(),
+		"node-id":                   strconv.Itoa(int(c.NodeID)),
+	}, nil
+}
+
 // configEntries lists the flags of fs, sorted by name, with their
-// sources and secrets hidden.
-func configEntries(fs *pflag.FlagSet, src map[string]string) []configEntry {
+// sources and secrets hidden, and the effective value where serve runs
+// with another than the flag's.
+func configEntries(fs *pflag.FlagSet, src, effective map[string]string) []configEntry {
 	var out []configEntry
 	fs.VisitAll(func(fl *pflag.Flag) {
 		if fl.Name == helpFlag {
@@ -226,7 +279,17 @@ func configEntries(fs *pflag.FlagSet, src map[string]string) []configEntry {
 		if s == "" {
 			s = sourceDefault
 		}
-		out = append(out, configEntry{Key: fl.Name, Value: redactSecret(fl.Name, fl.Value.String()), Source: s})
+		e := configEntry{Key: fl.Name, Value: redactSecret(fl.Name, fl.Value.String()), Source: s}
+		if v, ok := effective[fl.Name]; ok {
+			if v = redactSecret(fl.Name, v); v != e.Value {
+				given := e.Value
+				e.Value, e.Given = v, &given
+				if s == sourceDefault {
+					e.Source = sourceDerived
+				}
+			}
+		}
+		out = append(out, e)
 	})
 	return out
 }

@@ -78,7 +78,7 @@ default-partitions: 5
 snapshot-keep: 3
 listeners:
   - PLAINTEXT://127.0.0.1:9092
-  - SSL://127.0.0.1:9093
+  - SASL_PLAINTEXT://127.0.0.1:9093
 auto-create-topics: false
 log-retention-ms: 1000
 `)
@@ -90,7 +90,7 @@ log-retention-ms: 1000
 		{Key: "flush-bytes", Value: "2097152", Source: sourceFile},
 		{Key: "auto-create-topics", Value: "false", Source: sourceFile},
 		{Key: "log-retention-ms", Value: "1000", Source: sourceFile},
-		{Key: "listeners", Value: "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093", Source: sourceFile},
+		{Key: "listeners", Value: "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093", Source: sourceFile},
 		{Key: "default-partitions", Value: "6", Source: sourceEnv},
 		{Key: "snapshot-keep", Value: "7", Source: sourceFlag},
 		{Key: "config", Value: file, Source: sourceFlag},
@@ -264,5 +264,93 @@ message-max-bytes: 2000000
 	}
 	if !strings.Contains(joined.String(), `"component":"group"`) {
 		t.Errorf("DEBUG line not the group's: %s", joined)
+	}
+}
+
+// TestConfigPrintEffective: config print shows what serve runs with
+// where that is not the flag's own value: the store and log under the
+// data dir, compaction, hedging and the PUT budget that depend on the
+// store, the listeners and advertised addresses from --kafka-listen,
+// each as derived, with the flag's value beside it; what the operator
+// gave stays as given.
+func TestConfigPrintEffective(t *testing.T) {
+	dir := t.TempDir()
+	local := printed(t, "--data-dir", dir, "--kafka-listen", "127.0.0.1:9192")
+	remote := printed(t, "--data-dir", dir, "--objstore", "s3://bucket/prefix?region=eu-west-1", "--advertise", "kafka.example:9092")
+	for _, tt := range []struct {
+		name    string
+		entries map[string]configEntry
+		key     string
+		value   string
+		source  string
+	}{
+		{"local store", local, "objstore", "file://" + filepath.ToSlash(filepath.Join(dir, "objects")), sourceDerived},
+		{"local log", local, "log", "file://" + filepath.ToSlash(filepath.Join(dir, "log")), sourceDerived},
+		{"listeners from kafka-listen", local, "listeners", "PLAINTEXT://127.0.0.1:9192", sourceDerived},
+		{"advertised from the bound address", local, "advertised-listeners", "PLAINTEXT://127.0.0.1:9192", sourceDerived},
+		{"kafka-listen as given", local, "kafka-listen", "127.0.0.1:9192", sourceFlag},
+		{"no compaction on a local store", local, "compaction-enable", "false", sourceDefault},
+		{"no hedging on a local store", local, "objstore-hedge-percentile", "0", sourceDefault},
+		{"the embedded log's lease", local, "lease", "10s", sourceDerived},
+		{"grace", local, "gc-grace", "10m0s", sourceDefault},
+		{"delete delay", local, "gc-delete-delay", "1m0s", sourceDefault},
+		{"retention check", local, "log-retention-check-interval-ms", "300000", sourceDefault},
+		{"remote store as given", remote, "objstore", "s3://bucket/prefix?region=eu-west-1", sourceFlag},
+		{"compaction on a remote store", remote, "compaction-enable", "true", sourceDerived},
+		{"hedging on a remote store", remote, "objstore-hedge-percentile", "0.9", sourceDerived},
+		{"PUT budget on a remote store", remote, "max-puts-per-sec", "4", sourceDerived},
+		{"advertised from --advertise", remote, "advertised-listeners", "PLAINTEXT://kafka.example:9092", sourceDerived},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, ok := tt.entries[tt.key]
+			if !ok || e.Value != tt.value || e.Source != tt.source {
+				t.Fatalf("%s: %+v, want %q from %s", tt.key, e, tt.value, tt.source)
+			}
+			if (tt.source == sourceDerived) != (e.Given != nil) {
+				t.Errorf("%s: given %v, want the flag's value only beside a derived one", tt.key, e.Given)
+			}
+		})
+	}
+	if g := local["objstore"].Given; g == nil || *g != "" {
+		t.Errorf("objstore given %v, want the flag's empty default", g)
+	}
+}
+
+// TestConfigDidYouMean: an unknown flag of serve or config print, or an
+// unknown key of the config file, names the closest setting; one far
+// from every setting names none.
+func TestConfigDidYouMean(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		file string
+		want string
+	}{
+		{"config print flag", []string{"config", "print", "--kafka-lisen", ":1"}, "", "unknown flag: --kafka-lisen (did you mean --kafka-listen?)"},
+		{"serve flag", []string{"serve", "--gc-grase", "5m"}, "", "unknown flag: --gc-grase (did you mean --gc-grace?)"},
+		{"file key", []string{"config", "print"}, "log-retention-check-interval: 1000\n", `key "log-retention-check-interval": unknown key (the keys are the flags of strand serve) (did you mean log-retention-check-interval-ms?)`},
+		{"serve file key", []string{"serve"}, "datadir: ./d\n", `key "datadir": unknown key (the keys are the flags of strand serve) (did you mean data-dir?)`},
+		{"nothing close", []string{"config", "print", "--zzzzzzzz"}, "", "unknown flag: --zzzzzzzz"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.file != "" {
+				args = append(args, "--config", writeConfigFile(t, tt.file))
+			}
+			root := newRootCmd()
+			root.SetArgs(args)
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // a serve that wrongly starts stops at once
+			err := root.ExecuteContext(ctx)
+			if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one ending %q", err, tt.want)
+			}
+			if tt.name == "nothing close" && strings.Contains(err.Error(), "did you mean") {
+				t.Errorf("suggested a setting for a name close to none: %v", err)
+			}
+		})
 	}
 }

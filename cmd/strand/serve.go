@@ -23,6 +23,20 @@ import (
 )
 
 func newServeCmd() *cobra.Command {
+	cmd, _ := newServe()
+	return cmd
+}
+
+// resolvedServe is what serve runs with.
+type resolvedServe struct {
+	cfg           agent.Config
+	logger        *slog.Logger
+	goMemLimitSet bool
+}
+
+// newServe returns the serve command and its resolve function (see
+// there), which reads the command's flags.
+func newServe() (*cobra.Command, func(fs *pflag.FlagSet, logOut io.Writer) (resolvedServe, error)) {
 	var (
 		cfg       agent.Config
 		logLevel  string
@@ -41,6 +55,8 @@ func newServeCmd() *cobra.Command {
 		// console is --console, Config.NoConsole's opposite, so that
 		// the embedded default serves it and a Config from Go does too.
 		console bool
+		// resolve is set below the flags.
+		resolve func(fs *pflag.FlagSet, logOut io.Writer) (resolvedServe, error)
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -57,115 +73,20 @@ line wins over the environment, which wins over the file.
 			if _, err := layerConfig(cmd.Flags()); err != nil {
 				return err
 			}
-			if nodeIDFromHost {
-				if cmd.Flags().Changed("node-id") {
-					return fmt.Errorf("node-id-from-hostname and node-id: give one")
-				}
-				host, err := hostname()
-				if err != nil {
-					return fmt.Errorf("node-id-from-hostname: %w", err)
-				}
-				if cfg.NodeID, err = nodeIDFromHostname(host); err != nil {
-					return err
-				}
-			}
-			logger, levels, err := newLogger(cmd.ErrOrStderr(), logFormat, logLevel)
+			r, err := resolve(cmd.Flags(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			cfg.LogLevels = levels
-			if cfg.GroupInitialRebalanceDelay == 0 {
-				cfg.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none", Config's is "default"
-			}
-			goMemLimit, goMemLimitSet := os.LookupEnv("GOMEMLIMIT")
-			goMemLimitSet = goMemLimitSet && goMemLimit != "off"
-			if goMemLimitSet && !cmd.Flags().Changed("memory-budget") {
-				n, err := agent.ParseBytes(goMemLimit)
-				if err != nil {
-					return fmt.Errorf("GOMEMLIMIT as the memory budget: %w", err)
-				}
-				cfg.MemoryBudget = n
-			}
-			// Kafka's 0s, which Config spells differently since its 0 is
-			// "default".
-			switch {
-			case cfg.MaxConnectionsPerIP < 0:
-				return fmt.Errorf("max-connections-per-ip %d: must not be negative", cfg.MaxConnectionsPerIP)
-			case cfg.MaxConnectionsPerIP == 0:
-				cfg.MaxConnectionsPerIP = kafka.NoConnsPerIP
-			}
-			if cfg.ConnectionsMaxIdle == 0 {
-				cfg.ConnectionsMaxIdle = -1
-			}
-			switch {
-			case cfg.MaxIncrementalFetchSessionCacheSlots < 0:
-				return fmt.Errorf("max-incremental-fetch-session-cache-slots %d: must not be negative", cfg.MaxIncrementalFetchSessionCacheSlots)
-			case cfg.MaxIncrementalFetchSessionCacheSlots == 0:
-				cfg.MaxIncrementalFetchSessionCacheSlots = kafka.NoFetchSessions
-			}
-			if cfg.FetchReadAheadBytes == 0 {
-				cfg.FetchReadAheadBytes = agent.ReadAheadOff
-			}
-			if !cmd.Flags().Changed("compaction-enable") {
-				cfg.Compaction = cfg.RemoteObjStore()
-			}
-			if cfg.ObjStoreHedgePercentile == 0 && cmd.Flags().Changed("objstore-hedge-percentile") {
-				cfg.ObjStoreHedgePercentile = agent.HedgeOff
-			}
-			if cfg.FetchMaxParallelGets < 1 {
-				// Config's 0 is "default"; the flag's is a mistake.
-				return fmt.Errorf("fetch-max-parallel-gets %d: must be between 1 and %d", cfg.FetchMaxParallelGets, agent.MaxFetchMaxParallelGets)
-			}
-			// 0 in Config means the default: refuse it here rather
-			// than keep 7 days (or everything) for an operator who
-			// asked for nothing.
-			if cfg.LogRetentionMs == 0 || cfg.LogRetentionBytes == 0 {
-				return fmt.Errorf("log-retention-ms and log-retention-bytes: must be -1 (no limit) or positive")
-			}
-			if cfg.MessageMaxBytes <= 0 {
-				return fmt.Errorf("message-max-bytes %d: must be positive", cfg.MessageMaxBytes)
-			}
-			if retentionCheckMs <= 0 {
-				return fmt.Errorf("log-retention-check-interval-ms %d: must be positive", retentionCheckMs)
-			}
-			cfg.LogRetentionCheckInterval = time.Duration(retentionCheckMs) * time.Millisecond
-			if cleanerBackoffMs <= 0 {
-				return fmt.Errorf("log-cleaner-backoff-ms %d: must be positive", cleanerBackoffMs)
-			}
-			cfg.LogCleanerBackoff = time.Duration(cleanerBackoffMs) * time.Millisecond
-			if cfg.MaxConnections < 1 {
-				return fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections)
-			}
-			if cfg.SnapshotKeep < 1 {
-				// Config's 0 is "default"; the flag's is a mistake.
-				return fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", cfg.SnapshotKeep)
-			}
-			if cfg.Listeners != "" && !cmd.Flags().Changed("kafka-listen") {
-				cfg.KafkaListen = "" // --listeners replaces its default
-			}
-			// The token itself is never a flag: a command line is
-			// visible to every user of the machine.
-			cfg.AdminToken = os.Getenv("STRAND_ADMIN_TOKEN")
-			cfg.SASLBootstrapPassword = os.Getenv("STRAND_SASL_BOOTSTRAP_PASSWORD")
-			cfg.ConnectionsMaxReauth = time.Duration(reauthMs) * time.Millisecond
-			cfg.ConnectionFailedAuthenticationDelay = time.Duration(failedAuthDelayMs) * time.Millisecond
-			if failedAuthDelayMs == 0 {
-				cfg.ConnectionFailedAuthenticationDelay = -1 // the flag's 0 is none
-			}
-			cfg.NoConsole = !console
-			cfg.SetDefaults()
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			if !goMemLimitSet {
+			if !r.goMemLimitSet {
 				// The collector works for the budget: it collects
 				// harder as the heap nears it instead of letting the
 				// process pass it (agent/memory.go).
-				debug.SetMemoryLimit(agent.SplitMemory(cfg.MemoryBudget).GoMemoryLimit)
+				debug.SetMemoryLimit(agent.SplitMemory(r.cfg.MemoryBudget).GoMemoryLimit)
 			}
-			return agent.Run(cmd.Context(), cfg, logger)
+			return agent.Run(cmd.Context(), r.cfg, r.logger)
 		},
 	}
+	cmd.SetFlagErrorFunc(suggestFlag)
 	f := cmd.Flags()
 	f.StringVar(&cfg.DataDir, "data-dir", agent.DefaultDataDir, "directory for the local metadata database (and the default object store and log)")
 	f.StringVar(&cfg.KafkaListen, "kafka-listen", agent.DefaultKafkaListen, "address for Kafka clients")
@@ -249,7 +170,8 @@ line wins over the environment, which wins over the file.
 	f.Int64Var(&retentionCheckMs, "log-retention-check-interval-ms", agent.DefaultLogRetentionCheckInterval.Milliseconds(), "how often each agent proposes retention for the partitions it owns, in ms (Kafka's log.retention.check.interval.ms)")
 	f.Int64Var(&cfg.LogCleanerDedupeBufferSize, "log-cleaner-dedupe-buffer-size", cleaner.DefaultMapBytes, "memory of the key map of one compaction round of a compacted topic, in bytes (Kafka's log.cleaner.dedupe.buffer.size)")
 	f.Int64Var(&cleanerBackoffMs, "log-cleaner-backoff-ms", cleaner.DefaultInterval.Milliseconds(), "pause between passes over the compacted topics' partitions an agent owns, in ms (Kafka's log.cleaner.backoff.ms)")
-	f.DurationVar(&cfg.GCGrace, "gc-grace", gc.DefaultGrace, "how long a data object no index entry points into is kept before deletion (a fetch planned before may still read it), and how old an uploaded but never committed object must be before the reconciler deletes it; must exceed the longest fetch and upload")
+	f.DurationVar(&cfg.GCGrace, "gc-grace", gc.DefaultGrace, "how old an uploaded but never committed object must be before the reconciler deletes it, and (below metadata level 5, or when shorter than --gc-delete-delay) how long a data object no index entry points into is kept before deletion; must exceed the longest upload")
+	f.DurationVar(&cfg.GCDeleteDelay, "gc-delete-delay", gc.DefaultDeleteDelay, "how long a data object no index entry points into is kept before deletion once every live agent has applied that (Kafka's log.segment.delete.delay.ms; from metadata level 5, never more than --gc-grace); must exceed the longest object read of a fetch")
 	f.BoolVar(&cfg.Compaction, "compaction-enable", false, "merge the level-0 (multi-partition) objects of the partitions this agent owns into per-partition objects, so a cold read of a partition is a few large GETs (default: on for an S3 store or with --objstore-latency, off for a local directory, where its writes delay produce's)")
 	cfg.CompactionTargetBytes = compact.DefaultTargetBytes
 	f.Var(agent.BytesFlag(&cfg.CompactionTargetBytes), "compaction-target-bytes", "record bytes of one per-partition object compaction writes, e.g. 16MiB")
@@ -259,7 +181,117 @@ line wins over the environment, which wins over the file.
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error; changed at runtime through the agent's BROKER_LOGGER configs (kafka-configs.sh --entity-type broker-loggers)")
 	f.StringVar(&logFormat, "log-format", "text", "text (logfmt) or json, one object a line")
 	f.String(configFlag, "", "YAML file of serve settings, its keys the flag names (data-dir: ./d); a flag or STRAND_<FLAG_NAME> wins over it (strand config print shows the result)")
-	return cmd
+	// resolve turns the flags (already layered) into the Config serve
+	// runs with: the checks Config cannot make (a flag's 0 that Config
+	// reads as "default"), the values derived from others, defaults and
+	// Validate. serve and config print both call it, so config print
+	// rejects what serve would, with the same message.
+	resolve = func(fs *pflag.FlagSet, logOut io.Writer) (resolvedServe, error) {
+		fail := func(err error) (resolvedServe, error) { return resolvedServe{}, err }
+		cfg := cfg // the flags' values stay as given
+		if nodeIDFromHost {
+			if fs.Changed("node-id") {
+				return fail(fmt.Errorf("node-id-from-hostname and node-id: give one"))
+			}
+			host, err := hostname()
+			if err != nil {
+				return fail(fmt.Errorf("node-id-from-hostname: %w", err))
+			}
+			if cfg.NodeID, err = nodeIDFromHostname(host); err != nil {
+				return fail(err)
+			}
+		}
+		logger, levels, err := newLogger(logOut, logFormat, logLevel)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.LogLevels = levels
+		if cfg.GroupInitialRebalanceDelay == 0 {
+			cfg.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none", Config's is "default"
+		}
+		goMemLimit, goMemLimitSet := os.LookupEnv("GOMEMLIMIT")
+		goMemLimitSet = goMemLimitSet && goMemLimit != "off"
+		if goMemLimitSet && !fs.Changed("memory-budget") {
+			n, err := agent.ParseBytes(goMemLimit)
+			if err != nil {
+				return fail(fmt.Errorf("GOMEMLIMIT as the memory budget: %w", err))
+			}
+			cfg.MemoryBudget = n
+		}
+		// Kafka's 0s, which Config spells differently since its 0 is
+		// "default".
+		switch {
+		case cfg.MaxConnectionsPerIP < 0:
+			return fail(fmt.Errorf("max-connections-per-ip %d: must not be negative", cfg.MaxConnectionsPerIP))
+		case cfg.MaxConnectionsPerIP == 0:
+			cfg.MaxConnectionsPerIP = kafka.NoConnsPerIP
+		}
+		if cfg.ConnectionsMaxIdle == 0 {
+			cfg.ConnectionsMaxIdle = -1
+		}
+		switch {
+		case cfg.MaxIncrementalFetchSessionCacheSlots < 0:
+			return fail(fmt.Errorf("max-incremental-fetch-session-cache-slots %d: must not be negative", cfg.MaxIncrementalFetchSessionCacheSlots))
+		case cfg.MaxIncrementalFetchSessionCacheSlots == 0:
+			cfg.MaxIncrementalFetchSessionCacheSlots = kafka.NoFetchSessions
+		}
+		if cfg.FetchReadAheadBytes == 0 {
+			cfg.FetchReadAheadBytes = agent.ReadAheadOff
+		}
+		if !fs.Changed("compaction-enable") {
+			cfg.Compaction = cfg.RemoteObjStore()
+		}
+		if cfg.ObjStoreHedgePercentile == 0 && fs.Changed("objstore-hedge-percentile") {
+			cfg.ObjStoreHedgePercentile = agent.HedgeOff
+		}
+		if cfg.FetchMaxParallelGets < 1 {
+			// Config's 0 is "default"; the flag's is a mistake.
+			return fail(fmt.Errorf("fetch-max-parallel-gets %d: must be between 1 and %d", cfg.FetchMaxParallelGets, agent.MaxFetchMaxParallelGets))
+		}
+		// 0 in Config means the default: refuse it here rather
+		// than keep 7 days (or everything) for an operator who
+		// asked for nothing.
+		if cfg.LogRetentionMs == 0 || cfg.LogRetentionBytes == 0 {
+			return fail(fmt.Errorf("log-retention-ms and log-retention-bytes: must be -1 (no limit) or positive"))
+		}
+		if cfg.MessageMaxBytes <= 0 {
+			return fail(fmt.Errorf("message-max-bytes %d: must be positive", cfg.MessageMaxBytes))
+		}
+		if retentionCheckMs <= 0 {
+			return fail(fmt.Errorf("log-retention-check-interval-ms %d: must be positive", retentionCheckMs))
+		}
+		cfg.LogRetentionCheckInterval = time.Duration(retentionCheckMs) * time.Millisecond
+		if cleanerBackoffMs <= 0 {
+			return fail(fmt.Errorf("log-cleaner-backoff-ms %d: must be positive", cleanerBackoffMs))
+		}
+		cfg.LogCleanerBackoff = time.Duration(cleanerBackoffMs) * time.Millisecond
+		if cfg.MaxConnections < 1 {
+			return fail(fmt.Errorf("max-connections %d: must be at least 1", cfg.MaxConnections))
+		}
+		if cfg.SnapshotKeep < 1 {
+			// Config's 0 is "default"; the flag's is a mistake.
+			return fail(fmt.Errorf("snapshot-keep %d: must be at least 1 (the newest snapshot is what a wiped agent restores)", cfg.SnapshotKeep))
+		}
+		if cfg.Listeners != "" && !fs.Changed("kafka-listen") {
+			cfg.KafkaListen = "" // --listeners replaces its default
+		}
+		// The token itself is never a flag: a command line is
+		// visible to every user of the machine.
+		cfg.AdminToken = os.Getenv("STRAND_ADMIN_TOKEN")
+		cfg.SASLBootstrapPassword = os.Getenv("STRAND_SASL_BOOTSTRAP_PASSWORD")
+		cfg.ConnectionsMaxReauth = time.Duration(reauthMs) * time.Millisecond
+		cfg.ConnectionFailedAuthenticationDelay = time.Duration(failedAuthDelayMs) * time.Millisecond
+		if failedAuthDelayMs == 0 {
+			cfg.ConnectionFailedAuthenticationDelay = -1 // the flag's 0 is none
+		}
+		cfg.NoConsole = !console
+		cfg.SetDefaults()
+		if err := cfg.Validate(); err != nil {
+			return fail(err)
+		}
+		return resolvedServe{cfg: cfg, logger: logger, goMemLimitSet: goMemLimitSet}, nil
+	}
+	return cmd, resolve
 }
 
 // newLogger is the agent's logger writing to w in format, at level

@@ -83,8 +83,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 			root := newRootCmd()
 			// Kernel-chosen ports, so a case that wrongly starts serving
 			// takes no fixed port; the case's own flags come last and win.
-			base := []string{"serve", "--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", ""}
-			root.SetArgs(append(base, tt.args...))
+			base := []string{"--data-dir", t.TempDir(), "--kafka-listen", "127.0.0.1:0", "--http-listen", "", "--schema-registry-listen", "", "--connect-listen", ""}
+			root.SetArgs(append(append([]string{"serve"}, base...), tt.args...))
 			var out bytes.Buffer
 			root.SetOut(&out)
 			root.SetErr(&out)
@@ -95,6 +95,11 @@ func TestServeRefusesBadConfig(t *testing.T) {
 			err := root.ExecuteContext(ctx)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("serve %v: error %v, want one mentioning %q", tt.args, err, tt.wantErr)
+			}
+			// config print checks as serve does, word for word.
+			printOut, perr := configPrint(t, append(base, tt.args...)...)
+			if perr == nil || perr.Error() != err.Error() {
+				t.Fatalf("config print %v: error %v, want serve's %q\n%s", tt.args, perr, err, printOut)
 			}
 		})
 	}

@@ -17,6 +17,11 @@ var (
 	buildTime string
 )
 
+// unknownCommit is the commit line of a binary that knows none.
+const unknownCommit = "unknown: built without VCS stamping; build in a git checkout, " +
+	`or with -ldflags "-X main.commit=$(git rev-parse HEAD)", to stamp it ` +
+	"(docs/operations.md, Building a release binary)"
+
 // buildInfo is what `strand version` reports.
 type buildInfo struct {
 	Version    string // module version, or the -ldflags one
@@ -78,6 +83,11 @@ func (b buildInfo) String() string {
 			c += "+dirty"
 		}
 		fmt.Fprintf(&s, "  commit:      %s\n", c)
+	} else {
+		// Say where the commit went rather than leave it out: a binary
+		// from a source tarball, -buildvcs=false or a build context
+		// without .git looks otherwise like one built from nothing.
+		fmt.Fprintf(&s, "  commit:      %s\n", unknownCommit)
 	}
 	if b.CommitTime != "" {
 		fmt.Fprintf(&s, "  commit time: %s\n", b.CommitTime)

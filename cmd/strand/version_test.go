@@ -41,10 +41,10 @@ func TestReadBuildInfo(t *testing.T) {
 		{
 			name: "a go run build",
 			bi:   &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, ok: true,
-			want: []string{"strand dev\n", "go:          go1.26.8"},
-			not:  []string{"commit", "(devel)"},
+			want: []string{"strand dev\n", "go:          go1.26.8", "commit:      unknown: built without VCS stamping"},
+			not:  []string{"commit time", "(devel)"},
 		},
-		{name: "no build info", want: []string{"strand dev\n", "go:          go"}},
+		{name: "no build info", want: []string{"strand dev\n", "go:          go", "commit:      unknown: built without VCS stamping"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,7 +78,10 @@ import (
 // A test build may lower the garbage collection grace's floor, for
 // every agent of the process (package planted); every other build keeps
 // meta's.
-func init() { meta.MinGCGraceMs = planted.GCGraceFloor(meta.MinGCGraceMs) }
+func init() {
+	meta.MinGCGraceMs = planted.GCGraceFloor(meta.MinGCGraceMs)
+	meta.MinDeleteDelayMs = planted.GCGraceFloor(meta.MinDeleteDelayMs)
+}
 
 // Agent is one running agent. Start returns it serving; Stop shuts it down.
 type Agent struct {
@@ -432,6 +435,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		NodeID: cfg.NodeID, AgentID: agentID, Host: host, Port: port, Rack: cfg.Rack, LeaseMs: cfg.Lease.Milliseconds(),
 		Features: meta.SupportedFeatures(), Endpoints: a.agentEndpoints(),
 	}, logger.With("component", "membership"))
+	a.members.clk = clk
 	a.clock = newClockGuard(clk, a.replica.View, cfg.MaxClockSkew, cfg.Lease/3, logger.With("component", "clock"))
 	a.members.renewed = func() {
 		a.clock.check()
@@ -536,6 +540,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		Meta:      a.replica,
 		Placement: timeRing,
 		Grace:     cfg.GCGrace,
+		Clock:     clk,
 		Logger:    logger.With("component", "gc"),
 	})
 	if err != nil {
@@ -613,6 +618,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			LogCleanerBackoffMs:        cfg.LogCleanerBackoff.Milliseconds(),
 			LogCleanerDedupeBufferSize: cfg.LogCleanerDedupeBufferSize,
 			GCGraceMs:                  cfg.GCGrace.Milliseconds(),
+			GCDeleteDelayMs:            cfg.GCDeleteDelay.Milliseconds(),
+			DeadBytes:                  deadBytesOf(gc.NewDeadBytes(a.store)),
 			Meta:                       a.replica,
 			Cluster:                    kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, Endpoints: a.endpoints(), Brokers: a.members.brokers},
 			AutoCreateTopics:           cfg.AutoCreateTopics,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
@@ -34,6 +35,10 @@ type membership struct {
 	logger  *slog.Logger
 	// renewed, if set, is called after each renewal has applied here.
 	renewed func()
+	// clk times the renewals (nil: the wall clock): the agent's clock,
+	// which also stamps them, so a lease is renewed every third of it
+	// by the same clock that measures it.
+	clk clock.Clock
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -104,25 +109,29 @@ func (m *membership) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel, m.done = cancel, make(chan struct{})
 	every := time.Duration(m.self.LeaseMs) * time.Millisecond / 3
+	clk := clock.OrReal(m.clk)
 	go func() {
 		defer close(m.done)
-		first := time.NewTimer(every/2 + rand.N(every/2+1))
-		defer first.Stop()
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, clk, every/2+rand.N(every/2+1)) != nil {
 			return
-		case <-first.C:
 		}
-		t := time.NewTicker(every)
-		defer t.Stop()
+		next := clk.Now()
 		for {
 			if err := m.heartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				m.logger.Warn("lease renewal failed; retrying at the next tick", "err", err)
 			}
-			select {
-			case <-ctx.Done():
+			// A fixed period, as a ticker's: a slow renewal does not
+			// push the later ones back, and missed ticks are dropped.
+			// A clock that stepped back waits no more than a period.
+			next = next.Add(every)
+			now := clk.Now()
+			if next.Before(now) {
+				next = now.Add(every - now.Sub(next)%every)
+			} else if next.Sub(now) > every {
+				next = now.Add(every)
+			}
+			if clock.Sleep(ctx, clk, next.Sub(now)) != nil {
 				return
-			case <-t.C:
 			}
 		}
 	}()

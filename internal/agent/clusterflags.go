@@ -41,6 +41,8 @@ func (c *Config) clusterFlags() []clusterFlag {
 			c.LogRetentionBytes != -1, meta.MetadataLevel3},
 		{"--gc-grace", meta.GCGraceConfig, strconv.FormatInt(c.GCGrace.Milliseconds(), 10),
 			c.GCGrace != gc.DefaultGrace, meta.MetadataLevel5},
+		{"--gc-delete-delay", meta.DeleteDelayConfig, strconv.FormatInt(c.GCDeleteDelay.Milliseconds(), 10),
+			c.GCDeleteDelay != gc.DefaultDeleteDelay, meta.MetadataLevel5},
 	}
 }
 

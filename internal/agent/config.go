@@ -292,6 +292,15 @@ type Config struct {
 	// (meta.GCGraceConfig), which the flag sets only where the log has
 	// none (clusterflags.go).
 	GCGrace time.Duration
+	// GCDeleteDelay is --gc-delete-delay: from metadata level 5, how
+	// long after a data object's last index entry goes (by the log
+	// clock, and once every live agent applied that) it is deleted;
+	// Kafka's log.segment.delete.delay.ms. 0 means
+	// meta.DefaultDeleteDelayMs; see meta.DeleteDelayConfig for why it
+	// may be shorter than the grace. At least meta.MinDeleteDelayMs. A
+	// cluster-wide config in the log, which the flag sets only where the
+	// log has none (clusterflags.go).
+	GCDeleteDelay time.Duration
 	// Key compaction of compacted topics (package cleaner), Kafka's
 	// broker configs of the same names: LogCleanerDedupeBufferSize is
 	// log.cleaner.dedupe.buffer.size, the memory of one round's offset
@@ -537,6 +546,9 @@ func (c *Config) SetDefaults() {
 	if c.GCGrace == 0 {
 		c.GCGrace = gc.DefaultGrace
 	}
+	if c.GCDeleteDelay == 0 {
+		c.GCDeleteDelay = gc.DefaultDeleteDelay
+	}
 	if c.LogCleanerDedupeBufferSize == 0 {
 		c.LogCleanerDedupeBufferSize = cleaner.DefaultMapBytes
 	}
@@ -644,6 +656,9 @@ func (c *Config) Validate() error {
 	}
 	if floor := time.Duration(meta.MinGCGraceMs) * time.Millisecond; c.GCGrace < 0 || (c.GCGrace > 0 && c.GCGrace < floor) {
 		errs = append(errs, fmt.Errorf("gc-grace %v: must be at least %v, the longest an upload may take before its commit", c.GCGrace, floor))
+	}
+	if floor := time.Duration(meta.MinDeleteDelayMs) * time.Millisecond; c.GCDeleteDelay < 0 || (c.GCDeleteDelay > 0 && c.GCDeleteDelay < floor) {
+		errs = append(errs, fmt.Errorf("gc-delete-delay %v: must be at least %v, above the longest object read of a fetch", c.GCDeleteDelay, floor))
 	}
 	if c.LogCleanerDedupeBufferSize < cleaner.EntryBytes || c.LogCleanerDedupeBufferSize > 1<<40 {
 		errs = append(errs, fmt.Errorf("log-cleaner-dedupe-buffer-size %d: must be between %d and 1 TiB", c.LogCleanerDedupeBufferSize, cleaner.EntryBytes))

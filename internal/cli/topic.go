@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/kafka"
 )
 
 // NewTopicCommand returns `topic` with its create, list, describe,
@@ -174,6 +175,11 @@ type TopicListing struct {
 	Partitions int    `json:"partitions" yaml:"partitions"`
 	// SizeBytes is null when the stored bytes could not be listed.
 	SizeBytes *int64 `json:"size_bytes" yaml:"size_bytes"`
+	// DeadBytes are the bytes of the topic's data that left the index
+	// but are still in the object store, waiting for deletion (Strand's
+	// DescribeLogDirs dir strand-objects-dead); absent from a cluster
+	// that reports none (Kafka) or when they could not be listed.
+	DeadBytes *int64 `json:"dead_bytes,omitempty" yaml:"dead_bytes,omitempty"`
 	Error     string `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
@@ -199,7 +205,7 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("list topics: %w", err)
 			}
-			sizes, sizeErr := describeSizes(ctx, adm, nil)
+			sizes, dead, sizeErr, deadErr := describeSizes(ctx, adm, nil)
 			listing := []TopicListing{}
 			for _, d := range details.Sorted() {
 				l := TopicListing{Name: d.Topic, Internal: d.IsInternal, Partitions: len(d.Partitions)}
@@ -207,14 +213,25 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 					l.Error = d.Err.Error()
 				} else {
 					l.SizeBytes = sizes.topicBytes(d.Topic, sizeErr)
+					if dead != nil {
+						l.DeadBytes = dead.topicBytes(d.Topic, deadErr)
+					}
 				}
 				listing = append(listing, l)
 			}
 			return WriteOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
-				t := newTable(w, "NAME", "PARTITIONS", "SIZE")
+				header := []string{"NAME", "PARTITIONS", "SIZE"}
+				if dead != nil {
+					header = append(header, "DEAD")
+				}
+				t := newTable(w, header...)
 				for _, d := range details.Sorted() {
 					if d.Err != nil {
 						t.row(d.Topic, d.Err)
+						continue
+					}
+					if dead != nil {
+						t.row(d.Topic, len(d.Partitions), sizes.topicCell(d.Topic, sizeErr), dead.topicCell(d.Topic, deadErr))
 						continue
 					}
 					t.row(d.Topic, len(d.Partitions), sizes.topicCell(d.Topic, sizeErr))
@@ -230,10 +247,12 @@ func newTopicListCmd(opts *ClientOptions) *cobra.Command {
 
 // TopicDescription is one topic of `topic describe --format json|yaml`.
 type TopicDescription struct {
-	Name       string                 `json:"name" yaml:"name"`
-	ID         string                 `json:"id" yaml:"id"`
-	Internal   bool                   `json:"internal" yaml:"internal"`
-	SizeBytes  *int64                 `json:"size_bytes" yaml:"size_bytes"` // null if unknown
+	Name      string `json:"name" yaml:"name"`
+	ID        string `json:"id" yaml:"id"`
+	Internal  bool   `json:"internal" yaml:"internal"`
+	SizeBytes *int64 `json:"size_bytes" yaml:"size_bytes"` // null if unknown
+	// DeadBytes: as TopicListing's.
+	DeadBytes  *int64                 `json:"dead_bytes,omitempty" yaml:"dead_bytes,omitempty"`
 	Partitions []PartitionDescription `json:"partitions" yaml:"partitions"`
 	Configs    []TopicConfig          `json:"configs" yaml:"configs"`
 	// ConfigsError says why Configs is empty, if it is for an error.
@@ -271,6 +290,7 @@ type PartitionDescription struct {
 	StartOffset *int64  `json:"start_offset" yaml:"start_offset"`
 	EndOffset   *int64  `json:"end_offset" yaml:"end_offset"`
 	SizeBytes   *int64  `json:"size_bytes" yaml:"size_bytes"`
+	DeadBytes   *int64  `json:"dead_bytes,omitempty" yaml:"dead_bytes,omitempty"`
 }
 
 // TopicConfig is one config of a described topic; Value is null for a
@@ -318,12 +338,13 @@ offset index entries and the data objects they point into, level 0
 			starts, startErr := adm.ListStartOffsets(ctx, topics...)
 			ends, endErr := adm.ListEndOffsets(ctx, topics...)
 			configs, cfgErr := adm.DescribeTopicConfigs(ctx, topics...)
-			sizes, sizeErr := describeSizes(ctx, adm, details.TopicsSet())
+			sizes, dead, sizeErr, deadErr := describeSizes(ctx, adm, details.TopicsSet())
 
 			if *format != OutputText {
 				descs := make([]TopicDescription, 0, len(topics))
 				for _, topic := range topics {
 					d := describeTopic(details[topic], starts, startErr, ends, endErr, configs, cfgErr, sizes, sizeErr)
+					d.addDead(dead, deadErr)
 					if storage.HTTP != "" {
 						d.addStorage(cmd.Context(), &storage, configs)
 					}
@@ -343,17 +364,28 @@ offset index entries and the data objects they point into, level 0
 				summary.row("INTERNAL", d.IsInternal)
 				summary.row("PARTITIONS", len(d.Partitions))
 				summary.row("SIZE", sizes.topicCell(topic, sizeErr))
+				if dead != nil {
+					summary.row("DEAD", dead.topicCell(topic, deadErr))
+				}
 				if err := summary.flush(); err != nil {
 					return err
 				}
 
 				fmt.Fprintln(w)
-				parts := newTable(w, "PARTITION", "LEADER", "EPOCH", "REPLICAS", "START", "END", "SIZE")
+				header := []string{"PARTITION", "LEADER", "EPOCH", "REPLICAS", "START", "END", "SIZE"}
+				if dead != nil {
+					header = append(header, "DEAD")
+				}
+				parts := newTable(w, header...)
 				for _, p := range d.Partitions.Sorted() {
-					parts.row(p.Partition, p.Leader, p.LeaderEpoch, joinInt32s(p.Replicas),
+					cells := []any{p.Partition, p.Leader, p.LeaderEpoch, joinInt32s(p.Replicas),
 						offsetCell(starts, startErr, topic, p.Partition),
 						offsetCell(ends, endErr, topic, p.Partition),
-						sizes.partitionCell(topic, p.Partition, sizeErr))
+						sizes.partitionCell(topic, p.Partition, sizeErr)}
+					if dead != nil {
+						cells = append(cells, dead.deadPartitionCell(topic, p.Partition, deadErr))
+					}
+					parts.row(cells...)
 				}
 				if err := parts.flush(); err != nil {
 					return err
@@ -463,29 +495,62 @@ func fetchStorageLevels(ctx context.Context, o *adminOptions, topic string) (*ag
 type topicSizes map[string]map[int32]int64
 
 // describeSizes asks every broker for the sizes of the partitions in set
-// (nil: all).
-func describeSizes(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) (topicSizes, error) {
+// (nil: all). Strand's dir of dead objects' bytes (kafka.DeadLogDirName)
+// is summed apart into dead, nil when no broker reports that dir (Kafka);
+// its failures are deadErr's, so SIZE still shows.
+func describeSizes(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) (sizes, dead topicSizes, err, deadErr error) {
 	dirs, err := adm.DescribeAllLogDirs(ctx, set)
 	if err != nil {
-		return nil, err
+		return nil, nil, err, nil
 	}
-	sizes := topicSizes{}
-	var errs []error
+	sizes = topicSizes{}
+	var errs, deadErrs []error
 	dirs.Each(func(d kadm.DescribedLogDir) {
+		into, errsOf := sizes, &errs
+		if d.Dir == kafka.DeadLogDirName {
+			if dead == nil {
+				dead = topicSizes{}
+			}
+			into, errsOf = dead, &deadErrs
+		}
 		if d.Err != nil {
-			errs = append(errs, fmt.Errorf("broker %d dir %s: %w", d.Broker, d.Dir, d.Err))
+			*errsOf = append(*errsOf, fmt.Errorf("broker %d dir %s: %w", d.Broker, d.Dir, d.Err))
 			return
 		}
 		for topic, ps := range d.Topics {
-			if sizes[topic] == nil {
-				sizes[topic] = map[int32]int64{}
+			if into[topic] == nil {
+				into[topic] = map[int32]int64{}
 			}
 			for p, dp := range ps {
-				sizes[topic][p] += dp.Size
+				into[topic][p] += dp.Size
 			}
 		}
 	})
-	return sizes, errors.Join(errs...)
+	return sizes, dead, errors.Join(errs...), errors.Join(deadErrs...)
+}
+
+// addDead adds the dead bytes, if the cluster reports them.
+func (d *TopicDescription) addDead(dead topicSizes, err error) {
+	if dead == nil {
+		return
+	}
+	d.DeadBytes = dead.topicBytes(d.Name, err)
+	if err != nil {
+		return
+	}
+	for i := range d.Partitions {
+		n := dead[d.Name][d.Partitions[i].Partition]
+		d.Partitions[i].DeadBytes = &n
+	}
+}
+
+// deadPartitionCell renders a partition's dead bytes: the dead dir lists
+// only partitions that have some.
+func (s topicSizes) deadPartitionCell(topic string, p int32, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return strconv.FormatInt(s[topic][p], 10)
 }
 
 // topicCell renders a topic's stored bytes, or why they are missing.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strandkafka/strand/internal/kafka"
 )
 
 // maxCreateConfigs bounds the config lines of a create form.
@@ -102,6 +104,9 @@ func (c *Console) topicStats(r *http.Request, topics kadm.TopicDetails) (starts,
 	dirs, _ := c.adm.DescribeAllLogDirs(ctx, set)
 	for _, ds := range dirs {
 		ds.EachPartition(func(dp kadm.DescribedLogDirPartition) {
+			if dp.Dir == kafka.DeadLogDirName {
+				return // bytes of dead objects, not the partition's
+			}
 			if sizes[dp.Topic] == nil {
 				sizes[dp.Topic] = map[int32]int64{}
 			}

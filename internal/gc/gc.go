@@ -10,11 +10,14 @@
 //
 //   - A dead object is one no index entry points into any more. A fetch
 //     that planned a read of it from an older View may still be reading:
-//     the janitor deletes it only once the log clock is the grace period
-//     past its death, longer than any fetch holds a plan (see
-//     meta.DefaultGCGrace for the bound), and (from metadata level 5)
-//     once every live agent's heartbeat says it applied the death, so an
-//     agent whose apply stalled still finds what its view names.
+//     the janitor deletes it only once the log clock is the delete delay
+//     past its death, longer than any fetch holds a plan (a minute by
+//     default, Kafka's log.segment.delete.delay.ms; see
+//     meta.DeleteDelayConfig), and once every live agent's heartbeat
+//     says it applied the death, so an agent whose apply stalled still
+//     finds what its view names. Below metadata level 5 deaths carry no
+//     position to wait on, and the wait is the grace period (see
+//     meta.DefaultGCGrace).
 //   - An orphan's key carries its writer's time (package segment). Apply
 //     refuses to commit an object whose key time is below the orphan
 //     horizon (log clock minus grace, never moving back), so the
@@ -51,6 +54,10 @@ const (
 	// DefaultGrace is --gc-grace's default; meta.DefaultGCGrace says
 	// why 10 minutes.
 	DefaultGrace = time.Duration(meta.DefaultGCGrace) * time.Millisecond
+	// DefaultDeleteDelay is --gc-delete-delay's default: Kafka's
+	// log.segment.delete.delay.ms (meta.DeleteDelayConfig says why it
+	// suffices).
+	DefaultDeleteDelay = time.Duration(meta.DefaultDeleteDelayMs) * time.Millisecond
 	// DefaultInterval is the pause between steps. A step deletes at
 	// most MaxDeletes objects and lists at most MaxBuckets buckets, so
 	// the pace is bounded: 1000 DELETEs and 10 LISTs a second at most,
@@ -209,9 +216,14 @@ func (c *Collector) Step(ctx context.Context) (Step, error) {
 		}
 	}
 
-	// Dead objects: due grace after their death, and once every live
-	// agent has applied it.
-	due, err := v.DeadObjects(now-grace, c.cfg.MaxDeletes)
+	// Dead objects: due the delete delay after their death (the grace
+	// below level 5), and once every live agent has applied it.
+	cluster, err := v.BrokerConfigs("")
+	if err != nil {
+		return st, err
+	}
+	delay := meta.DeleteDelayMs(cluster, grace, f.MetadataLevel())
+	due, err := v.DeadObjects(now-delay, c.cfg.MaxDeletes)
 	if err != nil {
 		return st, err
 	}

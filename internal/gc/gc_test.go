@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -578,5 +579,64 @@ func TestJanitorWaitsForLaggingAgents(t *testing.T) {
 	beat(2, "stalled", caughtUp)
 	if st := e.step(c); st.Deleted != 1 {
 		t.Fatalf("deleted %d objects once every agent applied the death, want 1", st.Deleted)
+	}
+}
+
+// From level 5 a dead object waits the delete delay (a minute, Kafka's
+// log.segment.delete.delay.ms), not the grace, once every live agent
+// applied its death; the cluster-wide strand.gc.delete.delay.ms moves
+// it, and a value below the floor counts as unset. Below level 5 it is
+// the grace (TestTopicDeletionFreesObjectsAfterGrace).
+func TestDeleteDelay(t *testing.T) {
+	delay := time.Duration(meta.DefaultDeleteDelayMs) * time.Millisecond
+	if delay >= time.Duration(meta.DefaultGCGrace)*time.Millisecond {
+		t.Fatalf("the default delete delay %v is not below the default grace", delay)
+	}
+	for _, tt := range []struct {
+		name string
+		set  string // strand.gc.delete.delay.ms, "" for none
+		want time.Duration
+	}{
+		{"default", "", delay},
+		{"set", "90000", 90 * time.Second},
+		{"below the floor", "1", delay},
+		{"above the grace", strconv.FormatInt(2*meta.DefaultGCGrace, 10), time.Duration(meta.DefaultGCGrace) * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnvAt(t, meta.MetadataLevel5)
+			beat := func() {
+				t.Helper()
+				e.propose(meta.AgentHeartbeat{NodeID: 1, AgentID: "metatest", Host: "h", Port: 1,
+					LeaseMs: time.Hour.Milliseconds(), Applied: 1 << 62})
+			}
+			beat()
+			if tt.set != "" {
+				e.propose(meta.AlterBrokerConfigs{Set: map[string]string{meta.DeleteDelayConfig: tt.set}})
+			}
+			a := e.topic("a")
+			e.produce(e.pipeline(produce.Config{}), e.batch(a, 1))
+			c := e.collector(1, nil)
+			m := gc.NewMetrics(e.db)
+			if got := gather(t, m, "strand_gc_delete_delay_seconds"); got != tt.want.Seconds() {
+				t.Errorf("strand_gc_delete_delay_seconds = %v, want %v", got, tt.want.Seconds())
+			}
+			e.propose(meta.DeleteTopic{Name: "a"})
+			e.advance(tt.want - time.Millisecond)
+			beat()
+			if got := gather(t, m, "strand_gc_lag_seconds"); got != 0 {
+				t.Errorf("strand_gc_lag_seconds = %v before the delay passed", got)
+			}
+			if st := e.step(c); st.Deleted != 0 {
+				t.Fatalf("deleted %d objects a millisecond before %v", st.Deleted, tt.want)
+			}
+			e.advance(time.Millisecond)
+			beat()
+			if st := e.step(c); st.Deleted != 1 {
+				t.Fatalf("deleted %d objects %v after the death, want 1", st.Deleted, tt.want)
+			}
+			if got := e.keys(); len(got) != 0 {
+				t.Fatalf("the store still holds %v", got)
+			}
+		})
 	}
 }

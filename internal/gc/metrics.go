@@ -23,6 +23,7 @@ type metrics struct {
 	orphanBytes   *prometheus.Desc
 	lag           *prometheus.Desc
 	graceSeconds  *prometheus.Desc
+	deleteDelay   *prometheus.Desc
 	reconciledLag *prometheus.Desc
 }
 
@@ -39,8 +40,10 @@ func NewMetrics(m meta.Viewer) prometheus.Collector {
 		orphans:      prometheus.NewDesc("strand_gc_orphans_total", "Orphans (uploaded, never committed) the reconciler found and deleted.", nil, nil),
 		orphanBytes:  prometheus.NewDesc("strand_gc_orphan_bytes_total", "Bytes of orphans the reconciler deleted.", nil, nil),
 		lag: prometheus.NewDesc("strand_gc_lag_seconds",
-			"How long the oldest dead object has been due for deletion (its death plus the grace period), by the log clock; 0 when none is due.", nil, nil),
+			"How long the oldest dead object has been due for deletion (its death plus the delete delay), by the log clock; 0 when none is due.", nil, nil),
 		graceSeconds: prometheus.NewDesc("strand_gc_grace_seconds", "The grace period in the log.", nil, nil),
+		deleteDelay: prometheus.NewDesc("strand_gc_delete_delay_seconds",
+			"How long a dead object waits before deletion (strand.gc.delete.delay.ms in the log; the grace period below metadata level 5).", nil, nil),
 		reconciledLag: prometheus.NewDesc("strand_gc_reconcile_lag_seconds",
 			"How far the orphan reconciler's sweep trails the orphan horizon, by the log clock.", nil, nil),
 	}
@@ -48,7 +51,7 @@ func NewMetrics(m meta.Viewer) prometheus.Collector {
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.storedBytes, m.objects, m.objectBytes, m.deleted, m.deletedBytes,
-		m.orphans, m.orphanBytes, m.lag, m.graceSeconds, m.reconciledLag} {
+		m.orphans, m.orphanBytes, m.lag, m.graceSeconds, m.deleteDelay, m.reconciledLag} {
 		ch <- d
 	}
 }
@@ -64,9 +67,18 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
+	f, err := v.Features()
+	if err != nil {
+		return
+	}
+	cluster, err := v.BrokerConfigs("")
+	if err != nil {
+		return
+	}
+	delay := meta.DeleteDelayMs(cluster, g.GraceMs, f.MetadataLevel())
 	var lag float64
 	if oldest, err := v.DeadObjects(math.MaxInt64, 1); err == nil && len(oldest) == 1 {
-		lag = max(0, float64(now-oldest[0].DeadAt-g.GraceMs)/1000)
+		lag = max(0, float64(now-oldest[0].DeadAt-delay)/1000)
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -85,5 +97,6 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.orphanBytes, g.OrphanBytes)
 	gauge(m.lag, lag)
 	gauge(m.graceSeconds, float64(g.GraceMs)/1000)
+	gauge(m.deleteDelay, float64(delay)/1000)
 	gauge(m.reconciledLag, max(0, float64(g.Horizon(now)-g.ReconciledTo)/1000))
 }

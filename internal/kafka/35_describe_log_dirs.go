@@ -11,6 +11,13 @@
 //     compression included. On a log below strand.metadata.version 3,
 //     which keeps no numbers, every size is 0. OffsetLag is 0 and
 //     IsFuture false: there are no replicas to move.
+//   - A second dir, DeadLogDirName, holds the bytes of the same
+//     partitions that the store still keeps in dead objects: dropped
+//     from the index (retention, DeleteRecords, compaction), waiting for
+//     the delete delay and the janitor (package gc). Kafka's tools sum
+//     every dir, which is what the store holds; Strand's CLI shows the
+//     two apart (SIZE and DEAD). Its ErrorCode is KAFKA_STORAGE_ERROR
+//     when the footers of the dead objects could not be read.
 //   - A null topic list describes every topic; a named topic or partition
 //     that does not exist, or that another agent leads, is left out, as a
 //     Kafka broker leaves out what it does not host.
@@ -27,6 +34,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -37,10 +45,14 @@ func init() { regKey(35, 0, 4, handleDescribeLogDirs) }
 // LogDirName is the one logical log dir every agent reports.
 const LogDirName = "strand-objects"
 
+// DeadLogDirName is the logical log dir of the bytes held by dead
+// objects, which the store keeps until the janitor deletes them.
+const DeadLogDirName = "strand-objects-dead"
+
 // unknownBytes is TotalBytes and UsableBytes: not measurable.
 const unknownBytes = -1
 
-func handleDescribeLogDirs(_ context.Context, r *Request) (kmsg.Response, error) {
+func handleDescribeLogDirs(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()
 	if err != nil {
 		return nil, err
@@ -81,6 +93,15 @@ func handleDescribeLogDirs(_ context.Context, r *Request) (kmsg.Response, error)
 		}
 	}
 	lists := replicaLists{view: view}
+	var dead map[meta.TopicID]map[int32]int64
+	deadDir := kmsg.NewDescribeLogDirsResponseDir()
+	deadDir.Dir = DeadLogDirName
+	deadDir.TotalBytes, deadDir.UsableBytes = unknownBytes, unknownBytes
+	if r.Deps.DeadBytes != nil {
+		if dead, err = r.Deps.DeadBytes(ctx, view); err != nil {
+			deadDir.ErrorCode = kerr.KafkaStorageError.Code
+		}
+	}
 	for _, t := range topics {
 		sizes, err := view.TopicStorage(t.ID)
 		if err != nil {
@@ -99,11 +120,32 @@ func handleDescribeLogDirs(_ context.Context, r *Request) (kmsg.Response, error)
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition, dp.Size = p, sizes[p].Bytes
 			dt.Partitions = append(dt.Partitions, dp)
+			if n := dead[t.ID][p]; n > 0 {
+				dd := dp
+				dd.Size = n
+				ddt := deadTopic(&deadDir, t.Name)
+				ddt.Partitions = append(ddt.Partitions, dd)
+			}
 		}
 		if len(dt.Partitions) > 0 {
 			dir.Topics = append(dir.Topics, dt)
 		}
 	}
 	resp.Dirs = append(resp.Dirs, dir)
+	if r.Deps.DeadBytes != nil {
+		resp.Dirs = append(resp.Dirs, deadDir)
+	}
 	return resp, nil
+}
+
+// deadTopic returns dir's entry for topic, adding it if it is not the
+// last one (topics are added in order, each once).
+func deadTopic(dir *kmsg.DescribeLogDirsResponseDir, topic string) *kmsg.DescribeLogDirsResponseDirTopic {
+	if n := len(dir.Topics); n > 0 && dir.Topics[n-1].Topic == topic {
+		return &dir.Topics[n-1]
+	}
+	dt := kmsg.NewDescribeLogDirsResponseDirTopic()
+	dt.Topic = topic
+	dir.Topics = append(dir.Topics, dt)
+	return &dir.Topics[len(dir.Topics)-1]
 }

@@ -10,8 +10,9 @@ package kafka
 // the retention proposer at every check), message.max.bytes (at every
 // Produce), max.connections, max.connections.per.ip and its overrides
 // (at every accept), log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size
-// (at every cleaner pass), and strand.gc.grace.ms (cluster-wide only,
-// read by apply: meta.GCGraceConfig). A broker config that
+// (at every cleaner pass), strand.gc.grace.ms (cluster-wide only,
+// read by apply: meta.GCGraceConfig) and strand.gc.delete.delay.ms
+// (cluster-wide only, read by the janitor: meta.DeleteDelayConfig). A broker config that
 // exists but is not dynamic is refused as Kafka refuses it
 // (INVALID_REQUEST, "Cannot update these configs dynamically"); a name
 // that is no broker config is INVALID_CONFIG.
@@ -152,6 +153,12 @@ func planAlterBroker(r *Request, view *meta.View, name string, alt brokerAlter) 
 	}
 	if alt.bad != nil {
 		return nil, alt.bad, alt.msg
+	}
+	if _, set := alt.set[meta.DeleteDelayConfig]; set && name != "" {
+		// The janitor reads only the cluster-wide value; one agent's
+		// would be stored and never used. (Apply refuses a node's
+		// strand.gc.grace.ms itself.)
+		return nil, kerr.InvalidConfig, meta.DeleteDelayConfig + " is cluster-wide: set it on the default broker resource"
 	}
 	for _, n := range slices.Sorted(maps.Keys(alt.set)) {
 		var srv Config

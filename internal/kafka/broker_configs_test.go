@@ -236,7 +236,8 @@ func TestBrokerConfigsKadm(t *testing.T) {
 	for _, c := range a.request(t, req).(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
 		dynamic := map[string]bool{"log.retention.ms": true, "log.retention.bytes": true, "message.max.bytes": true,
 			"max.connections": true, "max.connections.per.ip": true, "log.cleaner.backoff.ms": true,
-			"log.cleaner.dedupe.buffer.size": true, "max.connections.per.ip.overrides": true, meta.GCGraceConfig: true}[c.Name]
+			"log.cleaner.dedupe.buffer.size": true, "max.connections.per.ip.overrides": true, meta.GCGraceConfig: true,
+			meta.DeleteDelayConfig: true}[c.Name]
 		if c.ReadOnly == dynamic {
 			t.Errorf("%s read-only %v", c.Name, c.ReadOnly)
 		}
@@ -259,4 +260,36 @@ func TestBrokerConfigsKadm(t *testing.T) {
 	}
 	check(t, configOf(t, topics[0], "retention.ms"), "60000", kmsg.ConfigSourceDynamicBrokerConfig, msChain)
 	check(t, configOf(t, topics[0], "retention.bytes"), "1000", kmsg.ConfigSourceDynamicDefaultBrokerConfig, bytesChain)
+}
+
+// TestDeleteDelayConfig: strand.gc.delete.delay.ms is taken on the
+// cluster-wide resource at or above its floor, refused on one broker
+// (the janitor reads only the cluster's) and below the floor.
+func TestDeleteDelayConfig(t *testing.T) {
+	a := newTestAgent(t)
+	raiseMetadataLevel(t, a, meta.MetadataLevel5)
+	set := func(v string) []kadm.AlterConfig {
+		return []kadm.AlterConfig{{Op: kadm.SetConfig, Name: meta.DeleteDelayConfig, Value: &v}}
+	}
+	rs, err := a.Admin.AlterBrokerConfigs(a.ctx(t), set("90000"))
+	if err != nil || len(rs) != 1 || rs[0].Err != nil {
+		t.Fatalf("cluster-wide: %v %+v", err, rs)
+	}
+	rs, err = a.Admin.AlterBrokerConfigs(a.ctx(t), set("90000"), testNodeID)
+	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.InvalidConfig) {
+		t.Fatalf("per broker: %v %+v, want INVALID_CONFIG", err, rs)
+	}
+	rs, err = a.Admin.AlterBrokerConfigs(a.ctx(t), set(strconv.FormatInt(meta.MinDeleteDelayMs-1, 10)))
+	if err != nil || len(rs) != 1 || !errors.Is(rs[0].Err, kerr.InvalidConfig) {
+		t.Fatalf("below the floor: %v %+v, want INVALID_CONFIG", err, rs)
+	}
+	v := a.Replica.View()
+	defer v.Close()
+	cluster, err := v.BrokerConfigs("")
+	if err != nil || cluster[meta.DeleteDelayConfig] != "90000" {
+		t.Fatalf("cluster-wide configs %v (%v), want the delay at 90000", cluster, err)
+	}
+	if got := meta.DeleteDelayMs(cluster, meta.DefaultGCGrace, meta.MetadataLevel5); got != 90000 {
+		t.Errorf("delete delay %d, want 90000", got)
+	}
 }

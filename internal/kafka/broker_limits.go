@@ -76,12 +76,22 @@ var limitConfigs = map[string]limitConfig{
 	// Cluster-wide only: apply refuses a node's value (meta.alterGrace),
 	// and its floor, read at each check, may be lowered by a test build.
 	meta.GCGraceConfig: {typ: kmsg.ConfigTypeLong, def: strconv.FormatInt(meta.DefaultGCGrace, 10),
-		doc: "How long a data object no index entry points into is kept before deletion, and how old an object no commit names must be to be deleted as an orphan, in ms; cluster-wide only.",
+		doc: "How old an object no commit names must be to be deleted as an orphan, and the most a data object no index entry points into is kept before deletion, in ms; cluster-wide only.",
 		static: func(d *Deps, _ Config) string {
 			return orDefault(d.GCGraceMs, meta.DefaultGCGrace)
 		},
 		check: func(srv Config, v string) error {
 			return intBetween(meta.MinGCGraceMs, math.MaxInt64/int64(time.Millisecond))(srv, v)
+		}},
+	// Read by the janitor from the cluster-wide configs only; its floor,
+	// read at each check, may be lowered by a test build.
+	meta.DeleteDelayConfig: {typ: kmsg.ConfigTypeLong, def: strconv.FormatInt(meta.DefaultDeleteDelayMs, 10),
+		doc: "How long a data object no index entry points into is kept before deletion once every live agent has applied that, in ms (Kafka's log.segment.delete.delay.ms); never more than " + meta.GCGraceConfig + "; cluster-wide only.",
+		static: func(d *Deps, _ Config) string {
+			return orDefault(d.GCDeleteDelayMs, meta.DefaultDeleteDelayMs)
+		},
+		check: func(srv Config, v string) error {
+			return intBetween(meta.MinDeleteDelayMs, math.MaxInt64/int64(time.Millisecond))(srv, v)
 		}},
 }
 

@@ -95,6 +95,13 @@ type Deps struct {
 	// GCGraceMs is --gc-grace, shown as meta.GCGraceConfig's static
 	// value (0: the default).
 	GCGraceMs int64
+	// DeadBytes, if set, returns the bytes dead objects still hold in the
+	// store by topic and partition as of v's dead-object queue
+	// (gc.DeadBytes): DescribeLogDirs' second dir.
+	DeadBytes func(ctx context.Context, v *meta.View) (map[meta.TopicID]map[int32]int64, error)
+	// GCDeleteDelayMs is --gc-delete-delay, shown as
+	// meta.DeleteDelayConfig's static value (0: the default).
+	GCDeleteDelayMs int64
 	// Loggers are this agent's live log levels, its BROKER_LOGGER
 	// resource (broker_loggers.go); nil: none can be changed.
 	Loggers *loglevel.Levels

@@ -1,9 +1,14 @@
 package kafka
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/meta"
@@ -121,5 +126,57 @@ func TestDescribeLogDirsVersions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDescribeLogDirsDead: with Deps.DeadBytes set, a second dir lists
+// the bytes dead objects hold for the partitions this agent leads, only
+// those with any; its failure is that dir's KAFKA_STORAGE_ERROR and
+// leaves the first dir whole.
+func TestDescribeLogDirsDead(t *testing.T) {
+	var fail atomic.Bool
+	a := newTestAgent(t, withDeps(func(d *Deps) {
+		d.DeadBytes = func(_ context.Context, v *meta.View) (map[meta.TopicID]map[int32]int64, error) {
+			if fail.Load() {
+				return nil, errors.New("store down")
+			}
+			tp, ok, err := v.Topic("expired")
+			if err != nil || !ok {
+				return nil, fmt.Errorf("topic expired: %v %v", ok, err)
+			}
+			return map[meta.TopicID]map[int32]int64{tp.ID: {1: 4096}, {0xff}: {0: 1}}, nil
+		}
+	}))
+	raiseToLevel3(t, a)
+	a.createTopic(t, "expired", 2, nil)
+	a.commit(t, "expired", 0, testBatch{records: 1})
+
+	dirs, err := a.Admin.DescribeAllLogDirs(a.ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker := dirs[testNodeID]
+	if len(broker) != 2 || broker.Error() != nil {
+		t.Fatalf("log dirs %+v, want two", broker)
+	}
+	live, dead := broker[LogDirName], broker[DeadLogDirName]
+	if p, ok := live.Topics["expired"][0]; !ok || p.Size != 100 {
+		t.Errorf("live expired/0: %+v %v, want 100 bytes", p, ok)
+	}
+	if len(dead.Topics) != 1 || len(dead.Topics["expired"]) != 1 || dead.Topics["expired"][1].Size != 4096 {
+		t.Errorf("dead dir %+v, want expired/1 with 4096 bytes alone", dead.Topics)
+	}
+
+	fail.Store(true)
+	dirs, err = a.Admin.DescribeAllLogDirs(a.ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker = dirs[testNodeID]
+	if d := broker[DeadLogDirName]; !errors.Is(d.Err, kerr.KafkaStorageError) {
+		t.Errorf("dead dir error %v, want KAFKA_STORAGE_ERROR", d.Err)
+	}
+	if d := broker[LogDirName]; d.Err != nil || d.Topics["expired"][0].Size != 100 {
+		t.Errorf("live dir after a dead-bytes failure: %+v", d)
 	}
 }

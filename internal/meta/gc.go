@@ -57,7 +57,8 @@ const (
 
 // DefaultGCGrace is the grace period (ms) a log starts with at level 3,
 // and the default of --gc-grace. It bounds two waits, and must exceed
-// both:
+// both (from metadata level 5 the first is DeleteDelayConfig's, shorter,
+// since the janitor also waits for every live agent to apply a death):
 //
 //   - A fetch plans its reads from a View and may read an object just
 //     after apply dropped the object's last index entry (retention,
@@ -87,6 +88,48 @@ const (
 // of expiring data, 30 GB), which is small next to any retention worth
 // setting.
 const DefaultGCGrace int64 = 10 * 60 * 1000
+
+// DeleteDelayConfig is the cluster-wide dynamic broker config that sets
+// how long, by the log clock, a dead object waits in the queue before
+// the janitor deletes it, from metadata level 5: Strand's counterpart of
+// Kafka's log.segment.delete.delay.ms (file.delete.delay.ms), with the
+// same default. It is read by the janitor (package gc), not by apply:
+// apply only queues. Below level 5, and whenever the grace is shorter,
+// dead objects wait the grace.
+//
+// The delay bounds only the wait for fetches: from level 5 the janitor
+// also waits until every live agent's heartbeat says it applied the
+// death (DeadObject.AppliedBy), so no copy plans a new read of the
+// object, and what is left is a fetch that planned before its agent
+// applied the death. Such a fetch reads within its request's lifetime:
+// fetch.max.wait and object GETs of at most 30 s each (package fetch's
+// readTimeout), and the log clock runs at most ClockLeadMs ahead of the
+// agents'. A minute covers that; the orphan horizon, which must stay
+// above the upload retry budget, is the grace's alone.
+const DeleteDelayConfig = "strand.gc.delete.delay.ms"
+
+// DefaultDeleteDelayMs is DeleteDelayConfig's default, Kafka's 1 minute.
+const DefaultDeleteDelayMs int64 = 60 * 1000
+
+// MinDeleteDelayMs is the smallest delete delay the Kafka layer and the
+// agent's flag accept: above a GET's 30 s timeout and the log clock's
+// lead. A test build's agent lowers it (package planted), as it does
+// MinGCGraceMs.
+var MinDeleteDelayMs int64 = 40 * 1000
+
+// DeleteDelayMs is the wait (ms, by the log clock) between a dead
+// object's death and its deletion: DeleteDelayConfig's value in cluster
+// (the cluster-wide broker configs; a value that does not parse or is
+// below MinDeleteDelayMs counts as unset) at metadata level 5 and up,
+// never more than the grace; below level 5 the grace, as dead objects
+// carry no position for the janitor to wait on.
+func DeleteDelayMs(cluster map[string]string, graceMs int64, level int16) int64 {
+	if level < MetadataLevel5 {
+		return graceMs
+	}
+	d := DynamicBrokerConfigs{Default: cluster}.Int64In(DeleteDelayConfig, MinDeleteDelayMs, math.MaxInt64, DefaultDeleteDelayMs)
+	return min(d, graceMs)
+}
 
 // GCGraceConfig is the cluster-wide dynamic broker config that sets the
 // grace period from metadata level 5: one record in the log, so no
