@@ -54,7 +54,7 @@ func TestQuickMatrix(t *testing.T) {
 			want := QuickCaps
 			if name == "kgo" {
 				// The quick kgo tests cover these columns (kgoCapTests).
-				want = []Capability{Produce, Consume, Groups, Admin, ScramSHA512}
+				want = []Capability{Produce, Consume, Groups, Admin, ShareGroups, ScramSHA512}
 			}
 			for _, cp := range want {
 				c, ok := r.Cells[cp]

@@ -235,10 +235,15 @@ var kgoCapTests = map[Capability][]string{
 	Idempotence:  {"TestGroupETL", "TestClient_Produce"},
 	Transactions: {"TestTxnEtl"},
 	Admin:        {"TestAddRemovePartitions", "TestPing", "TestUnknownGroupOffsetFetchPinned"},
+	ShareGroups:  kgoShareTests,
 	// The main run gets KGO_TEST_SCRAM with SHA-512 (RunMatrix); the
 	// other mechanism and TLS are variants.
 	ScramSHA512: kgoSCRAMTests,
 }
+
+// kgoShareTests are the suite's share group tests (KIP-932), which skip
+// unless the broker serves ShareFetch and ShareAcknowledge v2.
+var kgoShareTests = []string{"TestShareGroup", "TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin"}
 
 // kgoSCRAMTests are the suite's tests gated on KGO_TEST_SCRAM and
 // KGO_TEST_SCRAM_SEEDS: one authenticates and asks for metadata, one

@@ -25,6 +25,9 @@ const (
 	Idempotence  Capability = "idempotence"
 	Transactions Capability = "transactions"
 	Admin        Capability = "admin"
+	// ShareGroups is KIP-932's share groups (queues): the kgo suite's
+	// share consumer tests.
+	ShareGroups Capability = "share-groups"
 	// Lag is consumer lag as a monitoring tool (burrow) reports it.
 	Lag Capability = "lag"
 	// The security columns: a produce and consume (or, for the kgo
@@ -38,7 +41,7 @@ const (
 )
 
 // Capabilities lists every column in print order.
-var Capabilities = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, Lag,
+var Capabilities = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, ShareGroups, Lag,
 	SASLPlain, ScramSHA256, ScramSHA512, MTLS}
 
 // SecurityCaps are the columns checked over a secured listener rather
@@ -48,7 +51,7 @@ var SecurityCaps = []Capability{SASLPlain, ScramSHA256, ScramSHA512, MTLS}
 // Implemented lists the capabilities Strand serves today: a failing cell
 // in one of these columns is a regression, and TestQuickMatrix and
 // strand-compat -strict fail on it.
-var Implemented = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, Lag,
+var Implemented = []Capability{Produce, Consume, Gzip, Snappy, LZ4, Zstd, Groups, OffsetCommit, Idempotence, Transactions, Admin, ShareGroups, Lag,
 	SASLPlain, ScramSHA256, ScramSHA512, MTLS}
 
 // codecs maps the compression columns to the codec numbers in a record

@@ -75,8 +75,9 @@ var (
 	QuickCaps    = []Capability{Produce, Consume, Groups, OffsetCommit, Idempotence, Transactions, ScramSHA512}
 	QuickClients = []string{"kcat", "kafka-python", "confluent-kafka-python", "kafkajs", "kgo"}
 	// QuickKgoRun: produce, consume, a group and admin through the
-	// broker, and the SCRAM tests, a few seconds each.
-	QuickKgoRun = "^(TestClient_Produce|TestIssue769|TestIssue325|TestGroupSimple|TestUnknownGroupOffsetFetchPinned|TestAddRemovePartitions|TestPing|TestSCRAMAuth|TestSCRAMAuthBadCredentials)$"
+	// broker, the SCRAM tests, a few seconds each, and the share group
+	// tests (KIP-932; the ETL one takes about 10 s).
+	QuickKgoRun = "^(TestClient_Produce|TestIssue769|TestIssue325|TestGroupSimple|TestUnknownGroupOffsetFetchPinned|TestAddRemovePartitions|TestPing|TestSCRAMAuth|TestSCRAMAuthBadCredentials|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin)$"
 )
 
 // ClientNames lists every row RunMatrix can run, in print order.
