@@ -15,7 +15,7 @@ import (
 func TestDefaultRegistryServes(t *testing.T) {
 	got := DefaultRegistry().APIVersions()
 	want := []kmsg.ApiVersionsResponseApiKey{
-		{ApiKey: 2, MinVersion: 0, MaxVersion: 8},  // ListOffsets
+		{ApiKey: 2, MinVersion: 0, MaxVersion: 11}, // ListOffsets
 		{ApiKey: 3, MinVersion: 0, MaxVersion: 13}, // Metadata
 		{ApiKey: 18, MinVersion: 0, MaxVersion: 4}, // ApiVersions
 		{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
