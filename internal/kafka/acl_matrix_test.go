@@ -123,6 +123,13 @@ func TestACLMatrix(t *testing.T) {
 				req.CoordinatorKey, req.CoordinatorKeys = "m-fct", []string{"m-fct"}
 				return req
 			}},
+		{name: "FindCoordinator/share", grant: []acl.Binding{clusterACL(kmsg.ACLOperationClusterAction)}, want: clusterDenied,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrFindCoordinatorRequest()
+				req.CoordinatorType = 2
+				req.CoordinatorKeys = []string{"m-fcs:AAAAAAAAAAAAAAAAAAAAAA:0"}
+				return req
+			}},
 		{name: "JoinGroup", grant: []acl.Binding{groupACL("m-jg", read)}, want: groupDenied, after: kerr.MemberIDRequired.Code,
 			req: func() kmsg.Request {
 				req := kmsg.NewPtrJoinGroupRequest()

@@ -210,7 +210,25 @@ func TestFindCoordinator(t *testing.T) {
 	req.CoordinatorType = 2
 	resp = a.rawRequest(t, req).(*kmsg.FindCoordinatorResponse)
 	if resp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("share key type below v6: %+v", resp)
+	}
+	req.CoordinatorType = 3
+	req.Version = 6
+	if resp = a.rawRequest(t, req).(*kmsg.FindCoordinatorResponse); resp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("unknown key type: %+v", resp)
+	}
+
+	// v6 share keys (KIP-932): groupId:topicId:partition, answered by
+	// the agent asked (every agent applies the share-partition state).
+	id := a.createTopic(t, "shared", 1, nil)
+	req.CoordinatorType = 2
+	req.CoordinatorKeys = []string{"sg:" + id.String() + ":0", "a:b:" + id.String() + ":3", "sg", "sg:notanid:0", "sg:" + id.String() + ":x", " :" + id.String() + ":0"}
+	resp = a.rawRequest(t, req).(*kmsg.FindCoordinatorResponse)
+	wantCodes := []int16{0, 0, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code}
+	for i, c := range resp.Coordinators {
+		if c.ErrorCode != wantCodes[i] || (c.ErrorCode == 0 && (c.NodeID != testNodeID || c.Port == 0)) {
+			t.Errorf("share key %q: %+v", req.CoordinatorKeys[i], c)
+		}
 	}
 
 	// A group placed on another live agent is answered with that agent.
