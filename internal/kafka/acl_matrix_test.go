@@ -36,7 +36,8 @@ func TestACLMatrix(t *testing.T) {
 
 	partitions := func(topic string) []kmsg.OffsetCommitRequestTopic {
 		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = topic
+		// By name to v9, by id from v10 (kgo sends the highest both serve).
+		rt.Topic, rt.TopicID = topic, a.topicID(t, topic)
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Offset = 1
 		rt.Partitions = append(rt.Partitions, rp)

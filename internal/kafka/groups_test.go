@@ -266,7 +266,7 @@ func TestOffsetFetchSeveralGroups(t *testing.T) {
 		commitReq(8, "g1", "", -1, "b", map[int32]int64{0: 12}),
 		commitReq(8, "g2", "", -1, "a", map[int32]int64{1: 21}),
 	} {
-		if codes := commitCodes(a.request(t, c).(*kmsg.OffsetCommitResponse)); slices.ContainsFunc(codes, func(c int16) bool { return c != 0 }) {
+		if codes := commitCodes(a.rawRequest(t, c).(*kmsg.OffsetCommitResponse)); slices.ContainsFunc(codes, func(c int16) bool { return c != 0 }) {
 			t.Fatalf("commit: %v", codes)
 		}
 	}
@@ -307,7 +307,7 @@ func TestGroupAdmin(t *testing.T) {
 	tr := newTracker()
 	tr.start(t, a, "c1", "live", "t", kgo.RangeBalancer())
 	tr.waitFor(t, "the consumer's assignment", func() bool { return len(tr.assigned["c1"]) == 2 })
-	if code := a.request(t, commitReq(8, "idle", "", -1, "t", map[int32]int64{0: 1})).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+	if code := a.rawRequest(t, commitReq(8, "idle", "", -1, "t", map[int32]int64{0: 1})).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
 	ctx := groupCtx(t)
@@ -358,7 +358,7 @@ func sortedParts(m map[int32]bool) []int32 {
 
 // The group API files register these versions.
 func TestGroupAPIVersions(t *testing.T) {
-	want := map[int16]int16{8: 9, 9: 9, 10: 4, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 4, 42: 2, 47: 0}
+	want := map[int16]int16{8: 10, 9: 10, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 4, 42: 2, 47: 0}
 	got := make(map[int16]int16)
 	for _, k := range DefaultRegistry().APIVersions() {
 		if _, ok := want[k.ApiKey]; ok {
