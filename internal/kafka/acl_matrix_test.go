@@ -56,7 +56,9 @@ func TestACLMatrix(t *testing.T) {
 	}{
 		{name: "Produce", topic: "m-produce", grant: []acl.Binding{topicACL("m-produce", write)}, want: topicDenied,
 			req: func() kmsg.Request {
-				return batchtest.ProduceRequest("m-produce", 0, batchtest.Build(t, batchtest.Options{Records: 1}), 10_000)
+				req := batchtest.ProduceRequest("m-produce", 0, batchtest.Build(t, batchtest.Options{Records: 1}), 10_000)
+				req.Topics[0].TopicID = a.topicID(t, "m-produce") // kgo sends v13, by id
+				return req
 			}},
 		{name: "Fetch", topic: "m-fetch", grant: []acl.Binding{topicACL("m-fetch", read)}, want: topicDenied,
 			req: func() kmsg.Request {
