@@ -1,0 +1,88 @@
+package kafka
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// notServed lists every API key, or versions of one, that a Kafka 4.2
+// broker serves (kversion.V4_2_0: its broker keys) and Strand does not,
+// with why. served is the highest version Strand serves, -1 for none.
+// TestKafka42Coverage fails for a missing key or version without an
+// entry, and for an entry that is stale because Strand now serves more:
+// serving a new version means deleting or updating its line here.
+var notServed = map[int16]struct {
+	served int16
+	reason string
+}{
+	1:  {16, "Fetch v17 (KIP-853: ReplicaDirectoryId) and v18 (KIP-1166: the follower's high watermark) carry only what replica fetchers send; no agent fetches as a follower, and clients gain nothing from them"},
+	15: {5, "DescribeGroups v6 (KIP-1043: ErrorMessage) belongs with the share-group work on groups (share-coord, issue 32 item 1)"},
+	16: {4, "ListGroups v5 (KIP-1043: TypesFilter) belongs with the share-group work on groups (share-coord, issue 32 item 1)"},
+	27: {-1, "WriteTxnMarkers is inter-broker: the transaction coordinator writes markers itself, through the replicated metadata"},
+	34: {-1, "AlterReplicaLogDirs moves replicas between a broker's disks; an agent's data is in the object store, with no log dirs to move between"},
+	38: {-1, "delegation tokens (KIP-48) are not implemented; SASL/SCRAM, PLAIN and mTLS authenticate clients"},
+	39: {-1, "delegation tokens (KIP-48) are not implemented; SASL/SCRAM, PLAIN and mTLS authenticate clients"},
+	40: {-1, "delegation tokens (KIP-48) are not implemented; SASL/SCRAM, PLAIN and mTLS authenticate clients"},
+	41: {-1, "delegation tokens (KIP-48) are not implemented; SASL/SCRAM, PLAIN and mTLS authenticate clients"},
+	55: {-1, "DescribeQuorum describes the KRaft quorum; Strand's metadata log is the shared log, with no voters"},
+	60: {1, "DescribeCluster v2 (KIP-1073: IncludeFencedBrokers): no agent is ever fenced, so there is nothing more to show"},
+	64: {-1, "UnregisterBroker removes a KRaft broker registration; an agent leaves the cluster when its lease expires"},
+	74: {-1, "ListConfigResources (KIP-1142) is not built yet; DescribeConfigs serves the resources themselves"},
+	76: {-1, "share groups (in progress)"},
+	77: {-1, "share groups (in progress)"},
+	78: {-1, "share groups (in progress)"},
+	79: {-1, "share groups (in progress)"},
+	80: {-1, "AddRaftVoter changes the KRaft quorum; Strand has none"},
+	81: {-1, "RemoveRaftVoter changes the KRaft quorum; Strand has none"},
+	83: {-1, "share-group state RPCs are inter-broker (broker to share coordinator); Strand keeps that state in the replicated metadata"},
+	84: {-1, "share-group state RPCs are inter-broker (broker to share coordinator); Strand keeps that state in the replicated metadata"},
+	85: {-1, "share-group state RPCs are inter-broker (broker to share coordinator); Strand keeps that state in the replicated metadata"},
+	86: {-1, "share-group state RPCs are inter-broker (broker to share coordinator); Strand keeps that state in the replicated metadata"},
+	87: {-1, "share-group state RPCs are inter-broker (broker to share coordinator); Strand keeps that state in the replicated metadata"},
+	88: {-1, "streams groups (KIP-1071, StreamsGroupHeartbeat) are not built; Kafka Streams uses classic groups against Strand"},
+	89: {-1, "streams groups (KIP-1071, StreamsGroupDescribe) are not built; Kafka Streams uses classic groups against Strand"},
+	90: {-1, "share groups (in progress)"},
+	91: {-1, "share groups (in progress)"},
+	92: {-1, "share groups (in progress)"},
+}
+
+// TestKafka42Coverage compares what ApiVersions serves with what a Kafka
+// 4.2 broker serves, key by key.
+func TestKafka42Coverage(t *testing.T) {
+	served := map[int16]int16{}
+	for _, k := range DefaultRegistry().APIVersions() {
+		served[k.ApiKey] = k.MaxVersion
+	}
+	kafka := kversion.V4_2_0()
+	kafka.EachMaxKeyVersion(func(key, kafkaMax int16) {
+		got, ok := served[key]
+		if !ok {
+			got = -1
+		}
+		entry, listed := notServed[key]
+		switch {
+		case got >= kafkaMax && listed:
+			t.Errorf("key %d (%s): Strand serves v%d, Kafka 4.2's max, but notServed still says %q: delete its line", key, kmsg.NameForKey(key), got, entry.reason)
+		case got >= kafkaMax:
+		case !listed:
+			t.Errorf("key %d (%s): Kafka 4.2 serves up to v%d, Strand %s, and notServed gives no reason", key, kmsg.NameForKey(key), kafkaMax, servedText(got))
+		case entry.served != got:
+			t.Errorf("key %d (%s): notServed says Strand serves %s, it serves %s: update its line (%q)", key, kmsg.NameForKey(key), servedText(entry.served), servedText(got), entry.reason)
+		}
+	})
+	for key := range notServed {
+		if _, ok := kafka.LookupMaxKeyVersion(key); !ok {
+			t.Errorf("key %d (%s) is in notServed but not among Kafka 4.2's broker keys", key, kmsg.NameForKey(key))
+		}
+	}
+}
+
+func servedText(v int16) string {
+	if v < 0 {
+		return "nothing"
+	}
+	return "up to v" + strconv.Itoa(int(v))
+}
