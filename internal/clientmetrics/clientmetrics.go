@@ -461,18 +461,30 @@ func uuidText(id [16]byte) string {
 // Collectors.
 func (m *Manager) Describe(chan<- *prometheus.Desc) {}
 
-// Collect exports every tracked client's series.
+// Collect exports every tracked client's series. It copies what it
+// exports under the lock and sends outside it, so a slow scrape does not
+// hold pushes up: a push replaces a client's series slice, never
+// changing one already taken.
 func (m *Manager) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.expireLocked(m.clk.Now())
-	descs := map[string]*prometheus.Desc{}
+	taken := make([][]series, 0, len(m.mu.clients))
+	help := make(map[string]string, len(m.mu.families))
 	for e := m.mu.lru.Front(); e != nil; e = e.Next() {
-		for _, s := range e.Value.(*client).series {
+		taken = append(taken, e.Value.(*client).series)
+	}
+	for name, f := range m.mu.families {
+		help[name] = f.help
+	}
+	m.mu.Unlock()
+
+	descs := map[string]*prometheus.Desc{}
+	for _, ss := range taken {
+		for _, s := range ss {
 			key := s.name + "\xff" + strings.Join(s.labels, "\xff")
 			d, ok := descs[key]
 			if !ok {
-				d = prometheus.NewDesc(s.name, m.mu.families[s.name].help, s.labels, nil)
+				d = prometheus.NewDesc(s.name, help[s.name], s.labels, nil)
 				descs[key] = d
 			}
 			t := prometheus.GaugeValue

@@ -298,3 +298,54 @@ func value(c prometheus.Collector) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// BenchmarkPush takes a push of 60 points (a librdkafka producer with
+// three brokers pushes about that many), replacing the client's series.
+func BenchmarkPush(b *testing.B) {
+	var ms []testMetric
+	for i := range 20 {
+		for _, node := range []string{"1", "2", "3"} {
+			ms = append(ms, testMetric{name: "org.apache.kafka.producer.node.request.latency.m" + string(rune('a'+i)), value: float64(i), attrs: [][2]string{{"node.id", node}}})
+		}
+	}
+	payload := encodeOTLP(ms...)
+	clk := clock.NewFake(time.Unix(0, 0))
+	m := New(Config{Metrics: []string{"*"}, PushInterval: time.Second, Clock: clk})
+	sub, _ := m.Subscribe([16]byte{}, newID)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(payload)))
+	for b.Loop() {
+		clk.Advance(time.Second)
+		if err := m.Push(Push{InstanceID: sub.InstanceID, SubscriptionID: sub.ID, Metrics: payload, ClientID: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCollect scrapes 300 clients of 60 series each (18,000, near
+// the default cap) through a registry, as /metrics does.
+func BenchmarkCollect(b *testing.B) {
+	var ms []testMetric
+	for i := range 20 {
+		for _, node := range []string{"1", "2", "3"} {
+			ms = append(ms, testMetric{name: "org.apache.kafka.producer.node.request.latency.m" + string(rune('a'+i)), value: float64(i), attrs: [][2]string{{"node.id", node}}})
+		}
+	}
+	payload := encodeOTLP(ms...)
+	m := New(Config{Metrics: []string{"*"}, Clock: clock.NewFake(time.Unix(0, 0))})
+	for c := range 300 {
+		id := [16]byte{byte(c), byte(c >> 8), 1}
+		sub, _ := m.Subscribe(id, nil)
+		if err := m.Push(Push{InstanceID: id, SubscriptionID: sub.ID, Metrics: payload, ClientID: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
