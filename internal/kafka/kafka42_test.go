@@ -18,7 +18,6 @@ var notServed = map[int16]struct {
 	served int16
 	reason string
 }{
-	1:  {16, "Fetch v17 (KIP-853: ReplicaDirectoryId) and v18 (KIP-1166: the follower's high watermark) carry only what replica fetchers send; no agent fetches as a follower, and clients gain nothing from them"},
 	15: {5, "DescribeGroups v6 (KIP-1043: ErrorMessage) belongs with the share-group work on groups (share-coord, issue 32 item 1)"},
 	16: {4, "ListGroups v5 (KIP-1043: TypesFilter) belongs with the share-group work on groups (share-coord, issue 32 item 1)"},
 	27: {-1, "WriteTxnMarkers is inter-broker: the transaction coordinator writes markers itself, through the replicated metadata"},
