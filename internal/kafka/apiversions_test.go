@@ -26,7 +26,7 @@ func TestDefaultRegistryServes(t *testing.T) {
 		{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 		{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
 		{ApiKey: 57, MinVersion: 0, MaxVersion: 2}, // UpdateFeatures
-		{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
+		{ApiKey: 60, MinVersion: 0, MaxVersion: 2}, // DescribeCluster
 	}
 	// Keys registered by other files of this package (Produce, Fetch,
 	// groups) are not this test's business.
