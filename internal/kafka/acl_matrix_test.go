@@ -291,6 +291,8 @@ func TestACLMatrix(t *testing.T) {
 				req.TransactionalIDs = []string{"m-dtx"}
 				return req
 			}},
+		{name: "ListConfigResources", grant: []acl.Binding{clusterACL(kmsg.ACLOperationDescribeConfigs)}, want: clusterDenied,
+			req: func() kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }},
 		{name: "DescribeLogDirs", grant: []acl.Binding{clusterACL(describe)}, want: clusterDenied,
 			req: func() kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() }},
 		{name: "ElectLeaders", grant: []acl.Binding{clusterACL(alter)}, want: clusterDenied,

@@ -28,7 +28,6 @@ var notServed = map[int16]struct {
 	41: {-1, "delegation tokens (KIP-48) are not implemented; SASL/SCRAM, PLAIN and mTLS authenticate clients"},
 	55: {-1, "DescribeQuorum describes the KRaft quorum; Strand's metadata log is the shared log, with no voters"},
 	64: {-1, "UnregisterBroker removes a KRaft broker registration; an agent leaves the cluster when its lease expires"},
-	74: {-1, "ListConfigResources (KIP-1142) is not built yet; DescribeConfigs serves the resources themselves"},
 	76: {-1, "share groups (in progress)"},
 	77: {-1, "share groups (in progress)"},
 	78: {-1, "share groups (in progress)"},
