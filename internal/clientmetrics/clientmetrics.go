@@ -301,7 +301,10 @@ func (m *Manager) push(p Push) error {
 	// Decompressing and decoding happen outside the lock: they cost
 	// up to MaxBytes of work.
 	raw, err := codec.Decompress(recordbatch.Compression(p.Compression), p.Metrics, int(m.cfg.MaxBytes))
-	if err != nil {
+	switch {
+	case errors.Is(err, codec.ErrTooLarge):
+		return ErrTooLarge
+	case err != nil:
 		return ErrPayload
 	}
 	d, err := DecodeMetrics(raw)

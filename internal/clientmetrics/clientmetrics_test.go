@@ -159,6 +159,17 @@ func TestPushRefusals(t *testing.T) {
 	if err := m.push(Push{InstanceID: sub.InstanceID, SubscriptionID: sub.ID, Metrics: gz.Bytes(), Compression: 1}); err != nil {
 		t.Fatalf("gzip push: %v", err)
 	}
+	// Small compressed, too large decompressed.
+	var bomb bytes.Buffer
+	w = gzip.NewWriter(&bomb)
+	w.Write(make([]byte, 10_000))
+	w.Close()
+	m.mu.Lock()
+	m.mu.clients[sub.InstanceID].lastPush = time.Time{}
+	m.mu.Unlock()
+	if err := m.push(Push{InstanceID: sub.InstanceID, SubscriptionID: sub.ID, Metrics: bomb.Bytes(), Compression: 1}); !errors.Is(err, ErrTooLarge) || bomb.Len() > 200 {
+		t.Fatalf("push decompressing past the bound (%d bytes compressed): %v", bomb.Len(), err)
+	}
 	// A subscription id is this configuration's: another one refuses it.
 	other := New(Config{Metrics: []string{"org.apache.kafka.consumer."}, Clock: clock.NewFake(time.Unix(0, 0))})
 	if err := other.Push(Push{InstanceID: sub.InstanceID, SubscriptionID: sub.ID, Metrics: ok}); !errors.Is(err, ErrUnknownSubscription) {

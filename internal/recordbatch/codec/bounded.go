@@ -134,7 +134,12 @@ func xerial(src []byte, max int) ([]byte, error) {
 	return out, nil
 }
 
-// Decompress returns src decompressed with c, failing past max bytes:
+// ErrTooLarge is Decompress's error for a payload that decompresses past
+// its bound.
+var ErrTooLarge = errTooLarge
+
+// Decompress returns src decompressed with c, failing past max bytes
+// (ErrTooLarge):
 // for payloads other than record batches that clients compress with
 // Kafka's codecs (KIP-714 telemetry pushes).
 func Decompress(c recordbatch.Compression, src []byte, max int) ([]byte, error) {
