@@ -39,10 +39,10 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Storage: garbage collection", "strand_data_", ""},
 	{"Storage: compaction", "strand_compaction_", "Registered only with compaction on (`--compaction-enable`, or an S3 store); for the partitions each agent owns: sum the byte counters, take the max of the lag."},
 	{"Storage: compacted topics (cleaner)", "strand_cleaner_", "Kafka's log cleaner, for topics with cleanup.policy=compact, over the partitions each agent owns."},
+	{"Client telemetry (KIP-714)", "strand_client_telemetry_", "Kafka clients that push their metrics (librdkafka and franz-go do by default) get them re-exported by the agent they pushed to, under the client's own metric names with dots made underscores (`org_apache_kafka_producer_node_request_latency_avg`), labelled `client_instance_id`, `client_id` and the point's attributes (`node_id`, ...): see docs/protocol.md. The series below are about that telemetry; sum over agents."},
 	{"Schema registry", "strand_schema_registry_", "Registered only while the agent serves the schema registry (`--schema-registry-listen`). Requests are counted by the agent that served them (sum over agents); subjects and schemas are read from each agent's copy at scrape time (take the max)."},
 	{"SQL: sources and materialized views", "strand_sql_", "Registered only while the agent serves SQL (`--sql-listen`). Every agent maintains every materialized view from the topics, so each reports its own copy's progress: compare agents, do not sum them. Labelled by source or view name, which the catalog bounds."},
 	{"Connectors", "strand_connect_", "Every agent registers them, for the connectors placement gives it: sum over agents for the cluster. The `strand_connect_http_` series only while it serves the Connect REST API (`--connect-listen`), counted by the agent that answered."},
-	{"Client telemetry (KIP-714)", "strand_client_telemetry_", "Kafka clients that push their metrics (librdkafka and franz-go do by default) get them re-exported by the agent they pushed to, under the client's own metric names with dots made underscores (`org_apache_kafka_producer_node_request_latency_avg`), labelled `client_instance_id`, `client_id` and the point's attributes (`node_id`, ...): see docs/protocol.md. The series below are about that telemetry; sum over agents."},
 	{"Process", "strand_", ""},
 }
 
@@ -50,12 +50,6 @@ var metricSections = []struct{ title, prefix, intro string }{
 // the reference the registry cannot give. A metric without one fails
 // the test, so a new metric is documented when it is added.
 var operatorUse = map[string]string{
-	"strand_client_telemetry_subscriptions_total":        "Clients asking what to push; throttled ones asked again too soon (a client restarting in a loop).",
-	"strand_client_telemetry_pushes_total":               "result=\"ok\" is pushes taken; unknown_subscription follows a change of --client-telemetry-* flags (clients re-subscribe), too_large a client past the 1 MiB payload, unreadable a client bug.",
-	"strand_client_telemetry_dropped_points_total":       "series_cap rising: raise --client-telemetry-max-series or narrow --client-telemetry-metrics; unsupported_type (histograms) is expected.",
-	"strand_client_telemetry_evicted_clients_total":      "Rising while clients are alive: the caps are too small for the clients connected, so their series come and go.",
-	"strand_client_telemetry_clients":                    "Clients pushing to this agent; compare with the connected applications to see which do not push.",
-	"strand_client_telemetry_series":                     "Near --client-telemetry-max-series: clients are being evicted; it is the scrape-size cost of client telemetry.",
 	"strand_connect_http_requests_total":                 "Refusals by code: 401/403 are callers without credentials or CONNECTOR ACLs, 400 bad configs, 503 an agent not ready or a cluster below metadata level 8.",
 	"strand_connect_http_request_seconds":                "A create, update, pause or restart waits for its write through the log: its p99 follows the log's append latency.",
 	"strand_connect_connectors":                          "Alert on state=\"failed\" above 0 (strand connect list names which, with the trace in describe); summed over agents, the states add up to the connectors defined (briefly off while one moves after an agent dies).",
@@ -97,6 +91,12 @@ var operatorUse = map[string]string{
 	"strand_consumer_offsets_write_failures_total":       "Failed writes of `__consumer_offsets` records, retried; a steady rise means the produce path (object store) is failing.",
 	"strand_produce_request_bytes_total":                 "Produce request bytes as received, headers and framing included; compare with `strand_topic_bytes_in_total` for the overhead.",
 	"strand_produce_upload_hedges_total":                 "Hedged uploads (`--objstore-hedge-percentile`): many hedges mean a slow object store tail; `won` says the hedge was the faster one.",
+	"strand_client_telemetry_subscriptions_total":        "Clients asking what to push; throttled ones asked again too soon (a client restarting in a loop).",
+	"strand_client_telemetry_pushes_total":               "result=\"ok\" is pushes taken; unknown_subscription follows a change of --client-telemetry-* flags (clients re-subscribe), too_large a client past the 1 MiB payload, unreadable a client bug.",
+	"strand_client_telemetry_dropped_points_total":       "series_cap rising: raise --client-telemetry-max-series or narrow --client-telemetry-metrics; unsupported_type (histograms) is expected.",
+	"strand_client_telemetry_evicted_clients_total":      "Rising while clients are alive: the caps are too small for the clients connected, so their series come and go.",
+	"strand_client_telemetry_clients":                    "Clients pushing to this agent; compare with the connected applications to see which do not push.",
+	"strand_client_telemetry_series":                     "Near --client-telemetry-max-series: clients are being evicted; it is the scrape-size cost of client telemetry.",
 	"strand_flush_bytes":                                 "Data object sizes: small objects under load cost PUT requests; raise `--flush-interval` or `--flush-bytes` to batch more.",
 	"strand_flush_seconds":                               "Flush latency, upload plus commit: the floor of produce latency with acks=all.",
 	"strand_fetch_response_bytes_total":                  "Fetch response bytes sent, framing included.",
