@@ -1,7 +1,11 @@
 package kafka
 
 import (
+	"flag"
+	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -82,4 +86,45 @@ func servedText(v int16) string {
 		return "nothing"
 	}
 	return "up to v" + strconv.Itoa(int(v))
+}
+
+var updateProtocolDoc = flag.Bool("update-protocol-doc", false, "rewrite the served-keys table of docs/protocol.md from the registry")
+
+// protocolDoc is the protocol reference, from this package's directory.
+const protocolDoc = "../../docs/protocol.md"
+
+// TestProtocolReference checks docs/protocol.md's table of served keys
+// against the registry (and Kafka 4.2's versions); -update-protocol-doc
+// rewrites it.
+func TestProtocolReference(t *testing.T) {
+	const begin, end = "| key | API | Strand | Kafka 4.2 |\n", "<!-- end of generated table -->"
+	var b strings.Builder
+	b.WriteString(begin)
+	b.WriteString("| --- | --- | --- | --- |\n")
+	kafka := kversion.V4_2_0()
+	for _, k := range DefaultRegistry().APIVersions() {
+		theirs := "-"
+		if v, ok := kafka.LookupMaxKeyVersion(k.ApiKey); ok {
+			theirs = fmt.Sprintf("v%d", v)
+		}
+		fmt.Fprintf(&b, "| %d | %s | v%d-%d | %s |\n", k.ApiKey, kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, theirs)
+	}
+	raw, err := os.ReadFile(protocolDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no generated table between %q and %q", protocolDoc, begin, end)
+	}
+	if got, want := doc[i:j], b.String(); got != want {
+		if *updateProtocolDoc {
+			if err := os.WriteFile(protocolDoc, []byte(doc[:i]+want+doc[j:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("%s's table of served keys is stale: run go test ./internal/kafka -run TestProtocolReference -update-protocol-doc", protocolDoc)
+	}
 }
