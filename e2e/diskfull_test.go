@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -146,6 +147,12 @@ func rawProduce(t *testing.T, cl *kgo.Client, topic string) int16 {
 		int32(opTimeout.Milliseconds()))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	// kgo sends Produce at v13, which names topics by id.
+	md, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || md[topic].Err != nil {
+		t.Fatalf("topic id of %s: %v %v", topic, err, md[topic].Err)
+	}
+	req.Topics[0].TopicID = md[topic].ID
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatalf("produce: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/agent"
 	"github.com/strandkafka/strand/internal/cleaner"
+	"github.com/strandkafka/strand/internal/clientmetrics"
 	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/group"
@@ -156,6 +157,10 @@ line wins over the environment, which wins over the file.
 	f.Var(agent.SnapshotIntervalFlag(&cfg.SnapshotInterval), "snapshot-interval", "how often to snapshot the metadata into the object store (under "+agent.SnapshotPrefix+") and trim the log below it (0: never)")
 	f.IntVar(&cfg.SnapshotKeep, "snapshot-keep", agent.DefaultSnapshotKeep, "metadata snapshots kept in the object store; after each snapshot, older manifests and the files only they name are deleted")
 	f.IntVar(&cfg.MetricsMaxGroupPartitions, "metrics-max-group-partitions", agent.DefaultMetricsMaxGroupPartitions, "most per-partition consumer group series (lag, committed offset) one scrape of /metrics reports; groups past it are left out whole and counted in strand_consumer_group_partitions_omitted (-1: none)")
+	f.StringVar(&cfg.ClientTelemetryMetrics, "client-telemetry-metrics", agent.DefaultClientTelemetryMetrics, "metric name prefixes Kafka clients are asked to push (KIP-714 client telemetry), comma-separated, e.g. org.apache.kafka.producer.; re-exported on /metrics with client_instance_id and client_id labels (*: all, none: none)")
+	f.DurationVar(&cfg.ClientTelemetryPushInterval, "client-telemetry-push-interval", clientmetrics.DefaultPushInterval, "interval Kafka clients are asked to push their metrics at (KIP-714)")
+	f.IntVar(&cfg.ClientTelemetryMaxClients, "client-telemetry-max-clients", clientmetrics.DefaultMaxClients, "most clients whose pushed metrics are tracked; past it the least recently heard from is forgotten")
+	f.IntVar(&cfg.ClientTelemetryMaxSeries, "client-telemetry-max-series", clientmetrics.DefaultMaxSeries, "most series re-exported from clients' pushed metrics, all clients together; past it the least recently heard from client is forgotten")
 	cfg.MemoryBudget = agent.DefaultMemoryBudget
 	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")

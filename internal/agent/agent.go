@@ -39,6 +39,7 @@ import (
 	"github.com/strandkafka/strand/internal/authzlog"
 	"github.com/strandkafka/strand/internal/certs"
 	"github.com/strandkafka/strand/internal/cleaner"
+	"github.com/strandkafka/strand/internal/clientmetrics"
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/connect"
@@ -487,6 +488,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	telemetry := clientmetrics.New(cfg.clientTelemetry(clk))
+	a.metrics.reg.MustRegister(telemetry)
+	a.metrics.reg.MustRegister(telemetry.Collectors()...)
 	a.metrics.reg.MustRegister(newGroupCollector(a.replica.View,
 		a.groups.Owns,
 		cfg.MetricsMaxGroupPartitions, logger.With("component", "metrics")))
@@ -620,6 +624,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			GCGraceMs:                  cfg.GCGrace.Milliseconds(),
 			GCDeleteDelayMs:            cfg.GCDeleteDelay.Milliseconds(),
 			DeadBytes:                  deadBytesOf(gc.NewDeadBytes(a.store)),
+			Telemetry:                  telemetry,
 			Meta:                       a.replica,
 			Cluster:                    kafka.ClusterInfo{ClusterID: clusterID, NodeID: cfg.NodeID, Host: host, Port: port, Rack: cfg.Rack, Endpoints: a.endpoints(), Brokers: a.members.brokers},
 			AutoCreateTopics:           cfg.AutoCreateTopics,

@@ -13,6 +13,8 @@ import (
 
 	"github.com/strandkafka/strand/internal/acl"
 	"github.com/strandkafka/strand/internal/cleaner"
+	"github.com/strandkafka/strand/internal/clientmetrics"
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/cost"
 	"github.com/strandkafka/strand/internal/fetch"
@@ -240,6 +242,21 @@ type Config struct {
 	// strand_consumer_group_partitions_omitted. Zero means
 	// DefaultMetricsMaxGroupPartitions; negative, none.
 	MetricsMaxGroupPartitions int
+	// ClientTelemetryMetrics are the metric name prefixes Kafka clients
+	// are asked to push (KIP-714), comma-separated, as Kafka's
+	// client-metrics "metrics" config: "*" all, "none" none (clients
+	// push nothing). Empty means DefaultClientTelemetryMetrics. The
+	// pushed metrics are re-exported on /metrics (package clientmetrics).
+	ClientTelemetryMetrics string
+	// ClientTelemetryPushInterval is the interval clients are asked to
+	// push at; zero means clientmetrics.DefaultPushInterval.
+	ClientTelemetryPushInterval time.Duration
+	// ClientTelemetryMaxClients and ClientTelemetryMaxSeries bound the
+	// clients tracked and the series re-exported (the least recently
+	// heard from client evicted first); zero means clientmetrics'
+	// defaults.
+	ClientTelemetryMaxClients int
+	ClientTelemetryMaxSeries  int
 	// MaxPartitionsPerTopic and MaxPartitions bound the partitions of one
 	// topic and of the cluster that Kafka requests may create (KIP-578's
 	// max.partitions); zero means the kafka package's defaults.
@@ -515,6 +532,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.MetricsMaxGroupPartitions == 0 {
 		c.MetricsMaxGroupPartitions = DefaultMetricsMaxGroupPartitions
+	}
+	if c.ClientTelemetryMetrics == "" {
+		c.ClientTelemetryMetrics = DefaultClientTelemetryMetrics
 	}
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = DefaultMemoryBudget
@@ -858,4 +878,28 @@ func (c *Config) aclConfig() (kafka.ACLConfig, error) {
 	}
 	ac.SuperUsers, ac.AllowIfNoACL = users, c.AllowEveryoneIfNoACLFound
 	return ac, nil
+}
+
+// DefaultClientTelemetryMetrics asks clients for every metric they
+// have: the re-export is bounded by the series cap, and an operator
+// narrows it with --client-telemetry-metrics.
+const DefaultClientTelemetryMetrics = "*"
+
+// clientTelemetry is the clientmetrics configuration of the flags.
+func (c *Config) clientTelemetry(clk clock.Clock) clientmetrics.Config {
+	var prefixes []string
+	if c.ClientTelemetryMetrics != "none" {
+		for _, p := range strings.Split(c.ClientTelemetryMetrics, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				prefixes = append(prefixes, p)
+			}
+		}
+	}
+	return clientmetrics.Config{
+		Metrics:      prefixes,
+		PushInterval: c.ClientTelemetryPushInterval,
+		MaxClients:   c.ClientTelemetryMaxClients,
+		MaxSeries:    c.ClientTelemetryMaxSeries,
+		Clock:        clk,
+	}
 }

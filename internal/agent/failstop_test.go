@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/agent"
@@ -47,7 +48,14 @@ func TestLogWriteFailureRecovers(t *testing.T) {
 		int32(opTimeout.Milliseconds()))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, client(t, addr))
+	cl := client(t, addr)
+	// kgo sends Produce at v13, which names topics by id.
+	md, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || md[topic].Err != nil {
+		t.Fatalf("topic id of %s: %v %v", topic, err, md[topic].Err)
+	}
+	req.Topics[0].TopicID = md[topic].ID
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatalf("produce while the log cannot write: %v", err)
 	}

@@ -1,4 +1,4 @@
-// Produce: v0-12
+// Produce: v0-13
 //   - v0-2 carry message format v0/v1 (magic 0 and 1), which Strand does
 //     not store: every partition of such a request is answered
 //     UNSUPPORTED_FOR_MESSAGE_FORMAT. They are advertised anyway because
@@ -75,6 +75,9 @@
 //     record (schema_validation.go).
 //   - Internal topics (__consumer_offsets) take no client writes:
 //     INVALID_TOPIC_EXCEPTION, as Kafka.
+//   - v13 (KIP-516): topics by id, answered by id. An id that names no
+//     topic is UNKNOWN_TOPIC_ID for each of its partitions, never
+//     auto-created (there is no name to create).
 //   - ACLs (authz.go): Write on each topic, else TOPIC_AUTHORIZATION_FAILED
 //     (checked before existence; no auto-creation without Create on the
 //     cluster or topic); a request with transactional batches needs Write on
@@ -104,7 +107,7 @@ import (
 
 const produceKey = 0
 
-func init() { regKey(produceKey, 0, 12, handleProduce) }
+func init() { regKey(produceKey, 0, 13, handleProduce) }
 
 // errAcksZeroFailed closes the connection of an acks=0 request that
 // failed, the only way such a producer learns of it.
@@ -130,6 +133,13 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 	}
 	req := r.Body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.Version >= 13 {
+		// Names from ids, in place: the request is the handler's. An
+		// unknown id keeps the empty name, which no topic has.
+		if err := produceTopicNames(db, req); err != nil {
+			return nil, err
+		}
+	}
 
 	// The response mirrors the request; parts point into it, so its
 	// slices are never appended to after this.
@@ -139,7 +149,7 @@ func handleProduce(ctx context.Context, r *Request) (kmsg.Response, error) {
 		rt := &req.Topics[i]
 		st := &resp.Topics[i]
 		*st = kmsg.NewProduceResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		for j := range rt.Partitions {
 			sp := &st.Partitions[j]
@@ -460,6 +470,10 @@ func produceTopics(ctx context.Context, d *Deps, z authz, db MetaDB, req *kmsg.P
 		if _, done := out[name]; done {
 			continue
 		}
+		if req.Version >= 13 && name == "" { // an id that names no topic
+			out[name] = produceTopic{code: kerr.UnknownTopicID}
+			continue
+		}
 		if !z.topic(kmsg.ACLOperationWrite, name) {
 			out[name] = produceTopic{code: kerr.TopicAuthorizationFailed}
 			continue
@@ -609,4 +623,23 @@ func submitAll(ctx context.Context, p Appender, batches []produce.Batch) []submi
 	}
 	submit(batches)
 	return out
+}
+
+// produceTopicNames fills in the names of a v13 request's topics from
+// their ids, leaving the empty name for an id no topic has.
+func produceTopicNames(db MetaDB, req *kmsg.ProduceRequest) error {
+	view := db.View()
+	defer view.Close()
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		t, ok, err := view.TopicByID(meta.TopicID(rt.TopicID))
+		if err != nil {
+			return fmt.Errorf("kafka: produce: reading topic %v: %w", meta.TopicID(rt.TopicID), err)
+		}
+		rt.Topic = ""
+		if ok {
+			rt.Topic = t.Name
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-// Fetch: v4-16
+// Fetch: v4-18
 //   - Each partition is read through Deps.Fetch from the local offset
 //     index and the object store: HighWatermark and LogStartOffset are the
 //     partition's, LastStableOffset its last stable offset (the first
@@ -76,7 +76,10 @@
 //     follower fetches, every request is served as a consumer's.
 //     LastFetchedEpoch (v12+) is not checked for divergence: the only
 //     epoch is 0.
-//   - Left out: v17+ (KIP-853 replica directory ids; KIP-1166).
+//   - v17 (KIP-853: a follower's ReplicaDirectoryId) and v18 (KIP-1166:
+//     a follower's HighWatermark) add tagged fields only replica
+//     fetchers send; like ReplicaState they are ignored, and a
+//     consumer's fetch is answered as at v16.
 //   - ACLs (authz.go): Read on each topic, else TOPIC_AUTHORIZATION_FAILED
 //     (after UNKNOWN_TOPIC_ID for an id no topic has).
 
@@ -100,7 +103,7 @@ import (
 
 const fetchKey = 1
 
-func init() { regKey(fetchKey, 4, 16, handleFetch) }
+func init() { regKey(fetchKey, 4, 18, handleFetch) }
 
 const (
 	// maxFetchResponseBytes caps a response's MaxBytes, as Kafka's broker

@@ -1,4 +1,4 @@
-// ListOffsets: v0-8
+// ListOffsets: v0-11
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset;
 //     every byte is in the object store, so local and remote are one.
 //   - -1 (latest): the high watermark; with IsolationLevel (v2+)
@@ -35,7 +35,15 @@
 //     by the log end offset at the current time when it holds data:
 //     latest is [end, start], earliest [start], a timestamp the offsets of
 //     those modified at or before it, newest first, at most MaxNumOffsets.
-//   - Left out: v9+ (-5 latest tiered, TimeoutMillis, -6).
+//   - -5 (latest tiered, v9+, KIP-1005) and -6 (earliest pending upload,
+//     v11+, KIP-1023): offset -1, timestamp -1, as Kafka answers for a
+//     topic without tiered storage. Strand has no local tier to move data
+//     from: a batch is in the object store before its Produce is
+//     answered, so nothing is ever pending upload, and -4 already
+//     answers every byte as local.
+//   - v10 TimeoutMillis bounds Kafka's remote-storage lookups; Strand's
+//     lookups read the local index (and at most one entry's batch
+//     headers), so it is not consulted.
 //   - ACLs (authz.go): Describe on each topic, else TOPIC_AUTHORIZATION_FAILED.
 
 package kafka
@@ -51,7 +59,7 @@ import (
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
 
-func init() { regKey(2, 0, 8, handleListOffsets) }
+func init() { regKey(2, 0, 11, handleListOffsets) }
 
 // Special ListOffsets timestamps.
 const (
@@ -59,6 +67,8 @@ const (
 	listEarliest      = -2
 	listMaxTimestamp  = -3
 	listEarliestLocal = -4
+	listLatestTiered  = -5
+	listPendingUpload = -6
 )
 
 // listOffsetsMinVersion is the version that added each special timestamp
@@ -68,6 +78,8 @@ var listOffsetsMinVersion = map[int64]int16{
 	listEarliest:      0,
 	listMaxTimestamp:  7,
 	listEarliestLocal: 8,
+	listLatestTiered:  9,
+	listPendingUpload: 11,
 }
 
 func handleListOffsets(ctx context.Context, r *Request) (kmsg.Response, error) {
@@ -164,6 +176,8 @@ func listOffset(view *meta.View, topics *topicCache, req *kmsg.ListOffsetsReques
 		sp.Offset, found = ps.LogStartOffset, true
 	case ts == listLatest:
 		sp.Offset, found = lastFetchable, true
+	case ts == listLatestTiered, ts == listPendingUpload:
+		// Nothing tiered, nothing pending: not found.
 	case ts == listMaxTimestamp:
 		sp.Offset, sp.Timestamp, found, err = offsetOfMaxTimestamp(view, t.ID, rp.Partition, ps, batches)
 		found = found && sp.Offset < lastFetchable

@@ -1,4 +1,4 @@
-// Metadata: v0-12
+// Metadata: v0-13
 //   - Brokers are the live agents (Deps.Cluster). ControllerID (v1+) is
 //     this agent: every agent takes admin requests. ClusterID from v2.
 //   - Topics: in v0 an empty list means every topic; from v1 a null list
@@ -35,7 +35,13 @@
 //   - IsInternal is true for __consumer_offsets (internal_topics.go),
 //     which holds records derived from the committed offsets in the
 //     metadata database (package offsetstopic).
-//   - Left out: v13 (KIP-1102, top-level error code for rebootstrap).
+//   - v13 (KIP-1102): top-level ErrorCode. REBOOTSTRAP_REQUIRED, with no
+//     brokers and no topics, when this agent is draining for shutdown and
+//     no other live agent serves the client's listener: every broker the
+//     client could learn of is leaving, so it should go back to its
+//     bootstrap servers (a name behind which the next agents come up)
+//     rather than retry this one. Otherwise 0; Kafka 4.2's brokers set
+//     nothing else there either.
 //   - ACLs (authz.go): a topic the client may not Describe is left out of
 //     an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named;
 //     auto-creation needs Create on the cluster or the topic, else
@@ -54,7 +60,7 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 )
 
-func init() { regKey(3, 0, 12, handleMetadata) }
+func init() { regKey(3, 0, 13, handleMetadata) }
 
 func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	db, err := r.Deps.meta()
@@ -66,6 +72,10 @@ func handleMetadata(ctx context.Context, r *Request) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
 	brokers := d.brokers(r.Conn)
+	if req.Version >= 13 && rebootstrapRequired(r, brokers) {
+		resp.ErrorCode = kerr.RebootstrapRequired.Code
+		return resp, nil
+	}
 	for _, b := range brokers {
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.NodeID, b.Host, b.Port, rackPtr(b.Rack)
@@ -393,4 +403,16 @@ func collisionIndex(v *meta.View) (map[string]string, error) {
 		idx[collisionName(t.Name)] = t.Name
 	}
 	return idx, nil
+}
+
+// rebootstrapRequired reports whether a Metadata v13 answer should send
+// the client back to its bootstrap servers: this agent is draining and
+// brokers names no other agent.
+func rebootstrapRequired(r *Request, brokers []Broker) bool {
+	select {
+	case <-r.draining():
+	default:
+		return false
+	}
+	return !slices.ContainsFunc(brokers, func(b Broker) bool { return b.NodeID != r.Deps.Cluster.NodeID })
 }

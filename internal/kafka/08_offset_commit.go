@@ -1,4 +1,4 @@
-// OffsetCommit: v0-9
+// OffsetCommit: v0-10
 //   - Group commits are checked against the member and generation
 //     (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS while
 //     the generation syncs, FENCED_INSTANCE_ID v7+); generation -1 from an
@@ -13,7 +13,11 @@
 //     later commit is never overwritten by an earlier one; commits of all
 //     connections share log entries. An OffsetFetch waits for the commits
 //     its connection sent before it (commitsInFlight).
-//   - Left out: v10 (topic ids, KIP-848's OffsetCommit).
+//   - v10 (KIP-848): topics by id; an id that names no topic is
+//     UNKNOWN_TOPIC_ID for each of its partitions, and the answer names
+//     topics by the ids asked. Committed offsets are still kept by topic
+//     name, so a topic deleted and made again under its name does not
+//     inherit them through an id (Kafka keys them by name too).
 //   - ACLs (authz.go): Read on the group (else GROUP_AUTHORIZATION_FAILED
 //     for every partition), Read on each topic (else
 //     TOPIC_AUTHORIZATION_FAILED); what fails is not committed.
@@ -22,14 +26,17 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/group"
+	"github.com/strandkafka/strand/internal/meta"
 )
 
-func init() { regKey(8, 0, 9, handleOffsetCommit) }
+func init() { regKey(8, 0, 10, handleOffsetCommit) }
 
 func handleOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, error) {
 	g, err := r.Deps.groups()
@@ -37,21 +44,31 @@ func handleOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, error) 
 		return nil, err
 	}
 	req := r.Body.(*kmsg.OffsetCommitRequest)
+	// v10 names topics by id: name them, in a copy (the request stays
+	// as the client sent it, for the answer).
+	topics := req.Topics
+	var unknownID []bool
+	if req.Version >= 10 {
+		topics, unknownID, err = commitTopicNames(r, req.Topics)
+		if err != nil {
+			return nil, err
+		}
+	}
 	// ACLs: Read on the group, then Read on each topic; what fails is
 	// not committed.
 	z := r.authz()
 	groupCode := z.groupCode(kmsg.ACLOperationRead, req.Group)
 	denied := z.deniedTopics(kmsg.ACLOperationRead, func(yield func(string) bool) {
-		for _, rt := range req.Topics {
-			if !yield(rt.Topic) {
+		for i, rt := range topics {
+			if (unknownID == nil || !unknownID[i]) && !yield(rt.Topic) {
 				return
 			}
 		}
 	})
 	allowed := *req
 	allowed.Topics = nil
-	for _, rt := range req.Topics {
-		if groupCode == 0 && !denied[rt.Topic] {
+	for i, rt := range topics {
+		if groupCode == 0 && (unknownID == nil || !unknownID[i]) && !denied[rt.Topic] {
 			allowed.Topics = append(allowed.Topics, rt)
 		}
 	}
@@ -73,15 +90,17 @@ func handleOffsetCommit(ctx context.Context, r *Request) (kmsg.Response, error) 
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	k := 0
-	for _, rt := range req.Topics {
+	for i, rt := range topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
 			switch {
 			case groupCode != 0:
 				sp.ErrorCode = groupCode
+			case unknownID != nil && unknownID[i]:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case denied[rt.Topic]:
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
@@ -132,4 +151,29 @@ func commitRequest(req *kmsg.OffsetCommitRequest) group.CommitRequest {
 		cr.Topics[i] = ct
 	}
 	return cr
+}
+
+// commitTopicNames returns a copy of v10 topics with their names filled
+// in from their ids, and which ids name no topic.
+func commitTopicNames(r *Request, topics []kmsg.OffsetCommitRequestTopic) ([]kmsg.OffsetCommitRequestTopic, []bool, error) {
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, nil, err
+	}
+	view := db.View()
+	defer view.Close()
+	named := slices.Clone(topics)
+	unknown := make([]bool, len(topics))
+	for i := range named {
+		t, ok, err := view.TopicByID(meta.TopicID(named[i].TopicID))
+		if err != nil {
+			return nil, nil, fmt.Errorf("kafka: offset commit: reading topic %v: %w", meta.TopicID(named[i].TopicID), err)
+		}
+		if ok {
+			named[i].Topic = t.Name
+		} else {
+			unknown[i] = true
+		}
+	}
+	return named, unknown, nil
 }

@@ -1,4 +1,4 @@
-// OffsetFetch: v0-9
+// OffsetFetch: v0-10
 //   - A partition without a committed offset answers offset -1, leader
 //     epoch -1 (v5+) and empty metadata; so does a topic that does not
 //     exist.
@@ -17,7 +17,10 @@
 //   - The answer follows the OffsetCommits sent before it on the same
 //     connection, as on a broker that answers a connection's requests in
 //     turn.
-//   - Left out: v10 (topic ids).
+//   - v10 (KIP-848): topics by id, asked and answered. An id that names
+//     no topic answers its partitions UNKNOWN_TOPIC_ID (offset -1); an
+//     all-topics answer names each topic by its current id, leaving out
+//     offsets of a name no topic has any more (they have no id to give).
 //   - ACLs (authz.go): Describe on the group, else
 //     GROUP_AUTHORIZATION_FAILED; Describe on each topic, else
 //     TOPIC_AUTHORIZATION_FAILED when named and left out when all are asked.
@@ -26,6 +29,8 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,14 +39,103 @@ import (
 	"github.com/strandkafka/strand/internal/meta"
 )
 
-func init() { regKey(9, 0, 9, handleOffsetFetch) }
+func init() { regKey(9, 0, 10, handleOffsetFetch) }
 
 func handleOffsetFetch(ctx context.Context, r *Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.OffsetFetchRequest)
+	if req.Version < 10 {
+		return offsetFetch(ctx, r, req)
+	}
+	db, err := r.Deps.meta()
+	if err != nil {
+		return nil, err
+	}
+	view := db.View()
+	defer view.Close()
+	named, unknown, err := offsetFetchNames(view, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := offsetFetch(ctx, r, named)
+	if err != nil {
+		return nil, err
+	}
+	if err := offsetFetchIDs(view, resp.(*kmsg.OffsetFetchResponse), unknown); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// offsetFetchNames returns a copy of v10 request req naming its topics,
+// without the topics whose ids name none: those are returned by group.
+func offsetFetchNames(view *meta.View, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchRequest, [][]kmsg.OffsetFetchRequestGroupTopic, error) {
+	named := *req
+	named.Groups = slices.Clone(req.Groups)
+	unknown := make([][]kmsg.OffsetFetchRequestGroupTopic, len(req.Groups))
+	for i := range named.Groups {
+		rg := &named.Groups[i]
+		if rg.Topics == nil {
+			continue
+		}
+		topics := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(rg.Topics))
+		for _, rt := range rg.Topics {
+			t, ok, err := view.TopicByID(meta.TopicID(rt.TopicID))
+			if err != nil {
+				return nil, nil, fmt.Errorf("kafka: offset fetch: reading topic %v: %w", meta.TopicID(rt.TopicID), err)
+			}
+			if !ok {
+				unknown[i] = append(unknown[i], rt)
+				continue
+			}
+			rt.Topic = t.Name
+			topics = append(topics, rt)
+		}
+		rg.Topics = topics
+	}
+	return &named, unknown, nil
+}
+
+// offsetFetchIDs names resp's topics by id, leaving out those no topic
+// has now, and answers the unknown ids of each group without an error.
+func offsetFetchIDs(view *meta.View, resp *kmsg.OffsetFetchResponse, unknown [][]kmsg.OffsetFetchRequestGroupTopic) error {
+	for i := range resp.Groups {
+		rg := &resp.Groups[i]
+		topics := rg.Topics[:0]
+		for _, rt := range rg.Topics {
+			t, ok, err := view.Topic(rt.Topic)
+			if err != nil {
+				return fmt.Errorf("kafka: offset fetch: reading topic %q: %w", rt.Topic, err)
+			}
+			if ok {
+				rt.TopicID = t.ID
+				topics = append(topics, rt)
+			}
+		}
+		rg.Topics = topics
+		if rg.ErrorCode != 0 {
+			continue
+		}
+		for _, u := range unknown[i] {
+			t := kmsg.NewOffsetFetchResponseGroupTopic()
+			t.TopicID = u.TopicID
+			for _, p := range u.Partitions {
+				rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+				rp.Metadata, rp.ErrorCode = kmsg.StringPtr(""), kerr.UnknownTopicID.Code
+				t.Partitions = append(t.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, t)
+		}
+	}
+	return nil
+}
+
+// offsetFetch answers req, whose topics are named.
+func offsetFetch(ctx context.Context, r *Request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 	g, err := r.Deps.groups()
 	if err != nil {
 		return nil, err
 	}
-	req := r.Body.(*kmsg.OffsetFetchRequest)
 	if err := r.awaitEarlierCommits(ctx); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-// DescribeCluster: v0-1
+// DescribeCluster: v0-2
 //   - Brokers are the live agents, as in Metadata; ControllerID is this
 //     agent (any agent takes admin requests), as a KRaft broker names a
 //     broker rather than a controller.
@@ -6,7 +6,9 @@
 //     (everything the cluster resource supports with ACLs off).
 //   - v1: EndpointType must be 1 (brokers); 2 (controllers) is
 //     MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers.
-//   - Left out: v2 (KIP-1073: IncludeFencedBrokers); no agent is fenced.
+//   - v2 (KIP-1073): IncludeFencedBrokers changes nothing and IsFenced
+//     is always false: an agent is listed while its lease is live and
+//     gone when it lapses, with no fenced state in between.
 //   - ACLs (authz.go): no check, as Kafka; the authorized operations are
 //     the client's.
 
@@ -19,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { regKey(60, 0, 1, handleDescribeCluster) }
+func init() { regKey(60, 0, 2, handleDescribeCluster) }
 
 // endpointTypeBroker is DescribeCluster's EndpointType for brokers.
 const endpointTypeBroker = 1

@@ -36,7 +36,8 @@ func TestACLMatrix(t *testing.T) {
 
 	partitions := func(topic string) []kmsg.OffsetCommitRequestTopic {
 		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = topic
+		// By name to v9, by id from v10 (kgo sends the highest both serve).
+		rt.Topic, rt.TopicID = topic, a.topicID(t, topic)
 		rp := kmsg.NewOffsetCommitRequestTopicPartition()
 		rp.Offset = 1
 		rt.Partitions = append(rt.Partitions, rp)
@@ -55,7 +56,9 @@ func TestACLMatrix(t *testing.T) {
 	}{
 		{name: "Produce", topic: "m-produce", grant: []acl.Binding{topicACL("m-produce", write)}, want: topicDenied,
 			req: func() kmsg.Request {
-				return batchtest.ProduceRequest("m-produce", 0, batchtest.Build(t, batchtest.Options{Records: 1}), 10_000)
+				req := batchtest.ProduceRequest("m-produce", 0, batchtest.Build(t, batchtest.Options{Records: 1}), 10_000)
+				req.Topics[0].TopicID = a.topicID(t, "m-produce") // kgo sends v13, by id
+				return req
 			}},
 		{name: "Fetch", topic: "m-fetch", grant: []acl.Binding{topicACL("m-fetch", read)}, want: topicDenied,
 			req: func() kmsg.Request {
@@ -121,6 +124,13 @@ func TestACLMatrix(t *testing.T) {
 				req := kmsg.NewPtrFindCoordinatorRequest()
 				req.CoordinatorType = 1
 				req.CoordinatorKey, req.CoordinatorKeys = "m-fct", []string{"m-fct"}
+				return req
+			}},
+		{name: "FindCoordinator/share", grant: []acl.Binding{clusterACL(kmsg.ACLOperationClusterAction)}, want: clusterDenied,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrFindCoordinatorRequest()
+				req.CoordinatorType = 2
+				req.CoordinatorKeys = []string{"m-fcs:AAAAAAAAAAAAAAAAAAAAAA:0"}
 				return req
 			}},
 		{name: "JoinGroup", grant: []acl.Binding{groupACL("m-jg", read)}, want: groupDenied, after: kerr.MemberIDRequired.Code,
@@ -320,6 +330,8 @@ func TestACLMatrix(t *testing.T) {
 				req.TransactionalIDs = []string{"m-dtx"}
 				return req
 			}},
+		{name: "ListConfigResources", grant: []acl.Binding{clusterACL(kmsg.ACLOperationDescribeConfigs)}, want: clusterDenied,
+			req: func() kmsg.Request { return kmsg.NewPtrListConfigResourcesRequest() }},
 		{name: "DescribeLogDirs", grant: []acl.Binding{clusterACL(describe)}, want: clusterDenied,
 			req: func() kmsg.Request { return kmsg.NewPtrDescribeLogDirsRequest() }},
 		{name: "ElectLeaders", grant: []acl.Binding{clusterACL(alter)}, want: clusterDenied,

@@ -15,8 +15,8 @@ import (
 func TestDefaultRegistryServes(t *testing.T) {
 	got := DefaultRegistry().APIVersions()
 	want := []kmsg.ApiVersionsResponseApiKey{
-		{ApiKey: 2, MinVersion: 0, MaxVersion: 8},  // ListOffsets
-		{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
+		{ApiKey: 2, MinVersion: 0, MaxVersion: 11}, // ListOffsets
+		{ApiKey: 3, MinVersion: 0, MaxVersion: 13}, // Metadata
 		{ApiKey: 18, MinVersion: 0, MaxVersion: 4}, // ApiVersions
 		{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
 		{ApiKey: 20, MinVersion: 0, MaxVersion: 6}, // DeleteTopics
@@ -26,7 +26,7 @@ func TestDefaultRegistryServes(t *testing.T) {
 		{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 		{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
 		{ApiKey: 57, MinVersion: 0, MaxVersion: 2}, // UpdateFeatures
-		{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
+		{ApiKey: 60, MinVersion: 0, MaxVersion: 2}, // DescribeCluster
 	}
 	// Keys registered by other files of this package (Produce, Fetch,
 	// groups) are not this test's business.

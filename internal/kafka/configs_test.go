@@ -349,6 +349,13 @@ func TestDescribeCluster(t *testing.T) {
 	}
 
 	req = kmsg.NewPtrDescribeClusterRequest()
+	req.Version, req.IncludeFencedBrokers = 2, true
+	resp = a.rawRequest(t, req).(*kmsg.DescribeClusterResponse)
+	if resp.ErrorCode != 0 || len(resp.Brokers) != 2 || resp.Brokers[0].IsFenced || resp.Brokers[1].IsFenced {
+		t.Fatalf("v2 with fenced brokers: %+v", resp)
+	}
+
+	req = kmsg.NewPtrDescribeClusterRequest()
 	req.Version = 1
 	req.EndpointType = 2 // controllers
 	resp = a.rawRequest(t, req).(*kmsg.DescribeClusterResponse)

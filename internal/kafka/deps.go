@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strandkafka/strand/internal/clientmetrics"
 	"github.com/strandkafka/strand/internal/loglevel"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/replica"
@@ -108,6 +109,9 @@ type Deps struct {
 	// RetentionCheckIntervalMs is log.retention.check.interval.ms, shown
 	// by DescribeConfigs; zero is Kafka's default.
 	RetentionCheckIntervalMs int64
+	// Telemetry holds KIP-714 client telemetry (GetTelemetrySubscriptions,
+	// PushTelemetry); nil requests no metrics from clients.
+	Telemetry *clientmetrics.Manager
 
 	// shared is what handlers share across connections (shared.go), set
 	// by New; nil in handler tests that build Deps by hand.

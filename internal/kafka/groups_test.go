@@ -210,7 +210,25 @@ func TestFindCoordinator(t *testing.T) {
 	req.CoordinatorType = 2
 	resp = a.rawRequest(t, req).(*kmsg.FindCoordinatorResponse)
 	if resp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("share key type below v6: %+v", resp)
+	}
+	req.CoordinatorType = 3
+	req.Version = 6
+	if resp = a.rawRequest(t, req).(*kmsg.FindCoordinatorResponse); resp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("unknown key type: %+v", resp)
+	}
+
+	// v6 share keys (KIP-932): groupId:topicId:partition, answered by
+	// the agent asked (every agent applies the share-partition state).
+	id := a.createTopic(t, "shared", 1, nil)
+	req.CoordinatorType = 2
+	req.CoordinatorKeys = []string{"sg:" + id.String() + ":0", "a:b:" + id.String() + ":3", "sg", "sg:notanid:0", "sg:" + id.String() + ":x", " :" + id.String() + ":0"}
+	resp = a.rawRequest(t, req).(*kmsg.FindCoordinatorResponse)
+	wantCodes := []int16{0, 0, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code}
+	for i, c := range resp.Coordinators {
+		if c.ErrorCode != wantCodes[i] || (c.ErrorCode == 0 && (c.NodeID != testNodeID || c.Port == 0)) {
+			t.Errorf("share key %q: %+v", req.CoordinatorKeys[i], c)
+		}
 	}
 
 	// A group placed on another live agent is answered with that agent.
@@ -248,7 +266,7 @@ func TestOffsetFetchSeveralGroups(t *testing.T) {
 		commitReq(8, "g1", "", -1, "b", map[int32]int64{0: 12}),
 		commitReq(8, "g2", "", -1, "a", map[int32]int64{1: 21}),
 	} {
-		if codes := commitCodes(a.request(t, c).(*kmsg.OffsetCommitResponse)); slices.ContainsFunc(codes, func(c int16) bool { return c != 0 }) {
+		if codes := commitCodes(a.rawRequest(t, c).(*kmsg.OffsetCommitResponse)); slices.ContainsFunc(codes, func(c int16) bool { return c != 0 }) {
 			t.Fatalf("commit: %v", codes)
 		}
 	}
@@ -289,7 +307,7 @@ func TestGroupAdmin(t *testing.T) {
 	tr := newTracker()
 	tr.start(t, a, "c1", "live", "t", kgo.RangeBalancer())
 	tr.waitFor(t, "the consumer's assignment", func() bool { return len(tr.assigned["c1"]) == 2 })
-	if code := a.request(t, commitReq(8, "idle", "", -1, "t", map[int32]int64{0: 1})).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+	if code := a.rawRequest(t, commitReq(8, "idle", "", -1, "t", map[int32]int64{0: 1})).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("commit: %d", code)
 	}
 	ctx := groupCtx(t)
@@ -340,7 +358,7 @@ func sortedParts(m map[int32]bool) []int32 {
 
 // The group API files register these versions.
 func TestGroupAPIVersions(t *testing.T) {
-	want := map[int16]int16{8: 9, 9: 9, 10: 4, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0, 76: 1, 77: 1}
+	want := map[int16]int16{8: 10, 9: 10, 10: 6, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0, 76: 1, 77: 1}
 	got := make(map[int16]int16)
 	for _, k := range DefaultRegistry().APIVersions() {
 		if _, ok := want[k.ApiKey]; ok {

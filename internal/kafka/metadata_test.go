@@ -61,11 +61,15 @@ func TestMetadataVersions(t *testing.T) {
 		{9, nil, map[string]int16{"one": 0, "two": 0}},
 		{10, []string{"two"}, map[string]int16{"two": 0}},
 		{12, nil, map[string]int16{"one": 0, "two": 0}},
+		{13, []string{"one"}, map[string]int16{"one": 0}},
 	}
 	for _, tt := range tests {
 		t.Run("v"+strconv.Itoa(int(tt.version))+"/"+strconv.Itoa(len(tt.topics)), func(t *testing.T) {
 			resp := a.rawRequest(t, metadataReq(tt.version, tt.topics)).(*kmsg.MetadataResponse)
 			got := answered(resp)
+			if resp.ErrorCode != 0 {
+				t.Fatalf("top-level error %v", kerr.ErrorForCode(resp.ErrorCode))
+			}
 			if len(got) != len(tt.want) || len(resp.Topics) != len(tt.want) {
 				t.Fatalf("topics %v, want %v", got, tt.want)
 			}
@@ -231,5 +235,28 @@ func TestMetadataAutoCreate(t *testing.T) {
 	r := ask("auto-12")
 	if id := on.topicID(t, "auto-12"); r.ErrorCode != 0 || len(r.Partitions) != 3 || r.TopicID != [16]byte(id) || id == old {
 		t.Fatalf("second ask after deletion: %+v (old id %v)", r, old)
+	}
+}
+
+// KIP-1102: a draining agent that is the last one the client could
+// learn of sends it back to its bootstrap servers.
+func TestMetadataRebootstrap(t *testing.T) {
+	drained := make(chan struct{})
+	close(drained)
+	self, other := Broker{NodeID: testNodeID}, Broker{NodeID: testNodeID + 1}
+	for _, tc := range []struct {
+		name    string
+		drain   chan struct{}
+		brokers []Broker
+		want    bool
+	}{
+		{"serving", make(chan struct{}), []Broker{self}, false},
+		{"draining, alone", drained, []Broker{self}, true},
+		{"draining, with a peer", drained, []Broker{self, other}, false},
+	} {
+		r := &Request{Conn: &Conn{srv: &Server{drain: tc.drain}}, Deps: &Deps{Cluster: ClusterInfo{NodeID: testNodeID}}}
+		if got := rebootstrapRequired(r, tc.brokers); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -193,8 +193,18 @@ func TestListOffsetsVersions(t *testing.T) {
 			want: []answer{{code: kerr.UnsupportedVersion}}},
 		{name: "v8 earliest local", version: 8, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, -4, 0, -1)},
 			want: []answer{{offset: 0, timestamp: -1, epoch: 0}}},
-		{name: "v8 latest tiered is not served", version: 8, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, -5, 0, -1)},
+		{name: "v8 latest tiered is too new", version: 8, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, -5, 0, -1)},
 			want: []answer{{code: kerr.UnsupportedVersion}}},
+		{name: "v9 latest tiered: nothing tiered", version: 9, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, -5, 0, -1)},
+			want: []answer{{offset: -1, timestamp: -1, epoch: -1}}},
+		{name: "v10 pending upload is too new", version: 10, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, -6, 0, -1)},
+			want: []answer{{code: kerr.UnsupportedVersion}}},
+		{name: "v10 latest", version: 10, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, -1, 0, -1)},
+			want: []answer{{offset: 10, timestamp: -1, epoch: 0}}},
+		{name: "v11 pending upload: nothing pending", version: 11, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, -6, 0, -1)},
+			want: []answer{{offset: -1, timestamp: -1, epoch: -1}}},
+		{name: "v11 timestamp", version: 11, topic: "data", parts: []kmsg.ListOffsetsRequestTopicPartition{listPart(0, 2005, 0, -1)},
+			want: []answer{{offset: 3, timestamp: 2005, epoch: 0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,7 +126,7 @@ func withClock(ms int64) agentOption {
 // kgoClient is a kgo client of the agent, closed at cleanup.
 func (a *testAgent) kgoClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.addr), kgo.RetryTimeout(guard)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.addr), kgo.RetryTimeout(guard), kgo.DisableClientMetrics()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -433,7 +433,7 @@ func TestKgoReadCommitted(t *testing.T) {
 func TestOffsetFetchRequireStable(t *testing.T) {
 	a := newTestAgent(t, withGroups(t, nil, nil))
 	a.createTopic(t, "stable", 2, nil)
-	if codes := commitCodes(a.request(t, commitReq(8, "g", "", -1, "stable", map[int32]int64{0: 5, 1: 6})).(*kmsg.OffsetCommitResponse)); slices.ContainsFunc(codes, func(c int16) bool { return c != 0 }) {
+	if codes := commitCodes(a.rawRequest(t, commitReq(8, "g", "", -1, "stable", map[int32]int64{0: 5, 1: 6})).(*kmsg.OffsetCommitResponse)); slices.ContainsFunc(codes, func(c int16) bool { return c != 0 }) {
 		t.Fatalf("commit: %v", codes)
 	}
 	x := rcInit(t, a, "offsets")

@@ -133,3 +133,21 @@ func xerial(src []byte, max int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// ErrTooLarge is Decompress's error for a payload that decompresses past
+// its bound.
+var ErrTooLarge = errTooLarge
+
+// Decompress returns src decompressed with c, failing past max bytes
+// (ErrTooLarge):
+// for payloads other than record batches that clients compress with
+// Kafka's codecs (KIP-714 telemetry pushes).
+func Decompress(c recordbatch.Compression, src []byte, max int) ([]byte, error) {
+	if c == recordbatch.CompressionNone {
+		if len(src) > max {
+			return nil, errTooLarge
+		}
+		return src, nil
+	}
+	return decompress(c, src, max)
+}
