@@ -407,4 +407,3 @@ func requireShareGroups(t *testing.T, addr string) {
 		t.Skipf("the agent does not serve %s yet (issue 32)", strings.Join(missing, ", "))
 	}
 }
-
