@@ -36,6 +36,9 @@ type shareConsumerConfig struct {
 	// MaxDelay bounds the random processing time per record (uniform in
 	// [0, MaxDelay]); 0 processes at once.
 	MaxDelay time.Duration `json:"max_delay"`
+	// Hold, if set, is the processing time of every record instead: the
+	// benchmark's redelivery trials hold a record until killed.
+	Hold time.Duration `json:"hold"`
 	// MaxRecords caps the records one poll acquires, so a slow consumer
 	// does not sit on a partition's worth of locks.
 	MaxRecords int32 `json:"max_records"`
@@ -160,13 +163,19 @@ func consumeShare(ctx context.Context, cfg shareConsumerConfig, w *eventWriter) 
 			w.write(e)
 		}
 		if cfg.Classic {
+			if cfg.Hold > 0 && len(recs) > 0 {
+				time.Sleep(cfg.Hold)
+			}
 			if err := cl.CommitRecords(ctx, recs...); err != nil {
 				return err
 			}
 			continue
 		}
 		for _, r := range recs {
-			if cfg.MaxDelay > 0 {
+			switch {
+			case cfg.Hold > 0:
+				time.Sleep(cfg.Hold)
+			case cfg.MaxDelay > 0:
 				time.Sleep(rand.N(cfg.MaxDelay + 1))
 			}
 			status, ack := kgo.AckAccept, ackAccept
