@@ -74,6 +74,7 @@ func (a *Agent) startConsole() error {
 		Registry:   a.registry,
 		SQL:        a.consoleSQL(),
 		Connectors: a.consoleConnectors,
+		Metrics:    a.metrics.reg,
 		Logger:     a.logger.With("component", "console"),
 	})
 	if err != nil {

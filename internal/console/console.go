@@ -31,6 +31,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -155,7 +156,10 @@ type Config struct {
 	// Connectors lists the connectors r's caller may see, with their
 	// status (connectors.go); nil: the page lists none.
 	Connectors func(r *http.Request) ([]Connector, error)
-	Logger     *slog.Logger
+	// Metrics is the agent's metrics registry; the share group page
+	// shows its strand_share_ series. nil: the page says so.
+	Metrics prometheus.Gatherer
+	Logger  *slog.Logger
 }
 
 //go:embed templates static
@@ -194,7 +198,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
 		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
+	for _, p := range []string{"cluster", "topics", "topic", "records", "groups", "group", "sharegroup", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()
