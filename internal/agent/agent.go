@@ -61,6 +61,7 @@ import (
 	"github.com/strandkafka/strand/internal/schemareg/jsonschema"
 	"github.com/strandkafka/strand/internal/schemareg/protoschema"
 	"github.com/strandkafka/strand/internal/schemareg/validate"
+	"github.com/strandkafka/strand/internal/share"
 	"github.com/strandkafka/strand/internal/sharedlog"
 	"github.com/strandkafka/strand/internal/sharedlog/filelog"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
@@ -92,6 +93,8 @@ type Agent struct {
 	pipeline *produce.Pipeline
 	groups   *group.Coordinator
 	server   *kafka.Server
+	// shares serves ShareFetch and ShareAcknowledge (package share).
+	shares *share.Server
 	// members keeps this agent's lease in the agent table (cluster.go).
 	members *membership
 	// clock compares this agent's clock with the log's after each
@@ -457,8 +460,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		HoldExpiry:                a.clock.hold,
 		ConsumerSessionTimeout:    cfg.ConsumerGroupSessionTimeout,
 		ConsumerHeartbeatInterval: cfg.ConsumerGroupHeartbeatInterval,
-		Logger:                    logger.With("component", "group"),
-		Clock:                     clk,
+		// DeleteGroups of a share group deletes its share partitions'
+		// state too (meta.ShareStateDelete of every topic).
+		DeleteShareState: func(ctx context.Context, g string) error {
+			res, err := a.replica.ProposeBatch(ctx, []meta.Command{meta.ShareStateDelete{Group: g}})
+			if err == nil {
+				err = res[0].Err()
+			}
+			return err
+		},
+		Logger: logger.With("component", "group"),
+		Clock:  clk,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
@@ -560,6 +572,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	// --schema-registry-listen (registry.go), shown by the console and
 	// read by validation on produce, whether or not it is served.
 	a.registry = schemareg.New(a.replica, avroschema.Format{}, protoschema.Format{}, jsonschema.Format{})
+	reader := fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead())
+	shareMetrics := share.NewMetrics(a.replica.View)
+	a.metrics.reg.MustRegister(shareMetrics.Collectors()...)
+	a.shares = share.NewServer(share.Options{Meta: a.replica, Fetch: reader, Changes: a.replica, Configs: shareConfigs(cfg, a.replica),
+		Clock: clk, Metrics: shareMetrics, Log: logger.With("component", "share")})
 	a.server, err = kafka.New(kafka.Config{
 		Logger:                 logger.With("component", "kafka"),
 		Observer:               kafkaObserver{m: a.metrics},
@@ -593,7 +610,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			TransactionVersion:         cfg.TransactionVersion,
 			Features:                   featureProber{},
 			Produce:                    a.pipeline,
-			Fetch:                      fetch.NewReader(a.store, cache).WithDamageLog(a.damage).WithReadAhead(cfg.readAhead()),
+			Fetch:                      reader,
+			Shares:                     a.shares,
+			ShareGroups:                a.groups,
 			Groups:                     a.groups,
 			Now:                        clk.Now,
 			Txns:                       a.txns,
@@ -830,4 +849,13 @@ func loadOrCreateID(path string) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// shareConfigs is cfg.ShareConfigs, else the GROUP config resources held
+// in the metadata.
+func shareConfigs(cfg Config, m meta.Viewer) share.Configs {
+	if cfg.ShareConfigs != nil {
+		return cfg.ShareConfigs
+	}
+	return share.MetaConfigs(m)
 }

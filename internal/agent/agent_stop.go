@@ -49,6 +49,9 @@ func (a *Agent) closeAll(ctx context.Context) error {
 			l.ln.Close()
 		}
 	}
+	if a.shares != nil {
+		a.shares.Close(ctx) // after the server (no new sessions), before the replica: a release is a proposal
+	}
 	if w := a.offsets.Load(); w != nil {
 		// After the server (no more commits), before the pipeline its
 		// records go through; bounded apart, so that a writer stuck in

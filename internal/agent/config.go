@@ -23,6 +23,7 @@ import (
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/produce"
+	"github.com/strandkafka/strand/internal/share"
 	"github.com/strandkafka/strand/internal/sharedlog/logurl"
 )
 
@@ -323,6 +324,10 @@ type Config struct {
 	// handler is LogLevels.Handler: the BROKER_LOGGER configs show and
 	// change them. Nil: the agent has no broker loggers.
 	LogLevels *loglevel.Levels
+	// ShareConfigs gives share groups their configuration (package
+	// share); nil reads the GROUP config resources in the metadata
+	// (share.MetaConfigs). Not a flag: tests set it.
+	ShareConfigs share.Configs
 
 	// testing holds this package's test seams (failstop.go).
 	testing testSeams

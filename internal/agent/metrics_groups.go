@@ -33,6 +33,9 @@ type groupCollector struct {
 	omitting atomic.Bool
 
 	lag, committed, members, omitted *prometheus.Desc
+	// Share groups (KIP-932) are counted apart: they commit no offsets
+	// and their members share partitions.
+	shareGroups, shareMembers *prometheus.Desc
 }
 
 func newGroupCollector(view func() *meta.View, owns func(string) bool, max int, logger *slog.Logger) *groupCollector {
@@ -46,6 +49,10 @@ func newGroupCollector(view func() *meta.View, owns func(string) bool, max int, 
 			"Members of the group as last stored. Reported by the group's coordinator only.", []string{"group"}, nil),
 		omitted: prometheus.NewDesc("strand_consumer_group_partitions_omitted",
 			"Committed partitions of groups this agent coordinates whose lag and committed offset series this scrape left out, past --metrics-max-group-partitions.", nil, nil),
+		shareGroups: prometheus.NewDesc("strand_share_groups",
+			"Share groups this agent coordinates, by state (Empty, Stable) as last stored.", []string{"state"}, nil),
+		shareMembers: prometheus.NewDesc("strand_share_group_members",
+			"Members of the share group as last stored. Reported by the group's coordinator only.", []string{"group"}, nil),
 	}
 }
 
@@ -54,6 +61,8 @@ func (c *groupCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.committed
 	ch <- c.members
 	ch <- c.omitted
+	ch <- c.shareGroups
+	ch <- c.shareMembers
 }
 
 func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
@@ -65,8 +74,18 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	emitted, omitted, omittedGroups := 0, 0, 0
+	shareStates := map[string]int{"Empty": 0, "Stable": 0}
 	for _, g := range groups {
 		if !c.owns(g.Name) {
+			continue
+		}
+		if g.Kind == meta.GroupShare {
+			state := "Empty"
+			if len(g.Members) > 0 {
+				state = "Stable"
+			}
+			shareStates[state]++
+			ch <- prometheus.MustNewConstMetric(c.shareMembers, prometheus.GaugeValue, float64(len(g.Members)), g.Name)
 			continue
 		}
 		ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(len(g.Members)), g.Name)
@@ -92,6 +111,9 @@ func (c *groupCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.omitted, prometheus.GaugeValue, float64(omitted))
+	for state, n := range shareStates {
+		ch <- prometheus.MustNewConstMetric(c.shareGroups, prometheus.GaugeValue, float64(n), state)
+	}
 	if omitted > 0 && !c.omitting.Swap(true) {
 		c.logger.Warn("metrics: consumer group lag series left out past --metrics-max-group-partitions",
 			"limit", c.max, "partitions_omitted", omitted, "groups_omitted", omittedGroups)

@@ -42,6 +42,7 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Schema registry", "strand_schema_registry_", "Registered only while the agent serves the schema registry (`--schema-registry-listen`). Requests are counted by the agent that served them (sum over agents); subjects and schemas are read from each agent's copy at scrape time (take the max)."},
 	{"SQL: sources and materialized views", "strand_sql_", "Registered only while the agent serves SQL (`--sql-listen`). Every agent maintains every materialized view from the topics, so each reports its own copy's progress: compare agents, do not sum them. Labelled by source or view name, which the catalog bounds."},
 	{"Connectors", "strand_connect_", "Every agent registers them, for the connectors placement gives it: sum over agents for the cluster. The `strand_connect_http_` series only while it serves the Connect REST API (`--connect-listen`), counted by the agent that answered."},
+	{"Share groups: share partitions", "strand_share_", "Acquisitions, acknowledgements and sessions are counted by the agent that served the ShareFetch or ShareAcknowledge (sum over agents); in-flight records are read from each agent's copy of the metadata at scrape time (every agent reports the cluster's: take the max)."},
 	{"Process", "strand_", ""},
 }
 
@@ -49,6 +50,14 @@ var metricSections = []struct{ title, prefix, intro string }{
 // the reference the registry cannot give. A metric without one fails
 // the test, so a new metric is documented when it is added.
 var operatorUse = map[string]string{
+	"strand_share_records_acquired_total":                "Deliveries per second to share group members (`rate(...)`); above the accept rate by the redeliveries (releases, lock timeouts).",
+	"strand_share_records_acknowledged_total":            "Outcomes per second by type: a rising share of release or reject is consumers failing their work; renew is consumers extending locks on slow records.",
+	"strand_share_records_archived_total":                "Records given up on (rejected, or at share.delivery.count.limit): alert on any increase if every record must be processed; they are never delivered again.",
+	"strand_share_records_released_total":                "Records redelivered early because a member's session closed or its connection dropped: consumers restarting or crashing.",
+	"strand_share_lock_timeouts_total":                   "Acquired records whose lock ran out: consumers slower than share.record.lock.duration.ms, or dead without closing; raise the lock or speed the consumers up.",
+	"strand_share_fetches_total":                         "ShareFetch requests answered; with acquired_total, the records per fetch.",
+	"strand_share_sessions":                              "Share sessions on this agent: about one per share consumer per agent it fetches from; compare with the share session limit (2000 per agent).",
+	"strand_share_inflight_records":                      "The share partitions' in-flight windows by state: acquired near records × locks in flight; available piling up is consumers not keeping up; a window near group.share.partition.max.record.locks stops new acquisitions.",
 	"strand_connect_http_requests_total":                 "Refusals by code: 401/403 are callers without credentials or CONNECTOR ACLs, 400 bad configs, 503 an agent not ready or a cluster below metadata level 8.",
 	"strand_connect_http_request_seconds":                "A create, update, pause or restart waits for its write through the log: its p99 follows the log's append latency.",
 	"strand_connect_connectors":                          "Alert on state=\"failed\" above 0 (strand connect list names which, with the trace in describe); summed over agents, the states add up to the connectors defined (briefly off while one moves after an agent dies).",
@@ -84,6 +93,8 @@ var operatorUse = map[string]string{
 	"strand_consumer_group_lag":                          "Consumer lag in records, as Burrow and kafka-lag-exporter report it: alert when `sum by (group) (...)` keeps growing; a lag that only grows on one partition is a stuck consumer.",
 	"strand_consumer_group_committed_offset":             "A committed offset that stops moving while the partition's high watermark moves is a consumer that stopped committing.",
 	"strand_consumer_group_members":                      "Members per group; 0 with a growing lag means no consumer is running; a count that flaps means rebalances (session timeouts too short, slow polls).",
+	"strand_share_groups":                                "Share groups by state: a Stable count that drops to Empty while work is queued means the consumers stopped heartbeating (crashed, or a share.session.timeout.ms too short for them).",
+	"strand_share_group_members":                         "Members per share group: more members than partitions is normal for a share group (they share partitions); 0 with records still queued means nobody is consuming.",
 	"strand_consumer_group_partitions_omitted":           "Above 0: the bound left groups out; raise `--metrics-max-group-partitions` if the scrape can carry them, or use Burrow.",
 	"strand_consumer_offsets_records_written_total":      "Records written to `__consumer_offsets` (the view Burrow and other lag tools read); it follows the commit rate.",
 	"strand_consumer_offsets_records_lost_total":         "Above 0: some commits never reached `__consumer_offsets` (`write_failed` after the retries, `queue_full`); OffsetFetch is still right, but lag tools reading the topic may lag until the group commits again or its coordinator restarts.",
@@ -331,6 +342,7 @@ func TestMetricsReference(t *testing.T) {
 	viewMetricsTraffic(t, a)
 	sinkAndSnapshotTraffic(t, a)
 	connectorTraffic(t, a)
+	shareGroupTraffic(t, a)
 	ms := registryMetrics(t, a)
 	for _, m := range ms {
 		if operatorUse[m.name] == "" {

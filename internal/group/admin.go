@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/replica"
 )
 
 // ListedGroup is a group as ListGroups shows it.
@@ -15,6 +16,9 @@ type ListedGroup struct {
 	Group        string
 	ProtocolType string
 	State        string
+	// Type is the group's kind as ListGroups v5 names it: classic,
+	// consumer or share.
+	Type string
 }
 
 // DescribedGroup is a group as DescribeGroups shows it.
@@ -27,6 +31,8 @@ type DescribedGroup struct {
 	// Protocol is set in a Stable group.
 	Protocol string
 	Members  []DescribedMember
+	// Type is the group's kind (ListedGroup.Type).
+	Type string
 }
 
 // DescribedMember is a classic group's member. Its subscription and
@@ -42,7 +48,15 @@ type DescribedMember struct {
 
 // summaryLocked describes g.
 func (g *group) summaryLocked(withMembers bool) DescribedGroup {
-	s := DescribedGroup{Group: g.name, State: g.state.String(), ProtocolType: g.protocolType}
+	s := DescribedGroup{Group: g.name, State: g.state.String(), ProtocolType: g.protocolType, Type: g.kind.String()}
+	if g.kind == meta.GroupShare {
+		// Members of a share group are shown by ShareGroupDescribe.
+		s.State, s.ProtocolType = g.shareStateLocked(), meta.ShareProtocolType
+		if g.shareMembers() > 0 {
+			s.Protocol = meta.SimpleAssignor
+		}
+		return s
+	}
 	if g.kind == meta.GroupConsumer {
 		// Members of a KIP-848 group are shown by
 		// ConsumerGroupDescribe.
@@ -71,7 +85,7 @@ func (g *group) summaryLocked(withMembers bool) DescribedGroup {
 
 // storedSummary describes a group that is stored but not in memory.
 func storedSummary(sg *meta.Group) DescribedGroup {
-	s := DescribedGroup{Group: sg.Name, State: stateEmpty.String(), ProtocolType: sg.ProtocolType}
+	s := DescribedGroup{Group: sg.Name, State: stateEmpty.String(), ProtocolType: sg.ProtocolType, Type: sg.Kind.String()}
 	if len(sg.Members) > 0 {
 		// Stored with members but not loaded: another agent's until
 		// just now. Loading it (any request for it) shows it in full.
@@ -82,13 +96,20 @@ func storedSummary(sg *meta.Group) DescribedGroup {
 
 // ListGroups returns the groups this agent coordinates, in memory or
 // stored, sorted by id, and a Kafka error code. With states, only groups
-// in one of them (case-insensitive) are listed.
-func (c *Coordinator) ListGroups(ctx context.Context, states []string) ([]ListedGroup, int16) {
-	var want map[string]bool
+// in one of them (case-insensitive) are listed; with types, only groups
+// of one of those kinds (classic, consumer, share; case-insensitive).
+func (c *Coordinator) ListGroups(ctx context.Context, states, types []string) ([]ListedGroup, int16) {
+	var want, wantType map[string]bool
 	if len(states) > 0 {
 		want = make(map[string]bool)
 		for _, s := range states {
 			want[strings.ToLower(s)] = true
+		}
+	}
+	if len(types) > 0 {
+		wantType = make(map[string]bool)
+		for _, t := range types {
+			wantType[strings.ToLower(t)] = true
 		}
 	}
 	seen := make(map[string]bool)
@@ -122,10 +143,10 @@ func (c *Coordinator) ListGroups(ctx context.Context, states []string) ([]Listed
 	slices.SortFunc(out, func(a, b DescribedGroup) int { return strings.Compare(a.Group, b.Group) })
 	var listed []ListedGroup
 	for _, s := range out {
-		if want != nil && !want[strings.ToLower(s.State)] {
+		if (want != nil && !want[strings.ToLower(s.State)]) || (wantType != nil && !wantType[s.Type]) {
 			continue
 		}
-		listed = append(listed, ListedGroup{Group: s.Group, ProtocolType: s.ProtocolType, State: s.State})
+		listed = append(listed, ListedGroup{Group: s.Group, ProtocolType: s.ProtocolType, State: s.State, Type: s.Type})
 	}
 	return listed, 0
 }
@@ -185,11 +206,18 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) *kerr.Error 
 	}
 	// Dead keeps joins out (retriable) until the group is gone.
 	g.state = stateDead
-	p, err := c.store.Submit(ctx, []meta.Command{meta.DeleteGroup{Group: name}})
+	share := g.kind == meta.GroupShare
 	g.mu.Unlock()
+	var err error
+	if share {
+		err = c.deleteShareState(ctx, name)
+	}
 	var res []meta.Result
 	if err == nil {
-		res, err = p.Wait(ctx)
+		var p *replica.Proposal
+		if p, err = c.store.Submit(ctx, []meta.Command{meta.DeleteGroup{Group: name}}); err == nil {
+			res, err = p.Wait(ctx)
+		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -207,6 +235,17 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) *kerr.Error 
 		return kerrOf(code)
 	}
 	return errNone
+}
+
+// deleteShareState deletes the share partitions' state of share group
+// name before the group itself, so no share partition outlives its
+// group: the one place DeleteGroups reaches package share (through
+// Config.DeleteShareState, which the agent wires).
+func (c *Coordinator) deleteShareState(ctx context.Context, name string) error {
+	if c.cfg.DeleteShareState == nil {
+		return nil
+	}
+	return c.cfg.DeleteShareState(ctx, name)
 }
 
 // kerrOf is the *kerr.Error of a code.

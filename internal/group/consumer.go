@@ -181,6 +181,9 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *ConsumerHeartbeatRequest
 	switch {
 	case g.state == stateDead:
 		return none, nil, kerr.CoordinatorNotAvailable, ""
+	case g.kind == meta.GroupShare:
+		// One id, one kind: even an empty share group keeps its id.
+		return none, nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	case g.kind != meta.GroupConsumer && (len(g.members) > 0 || len(g.awaitingJoin) > 0 || g.state != stateEmpty):
 		return none, nil, kerr.GroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.name)
 	}
@@ -193,7 +196,12 @@ func (g *group) consumerHeartbeatLocked(cl Client, req *ConsumerHeartbeatRequest
 		g.cg = newConsumerGroup()
 	}
 	cg := g.cg
-	res := ConsumerHeartbeatResult{HeartbeatInterval: g.c.cfg.ConsumerHeartbeatInterval}
+	cv := g.c.store.View()
+	cg.sessionTimeout, cg.heartbeatInterval = groupTimeouts(cv, g.name,
+		meta.GroupConsumerSessionTimeoutMs, g.c.cfg.ConsumerSessionTimeout,
+		meta.GroupConsumerHeartbeatIntervalMs, g.c.cfg.ConsumerHeartbeatInterval)
+	cv.Close()
+	res := ConsumerHeartbeatResult{HeartbeatInterval: cg.heartbeatInterval}
 
 	if req.MemberEpoch == epochLeave || req.MemberEpoch == epochStaticLeave {
 		id := req.MemberID

@@ -57,6 +57,10 @@ const (
 	// group.consumer.heartbeat.interval.ms (KIP-848 groups).
 	DefaultConsumerSessionTimeout    = 45 * time.Second
 	DefaultConsumerHeartbeatInterval = 5 * time.Second
+	// DefaultShareSessionTimeout and DefaultShareHeartbeatInterval are
+	// group.share.session.timeout.ms and group.share.heartbeat.interval.ms.
+	DefaultShareSessionTimeout    = 45 * time.Second
+	DefaultShareHeartbeatInterval = 5 * time.Second
 )
 
 // Bounds of the coordinator's own work.
@@ -113,6 +117,16 @@ type Config struct {
 	// the coordinator, not the member, chooses them.
 	ConsumerSessionTimeout    time.Duration
 	ConsumerHeartbeatInterval time.Duration
+	// ShareSessionTimeout and ShareHeartbeatInterval are the defaults
+	// of share group members' session and heartbeat interval
+	// (group.share.session.timeout.ms, group.share.heartbeat.interval.ms);
+	// a group's share.* configs override them.
+	ShareSessionTimeout    time.Duration
+	ShareHeartbeatInterval time.Duration
+	// DeleteShareState, if set, deletes a share group's share
+	// partitions' state when DeleteGroups deletes the group: package
+	// share's, wired by the agent. Until then the share state stays.
+	DeleteShareState func(ctx context.Context, group string) error
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -152,6 +166,12 @@ func (c *Config) setDefaults() {
 	if c.ConsumerHeartbeatInterval == 0 {
 		c.ConsumerHeartbeatInterval = DefaultConsumerHeartbeatInterval
 	}
+	if c.ShareSessionTimeout == 0 {
+		c.ShareSessionTimeout = DefaultShareSessionTimeout
+	}
+	if c.ShareHeartbeatInterval == 0 {
+		c.ShareHeartbeatInterval = DefaultShareHeartbeatInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -173,6 +193,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("group: OffsetRetention %v < 0", c.OffsetRetention)
 	case c.ConsumerSessionTimeout < 0 || c.ConsumerHeartbeatInterval < 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
 		return fmt.Errorf("group: consumer heartbeat interval %v must be below the session timeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.ShareSessionTimeout < 0 || c.ShareHeartbeatInterval < 0 || c.ShareHeartbeatInterval >= c.ShareSessionTimeout:
+		return fmt.Errorf("group: share heartbeat interval %v must be below the session timeout %v", c.ShareHeartbeatInterval, c.ShareSessionTimeout)
 	case c.MaxOffsetMetadataBytes < 0 || c.MaxOffsetMetadataBytes > meta.MaxOffsetMetadataBytes:
 		return fmt.Errorf("group: MaxOffsetMetadataBytes %d not in [0, %d]", c.MaxOffsetMetadataBytes, meta.MaxOffsetMetadataBytes)
 	}

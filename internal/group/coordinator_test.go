@@ -574,7 +574,7 @@ func TestListAndDescribe(t *testing.T) {
 	e.waitFor("joining", "a join phase", func(s snap) bool { return s.state != stateEmpty })
 
 	list := func(states ...string) map[string]string {
-		listed, code := e.c.ListGroups(testCtx(t), states)
+		listed, code := e.c.ListGroups(testCtx(t), states, nil)
 		if code != 0 {
 			t.Fatalf("ListGroups: %d", code)
 		}

@@ -139,6 +139,9 @@ func (j *joinCall) joinLocked() (JoinResult, *joinWait) {
 	switch {
 	case g.state == stateDead:
 		return j.fail(kerr.CoordinatorNotAvailable)
+	case g.kind == meta.GroupShare:
+		// Kafka: a share group's id is not a classic group's.
+		return j.fail(kerr.GroupIDNotFound)
 	case g.kind != meta.GroupClassic && g.consumerMembers() > 0:
 		return j.fail(kerr.InconsistentGroupProtocol)
 	case !g.supportsProtocolsLocked(req.ProtocolType, req.Protocols):

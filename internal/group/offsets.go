@@ -120,6 +120,12 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req CommitRequest) func(
 		p, err = c.store.Submit(ctx, []meta.Command{cmd})
 	} else {
 		var e *kerr.Error
+		if g.kind == meta.GroupShare {
+			// A share group commits no offsets (KIP-932): Kafka
+			// answers GROUP_ID_NOT_FOUND.
+			g.mu.Unlock()
+			return fail(kerr.GroupIDNotFound)
+		}
 		if g.kind == meta.GroupConsumer && g.cg != nil {
 			// KIP-848: the member epoch stands in for the generation;
 			// the log fences by the group epoch.

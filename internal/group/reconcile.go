@@ -75,6 +75,19 @@ type consumerGroup struct {
 	owners map[tp]string
 	// stored is the last GroupState queued for the log.
 	stored *meta.GroupState
+	// sessionTimeout and heartbeatInterval are the group's
+	// (consumer.session.timeout.ms, consumer.heartbeat.interval.ms),
+	// read at each heartbeat; zero: the coordinator's.
+	sessionTimeout    time.Duration
+	heartbeatInterval time.Duration
+}
+
+// consumerSession is the consumer group's session timeout.
+func (g *group) consumerSession() time.Duration {
+	if g.cg != nil && g.cg.sessionTimeout > 0 {
+		return g.cg.sessionTimeout
+	}
+	return g.c.cfg.ConsumerSessionTimeout
 }
 
 type consumerMember struct {
@@ -390,7 +403,7 @@ func (g *group) removeConsumerMemberLocked(m *consumerMember) {
 
 // touchConsumerLocked restarts m's session.
 func (g *group) touchConsumerLocked(m *consumerMember) {
-	m.deadline = g.c.clock.Now().Add(g.c.cfg.ConsumerSessionTimeout)
+	m.deadline = g.c.clock.Now().Add(g.consumerSession())
 	g.armConsumerTimerLocked(m)
 }
 
@@ -479,7 +492,7 @@ func (g *group) consumerStateCommandLocked() meta.GroupState {
 			InstanceID:         m.instanceID,
 			ClientID:           m.clientID,
 			ClientHost:         m.clientHost,
-			SessionTimeoutMs:   int32(min(g.c.cfg.ConsumerSessionTimeout/time.Millisecond, math.MaxInt32)),
+			SessionTimeoutMs:   int32(min(g.consumerSession()/time.Millisecond, math.MaxInt32)),
 			RebalanceTimeoutMs: int32(min(m.rebalanceTimeout/time.Millisecond, math.MaxInt32)),
 			Metadata:           md.AppendTo(nil),
 			Assignment:         ma.AppendTo(nil),
@@ -498,6 +511,13 @@ func (g *group) storeConsumerLocked() <-chan *kerr.Error {
 		return nil
 	}
 	g.cg.stored = &cmd
+	return g.storeAndWaitLocked(cmd)
+}
+
+// storeAndWaitLocked queues a group's state command. The channel gets nil
+// once it applied, or the code to answer with; a failed store unloads
+// the group, so the next request loads what the log has.
+func (g *group) storeAndWaitLocked(cmd meta.Command) <-chan *kerr.Error {
 	ch := make(chan *kerr.Error, 1)
 	c := g.c
 	p, err := c.store.Submit(c.ctx, []meta.Command{cmd})
@@ -516,7 +536,7 @@ func (g *group) storeConsumerLocked() <-chan *kerr.Error {
 		g.mu.Lock()
 		g.storing--
 		if e != nil && !g.gone {
-			c.log.Warn("group: storing consumer group state failed; unloading", "group", g.name, "err", err, "code", res.Code)
+			c.log.Warn("group: storing group state failed; unloading", "group", g.name, "err", err, "code", res.Code)
 			g.unloadLocked(kerr.NotCoordinator)
 		}
 		if e == nil && g.gone {

@@ -102,6 +102,8 @@ type group struct {
 
 	// cg is the KIP-848 state of a group of kind consumer (consumer.go).
 	cg *consumerGroup
+	// sg is the KIP-932 state of a group of kind share (share.go).
+	sg *shareGroup
 }
 
 // member is one member of a classic group.
@@ -170,6 +172,15 @@ func (c *Coordinator) loadGroup(s *meta.Group) *group {
 	g.kind = s.Kind
 	g.protocolType = s.ProtocolType
 	g.generation = s.Generation
+	if s.Kind == meta.GroupShare {
+		g.protocol = s.Protocol
+		g.subscribedKnown = s.SubscribedKnown
+		g.subscribed = s.Subscribed
+		g.mu.Lock()
+		g.loadShareLocked(s)
+		g.mu.Unlock()
+		return g
+	}
 	if s.Kind == meta.GroupConsumer {
 		g.subscribedKnown = s.SubscribedKnown
 		g.subscribed = s.Subscribed
@@ -212,12 +223,12 @@ func (c *Coordinator) loadGroup(s *meta.Group) *group {
 // idleLocked: empty with nothing in flight, so dropping it from memory
 // loses nothing the store does not have.
 func (g *group) idleLocked() bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.awaitingJoin) == 0 && g.storing == 0 && g.consumerMembers() == 0
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.awaitingJoin) == 0 && g.storing == 0 && g.consumerMembers() == 0 && g.shareMembers() == 0
 }
 
 // activeLocked: the group has members of either kind, or is rebalancing.
 func (g *group) activeLocked() bool {
-	return g.state != stateEmpty || len(g.members) > 0 || g.consumerMembers() > 0
+	return g.state != stateEmpty || len(g.members) > 0 || g.consumerMembers() > 0 || g.shareMembers() > 0
 }
 
 func (g *group) stopTimersLocked() {
@@ -235,6 +246,12 @@ func (g *group) stopTimersLocked() {
 	}
 	if g.cg != nil {
 		for _, m := range g.cg.members {
+			clock.Stop(m.timer)
+			m.timer = nil
+		}
+	}
+	if g.sg != nil {
+		for _, m := range g.sg.members {
 			clock.Stop(m.timer)
 			m.timer = nil
 		}

@@ -32,10 +32,13 @@
 //   - BROKER_LOGGER: for this agent's id, its loggers (root and one per
 //     component) with their levels (DYNAMIC_BROKER_LOGGER_CONFIG), as
 //     broker_loggers.go keeps them.
-//   - Left out: CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
+//   - GROUP: every group config of Kafka 4.2 with the group's value
+//     (GROUP_CONFIG) or its default (group_configs.go).
+//   - Left out: CLIENT_METRICS resources (INVALID_REQUEST).
 //   - ACLs (authz.go): DescribeConfigs on the topic
-//     (TOPIC_AUTHORIZATION_FAILED) or, for a broker, the cluster
-//     (CLUSTER_AUTHORIZATION_FAILED).
+//     (TOPIC_AUTHORIZATION_FAILED), for a broker the cluster
+//     (CLUSTER_AUTHORIZATION_FAILED), for a group the group
+//     (GROUP_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -118,6 +121,11 @@ func handleDescribeConfigs(_ context.Context, r *Request) (kmsg.Response, error)
 			if e, msg = r.Deps.checkLoggerResource(rr.ResourceName); e == nil {
 				res.Configs = loggerConfigEntries(r.Deps.Loggers, synonyms)
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if view == nil {
+				view = db.View()
+			}
+			res.Configs, e, msg = describeGroupConfigs(view, rr.ResourceName, synonyms, docs)
 		default:
 			e, msg = kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", rr.ResourceType)
 		}

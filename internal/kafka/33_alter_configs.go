@@ -12,14 +12,17 @@
 //     dynamically: Set(...)"), an unknown one or a bad value
 //     INVALID_CONFIG, an id that is no broker INVALID_REQUEST, a log
 //     below strand.metadata.version 3 UNSUPPORTED_VERSION.
+//   - GROUP: the group's configs become exactly the ones given
+//     (group_configs.go).
 //   - A resource named twice is INVALID_REQUEST, answered once. Other
 //     resource types are INVALID_REQUEST.
 //   - ValidateOnly runs every check and proposes nothing.
 //   - Deprecated by IncrementalAlterConfigs; kept because older tools
 //     still send it.
 //   - ACLs (authz.go): AlterConfigs on the topic
-//     (TOPIC_AUTHORIZATION_FAILED) or, for a broker, the cluster
-//     (CLUSTER_AUTHORIZATION_FAILED).
+//     (TOPIC_AUTHORIZATION_FAILED), for a broker the cluster
+//     (CLUSTER_AUTHORIZATION_FAILED), for a group the group
+//     (GROUP_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -56,6 +59,12 @@ func handleAlterConfigs(ctx context.Context, r *Request) (kmsg.Response, error) 
 				return planAlterTopic(view, res[i].ResourceName, res[i].Configs)
 			case kmsg.ConfigResourceTypeBroker:
 				return planAlterBroker(r, view, res[i].ResourceName, replacingBrokerAlter(res[i].Configs))
+			case kmsg.ConfigResourceTypeGroupConfig:
+				ops := make([]groupConfigOp, len(res[i].Configs))
+				for j, c := range res[i].Configs {
+					ops[j] = groupConfigOp{c.Name, c.Value}
+				}
+				return planAlterGroup(view, res[i].ResourceName, ops, true)
 			}
 			return nil, kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", res[i].ResourceType)
 		})

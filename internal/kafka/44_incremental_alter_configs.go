@@ -21,11 +21,13 @@
 //   - BROKER_LOGGER: this agent's id: SET changes a logger's level,
 //     DELETE returns it to root's, on this agent only and not persisted
 //     (broker_loggers.go).
+//   - GROUP: SET and DELETE of the group's configs (group_configs.go).
 //   - A resource named twice is INVALID_REQUEST, answered once; other
 //     resource types are INVALID_REQUEST. ValidateOnly proposes nothing.
 //   - ACLs (authz.go): AlterConfigs on the topic
-//     (TOPIC_AUTHORIZATION_FAILED) or, for a broker, the cluster
-//     (CLUSTER_AUTHORIZATION_FAILED).
+//     (TOPIC_AUTHORIZATION_FAILED), for a broker the cluster
+//     (CLUSTER_AUTHORIZATION_FAILED), for a group the group
+//     (GROUP_AUTHORIZATION_FAILED).
 
 package kafka
 
@@ -67,6 +69,12 @@ func handleIncrementalAlterConfigs(ctx context.Context, r *Request) (kmsg.Respon
 				// Applied here, on this agent only (broker_loggers.go).
 				e, msg := r.Deps.alterLoggers(res[i].ResourceName, res[i].Configs, req.ValidateOnly)
 				return nil, e, msg
+			case kmsg.ConfigResourceTypeGroupConfig:
+				ops, e, msg := incrementalGroupOps(res[i].Configs)
+				if e != nil {
+					return nil, e, msg
+				}
+				return planAlterGroup(view, res[i].ResourceName, ops, false)
 			}
 			return nil, kerr.InvalidRequest, fmt.Sprintf("resource type %v is not supported", res[i].ResourceType)
 		})

@@ -277,7 +277,7 @@ func (z authz) deniedTopics(op acl.Operation, names func(yield func(string) bool
 
 // configErr is the error for op (DescribeConfigs or AlterConfigs) on a
 // config resource: on the topic for a topic, on the cluster for a
-// broker; nil when allowed or the type is not one Strand serves (its
+// broker, on the group for a group; nil when allowed or the type is not one Strand serves (its
 // handler answers that).
 func (z authz) configErr(op acl.Operation, typ kmsg.ConfigResourceType, name string) *kerr.Error {
 	switch {
@@ -285,6 +285,8 @@ func (z authz) configErr(op acl.Operation, typ kmsg.ConfigResourceType, name str
 		return kerr.TopicAuthorizationFailed
 	case (typ == kmsg.ConfigResourceTypeBroker || typ == kmsg.ConfigResourceTypeBrokerLogger) && !z.cluster(op):
 		return kerr.ClusterAuthorizationFailed
+	case typ == kmsg.ConfigResourceTypeGroupConfig && !z.group(op, name):
+		return kerr.GroupAuthorizationFailed
 	}
 	return nil
 }

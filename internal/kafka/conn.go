@@ -253,6 +253,11 @@ func (s *Server) finish(c *Conn, reason error) error {
 	// Before the observer hears of it, so a client that saw the close
 	// reported can connect again at once.
 	s.untrack(c)
+	// Kafka releases the records of a closed connection's share
+	// sessions: a consumer killed with -9 gets them redelivered at once.
+	if sh := s.cfg.Deps.Shares; sh != nil {
+		sh.ConnClosed(c.ID())
+	}
 
 	reason = c.reason
 	lvl := slog.LevelInfo

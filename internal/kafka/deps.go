@@ -50,6 +50,11 @@ type Deps struct {
 	// Txns is the transaction coordinator (*txn.Coordinator); the
 	// transaction API handlers, FindCoordinator and Produce v12 need it.
 	Txns TxnCoordinator
+	// Shares serves ShareFetch and ShareAcknowledge (*share.Server);
+	// ShareGroups tells the share-offset admin requests about a group's
+	// membership (nil: the metadata alone, shares.go).
+	Shares      ShareServer
+	ShareGroups ShareGroupInfo
 	// Now is the agent's clock; nil means time.Now.
 	Now func() time.Time
 	// TransactionVersion is the transaction.version feature level

@@ -44,12 +44,16 @@ type GroupCoordinator interface {
 	OffsetCommit(ctx context.Context, req group.CommitRequest) func(context.Context) []int16
 	OffsetFetch(ctx context.Context, reqs []group.FetchRequest) []group.FetchResult
 	OffsetDelete(ctx context.Context, name string, topics []group.TopicPartitions) group.OffsetDeleteResult
-	ListGroups(ctx context.Context, states []string) ([]group.ListedGroup, int16)
+	ListGroups(ctx context.Context, states, types []string) ([]group.ListedGroup, int16)
 	DescribeGroups(ctx context.Context, names []string) []group.DescribedGroup
 	DeleteGroups(ctx context.Context, names []string) []int16
 	// KIP-848 consumer groups.
 	ConsumerGroupHeartbeat(ctx context.Context, cl group.Client, req group.ConsumerHeartbeatRequest) func(context.Context) group.ConsumerHeartbeatResult
 	ConsumerGroupDescribe(ctx context.Context, names []string) []group.DescribedConsumerGroup
+	// KIP-932 share groups: ShareGroupHeartbeat works in two steps, as
+	// ConsumerGroupHeartbeat does.
+	ShareGroupHeartbeat(ctx context.Context, cl group.Client, req group.ShareHeartbeatRequest) func(context.Context) group.ShareHeartbeatResult
+	ShareGroupDescribe(ctx context.Context, names []string) []group.DescribedShareGroup
 }
 
 var _ GroupCoordinator = (*group.Coordinator)(nil)

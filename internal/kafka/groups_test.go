@@ -340,7 +340,7 @@ func sortedParts(m map[int32]bool) []int32 {
 
 // The group API files register these versions.
 func TestGroupAPIVersions(t *testing.T) {
-	want := map[int16]int16{8: 9, 9: 9, 10: 4, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 4, 42: 2, 47: 0}
+	want := map[int16]int16{8: 9, 9: 9, 10: 4, 11: 9, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5, 42: 2, 47: 0, 76: 1, 77: 1}
 	got := make(map[int16]int16)
 	for _, k := range DefaultRegistry().APIVersions() {
 		if _, ok := want[k.ApiKey]; ok {

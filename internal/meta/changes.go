@@ -102,6 +102,16 @@ func (t *changeTracker) DeleteRange(start, end []byte) error {
 
 // note notes the partition or topic key belongs to, if a Fetch reads it.
 func (t *changeTracker) note(key []byte) {
+	if len(key) > partitionHeadBytes && key[0] == prefixShareState {
+		// A share partition's state ends in its topic id and partition:
+		// a ShareFetch waiting on the partition wakes when another
+		// agent releases records there (a plain Fetch wakes too, for
+		// nothing; share state changes are not frequent enough to
+		// matter).
+		tail := key[len(key)-partitionHeadBytes+1:]
+		t.notePartition(PartitionRef{TopicID: TopicID(tail[:16]), Partition: int32(binary.BigEndian.Uint32(tail[16:]))})
+		return
+	}
 	if len(key) == 0 || !fetchRead(key[0]) {
 		return
 	}

@@ -28,6 +28,8 @@ package meta
 //	level 6  the schema registry's records (schemas.go)
 //	level 7  the SQL catalog's records (sql.go), and RELATION ACLs
 //	level 8  the connectors' records (connect.go), and CONNECTOR ACLs
+//	level 9  share groups: membership and group configs (share_group.go),
+//	         and the share partitions' records (share_state.go)
 //
 // Kafka's own features live here too: transaction.version and
 // group.version are finalized through the same command, at level 2 and up
@@ -86,7 +88,7 @@ const (
 	MetadataLevel8 int16 = 8
 	// MaxMetadataLevel is the highest level this build writes: a new
 	// cluster starts there.
-	MaxMetadataLevel = MetadataLevel8
+	MaxMetadataLevel = LevelShareGroups
 )
 
 // Limits on features in a command. Like apply's other limits they are

@@ -24,6 +24,8 @@ func (k GroupKind) String() string {
 		return "classic"
 	case GroupConsumer:
 		return "consumer"
+	case GroupShare:
+		return "share"
 	}
 	return "unknown"
 }

@@ -282,6 +282,9 @@ func (a *Applier) offsetCommit(c OffsetCommit) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if exists && g.Kind == GroupShare {
+		return failAll(n, kerr.GroupIDNotFound, "group %q is a share group", c.Group), nil
+	}
 	if exists && c.Generation >= 0 && g.Generation > c.Generation {
 		return failAll(n, kerr.IllegalGeneration, "group %q is at generation %d, commit from %d", c.Group, g.Generation, c.Generation), nil
 	}
@@ -326,6 +329,11 @@ func (a *Applier) groupState(c GroupState) (Result, error) {
 	old, ok, err := a.group(c.Group)
 	if err != nil {
 		return Result{}, err
+	}
+	if ok && old.Kind == GroupShare {
+		// One id, one kind: a share group is stored from level 9 on,
+		// whose builds all refuse this.
+		return failed(kerr.GroupIDNotFound, "group %q is a share group", c.Group), nil
 	}
 	if ok && old.Generation > c.Generation {
 		return failed(kerr.IllegalGeneration, "group %q is at generation %d, state of %d", c.Group, old.Generation, c.Generation), nil
@@ -483,6 +491,12 @@ func (a *Applier) expireGroup(name string, retentionMs int64) error {
 	g, ok, err := a.group(name)
 	if err != nil || !ok {
 		return err
+	}
+	if g.Kind == GroupShare {
+		// A share group has no committed offsets here, and deleting it
+		// would leave its share partitions' state: only DeleteGroups
+		// deletes one.
+		return nil
 	}
 	empty := len(g.Members) == 0
 	if !empty && !g.SubscribedKnown && g.ProtocolType != "" {

@@ -61,6 +61,28 @@ func (s *scenario) renderResult(b *strings.Builder, c Command, res Result) {
 			fmt.Fprintf(b, " http=%d", res.ConnectorError)
 		}
 	}
+	switch c.(type) {
+	case ShareInit, ShareAcquire, ShareAck, ShareRelease, ShareStateAlter, ShareStateDelete:
+		if res.Code == 0 {
+			switch c.(type) {
+			case ShareRelease:
+				fmt.Fprintf(b, " released=%d", res.ShareReleased)
+			case ShareStateDelete:
+				fmt.Fprintf(b, " deleted=%d", res.ShareDeleted)
+			default:
+				fmt.Fprintf(b, " spso=%d", res.ShareStartOffset)
+			}
+		}
+		for _, g := range res.ShareGrants {
+			fmt.Fprintf(b, " grant=%d-%d(n=%d)", g.First, g.Last, g.DeliveryCount)
+		}
+		if res.ShareArchived != 0 {
+			fmt.Fprintf(b, " archived=%d", res.ShareArchived)
+		}
+		if res.ShareLockTimeouts != 0 {
+			fmt.Fprintf(b, " timeouts=%d", res.ShareLockTimeouts)
+		}
+	}
 	if res.SQLState != "" {
 		fmt.Fprintf(b, " sqlstate=%s", res.SQLState)
 	}
@@ -323,6 +345,13 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		copy(id[:], rest)
 		r := recordReader(v)
 		return "replica-epoch", fmt.Sprintf("%s: %d", s.topicName(id), r.uvarint()), r.done()
+	case prefixGroupConfigs:
+		m, err := decodeGroupConfigs(v)
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			kv = append(kv, k+"="+m[k])
+		}
+		return "group-configs", fmt.Sprintf("%q: %s", rest, strings.Join(kv, " ")), err
 	case prefixBrokerConfigs:
 		m, err := decodeBrokerConfigs(v)
 		var kv []string
@@ -389,6 +418,21 @@ func (s *scenario) renderKey(k, v []byte) (string, string, error) {
 		c, err := decodeConnector(v)
 		return "connector", fmt.Sprintf("%q owner=%q state=%v gen=%d config=%s task=gen %d %v node=%d worker=%q trace=%q",
 			c.Name, c.Owner, c.State, c.Generation, renderMap(c.Config), c.Task.Generation, c.Task.State, c.Task.Node, c.Task.Worker, c.Task.Trace), err
+	case prefixShareState:
+		st, err := decodeShareState(k, v)
+		var runs []string
+		for _, r := range st.Runs {
+			run := fmt.Sprintf("%d-%d %v", r.First, r.Last, r.State)
+			if r.DeliveryCount != 0 {
+				run += fmt.Sprintf(" n=%d", r.DeliveryCount)
+			}
+			if r.State == ShareAcquired {
+				run += fmt.Sprintf(" %s until=%d", r.Member, r.Deadline)
+			}
+			runs = append(runs, "["+run+"]")
+		}
+		return "share-state", fmt.Sprintf("%s %s/%d: spso=%d speo=%d epoch=%d %s", st.Group, s.topicName(st.TopicID), st.Partition,
+			st.StartOffset, st.EndOffset, st.StateEpoch, strings.Join(runs, " ")), err
 	case prefixConnectorCounter:
 		n, err := readConnectorCount(func([]byte) ([]byte, bool, error) { return v, true, nil })
 		return "connector-count", fmt.Sprint(n), err

@@ -60,6 +60,19 @@ type Result struct {
 	ConnectorCreated    bool
 	ConnectorGeneration uint64
 	ConnectorError      int32
+	// ShareGrants is set by ShareAcquire: the ranges acquired, with
+	// their delivery counts. ShareArchived counts the records a share
+	// command archived, ShareLockTimeouts the acquired records whose
+	// lock it found expired, ShareReleased the records ShareRelease made
+	// available again, ShareDeleted the states ShareStateDelete deleted;
+	// ShareStartOffset is the share partition's SPSO after apply
+	// (share_state.go).
+	ShareGrants       []ShareGrant
+	ShareArchived     int64
+	ShareLockTimeouts int64
+	ShareReleased     int64
+	ShareDeleted      int
+	ShareStartOffset  int64
 }
 
 // BatchResult is the outcome of one CommitBatch.

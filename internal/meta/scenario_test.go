@@ -256,6 +256,9 @@ var scenarioDefaults = map[reflect.Type]any{
 	reflect.TypeFor[AllocateProducerID]():        AllocateProducerID{ProducerID: -1, ProducerEpoch: -1},
 	reflect.TypeFor[InitTransactionalProducer](): InitTransactionalProducer{ProducerID: -1, ProducerEpoch: -1, TimeoutMs: 60000},
 	reflect.TypeFor[EndTxn]():                    EndTxn{Seq: -1},
+	reflect.TypeFor[ShareAcquire]():              ShareAcquire{LockMs: 30000, DeliveryLimit: 5, MaxLocks: 2000},
+	reflect.TypeFor[ShareAck]():                  ShareAck{LockMs: 30000, DeliveryLimit: 5},
+	reflect.TypeFor[ShareRelease]():              ShareRelease{DeliveryLimit: 5},
 }
 
 // parseCommand parses a command line and the lines of its list.
@@ -473,6 +476,8 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 			f.Set(reflect.ValueOf(GroupClassic))
 		case "consumer":
 			f.Set(reflect.ValueOf(GroupConsumer))
+		case "share":
+			f.Set(reflect.ValueOf(GroupShare))
 		default:
 			n, err := strconv.ParseUint(val, 10, 8)
 			f.SetUint(n)
@@ -481,6 +486,24 @@ func (s *scenario) setValue(f reflect.Value, val string) error {
 		return nil
 	case reflect.TypeFor[[]byte]():
 		f.SetBytes([]byte(val))
+		return nil
+	case reflect.TypeFor[[]TopicID]():
+		var ids []TopicID
+		for _, n := range strings.Split(val, ",") {
+			ids = append(ids, s.topicID(n))
+		}
+		f.Set(reflect.ValueOf(ids))
+		return nil
+	case reflect.TypeFor[ShareAckTypes]():
+		var ts ShareAckTypes
+		for _, n := range strings.Split(val, ",") {
+			t, err := strconv.ParseUint(n, 10, 8)
+			if err != nil {
+				return err
+			}
+			ts = append(ts, byte(t))
+		}
+		f.Set(reflect.ValueOf(ts))
 		return nil
 	case reflect.TypeFor[*string]():
 		f.Set(reflect.ValueOf(&val))

@@ -219,6 +219,26 @@ var commandTable = [...]commandSpec{
 		version(1, decodeRestartConnectorV1).writtenFrom(MetadataLevel8)),
 	TypeConnectorTaskStatus: row("ConnectorTaskStatus", partitionsNone, (*Applier).connectorTaskStatus,
 		version(1, decodeConnectorTaskStatusV1).writtenFrom(MetadataLevel8)),
+
+	// Share group membership and group configs (share_group.go).
+	TypeShareGroupState: row("ShareGroupState", partitionsNone, (*Applier).shareGroupState,
+		version(1, decodeShareGroupStateV1).writtenFrom(levelShareGroups)),
+	TypeAlterGroupConfigs: row("AlterGroupConfigs", partitionsNone, (*Applier).alterGroupConfigs,
+		version(1, decodeAlterGroupConfigsV1).writtenFrom(levelShareGroups)),
+	// Share partitions (share_state.go). ShareInit, ShareAcquire and
+	// ShareStateAlter read the partition's log start through the cache.
+	TypeShareInit: row("ShareInit", partitionsCached, (*Applier).shareInit,
+		version(1, decodeShareInitV1).writtenFrom(LevelShareGroups)),
+	TypeShareAcquire: row("ShareAcquire", partitionsCached, (*Applier).shareAcquire,
+		version(1, decodeShareAcquireV1).writtenFrom(LevelShareGroups)),
+	TypeShareAck: row("ShareAck", partitionsCached, (*Applier).shareAck,
+		version(1, decodeShareAckV1).writtenFrom(LevelShareGroups)),
+	TypeShareRelease: row("ShareRelease", partitionsNone, (*Applier).shareRelease,
+		version(1, decodeShareReleaseV1).writtenFrom(LevelShareGroups)),
+	TypeShareStateAlter: row("ShareStateAlter", partitionsCached, (*Applier).shareStateAlter,
+		version(1, decodeShareStateAlterV1).writtenFrom(LevelShareGroups)),
+	TypeShareStateDelete: row("ShareStateDelete", partitionsNone, (*Applier).shareStateDelete,
+		version(1, decodeShareStateDeleteV1).writtenFrom(LevelShareGroups)),
 }
 
 // specOf returns t's row, nil for a type this build does not know.

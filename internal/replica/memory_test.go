@@ -194,6 +194,34 @@ func TestPebbleMatchesMemory(t *testing.T) {
 		meta.ConnectorTaskStatus{Name: "pg", Generation: 1, State: meta.TaskRunning, Node: 1, Worker: "h:8083"},
 		meta.ConnectorTaskStatus{Name: "pg", Generation: 2, State: meta.TaskFailed, Node: 1, Worker: "h:8083", Trace: "boom"},
 		meta.DeleteConnector{Name: "pg"})
+	// Level 9: share group membership (a state, a fenced one, a refusal
+	// of another kind's id) and group configs.
+	propose(meta.ShareGroupState{Group: "sg", Generation: 2, Subscribed: []string{"a"},
+		Members: []meta.GroupMember{{MemberID: "m1", ClientID: "c", Metadata: []byte{1}, Assignment: []byte{2}}}},
+		meta.ShareGroupState{Group: "sg", Generation: 1},
+		meta.AlterGroupConfigs{Group: "sg", Set: map[string]string{meta.GroupShareAutoOffsetReset: "earliest"}},
+		meta.AlterGroupConfigs{Group: "sg", Set: map[string]string{meta.GroupShareIsolationLevel: "read_committed"}, Replace: true},
+		meta.AlterGroupConfigs{Group: "sg", Delete: []string{meta.GroupShareIsolationLevel}})
+
+	// Level 9: share partitions: an init (and a second that changes
+	// nothing), two members racing, acks of both kinds, a lock expired
+	// by the log clock, a release, an alter and a delete.
+	share := func(c meta.ShareAcquire) meta.ShareAcquire {
+		c.Group, c.TopicID, c.Partition, c.LockMs, c.DeliveryLimit, c.MaxLocks = "q", a0.id, a0.partition, 30_000, 2, 2000
+		return c
+	}
+	propose(meta.ShareInit{Group: "q", TopicID: a0.id, Partition: a0.partition},
+		meta.ShareInit{Group: "q", TopicID: a0.id, Partition: a0.partition, StartOffset: 3},
+		share(meta.ShareAcquire{Member: "m1", Ranges: []meta.ShareRange{{First: 0, Last: 2}, {First: 3, Last: 3, Gap: true}, {First: 4, Last: 5}}}),
+		share(meta.ShareAcquire{Member: "m2", Ranges: []meta.ShareRange{{First: 0, Last: 7}}}),
+		meta.ShareAck{Group: "q", TopicID: a0.id, Partition: a0.partition, Member: "m1", LockMs: 30_000, DeliveryLimit: 2,
+			Batches: []meta.ShareAckBatch{{First: 0, Last: 1, Types: meta.ShareAckTypes{1, 3}}, {First: 2, Last: 2, Types: meta.ShareAckTypes{2}}}})
+	clk.Advance(time.Minute)
+	propose(share(meta.ShareAcquire{Member: "m3", Ranges: []meta.ShareRange{{First: 0, Last: 7}}}),
+		meta.ShareRelease{Group: "q", Member: "m3", DeliveryLimit: 2},
+		meta.ShareStateAlter{Group: "q", TopicID: a1.id, Partition: a1.partition, StartOffset: 1},
+		meta.ShareStateDelete{Group: "q", Topics: []meta.TopicID{a1.id}},
+		meta.ShareStateDelete{Group: "q"})
 
 	for typ := meta.CommandType(1); typ < 256; typ++ {
 		if !strings.HasPrefix(typ.String(), "CommandType(") && !used[typ] {
