@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shareFixture is a kfake cluster (it serves Kafka 4.2's share groups)
@@ -19,7 +21,6 @@ import (
 // "u" with one record (so the group keeps state when t's is deleted),
 // and share group "sg" reading from the earliest offset.
 type shareFixture struct {
-	c       *kfake.Cluster
 	brokers string
 }
 
@@ -30,13 +31,40 @@ const (
 
 func newShareFixture(t *testing.T) *shareFixture {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, fixtureTopic, otherTopic))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	f := &shareFixture{c: c, brokers: strings.Join(c.ListenAddrs(), ",")}
-	c.SetGroupConfigs(shareGroup, map[string]string{"share.auto.offset.reset": "earliest"})
+	return newShareFixtureOn(t, strings.Join(c.ListenAddrs(), ","))
+}
+
+// newShareFixtureOn is newShareFixture on a cluster the caller started.
+func newShareFixtureOn(t *testing.T, brokers string) *shareFixture {
+	t.Helper()
+	f := &shareFixture{brokers: brokers}
+	mustRun(t, f.brokers, "", "topic", "create", fixtureTopic, otherTopic, "-p", "2")
+	// The group config Kafka reads share.auto.offset.reset from
+	// (IncrementalAlterConfigs of a GROUP resource).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, shareGroup
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("set share.auto.offset.reset: %v", err)
+	}
 	f.produce(t, fixtureTopic, map[int32]int{0: 5, 1: 3})
 	f.produce(t, otherTopic, map[int32]int{0: 1})
 	return f
@@ -122,7 +150,15 @@ func startOffsets(j JSONShareGroup) map[int32]int64 {
 // table while a consumer is in the group, seeks refused then, and each
 // change visible in what the broker describes afterwards.
 func TestShareGroupCLI(t *testing.T) {
-	f := newShareFixture(t)
+	testShareGroupCLI(t, newShareFixture(t))
+}
+
+// TestShareGroupCLIStrand runs the same against a Strand agent.
+func TestShareGroupCLIStrand(t *testing.T) {
+	testShareGroupCLI(t, newShareFixtureOn(t, startAgent(t).KafkaAddr()))
+}
+
+func testShareGroupCLI(t *testing.T, f *shareFixture) {
 	cl, got := f.consume(t, 9)
 	if !slices.Equal(got["t/0"], []int64{0, 1, 2, 3, 4}) || !slices.Equal(got["t/1"], []int64{0, 1, 2}) || !slices.Equal(got["u/0"], []int64{0}) {
 		t.Fatalf("share consumer got %v", got)
