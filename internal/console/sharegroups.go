@@ -110,13 +110,14 @@ func (c *Console) handleShareGroup(w http.ResponseWriter, r *http.Request, name 
 	} else if err != nil {
 		d.Err = strings.TrimSpace(d.Err + " offsets: " + err.Error())
 	}
-	d.Metrics, d.MetricsOff = c.shareMetrics()
+	d.Metrics, d.MetricsOff = c.shareMetrics(name)
 	c.render(w, r, http.StatusOK, "sharegroup", page{Title: "Share group " + name, Nav: "groups", Data: d})
 }
 
 // shareMetrics reads the strand_share_ series of Config.Metrics, sorted
-// by name and labels; off is true without a metrics source.
-func (c *Console) shareMetrics() (rows []shareMetricRow, off bool) {
+// by name and labels: the agent-wide ones, and of the per-group ones
+// (label group) those of group; off is true without a metrics source.
+func (c *Console) shareMetrics(group string) (rows []shareMetricRow, off bool) {
 	if c.cfg.Metrics == nil {
 		return nil, true
 	}
@@ -128,12 +129,16 @@ func (c *Console) shareMetrics() (rows []shareMetricRow, off bool) {
 		if !strings.HasPrefix(f.GetName(), shareMetricPrefix) {
 			continue
 		}
+	series:
 		for _, m := range f.GetMetric() {
 			if len(rows) == maxShareMetricRows {
 				return rows, false
 			}
 			var labels []string
 			for _, l := range m.GetLabel() {
+				if l.GetName() == "group" && l.GetValue() != group {
+					continue series
+				}
 				labels = append(labels, l.GetName()+"="+l.GetValue())
 			}
 			rows = append(rows, shareMetricRow{Name: f.GetName(), Labels: strings.Join(labels, ","), Value: metricValue(m)})

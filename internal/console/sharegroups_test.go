@@ -11,8 +11,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strandkafka/strand/internal/console"
 )
@@ -24,14 +27,44 @@ import (
 // agent's strand_share_ series and no others.
 func TestConsoleShareGroupInChromium(t *testing.T) {
 	ctx := browser(t)
-	const topic, group = "jobs", "workers"
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	c.SetGroupConfigs(group, map[string]string{"share.auto.offset.reset": "earliest"})
-	seeds := c.ListenAddrs()
+	testShareGroupPage(t, ctx, c.ListenAddrs())
+}
+
+// TestConsoleShareGroupStrandInChromium is the same against a Strand
+// agent's share groups.
+func TestConsoleShareGroupStrandInChromium(t *testing.T) {
+	ctx := browser(t)
+	testShareGroupPage(t, ctx, []string{startAgent(t, "").KafkaAddr()})
+}
+
+func testShareGroupPage(t *testing.T, ctx context.Context, seeds []string) {
+	const topic, group = "jobs", "workers"
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	createTopic(t, kadm.NewClient(admCl), 2, topic)
+	// share.auto.offset.reset through the GROUP config resource.
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, cfg)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(t.Context(), admCl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+		t.Fatalf("set share.auto.offset.reset: %v", err)
+	}
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -80,7 +113,10 @@ func TestConsoleShareGroupInChromium(t *testing.T) {
 	inflight := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_share_inflight_records", Help: "h"}, []string{"state"})
 	inflight.WithLabelValues("archived").Set(17)
 	other := prometheus.NewCounter(prometheus.CounterOpts{Name: "strand_unrelated_total", Help: "h"})
-	reg.MustRegister(acquired, inflight, other)
+	members := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strand_share_group_members", Help: "h"}, []string{"group"})
+	members.WithLabelValues(group).Set(1)
+	members.WithLabelValues("someone-else").Set(99)
+	reg.MustRegister(acquired, inflight, other, members)
 
 	con, err := console.New(console.Config{
 		Cluster:    noCluster{},
@@ -103,9 +139,9 @@ func TestConsoleShareGroupInChromium(t *testing.T) {
 	}
 	text := visibleText(t, ctx, srv.URL+"/console/groups/"+group)
 	wantText(t, "share group", text, "Share group "+group, "share-console-worker", topic+": 0, 1",
-		"Share partitions", "Start offset", "strand_share_records_acquired_total", "1234", "state=archived", "17")
-	if strings.Contains(text, "strand_unrelated_total") {
-		t.Errorf("share group page shows a series that is not a share metric:\n%s", text)
+		"Share partitions", "Start offset", "strand_share_records_acquired_total", "1234", "state=archived", "17", "group="+group)
+	if strings.Contains(text, "strand_unrelated_total") || strings.Contains(text, "someone-else") {
+		t.Errorf("share group page shows a series that is not a share metric, or another group's:\n%s", text)
 	}
 	// The partitions table: partition 0 starts at 4 with 2 records after
 	// it; partition 1 at 2 with none; total lag 2.
