@@ -27,12 +27,12 @@ import (
 //     beforehand; a classic group of 8 on 2 partitions has 6 idle
 //     members, which is the point of share groups;
 //   - redelivery delay: two consumers on a 1-partition topic, one
-//     record; the one holding it
-//     is killed with SIGKILL, and the delay is from the kill to the
-//     other consumer's acquisition of the record (share: the broker
-//     frees the dead member's records; classic: the group notices the
-//     dead member after its session timeout, kgo's default 45 s, and
-//     the partition moves), STRAND_SHARE_BENCH_TRIALS trials (default 3).
+//     record; the one holding it is killed with SIGKILL, and the delay
+//     is from the kill to the other consumer's acquisition of the record
+//     (share: the broker frees the dead member's records; classic: the
+//     group notices the dead member after its session timeout, kgo's
+//     default 45 s, and the partition moves), STRAND_SHARE_BENCH_TRIALS
+//     trials (default 3).
 //
 // Against one in-process agent, or against franz-go's kfake with
 // STRAND_SHARE_BENCH_TARGET=kfake. Not part of CI:

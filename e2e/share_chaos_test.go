@@ -31,7 +31,7 @@ import (
 //
 // The short form (about a minute) runs in the normal suite; the long one:
 //
-//	STRAND_SHARE_CHAOS=1 go test -count=1 -timeout 30m -v -run 'TestShareChaos' ./e2e/
+//	STRAND_SHARE_CHAOS=1 go test -count=1 -timeout 60m -v -run 'TestShareChaos' ./e2e/
 //
 // TestShareChaosKfake runs the same against franz-go's kfake (Kafka 4.2's
 // share groups in process), killing consumers only: it checks the test
@@ -299,7 +299,7 @@ func readShareHistory(t *testing.T, dir string) []shareEvent {
 
 // TestShareChaos is the acceptance run against Strand: three agents on
 // one shared log (PostgreSQL), the agent leading a share partition
-// killed and restarted now and then.
+// killed and restarted now and then (and the consumers, as above).
 func TestShareChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL and three agents")
@@ -381,9 +381,9 @@ func TestShareChaos(t *testing.T) {
 	runShareChaos(t, brokers, killAgent, shareChaosSize(t))
 }
 
-// requireShareGroups skips unless the agent at addr serves the share
-// group APIs (76-79, 90): the chaos test measures share groups, it does
-// not report their absence as a chaos failure.
+// requireShareGroups fails unless the agent at addr serves the share
+// group APIs (76-79, 90), naming those missing, before any consumer
+// starts.
 func requireShareGroups(t *testing.T, addr string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -404,6 +404,6 @@ func requireShareGroups(t *testing.T, addr string) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Skipf("the agent does not serve %s yet (issue 32)", strings.Join(missing, ", "))
+		t.Fatalf("the agent does not serve %s", strings.Join(missing, ", "))
 	}
 }
