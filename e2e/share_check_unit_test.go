@@ -121,6 +121,23 @@ func TestShareHistoryChecker(t *testing.T) {
 			wantErr: `"x" (0/1) lost: delivered 2 times (limit 3)`,
 		},
 		{
+			// A third delivery to a consumer killed before it logged it.
+			name:   "archived with an unseen last delivery",
+			events: append(good[:len(good)-3:len(good)-3], kill(100, "c9")),
+			check:  func(v shareVerdict) bool { return v.Accepted == 2 && v.ArchivedUnseen == 1 },
+		},
+		{
+			name:    "unseen delivery while the partition's agent stayed up",
+			events:  append(good[:len(good)-3:len(good)-3], lost(100, 1)),
+			wantErr: `"x" (0/1) lost: delivered 2 times (limit 3)`,
+		},
+		{
+			name: "past the limit after a gap in delivery counts",
+			events: append(good[:len(good)-3:len(good)-3],
+				acq(50, "c2", "x", 4)),
+			wantErr: `"x" delivered a 4. time`,
+		},
+		{
 			name: "delivered past the limit",
 			events: append(good[:len(good):len(good)],
 				acq(50, "c2", "x", 4), send(51, "c2", "x", ackRelease), ok(52, "c2", "x")),
