@@ -42,7 +42,7 @@ var metricSections = []struct{ title, prefix, intro string }{
 	{"Schema registry", "strand_schema_registry_", "Registered only while the agent serves the schema registry (`--schema-registry-listen`). Requests are counted by the agent that served them (sum over agents); subjects and schemas are read from each agent's copy at scrape time (take the max)."},
 	{"SQL: sources and materialized views", "strand_sql_", "Registered only while the agent serves SQL (`--sql-listen`). Every agent maintains every materialized view from the topics, so each reports its own copy's progress: compare agents, do not sum them. Labelled by source or view name, which the catalog bounds."},
 	{"Connectors", "strand_connect_", "Every agent registers them, for the connectors placement gives it: sum over agents for the cluster. The `strand_connect_http_` series only while it serves the Connect REST API (`--connect-listen`), counted by the agent that answered."},
-	{"Share groups: share partitions", "strand_share_", "Acquisitions, acknowledgements and sessions are counted by the agent that served the ShareFetch or ShareAcknowledge (sum over agents); in-flight records are read from each agent's copy of the metadata at scrape time (every agent reports the cluster's: take the max)."},
+	{"Share groups", "strand_share_", "Groups and members are reported by the agent that coordinates each group (sum over agents). Acquisitions, acknowledgements and sessions are counted by the agent that served the ShareFetch or ShareAcknowledge (sum over agents); in-flight records are read from each agent's copy of the metadata at scrape time (every agent reports the cluster's: take the max)."},
 	{"Process", "strand_", ""},
 }
 

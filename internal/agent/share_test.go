@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -18,26 +19,31 @@ import (
 	"github.com/strandkafka/strand/internal/share"
 )
 
-// earliestShares serves every group share.auto.offset.reset=earliest,
-// Kafka's defaults otherwise.
-type earliestShares struct{}
+// earliestShares serves every group share.auto.offset.reset=earliest
+// and share.isolation.level read_committed when set, Kafka's defaults
+// otherwise.
+type earliestShares struct{ readCommitted bool }
 
-func (earliestShares) ShareConfig(string) (share.Config, error) {
+func (e earliestShares) ShareConfig(string) (share.Config, error) {
 	c := share.DefaultConfig()
 	c.AutoOffsetReset = "earliest"
+	if e.readCommitted {
+		c.IsolationLevel = "read_committed"
+	}
 	return c, nil
 }
 
 // startShareCluster starts two agents on one log and one store, with
 // short leases so that a stopped one leaves Metadata soon.
-func startShareCluster(t *testing.T) []*agent.Agent {
+func startShareCluster(t *testing.T, configs ...earliestShares) []*agent.Agent {
 	t.Helper()
 	shared, logURL := t.TempDir(), memLogURL(t)
 	var agents []*agent.Agent
+	cfgs := append(configs, earliestShares{})
 	for i := range 2 {
 		agents = append(agents, startWith(t, agent.Config{DataDir: t.TempDir(), NodeID: int32(i + 1), Log: logURL,
 			ObjStore: "file://" + filepath.ToSlash(filepath.Join(shared, "objects")), Lease: 3 * time.Second,
-			ShareConfigs: earliestShares{}}, nil))
+			ShareConfigs: cfgs[0]}, nil))
 	}
 	return agents
 }
@@ -324,4 +330,80 @@ func TestShareAgentStops(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestShareReadCommitted: with share.isolation.level read_committed, a
+// share consumer gets the records of committed transactions only:
+// neither an aborted transaction's records nor those past an open
+// transaction (the last stable offset) until it commits; the aborted
+// records and the markers are archived, so every share partition ends
+// acknowledged to its high watermark.
+func TestShareReadCommitted(t *testing.T) {
+	agents := startShareCluster(t, earliestShares{readCommitted: true})
+	const topic, group = "txn-shares", "txn-workers"
+	createTopic(t, agents[0].KafkaAddr(), topic, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	txn := client(t, agents[0].KafkaAddr(), kgo.TransactionalID("share-txn"), kgo.TransactionTimeout(time.Minute),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	run := func(prefix string, n int, end kgo.TransactionEndTry) {
+		t.Helper()
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if err := txn.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: fmt.Appendf(nil, "%s%d", prefix, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.EndTransaction(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("aborted-", 5, kgo.TryAbort)
+	run("committed-", 5, kgo.TryCommit)
+	// An open transaction, and a plain record after it.
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("open-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, agents[0].KafkaAddr(), []*kgo.Record{{Topic: topic, Partition: 0, Value: []byte("after-open")}})
+
+	d := &deliveries{count: map[string][]int32{}}
+	quit := make(chan struct{})
+	w := shareConsume(t, []string{agents[1].KafkaAddr(), agents[0].KafkaAddr()}, group, topic, d, quit)
+	defer func() { close(quit); w.Wait() }()
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(opTimeout); d.distinct() < n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the consumer got %d records, want %d", d.distinct(), n)
+			}
+		}
+	}
+	waitFor(5)
+	time.Sleep(time.Second) // time for anything past the open transaction to show up, wrongly
+	check := func(want ...string) {
+		t.Helper()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		var got []string
+		for v := range d.count {
+			got = append(got, v)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("read_committed share consumer got %v, want %v", got, want)
+		}
+	}
+	check("committed-0", "committed-1", "committed-2", "committed-3", "committed-4")
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(7)
+	check("committed-0", "committed-1", "committed-2", "committed-3", "committed-4", "open-0", "after-open")
+	waitAcknowledged(t, agents[0], group, topic)
 }

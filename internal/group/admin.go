@@ -194,7 +194,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) *kerr.Error 
 	case e != nil:
 		return e
 	case g == nil:
-		return kerr.GroupIDNotFound
+		return c.deleteShareStateOnly(ctx, name)
 	}
 	switch {
 	case g.state == stateDead:
@@ -246,6 +246,32 @@ func (c *Coordinator) deleteShareState(ctx context.Context, name string) error {
 		return nil
 	}
 	return c.cfg.DeleteShareState(ctx, name)
+}
+
+// deleteShareStateOnly deletes a share group that has share partitions'
+// state but no group record: AlterShareGroupOffsets made it before any
+// member joined. Kafka has such a group, empty, and deletes it;
+// anything else is GROUP_ID_NOT_FOUND.
+func (c *Coordinator) deleteShareStateOnly(ctx context.Context, name string) *kerr.Error {
+	if !c.shareStateOnly(name) {
+		return kerr.GroupIDNotFound
+	}
+	if err := c.deleteShareState(ctx, name); err != nil {
+		return proposeErrCode(err)
+	}
+	return errNone
+}
+
+// shareStateOnly reports whether name has share partitions' state and
+// no group record.
+func (c *Coordinator) shareStateOnly(name string) bool {
+	v := c.store.View()
+	defer v.Close()
+	if _, ok, err := v.Group(name); err != nil || ok {
+		return false
+	}
+	states, err := v.ShareStates(name)
+	return err == nil && len(states) > 0
 }
 
 // kerrOf is the *kerr.Error of a code.

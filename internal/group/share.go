@@ -208,9 +208,18 @@ func (g *group) becomeShareLocked(v *meta.View) (*kerr.Error, string) {
 		if len(g.members) > 0 || len(g.awaitingJoin) > 0 || g.state != stateEmpty || g.consumerMembers() > 0 {
 			return kerr.GroupIDNotFound, notShare
 		}
-		_, stored, err := v.Group(g.name)
+		st, stored, err := v.Group(g.name)
 		if err != nil {
 			return kerr.CoordinatorNotAvailable, ""
+		}
+		if stored && st.Kind == meta.GroupShare {
+			// Stored as a share group since g was loaded (an
+			// AlterShareGroupOffsets made it): take that.
+			g.kind, g.protocolType, g.generation = meta.GroupShare, meta.ShareProtocolType, st.Generation
+			g.subscribedKnown, g.subscribed = st.SubscribedKnown, st.Subscribed
+			g.protocol, g.leader, g.cg = "", "", nil
+			g.loadShareLocked(&st)
+			return nil, ""
 		}
 		if stored {
 			return kerr.GroupIDNotFound, notShare
@@ -650,6 +659,55 @@ func (sg *shareGroup) shareTopicsResolved(v *meta.View, a assignment) []Consumer
 	return out
 }
 
+// CreateShareGroup makes group an empty share group and stores it, if
+// it is not one already, as Kafka creates the group on
+// AlterShareGroupOffsets. A classic or consumer group's id is
+// kerr.GroupIDNotFound; kerr.NotCoordinator when this agent does not
+// coordinate the group; kerr.UnsupportedVersion on a log below level 9.
+func (c *Coordinator) CreateShareGroup(ctx context.Context, group string) error {
+	if !c.Owns(group) {
+		return kerr.NotCoordinator
+	}
+	g, e := c.lockGroup(ctx, group, true)
+	if e != nil {
+		return e
+	}
+	v := c.store.View()
+	f, err := v.Features()
+	switch {
+	case err != nil:
+		e = kerr.CoordinatorNotAvailable
+	case !meta.ShareGroupsAt(f.MetadataLevel()):
+		e = kerr.UnsupportedVersion
+	case g.state == stateDead:
+		e = kerr.CoordinatorNotAvailable
+	default:
+		e, _ = g.becomeShareLocked(v)
+	}
+	v.Close()
+	var wait <-chan *kerr.Error
+	if e == nil {
+		wait = g.storeShareLocked()
+	}
+	g.mu.Unlock()
+	c.notify()
+	if e != nil {
+		return e
+	}
+	if wait == nil {
+		return nil
+	}
+	select {
+	case e := <-wait:
+		if e != nil {
+			return e
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // ShareGroupState reports whether group exists, whether it is a share
 // group, and how many members it has, for the share partitions' admin
 // APIs (Describe/Alter/DeleteShareGroupOffsets). err is
@@ -664,7 +722,10 @@ func (c *Coordinator) ShareGroupState(ctx context.Context, group string) (exists
 	case e != nil:
 		return false, false, 0, e
 	case g == nil:
-		return false, false, 0, nil
+		// Share state without a group record (AlterShareGroupOffsets
+		// before any member joined) is an empty share group.
+		only := c.shareStateOnly(group)
+		return only, only, 0, nil
 	}
 	defer g.mu.Unlock()
 	if g.state == stateDead {

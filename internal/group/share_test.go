@@ -461,3 +461,62 @@ func TestConsumerGroupConfigs(t *testing.T) {
 		t.Fatalf("removed before its configured session: %+v", d)
 	}
 }
+
+// TestShareGroupStateOnly: share partitions' state without a group
+// record (AlterShareGroupOffsets before any member joined) is an empty
+// share group: ShareGroupState says so, DeleteGroups deletes it.
+func TestShareGroupStateOnly(t *testing.T) {
+	var deleted []string
+	e := shareEnv(t, func(c *Config) {
+		c.DeleteShareState = func(_ context.Context, g string) error { deleted = append(deleted, g); return nil }
+	})
+	e.createTopic("t", 1)
+	v := e.rep.View()
+	tp, _, err := v.Topic("t")
+	v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.rep.Propose(testCtx(t), meta.ShareInit{Group: "q", TopicID: tp.ID, Partition: 0, StartOffset: 3})
+	if err != nil || res.Code != 0 {
+		t.Fatal(err, res.Err())
+	}
+	exists, isShare, n, err := e.c.ShareGroupState(testCtx(t), "q")
+	if err != nil || !exists || !isShare || n != 0 {
+		t.Fatalf("ShareGroupState(q) = %v %v %d %v", exists, isShare, n, err)
+	}
+	codes := e.c.DeleteGroups(testCtx(t), []string{"q", "none"})
+	if codes[0] != 0 || codes[1] != kerr.GroupIDNotFound.Code || !slices.Equal(deleted, []string{"q"}) {
+		t.Fatalf("DeleteGroups: %v, share state deleted for %v", codes, deleted)
+	}
+}
+
+// TestCreateShareGroup: AlterShareGroupOffsets' creation of an empty
+// share group, stored, then joined as any share group.
+func TestCreateShareGroup(t *testing.T) {
+	e := shareEnv(t)
+	e.createTopic("t", 1)
+	ctx := testCtx(t)
+	if err := e.c.CreateShareGroup(ctx, "sg"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.CreateShareGroup(ctx, "sg"); err != nil {
+		t.Fatalf("again: %v", err)
+	}
+	if g, ok := e.stored("sg"); !ok || g.Kind != meta.GroupShare || len(g.Members) != 0 {
+		t.Fatalf("stored %+v %v", g, ok)
+	}
+	if code := e.commit("classic", "", -1, "t", 0, 1); code != 0 {
+		t.Fatal(code)
+	}
+	if err := e.c.CreateShareGroup(ctx, "classic"); err != kerr.GroupIDNotFound {
+		t.Fatalf("classic: %v", err)
+	}
+	if r := e.shb("sg", "a", 0, "t"); r.Code != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("join: %+v", r)
+	}
+	e.restart()
+	if r := e.shb("sg", "a", 1); r.Code != 0 || r.MemberEpoch != 1 {
+		t.Fatalf("after restart: %+v", r)
+	}
+}

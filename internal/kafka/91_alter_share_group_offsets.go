@@ -14,6 +14,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,6 +37,14 @@ func handleAlterShareGroupOffsets(ctx context.Context, r *Request) (kmsg.Respons
 	}
 	if resp.ErrorCode = emptyShareGroupCode(ctx, r, req.GroupID, false); resp.ErrorCode != 0 {
 		return resp, nil
+	}
+	// Kafka creates the group here: it is then listed, described and
+	// deleted as an empty share group.
+	if cr, ok := r.Deps.ShareGroups.(shareGroupCreator); ok {
+		if err := cr.CreateShareGroup(ctx, req.GroupID); err != nil {
+			resp.ErrorCode = shareGroupErrCode(err)
+			return resp, nil
+		}
 	}
 	view := m.View()
 	type slot struct{ t, p int }
@@ -110,7 +119,7 @@ func emptyShareGroupCode(ctx context.Context, r *Request, group string, mustExis
 // shareProposeCode is the code of a failed proposal: a log below
 // metadata level 9 cannot hold share state.
 func shareProposeCode(err error) int16 {
-	if errorsIs(err, meta.ErrNotAtLevel) {
+	if errors.Is(err, meta.ErrNotAtLevel) {
 		return kerr.UnsupportedVersion.Code
 	}
 	return kerr.UnknownServerError.Code

@@ -11,7 +11,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -74,5 +73,3 @@ func handleDeleteShareGroupOffsets(ctx context.Context, r *Request) (kmsg.Respon
 	}
 	return resp, nil
 }
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }

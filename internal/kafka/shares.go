@@ -32,6 +32,13 @@ type ShareGroupInfo interface {
 	ShareGroupState(ctx context.Context, group string) (exists, isShare bool, members int, err error)
 }
 
+// shareGroupCreator is a ShareGroupInfo that can also create an empty
+// share group (package group's coordinator), as AlterShareGroupOffsets
+// does in Kafka.
+type shareGroupCreator interface {
+	CreateShareGroup(ctx context.Context, group string) error
+}
+
 // shares returns Deps.Shares, or ErrMissingDeps.
 func (d *Deps) shares() (ShareServer, error) {
 	if d == nil || d.Shares == nil {

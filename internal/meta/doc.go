@@ -143,6 +143,9 @@
 //	                                                   owner, target state, generation, task status (generation,
 //	                                                   state, node, worker, trace)
 //	0x31    -                                          connector count
+//	0x38    group (length-prefixed), topic id,         ShareState (level 9, share_state.go): SPSO, SPEO, state epoch,
+//	        partition (4 bytes)                        the in-flight window as runs (length, state, delivery count,
+//	                                                   holder, lock deadline by the log clock)
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a

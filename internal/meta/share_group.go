@@ -26,11 +26,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// levelShareGroups is the metadata level that adds share groups. It
-// has the value of share-state's LevelShareGroups (share_state.go, in
-// its own branch); the two are one constant once both are merged.
-const levelShareGroups int16 = 9
-
 // GroupShare groups run KIP-932 (ShareGroupHeartbeat): the coordinator
 // assigns partitions, which members share.
 const GroupShare GroupKind = 2
@@ -242,4 +237,4 @@ func GroupConfigs(v *View, group string) (map[string]string, error) { return v.G
 
 // ShareGroupsAt reports whether metadata level level stores share
 // groups and group configs.
-func ShareGroupsAt(level int16) bool { return level >= levelShareGroups }
+func ShareGroupsAt(level int16) bool { return level >= LevelShareGroups }

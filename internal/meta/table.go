@@ -222,9 +222,9 @@ var commandTable = [...]commandSpec{
 
 	// Share group membership and group configs (share_group.go).
 	TypeShareGroupState: row("ShareGroupState", partitionsNone, (*Applier).shareGroupState,
-		version(1, decodeShareGroupStateV1).writtenFrom(levelShareGroups)),
+		version(1, decodeShareGroupStateV1).writtenFrom(LevelShareGroups)),
 	TypeAlterGroupConfigs: row("AlterGroupConfigs", partitionsNone, (*Applier).alterGroupConfigs,
-		version(1, decodeAlterGroupConfigsV1).writtenFrom(levelShareGroups)),
+		version(1, decodeAlterGroupConfigsV1).writtenFrom(LevelShareGroups)),
 	// Share partitions (share_state.go). ShareInit, ShareAcquire and
 	// ShareStateAlter read the partition's log start through the cache.
 	TypeShareInit: row("ShareInit", partitionsCached, (*Applier).shareInit,

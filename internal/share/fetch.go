@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/recordbatch"
 )
@@ -202,13 +203,13 @@ func (s *Server) Fetch(ctx context.Context, conn uint64, req *kmsg.ShareFetchReq
 		if got > 0 || watch == nil || left <= 0 || ctx.Err() != nil {
 			break
 		}
-		t := time.NewTimer(min(left, recheckInterval))
+		fired, t := clock.After(s.clock, min(left, recheckInterval))
 		select {
 		case <-watch.Ready():
-		case <-t.C:
+		case <-fired:
 		case <-ctx.Done():
 		}
-		t.Stop()
+		clock.Stop(t)
 	}
 	if s.metrics != nil {
 		s.metrics.fetches.Inc()

@@ -346,3 +346,26 @@ func TestParseISODurationViaConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCloseReleases: a ShareFetch at epoch -1 applies its
+// acknowledgements, closes the session and releases what the member
+// still held; the session is gone after.
+func TestSessionCloseReleases(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AutoOffsetReset = "earliest"
+	f := newFixture(t, 10, []fakeBatch{{0, 4, false}, {5, 9, false}}, cfg)
+	ctx := context.Background()
+	if got, _, _ := acquired(t, f.srv.Fetch(ctx, 1, f.fetchReq("m1", 0), allowAll)); !reflect.DeepEqual(got, []string{"0-9/1"}) {
+		t.Fatalf("m1 got %v", got)
+	}
+	closeReq := f.fetchReq("m1", -1, ackBatch(0, 4, 1))
+	if _, _, ackCode := acquired(t, f.srv.Fetch(ctx, 1, closeReq, allowAll)); ackCode != 0 {
+		t.Fatalf("closing with an accept of 0-4: ack code %d", ackCode)
+	}
+	if r := f.srv.Fetch(ctx, 1, f.fetchReq("m1", 1), allowAll); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("a fetch in the closed session: %v, want SHARE_SESSION_NOT_FOUND", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if got, _, _ := acquired(t, f.srv.Fetch(ctx, 2, f.fetchReq("m2", 0), allowAll)); !reflect.DeepEqual(got, []string{"5-9/2"}) {
+		t.Fatalf("after m1 closed its session m2 got %v, want 5-9 (released) with delivery count 2, not 0-4 (accepted)", got)
+	}
+}
