@@ -520,3 +520,26 @@ func TestCreateShareGroup(t *testing.T) {
 		t.Fatalf("after restart: %+v", r)
 	}
 }
+
+// BenchmarkAssignShare: one assignment of a group epoch, with each
+// member's previous assignment (the sticky path).
+func BenchmarkAssignShare(b *testing.B) {
+	for _, sz := range []struct{ members, partitions int }{{8, 2}, {200, 1000}, {1000, 64}} {
+		b.Run(fmt.Sprintf("members=%d/partitions=%d", sz.members, sz.partitions), func(b *testing.B) {
+			subs := make(map[string][]string)
+			for i := range sz.members {
+				subs[fmt.Sprintf("m%04d", i)] = []string{"t"}
+			}
+			parts := map[string]int32{"t": int32(sz.partitions)}
+			ms := members(subs)
+			prev := assignShare(slices.Clone(ms), parts)
+			for i := range ms {
+				ms[i].previous = prev[ms[i].id]
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				assignShare(slices.Clone(ms), parts)
+			}
+		})
+	}
+}

@@ -228,6 +228,45 @@ func TestACLMatrix(t *testing.T) {
 				req.Resources = append(req.Resources, rr)
 				return req
 			}},
+		{name: "ShareGroupHeartbeat/group", topic: "m-shb", pre: []acl.Binding{topicACL("m-shb", describe)}, grant: []acl.Binding{groupACL("m-shb", read)},
+			want: groupDenied, after: anyOtherCode,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrShareGroupHeartbeatRequest()
+				req.GroupID, req.MemberID, req.SubscribedTopicNames = "m-shb", "m1", []string{"m-shb"}
+				return req
+			}},
+		{name: "ShareGroupHeartbeat/topic", topic: "m-shb2", pre: []acl.Binding{groupACL("m-shb2", read)}, grant: []acl.Binding{topicACL("m-shb2", describe)},
+			want: topicDenied, after: anyOtherCode,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrShareGroupHeartbeatRequest()
+				req.GroupID, req.MemberID, req.SubscribedTopicNames = "m-shb2", "m1", []string{"m-shb2"}
+				return req
+			}},
+		{name: "ShareGroupDescribe", grant: []acl.Binding{groupACL("m-sgd", describe)}, want: groupDenied, after: kerr.GroupIDNotFound.Code,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrShareGroupDescribeRequest()
+				req.GroupIDs = []string{"m-sgd"}
+				return req
+			}},
+		{name: "DescribeConfigs/group", grant: []acl.Binding{groupACL("m-dcg", kmsg.ACLOperationDescribeConfigs)}, want: groupDenied,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrDescribeConfigsRequest()
+				rr := kmsg.NewDescribeConfigsRequestResource()
+				rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "m-dcg"
+				req.Resources = append(req.Resources, rr)
+				return req
+			}},
+		{name: "IncrementalAlterConfigs/group", grant: []acl.Binding{groupACL("m-iacg", kmsg.ACLOperationAlterConfigs)}, want: groupDenied, after: anyOtherCode,
+			req: func() kmsg.Request {
+				req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+				rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+				rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "m-iacg"
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+				rr.Configs = append(rr.Configs, c)
+				req.Resources = append(req.Resources, rr)
+				return req
+			}},
 		{name: "DescribeConfigs/broker", grant: []acl.Binding{clusterACL(kmsg.ACLOperationAlterConfigs)}, want: clusterDenied,
 			req: func() kmsg.Request {
 				req := kmsg.NewPtrDescribeConfigsRequest()

@@ -146,6 +146,8 @@
 //	0x38    group (length-prefixed), topic id,         ShareState (level 9, share_state.go): SPSO, SPEO, state epoch,
 //	        partition (4 bytes)                        the in-flight window as runs (length, state, delivery count,
 //	                                                   holder, lock deadline by the log clock)
+//	0x40    group id                                   group configs (level 9, share_group.go: AlterGroupConfigs),
+//	                                                   sorted by name; a share group is a 0x09 record of kind share
 //	0xFF    local keys ('i' + writer id)               last incarnation this copy used; not replicated, not in the digest
 //
 // A topic's partitions and index are contiguous ranges, so deleting a
