@@ -112,9 +112,9 @@ type shareVerdict struct {
 	// UnseenDeliveries counts gaps in the delivery counts consumers saw
 	// (deliveries whose answer nobody logged), for the same reason.
 	UnseenDeliveries int
-	Redelivered         int // records acquired more than once
-	Holds               int
-	Errs                []string
+	Redelivered      int // records acquired more than once
+	Holds            int
+	Errs             []string
 }
 
 // checkShareHistory checks events against the records produced and the
