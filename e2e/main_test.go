@@ -46,6 +46,11 @@ const (
 var binDir string
 
 func TestMain(m *testing.M) {
+	// A consumer process of the share-group chaos test, not a test run
+	// (share_consumer_test.go).
+	if cfg := os.Getenv(shareConsumerEnv); cfg != "" {
+		os.Exit(runShareConsumer(cfg))
+	}
 	dir, err := os.MkdirTemp("", "strand-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

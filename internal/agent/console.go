@@ -74,6 +74,8 @@ func (a *Agent) startConsole() error {
 		Registry:   a.registry,
 		SQL:        a.consoleSQL(),
 		Connectors: a.consoleConnectors,
+		Metrics:    a.metrics.reg,
+		Clock:      a.members.clk,
 		Logger:     a.logger.With("component", "console"),
 	})
 	if err != nil {

@@ -60,7 +60,7 @@ const (
 // AddCommands adds the client commands (topic, produce, consume, group,
 // features, acl, quota, user, log, storage, registry, sql) to root.
 func AddCommands(root *cobra.Command) {
-	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
+	root.AddCommand(NewTopicCommand(), NewProduceCommand(), NewConsumeCommand(), NewGroupCommand(), NewShareGroupCommand(), NewFeaturesCommand(), NewACLCommand(),
 		NewQuotaCommand(), NewUserCommand())
 	root.AddCommand(NewLogCommand(), NewStorageCommand())
 	root.AddCommand(NewRegistryCommand(), NewSQLCommand(), NewConnectCommand())

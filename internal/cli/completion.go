@@ -126,6 +126,9 @@ func addCompletions(root *cobra.Command) {
 		{"group reset-offsets", groups, true},
 		{"group seek", groups, true},
 		{"group offset-delete", groups, true},
+		{"share-group seek", groups, true},
+		{"share-group delete-offsets", groups, true},
+		{"share-group delete", groups, false},
 	}
 	for _, a := range args {
 		if cmd := findCommand(root, a.path); cmd != nil && cmd.ValidArgsFunction == nil {
@@ -139,6 +142,8 @@ func addCompletions(root *cobra.Command) {
 		{"group reset-offsets", "topic", topics},
 		{"group seek", "topics", topics},
 		{"group offset-delete", "topic", topics},
+		{"share-group seek", "topic", topics},
+		{"share-group delete-offsets", "topic", topics},
 		{"consume", "group", groups},
 	}
 	for _, f := range flags {

@@ -52,6 +52,9 @@ func TestCompletion(t *testing.T) {
 		{[]string{"group", "describe", b, ""}, []string{"audit", "billing", "bulk"}},
 		{[]string{"group", "seek", b, "audit", "--topics", "pay"}, []string{"payments"}},
 		{[]string{"group", "offset-delete", b, "bu"}, []string{"bulk"}},
+		{[]string{"share-group", "seek", b, "a"}, []string{"audit"}},
+		{[]string{"share-group", "delete-offsets", b, "audit", "--topic", "o"}, []string{"orders", "other"}},
+		{[]string{"share-group", "delete", b, "bulk", "b"}, []string{"billing"}},
 		// -X reaches the completion's client too.
 		{[]string{"topic", "describe", "-X", "brokers=" + brokers, "pa"}, []string{"payments"}},
 		// Nothing listens: silence, not an error.

@@ -68,7 +68,11 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 		Long: "Show a group's state, members and, per partition, the committed offset, the log\n" +
 			"start and end offsets and the lag. A partition without a committed offset lags by\n" +
 			"everything between its log start and end. --format json or yaml prints a list with\n" +
-			"one object per group.",
+			"one object per group.\n\n" +
+			"A share group (KIP-932) shows its members and assignments and, per partition, the\n" +
+			"share-partition start offset (every record before it is acknowledged or archived)\n" +
+			"and the lag. In-flight and archived counts are not in Kafka's APIs: see the agent's\n" +
+			"share-group metrics on /metrics or the console's group page.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := CheckOutputFormat(format); err != nil {
@@ -80,16 +84,42 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 				return err
 			}
 			defer done()
-			// Lag describes the groups, fetches their commits and lists
-			// start and end offsets of every partition they are assigned,
-			// want or committed to.
-			lags, err := adm.Lag(ctx, groups...)
+			// Share groups have no commits for Lag to read: they are
+			// described by their own APIs (group_describe_share.go).
+			share, err := shareGroupsAmong(ctx, adm, groups)
 			if err != nil {
-				return fmt.Errorf("describe groups: %w", err)
+				return err
+			}
+			var classic, shared []string
+			for _, g := range groups {
+				if share[g] {
+					shared = append(shared, g)
+				} else {
+					classic = append(classic, g)
+				}
 			}
 			var errs []error
-			described := []kadm.DescribedGroupLag{}
+			lags := kadm.DescribedGroupLags{}
+			if len(classic) > 0 {
+				// Lag describes the groups, fetches their commits and
+				// lists start and end offsets of every partition they are
+				// assigned, want or committed to.
+				if lags, err = adm.Lag(ctx, classic...); err != nil {
+					return fmt.Errorf("describe groups: %w", err)
+				}
+			}
+			shareDescribed, shareErrs := describeShareGroups(ctx, adm, shared)
+			errs = append(errs, shareErrs...)
+			// One entry per group described, in the order named: a
+			// kadm.DescribedGroupLag or a JSONShareGroup.
+			var described []any
 			for _, g := range groups {
+				if share[g] {
+					if j, ok := shareDescribed[g]; ok {
+						described = append(described, j)
+					}
+					continue
+				}
 				l, ok := lags[g]
 				switch {
 				case !ok:
@@ -102,16 +132,27 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 					described = append(described, l)
 				}
 			}
-			js := make([]JSONGroup, 0, len(described))
-			for _, l := range described {
-				js = append(js, jsonGroup(l))
+			js := make([]any, 0, len(described))
+			for _, d := range described {
+				if l, ok := d.(kadm.DescribedGroupLag); ok {
+					js = append(js, jsonGroup(l))
+				} else {
+					js = append(js, d)
+				}
 			}
 			if err := WriteOutput(cmd.OutOrStdout(), format, js, func(w io.Writer) error {
-				for i, l := range described {
+				for i, d := range described {
 					if i > 0 {
 						fmt.Fprintln(w)
 					}
-					if err := printGroup(w, l); err != nil {
+					var err error
+					switch d := d.(type) {
+					case kadm.DescribedGroupLag:
+						err = printGroup(w, d)
+					case JSONShareGroup:
+						err = printShareGroup(w, d)
+					}
+					if err != nil {
 						return err
 					}
 				}

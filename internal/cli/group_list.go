@@ -1,5 +1,5 @@
-// `group list`: the groups of every broker, with their state and
-// protocol type, filtered by --state.
+// `group list`: the groups of every broker, with their state, protocol
+// type and group type (classic, consumer, share), filtered by --state.
 
 package cli
 
@@ -33,6 +33,9 @@ type GroupListing struct {
 	Coordinator  int32  `json:"coordinator" yaml:"coordinator"`
 	State        string `json:"state" yaml:"state"`
 	ProtocolType string `json:"protocol_type" yaml:"protocol_type"`
+	// GroupType is classic, consumer (KIP-848) or share (KIP-932); empty
+	// from brokers older than ListGroups v5.
+	GroupType string `json:"group_type" yaml:"group_type"`
 }
 
 func newGroupListCmd(opts *ClientOptions) *cobra.Command {
@@ -41,7 +44,7 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List groups with their state and protocol type",
+		Short:   "List groups with their state, protocol type and type (classic, consumer, share)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			filter, err := canonicalStates(states)
@@ -58,12 +61,12 @@ func newGroupListCmd(opts *ClientOptions) *cobra.Command {
 			listed, listErr := adm.ListGroups(ctx, filter...)
 			listing := []GroupListing{}
 			for _, g := range listed.Sorted() {
-				listing = append(listing, GroupListing{Group: g.Group, Coordinator: g.Coordinator, State: g.State, ProtocolType: g.ProtocolType})
+				listing = append(listing, GroupListing{Group: g.Group, Coordinator: g.Coordinator, State: g.State, ProtocolType: g.ProtocolType, GroupType: g.GroupType})
 			}
 			if err := WriteOutput(cmd.OutOrStdout(), *format, listing, func(w io.Writer) error {
-				t := newTable(w, "GROUP", "STATE", "PROTOCOL-TYPE")
+				t := newTable(w, "GROUP", "STATE", "PROTOCOL-TYPE", "TYPE")
 				for _, g := range listing {
-					t.row(g.Group, dash(g.State), dash(g.ProtocolType))
+					t.row(g.Group, dash(g.State), dash(g.ProtocolType), dash(g.GroupType))
 				}
 				return t.flush()
 			}); err != nil {

@@ -263,7 +263,7 @@ func TestGroupLifecycle(t *testing.T) {
 
 	t.Run("active", func(t *testing.T) {
 		r := mustRun(t, f.brokers, "", "group", "list")
-		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE"}, {"g", "Stable", "consumer"}, {"h", "Empty", "-"}}; !equalRows(rows(r.stdout), want) {
+		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"}, {"g", "Stable", "consumer", "classic"}, {"h", "Empty", "-", "classic"}}; !equalRows(rows(r.stdout), want) {
 			t.Fatalf("list:\n%s\nwant %v", r.stdout, want)
 		}
 
@@ -312,11 +312,11 @@ func TestGroupLifecycle(t *testing.T) {
 
 	t.Run("empty", func(t *testing.T) {
 		r := mustRun(t, f.brokers, "", "group", "list", "--state", "empty")
-		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE"}, {"g", "Empty", "consumer"}, {"h", "Empty", "-"}}; !equalRows(rows(r.stdout), want) {
+		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"}, {"g", "Empty", "consumer", "classic"}, {"h", "Empty", "-", "classic"}}; !equalRows(rows(r.stdout), want) {
 			t.Fatalf("list --state empty:\n%s\nwant %v", r.stdout, want)
 		}
 		r = mustRun(t, f.brokers, "", "group", "list", "--state", "Stable,PreparingRebalance")
-		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE"}}; !equalRows(rows(r.stdout), want) {
+		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"}}; !equalRows(rows(r.stdout), want) {
 			t.Fatalf("list --state Stable:\n%s", r.stdout)
 		}
 
@@ -386,7 +386,7 @@ func TestGroupLifecycle(t *testing.T) {
 			t.Fatalf("delete printed:\n%s", r.stdout)
 		}
 		r = mustRun(t, f.brokers, "", "group", "list")
-		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE"}, {"h", "Empty", "-"}}; !equalRows(rows(r.stdout), want) {
+		if want := [][]string{{"GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"}, {"h", "Empty", "-", "classic"}}; !equalRows(rows(r.stdout), want) {
 			t.Fatalf("list after delete:\n%s", r.stdout)
 		}
 		mustRun(t, f.brokers, "", "group", "delete", "h")

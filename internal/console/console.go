@@ -35,6 +35,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -160,7 +161,10 @@ type Config struct {
 	// Connectors lists the connectors r's caller may see, with their
 	// status (connectors.go); nil: the page lists none.
 	Connectors func(r *http.Request) ([]Connector, error)
-	Logger     *slog.Logger
+	// Metrics is the agent's metrics registry; the share group page
+	// shows its strand_share_ series. nil: the page says so.
+	Metrics prometheus.Gatherer
+	Logger  *slog.Logger
 	// Clock times the throughput samples (cluster.go); nil: the wall
 	// clock. ThroughputSampleEvery is their spacing; zero: 10 s.
 	Clock                 clock.Clock
@@ -209,7 +213,7 @@ func New(cfg Config) (*Console, error) {
 	c := &Console{cfg: cfg, cl: cl, adm: kadm.NewClient(cl), pages: map[string]*template.Template{},
 		recordReaders: make(chan struct{}, maxRecordReaders), recordReaderWait: recordReaderWait,
 		clock: clock.OrReal(cfg.Clock), sampleEvery: cmp.Or(cfg.ThroughputSampleEvery, throughputSampleEvery)}
-	for _, p := range []string{"cluster", "topics", "topic", "records", "search", "users", "acls", "quotas", "groups", "group", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
+	for _, p := range []string{"cluster", "topics", "topic", "records", "search", "users", "acls", "quotas", "groups", "group", "sharegroup", "schemas", "subject", "schemadiff", "sql", "connectors", "login", "message"} {
 		t, err := template.New(p).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+p+".html")
 		if err != nil {
 			cl.Close()

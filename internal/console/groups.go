@@ -13,9 +13,11 @@ import (
 
 type groupRow struct {
 	Name, State, ProtocolType string
-	Coordinator               int32
-	Members                   int
-	Err                       string
+	// Type is classic, consumer or share (ListGroups v5+).
+	Type        string
+	Coordinator int32
+	Members     int
+	Err         string
 }
 
 type groupsData struct {
@@ -38,11 +40,31 @@ func (c *Console) handleGroups(w http.ResponseWriter, r *http.Request) {
 	for i, g := range rows {
 		names[i] = g.Group
 	}
-	// Member counts are in DescribeGroups only; for this page's groups.
-	described, _ := c.adm.DescribeGroups(ctx, names...)
+	// Member counts are in DescribeGroups only (ShareGroupDescribe for
+	// share groups); for this page's groups.
+	var classic, share []string
 	for _, g := range rows {
-		row := groupRow{Name: g.Group, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator}
-		if dg, ok := described[g.Group]; ok {
+		if g.GroupType == "share" {
+			share = append(share, g.Group)
+		} else {
+			classic = append(classic, g.Group)
+		}
+	}
+	described, _ := c.adm.DescribeGroups(ctx, classic...)
+	var shareDescribed kadm.DescribedShareGroups
+	if len(share) > 0 {
+		shareDescribed, _ = c.adm.DescribeShareGroups(ctx, share...)
+	}
+	for _, g := range rows {
+		row := groupRow{Name: g.Group, State: g.State, ProtocolType: g.ProtocolType, Type: g.GroupType, Coordinator: g.Coordinator}
+		if sg, ok := shareDescribed[g.Group]; ok {
+			row.Members = len(sg.Members)
+			if sg.Err != nil {
+				row.Err = sg.Err.Error()
+			} else if sg.GroupState != "" {
+				row.State = sg.GroupState
+			}
+		} else if dg, ok := described[g.Group]; ok {
 			row.Members = len(dg.Members)
 			if dg.Err != nil {
 				row.Err = dg.Err.Error()
@@ -87,6 +109,10 @@ type groupData struct {
 
 func (c *Console) handleGroup(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("group")
+	if c.isShareGroup(r, name) {
+		c.handleShareGroup(w, r, name)
+		return
+	}
 	ctx, cancel := kafkaCtx(r)
 	defer cancel()
 	lags, err := c.adm.Lag(ctx, name)
