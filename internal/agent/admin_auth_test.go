@@ -57,7 +57,7 @@ func call(t *testing.T, client *http.Client, method, base, path string, header m
 // The HTTP endpoints that name topics, groups, records or the cluster's
 // layout, none open to an unauthenticated caller, and those that are.
 var (
-	guardedGETs = []string{agent.PathLogStatus, agent.PathZones, "/v1/topics/t/storage", "/v1/topics/t/compaction",
+	guardedGETs = []string{agent.PathLogStatus, agent.PathZones, "/v1/topics/t/storage", "/v1/topics/t/compaction", "/v1/share-groups/g/state",
 		"/debug/pprof/cmdline", "/console/", "/console/topics", "/console/topics/t",
 		"/console/topics/t/records?partition=0", "/console/groups", "/console/groups/g", "/console/api/throughput"}
 	openGETs = []string{"/healthz", "/readyz", "/metrics", "/console/login", "/console/static/style.css"}

@@ -197,6 +197,7 @@ func (a *Agent) mountAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathLogMigrate, a.ifReady(a.ifAdmin(a.handleLogMigrate)))
 	mux.HandleFunc("POST "+PathSnapshot, a.ifReady(a.ifAdmin(a.handleSnapshot)))
 	mux.HandleFunc("POST "+PathStorageVerify, a.ifReady(a.ifAdmin(a.handleStorageVerify)))
+	mux.HandleFunc("GET "+PathShareGroupState, a.ifReady(a.ifAllowed(needGroupDescribe, a.handleShareGroupState)))
 	mux.HandleFunc("GET "+PathTopicCompaction, a.ifReady(a.ifAllowed(needTopicDescribe, a.handleTopicCompaction)))
 	mux.HandleFunc("GET "+PathTopicStorage, a.ifReady(a.ifAllowed(needTopicDescribe, a.handleTopicStorage)))
 	mux.HandleFunc("GET "+PathZones, a.ifReady(a.ifAllowed(clusterDescribe, a.handleZones)))

@@ -982,6 +982,31 @@ func (v *View) ShareStates(group string) ([]ShareState, error) {
 	return readShareStates(v.r, group, nil)
 }
 
+// ShareStatesUpTo reads up to limit of a group's share-partition
+// states in key order; truncated says the group has more.
+func (v *View) ShareStatesUpTo(group string, limit int) (states []ShareState, truncated bool, err error) {
+	start, end := shareGroupSpan(group)
+	it, err := v.r.NewIter(start, end)
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		s, err := decodeShareState(it.Key(), it.Value())
+		if err != nil {
+			return nil, false, err
+		}
+		if s.Group != group {
+			continue
+		}
+		if len(states) == limit {
+			return states, true, it.Error()
+		}
+		states = append(states, s)
+	}
+	return states, false, it.Error()
+}
+
 // AllShareStates reads every share partition's state, of every group,
 // in key order, up to limit states.
 func (v *View) AllShareStates(limit int) ([]ShareState, error) {
