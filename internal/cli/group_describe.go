@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -62,6 +63,7 @@ type JSONGroupPartition struct {
 
 func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 	var format string
+	var inFlight adminOptions
 	cmd := &cobra.Command{
 		Use:   "describe GROUP...",
 		Short: "Show a group's members, committed offsets and lag per partition",
@@ -71,8 +73,9 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 			"one object per group.\n\n" +
 			"A share group (KIP-932) shows its members and assignments and, per partition, the\n" +
 			"share-partition start offset (every record before it is acknowledged or archived)\n" +
-			"and the lag. In-flight and archived counts are not in Kafka's APIs: see the agent's\n" +
-			"share-group metrics on /metrics or the console's group page.",
+			"and the lag. Kafka's APIs carry no in-flight counts: with --http (an agent's HTTP\n" +
+			"address) the agent adds, per partition, the records available, in flight (acquired)\n" +
+			"and archived between the start and end offsets; without it those columns show \"-\".",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := CheckOutputFormat(format); err != nil {
@@ -110,6 +113,16 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 			}
 			shareDescribed, shareErrs := describeShareGroups(ctx, adm, shared)
 			errs = append(errs, shareErrs...)
+			for _, g := range shared {
+				j, ok := shareDescribed[g]
+				if !ok {
+					continue
+				}
+				if note := j.addInFlight(ctx, &inFlight); note != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "note:", note)
+				}
+				shareDescribed[g] = j
+			}
 			// One entry per group described, in the order named: a
 			// kadm.DescribedGroupLag or a JSONShareGroup.
 			var described []any
@@ -165,6 +178,8 @@ func newGroupDescribeCmd(opts *ClientOptions) *cobra.Command {
 	}
 	// -f as well as --format: describe had it before the shared flag.
 	cmd.Flags().StringVarP(&format, "format", "f", OutputText, "output format: text, json or yaml")
+	cmd.Flags().StringVar(&inFlight.HTTP, "http", "", "an agent's HTTP address, host:port or https://host:port: also show a share group's available, in-flight and archived records per partition")
+	cmd.Flags().DurationVar(&inFlight.Timeout, "http-timeout", 10*time.Second, "bound on the --http request")
 	return cmd
 }
 

@@ -4,9 +4,12 @@
 // (90). A share group has no committed offsets for Lag to read, so it
 // takes this path instead of the classic one.
 //
-// In-flight (acquired) and archived record counts per partition are not
-// in any Kafka API: they are the agent's share metrics and the console's
-// group page, not this command's.
+// In-flight (acquired), available and archived record counts per
+// partition are in no Kafka API: with --http they come from the agent's
+// GET /v1/share-groups/{group}/state (agent.PathShareGroupState), read
+// from its copy of the metadata; without it, or when that fails, the
+// columns show "-" and a note on stderr says why, and the describe still
+// succeeds.
 
 package cli
 
@@ -15,12 +18,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/strandkafka/strand/internal/agent"
 )
 
 // groupTypeShare is how ListGroups (v5+) and DescribeGroups name a share
@@ -40,6 +46,9 @@ type JSONShareGroup struct {
 	Partitions []JSONShareGroupPartition `json:"partitions" yaml:"partitions"`
 	// TotalLag sums the lag of the partitions whose lag is known.
 	TotalLag int64 `json:"total_lag" yaml:"total_lag"`
+	// InFlightError says why the partitions have no in-window counts:
+	// no --http, or the agent's answer failed.
+	InFlightError string `json:"in_flight_error,omitempty" yaml:"in_flight_error,omitempty"`
 }
 
 // JSONShareGroupMember is one member of a share group. Share groups
@@ -61,8 +70,17 @@ type JSONShareGroupPartition struct {
 	StartOffset *int64 `json:"start_offset" yaml:"start_offset"`
 	// Lag is null when the broker does not know it (Kafka answers -1
 	// until the share partition is initialized); Error then may say why.
-	Lag   *int64 `json:"lag" yaml:"lag"`
-	Error string `json:"error,omitempty" yaml:"error,omitempty"`
+	Lag *int64 `json:"lag" yaml:"lag"`
+	// From the agent (--http), null without it: the share-partition end
+	// offset (the first offset never acquired) and the records of
+	// [start, end) by state, acquired records whose lock expired by the
+	// agent's log clock counted as available.
+	EndOffset    *int64 `json:"end_offset" yaml:"end_offset"`
+	Available    *int64 `json:"available" yaml:"available"`
+	InFlight     *int64 `json:"in_flight" yaml:"in_flight"` // acquired, lock held
+	Acknowledged *int64 `json:"acknowledged" yaml:"acknowledged"`
+	Archived     *int64 `json:"archived" yaml:"archived"`
+	Error        string `json:"error,omitempty" yaml:"error,omitempty"`
 }
 
 // shareGroupsAmong returns which of groups are share groups, as
@@ -198,7 +216,7 @@ func printShareGroup(w io.Writer, j JSONShareGroup) error {
 	if len(j.Partitions) == 0 {
 		return nil
 	}
-	headers := []string{"TOPIC", "PARTITION", "START-OFFSET", "LAG"}
+	headers := []string{"TOPIC", "PARTITION", "START-OFFSET", "LAG", "AVAILABLE", "IN-FLIGHT", "ARCHIVED"}
 	anyErr := slices.ContainsFunc(j.Partitions, func(p JSONShareGroupPartition) bool { return p.Error != "" })
 	if anyErr {
 		headers = append(headers, "ERROR")
@@ -206,7 +224,8 @@ func printShareGroup(w io.Writer, j JSONShareGroup) error {
 	fmt.Fprintln(w)
 	parts := newTable(w, headers...)
 	for _, p := range j.Partitions {
-		cells := []any{p.Topic, p.Partition, int64Cell(p.StartOffset), int64Cell(p.Lag)}
+		cells := []any{p.Topic, p.Partition, int64Cell(p.StartOffset), int64Cell(p.Lag),
+			int64Cell(p.Available), int64Cell(p.InFlight), int64Cell(p.Archived)}
 		if anyErr {
 			cells = append(cells, dash(p.Error))
 		}
@@ -227,4 +246,40 @@ func topicPartitionsCell(tps []JSONTopicPartitions) string {
 		parts = append(parts, tp.Topic+":"+strings.Join(ps, ","))
 	}
 	return dash(strings.Join(parts, ";"))
+}
+
+// addInFlight fills j's partitions' in-window counts from the agent at
+// o.HTTP, and returns the note for stderr when it cannot: the counts are
+// an extra the describe never fails for.
+func (j *JSONShareGroup) addInFlight(ctx context.Context, o *adminOptions) (note string) {
+	defer func() { j.InFlightError = note }()
+	if strings.TrimSpace(o.HTTP) == "" {
+		return "no in-flight counts: Kafka's APIs carry none; pass --http with an agent's HTTP address to read them from it"
+	}
+	var st agent.ShareGroupState
+	path := strings.Replace(agent.PathShareGroupState, "{group}", url.PathEscape(j.Group), 1)
+	if err := o.do(ctx, "GET", path, nil, &st); err != nil {
+		return fmt.Sprintf("no in-flight counts of %s from the agent at %s: %v", j.Group, o.HTTP, err)
+	}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	byTP := make(map[tp]agent.SharePartitionState, len(st.Partitions))
+	for _, p := range st.Partitions {
+		byTP[tp{p.Topic, p.Partition}] = p
+	}
+	for i := range j.Partitions {
+		p := &j.Partitions[i]
+		s, ok := byTP[tp{p.Topic, p.Partition}]
+		if !ok {
+			// Not initialized yet (no member fetched it): no window.
+			continue
+		}
+		p.EndOffset, p.Available, p.InFlight, p.Acknowledged, p.Archived = &s.EndOffset, &s.Available, &s.Acquired, &s.Acknowledged, &s.Archived
+	}
+	if st.Truncated {
+		return fmt.Sprintf("in-flight counts of %s cover its first %d share partitions only: the agent caps its answer", j.Group, len(st.Partitions))
+	}
+	return ""
 }

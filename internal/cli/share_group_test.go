@@ -180,8 +180,14 @@ func testShareGroupCLI(t *testing.T, f *shareFixture) {
 		if len(members) != 2 || len(members[1]) != 4 || members[1][1] != "share-test" || members[1][3] != "t:0,1;u:0,1" {
 			t.Errorf("members table %v, want one row of client share-test assigned t:0,1;u:0,1", members)
 		}
-		if want := [][]string{{"TOPIC", "PARTITION", "START-OFFSET", "LAG"}, {"t", "0", "5", "0"}, {"t", "1", "3", "0"}, {"u", "0", "1", "0"}, {"u", "1", "0", "0"}}; !equalRows(section(r.stdout, "TOPIC"), want) {
+		// Without --http the in-flight columns are "-" and stderr says
+		// why; the describe succeeds all the same.
+		if want := [][]string{{"TOPIC", "PARTITION", "START-OFFSET", "LAG", "AVAILABLE", "IN-FLIGHT", "ARCHIVED"},
+			{"t", "0", "5", "0", "-", "-", "-"}, {"t", "1", "3", "0", "-", "-", "-"}, {"u", "0", "1", "0", "-", "-", "-"}, {"u", "1", "0", "0", "-", "-", "-"}}; !equalRows(section(r.stdout, "TOPIC"), want) {
 			t.Errorf("partitions table:\n%s\nwant %v", r.stdout, want)
+		}
+		if !strings.Contains(r.stderr, "--http") {
+			t.Errorf("describe without --http: stderr %q, want a note naming --http", r.stderr)
 		}
 		for _, args := range [][]string{{"share-group", "seek", shareGroup, "--to", "start"}, {"share-group", "delete-offsets", shareGroup, "--topic", "t"}} {
 			if r := run(t, f.brokers, "", args...); !errors.Is(r.err, ErrGroupActive) {
@@ -264,5 +270,96 @@ func testShareGroupCLI(t *testing.T, f *shareFixture) {
 		if r := run(t, f.brokers, "", bad...); !errors.Is(r.err, ErrUsage) {
 			t.Errorf("%v: err = %v, want ErrUsage", bad, r.err)
 		}
+	}
+}
+
+// TestShareGroupDescribeInFlight: against a Strand agent, a member holds
+// partition 0's records and acknowledges two (accepts offset 1, rejects
+// offset 2): `group describe --http` shows per partition the records
+// available, in flight and archived, and its JSON the end offset and the
+// acknowledged too. An agent that cannot be reached leaves the columns
+// "-", a note on stderr, and the describe succeeding.
+func TestShareGroupDescribeInFlight(t *testing.T) {
+	a := startAgent(t)
+	f := newShareFixtureOn(t, a.KafkaAddr())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers), kgo.ConsumeTopics(fixtureTopic), kgo.ShareGroup(shareGroup),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), commandDeadline)
+	defer cancel()
+	// One poll only: the next would accept what this one left unacked.
+	var got []*kgo.Record
+	for len(got) == 0 && ctx.Err() == nil {
+		got = cl.PollFetches(ctx).Records()
+	}
+	held := map[int32]int64{} // records held per partition of t
+	var p0 []int64
+	for _, r := range got {
+		switch {
+		case r.Partition == 0 && r.Offset == 1:
+			r.Ack(kgo.AckAccept)
+		case r.Partition == 0 && r.Offset == 2:
+			r.Ack(kgo.AckReject)
+		default:
+			held[r.Partition]++
+		}
+		if r.Partition == 0 {
+			p0 = append(p0, r.Offset)
+		}
+	}
+	slices.Sort(p0)
+	if !slices.Equal(p0, []int64{0, 1, 2, 3, 4}) {
+		t.Fatalf("the first poll got partition 0's offsets %v, want 0-4", p0)
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	r := mustRun(t, f.brokers, "", "group", "describe", shareGroup, "--http", a.HTTPAddr())
+	parts := section(r.stdout, "TOPIC")
+	if len(parts) < 2 || !slices.Equal(parts[1][:3], []string{"t", "0", "0"}) || !slices.Equal(parts[1][4:], []string{"0", "3", "1"}) {
+		t.Errorf("partition 0 row of:\n%s\nwant start offset 0, 0 available, 3 in flight, 1 archived", r.stdout)
+	}
+	if r.stderr != "" {
+		t.Errorf("describe --http: stderr %q, want none", r.stderr)
+	}
+	r = mustRun(t, f.brokers, "", "group", "describe", shareGroup, "--http", a.HTTPAddr(), "--format", "json")
+	var out []JSONShareGroup
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out) != 1 {
+		t.Fatalf("describe --format json: %v\n%s", err, r.stdout)
+	}
+	for _, p := range out[0].Partitions {
+		if p.Topic != fixtureTopic || (p.Partition == 1 && held[1] == 0) {
+			continue // not fetched in the one poll: no window to count
+		}
+		want := map[string]int64{"end_offset": 5, "available": 0, "in_flight": held[p.Partition], "acknowledged": 1, "archived": 1}
+		if p.Partition == 1 {
+			want = map[string]int64{"end_offset": 3, "available": 0, "in_flight": held[1], "acknowledged": 0, "archived": 0}
+		}
+		gotCounts := map[string]int64{}
+		for k, v := range map[string]*int64{"end_offset": p.EndOffset, "available": p.Available, "in_flight": p.InFlight, "acknowledged": p.Acknowledged, "archived": p.Archived} {
+			gotCounts[k] = -1
+			if v != nil {
+				gotCounts[k] = *v
+			}
+		}
+		if fmt.Sprint(gotCounts) != fmt.Sprint(want) {
+			t.Errorf("JSON of t/%d: %v, want %v", p.Partition, gotCounts, want)
+		}
+	}
+	if out[0].InFlightError != "" {
+		t.Errorf("in_flight_error %q, want none", out[0].InFlightError)
+	}
+
+	// Nothing listens there: the counts are missing, not the describe.
+	r = mustRun(t, f.brokers, "", "group", "describe", shareGroup, "--http", "127.0.0.1:1", "--http-timeout", "2s")
+	if parts := section(r.stdout, "TOPIC"); len(parts) < 2 || !slices.Equal(parts[1][4:], []string{"-", "-", "-"}) {
+		t.Errorf("describe with an unreachable agent:\n%s\nwant - in the in-flight columns", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "127.0.0.1:1") {
+		t.Errorf("describe with an unreachable agent: stderr %q, want a note naming the address", r.stderr)
 	}
 }
