@@ -66,7 +66,7 @@ func needGroupDescribe(r *http.Request) httpNeed {
 
 func (a *Agent) handleShareGroupState(w http.ResponseWriter, r *http.Request) {
 	group := r.PathValue("group")
-	st, err := a.shareGroupState(group)
+	st, err := a.ShareGroupState(group)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -74,9 +74,10 @@ func (a *Agent) handleShareGroupState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// shareGroupState reads group's share partitions from the agent's
-// copy; the console's share group page shows the same.
-func (a *Agent) shareGroupState(group string) (ShareGroupState, error) {
+// ShareGroupState reads group's share partitions from the agent's
+// copy: GET /v1/share-groups/{group}/state's answer, which the console's
+// share group page shows too.
+func (a *Agent) ShareGroupState(group string) (ShareGroupState, error) {
 	v := a.replica.View()
 	defer v.Close()
 	now, err := v.LogClock()

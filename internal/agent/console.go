@@ -75,8 +75,20 @@ func (a *Agent) startConsole() error {
 		SQL:        a.consoleSQL(),
 		Connectors: a.consoleConnectors,
 		Metrics:    a.metrics.reg,
-		Clock:      a.members.clk,
-		Logger:     a.logger.With("component", "console"),
+		ShareCounts: func(group string) (console.ShareCounts, error) {
+			st, err := a.ShareGroupState(group)
+			if err != nil {
+				return console.ShareCounts{}, err
+			}
+			out := console.ShareCounts{Truncated: st.Truncated}
+			for _, p := range st.Partitions {
+				out.Partitions = append(out.Partitions, console.SharePartitionCounts{Topic: p.Topic, Partition: p.Partition,
+					EndOffset: p.EndOffset, Available: p.Available, Acquired: p.Acquired, Acknowledged: p.Acknowledged, Archived: p.Archived})
+			}
+			return out, nil
+		},
+		Clock:  a.members.clk,
+		Logger: a.logger.With("component", "console"),
 	})
 	if err != nil {
 		return err

@@ -164,7 +164,11 @@ type Config struct {
 	// Metrics is the agent's metrics registry; the share group page
 	// shows its strand_share_ series. nil: the page says so.
 	Metrics prometheus.Gatherer
-	Logger  *slog.Logger
+	// ShareCounts reads a share group's partitions from the agent's copy
+	// of the metadata: the in-window record counts by state, which no
+	// Kafka API carries. nil: the share group page shows "–" for them.
+	ShareCounts func(group string) (ShareCounts, error)
+	Logger      *slog.Logger
 	// Clock times the throughput samples (cluster.go); nil: the wall
 	// clock. ThroughputSampleEvery is their spacing; zero: 10 s.
 	Clock                 clock.Clock

@@ -2,7 +2,8 @@
 // assignments (ShareGroupDescribe), per partition the share-partition
 // start offset and lag (DescribeShareGroupOffsets), and the agent's share
 // metrics (strand_share_*). Kafka's APIs have no per-partition in-flight
-// or archived counts; the metrics carry them, summed over the cluster.
+// or archived counts: Config.ShareCounts reads them from the agent's copy
+// of the metadata, as GET /v1/share-groups/{group}/state does.
 
 package console
 
@@ -28,7 +29,26 @@ type sharePartitionRow struct {
 	Partition        int32
 	StartOffset, Lag int64
 	HasStart, HasLag bool
-	Err              string
+	// The in-window counts, when HasCounts.
+	EndOffset, Available, Acquired, Archived int64
+	HasCounts                                bool
+	Err                                      string
+}
+
+// ShareCounts is a share group's partitions as the agent holds them.
+type ShareCounts struct {
+	Partitions []SharePartitionCounts
+	// Truncated: the group has more share partitions than these.
+	Truncated bool
+}
+
+// SharePartitionCounts is one share partition: its end offset and the
+// records of [start offset, end offset) by state.
+type SharePartitionCounts struct {
+	Topic                                       string
+	Partition                                   int32
+	EndOffset                                   int64
+	Available, Acquired, Acknowledged, Archived int64
 }
 
 type shareMetricRow struct {
@@ -45,6 +65,9 @@ type shareGroupData struct {
 	TotalLag              int64
 	Cut                   bool
 	Metrics               []shareMetricRow
+	// CountsNote says why the partitions have no in-window counts, or
+	// that the agent cut its answer.
+	CountsNote string
 	// MetricsOff: the console has no metrics source (Config.Metrics).
 	MetricsOff bool
 	Err        string
@@ -110,8 +133,41 @@ func (c *Console) handleShareGroup(w http.ResponseWriter, r *http.Request, name 
 	} else if err != nil {
 		d.Err = strings.TrimSpace(d.Err + " offsets: " + err.Error())
 	}
+	d.CountsNote = c.addShareCounts(name, d.Partitions)
 	d.Metrics, d.MetricsOff = c.shareMetrics(name)
 	c.render(w, r, http.StatusOK, "sharegroup", page{Title: "Share group " + name, Nav: "groups", Data: d})
+}
+
+// addShareCounts fills rows' in-window counts from Config.ShareCounts,
+// and returns a note for the page when it cannot, or cut its answer.
+func (c *Console) addShareCounts(group string, rows []sharePartitionRow) string {
+	if c.cfg.ShareCounts == nil {
+		return "This console has no source of in-flight counts."
+	}
+	counts, err := c.cfg.ShareCounts(group)
+	if err != nil {
+		return "In-flight counts: " + err.Error()
+	}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	byTP := make(map[tp]SharePartitionCounts, len(counts.Partitions))
+	for _, p := range counts.Partitions {
+		byTP[tp{p.Topic, p.Partition}] = p
+	}
+	for i := range rows {
+		p, ok := byTP[tp{rows[i].Topic, rows[i].Partition}]
+		if !ok {
+			continue // no member fetched it yet: no window
+		}
+		rows[i].EndOffset, rows[i].Available, rows[i].Acquired, rows[i].Archived, rows[i].HasCounts =
+			p.EndOffset, p.Available, p.Acquired, p.Archived, true
+	}
+	if counts.Truncated {
+		return "The agent counted the first share partitions only."
+	}
+	return ""
 }
 
 // shareMetrics reads the strand_share_ series of Config.Metrics, sorted
