@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // getShareGroupState reads GET /v1/share-groups/{group}/state of a.
 func getShareGroupState(t *testing.T, a *agent.Agent, group string) agent.ShareGroupState {
 	t.Helper()
-	resp, err := http.Get("http://" + a.HTTPAddr() + "/v1/share-groups/" + group + "/state")
+	resp, err := http.Get("http://" + a.HTTPAddr() + "/v1/share-groups/" + url.PathEscape(group) + "/state")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +84,10 @@ func TestShareGroupStateCounts(t *testing.T) {
 	}
 	if p != want || p.TopicID == "" {
 		t.Errorf("share partition: %+v, want %+v", p, want)
+	}
+	// A group id may hold a slash: escaped, it stays one path segment.
+	if other := getShareGroupState(t, a, "a/b"); other.Group != "a/b" || len(other.Partitions) != 0 {
+		t.Errorf("state of group a/b: %+v, want the group, no partitions", other)
 	}
 	if st.LogClockMs <= 0 || st.Truncated {
 		t.Errorf("log clock %d, truncated %v: want a positive clock, not truncated", st.LogClockMs, st.Truncated)
