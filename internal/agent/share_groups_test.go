@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,10 +144,14 @@ func slices0(s []string, v string) bool { return len(s) == 1 && s[0] == v }
 // the other takes the group over from the log with its members, epochs
 // and assignment, and the members carry on at their epochs.
 func TestShareGroupHandover(t *testing.T) {
-	logURL := "mem://" + strings.ReplaceAll(t.Name(), "/", "-")
+	// A log of its own per run (mem logs live as long as the process,
+	// so -count=2 would meet the first run's topic), and a lease long
+	// enough that a loaded machine's pauses do not end agent 2's before
+	// both are seen live.
+	logURL := "mem://" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	var agents []*agent.Agent
 	for node := range int32(2) {
-		agents = append(agents, startWith(t, agent.Config{DataDir: t.TempDir(), NodeID: node + 1, Log: logURL, Lease: time.Second}, nil))
+		agents = append(agents, startWith(t, agent.Config{DataDir: t.TempDir(), NodeID: node + 1, Log: logURL, Lease: 3 * time.Second}, nil))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -155,15 +160,18 @@ func TestShareGroupHandover(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "work"); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until both agents are live, so the ring spreads groups.
+	// Wait until both agents are live, so the ring spreads groups. A
+	// Metadata request of its own each time: kadm's BrokerMetadata
+	// answers from kgo's cache, which a request naming no topic never
+	// refreshes, so a first answer listing one agent would stay.
 	deadline := time.Now().Add(opTimeout)
 	for {
-		m, err := adm.BrokerMetadata(ctx)
+		m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
 		if err == nil && len(m.Brokers) == 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("brokers: %v %v", m.Brokers, err)
+			t.Fatalf("brokers: %v %v", m, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -194,6 +202,19 @@ func TestShareGroupHandover(t *testing.T) {
 	// the group is NOT_COORDINATOR there (kgo retries it).
 	cl2 := client(t, other.KafkaAddr())
 	adm2 := kadm.NewClient(cl2)
+	// The stopped agent left the agent table; wait until the survivor
+	// applied that, or it may still name the owner as coordinator and
+	// the heartbeat below would dial a closed port.
+	for {
+		m, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl2)
+		if err == nil && len(m.Brokers) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("brokers after the stop: %v %v", m, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for _, m := range []string{"m1", "m2"} {
 		r := shareHeartbeat(ctx, t, cl2, "sg", m, epochs[m])
 		if r.ErrorCode != 0 || r.MemberEpoch != epochs[m] {
