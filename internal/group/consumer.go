@@ -157,20 +157,29 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, cl Client, req
 	if e != nil {
 		return fail(e, msg)
 	}
-	return func(ctx context.Context) ConsumerHeartbeatResult {
+	return awaitStored(c, res, wait, func(code int16) ConsumerHeartbeatResult { return ConsumerHeartbeatResult{Code: code} })
+}
+
+// awaitStored is the second step of ConsumerGroupHeartbeat and
+// ShareGroupHeartbeat: the first decided res and queued what must be
+// stored (wait; nil when nothing is). It answers res once the store
+// applied, the store's refusal as failed(code) if it was refused, and
+// NOT_COORDINATOR when ctx or the coordinator ends first.
+func awaitStored[R any](c *Coordinator, res R, wait <-chan *kerr.Error, failed func(code int16) R) func(context.Context) R {
+	return func(ctx context.Context) R {
 		if wait == nil {
 			return res
 		}
 		select {
 		case e := <-wait:
 			if e != nil {
-				return ConsumerHeartbeatResult{Code: e.Code}
+				return failed(e.Code)
 			}
 			return res
 		case <-ctx.Done():
 		case <-c.ctx.Done():
 		}
-		return ConsumerHeartbeatResult{Code: kerr.NotCoordinator.Code}
+		return failed(kerr.NotCoordinator.Code)
 	}
 }
 

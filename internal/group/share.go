@@ -179,21 +179,7 @@ func (c *Coordinator) ShareGroupHeartbeat(ctx context.Context, cl Client, req Sh
 	if e != nil {
 		return fail(e, msg)
 	}
-	return func(ctx context.Context) ShareHeartbeatResult {
-		if wait == nil {
-			return res
-		}
-		select {
-		case e := <-wait:
-			if e != nil {
-				return ShareHeartbeatResult{Code: e.Code}
-			}
-			return res
-		case <-ctx.Done():
-		case <-c.ctx.Done():
-		}
-		return ShareHeartbeatResult{Code: kerr.NotCoordinator.Code}
-	}
+	return awaitStored(c, res, wait, func(code int16) ShareHeartbeatResult { return ShareHeartbeatResult{Code: code} })
 }
 
 // becomeShareLocked makes g a share group if it is one already or has
