@@ -263,16 +263,16 @@ func (o *produceOptions) run(ctx context.Context, topic string, in io.Reader, st
 	if err != nil {
 		return err
 	}
-	if !readsVerb(o.format, 't') { // records naming their topic may not use TOPIC at all
-		if err := o.ensureTopic(ctx, topic, stderr); err != nil {
-			return err
-		}
-	}
 	cl, err := o.client.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if !readsVerb(o.format, 't') { // records naming their topic may not use TOPIC at all
+		if err := o.ensureTopic(ctx, cl, topic, stderr); err != nil {
+			return err
+		}
+	}
 
 	tally := &produceTally{}
 	prog := newProgress(stderr, nil)
@@ -490,12 +490,7 @@ func readRecords(ctx context.Context, next recordSource) (<-chan *kgo.Record, *e
 // it asks the cluster to create the topic (a Metadata request allowing
 // auto-creation, as rpk's flag makes kgo send) and says whether it did. An
 // unreachable cluster is left to the producer, which reports it per record.
-func (o *produceOptions) ensureTopic(ctx context.Context, topic string, stderr io.Writer) error {
-	cl, err := o.client.NewClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+func (o *produceOptions) ensureTopic(ctx context.Context, cl *kgo.Client, topic string, stderr io.Writer) error {
 	ctx, cancel := o.client.requestContext(ctx)
 	defer cancel()
 	lookup := func(create bool) (int16, error) {
