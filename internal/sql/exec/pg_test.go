@@ -294,6 +294,16 @@ var queries = []string{
 	"SELECT * FROM t3 NATURAL JOIN t3 AS u",
 	"SELECT t1.name, count(t2.id) FROM t1 LEFT JOIN t2 ON t2.t1_id = t1.id GROUP BY t1.name ORDER BY t1.name NULLS FIRST",
 	"SELECT a.id, b.id, c.id FROM t1 a JOIN t2 b ON a.id = b.t1_id JOIN t2 c ON c.id = b.id ORDER BY 1, 2",
+	// WHERE over inner joins: one side's conjuncts filter that side
+	// (exec/pushdown.go), the rest the joined rows.
+	"SELECT a.id, b.tag FROM t1 a JOIN t2 b ON a.id = b.t1_id WHERE a.active AND (b.tag = 'red' OR b.tag = 'orange') ORDER BY 1, 2",
+	"SELECT a.id, b.tag FROM t1 a JOIN t2 b ON a.id = b.t1_id WHERE b.amount > a.qty - 10 AND a.name IS NOT NULL AND b.amount IS NULL ORDER BY 1, 2",
+	"SELECT a.id, b.id, c.tag FROM t1 a JOIN t2 b ON a.id = b.t1_id JOIN t2 c ON c.id = b.id WHERE c.amount > 0 AND a.grp = 'fruit' AND b.id + c.id > 2 ORDER BY 1, 2",
+	"SELECT a.id, b.id FROM t1 a JOIN t2 b ON a.id = b.t1_id WHERE lower(a.name) LIKE '%a%' AND b.id IN (SELECT t1_id FROM t2) ORDER BY 1, 2",
+	"SELECT a.id, b.id FROM t1 a LEFT JOIN t2 b ON a.id = b.t1_id WHERE b.amount IS NULL AND a.id > 1 ORDER BY 1, 2",
+	"SELECT a.id FROM t1 a JOIN t2 b ON a.id = b.t1_id WHERE id > 1",
+	"SELECT a.id FROM t1 a JOIN t2 b ON a.id = b.t1_id WHERE b.amount / 0 > 1",
+	"SELECT x.id, x.tag FROM (t1 a JOIN t2 b ON a.id = b.t1_id) AS x WHERE x.amount > 2 ORDER BY 1, 2",
 	"SELECT id FROM t1 JOIN t2 ON t1.id = t2.t1_id",
 	"SELECT t1.id FROM t1 JOIN t2 ON t1.name = t2.id",
 	"SELECT x.id FROM t1 x, t1 y WHERE x.id = y.id + 1 ORDER BY 1",

@@ -260,7 +260,9 @@ func (p *planner) planSelectKeep(st *pg.SelectStmt, keepUnknown bool) (node, []C
 		if s := p.lookupScan(in, st.FromClause); s != nil {
 			s.eq = p.equalities(st.WhereClause, sc)
 		}
-		in = &filterNode{in: in, cond: b}
+		if in, err = p.filterWhere(in, sc, st.WhereClause, b); err != nil {
+			return nil, nil, err
+		}
 	}
 	targets, err := p.expandTargets(st.TargetList, sc)
 	if err != nil {
