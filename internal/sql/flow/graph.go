@@ -145,10 +145,13 @@ var (
 // StateLayout numbers the layout of the operators' state: raised when
 // a build keeps a graph's state differently from the builds before it
 // (layout 2: joins and sessions index their rows by expiry, and an
-// aggregate grouping by a SESSION's window_end keeps it first), so a
-// state begun by an older build is not read as if it were this one's.
-// State written before layouts were recorded is layout 1.
-const StateLayout = 2
+// aggregate grouping by a SESSION's window_end keeps it first; layout
+// 3: the planner filters a join's sides by WHERE's one-sided terms and
+// keeps only the columns read above it, so a view's nodes and a join's
+// rows differ), so a state begun by an older build is not read as if
+// it were this one's. State written before layouts were recorded is
+// layout 1.
+const StateLayout = 3
 
 // ErrStaleLayout is NewDriver's answer for a state an older build began
 // (another StateLayout): the caller discards it and builds the state

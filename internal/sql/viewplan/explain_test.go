@@ -36,10 +36,12 @@ Materialized View v
 Materialized View v
   Output: city, id
   Index: the whole row
-  ->  Project (#11, #1)  (changes in=3 out=4)
-        ->  Left Join (on #2 = right.#1; widths 8, 5)  (changes in=2 out=3 late=1)
-              ->  Source orders (id, customer_id, product_id, qty, price, discount, status, ts)  (changes in=0 out=1)
-              ->  Source customers (id, name, city, tier, signup)  (changes in=1 out=2)`},
+  ->  Project (#4, #1)  (changes in=5 out=6 late=1)
+        ->  Left Join (on #2 = right.#1; widths 2, 2)  (changes in=4 out=5)
+              ->  Project (#1, #2)  (changes in=2 out=3 late=1)
+                    ->  Source orders (id, customer_id, product_id, qty, price, discount, status, ts)  (changes in=0 out=1)
+              ->  Project (#1, #3)  (changes in=3 out=4)
+                    ->  Source customers (id, name, city, tier, signup)  (changes in=1 out=2)`},
 		{"SELECT customer_id, id, rn FROM (SELECT customer_id, id, row_number() OVER (PARTITION BY customer_id ORDER BY id DESC) AS rn FROM orders) x WHERE rn <= 2", false, `
 Materialized View v
   Output: customer_id, id, rn

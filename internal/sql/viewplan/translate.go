@@ -202,10 +202,6 @@ func (c *compiler) constRows(l *exec.Logical) ([]types.Row, error) {
 // project is a select list: flow.Project when every item is a column,
 // flow.Map otherwise. The input's key survives if its columns do.
 func (c *compiler) project(l *exec.Logical) (built, error) {
-	in, err := c.in(l)
-	if err != nil {
-		return built{}, err
-	}
 	cols := make([]int, len(l.Exprs))
 	pure := true
 	for i, e := range l.Exprs {
@@ -213,6 +209,24 @@ func (c *compiler) project(l *exec.Logical) (built, error) {
 			cols[i] = j
 		} else {
 			cols[i], pure = -1, false
+		}
+	}
+	var in built
+	pruned := false
+	if pure {
+		// A join below keeps only the columns read here (prune.go).
+		var err error
+		var pcols []int
+		if in, pcols, pruned, err = c.prunedJoin(l.In[0], cols); err != nil {
+			return built{}, err
+		} else if pruned {
+			cols = pcols
+		}
+	}
+	if !pruned {
+		var err error
+		if in, err = c.in(l); err != nil {
+			return built{}, err
 		}
 	}
 	out := built{width: len(l.Exprs), times: timesOf(in.times, cols), final: in.final, appendOnly: in.appendOnly}
