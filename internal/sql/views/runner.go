@@ -472,7 +472,7 @@ func (t *task) runOnce() error {
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return err
 	}
-	cache := pebble.NewCache(stateCacheBytes)
+	cache := pebble.NewCache(stateCacheSize)
 	defer cache.Unref()
 	db, merges, err := openState(filepath.Join(t.dir, "state"), cache)
 	if err != nil {

@@ -42,8 +42,8 @@ func openState(dir string, cache *pebble.Cache) (db *pebble.DB, merges bool, err
 // Its merger is flow.CountedMerger: a view index's new rows are merge
 // operands, written without reading their keys.
 func stateOptions(cache *pebble.Cache) *pebble.Options {
-	opts := &pebble.Options{Cache: cache, MemTableSize: stateMemTableBytes, Logger: quietLogger{},
-		Merger: flow.CountedMerger}
+	opts := &pebble.Options{Cache: cache, MemTableSize: stateMemTableBytes, MemTableStopWritesThreshold: stateMemTables,
+		Logger: quietLogger{}, Merger: flow.CountedMerger}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
@@ -53,3 +53,19 @@ func stateOptions(cache *pebble.Cache) *pebble.Options {
 // stateMemTableBytes is a view database's memtable size (see
 // stateOptions).
 const stateMemTableBytes = 32 << 20
+
+// stateCacheSize is the size of the Pebble cache a view's database is
+// given. Pebble charges its memtables to that cache (Cache.Reserve, each
+// memtable's whole size while it lives), so a cache of stateCacheBytes
+// alone, smaller than one memtable, kept no block at all once the
+// memtables had grown to stateMemTableBytes: every read of a table's
+// index and filter blocks went to the file (a sixth of q3's replay,
+// most of q8's reads of its groups). The memtables' most
+// (stateMemTables) on top leave blocks stateCacheBytes at least; what
+// the view may hold is the same as before, memtables and blocks
+// together at most this.
+const stateCacheSize = stateCacheBytes + stateMemTables*stateMemTableBytes
+
+// stateMemTables is how many memtables a view's database keeps at most
+// (its MemTableStopWritesThreshold, Pebble's default).
+const stateMemTables = 2

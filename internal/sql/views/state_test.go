@@ -41,3 +41,19 @@ func TestOpenStateMerger(t *testing.T) {
 		t.Fatal("a state database made with Pebble's default merger was told to merge counted rows")
 	}
 }
+
+// TestStateCacheKeepsBlocks: Pebble charges a database's memtables to
+// its cache, so the cache a view's state is given must hold its
+// memtables at their most and still leave stateCacheBytes for blocks
+// (it did not: a 16 MB cache under 32 MB memtables cached nothing).
+func TestStateCacheKeepsBlocks(t *testing.T) {
+	opts := stateOptions(nil)
+	reserved := int64(opts.MemTableStopWritesThreshold) * int64(opts.MemTableSize)
+	if opts.MemTableStopWritesThreshold <= 0 {
+		t.Fatal("MemTableStopWritesThreshold left to Pebble's default: the reservation is not known here")
+	}
+	if left := int64(stateCacheSize) - reserved; left < stateCacheBytes {
+		t.Fatalf("cache %d bytes, memtables reserve %d of it: %d left for blocks, want at least %d",
+			stateCacheSize, reserved, left, stateCacheBytes)
+	}
+}
