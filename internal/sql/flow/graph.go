@@ -148,7 +148,8 @@ var (
 // aggregate grouping by a SESSION's window_end keeps it first; layout
 // 3: the planner filters a join's sides by WHERE's one-sided terms and
 // keeps only the columns read above it, so a view's nodes and a join's
-// rows differ), so a state begun by an older build is not read as if
+// rows differ, and a join keeps both sides' counts of a key in one
+// value), so a state begun by an older build is not read as if
 // it were this one's. State written before layouts were recorded is
 // layout 1.
 const StateLayout = 3

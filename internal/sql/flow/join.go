@@ -42,10 +42,13 @@ func (k JoinKind) keeps(side int) bool {
 // State (side is 0 left, 1 right):
 //
 //	'r' side key(join key) key(row) -> count, row
-//	'c' side key(join key)          -> count of the side's rows with that key
+//	'k' key(join key)               -> counts of the left's and the right's rows with that key
 //	'e' side ...                    -> the side's rows by expiry (with Expire[side]; see JoinExpiry)
 //
-// Rows with a NULL key are not stored: they never match.
+// Rows with a NULL key are not stored: they never match. The two
+// sides' counts of a key are one value, so a side's step reads the
+// other's count and its own in one read (a new key, most of an
+// append-only input's, was two misses through every level).
 //
 // With Expire, a side's rows are forgotten at the end of the epoch
 // whose watermark passes their expiry: in an inner join whose ON
@@ -143,8 +146,19 @@ func (j *Join) expire(st Store, s *joinScratch, side int, before, wm time.Time) 
 		freed += e.n
 	}
 	for _, jk := range keys {
-		if _, _, err := addCount(st, countKey(&s.kbuf, side, jk), -byKey[jk]); err != nil {
-			return 0, fmt.Errorf("flow: join expiry: %w", err)
+		counts, err := getCounts(st, countsKey(&s.kbuf, jk))
+		if err != nil {
+			return 0, err
+		}
+		before := counts[side]
+		counts[side] -= byKey[jk]
+		if counts[side] < 0 {
+			return 0, fmt.Errorf("flow: join expiry: %w", ErrNegative)
+		}
+		if counts[side] != before {
+			if err := setCounts(st, &s.kbuf, &s.vbuf, jk, counts); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return freed, nil
@@ -197,10 +211,11 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 		s.keyIdx[s.keys[len(s.keys)-1].jk] = len(s.keys) - 1
 	}
 	for _, k := range s.keys {
-		otherCount, err := getCount(st, countKey(&s.kbuf, other, k.jk))
+		counts, err := getCounts(st, countsKey(&s.kbuf, k.jk))
 		if err != nil {
 			return nil, err
 		}
+		otherCount, before := counts[other], counts[side]
 		// The other side's rows with this key, read once: they pair
 		// with this key's changes, and may lose or gain their
 		// NULL-padded row.
@@ -217,10 +232,6 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 			if err != nil {
 				return nil, err
 			}
-		}
-		before, err := getCount(st, countKey(&s.kbuf, side, k.jk))
-		if err != nil {
-			return nil, err
 		}
 		after := before
 		for i := k.first; i >= 0; i = s.next[i] {
@@ -270,14 +281,8 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 			return nil, fmt.Errorf("flow: join: %w", ErrNegative)
 		}
 		if after != before {
-			key := countKey(&s.kbuf, side, k.jk)
-			if after == 0 {
-				err = st.Delete(key)
-			} else {
-				s.vbuf = binary.AppendVarint(s.vbuf[:0], after)
-				err = st.Set(key, s.vbuf)
-			}
-			if err != nil {
+			counts[side] = after
+			if err := setCounts(st, &s.kbuf, &s.vbuf, k.jk, counts); err != nil {
 				return nil, err
 			}
 		}
@@ -296,13 +301,42 @@ func (j *Join) side(st Store, s *joinScratch, side int, changes []types.Change, 
 	return out, nil
 }
 
-// countKey and rowsPrefix build a side's keys for join key jk in *buf.
-func countKey(buf *[]byte, side int, jk string) []byte {
-	*buf = append(append((*buf)[:0], 'c', byte(side)), jk...)
+// countsKey builds join key jk's key of both sides' counts in *buf,
+// rowsPrefix a side's prefix of its rows with jk.
+func countsKey(buf *[]byte, jk string) []byte {
+	*buf = append(append((*buf)[:0], 'k'), jk...)
 	return *buf
 }
 
 func rowsPrefix(buf *[]byte, side int, jk string) []byte {
 	*buf = append(append((*buf)[:0], 'r', byte(side)), jk...)
 	return *buf
+}
+
+// getCounts reads the left's and the right's counts of a join key
+// (missing: both 0).
+func getCounts(st Reader, key []byte) ([2]int64, error) {
+	v, ok, err := st.Get(key)
+	if err != nil || !ok {
+		return [2]int64{}, err
+	}
+	l, n := binary.Varint(v)
+	if n <= 0 {
+		return [2]int64{}, fmt.Errorf("flow: %w: join counts", types.ErrCorrupt)
+	}
+	r, m := binary.Varint(v[n:])
+	if m <= 0 || n+m != len(v) || l < 0 || r < 0 {
+		return [2]int64{}, fmt.Errorf("flow: %w: join counts", types.ErrCorrupt)
+	}
+	return [2]int64{l, r}, nil
+}
+
+// setCounts writes jk's counts; both 0 deletes the key.
+func setCounts(st Store, kbuf, vbuf *[]byte, jk string, counts [2]int64) error {
+	key := countsKey(kbuf, jk)
+	if counts == [2]int64{} {
+		return st.Delete(key)
+	}
+	*vbuf = binary.AppendVarint(binary.AppendVarint((*vbuf)[:0], counts[0]), counts[1])
+	return st.Set(key, *vbuf)
 }
