@@ -42,6 +42,31 @@ Materialized View v
                     ->  Source orders (id, customer_id, product_id, qty, price, discount, status, ts)  (changes in=0 out=1)
               ->  Project (#1, #3)  (changes in=3 out=4)
                     ->  Source customers (id, name, city, tier, signup)  (changes in=1 out=2)`},
+		// WHERE's one-sided terms filter the join's sides (exec), which
+		// keep only the columns read above and the keys (prune.go).
+		{"SELECT c.city, o.id FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.qty > 1 AND c.tier = 2 AND o.qty < c.id", false, `
+Materialized View v
+  Output: city, id
+  Index: the whole row
+  ->  Project (#11, #1)
+        ->  Filter
+              ->  Inner Join (on #2 = right.#1; widths 8, 5)
+                    ->  Filter
+                          ->  Source orders (id, customer_id, product_id, qty, price, discount, status, ts)
+                    ->  Filter
+                          ->  Source customers (id, name, city, tier, signup)`},
+		{"SELECT c.city, o.id FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.qty > 1 AND c.tier = 2", false, `
+Materialized View v
+  Output: city, id
+  Index: the whole row
+  ->  Project (#4, #1)
+        ->  Inner Join (on #2 = right.#1; widths 2, 2)
+              ->  Project (#1, #2)
+                    ->  Filter
+                          ->  Source orders (id, customer_id, product_id, qty, price, discount, status, ts)
+              ->  Project (#1, #3)
+                    ->  Filter
+                          ->  Source customers (id, name, city, tier, signup)`},
 		{"SELECT customer_id, id, rn FROM (SELECT customer_id, id, row_number() OVER (PARTITION BY customer_id ORDER BY id DESC) AS rn FROM orders) x WHERE rn <= 2", false, `
 Materialized View v
   Output: customer_id, id, rn
