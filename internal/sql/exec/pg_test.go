@@ -92,6 +92,11 @@ var queries = []string{
 	"SELECT 'a' LIKE 'a\\'",
 	"SELECT 'orders' ~ '^(orders)$', 'orders' OPERATOR(pg_catalog.~) '^(ord)$', 'pg_toast' !~ '^pg_', 'ABC' ~* 'b', 'ABC' !~* 'x', NULL ~ 'a', 'a' ~ NULL",
 	"SELECT id, name FROM t1 WHERE name OPERATOR(pg_catalog.~) '^(e|d)' COLLATE pg_catalog.default ORDER BY id",
+	// A literal that does not read as the column's type: invalid input
+	// (22P02), not a missing operator, and never a crash.
+	"SELECT id FROM t1 WHERE id = 'gold'",
+	"SELECT id FROM t1 WHERE 'gold' < id",
+	"SELECT id FROM t1 WHERE id = true",
 	"SELECT 'a' ~ '('",
 	"SELECT CASE WHEN 1 > 2 THEN 'x' WHEN 2 > 1 THEN 'y' ELSE 'z' END, CASE 2 WHEN 1 THEN 'one' WHEN 2 THEN 'two' END, CASE WHEN false THEN 1 END",
 	"SELECT CASE WHEN true THEN 1 ELSE 2.5 END, CASE 1 WHEN NULL THEN 'n' ELSE 'e' END",

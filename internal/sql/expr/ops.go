@@ -126,13 +126,20 @@ func (c *Compiler) comparableExprs(l, r *Expr, op string, loc int32) (*Expr, *Ex
 	if t.OID == 0 {
 		return nil, nil, noOperator(op, l.Type, r.Type, loc)
 	}
-	if l, err = c.Coerce(l, t, false); err != nil {
-		return nil, nil, noOperator(op, l.Type, r.Type, loc)
+	lc, err := c.Coerce(l, t, false)
+	if err == nil {
+		var rc *Expr
+		if rc, err = c.Coerce(r, t, false); err == nil {
+			return lc, rc, nil
+		}
 	}
-	if r, err = c.Coerce(r, t, false); err != nil {
-		return nil, nil, noOperator(op, l.Type, r.Type, loc)
+	// A literal of unknown type that does not read as t (int4_col =
+	// 'gold') is PostgreSQL's invalid input (22P02), not a missing
+	// operator.
+	if l.Type.OID == types.OIDUnknown || r.Type.OID == types.OIDUnknown {
+		return nil, nil, err
 	}
-	return l, r, nil
+	return nil, nil, noOperator(op, l.Type, r.Type, loc)
 }
 
 func noOperator(op string, l, r types.Type, loc int32) error {
