@@ -34,8 +34,14 @@ const (
 	// maxBufferedRecords bounds the records a transaction holds in the
 	// producer before Produce waits.
 	maxBufferedRecords = 10_000
-	// stateCacheBytes bounds the Pebble block cache of a sink's state.
-	stateCacheBytes = 16 << 20
+	// stateCacheBytes is the Pebble cache of a sink's state: Pebble
+	// charges each live memtable's whole size to its cache (up to
+	// stateMemTables of stateMemTableBytes), so blocks get what is left,
+	// 16 MB; with a cache no larger than the memtables every index and
+	// filter block read went to the file (as views' did: views/state.go).
+	stateMemTableBytes = 16 << 20
+	stateMemTables     = 2 // Pebble's default MemTableStopWritesThreshold
+	stateCacheBytes    = 16<<20 + stateMemTables*stateMemTableBytes
 	// lagInterval is how often the input lag is measured.
 	lagInterval = 5 * time.Second
 )
@@ -138,7 +144,7 @@ func (t *task) openState(vw *viewplan.View, inputs int) (*state, error) {
 	}
 	s := &state{cache: pebble.NewCache(stateCacheBytes)}
 	var err error
-	s.db, err = pebble.Open(filepath.Join(t.dir, "state"), &pebble.Options{Cache: s.cache, MemTableSize: 16 << 20, Logger: quietLogger{}})
+	s.db, err = pebble.Open(filepath.Join(t.dir, "state"), &pebble.Options{Cache: s.cache, MemTableSize: stateMemTableBytes, MemTableStopWritesThreshold: stateMemTables, Logger: quietLogger{}})
 	if err != nil {
 		s.cache.Unref()
 		return nil, fmt.Errorf("state: %w", err)
