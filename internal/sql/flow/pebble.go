@@ -46,6 +46,14 @@ type PebbleStore struct {
 	// within the epoch but through flushBlind. commit is the batch the
 	// two are committed in, reused.
 	blind, commit *pebble.Batch
+	// mergedLead has a bit for the first byte of every key the epoch
+	// wrote as a merge operand. Such keys are not in the cache, so a
+	// key whose first byte is marked is read through the batch (after
+	// flushBlind), never from the database alone. A bit per first byte,
+	// not a set of keys: a view's index keys, the only ones merged,
+	// begin with their own byte, and tracking each row was most of an
+	// append-only view's write (a map entry per row).
+	mergedLead [4]uint64
 }
 
 // DefaultCacheBytes is the cache of hot values a PebbleStore keeps by
@@ -77,9 +85,12 @@ func (s *PebbleStore) addBlind(key, value []byte) (bool, error) {
 	if err := s.blind.Merge(s.key(key), value, nil); err != nil {
 		return false, err
 	}
-	// The cache cannot know the merged value; the entry says the epoch
-	// wrote the key, so reads of it go through the batch.
-	s.cache.putMerged(key)
+	// The cache cannot know the merged value: it drops the key, and
+	// mergedLead sends reads of it through the batch.
+	s.cache.forget(key)
+	if len(key) > 0 {
+		s.mergedLead[key[0]>>6] |= 1 << (key[0] & 63)
+	}
 	return true, nil
 }
 
@@ -102,20 +113,27 @@ func (s *PebbleStore) flushBlind() error {
 	return err
 }
 
-// touch flushes the merge operands before key is read or written,
-// unless the cache shows none is key's (it holds every key the epoch
-// wrote, merges included, and key's entry is not a merge).
-func (s *PebbleStore) touch(key []byte) error {
-	if s.blind == nil || s.blind.Empty() {
-		return nil
+// mayBeMerged says whether the epoch may have written key as a merge
+// operand: it merged a key with key's first byte.
+func (s *PebbleStore) mayBeMerged(key []byte) bool {
+	if len(key) == 0 {
+		return s.mergedLead != [4]uint64{}
 	}
-	if s.cache.complete() && !s.cache.merged(key) {
+	return s.mergedLead[key[0]>>6]&(1<<(key[0]&63)) != 0
+}
+
+// touch flushes the merge operands before key is read or written,
+// unless none can be key's.
+func (s *PebbleStore) touch(key []byte) error {
+	if s.blind == nil || s.blind.Empty() || !s.mayBeMerged(key) {
 		return nil
 	}
 	return s.flushBlind()
 }
 
 func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
+	// The cache never holds a key merged in the epoch (addBlind drops
+	// it), so a hit is the key's value.
 	v, ok, hit := s.cache.get(key)
 	if hit {
 		return v, ok, nil
@@ -124,7 +142,7 @@ func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	var err error
-	if s.cache.complete() && !s.cache.merged(key) {
+	if s.cache.complete() && !s.mayBeMerged(key) {
 		// The epoch did not write key (the cache holds every key it
 		// wrote), so the batch has nothing to add: searching its
 		// skiplist of the epoch's writes (long keys sharing prefixes)
@@ -273,6 +291,7 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 	if s.blind != nil {
 		s.blind.Reset()
 	}
+	s.mergedLead = [4]uint64{}
 	if !commit || err != nil {
 		// The batch's writes are gone, and the cache has them.
 		s.cache.clear()
