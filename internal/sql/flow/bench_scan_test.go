@@ -1,13 +1,26 @@
+//go:build unix
+
 package flow
 
 import (
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/strandkafka/strand/internal/sql/types"
 )
+
+func init() {
+	processCPU = func(b *testing.B) time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+}
 
 // benchExtra is the pool a bid's extra is cut from: the generator pads
 // a bid to about 100 bytes with 54 to 81 characters of it.
