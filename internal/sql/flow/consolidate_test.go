@@ -4,26 +4,25 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/strandkafka/strand/internal/sql/types"
 )
 
-// naiveConsolidate is consolidate by a quadratic search: the rows'
-// diffs summed by key encoding, zeros dropped, first appearance order.
+// naiveConsolidate is consolidate by a map from key encoding to output
+// position: the rows' diffs summed, zeros dropped, first appearance
+// order.
 func naiveConsolidate(changes []types.Change) []types.Change {
 	var out []types.Change
-	var keys [][]byte
-next:
+	at := map[string]int{}
 	for _, c := range changes {
-		k := appendRowKey(nil, c.Row)
-		for i := range keys {
-			if bytes.Equal(keys[i], k) {
-				out[i].Diff += c.Diff
-				continue next
-			}
+		k := string(appendRowKey(nil, c.Row))
+		if i, ok := at[k]; ok {
+			out[i].Diff += c.Diff
+			continue
 		}
-		keys = append(keys, k)
+		at[k] = len(out)
 		out = append(out, c)
 	}
 	var kept []types.Change
@@ -41,22 +40,31 @@ next:
 // rowKey is its key encoding.
 func TestConsolidator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
+	// Long rows: an epoch of many makes more key bytes than the
+	// consolidator keeps from one call to the next.
 	pool := make([]types.Row, 40)
 	for i := range pool {
-		pool[i] = types.Row{int64(i % 7), fmt.Sprint("r", i/7), nil}
+		pool[i] = types.Row{int64(i % 7), fmt.Sprint("r", i/7, strings.Repeat("x", 100)), nil}
 	}
 	var k consolidator
-	for epoch := range 300 {
+	for epoch := range 60 {
 		n := rng.IntN(60)
 		switch epoch % 10 {
 		case 0:
 			n = rng.IntN(2)
 		case 1:
 			n = 3*maxKeptScratch + rng.IntN(100)
+		case 2:
+			n = 2*maxKeptKeyBytes/100 + rng.IntN(100)
 		}
 		changes := make([]types.Change, n)
 		for i := range changes {
-			changes[i] = types.Change{Row: pool[rng.IntN(len(pool))], Diff: int64(rng.IntN(5) - 2)}
+			row := pool[rng.IntN(len(pool))]
+			if epoch%10 == 2 && i%2 == 0 {
+				// Distinct rows, more key bytes than are kept.
+				row = types.Row{int64(i), row[1], nil}
+			}
+			changes[i] = types.Change{Row: row, Diff: int64(rng.IntN(5) - 2)}
 		}
 		want := naiveConsolidate(changes)
 		got := k.consolidate(changes)

@@ -185,11 +185,13 @@ func (k *consolidator) consolidate(changes []types.Change) []types.Change {
 		if cap(k.slots) > 2*maxKeptScratch {
 			k.slots = nil // a rare large epoch's table is not kept
 		}
-		if cap(k.keys) > maxKeptKeyBytes {
-			k.keys = nil
-		}
 	}()
 	mask := uint64(n - 1)
+	if cap(k.keys) > maxKeptKeyBytes {
+		// The last call's large buffer is not kept: dropped here, not
+		// when that call returned, since its keys were read until now.
+		k.keys = nil
+	}
 	keys := k.keys[:0]
 	out := make([]types.Change, 0, len(changes))
 	for _, c := range changes {
