@@ -54,6 +54,10 @@ type PebbleStore struct {
 	// begin with their own byte, and tracking each row was most of an
 	// append-only view's write (a map entry per row).
 	mergedLead [4]uint64
+	// wroteLead is mergedLead of the keys written to the indexed batch
+	// (flushBlind's included): where no byte is in both, the two
+	// batches' keys differ and their order does not matter at commit.
+	wroteLead [4]uint64
 }
 
 // DefaultCacheBytes is the cache of hot values a PebbleStore keeps by
@@ -88,9 +92,7 @@ func (s *PebbleStore) addBlind(key, value []byte) (bool, error) {
 	// The cache cannot know the merged value: it drops the key, and
 	// mergedLead sends reads of it through the batch.
 	s.cache.forget(key)
-	if len(key) > 0 {
-		s.mergedLead[key[0]>>6] |= 1 << (key[0] & 63)
-	}
+	markLead(&s.mergedLead, key)
 	return true, nil
 }
 
@@ -110,7 +112,17 @@ func (s *PebbleStore) flushBlind() error {
 	}
 	err := s.batch.Apply(s.blind, nil)
 	s.blind.Reset()
+	for i := range s.wroteLead {
+		s.wroteLead[i] |= s.mergedLead[i]
+	}
 	return err
+}
+
+// markLead sets key's first byte in leads.
+func markLead(leads *[4]uint64, key []byte) {
+	if len(key) > 0 {
+		leads[key[0]>>6] |= 1 << (key[0] & 63)
+	}
 }
 
 // mayBeMerged says whether the epoch may have written key as a merge
@@ -259,6 +271,7 @@ func (s *PebbleStore) Set(key, value []byte) error {
 	if err := s.batch.Set(s.key(key), value, nil); err != nil {
 		return err
 	}
+	markLead(&s.wroteLead, key)
 	s.cache.put(key, bytes.Clone(value), true, true)
 	return nil
 }
@@ -270,6 +283,7 @@ func (s *PebbleStore) Delete(key []byte) error {
 	if err := s.batch.Delete(s.key(key), nil); err != nil {
 		return err
 	}
+	markLead(&s.wroteLead, key)
 	s.cache.put(key, nil, false, true)
 	return nil
 }
@@ -291,7 +305,7 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 	if s.blind != nil {
 		s.blind.Reset()
 	}
-	s.mergedLead = [4]uint64{}
+	s.mergedLead, s.wroteLead = [4]uint64{}, [4]uint64{}
 	if !commit || err != nil {
 		// The batch's writes are gone, and the cache has them.
 		s.cache.clear()
@@ -307,10 +321,25 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 // commitEpoch commits the indexed batch and, after it, the merge
 // operands held apart, as one batch: copying both into an unindexed
 // batch costs a copy of their bytes, where applying the operands to the
-// indexed one would index each.
+// indexed one would index each. Where no key can be in both (no first
+// byte is), the order does not matter, and the indexed batch (an
+// append-only view's: the epoch's metadata) is copied after the
+// operands instead, which are most of the bytes.
 func (s *PebbleStore) commitEpoch(opts *pebble.WriteOptions) error {
 	if s.blind == nil || s.blind.Empty() {
 		return s.batch.Commit(opts)
+	}
+	disjoint := true
+	for i := range s.wroteLead {
+		if s.wroteLead[i]&s.mergedLead[i] != 0 {
+			disjoint = false
+		}
+	}
+	if disjoint {
+		if err := s.blind.Apply(s.batch, nil); err != nil {
+			return err
+		}
+		return s.blind.Commit(opts)
 	}
 	if s.commit == nil {
 		s.commit = s.db.NewBatch()
