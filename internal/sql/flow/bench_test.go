@@ -109,9 +109,16 @@ func runBench(b *testing.B, opts Options, build func(g *Graph), newGen func() ep
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			var cpu0 time.Duration
+			if processCPU != nil {
+				cpu0 = processCPU(b)
+			}
 			changes := 0
 			for range b.N {
 				changes += step()
+			}
+			if processCPU != nil {
+				b.ReportMetric(float64(processCPU(b)-cpu0)/float64(changes), "cpu-ns/change")
 			}
 			b.ReportMetric(float64(changes)/b.Elapsed().Seconds(), "changes/s")
 			b.ReportMetric(float64(changes)/float64(b.N), "changes/op")
@@ -407,3 +414,9 @@ func BenchmarkNexmarkQ3Append(b *testing.B) {
 		}
 	})
 }
+
+// processCPU, where the platform has it (bench_scan_test.go), is the
+// CPU time (user and system) this process used so far: cpu-ns/change,
+// Pebble's background flushes and compactions included, holds up on a
+// loaded machine where changes/s does not.
+var processCPU func(b *testing.B) time.Duration

@@ -26,15 +26,17 @@ type valueCache struct {
 	epoch                uint64
 	youngWrote, oldWrote uint64
 	incomplete           bool
+	// leads has a bit for the first byte of every key added since the
+	// last clear: forget of a key whose first byte has none finds
+	// nothing without hashing the key (a view's index rows, merged
+	// unread, begin with a byte its operators' keys do not).
+	leads [4]uint64
 }
 
 type cached struct {
 	v     []byte // never written after it is cached: Get returns it as is
 	ok    bool
 	wrote uint64 // the epoch of the write that put it, 0 for a read
-	// merge: written as a merge operand, the value unknown (v and ok
-	// mean nothing); get misses it.
-	merge bool
 }
 
 // cacheEntryOverhead approximates a map entry's own bytes (the string
@@ -50,6 +52,7 @@ func (c *valueCache) clear() {
 	c.young, c.old, c.youngBytes = map[string]cached{}, map[string]cached{}, 0
 	c.youngWrote, c.oldWrote = 0, 0
 	c.incomplete = false
+	c.leads = [4]uint64{}
 }
 
 // nextEpoch starts an epoch: no key is written in it yet.
@@ -65,11 +68,11 @@ func (c *valueCache) complete() bool { return c.maxBytes > 0 && !c.incomplete }
 // get returns key's value and whether it has one, when the cache knows
 // (hit).
 func (c *valueCache) get(key []byte) (v []byte, ok, hit bool) {
-	if e, found := c.young[string(key)]; found && !e.merge {
+	if e, found := c.young[string(key)]; found {
 		c.hits++
 		return e.v, e.ok, true
 	}
-	if e, found := c.old[string(key)]; found && !e.merge {
+	if e, found := c.old[string(key)]; found {
 		c.hits++
 		delete(c.old, string(key))
 		c.add(string(key), e)
@@ -79,20 +82,18 @@ func (c *valueCache) get(key []byte) (v []byte, ok, hit bool) {
 	return nil, false, false
 }
 
-// putMerged records that the current epoch wrote key as a merge
-// operand: its value is unknown, but the write is known.
-func (c *valueCache) putMerged(key []byte) {
-	c.putEntry(key, cached{merge: true}, true)
-}
-
-// merged says whether the current epoch wrote key as a merge operand
-// (an earlier epoch's merge is committed: the database has it).
-func (c *valueCache) merged(key []byte) bool {
-	e, found := c.young[string(key)]
-	if !found {
-		e, found = c.old[string(key)]
+// forget drops key's entry: the store wrote key as a merge operand, so
+// its value is no longer known here. The store, not the cache, keeps
+// that the epoch wrote it (PebbleStore.mergedLead).
+func (c *valueCache) forget(key []byte) {
+	if len(key) == 0 || c.leads[key[0]>>6]&(1<<(key[0]&63)) == 0 {
+		return
 	}
-	return found && e.merge && e.wrote == c.epoch
+	if old, found := c.young[string(key)]; found {
+		c.youngBytes -= len(key) + len(old.v) + cacheEntryOverhead
+		delete(c.young, string(key))
+	}
+	delete(c.old, string(key))
 }
 
 // put records key's current value (ok false: it has none), written in
@@ -102,9 +103,7 @@ func (c *valueCache) put(key, v []byte, ok, write bool) {
 	c.putEntry(key, cached{v: v, ok: ok}, write)
 }
 
-// putEntry is put of an entry; one pass over the maps, since a view
-// that only appends puts every row it writes (a tenth of q0's CPU was
-// these lookups when a merge took two passes).
+// putEntry is put of an entry, in one pass over the maps.
 func (c *valueCache) putEntry(key []byte, e cached, write bool) {
 	if c.maxBytes == 0 {
 		return
@@ -147,5 +146,8 @@ func (c *valueCache) add(k string, e cached) {
 	}
 	c.young[k] = e
 	c.youngBytes += n
+	if len(k) > 0 {
+		c.leads[k[0]>>6] |= 1 << (k[0] & 63)
+	}
 	c.youngWrote = max(c.youngWrote, e.wrote)
 }

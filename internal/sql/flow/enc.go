@@ -1,8 +1,10 @@
 package flow
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/strandkafka/strand/internal/sql/types"
 )
@@ -135,49 +137,106 @@ func consolidate(changes []types.Change) []types.Change {
 // MaxEpochChanges) are made for it and dropped after.
 const maxKeptScratch = 1 << 14
 
-// consolidator consolidates change lists, keeping its map and buffer
-// from one call to the next.
+// consolidator consolidates change lists, keeping its table and
+// buffers from one call to the next. The rows' key encodings it
+// computes stay readable (rowKey) until the next call, so the view's
+// index, keyed by them, does not encode each row twice.
+//
+// The table is open addressing over the rows' hashes, its keys in one
+// buffer: a map keyed by string made a string per row, a fifth of an
+// append-only view's consolidation.
 type consolidator struct {
-	idx map[string]int
-	buf []byte
+	seed  maphash.Seed
+	slots []int32 // index+1 into the output, 0 empty; a power of two long
+	keys  []byte  // the output rows' key encodings, one after another
+	spans []keySpan
 }
+
+// keySpan is where an output row's key lies in keys.
+type keySpan struct{ start, end int }
+
+// maxKeptKeyBytes bounds the key buffer kept from one call to the next.
+const maxKeptKeyBytes = 4 << 20
 
 // consolidate is consolidate's work; the returned slice is the
 // caller's (a new one, or changes itself when it has one change).
 func (k *consolidator) consolidate(changes []types.Change) []types.Change {
+	k.spans = k.spans[:0]
 	if len(changes) <= 1 {
 		if len(changes) == 1 && changes[0].Diff == 0 {
 			return nil
 		}
 		return changes
 	}
-	if k.idx == nil || len(changes) > maxKeptScratch {
-		k.idx = make(map[string]int, len(changes))
+	if k.seed == (maphash.Seed{}) {
+		k.seed = maphash.MakeSeed()
+	}
+	n := 1
+	for n < 2*len(changes) {
+		n <<= 1
+	}
+	if cap(k.slots) < n || cap(k.slots) > 4*n && cap(k.slots) > 2*maxKeptScratch {
+		k.slots = make([]int32, n)
+	} else {
+		k.slots = k.slots[:n]
+		clear(k.slots)
 	}
 	defer func() {
-		if len(k.idx) > maxKeptScratch {
-			k.idx = nil // a rare large epoch's map is not kept
+		if cap(k.slots) > 2*maxKeptScratch {
+			k.slots = nil // a rare large epoch's table is not kept
 		}
-		clear(k.idx)
 	}()
+	mask := uint64(n - 1)
+	if cap(k.keys) > maxKeptKeyBytes {
+		// The last call's large buffer is not kept: dropped here, not
+		// when that call returned, since its keys were read until now.
+		k.keys = nil
+	}
+	keys := k.keys[:0]
 	out := make([]types.Change, 0, len(changes))
 	for _, c := range changes {
-		k.buf = appendRowKey(k.buf[:0], c.Row)
-		if i, ok := k.idx[string(k.buf)]; ok {
-			out[i].Diff += c.Diff
-			continue
+		start := len(keys)
+		keys = appendRowKey(keys, c.Row)
+		key := keys[start:]
+		i := maphash.Bytes(k.seed, key) & mask
+		for {
+			j := k.slots[i]
+			if j == 0 {
+				k.slots[i] = int32(len(out) + 1)
+				out = append(out, c)
+				k.spans = append(k.spans, keySpan{start, len(keys)})
+				break
+			}
+			if sp := k.spans[j-1]; bytes.Equal(keys[sp.start:sp.end], key) {
+				out[j-1].Diff += c.Diff
+				keys = keys[:start]
+				break
+			}
+			i = (i + 1) & mask
 		}
-		k.idx[string(k.buf)] = len(out)
-		out = append(out, c)
 	}
-	n := 0
-	for _, c := range out {
+	k.keys = keys
+	m := 0
+	for i, c := range out {
 		if c.Diff != 0 {
-			out[n] = c
-			n++
+			out[m] = c
+			k.spans[m] = k.spans[i]
+			m++
 		}
 	}
-	return out[:n]
+	k.spans = k.spans[:m]
+	return out[:m]
+}
+
+// rowKey is the key encoding (appendRowKey) of the i-th change the last
+// consolidate returned, valid until the next call; ok false when that
+// call did not encode its rows (it had one change).
+func (k *consolidator) rowKey(i int) (key []byte, ok bool) {
+	if i >= len(k.spans) {
+		return nil, false
+	}
+	sp := k.spans[i]
+	return k.keys[sp.start:sp.end], true
 }
 
 // rowSlab hands out rows carved from larger allocations: an epoch's

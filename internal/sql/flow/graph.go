@@ -362,7 +362,7 @@ func (d *Driver) step(e Epoch) ([]types.Change, []NodeStats, error) {
 		outs[i] = out
 	}
 	out := d.cons.consolidate(outs[d.g.output])
-	if err := d.index.apply(out); err != nil {
+	if err := d.index.apply(out, &d.cons); err != nil {
 		return nil, nil, err
 	}
 	if d.epoch == 0 {

@@ -32,20 +32,25 @@ type Index struct {
 	st   Store
 }
 
-func (x *Index) storeKey(b []byte, row types.Row) []byte {
-	if len(x.spec.KeyCols) == 0 {
-		return appendRowKey(b, row)
+// storeKey appends row's key in the index to b; rowKey, when not nil,
+// is row's appendRowKey, already computed.
+func (x *Index) storeKey(b []byte, row types.Row, rowKey []byte) []byte {
+	if len(x.spec.KeyCols) > 0 {
+		b = appendKeyCols(b, row, x.spec.KeyCols)
+		if x.spec.Unique {
+			return b
+		}
 	}
-	b = appendKeyCols(b, row, x.spec.KeyCols)
-	if !x.spec.Unique {
-		b = appendRowKey(b, row)
+	if rowKey != nil {
+		return append(b, rowKey...)
 	}
-	return b
+	return appendRowKey(b, row)
 }
 
 // apply writes the epoch's consolidated output. Retractions go first,
-// so a unique key's -old +new replaces its row.
-func (x *Index) apply(out []types.Change) error {
+// so a unique key's -old +new replaces its row. cons, when not nil,
+// made out and holds its rows' key encodings.
+func (x *Index) apply(out []types.Change, cons *consolidator) error {
 	var buf, vbuf []byte
 	// Additions are merged unread only in an epoch of additions alone
 	// (an append-only view's, every epoch): where rows are also
@@ -62,22 +67,32 @@ func (x *Index) apply(out []types.Change) error {
 		}
 	}
 	for pass := 0; pass < 2; pass++ {
-		for _, c := range out {
+		for i, c := range out {
 			if (c.Diff < 0) != (pass == 0) {
 				continue
 			}
-			buf = x.storeKey(buf[:0], c.Row)
+			var rowKey []byte
+			if cons != nil {
+				rowKey, _ = cons.rowKey(i)
+			}
+			// Where the whole row is the key, the consolidator's copy is
+			// used as is (the store copies what it keeps).
+			key := rowKey
+			if key == nil || len(x.spec.KeyCols) > 0 {
+				buf = x.storeKey(buf[:0], c.Row, rowKey)
+				key = buf
+			}
 			if blind && c.Diff > 0 && !x.spec.Unique {
 				// An addition to a row that may repeat needs no count
 				// first where the store merges counted rows.
 				vbuf = appendCounted(vbuf[:0], c.Diff, c.Row)
-				if done, err := bc.addBlind(buf, vbuf); err != nil {
+				if done, err := bc.addBlind(key, vbuf); err != nil {
 					return fmt.Errorf("flow: view index: %w", err)
 				} else if done {
 					continue
 				}
 			}
-			before, _, err := addCounted(x.st, buf, c.Row, c.Diff, &vbuf)
+			before, _, err := addCounted(x.st, key, c.Row, c.Diff, &vbuf)
 			if err != nil {
 				return fmt.Errorf("flow: view index: %w", err)
 			}

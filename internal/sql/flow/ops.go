@@ -47,6 +47,9 @@ func (f *Filter) Step(_ *Context, ins [][]types.Change) ([]types.Change, error) 
 // computed columns), keeping its diff. Stateless.
 type Map struct {
 	Exprs []Expr
+	// rows: the output rows are carved from slabs, not made one by one
+	// (a q1 view's allocation per bid).
+	rows rowSlab
 }
 
 func (m *Map) Arity() int { return 1 }
@@ -54,7 +57,7 @@ func (m *Map) Arity() int { return 1 }
 func (m *Map) Step(_ *Context, ins [][]types.Change) ([]types.Change, error) {
 	out := make([]types.Change, len(ins[0]))
 	for i, c := range ins[0] {
-		row := make(types.Row, len(m.Exprs))
+		row := m.rows.row(len(m.Exprs))
 		for j, e := range m.Exprs {
 			v, err := e(c.Row)
 			if err != nil {
@@ -70,6 +73,7 @@ func (m *Map) Step(_ *Context, ins [][]types.Change) ([]types.Change, error) {
 // Project keeps columns Cols of each row, in that order. Stateless.
 type Project struct {
 	Cols []int
+	rows rowSlab // as Map's
 }
 
 func (p *Project) Arity() int { return 1 }
@@ -77,7 +81,7 @@ func (p *Project) Arity() int { return 1 }
 func (p *Project) Step(_ *Context, ins [][]types.Change) ([]types.Change, error) {
 	out := make([]types.Change, len(ins[0]))
 	for i, c := range ins[0] {
-		row := make(types.Row, len(p.Cols))
+		row := p.rows.row(len(p.Cols))
 		for j, col := range p.Cols {
 			row[j] = c.Row[col]
 		}

@@ -46,6 +46,18 @@ type PebbleStore struct {
 	// within the epoch but through flushBlind. commit is the batch the
 	// two are committed in, reused.
 	blind, commit *pebble.Batch
+	// mergedLead has a bit for the first byte of every key the epoch
+	// wrote as a merge operand. Such keys are not in the cache, so a
+	// key whose first byte is marked is read through the batch (after
+	// flushBlind), never from the database alone. A bit per first byte,
+	// not a set of keys: a view's index keys, the only ones merged,
+	// begin with their own byte, and tracking each row was most of an
+	// append-only view's write (a map entry per row).
+	mergedLead [4]uint64
+	// wroteLead is mergedLead of the keys written to the indexed batch
+	// (flushBlind's included): where no byte is in both, the two
+	// batches' keys differ and their order does not matter at commit.
+	wroteLead [4]uint64
 }
 
 // DefaultCacheBytes is the cache of hot values a PebbleStore keeps by
@@ -77,9 +89,10 @@ func (s *PebbleStore) addBlind(key, value []byte) (bool, error) {
 	if err := s.blind.Merge(s.key(key), value, nil); err != nil {
 		return false, err
 	}
-	// The cache cannot know the merged value; the entry says the epoch
-	// wrote the key, so reads of it go through the batch.
-	s.cache.putMerged(key)
+	// The cache cannot know the merged value: it drops the key, and
+	// mergedLead sends reads of it through the batch.
+	s.cache.forget(key)
+	markLead(&s.mergedLead, key)
 	return true, nil
 }
 
@@ -99,23 +112,40 @@ func (s *PebbleStore) flushBlind() error {
 	}
 	err := s.batch.Apply(s.blind, nil)
 	s.blind.Reset()
+	for i := range s.wroteLead {
+		s.wroteLead[i] |= s.mergedLead[i]
+	}
 	return err
 }
 
-// touch flushes the merge operands before key is read or written,
-// unless the cache shows none is key's (it holds every key the epoch
-// wrote, merges included, and key's entry is not a merge).
-func (s *PebbleStore) touch(key []byte) error {
-	if s.blind == nil || s.blind.Empty() {
-		return nil
+// markLead sets key's first byte in leads.
+func markLead(leads *[4]uint64, key []byte) {
+	if len(key) > 0 {
+		leads[key[0]>>6] |= 1 << (key[0] & 63)
 	}
-	if s.cache.complete() && !s.cache.merged(key) {
+}
+
+// mayBeMerged says whether the epoch may have written key as a merge
+// operand: it merged a key with key's first byte.
+func (s *PebbleStore) mayBeMerged(key []byte) bool {
+	if len(key) == 0 {
+		return s.mergedLead != [4]uint64{}
+	}
+	return s.mergedLead[key[0]>>6]&(1<<(key[0]&63)) != 0
+}
+
+// touch flushes the merge operands before key is read or written,
+// unless none can be key's.
+func (s *PebbleStore) touch(key []byte) error {
+	if s.blind == nil || s.blind.Empty() || !s.mayBeMerged(key) {
 		return nil
 	}
 	return s.flushBlind()
 }
 
 func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
+	// The cache never holds a key merged in the epoch (addBlind drops
+	// it), so a hit is the key's value.
 	v, ok, hit := s.cache.get(key)
 	if hit {
 		return v, ok, nil
@@ -124,7 +154,7 @@ func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	var err error
-	if s.cache.complete() && !s.cache.merged(key) {
+	if s.cache.complete() && !s.mayBeMerged(key) {
 		// The epoch did not write key (the cache holds every key it
 		// wrote), so the batch has nothing to add: searching its
 		// skiplist of the epoch's writes (long keys sharing prefixes)
@@ -241,6 +271,7 @@ func (s *PebbleStore) Set(key, value []byte) error {
 	if err := s.batch.Set(s.key(key), value, nil); err != nil {
 		return err
 	}
+	markLead(&s.wroteLead, key)
 	s.cache.put(key, bytes.Clone(value), true, true)
 	return nil
 }
@@ -252,6 +283,7 @@ func (s *PebbleStore) Delete(key []byte) error {
 	if err := s.batch.Delete(s.key(key), nil); err != nil {
 		return err
 	}
+	markLead(&s.wroteLead, key)
 	s.cache.put(key, nil, false, true)
 	return nil
 }
@@ -273,6 +305,7 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 	if s.blind != nil {
 		s.blind.Reset()
 	}
+	s.mergedLead, s.wroteLead = [4]uint64{}, [4]uint64{}
 	if !commit || err != nil {
 		// The batch's writes are gone, and the cache has them.
 		s.cache.clear()
@@ -288,10 +321,25 @@ func (s *PebbleStore) endEpoch(commit bool) error {
 // commitEpoch commits the indexed batch and, after it, the merge
 // operands held apart, as one batch: copying both into an unindexed
 // batch costs a copy of their bytes, where applying the operands to the
-// indexed one would index each.
+// indexed one would index each. Where no key can be in both (no first
+// byte is), the order does not matter, and the indexed batch (an
+// append-only view's: the epoch's metadata) is copied after the
+// operands instead, which are most of the bytes.
 func (s *PebbleStore) commitEpoch(opts *pebble.WriteOptions) error {
 	if s.blind == nil || s.blind.Empty() {
 		return s.batch.Commit(opts)
+	}
+	disjoint := true
+	for i := range s.wroteLead {
+		if s.wroteLead[i]&s.mergedLead[i] != 0 {
+			disjoint = false
+		}
+	}
+	if disjoint {
+		if err := s.blind.Apply(s.batch, nil); err != nil {
+			return err
+		}
+		return s.blind.Commit(opts)
 	}
 	if s.commit == nil {
 		s.commit = s.db.NewBatch()
