@@ -42,8 +42,9 @@ bytes of record values produced plus consumed).
 
 --compare-kfake then drives franz-go's kfake (one broker, in a child
 process too, on disk with an fsync per batch unless --kfake-memory) with
-the same load and prints the ratios, CPU per GB included; --disk-bandwidth measures fsync'd sequential writes in
-the data directory and prints ingest as a fraction of it.
+the same load and prints the ratios, CPU per GB included;
+--disk-bandwidth measures fsync'd sequential writes in the data
+directory and prints ingest as a fraction of it.
 
 --nexmark instead creates the topics person, auction and bid, their JSON
 sources and the Nexmark queries as materialized views nexmark_q0... (a
