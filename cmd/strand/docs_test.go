@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/strandkafka/strand/internal/auth"
+	"github.com/strandkafka/strand/internal/bench"
 	"github.com/strandkafka/strand/internal/testservers/testproc"
 )
 
@@ -689,6 +690,8 @@ func isShellBuiltin(name string) bool {
 const runMainEnv = "STRAND_DOCS_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	// A bench run by main re-executes this binary as its server.
+	bench.RunServerCommandIfChild()
 	if os.Getenv(runMainEnv) == "1" {
 		os.Unsetenv(runMainEnv)
 		main()
