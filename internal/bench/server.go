@@ -53,10 +53,12 @@ type serverSpec struct {
 	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
-// serverAddrs is the child's one line on stdout once it listens.
+// serverAddrs is the child's one line on stdout once it listens, or
+// why it could not start.
 type serverAddrs struct {
-	Kafka string `json:"kafka"`
+	Kafka string `json:"kafka,omitempty"`
 	HTTP  string `json:"http,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 func specOf(o *Options, kind, dir string) serverSpec {
@@ -105,10 +107,28 @@ func RunServerCommandIfChild() {
 }
 
 func runServer(ctx context.Context, spec serverSpec, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := serve(ctx, spec, stdin, stdout, stderr)
+	var se startError
+	if errors.As(err, &se) {
+		// The parent reads stdout for the addresses: tell it why there
+		// are none.
+		line, _ := json.Marshal(serverAddrs{Error: se.err.Error()})
+		fmt.Fprintf(stdout, "%s\n", line)
+		return se.err
+	}
+	return err
+}
+
+// startError is an error of serve before the server listens.
+type startError struct{ err error }
+
+func (e startError) Error() string { return e.err.Error() }
+
+func serve(ctx context.Context, spec serverSpec, stdin io.Reader, stdout, stderr io.Writer) error {
 	if spec.CPUProfile != "" {
 		stop, err := startCPUProfile(filepath.Dir(spec.CPUProfile), filepath.Base(spec.CPUProfile))
 		if err != nil {
-			return err
+			return startError{err}
 		}
 		defer stop()
 	}
@@ -119,13 +139,13 @@ func runServer(ctx context.Context, spec serverSpec, stdin io.Reader, stdout, st
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.AllowAutoTopicCreation()}
 		if !spec.KfakeMemory {
 			if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
-				return err
+				return startError{err}
 			}
 			opts = append(opts, kfake.DataDir(spec.Dir), kfake.SyncWrites())
 		}
 		c, err := kfake.NewCluster(opts...)
 		if err != nil {
-			return fmt.Errorf("kfake: %w", err)
+			return startError{fmt.Errorf("bench: kfake: %w", err)}
 		}
 		stop = c.Close
 		addrs.Kafka = c.ListenAddrs()[0]
@@ -137,7 +157,7 @@ func runServer(ctx context.Context, spec serverSpec, stdin io.Reader, stdout, st
 		}
 		a, err := startEmbedded(ctx, &o, spec.Dir, stderr)
 		if err != nil {
-			return err
+			return startError{err}
 		}
 		stop = func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -148,7 +168,7 @@ func runServer(ctx context.Context, spec serverSpec, stdin io.Reader, stdout, st
 		}
 		addrs.Kafka, addrs.HTTP = a.KafkaAddr(), a.HTTPAddr()
 	default:
-		return fmt.Errorf("%s: unknown kind %q", ServerCommandName, spec.Kind)
+		return startError{fmt.Errorf("%s: unknown kind %q", ServerCommandName, spec.Kind)}
 	}
 	defer stop()
 	line, err := json.Marshal(addrs)
@@ -223,6 +243,10 @@ func startChildServer(ctx context.Context, spec serverSpec, stderr io.Writer) (*
 	case r := <-got:
 		if r.err == nil {
 			r.err = json.Unmarshal(r.line, &c.addrs)
+		}
+		if r.err == nil && c.addrs.Error != "" {
+			c.kill()
+			return nil, errors.New(c.addrs.Error)
 		}
 		if r.err != nil {
 			c.kill()

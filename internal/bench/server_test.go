@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +57,9 @@ func TestChildServerCPU(t *testing.T) {
 	}
 	if _, err := c.cpuSeconds(); err == nil {
 		t.Error("the child's /proc entry outlived stop")
+	}
+	// A child that cannot start says why.
+	if _, err := startChildServer(ctx, serverSpec{Kind: "nope"}, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown kind "nope"`) {
+		t.Errorf("starting an unknown kind: err = %v", err)
 	}
 }
