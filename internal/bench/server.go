@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,6 +76,7 @@ func specOf(o *Options, kind, dir string) serverSpec {
 // starts the server SPEC describes, prints its addresses as one JSON line
 // and runs until its stdin closes (the bench ends it, or died).
 func NewServerCommand() *cobra.Command {
+	serves.Store(true)
 	return &cobra.Command{
 		Use:    ServerCommandName + " SPEC",
 		Short:  "Run the server a strand bench measures, in a process of its own (internal)",
@@ -94,6 +96,7 @@ func NewServerCommand() *cobra.Command {
 // started as the bench's child (os.Args[1] is ServerCommandName). A test
 // binary whose tests run the bench calls it first in TestMain.
 func RunServerCommandIfChild() {
+	serves.Store(true)
 	if len(os.Args) < 2 || os.Args[1] != ServerCommandName {
 		return
 	}
@@ -202,9 +205,18 @@ type childServer struct {
 // serverExecutable is the binary a child server runs: this one.
 var serverExecutable = os.Executable
 
+// serves is set when this binary runs ServerCommandName (main registered
+// NewServerCommand, or a TestMain called RunServerCommandIfChild): any
+// other binary, re-executed, would do something else entirely (a test
+// binary would run its tests).
+var serves atomic.Bool
+
 // startChildServer starts spec in a child process of this binary and
 // waits for its addresses.
 func startChildServer(ctx context.Context, spec serverSpec, stderr io.Writer) (*childServer, error) {
+	if !serves.Load() {
+		return nil, fmt.Errorf("bench: this binary does not run %s; run the bench in process (InProcess)", ServerCommandName)
+	}
 	exe, err := serverExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("bench: finding this binary to start the %s server: %w", spec.Kind, err)
