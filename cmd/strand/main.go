@@ -62,6 +62,9 @@ func newRootCmd() *cobra.Command {
 
 	// `strand bench` (internal/bench)
 	root.AddCommand(bench.NewCommand())
+	// The hidden server the bench re-executes this binary as, so it
+	// measures the CPU of the server alone.
+	root.AddCommand(bench.NewServerCommand())
 
 	// Last, so it covers every command above: an error for an unknown
 	// subcommand of any group.

@@ -118,6 +118,14 @@ type Options struct {
 	// is what Strand's acknowledgement means).
 	CompareKfake bool
 	KfakeMemory  bool
+	// InProcess runs the Embedded agent and kfake in this process, as
+	// before the bench measured CPU per GB: their CPU is then the load
+	// generator's too. By default each runs in a child process of this
+	// binary (server.go) and its CPU alone is read from /proc.
+	InProcess bool
+	// ServerCPUProfile, if set, is a file each child server writes its
+	// CPU profile to (the kfake child's gets ".kfake" appended).
+	ServerCPUProfile string
 	// DiskBandwidth measures fsync'd sequential writes of DiskBytes in
 	// DiskChunkBytes chunks in the data directory.
 	DiskBandwidth  bool
@@ -430,7 +438,15 @@ type PhaseResult struct {
 	E2ELatency     *Latency    `json:"e2e_latency,omitempty"`
 	Agent          *AgentStats `json:"agent,omitempty"`
 	CPUScope       string      `json:"-"`
-	FirstError     string      `json:"first_error,omitempty"`
+	// ServerCPUSeconds is the server process's CPU (user plus system)
+	// over the window, and CPUSecondsPerGB that per GB (10^9 bytes of
+	// record values) produced plus consumed: 0 when the bench cannot see
+	// the server's CPU alone (--embedded --in-process, or --brokers
+	// without --http). ServerCPUFrom says where it was read.
+	ServerCPUSeconds float64 `json:"server_cpu_seconds,omitempty"`
+	CPUSecondsPerGB  float64 `json:"server_cpu_seconds_per_gb,omitempty"`
+	ServerCPUFrom    string  `json:"server_cpu_from,omitempty"`
+	FirstError       string  `json:"first_error,omitempty"`
 	// Timeline has one point per second, warm-up included.
 	Timeline []TimelinePoint `json:"timeline,omitempty"`
 }
@@ -513,6 +529,8 @@ type Ratios struct {
 	ProduceP99 float64 `json:"produce_p99"`
 	E2EP50     float64 `json:"e2e_p50,omitempty"`
 	E2EP99     float64 `json:"e2e_p99,omitempty"`
+	// CPUPerGB is 0 when either side's server CPU is unknown.
+	CPUPerGB float64 `json:"cpu_seconds_per_gb,omitempty"`
 }
 
 // Run executes the benchmark described by o, printing progress to stderr
@@ -563,9 +581,26 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 		return rep, writeText(stdout, rep)
 	}
 
-	tgt := target{name: "strand", brokers: o.Brokers, metricsAddr: o.HTTP, cpuScope: "agent process", security: o.ClientOpts}
+	tgt := target{name: "strand", brokers: o.Brokers, metricsAddr: o.HTTP, cpuScope: "agent process", metricsServerCPU: true, security: o.ClientOpts}
 	var stopAgent func()
-	if o.Embedded {
+	if o.Embedded && !o.InProcess && !o.Nexmark {
+		// --nexmark keeps its agent in process: --nexmark-profile
+		// profiles this process.
+		c, err := startChildServer(ctx, specOf(&o, "strand", filepath.Join(dataDir, "agent")), stderr)
+		if err != nil {
+			return nil, err
+		}
+		stopAgent = func() {
+			if err := c.stop(30 * time.Second); err != nil {
+				pw.note("stopping the agent's process: %v", err)
+			}
+		}
+		tgt.brokers = []string{c.addrs.Kafka}
+		tgt.metricsAddr = c.addrs.HTTP
+		tgt.cpu = c.cpuSeconds
+		tgt.metricsServerCPU = false
+		tgt.cpuScope = "agent process (a child of the bench)"
+	} else if o.Embedded {
 		a, err := startEmbedded(ctx, &o, filepath.Join(dataDir, "agent"), stderr)
 		if err != nil {
 			return nil, err
@@ -583,6 +618,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) (*Report, err
 			o.SQL = a.SQLAddr()
 		}
 		tgt.cpuScope = "bench process: embedded agent plus load generator"
+		tgt.metricsServerCPU = false
 	}
 	var sampler *storageSampler
 	if o.StorageEvery > 0 {
@@ -780,15 +816,32 @@ func embeddedConfig(o *Options, dir string) agent.Config {
 	}
 }
 
-// runKfake drives an in-process kfake cluster of one broker with the
-// same load.
+// runKfake drives a kfake cluster of one broker, in a child process
+// unless o.InProcess, with the same load.
 func runKfake(ctx context.Context, o *Options, dir string, pw *progressWriter, epoch time.Time) (*PhaseResult, error) {
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.AllowAutoTopicCreation()}
-	if !o.KfakeMemory {
+	if !o.KfakeMemory && o.InProcess {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 		opts = append(opts, kfake.DataDir(dir), kfake.SyncWrites())
+	}
+	if !o.InProcess {
+		spec := specOf(o, "kfake", dir)
+		if spec.CPUProfile != "" {
+			spec.CPUProfile += ".kfake"
+		}
+		c, err := startChildServer(ctx, spec, pw.w)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := c.stop(30 * time.Second); err != nil {
+				pw.note("stopping kfake's process: %v", err)
+			}
+		}()
+		tgt := target{name: "kfake", brokers: []string{c.addrs.Kafka}, cpu: c.cpuSeconds, cpuScope: "kfake process (a child of the bench)"}
+		return (&phase{opts: o, tgt: tgt, stderr: pw, epoch: epoch}).run(ctx)
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -810,6 +863,7 @@ func ratios(s, k *PhaseResult) *Ratios {
 		Throughput: div(s.Produced.MBPerSec, k.Produced.MBPerSec),
 		ProduceP50: div(s.ProduceLatency.P50Ms, k.ProduceLatency.P50Ms),
 		ProduceP99: div(s.ProduceLatency.P99Ms, k.ProduceLatency.P99Ms),
+		CPUPerGB:   div(s.CPUSecondsPerGB, k.CPUSecondsPerGB),
 	}
 	if s.E2ELatency != nil && k.E2ELatency != nil {
 		r.E2EP50 = div(s.E2ELatency.P50Ms, k.E2ELatency.P50Ms)

@@ -70,6 +70,7 @@ func TestBenchEmbeddedJSON(t *testing.T) {
 		{"log appends per flush", s.Agent.LogAppendsPerFlush},
 		{"cpu cores", s.Agent.CPUCores},
 		{"rss", s.Agent.RSSBytes},
+		{"server CPU-s per GB", s.CPUSecondsPerGB},
 	} {
 		if !(c.v > 0) {
 			t.Errorf("%s = %v, want > 0", c.what, c.v)
@@ -124,6 +125,11 @@ func TestBenchBrokersKfakeComparisonDiskPlot(t *testing.T) {
 	}
 	if rep.Ratios == nil || !(rep.Ratios.Throughput > 0) || !(rep.Ratios.ProduceP99 > 0) {
 		t.Errorf("ratios %+v", rep.Ratios)
+	}
+	// kfake ran in a child process, so its CPU alone is known; the
+	// "cluster" without --http has none, and so no CPU ratio.
+	if !(rep.Kfake.CPUSecondsPerGB > 0) || rep.Strand.CPUSecondsPerGB != 0 || rep.Ratios.CPUPerGB != 0 {
+		t.Errorf("CPU-s per GB: kfake %v, strand %v, ratio %v; want kfake's alone", rep.Kfake.CPUSecondsPerGB, rep.Strand.CPUSecondsPerGB, rep.Ratios.CPUPerGB)
 	}
 	if rep.Disk == nil || !(rep.Disk.BytesPerSec > 0) || !(rep.Disk.IngestPercent > 0) {
 		t.Errorf("disk %+v", rep.Disk)

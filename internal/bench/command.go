@@ -34,14 +34,17 @@ report goes to stdout (--json for scripts).
 Produce latency runs from the produce call to its promise; end-to-end
 latency from the same call to a consumer receiving the record (each
 value's first 8 bytes carry the send time). MB is 10^6 bytes of record
-values. With --embedded the CPU and RSS are of this whole process, load
-generator included; run "strand serve" and give --brokers and --http for
-the agent's alone.
+values. --embedded starts the agent in a child process of this binary
+(--in-process: in this one), so its CPU is the agent's alone, read from
+/proc; against --brokers it is the agent's process_cpu_seconds_total at
+--http. The report gives the server's CPU-seconds per GB moved (10^9
+bytes of record values produced plus consumed).
 
---compare-kfake then drives franz-go's kfake (one broker, in process, on
-disk with an fsync per batch unless --kfake-memory) with the same load and
-prints the ratios; --disk-bandwidth measures fsync'd sequential writes in
-the data directory and prints ingest as a fraction of it.
+--compare-kfake then drives franz-go's kfake (one broker, in a child
+process too, on disk with an fsync per batch unless --kfake-memory) with
+the same load and prints the ratios, CPU per GB included;
+--disk-bandwidth measures fsync'd sequential writes in the data
+directory and prints ingest as a fraction of it.
 
 --nexmark instead creates the topics person, auction and bid, their JSON
 sources and the Nexmark queries as materialized views nexmark_q0... (a
@@ -123,7 +126,9 @@ it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 	f.DurationVar(&o.Warmup, "warmup", DefaultWarmup, "load before measuring starts")
 	f.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	f.StringVar(&o.Plot, "plot", "", "write latency over time to this SVG file")
-	f.BoolVar(&o.CompareKfake, "compare-kfake", false, "also drive an in-process kfake broker with the same load and print the ratios")
+	f.BoolVar(&o.CompareKfake, "compare-kfake", false, "also drive a kfake broker (in a process of its own) with the same load and print the ratios, server CPU per GB moved included")
+	f.BoolVar(&o.InProcess, "in-process", false, "run the --embedded agent and kfake in this process instead of child processes (their CPU then includes the load generator's)")
+	f.StringVar(&o.ServerCPUProfile, "server-cpu-profile", "", "write the CPU profile of the --embedded agent's process to this file (kfake's to it plus .kfake), for go tool pprof")
 	f.BoolVar(&o.KfakeMemory, "kfake-memory", false, "run kfake in memory instead of on disk with an fsync per batch")
 	f.BoolVar(&o.DiskBandwidth, "disk-bandwidth", false, "measure fsync'd sequential write bandwidth and print ingest as a fraction of it")
 	f.Int64Var(&o.DiskBytes, "disk-bytes", DefaultDiskBytes, "bytes written by --disk-bandwidth")

@@ -42,6 +42,11 @@ type target struct {
 	metricsAddr string
 	// cpuScope says whose CPU and memory the agent metrics describe.
 	cpuScope string
+	// cpu, if set, reads the server process's CPU seconds so far (a
+	// child's, from /proc); else, with metricsServerCPU, the agent's
+	// process_cpu_seconds_total is the server's alone.
+	cpu              func() (float64, error)
+	metricsServerCPU bool
 	// security is the TLS and SASL options of its clients.
 	security []kgo.Opt
 }
@@ -210,6 +215,19 @@ func (p *phase) run(ctx context.Context) (*PhaseResult, error) {
 		rssMax = max(rssMax, m.RSSBytes)
 		return m, true
 	}
+	var cpu0, cpu1 float64
+	var haveCPU bool
+	readCPU := func() (float64, bool) {
+		if p.tgt.cpu == nil {
+			return 0, false
+		}
+		v, err := p.tgt.cpu()
+		if err != nil {
+			p.stderr.note("%s: reading the server's CPU: %v", p.tgt.name, err)
+			return 0, false
+		}
+		return v, true
+	}
 	beginMeasuring := func(now time.Time) {
 		t0 = now
 		p.measureFrom.Store(int64(now.Sub(p.epoch)))
@@ -217,6 +235,7 @@ func (p *phase) run(ctx context.Context) (*PhaseResult, error) {
 		p.e2eLat.resetTotal()
 		c0 = p.counters()
 		before, haveBefore = scrapeNow()
+		cpu0, haveCPU = readCPU()
 	}
 	if measuring {
 		beginMeasuring(start)
@@ -242,6 +261,9 @@ loop:
 			}
 			t1 = now
 			c1 = p.counters()
+			if haveCPU {
+				cpu1, haveCPU = readCPU()
+			}
 			p.stopSending.Store(true)
 			break loop
 		case now := <-tick.C:
@@ -320,6 +342,19 @@ loop:
 	}
 	if haveBefore {
 		res.Agent = agentStats(before, after, window, res.Produced, res.Consumed, rssMax, p.tgt.cpuScope)
+	}
+	switch {
+	case haveCPU:
+		res.ServerCPUSeconds, res.ServerCPUFrom = cpu1-cpu0, "/proc of the server's process"
+	case haveBefore && p.tgt.metricsServerCPU:
+		res.ServerCPUSeconds, res.ServerCPUFrom = after.CPUSeconds-before.CPUSeconds, "the agent's process_cpu_seconds_total"
+	}
+	moved := res.Produced.Bytes
+	if res.Consumed != nil {
+		moved += res.Consumed.Bytes
+	}
+	if res.ServerCPUSeconds > 0 && moved > 0 {
+		res.CPUSecondsPerGB = res.ServerCPUSeconds / (float64(moved) / 1e9)
 	}
 	p.mu.Lock()
 	firstErr := p.mu.firstErr

@@ -20,7 +20,10 @@ import (
 	"github.com/strandkafka/strand/internal/testservers/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func TestMain(m *testing.M) {
+	RunServerCommandIfChild() // the bench's child servers re-execute this binary
+	os.Exit(pgtest.Run(m))
+}
 
 // TestNexmarkEmbedded runs --nexmark briefly against an embedded agent
 // and checks, before the agent stops, that the q0 view holds every bid

@@ -109,6 +109,9 @@ func writeText(w io.Writer, r *Report) error {
 		if q.E2EP99 != 0 {
 			fmt.Fprintf(&b, ", end-to-end p50 %.2fx p99 %.2fx", q.E2EP50, q.E2EP99)
 		}
+		if q.CPUPerGB != 0 {
+			fmt.Fprintf(&b, ", server CPU per GB moved %.2fx", q.CPUPerGB)
+		}
 		b.WriteString("\n")
 	}
 	writeStress(&b, r)
@@ -168,6 +171,10 @@ func writePhase(b *strings.Builder, p *PhaseResult, mode string) {
 			a.CPUCores, a.RSSBytes/1e6, a.RSSMaxBytes/1e6, a.CPUScope)
 	} else if p.Target == "strand" {
 		b.WriteString("  (no agent metrics: give --http to read /metrics)\n")
+	}
+	if p.CPUSecondsPerGB > 0 {
+		fmt.Fprintf(b, "  server cpu %.2f CPU-s per GB moved (produced plus consumed; %.1f CPU-s over the window, from %s)\n",
+			p.CPUSecondsPerGB, p.ServerCPUSeconds, p.ServerCPUFrom)
 	}
 	if p.FirstError != "" {
 		fmt.Fprintf(b, "  first error: %s\n", p.FirstError)

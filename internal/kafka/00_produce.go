@@ -632,14 +632,11 @@ func produceTopicNames(db MetaDB, req *kmsg.ProduceRequest) error {
 	defer view.Close()
 	for i := range req.Topics {
 		rt := &req.Topics[i]
-		t, ok, err := view.TopicByID(meta.TopicID(rt.TopicID))
+		name, _, err := view.TopicNameByID(meta.TopicID(rt.TopicID))
 		if err != nil {
 			return fmt.Errorf("kafka: produce: reading topic %v: %w", meta.TopicID(rt.TopicID), err)
 		}
-		rt.Topic = ""
-		if ok {
-			rt.Topic = t.Name
-		}
+		rt.Topic = name
 	}
 	return nil
 }

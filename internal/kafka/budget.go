@@ -183,14 +183,17 @@ func (b *byteBudget) free() int64 {
 	return b.capBytes - b.mu.usedBytes
 }
 
+// maxFirstShareBytes is the largest first share: 64 KiB.
+const maxFirstShareBytes = 1 << 16
+
 // firstShareBytes bounds what a frame takes of the budget before its
-// bytes arrive (see growFrame): a power of two between the smallest and
-// the largest pooled frame buffer, small enough that every connection
+// bytes arrive (see growFrame): a power of two between the smallest
+// pooled frame buffer and maxFirstShareBytes, small enough that every connection
 // holding that much leaves half the budget (a client announcing large
 // frames on many connections gets no further), large enough that most
 // requests are read whole at once.
 func firstShareBytes(budgetBytes int64, maxConns int) int64 {
-	n := min(max(budgetBytes/int64(2*maxConns), 1<<minPooledFrameShift), maxPooledFrameBytes)
+	n := min(max(budgetBytes/int64(2*maxConns), 1<<minPooledFrameShift), maxFirstShareBytes)
 	return 1 << (bits.Len64(uint64(n)) - 1)
 }
 

@@ -170,7 +170,7 @@ func TestFirstShareBytes(t *testing.T) {
 		whyShort string
 	}{
 		{DefaultMaxQueuedRequestBytes, DefaultMaxConns, 16 << 10, "defaults"},
-		{1 << 40, 1, maxPooledFrameBytes, "at most the largest pooled buffer"},
+		{1 << 40, 1, maxFirstShareBytes, "at most maxFirstShareBytes"},
 		{1 << 20, 1 << 20, 1 << minPooledFrameShift, "at least the smallest pooled buffer"},
 	} {
 		if got := firstShareBytes(tt.budget, tt.conns); got != tt.want {

@@ -132,20 +132,42 @@ func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte 
 	return dst
 }
 
-// Frame buffers are pooled by power-of-two size class, up to
-// maxPooledFrameBytes; larger frames are rare (big produce requests) and
-// get their own allocation, so the pools never pin large buffers.
+// Frame buffers are pooled by size class, up to maxPooledFrameBytes:
+// four classes per power of two (512, 640, 768, 896, 1024, 1280 ...), so
+// a buffer is at most a quarter larger than the frame share it holds
+// (the request budget counts the share, not the buffer). Large produce
+// requests are pooled too: allocating, faulting in and zeroing a fresh
+// buffer for each one (and for each rung it climbs, see growFrame) was
+// 3% of the agent's CPU at saturation. The pools hold nothing a GC cycle or two
+// does not drop, and what they hold was in flight, within the budget,
+// just before.
 const (
 	minPooledFrameShift = 9  // 512 B
-	maxPooledFrameShift = 16 // 64 KiB
+	maxPooledFrameShift = 23 // 8 MiB
 	maxPooledFrameBytes = 1 << maxPooledFrameShift
+	// frameSubclasses is the classes per power of two.
+	frameSubclassShift = 2
+	frameSubclasses    = 1 << frameSubclassShift
 )
 
-var framePools [maxPooledFrameShift - minPooledFrameShift + 1]sync.Pool
+var framePools [(maxPooledFrameShift-minPooledFrameShift)*frameSubclasses + 1]sync.Pool
 
+// frameClass is the index of the smallest class of at least n bytes,
+// 0 < n <= maxPooledFrameBytes.
 func frameClass(n int) int {
-	shift := max(bits.Len(uint(n-1)), minPooledFrameShift)
-	return shift - minPooledFrameShift
+	if n <= 1<<minPooledFrameShift {
+		return 0
+	}
+	base := bits.Len(uint(n-1)) - 1 // 1<<base < n <= 1<<(base+1)
+	step := 1 << (base - frameSubclassShift)
+	j := (n - 1<<base + step - 1) / step // 1..frameSubclasses
+	return (base-minPooledFrameShift)*frameSubclasses + j
+}
+
+// frameClassBytes is the size of class c.
+func frameClassBytes(c int) int {
+	base := minPooledFrameShift + c/frameSubclasses
+	return 1<<base + (c%frameSubclasses)<<(base-frameSubclassShift)
 }
 
 // getFrameBuf returns a buffer of length n, n > 0.
@@ -159,14 +181,16 @@ func getFrameBuf(n int) *[]byte {
 		*p = (*p)[:n]
 		return p
 	}
-	b := make([]byte, n, 1<<(c+minPooledFrameShift))
+	b := make([]byte, n, frameClassBytes(c))
 	return &b
 }
 
 func putFrameBuf(p *[]byte) {
 	n := cap(*p)
-	if n > maxPooledFrameBytes || n&(n-1) != 0 || n < 1<<minPooledFrameShift {
+	if n > maxPooledFrameBytes || n < 1<<minPooledFrameShift {
 		return
 	}
-	framePools[frameClass(n)].Put(p)
+	if c := frameClass(n); frameClassBytes(c) == n {
+		framePools[c].Put(p)
+	}
 }

@@ -126,12 +126,30 @@ func TestAppendResponseHeader(t *testing.T) {
 
 func TestFrameBufPool(t *testing.T) {
 	for _, tt := range []struct{ n, wantCap int }{
-		{1, 512}, {512, 512}, {513, 1024}, {4000, 4096}, {1 << 16, 1 << 16}, {1<<16 + 1, 1<<16 + 1},
+		{1, 512}, {512, 512}, {513, 640}, {640, 640}, {641, 768}, {897, 1024}, {4000, 4096},
+		{1 << 16, 1 << 16}, {1<<16 + 1, 80 << 10}, {1 << 20, 1 << 20}, {5 << 20, 5 << 20},
+		{5<<20 + 1, 6 << 20}, {1 << 23, 1 << 23}, {1<<23 + 1, 1<<23 + 1},
 	} {
 		p := getFrameBuf(tt.n)
 		if len(*p) != tt.n || cap(*p) != tt.wantCap {
 			t.Errorf("getFrameBuf(%d): len %d cap %d, want cap %d", tt.n, len(*p), cap(*p), tt.wantCap)
 		}
 		putFrameBuf(p)
+	}
+	// Every class's size maps back to that class, and classes grow.
+	for c := range len(framePools) {
+		n := frameClassBytes(c)
+		if got := frameClass(n); got != c {
+			t.Errorf("frameClass(frameClassBytes(%d) = %d) = %d", c, n, got)
+		}
+		if c > 0 && frameClass(n-1) != c && frameClassBytes(c-1) < n-1 {
+			t.Errorf("frameClass(%d) = %d, want %d", n-1, frameClass(n-1), c)
+		}
+		if c > 0 && frameClassBytes(c-1) >= n {
+			t.Errorf("class %d (%d B) not above class %d (%d B)", c, n, c-1, frameClassBytes(c-1))
+		}
+	}
+	if n := frameClassBytes(len(framePools) - 1); n != maxPooledFrameBytes {
+		t.Errorf("largest class %d B, want %d", n, maxPooledFrameBytes)
 	}
 }

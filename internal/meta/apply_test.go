@@ -43,6 +43,9 @@ func TestCommands(t *testing.T) {
 				if byID, ok, _ := v.TopicByID(tp.ID); !ok || byID.Name != "orders" {
 					t.Fatalf("TopicByID = %+v, %v", byID, ok)
 				}
+				if name, ok, _ := v.TopicNameByID(tp.ID); !ok || name != "orders" {
+					t.Fatalf("TopicNameByID = %q, %v", name, ok)
+				}
 				for p := int32(0); p < 3; p++ {
 					if st, ok, _ := v.Partition(tp.ID, p); !ok || st != (PartitionState{}) {
 						t.Fatalf("partition %d = %+v, %v", p, st, ok)
@@ -257,6 +260,9 @@ func checkDeleted(name string) func(*testing.T, *testReplica, Result) {
 		}
 		if _, ok, _ := v.TopicByID(res.TopicID); ok {
 			t.Fatal("topic id still there")
+		}
+		if name, ok, _ := v.TopicNameByID(res.TopicID); ok || name != "" {
+			t.Fatalf("TopicNameByID of a deleted topic = %q, %v", name, ok)
 		}
 		if _, ok, _ := v.Partition(res.TopicID, 0); ok {
 			t.Fatal("partition still there")

@@ -75,6 +75,17 @@ func (v *View) TopicByID(id TopicID) (Topic, bool, error) {
 	return v.Topic(string(name))
 }
 
+// TopicNameByID returns the name of the topic with this id: one read,
+// where TopicByID reads and decodes the topic too (a v13 Produce names
+// its topics by id on every request).
+func (v *View) TopicNameByID(id TopicID) (string, bool, error) {
+	name, ok, err := v.get(topicIDKey(id))
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return string(name), true, nil
+}
+
 // Topics returns every topic, sorted by name.
 func (v *View) Topics() ([]Topic, error) {
 	it, err := v.r.NewIter([]byte{prefixTopicName}, []byte{prefixTopicName + 1})
