@@ -182,10 +182,12 @@ func TestPutExpressFailsWithoutTwoZones(t *testing.T) {
 		t.Fatalf("PutExpress succeeded with one zone up: key %s", res.Key)
 	}
 	<-res.Settled
-	// Zone 2's copy is an orphan the gc's reconciler finds by listing.
+	// The third zone's write was cancelled once two acknowledgements
+	// were out of reach; if it landed all the same, the copy is an
+	// orphan the gc's reconciler finds by listing.
 	infos, err := tr.x.List(ctx, segment.BucketPrefix(1_700_000_000_000))
-	if err != nil || len(infos) != 1 || zonesOf(t, infos[0].Key) != "2" {
-		t.Fatalf("List = %v, %v; want the one copy in zone 2", infos, err)
+	if err != nil || len(infos) > 1 || len(infos) == 1 && zonesOf(t, infos[0].Key) != "2" {
+		t.Fatalf("List = %v, %v; want at most one copy, in zone 2", infos, err)
 	}
 }
 
