@@ -215,9 +215,13 @@ func IsKey(key string) bool {
 	return ok && len(p.zones) > 0
 }
 
-// BucketKey is the key a tier write of the data object key key uses in
-// the buckets: its writer part tagged.
+// BucketKey is the key in the buckets of the tier key key, or, for a
+// plain data object key, the one a tier write of it (PutExpress) uses:
+// its writer part tagged.
 func BucketKey(key string) (string, error) {
+	if p, ok := parse(key); ok && len(p.zones) > 0 {
+		return p.bucket, nil
+	}
 	agent, seq, ms, err := segment.ParseObjectKey(key)
 	if err != nil {
 		return "", err
