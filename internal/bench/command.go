@@ -65,7 +65,14 @@ it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 				cfg := embeddedConfig(&o, "")
 				cfg.SetDefaults()
 				if cfg.MaxPutsPerSec > 0 {
-					o.Linger = produce.PacedLinger(cfg.MaxPutsPerSec)
+					puts := cfg.MaxPutsPerSec
+					if o.ExpressZones > 0 {
+						// The budget is each zone's, and a flush takes
+						// two PUTs: the flushes come zones/2 times as
+						// often as the budget.
+						puts *= float64(o.ExpressZones) / 2
+					}
+					o.Linger = produce.PacedLinger(puts)
 				}
 			}
 			if f := cmd.Flags().Lookup("objstore-hedge-percentile"); f.Changed && o.HedgePercentile == 0 {
