@@ -117,16 +117,19 @@ func (a *Agent) openExpress(ctx context.Context, main objstore.Store, profile *o
 
 // expressCollector exports the tier's write counts.
 type expressCollector struct {
-	x      *express.Store
-	names  []string
-	puts   *prometheus.Desc
-	thirds *prometheus.Desc
+	x        *express.Store
+	names    []string
+	puts     *prometheus.Desc
+	putBytes *prometheus.Desc
+	thirds   *prometheus.Desc
 }
 
 func newExpressCollector(x *express.Store, zs []expressZone) *expressCollector {
 	c := &expressCollector{x: x,
 		puts: prometheus.NewDesc("strand_express_puts_total",
 			"Data object writes acknowledged by each zone bucket of the low-latency tier (--objstore-express).", []string{"zone"}, nil),
+		putBytes: prometheus.NewDesc("strand_express_put_bytes_total",
+			"Bytes of the data object writes strand_express_puts_total counts.", []string{"zone"}, nil),
 		thirds: prometheus.NewDesc("strand_express_third_writes_total",
 			"Flushes written to a third zone of the low-latency tier because one of their pair was slow or failed.", nil, nil),
 	}
@@ -138,6 +141,7 @@ func newExpressCollector(x *express.Store, zs []expressZone) *expressCollector {
 
 func (c *expressCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.puts
+	ch <- c.putBytes
 	ch <- c.thirds
 }
 
@@ -145,6 +149,7 @@ func (c *expressCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.x.Stats()
 	for i, n := range st.Puts {
 		ch <- prometheus.MustNewConstMetric(c.puts, prometheus.CounterValue, float64(n), c.names[i])
+		ch <- prometheus.MustNewConstMetric(c.putBytes, prometheus.CounterValue, float64(st.PutBytes[i]), c.names[i])
 	}
 	ch <- prometheus.MustNewConstMetric(c.thirds, prometheus.CounterValue, float64(st.Thirds))
 }

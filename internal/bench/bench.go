@@ -26,7 +26,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/cost"
+	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/objstore"
 )
 
@@ -493,7 +495,12 @@ type AgentStats struct {
 	// zone bucket; ExpressThirds the flushes written to a third zone.
 	ExpressPutsPerSec map[string]float64 `json:"express_puts_per_sec,omitempty"`
 	ExpressThirds     float64            `json:"express_third_writes,omitempty"`
-	ProduceRequests   float64            `json:"produce_requests"`
+	// ExpressPuts and ExpressPutBytes sum the zones' writes over the
+	// window: the cost report prices them as S3 Express, the rest of
+	// Puts as S3 Standard.
+	ExpressPuts     float64 `json:"express_puts,omitempty"`
+	ExpressPutBytes float64 `json:"express_put_bytes,omitempty"`
+	ProduceRequests float64 `json:"produce_requests"`
 	// CPUCores is CPU seconds per wall second; CPUScope says whose (the
 	// embedded agent shares its process with the load generator).
 	CPUCores    float64 `json:"cpu_cores"`
@@ -693,7 +700,8 @@ func priceRun(o *Options, res *PhaseResult) (*CostResult, error) {
 		backend = "unknown"
 	}
 	m := cost.Measured{
-		IngestBytes: float64(res.Produced.Bytes), Puts: a.Puts, Gets: a.Gets,
+		IngestBytes: float64(res.Produced.Bytes), Puts: a.Puts - a.ExpressPuts, Gets: a.Gets,
+		ExpressPuts: a.ExpressPuts, ExpressPutBytes: a.ExpressPutBytes, ExpressHeldMinutes: expressHeldMinutes(),
 		LogBackend: backend, LogWrites: a.LogAppends, LogCounter: "strand_log_appends_total",
 	}
 	c := &CostResult{Region: prices.Region, Workload: o.CostWorkload}
@@ -861,4 +869,13 @@ func loadAverage() []float64 {
 		return nil
 	}
 	return []float64{l1, l5, l15}
+}
+
+// expressHeldMinutes is how long the tier's zones hold a flush with the
+// embedded agent's defaults: compaction moves it after ExpressMaxLag (at
+// the next pass, an interval later at most), and the gc deletes the zone
+// copies the delete delay after that (at its next step).
+func expressHeldMinutes() float64 {
+	held := compact.DefaultExpressMaxLag + compact.DefaultInterval + gc.DefaultDeleteDelay + gc.DefaultInterval
+	return held.Minutes()
 }

@@ -99,9 +99,10 @@ type Config struct {
 type Store struct {
 	cfg Config
 	// next rotates the pair each write starts with.
-	next   atomic.Uint64
-	puts   []atomic.Int64
-	thirds atomic.Int64
+	next atomic.Uint64
+	// puts and putBytes count acknowledged writes per zone.
+	puts, putBytes []atomic.Int64
+	thirds         atomic.Int64
 }
 
 var _ objstore.Store = (*Store)(nil)
@@ -130,7 +131,7 @@ func New(cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("express: zone %d has no store", i)
 		}
 	}
-	return &Store{cfg: cfg, puts: make([]atomic.Int64, len(cfg.Zones))}, nil
+	return &Store{cfg: cfg, puts: make([]atomic.Int64, len(cfg.Zones)), putBytes: make([]atomic.Int64, len(cfg.Zones))}, nil
 }
 
 // Zones returns the number of zones.
@@ -138,17 +139,19 @@ func (s *Store) Zones() int { return len(s.cfg.Zones) }
 
 // Stats counts the tier's writes since New.
 type Stats struct {
-	// Puts counts successful bucket writes per zone, in zone order.
-	Puts []int64
+	// Puts counts acknowledged bucket writes per zone, in zone order,
+	// and PutBytes their bytes.
+	Puts, PutBytes []int64
 	// Thirds counts writes that went to a third zone.
 	Thirds int64
 }
 
 // Stats returns the write counts.
 func (s *Store) Stats() Stats {
-	st := Stats{Puts: make([]int64, len(s.puts)), Thirds: s.thirds.Load()}
+	st := Stats{Puts: make([]int64, len(s.puts)), PutBytes: make([]int64, len(s.puts)), Thirds: s.thirds.Load()}
 	for i := range s.puts {
 		st.Puts[i] = s.puts[i].Load()
+		st.PutBytes[i] = s.putBytes[i].Load()
 	}
 	return st
 }

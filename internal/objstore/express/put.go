@@ -139,6 +139,7 @@ func (s *Store) putZone(ctx context.Context, z int, bucket string, data []byte) 
 		cancel()
 		if err == nil || errors.Is(err, objstore.ErrExists) {
 			s.puts[z].Add(1)
+			s.putBytes[z].Add(int64(len(data)))
 			return nil
 		}
 		if ctx.Err() != nil {
