@@ -45,15 +45,17 @@ import (
 // list stays as small as the docs allow.
 var checkOnly = map[string]string{
 	"README.md: go run ./cmd/strand serve": "the test starts this agent itself, on free ports and a temporary data dir, and runs the tour against it",
-	"docs/operations.md: strand serve --node-id 1 --data-dir a1 --kafka-listen 127.0.0.1:19092 --http-listen 127.0.0.1:19644 \\":                        "needs PostgreSQL and etcd (a cluster's shared log)",
-	"docs/operations.md: strand features describe --brokers 127.0.0.1:19092    # SUPPORTED-MAX is what every live agent supports":                       "an upgrade of a running cluster of older agents; e2e/upgrade_test.go runs one",
-	"docs/operations.md: strand serve --node-id 1 --rack us-east-1a \\":                                                                                 "a zone layout of several agents",
-	"docs/security.md: strand serve --listeners PLAINTEXT://127.0.0.1:9092,SSL://:9093 \\":                                                              "needs a server certificate and a second agent's ports; e2e/tls_test.go runs TLS listeners",
-	"docs/security.md: STRAND_SASL_BOOTSTRAP_PASSWORD=... strand serve \\":                                                                              "needs certificates and password files; e2e/sasl_test.go runs SASL listeners",
-	"docs/performance.md: go run ./cmd/strand bench --embedded --producers 4 --consumers 0 --duration 20s --warmup 5s --compare-kfake --disk-bandwidth": "benchmarks of 20-30 s each, beyond the test's budget",
-	"docs/performance.md: go test -run '^$' -bench . ./internal/sharedlog/filelog/ ./internal/replica/ ./internal/produce/ # core benchmarks":           "long runs, minutes to hours each",
-	"docs/sql.md: strand sql --user alice --password-file alice.pw --tls-ca ca.pem   # a prompt: statements end with ';', \\q quits":                    "needs a TLS SQL endpoint, a user and the orders source; internal/cli/sql_test.go runs strand sql",
-	"docs/cdc.md: strand connect create -f inventory.json   # {\"name\", \"config\"}, or a config with \"name\"":                                        "needs PostgreSQL with logical replication; e2e/cdc_test.go runs connectors",
+	"docs/operations.md: strand serve --node-id 1 --data-dir a1 --kafka-listen 127.0.0.1:19092 --http-listen 127.0.0.1:19644 \\":                                        "needs PostgreSQL and etcd (a cluster's shared log)",
+	"docs/operations.md: strand features describe --brokers 127.0.0.1:19092    # SUPPORTED-MAX is what every live agent supports":                                       "an upgrade of a running cluster of older agents; e2e/upgrade_test.go runs one",
+	"docs/operations.md: strand serve --node-id 1 --rack us-east-1a \\":                                                                                                 "a zone layout of several agents",
+	"docs/security.md: strand serve --listeners PLAINTEXT://127.0.0.1:9092,SSL://:9093 \\":                                                                              "needs a server certificate and a second agent's ports; e2e/tls_test.go runs TLS listeners",
+	"docs/security.md: STRAND_SASL_BOOTSTRAP_PASSWORD=... strand serve \\":                                                                                              "needs certificates and password files; e2e/sasl_test.go runs SASL listeners",
+	"docs/performance.md: go run ./cmd/strand bench --embedded --producers 4 --consumers 0 --duration 20s --warmup 5s --compare-kfake --disk-bandwidth":                 "benchmarks of 20-30 s each, beyond the test's budget",
+	"docs/performance.md: strand bench --embedded --objstore-latency s3-express --express-zones 3 --max-puts-per-sec 20 --rate 48828 --duration 30s --warmup 5s --cost": "a 35 s benchmark, beyond the test's budget",
+	"docs/performance.md: STRAND_TIER_OUTAGE=1m go test -count=1 -v -run TestExpressZoneOutage ./internal/produce/":                                                     "a minute of outage, beyond the test's budget",
+	"docs/performance.md: go test -run '^$' -bench . ./internal/sharedlog/filelog/ ./internal/replica/ ./internal/produce/ # core benchmarks":                           "long runs, minutes to hours each",
+	"docs/sql.md: strand sql --user alice --password-file alice.pw --tls-ca ca.pem   # a prompt: statements end with ';', \\q quits":                                    "needs a TLS SQL endpoint, a user and the orders source; internal/cli/sql_test.go runs strand sql",
+	"docs/cdc.md: strand connect create -f inventory.json   # {\"name\", \"config\"}, or a config with \"name\"":                                                        "needs PostgreSQL with logical replication; e2e/cdc_test.go runs connectors",
 }
 
 // external lists the programs other than strand, go and the scripts
