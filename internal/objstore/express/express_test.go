@@ -26,7 +26,7 @@ type tier struct {
 
 // newTier builds a tier of n zones; wrap, if set, wraps zone i's store
 // (under its counter).
-func newTier(t *testing.T, n, local int, wrap func(i int, s objstore.Store) objstore.Store) *tier {
+func newTier(t testing.TB, n, local int, wrap func(i int, s objstore.Store) objstore.Store) *tier {
 	t.Helper()
 	tr := &tier{main: memobj.New()}
 	var zones []express.Zone
