@@ -687,7 +687,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
 		"response_budget", FormatBytes(mem.HeldResponses),
-		"compaction", cfg.Compaction, "hedged_uploads", cfg.ObjStoreHedgePercentile > 0)
+		"compaction", cfg.Compaction, "hedged_uploads", cfg.ObjStoreHedgePercentile > 0, "express_zones", a.expressZones())
 	return a, nil
 }
 

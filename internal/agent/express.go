@@ -153,3 +153,11 @@ func (c *expressCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.thirds, prometheus.CounterValue, float64(st.Thirds))
 }
+
+// expressZones is the number of the tier's zones; 0 when it is off.
+func (a *Agent) expressZones() int {
+	if a.express == nil {
+		return 0
+	}
+	return a.express.Zones()
+}
