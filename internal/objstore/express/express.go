@@ -103,11 +103,6 @@ type Store struct {
 	// puts and putBytes count acknowledged writes per zone.
 	puts, putBytes []atomic.Int64
 	thirds         atomic.Int64
-	// times is each zone's moving average write time (put.go).
-	times struct {
-		sync.Mutex
-		avg [MaxZones]time.Duration
-	}
 }
 
 var _ objstore.Store = (*Store)(nil)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"slices"
-
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/objstore"
 )
@@ -54,20 +52,10 @@ func (s *Store) PutExpress(ctx context.Context, key string, data []byte, opts Pu
 		return PutResult{}, err
 	}
 	n := len(s.cfg.Zones)
-	rot := s.next.Add(1) - 1
-	first := int(rot % uint64(n))
+	first := int(s.next.Add(1)-1) % n
 	order := make([]int, n)
 	for i := range order {
 		order[i] = (first + i) % n
-	}
-	if n > 2 && rot%probeEvery != 0 {
-		// A zone much slower than the others is left out of the pair
-		// (it stays the third), except on every probeEvery-th write,
-		// which keeps its time known so it comes back once it is well.
-		if slow, ok := s.slowZone(); ok && slow != order[2] {
-			i := slices.Index(order, slow)
-			order[i], order[2] = order[2], order[i]
-		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	// results has room for every zone, so no write blocks once the call
@@ -79,14 +67,7 @@ func (s *Store) PutExpress(ctx context.Context, key string, data []byte, opts Pu
 		z := order[started]
 		started++
 		running++
-		go func() {
-			begin := s.cfg.Clock.Now()
-			err := s.putZone(ctx, z, bucket, data)
-			// A write cancelled once two zones answered took at least
-			// this long: a lower bound, which is what tells a slow zone.
-			s.timeZone(z, clock.Since(s.cfg.Clock, begin))
-			results <- zoneResult{zone: z, err: err}
-		}()
+		go func() { results <- zoneResult{zone: z, err: s.putZone(ctx, z, bucket, data)} }()
 	}
 	start()
 	start()
@@ -140,49 +121,6 @@ func (s *Store) PutExpress(ctx context.Context, key string, data []byte, opts Pu
 	}
 	res.Key, err = Key(bucket, acked)
 	return res, err
-}
-
-// Slow zones. A zone whose recent writes take slowFactor times the
-// fastest zone's, and slowMargin more, is slow: with three zones it is
-// left out of the pair (the third, written only on a hedge or a failure)
-// but on every probeEvery-th write. Its bucket takes fewer PUTs and the
-// two others more while it is slow: up to half again the budget each.
-const (
-	slowFactor = 3
-	slowMargin = 20 * time.Millisecond
-	probeEvery = 8
-	// zoneTimeWeight is the weight of a new write's time in a zone's
-	// moving average.
-	zoneTimeWeight = 0.2
-)
-
-// timeZone adds a write's time to zone z's moving average.
-func (s *Store) timeZone(z int, d time.Duration) {
-	s.times.Lock()
-	defer s.times.Unlock()
-	avg := &s.times.avg[z]
-	if *avg == 0 {
-		*avg = d
-		return
-	}
-	*avg += time.Duration(zoneTimeWeight * float64(d-*avg))
-}
-
-// slowZone returns the slow zone, if one is.
-func (s *Store) slowZone() (int, bool) {
-	s.times.Lock()
-	defer s.times.Unlock()
-	fastest, slowest := 0, 0
-	for z := range s.cfg.Zones {
-		if s.times.avg[z] < s.times.avg[fastest] {
-			fastest = z
-		}
-		if s.times.avg[z] > s.times.avg[slowest] {
-			slowest = z
-		}
-	}
-	f, w := s.times.avg[fastest], s.times.avg[slowest]
-	return slowest, w > slowFactor*f && w-f > slowMargin
 }
 
 // putZone writes data to one zone's bucket, retrying with the same key
