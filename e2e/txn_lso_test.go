@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,7 +135,28 @@ func listedOffsets(t *testing.T, adm *kadm.Client, topic string) (hwm, lso int64
 // the high watermark under read_uncommitted, and a raw read_committed
 // Fetch carries both and the aborted transaction.
 func TestTxnLastStableOffset(t *testing.T) {
-	a := startAgent(t, agent.Config{})
+	t.Run("regional", func(t *testing.T) { testTxnLastStableOffset(t, agent.Config{}) })
+	// The low-latency tier (issue 34) changes where a flush is written,
+	// not what its commit means: the same transactions, the same LSO.
+	t.Run("express", func(t *testing.T) {
+		dir := t.TempDir()
+		testTxnLastStableOffset(t, agent.Config{Compaction: true,
+			ObjStoreExpress: "a=" + filepath.Join(dir, "a") + ",b=" + filepath.Join(dir, "b") + ",c=" + filepath.Join(dir, "c")})
+		objects := 0
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".strd") {
+				objects++
+			}
+			return err
+		})
+		if err != nil || objects == 0 {
+			t.Fatalf("the zone directories hold %d data objects (%v): the flushes did not go through the tier", objects, err)
+		}
+	})
+}
+
+func testTxnLastStableOffset(t *testing.T, cfg agent.Config) {
+	a := startAgent(t, cfg)
 	addr := a.KafkaAddr()
 	const topic = "txn-lso"
 	createTopic(t, addr, topic, 1)

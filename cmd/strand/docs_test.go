@@ -57,6 +57,8 @@ var checkOnly = map[string]string{
 	"docs/performance.md: strand bench --embedded --compare-kfake --producers 2 --consumers 1 --rate 48828 --duration 20s --max-puts-per-sec 20   # fewer, larger flushes":                      "two 20 s load phases, beyond the test's budget",
 	"docs/sql.md: strand sql --user alice --password-file alice.pw --tls-ca ca.pem   # a prompt: statements end with ';', \\q quits":                                                            "needs a TLS SQL endpoint, a user and the orders source; internal/cli/sql_test.go runs strand sql",
 	"docs/cdc.md: strand connect create -f inventory.json   # {\"name\", \"config\"}, or a config with \"name\"":                                                                                "needs PostgreSQL with logical replication; e2e/cdc_test.go runs connectors",
+	"docs/performance.md: strand bench --embedded --objstore-latency s3-express --express-zones 3 --max-puts-per-sec 20 --rate 48828 --duration 30s --warmup 5s --cost":                         "a 35 s benchmark, beyond the test's budget",
+	"docs/performance.md: STRAND_TIER_OUTAGE=1m go test -count=1 -v -run TestExpressZoneOutage ./internal/produce/":                                                                             "a minute of outage, beyond the test's budget",
 }
 
 // external lists the programs other than strand, go and the scripts

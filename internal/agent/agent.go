@@ -50,6 +50,7 @@ import (
 	"github.com/strandkafka/strand/internal/kafka"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/objstore/express"
 	"github.com/strandkafka/strand/internal/objstore/objurl"
 	"github.com/strandkafka/strand/internal/offsetstopic"
 	"github.com/strandkafka/strand/internal/placement"
@@ -93,8 +94,11 @@ type Agent struct {
 
 	metrics *metrics
 	// denials is the authorization log (authz_log.go).
-	denials  *authzlog.Log
-	store    objstore.Store
+	denials *authzlog.Log
+	store   objstore.Store
+	// express is the low-latency tier in front of the main store
+	// (--objstore-express), store itself; nil when off.
+	express  *express.Store
 	log      *sharedlog.VirtualLog
 	replica  *replica.Replica
 	pipeline *produce.Pipeline
@@ -371,6 +375,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 	a.pipeline, err = produce.New(produce.Config{
 		MaxBufferedBytes: mem.ProduceBuffer,
 		Store:            a.store,
+		Express:          a.express,
 		Replica:          a.replica,
 		AgentID:          agentID + "-" + strconv.FormatUint(a.replica.Incarnation(), 10),
 		KeyTime:          func() int64 { return a.keyTime(clk) },
@@ -682,7 +687,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 		"memory_budget", FormatBytes(mem.Budget), "read_cache", FormatBytes(mem.ReadCache),
 		"request_bytes", FormatBytes(mem.QueuedRequestBytes), "produce_buffer", FormatBytes(int64(mem.ProduceBuffer)),
 		"response_budget", FormatBytes(mem.HeldResponses),
-		"compaction", cfg.Compaction, "hedged_uploads", cfg.ObjStoreHedgePercentile > 0)
+		"compaction", cfg.Compaction, "hedged_uploads", cfg.ObjStoreHedgePercentile > 0, "express_zones", a.expressZones())
 	return a, nil
 }
 
@@ -723,7 +728,11 @@ func (a *Agent) openStore(ctx context.Context) error {
 		}
 		store = objstore.WithLatency(store, dist)
 	}
-	a.store = objstore.WithTiming(store, a.metrics.objstoreDone)
+	store = objstore.WithTiming(store, a.metrics.objstoreDone)
+	if store, err = a.openExpress(ctx, store, profile); err != nil {
+		return err
+	}
+	a.store = store
 	return nil
 }
 

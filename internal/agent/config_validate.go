@@ -116,6 +116,9 @@ func (c *Config) Validate() error {
 	if c.PacedObjectBytes < 1<<10 || c.PacedObjectBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("paced-object-bytes %d: must be between 1 KiB and 1 GiB", c.PacedObjectBytes))
 	}
+	if err := c.validateExpress(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MaxPutsPerSec < 0 {
 		errs = append(errs, fmt.Errorf("max-puts-per-sec %v must not be negative (0: no budget)", c.MaxPutsPerSec))
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,6 +112,9 @@ var operatorUse = map[string]string{
 	"strand_consumer_offsets_records_lost_total":         "Above 0: some commits never reached `__consumer_offsets` (`write_failed` after the retries, `queue_full`); OffsetFetch is still right, but lag tools reading the topic may lag until the group commits again or its coordinator restarts.",
 	"strand_consumer_offsets_write_failures_total":       "Failed writes of `__consumer_offsets` records, retried; a steady rise means the produce path (object store) is failing.",
 	"strand_produce_request_bytes_total":                 "Produce request bytes as received, headers and framing included; compare with `strand_topic_bytes_in_total` for the overhead.",
+	"strand_express_puts_total":                          "Writes each zone bucket of the low-latency tier (`--objstore-express`) acknowledged: the rate is each bucket's PUT rate, held to `--max-puts-per-sec`; a zone whose rate falls to zero while the others' rise is failing or slow.",
+	"strand_express_put_bytes_total":                     "Bytes written to each zone bucket of the low-latency tier: billed as S3 Express upload per GB (`strand bench --cost`).",
+	"strand_express_third_writes_total":                  "Flushes that also went to the third zone because one of their pair was slow (the hedge percentile) or failed: a steady rate means a zone is unwell.",
 	"strand_produce_upload_hedges_total":                 "Hedged uploads (`--objstore-hedge-percentile`): many hedges mean a slow object store tail; `won` says the hedge was the faster one.",
 	"strand_client_telemetry_subscriptions_total":        "Clients asking what to push; throttled ones asked again too soon (a client restarting in a loop).",
 	"strand_client_telemetry_pushes_total":               "result=\"ok\" is pushes taken; unknown_subscription follows a change of --client-telemetry-* flags (clients re-subscribe), too_large a client past the 1 MiB payload, unreadable a client bug.",
@@ -352,7 +356,11 @@ func TestMetricsReference(t *testing.T) {
 	// the denial counter (authzTraffic).
 	ca := certstest.NewCA(t, "ca")
 	server := ca.Server(t, "server")
-	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true, SchemaRegistryListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0",
+	// The low-latency tier on two zone directories serves its metrics.
+	xdir := t.TempDir()
+	a := startWith(t, agent.Config{DataDir: t.TempDir(), Compaction: true,
+		ObjStoreExpress: "a=" + filepath.Join(xdir, "a") + ",b=" + filepath.Join(xdir, "b"), ObjStoreExpressZone: "a",
+		SchemaRegistryListen: "127.0.0.1:0", SQLListen: "127.0.0.1:0",
 		SQLViewSnapshotInterval: 200 * time.Millisecond, ConnectListen: "127.0.0.1:0",
 		Listeners: "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0", TLSCertFile: server.CertFile, TLSKeyFile: server.KeyFile,
 		TLSClientCAFile: ca.CertFile, TLSClientAuth: "requested",

@@ -26,7 +26,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strandkafka/strand/internal/agent"
+	"github.com/strandkafka/strand/internal/compact"
 	"github.com/strandkafka/strand/internal/cost"
+	"github.com/strandkafka/strand/internal/gc"
 	"github.com/strandkafka/strand/internal/objstore"
 )
 
@@ -87,6 +89,11 @@ type Options struct {
 	HedgePercentile float64
 	HedgeMaxRatio   float64
 	MaxPutsPerSec   float64
+	// ExpressZones, if 2 or 3, puts the embedded agent's low-latency
+	// tier (agent.Config.ObjStoreExpress) on that many local
+	// directories under its data dir, the latency profile on each, and
+	// turns compaction on, which the tier needs.
+	ExpressZones int
 
 	// Cost prices the run (package cost) with the table in CostPrices
 	// ("" is the shipped list prices) for the workload the Cost* fields
@@ -323,6 +330,12 @@ func (o *Options) Validate() error {
 	if o.Warmup < 0 {
 		bad("--warmup must not be negative")
 	}
+	if !o.Embedded && o.ExpressZones != 0 {
+		bad("--express-zones configures --embedded only")
+	}
+	if o.ExpressZones != 0 && (o.ExpressZones < 2 || o.ExpressZones > 3) {
+		bad("--express-zones must be 2 or 3")
+	}
 	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0 ||
 		o.HedgePercentile != 0 || o.HedgeMaxRatio != 0 || (o.MaxPutsPerSec != 0 && o.MaxPutsPerSec != agent.PutBudgetAuto)) {
 		bad("--objstore-latency, --flush-interval, --flush-bytes, --objstore-hedge-*, --max-puts-per-sec and the --fetch-* read-ahead flags configure --embedded only")
@@ -413,6 +426,7 @@ type ReportOptions struct {
 	HedgePercentile float64 `json:"objstore_hedge_percentile,omitempty"`
 	HedgeMaxRatio   float64 `json:"objstore_hedge_max_ratio,omitempty"`
 	MaxPutsPerSec   float64 `json:"max_puts_per_sec,omitempty"`
+	ExpressZones    int     `json:"express_zones,omitempty"`
 	Producers       int     `json:"producers"`
 	Consumers       int     `json:"consumers"`
 	RecordSize      int     `json:"record_size"`
@@ -491,8 +505,17 @@ type AgentStats struct {
 	LogAppendsPerFlush float64 `json:"log_appends_per_flush"`
 	MeanFlushBytes     float64 `json:"mean_flush_bytes"`
 	// Hedges counts uploads hedged, HedgesWon those the hedge won.
-	Hedges          float64 `json:"objstore_hedges"`
-	HedgesWon       float64 `json:"objstore_hedges_won"`
+	Hedges    float64 `json:"objstore_hedges"`
+	HedgesWon float64 `json:"objstore_hedges_won"`
+	// ExpressPutsPerSec is the low-latency tier's writes a second by
+	// zone bucket; ExpressThirds the flushes written to a third zone.
+	ExpressPutsPerSec map[string]float64 `json:"express_puts_per_sec,omitempty"`
+	ExpressThirds     float64            `json:"express_third_writes,omitempty"`
+	// ExpressPuts and ExpressPutBytes sum the zones' writes over the
+	// window: the cost report prices them as S3 Express, the rest of
+	// Puts as S3 Standard.
+	ExpressPuts     float64 `json:"express_puts,omitempty"`
+	ExpressPutBytes float64 `json:"express_put_bytes,omitempty"`
 	ProduceRequests float64 `json:"produce_requests"`
 	// CPUCores is CPU seconds per wall second; CPUScope says whose (the
 	// embedded agent shares its process with the load generator).
@@ -713,7 +736,8 @@ func priceRun(o *Options, res *PhaseResult) (*CostResult, error) {
 		backend = "unknown"
 	}
 	m := cost.Measured{
-		IngestBytes: float64(res.Produced.Bytes), Puts: a.Puts, Gets: a.Gets,
+		IngestBytes: float64(res.Produced.Bytes), Puts: a.Puts - a.ExpressPuts, Gets: a.Gets,
+		ExpressPuts: a.ExpressPuts, ExpressPutBytes: a.ExpressPutBytes, ExpressHeldMinutes: expressHeldMinutes(),
 		LogBackend: backend, LogWrites: a.LogAppends, LogCounter: "strand_log_appends_total",
 	}
 	c := &CostResult{Region: prices.Region, Workload: o.CostWorkload}
@@ -759,6 +783,7 @@ func reportOptions(o *Options) ReportOptions {
 		cfg := embeddedConfig(o, "")
 		cfg.SetDefaults()
 		r.HedgePercentile, r.HedgeMaxRatio, r.MaxPutsPerSec = max(cfg.ObjStoreHedgePercentile, 0), cfg.ObjStoreHedgeMaxRatio, cfg.MaxPutsPerSec
+		r.ExpressZones = o.ExpressZones
 	}
 	if o.CompareKfake {
 		r.KfakeMode = kfakeMode(o)
@@ -799,7 +824,20 @@ func embeddedConfig(o *Options, dir string) agent.Config {
 	if o.Nexmark {
 		sqlListen = "127.0.0.1:0"
 	}
+	// The agent runs in the first zone, so it reads from there.
+	var xz []string
+	local := ""
+	if o.ExpressZones > 0 {
+		local = "a"
+	}
+	for i := range o.ExpressZones {
+		name := string(rune('a' + i))
+		xz = append(xz, name+"="+filepath.Join(dir, "express-"+name))
+	}
 	return agent.Config{
+		ObjStoreExpress:         strings.Join(xz, ","),
+		ObjStoreExpressZone:     local,
+		Compaction:              o.ExpressZones > 0,
 		DataDir:                 dir,
 		KafkaListen:             "127.0.0.1:0",
 		HTTPListen:              "127.0.0.1:0",
@@ -885,4 +923,13 @@ func loadAverage() []float64 {
 		return nil
 	}
 	return []float64{l1, l5, l15}
+}
+
+// expressHeldMinutes is how long the tier's zones hold a flush with the
+// embedded agent's defaults: compaction moves it after ExpressMaxLag (at
+// the next pass, an interval later at most), and the gc deletes the zone
+// copies the delete delay after that (at its next step).
+func expressHeldMinutes() float64 {
+	held := compact.DefaultExpressMaxLag + compact.DefaultInterval + gc.DefaultDeleteDelay + gc.DefaultInterval
+	return held.Minutes()
 }

@@ -68,7 +68,14 @@ it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 				cfg := embeddedConfig(&o, "")
 				cfg.SetDefaults()
 				if cfg.MaxPutsPerSec > 0 {
-					o.Linger = produce.PacedLinger(cfg.MaxPutsPerSec)
+					puts := cfg.MaxPutsPerSec
+					if o.ExpressZones > 0 {
+						// The budget is each zone's, and a flush takes
+						// two PUTs: the flushes come zones/2 times as
+						// often as the budget.
+						puts *= float64(o.ExpressZones) / 2
+					}
+					o.Linger = produce.PacedLinger(puts)
 				}
 			}
 			if f := cmd.Flags().Lookup("objstore-hedge-percentile"); f.Changed && o.HedgePercentile == 0 {
@@ -106,6 +113,7 @@ it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 	f.IntVar(&o.FlushBytes, "flush-bytes", 0, "embedded agent: flush size in bytes (default 4 MiB)")
 	f.Float64Var(&o.HedgePercentile, "objstore-hedge-percentile", 0, fmt.Sprintf("embedded agent: hedge an upload still running at this percentile of recent upload times (default %g; 0: no hedging)", agent.DefaultObjStoreHedgePercentile))
 	f.Float64Var(&o.HedgeMaxRatio, "objstore-hedge-max-ratio", 0, fmt.Sprintf("embedded agent: hedges at most this fraction of uploads (default %g)", agent.DefaultObjStoreHedgeMaxRatio))
+	f.IntVar(&o.ExpressZones, "express-zones", 0, "embedded agent: write each flush to two of this many (2 or 3) zone buckets of the low-latency tier (serve's --objstore-express), local directories with the --objstore-latency profile each; --max-puts-per-sec then counts each bucket's PUTs")
 	f.Float64Var(&o.MaxPutsPerSec, "max-puts-per-sec", agent.PutBudgetAuto, "embedded agent: budget of data object PUTs a second, hedges included (0: none; default: serve's, 4 with --objstore-latency)")
 	f.BoolVar(&printPrices, "cost-print-prices", false, "print the shipped price table (YAML, us-east-1 list prices) to edit for --cost-prices, and exit")
 	f.BoolVar(&o.Cost, "cost", false, "price the run: $ per GB ingested from the agent's counters, beside Kafka RF=3 for the same workload")

@@ -654,6 +654,17 @@ func agentStats(before, after AgentMetrics, secs float64, prod Throughput, cons 
 		HedgesWon:       after.Hedges["won"] - before.Hedges["won"],
 	}
 	a.PutsPerSec = puts / secs
+	for zone, n := range after.ExpressPuts {
+		if a.ExpressPutsPerSec == nil {
+			a.ExpressPutsPerSec = map[string]float64{}
+		}
+		a.ExpressPutsPerSec[zone] = (n - before.ExpressPuts[zone]) / secs
+	}
+	a.ExpressThirds = after.ExpressThirds - before.ExpressThirds
+	for zone, n := range after.ExpressPuts {
+		a.ExpressPuts += n - before.ExpressPuts[zone]
+		a.ExpressPutBytes += after.ExpressPutBytes[zone] - before.ExpressPutBytes[zone]
+	}
 	a.GetsPerSec = gets / secs
 	a.LogAppendsPerSec = appends / secs
 	a.FlushesPerSec = flushes / secs

@@ -40,6 +40,10 @@ type AgentMetrics struct {
 	// Hedges is strand_produce_upload_hedges_total by result (won,
 	// lost).
 	Hedges map[string]float64
+	// ExpressPuts is strand_express_puts_total by zone label;
+	// ExpressThirds is strand_express_third_writes_total.
+	ExpressPuts, ExpressPutBytes map[string]float64
+	ExpressThirds                float64
 	// Views are the strand_sql_view_* series by view label.
 	Views map[string]ViewMetrics
 }
@@ -75,7 +79,7 @@ func ParseMetrics(r io.Reader) (AgentMetrics, error) {
 	if err != nil {
 		return AgentMetrics{}, fmt.Errorf("bench: parse metrics: %w", err)
 	}
-	m := AgentMetrics{ObjRequests: map[string]float64{}, ObjBytes: map[string]float64{}, Hedges: map[string]float64{}}
+	m := AgentMetrics{ObjRequests: map[string]float64{}, ObjBytes: map[string]float64{}, Hedges: map[string]float64{}, ExpressPuts: map[string]float64{}, ExpressPutBytes: map[string]float64{}}
 	found := false
 	byLabel := func(name, label string, into map[string]float64) {
 		f, ok := fams[name]
@@ -90,6 +94,11 @@ func ParseMetrics(r io.Reader) (AgentMetrics, error) {
 	byLabel("strand_objstore_requests_total", "op", m.ObjRequests)
 	byLabel("strand_objstore_bytes_total", "op", m.ObjBytes)
 	byLabel("strand_produce_upload_hedges_total", "result", m.Hedges)
+	byLabel("strand_express_puts_total", "zone", m.ExpressPuts)
+	byLabel("strand_express_put_bytes_total", "zone", m.ExpressPutBytes)
+	if f, ok := fams["strand_express_third_writes_total"]; ok && len(f.GetMetric()) > 0 {
+		m.ExpressThirds = metricValue(f.GetMetric()[0])
+	}
 	if f, ok := fams["strand_log_append_seconds"]; ok {
 		found = true
 		for _, mm := range f.GetMetric() {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,6 +84,9 @@ func writeText(w io.Writer, r *Report) error {
 	if o.Target == "embedded" {
 		fmt.Fprintf(&b, " (objstore-latency %s, flush-interval %s, flush-bytes %d, objstore-hedge-percentile %g, objstore-hedge-max-ratio %g, max-puts-per-sec %g)",
 			o.ObjStoreLatency, o.FlushInterval, o.FlushBytes, o.HedgePercentile, o.HedgeMaxRatio, o.MaxPutsPerSec)
+		if o.ExpressZones > 0 {
+			fmt.Fprintf(&b, " (express-zones %d)", o.ExpressZones)
+		}
 	}
 	rate := "unlimited"
 	if o.Rate > 0 {
@@ -161,6 +166,14 @@ func writePhase(b *strings.Builder, p *PhaseResult, mode string) {
 	if a := p.Agent; a != nil {
 		fmt.Fprintf(b, "  objstore   PUT %.1f/s (%.3f per MB produced, %.1f MB/s written)  GET %.1f/s (%.3f per MB consumed, %.1f MB/s read)\n",
 			a.PutsPerSec, a.PutsPerMB, a.PutBytes/p.Seconds/1e6, a.GetsPerSec, a.GetsPerMB, a.GetBytes/p.Seconds/1e6)
+		if len(a.ExpressPutsPerSec) > 0 {
+			zones := slices.Sorted(maps.Keys(a.ExpressPutsPerSec))
+			fmt.Fprintf(b, "  express    PUT/s per zone bucket:")
+			for _, z := range zones {
+				fmt.Fprintf(b, " %s %.1f", z, a.ExpressPutsPerSec[z])
+			}
+			fmt.Fprintf(b, "; %.0f flushes written to a third zone\n", a.ExpressThirds)
+		}
 		if a.Hedges > 0 {
 			fmt.Fprintf(b, "  hedges     %.0f uploads hedged (%.1f%% of flushes), %.0f won by the hedge\n",
 				a.Hedges, 100*a.Hedges/max(a.Flushes, 1), a.HedgesWon)

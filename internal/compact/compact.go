@@ -12,6 +12,7 @@ import (
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/objstore/express"
 	"github.com/strandkafka/strand/internal/placement"
 	"github.com/strandkafka/strand/internal/retention"
 	"github.com/strandkafka/strand/internal/segment"
@@ -32,6 +33,11 @@ const (
 	// slow partition gets one object per MaxLag instead of one per
 	// flush.
 	DefaultMaxLag = 10 * time.Minute
+	// DefaultExpressMaxLag moves a tier object's entries a minute after
+	// its write: with the gc's delete delay (a minute) the zones hold a
+	// flush for two to three minutes, at S3 Express One Zone's storage
+	// price a rounding error next to its PUTs (package cost).
+	DefaultExpressMaxLag = time.Minute
 	// DefaultInterval is the pause between passes over the owned
 	// partitions.
 	DefaultInterval = 10 * time.Second
@@ -89,6 +95,11 @@ type Config struct {
 	EntryBytes int64
 	// MinAge and MaxLag: see DefaultMinAge and DefaultMaxLag.
 	MinAge, MaxLag time.Duration
+	// ExpressMaxLag is MaxLag (and the most MinAge may be) for entries
+	// in objects of the low-latency tier (express.IsKey): zone storage
+	// costs several times the regional, and the tier holds a flush only
+	// until compaction moves it (0: DefaultExpressMaxLag).
+	ExpressMaxLag time.Duration
 	// MaxBytesPerSec is --compaction-max-bytes-per-sec: the bytes read
 	// per second at most; 0 leaves the pace to the work due (pace.go).
 	MaxBytesPerSec int64
@@ -121,6 +132,9 @@ func (c *Config) setDefaults() {
 	if c.MaxLag == 0 {
 		c.MaxLag = DefaultMaxLag
 	}
+	if c.ExpressMaxLag == 0 {
+		c.ExpressMaxLag = DefaultExpressMaxLag
+	}
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
@@ -148,7 +162,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("compact: target bytes %d out of range", c.TargetBytes)
 	case c.EntryBytes < 1:
 		return fmt.Errorf("compact: entry bytes %d out of range", c.EntryBytes)
-	case c.MinAge < 0 || c.MaxLag < 0 || c.MaxBytesPerSec < 0 || c.Interval < 0:
+	case c.MinAge < 0 || c.MaxLag < 0 || c.ExpressMaxLag < 0 || c.MaxBytesPerSec < 0 || c.Interval < 0:
 		return errors.New("compact: negative age, lag, rate or interval")
 	}
 	return nil
@@ -380,8 +394,12 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 	}()
 	now := c.cfg.Clock.Now().UnixMilli()
 	minAge, maxLag := c.cfg.MinAge.Milliseconds(), c.cfg.MaxLag.Milliseconds()
+	xLag := c.cfg.ExpressMaxLag.Milliseconds()
 	r := &run{topic: t, partition: partition}
 	var oldest int64 = -1 // key time of the run's first data entry
+	// xOldest is the key time of the run's first tier entry: a run
+	// holding one is due at ExpressMaxLag.
+	var xOldest int64 = -1
 	full := false
 	for it.Next() {
 		e := it.Entry()
@@ -413,7 +431,8 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 		if !timed {
 			kt = 0 // a key without a time: old enough
 		}
-		if now-kt < minAge {
+		tier := express.IsKey(e.ObjectKey)
+		if now-kt < minAge && (!tier || now-kt < min(minAge, xLag)) {
 			break
 		}
 		if len(r.old) > 0 && r.bytes+e.Length > c.cfg.TargetBytes {
@@ -422,6 +441,9 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 		}
 		if oldest < 0 {
 			oldest = kt
+		}
+		if tier && xOldest < 0 {
+			xOldest = kt
 		}
 		r.old = append(r.old, e)
 		r.bytes += e.Length
@@ -441,7 +463,7 @@ func (c *Compactor) plan(t meta.Topic, partition int32) (*run, time.Duration, er
 		return nil, 0, nil
 	}
 	age := time.Duration(now-oldest) * time.Millisecond
-	if !full && now-oldest < maxLag {
+	if !full && now-oldest < maxLag && (xOldest < 0 || now-xOldest < xLag) {
 		return nil, age, nil
 	}
 	return r, age, nil

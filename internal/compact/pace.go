@@ -7,6 +7,7 @@ import (
 
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/objstore/express"
 )
 
 // Pacing. A pass used to compact everything due as fast as the store and
@@ -89,7 +90,8 @@ func paceFor(due int64, interval time.Duration, maxRate int64) int64 {
 // due returns the bytes of the partition's level-0 entries a pass would
 // compact, by plan's rule: the level-0 data old enough from the first
 // one on, at most maxRunsPerPass runs of the target bytes; none if that
-// is less than a run and its oldest entry younger than MaxLag.
+// is less than a run, its oldest entry younger than MaxLag and its
+// oldest tier entry younger than ExpressMaxLag.
 func (c *Compactor) due(t target) (int64, error) {
 	v := c.cfg.Meta.View()
 	defer v.Close()
@@ -107,9 +109,10 @@ func (c *Compactor) due(t target) (int64, error) {
 	defer it.Close()
 	now := c.cfg.Clock.Now().UnixMilli()
 	minAge, maxLag := c.cfg.MinAge.Milliseconds(), c.cfg.MaxLag.Milliseconds()
+	xLag := c.cfg.ExpressMaxLag.Milliseconds()
 	limit := maxRunsPerPass * c.cfg.TargetBytes
 	var bytes int64
-	var oldest int64 = -1
+	var oldest, xOldest int64 = -1, -1
 	for bytes < limit && it.Next() {
 		e := it.Entry()
 		if e.Control || e.BaseOffset < st.LogStartOffset || Compacted(e.ObjectKey) {
@@ -119,18 +122,22 @@ func (c *Compactor) due(t target) (int64, error) {
 		if !timed {
 			kt = 0
 		}
-		if now-kt < minAge {
+		tier := express.IsKey(e.ObjectKey)
+		if now-kt < minAge && (!tier || now-kt < min(minAge, xLag)) {
 			break
 		}
 		if oldest < 0 {
 			oldest = kt
+		}
+		if tier && xOldest < 0 {
+			xOldest = kt
 		}
 		bytes += e.Length
 	}
 	if err := it.Err(); err != nil {
 		return 0, err
 	}
-	if bytes < c.cfg.TargetBytes && (oldest < 0 || now-oldest < maxLag) {
+	if bytes < c.cfg.TargetBytes && (oldest < 0 || now-oldest < maxLag) && (xOldest < 0 || now-xOldest < xLag) {
 		return 0, nil
 	}
 	return min(bytes, limit), nil

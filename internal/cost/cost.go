@@ -133,6 +133,14 @@ type Measured struct {
 	// CrossZoneCounter the counter it came from ("" if not measured).
 	CrossZoneBytes   float64
 	CrossZoneCounter string
+	// ExpressPuts and ExpressPutBytes are the low-latency tier's writes
+	// to its zone buckets (strand_express_puts_total and
+	// strand_express_put_bytes_total), priced as S3 Express One Zone
+	// and not counted in Puts; ExpressHeldMinutes is how long a zone
+	// holds a flush before the gc deletes it (compaction's
+	// ExpressMaxLag and interval plus the gc's delete delay).
+	ExpressPuts, ExpressPutBytes float64
+	ExpressHeldMinutes           float64
 	// StoredPerIngested is the bytes kept per byte ingested (1 unless
 	// compaction or compression change it); 0 means 1.
 	StoredPerIngested float64
@@ -193,6 +201,17 @@ func Strand(p Prices, w Workload, m Measured) (Report, error) {
 		// file, postgres, etcd: the machine they run on bills them,
 		// compute the report leaves out.
 		r.add("shared log ("+cmp.Or(m.LogBackend, "file")+", on machines)", m.LogCounter, m.LogWrites*perGB, "writes", 0)
+	}
+	if m.ExpressPuts > 0 {
+		// S3 Express One Zone bills every uploaded byte as well as the
+		// request, and storage by the byte-hour: a flush held for
+		// minutes costs minutes (AWS S3 FAQ, S3 Express One Zone
+		// pricing examples).
+		copies := m.ExpressPutBytes / m.IngestBytes
+		r.add("S3 Express PUTs (zone buckets)", "strand_express_puts_total", m.ExpressPuts*perGB, "PUTs", p.S3Express.PutPer1000/1000)
+		r.add("S3 Express upload", "strand_express_put_bytes_total", copies, "GB", p.S3Express.UploadPerGB)
+		r.add("S3 Express storage (held until compacted)", "strand_express_put_bytes_total x held minutes",
+			copies*m.ExpressHeldMinutes/(daysInMonth*24*60), "GB-months", p.S3Express.StorageGBMonth)
 	}
 	stored := m.StoredPerIngested
 	if stored == 0 {

@@ -98,3 +98,40 @@ func TestPriceTable(t *testing.T) {
 		}
 	}
 }
+
+// The tier's writes are priced as S3 Express One Zone (request, upload
+// per GB, minutes of storage), apart from the main store's PUTs.
+func TestStrandPricesExpressTier(t *testing.T) {
+	p := DefaultPrices()
+	m := Measured{IngestBytes: 10 * gb, Puts: 100, ExpressPuts: 10_000, ExpressPutBytes: 21 * gb, ExpressHeldMinutes: 3}
+	r, err := Strand(p, Workload{FanOut: 1, RetentionDays: 1, Zones: 3}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"object store PUTs":                         10 * p.S3Standard.PutPer1000 / 1000,
+		"S3 Express PUTs (zone buckets)":            1000 * p.S3Express.PutPer1000 / 1000,
+		"S3 Express upload":                         2.1 * p.S3Express.UploadPerGB,
+		"S3 Express storage (held until compacted)": 2.1 * 3 / (daysInMonth * 24 * 60) * p.S3Express.StorageGBMonth,
+	}
+	for _, term := range r.Terms {
+		w, ok := want[term.Name]
+		if !ok {
+			continue
+		}
+		delete(want, term.Name)
+		if diff := term.Dollars - w; diff > 1e-12 || diff < -1e-12 {
+			t.Errorf("%s: $%g per GB, want $%g", term.Name, term.Dollars, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("terms missing: %v", want)
+	}
+	// Without the tier there are no S3 Express terms.
+	r, _ = Strand(p, Workload{FanOut: 1, RetentionDays: 1, Zones: 3}, Measured{IngestBytes: gb, Puts: 1})
+	for _, term := range r.Terms {
+		if strings.HasPrefix(term.Name, "S3 Express") {
+			t.Errorf("term %q without the tier", term.Name)
+		}
+	}
+}

@@ -350,7 +350,7 @@ func (c *Collector) reconcileBucket(ctx context.Context, v *meta.View, start, ho
 		if !timed || t >= horizon {
 			continue // not of this layout, or young: may still commit
 		}
-		known, err := v.ObjectKnown(info.Key)
+		known, err := c.known(v, info.Key)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -369,6 +369,23 @@ func (c *Collector) reconcileBucket(ctx context.Context, v *meta.View, start, ho
 		c.cfg.Logger.Info("gc: deleted an orphan", "key", d.Key, "bytes", d.Size)
 	}
 	return len(deleted), bytes, nil
+}
+
+// known reports whether v knows the object listed as key under any key
+// the store may list it by (objstore.Aliaser): a tier object committed
+// as held by two zones is listed as held by the three when a hedge's
+// copy landed too.
+func (c *Collector) known(v *meta.View, key string) (bool, error) {
+	a, ok := c.cfg.Store.(objstore.Aliaser)
+	if !ok {
+		return v.ObjectKnown(key)
+	}
+	for _, k := range a.Aliases(key) {
+		if known, err := v.ObjectKnown(k); err != nil || known {
+			return known, err
+		}
+	}
+	return false, nil
 }
 
 // partialDue reports whether a grace period (ms) passed since the last

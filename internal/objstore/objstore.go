@@ -62,3 +62,14 @@ type Store interface {
 	// List returns the objects whose key starts with prefix, sorted by key.
 	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 }
+
+// Aliaser is a Store's optional power: a store that keeps an object in
+// places its key names (package express) lists it under a key naming
+// where it found copies, which need not be the key it was committed
+// under. The gc's reconciler asks for the aliases before it takes a
+// listed key for an orphan.
+type Aliaser interface {
+	// Aliases returns every key the object listed as key may be known
+	// by, key included; deleting any of them deletes it.
+	Aliases(key string) []string
+}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/strandkafka/strand/internal/fetch"
 	"github.com/strandkafka/strand/internal/meta"
+	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/objstore/express"
 	"github.com/strandkafka/strand/internal/objstore/fileobj"
 	"github.com/strandkafka/strand/internal/produce"
 	"github.com/strandkafka/strand/internal/recordbatch"
@@ -43,23 +45,44 @@ func crashOpts(g, i int) batchtest.Options {
 	return batchtest.Options{Records: 1 + (g+i)%4, ValueBytes: 100 + (i*37)%900, Seed: uint64(g*1_000_000 + i)}
 }
 
+// crashExpressMarker, a file in the data directory, makes both the child
+// and the parent write and read through the low-latency tier: three zone
+// directories beside the main one.
+const crashExpressMarker = "express"
+
 // openAgent opens an agent's log, store and replica under dir; meta is
-// the replica's own directory.
-func openAgent(t testing.TB, dir, metaDir string) (*filelog.Loglet, *fileobj.Store, *replica.Replica) {
+// the replica's own directory. x is the tier when dir holds the marker.
+func openAgent(t testing.TB, dir, metaDir string) (*filelog.Loglet, objstore.Store, *replica.Replica, *express.Store) {
 	t.Helper()
 	log, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := fileobj.Open(filepath.Join(dir, "objects"))
+	var store objstore.Store
+	store, err = fileobj.Open(filepath.Join(dir, "objects"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var x *express.Store
+	if _, err := os.Stat(filepath.Join(dir, crashExpressMarker)); err == nil {
+		var zones []express.Zone
+		for i := range 3 {
+			z, err := fileobj.Open(filepath.Join(dir, fmt.Sprintf("zone-%d", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			zones = append(zones, express.Zone{Name: strconv.Itoa(i), Store: z})
+		}
+		if x, err = express.New(express.Config{Main: store, Zones: zones, Local: 0}); err != nil {
+			t.Fatal(err)
+		}
+		store = x
 	}
 	r, err := replica.Open(testCtx(t), replica.Config{Dir: metaDir, Log: log, WriterID: "agent-1", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return log, store, r
+	return log, store, r, x
 }
 
 // TestCrashChild is the agent TestCrashAckedIsDurable kills: producers
@@ -69,13 +92,13 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("only runs as a child of TestCrashAckedIsDurable")
 	}
-	_, store, r := openAgent(t, dir, filepath.Join(dir, "meta-child"))
+	_, store, r, x := openAgent(t, dir, filepath.Join(dir, "meta-child"))
 	res, err := r.Propose(testCtx(t), meta.CreateTopic{Name: "t", Partitions: crashPartitions})
 	if err != nil || res.Code != 0 {
 		t.Fatalf("CreateTopic = %v, %v", res.Err(), err)
 	}
 	p, err := produce.New(produce.Config{
-		Store: store, Replica: r, AgentID: fmt.Sprintf("agent-1-%d", r.Incarnation()), Logger: quietLogger(),
+		Store: store, Express: x, Replica: r, AgentID: fmt.Sprintf("agent-1-%d", r.Incarnation()), Logger: quietLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -119,13 +142,29 @@ type crashAck struct {
 // acknowledged with; then a restarted agent produces on. A process kill
 // keeps the page cache, so this tests that an ack waits for both the
 // object and the commit, not fsync against power loss.
+//
+// With the low-latency tier (the express subtests) the same holds of
+// objects acknowledged by two of three zone directories, read back
+// through the keys the commits name.
 func TestCrashAckedIsDurable(t *testing.T) {
-	for _, killAfter := range []int{3, 40} {
-		t.Run(fmt.Sprintf("kill-after-%d-acks", killAfter), func(t *testing.T) {
+	for _, tc := range []struct {
+		killAfter int
+		express   bool
+	}{{3, false}, {40, false}, {3, true}, {40, true}} {
+		name := fmt.Sprintf("kill-after-%d-acks", tc.killAfter)
+		if tc.express {
+			name = "express/" + name
+		}
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			acks := runAndKill(t, dir, killAfter)
+			if tc.express {
+				if err := os.WriteFile(filepath.Join(dir, crashExpressMarker), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			acks := runAndKill(t, dir, tc.killAfter)
 
-			log, store, r := openAgent(t, dir, t.TempDir())
+			log, store, r, x := openAgent(t, dir, t.TempDir())
 			defer log.Close()
 			defer r.Close()
 			v := r.View()
@@ -145,6 +184,11 @@ func TestCrashAckedIsDurable(t *testing.T) {
 				}
 				o := crashOpts(a.g, a.i)
 				rb, recs := batchtest.Decode(t, b)
+				if tc.express {
+					if key := objectAt(t, v, topic.ID, a.part, a.base); !express.IsKey(key) {
+						t.Fatalf("ack %+v: committed in %s, not a tier object", a, key)
+					}
+				}
 				if rb.FirstOffset != a.base || len(recs) != o.Records {
 					t.Fatalf("ack %+v: batch at %d with %d records", a, rb.FirstOffset, len(recs))
 				}
@@ -158,7 +202,7 @@ func TestCrashAckedIsDurable(t *testing.T) {
 
 			// A restarted agent (new incarnation, new object keys) goes on.
 			p, err := produce.New(produce.Config{
-				Store: store, Replica: r, AgentID: fmt.Sprintf("agent-1-%d", r.Incarnation()), Logger: quietLogger(),
+				Store: store, Express: x, Replica: r, AgentID: fmt.Sprintf("agent-1-%d", r.Incarnation()), Logger: quietLogger(),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -177,6 +221,20 @@ func TestCrashAckedIsDurable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// objectAt returns the key of the object holding offset.
+func objectAt(t testing.TB, v *meta.View, id meta.TopicID, part int32, offset int64) string {
+	t.Helper()
+	it, err := v.Seek(id, part, offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if !it.Next() {
+		t.Fatalf("no index entry at %d: %v", offset, it.Err())
+	}
+	return it.Entry().ObjectKey
 }
 
 // runAndKill runs the child agent on dir, kills it after killAfter acks,

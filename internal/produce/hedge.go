@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strandkafka/strand/internal/clock"
+	"github.com/strandkafka/strand/internal/objstore/express"
 	"github.com/strandkafka/strand/internal/retry"
 	"github.com/strandkafka/strand/internal/segment"
 )
@@ -295,4 +296,43 @@ func (p *Pipeline) deleteLosers(keys []string) {
 			p.cfg.Logger.Info("produce: deleting the object of a lost upload attempt failed; the gc reconciler will", "key", k, "err", err)
 		}
 	}
+}
+
+// uploadExpress writes obj to two zones of the tier (Config.Express),
+// the third on a hedge or a failure, and returns the result to commit
+// under the key naming the zones that acknowledged. shared reports
+// whether a zone's write still runs (and reads obj). The hedge delay
+// and budget are the same as runRace's, over the time two zones take.
+func (p *Pipeline) uploadExpress(f *flush, obj []byte) (win putResult, shared bool) {
+	win = putResult{start: p.cfg.Clock.Now(), attempts: 1}
+	var opts express.PutOptions
+	if delay, ok := p.hedgeDelay(); ok {
+		opts.HedgeAfter = delay
+		opts.MayHedge = p.spendHedge
+	}
+	res, err := p.cfg.Express.PutExpress(p.ctx, f.key, obj, opts)
+	win.key, win.err = res.Key, err
+	if err == nil {
+		p.mu.Lock()
+		p.mu.puts.add(clock.Since(p.cfg.Clock, win.start))
+		p.mu.Unlock()
+	}
+	select {
+	case <-res.Settled:
+		return win, false
+	default:
+		return win, true
+	}
+}
+
+// spendHedge takes one hedge from the credit, if there is one.
+func (p *Pipeline) spendHedge() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.puts.credit < 1 {
+		return false
+	}
+	p.mu.puts.credit--
+	p.mu.hedges++
+	return true
 }

@@ -361,6 +361,11 @@ func (p *Pipeline) cutSpacing() time.Duration {
 	if p.cfg.HedgePercentile > 0 {
 		puts += p.cfg.HedgeMaxRatio
 	}
+	if x := p.cfg.Express; x != nil {
+		// Two PUTs a flush (and the hedges), spread over the zones by
+		// the rotating pair: the budget is each bucket's.
+		puts = (puts + 1) / float64(x.Zones())
+	}
 	return time.Duration(puts / p.cfg.MaxPutsPerSec * float64(time.Second))
 }
 
@@ -400,10 +405,17 @@ func (p *Pipeline) upload(f *flush) {
 	p.obs.FlushCut(f.bytes, len(f.batches), len(f.acks))
 	obj := f.w.Finish()
 	start := p.cfg.Clock.Now()
-	win, r := p.runRace(f, obj)
-	// A hedge still running reads obj: the writer's buffer is neither
-	// reused nor given to the cache, which gets a copy.
-	shared := p.finishRace(win, r)
+	var win putResult
+	var shared bool
+	if p.cfg.Express != nil {
+		win, shared = p.uploadExpress(f, obj)
+	} else {
+		var r *race
+		win, r = p.runRace(f, obj)
+		// A hedge still running reads obj: the writer's buffer is
+		// neither reused nor given to the cache, which gets a copy.
+		shared = p.finishRace(win, r)
+	}
 	err := win.err
 	d := clock.Since(p.cfg.Clock, start)
 	if err == nil && p.cfg.Cache != nil {

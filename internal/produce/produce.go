@@ -68,6 +68,7 @@ import (
 	"github.com/strandkafka/strand/internal/clock"
 	"github.com/strandkafka/strand/internal/meta"
 	"github.com/strandkafka/strand/internal/objstore"
+	"github.com/strandkafka/strand/internal/objstore/express"
 	"github.com/strandkafka/strand/internal/recordbatch"
 	"github.com/strandkafka/strand/internal/replica"
 	"github.com/strandkafka/strand/internal/segment"
@@ -203,6 +204,13 @@ func PacedLinger(putsPerSec float64) time.Duration {
 type Config struct {
 	// Store receives the data objects.
 	Store objstore.Store
+	// Express, when set, takes the data objects instead of Store: each
+	// is written to two zones of the low-latency tier (package express)
+	// and committed under the key naming them. Store must then be that
+	// same tier (it reads and deletes what Express wrote). Hedging
+	// (HedgePercentile) writes the third zone instead of a second key,
+	// and MaxPutsPerSec counts PUTs per zone bucket.
+	Express *express.Store
 	// Replica proposes the commits and answers with their results.
 	Replica Proposer
 	// AgentID names this process incarnation in object keys, e.g. the
