@@ -444,9 +444,14 @@ func (l *Loglet) Close() error {
 	l.signalWriter()
 	<-l.writerDone
 
+	var errs []error
+	if l.w.broken == nil {
+		// Leave the active segment as a roll leaves a closed one; a
+		// broken loglet's next Open cuts what the failure left.
+		errs = append(errs, l.cutPreallocation())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var errs []error
 	for _, s := range l.mu.segments {
 		errs = append(errs, s.f.Close())
 	}
