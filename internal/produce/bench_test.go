@@ -84,35 +84,29 @@ func BenchmarkProduce(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkProducePaced -benchtime 20000x ./internal/produce/
 func BenchmarkProducePaced(b *testing.B) {
-	// file-eager is the agent's configuration over a local store (a flush
-	// cut whenever an upload slot is free), file the one of a remote store
-	// without a PUT budget.
-	for _, eager := range []bool{false, true} {
-		name := "file"
-		if eager {
-			name = "file-eager"
-		}
-		b.Run(name, func(b *testing.B) {
-			var syncLat latencies
-			fs, fl := openFileBackendsFS(b, timedFS{FS: filelog.OS, lat: &syncLat})
-			var appendLat latencies
-			producePaced(b, fs, timedLog{Log: fl, waiter: fl, lat: &appendLat}, &appendLat, eager)
-			// The log's fsyncs alone: what its appends wait for on the disk.
-			b.ReportMetric(float64(syncLat.quantile(0.50))/float64(time.Millisecond), "logsync-p50-ms")
-			b.ReportMetric(float64(syncLat.quantile(0.99))/float64(time.Millisecond), "logsync-p99-ms")
-		})
-	}
+	b.Run("file", func(b *testing.B) {
+		var syncs syncStats
+		fs, fl := openFileBackendsFS(b, timedFS{FS: filelog.OS, s: &syncs})
+		var appendLat latencies
+		producePaced(b, fs, timedLog{Log: fl, waiter: fl, lat: &appendLat}, &appendLat)
+		// The log's fsyncs alone (fdatasyncs too): what its appends wait
+		// for on the disk. Full fsyncs commit the file system's journal,
+		// fdatasyncs of preallocated blocks do not.
+		b.ReportMetric(float64(syncs.lat.quantile(0.50))/float64(time.Millisecond), "logsync-p50-ms")
+		b.ReportMetric(float64(syncs.lat.quantile(0.99))/float64(time.Millisecond), "logsync-p99-ms")
+		b.ReportMetric(float64(syncs.full.Load())/float64(max(len(syncs.lat.lat), 1)), "logfullsyncs/sync")
+	})
 	// Nothing waits for a disk: what is left is the pipeline's own
 	// hand-offs and the CPU. The store keeps nothing, so that a heap
 	// growing by 20 MB/s does not put the collector in the numbers.
 	b.Run("mem", func(b *testing.B) {
 		ml := memlog.New()
 		var appendLat latencies
-		producePaced(b, discardStore{}, timedLog{Log: ml, waiter: ml, lat: &appendLat}, &appendLat, false)
+		producePaced(b, discardStore{}, timedLog{Log: ml, waiter: ml, lat: &appendLat}, &appendLat)
 	})
 }
 
-func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat *latencies, eager bool) {
+func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat *latencies) {
 	const (
 		partitions  = 8
 		bytesPerSec = 20e6
@@ -125,7 +119,7 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 		}
 	})
 	var stages stageObserver
-	_, p, batches := benchPipelineConfig(b, store, log, partitions, produce.Config{Observer: &stages, EagerCuts: eager})
+	_, p, batches := benchPipelineConfig(b, store, log, partitions, produce.Config{Observer: &stages})
 	spacing := time.Duration(float64(time.Second) * float64(len(batches[0].Data)) / bytesPerSec)
 	b.SetBytes(int64(len(batches[0].Data)))
 	ctx := testCtx(b)
@@ -253,10 +247,17 @@ func (o *stageObserver) FlushDone(_ int, d time.Duration, _ error) {
 	o.flush.add(d, 1)
 }
 
+// syncStats times a loglet's fsyncs and fdatasyncs and counts the full
+// ones.
+type syncStats struct {
+	lat  latencies
+	full atomic.Int64
+}
+
 // timedFS times the fsyncs of the files a loglet opens.
 type timedFS struct {
 	filelog.FS
-	lat *latencies
+	s *syncStats
 }
 
 func (t timedFS) OpenFile(name string, flag int, perm iofs.FileMode) (filelog.File, error) {
@@ -264,18 +265,19 @@ func (t timedFS) OpenFile(name string, flag int, perm iofs.FileMode) (filelog.Fi
 	if err != nil {
 		return nil, err
 	}
-	return timedFile{File: f, lat: t.lat}, nil
+	return timedFile{File: f, s: t.s}, nil
 }
 
 type timedFile struct {
 	filelog.File
-	lat *latencies
+	s *syncStats
 }
 
 func (t timedFile) Sync() error {
 	start := time.Now()
 	err := t.File.Sync()
-	t.lat.add(time.Since(start), 1)
+	t.s.lat.add(time.Since(start), 1)
+	t.s.full.Add(1)
 	return err
 }
 
@@ -288,6 +290,6 @@ func (t timedFile) Datasync() error {
 	}
 	start := time.Now()
 	err := d.Datasync()
-	t.lat.add(time.Since(start), 1)
+	t.s.lat.add(time.Since(start), 1)
 	return err
 }
