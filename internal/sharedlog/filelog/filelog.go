@@ -49,7 +49,10 @@
 // overwrite those zeros: the file's size and blocks are durable already,
 // so fdatasync (Datasyncer) flushes their data alone, without the file
 // system's journal commit, which on a disk shared with the object store
-// also carries the objects' renames. Zeros from the end of the last entry
+// also carries the objects' renames. Durability never rests on the
+// preallocation: fdatasync flushes whatever size or block change the
+// written data needs to be read back; the preallocation only makes sure
+// that there is none to flush. Zeros from the end of the last entry
 // to the end of the file are a preallocation, not a torn entry (no entry
 // starts with a zero header: its CRC covers its length); a roll and a
 // clean Close cut them, so a closed segment ends after its last entry.

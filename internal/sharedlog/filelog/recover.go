@@ -96,9 +96,10 @@ func (l *Loglet) recover() error {
 	}
 	active := l.mu.segments[len(l.mu.segments)-1]
 	l.w.active, l.w.activeEnd = active, active.end
-	// Zeros past the last entry are a preallocation, durable as the
-	// fsync that wrote them left it: appends may overwrite them with
-	// fdatasync.
+	// Zeros past the last entry are a preallocation: appends overwrite
+	// them with fdatasync. A kill may have cut the fsync that wrote them
+	// short; fdatasync then flushes the size and blocks it needs too
+	// (that is what it promises), it just costs as much as an fsync.
 	fi, err := active.f.Stat()
 	if err != nil {
 		return err
