@@ -3,6 +3,7 @@ package produce_test
 import (
 	"context"
 	"fmt"
+	iofs "io/fs"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -84,9 +85,16 @@ func BenchmarkProduce(b *testing.B) {
 //	go test -run '^$' -bench BenchmarkProducePaced -benchtime 20000x ./internal/produce/
 func BenchmarkProducePaced(b *testing.B) {
 	b.Run("file", func(b *testing.B) {
-		fs, fl := openFileBackends(b)
+		var syncs syncStats
+		fs, fl := openFileBackendsFS(b, timedFS{FS: filelog.OS, s: &syncs})
 		var appendLat latencies
 		producePaced(b, fs, timedLog{Log: fl, waiter: fl, lat: &appendLat}, &appendLat)
+		// The log's fsyncs alone (fdatasyncs too): what its appends wait
+		// for on the disk. Full fsyncs commit the file system's journal,
+		// fdatasyncs of preallocated blocks do not.
+		b.ReportMetric(float64(syncs.lat.quantile(0.50))/float64(time.Millisecond), "logsync-p50-ms")
+		b.ReportMetric(float64(syncs.lat.quantile(0.99))/float64(time.Millisecond), "logsync-p99-ms")
+		b.ReportMetric(float64(syncs.full.Load())/float64(max(len(syncs.lat.lat), 1)), "logfullsyncs/sync")
 	})
 	// Nothing waits for a disk: what is left is the pipeline's own
 	// hand-offs and the CPU. The store keeps nothing, so that a heap
@@ -110,7 +118,8 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 			putLat.add(d, 1)
 		}
 	})
-	_, p, batches := benchPipeline(b, store, log, partitions)
+	var stages stageObserver
+	_, p, batches := benchPipelineConfig(b, store, log, partitions, produce.Config{Observer: &stages})
 	spacing := time.Duration(float64(time.Second) * float64(len(batches[0].Data)) / bytesPerSec)
 	b.SetBytes(int64(len(batches[0].Data)))
 	ctx := testCtx(b)
@@ -143,6 +152,10 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 	report(&callLat, "call")
 	report(&putLat, "put")
 	report(appendLat, "append")
+	report(&stages.commit, "commit")
+	report(&stages.flush, "flush")
+	b.ReportMetric(float64(stages.commits.Load())/float64(max(stages.flushes.Load(), 1)), "commits/flush")
+	b.ReportMetric(float64(stages.flushes.Load())/time.Since(start).Seconds(), "flushes/s")
 	b.ReportMetric(float64(putLat.records)/time.Since(start).Seconds(), "puts/s")
 }
 
@@ -150,11 +163,17 @@ func producePaced(b *testing.B, fs objstore.Store, log sharedlog.Log, appendLat 
 // pipeline over store (closed at cleanup), and 64 batches of 16 records
 // of 1 KiB, round-robin over the partitions.
 func benchPipeline(b *testing.B, store objstore.Store, log sharedlog.Log, partitions int32) (*replica.Replica, *produce.Pipeline, []produce.Batch) {
+	return benchPipelineConfig(b, store, log, partitions, produce.Config{})
+}
+
+// benchPipelineConfig is benchPipeline with cfg's other fields (an
+// Observer, say) kept.
+func benchPipelineConfig(b *testing.B, store objstore.Store, log sharedlog.Log, partitions int32, cfg produce.Config) (*replica.Replica, *produce.Pipeline, []produce.Batch) {
 	r := openReplica(b, log, "bench")
 	topic := createTopic(b, r, "t", partitions)
-	p, err := produce.New(produce.Config{
-		Store: store, Replica: r, AgentID: fmt.Sprintf("bench-%d", r.Incarnation()), Logger: quietLogger(),
-	})
+	cfg.Store, cfg.Replica, cfg.Logger = store, r, quietLogger()
+	cfg.AgentID = fmt.Sprintf("bench-%d", r.Incarnation())
+	p, err := produce.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -172,12 +191,18 @@ func benchPipeline(b *testing.B, store objstore.Store, log sharedlog.Log, partit
 // openFileBackends opens a file store and a file log in a temp dir, the
 // log closed at cleanup.
 func openFileBackends(b *testing.B) (objstore.Store, *filelog.Loglet) {
+	return openFileBackendsFS(b, filelog.OS)
+}
+
+// openFileBackendsFS is openFileBackends with the log writing through
+// fsys.
+func openFileBackendsFS(b *testing.B, fsys filelog.FS) (objstore.Store, *filelog.Loglet) {
 	dir := b.TempDir()
 	s, err := fileobj.Open(filepath.Join(dir, "objects"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quietLogger()})
+	l, err := filelog.Open(filepath.Join(dir, "log"), filelog.Options{Logger: quietLogger(), FS: fsys})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,4 +227,69 @@ func (t timedLog) Append(ctx context.Context, data []byte) (sharedlog.Pos, error
 	pos, err := t.Log.Append(ctx, data)
 	t.lat.add(time.Since(start), 1)
 	return pos, err
+}
+
+// stageObserver times the pipeline's commits (one ProposeBatch: the log
+// append and the apply) and whole flushes (first batch to answer).
+type stageObserver struct {
+	commit, flush    latencies
+	commits, flushes atomic.Int64
+}
+
+func (o *stageObserver) FlushCut(int, int, int)                    {}
+func (o *stageObserver) UploadDone(int, int, time.Duration, error) {}
+func (o *stageObserver) CommitDone(_ int, d time.Duration, _ error) {
+	o.commits.Add(1)
+	o.commit.add(d, 1)
+}
+func (o *stageObserver) FlushDone(_ int, d time.Duration, _ error) {
+	o.flushes.Add(1)
+	o.flush.add(d, 1)
+}
+
+// syncStats times a loglet's fsyncs and fdatasyncs and counts the full
+// ones.
+type syncStats struct {
+	lat  latencies
+	full atomic.Int64
+}
+
+// timedFS times the fsyncs of the files a loglet opens.
+type timedFS struct {
+	filelog.FS
+	s *syncStats
+}
+
+func (t timedFS) OpenFile(name string, flag int, perm iofs.FileMode) (filelog.File, error) {
+	f, err := t.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return timedFile{File: f, s: t.s}, nil
+}
+
+type timedFile struct {
+	filelog.File
+	s *syncStats
+}
+
+func (t timedFile) Sync() error {
+	start := time.Now()
+	err := t.File.Sync()
+	t.s.lat.add(time.Since(start), 1)
+	t.s.full.Add(1)
+	return err
+}
+
+// Datasync passes the loglet's fdatasync on (timed), which the embedded
+// File would hide.
+func (t timedFile) Datasync() error {
+	d, ok := t.File.(filelog.Datasyncer)
+	if !ok {
+		return t.Sync()
+	}
+	start := time.Now()
+	err := d.Datasync()
+	t.s.lat.add(time.Since(start), 1)
+	return err
 }

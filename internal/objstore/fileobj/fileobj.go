@@ -20,7 +20,11 @@
 // # Durability and atomicity
 //
 // Put writes a temporary file in the object's directory, fsyncs it,
-// renames it over the object and fsyncs the directory. PutIfAbsent does
+// renames it over the object and fsyncs the directory. Writes into one
+// directory share its fsyncs (group commit): a write whose rename is done
+// joins the next directory fsync to start, or starts one, and never
+// relies on one that was already running, which may have begun before
+// its rename. PutIfAbsent does
 // the same but publishes with link(2), which fails if the name exists, so
 // of several concurrent callers exactly one wins and a loser changes
 // nothing. A reader holds an open file, and a file is never written after
@@ -43,6 +47,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/strandkafka/strand/internal/objstore"
@@ -72,6 +77,27 @@ var errDirVanished = errors.New("fileobj: directory removed concurrently")
 // use.
 type Store struct {
 	root string
+	// dirs holds the directory fsyncs running or about to start, by
+	// directory; an entry lives only while one is.
+	dirs struct {
+		sync.Mutex
+		m map[string]*dirSyncs
+	}
+	// syncDir is syncDir but in tests, which count and hold the fsyncs.
+	syncDir func(dir string) error
+}
+
+// dirSyncs is the group commit of one directory's fsyncs: at most one
+// running and one waiting to start, which every write whose rename ends
+// meanwhile joins.
+type dirSyncs struct {
+	running, next *dirSync
+}
+
+// dirSync is one directory fsync; err is set before done is closed.
+type dirSync struct {
+	done chan struct{}
+	err  error
 }
 
 var _ objstore.Store = (*Store)(nil)
@@ -116,7 +142,9 @@ func OpenShared(dir string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("fileobj: open %s: not a directory", root)
 	}
-	return &Store{root: root}, nil
+	s := &Store{root: root, syncDir: syncDir}
+	s.dirs.m = make(map[string]*dirSyncs)
+	return s, nil
 }
 
 // Dir returns the absolute root directory.
@@ -290,7 +318,50 @@ func (s *Store) writeOnce(ctx context.Context, rel, name string, data []byte, ex
 		}
 		published = true
 	}
-	return syncDir(dir)
+	return s.syncDirShared(dir)
+}
+
+// syncDirShared makes dir's entries durable as they are when it is
+// called, sharing the fsync with concurrent callers (see the package
+// doc). Several objects uploading at once into the same directory then
+// cost one directory fsync, not one each queued behind the other.
+func (s *Store) syncDirShared(dir string) error {
+	s.dirs.Lock()
+	st := s.dirs.m[dir]
+	if st == nil {
+		st = &dirSyncs{}
+		s.dirs.m[dir] = st
+	}
+	if f := st.next; f != nil {
+		// Not started yet, so it covers this caller's rename.
+		s.dirs.Unlock()
+		<-f.done
+		return f.err
+	}
+	f := &dirSync{done: make(chan struct{})}
+	if prev := st.running; prev != nil {
+		// The running fsync may have started before this caller's
+		// rename: lead the next one, which starts when it ends and
+		// covers every caller that joins until then.
+		st.next = f
+		s.dirs.Unlock()
+		<-prev.done
+		s.dirs.Lock()
+		st.next = nil
+	}
+	st.running = f
+	s.dirs.Unlock()
+
+	f.err = s.syncDir(dir)
+
+	s.dirs.Lock()
+	st.running = nil
+	if st.next == nil {
+		delete(s.dirs.m, dir)
+	}
+	s.dirs.Unlock()
+	close(f.done)
+	return f.err
 }
 
 // mkdirs creates the directories of rel one level at a time, syncing each

@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/strandkafka/strand/internal/objstore"
 	"github.com/strandkafka/strand/internal/objstore/storetest"
@@ -267,4 +269,70 @@ func TestConcurrentPutDeleteSameDir(t *testing.T) {
 	if !slices.Equal(infos, want) {
 		t.Fatalf("List = %v, want %v", infos, want)
 	}
+}
+
+// TestDirSyncsShared: writes whose renames end while a directory fsync
+// runs share the next one, and none returns on an fsync that started
+// before it asked.
+func TestDirSyncsShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := openTemp(t)
+		var mu sync.Mutex
+		started, finished := 0, 0 // fsyncs started; highest index finished
+		release := make(chan struct{})
+		s.syncDir = func(string) error {
+			mu.Lock()
+			started++
+			n := started
+			mu.Unlock()
+			if n == 1 {
+				<-release // hold the first, so the others arrive during it
+			}
+			mu.Lock()
+			finished = max(finished, n)
+			mu.Unlock()
+			return nil
+		}
+		// call reports whether the fsync it returned on started after
+		// the call did.
+		call := func() bool {
+			mu.Lock()
+			before := started
+			mu.Unlock()
+			if err := s.syncDirShared("d"); err != nil {
+				t.Errorf("syncDirShared: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return finished > before
+		}
+		const joiners = 16
+		var wg sync.WaitGroup
+		var covered atomic.Int32
+		wg.Go(func() {
+			if call() {
+				covered.Add(1)
+			}
+		})
+		synctest.Wait() // the first fsync is running and held
+		for range joiners {
+			wg.Go(func() {
+				if call() {
+					covered.Add(1)
+				}
+			})
+		}
+		synctest.Wait() // every joiner waits
+		close(release)
+		wg.Wait()
+		if got := covered.Load(); got != joiners+1 {
+			t.Errorf("%d of %d calls returned on an fsync that started after them", got, joiners+1)
+		}
+		if started != 2 {
+			t.Errorf("%d directory fsyncs for %d calls arriving during one, want 2", started, joiners+1)
+		}
+		if len(s.dirs.m) != 0 {
+			t.Errorf("%d directories left in the map, want 0", len(s.dirs.m))
+		}
+	})
 }

@@ -41,6 +41,22 @@
 // Append returns once its entry is written and fsynced; entries become
 // visible to ReadNext, CheckTail and WaitTail only then.
 //
+// # Preallocation
+//
+// An append that grows the active segment also writes zeros up to 1 MiB
+// past its entries (never past SegmentBytes), and one fsync makes the
+// entries, the zeros and the new size durable. The appends after it
+// overwrite those zeros: the file's size and blocks are durable already,
+// so fdatasync (Datasyncer) flushes their data alone, without the file
+// system's journal commit, which on a disk shared with the object store
+// also carries the objects' renames. Durability never rests on the
+// preallocation: fdatasync flushes whatever size or block change the
+// written data needs to be read back; the preallocation only makes sure
+// that there is none to flush. Zeros from the end of the last entry
+// to the end of the file are a preallocation, not a torn entry (no entry
+// starts with a zero header: its CRC covers its length); a roll and a
+// clean Close cut them, so a closed segment ends after its last entry.
+//
 // If a write or fsync fails (a full disk, an I/O error), the writes in
 // flight and every queued request fail with ErrFailed, and the bytes
 // past the last acknowledged entry are in an unknown state: maybe on
@@ -444,9 +460,14 @@ func (l *Loglet) Close() error {
 	l.signalWriter()
 	<-l.writerDone
 
+	var errs []error
+	if l.w.broken == nil {
+		// Leave the active segment as a roll leaves a closed one; a
+		// broken loglet's next Open cuts what the failure left.
+		errs = append(errs, l.cutPreallocation())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var errs []error
 	for _, s := range l.mu.segments {
 		errs = append(errs, s.f.Close())
 	}

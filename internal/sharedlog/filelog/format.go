@@ -148,8 +148,27 @@ type scanned struct {
 	offsets []int64 // file offset of every intact entry, in order
 	end     int64   // end of the last intact entry
 	// torn says why the scan stopped before the end of the file; nil
-	// when the file ends exactly after an intact entry.
+	// when the file ends exactly after an intact entry, or in zeros
+	// alone (preallocation).
 	torn error
+}
+
+// allZero reports whether the next n bytes of br are all zero.
+func allZero(br *bufio.Reader, n int64) (bool, error) {
+	for n > 0 {
+		chunk, err := br.Peek(int(min(n, int64(br.Size()))))
+		if err != nil {
+			return false, err
+		}
+		for _, c := range chunk {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		_, _ = br.Discard(len(chunk))
+		n -= int64(len(chunk))
+	}
+	return true, nil
 }
 
 // scanSegment checks a segment file of size bytes: the header, then every
@@ -178,11 +197,32 @@ func scanSegment(r io.ReaderAt, size int64) (scanned, error) {
 	var h [entryHeaderBytes]byte
 	for off < size {
 		if size-off < entryHeaderBytes {
-			s.torn = errTruncated
+			// Too short for an entry: a torn one, or the last bytes
+			// of a preallocation that ended short of a header.
+			zero, err := allZero(br, size-off)
+			if err != nil {
+				return s, err
+			}
+			if !zero {
+				s.torn = errTruncated
+			}
 			break
 		}
 		if _, err := io.ReadFull(br, h[:]); err != nil {
 			return s, err
+		}
+		if h == ([entryHeaderBytes]byte{}) {
+			// No entry has a zero header (its CRC covers the length):
+			// zeros to the end of the file are the writer's
+			// preallocation, anything else after them is damage.
+			zero, err := allZero(br, size-off-entryHeaderBytes)
+			if err != nil {
+				return s, err
+			}
+			if !zero {
+				s.torn = errChecksum
+			}
+			break
 		}
 		length := int64(binary.LittleEndian.Uint32(h[0:4]))
 		if length > formatMaxEntryBytes {

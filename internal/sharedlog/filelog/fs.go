@@ -36,7 +36,26 @@ type File interface {
 	Name() string
 }
 
-// OS is the operating system's file system.
+// Datasyncer is an optional power of a File: fdatasync(2), which makes
+// the file's data durable with the metadata needed to read it back (its
+// size and blocks) but not its timestamps. The loglet uses it for appends
+// that overwrite blocks an earlier fsync made durable (see Preallocation
+// in the package doc): there it flushes the data alone, without a
+// journal commit. A File without it (a wrapper that does not pass it
+// on) gets Sync, which is never less durable.
+type Datasyncer interface {
+	Datasync() error
+}
+
+// datasync is Datasync where f has it, else Sync.
+func datasync(f File) error {
+	if d, ok := f.(Datasyncer); ok {
+		return d.Datasync()
+	}
+	return f.Sync()
+}
+
+// OS is the operating system's file system. Its files are Datasyncers.
 var OS FS = osFS{}
 
 type osFS struct{}
@@ -46,7 +65,12 @@ func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}
-	return f, nil
+	return osFile{f}, nil
+}
+
+// osFile is an *os.File with Datasync.
+type osFile struct {
+	*os.File
 }
 
 func (osFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }

@@ -60,7 +60,7 @@ func (l *Loglet) recover() error {
 			return err
 		}
 		l.mu.segments = []*segment{seg}
-		l.w.active, l.w.activeEnd = seg, segmentHeaderBytes
+		l.w.active, l.w.activeEnd, l.w.allocEnd = seg, segmentHeaderBytes, segmentHeaderBytes
 		return nil
 	}
 
@@ -96,6 +96,15 @@ func (l *Loglet) recover() error {
 	}
 	active := l.mu.segments[len(l.mu.segments)-1]
 	l.w.active, l.w.activeEnd = active, active.end
+	// Zeros past the last entry are a preallocation: appends overwrite
+	// them with fdatasync. A kill may have cut the fsync that wrote them
+	// short; fdatasync then flushes the size and blocks it needs too
+	// (that is what it promises), it just costs as much as an fsync.
+	fi, err := active.f.Stat()
+	if err != nil {
+		return err
+	}
+	l.w.allocEnd = max(fi.Size(), active.end)
 	l.mu.tail = active.base + sharedlog.Pos(len(active.offsets))
 	l.mu.trimmed = st.trimmed
 	l.mu.sealed, l.mu.sealing = st.sealed, st.sealed

@@ -48,8 +48,12 @@ func (r *request) cost() int {
 // writer is the state only the writer goroutine touches.
 type writer struct {
 	active    *segment
-	activeEnd int64  // end of the last acknowledged entry in the active segment
-	batch     []byte // reused group-commit buffer
+	activeEnd int64 // end of the last acknowledged entry in the active segment
+	// allocEnd is the active segment's size on disk, made durable by a
+	// full fsync: past activeEnd it holds zeros (preallocation), which
+	// appends overwrite and then need only fdatasync.
+	allocEnd int64
+	batch    []byte // reused group-commit buffer
 	// broken is the failure that left bytes of unknown state past
 	// activeEnd, until repair cuts them off.
 	broken error
@@ -180,11 +184,29 @@ func (l *Loglet) commit(reqs []*request) {
 		l.fail(fmt.Errorf("writing %s: %w", w.active.path, err), reqs)
 		return
 	}
-	if err := w.active.f.Sync(); err != nil {
-		l.fail(fmt.Errorf("fsync %s: %w", w.active.path, err), reqs)
-		return
+	end := w.activeEnd + int64(len(buf))
+	if end <= w.allocEnd {
+		// The blocks and the size are durable already: flush the data.
+		if err := datasync(w.active.f); err != nil {
+			l.fail(fmt.Errorf("fdatasync %s: %w", w.active.path, err), reqs)
+			return
+		}
+	} else {
+		// The file grows: zero the next stretch too, so that the appends
+		// after this one write inside the file, and make both durable,
+		// size and blocks, with one fsync.
+		alloc := max(end, min(end+preallocBytes, l.opts.SegmentBytes))
+		if err := writeZeros(w.active.f, end, alloc); err != nil {
+			l.fail(fmt.Errorf("writing %s: %w", w.active.path, err), reqs)
+			return
+		}
+		if err := w.active.f.Sync(); err != nil {
+			l.fail(fmt.Errorf("fsync %s: %w", w.active.path, err), reqs)
+			return
+		}
+		w.allocEnd = alloc
 	}
-	w.activeEnd += int64(len(buf))
+	w.activeEnd = end
 	if cap(buf) <= 2*l.opts.MaxBatchBytes {
 		w.batch = buf[:0]
 	} else {
@@ -210,9 +232,51 @@ func (l *Loglet) commit(reqs []*request) {
 	runtime.Gosched()
 }
 
+// preallocBytes is how far past its entries the writer zeroes the active
+// segment when an append grows it: one full fsync per this many bytes of
+// log, fdatasync for the appends in between.
+const preallocBytes = 1 << 20
+
+// zeros is written to preallocate.
+var zeros [64 << 10]byte
+
+// writeZeros writes zeros to f over [from, to).
+func writeZeros(f File, from, to int64) error {
+	for off := from; off < to; {
+		n, err := f.WriteAt(zeros[:min(int64(len(zeros)), to-off)], off)
+		if err != nil {
+			return err
+		}
+		off += int64(n)
+	}
+	return nil
+}
+
+// cutPreallocation truncates the active segment's zeros, as a roll and a
+// clean Close leave a segment: ending after its last entry.
+func (l *Loglet) cutPreallocation() error {
+	w := &l.w
+	if w.allocEnd <= w.activeEnd {
+		return nil
+	}
+	if err := w.active.f.Truncate(w.activeEnd); err != nil {
+		return fmt.Errorf("cutting the preallocation of %s: %w", w.active.path, err)
+	}
+	if err := w.active.f.Sync(); err != nil {
+		return fmt.Errorf("cutting the preallocation of %s: %w", w.active.path, err)
+	}
+	w.allocEnd = w.activeEnd
+	return nil
+}
+
 // roll starts a new active segment at the tail.
 func (l *Loglet) roll() error {
 	w := &l.w
+	// A closed segment ends after its last entry, as every version of
+	// this package writes and reads them.
+	if err := l.cutPreallocation(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	base := l.mu.tail
 	l.mu.Unlock()
@@ -234,7 +298,7 @@ func (l *Loglet) roll() error {
 	l.mu.Lock()
 	l.mu.segments = append(l.mu.segments, seg)
 	l.mu.Unlock()
-	w.active, w.activeEnd = seg, segmentHeaderBytes
+	w.active, w.activeEnd, w.allocEnd = seg, segmentHeaderBytes, segmentHeaderBytes
 	return nil
 }
 
@@ -355,6 +419,7 @@ func (l *Loglet) repair() error {
 		return fmt.Errorf("cutting %s back to %d bytes after %v: %w", w.active.path, w.activeEnd, w.broken, err)
 	}
 	w.broken = nil
+	w.allocEnd = w.activeEnd
 	return nil
 }
 
