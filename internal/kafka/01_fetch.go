@@ -706,6 +706,7 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			f.tail = f.nearTail(view, tailBytes)
 		}
 	}
+	f.noteTail(view)
 	return total, failed, nil
 }
 
