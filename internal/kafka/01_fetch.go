@@ -732,7 +732,7 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			f.tail = f.nearTail(view, tailBytes)
 		}
 	}
-	f.noteTail(view)
+	f.noteTail(view, total)
 	return total, failed, nil
 }
 

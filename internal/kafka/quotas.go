@@ -197,7 +197,7 @@ func (r *Request) waitedSince(start time.Time) {
 func (c *Conn) enforceQuotas(r *Request, p *call, resp kmsg.Response, handled time.Duration) (throttle, hold time.Duration) {
 	if r.Key == produceKey && r.Deps != nil {
 		// Tail consumers falling behind for want of CPU (fetch_tail.go).
-		r.throttle = max(r.throttle, r.Deps.shared.tailThrottle())
+		r.throttle = max(r.throttle, r.Deps.shared.tailThrottle(p.share.sizeBytes))
 	}
 	q := r.quotas()
 	set := q.set()
