@@ -39,7 +39,7 @@ import (
 //
 // Nothing is paced while the agent has CPU to spare (a consumer slow on
 // its own then holds back no producer), nor for consumers re-reading old
-// records, nor once no tail answer has been seen for tailIdle. A request
+// records or held to a consumer quota or Deps.MaxFetchBytesPerSec, nor once no tail answer has been seen for tailIdle. A request
 // is throttled at most tailThrottleMax.
 const (
 	// tailLagBytes is how far behind the ends of its partitions a
@@ -176,7 +176,14 @@ func (s *sharedState) tailThrottle(n int64) time.Duration {
 // there are none (the consumer is at the ends).
 func (f *fetchAnswer) noteTail(view *meta.View, total int64) {
 	sh := f.r.Deps.shared
-	if sh == nil || sh.tail == nil {
+	if sh == nil || sh.tail == nil || sh.fetchRate != nil {
+		// With the agent's fetch rate capped, consumers are slow by
+		// configuration, not for want of CPU.
+		return
+	}
+	if _, ok := f.r.fetchQuotaCap(); ok {
+		// A consumer held to its consumer_byte_rate is slow by
+		// its quota: producers do not yield to it.
 		return
 	}
 	committed := f.req.IsolationLevel == isolationReadCommitted
