@@ -1,6 +1,9 @@
 package fetch
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // Answers are the fetch path's largest allocations: every read copies
 // its records into a new slice (copy.go), a consumer at 100 MB/s
@@ -14,22 +17,27 @@ import "math/bits"
 // capacities in [minPooledBytes<<i, minPooledBytes<<(i+1)), and a read of
 // n bytes takes from the smallest class whose every buffer holds n, or
 // from the class of n itself (get).
-// Each class keeps at most pooledClassBytes idle (at least one buffer),
-// so the pool holds at most about 12 MiB that no answer uses.
+// The pool keeps at most pooledIdleBytes of capacity idle, in any
+// classes: a Fetch of 1 MiB from each of 8 partitions gives back 8 MiB
+// at once, and two of those are kept.
 const (
-	minPooledBytes   = 64 << 10
-	pooledClasses    = 7 // up to 8 MiB: larger answers are rare
-	pooledClassBytes = 1 << 20
+	minPooledBytes  = 64 << 10
+	pooledClasses   = 7 // up to 8 MiB: larger answers are rare
+	pooledIdleBytes = 16 << 20
 )
 
-type answerPool [pooledClasses]chan []byte
+type answerPool struct {
+	classes [pooledClasses]chan []byte
+	// idle is the capacity of the buffers the classes hold.
+	idle atomic.Int64
+}
 
 func newAnswerPool() *answerPool {
-	var p answerPool
-	for i := range p {
-		p[i] = make(chan []byte, max(1, pooledClassBytes/(minPooledBytes<<i)))
+	p := new(answerPool)
+	for i := range p.classes {
+		p.classes[i] = make(chan []byte, pooledIdleBytes/(minPooledBytes<<i))
 	}
-	return &p
+	return p
 }
 
 // get returns a buffer of n bytes from the pool, its contents
@@ -48,7 +56,8 @@ func (p *answerPool) get(n int) []byte {
 			continue
 		}
 		select {
-		case b := <-p[i]:
+		case b := <-p.classes[i]:
+			p.idle.Add(-int64(cap(b)))
 			if cap(b) >= n {
 				return b[:n]
 			}
@@ -67,8 +76,13 @@ func (p *answerPool) put(b []byte) {
 	if i >= pooledClasses {
 		return
 	}
+	if p.idle.Add(int64(cap(b))) > pooledIdleBytes {
+		p.idle.Add(-int64(cap(b)))
+		return
+	}
 	select {
-	case p[i] <- b[:0]:
+	case p.classes[i] <- b[:0]:
 	default:
+		p.idle.Add(-int64(cap(b)))
 	}
 }

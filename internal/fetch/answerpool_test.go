@@ -33,20 +33,29 @@ func TestAnswerPool(t *testing.T) {
 	if b := p.get(3<<19 + 1); b != nil {
 		t.Fatalf("get(1.5 MiB + 1) gave a buffer of cap %d", cap(b))
 	}
-	if n := len(p[4]); n != 0 {
+	if n := len(p.classes[4]); n != 0 {
 		t.Fatalf("the 1 MiB class kept %d buffers too small for what was asked, want 0", n)
 	}
-	// Bounded: a class keeps pooledClassBytes, at least one buffer.
+	// Bounded: the pool keeps pooledIdleBytes of capacity, in any
+	// classes.
 	for range 10 {
 		p.put(make([]byte, 8<<20-1))
 	}
-	if n := len(p[pooledClasses-1]); n != 1 {
-		t.Fatalf("the largest class keeps %d buffers, want 1", n)
+	if n := len(p.classes[pooledClasses-1]); n != 2 {
+		t.Fatalf("the largest class keeps %d buffers of 8 MiB - 1, want 2", n)
 	}
-	for range 100 {
+	p.put(make([]byte, minPooledBytes))
+	if n := len(p.classes[0]); n != 0 {
+		t.Fatalf("the smallest class keeps %d buffers past the bound, want 0", n)
+	}
+	p.get(8<<20 - 1)
+	for range 200 {
 		p.put(make([]byte, minPooledBytes))
 	}
-	if n := len(p[0]); n != pooledClassBytes/minPooledBytes {
-		t.Fatalf("the smallest class keeps %d buffers, want %d", n, pooledClassBytes/minPooledBytes)
+	if n, want := len(p.classes[0]), (8<<20+1)/minPooledBytes; n != want {
+		t.Fatalf("the smallest class keeps %d buffers, want %d (what the bound leaves)", n, want)
+	}
+	if got := p.idle.Load(); got > pooledIdleBytes {
+		t.Fatalf("idle %d bytes, past the bound %d", got, pooledIdleBytes)
 	}
 }
