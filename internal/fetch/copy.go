@@ -40,11 +40,12 @@ type copySlots chan struct{}
 
 func newCopySlots() copySlots { return make(copySlots, copySlotsFor(runtime.GOMAXPROCS(0))) }
 
-// join returns a's runs copied into one new slice, each batch's base
-// offset patched, copying while it holds a copy slot. The slice is
-// allocated without zeroing: bytes.Join allocates the whole answer
-// uninitialized and the copy writes all of it (make and append would
-// first clear it, as much work again as the copy).
+// join returns a's runs copied into one slice, each batch's base offset
+// patched, copying while it holds a copy slot. The slice is a recycled
+// answer (answerpool.go) or one allocated without zeroing: bytes.Join
+// allocates the whole answer uninitialized and the copy writes all of it
+// (make and append would first clear it, as much work again as the
+// copy).
 func (r *Reader) join(ctx context.Context, a *answer) ([]byte, error) {
 	if a.size == 0 {
 		return []byte{}, nil
@@ -55,7 +56,15 @@ func (r *Reader) join(ctx context.Context, a *answer) ([]byte, error) {
 	if r.copying != nil {
 		r.copying()
 	}
-	out := bytes.Join(a.runs, nil)
+	out := r.answers.get(a.size)
+	if out != nil {
+		at := 0
+		for _, run := range a.runs {
+			at += copy(out[at:], run)
+		}
+	} else {
+		out = bytes.Join(a.runs, nil)
+	}
 	<-r.slots
 
 	pos := 0

@@ -77,6 +77,9 @@ type Reader struct {
 	damage *DamageLog
 	// slots bounds the answers being copied at once (copy.go).
 	slots copySlots
+	// answers are answers given back to copy the next ones into
+	// (answerpool.go).
+	answers *answerPool
 	// ahead is the read-ahead (readahead.go); nil: none.
 	ahead *readAhead
 	// copying is called while a copy slot is held, waiting when a read
@@ -92,8 +95,14 @@ func NewReader(store objstore.Store, cache *Cache) *Reader {
 	if cache == nil {
 		cache = NewCache(0)
 	}
-	return &Reader{store: store, cache: cache, damage: NewDamageLog(nil), slots: newCopySlots()}
+	return &Reader{store: store, cache: cache, damage: NewDamageLog(nil), slots: newCopySlots(), answers: newAnswerPool()}
 }
+
+// Recycle gives back the Records of a FetchResult this reader returned,
+// once the caller is done with them and nothing refers to them or to any
+// part of them any more: a later read may copy its answer into them.
+// Calling it is optional; records from elsewhere must not be given.
+func (r *Reader) Recycle(records []byte) { r.answers.put(records) }
 
 // WithDamageLog returns a Reader like r (same store, cache and copy
 // slots) that reports damaged objects to d.

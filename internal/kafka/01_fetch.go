@@ -278,7 +278,7 @@ func (f *fetchAnswer) finish(ctx context.Context, resp *kmsg.FetchResponse, tota
 		return nil, err
 	}
 	f.reportFetched()
-	return f.hold.wrap(resp, 0), nil
+	return f.wrapHeld(resp), nil
 }
 
 // fetchAnswer answers one Fetch request.
@@ -301,6 +301,29 @@ type fetchAnswer struct {
 	tail bool
 	// prepaid is what prepay paid the pace for before the read.
 	prepaid int64
+	// answers are the records of every read, in the response or not,
+	// given back to the reader once the response is written
+	// (wrapHeld).
+	answers [][]byte
+}
+
+// wrapHeld returns resp holding the answer's budget until it is written,
+// and then giving the records of its reads back to the reader
+// (AnswerRecycler), which copies later answers into them: the writer
+// is done with them, and nothing else refers to them.
+func (f *fetchAnswer) wrapHeld(resp kmsg.Response) kmsg.Response {
+	rc, ok := f.rd.(AnswerRecycler)
+	if f.hold == nil || !ok || len(f.answers) == 0 {
+		return f.hold.wrap(resp, 0)
+	}
+	h, answers := f.hold, f.answers
+	f.answers = nil
+	return heldResponse{Response: resp, release: func() {
+		h.release()
+		for _, b := range answers {
+			rc.Recycle(b)
+		}
+	}}
 }
 
 // Response budget use of a Fetch (respbudget.go).
@@ -657,6 +680,9 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 		rerr := lerr
 		if lerr == nil {
 			res, rerr = f.readPartition(ctx, view, p, limit, committed, stable)
+			if rerr == nil && len(res.Records) > 0 {
+				f.answers = append(f.answers, res.Records)
+			}
 		}
 		switch {
 		case rerr != nil && ctx.Err() != nil:
@@ -706,6 +732,7 @@ func (f *fetchAnswer) read(ctx context.Context, view *meta.View, budget int64, m
 			f.tail = f.nearTail(view, tailBytes)
 		}
 	}
+	f.noteTail(view, total)
 	return total, failed, nil
 }
 

@@ -37,6 +37,15 @@ type Fetcher interface {
 
 var _ Fetcher = (*fetch.Reader)(nil)
 
+// AnswerRecycler is a Fetcher's optional power: Recycle takes back the
+// Records of a FetchResult once the Fetch answer holding them is
+// written, to copy later answers into. *fetch.Reader implements it.
+type AnswerRecycler interface {
+	Recycle(records []byte)
+}
+
+var _ AnswerRecycler = (*fetch.Reader)(nil)
+
 // Notifier wakes long-polling Fetches on the partitions they read.
 // *replica.Replica implements it: Watch registers a watch that apply
 // notifies after each batch that changes one of the partitions, and

@@ -533,7 +533,7 @@ func handleIncrementalFetch(ctx context.Context, r *Request, db MetaDB, rd Fetch
 		return nil, err
 	}
 	f.reportFetched()
-	return f.hold.wrap(resp, 0), nil
+	return f.wrapHeld(resp), nil
 }
 
 // waitSession waits until one of the session's partitions changes (true),

@@ -195,6 +195,10 @@ func (r *Request) waitedSince(start time.Time) {
 // throttle time and, for a client that does not throttle itself, how
 // long to hold the response.
 func (c *Conn) enforceQuotas(r *Request, p *call, resp kmsg.Response, handled time.Duration) (throttle, hold time.Duration) {
+	if r.Key == produceKey && r.Deps != nil {
+		// Tail consumers falling behind for want of CPU (fetch_tail.go).
+		r.throttle = max(r.throttle, r.Deps.shared.tailThrottle(p.share.sizeBytes))
+	}
 	q := r.quotas()
 	set := q.set()
 	if set.Empty(quota.Produce) && set.Empty(quota.Request) && r.throttle == 0 {

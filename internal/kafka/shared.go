@@ -20,6 +20,9 @@ type sharedState struct {
 	// fetchYield paces Fetch records while other requests wait for a
 	// CPU (fetch_yield.go).
 	fetchYield *fetchYield
+	// tail throttles Produce while tail consumers fall behind for want
+	// of CPU (fetch_tail.go).
+	tail *tailGuard
 	// partitions counts the partitions being created (partition_limits.go).
 	partitions partitionGate
 	// acls holds the authorizer built from this agent's copy of the
@@ -45,6 +48,7 @@ func newSharedState(cfg Config) *sharedState {
 		responses:      newRespBudget(cfg.MaxHeldResponseBytes),
 		metadataPacer:  newBytePacer(metadataBytesPerSec, metadataBurstBytes),
 		fetchYield:     newFetchYield(time.Now, runtimeSchedWaits()),
+		tail:           newTailGuard(time.Now),
 		quotas:         newClientQuotas(cfg.Deps.Meta, cfg.Quota, cfg.Deps.now),
 		zones:          newZoneMemo(),
 	}
