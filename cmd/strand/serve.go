@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,6 +168,8 @@ line wins over the environment, which wins over the file.
 	f.Var(agent.BytesFlag(&cfg.MemoryBudget), "memory-budget", "memory the agent's caches and buffers are sized from, e.g. 512MiB; the Go memory limit follows it (default: GOMEMLIMIT when set, else 512MiB)")
 	f.Int32Var(&cfg.MaxPartitionsPerTopic, "max-partitions-per-topic", kafka.DefaultMaxPartitionsPerTopic, "most partitions one topic may have; more is POLICY_VIOLATION")
 	f.Int64Var(&cfg.MaxPartitions, "max-partitions", kafka.DefaultMaxPartitions, "most partitions in the cluster (KIP-578 max.partitions); more is POLICY_VIOLATION")
+	f.Var(notFlag{&cfg.NoProduceYieldToTail}, "produce-yields-to-tail", "while the agent is short of CPU, throttle Produce to the rate of consumers reading the tail when they fall over 24 MiB behind, so the tail stays in the read cache (false: producers never wait for consumers)")
+	f.Lookup("produce-yields-to-tail").NoOptDefVal = "true"
 	f.Var(agent.BytesFlag(&cfg.MaxFetchBytesPerSec), "max-fetch-bytes-per-sec", "pace the record bytes Fetch answers carry, all clients together, e.g. 200MiB (0: no fixed cap; Fetch still yields to other requests when the CPU is short)")
 	cfg.FetchReadAheadBytes = agent.DefaultFetchReadAheadBytes
 	f.Var(agent.BytesFlag(&cfg.FetchReadAheadBytes), "fetch-read-ahead-bytes", "how far ahead of a consumer catching up on a partition (reading what the read cache does not hold) to read it, e.g. 32MiB (0: no read-ahead); its bytes in flight come out of the read cache's share of --memory-budget")
@@ -344,3 +347,26 @@ func applyEnv(fs *pflag.FlagSet) error {
 	}
 	return nil
 }
+
+// notFlag is a boolean flag that sets *p to its negation, for a
+// behaviour on by default whose Config field is its off switch.
+type notFlag struct{ p *bool }
+
+func (f notFlag) String() string {
+	if f.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*f.p)
+}
+
+func (f notFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*f.p = !v
+	return nil
+}
+
+func (notFlag) Type() string     { return "bool" }
+func (notFlag) IsBoolFlag() bool { return true }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strconv"
+
 	"bytes"
 	"context"
 	"errors"
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // TestServeRefusesBadConfig checks that serve fails on a bad flag or
@@ -285,6 +289,29 @@ func TestServeConsoleFlag(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tc.want {
 			t.Errorf("serve %q: GET /console/ %d, want %d", tc.flag, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+// TestNotFlag checks that an on-by-default switch reads as its flag
+// says and sets its Config field, the off switch, to the negation.
+func TestNotFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		off  bool
+	}{{nil, false}, {[]string{"--x"}, false}, {[]string{"--x=true"}, false}, {[]string{"--x=false"}, true}} {
+		var off bool
+		f := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		f.Var(notFlag{&off}, "x", "")
+		f.Lookup("x").NoOptDefVal = "true"
+		if err := f.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if off != tc.off {
+			t.Errorf("%v: off %v, want %v", tc.args, off, tc.off)
+		}
+		if got, want := f.Lookup("x").Value.String(), strconv.FormatBool(!tc.off); got != want {
+			t.Errorf("%v: String %q, want %q", tc.args, got, want)
 		}
 	}
 }

@@ -621,6 +621,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Agent, err 
 			MaxPartitionsPerTopic:      cfg.MaxPartitionsPerTopic,
 			MaxPartitions:              cfg.MaxPartitions,
 			MaxFetchBytesPerSec:        cfg.MaxFetchBytesPerSec,
+			NoTailPace:                 cfg.NoProduceYieldToTail,
 			BrokerDefaults:             brokerDefaults(cfg),
 			RetentionCheckIntervalMs:   cfg.LogRetentionCheckInterval.Milliseconds(),
 			Loggers:                    cfg.LogLevels,

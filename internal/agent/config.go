@@ -271,6 +271,10 @@ type Config struct {
 	// answers carry, all clients together; zero means no fixed cap
 	// (the adaptive pace of kafka/fetch_yield.go still applies).
 	MaxFetchBytesPerSec int64
+	// NoProduceYieldToTail turns off Produce's yielding to tail
+	// consumers that fall behind while the agent is short of CPU
+	// (kafka/fetch_tail.go).
+	NoProduceYieldToTail bool
 	// FetchReadAheadBytes is how far ahead of a consumer catching up on
 	// a partition (reading what the read cache does not hold) the agent
 	// reads it, with at most FetchMaxParallelGets GETs in flight at once

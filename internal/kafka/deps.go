@@ -80,6 +80,9 @@ type Deps struct {
 	// client shares; zero means no fixed cap (the adaptive pace of
 	// fetch_yield.go still applies).
 	MaxFetchBytesPerSec int64
+	// NoTailPace turns off fetch_tail.go's pace: Produce no longer
+	// yields to tail consumers falling behind for want of CPU.
+	NoTailPace bool
 	// BrokerDefaults holds, by topic config name, the defaults this
 	// agent's flags set where they differ from Kafka's (retention.ms
 	// from --log-retention-ms): DescribeConfigs reports them as

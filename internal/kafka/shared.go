@@ -52,6 +52,9 @@ func newSharedState(cfg Config) *sharedState {
 		quotas:         newClientQuotas(cfg.Deps.Meta, cfg.Quota, cfg.Deps.now),
 		zones:          newZoneMemo(),
 	}
+	if cfg.Deps.NoTailPace {
+		s.tail = nil
+	}
 	if cfg.FetchSessionSlots > 0 {
 		s.sessions = newFetchSessionCache(cfg.Deps.now, cfg.FetchSessionSlots, fetchSessionPartitions)
 	}
