@@ -3,6 +3,9 @@ package views
 import (
 	"context"
 	"runtime"
+	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
 )
 
 // A pull query's latency on a busy agent is mostly the wait for a
@@ -20,30 +23,65 @@ import (
 // than GOMAXPROCS: a P stays free for the SQL endpoint, the Kafka
 // handlers and the views' own readers, and finds a ready goroutine as
 // soon as the network says so. The views' throughput per CPU second is
-// the same; on GOMAXPROCS processors they use at most GOMAXPROCS-1 for
-// their epochs, which a view catching up notices and a steady one
-// (its epochs taking less than a processor) does not. With GOMAXPROCS
-// 1 there is one slot and nothing to keep free.
+// the same.
+//
+// The kept processor is lent, not reserved: a Step that has waited
+// maxStepWait for a slot takes the spare one. A view catching up runs
+// epochs of up to MaxEpochChanges (a second of CPU), and with one slot
+// every other view would wait that long for each, far beyond what
+// freshness allows; and an agent whose views need every processor
+// keeps up rather than fall behind for the reads' sake. The spare is
+// taken only while Steps queue for maxStepWait, which a steady agent
+// (its epochs needing less than GOMAXPROCS-1 processors) never does.
 
-// gate is a counting semaphore: a buffered channel holding a token per
-// Step in progress.
-type gate chan struct{}
+// maxStepWait is how long a Step waits for a slot before it takes the
+// spare one: well inside the freshness target (500 ms at p99), long
+// next to a steady epoch (a few milliseconds).
+const maxStepWait = 50 * time.Millisecond
+
+// gate is a counting semaphore of Steps: slots holds a token per Step
+// in progress, spare the one Step that may run past them.
+type gate struct {
+	slots chan struct{}
+	spare chan struct{}
+	clk   clock.Clock
+}
 
 // defaultStepSlots is GOMAXPROCS-1, at least 1.
 func defaultStepSlots() int {
 	return max(1, runtime.GOMAXPROCS(0)-1)
 }
 
-func newGate(slots int) gate { return make(gate, max(1, slots)) }
+func newGate(slots int, clk clock.Clock) *gate {
+	return &gate{slots: make(chan struct{}, max(1, slots)), spare: make(chan struct{}, 1), clk: clock.OrReal(clk)}
+}
 
-// acquire waits for a slot, or for ctx to end.
-func (g gate) acquire(ctx context.Context) error {
+// acquire waits for a slot (or, after maxStepWait, the spare), or for
+// ctx to end. release gives back what it took.
+func (g *gate) acquire(ctx context.Context) (release func(), err error) {
 	select {
-	case g <- struct{}{}:
-		return nil
+	case g.slots <- struct{}{}:
+		return g.releaseSlot, nil
+	default:
+	}
+	waited, timer := clock.After(g.clk, maxStepWait)
+	defer clock.Stop(timer)
+	select {
+	case g.slots <- struct{}{}:
+		return g.releaseSlot, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
+	case <-waited:
+	}
+	select {
+	case g.slots <- struct{}{}:
+		return g.releaseSlot, nil
+	case g.spare <- struct{}{}:
+		return g.releaseSpare, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
-func (g gate) release() { <-g }
+func (g *gate) releaseSlot()  { <-g.slots }
+func (g *gate) releaseSpare() { <-g.spare }

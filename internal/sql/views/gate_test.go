@@ -5,30 +5,69 @@ import (
 	"errors"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/strandkafka/strand/internal/clock"
 )
 
-func TestGateBoundsSlots(t *testing.T) {
-	g := newGate(2)
-	ctx := context.Background()
-	for i := range 2 {
-		if err := g.acquire(ctx); err != nil {
-			t.Fatalf("acquire %d of 2: %v", i, err)
-		}
+func TestGateSlotsThenSpare(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	clk := clock.NewFake(time.Unix(0, 0))
+	g := newGate(1, clk)
+	releaseA, err := g.acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Full: a third waits, until its context ends.
-	canceled, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := g.acquire(canceled); !errors.Is(err, context.Canceled) {
-		t.Fatalf("third acquire of 2 slots: %v, want context.Canceled", err)
+	// The slot is taken: B waits, then takes the spare after maxStepWait.
+	type got struct {
+		release func()
+		err     error
 	}
-	g.release()
-	done := make(chan error, 1)
-	go func() { done <- g.acquire(ctx) }()
-	if err := <-done; err != nil {
-		t.Fatalf("acquire after a release: %v", err)
+	b := make(chan got, 1)
+	go func() { r, err := g.acquire(ctx); b <- got{r, err} }()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
-	if n := len(g); n != 2 {
-		t.Fatalf("%d slots taken, want 2", n)
+	select {
+	case r := <-b:
+		t.Fatalf("a second Step got past a gate of 1 slot before waiting maxStepWait: %v", r.err)
+	default:
+	}
+	clk.Advance(maxStepWait)
+	rb := <-b
+	if rb.err != nil {
+		t.Fatal(rb.err)
+	}
+	if len(g.slots) != 1 || len(g.spare) != 1 {
+		t.Fatalf("slots %d, spare %d taken; want 1 and 1", len(g.slots), len(g.spare))
+	}
+	// Slot and spare taken: C waits past maxStepWait, until a release.
+	c := make(chan got, 1)
+	go func() { r, err := g.acquire(ctx); c <- got{r, err} }()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(maxStepWait)
+	canceled, cancelD := context.WithCancel(ctx)
+	cancelD()
+	if _, err := g.acquire(canceled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("acquire of a full gate with a canceled context: %v", err)
+	}
+	select {
+	case r := <-c:
+		t.Fatalf("a third Step got past 1 slot and the spare: %v", r.err)
+	default:
+	}
+	rb.release()
+	rc := <-c
+	if rc.err != nil {
+		t.Fatal(rc.err)
+	}
+	releaseA()
+	rc.release()
+	if len(g.slots) != 0 || len(g.spare) != 0 {
+		t.Fatalf("after every release: slots %d, spare %d taken", len(g.slots), len(g.spare))
 	}
 }
 
@@ -40,7 +79,7 @@ func TestDefaultStepSlotsLeavesAProcessor(t *testing.T) {
 			t.Errorf("GOMAXPROCS %d: %d step slots, want %d", procs, got, want)
 		}
 	}
-	if got := cap(newGate(0)); got != 1 {
+	if got := cap(newGate(0, nil).slots); got != 1 {
 		t.Errorf("a gate of 0 slots has %d, want 1", got)
 	}
 }

@@ -66,8 +66,9 @@ type Config struct {
 	// inputs' beginning.
 	Restore func(ctx context.Context, rel meta.Relation, dir string)
 	// StepSlots bounds the views whose epochs run at once (default
-	// GOMAXPROCS-1, at least 1; see gate.go): the rest of the agent,
-	// pull queries first, keeps a processor free of the views' work.
+	// GOMAXPROCS-1, at least 1), plus one that has waited 50 ms (see
+	// gate.go): the rest of the agent, pull queries first, keeps a
+	// processor free of the views' work while they keep up.
 	StepSlots int
 }
 
@@ -91,7 +92,7 @@ type Runner struct {
 	cfg     Config
 	metrics *Metrics
 	// steps is taken by a task for each epoch's Step (gate.go).
-	steps gate
+	steps *gate
 	mu    struct {
 		sync.Mutex
 		tasks map[uint64]*task
@@ -150,7 +151,7 @@ func New(cfg Config) (*Runner, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
-	r := &Runner{cfg: cfg, metrics: newMetrics(), steps: newGate(cfg.StepSlots)}
+	r := &Runner{cfg: cfg, metrics: newMetrics(), steps: newGate(cfg.StepSlots, cfg.Clock)}
 	r.mu.tasks = map[uint64]*task{}
 	return r, nil
 }
@@ -683,12 +684,13 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			return err
 		}
 		epoch.Checkpoint = b
-		if err := t.r.steps.acquire(ctx); err != nil {
+		release, err := t.r.steps.acquire(ctx)
+		if err != nil {
 			return err
 		}
 		t.commitMu.Lock()
 		out, err := drv.Step(epoch)
-		t.r.steps.release()
+		release()
 		if err != nil {
 			t.commitMu.Unlock()
 			return err
