@@ -83,3 +83,21 @@ func TestDefaultStepSlotsLeavesAProcessor(t *testing.T) {
 		t.Errorf("a gate of 0 slots has %d, want 1", got)
 	}
 }
+
+func TestGateNegativeSlotsUnbounded(t *testing.T) {
+	g := newGate(-1, nil)
+	if g != nil {
+		t.Fatalf("a gate of -1 slots: %+v, want none", g)
+	}
+	var releases []func()
+	for i := range 8 {
+		r, err := g.acquire(context.Background())
+		if err != nil {
+			t.Fatalf("acquire %d through no gate: %v", i, err)
+		}
+		releases = append(releases, r)
+	}
+	for _, r := range releases {
+		r()
+	}
+}

@@ -65,10 +65,11 @@ type Config struct {
 	// resumes from; if it leaves none, the view is rebuilt from its
 	// inputs' beginning.
 	Restore func(ctx context.Context, rel meta.Relation, dir string)
-	// StepSlots bounds the views whose epochs run at once (default
+	// StepSlots bounds the views whose epochs run at once (0:
 	// GOMAXPROCS-1, at least 1), plus one that has waited 50 ms (see
 	// gate.go): the rest of the agent, pull queries first, keeps a
-	// processor free of the views' work while they keep up.
+	// processor free of the views' work while they keep up. Negative:
+	// no bound.
 	StepSlots int
 }
 
@@ -145,7 +146,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = 2 * time.Second
 	}
-	if cfg.StepSlots <= 0 {
+	if cfg.StepSlots == 0 {
 		cfg.StepSlots = defaultStepSlots()
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
