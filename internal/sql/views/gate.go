@@ -39,6 +39,15 @@ import (
 // next to a steady epoch (a few milliseconds).
 const maxStepWait = 50 * time.Millisecond
 
+// maxGateWait is how long a Step waits at all: then it runs without a
+// slot. Steps wait in arrival order, so on a starved agent a view with
+// short epochs queued behind the others' long ones, epoch after epoch
+// (a freshness p99 of seconds, where without the gate the scheduler
+// shared the processors and its short epochs finished first); past
+// this wait the gate adds nothing, and what bounds the Steps running
+// at once is the number of views.
+const maxGateWait = 4 * maxStepWait
+
 // gate is a counting semaphore of Steps: slots holds a token per Step
 // in progress, spare the one Step that may run past them.
 type gate struct {
@@ -61,8 +70,9 @@ func newGate(slots int, clk clock.Clock) *gate {
 	return &gate{slots: make(chan struct{}, max(1, slots)), spare: make(chan struct{}, 1), clk: clock.OrReal(clk)}
 }
 
-// acquire waits for a slot (or, after maxStepWait, the spare), or for
-// ctx to end. release gives back what it took.
+// acquire waits for a slot (or, after maxStepWait, the spare; after
+// maxGateWait, nothing), or for ctx to end. release gives back what it
+// took.
 func (g *gate) acquire(ctx context.Context) (release func(), err error) {
 	if g == nil {
 		return func() {}, nil
@@ -81,6 +91,8 @@ func (g *gate) acquire(ctx context.Context) (release func(), err error) {
 		return nil, ctx.Err()
 	case <-waited:
 	}
+	longWait, longTimer := clock.After(g.clk, maxGateWait-maxStepWait)
+	defer clock.Stop(longTimer)
 	select {
 	case g.slots <- struct{}{}:
 		return g.releaseSlot, nil
@@ -88,6 +100,8 @@ func (g *gate) acquire(ctx context.Context) (release func(), err error) {
 		return g.releaseSpare, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-longWait:
+		return func() {}, nil
 	}
 }
 

@@ -64,6 +64,31 @@ func TestGateSlotsThenSpare(t *testing.T) {
 	if rc.err != nil {
 		t.Fatal(rc.err)
 	}
+	// Slot and spare taken again: D runs without either after
+	// maxGateWait.
+	d := make(chan got, 1)
+	go func() { r, err := g.acquire(ctx); d <- got{r, err} }()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(maxStepWait)
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-d:
+		t.Fatalf("a Step got past a full gate after maxStepWait, before maxGateWait: %v", r.err)
+	default:
+	}
+	clk.Advance(maxGateWait - maxStepWait)
+	rd := <-d
+	if rd.err != nil {
+		t.Fatal(rd.err)
+	}
+	rd.release()
+	if len(g.slots) != 1 || len(g.spare) != 1 {
+		t.Fatalf("a Step past the gate took or gave back a slot: slots %d, spare %d taken", len(g.slots), len(g.spare))
+	}
 	releaseA()
 	rc.release()
 	if len(g.slots) != 0 || len(g.spare) != 0 {

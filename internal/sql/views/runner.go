@@ -66,10 +66,10 @@ type Config struct {
 	// inputs' beginning.
 	Restore func(ctx context.Context, rel meta.Relation, dir string)
 	// StepSlots bounds the views whose epochs run at once (0:
-	// GOMAXPROCS-1, at least 1), plus one that has waited 50 ms (see
-	// gate.go): the rest of the agent, pull queries first, keeps a
-	// processor free of the views' work while they keep up. Negative:
-	// no bound.
+	// GOMAXPROCS-1, at least 1), plus one that has waited 50 ms, and
+	// any that has waited 200 ms (see gate.go): the rest of the agent,
+	// pull queries first, keeps a processor free of the views' work
+	// while they keep up. Negative: no bound.
 	StepSlots int
 }
 
