@@ -80,6 +80,9 @@ type Options struct {
 	// defaults; agent.ReadAheadOff: none).
 	FetchReadAheadBytes  int64
 	FetchMaxParallelGets int
+	// SQLViewStepSlots is the embedded agent's --sql-view-step-slots
+	// (0: its default; negative: no bound on the views' epochs).
+	SQLViewStepSlots int
 	// HedgePercentile, HedgeMaxRatio and MaxPutsPerSec configure the
 	// embedded agent's hedged uploads and PUT budget as agent.Config's
 	// ObjStoreHedge* and MaxPutsPerSec do (0: the defaults;
@@ -315,9 +318,9 @@ func (o *Options) Validate() error {
 	if o.Warmup < 0 {
 		bad("--warmup must not be negative")
 	}
-	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0 ||
+	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0 || o.SQLViewStepSlots != 0 ||
 		o.HedgePercentile != 0 || o.HedgeMaxRatio != 0 || (o.MaxPutsPerSec != 0 && o.MaxPutsPerSec != agent.PutBudgetAuto)) {
-		bad("--objstore-latency, --flush-interval, --flush-bytes, --objstore-hedge-*, --max-puts-per-sec and the --fetch-* read-ahead flags configure --embedded only")
+		bad("--objstore-latency, --flush-interval, --flush-bytes, --objstore-hedge-*, --max-puts-per-sec, --sql-view-step-slots and the --fetch-* read-ahead flags configure --embedded only")
 	}
 	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {
 		bad("--disk-bandwidth sizes: want positive, total at least one chunk")
@@ -777,6 +780,7 @@ func embeddedConfig(o *Options, dir string) agent.Config {
 		FetchReadAheadBytes:     o.FetchReadAheadBytes,
 		FetchMaxParallelGets:    o.FetchMaxParallelGets,
 		SQLListen:               sqlListen,
+		SQLViewStepSlots:        o.SQLViewStepSlots,
 	}
 }
 
