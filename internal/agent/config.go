@@ -104,7 +104,7 @@ type Config struct {
 	SQLViewSnapshotInterval time.Duration
 	SQLViewSnapshotBytes    int64
 	// SQLViewStepSlots bounds the views' epochs running at once
-	// (views.Config.StepSlots: 0 is GOMAXPROCS-1; negative, no bound).
+	// (views.Config.StepSlots: 0, no bound; negative, GOMAXPROCS-1).
 	SQLViewStepSlots int
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is

@@ -81,7 +81,7 @@ type Options struct {
 	FetchReadAheadBytes  int64
 	FetchMaxParallelGets int
 	// SQLViewStepSlots is the embedded agent's --sql-view-step-slots
-	// (0: its default; negative: no bound on the views' epochs).
+	// (0: no bound on the views' epochs; negative: GOMAXPROCS-1).
 	SQLViewStepSlots int
 	// HedgePercentile, HedgeMaxRatio and MaxPutsPerSec configure the
 	// embedded agent's hedged uploads and PUT budget as agent.Config's

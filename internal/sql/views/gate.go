@@ -61,13 +61,13 @@ func defaultStepSlots() int {
 	return max(1, runtime.GOMAXPROCS(0)-1)
 }
 
-// newGate returns a gate of slots (at least 1); nil, which lets every
-// Step through, for a negative number.
+// newGate returns a gate of slots; nil, which lets every Step
+// through, for 0 or fewer.
 func newGate(slots int, clk clock.Clock) *gate {
-	if slots < 0 {
+	if slots <= 0 {
 		return nil
 	}
-	return &gate{slots: make(chan struct{}, max(1, slots)), spare: make(chan struct{}, 1), clk: clock.OrReal(clk)}
+	return &gate{slots: make(chan struct{}, slots), spare: make(chan struct{}, 1), clk: clock.OrReal(clk)}
 }
 
 // acquire waits for a slot (or, after maxStepWait, the spare; after

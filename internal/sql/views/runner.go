@@ -65,11 +65,12 @@ type Config struct {
 	// resumes from; if it leaves none, the view is rebuilt from its
 	// inputs' beginning.
 	Restore func(ctx context.Context, rel meta.Relation, dir string)
-	// StepSlots bounds the views whose epochs run at once (0:
-	// GOMAXPROCS-1, at least 1), plus one that has waited 50 ms, and
-	// any that has waited 200 ms (see gate.go): the rest of the agent,
-	// pull queries first, keeps a processor free of the views' work
-	// while they keep up. Negative: no bound.
+	// StepSlots bounds the views whose epochs run at once, plus one
+	// that has waited 50 ms, and any that has waited 200 ms (see
+	// gate.go), so that the rest of the agent, pull queries first,
+	// keeps a processor free of the views' work. 0: no bound (the
+	// default: the gate's gain is not shown yet); negative:
+	// GOMAXPROCS-1, at least 1.
 	StepSlots int
 }
 
@@ -146,7 +147,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = 2 * time.Second
 	}
-	if cfg.StepSlots == 0 {
+	if cfg.StepSlots < 0 {
 		cfg.StepSlots = defaultStepSlots()
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
