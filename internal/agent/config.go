@@ -103,6 +103,9 @@ type Config struct {
 	// a negative interval takes none (restores still happen).
 	SQLViewSnapshotInterval time.Duration
 	SQLViewSnapshotBytes    int64
+	// SQLViewStepSlots bounds the views' epochs running at once
+	// (views.Config.StepSlots: 0, no bound; negative, GOMAXPROCS-1).
+	SQLViewStepSlots int
 	// SASL listeners (SASL_PLAINTEXT, SASL_SSL), Kafka's broker configs
 	// of the same names: SASLEnabledMechanisms is
 	// sasl.enabled.mechanisms ("PLAIN,SCRAM-SHA-512"; empty: all three);

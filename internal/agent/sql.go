@@ -103,7 +103,7 @@ func (a *Agent) startSQL() error {
 	a.metrics.reg.MustRegister(a.sqlSourceMetrics.Collectors()...)
 	a.sqlViews, err = views.New(views.Config{Store: a.replica, Dir: filepath.Join(a.cfg.DataDir, "views"),
 		Kafka: a.sqlKafka, Schemas: a.sqlSchemas, SourceMetrics: a.sqlSourceMetrics,
-		Restore: a.restoreView, Logger: a.logger.With("component", "sql-views")})
+		Restore: a.restoreView, Logger: a.logger.With("component", "sql-views"), StepSlots: a.cfg.SQLViewStepSlots})
 	if err == nil {
 		err = a.newViewSnapshotter()
 	}

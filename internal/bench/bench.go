@@ -82,6 +82,9 @@ type Options struct {
 	// defaults; agent.ReadAheadOff: none).
 	FetchReadAheadBytes  int64
 	FetchMaxParallelGets int
+	// SQLViewStepSlots is the embedded agent's --sql-view-step-slots
+	// (0: no bound on the views' epochs; negative: GOMAXPROCS-1).
+	SQLViewStepSlots int
 	// HedgePercentile, HedgeMaxRatio and MaxPutsPerSec configure the
 	// embedded agent's hedged uploads and PUT budget as agent.Config's
 	// ObjStoreHedge* and MaxPutsPerSec do (0: the defaults;
@@ -336,9 +339,9 @@ func (o *Options) Validate() error {
 	if o.ExpressZones != 0 && (o.ExpressZones < 2 || o.ExpressZones > 3) {
 		bad("--express-zones must be 2 or 3")
 	}
-	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0 ||
+	if !o.Embedded && (o.ObjStoreLatency != "" || o.FlushInterval != 0 || o.FlushBytes != 0 || o.FetchReadAheadBytes != 0 || o.FetchMaxParallelGets != 0 || o.SQLViewStepSlots != 0 ||
 		o.HedgePercentile != 0 || o.HedgeMaxRatio != 0 || (o.MaxPutsPerSec != 0 && o.MaxPutsPerSec != agent.PutBudgetAuto)) {
-		bad("--objstore-latency, --flush-interval, --flush-bytes, --objstore-hedge-*, --max-puts-per-sec and the --fetch-* read-ahead flags configure --embedded only")
+		bad("--objstore-latency, --flush-interval, --flush-bytes, --objstore-hedge-*, --max-puts-per-sec, --sql-view-step-slots and the --fetch-* read-ahead flags configure --embedded only")
 	}
 	if o.DiskBytes <= 0 || o.DiskChunkBytes <= 0 || o.DiskBytes < int64(o.DiskChunkBytes) {
 		bad("--disk-bandwidth sizes: want positive, total at least one chunk")
@@ -677,6 +680,7 @@ func embeddedConfig(o *Options, dir string) agent.Config {
 		FetchReadAheadBytes:     o.FetchReadAheadBytes,
 		FetchMaxParallelGets:    o.FetchMaxParallelGets,
 		SQLListen:               sqlListen,
+		SQLViewStepSlots:        o.SQLViewStepSlots,
 	}
 }
 

@@ -153,6 +153,7 @@ it (p50/p99); --nexmark-replay adds each query alone over the topics.`,
 	f.Int32Var(&o.ColdReadFetchBytes, "cold-read-fetch-bytes", DefaultColdReadFetchBytes, "--cold-read: the consumer's per-partition fetch size")
 	readAhead := agent.BytesFlag(&o.FetchReadAheadBytes)
 	f.Var(readAhead, "fetch-read-ahead-bytes", "embedded agent: its --fetch-read-ahead-bytes (0: no read-ahead; default the agent's, "+agent.FormatBytes(agent.DefaultFetchReadAheadBytes)+")")
+	f.IntVar(&o.SQLViewStepSlots, "sql-view-step-slots", 0, "embedded agent: its --sql-view-step-slots (0: no bound, the agent's default; negative: GOMAXPROCS-1), to compare pull-query latency and freshness with and without the views' step gate")
 	f.IntVar(&o.FetchMaxParallelGets, "fetch-max-parallel-gets", 0, "embedded agent: its --fetch-max-parallel-gets (default the agent's, "+fmt.Sprint(agent.DefaultFetchMaxParallelGets)+")")
 	f.StringVar(&o.ValueFormat, "value-format", FormatRaw, "record values: "+FormatRaw+" (the send stamp and filler) or "+FormatAvro+" (an Avro record in the schema registry's wire format, its schema registered under <topic>-value at --schema-registry)")
 	f.StringVar(&o.SchemaRegistry, "schema-registry", DefaultSchemaRegistry, "--value-format avro: the schema registry's URL")

@@ -99,6 +99,12 @@ type NexmarkResult struct {
 	IdleLookupP50Ms   float64 `json:"idle_lookup_p50_ms"`
 	IdleLookupP99Ms   float64 `json:"idle_lookup_p99_ms"`
 	IdleLookupMaxMs   float64 `json:"idle_lookup_max_ms"`
+	// SchedLatency (--embedded only) is how long this process's
+	// goroutines waited runnable for a processor during the load: the
+	// Go runtime's /sched/latencies:seconds, quantiles as bucket bounds.
+	SchedLatencySamples uint64  `json:"sched_latency_samples,omitempty"`
+	SchedLatencyP50Ms   float64 `json:"sched_latency_p50_ms,omitempty"`
+	SchedLatencyP99Ms   float64 `json:"sched_latency_p99_ms,omitempty"`
 	// Replay is each query alone, with --nexmark-replay.
 	Replay []NexmarkReplay `json:"replay,omitempty"`
 	// DrainSeconds is how long after the load every view took to consume
@@ -413,6 +419,7 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 	if err != nil {
 		return nil, err
 	}
+	sched0 := schedLatencies()
 	t0 := time.Now()
 	loadCtx, stopLoad := context.WithTimeout(ctx, o.Duration)
 	defer stopLoad()
@@ -483,6 +490,11 @@ func runNexmark(ctx context.Context, o *Options, tgt target, sqlAddr string, pw 
 	freshWG.Wait()
 	inflight.Wait()
 	window := time.Since(t0)
+	if o.Embedded {
+		if q, n := schedQuantiles(sched0, schedLatencies(), 0.50, 0.99); n > 0 {
+			res.SchedLatencySamples, res.SchedLatencyP50Ms, res.SchedLatencyP99Ms = n, q[0], q[1]
+		}
+	}
 	end, err := Scrape(ctx, tgt.metricsAddr)
 	if err != nil {
 		return nil, err
@@ -819,6 +831,10 @@ func writeNexmark(b *strings.Builder, r *NexmarkResult) {
 	if r.LookupSamples > 0 {
 		fmt.Fprintf(b, "  point lookup (SELECT * FROM %s WHERE auction = $1, during the load): p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d lookups, %d found rows\n",
 			r.LookupView, r.LookupP50Ms, r.LookupP99Ms, r.LookupMaxMs, r.LookupSamples, r.LookupHits)
+	}
+	if r.SchedLatencySamples > 0 {
+		fmt.Fprintf(b, "  goroutines' wait for a processor during the load (this process): p50 %.3f ms, p99 %.3f ms over %d waits\n",
+			r.SchedLatencyP50Ms, r.SchedLatencyP99Ms, r.SchedLatencySamples)
 	}
 	if r.IdleLookupSamples > 0 {
 		fmt.Fprintf(b, "  point lookup after the load, views caught up, back to back: p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d lookups\n",

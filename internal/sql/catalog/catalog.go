@@ -160,7 +160,7 @@ func (s *session) Close()         { s.next.Close() }
 // statements of a mixed text one by one, their error positions moved to
 // positions in the whole text.
 func (s *session) Prepare(ctx context.Context, sql string, paramTypes []uint32) ([]pgwire.Statement, error) {
-	stmts, err := parse.ParseStrand(sql)
+	stmts, err := parse.Shared.ParseStrand(sql)
 	if err != nil {
 		return nil, err
 	}

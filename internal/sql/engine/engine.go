@@ -113,7 +113,7 @@ func (s *session) Close() {}
 
 // Prepare implements pgwire.Session.
 func (s *session) Prepare(_ context.Context, sql string, paramTypes []uint32) ([]pgwire.Statement, error) {
-	parsed, err := parse.Parse(sql)
+	parsed, err := parse.Shared.Parse(sql)
 	if err != nil {
 		return nil, err
 	}

@@ -323,6 +323,7 @@ func (c *conn) loop() error {
 	// skipping is set by an error in the extended protocol: messages are
 	// discarded until Sync.
 	skipping := false
+	unflushed := 0
 	for {
 		msg, err := c.be.Receive()
 		if err != nil {
@@ -378,11 +379,31 @@ func (c *conn) loop() error {
 			c.sendError(nil, err)
 			skipping = true
 		}
+		// As PostgreSQL does, the extended protocol's replies go out at
+		// Sync or Flush (clients send one before they wait), the simple
+		// protocol's after ReadyForQuery: a lookup's answer is one write
+		// and one wake-up of the client, not one per message (four for
+		// Bind, Describe, Execute, Sync), each a wait for a processor
+		// on a busy agent. unflushed bounds what a client pipelining
+		// without Sync makes the buffer hold (rows flush by flushBytes).
+		unflushed++
+		switch msg.(type) {
+		case *pgproto3.Query, *pgproto3.Sync, *pgproto3.Flush:
+		default:
+			if unflushed < maxUnflushedMessages {
+				continue
+			}
+		}
+		unflushed = 0
 		if err := c.be.Flush(); err != nil {
 			return err
 		}
 	}
 }
+
+// maxUnflushedMessages is how many messages' replies wait for a Sync
+// or Flush before they are sent anyway.
+const maxUnflushedMessages = 64
 
 func (c *conn) readyForQuery() {
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.sess.TxStatus()})

@@ -65,6 +65,13 @@ type Config struct {
 	// resumes from; if it leaves none, the view is rebuilt from its
 	// inputs' beginning.
 	Restore func(ctx context.Context, rel meta.Relation, dir string)
+	// StepSlots bounds the views whose epochs run at once, plus one
+	// that has waited 50 ms, and any that has waited 200 ms (see
+	// gate.go), so that the rest of the agent, pull queries first,
+	// keeps a processor free of the views' work. 0: no bound (the
+	// default: the gate's gain is not shown yet); negative:
+	// GOMAXPROCS-1, at least 1.
+	StepSlots int
 }
 
 const (
@@ -86,7 +93,9 @@ const (
 type Runner struct {
 	cfg     Config
 	metrics *Metrics
-	mu      struct {
+	// steps is taken by a task for each epoch's Step (gate.go).
+	steps *gate
+	mu    struct {
 		sync.Mutex
 		tasks map[uint64]*task
 	}
@@ -138,10 +147,13 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = 2 * time.Second
 	}
+	if cfg.StepSlots < 0 {
+		cfg.StepSlots = defaultStepSlots()
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
-	r := &Runner{cfg: cfg, metrics: newMetrics()}
+	r := &Runner{cfg: cfg, metrics: newMetrics(), steps: newGate(cfg.StepSlots, cfg.Clock)}
 	r.mu.tasks = map[uint64]*task{}
 	return r, nil
 }
@@ -674,8 +686,13 @@ func (t *task) loop(ctx context.Context, drv *flow.Driver, ins []*input, cp chec
 			return err
 		}
 		epoch.Checkpoint = b
+		release, err := t.r.steps.acquire(ctx)
+		if err != nil {
+			return err
+		}
 		t.commitMu.Lock()
 		out, err := drv.Step(epoch)
+		release()
 		if err != nil {
 			t.commitMu.Unlock()
 			return err
