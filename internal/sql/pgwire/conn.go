@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -343,37 +344,9 @@ func (c *conn) loop() error {
 				}
 			}
 		}
-		switch m := msg.(type) {
-		case *pgproto3.Query:
-			c.simpleQuery(m.String)
-			c.readyForQuery()
-		case *pgproto3.Parse:
-			err = c.parse(m)
-		case *pgproto3.Bind:
-			err = c.bind(m)
-		case *pgproto3.Describe:
-			err = c.describe(m)
-		case *pgproto3.Execute:
-			err = c.execute(m)
-		case *pgproto3.Close:
-			err = c.close(m)
-		case *pgproto3.Sync:
-			skipping = false
-			if c.sess.TxStatus() == 'I' {
-				// The implicit transaction ends at Sync, and with it
-				// every portal, as in PostgreSQL.
-				c.closePortals()
-			}
-			c.readyForQuery()
-		case *pgproto3.Flush:
-		case *pgproto3.Terminate:
-			return nil
-		case *pgproto3.FunctionCall:
-			err = NotSupported("the function call protocol is not supported")
-		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
-			// PostgreSQL ignores these outside COPY.
-		default:
-			return c.fatal(Errorf(CodeProtocolViolation, "unexpected message %T", msg))
+		quit, err := c.handle(msg, &skipping)
+		if quit {
+			return err
 		}
 		if err != nil {
 			c.sendError(nil, err)
@@ -399,6 +372,63 @@ func (c *conn) loop() error {
 			return err
 		}
 	}
+}
+
+// handle answers one message; quit says the connection ends (with err,
+// nil for Terminate). A panic in a statement's handler is that
+// statement's internal error (XX000) and is logged with its stack: one
+// bad statement fails, not the agent and every session on it, as a
+// Kafka handler's panic closes one connection (kafka/conn.go).
+func (c *conn) handle(msg pgproto3.FrontendMessage, skipping *bool) (quit bool, err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		c.srv.cfg.Logger.Error("sql: statement panic", "user", c.user, "message", fmt.Sprintf("%T", msg),
+			"panic", v, "stack", string(debug.Stack()))
+		quit, err = false, Errorf(CodeInternalError, "internal error: %v", v)
+		if _, ok := msg.(*pgproto3.Query); ok {
+			// The simple protocol has no Sync to wait for: fail the
+			// query and be ready for the next one.
+			c.sendError(nil, err)
+			c.readyForQuery()
+			err = nil
+		}
+	}()
+	switch m := msg.(type) {
+	case *pgproto3.Query:
+		c.simpleQuery(m.String)
+		c.readyForQuery()
+	case *pgproto3.Parse:
+		err = c.parse(m)
+	case *pgproto3.Bind:
+		err = c.bind(m)
+	case *pgproto3.Describe:
+		err = c.describe(m)
+	case *pgproto3.Execute:
+		err = c.execute(m)
+	case *pgproto3.Close:
+		err = c.close(m)
+	case *pgproto3.Sync:
+		*skipping = false
+		if c.sess.TxStatus() == 'I' {
+			// The implicit transaction ends at Sync, and with it
+			// every portal, as in PostgreSQL.
+			c.closePortals()
+		}
+		c.readyForQuery()
+	case *pgproto3.Flush:
+	case *pgproto3.Terminate:
+		return true, nil
+	case *pgproto3.FunctionCall:
+		err = NotSupported("the function call protocol is not supported")
+	case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+		// PostgreSQL ignores these outside COPY.
+	default:
+		return true, c.fatal(Errorf(CodeProtocolViolation, "unexpected message %T", msg))
+	}
+	return false, err
 }
 
 // maxUnflushedMessages is how many messages' replies wait for a Sync

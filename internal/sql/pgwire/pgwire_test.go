@@ -535,3 +535,47 @@ func TestStreamingRows(t *testing.T) {
 		t.Fatal("canceled stream did not end")
 	}
 }
+
+// panicking wraps an engine so a statement containing "boom" panics
+// when it starts, as a planner bug would.
+type panicking struct{ pgwire.Engine }
+
+func (e panicking) NewSession(ctx context.Context, info pgwire.SessionInfo) (pgwire.Session, error) {
+	s, err := e.Engine.NewSession(ctx, info)
+	return panickingSession{s}, err
+}
+
+type panickingSession struct{ pgwire.Session }
+
+func (s panickingSession) Prepare(ctx context.Context, sql string, types []uint32) ([]pgwire.Statement, error) {
+	if strings.Contains(sql, "boom") {
+		panic("boom in the planner")
+	}
+	return s.Session.Prepare(ctx, sql, types)
+}
+
+// TestStatementPanic checks that a statement whose handler panics fails
+// with XX000, in the simple and the extended protocol, and that the
+// session (and the server) go on.
+func TestStatementPanic(t *testing.T) {
+	srv := startServer(t, pgwire.Config{Engine: panicking{engine.New(nil, "")}, Auth: newUsers(t, pgwire.AuthTrust, nil)}, false)
+	conn := connect(t, srv.url("u", "", "disable"))
+	ctx := context.Background()
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec, pgx.QueryExecModeCacheStatement} {
+		// With an argument pgx sends Parse in the extended modes
+		// (the panic comes at Parse) and an interpolated Query in the
+		// simple one.
+		_, err := conn.Exec(ctx, "SELECT 'boom' WHERE $1::int = 1", mode, 1)
+		if pgCode(err) != pgwire.CodeInternalError {
+			t.Fatalf("mode %v: got %v, want XX000", mode, err)
+		}
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT 41 + 1", mode).Scan(&n); err != nil || n != 42 {
+			t.Fatalf("mode %v: the session did not survive the panic: %d, %v", mode, n, err)
+		}
+	}
+	other := connect(t, srv.url("u", "", "disable"))
+	if err := other.Ping(ctx); err != nil {
+		t.Fatalf("the server did not survive the panic: %v", err)
+	}
+}
