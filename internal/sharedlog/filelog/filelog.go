@@ -56,6 +56,11 @@
 // to the end of the file are a preallocation, not a torn entry (no entry
 // starts with a zero header: its CRC covers its length); a roll and a
 // clean Close cut them, so a closed segment ends after its last entry.
+// Appends into preallocated zeros do not find a full disk, so the loglet
+// refuses appends (ENOSPC) while its file system has less than 4 MiB
+// free (freeReserve, Freer): the metadata database applying what the
+// log took, usually on the same disk, must not be the writer that finds
+// the disk full, since the agent stops when its database cannot write.
 //
 // If a write or fsync fails (a full disk, an I/O error), the writes in
 // flight and every queued request fail with ErrFailed, and the bytes

@@ -75,3 +75,11 @@ type osFile struct {
 
 func (osFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
 func (osFS) Remove(name string) error             { return os.Remove(name) }
+
+// Freer is an optional power of a File: the bytes its file system has
+// free for an unprivileged writer (statfs(2)'s f_bavail). The loglet
+// uses it to keep freeReserve of the disk for others (see
+// checkReserve); a File without it is never refused for space.
+type Freer interface {
+	FreeBytes() (int64, error)
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 
 	"github.com/strandkafka/strand/internal/sharedlog"
 )
@@ -180,6 +181,10 @@ func (l *Loglet) commit(reqs []*request) {
 		buf = append(buf, r.rec...)
 		cost += r.cost()
 	}
+	if err := checkReserve(w.active.f); err != nil {
+		l.fail(fmt.Errorf("writing %s: %w", w.active.path, err), reqs)
+		return
+	}
 	if _, err := w.active.f.WriteAt(buf, w.activeEnd); err != nil {
 		l.fail(fmt.Errorf("writing %s: %w", w.active.path, err), reqs)
 		return
@@ -230,6 +235,32 @@ func (l *Loglet) commit(reqs []*request) {
 	// two alternating halves, one in the fsync and one queued, and a
 	// group commit carries half of them.
 	runtime.Gosched()
+}
+
+// freeReserve is the free space below which the loglet refuses appends
+// as a full disk would (ENOSPC). Without preallocation the log was the
+// first writer to find a full disk, since every append grew its file,
+// and a refused append is a produce answered with an error, after which
+// the agent serves again once space is back. Appends into preallocated
+// zeros no longer find it, and the next writer, the metadata database
+// applying what the log took (usually on the same disk), would, and an
+// agent stops when its database cannot write. So the log refuses first,
+// while the disk still has room for the database to apply what was
+// taken.
+const freeReserve = 4 * preallocBytes
+
+// checkReserve fails with ENOSPC when f's file system has less than
+// freeReserve free; a file that cannot tell is not refused.
+func checkReserve(f File) error {
+	fr, ok := f.(Freer)
+	if !ok {
+		return nil
+	}
+	free, err := fr.FreeBytes()
+	if err != nil || free >= freeReserve {
+		return nil // a statfs that fails is no reason to refuse a write
+	}
+	return fmt.Errorf("%w: %d bytes free, fewer than the %d the log leaves to the metadata database", syscall.ENOSPC, free, freeReserve)
 }
 
 // preallocBytes is how far past its entries the writer zeroes the active
