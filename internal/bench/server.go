@@ -49,6 +49,8 @@ type serverSpec struct {
 	MaxPutsPerSec        float64       `json:"max_puts_per_sec,omitempty"`
 	FetchReadAheadBytes  int64         `json:"fetch_read_ahead_bytes,omitempty"`
 	FetchMaxParallelGets int           `json:"fetch_max_parallel_gets,omitempty"`
+	ExpressZones         int           `json:"express_zones,omitempty"`
+	SQLViewStepSlots     int           `json:"sql_view_step_slots,omitempty"`
 	// CPUProfile, if set, is a file the child writes its CPU profile of
 	// its whole life to (for go tool pprof).
 	CPUProfile string `json:"cpu_profile,omitempty"`
@@ -68,7 +70,19 @@ func specOf(o *Options, kind, dir string) serverSpec {
 		ObjStoreLatency: o.ObjStoreLatency, FlushInterval: o.FlushInterval, FlushBytes: o.FlushBytes,
 		HedgePercentile: o.HedgePercentile, HedgeMaxRatio: o.HedgeMaxRatio, MaxPutsPerSec: o.MaxPutsPerSec,
 		FetchReadAheadBytes: o.FetchReadAheadBytes, FetchMaxParallelGets: o.FetchMaxParallelGets,
+		ExpressZones: o.ExpressZones, SQLViewStepSlots: o.SQLViewStepSlots,
 		CPUProfile: o.ServerCPUProfile,
+	}
+}
+
+// options are the Options embeddedConfig reads, as the parent had them:
+// specOf's inverse.
+func (spec serverSpec) options() Options {
+	return Options{
+		ObjStoreLatency: spec.ObjStoreLatency, FlushInterval: spec.FlushInterval, FlushBytes: spec.FlushBytes,
+		HedgePercentile: spec.HedgePercentile, HedgeMaxRatio: spec.HedgeMaxRatio, MaxPutsPerSec: spec.MaxPutsPerSec,
+		FetchReadAheadBytes: spec.FetchReadAheadBytes, FetchMaxParallelGets: spec.FetchMaxParallelGets,
+		ExpressZones: spec.ExpressZones, SQLViewStepSlots: spec.SQLViewStepSlots,
 	}
 }
 
@@ -153,11 +167,7 @@ func serve(ctx context.Context, spec serverSpec, stdin io.Reader, stdout, stderr
 		stop = c.Close
 		addrs.Kafka = c.ListenAddrs()[0]
 	case "strand":
-		o := Options{
-			ObjStoreLatency: spec.ObjStoreLatency, FlushInterval: spec.FlushInterval, FlushBytes: spec.FlushBytes,
-			HedgePercentile: spec.HedgePercentile, HedgeMaxRatio: spec.HedgeMaxRatio, MaxPutsPerSec: spec.MaxPutsPerSec,
-			FetchReadAheadBytes: spec.FetchReadAheadBytes, FetchMaxParallelGets: spec.FetchMaxParallelGets,
-		}
+		o := spec.options()
 		a, err := startEmbedded(ctx, &o, spec.Dir, stderr)
 		if err != nil {
 			return startError{err}

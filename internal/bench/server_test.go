@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +63,29 @@ func TestChildServerCPU(t *testing.T) {
 	// A child that cannot start says why.
 	if _, err := startChildServer(ctx, serverSpec{Kind: "nope"}, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown kind "nope"`) {
 		t.Errorf("starting an unknown kind: err = %v", err)
+	}
+}
+
+// TestChildServerConfig checks that the child's agent gets the config an
+// in-process agent would: every option embeddedConfig reads survives
+// the spec's trip through JSON (the express zones once did not, and the
+// tier's benchmark measured an agent without its tier).
+func TestChildServerConfig(t *testing.T) {
+	o := Options{
+		ObjStoreLatency: "s3-express", FlushInterval: 7 * time.Millisecond, FlushBytes: 123456,
+		HedgePercentile: 0.8, HedgeMaxRatio: 0.2, MaxPutsPerSec: 20,
+		FetchReadAheadBytes: 1 << 20, FetchMaxParallelGets: 3, ExpressZones: 3, SQLViewStepSlots: -1,
+	}
+	b, err := json.Marshal(specOf(&o, "strand", "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec serverSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		t.Fatal(err)
+	}
+	back := spec.options()
+	if want, got := embeddedConfig(&o, "d"), embeddedConfig(&back, "d"); !reflect.DeepEqual(want, got) {
+		t.Errorf("the child's agent config differs:\n got %+v\nwant %+v", got, want)
 	}
 }
