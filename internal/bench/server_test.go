@@ -3,12 +3,15 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strandkafka/strand/internal/testservers/testproc"
 )
 
 func TestParseProcStatCPU(t *testing.T) {
@@ -40,7 +43,8 @@ func TestParseProcStatCPU(t *testing.T) {
 // that closing its stdin ends it.
 func TestChildServerCPU(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
+		// The CPU figure needs /proc: skip elsewhere, fail under CI.
+		testproc.SkipOrFail(t, fmt.Errorf("no /proc: %w", err))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
